@@ -1,0 +1,12 @@
+"""PLACEHOLDER: replaced by the full section models."""
+
+from core.schema.base import LenientSection
+
+
+class OptimizerConfig(LenientSection):
+    """placeholder"""
+
+
+class SchedulerConfig(LenientSection):
+    """placeholder"""
+

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs into the given venv (default .venv):
+# the test extras, the real DeepSpeed (CPU torch, pinned), a second venv with
+# DeepSpeed 0.19.5 for the version-profile differential tests, and Debian's
+# chromium for the browser tests.
+set -euo pipefail
+venv=${1:-.venv}
+"$venv/bin/pip" install -q -e ".[test,deepspeed]"
+
+# DeepSpeed 0.19.5 lives in its own venv: one interpreter cannot import two versions.
+if [ ! -x .venv-ds0195/bin/python ] || ! .venv-ds0195/bin/python -c "import deepspeed" 2>/dev/null; then
+    python3 -m venv .venv-ds0195
+    .venv-ds0195/bin/pip install -q --upgrade pip
+    .venv-ds0195/bin/pip install -q "torch==2.13.0" "deepspeed==0.19.5" "hjson"
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = "0" ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        sudo apt-get update -qq
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+fi
