@@ -204,6 +204,18 @@ class LenientSection(BaseModel):
         return _drop_auto(data)
 
 
+class OpenSection(LenientSection):
+    """A lenient section whose keys are free-form (DeepSpeed passes them on or merges them):
+    unknown keys here are not reported."""
+
+    model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "open": True}})
+
+
+def is_open_section(model: type[BaseModel]) -> bool:
+    """Whether unknown keys are expected in this section."""
+    return issubclass(model, OpenSection)
+
+
 def section_kind(model: type[BaseModel]) -> SectionKind:
     """"strict" or "lenient" for a section model."""
     return "lenient" if issubclass(model, LenientSection) else "strict"
