@@ -1,0 +1,418 @@
+"""The learning rate (and OneCycle momentum) of DeepSpeed's schedulers, step by step, without torch.
+
+Mirrors ``deepspeed/runtime/lr_schedules.py`` of DeepSpeed 0.19.8 operation for operation, so the
+values are bit-identical to what the real schedulers write into the optimizer:
+
+* The engine builds the scheduler with ``cls(optimizer, **params)`` before the first step and calls
+  ``scheduler.step()`` after every optimizer step that was applied. Row ``step = k`` of the curve is
+  the learning rate the k-th optimizer step (0-based) uses, i.e. the value in the optimizer after the
+  constructor and ``k`` calls of ``step()``; DeepSpeed's ``last_batch_iteration`` is then
+  ``last_batch_iteration0 + k`` for ``k >= 1``.
+* At ``k = 0`` each scheduler uses its constructor's value: WarmupLR/WarmupDecayLR ``warmup_min_lr``,
+  WarmupCosineLR ``0.0`` (its ``get_lr`` before the start), LRRangeTest ``lr_range_test_min_lr``,
+  OneCycle ``cycle_min_lr`` and momentum ``cycle_min_mom`` (the cycle formula would give ``cycle_max_mom``).
+  With a resumed ``last_batch_iteration != -1`` the constructor leaves the optimizer's ``lr`` alone,
+  so step 0 uses ``base_lr``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+WARMUP_LR = "WarmupLR"
+WARMUP_DECAY_LR = "WarmupDecayLR"
+WARMUP_COSINE_LR = "WarmupCosineLR"
+ONE_CYCLE = "OneCycle"
+LR_RANGE_TEST = "LRRangeTest"
+
+#: DeepSpeed's VALID_LR_SCHEDULES (exact case, as the engine looks them up).
+SCHEDULER_TYPES: tuple[str, ...] = (LR_RANGE_TEST, ONE_CYCLE, WARMUP_LR, WARMUP_DECAY_LR, WARMUP_COSINE_LR)
+
+#: Largest number of steps a curve is computed for (a chart needs far fewer points).
+MAX_STEPS = 2_000_000
+
+_REQUIRED = object()
+
+
+class ScheduleError(ValueError):
+    """A scheduler type or parameter DeepSpeed would reject (or crash on); ``param`` names the key."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+#: Constructor signatures of 0.19.8 (name -> default; _REQUIRED for parameters without one).
+SIGNATURES: dict[str, dict[str, Any]] = {
+    LR_RANGE_TEST: {
+        "lr_range_test_min_lr": 1e-3,
+        "lr_range_test_step_size": 2000,
+        "lr_range_test_step_rate": 1.0,
+        "lr_range_test_staircase": False,
+        "last_batch_iteration": -1,
+    },
+    ONE_CYCLE: {
+        "cycle_min_lr": _REQUIRED,
+        "cycle_max_lr": _REQUIRED,
+        "decay_lr_rate": 0.0,
+        "cycle_first_step_size": 2000,
+        "cycle_second_step_size": None,
+        "cycle_first_stair_count": 0,
+        "cycle_second_stair_count": None,
+        "decay_step_size": 0,
+        "cycle_momentum": True,
+        "cycle_min_mom": 0.8,
+        "cycle_max_mom": 0.9,
+        "decay_mom_rate": 0.0,
+        "last_batch_iteration": -1,
+    },
+    WARMUP_LR: {
+        "warmup_min_lr": 0.0,
+        "warmup_max_lr": None,
+        "warmup_num_steps": 1000,
+        "warmup_type": "log",
+        "last_batch_iteration": -1,
+    },
+    WARMUP_DECAY_LR: {
+        "total_num_steps": _REQUIRED,
+        "warmup_min_lr": 0.0,
+        "warmup_max_lr": 0.001,
+        "warmup_num_steps": 1000,
+        "warmup_type": "log",
+        "last_batch_iteration": -1,
+    },
+    WARMUP_COSINE_LR: {
+        "total_num_steps": _REQUIRED,
+        "warmup_min_ratio": 0.0,
+        "warmup_num_steps": 1000,
+        "cos_min_ratio": 0.0001,
+        "warmup_type": "log",
+        "last_batch_iteration": -1,
+    },
+}
+
+
+@dataclass(frozen=True)
+class _Point:
+    lr: float
+    momentum: float | None = None
+
+
+# ---------------------------------------------------------------- parameter checking
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _scalar(name: str, value: Any) -> Any:
+    """DeepSpeed accepts a list (one value per param group); a chart has one group."""
+    if isinstance(value, list | tuple):
+        if len(value) != 1:
+            raise ScheduleError(
+                f"{name}: a list gives one value per optimizer param group; the chart shows one group, "
+                f"so give a single number (got {len(value)} values)",
+                name,
+            )
+        return value[0]
+    return value
+
+
+def _auto_message(name: str) -> str:
+    return f'{name} is "auto": resolve it (HF Trainer values) before plotting the schedule'
+
+
+def _number(name: str, value: Any) -> float:
+    value = _scalar(name, value)
+    if value == "auto":
+        raise ScheduleError(_auto_message(name), name)
+    if not _is_number(value) or not math.isfinite(value):
+        raise ScheduleError(f"{name} must be a finite number, got {value!r}", name)
+    return value
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if value == "auto":
+        raise ScheduleError(_auto_message(name), name)
+    # DeepSpeed checks isinstance(int) and > 0; a bool would pass that check but is never meant.
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ScheduleError(f"{name} must be a positive integer, got {value!r}", name)
+    return value
+
+
+def _bound_params(scheduler_type: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    if scheduler_type not in SIGNATURES:
+        raise ScheduleError(
+            f"scheduler type {scheduler_type!r} has no chart; DeepSpeed's schedulers are "
+            f"{', '.join(SCHEDULER_TYPES)} (exact case)",
+            "type",
+        )
+    if params is None:
+        # The engine calls cls(optimizer, **None) -> TypeError.
+        raise ScheduleError("scheduler.params is missing: DeepSpeed needs a params object (may be {})",
+                            "params")
+    if not isinstance(params, Mapping):
+        raise ScheduleError(f"scheduler.params must be an object, got {type(params).__name__}", "params")
+    signature = SIGNATURES[scheduler_type]
+    unknown = sorted(set(params) - set(signature))
+    if unknown:
+        raise ScheduleError(
+            f"{scheduler_type} has no parameter {unknown[0]!r} (DeepSpeed raises TypeError); "
+            f"its parameters are {', '.join(signature)}",
+            unknown[0],
+        )
+    bound = {**signature, **params}
+    for name, value in bound.items():
+        if value is _REQUIRED:
+            raise ScheduleError(f"{scheduler_type} needs {name!r} in scheduler.params", name)
+    lbi = bound["last_batch_iteration"]
+    if not isinstance(lbi, int) or isinstance(lbi, bool) or lbi < -1:
+        raise ScheduleError(f"last_batch_iteration must be an integer >= -1, got {lbi!r}",
+                            "last_batch_iteration")
+    return bound
+
+
+def _warmup_type(value: Any, warnings: list[str]) -> str:
+    if not isinstance(value, str):
+        raise ScheduleError(f"warmup_type must be 'log' or 'linear', got {value!r}", "warmup_type")
+    if value not in {"log", "linear"}:
+        warnings.append(f"warmup_type {value!r} is unknown: DeepSpeed warns and uses 'log'")
+        return "log"
+    return value
+
+
+def _need_base_lr(base_lr: float | None, why: str) -> float:
+    if base_lr is None or base_lr == "auto":
+        raise ScheduleError(f"the optimizer's lr is needed ({why}); set optimizer.params.lr", "lr")
+    if not _is_number(base_lr) or not math.isfinite(base_lr):
+        raise ScheduleError(f"optimizer lr must be a finite number, got {base_lr!r}", "lr")
+    return base_lr
+
+
+# ---------------------------------------------------------------- the schedulers
+
+
+def _warmup(bound: dict[str, Any], base_lr: float | None, warnings: list[str], decay: bool):
+    min_lr = _number("warmup_min_lr", bound["warmup_min_lr"])
+    if bound["warmup_max_lr"] is None:
+        max_lr = _need_base_lr(base_lr, "warmup_max_lr is not set, so WarmupLR warms up to the optimizer lr")
+    else:
+        max_lr = _number("warmup_max_lr", bound["warmup_max_lr"])
+    num_steps = max(2, _positive_int("warmup_num_steps", bound["warmup_num_steps"]))
+    total = _number("total_num_steps", bound["total_num_steps"]) if decay else None
+    if decay and total < num_steps:
+        warnings.append(f"total_num_steps {total} is less than warmup_num_steps {bound['warmup_num_steps']}")
+    kind = _warmup_type(bound["warmup_type"], warnings)
+    delta = max_lr - min_lr
+    inverse_log = 1.0 / math.log(num_steps)
+
+    def gamma(it: int) -> float:
+        if it < num_steps:
+            if kind == "log":
+                return inverse_log * math.log(it + 1)
+            return it / num_steps
+        if not decay:
+            return 1.0
+        return max(0.0, float(total - it) / float(max(1.0, total - num_steps)))
+
+    def at(it: int) -> _Point:
+        if it < 0:
+            return _Point(min_lr)
+        return _Point(min_lr + (delta * gamma(it)))
+
+    return at, _Point(min_lr)
+
+
+def _warmup_cosine(bound: dict[str, Any], base_lr: float | None, warnings: list[str]):
+    org_lr = _need_base_lr(base_lr, "WarmupCosineLR scales the optimizer lr by a ratio")
+    total = _number("total_num_steps", bound["total_num_steps"])
+    min_ratio = _number("warmup_min_ratio", bound["warmup_min_ratio"])
+    cos_min_ratio = _number("cos_min_ratio", bound["cos_min_ratio"])
+    num_steps = max(2, _positive_int("warmup_num_steps", bound["warmup_num_steps"]))
+    kind = _warmup_type(bound["warmup_type"], warnings)
+    if total < num_steps:
+        warnings.append(f"total_num_steps {total} is less than warmup_num_steps {bound['warmup_num_steps']}")
+    inverse_log = 1.0 / math.log(num_steps)
+
+    def ratio(it: int) -> float:
+        if it < num_steps:
+            r = inverse_log * math.log(it + 1) if kind == "log" else it / num_steps
+            return min_ratio + r * (1.0 - min_ratio)
+        real_last_step = it - num_steps + 1
+        real_total_steps = max(1, total - num_steps)
+        progress = min(1.0, real_last_step / real_total_steps)
+        r = (1 + math.cos(math.pi * progress)) / 2
+        return max(0.0, cos_min_ratio + (1.0 - cos_min_ratio) * r)
+
+    def at(it: int) -> _Point:
+        if it < 0:
+            return _Point(0.0)
+        return _Point(org_lr * ratio(it))
+
+    return at, _Point(0.0)
+
+
+def _lr_range_test(bound: dict[str, Any], warnings: list[str]):
+    min_lr = _number("lr_range_test_min_lr", bound["lr_range_test_min_lr"])
+    step_size = _positive_int("lr_range_test_step_size", bound["lr_range_test_step_size"])
+    step_rate = _number("lr_range_test_step_rate", bound["lr_range_test_step_rate"])
+    staircase = bound["lr_range_test_staircase"]
+    if not isinstance(staircase, bool):
+        raise ScheduleError(f"lr_range_test_staircase must be true or false, got {staircase!r}",
+                            "lr_range_test_staircase")
+
+    def at(it: int) -> _Point:
+        interval = math.floor(float(it + 1) / step_size) if staircase else float(it + 1) / step_size
+        return _Point(min_lr * (1 + step_rate * interval))
+
+    return at, _Point(min_lr)
+
+
+def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: bool):
+    first = float(_number("cycle_first_step_size", bound["cycle_first_step_size"]))
+    second_raw = bound["cycle_second_step_size"]
+    second = float(_number("cycle_second_step_size", second_raw)) if second_raw is not None else first
+    if first <= 0:
+        raise ScheduleError(f"cycle_first_step_size must be positive, got {first}", "cycle_first_step_size")
+    if second < 0:
+        raise ScheduleError(f"cycle_second_step_size must be non-negative, got {second}",
+                            "cycle_second_step_size")
+    total_size = first + second
+    step_ratio = first / total_size
+    first_stairs = _number("cycle_first_stair_count", bound["cycle_first_stair_count"])
+    second_raw = bound["cycle_second_stair_count"]
+    second_stairs = first_stairs if second_raw is None else _number("cycle_second_stair_count", second_raw)
+    decay_step_size = _number("decay_step_size", bound["decay_step_size"])
+    skip_lr_decay = skip_mom_decay = math.isclose(decay_step_size, 0)
+    min_lr = _number("cycle_min_lr", bound["cycle_min_lr"])
+    max_lr = _number("cycle_max_lr", bound["cycle_max_lr"])
+    decay_lr_rate = _number("decay_lr_rate", bound["decay_lr_rate"])
+    if math.isclose(decay_lr_rate, 0):
+        skip_lr_decay = True
+    cycle_momentum = bound["cycle_momentum"]
+    if not isinstance(cycle_momentum, bool):
+        raise ScheduleError(f"cycle_momentum must be true or false, got {cycle_momentum!r}", "cycle_momentum")
+    if cycle_momentum and not optimizer_has_betas:
+        warnings.append("cycle_momentum is disabled: the optimizer has no betas (DeepSpeed warns, skips it)")
+        cycle_momentum = False
+    if cycle_momentum:
+        min_mom = _number("cycle_min_mom", bound["cycle_min_mom"])
+        max_mom = _number("cycle_max_mom", bound["cycle_max_mom"])
+        decay_mom_rate = _number("decay_mom_rate", bound["decay_mom_rate"])
+        if math.isclose(decay_mom_rate, 0):
+            skip_mom_decay = True
+
+    def scale_factor(it: int) -> float:
+        batch_iteration = it + 1
+        cycle = math.floor(1 + batch_iteration / total_size)
+        x = 1.0 + batch_iteration / total_size - cycle
+        if x <= step_ratio:
+            factor = x / step_ratio
+            stair_count = first_stairs
+        else:
+            factor = (x - 1) / (step_ratio - 1)
+            stair_count = second_stairs
+        if stair_count > 0:
+            cycle_iteration = batch_iteration % total_size
+            if cycle_iteration <= first:
+                stair_position = cycle_iteration * stair_count / first
+            else:
+                stair_position = (total_size - cycle_iteration) * stair_count / second
+            factor = math.floor(stair_position) / stair_count
+        return factor
+
+    def at(it: int) -> _Point:
+        in_cycle = it < total_size
+        factor = scale_factor(it) if in_cycle else 0.0
+        if in_cycle:
+            lr = min_lr + (max_lr - min_lr) * factor
+        elif skip_lr_decay:
+            lr = min_lr
+        else:
+            lr = min_lr / (1 + decay_lr_rate * ((it - total_size + 1) / decay_step_size))
+        if not cycle_momentum:
+            return _Point(lr)
+        if in_cycle:
+            mom = max_mom - (max_mom - min_mom) * factor
+        elif skip_mom_decay:
+            mom = max_mom
+        else:
+            mom = max_mom * (1 + decay_mom_rate * ((it - total_size + 1) / decay_step_size))
+        return _Point(lr, mom)
+
+    return at, _Point(min_lr, min_mom if cycle_momentum else None)
+
+
+# ---------------------------------------------------------------- public API
+
+
+def schedule_curve(
+    scheduler_type: str,
+    params: Mapping[str, Any] | None,
+    steps: int,
+    base_lr: float | None = None,
+    *,
+    optimizer_has_betas: bool = True,
+) -> pd.DataFrame:
+    """Learning rate per optimizer step, as DeepSpeed 0.19.8's scheduler ``scheduler_type`` sets it.
+
+    ``params`` is the config's ``scheduler.params``; ``base_lr`` the optimizer's ``lr`` (needed by
+    WarmupCosineLR, by WarmupLR without ``warmup_max_lr`` and when resuming); ``optimizer_has_betas``
+    is False for optimizers without ``betas`` (SGD ...), for which OneCycle does not cycle momentum.
+    Returns columns ``step``, ``lr`` and, for OneCycle with momentum, ``momentum`` (beta1);
+    ``df.attrs["warnings"]`` lists what DeepSpeed would warn about. Raises ScheduleError (``.param``
+    names the offending key) for anything DeepSpeed would reject or crash on.
+    """
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
+        raise ScheduleError(f"steps must be an integer from 1 to {MAX_STEPS}, got {steps!r}", "steps")
+    bound = _bound_params(scheduler_type, params)
+    warnings: list[str] = []
+    at: Callable[[int], _Point]
+    if scheduler_type in (WARMUP_LR, WARMUP_DECAY_LR):
+        bound.setdefault("total_num_steps", None)
+        at, initial = _warmup(bound, base_lr, warnings, decay=scheduler_type == WARMUP_DECAY_LR)
+    elif scheduler_type == WARMUP_COSINE_LR:
+        at, initial = _warmup_cosine(bound, base_lr, warnings)
+    elif scheduler_type == LR_RANGE_TEST:
+        at, initial = _lr_range_test(bound, warnings)
+    else:
+        at, initial = _one_cycle(bound, warnings, optimizer_has_betas)
+
+    lbi0 = bound["last_batch_iteration"]
+    if lbi0 != -1:
+        # A resumed scheduler does not touch the optimizer until its first step().
+        kept_lr = _need_base_lr(base_lr, "last_batch_iteration is set, so step 0 keeps the optimizer lr")
+        initial = _Point(kept_lr, None if initial.momentum is None else math.nan)
+        if initial.momentum is not None:
+            warnings.append("momentum at step 0 is the optimizer's own beta1 (resumed scheduler)")
+    points = [initial] + [at(lbi0 + k) for k in range(1, steps)]
+    data: dict[str, list[Any]] = {"step": list(range(steps)), "lr": [p.lr for p in points]}
+    if initial.momentum is not None or any(p.momentum is not None for p in points[1:]):
+        data["momentum"] = [math.nan if p.momentum is None else p.momentum for p in points]
+    frame = pd.DataFrame(data)
+    frame.attrs["warnings"] = warnings
+    return frame
+
+
+def config_schedule_curve(config: Mapping[str, Any], steps: int) -> pd.DataFrame:
+    """``schedule_curve`` for a whole DeepSpeed config (reads ``scheduler`` and ``optimizer``)."""
+    scheduler = config.get("scheduler")
+    if not isinstance(scheduler, Mapping) or "type" not in scheduler:
+        raise ScheduleError("the config has no scheduler with a type", "scheduler.type")
+    optimizer = config.get("optimizer")
+    base_lr = None
+    has_betas = True
+    if isinstance(optimizer, Mapping):
+        opt_params = optimizer.get("params")
+        if isinstance(opt_params, Mapping):
+            base_lr = opt_params.get("lr")
+        opt_type = str(optimizer.get("type", "")).lower()
+        # Adagrad and the SGD family have no betas in their defaults, so OneCycle skips momentum.
+        has_betas = opt_type not in {"adagrad", "sgd", "musgd"}
+    return schedule_curve(scheduler["type"], scheduler.get("params"), steps, base_lr,
+                          optimizer_has_betas=has_betas)
