@@ -1,0 +1,310 @@
+"""The schema against DeepSpeed 0.19.8's own config classes, constants and signatures.
+
+Strict sections: same field names, aliases, defaults and bounds as DeepSpeed's pydantic model, and the
+same verdict (accept / reject with the same message) on generated inputs. Lenient sections: defaults
+equal DeepSpeed's constants. Registries: equal to DeepSpeed's lists and constructor signatures.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from pathlib import Path
+from typing import Any
+
+import annotated_types
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
+from core.schema import precision, zero
+from core.schema.base import LenientSection, Section, field_meta
+
+ds_config_mod = pytest.importorskip("deepspeed.runtime.config")
+ds_precision = pytest.importorskip("deepspeed.runtime.precision_config")
+ds_zero = pytest.importorskip("deepspeed.runtime.zero.config")
+ds_offload = pytest.importorskip("deepspeed.runtime.zero.offload_config")
+ds_leaf = pytest.importorskip("deepspeed.runtime.zero.leaf_module_config")
+ds_zenflow = pytest.importorskip("deepspeed.runtime.zenflow.zenflow_config")
+ds_constants = pytest.importorskip("deepspeed.runtime.constants")
+
+pytestmark = pytest.mark.deepspeed
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+
+_BOUND_TYPES = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le",
+                annotated_types.Lt: "lt"}
+
+
+def _bounds(info: FieldInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in info.metadata:
+        for cls, name in _BOUND_TYPES.items():
+            if isinstance(item, cls):
+                out[name] = getattr(item, name)
+    return out
+
+
+def _normalise(value: Any) -> Any:
+    """Make a default comparable across the two models (enums, nested models, paths, dicts)."""
+    if isinstance(value, enum.Enum):
+        return _normalise(value.value)
+    if isinstance(value, BaseModel):
+        return {name: _normalise(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        return {k: _normalise(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalise(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _our_default(info: FieldInfo) -> Any:
+    return info.get_default(call_default_factory=True)
+
+
+def _their_default(model: type[BaseModel], name: str) -> Any:
+    """DeepSpeed's default as DeepSpeed ends up with it (its models validate defaults)."""
+    info = model.model_fields[name]
+    default = info.get_default(call_default_factory=True)
+    annotation = info.annotation
+    if isinstance(default, dict) and isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation(**default)
+    return default
+
+
+def assert_same_fields(
+    ours: type[BaseModel],
+    theirs: type[BaseModel],
+    *,
+    only_ours: set[str] = frozenset(),
+    bound_exceptions: dict[str, tuple[dict, dict]] | None = None,
+) -> None:
+    """Names, aliases, defaults and bounds of ``ours`` equal those of DeepSpeed's ``theirs``.
+
+    ``only_ours``: fields our model keeps for an older DeepSpeed version (they must be marked removed
+    in 0.19.8). ``bound_exceptions``: field -> (our bounds, their bounds), each one an explicit,
+    documented difference.
+    """
+    bound_exceptions = bound_exceptions or {}
+    our_fields = ours.model_fields
+    their_fields = theirs.model_fields
+    for name in only_ours:
+        assert name in our_fields, name
+        assert not field_meta(our_fields[name]).exists_in("0.19.8"), f"{name} should be removed in 0.19.8"
+    assert set(our_fields) - set(only_ours) == set(their_fields), (
+        f"only ours: {sorted(set(our_fields) - set(only_ours) - set(their_fields))}, "
+        f"only DeepSpeed's: {sorted(set(their_fields) - set(our_fields))}"
+    )
+    for name, their in their_fields.items():
+        our = our_fields[name]
+        assert our.alias == their.alias, f"{ours.__name__}.{name}: alias {our.alias!r} != {their.alias!r}"
+        our_default = _normalise(_our_default(our))
+        their_default = _normalise(_their_default(theirs, name))
+        where = f"{ours.__name__}.{name}"
+        assert our_default == their_default, f"{where}: default {our_default!r} != {their_default!r}"
+        if name in bound_exceptions:
+            want_ours, want_theirs = bound_exceptions[name]
+            assert _bounds(our) == want_ours and _bounds(their) == want_theirs, name
+        else:
+            assert _bounds(our) == _bounds(their), f"{where}: {_bounds(our)} != {_bounds(their)}"
+        assert our.description, f"{ours.__name__}.{name} has no description"
+
+
+def _verdict(model: type[BaseModel], data: dict[str, Any]) -> tuple[bool, list[tuple[tuple, str]]]:
+    try:
+        model(**data)
+    except ValidationError as exc:
+        return False, sorted((tuple(str(p) for p in e["loc"]), e["msg"]) for e in exc.errors())
+    except (AssertionError, ValueError, TypeError) as exc:  # DeepSpeed's deprecated-field handling
+        return False, [((), str(exc))]
+    return True, []
+
+
+def assert_same_verdict(ours: type[BaseModel], theirs: type[BaseModel], data: dict[str, Any]) -> None:
+    """Both models accept ``data``, or both reject it with the same messages."""
+    our_ok, our_errors = _verdict(ours, data)
+    their_ok, their_errors = _verdict(theirs, data)
+    assert our_ok == their_ok, f"{data!r}: ours {our_ok} {our_errors}, DeepSpeed {their_ok} {their_errors}"
+    # Same fields at fault; the messages of validators (not pydantic's type messages, which depend on
+    # the exact annotation, e.g. str vs Path) must be DeepSpeed's.
+    # (A model-level error has an empty location; DeepSpeed raises some field checks at model level.)
+    our_locs = {loc[:1] for loc, _ in our_errors}
+    their_locs = {loc[:1] for loc, _ in their_errors}
+    if () not in our_locs | their_locs:
+        assert our_locs == their_locs, data
+    custom = ("Value error", "Assertion failed")
+    assert sorted(m for _, m in our_errors if m.startswith(custom)) == sorted(
+        m for _, m in their_errors if m.startswith(custom)), data
+
+
+#: Values pydantic's lax mode treats differently, for every field type.
+_ANY_VALUE = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-3, max_value=2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["auto", "", "0", "1", "12", "1.5", "5e8", "true", "off", "yes", "none", "cpu", "nvme",
+                     "CPU", "fp16", "bf16", "abc", "torch.float16", "mean", "z1", "z3"]),
+    st.none(),
+    st.lists(st.sampled_from(["a", "b", 1]), max_size=2),
+    st.just({}),
+)
+
+
+def _inputs_for(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
+    keys = list(model.model_fields)
+    keys += [f.alias for f in model.model_fields.values() if f.alias]
+    keys += ["bogus_key"]
+    return st.dictionaries(st.sampled_from(keys), _ANY_VALUE, max_size=4)
+
+
+def _defaults_of(model: type[LenientSection]) -> dict[str, Any]:
+    return {name: _normalise(_our_default(info)) for name, info in model.model_fields.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# precision
+# --------------------------------------------------------------------------------------------------
+
+STRICT_PAIRS: list[tuple[type[Section], type[BaseModel]]] = [
+    (precision.FP16Config, ds_precision.DeepSpeedFP16Config),
+    (precision.BF16Config, ds_precision.DeepSpeedBF16Config),
+    (zero.OffloadParamConfig, ds_offload.DeepSpeedZeroOffloadParamConfig),
+    (zero.OffloadOptimizerConfig, ds_offload.DeepSpeedZeroOffloadOptimizerConfig),
+    (zero.LeafModuleConfig, ds_leaf.DeepSpeedZeroLeafModuleConfig),
+    (zero.ZenFlowConfig, ds_zenflow.ZenFlowConfig),
+]
+
+#: Known differences in zero.py (owned by the integrator, reported there): the verdict test is expected
+#: to fail for these until zero.py is fixed (strict xfail: a fix makes the test fail as a reminder).
+_KNOWN_VERDICT_MISMATCH = {
+    zero.ZenFlowConfig: "zero.ZenFlowConfig: select_interval/update_interval accept digit strings ('12'), "
+    "DeepSpeed rejects every string but 'auto'",
+}
+
+
+def _verdict_params():
+    for ours, theirs in STRICT_PAIRS:
+        marks = []
+        if ours in _KNOWN_VERDICT_MISMATCH:
+            marks.append(pytest.mark.xfail(reason=_KNOWN_VERDICT_MISMATCH[ours], strict=True))
+        yield pytest.param(ours, theirs, marks=marks, id=ours.__name__)
+
+
+@pytest.mark.parametrize(("ours", "theirs"), STRICT_PAIRS, ids=lambda c: c.__name__)
+def test_strict_section_fields_match_deepspeed(ours, theirs):
+    assert issubclass(ours, Section)
+    assert_same_fields(ours, theirs)
+
+
+@pytest.mark.parametrize(("ours", "theirs"), list(_verdict_params()))
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_strict_section_same_verdict_as_deepspeed(ours, theirs, data):
+    assert_same_verdict(ours, theirs, data.draw(_inputs_for(ours)))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"enabled": True, "loss_scale": True},
+        {"enabled": True, "loss_scale": "x"},
+        {"enabled": True, "loss_scale": math.inf},
+        {"enabled": True, "loss_scale": -1},
+        {"enabled": True, "loss_scale": 0, "loss_scale_window": 0},
+        {"enabled": True, "loss_scale": 0, "min_loss_scale": 0},
+        {"enabled": False, "loss_scale": 0, "min_loss_scale": 0},
+        {"enabled": True, "loss_scale": 128, "loss_scale_window": 0},
+        {"enabled": True, "min_loss_scale": False},
+        {"enabled": True, "loss_scale_window": math.nan},
+        {"enabled": True, "loss_scale_window": "many"},
+        {"enabled": True, "loss_scale_window": 0.5},
+        {"enabled": "auto", "initial_scale_power": "auto"},
+        {"enabled": True, "check_overflow": True},
+    ],
+)
+def test_fp16_validators_match_deepspeed(data):
+    assert_same_verdict(precision.FP16Config, ds_precision.DeepSpeedFP16Config, data)
+
+
+def test_fp16_validator_messages_are_deepspeeds():
+    with pytest.raises(ValidationError, match=r"fp16\.min_loss_scale must be > 0 when dynamic loss scaling"):
+        precision.FP16Config(enabled=True, min_loss_scale=0)
+
+
+def test_dtype_names_are_deepspeeds_dtype_enum():
+    accepted = set(ds_config_mod.DtypeEnum._value2member_map_) - {m.value for m in ds_config_mod.DtypeEnum}
+    assert set(precision.DTYPE_NAMES) == accepted
+    for name in precision.DTYPE_NAMES:
+        ds_config_mod.DtypeEnum(name)  # each one is really accepted
+
+
+def test_precision_lenient_defaults_match_deepspeed_constants():
+    c = ds_constants
+    assert _defaults_of(precision.TorchAutocastConfig) == {
+        "enabled": c.TORCH_AUTOCAST_ENABLED_DEFAULT, "dtype": None, "lower_precision_safe_modules": None,
+    }
+    assert _defaults_of(precision.DataTypesConfig) == {
+        "grad_accum_dtype": c.GRAD_ACCUM_DTYPE_DEFAULT, "param_dtype": c.PARAM_DTYPE_DEFAULT,
+        "buffer_dtype": c.BUFFER_DTYPE_DEFAULT, "keep_in_fp32_modules": c.KEEP_IN_FP32_MODULES_DEFAULT,
+    }
+
+
+def test_torch_autocast_and_data_types_read_by_deepspeed_under_these_names():
+    c = ds_constants
+    assert set(precision.TorchAutocastConfig.model_fields) == {
+        c.TORCH_AUTOCAST_ENABLED, c.TORCH_AUTOCAST_DTYPE, c.TORCH_AUTOCAST_LOWER_PRECISION_SAFE_MODULES}
+    assert set(precision.DataTypesConfig.model_fields) == {
+        c.GRAD_ACCUM_DTYPE, c.PARAM_DTYPE, c.BUFFER_DTYPE, c.KEEP_IN_FP32_MODULES}
+
+
+# --------------------------------------------------------------------------------------------------
+# ZeRO (zero.py is the integrator's; mismatches are reported, not fixed here)
+# --------------------------------------------------------------------------------------------------
+
+#: Fields only DeepSpeed 0.19.5 has (zero.py marks them removed in 0.19.8).
+_ZERO_ONLY_0195 = {"mics_shard_size", "mics_hierarchical_params_gather", "zeropp_loco_param"}
+
+
+def test_zero_config_fields_match_deepspeed():
+    # reduce_bucket_size: 0.19.5 allows 0 (ge=0), 0.19.8 needs > 0; our model keeps ge=0 and a version
+    # rule enforces > 0 for 0.19.8.
+    assert_same_fields(
+        zero.ZeroConfig, ds_zero.DeepSpeedZeroConfig, only_ours=_ZERO_ONLY_0195,
+        bound_exceptions={"reduce_bucket_size": ({"ge": 0}, {"gt": 0})},
+    )
+
+
+def _zero_inputs() -> st.SearchStrategy[dict[str, Any]]:
+    fields = zero.ZeroConfig.model_fields
+    keys = [k for k in fields if k not in _ZERO_ONLY_0195]
+    keys += [f.alias for k, f in fields.items() if f.alias and k not in _ZERO_ONLY_0195]
+    keys += ["bogus_key"]
+    value = st.one_of(_ANY_VALUE, st.sampled_from([0, 1, 2, 3]),
+                      st.fixed_dictionaries({}, optional={"device": st.sampled_from(["cpu", "nvme", "none"]),
+                                                          "ratio": st.sampled_from([0.5, 1.0])}))
+    return st.dictionaries(st.sampled_from(keys), value, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=_zero_inputs())
+def test_zero_config_same_verdict_as_deepspeed(data):
+    # The one intended difference: reduce_bucket_size 0 (valid in 0.19.5; a version rule rejects it
+    # for 0.19.8).
+    if data.get("reduce_bucket_size") in (0, False, 0.0, "0"):
+        data = {**data, "reduce_bucket_size": 1}
+    # A deprecated key together with its replacement is an AssertionError in DeepSpeed's
+    # _deprecated_fields_check (after validation); the validator's rules own it, not the section model.
+    fp16_save = "stage3_gather_fp16_weights_on_model_save"
+    for old, new in (("cpu_offload", "offload_optimizer"), ("cpu_offload_param", "offload_param"),
+                     (fp16_save, "gather_16bit_weights_on_model_save"),
+                     (fp16_save, "stage3_gather_16bit_weights_on_model_save")):
+        if old in data and new in data:
+            data = {k: v for k, v in data.items() if k != old}
+    assert_same_verdict(zero.ZeroConfig, ds_zero.DeepSpeedZeroConfig, data)
