@@ -138,10 +138,8 @@ def ds_field(
     if examples is not None:
         kwargs["examples"] = examples
     if default_factory is not None:
-        info = Field(default_factory=default_factory, **kwargs)
-    else:
-        info = Field(default, **kwargs)
-    return info
+        return Field(default_factory=default_factory, **kwargs)
+    return Field(default, **kwargs)
 
 
 def field_meta(info: FieldInfo) -> FieldMeta:

@@ -7,7 +7,7 @@ strict pydantic models.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from core.schema.advanced import (
     ActivationCheckpointingConfig,
@@ -50,8 +50,6 @@ from core.schema.zero import ZeroConfig
 
 _REMOVED_IN_0198 = "0.19.8"
 
-CommDtype = Literal["fp32", "fp16", "bf16"]
-
 
 class DeepSpeedConfig(LenientSection):
     """A ``ds_config.json``."""
@@ -77,12 +75,12 @@ class DeepSpeedConfig(LenientSection):
         description="Let DeepSpeed count micro steps and step the optimizer at accumulation boundaries.",
     )
     # --- communication ----------------------------------------------------------------------
-    communication_data_type: CommDtype | None = ds_field(
+    communication_data_type: str | None = ds_field(
         None, auto="crash", page="precision", choices=("fp32", "fp16", "bf16"),
         description="Data type of gradient communication (all-reduce / reduce-scatter). Unset: the "
         "training precision. fp32 is more accurate and doubles the traffic.",
     )
-    seq_parallel_communication_data_type: CommDtype = ds_field(
+    seq_parallel_communication_data_type: str | None = ds_field(
         "fp32", auto="crash", page="advanced", choices=("fp32", "fp16", "bf16"),
         description="Data type of sequence-parallel communication.",
     )
@@ -95,7 +93,7 @@ class DeepSpeedConfig(LenientSection):
         description="Divide gradients by this factor before the all-reduce (and by world size / factor "
         "after); helps avoid fp16 overflow on many GPUs.",
     )
-    gradient_allreduce_op: Literal["mean", "sum"] = ds_field(
+    gradient_allreduce_op: str | None = ds_field(
         "mean", auto="crash", page="precision", added="0.19.8", choices=("mean", "sum"),
         description="How gradients are combined over data-parallel ranks: `mean` or `sum` "
         "(`sum` is not supported with ZeRO-3, ZenFlow or DeepCompile).",
@@ -247,38 +245,93 @@ class DeepSpeedConfig(LenientSection):
     )
     # --- removed in 0.19.8 (parsed by 0.19.5) -------------------------------------------------
     amp: AmpConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="precision", description="NVIDIA Apex AMP (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "NVIDIA Apex AMP integration has been removed. Use DeepSpeed 'fp16', 'bf16', or "
+            "'torch_autocast' instead."
+        ),
+        page="precision", description="NVIDIA Apex AMP (removed in 0.19.8)."
     )
     elasticity: ElasticityConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="batch", description="Elastic training (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "Elastic training has been removed; the 'elasticity' configuration block is no longer "
+            'supported. Set train_batch_size / train_micro_batch_size_per_gpu / '
+            'gradient_accumulation_steps directly.'
+        ),
+        page="batch", description="Elastic training (removed in 0.19.8)."
     )
     sparse_attention: SparseAttentionConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="Sparse attention (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "DeepSpeed Sparse Attention has been removed; the 'sparse_attention' configuration block is"
+            ' no longer supported.'
+        ),
+        page="advanced", description="Sparse attention (removed in 0.19.8)."
     )
     nebula: NebulaConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="Nebula checkpointing (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "Nebula checkpointing has been removed. A leftover 'nebula' block would be ignored and "
+            'checkpoints would silently fall back to local torch.save.'
+        ),
+        page="advanced", description="Nebula checkpointing (removed in 0.19.8)."
     )
     compression_training: CompressionTrainingConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="Compression (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "The DeepSpeed compression library has been removed. A leftover 'compression_training' "
+            'block would be ignored and the model would train unquantized.'
+        ),
+        page="advanced", description="Compression (removed in 0.19.8)."
     )
     quantize_training: QuantizeTrainingConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="MoQ quantize training (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message="Mixture-of-Quantization (MoQ) / 'quantize_training' has been removed.",
+        page="advanced", description="MoQ quantize training (removed in 0.19.8)."
     )
     sparse_gradients: bool | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="Sparse gradients (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            'Sparse compression of dense torch.nn.Embedding gradients has been removed. A leftover '
+            "'sparse_gradients' flag would be ignored and those gradients would be reduced dense. "
+            'Gradients from an embedding constructed with sparse=True are still reduced sparsely and '
+            'need no config flag.'
+        ),
+        page="advanced", description="Sparse gradients (removed in 0.19.8)."
     )
     eigenvalue: EigenvalueConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="Eigenvalue computation (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            'Eigenvalue-based Mixture-of-Quantization (MoQ) has been removed; the standalone '
+            "'eigenvalue' configuration block is no longer supported."
+        ),
+        page="advanced", description="Eigenvalue computation (removed in 0.19.8)."
     )
     graph_harvesting: bool | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced", description="CUDA graph harvesting (removed in 0.19.8)."
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "Graph harvesting has been removed; the 'graph_harvesting' configuration option is no "
+            'longer supported.'
+        ),
+        page="advanced", description="CUDA graph harvesting (removed in 0.19.8)."
     )
     curriculum_learning: CurriculumLearningLegacyConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced",
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "Legacy top-level 'curriculum_learning' has been removed. Use "
+            "'data_efficiency.data_sampling.curriculum_learning' instead."
+        ),
+        page="advanced",
         description="Legacy top-level curriculum learning (removed in 0.19.8; use data_efficiency).",
     )
     progressive_layer_drop: ProgressiveLayerDropConfig | None = ds_field(
-        None, removed=_REMOVED_IN_0198, page="advanced",
+        None, removed=_REMOVED_IN_0198,
+        removed_message=(
+            "Progressive Layer Dropping has been removed; the 'progressive_layer_drop' configuration "
+            'block is no longer supported.'
+        ),
+        page="advanced",
         description="Progressive layer drop (removed in 0.19.8).",
     )
 

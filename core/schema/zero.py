@@ -401,13 +401,29 @@ class ZeroConfig(Section):
     )
     # Fields only DeepSpeed 0.19.5 knows (0.19.8 rejects them with a "removed" error).
     mics_shard_size: int = ds_field(
-        -1, removed="0.19.8", description="MiCS: shard size (removed in 0.19.8).", stages=_STAGE3
+        -1, removed="0.19.8",
+        removed_message=(
+            "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_shard_size' is no longer "
+            'supported.'
+        ),
+        description="MiCS: shard size (removed in 0.19.8).", stages=_STAGE3
     )
     mics_hierarchical_params_gather: bool = ds_field(
-        False, removed="0.19.8", description="MiCS hierarchical all-gather (removed in 0.19.8).", stages=_STAGE3
+        False, removed="0.19.8",
+        removed_message=(
+            "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_hierarchical_params_gather'"
+            ' is no longer supported.'
+        ),
+        description="MiCS hierarchical all-gather (removed in 0.19.8).", stages=_STAGE3
     )
     zeropp_loco_param: dict | None = ds_field(
-        None, removed="0.19.8", description="ZeRO++ LoCo parameters (removed in 0.19.8).", stages=_STAGE3
+        None, removed="0.19.8",
+        removed_message=(
+            "LoCo-Zero++ has been removed; 'zero_optimization.zeropp_loco_param' is no longer "
+            'supported. Remove this key to use standard ZeRO++ quantized gradients without LoCo error '
+            'feedback.'
+        ),
+        description="ZeRO++ LoCo parameters (removed in 0.19.8).", stages=_STAGE3
     )
 
     @field_validator("leaf_module", mode="before")

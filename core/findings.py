@@ -1,0 +1,168 @@
+"""What the validator reports: findings, one-click fixes and the report."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+
+_MISSING = object()
+
+
+def split_path(path: str) -> list[str]:
+    """``"zero_optimization.offload_param.device"`` → its keys (empty path → [])."""
+    return [part for part in path.split(".") if part] if path else []
+
+
+def get_path(config: Any, path: str, default: Any = None) -> Any:
+    """The value at a dotted path of nested dicts, or ``default`` when any step is missing."""
+    node = config
+    for key in split_path(path):
+        if not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+def has_path(config: Any, path: str) -> bool:
+    """Whether every key of the dotted path exists."""
+    return get_path(config, path, _MISSING) is not _MISSING
+
+
+@dataclass(frozen=True)
+class FixOp:
+    """One edit of a fix: ``set`` a value, ``delete`` a key or ``move`` a value to another path."""
+
+    op: Literal["set", "delete", "move"]
+    path: str
+    value: Any = None
+    to: str | None = None
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A mechanical fix the app can apply with one click."""
+
+    description: str
+    ops: tuple[FixOp, ...]
+
+    def apply(self, config: dict[str, Any]) -> dict[str, Any]:
+        """A new config with the fix applied (the input is not modified)."""
+        new = copy.deepcopy(config)
+        for op in self.ops:
+            keys = split_path(op.path)
+            if op.op == "set":
+                _set(new, keys, copy.deepcopy(op.value))
+            elif op.op == "delete":
+                _delete(new, keys)
+            elif op.op == "move":
+                value = get_path(new, op.path, _MISSING)
+                if value is not _MISSING and op.to:
+                    _delete(new, keys)
+                    _set(new, split_path(op.to), value)
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"description": self.description, "ops": [asdict(op) for op in self.ops]}
+
+
+def _set(config: dict[str, Any], keys: list[str], value: Any) -> None:
+    node = config
+    for key in keys[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child
+    if keys:
+        node[keys[-1]] = value
+
+
+def _delete(config: dict[str, Any], keys: list[str]) -> None:
+    node: Any = config
+    for key in keys[:-1]:
+        if not isinstance(node, dict) or key not in node:
+            return
+        node = node[key]
+    if isinstance(node, dict) and keys:
+        node.pop(keys[-1], None)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the validator has to say about a config."""
+
+    severity: Severity
+    code: str
+    path: str
+    message: str
+    suggestion: str = ""
+    fix: Fix | None = None
+    page: str | None = None
+    """The app page where this is fixed."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "severity": self.severity, "code": self.code, "path": self.path, "message": self.message,
+            "suggestion": self.suggestion, "page": self.page,
+        }
+        out["fix"] = self.fix.to_dict() if self.fix else None
+        return out
+
+
+@dataclass(frozen=True)
+class BatchValues:
+    """The batch trio as DeepSpeed resolves it for a world size."""
+
+    train_batch_size: Any
+    train_micro_batch_size_per_gpu: Any
+    gradient_accumulation_steps: Any
+    world_size: float
+    derived: tuple[str, ...] = ()
+    """Which of the three DeepSpeed computed rather than read."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of ``core.validate``."""
+
+    findings: tuple[Finding, ...]
+    batch: BatchValues | None = None
+    version: str = "0.19.8"
+    target: str = "deepspeed"
+    world_size: int = 1
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error."""
+        return not self.errors
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def infos(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "info"]
+
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "version": self.version,
+            "target": self.target,
+            "world_size": self.world_size,
+            "counts": {s: sum(f.severity == s for f in self.findings) for s in ("error", "warning", "info")},
+            "batch": asdict(self.batch) if self.batch else None,
+            "findings": [f.to_dict() for f in self.findings],
+        }

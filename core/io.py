@@ -1,0 +1,188 @@
+"""Reading and writing config text: JSON and HJSON in, stable readable JSON out.
+
+DeepSpeed itself loads config files with ``hjson`` (comments and quoteless
+strings allowed) and refuses duplicate keys; ``load_config`` does the same and
+says where the problem is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import hjson
+
+#: Larger inputs are refused before parsing (a config is a few KB; this is generous).
+MAX_CONFIG_BYTES = 2 * 1024 * 1024
+#: Deeper documents are refused (a real config nests 4-5 levels).
+MAX_DEPTH = 64
+
+
+class ConfigLoadError(ValueError):
+    """The text is not a readable config; the message says where and how to fix it."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None) -> None:
+        self.line = line
+        self.column = column
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(key)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def _line_col(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return line, col
+
+
+def _find_duplicate(text: str, key: str) -> tuple[int, int] | None:
+    needle = json.dumps(key)
+    first = text.find(needle)
+    second = text.find(needle, first + 1) if first >= 0 else -1
+    return _line_col(text, second) if second >= 0 else None
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    deepest = 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
+
+
+def _check_numbers(value: Any, path: str = "") -> None:
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            raise ConfigLoadError(
+                f"{where or 'the document'} is {node!r}: NaN and Infinity are not valid JSON numbers and "
+                "DeepSpeed cannot use them; write a finite number"
+            )
+        if isinstance(node, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(node))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a valid JSON number")
+
+
+def load_config(text: str | bytes) -> dict[str, Any]:
+    """Parse a DeepSpeed config from JSON or HJSON text.
+
+    Raises ``ConfigLoadError`` (a ValueError) with line and column for broken
+    syntax, duplicate keys, a document that is not an object, NaN/Infinity,
+    oversized or absurdly deep input.
+    """
+    if isinstance(text, bytes):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ConfigLoadError(_too_big(len(text)))
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ConfigLoadError(
+                f"the file is not UTF-8 text (byte {exc.start} is 0x{text[exc.start]:02x}); "
+                "upload the JSON config itself, not a binary file"
+            ) from None
+    if not isinstance(text, str):
+        raise ConfigLoadError(f"expected config text, got {type(text).__name__}")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        raise ConfigLoadError(_too_big(len(text.encode("utf-8", "surrogatepass"))))
+    if "\x00" in text:
+        pos = text.index("\x00")
+        line, col = _line_col(text, pos)
+        raise ConfigLoadError("the text contains a NUL byte; is this a binary file?", line=line, column=col)
+    stripped = text.lstrip("\ufeff").strip()
+    if not stripped:
+        raise ConfigLoadError("the config is empty; a DeepSpeed config is a JSON object "
+            "such as {\"train_batch_size\": 8}")
+    data = _parse(stripped)
+    if not isinstance(data, dict):
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false"}.get(
+            type(data), "null" if data is None else type(data).__name__
+        )
+        raise ConfigLoadError(
+            f"the document is {kind}, but a DeepSpeed config must be a JSON object: {{ \"key\": value, ... }}",
+            line=1, column=1,
+        )
+    if _depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels; this is not a DeepSpeed config")
+    _check_numbers(data)
+    return data
+
+
+def _too_big(size: int) -> str:
+    return (
+        f"the config is {size / 1024 / 1024:.1f} MB; the limit is {MAX_CONFIG_BYTES // 1024 // 1024} MB "
+        "(real DeepSpeed configs are a few KB) — is this the right file?"
+    )
+
+
+def _parse(text: str) -> Any:
+    # Strict JSON first: exact numbers, exact error positions. HJSON (what DeepSpeed itself
+    # uses) only when the text is not plain JSON, e.g. because it has comments.
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKeyError as exc:
+        raise _duplicate_error(text, exc.key) from None
+    except RecursionError:
+        raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as json_exc:
+        if "is not a valid JSON number" in str(json_exc):
+            raise ConfigLoadError(
+                f"{json_exc}: NaN and Infinity are not allowed; write a finite number"
+            ) from None
+        json_error = json_exc
+    try:
+        return hjson.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKeyError as exc:
+        raise _duplicate_error(text, exc.key) from None
+    except RecursionError:
+        raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels") from None
+    except Exception:  # noqa: S110 — hjson raises several kinds; the JSON error below is the clearer one
+        pass
+    if isinstance(json_error, json.JSONDecodeError):
+        raise ConfigLoadError(
+            f"not valid JSON or HJSON: {json_error.msg}", line=json_error.lineno, column=json_error.colno
+        ) from None
+    raise ConfigLoadError(f"not valid JSON or HJSON: {json_error}") from None
+
+
+def _duplicate_error(text: str, key: str) -> ConfigLoadError:
+    where = _find_duplicate(text, key)
+    message = (
+        f"the key {key!r} appears twice in the same object; DeepSpeed refuses duplicate keys "
+        "(\"Duplicate keys in DeepSpeed config\") — keep one of them"
+    )
+    if where:
+        return ConfigLoadError(message, line=where[0], column=where[1])
+    return ConfigLoadError(message)
+
+
+def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:
+    """Stable, readable JSON: key order kept, 2-space indent, non-ASCII kept, trailing newline."""
+    return json.dumps(config, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"

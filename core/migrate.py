@@ -1,0 +1,65 @@
+"""``migrate``: rewrite deprecated keys into their current form, saying what changed."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from core.schema.walk import section_fields
+from core.schema.zero import ZeroConfig
+
+
+def migrate(config: Any) -> tuple[Any, list[str]]:
+    """A new config with deprecated keys replaced, and a list of plain-words changes.
+
+    Never loses a key: a deprecated key whose replacement is already set is left in place
+    (the validator reports the clash) rather than overwritten. Non-dict input comes back unchanged.
+    """
+    if not isinstance(config, dict):
+        return config, []
+    new = copy.deepcopy(config)
+    changes: list[str] = []
+    if isinstance(new.get("zero_optimization"), bool):
+        stage = 1 if new["zero_optimization"] else 0
+        zero: dict[str, Any] = {"stage": stage}
+        if stage and "allgather_size" in new:
+            zero["allgather_bucket_size"] = new.pop("allgather_size")
+        new["zero_optimization"] = zero
+        changes.append(f"zero_optimization: true/false → {{\"stage\": {stage}}}")
+    if "bfloat16" in new and new.get("bf16") is None:
+        new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items()}
+        changes.append("bfloat16 → bf16")
+    zero = new.get("zero_optimization")
+    if isinstance(zero, dict):
+        changes.extend(_migrate_zero(zero))
+    return new, changes
+
+
+def _migrate_zero(zero: dict[str, Any]) -> list[str]:
+    changes: list[str] = []
+    fields = section_fields(ZeroConfig)
+    for key in list(zero):
+        field = fields.get(key)
+        if field is None or key != field.name or not field.meta.deprecated:
+            continue
+        new_name = field.meta.replaced_by
+        value = zero[key]
+        if new_name is None:  # cpu_offload_use_pin_memory: ignored by DeepSpeed
+            continue
+        new_field = fields[new_name]
+        if any(k in zero for k in new_field.keys):
+            continue
+        target_key = new_field.alias or new_field.name
+        # cpu_offload / cpu_offload_param become an offload section; others carry the value over.
+        replacement = ({"device": "cpu"} if value else None) if new_field.model is not None else value
+        items = list(zero.items())
+        zero.clear()
+        for k, v in items:
+            if k == key:
+                if replacement is not None:
+                    zero[target_key] = replacement
+            else:
+                zero[k] = v
+        shown = "removed (it was off)" if replacement is None else f"→ {target_key}: {replacement!r}"
+        changes.append(f"zero_optimization.{key}: {value!r} {shown}")
+    return changes

@@ -1,0 +1,1 @@
+"""Validation rules. Each rule takes a ``Context`` and yields ``Finding``s."""

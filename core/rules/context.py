@@ -1,0 +1,98 @@
+"""What every rule sees: the config and the validation settings, with lax readers
+that interpret values the way DeepSpeed's pydantic models would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.findings import get_path
+
+Target = Literal["deepspeed", "hf"]
+TARGETS: tuple[str, ...] = ("deepspeed", "hf")
+
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def lax_bool(value: Any) -> bool | None:
+    """A bool as pydantic's lax mode reads it; None when it would be rejected."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+    return None
+
+
+def lax_int(value: Any) -> int | None:
+    """An int as pydantic's lax mode reads it; None when it would be rejected."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def lax_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Context:
+    """The config under validation and the settings it is validated for."""
+
+    config: dict[str, Any]
+    world_size: int = 1
+    target: str = "deepspeed"
+    version: str = "0.19.8"
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return get_path(self.config, path, default)
+
+    def has(self, path: str) -> bool:
+        sentinel = object()
+        return get_path(self.config, path, sentinel) is not sentinel
+
+    @property
+    def zero(self) -> dict[str, Any]:
+        value = self.config.get("zero_optimization")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def stage(self) -> int:
+        """The ZeRO stage DeepSpeed would use (0 when unset, unreadable or "auto")."""
+        raw = self.config.get("zero_optimization")
+        if isinstance(raw, bool):
+            return 1 if raw else 0
+        stage = lax_int(self.zero.get("stage", 0))
+        return stage if stage in (0, 1, 2, 3) else 0
+
+    def enabled(self, section: str) -> bool:
+        """Whether ``section.enabled`` is on (lax bool; "auto" counts as off, as in DeepSpeed)."""
+        value = self.config.get(section)
+        if not isinstance(value, dict):
+            return False
+        return lax_bool(value.get("enabled", False)) is True
+
+    @property
+    def is_hf(self) -> bool:
+        return self.target == "hf"

@@ -1,0 +1,253 @@
+"""Schema-driven checks: unknown and misplaced keys, keys of another DeepSpeed version,
+alias clashes, and types/bounds (pydantic, with every error collected)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from core.findings import Finding, Fix, FixOp
+from core.rules.context import Context
+from core.schema.base import version_tuple
+from core.schema.root import DeepSpeedConfig
+from core.schema.walk import SchemaField, is_open, is_strict, key_index, section_fields
+
+ROOT = DeepSpeedConfig
+
+# Common misspellings that difflib alone ranks poorly.
+_SPELLING = {"optimisation": "optimization", "optimiser": "optimizer", "-": "_"}
+
+
+def _normalise(key: str) -> str:
+    out = key.strip().lower()
+    for wrong, right in _SPELLING.items():
+        out = out.replace(wrong, right)
+    return out
+
+
+def did_you_mean(key: str, candidates: list[str]) -> str | None:
+    """The closest known key to a misspelt one (None when nothing is close)."""
+    norm = _normalise(key)
+    by_norm = {_normalise(c): c for c in candidates}
+    if norm in by_norm:
+        return by_norm[norm]
+    match = difflib.get_close_matches(norm, list(by_norm), n=1, cutoff=0.75)
+    return by_norm[match[0]] if match else None
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _page_of(path: str) -> str | None:
+    top = path.split(".")[0]
+    field = section_fields(ROOT).get(top)
+    return field.meta.page if field else None
+
+
+def _version_label(version: str) -> str:
+    return f"DeepSpeed {version}"
+
+
+def check_keys(ctx: Context) -> Iterator[Finding]:
+    """Unknown keys at any depth, misplaced keys, keys of another version, alias clashes."""
+    yield from _walk_keys(ctx, ctx.config, ROOT, "")
+
+
+def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
+    fields = section_fields(model)
+    strict = is_strict(model)
+    for key, value in data.items():
+        path = _join(prefix, key)
+        field = fields.get(key)
+        if field is None:
+            if not isinstance(key, str):
+                continue
+            if not is_open(model):
+                yield _unknown_key(ctx, key, path, prefix, model)
+            continue
+        if not field.meta.exists_in(ctx.version):
+            yield from _wrong_version(ctx, field, path, strict, prefix)
+            continue
+        if field.alias and key == field.name and field.alias in data:
+            yield Finding(
+                "error", "keys.alias-clash", path,
+                f"`{field.name}` and its alias `{field.alias}` are both set in {prefix or 'the config'}; "
+                "DeepSpeed reads the alias and rejects the other spelling as an unknown key.",
+                suggestion=f"Keep one of them (the value of `{field.alias}` is the one DeepSpeed reads).",
+                fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)),
+                page=_page_of(path),
+            )
+        if field.model is not None and isinstance(value, dict):
+            yield from _walk_keys(ctx, value, field.model, path)
+
+
+def _wrong_version(
+    ctx: Context, field: SchemaField, path: str, strict: bool, prefix: str
+) -> Iterator[Finding]:
+    if prefix == "" and field.meta.removed and version_tuple(ctx.version) >= version_tuple(field.meta.removed):
+        return  # top-level removed keys get their own rule with DeepSpeed's message
+    if prefix == "zero_optimization" and field.meta.removed:
+        return
+    when = (
+        f"was added in DeepSpeed {field.meta.added}" if field.meta.added
+        and version_tuple(ctx.version) < version_tuple(field.meta.added)
+        else f"was removed in DeepSpeed {field.meta.removed}"
+    )
+    if strict:
+        yield Finding(
+            "error", "keys.not-in-version", path,
+            f"`{path}` {when}; {_version_label(ctx.version)} rejects it as an unknown key.",
+            suggestion="Remove it, or validate for the DeepSpeed version you will run.",
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+        )
+    else:
+        yield Finding(
+            "warning", "keys.not-in-version", path,
+            f"`{path}` {when}; {_version_label(ctx.version)} silently ignores it.",
+            suggestion="Remove it, or validate for the DeepSpeed version you will run.",
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+        )
+
+
+def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel]) -> Finding:
+    known = [k for k, f in section_fields(model).items() if f.meta.exists_in(ctx.version)]
+    guess = did_you_mean(key, known)
+    elsewhere = [p for p in key_index(ROOT).get(key, ()) if p != prefix]
+    strict = is_strict(model)
+    where = f"in `{prefix}`" if prefix else "at the top level"
+    fix = None
+    if elsewhere:
+        target = elsewhere[0]
+        dest = _join(target, key)
+        suggestion = f"`{key}` belongs in `{target or 'the top level'}`: move it to `{dest}`."
+        fix = Fix(f"Move `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
+    elif guess:
+        dest = _join(prefix, guess)
+        suggestion = f"Did you mean `{guess}`?"
+        fix = Fix(f"Rename `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
+    else:
+        suggestion = "Check the spelling against the DeepSpeed documentation, or remove it."
+    if prefix == "":
+        message = (
+            f"Unknown top-level key `{key}`: DeepSpeed silently ignores it, so whatever it was meant to "
+            "configure is not configured."
+        )
+        return Finding("warning", "keys.unknown-top-level", path, message, suggestion, fix, _page_of(guess or key))
+    if strict:
+        message = f"Unknown key `{key}` {where}: DeepSpeed rejects the config (\"Extra inputs are not permitted\")."
+        return Finding("error", "keys.unknown", path, message, suggestion, fix, _page_of(path))
+    message = f"Unknown key `{key}` {where}: DeepSpeed silently ignores it."
+    return Finding("warning", "keys.unknown-ignored", path, message, suggestion, fix, _page_of(path))
+
+
+# --------------------------------------------------------------------------------------------
+# Types and bounds
+
+
+def _prepared(ctx: Context) -> dict[str, Any]:
+    """The config as the schema should check it: shapes DeepSpeed special-cases are set aside."""
+    data: dict[str, Any] = {}
+    for key, value in ctx.config.items():
+        field = section_fields(ROOT).get(key)
+        if field is None or not field.meta.exists_in(ctx.version):
+            continue
+        if key == "zero_optimization" and isinstance(value, bool):
+            continue  # the deprecated boolean form; a rule explains it
+        if key == "bfloat16" and ctx.config.get("bf16") is not None:
+            continue  # only read when bf16 is absent
+        data[key] = value
+    return data
+
+
+def check_types(ctx: Context) -> Iterator[Finding]:
+    """Types, bounds and the sections' own validators, every error collected."""
+    try:
+        ROOT.model_validate(_prepared(ctx))
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            finding = _finding_from_error(ctx, error)
+            if finding is not None:
+                yield finding
+
+
+def _locate(loc: tuple[Any, ...]) -> tuple[str, SchemaField | None, type[BaseModel]]:
+    """Dotted config path, the field and the section that owns it, for a pydantic error location."""
+    model: type[BaseModel] | None = ROOT
+    owner: type[BaseModel] = ROOT
+    parts: list[str] = []
+    field: SchemaField | None = None
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+            continue
+        fields = section_fields(model) if model is not None else {}
+        if item in fields:
+            owner = model  # type: ignore[assignment]
+            field = fields[item]
+            parts.append(("." if parts else "") + item)
+            model = field.model
+        # anything else is a union member tag such as "int" or "function-after[...]"
+    return "".join(parts), field, owner
+
+
+def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return None  # check_keys reports unknown keys with better advice
+    path, field, owner = _locate(tuple(error["loc"]))
+    value = error.get("input")
+    message = str(error["msg"])
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    if message.startswith("Assertion failed, "):
+        message = message[len("Assertion failed, "):]
+    container_kinds = ("model_type", "dict_type", "model_attributes_type")
+    container = field is not None and field.model is not None and kind in container_kinds
+    strict = is_strict(owner) or container or (field is None)
+    shown = _short(value)
+    label = f"`{path}`" if path else "The section"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        text = f"{label} must be an object ({{...}}), not {shown}; DeepSpeed fails when it reads it."
+        hint = "Write it as a JSON object, or remove it to use the defaults."
+    elif kind in ("value_error", "assertion_error"):
+        text = f"{label}: {message}."
+        hint = _hint(field)
+    else:
+        text = f"{label} is {shown}: {message[0].lower() + message[1:]}."
+        hint = _hint(field)
+    if strict:
+        return Finding("error", f"type.{kind}", path, text, hint, None, _page_of(path))
+    return Finding(
+        "warning", "type.unchecked", path,
+        f"{text[:-1]} — DeepSpeed does not check this when it reads the config, so the mistake surfaces "
+        "later, in training.",
+        hint, None, _page_of(path),
+    )
+
+
+def _hint(field: SchemaField | None) -> str:
+    if field is None:
+        return ""
+    info = field.info
+    bounds = []
+    for meta in info.metadata:
+        for name, symbol in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")):
+            bound = getattr(meta, name, None)
+            if bound is not None:
+                bounds.append(f"{symbol} {bound}")
+    default = field.default
+    parts = []
+    if bounds:
+        parts.append("Allowed: " + ", ".join(bounds) + ".")
+    if default is not None and not isinstance(default, dict | list):
+        parts.append(f"Default: {default!r}.")
+    return " ".join(parts) or (field.info.description or "")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,120 @@
+"""Navigating the schema: which model a dotted path lands in, which keys a section knows.
+
+Everything here is derived from the pydantic models; nothing is listed by hand.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from core.schema.base import FieldMeta, field_meta, is_open_section, section_kind
+
+
+@dataclass(frozen=True)
+class SchemaField:
+    """A field of a section, seen from the config: its key, alias and what it holds."""
+
+    name: str
+    alias: str | None
+    info: FieldInfo
+    meta: FieldMeta
+    owner: type[BaseModel]
+    model: type[BaseModel] | None
+    """The section model the field holds, if it holds one."""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.name, self.alias) if self.alias else (self.name,)
+
+    @property
+    def default(self) -> Any:
+        if self.info.default_factory is not None:
+            value = self.info.default_factory()  # type: ignore[call-arg]
+            return value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value
+        return self.info.default
+
+
+def nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The BaseModel inside ``X``, ``X | None``, ``Optional[X]`` (None if there is none)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = nested_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+@cache
+def section_fields(model: type[BaseModel]) -> dict[str, SchemaField]:
+    """Fields of a section keyed by every accepted spelling (name and alias)."""
+    out: dict[str, SchemaField] = {}
+    for name, info in model.model_fields.items():
+        field = SchemaField(
+            name=name, alias=info.alias, info=info, meta=field_meta(info), owner=model,
+            model=nested_model(info.annotation),
+        )
+        for key in field.keys:
+            out[key] = field
+    return out
+
+
+def unique_fields(model: type[BaseModel]) -> list[SchemaField]:
+    """Each field of a section once, in declaration order."""
+    seen: list[SchemaField] = []
+    for field in section_fields(model).values():
+        if field not in seen:
+            seen.append(field)
+    return seen
+
+
+def is_strict(model: type[BaseModel]) -> bool:
+    return section_kind(model) == "strict"
+
+
+def is_open(model: type[BaseModel]) -> bool:
+    return is_open_section(model)
+
+
+def iter_schema(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, SchemaField]]:
+    """Every field of the schema, depth first, with its dotted path (canonical names)."""
+    for field in unique_fields(model):
+        path = f"{prefix}.{field.name}" if prefix else field.name
+        yield path, field
+        if field.model is not None:
+            yield from iter_schema(field.model, path)
+
+
+@cache
+def key_index(root: type[BaseModel]) -> dict[str, tuple[str, ...]]:
+    """Every key spelling → the dotted paths of the sections where it is a field."""
+    index: dict[str, list[str]] = {}
+    for path, field in iter_schema(root):
+        parent = path.rpartition(".")[0]
+        for key in field.keys:
+            index.setdefault(key, []).append(parent)
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def resolve(root: type[BaseModel], path: str) -> SchemaField | None:
+    """The field at a dotted path (name or alias at each step), or None."""
+    model: type[BaseModel] | None = root
+    found: SchemaField | None = None
+    for key in path.split("."):
+        if model is None:
+            return None
+        found = section_fields(model).get(key)
+        if found is None:
+            return None
+        model = found.model
+    return found

@@ -1,0 +1,70 @@
+"""``validate``: every finding about a config, for a world size, a target runtime and a DeepSpeed version."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
+from core.rules import semantic, structure
+from core.rules.context import TARGETS, Context
+from core.schema.base import KNOWN_VERSIONS
+
+Rule = Callable[[Context], Iterable[Finding]]
+
+#: Rules that run, in order. Schema checks first, then the semantic rules.
+RULES: tuple[Rule, ...] = (structure.check_keys, structure.check_types, *semantic.RULES)
+
+#: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
+INITIALIZE_TIME_CODES: frozenset[str] = frozenset()
+
+
+def validate(
+    config: Any,
+    *,
+    world_size: int = 1,
+    target: str = "deepspeed",
+    version: str = "0.19.8",
+) -> Report:
+    """Check a config the way DeepSpeed ``version`` would on ``world_size`` GPUs, and more.
+
+    ``target`` is "deepspeed" (the config goes to ``deepspeed.initialize`` as it is) or
+    "hf" (the HF Trainer / Accelerate fill in "auto" values first).
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, not {target!r}")
+    if version not in KNOWN_VERSIONS:
+        raise ValueError(f"version must be one of {KNOWN_VERSIONS}, not {version!r}")
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be a positive integer, not {world_size!r}")
+    if not isinstance(config, dict):
+        finding = Finding(
+            "error", "config.not-object", "",
+            f"A DeepSpeed config must be a JSON object ({{...}}), not {type(config).__name__}.",
+            suggestion="Start from {\"train_micro_batch_size_per_gpu\": 1}.",
+        )
+        return Report((finding,), None, version, target, world_size)
+    ctx = Context(config=config, world_size=world_size, target=target, version=version)
+    findings: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for rule in RULES:
+        for finding in rule(ctx):
+            key = (finding.code, finding.path)
+            if key not in seen:
+                seen.add(key)
+                findings.append(finding)
+    findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
+    return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
+
+
+def _batch_values(config: dict[str, Any], world_size: int) -> BatchValues | None:
+    if any(config.get(k) == "auto" for k in BATCH_KEYS):
+        return None
+    resolution = resolve_batch(config, effective_world_size(config, world_size))
+    if not resolution.ok:
+        return None
+    return BatchValues(
+        resolution.train_batch_size, resolution.micro_batch, resolution.grad_accum, resolution.world_size,
+        resolution.derived,
+    )
