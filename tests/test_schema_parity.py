@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from core.schema import precision, zero
+from core.schema import monitoring, precision, zero
 from core.schema.base import LenientSection, Section, field_meta
 
 ds_config_mod = pytest.importorskip("deepspeed.runtime.config")
@@ -29,6 +29,9 @@ ds_offload = pytest.importorskip("deepspeed.runtime.zero.offload_config")
 ds_leaf = pytest.importorskip("deepspeed.runtime.zero.leaf_module_config")
 ds_zenflow = pytest.importorskip("deepspeed.runtime.zenflow.zenflow_config")
 ds_constants = pytest.importorskip("deepspeed.runtime.constants")
+ds_monitor = pytest.importorskip("deepspeed.monitor.config")
+ds_comm_config = pytest.importorskip("deepspeed.comm.config")
+ds_profiling_constants = pytest.importorskip("deepspeed.profiling.constants")
 
 pytestmark = pytest.mark.deepspeed
 
@@ -175,6 +178,11 @@ def _defaults_of(model: type[LenientSection]) -> dict[str, Any]:
 STRICT_PAIRS: list[tuple[type[Section], type[BaseModel]]] = [
     (precision.FP16Config, ds_precision.DeepSpeedFP16Config),
     (precision.BF16Config, ds_precision.DeepSpeedBF16Config),
+    (monitoring.TensorBoardConfig, ds_monitor.TensorBoardConfig),
+    (monitoring.WandbConfig, ds_monitor.WandbConfig),
+    (monitoring.CSVMonitorConfig, ds_monitor.CSVConfig),
+    (monitoring.CometConfig, ds_monitor.CometConfig),
+    (monitoring.CommsLoggerConfig, ds_comm_config.CommsLoggerConfig),
     (zero.OffloadParamConfig, ds_offload.DeepSpeedZeroOffloadParamConfig),
     (zero.OffloadOptimizerConfig, ds_offload.DeepSpeedZeroOffloadOptimizerConfig),
     (zero.LeafModuleConfig, ds_leaf.DeepSpeedZeroLeafModuleConfig),
@@ -262,6 +270,16 @@ def test_torch_autocast_and_data_types_read_by_deepspeed_under_these_names():
         c.TORCH_AUTOCAST_ENABLED, c.TORCH_AUTOCAST_DTYPE, c.TORCH_AUTOCAST_LOWER_PRECISION_SAFE_MODULES}
     assert set(precision.DataTypesConfig.model_fields) == {
         c.GRAD_ACCUM_DTYPE, c.PARAM_DTYPE, c.BUFFER_DTYPE, c.KEEP_IN_FP32_MODULES}
+
+
+def test_flops_profiler_defaults_match_deepspeed_constants():
+    pc = ds_profiling_constants
+    by_key = {
+        getattr(pc, name): getattr(pc, f"{name}_DEFAULT")
+        for name in dir(pc)
+        if name.startswith("FLOPS_PROFILER_") and hasattr(pc, f"{name}_DEFAULT")
+    }
+    assert _defaults_of(monitoring.FlopsProfilerConfig) == by_key
 
 
 # --------------------------------------------------------------------------------------------------
