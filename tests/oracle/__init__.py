@@ -1,0 +1,1 @@
+"""Test oracles backed by the real DeepSpeed: config verdicts, config mutations, initialize-time cases."""

@@ -1,0 +1,158 @@
+"""Run DeepSpeed's own ``DeepSpeedConfig`` on configs and report the verdict.
+
+This file depends only on the standard library and the installed ``deepspeed``, because it also runs
+as a long-lived worker inside a second interpreter (``.venv-ds0195`` holds DeepSpeed 0.19.5; one
+interpreter cannot import two DeepSpeed versions). ``tests/oracle/oracle.py`` imports the same
+functions for the in-process 0.19.8 oracle, so both versions are judged by one piece of code.
+
+Worker protocol (JSON lines; one request per line on stdin, one answer per line on stdout):
+
+    {"op": "version"}                                   -> {"ok": true, "version": "0.19.5"}
+    {"op": "verdicts", "items": [{"config": {...}, "world_size": 8}, {"path": "/x.json", "world_size": 1}]}
+                                                        -> {"ok": true, "verdicts": [{"accepted": ..,
+                                                            "error_type": .., "message": ..}, ...]}
+    {"op": "quit"}                                      -> process exits
+
+A malformed request gets ``{"ok": false, "error": "..."}``. Everything DeepSpeed prints goes to stderr so
+that stdout carries only answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import logging
+import os
+import sys
+import warnings
+from typing import Any
+
+MAX_MESSAGE_CHARS = 4000
+_STATE: dict[str, Any] = {}
+
+
+def _deepspeed_config_class() -> type:
+    """Import DeepSpeed (quietly, once) and return a DeepSpeedConfig subclass with a settable world size."""
+    if "cls" in _STATE:
+        return _STATE["cls"]
+    with _quiet():
+        from deepspeed.runtime.config import DeepSpeedConfig
+
+    class SimulatedWorldConfig(DeepSpeedConfig):
+        """DeepSpeedConfig as it behaves with ``world_size`` ranks, without torch.distributed.
+
+        DeepSpeedConfig.__init__ asks ``deepspeed.comm`` for rank/world size; with no process group that
+        fails and it falls back to 1. Setting the attribute at the start of ``_initialize_params`` (the
+        first thing after that fallback) gives the multi-rank behaviour. A config with
+        ``sequence_parallel_size`` divides the world size by it (true division), exactly as
+        DeepSpeedConfig does when torch.distributed is up and no mpu / mesh is passed.
+        """
+
+        def __init__(self, config: Any, world_size: int) -> None:
+            self._simulated_world_size = world_size
+            super().__init__(config)
+
+        def _initialize_params(self, param_dict: dict) -> None:
+            world_size: Any = self._simulated_world_size
+            if isinstance(self._param_dict, dict) and "sequence_parallel_size" in self._param_dict:
+                world_size = world_size / self._param_dict["sequence_parallel_size"]
+            self.world_size = world_size
+            super()._initialize_params(param_dict)
+
+    _STATE["cls"] = SimulatedWorldConfig
+    return SimulatedWorldConfig
+
+
+def deepspeed_version() -> str:
+    """The version string of the importable DeepSpeed."""
+    with _quiet():
+        import deepspeed
+
+    return str(deepspeed.__version__)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence DeepSpeed's logger, Python warnings and prints for the duration (restored afterwards)."""
+    ds_logger = logging.getLogger("DeepSpeed")
+    old_level = ds_logger.level
+    ds_logger.setLevel(logging.CRITICAL + 1)
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            # DeepSpeed's logger is created on import with a handler bound to the *current* sys.stdout;
+            # when that was our sink, rebind it so later (unsilenced) logging does not vanish into it.
+            for handler in logging.getLogger("DeepSpeed").handlers:
+                if isinstance(handler, logging.StreamHandler) and handler.stream is sink:
+                    handler.setStream(sys.__stdout__)
+            # If the body set a level (DeepSpeed's import creates its logger), keep that one.
+            if ds_logger.level == logging.CRITICAL + 1:
+                ds_logger.setLevel(old_level)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + " ...[truncated]"
+
+
+def evaluate(config: Any, world_size: int) -> dict[str, Any]:
+    """DeepSpeed's verdict on ``config`` (a dict, or a path string as DeepSpeed itself would load it).
+
+    The config is deep-copied first (DeepSpeed mutates nested dicts). Any exception counts as a rejection.
+    """
+    cls = _deepspeed_config_class()
+    try:
+        arg = copy.deepcopy(config)
+        with _quiet():
+            cls(arg, world_size)
+    except Exception as exc:  # any exception is DeepSpeed rejecting the config
+        return {"accepted": False, "error_type": type(exc).__name__, "message": _short(str(exc))}
+    return {"accepted": True, "error_type": None, "message": None}
+
+
+def _answer(request: Any) -> dict[str, Any]:
+    if not isinstance(request, dict):
+        return {"ok": False, "error": "request must be a JSON object"}
+    op = request.get("op")
+    if op == "version":
+        return {"ok": True, "version": deepspeed_version()}
+    if op == "verdicts":
+        verdicts = []
+        for item in request.get("items", []):
+            source = item["path"] if "path" in item else item["config"]
+            verdicts.append(evaluate(source, int(item.get("world_size", 1))))
+        return {"ok": True, "verdicts": verdicts}
+    return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def main() -> None:
+    """Serve requests until stdin closes or a ``quit`` arrives."""
+    # Keep the protocol channel private: anything printed later (by Python or C code) lands on stderr.
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _deepspeed_config_class()  # pay the import cost up front
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except ValueError as exc:
+            answer: dict[str, Any] = {"ok": False, "error": f"bad JSON: {exc}"}
+        else:
+            if isinstance(request, dict) and request.get("op") == "quit":
+                break
+            try:
+                answer = _answer(request)
+            except Exception as exc:  # report, keep serving
+                answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        protocol.write(json.dumps(answer) + "\n")
+        protocol.flush()
+
+
+if __name__ == "__main__":
+    main()
