@@ -1,0 +1,235 @@
+"""core.models: parameter counts equal what transformers builds (meta device), catalog, errors."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import models
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96, vocab_size=1000)
+
+# one small config per family plus variants that change the module tree
+FAMILY_CONFIGS = {
+    "llama": dict(model_type="llama", **SMALL),
+    "llama-gqa-bias": dict(
+        model_type="llama",
+        **SMALL,
+        num_key_value_heads=2,
+        attention_bias=True,
+        mlp_bias=True,
+        tie_word_embeddings=True,
+        head_dim=32,
+    ),
+    "mistral": dict(model_type="mistral", **SMALL, num_key_value_heads=2),
+    "mixtral": dict(model_type="mixtral", **SMALL, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
+    "qwen2": dict(model_type="qwen2", **SMALL, num_key_value_heads=2, tie_word_embeddings=True),
+    "gemma": dict(model_type="gemma", **SMALL, num_key_value_heads=1, head_dim=16),
+    "gemma2": dict(model_type="gemma2", **SMALL, num_key_value_heads=2, head_dim=32),
+    "phi3": dict(model_type="phi3", **dict(SMALL, vocab_size=32064), num_key_value_heads=2),
+    "gpt2": dict(model_type="gpt2", n_embd=64, n_layer=2, n_head=4, vocab_size=1000, n_positions=128),
+    "gpt2-untied-inner": dict(
+        model_type="gpt2", n_embd=64, n_layer=3, n_head=4, n_inner=80, vocab_size=1000, tie_word_embeddings=False
+    ),
+    "gpt_neox": dict(model_type="gpt_neox", **SMALL),
+    "gpt_neox-nobias": dict(model_type="gpt_neox", **SMALL, attention_bias=False, tie_word_embeddings=True),
+    "opt": dict(
+        model_type="opt",
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        ffn_dim=96,
+        vocab_size=1000,
+        max_position_embeddings=128,
+    ),
+    "opt-proj-postln": dict(
+        model_type="opt",
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        ffn_dim=96,
+        vocab_size=1000,
+        word_embed_proj_dim=32,
+        do_layer_norm_before=False,
+    ),
+    "bloom": dict(model_type="bloom", hidden_size=64, n_layer=2, n_head=4, vocab_size=1000),
+    "falcon-7b-style": dict(
+        model_type="falcon", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000
+    ),
+    "falcon-40b-style": dict(
+        model_type="falcon",
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_kv_heads=2,
+        new_decoder_architecture=True,
+        vocab_size=1000,
+        bias=True,
+    ),
+    "falcon-mha-serial": dict(
+        model_type="falcon",
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        multi_query=False,
+        parallel_attn=False,
+        vocab_size=1000,
+        ffn_hidden_size=100,
+    ),
+    "bert": dict(model_type="bert", **SMALL),
+    "bert-untied": dict(model_type="bert", **SMALL, tie_word_embeddings=False, type_vocab_size=3),
+    "t5": dict(model_type="t5", d_model=64, d_kv=16, d_ff=96, num_layers=2, num_heads=4, vocab_size=1000),
+    "t5-v1_1": dict(
+        model_type="t5",
+        d_model=64,
+        d_kv=8,
+        d_ff=96,
+        num_layers=2,
+        num_decoder_layers=3,
+        num_heads=4,
+        vocab_size=1000,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False,
+    ),
+}
+
+
+def _build(cfg: dict):
+    config = transformers.AutoConfig.for_model(**cfg)
+    if cfg["model_type"] == "t5":
+        auto = transformers.AutoModelForSeq2SeqLM
+    elif cfg["model_type"] == "bert":
+        auto = transformers.AutoModelForMaskedLM
+    else:
+        auto = transformers.AutoModelForCausalLM
+    with torch.device("meta"):
+        return auto.from_config(config)
+
+
+def _transformers_counts(cfg: dict) -> tuple[int, int]:
+    model = _build(cfg)
+    # meta tensors have no storage, so de-duplicate by identity instead of data_ptr() (tied weights are the
+    # same Parameter object, which model.parameters() already yields once)
+    total = sum(p.numel() for p in model.parameters())
+    largest = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())
+    return total, largest
+
+
+@pytest.mark.parametrize("key", sorted(FAMILY_CONFIGS))
+def test_count_params_equals_transformers(key):
+    cfg = FAMILY_CONFIGS[key]
+    assert models.count_params(cfg) == _transformers_counts(cfg)
+
+
+def test_every_supported_family_is_covered():
+    assert {c["model_type"] for c in FAMILY_CONFIGS.values()} == set(models.SUPPORTED_FAMILIES)
+
+
+@pytest.mark.parametrize("name", models.catalog_names())
+def test_catalog_counts_equal_transformers_real_size(name):
+    """Every catalog model, at full size, built by transformers on the meta device."""
+    assert models.count_params(models.get_config(name)) == _transformers_counts(models.get_config(name))
+
+
+def test_catalog_size_and_families():
+    table = models.catalog_table()
+    assert len(table) >= 25
+    assert set(table["model_type"]) == set(models.SUPPORTED_FAMILIES)
+    assert (table["largest_layer_params"] < table["total_params"]).all()
+
+
+def test_t5_3b_matches_deepspeed_docs_live_run():
+    """deepspeed-api-docs 13.1.1 ran *_all_live on t5-3b: '2851M total params, 32M largest layer params'."""
+    total, largest = models.count_params(models.get_config("google-t5/t5-3b"))
+    assert int(total / 1e6) == 2851
+    assert int(largest / 1e6) == 32
+
+
+def test_unsupported_family_has_clear_message():
+    with pytest.raises(models.UnsupportedModelError, match=r"not supported.*by hand"):
+        models.count_params({"model_type": "mamba", "hidden_size": 768})
+    with pytest.raises(models.UnsupportedModelError, match="no 'model_type'"):
+        models.count_params({"hidden_size": 768})
+
+
+@pytest.mark.parametrize(
+    ("bad", "field_name"),
+    [
+        ({"hidden_size": "big"}, "hidden_size"),
+        ({"hidden_size": 0}, "hidden_size"),
+        ({"num_hidden_layers": 2.5}, "num_hidden_layers"),
+        ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"),
+        ({"vocab_size": True}, "vocab_size"),
+        ({"hidden_size": float("inf")}, "hidden_size"),
+        ({"attention_dropout": float("nan")}, "attention_dropout"),
+        ({"hidden_size": 2, "num_attention_heads": 4}, "head_dim"),
+    ],
+)
+def test_bad_values_name_the_field(bad, field_name):
+    cfg = dict(FAMILY_CONFIGS["llama"], **bad)
+    with pytest.raises(models.ModelConfigError, match=f"'{field_name}'"):
+        models.describe(cfg)
+
+
+def test_unknown_catalog_name_suggests():
+    with pytest.raises(models.ModelConfigError, match=r"Did you mean.*Llama-2-7b"):
+        models.get_config("llama-2-7b")
+
+
+def test_spec_fields_follow_config():
+    spec = models.get_spec("mistralai/Mixtral-8x7B-v0.1")
+    assert (spec.num_experts, spec.experts_per_token, spec.num_kv_heads, spec.head_dim) == (8, 2, 8, 128)
+    assert spec.to_dict()["total_params"] == spec.total_params
+    t5 = models.get_spec("google/flan-t5-xl")
+    assert t5.encoder_decoder and t5.gated_mlp and t5.num_decoder_layers == 24
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200) | st.binary(max_size=50))
+def test_parse_hf_config_never_crashes(text):
+    try:
+        data = models.parse_hf_config(text)
+    except models.ModelConfigError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(data, dict)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "model_type",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "vocab_size",
+                "intermediate_size",
+                "tie_word_embeddings",
+                "head_dim",
+                "n_embd",
+                "d_model",
+                "num_local_experts",
+            ]
+        ),
+        st.none()
+        | st.booleans()
+        | st.integers(-5, 5000)
+        | st.floats(allow_nan=True)
+        | st.text(max_size=8)
+        | st.sampled_from(list(models.SUPPORTED_FAMILIES)),
+        max_size=8,
+    )
+)
+def test_describe_only_raises_model_config_error(cfg):
+    try:
+        spec = models.describe(cfg)
+    except models.ModelConfigError as exc:
+        assert str(exc)
+    else:
+        assert spec.total_params > 0
