@@ -1,0 +1,332 @@
+"""Vetted presets: list, load, check and save configs with their metadata.
+
+A preset is one JSON file ``<name>.json`` holding ``{"meta": {...}, "config": {...}}`` (layout in
+``presets/README.md``). The built-in folder ships with the product; teams add folders of their own.
+Every function takes the folders to search as an argument; only ``env_search_path`` reads the
+environment (``DSCONFIG_PRESETS_PATH``), for the CLI and the app.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The presets shipped with the product.
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "presets"
+ENV_VAR = "DSCONFIG_PRESETS_PATH"
+NAME_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}"
+_NAME_RE = re.compile(NAME_PATTERN)
+#: Largest preset file read or written (a real config is a few KB).
+MAX_PRESET_BYTES = 512 * 1024
+TARGETS = ("deepspeed", "hf")
+#: Metadata every vetted preset carries.
+META_TEXT_FIELDS = ("title", "description", "when_to_use", "when_not_to_use", "hardware")
+JUSTIFICATION_FIELDS = ("key", "doc", "section", "why")
+
+
+class PresetError(ValueError):
+    """A preset name, file or metadata problem, with a message that says what to do."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One preset as loaded from disk."""
+
+    name: str
+    meta: dict[str, Any]
+    config: dict[str, Any]
+    path: Path
+    builtin: bool
+
+    @property
+    def title(self) -> str:
+        return str(self.meta.get("title") or self.name)
+
+    @property
+    def target(self) -> str:
+        return str(self.meta.get("target", "deepspeed"))
+
+
+# ---------------------------------------------------------------- names and folders
+
+
+def check_name(name: Any) -> str:
+    """Return ``name`` if it is a safe preset name, else raise PresetError saying why."""
+    if not isinstance(name, str):
+        raise PresetError(f"a preset name must be text, not {type(name).__name__}")
+    if not _NAME_RE.fullmatch(name):
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        raise PresetError(
+            f"invalid preset name {shown!r}: use 1-64 characters a-z, 0-9, '-' and '_', starting with a letter "
+            "or digit (no paths, dots, slashes or spaces)"
+        )
+    return name
+
+
+def suggest_name(text: str) -> str:
+    """A valid preset name derived from free text (e.g. a title): ``"My ZeRO-3!"`` → ``"my-zero-3"``."""
+    slug = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_")
+    slug = slug[:64].rstrip("-_") or "preset"
+    return check_name(slug)
+
+
+def search_path(extra: Iterable[str | os.PathLike[str]] = (), *, builtin_dir: Path = BUILTIN_DIR) -> list[Path]:
+    """The built-in folder followed by ``extra`` folders (empty entries dropped, duplicates removed)."""
+    out: list[Path] = [builtin_dir]
+    for entry in extra:
+        if not str(entry).strip():
+            continue
+        path = Path(entry).expanduser()
+        if all(path.resolve() != p.resolve() for p in out):
+            out.append(path)
+    return out
+
+
+def env_search_path(environ: Mapping[str, str] | None = None, *, builtin_dir: Path = BUILTIN_DIR) -> list[Path]:
+    """``search_path`` with the folders of ``DSCONFIG_PRESETS_PATH`` (``os.pathsep``-separated)."""
+    env = os.environ if environ is None else environ
+    return search_path(env.get(ENV_VAR, "").split(os.pathsep), builtin_dir=builtin_dir)
+
+
+def _is_builtin_dir(folder: Path, builtin_dir: Path) -> bool:
+    return folder.resolve() == builtin_dir.resolve()
+
+
+def _file_in(folder: Path, name: str) -> Path:
+    """``folder/name.json``, refusing anything that would end up outside ``folder``."""
+    check_name(name)
+    path = folder / f"{name}.json"
+    if path.resolve().parent != folder.resolve():
+        raise PresetError(f"preset {name!r} would be stored outside {folder}")
+    return path
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _read(path: Path, name: str, builtin: bool) -> Preset:
+    if path.is_symlink():
+        raise PresetError(f"{path}: preset files may not be symbolic links")
+    try:
+        size = path.stat().st_size
+        if size > MAX_PRESET_BYTES:
+            raise PresetError(f"{path}: {size} bytes is larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_PRESET_BYTES + 1)
+    except OSError as exc:
+        raise PresetError(f"{path}: cannot read the preset ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_PRESET_BYTES:
+        raise PresetError(f"{path}: larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
+    return parse_preset(raw, name=name, path=path, builtin=builtin)
+
+
+def _reject_constant(token: str) -> Any:
+    raise PresetError(f"{token} is not valid JSON")
+
+
+def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, builtin: bool = False) -> Preset:
+    """Parse the text of a preset file into a Preset (raises PresetError on any problem)."""
+    where = str(path) if path else name
+    if len(raw) > MAX_PRESET_BYTES:
+        raise PresetError(f"{where}: larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except PresetError as exc:
+        raise PresetError(f"{where}: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise PresetError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or set(data) != {"meta", "config"}:
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise PresetError(f'{where}: a preset file is {{"meta": {{...}}, "config": {{...}}}}, found {keys}')
+    meta, config = data["meta"], data["config"]
+    if not isinstance(meta, dict) or not isinstance(config, dict):
+        raise PresetError(f"{where}: meta and config must both be JSON objects")
+    return Preset(name=name, meta=meta, config=config, path=path or Path(f"{name}.json"), builtin=builtin)
+
+
+def list_presets(folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) -> tuple[list[Preset], list[str]]:
+    """All presets in ``folders`` (earlier folders win on duplicate names), and one problem line per file skipped.
+
+    Files whose name is not a valid preset name, unreadable folders and broken files are reported,
+    never raised, so one bad file in a team folder does not hide the others.
+    """
+    found: dict[str, Preset] = {}
+    problems: list[str] = []
+    for folder in folders:
+        if not folder.is_dir():
+            if not _is_builtin_dir(folder, builtin_dir):
+                problems.append(f"{folder}: preset folder does not exist")
+            continue
+        builtin = _is_builtin_dir(folder, builtin_dir)
+        try:
+            files = sorted(folder.glob("*.json"))
+        except OSError as exc:
+            problems.append(f"{folder}: cannot list ({exc})")
+            continue
+        for file in files:
+            name = file.stem
+            if not _NAME_RE.fullmatch(name):
+                problems.append(f"{file}: file name is not a valid preset name; ignored")
+                continue
+            if name in found:
+                problems.append(f"{file}: {name!r} is already defined in {found[name].path.parent}; ignored")
+                continue
+            try:
+                found[name] = _read(file, name, builtin)
+            except PresetError as exc:
+                problems.append(str(exc))
+    return sorted(found.values(), key=lambda p: (not p.builtin, p.name)), problems
+
+
+def load_preset(name: str, folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) -> Preset:
+    """The preset ``name`` from the first folder that has it."""
+    check_name(name)
+    for folder in folders:
+        path = _file_in(folder, name)
+        if path.is_file():
+            return _read(path, name, _is_builtin_dir(folder, builtin_dir))
+    known, _ = list_presets(folders, builtin_dir=builtin_dir)
+    names = ", ".join(p.name for p in known) or "none"
+    raise PresetError(f"no preset named {name!r}; known presets: {names}")
+
+
+# ---------------------------------------------------------------- checking
+
+
+def meta_problems(meta: Mapping[str, Any], *, vetted: bool = True) -> list[str]:
+    """What is missing or malformed in a preset's metadata.
+
+    ``vetted`` demands everything a vetted preset documents (when to use, hardware, the versions it
+    was verified with and a documentation reference per choice); a team's quick save needs only a
+    title, a description and a target.
+    """
+    problems: list[str] = []
+    required = META_TEXT_FIELDS if vetted else ("title", "description")
+    for key in required:
+        value = meta.get(key)
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"meta.{key} must be a non-empty text")
+    if meta.get("target") not in TARGETS:
+        problems.append(f"meta.target must be one of {', '.join(TARGETS)}")
+    versions = meta.get("verified_with", [])
+    if not isinstance(versions, list) or not all(isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)*", v)
+                                                 for v in versions):
+        problems.append('meta.verified_with must be a list of versions like "0.19.8"')
+    elif vetted and not versions:
+        problems.append("meta.verified_with must name at least one DeepSpeed version")
+    justifications = meta.get("justifications", [])
+    if not isinstance(justifications, list):
+        problems.append("meta.justifications must be a list")
+    else:
+        for i, item in enumerate(justifications):
+            if not isinstance(item, dict) or any(
+                not isinstance(item.get(k), str) or not item.get(k, "").strip() for k in JUSTIFICATION_FIELDS
+            ):
+                problems.append(f"meta.justifications[{i}] needs non-empty {', '.join(JUSTIFICATION_FIELDS)}")
+        if vetted and not justifications:
+            problems.append("meta.justifications must cite the documentation for the preset's choices")
+    return problems
+
+
+def validate_preset(preset: Preset, *, version: str | None = None, world_size: int = 1):
+    """``core.validate`` of the preset's config for its own target (and each verified version, or ``version``).
+
+    Returns a list of ``(version, Report)``.
+    """
+    from core.validate import validate  # imported here: core.validate imports the whole schema
+
+    versions = [version] if version else list(preset.meta.get("verified_with") or ["0.19.8"])
+    return [(v, validate(preset.config, world_size=world_size, target=preset.target, version=v)) for v in versions]
+
+
+def facets(preset: Preset) -> dict[str, Any]:
+    """Filterable properties derived from the config (stage, offload, precision, runtime)."""
+    cfg = preset.config
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
+    stage = zero.get("stage", 0)
+    devices = []
+    for key in ("offload_optimizer", "offload_param"):
+        section = zero.get(key)
+        if isinstance(section, dict) and section.get("device") not in (None, "none"):
+            devices.append(section["device"])
+    offload = "nvme" if "nvme" in devices else ("cpu" if "cpu" in devices else "none")
+
+    def enabled(section: str) -> Any:
+        value = cfg.get(section)
+        return value.get("enabled", False) if isinstance(value, dict) else False
+
+    if enabled("bf16") == "auto" or enabled("fp16") == "auto":
+        precision = "auto"
+    elif enabled("bf16") is True:
+        precision = "bf16"
+    elif enabled("fp16") is True:
+        precision = "fp16"
+    else:
+        precision = "fp32"
+    zeropp = bool(zero.get("zero_hpz_partition_size", 1) not in (0, 1) or zero.get("zero_quantized_weights")
+                  or zero.get("zero_quantized_gradients"))
+    return {"stage": stage, "offload": offload, "precision": precision, "runtime": preset.target,
+            "zeropp": zeropp, "builtin": preset.builtin}
+
+
+# ---------------------------------------------------------------- saving
+
+
+def preset_text(meta: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """The file content of a preset (stable key order as given, 2-space indent, trailing newline)."""
+    return json.dumps({"meta": meta, "config": config}, indent=2, allow_nan=False) + "\n"
+
+
+def save_preset(
+    name: str,
+    config: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    folder: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    builtin_dir: Path = BUILTIN_DIR,
+) -> Path:
+    """Write ``folder/name.json`` and return its path.
+
+    Refuses hostile names, the built-in folder, names of built-in presets, incomplete metadata
+    (title, description, target), oversize content, and an existing file unless ``overwrite``.
+    """
+    check_name(name)
+    folder = Path(folder).expanduser()
+    if _is_builtin_dir(folder, builtin_dir):
+        raise PresetError("built-in presets are read-only: save into a team folder (DSCONFIG_PRESETS_PATH)")
+    if (builtin_dir / f"{name}.json").exists():
+        raise PresetError(f"{name!r} is a built-in preset; choose another name")
+    if not isinstance(config, Mapping):
+        raise PresetError("the config to save must be a JSON object")
+    problems = meta_problems(meta, vetted=False)
+    if problems:
+        raise PresetError("cannot save the preset: " + "; ".join(problems))
+    try:
+        text = preset_text(dict(meta), dict(config))
+    except (TypeError, ValueError) as exc:
+        raise PresetError(f"the preset is not JSON-serialisable ({exc})") from None
+    if len(text.encode()) > MAX_PRESET_BYTES:
+        raise PresetError(f"the preset is larger than the {MAX_PRESET_BYTES}-byte limit")
+    if not folder.is_dir():
+        raise PresetError(f"preset folder {folder} does not exist; create it first")
+    path = _file_in(folder, name)
+    if path.is_symlink():
+        raise PresetError(f"{path} is a symbolic link; refusing to write through it")
+    if path.exists() and not overwrite:
+        raise PresetError(f"preset {name!r} already exists in {folder}; pass overwrite to replace it")
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,315 @@
+"""The built-in presets and core.presets: metadata, validation, round trips, team folders, hostile names."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import dump_config, load_config, validate
+from core.findings import has_path
+from core.presets import (
+    BUILTIN_DIR,
+    MAX_PRESET_BYTES,
+    Preset,
+    PresetError,
+    check_name,
+    env_search_path,
+    facets,
+    list_presets,
+    load_preset,
+    meta_problems,
+    parse_preset,
+    save_preset,
+    search_path,
+    suggest_name,
+    validate_preset,
+)
+from tests.conftest import REFERENCE_DIR
+
+BUILTINS, BUILTIN_PROBLEMS = list_presets([BUILTIN_DIR])
+NAMES = [p.name for p in BUILTINS]
+
+#: What issue 5 requires the library to cover, as facets (name -> expected facets subset).
+REQUIRED = {
+    "dp-bf16": {"stage": 0, "precision": "bf16", "offload": "none"},
+    "zero1-bf16": {"stage": 1},
+    "zero2-bf16": {"stage": 2, "precision": "bf16", "offload": "none"},
+    "zero2-fp16": {"stage": 2, "precision": "fp16"},
+    "zero2-offload-cpu": {"stage": 2, "offload": "cpu"},
+    "zero3-bf16": {"stage": 3, "precision": "bf16", "offload": "none"},
+    "zero3-offload-cpu": {"stage": 3, "offload": "cpu"},
+    "zero-infinity-nvme": {"stage": 3, "offload": "nvme"},
+    "zeropp-multinode": {"stage": 3, "zeropp": True},
+    "hf-auto-zero2": {"stage": 2, "runtime": "hf", "precision": "auto"},
+    "hf-auto-zero3": {"stage": 3, "runtime": "hf", "precision": "auto"},
+    "single-gpu-lowmem": {"offload": "cpu"},
+    "monitoring-rich": {},
+}
+
+
+def test_library_is_complete():
+    assert not BUILTIN_PROBLEMS
+    assert len(BUILTINS) >= 12
+    assert set(REQUIRED) <= set(NAMES)
+    for name, expected in REQUIRED.items():
+        got = facets(load_preset(name, [BUILTIN_DIR]))
+        assert {k: got[k] for k in expected} == expected, name
+        assert got["builtin"] is True
+
+
+def test_fp16_preset_uses_dynamic_loss_scaling():
+    cfg = load_preset("zero2-fp16", [BUILTIN_DIR]).config
+    assert cfg["fp16"]["enabled"] is True and cfg["fp16"]["loss_scale"] == 0
+
+
+def test_nvme_preset_tunes_aio():
+    cfg = load_preset("zero-infinity-nvme", [BUILTIN_DIR]).config
+    zero = cfg["zero_optimization"]
+    assert zero["offload_param"]["device"] == zero["offload_optimizer"]["device"] == "nvme"
+    assert cfg["aio"]["queue_depth"] != 8 and cfg["aio"]["intra_op_parallelism"] > 1  # tuned, not defaults
+
+
+def test_zeropp_has_all_three():
+    zero = load_preset("zeropp-multinode", [BUILTIN_DIR]).config["zero_optimization"]
+    assert zero["zero_hpz_partition_size"] > 1 and zero["zero_quantized_weights"] and zero["zero_quantized_gradients"]
+
+
+def test_monitoring_preset_has_every_monitor():
+    cfg = load_preset("monitoring-rich", [BUILTIN_DIR]).config
+    for section in ("tensorboard", "wandb", "csv_monitor", "flops_profiler"):
+        assert cfg[section]["enabled"] is True, section
+
+
+def test_hf_zero3_buckets_are_auto():
+    zero = load_preset("hf-auto-zero3", [BUILTIN_DIR]).config["zero_optimization"]
+    for key in ("reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"):
+        assert zero[key] == "auto"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_metadata_complete(name):
+    preset = load_preset(name, [BUILTIN_DIR])
+    assert meta_problems(preset.meta) == []
+    assert "0.19.8" in preset.meta["verified_with"]
+
+
+def _headings(doc: str) -> str:
+    return (REFERENCE_DIR / doc).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_justifications_cite_real_sections_and_keys(name):
+    preset = load_preset(name, [BUILTIN_DIR])
+    justified: set[str] = set()
+    for item in preset.meta["justifications"]:
+        assert (REFERENCE_DIR / item["doc"]).is_file(), item["doc"]
+        assert item["section"] in _headings(item["doc"]), f"{item['section']!r} not in {item['doc']}"
+        assert has_path(preset.config, item["key"]), f"{item['key']} is not in the config"
+        justified.add(item["key"].split(".")[0])
+    # every top-level section of the config is explained
+    assert set(preset.config) <= justified, set(preset.config) - justified
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_zero_key_is_justified(name):
+    """Each key set under zero_optimization (the part with real choices) has its own justification."""
+    preset = load_preset(name, [BUILTIN_DIR])
+    keys = {item["key"] for item in preset.meta["justifications"]}
+    zero = preset.config.get("zero_optimization", {})
+    for key, value in zero.items():
+        if isinstance(value, dict):
+            for sub in value:
+                path = f"zero_optimization.{key}.{sub}"
+                assert path in keys or f"zero_optimization.{key}" in keys, path
+        else:
+            assert f"zero_optimization.{key}" in keys, key
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("world_size", [1, 8, 16])
+def test_validates_without_error(name, world_size):
+    preset = load_preset(name, [BUILTIN_DIR])
+    for version, report in validate_preset(preset, world_size=world_size):
+        assert report.ok, (version, [(f.code, f.path, f.message) for f in report.errors])
+        assert report.target == preset.target
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if load_preset(n, [BUILTIN_DIR]).target == "hf"])
+def test_hf_preset_fails_plain_deepspeed_validation(name):
+    """Sanity check of the target: the same file with "auto" batch values is an error for plain DeepSpeed."""
+    preset = load_preset(name, [BUILTIN_DIR])
+    assert not validate(preset.config, target="deepspeed").ok
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trips_through_load_dump(name):
+    preset = load_preset(name, [BUILTIN_DIR])
+    text = dump_config(preset.config)
+    assert load_config(text) == preset.config
+    assert parse_preset(preset.path.read_text(), name=name).config == preset.config
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_matches_json_schema(name):
+    core_jsonschema = pytest.importorskip("core.jsonschema")
+    jsonschema = pytest.importorskip("jsonschema")
+    preset = load_preset(name, [BUILTIN_DIR])
+    for version in preset.meta["verified_with"]:
+        schema = core_jsonschema.json_schema(version, target=preset.target)
+        jsonschema.validate(preset.config, schema)
+
+
+# ---------------------------------------------------------------- team folders
+
+
+META = {"title": "Team ZeRO-2", "description": "Our tuned ZeRO-2.", "target": "deepspeed"}
+
+
+def test_save_then_list_and_load(tmp_path):
+    cfg = load_preset("zero2-bf16", [BUILTIN_DIR]).config
+    path = save_preset("team-z2", cfg, META, tmp_path)
+    assert path == tmp_path / "team-z2.json"
+    presets, problems = list_presets(search_path([tmp_path]))
+    assert problems == []
+    names = [p.name for p in presets]
+    assert "team-z2" in names and set(NAMES) <= set(names)
+    loaded = load_preset("team-z2", search_path([tmp_path]))
+    assert loaded.config == cfg and loaded.meta == META and loaded.builtin is False
+    assert facets(loaded)["builtin"] is False
+    # builtins are listed first
+    assert [p.builtin for p in presets] == sorted((p.builtin for p in presets), reverse=True)
+
+
+def test_save_refuses_overwrite_unless_asked(tmp_path):
+    save_preset("mine", {"a": 1}, META, tmp_path)
+    with pytest.raises(PresetError, match="already exists"):
+        save_preset("mine", {"a": 2}, META, tmp_path)
+    save_preset("mine", {"a": 2}, META, tmp_path, overwrite=True)
+    assert load_preset("mine", [tmp_path]).config == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.json"]  # no temp file left behind
+
+
+def test_save_refuses_builtins(tmp_path):
+    with pytest.raises(PresetError, match="built-in"):
+        save_preset("zero2-bf16", {}, META, tmp_path)
+    with pytest.raises(PresetError, match="read-only"):
+        save_preset("new-one", {}, META, BUILTIN_DIR)
+
+
+def test_save_refuses_incomplete_meta_and_bad_content(tmp_path):
+    with pytest.raises(PresetError, match=r"meta\.title"):
+        save_preset("x", {}, {"description": "d", "target": "deepspeed"}, tmp_path)
+    with pytest.raises(PresetError, match=r"meta\.target"):
+        save_preset("x", {}, {**META, "target": "megatron"}, tmp_path)
+    with pytest.raises(PresetError, match="JSON"):
+        save_preset("x", {"v": float("nan")}, META, tmp_path)
+    with pytest.raises(PresetError, match="limit"):
+        save_preset("x", {"v": "a" * (MAX_PRESET_BYTES + 1)}, META, tmp_path)
+    with pytest.raises(PresetError, match="does not exist"):
+        save_preset("x", {}, META, tmp_path / "missing")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_builtin_wins_over_team_copy(tmp_path):
+    (tmp_path / "zero2-bf16.json").write_text(json.dumps({"meta": META, "config": {"evil": True}}))
+    presets, problems = list_presets(search_path([tmp_path]))
+    assert next(p for p in presets if p.name == "zero2-bf16").builtin
+    assert any("already defined" in p for p in problems)
+    assert "evil" not in load_preset("zero2-bf16", search_path([tmp_path])).config
+
+
+def test_broken_files_are_reported_not_raised(tmp_path):
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "wrong-shape.json").write_text('{"config": {}}')
+    (tmp_path / "Bad Name.json").write_text(json.dumps({"meta": META, "config": {}}))
+    (tmp_path / "huge.json").write_text(" " * (MAX_PRESET_BYTES + 1))
+    (tmp_path / "nan.json").write_text('{"meta": {}, "config": {"x": NaN}}')
+    (tmp_path / "link.json").symlink_to("/etc/hostname")
+    (tmp_path / "good.json").write_text(json.dumps({"meta": META, "config": {}}))
+    presets, problems = list_presets([tmp_path])
+    assert [p.name for p in presets] == ["good"]
+    assert len(problems) == 6
+    for fragment in ("not valid JSON", '"meta"', "not a valid preset name", "limit", "NaN", "symbolic link"):
+        assert any(fragment in p for p in problems), fragment
+    with pytest.raises(PresetError, match="limit"):
+        load_preset("huge", [tmp_path])
+
+
+def test_missing_folder_reported_and_unknown_name(tmp_path):
+    _, problems = list_presets(search_path([tmp_path / "nope"]))
+    assert any("does not exist" in p for p in problems)
+    with pytest.raises(PresetError, match=r"no preset named .nope.*zero2-bf16"):
+        load_preset("nope", search_path([]))
+
+
+def test_env_search_path(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    env = {"DSCONFIG_PRESETS_PATH": os.pathsep.join([str(a), "", str(b), str(a)])}
+    assert env_search_path(env) == [BUILTIN_DIR, a, b]
+    assert env_search_path({}) == [BUILTIN_DIR]
+    save_preset("in-b", {}, META, b)
+    assert "in-b" in [p.name for p in list_presets(env_search_path(env))[0]]
+
+
+# ---------------------------------------------------------------- hostile names
+
+HOSTILE = [
+    "../../etc/passwd", "/etc/passwd", "..", ".", "", "a/b", "a\\b", "a\x00b", "name.json", "UPPER", " lead",
+    "trail ", "-dash-first", "_under", "a" * 65, "é", "ａ", "x\n", "\u2028", "..\\..\\win", "~/x", "$HOME",
+    "con:", "a.b",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_refused(name, tmp_path):
+    with pytest.raises(PresetError, match="invalid preset name"):
+        check_name(name)
+    with pytest.raises(PresetError):
+        save_preset(name, {}, META, tmp_path)
+    with pytest.raises(PresetError):
+        load_preset(name, [tmp_path])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", [None, 3, b"abc", ["a"]])
+def test_non_text_names_refused(name):
+    with pytest.raises(PresetError, match="must be text"):
+        check_name(name)
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=400, deadline=None)
+def test_any_name_is_safe_or_refused(name):
+    """Whatever the text, a name is either refused or stays a plain file name in the folder."""
+    try:
+        check_name(name)
+    except PresetError:
+        return
+    assert "/" not in name and "\\" not in name and "." not in name and "\x00" not in name
+    assert name == name.strip() and 1 <= len(name) <= 64
+    folder = Path("/tmp/presets-root")
+    assert (folder / f"{name}.json").resolve().parent == folder.resolve()
+
+
+@given(st.text(max_size=100))
+@settings(max_examples=200, deadline=None)
+def test_suggest_name_always_valid(text):
+    assert check_name(suggest_name(text))
+
+
+@given(st.binary(max_size=300) | st.text(max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_parse_preset_never_crashes(raw):
+    try:
+        preset = parse_preset(raw, name="fuzz")
+    except PresetError as exc:
+        assert "fuzz" in str(exc)
+        return
+    assert isinstance(preset, Preset) and isinstance(preset.config, dict)
