@@ -8,7 +8,10 @@ equal DeepSpeed's constants. Registries: equal to DeepSpeed's lists and construc
 from __future__ import annotations
 
 import enum
+import inspect
+import json
 import math
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from core.schema import monitoring, precision, zero
+from core.schema import monitoring, optimizer, precision, zero
 from core.schema.base import LenientSection, Section, field_meta
 
 ds_config_mod = pytest.importorskip("deepspeed.runtime.config")
@@ -326,3 +329,155 @@ def test_zero_config_same_verdict_as_deepspeed(data):
         if old in data and new in data:
             data = {k: v for k, v in data.items() if k != old}
     assert_same_verdict(zero.ZeroConfig, ds_zero.DeepSpeedZeroConfig, data)
+
+
+# --------------------------------------------------------------------------------------------------
+# optimizer / scheduler registries
+# --------------------------------------------------------------------------------------------------
+
+_DS0195_PYTHON = Path(__file__).resolve().parent.parent / ".venv-ds0195" / "bin" / "python"
+
+
+def _run_0195(code: str) -> str:
+    """Run ``code`` under DeepSpeed 0.19.5 and return its last stdout line."""
+    if not _DS0195_PYTHON.exists():
+        pytest.skip("the DeepSpeed 0.19.5 venv (.venv-ds0195) is not installed")
+    out = subprocess.run([str(_DS0195_PYTHON), "-c", code], capture_output=True, text=True, timeout=300,
+                         check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_optimizer_names_equal_deepspeed_optimizers():
+    assert set(optimizer.deepspeed_optimizer_names("0.19.8")) == set(ds_config_mod.DEEPSPEED_OPTIMIZERS)
+
+
+@pytest.mark.slow
+def test_optimizer_names_equal_deepspeed_0195_optimizers():
+    names = json.loads(_run_0195(
+        "import json; from deepspeed.runtime.config import DEEPSPEED_OPTIMIZERS as D; print(json.dumps(D))"))
+    assert set(optimizer.deepspeed_optimizer_names("0.19.5")) == set(names)
+
+
+def test_torch_optimizer_names_equal_torch_optim():
+    torch_optim = pytest.importorskip("torch.optim")
+    classes = {n for n in dir(torch_optim) if inspect.isclass(getattr(torch_optim, n))
+               and issubclass(getattr(torch_optim, n), torch_optim.Optimizer) and n != "Optimizer"}
+    assert set(optimizer.TORCH_OPTIMIZERS) == classes
+
+
+def _constructor_params(cls) -> dict[str, inspect.Parameter]:
+    skip = {"self", "params", "model_params", "deepspeed"}
+    return {n: p for n, p in inspect.signature(cls.__init__).parameters.items()
+            if n not in skip and p.kind is not inspect.Parameter.VAR_KEYWORD}
+
+
+def _implementation_classes():
+    """(optimizer, backend, class, names DeepSpeed itself passes) for every importable implementation."""
+    from deepspeed.ops.adagrad import DeepSpeedCPUAdagrad
+    from deepspeed.ops.adam import DeepSpeedCPUAdam, FusedAdam
+    from deepspeed.ops.lamb import FusedLamb
+    from deepspeed.ops.lion import DeepSpeedCPULion, FusedLion
+    torch_optim = pytest.importorskip("torch.optim")
+    return [
+        ("adam", "gpu", FusedAdam, {"adam_w_mode"}),
+        ("adam", "cpu", DeepSpeedCPUAdam, {"adamw_mode", "fp32_optimizer_states"}),
+        ("adam", "torch", torch_optim.AdamW, set()),
+        ("adamw", "gpu", FusedAdam, {"adam_w_mode"}),
+        ("adamw", "cpu", DeepSpeedCPUAdam, {"adamw_mode", "fp32_optimizer_states"}),
+        ("adamw", "torch", torch_optim.AdamW, set()),
+        ("lamb", "gpu", FusedLamb, set()),
+        ("lion", "gpu", FusedLion, set()),
+        ("lion", "cpu", DeepSpeedCPULion, set()),
+        ("adagrad", "gpu", torch_optim.Adagrad, set()),
+        ("adagrad", "cpu", DeepSpeedCPUAdagrad, set()),
+    ]
+
+
+def test_optimizer_registry_params_match_implementations():
+    for name, backend, cls, passed_by_deepspeed in _implementation_classes():
+        spec = optimizer.OPTIMIZERS[name]
+        ours = {p.name: p for p in spec.params_for(backend) if not p.consumed}
+        theirs = _constructor_params(cls)
+        # max_grad_norm is in FusedLamb's signature but DeepSpeed refuses it in every optimizer's params.
+        theirs = {n: p for n, p in theirs.items()
+                  if n not in passed_by_deepspeed and n not in optimizer.FORBIDDEN_OPTIMIZER_PARAMS}
+        where = f"{name}/{backend} ({cls.__name__})"
+        assert set(ours) == set(theirs), f"{where}: {sorted(set(ours) ^ set(theirs))}"
+        for pname, param in ours.items():
+            default = theirs[pname].default
+            default = list(default) if isinstance(default, tuple) else default
+            if pname == "weight_decay" and backend == "torch":
+                # torch.optim.AdamW's default is 0.01, DeepSpeed's kernels' 0; the registry gives 0 and
+                # says so in a doc_note.
+                assert param.doc_note and "0.01" in param.doc_note
+                continue
+            assert param.default == default, f"{where}.{pname}: {param.default!r} != {default!r}"
+        for param in spec.params:
+            assert param.description, f"{name}.{param.name}"
+
+
+def test_scheduler_names_equal_valid_lr_schedules():
+    from deepspeed.runtime import lr_schedules
+    assert set(optimizer.SCHEDULERS) == set(lr_schedules.VALID_LR_SCHEDULES)
+
+
+def test_scheduler_registry_equals_constructor_signatures():
+    from deepspeed.runtime import lr_schedules
+    for name, spec in optimizer.SCHEDULERS.items():
+        signature = inspect.signature(getattr(lr_schedules, name).__init__)
+        theirs = [p for n, p in signature.parameters.items() if n not in ("self", "optimizer")]
+        assert [p.name for p in spec.params] == [p.name for p in theirs], name
+        for ours, their in zip(spec.params, theirs, strict=True):
+            required = their.default is inspect.Parameter.empty
+            assert ours.required == required, f"{name}.{ours.name}: required"
+            if not required:
+                assert ours.default == their.default, f"{name}.{ours.name}: {ours.default!r} != {their.default!r}"
+            assert ours.description
+            if ours.default is not None:
+                assert ours.type_ok(ours.default), f"{name}.{ours.name}: default has a type we reject"
+
+
+@pytest.mark.parametrize(("scheduler", "params", "accepted"), [
+    ("WarmupLR", {"warmup_num_steps": 0}, False),
+    ("WarmupLR", {"warmup_num_steps": 1000.0}, False),
+    ("WarmupLR", {"warmup_num_steps": 10}, True),
+    ("WarmupCosineLR", {"total_num_steps": 100, "warmup_num_steps": -1}, False),
+    ("LRRangeTest", {"lr_range_test_step_size": 0}, False),
+    ("LRRangeTest", {"lr_range_test_step_size": 5}, True),
+    ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_first_step_size": 0}, False),
+    ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_second_step_size": -1}, False),
+    ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_second_step_size": 0}, True),
+])
+def test_scheduler_bounds_are_the_ones_deepspeed_enforces(scheduler, params, accepted):
+    torch = pytest.importorskip("torch")
+    from deepspeed.runtime import lr_schedules
+    spec = optimizer.SCHEDULERS[scheduler]
+    ours = all(spec.param(k).type_ok(v) and spec.param(k).bound_problem(v) is None for k, v in params.items())
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1, momentum=0.9)
+    try:
+        getattr(lr_schedules, scheduler)(opt, **params)
+        theirs = True
+    except ValueError:
+        theirs = False
+    assert ours == theirs == accepted
+
+
+def test_optimizer_and_scheduler_section_defaults_match_deepspeed_constants():
+    c = ds_constants
+    assert _defaults_of(optimizer.OptimizerConfig) == {
+        c.TYPE: c.OPTIMIZER_TYPE_DEFAULT, c.OPTIMIZER_PARAMS: None, c.LEGACY_FUSION: c.LEGACY_FUSION_DEFAULT}
+    assert _defaults_of(optimizer.SchedulerConfig) == {c.TYPE: c.SCHEDULER_TYPE_DEFAULT, c.SCHEDULER_PARAMS: None}
+
+
+@pytest.mark.parametrize(("type_name", "expected"), [
+    ("Adam", "adam"), ("ADAMW", "adamw"), ("lamb", "lamb"), ("SGD", "SGD"), ("sgd", None), ("OneBitAdam", None),
+])
+def test_resolve_optimizer_follows_deepspeeds_name_handling(type_name, expected):
+    resolved = optimizer.resolve_optimizer(type_name, "0.19.8")
+    got = resolved.name if isinstance(resolved, optimizer.OptimizerSpec) else resolved
+    assert got == expected
+    # DeepSpeed's own rule: lower-cased if a DeepSpeed name, then DEEPSPEED_OPTIMIZERS or torch.optim attribute.
+    torch_optim = pytest.importorskip("torch.optim")
+    name = type_name.lower() if type_name.lower() in ds_config_mod.DEEPSPEED_OPTIMIZERS else type_name
+    supported = name in ds_config_mod.DEEPSPEED_OPTIMIZERS or getattr(torch_optim, name, None) is not None
+    assert supported == (expected is not None)
