@@ -44,7 +44,12 @@ def _migrate_zero(zero: dict[str, Any]) -> list[str]:
             continue
         new_name = field.meta.replaced_by
         value = zero[key]
-        if new_name is None:  # cpu_offload_use_pin_memory: ignored by DeepSpeed
+        if new_name is None:  # cpu_offload_use_pin_memory: DeepSpeed ignores it, so dropping it changes nothing
+            del zero[key]
+            changes.append(
+                f"zero_optimization.{key}: removed (DeepSpeed ignores it; `pin_memory` inside offload_param / "
+                "offload_optimizer controls pinning)"
+            )
             continue
         new_field = fields[new_name]
         if any(k in zero for k in new_field.keys):

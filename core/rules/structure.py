@@ -207,7 +207,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         message = message[len("Assertion failed, "):]
     container_kinds = ("model_type", "dict_type", "model_attributes_type")
     container = field is not None and field.model is not None and kind in container_kinds
-    strict = is_strict(owner) or container or (field is None)
+    holds_strict = field is not None and field.model is not None and is_strict(field.model)
+    strict = is_strict(owner) or container or holds_strict or field is None
     shown = _short(value)
     label = f"`{path}`" if path else "The section"
     if kind in ("model_type", "dict_type", "model_attributes_type"):

@@ -1,0 +1,196 @@
+"""``dsconfig``: validate, migrate, export the JSON Schema, estimate memory and use presets.
+
+Exit codes: 0 no errors, 1 errors found, 2 unreadable input or bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config
+from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
+
+EXIT_OK, EXIT_ERRORS, EXIT_UNREADABLE = 0, 1, 2
+
+
+class CliError(Exception):
+    """A user-facing problem: printed as one message, exit code 2."""
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """Read and parse a config file, turning every failure into a ``CliError`` naming the file."""
+    if path == "-":
+        text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
+    else:
+        file = Path(path)
+        if not file.exists():
+            raise CliError(f"{path}: no such file")
+        if file.is_dir():
+            raise CliError(f"{path}: is a directory, expected a JSON config file")
+        size = file.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise CliError(f"{path}: {size / 1024 / 1024:.1f} MB is too large for a DeepSpeed config (limit "
+                           f"{MAX_CONFIG_BYTES // 1024 // 1024} MB)")
+        try:
+            text = file.read_bytes()  # type: ignore[assignment]
+        except OSError as exc:
+            raise CliError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return load_config(text)
+    except ConfigLoadError as exc:
+        raise CliError(f"{path}: {exc}") from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs, got {text!r}") from None
+    if value < 1 or value > 1_000_000:
+        raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
+    return value
+
+
+def _print_report(name: str, report: Any, out: TextIO) -> None:
+    counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warning", "info")}
+    status = "OK" if report.ok else "FAILED"
+    out.write(
+        f"{name}: {status} — {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
+        f"(DeepSpeed {report.version}, target {report.target}, {report.world_size} GPU(s))\n"
+    )
+    for finding in report.findings:
+        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}\n")
+        out.write(f"          {finding.message}\n")
+        if finding.suggestion:
+            out.write(f"          → {finding.suggestion}\n")
+    if report.batch is not None:
+        b = report.batch
+        out.write(
+            f"  batch: train_batch_size={b.train_batch_size} = micro {b.train_micro_batch_size_per_gpu} × "
+            f"accumulation {b.gradient_accumulation_steps} × {b.world_size:g} GPU(s)\n"
+        )
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from core.validate import validate
+
+    results: list[dict[str, Any]] = []
+    worst = EXIT_OK
+    for path in args.files:
+        try:
+            config = read_config_file(path)
+        except CliError as exc:
+            worst = EXIT_UNREADABLE
+            if args.format == "json":
+                results.append({"file": path, "ok": False, "unreadable": True, "message": str(exc)})
+            else:
+                out.write(f"{exc}\n")
+            continue
+        report = validate(config, world_size=args.world_size, target=args.target, version=args.deepspeed_version)
+        if not report.ok and worst == EXIT_OK:
+            worst = EXIT_ERRORS
+        if args.format == "json":
+            results.append({"file": path, **report.to_dict()})
+        else:
+            _print_report(path, report, out)
+    if args.format == "json":
+        out.write(json.dumps(results, indent=2, default=str) + "\n")
+    return worst
+
+
+def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
+    from core.migrate import migrate
+
+    config = read_config_file(args.file)
+    new, changes = migrate(config)
+    for change in changes:
+        sys.stderr.write(f"migrated: {change}\n")
+    if not changes:
+        sys.stderr.write(f"{args.file}: nothing to migrate\n")
+    if args.write:
+        if args.file == "-":
+            raise CliError("--write needs a file, not standard input")
+        if changes:
+            Path(args.file).write_text(dump_config(new), encoding="utf-8")
+            sys.stderr.write(f"wrote {args.file}\n")
+    else:
+        out.write(dump_config(new))
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
+    from core.jsonschema import json_schema
+
+    text = json.dumps(json_schema(args.deepspeed_version, args.target), indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dsconfig`` with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="dsconfig", description="Write, check, size and share DeepSpeed configuration files."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed",
+                       help="deepspeed: the file goes to deepspeed.initialize as is; hf: the HF Trainer / "
+                       "Accelerate fill in \"auto\" first (default: deepspeed)")
+        p.add_argument("--deepspeed-version", choices=KNOWN_VERSIONS, default=DEFAULT_VERSION,
+                       help=f"validate against this DeepSpeed release (default {DEFAULT_VERSION})")
+
+    p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
+    p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")
+    p.add_argument("--world-size", type=_positive_int, default=1, help="data-parallel GPU count (default 1)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    common(p)
+    p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser("migrate", help="rewrite deprecated keys into their current form")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--write", action="store_true", help="rewrite FILE in place (default: print the result)")
+    p.set_defaults(handler=cmd_migrate)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of ds_config.json (for VS Code)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    common(p)
+    p.set_defaults(handler=cmd_schema)
+
+    for module_name in ("core.cli_estimate", "core.cli_presets"):
+        if importlib.util.find_spec(module_name) is not None:
+            importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run ``dsconfig`` and return its exit code."""
+    out = out or sys.stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_UNREADABLE if exc.code not in (0, None) else EXIT_OK
+    try:
+        return int(args.handler(args, out))
+    except CliError as exc:
+        sys.stderr.write(f"dsconfig: {exc}\n")
+        return EXIT_UNREADABLE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""The batch triangle: DeepSpeed's arithmetic, suggestions, valid GPU counts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.batch import batch_suggestions, effective_world_size, resolve_batch, valid_world_sizes
+
+
+@pytest.mark.parametrize(
+    ("config", "w", "ok", "trio"),
+    [
+        ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4}, 4, True, (32, 4, 2)),
+        ({"train_batch_size": 32, "gradient_accumulation_steps": 2}, 4, True, (32, 4, 2)),
+        ({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}, 4, True, (32, 4, 2)),
+        ({"train_batch_size": 8}, 4, True, (8, 2, 1)),
+        ({"train_micro_batch_size_per_gpu": 3}, 5, True, (15, 3, 1)),
+        ({"train_batch_size": 8}, 3, False, (8, 2, 1)),
+        ({"train_batch_size": 2}, 4, False, (2, 0, 1)),
+        ({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2}, 4, False, (4, 2, 0)),
+        ({"train_batch_size": 8.0}, 4, True, (8.0, 2.0, 1)),
+    ],
+)
+def test_resolution_matches_deepspeed_rules(config, w, ok, trio):
+    result = resolve_batch(config, w)
+    assert result.ok is ok
+    assert (result.train_batch_size, result.micro_batch, result.grad_accum) == trio
+
+
+def test_problems_are_named():
+    assert resolve_batch({}, 1).problem == "missing"
+    assert resolve_batch({"gradient_accumulation_steps": 4}, 1).problem == "missing"
+    assert resolve_batch({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 0}, 2).problem == "zero-division"
+    assert resolve_batch({"train_batch_size": "8"}, 2).problem == "type"
+    assert resolve_batch({"train_batch_size": 8}, 3).problem == "product"
+    assert resolve_batch({"train_micro_batch_size_per_gpu": -2, "gradient_accumulation_steps": -3}, 2).problem == (
+        "mb-positive"
+    )
+
+
+def test_product_message_shows_the_arithmetic():
+    result = resolve_batch({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4,
+                            "gradient_accumulation_steps": 2}, 4)
+    assert "30" in result.message and "4" in result.message and "= 32" in result.message
+
+
+def test_valid_world_sizes():
+    assert valid_world_sizes({"train_batch_size": 12}, 16) == [1, 2, 3, 4, 6, 12]
+    assert valid_world_sizes({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2}, 16) == [1, 2, 4, 8]
+    assert valid_world_sizes({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}, 5) == [
+        1, 2, 3, 4, 5]
+    all_three = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}
+    assert valid_world_sizes(all_three, 64) == [8]
+
+
+def test_sequence_parallel_divides_world():
+    assert effective_world_size({"sequence_parallel_size": 2}, 8) == 4
+    assert effective_world_size({}, 8) == 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tb=st.one_of(st.none(), st.integers(1, 4096)),
+    mb=st.one_of(st.none(), st.integers(1, 64)),
+    ga=st.one_of(st.none(), st.integers(1, 64)),
+    w=st.integers(1, 128),
+)
+def test_suggestions_always_work(tb, mb, ga, w):
+    config = {k: v for k, v in (("train_batch_size", tb), ("train_micro_batch_size_per_gpu", mb),
+                                ("gradient_accumulation_steps", ga)) if v is not None}
+    for trio in batch_suggestions(config, w):
+        assert resolve_batch(trio, w).ok, trio
+    if tb or mb:
+        assert batch_suggestions(config, w), "there is always a trio that works"

@@ -1,0 +1,81 @@
+"""dsconfig: exit codes, text and JSON output, migrate, schema."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+from core.cli import main
+
+
+def run(argv, stdin=None):
+    out = io.StringIO()
+    code = main(argv, out=out)
+    return code, out.getvalue()
+
+
+def test_validate_ok_and_errors(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text('{"train_batch_size": 16, "bf16": {"enabled": true}}')
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"train_batch_size": 16, "zero_optimization": {"stage": 7}}')
+    assert run(["validate", str(good), "--world-size", "8"])[0] == 0
+    code, text = run(["validate", str(bad)])
+    assert code == 1 and "zero_optimization.stage" in text and "FAILED" in text
+    code, text = run(["validate", str(good), "--world-size", "3"])
+    assert code == 1 and "16 ≠" in text
+
+
+def test_unreadable_input_exit_2(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"train_batch_size": 16,,}')
+    code, text = run(["validate", str(broken)])
+    assert code == 2 and "line 1" in text
+    assert run(["validate", str(tmp_path / "missing.json")])[0] == 2
+    assert run(["validate", str(tmp_path)])[0] == 2
+
+
+def test_json_format_is_data(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"train_micro_batch_size_per_gpu": 2, "zero_optimisation": {}}')
+    code, text = run(["validate", str(path), "--format", "json", "--world-size", "4"])
+    data = json.loads(text)
+    assert code == 0
+    assert data[0]["batch"]["train_batch_size"] == 8
+    assert data[0]["findings"][0]["code"] == "keys.unknown-top-level"
+    assert data[0]["findings"][0]["fix"]["ops"][0]["to"] == "zero_optimization"
+
+
+def test_bad_options_exit_2(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text("{}")
+    assert run(["validate", str(path), "--world-size", "zero"])[0] == 2
+    assert run(["validate", str(path), "--deepspeed-version", "0.1"])[0] == 2
+    assert run(["frobnicate"])[0] == 2
+
+
+def test_migrate_prints_and_writes(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text('{"zero_optimization": {"stage": 2, "cpu_offload": true}}')
+    code, text = run(["migrate", str(path)])
+    assert code == 0 and json.loads(text)["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
+    assert "cpu_offload" in path.read_text()
+    assert run(["migrate", str(path), "--write"])[0] == 0
+    assert json.loads(path.read_text())["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu"}}
+
+
+def test_schema_command(tmp_path):
+    code, text = run(["schema"])
+    assert code == 0 and json.loads(text)["$schema"].endswith("2020-12/schema")
+    target = tmp_path / "s.json"
+    assert run(["schema", "-o", str(target), "--target", "hf"])[0] == 0
+    assert "hf" in json.loads(target.read_text())["title"]
+
+
+def test_python_dash_m_core_and_stdin():
+    proc = subprocess.run([sys.executable, "-m", "core", "validate", "-"], input='{"train_batch_size": 4}',
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "OK" in proc.stdout

@@ -1,0 +1,92 @@
+"""migrate: deprecated keys rewritten, nothing lost, error-free configs stay error-free."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import load_config, migrate, validate
+from core.io import ConfigLoadError
+from tests.conftest import corpus_files
+
+
+def test_cpu_offload_becomes_offload_optimizer():
+    new, changes = migrate({"zero_optimization": {"stage": 2, "cpu_offload": True, "contiguous_gradients": True}})
+    assert new["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu"},
+                                        "contiguous_gradients": True}
+    assert changes and "cpu_offload" in changes[0]
+
+
+def test_cpu_offload_false_is_dropped_and_said():
+    new, changes = migrate({"zero_optimization": {"stage": 2, "cpu_offload": False}})
+    assert new["zero_optimization"] == {"stage": 2}
+    assert "removed" in changes[0]
+
+
+def test_gather_fp16_renamed_to_16bit():
+    new, _ = migrate({"zero_optimization": {"stage": 3, "stage3_gather_fp16_weights_on_model_save": True}})
+    assert new["zero_optimization"] == {"stage": 3, "stage3_gather_16bit_weights_on_model_save": True}
+
+
+def test_bool_zero_and_bfloat16():
+    new, changes = migrate({"zero_optimization": True, "allgather_size": 100, "bfloat16": {"enabled": True}})
+    assert new == {"zero_optimization": {"stage": 1, "allgather_bucket_size": 100}, "bf16": {"enabled": True}}
+    assert len(changes) == 2
+
+
+def test_clash_left_for_the_validator():
+    config = {"zero_optimization": {"stage": 2, "cpu_offload": True, "offload_optimizer": {"device": "none"}}}
+    new, changes = migrate(config)
+    assert new == config and changes == []
+
+
+def test_input_not_mutated_and_non_dict_passthrough():
+    config = {"zero_optimization": {"stage": 2, "cpu_offload": True}}
+    migrate(config)
+    assert config == {"zero_optimization": {"stage": 2, "cpu_offload": True}}
+    assert migrate([1]) == ([1], [])
+
+
+def _keys(config, prefix=""):
+    out = set()
+    for k, v in config.items():
+        out.add(f"{prefix}{k}")
+        if isinstance(v, dict):
+            out |= _keys(v, f"{prefix}{k}.")
+    return out
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_migration_keeps_keys_and_does_not_add_errors(path):
+    try:
+        config = load_config(path.read_bytes())
+    except ConfigLoadError:
+        return
+    new, _changes = migrate(config)
+    deprecated = {"cpu_offload", "cpu_offload_param", "stage3_gather_fp16_weights_on_model_save", "bfloat16",
+                  "allgather_size", "cpu_offload_use_pin_memory"}
+    renamed = {k.replace("bfloat16.", "bf16.", 1) for k in _keys(config)} if "bf16" not in config else _keys(config)
+    lost = {k for k in renamed - _keys(new) if k.rsplit(".", 1)[-1] not in deprecated}
+    assert not lost
+    before = validate(config, target="hf")
+    after = validate(new, target="hf")
+    if before.ok:
+        assert after.ok, [f.message for f in after.errors]
+    assert not {f.code for f in after.findings if f.code.startswith("deprecated")} - {"deprecated.with-replacement"}
+
+
+zero_values = st.dictionaries(
+    st.sampled_from(["stage", "cpu_offload", "cpu_offload_param", "cpu_offload_use_pin_memory",
+                     "stage3_gather_fp16_weights_on_model_save", "offload_optimizer", "contiguous_gradients"]),
+    st.one_of(st.booleans(), st.integers(0, 3), st.none(), st.just({"device": "cpu"})),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(zero_values, st.integers(1, 64))
+def test_property_migrate_never_adds_errors(zero, world_size):
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero}
+    new, _ = migrate(config)
+    if validate(config, world_size=world_size).ok:
+        assert validate(new, world_size=world_size).ok

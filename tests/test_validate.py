@@ -1,0 +1,229 @@
+"""One test per validation rule: the finding, its severity and path, and that its fix fixes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from core import validate
+from core.findings import Report
+
+BASE = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
+
+
+def cfg(**extra):
+    return {**BASE, **extra}
+
+
+# (id, config, validate kwargs, code, severity, path)
+CASES = [
+    ("not-object", [1, 2], {}, "config.not-object", "error", ""),
+    ("unknown-top", cfg(zero_optimisation={"stage": 2}), {}, "keys.unknown-top-level", "warning", "zero_optimisation"),
+    ("unknown-strict", cfg(zero_optimization={"stage": 2, "stag": 1}), {}, "keys.unknown", "error",
+     "zero_optimization.stag"),
+    ("unknown-lenient", cfg(activation_checkpointing={"partition_activation": True}), {}, "keys.unknown-ignored",
+     "warning", "activation_checkpointing.partition_activation"),
+    ("not-in-version-strict", cfg(zero_optimization={"stage": 1, "compute_grad_norm": True}),
+     {"version": "0.19.5"}, "keys.not-in-version", "error", "zero_optimization.compute_grad_norm"),
+    ("not-in-version-lenient", cfg(disable_python_gc=True), {"version": "0.19.5"}, "keys.not-in-version",
+     "warning", "disable_python_gc"),
+    ("alias-clash", cfg(zero_optimization={"stage": 3, "stage3_prefetch_bucket_size": 10,
+                                           "prefetch_bucket_size": 20}), {}, "keys.alias-clash", "error",
+     "zero_optimization.prefetch_bucket_size"),
+    ("type-strict", cfg(zero_optimization={"stage": 2, "reduce_bucket_size": "lots"}), {}, "type.int_parsing",
+     "error", "zero_optimization.reduce_bucket_size"),
+    ("enum-strict", cfg(zero_optimization={"stage": 3, "offload_param": {"device": "CPU"}}), {},
+     "type.literal_error", "error", "zero_optimization.offload_param.device"),
+    ("stage-out-of-range", cfg(zero_optimization={"stage": 4}), {}, "type.enum", "error", "zero_optimization.stage"),
+    ("section-not-object", cfg(fp16=[1]), {}, "type.model_type", "error", "fp16"),
+    ("type-lenient", cfg(gradient_clipping="one"), {}, "type.unchecked", "warning", "gradient_clipping"),
+    ("removed", cfg(amp={"enabled": False}), {}, "removed.key", "error", "amp"),
+    ("removed-zero", cfg(zero_optimization={"stage": 3, "mics_shard_size": 8}), {}, "removed.key", "error",
+     "zero_optimization.mics_shard_size"),
+    ("batch-missing", {"gradient_accumulation_steps": 4}, {}, "batch.missing", "error", "train_batch_size"),
+    ("batch-product", {"train_batch_size": 8}, {"world_size": 3}, "batch.product", "error", "train_batch_size"),
+    ("batch-mb-zero", {"train_batch_size": 2}, {"world_size": 4}, "batch.mb-positive", "error", "train_batch_size"),
+    ("batch-ga-zero", {"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2}, {"world_size": 4},
+     "batch.ga-positive", "error", "train_batch_size"),
+    ("batch-tb-negative", {"train_batch_size": -8}, {}, "batch.tb-positive", "error", "train_batch_size"),
+    ("batch-div-zero", {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 0}, {}, "batch.zero-division",
+     "error", "train_batch_size"),
+    ("batch-type", {"train_batch_size": "eight"}, {}, "batch.type", "error", "train_batch_size"),
+    ("batch-not-integer", {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}, {},
+     "batch.not-integer", "warning", "train_micro_batch_size_per_gpu"),
+    ("auto-crash", {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}, {}, "auto.crash",
+     "error", "train_batch_size"),
+    ("auto-default", cfg(zero_optimization={"stage": 3, "stage3_prefetch_bucket_size": "auto"}), {},
+     "auto.default", "info", "zero_optimization.stage3_prefetch_bucket_size"),
+    ("auto-kept", cfg(gradient_clipping="auto"), {}, "auto.kept", "warning", "gradient_clipping"),
+    ("auto-not-filled", cfg(steps_per_print="auto"), {"target": "hf"}, "auto.not-filled", "error",
+     "steps_per_print"),
+    ("fp16-null", cfg(fp16=None), {}, "precision.null", "error", "fp16"),
+    ("fp16-and-bf16", cfg(fp16={"enabled": True}, bf16={"enabled": True}), {}, "precision.fp16-and-bf16", "error",
+     "bf16.enabled"),
+    ("master-weights", cfg(bf16={"enabled": True, "bf16_master_weights_and_grads": True}), {},
+     "precision.master-weights-stage", "error", "bf16.bf16_master_weights_and_grads"),
+    ("bf16-optimizer-states", cfg(bf16={"enabled": True, "bf16_optimizer_states": True},
+                                  zero_optimization={"stage": 1}), {}, "precision.bf16-optimizer-states", "error",
+     "bf16.bf16_optimizer_states"),
+    ("loss-scale-unused", cfg(fp16={"enabled": False, "loss_scale": 0, "initial_scale_power": 16}), {},
+     "precision.loss-scale-unused", "warning", "fp16"),
+    ("autocast-dtype", cfg(torch_autocast={"enabled": True, "dtype": "float8"}), {}, "precision.autocast-dtype",
+     "error", "torch_autocast.dtype"),
+    ("autocast-modules", cfg(torch_autocast={"enabled": True, "lower_precision_safe_modules": [1]}), {},
+     "precision.autocast-modules", "error", "torch_autocast.lower_precision_safe_modules"),
+    ("comm-dtype", cfg(communication_data_type="fp8"), {}, "comm.dtype", "error", "communication_data_type"),
+    ("allreduce-op", cfg(gradient_allreduce_op="max"), {}, "comm.allreduce-op", "error", "gradient_allreduce_op"),
+    ("allreduce-sum-z3", cfg(gradient_allreduce_op="sum", zero_optimization={"stage": 3}), {},
+     "comm.allreduce-sum", "error", "gradient_allreduce_op"),
+    ("zero-bool", cfg(zero_optimization=True), {}, "deprecated.zero-bool", "warning", "zero_optimization"),
+    ("zero-null", cfg(zero_optimization=None), {}, "zero.null", "error", "zero_optimization"),
+    ("offload-param-below-3", cfg(zero_optimization={"stage": 2, "offload_param": {"device": "cpu"}}), {},
+     "zero.offload-param-below-3", "warning", "zero_optimization.offload_param"),
+    ("offload-opt-stage-0", cfg(zero_optimization={"stage": 0, "offload_optimizer": {"device": "cpu"}}), {},
+     "zero.offload-optimizer-stage-0", "warning", "zero_optimization.offload_optimizer"),
+    ("nvme-without-path", cfg(zero_optimization={"stage": 3, "offload_param": {"device": "nvme"}}), {},
+     "zero.nvme-without-path", "warning", "zero_optimization.offload_param.nvme_path"),
+    ("elastic-z3", cfg(zero_optimization={"stage": 3, "elastic_checkpoint": True}), {},
+     "zero.elastic-checkpoint-stage-3", "warning", "zero_optimization.elastic_checkpoint"),
+    ("stage3-keys-unused", cfg(zero_optimization={"stage": 2, "stage3_max_live_parameters": 1000}), {},
+     "zero.stage3-keys-unused", "info", "zero_optimization"),
+    ("hpz", cfg(zero_optimization={"stage": 3, "zero_hpz_partition_size": 8}), {"world_size": 12},
+     "zero.hpz-partition", "warning", "zero_optimization.zero_hpz_partition_size"),
+    ("reduce-bucket-zero", cfg(zero_optimization={"stage": 2, "reduce_bucket_size": 0}), {},
+     "zero.reduce-bucket-size", "error", "zero_optimization.reduce_bucket_size"),
+    ("offload-ratio", cfg(zero_optimization={"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}), {},
+     "type.value_error", "error", "zero_optimization"),
+    ("compute-grad-norm", cfg(zero_optimization={"stage": 3, "compute_grad_norm": False}), {},
+     "type.value_error", "error", "zero_optimization"),
+    ("deprecated", cfg(zero_optimization={"stage": 2, "cpu_offload": True}), {}, "deprecated.key", "warning",
+     "zero_optimization.cpu_offload"),
+    ("deprecated-with-new", cfg(zero_optimization={"stage": 2, "cpu_offload": True,
+                                                   "offload_optimizer": {"device": "cpu"}}), {},
+     "deprecated.with-replacement", "error", "zero_optimization.cpu_offload"),
+    ("bfloat16-ignored", cfg(bf16={"enabled": True}, bfloat16={"enabled": True}), {},
+     "deprecated.bfloat16-ignored", "warning", "bfloat16"),
+    ("tag-validation", cfg(checkpoint={"tag_validation": "Sometimes"}), {}, "checkpoint.tag-validation", "error",
+     "checkpoint.tag_validation"),
+    ("pipeline-stage", cfg(checkpoint={"parallel_write": {"pipeline_stage": "yes"}}), {},
+     "checkpoint.pipeline-stage", "error", "checkpoint.parallel_write.pipeline_stage"),
+    ("writer", cfg(checkpoint={"writer": {"type": "slow"}}), {}, "checkpoint.writer", "error",
+     "checkpoint.writer.type"),
+    ("keep-in-fp32", cfg(data_types={"keep_in_fp32_modules": "norm"}), {}, "data-types.keep-in-fp32", "error",
+     "data_types.keep_in_fp32_modules"),
+    ("curriculum-metrics", cfg(data_efficiency={"enabled": True, "data_sampling": {
+        "curriculum_learning": {"enabled": True}}}), {}, "data-efficiency.curriculum-metrics", "error",
+     "data_efficiency.data_sampling.curriculum_learning.curriculum_metrics"),
+    ("max-tokens", cfg(data_efficiency={"data_sampling": {"dynamic_batching": {"enabled": True}}}), {},
+     "data-efficiency.max-tokens", "error", "data_efficiency.data_sampling.dynamic_batching.max_tokens"),
+    ("autotuning-dir", cfg(autotuning={"enabled": True, "results_dir": ""}), {}, "autotuning.empty-dir", "error",
+     "autotuning.results_dir"),
+    ("vocab", cfg(vocabulary_size=50257), {}, "misc.vocabulary-alignment", "warning", "vocabulary_size"),
+    ("wall-clock", cfg(wall_clock_breakdown="sometimes"), {}, "misc.wall-clock-breakdown", "error",
+     "wall_clock_breakdown"),
+    ("load-balance", cfg(expert_parallel={"load_balance_coeff": 0.01}), {}, "misc.load-balance-coeff", "error",
+     "expert_parallel.load_balance_coeff"),
+    ("gds", cfg(aio={"use_gds": True}), {}, "misc.gds", "info", "aio.use_gds"),
+    ("negative-clipping", cfg(gradient_clipping=-1.0), {}, "misc.negative-clipping", "warning", "gradient_clipping"),
+    ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
+     "sequence_parallel_size"),
+]
+
+
+def _find(report: Report, code: str, path: str):
+    return [f for f in report.findings if f.code == code and f.path == path]
+
+
+@pytest.mark.parametrize(("config", "kwargs", "code", "severity", "path"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_rule(config, kwargs, code, severity, path):
+    report = validate(config, **kwargs)
+    found = _find(report, code, path)
+    assert found, f"expected {code} at {path!r}; got {[(f.code, f.path) for f in report.findings]}"
+    finding = found[0]
+    assert finding.severity == severity
+    assert finding.message and finding.message[-1] in ".)\"'"
+    assert report.ok is (not report.errors)
+    if severity == "error":
+        assert not report.ok
+    if finding.fix is not None and isinstance(config, dict):
+        fixed = finding.fix.apply(config)
+        assert fixed != config
+        assert not _find(validate(fixed, **kwargs), code, path), f"the fix {finding.fix.description!r} did not fix"
+
+
+def test_every_rule_code_has_a_case():
+    """Every finding code written in the rule modules is exercised above."""
+    sources = "".join(p.read_text() for p in Path("core/rules").glob("*.py"))
+    sources += Path("core/validate.py").read_text()
+    codes = set(re.findall(r'"(?:error|warning|info)",\s*(?:f?)"([a-z0-9-]+\.[a-z0-9.-]+)"', sources))
+    covered = {c[3] for c in CASES}
+    assert codes, "no codes found: the pattern is out of date"
+    assert codes <= covered, f"rules without a test: {sorted(codes - covered)}"
+
+
+def test_all_findings_collected_not_just_the_first():
+    config = {"train_batch_size": 8, "zero_optimization": {"stage": 9, "bogus": 1},
+              "fp16": {"enabled": True}, "bf16": {"enabled": True}, "amp": {}}
+    codes = validate(config, world_size=3).codes()
+    assert {"type.enum", "keys.unknown", "precision.fp16-and-bf16", "removed.key", "batch.product"} <= codes
+
+
+def test_clean_config_is_ok():
+    config = {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 2, "overlap_comm": True}}
+    report = validate(config, world_size=8)
+    assert report.ok and not report.warnings
+    assert report.batch.train_batch_size == 32 and report.batch.world_size == 8
+
+
+def test_derived_batch_values_reported():
+    report = validate({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}, world_size=8)
+    assert report.batch.train_batch_size == 64
+    assert report.batch.derived == ("train_batch_size",)
+
+
+def test_did_you_mean_and_misplaced():
+    report = validate(cfg(zero_optimization={"stage": 2, "overlap_com": True}, offload_optimizer={"device": "cpu"}))
+    typo = _find(report, "keys.unknown", "zero_optimization.overlap_com")[0]
+    assert "overlap_comm" in typo.suggestion
+    assert typo.fix.apply(report_config := cfg(zero_optimization={"stage": 2, "overlap_com": True}))[
+        "zero_optimization"]["overlap_comm"] is True
+    assert report_config["zero_optimization"]["overlap_com"] is True  # apply() does not mutate
+    misplaced = _find(report, "keys.unknown-top-level", "offload_optimizer")[0]
+    assert "zero_optimization" in misplaced.suggestion
+
+
+def test_hf_target_accepts_hf_auto_keys():
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+              "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+              "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"},
+              "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto",
+                                    "stage3_prefetch_bucket_size": "auto",
+                                    "stage3_param_persistence_threshold": "auto"}}
+    assert validate(config, target="hf").ok
+    assert not validate(config, target="deepspeed").ok
+
+
+def test_removed_keys_accepted_by_0195():
+    config = cfg(amp={"enabled": False})
+    assert "removed.key" in validate(config).codes()
+    assert "removed.key" not in validate(config, version="0.19.5").codes()
+
+
+def test_validate_does_not_mutate_input():
+    config = cfg(zero_optimization={"stage": 3, "offload_param": {"device": "cpu"}}, bf16={"enabled": "auto"})
+    snapshot = repr(config)
+    validate(config, world_size=8)
+    assert repr(config) == snapshot
+
+
+def test_bad_arguments_raise_value_error():
+    with pytest.raises(ValueError, match="target"):
+        validate({}, target="torch")
+    with pytest.raises(ValueError, match="version"):
+        validate({}, version="9.9")
+    with pytest.raises(ValueError, match="world_size"):
+        validate({}, world_size=0)
