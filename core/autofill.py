@@ -1,0 +1,284 @@
+"""Fill a config's ``"auto"`` values the way the Hugging Face Trainer does.
+
+Mirrors ``HfTrainerDeepSpeedConfig.trainer_config_process`` and ``trainer_config_finalize`` in
+``transformers/integrations/deepspeed.py``: the same keys, the same values and the same
+mismatch check for keys that are *not* "auto" but disagree with the training values. The training
+values are named like ``TrainingArguments`` fields, plus ``world_size``, ``hidden_size`` and
+``num_training_steps`` (which the Trainer takes from the launcher, the model config and the data).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+AUTO = "auto"
+
+
+class AutoFillError(ValueError):
+    """An "auto" value that cannot be filled, a bad training value, or values that disagree with the config."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise AutoFillError(f"{name} must be a positive integer, got {value!r}", name)
+    return value
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise AutoFillError(f"{name} must be an integer >= 0, got {value!r}", name)
+    return value
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise AutoFillError(f"{name} must be a finite number, got {value!r}", name)
+    return value
+
+
+def _non_negative_number(name: str, value: Any) -> float:
+    if _number(name, value) < 0:
+        raise AutoFillError(f"{name} must be >= 0, got {value!r}", name)
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise AutoFillError(f"{name} must be true or false, got {value!r}", name)
+    return value
+
+
+#: Accepted training values and their checks (names as in TrainingArguments where one exists).
+TRAINING_VALUES: dict[str, Callable[[str, Any], Any]] = {
+    "world_size": _positive_int,
+    "per_device_train_batch_size": _positive_int,
+    "gradient_accumulation_steps": _positive_int,
+    "max_grad_norm": _number,
+    "learning_rate": _number,
+    "adam_beta1": _number,
+    "adam_beta2": _number,
+    "adam_epsilon": _number,
+    "weight_decay": _number,
+    "fp16": _flag,
+    "bf16": _flag,
+    "fp16_full_eval": _flag,
+    "bf16_full_eval": _flag,
+    "save_on_each_node": _flag,
+    "auto_find_batch_size": _flag,
+    "hidden_size": _positive_int,
+    "num_training_steps": _positive_int,
+    "warmup_steps": _non_negative_number,
+}
+
+#: The TrainingArguments defaults of the fields above (transformers 5.x); world_size 1 is a single process.
+#: Not applied by ``resolve_auto``: pass ``**HF_DEFAULTS`` explicitly to mean "the Trainer's defaults".
+HF_DEFAULTS: dict[str, Any] = {
+    "world_size": 1,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "max_grad_norm": 1.0,
+    "learning_rate": 5e-05,
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "adam_epsilon": 1e-08,
+    "weight_decay": 0.0,
+    "fp16": False,
+    "bf16": False,
+    "fp16_full_eval": False,
+    "bf16_full_eval": False,
+    "save_on_each_node": False,
+    "warmup_steps": 0,
+}
+
+#: Flags that default to False when not given (they only ever turn something on).
+_OPTIONAL_FLAGS = ("fp16_full_eval", "bf16_full_eval", "save_on_each_node", "auto_find_batch_size")
+
+_HIDDEN_SIZE_KEYS = (
+    "zero_optimization.reduce_bucket_size",
+    "zero_optimization.stage3_prefetch_bucket_size",
+    "zero_optimization.stage3_param_persistence_threshold",
+)
+
+
+@dataclass
+class _Filler:
+    """The working state: a private copy of the config, the training values and the mismatches found."""
+
+    config: dict[str, Any]
+    values: dict[str, Any]
+    mismatches: list[str]
+
+    def node(self, dotted: str) -> tuple[Any, str]:
+        parts = dotted.split(".")
+        key = parts.pop()
+        node: Any = self.config
+        for part in parts:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                return None, key
+        return node, key
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        node, key = self.node(dotted)
+        return node.get(key, default) if isinstance(node, dict) else default
+
+    def is_auto(self, dotted: str) -> bool:
+        return self.get(dotted) == AUTO
+
+    def need(self, dotted: str, *names: str) -> list[Any]:
+        missing = [n for n in names if n not in self.values]
+        if missing:
+            raise AutoFillError(
+                f'{dotted} is "auto" and needs the training value{"s" if len(missing) > 1 else ""} '
+                f"{', '.join(missing)} (as the HF Trainer takes it from TrainingArguments/the model)",
+                missing[0],
+            )
+        return [self.values[n] for n in names]
+
+    def fill(self, dotted: str, names: tuple[str, ...], compute: Callable[..., Any], hf_key: str,
+             must_match: bool = True) -> None:
+        """transformers' ``fill_match``: replace "auto", else record a disagreement."""
+        node, key = self.node(dotted)
+        if not isinstance(node, dict):
+            return
+        if node.get(key) == AUTO:
+            node[key] = compute(*self.need(dotted, *names))
+            return
+        if not must_match or any(n not in self.values for n in names):
+            return
+        hf_val = compute(*(self.values[n] for n in names))
+        ds_val = node.get(key)
+        if ds_val is not None and ds_val != hf_val:
+            self.mismatches.append(f"- ds {dotted}={ds_val} vs hf {hf_key}={hf_val}")
+
+    def fill_only(self, dotted: str, value: Any) -> None:
+        node, key = self.node(dotted)
+        if isinstance(node, dict) and node.get(key) == AUTO:
+            node[key] = value
+
+
+def _warmup_steps(warmup_steps: float, num_training_steps: int) -> int:
+    """``TrainingArguments.get_warmup_steps``: a count if >= 1, else a ratio of the training steps."""
+    return int(warmup_steps) if warmup_steps >= 1 else math.ceil(num_training_steps * warmup_steps)
+
+
+def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str, Any]:
+    """A copy of ``config`` with its "auto" values filled as the HF Trainer would fill them.
+
+    Training values (all optional; an "auto" that needs a missing one raises AutoFillError naming it):
+    world_size, per_device_train_batch_size, gradient_accumulation_steps, max_grad_norm,
+    learning_rate, adam_beta1, adam_beta2, adam_epsilon, weight_decay, fp16, bf16, fp16_full_eval,
+    bf16_full_eval, save_on_each_node, auto_find_batch_size, hidden_size, num_training_steps,
+    warmup_steps (a count, or a ratio of num_training_steps if < 1). Non-"auto" keys that disagree
+    with given values raise AutoFillError, as the Trainer does. "auto" values the Trainer leaves alone
+    (e.g. stage-3 buckets below stage 3) stay "auto"; ``find_auto`` lists them. ``config`` is not modified.
+    """
+    if not isinstance(config, Mapping):
+        raise AutoFillError(f"the config must be a JSON object, not {type(config).__name__}", None)
+    for name, value in training_values.items():
+        check = TRAINING_VALUES.get(name)
+        if check is None:
+            raise AutoFillError(
+                f"unknown training value {name!r}; known: {', '.join(TRAINING_VALUES)}", name
+            )
+        check(name, value)
+    values = dict(training_values)
+    for flag in _OPTIONAL_FLAGS:
+        values.setdefault(flag, False)
+    filler = _Filler(copy.deepcopy(dict(config)), values, [])
+    _process(filler)
+    _finalize(filler)
+    if filler.mismatches:
+        raise AutoFillError(
+            "these DeepSpeed config values disagree with the training values (the HF Trainer refuses them; "
+            "set them to \"auto\" or change the training values):\n" + "\n".join(filler.mismatches),
+            None,
+        )
+    return filler.config
+
+
+def _process(f: _Filler) -> None:
+    """``trainer_config_process``."""
+    auto_batch = f.values["auto_find_batch_size"]
+    f.fill("train_micro_batch_size_per_gpu", ("per_device_train_batch_size",), lambda v: v,
+           "per_device_train_batch_size", not auto_batch)
+    f.fill("gradient_accumulation_steps", ("gradient_accumulation_steps",), lambda v: v,
+           "gradient_accumulation_steps")
+    f.fill("train_batch_size", ("world_size", "per_device_train_batch_size", "gradient_accumulation_steps"),
+           lambda w, m, g: w * m * g, "train_batch_size (calculated)", not auto_batch)
+    f.fill("gradient_clipping", ("max_grad_norm",), lambda v: v, "max_grad_norm")
+    f.fill("optimizer.params.lr", ("learning_rate",), lambda v: v, "learning_rate")
+    f.fill("optimizer.params.betas", ("adam_beta1", "adam_beta2"), lambda b1, b2: [b1, b2],
+           "adam_beta1+adam_beta2")
+    f.fill("optimizer.params.eps", ("adam_epsilon",), lambda v: v, "adam_epsilon")
+    f.fill("optimizer.params.weight_decay", ("weight_decay",), lambda v: v, "weight_decay")
+    f.fill_only("scheduler.params.warmup_min_lr", 0)
+    f.fill("scheduler.params.warmup_max_lr", ("learning_rate",), lambda v: v, "learning_rate")
+    if f.values["save_on_each_node"]:
+        checkpoint = f.config.get("checkpoint", {})
+        f.config["checkpoint"] = checkpoint
+        checkpoint["use_node_local_storage"] = True
+    f.fill("fp16.enabled", ("fp16", "fp16_full_eval"), lambda a, b: a or b, "fp16|fp16_full_eval")
+    f.fill("bf16.enabled", ("bf16", "bf16_full_eval"), lambda a, b: a or b, "bf16|bf16_full_eval")
+
+
+def _finalize(f: _Filler) -> None:
+    """``trainer_config_finalize``."""
+    auto_keys = [k for k in _HIDDEN_SIZE_KEYS if f.is_auto(k)]
+    if auto_keys:
+        if "hidden_size" not in f.values:
+            raise AutoFillError(
+                f'{", ".join(auto_keys)} {"is" if len(auto_keys) == 1 else "are"} "auto" and need the model\'s '
+                "hidden_size (the HF Trainer reads config.hidden_size); pass hidden_size or set an integer",
+                "hidden_size",
+            )
+        h = f.values["hidden_size"]
+        f.fill_only("zero_optimization.reduce_bucket_size", h * h)
+        if f.get("zero_optimization.stage", -1) == 3:
+            f.fill_only("zero_optimization.stage3_prefetch_bucket_size", int(0.9 * h * h))
+            f.fill_only("zero_optimization.stage3_param_persistence_threshold", 10 * h)
+    f.fill("scheduler.params.total_num_steps", ("num_training_steps",), lambda v: v,
+           "num_training_steps (calculated)")
+    f.fill("scheduler.params.warmup_num_steps", ("warmup_steps", "num_training_steps"),
+           lambda w, n: max(1, _warmup_steps(w, n)), "warmup_steps")
+
+
+def find_auto(config: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of every "auto" value left in ``config``."""
+    out: list[str] = []
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if value == AUTO:
+                out.append(path)
+            else:
+                out.extend(find_auto(value, path))
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            if value == AUTO:
+                out.append(f"{prefix}[{i}]")
+            else:
+                out.extend(find_auto(value, f"{prefix}[{i}]"))
+    return out
+
+
+def needed_training_values(config: Mapping[str, Any]) -> list[str]:
+    """The training values ``resolve_auto`` needs for this config's "auto" keys (for forms and CLI help)."""
+    needed: list[str] = []
+    probe = {**HF_DEFAULTS, "hidden_size": 1, "num_training_steps": 1}
+    for name in [*probe]:
+        trial = {k: v for k, v in probe.items() if k != name}
+        try:
+            resolve_auto(config, **trial)
+        except AutoFillError as exc:
+            if exc.param == name:
+                needed.append(name)
+    return needed

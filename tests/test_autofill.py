@@ -1,0 +1,259 @@
+"""core.autofill against transformers' own HfTrainerDeepSpeedConfig.
+
+accelerate is not installed in .venv, so transformers' ``HfTrainerDeepSpeedConfig`` has no base class
+with the config-navigation helpers (its base falls back to ``object``) and ``TrainingArguments``
+cannot be constructed (its device setup requires accelerate). The test therefore runs transformers'
+real ``fill_match`` / ``trainer_config_process`` / ``trainer_config_finalize`` on a subclass that adds
+the five helpers of ``accelerate.utils.deepspeed.HfDeepSpeedConfig`` (find_config_node, get_value,
+is_true, is_zero3 and the stage read in __init__), with the arguments in a namespace carrying
+``TrainingArguments.get_warmup_steps``. Every filling decision is transformers' code.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import types
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.autofill import (
+    HF_DEFAULTS,
+    TRAINING_VALUES,
+    AutoFillError,
+    find_auto,
+    needed_training_values,
+    resolve_auto,
+)
+from core.presets import BUILTIN_DIR, list_presets
+
+hf_ds = pytest.importorskip("transformers.integrations.deepspeed")
+transformers = pytest.importorskip("transformers")
+
+
+class TrainerConfig(hf_ds.HfTrainerDeepSpeedConfig):
+    """transformers' HfTrainerDeepSpeedConfig with accelerate's HfDeepSpeedConfig helpers (see module doc)."""
+
+    def __init__(self, config):
+        self.config = copy.deepcopy(config)
+        self._dtype = None
+        self.mismatches = []
+        self._stage = self.get_value("zero_optimization.stage", -1)
+
+    def find_config_node(self, ds_key_long):
+        config = self.config
+        nodes = ds_key_long.split(".")
+        ds_key = nodes.pop()
+        for node in nodes:
+            config = config.get(node)
+            if config is None:
+                return None, ds_key
+        return config, ds_key
+
+    def get_value(self, ds_key_long, default=None):
+        config, ds_key = self.find_config_node(ds_key_long)
+        if config is None:
+            return default
+        return config.get(ds_key, default)
+
+    def is_true(self, ds_key_long):
+        value = self.get_value(ds_key_long)
+        return False if value is None else bool(value)
+
+    def is_zero3(self):
+        return self._stage == 3
+
+
+def hf_resolve(config: dict, values: dict) -> dict:
+    """What the HF Trainer makes of ``config`` for these training values (raises ValueError like it)."""
+    args = types.SimpleNamespace(**{k: v for k, v in values.items() if k not in ("hidden_size", "num_training_steps")})
+    args.get_warmup_steps = functools.partial(transformers.TrainingArguments.get_warmup_steps, args)
+    model = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=values["hidden_size"]))
+    ds = TrainerConfig(config)
+    ds.trainer_config_process(args, auto_find_batch_size=values.get("auto_find_batch_size", False))
+    ds.trainer_config_finalize(args, model, values["num_training_steps"])
+    return ds.config
+
+
+def full_values(**over):
+    return {**HF_DEFAULTS, "hidden_size": 64, "num_training_steps": 100, "fp16_full_eval": False,
+            "bf16_full_eval": False, "save_on_each_node": False, **over}
+
+
+HF_PRESETS = [p for p in list_presets([BUILTIN_DIR])[0] if find_auto(p.config)]
+
+
+def test_defaults_match_training_arguments():
+    fields = {f.name: f.default for f in dataclasses.fields(transformers.TrainingArguments)}
+    for name, value in HF_DEFAULTS.items():
+        if name == "world_size":
+            continue  # a property (1 without a launcher), not a field
+        assert fields[name] == value, name
+    assert set(HF_DEFAULTS) - {"world_size"} <= set(fields)
+
+
+@pytest.mark.parametrize("preset", HF_PRESETS, ids=lambda p: p.name)
+@pytest.mark.parametrize("values", [
+    full_values(),
+    full_values(world_size=8, per_device_train_batch_size=4, gradient_accumulation_steps=2, bf16=True,
+                learning_rate=3e-4, warmup_steps=0.1, num_training_steps=1234, hidden_size=4096),
+    full_values(fp16=True, warmup_steps=50, hidden_size=768, weight_decay=0.1, max_grad_norm=0.5),
+    full_values(save_on_each_node=True, bf16_full_eval=True, warmup_steps=0.0),
+])
+def test_presets_resolve_like_transformers(preset, values):
+    ours = resolve_auto(preset.config, **values)
+    assert ours == hf_resolve(preset.config, values)
+    assert find_auto(ours) == []
+
+
+def test_hidden_size_buckets():
+    cfg = {"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                                 "stage3_param_persistence_threshold": "auto"}}
+    out = resolve_auto(cfg, hidden_size=4096)
+    assert out["zero_optimization"] == {"stage": 3, "reduce_bucket_size": 4096 * 4096,
+                                        "stage3_prefetch_bucket_size": int(0.9 * 4096 * 4096),
+                                        "stage3_param_persistence_threshold": 40960}
+    # below stage 3 the Trainer fills only the reduce bucket and leaves the stage-3 keys "auto"
+    cfg2 = {"zero_optimization": {**cfg["zero_optimization"], "stage": 2}}
+    out2 = resolve_auto(cfg2, hidden_size=10)
+    assert out2["zero_optimization"]["reduce_bucket_size"] == 100
+    assert find_auto(out2) == ["zero_optimization.stage3_prefetch_bucket_size",
+                               "zero_optimization.stage3_param_persistence_threshold"]
+    assert out2 == hf_resolve(cfg2, full_values(hidden_size=10))
+
+
+def test_input_not_mutated():
+    preset = HF_PRESETS[0]
+    before = copy.deepcopy(preset.config)
+    out = resolve_auto(preset.config, **full_values())
+    assert preset.config == before
+    out["optimizer"]["params"]["lr"] = 123
+    assert preset.config == before  # deep copy
+
+
+@pytest.mark.parametrize(("key", "needs"), [
+    ("train_micro_batch_size_per_gpu", "per_device_train_batch_size"),
+    ("gradient_accumulation_steps", "gradient_accumulation_steps"),
+    ("gradient_clipping", "max_grad_norm"),
+    ("optimizer.params.lr", "learning_rate"),
+    ("optimizer.params.eps", "adam_epsilon"),
+    ("optimizer.params.weight_decay", "weight_decay"),
+    ("scheduler.params.warmup_max_lr", "learning_rate"),
+    ("scheduler.params.total_num_steps", "num_training_steps"),
+    ("fp16.enabled", "fp16"),
+    ("bf16.enabled", "bf16"),
+    ("zero_optimization.reduce_bucket_size", "hidden_size"),
+])
+def test_missing_value_named(key, needs):
+    parts = key.split(".")
+    cfg: dict = {}
+    node = cfg
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = "auto"
+    values = {k: v for k, v in full_values().items() if k != needs}
+    with pytest.raises(AutoFillError) as info:
+        resolve_auto(cfg, **values)
+    assert info.value.param == needs
+    assert needs in str(info.value) and key in str(info.value)
+    assert needed_training_values(cfg) == [needs]
+
+
+def test_train_batch_size_needs_all_three():
+    with pytest.raises(AutoFillError, match="world_size"):
+        resolve_auto({"train_batch_size": "auto"}, per_device_train_batch_size=2, gradient_accumulation_steps=1)
+    assert resolve_auto({"train_batch_size": "auto"}, world_size=4, per_device_train_batch_size=2,
+                        gradient_accumulation_steps=3) == {"train_batch_size": 24}
+
+
+def test_warmup_steps_ratio_and_minimum():
+    cfg = {"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}}}
+    assert resolve_auto(cfg, warmup_steps=0.1, num_training_steps=95)["scheduler"]["params"][
+        "warmup_num_steps"] == math.ceil(9.5)
+    assert resolve_auto(cfg, warmup_steps=0, num_training_steps=95)["scheduler"]["params"]["warmup_num_steps"] == 1
+    assert resolve_auto(cfg, warmup_steps=30, num_training_steps=95)["scheduler"]["params"]["warmup_num_steps"] == 30
+
+
+def test_mismatch_refused_like_transformers():
+    cfg = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+    values = full_values(per_device_train_batch_size=8, learning_rate=1e-4)
+    with pytest.raises(ValueError, match="mismatch"):
+        hf_resolve(cfg, values)
+    with pytest.raises(AutoFillError, match="train_micro_batch_size_per_gpu=4 vs hf per_device_train_batch_size=8"):
+        resolve_auto(cfg, **values)
+    # auto_find_batch_size: the Trainer does not insist on the micro batch
+    values["auto_find_batch_size"] = True
+    assert resolve_auto(cfg, **values) == hf_resolve(cfg, values)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("world_size", 0), ("world_size", 1.5), ("world_size", True), ("learning_rate", "1e-4"),
+    ("learning_rate", float("nan")), ("fp16", 1), ("hidden_size", -4), ("warmup_steps", -1), ("bogus", 1),
+])
+def test_bad_training_values_named(name, value):
+    with pytest.raises(AutoFillError) as info:
+        resolve_auto({}, **{name: value})
+    assert info.value.param == name and name in str(info.value)
+
+
+def test_not_a_config():
+    with pytest.raises(AutoFillError, match="JSON object"):
+        resolve_auto(["auto"])  # type: ignore[arg-type]
+
+
+def test_find_auto_paths():
+    assert find_auto({"a": "auto", "b": {"c": ["x", "auto", {"d": "auto"}]}}) == ["a", "b.c[1]", "b.c[2].d"]
+
+
+# ---------------------------------------------------------------- property: any config shape, any values
+
+auto_or = st.sampled_from(["auto", 1, 2, 0.5, None, True])
+configs = st.fixed_dictionaries({}, optional={
+    "train_batch_size": auto_or, "train_micro_batch_size_per_gpu": auto_or, "gradient_accumulation_steps": auto_or,
+    "gradient_clipping": auto_or,
+    "optimizer": st.fixed_dictionaries({"type": st.just("AdamW")}, optional={"params": st.fixed_dictionaries(
+        {}, optional={"lr": auto_or, "betas": st.sampled_from(["auto", [0.9, 0.999], [0.8, 0.9]]), "eps": auto_or,
+                      "weight_decay": auto_or})}),
+    "scheduler": st.fixed_dictionaries({"type": st.just("WarmupDecayLR")}, optional={"params": st.fixed_dictionaries(
+        {}, optional={"warmup_min_lr": auto_or, "warmup_max_lr": auto_or, "warmup_num_steps": auto_or,
+                      "total_num_steps": auto_or})}),
+    "fp16": st.fixed_dictionaries({}, optional={"enabled": auto_or}),
+    "bf16": st.fixed_dictionaries({}, optional={"enabled": auto_or}),
+    "zero_optimization": st.fixed_dictionaries({"stage": st.sampled_from([0, 1, 2, 3])}, optional={
+        "reduce_bucket_size": auto_or, "stage3_prefetch_bucket_size": auto_or,
+        "stage3_param_persistence_threshold": auto_or}),
+    "checkpoint": st.just({"tag_validation": "Warn"}),
+})
+values_st = st.fixed_dictionaries({
+    "world_size": st.integers(1, 64), "per_device_train_batch_size": st.integers(1, 8),
+    "gradient_accumulation_steps": st.integers(1, 8), "max_grad_norm": st.sampled_from([0.5, 1.0, 1]),
+    "learning_rate": st.sampled_from([1e-4, 0.5, 2]), "adam_beta1": st.sampled_from([0.9, 0.8]),
+    "adam_beta2": st.sampled_from([0.999, 0.9]), "adam_epsilon": st.sampled_from([1e-8, 0.5]),
+    "weight_decay": st.sampled_from([0.0, 0.5, 1]), "fp16": st.booleans(), "bf16": st.booleans(),
+    "fp16_full_eval": st.booleans(), "bf16_full_eval": st.booleans(), "save_on_each_node": st.booleans(),
+    "auto_find_batch_size": st.booleans(), "hidden_size": st.integers(1, 9000),
+    "num_training_steps": st.integers(1, 10_000), "warmup_steps": st.sampled_from([0, 0.05, 0.5, 1, 10, 99.5]),
+})
+
+
+@given(cfg=configs, values=values_st)
+@settings(max_examples=400, deadline=None)
+def test_property_same_as_transformers(cfg, values):
+    try:
+        expected = hf_resolve(cfg, values)
+    except ValueError as exc:
+        assert "mismatch" in str(exc)
+        with pytest.raises(AutoFillError, match="disagree"):
+            resolve_auto(cfg, **values)
+        return
+    assert resolve_auto(cfg, **values) == expected
+
+
+def test_training_value_names_are_trainer_names():
+    fields = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
+    extra = set(TRAINING_VALUES) - fields
+    assert extra == {"world_size", "hidden_size", "num_training_steps"}
