@@ -1,0 +1,311 @@
+"""Optimizer and scheduler rules, from the registries in ``core.schema.optimizer``.
+
+DeepSpeed only lower-cases ``optimizer.type`` while parsing; names, parameters and
+their values are checked when ``deepspeed.initialize`` builds the optimizer and the
+scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from core.findings import Finding, Fix, FixOp
+from core.rules.context import Context, lax_bool, lax_float
+from core.schema.optimizer import (
+    FORBIDDEN_OPTIMIZER_PARAMS,
+    OPTIMIZERS,
+    SCHEDULERS,
+    TORCH_OPTIMIZERS,
+    OptimizerSpec,
+    Param,
+    resolve_optimizer,
+)
+
+#: torch.optim optimizers ZeRO supports without ``zero_allow_untested_optimizer`` (zero/utils.py).
+_TORCH_ZERO_SUPPORTED = frozenset({"Adam", "AdamW", "Adagrad"})
+
+#: torch.optim.lr_scheduler classes DeepSpeed falls back to for ``scheduler.type``.
+TORCH_SCHEDULERS: tuple[str, ...] = (
+    "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
+    "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
+    "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR",
+)
+
+INITIALIZE_CODES = frozenset({
+    "optimizer.unknown", "optimizer.unknown-param", "optimizer.param-type", "optimizer.max-grad-norm",
+    "optimizer.lamb-static-loss-scale", "optimizer.untested-with-zero",
+    "scheduler.unknown", "scheduler.params-missing", "scheduler.unknown-param", "scheduler.missing-param",
+    "scheduler.param-type", "scheduler.param-range",
+})
+
+
+def _set(path: str, value: Any, description: str | None = None) -> Fix:
+    return Fix(description or f"Set `{path}` to {value!r}", (FixOp("set", path, value),))
+
+
+def _delete(path: str) -> Fix:
+    return Fix(f"Remove `{path}`", (FixOp("delete", path),))
+
+
+def _closest(name: str, candidates: list[str]) -> str | None:
+    lower = {c.lower(): c for c in candidates}
+    if name.lower() in lower:
+        return lower[name.lower()]
+    match = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.6)
+    return lower[match[0]] if match else None
+
+
+def _backend(ctx: Context) -> str:
+    offload = ctx.zero.get("offload_optimizer")
+    device = offload.get("device") if isinstance(offload, dict) else None
+    if ctx.stage > 0 and device in ("cpu", "nvme"):
+        return "cpu"
+    params = ctx.get("optimizer.params")
+    if isinstance(params, dict) and lax_bool(params.get("torch_adam")):
+        return "torch"
+    return "gpu"
+
+
+def optimizer(ctx: Context) -> Iterator[Finding]:
+    """optimizer.type and optimizer.params as DeepSpeed parses and then builds them."""
+    if "optimizer" not in ctx.config:
+        return
+    section = ctx.config["optimizer"]
+    if not isinstance(section, dict):
+        yield Finding(
+            "error", "optimizer.not-object", "optimizer",
+            f"`optimizer` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
+            suggestion="Remove it to pass your own optimizer, or write {\"type\": \"AdamW\", \"params\": {...}}.",
+            fix=_delete("optimizer"), page="optimizer",
+        )
+        return
+    name = section.get("type")
+    params = section.get("params")
+    if isinstance(params, dict):
+        yield from _forbidden_params(params)
+    if name is None:
+        if params:
+            yield Finding(
+                "warning", "optimizer.no-type", "optimizer.type",
+                "optimizer.params is set but optimizer.type is not, so DeepSpeed builds no optimizer and "
+                "ignores the params.",
+                suggestion="Set optimizer.type (e.g. AdamW).", fix=_set("optimizer.type", "AdamW"),
+                page="optimizer",
+            )
+        return
+    if name == "auto":
+        return  # the "auto" rule reports it
+    if not isinstance(name, str):
+        yield Finding(
+            "error", "optimizer.type-not-string", "optimizer.type",
+            f"optimizer.type is {name!r}; DeepSpeed calls .lower() on it and fails. Write the name as a string.",
+            fix=_set("optimizer.type", "AdamW"), page="optimizer",
+        )
+        return
+    spec = resolve_optimizer(name, ctx.version)
+    if spec is None:
+        known = [s.display_name for s in OPTIMIZERS.values() if s.exists_in(ctx.version)] + list(TORCH_OPTIMIZERS)
+        guess = _closest(name, known)
+        other = OPTIMIZERS.get(name.lower())
+        why = (f" It exists in DeepSpeed {'0.19.5' if other.removed else other.added} but not in {ctx.version}."
+               if other else "")
+        yield Finding(
+            "error", "optimizer.unknown", "optimizer.type",
+            f"DeepSpeed {ctx.version} does not know the optimizer {name!r}: it is neither one of DeepSpeed's "
+            f"own (any case) nor a torch.optim class (exact case).{why} deepspeed.initialize fails "
+            f"(\"{name} is not a supported DeepSpeed Optimizer\").",
+            suggestion=f"Did you mean {guess!r}?" if guess else "Use AdamW, Adam, Lamb, Lion, Adagrad or a "
+            "torch.optim class name such as SGD.",
+            fix=_set("optimizer.type", guess) if guess else None, page="optimizer",
+        )
+        return
+    if isinstance(params, dict):
+        yield from _optimizer_params(ctx, name, spec, params)
+    if isinstance(spec, OptimizerSpec):
+        if spec.requires_dynamic_loss_scale and ctx.enabled("fp16"):
+            scale = lax_float(ctx.get("fp16.loss_scale", 0))
+            if scale not in (None, 0.0):
+                yield Finding(
+                    "error", "optimizer.lamb-static-loss-scale", "fp16.loss_scale",
+                    f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static); "
+                    "deepspeed.initialize fails.",
+                    fix=_set("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
+                )
+        zero_ok = spec.zero_supported or _backend(ctx) == "cpu"
+    else:
+        zero_ok = spec in _TORCH_ZERO_SUPPORTED
+    if ctx.stage > 0 and not zero_ok and not lax_bool(ctx.config.get("zero_allow_untested_optimizer", False)):
+        yield Finding(
+            "error", "optimizer.untested-with-zero", "zero_allow_untested_optimizer",
+            f"ZeRO has not been tested with the {name} optimizer; deepspeed.initialize refuses it unless "
+            "zero_allow_untested_optimizer is true.",
+            suggestion="Use AdamW/Adam, or set zero_allow_untested_optimizer: true to accept the risk.",
+            fix=_set("zero_allow_untested_optimizer", True), page="optimizer",
+        )
+
+
+def _forbidden_params(params: dict[str, Any]) -> Iterator[Finding]:
+    for key, message in FORBIDDEN_OPTIMIZER_PARAMS.items():
+        if key in params:
+            value = params[key]
+            crash = not isinstance(value, int | float) or isinstance(value, bool)
+            yield Finding(
+                "error", "optimizer.max-grad-norm-type" if crash else "optimizer.max-grad-norm",
+                f"optimizer.params.{key}",
+                f"{message}. " + ("DeepSpeed compares it with 0 while parsing and fails on "
+                                  f"{value!r}." if crash else "deepspeed.initialize fails (ValueError)."),
+                suggestion=f"Remove it and set gradient_clipping: {value if not crash else 1.0}.",
+                fix=Fix("Move it to gradient_clipping", (
+                    FixOp("delete", f"optimizer.params.{key}"),
+                    FixOp("set", "gradient_clipping", value if not crash else 1.0),
+                )),
+                page="optimizer",
+            )
+
+
+def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params: dict[str, Any]) -> Iterator[Finding]:
+    if not isinstance(spec, OptimizerSpec):
+        return  # torch.optim classes: their own signatures; not listed exhaustively
+    backend = _backend(ctx)
+    accepted = {p.name: p for p in spec.params_for(backend)}  # type: ignore[arg-type]
+    everything = {p.name: p for p in spec.params}
+    for key, value in params.items():
+        if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
+            continue
+        path = f"optimizer.params.{key}"
+        param = accepted.get(key)
+        if param is None:
+            if not spec.params_complete:
+                continue
+            if key in everything:
+                where = {"gpu": "the fused GPU", "cpu": "the CPU (offload)", "torch": "the torch.optim"}[backend]
+                message = (f"`{key}` is not accepted by {where} implementation of {spec.display_name} that this "
+                           "config selects; deepspeed.initialize fails (TypeError).")
+            else:
+                message = (f"{spec.display_name} has no parameter `{key}`; deepspeed.initialize fails "
+                           "(unexpected keyword argument).")
+            guess = _closest(key, list(accepted))
+            yield Finding(
+                "error", "optimizer.unknown-param", path, message,
+                suggestion=f"Did you mean `{guess}`?" if guess else f"Accepted: {', '.join(sorted(accepted))}.",
+                fix=Fix(f"Rename to `{guess}`", (FixOp("move", path, to=f"optimizer.params.{guess}"),))
+                if guess and guess not in params else _delete(path),
+                page="optimizer",
+            )
+            continue
+        yield from _param_value(param, value, path, "optimizer")
+
+
+def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Finding]:
+    if not param.type_ok(value):
+        yield Finding(
+            "error", f"{kind}.param-type", path,
+            f"`{path}` is {value!r}; it must be {' or '.join(param.types)}. deepspeed.initialize fails.",
+            suggestion=f"Default: {param.default!r}." if param.default is not None else param.description,
+            fix=_set(path, param.default) if param.default is not None else None, page="optimizer",
+        )
+        return
+    if param.length is not None and isinstance(value, list | tuple) and len(value) != param.length:
+        yield Finding(
+            "error", f"{kind}.param-type", path,
+            f"`{path}` has {len(value)} values; it must have {param.length}.",
+            fix=_set(path, list(param.default)) if param.default is not None else None, page="optimizer",
+        )
+        return
+    if param.choices and value not in param.choices:
+        yield Finding(
+            "warning", f"{kind}.param-choice", path,
+            f"`{path}` is {value!r}; expected one of {', '.join(map(repr, param.choices))}.",
+            fix=_set(path, param.default) if param.default is not None else None, page="optimizer",
+        )
+    problem = param.bound_problem(value)
+    if problem:
+        yield Finding(
+            "error" if kind == "scheduler" else "warning",
+            f"{kind}.param-range", path, f"{problem}.",
+            suggestion=f"Default: {param.default!r}." if param.default is not None else "",
+            fix=_set(path, param.default) if param.default is not None else None, page="optimizer",
+        )
+
+
+def scheduler(ctx: Context) -> Iterator[Finding]:
+    """scheduler.type and scheduler.params as the engine builds them: cls(optimizer, **params)."""
+    if "scheduler" not in ctx.config:
+        return
+    section = ctx.config["scheduler"]
+    if not isinstance(section, dict):
+        yield Finding(
+            "error", "scheduler.not-object", "scheduler",
+            f"`scheduler` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
+            fix=_delete("scheduler"), page="optimizer",
+        )
+        return
+    name = section.get("type")
+    if name is None or name == "auto":
+        if section.get("params"):
+            yield Finding(
+                "warning", "scheduler.no-type", "scheduler.type",
+                "scheduler.params is set but scheduler.type is not, so DeepSpeed builds no scheduler.",
+                fix=_set("scheduler.type", "WarmupLR"), page="optimizer",
+            )
+        return
+    if not isinstance(name, str) or (name not in SCHEDULERS and name not in TORCH_SCHEDULERS):
+        guess = _closest(str(name), list(SCHEDULERS) + list(TORCH_SCHEDULERS))
+        yield Finding(
+            "error", "scheduler.unknown", "scheduler.type",
+            f"DeepSpeed does not recognize the LR scheduler {name!r} (names are case-sensitive); "
+            "deepspeed.initialize fails.",
+            suggestion=f"Did you mean {guess!r}?" if guess else f"Use one of {', '.join(SCHEDULERS)}.",
+            fix=_set("scheduler.type", guess) if guess else None, page="optimizer",
+        )
+        return
+    spec = SCHEDULERS.get(name)
+    params = section.get("params")
+    if "params" not in section or params is None:
+        yield Finding(
+            "error", "scheduler.params-missing", "scheduler.params",
+            f"scheduler.params is {'missing' if 'params' not in section else 'null'}; the engine calls "
+            f"{name}(optimizer, **params) and fails.",
+            suggestion="Write the parameters, or {} for the defaults.", fix=_set("scheduler.params", {}),
+            page="optimizer",
+        )
+        params = {}
+    if not isinstance(params, dict) or spec is None:
+        return
+    for key, value in params.items():
+        path = f"scheduler.params.{key}"
+        param = spec.param(key)
+        if param is None:
+            guess = _closest(key, [p.name for p in spec.params])
+            yield Finding(
+                "error", "scheduler.unknown-param", path,
+                f"{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",
+                suggestion=f"Did you mean `{guess}`?" if guess else
+                f"{name} takes: {', '.join(p.name for p in spec.params)}.",
+                fix=Fix(f"Rename to `{guess}`", (FixOp("move", path, to=f"scheduler.params.{guess}"),))
+                if guess and guess not in params else _delete(path),
+                page="optimizer",
+            )
+        elif value != "auto":
+            yield from _param_value(param, value, path, "scheduler")
+    for required in spec.required:
+        if required not in params:
+            yield Finding(
+                "error", "scheduler.missing-param", f"scheduler.params.{required}",
+                f"{name} needs `{required}`, which is not set; deepspeed.initialize fails.",
+                suggestion=spec.param(required).description if spec.param(required) else "",
+                page="optimizer",
+            )
+    if name in ("WarmupDecayLR", "WarmupCosineLR"):
+        total, warm = params.get("total_num_steps"), params.get("warmup_num_steps", 1000)
+        if isinstance(total, int | float) and isinstance(warm, int | float) and total < warm:
+            yield Finding(
+                "warning", "scheduler.total-below-warmup", "scheduler.params.total_num_steps",
+                f"total_num_steps ({total}) is below warmup_num_steps ({warm}): training ends during warm-up.",
+                page="optimizer",
+            )
+
+
+RULES = (optimizer, scheduler)
