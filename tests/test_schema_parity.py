@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from core.schema import monitoring, optimizer, precision, zero
+from core.schema import advanced, monitoring, optimizer, precision, zero
 from core.schema.base import LenientSection, Section, field_meta
 
 ds_config_mod = pytest.importorskip("deepspeed.runtime.config")
@@ -35,6 +35,10 @@ ds_constants = pytest.importorskip("deepspeed.runtime.constants")
 ds_monitor = pytest.importorskip("deepspeed.monitor.config")
 ds_comm_config = pytest.importorskip("deepspeed.comm.config")
 ds_profiling_constants = pytest.importorskip("deepspeed.profiling.constants")
+ds_compile = pytest.importorskip("deepspeed.compile.config")
+ds_inference_config = pytest.importorskip("deepspeed.inference.config")
+ds_timer_config = pytest.importorskip("deepspeed.utils.config")
+ds_tp_config = pytest.importorskip("deepspeed.runtime.tensor_parallel.config")
 
 pytestmark = pytest.mark.deepspeed
 
@@ -68,6 +72,8 @@ def _normalise(value: Any) -> Any:
         return [_normalise(v) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value)  # torch.float16 -> "torch.float16"
     return value
 
 
@@ -145,9 +151,11 @@ def assert_same_verdict(ours: type[BaseModel], theirs: type[BaseModel], data: di
     their_locs = {loc[:1] for loc, _ in their_errors}
     if () not in our_locs | their_locs:
         assert our_locs == their_locs, data
+    # Every message of a DeepSpeed validator is reproduced (ours may add an explanation where DeepSpeed
+    # only has pydantic's type message, e.g. tensor_parallel.dtype).
     custom = ("Value error", "Assertion failed")
-    assert sorted(m for _, m in our_errors if m.startswith(custom)) == sorted(
-        m for _, m in their_errors if m.startswith(custom)), data
+    ours_custom = {m for _, m in our_errors if m.startswith(custom)}
+    assert {m for _, m in their_errors if m.startswith(custom)} <= ours_custom, data
 
 
 #: Values pydantic's lax mode treats differently, for every field type.
@@ -186,6 +194,12 @@ STRICT_PAIRS: list[tuple[type[Section], type[BaseModel]]] = [
     (monitoring.CSVMonitorConfig, ds_monitor.CSVConfig),
     (monitoring.CometConfig, ds_monitor.CometConfig),
     (monitoring.CommsLoggerConfig, ds_comm_config.CommsLoggerConfig),
+    (advanced.CompileConfig, ds_compile.CompileConfig),
+    (advanced.HybridEngineConfig, ds_config_mod.HybridEngineConfig),
+    (advanced.WeightQuantizationConfig, ds_inference_config.WeightQuantConfig),
+    (advanced.ThroughputTimerConfig, ds_timer_config.DeepSpeedThroughputTimerConfig),
+    (advanced.TensorParallelConfig, ds_tp_config.TPTrainingConfig),
+    (advanced.TPConfig, ds_tp_config.TPConfig),
     (zero.OffloadParamConfig, ds_offload.DeepSpeedZeroOffloadParamConfig),
     (zero.OffloadOptimizerConfig, ds_offload.DeepSpeedZeroOffloadOptimizerConfig),
     (zero.LeafModuleConfig, ds_leaf.DeepSpeedZeroLeafModuleConfig),
@@ -481,3 +495,112 @@ def test_resolve_optimizer_follows_deepspeeds_name_handling(type_name, expected)
     name = type_name.lower() if type_name.lower() in ds_config_mod.DEEPSPEED_OPTIMIZERS else type_name
     supported = name in ds_config_mod.DEEPSPEED_OPTIMIZERS or getattr(torch_optim, name, None) is not None
     assert supported == (expected is not None)
+
+
+# --------------------------------------------------------------------------------------------------
+# advanced sections
+# --------------------------------------------------------------------------------------------------
+
+
+def _assert_defaults_cover(theirs: dict[str, Any], ours: type[BaseModel], path: str = "") -> None:
+    """Every key of DeepSpeed's parsed-defaults dict is a field of ``ours`` with the same default."""
+    for key, value in theirs.items():
+        where = f"{path}{key}"
+        assert key in ours.model_fields, f"{where} missing in {ours.__name__}"
+        info = ours.model_fields[key]
+        if isinstance(value, dict):
+            default = _our_default(info)
+            assert isinstance(default, BaseModel), where
+            _assert_defaults_cover(value, type(default), f"{where}.")
+        else:
+            assert _normalise(_our_default(info)) == value, f"{where}: {_our_default(info)!r} != {value!r}"
+
+
+def test_tensor_parallel_dtype_rejects_every_json_value_like_deepspeed():
+    for value in ("bf16", "torch.bfloat16", "fp16", None, 16, True, {}):
+        assert_same_verdict(advanced.TensorParallelConfig, ds_tp_config.TPTrainingConfig, {"dtype": value})
+        with pytest.raises(ValidationError, match="cannot be set in a JSON config"):
+            advanced.TensorParallelConfig(dtype=value)
+    advanced.TensorParallelConfig(dtype="auto")  # "auto" is dropped by both
+    ds_tp_config.TPTrainingConfig(dtype="auto")
+
+
+def test_activation_checkpointing_defaults_match_deepspeed():
+    from deepspeed.runtime.activation_checkpointing import config as ac
+    assert _defaults_of(advanced.ActivationCheckpointingConfig) == ac.ACT_CHKPT_DEFAULT
+
+
+def test_aio_defaults_match_deepspeed():
+    from deepspeed.runtime.swap_tensor.aio_config import AIO_DEFAULT_DICT
+    ours = {k: v for k, v in _defaults_of(advanced.AioConfig).items()
+            if not field_meta(advanced.AioConfig.model_fields[k]).extra.get("ignored")}
+    assert ours == AIO_DEFAULT_DICT
+
+
+def test_checkpoint_defaults_match_deepspeed():
+    from deepspeed.runtime.model_checkpointing import config as mc
+    c = ds_constants
+    defaults = _defaults_of(advanced.CheckpointConfig)
+    assert defaults[c.CHECKPOINT_TAG_VALIDATION].upper() == c.CHECKPOINT_TAG_VALIDATION_DEFAULT
+    assert defaults[c.LOAD_UNIVERSAL_CHECKPOINT] == c.LOAD_UNIVERSAL_CHECKPOINT_DEFAULT
+    assert defaults[c.USE_NODE_LOCAL_STORAGE_CHECKPOINT] == c.USE_NODE_LOCAL_STORAGE_CHECKPOINT_DEFAULT
+    assert defaults[c.CHECKPOINT_PARALLEL_WRITE] == {
+        c.CHECKPOINT_PARALLEL_WRITE_PIPELINE_STAGE: c.CHECKPOINT_PARALLEL_WRITE_PIPELINE_STAGE_DEFAULT}
+    assert defaults[mc.CHECKPOINT_SERIALIZATION] == mc.CHECKPOINT_SERIALIZATION_DEFAULT
+    assert defaults[mc.CHECKPOINT_WRITER] == mc.CHECKPOINT_WRITER_DEFAULT
+    assert _defaults_of(advanced.CheckpointWriterConfig) == mc.get_checkpoint_writer_config({"writer": {}})
+    assert set(advanced.CheckpointConfig.model_fields) == {
+        c.CHECKPOINT_TAG_VALIDATION, c.LOAD_UNIVERSAL_CHECKPOINT, c.USE_NODE_LOCAL_STORAGE_CHECKPOINT,
+        c.CHECKPOINT_PARALLEL_WRITE, mc.CHECKPOINT_SERIALIZATION, mc.CHECKPOINT_WRITER}
+    choices = field_meta(advanced.CheckpointConfig.model_fields["tag_validation"]).choices
+    assert {x.upper() for x in choices} == set(c.CHECKPOINT_TAG_VALIDATION_MODES)
+    writer = advanced.CheckpointWriterConfig.model_fields
+    assert set(field_meta(writer["type"]).choices) == set(mc.CHECKPOINT_WRITER_TYPES)
+    assert set(field_meta(writer["data_parallel"]).choices) == set(mc.CHECKPOINT_DATA_PARALLEL_UNITS)
+
+
+def test_autotuning_defaults_match_deepspeed():
+    from deepspeed.autotuning import constants as at
+    from deepspeed.autotuning.config import DeepSpeedAutotuningConfig
+    parsed = vars(DeepSpeedAutotuningConfig({}))
+    ours = _defaults_of(advanced.AutotuningConfig)
+    # DeepSpeed names the attributes after the keys; start_step / end_step are leftover attributes
+    # it initialises to None and never reads from the config.
+    assert {k for k in parsed if not k.startswith("_")} - set(ours) == {"start_step", "end_step"}
+    for key, value in ours.items():
+        assert value == parsed[key], key
+    assert _defaults_of(advanced.ModelInfoConfig) == at.MODEL_INFO_KEY_DEFAULT_DICT
+
+
+def test_pipeline_defaults_match_deepspeed():
+    ours = _defaults_of(advanced.PipelineConfig)
+    theirs = ds_config_mod.get_pipeline_config({})
+    assert {k: v for k, v in ours.items() if k in theirs} == theirs
+    assert set(ours) - set(theirs) == {"use_reentrant"}  # read by the pipeline engine, default None (= true)
+
+
+def test_data_efficiency_defaults_match_deepspeed():
+    from deepspeed.runtime.data_pipeline.config import get_data_efficiency_config
+    _assert_defaults_cover(get_data_efficiency_config({"data_efficiency": {}}), advanced.DataEfficiencyConfig)
+
+
+def test_expert_parallel_defaults_match_deepspeed():
+    from deepspeed.module_inject.auto_ep_config import parse_autoep_config
+    parsed = {k: v for k, v in vars(parse_autoep_config({"enabled": False})).items() if not k.startswith("_")}
+    ours = _defaults_of(advanced.ExpertParallelConfig)
+    assert set(ours) == set(parsed)
+    for key, value in parsed.items():
+        if key == "expert_w3":
+            continue  # DeepSpeed's "absent" sentinel (preset default); null means fused gate/up
+        assert ours[key] == value, key
+
+
+def test_timers_throughput_key_matches_deepspeed():
+    assert set(advanced.TimersConfig.model_fields) == {ds_timer_config.TIMERS_THROUGHPUT}
+
+
+def test_datastates_enabled_rule():
+    from deepspeed.datastates.config import DeepSpeedDataStatesConfig
+    assert DeepSpeedDataStatesConfig({"datastates_ckpt": {}}).enabled
+    assert not DeepSpeedDataStatesConfig({"datastates_ckpt": False}).enabled
+    assert advanced.DataStatesConfig.model_fields == {}  # keys belong to the DataStates package
