@@ -1,0 +1,230 @@
+"""The app's session state: one config dict, the baseline it is compared with, and the context.
+
+Everything lives in ``st.session_state`` under the keys below (one browser tab = one session, so two
+users never see each other's config). Nothing here is module-level mutable state: the constants are
+read-only and every function reads or writes the session it is called in.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import zlib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import streamlit as st
+
+import core
+from core.findings import Report
+from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
+from core.schema.root import empty_config
+
+#: Session-state keys.
+CONFIG = "config"
+BASELINE = "baseline"
+CONTEXT = "context"
+#: Prefix of the keys of every widget bound to a config path (cleared when the config is replaced).
+WIDGET_PREFIX = "cfg:"
+#: Query parameter holding the shareable state.
+SHARE_PARAM = "s"
+#: Session key remembering which shared state was already restored (so edits are not overwritten).
+RESTORED = "restored_share"
+
+TARGETS: tuple[str, ...] = ("deepspeed", "hf")
+TARGET_LABELS: Mapping[str, str] = MappingProxyType(
+    {"deepspeed": "Plain DeepSpeed (deepspeed.initialize)", "hf": "HF Trainer / Accelerate (\"auto\" allowed)"}
+)
+VERSIONS: tuple[str, ...] = KNOWN_VERSIONS
+
+#: App page id → page file. Finding.page values are the ids (plus "review").
+PAGES: Mapping[str, str] = MappingProxyType({
+    "start": "pages/start.py",
+    "batch": "pages/batch.py",
+    "precision": "pages/precision.py",
+    "optimizer": "pages/optimizer.py",
+    "zero": "pages/zero.py",
+    "monitoring": "pages/monitoring.py",
+    "advanced": "pages/advanced.py",
+    "review": "pages/review.py",
+})
+PAGE_TITLES: Mapping[str, str] = MappingProxyType({
+    "start": "Start",
+    "batch": "Batch size",
+    "precision": "Precision",
+    "optimizer": "Optimizer & scheduler",
+    "zero": "ZeRO & offload",
+    "monitoring": "Monitoring",
+    "advanced": "Advanced",
+    "review": "Review & export",
+})
+PAGE_ICONS: Mapping[str, str] = MappingProxyType({
+    "start": ":material/flag:",
+    "batch": ":material/stacks:",
+    "precision": ":material/tune:",
+    "optimizer": ":material/trending_down:",
+    "zero": ":material/memory:",
+    "monitoring": ":material/monitoring:",
+    "advanced": ":material/settings:",
+    "review": ":material/download:",
+})
+
+#: GPU catalog: name → usable memory in GiB (vendor figures).
+GPU_CATALOG: Mapping[str, float] = MappingProxyType({
+    "NVIDIA H100 80GB": 80.0,
+    "NVIDIA H200 141GB": 141.0,
+    "NVIDIA B200 180GB": 180.0,
+    "NVIDIA A100 80GB": 80.0,
+    "NVIDIA A100 40GB": 40.0,
+    "NVIDIA L40S 48GB": 48.0,
+    "NVIDIA A10G 24GB": 24.0,
+    "NVIDIA L4 24GB": 24.0,
+    "NVIDIA V100 32GB": 32.0,
+    "NVIDIA V100 16GB": 16.0,
+    "NVIDIA RTX 4090 24GB": 24.0,
+    "NVIDIA T4 16GB": 16.0,
+    "AMD MI300X 192GB": 192.0,
+    "AMD MI250X 128GB": 128.0,
+})
+CUSTOM_GPU = "Custom"
+
+
+def default_context() -> dict[str, Any]:
+    """A fresh context: what the config is for (runtime, version, hardware, model, training shape)."""
+    return {
+        "target": "deepspeed",
+        "version": DEFAULT_VERSION,
+        "nodes": 1,
+        "gpus_per_node": 8,
+        "gpu": "NVIDIA A100 80GB",
+        "gpu_memory_gib": 80.0,
+        "cpu_ram_gib": 512.0,
+        "nvme_gib": 0.0,
+        "model": None,
+        "total_params": None,
+        "largest_layer_params": None,
+        "seq_len": 2048,
+        "train_steps": 10_000,
+    }
+
+
+def init_state() -> None:
+    """Create the session keys on the first run of a session (never overwrites)."""
+    ss = st.session_state
+    if CONFIG not in ss:
+        ss[CONFIG] = empty_config()
+    if BASELINE not in ss:
+        ss[BASELINE] = copy.deepcopy(ss[CONFIG])
+    if CONTEXT not in ss:
+        ss[CONTEXT] = default_context()
+
+
+def get_config() -> dict[str, Any]:
+    """The config being edited (the live dict in the session)."""
+    return st.session_state[CONFIG]
+
+
+def get_context() -> dict[str, Any]:
+    return st.session_state[CONTEXT]
+
+
+def get_baseline() -> dict[str, Any]:
+    return st.session_state[BASELINE]
+
+
+def world_size(context: Mapping[str, Any]) -> int:
+    """GPUs in the job: nodes × GPUs per node (at least 1)."""
+    return max(1, int(context.get("nodes") or 1)) * max(1, int(context.get("gpus_per_node") or 1))
+
+
+def clear_widgets() -> None:
+    """Forget every config-bound widget's own state, so widgets re-read the config on the next run."""
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith((WIDGET_PREFIX, "ctx:"))]:
+        del st.session_state[key]
+
+
+def replace_config(config: dict[str, Any], *, baseline: bool = False) -> None:
+    """Replace the edited config (after a load, preset or fix); with ``baseline`` it is also the new baseline."""
+    st.session_state[CONFIG] = config
+    if baseline:
+        st.session_state[BASELINE] = copy.deepcopy(config)
+    clear_widgets()
+
+
+def report() -> Report:
+    """``core.validate`` of the current config for the current context."""
+    ctx = get_context()
+    return core.validate(
+        get_config(), world_size=world_size(ctx), target=ctx["target"], version=ctx["version"]
+    )
+
+
+def zero_stage(config: Mapping[str, Any]) -> int:
+    """The ZeRO stage of a config as DeepSpeed reads it (0 when absent or unreadable)."""
+    zero = config.get("zero_optimization")
+    stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
+    if isinstance(stage, bool) or not isinstance(stage, int | float):
+        return 0
+    return int(stage)
+
+
+# ------------------------------------------------------------------------------ shareable link
+
+#: Largest decoded shared state accepted (the config itself is limited to 2 MB by core.load_config).
+MAX_SHARED_BYTES = 256 * 1024
+
+
+def encode_state(config: Mapping[str, Any], context: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:
+    """The whole state as compact, zlib-compressed, base64url text (no padding) for a URL."""
+    raw = json.dumps({"c": config, "x": context, "b": baseline}, separators=(",", ":"), ensure_ascii=False)
+    return base64.urlsafe_b64encode(zlib.compress(raw.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+
+
+class ShareError(ValueError):
+    """The shared link is damaged or not ours."""
+
+
+def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Inverse of ``encode_state``: (config, context, baseline). Raises ShareError for bad input."""
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        decompressor = zlib.decompressobj()
+        raw = decompressor.decompress(packed, MAX_SHARED_BYTES)
+        if decompressor.unconsumed_tail:
+            raise ShareError("the shared state is too large")
+        data = json.loads(raw.decode("utf-8"))
+    except ShareError:
+        raise
+    except (ValueError, zlib.error, UnicodeDecodeError) as exc:
+        raise ShareError(f"the link's state cannot be read ({type(exc).__name__}); ask for a new link") from None
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in ("c", "x", "b")):
+        raise ShareError("the link's state is not a DeepSpeed Config Studio state")
+    context = default_context()
+    known = {k: v for k, v in data["x"].items() if k in context}
+    context.update(known)
+    if context["target"] not in TARGETS:
+        context["target"] = "deepspeed"
+    if context["version"] not in VERSIONS:
+        context["version"] = DEFAULT_VERSION
+    for key in ("nodes", "gpus_per_node"):
+        value = context[key]
+        context[key] = value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+    return data["c"], context, data["b"]
+
+
+def restore_from_query() -> str | None:
+    """Restore the state from the shareable-link query parameter once per link; an error text if it is bad."""
+    token = st.query_params.get(SHARE_PARAM)
+    if not token or st.session_state.get(RESTORED) == token:
+        return None
+    st.session_state[RESTORED] = token
+    try:
+        config, context, baseline = decode_state(token)
+    except ShareError as exc:
+        return str(exc)
+    st.session_state[CONTEXT] = context
+    st.session_state[BASELINE] = baseline
+    replace_config(config)
+    return None

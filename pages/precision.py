@@ -1,0 +1,9 @@
+"""Precision page: not built yet."""
+
+import streamlit as st
+
+from ui import frame
+
+frame.begin("Precision")
+st.info("This page is not built yet; edit these settings in the JSON on the Start page (import).")
+frame.end()

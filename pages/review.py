@@ -1,0 +1,9 @@
+"""Review & export page: not built yet."""
+
+import streamlit as st
+
+from ui import frame
+
+frame.begin("Review & export")
+st.info("This page is not built yet; edit these settings in the JSON on the Start page (import).")
+frame.end()

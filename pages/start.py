@@ -1,0 +1,205 @@
+"""Start: where the config comes from, what it is for, the hardware and the model."""
+
+from __future__ import annotations
+
+import copy
+
+import streamlit as st
+
+import app_state
+import core
+from core import presets
+from core.models import ModelConfigError, catalog_names, describe, get_spec, parse_hf_config
+from core.schema.root import empty_config
+from ui import frame, widgets
+
+frame.begin("Start")
+widgets.explain(
+    "What is a DeepSpeed config?",
+    """A `ds_config.json` tells DeepSpeed how to train your model: how many samples each GPU processes
+at once (the **micro batch**), in which number format (**precision**), with which **optimizer** and
+learning-rate **scheduler**, and how to split the training state over the GPUs (**ZeRO**) so that
+models larger than one GPU's memory fit.
+
+Start from a vetted **preset**, **import** a file you already have (JSON or HJSON with comments), or
+start **blank**. Then tell the app what the config is for — plain DeepSpeed or the Hugging Face
+Trainer / Accelerate, how many GPUs of which kind, and which model — so it can check the batch
+arithmetic and estimate memory. Nothing you import is lost: keys the app has no widget for are kept
+and exported unchanged.""",
+)
+
+# ------------------------------------------------------------------ where the config comes from
+st.subheader("1. Begin from")
+source = st.radio("Source", ["Preset", "Upload or paste", "Blank"], horizontal=True, key="start_source",
+                  label_visibility="collapsed")
+
+
+def _load(config: dict, target: str | None = None) -> None:
+    app_state.replace_config(config, baseline=True)
+    if target in app_state.TARGETS:
+        app_state.get_context()["target"] = target
+
+
+def _load_preset(preset: presets.Preset) -> None:
+    _load(copy.deepcopy(preset.config), preset.target)
+    st.session_state["start_message"] = f"Loaded the preset **{preset.title}** ({preset.name})."
+
+
+def _import() -> None:
+    uploaded = st.session_state.get("start_upload")
+    raw = uploaded.getvalue() if uploaded is not None else st.session_state.get("start_paste", "")
+    try:
+        loaded = core.load_config(raw)
+    except core.ConfigLoadError as exc:
+        # The pasted text stays in its box and the current config is untouched.
+        st.session_state["start_error"] = f"Could not import: {exc}"
+        st.session_state.pop("start_message", None)
+        return
+    st.session_state.pop("start_error", None)
+    _load(loaded)
+    st.session_state["start_message"] = (
+        f"Imported a config with {len(loaded)} top-level keys; it is the baseline the Review page compares against."
+    )
+
+
+def _blank() -> None:
+    _load(empty_config())
+    st.session_state["start_message"] = "Started from a blank config."
+
+
+if source == "Preset":
+    found, problems = presets.list_presets(presets.env_search_path())
+    for problem in problems:
+        st.warning(problem)
+    if found:
+        names = [p.name for p in found]
+        titles = {p.name: p.title for p in found}
+        name = st.selectbox("Preset", names, format_func=lambda n: f"{titles[n]} ({n})", key="start_preset")
+        preset = next(p for p in found if p.name == name)
+        st.markdown(preset.meta.get("description", ""))
+        cols = st.columns(2)
+        cols[0].markdown(f"**When to use:** {preset.meta.get('when_to_use', '—')}")
+        cols[1].markdown(f"**When not to:** {preset.meta.get('when_not_to_use', '—')}")
+        st.caption(f"Target: {preset.target} · verified with DeepSpeed "
+                   f"{', '.join(preset.meta.get('verified_with', [])) or '—'}")
+        st.button("Load this preset", type="primary", key="start_load_preset", icon=":material/input:",
+                  on_click=_load_preset, args=(preset,))
+    else:
+        st.info("No presets found.")
+elif source == "Upload or paste":
+    st.file_uploader("ds_config.json (JSON or HJSON)", type=["json", "hjson", "txt", "conf"], key="start_upload")
+    st.text_area("…or paste it here", key="start_paste", height=200,
+                 placeholder='{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}')
+    st.button("Import", type="primary", key="start_import", icon=":material/upload:", on_click=_import)
+    if st.session_state.get("start_error"):
+        st.error(st.session_state["start_error"], icon=":material/error:")
+else:
+    st.markdown("A blank config holds only a micro batch of 1 and 1 accumulation step.")
+    st.button("Start blank", type="primary", key="start_blank", on_click=_blank)
+if st.session_state.get("start_message"):
+    st.success(st.session_state["start_message"], icon=":material/check:")
+
+# ------------------------------------------------------------------ target and version
+st.subheader("2. Runtime")
+ctx = app_state.get_context()
+cols = st.columns(2)
+with cols[0]:
+    widgets.context_widget(st.radio, "target", "Target", options=list(app_state.TARGETS),
+                           format_func=app_state.TARGET_LABELS.get,
+                           help='With the HF Trainer / Accelerate, many values may be "auto".')
+with cols[1]:
+    widgets.context_widget(st.selectbox, "version", "DeepSpeed version", options=list(app_state.VERSIONS),
+                           help="Validation follows this release's parser.")
+
+# ------------------------------------------------------------------ hardware
+st.subheader("3. Hardware")
+cols = st.columns(4)
+with cols[0]:
+    widgets.context_widget(st.number_input, "nodes", "Nodes", min_value=1, max_value=4096, step=1)
+with cols[1]:
+    widgets.context_widget(st.number_input, "gpus_per_node", "GPUs per node", min_value=1, max_value=64, step=1)
+with cols[2]:
+    gpu_options = [*app_state.GPU_CATALOG, app_state.CUSTOM_GPU]
+
+
+    def _gpu_label(name: str) -> str:
+        size = app_state.GPU_CATALOG.get(name)
+        return f"{name} — {size:g} GiB" if size else "Custom size"
+
+
+    def _on_gpu() -> None:
+        name = st.session_state["ctx:gpu"]
+        app_state.get_context()["gpu"] = name
+        if name in app_state.GPU_CATALOG:
+            app_state.get_context()["gpu_memory_gib"] = app_state.GPU_CATALOG[name]
+            st.session_state.pop("ctx:gpu_memory_gib", None)
+
+    st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
+                 format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu)
+with cols[3]:
+    widgets.context_widget(st.number_input, "gpu_memory_gib", "GPU memory (GiB)", min_value=1.0,
+                           max_value=1024.0, step=1.0, disabled=ctx["gpu"] != app_state.CUSTOM_GPU)
+cols = st.columns(4)
+with cols[0]:
+    widgets.context_widget(st.number_input, "cpu_ram_gib", "CPU RAM per node (GiB)", min_value=1.0,
+                           max_value=65536.0, step=16.0)
+with cols[1]:
+    widgets.context_widget(st.number_input, "nvme_gib", "NVMe per node (GiB)", min_value=0.0,
+                           max_value=1_000_000.0, step=100.0)
+with cols[2]:
+    st.metric("World size (GPUs)", app_state.world_size(ctx))
+
+# ------------------------------------------------------------------ model
+st.subheader("4. Model and training shape")
+model_source = st.radio("Model", ["Catalog", "Upload config.json", "Parameter counts by hand"], horizontal=True,
+                        key="start_model_source")
+
+
+def _set_model(name: str | None, total: int | None, largest: int | None) -> None:
+    ctx.update(model=name, total_params=total, largest_layer_params=largest)
+    for key in ("ctx:total_params", "ctx:largest_layer_params"):
+        st.session_state.pop(key, None)
+
+
+if model_source == "Catalog":
+    names = catalog_names()
+    choice = st.selectbox("Model from the catalog", [None, *names], key="start_model",
+                          index=(names.index(ctx["model"]) + 1) if ctx["model"] in names else 0,
+                          format_func=lambda n: "— none —" if n is None else n)
+    if choice != ctx["model"] and (choice is not None or ctx["model"] in names):
+        if choice is None:
+            _set_model(None, None, None)
+        else:
+            spec = get_spec(choice)
+            _set_model(choice, spec.total_params, spec.largest_layer_params)
+elif model_source == "Upload config.json":
+    hf_file = st.file_uploader("Hugging Face config.json of the model", type=["json"], key="start_hf_config")
+    if hf_file is not None:
+        try:
+            spec = describe(parse_hf_config(hf_file.getvalue()), name=hf_file.name)
+        except ModelConfigError as exc:
+            st.error(f"Could not read the model config: {exc}")
+        else:
+            if ctx["model"] != hf_file.name or ctx["total_params"] != spec.total_params:
+                _set_model(hf_file.name, spec.total_params, spec.largest_layer_params)
+else:
+    cols = st.columns(2)
+    with cols[0]:
+        widgets.context_widget(st.number_input, "total_params", "Total parameters", min_value=1, step=1_000_000,
+                               placeholder="e.g. 7000000000")
+    with cols[1]:
+        widgets.context_widget(st.number_input, "largest_layer_params", "Largest layer's parameters", min_value=1,
+                               step=1_000_000, help="Usually the embedding: vocab size × hidden size.")
+if ctx.get("total_params"):
+    st.caption(f"Model: **{ctx.get('model') or 'by hand'}** — {ctx['total_params'] / 1e9:.2f} B parameters, "
+               f"largest layer {ctx['largest_layer_params'] / 1e6:.1f} M.")
+cols = st.columns(2)
+with cols[0]:
+    widgets.context_widget(st.number_input, "seq_len", "Sequence length (tokens)", min_value=1, max_value=1_048_576,
+                           step=256)
+with cols[1]:
+    widgets.context_widget(st.number_input, "train_steps", "Training steps (for the LR chart)", min_value=1,
+                           max_value=2_000_000, step=1000)
+
+st.page_link(app_state.PAGES["batch"], label="Next: batch size →", icon=":material/arrow_forward:")
+frame.end()

@@ -1,0 +1,160 @@
+"""AppTest: the app shell, the sidebar, the Start page and the Batch page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui.widgets import widget_key
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+BUILT_PAGES = ("start", "batch")
+
+
+def app(config: dict | None = None, page: str | None = None, **context) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30)
+    if config is not None:
+        at.session_state["config"] = config
+    at.run()
+    if context:
+        at.session_state["context"].update(context)
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def test_home_is_start_page_with_sidebar_and_download():
+    at = app()
+    assert texts(at.title) == ["Start"]
+    assert at.expander[0].label == "What is a DeepSpeed config?"
+    assert at.sidebar.get("download_button")[0].label == "Download ds_config.json"
+    assert texts(at.sidebar.success) == ["No errors or warnings"]
+
+
+def test_every_page_runs_and_explains_itself():
+    at = app()
+    for page in BUILT_PAGES:
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, (page, at.exception)
+        assert at.expander, f"{page} has no explanation"
+        assert at.sidebar.get("download_button"), page
+
+
+def test_load_preset_replaces_config_and_baseline():
+    at = app()
+    at.selectbox(key="start_preset").set_value("zero3-offload-cpu").run()
+    at.button(key="start_load_preset").click().run()
+    preset = json.loads((ROOT / "presets" / "zero3-offload-cpu.json").read_text())["config"]
+    assert at.session_state["config"] == preset
+    assert at.session_state["baseline"] == preset
+    assert at.session_state["config"] is not at.session_state["baseline"]
+
+
+def test_hf_preset_sets_target():
+    at = app()
+    at.selectbox(key="start_preset").set_value("hf-auto-zero2").run()
+    at.button(key="start_load_preset").click().run()
+    assert at.session_state["context"]["target"] == "hf"
+    assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == "auto"
+
+
+def test_paste_hjson_with_comments_and_unknown_keys_is_kept():
+    at = app()
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    text = '{\n  // micro batch\n  train_micro_batch_size_per_gpu: 4\n  my_team_key: {"x": [1, 2]}\n}'
+    at.text_area(key="start_paste").input(text).run()
+    at.button(key="start_import").click().run()
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 4, "my_team_key": {"x": [1, 2]}}
+    assert not at.error
+
+
+def test_paste_broken_json_names_line_and_column_and_loses_nothing():
+    before = {"train_micro_batch_size_per_gpu": 3}
+    at = app(before)
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    broken = '{\n  "train_batch_size": 8,\n  "fp16": {"enabled": }\n}'
+    at.text_area(key="start_paste").input(broken).run()
+    at.button(key="start_import").click().run()
+    assert len(at.error) == 1
+    assert "line 3, column" in at.error[0].value
+    assert at.session_state["config"] == before
+    assert at.text_area(key="start_paste").value == broken
+
+
+def test_hardware_and_model_fill_the_context():
+    at = app()
+    at.number_input(key="ctx:nodes").set_value(2).run()
+    at.number_input(key="ctx:gpus_per_node").set_value(4).run()
+    at.selectbox(key="ctx:gpu").set_value("NVIDIA V100 32GB").run()
+    at.selectbox(key="start_model").set_value("meta-llama/Llama-2-7b-hf").run()
+    ctx = at.session_state["context"]
+    assert (ctx["nodes"], ctx["gpus_per_node"], ctx["gpu_memory_gib"]) == (2, 4, 32.0)
+    from core.models import get_spec
+    spec = get_spec("meta-llama/Llama-2-7b-hf")
+    assert (ctx["total_params"], ctx["largest_layer_params"]) == (spec.total_params, spec.largest_layer_params)
+    assert "**8** GPUs (2 × 4)" in at.sidebar.caption[0].value
+
+
+def test_batch_widget_changes_config_and_keeps_unknown_keys():
+    at = app({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 1, "team_note": "x"}, "z": 1},
+             page="pages/batch.py")
+    at.number_input(key=widget_key("gradient_accumulation_steps")).set_value(4).run()
+    assert at.session_state["config"] == {
+        "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 1, "team_note": "x"}, "z": 1,
+        "gradient_accumulation_steps": 4,
+    }
+
+
+def test_batch_shows_derived_values():
+    at = app({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}, page="pages/batch.py",
+             nodes=1, gpus_per_node=4)
+    table = at.dataframe[0].value
+    row = table.set_index("key").loc["train_batch_size"]
+    assert row["value"] == 24
+    assert row["source"] == "derived by DeepSpeed"
+    assert table.set_index("key").loc["gradient_accumulation_steps", "source"] == "set in the config"
+
+
+def test_invalid_batch_shows_error_on_page_and_sidebar_and_fix_fixes():
+    at = app({"train_batch_size": 7, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1},
+             page="pages/batch.py", nodes=1, gpus_per_node=2)
+    assert any("batch.product" in e.value for e in at.main.error)
+    sidebar_links = [link.proto.label for link in at.sidebar.get("page_link")]
+    assert any("do not add up" in label for label in sidebar_links)
+    fix = next(b for b in at.button if b.label.startswith("Fix:"))
+    fix.click().run()
+    config = at.session_state["config"]
+    assert config["train_batch_size"] == config["train_micro_batch_size_per_gpu"] * \
+        config["gradient_accumulation_steps"] * 2
+    assert not at.sidebar.get("page_link") or not any("do not add up" in link.proto.label
+                                                      for link in at.sidebar.get("page_link"))
+    assert texts(at.sidebar.success) == ["No errors or warnings"]
+    # The widget shows the fixed value (its own state was reset).
+    assert at.number_input(key=widget_key("train_batch_size")).value == config["train_batch_size"]
+
+
+def test_batch_lists_valid_world_sizes_and_flags_current():
+    at = app({"train_batch_size": 12, "train_micro_batch_size_per_gpu": 2}, page="pages/batch.py",
+             nodes=1, gpus_per_node=4)
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "GPU counts that work with these values** (1–512): 1, 2, 3, 6" in markdown
+    assert any("world size 4 is not one of them" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("target", ["hf"])
+def test_hf_target_offers_auto(target):
+    at = app({"train_micro_batch_size_per_gpu": 2}, page="pages/batch.py", target=target)
+    toggle = at.toggle(key=widget_key("train_micro_batch_size_per_gpu") + ":auto")
+    toggle.set_value(True).run()
+    assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == "auto"
+    at.toggle(key=widget_key("train_micro_batch_size_per_gpu") + ":auto").set_value(False).run()
+    assert "train_micro_batch_size_per_gpu" not in at.session_state["config"]

@@ -1,0 +1,119 @@
+"""The generic widget builder's schema reading and config edits, and the shareable-state codec."""
+
+from __future__ import annotations
+
+import contextlib
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import app_state
+from core.schema import DeepSpeedConfig
+from core.schema.walk import iter_schema, resolve
+from ui import widgets
+
+
+def test_every_schema_field_gets_a_widget_kind():
+    kinds = {path: widgets.field_kind(field) for path, field in iter_schema(DeepSpeedConfig)}
+    assert kinds["zero_optimization.stage"].kind == "choice"
+    assert kinds["zero_optimization.stage"].choices == (0, 1, 2, 3)
+    assert kinds["train_batch_size"].kind == "int" and kinds["train_batch_size"].optional
+    assert kinds["gradient_clipping"].kind == "float"
+    assert kinds["fp16.enabled"].kind in ("bool", "choice")
+    assert kinds["zero_optimization.offload_param.device"].choices == ("none", "cpu", "nvme")
+    assert kinds["communication_data_type"].choices == ("fp32", "fp16", "bf16")
+    assert kinds["zero_optimization.offload_param"].kind == "section"
+    zenflow = kinds["zero_optimization.zenflow.update_interval"]
+    assert zenflow.kind == "int" and zenflow.allows_auto
+    # Every field maps to a real widget kind; no field is silently skipped.
+    assert {k.kind for k in kinds.values()} <= {"bool", "int", "float", "choice", "str", "json", "section"}
+
+
+def test_bounds_come_from_the_schema():
+    ratio = resolve(DeepSpeedConfig, "zero_optimization.offload_optimizer.ratio")
+    assert widgets.bounds(ratio, "float") == (0.0, 1.0)
+    count = resolve(DeepSpeedConfig, "zero_optimization.offload_param.buffer_count")
+    assert widgets.bounds(count, "int") == (0, None)
+
+
+def test_help_text_is_the_schema_description_and_default():
+    field = resolve(DeepSpeedConfig, "zero_optimization.offload_param.buffer_size")
+    text = widgets.help_text(field)
+    assert field.info.description in text
+    assert "Default: `100000000` elements." in text
+    assert "Applies to ZeRO stage 3." in text
+
+
+def test_config_path_uses_the_spelling_in_the_config_else_the_documented_alias():
+    path = "zero_optimization.prefetch_bucket_size"
+    assert widgets.config_path({}, path) == "zero_optimization.stage3_prefetch_bucket_size"
+    assert widgets.config_path({"zero_optimization": {"prefetch_bucket_size": 1}}, path) == path
+    assert widgets.config_path({}, "fp16.loss_scale") == "fp16.loss_scale"
+
+
+def test_set_value_keeps_siblings_and_unknown_keys():
+    config = {"zero_optimization": {"stage": 3, "mystery": [1]}, "other": {"a": 1}}
+    widgets.set_value(config, "zero_optimization.offload_param.device", "cpu")
+    assert config == {"zero_optimization": {"stage": 3, "mystery": [1], "offload_param": {"device": "cpu"}},
+                      "other": {"a": 1}}
+
+
+def test_delete_value_prunes_only_emptied_parents():
+    config = {"zero_optimization": {"offload_param": {"device": "cpu"}}, "keep": {}}
+    widgets.delete_value(config, "zero_optimization.offload_param.device")
+    assert config == {"keep": {}}
+    config = {"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}
+    widgets.delete_value(config, "zero_optimization.offload_param.device")
+    assert config == {"zero_optimization": {"stage": 2}}
+    widgets.delete_value(config, "not.there")
+    assert config == {"zero_optimization": {"stage": 2}}
+
+
+def test_page_fields_come_from_schema_metadata():
+    assert widgets.page_fields("batch")[:3] == [
+        "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"]
+    assert "zero_optimization" in widgets.page_fields("zero")
+    assert "tensorboard" in widgets.page_fields("monitoring")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(config=st.dictionaries(st.text(max_size=12), json_values, max_size=6), nodes=st.integers(1, 64))
+def test_share_state_round_trips(config, nodes):
+    context = app_state.default_context() | {"nodes": nodes, "target": "hf"}
+    token = app_state.encode_state(config, context, {"b": 1})
+    assert set(token) <= set(string.ascii_letters + string.digits + "-_")
+    got_config, got_context, got_baseline = app_state.decode_state(token)
+    assert got_config == config
+    assert got_context == context
+    assert got_baseline == {"b": 1}
+
+
+@given(st.text(max_size=200))
+def test_share_decode_never_tracebacks(text):
+    with contextlib.suppress(app_state.ShareError):
+        app_state.decode_state(text)
+
+
+def test_share_decode_refuses_a_zip_bomb():
+    import base64
+    import zlib
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"[" * 10_000_000)).decode()
+    with pytest.raises(app_state.ShareError, match="too large"):
+        app_state.decode_state(bomb)
+
+
+def test_share_decode_cleans_a_hostile_context():
+    token = app_state.encode_state({}, {"target": "evil", "version": "9.9", "nodes": -3, "x": 1}, {})
+    _, context, _ = app_state.decode_state(token)
+    assert context["target"] == "deepspeed"
+    assert context["version"] in app_state.VERSIONS
+    assert context["nodes"] == 1
+    assert "x" not in context

@@ -1,0 +1,1 @@
+"""Streamlit helpers of the app (these modules import streamlit; ``core`` never does)."""
