@@ -1,0 +1,231 @@
+"""``dsconfig presets list|show`` and ``dsconfig export --preset NAME``.
+
+``register(subparsers)`` adds the commands to an argparse sub-parser set; each handler is called as
+``handler(args, out)`` and returns the exit code (0 ok, 1 the exported config has errors, 2 bad input).
+Bad input is reported as one line on stderr, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.autofill import TRAINING_VALUES, AutoFillError, find_auto, resolve_auto
+from core.presets import Preset, PresetError, env_search_path, facets, list_presets, load_preset
+
+EXIT_OK, EXIT_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """Bad command-line input: one message, exit code 2."""
+
+
+def _versions() -> tuple[tuple[str, ...], str]:
+    from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
+
+    return KNOWN_VERSIONS, DEFAULT_VERSION
+
+
+def parse_value(text: str) -> Any:
+    """A --set/--resolve-auto value: JSON when it parses (numbers, true, null, lists ...), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _split_assignment(item: str, option: str) -> tuple[str, Any]:
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"{option} expects KEY=VALUE, got {item!r}")
+    return key, parse_value(value)
+
+
+def set_path(config: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c`` in ``config`` (in place), creating missing objects; refuse to descend into non-objects."""
+    parts = dotted.split(".")
+    if any(not p for p in parts):
+        raise UsageError(f"--set: {dotted!r} is not a dotted key path like zero_optimization.stage")
+    node = config
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            where = ".".join(parts[: i + 1])
+            raise UsageError(f"--set {dotted}: {where} is {json.dumps(child)}, not an object, so it has no keys")
+        node = child
+    node[parts[-1]] = value
+
+
+def _print_findings(report: Any, err: TextIO) -> None:
+    for finding in report.findings:
+        err.write(f"{finding.severity}: {finding.path or '(config)'}: {finding.message}\n")
+        if finding.suggestion:
+            err.write(f"  → {finding.suggestion}\n")
+
+
+# ---------------------------------------------------------------- handlers
+
+
+def _guard(handler):
+    def run(args: argparse.Namespace, out: TextIO) -> int:
+        try:
+            return handler(args, out)
+        except (UsageError, PresetError, AutoFillError) as exc:
+            sys.stderr.write(f"dsconfig: {exc}\n")
+            return EXIT_BAD_INPUT
+
+    run.__doc__ = handler.__doc__
+    return run
+
+
+def _folders(args: argparse.Namespace) -> list[Path]:
+    return env_search_path()
+
+
+@_guard
+def cmd_presets_list(args: argparse.Namespace, out: TextIO) -> int:
+    """List the presets of the built-in folder and of DSCONFIG_PRESETS_PATH."""
+    presets, problems = list_presets(_folders(args))
+    for problem in problems:
+        sys.stderr.write(f"dsconfig: warning: {problem}\n")
+    if args.format == "json":
+        rows = [{"name": p.name, "title": p.title, "path": str(p.path), **facets(p)} for p in presets]
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    width = max((len(p.name) for p in presets), default=4)
+    out.write(f"{'NAME':<{width}}  {'TARGET':<9} {'STAGE':<5} {'OFFLOAD':<7} {'PRECISION':<9} TITLE\n")
+    for p in presets:
+        f = facets(p)
+        origin = "" if p.builtin else f"  [{p.path.parent}]"
+        out.write(f"{p.name:<{width}}  {f['runtime']:<9} {f['stage']!s:<5} {f['offload']:<7} {f['precision']:<9} "
+                  f"{p.title}{origin}\n")
+    return EXIT_OK
+
+
+def _show_text(p: Preset, out: TextIO) -> None:
+    m = p.meta
+    out.write(f"{p.title}  ({p.name}{'' if p.builtin else ', ' + str(p.path)})\n\n")
+    for key, label in (("description", None), ("when_to_use", "When to use"), ("when_not_to_use", "When not to"),
+                       ("hardware", "Hardware")):
+        if m.get(key):
+            out.write(f"{label + ': ' if label else ''}{m[key]}\n\n")
+    out.write(f"Target runtime: {p.target}; verified with DeepSpeed {', '.join(m.get('verified_with') or ['-'])}\n")
+    if m.get("justifications"):
+        out.write("\nWhy each choice:\n")
+        for j in m["justifications"]:
+            out.write(f"  {j.get('key')}: {j.get('why')}  [{j.get('doc')} § {j.get('section')}]\n")
+    out.write("\nConfig:\n" + json.dumps(p.config, indent=2) + "\n")
+
+
+@_guard
+def cmd_presets_show(args: argparse.Namespace, out: TextIO) -> int:
+    """Show one preset: metadata, justifications and config."""
+    preset = load_preset(args.name, _folders(args))
+    if args.format == "json":
+        out.write(json.dumps({"name": preset.name, "meta": preset.meta, "config": preset.config}, indent=2) + "\n")
+    else:
+        _show_text(preset, out)
+    return EXIT_OK
+
+
+def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, world_size: int | None
+                 ) -> tuple[dict[str, Any], str, list[str]]:
+    """The exported config, its target and notes for stderr (pure: no I/O)."""
+    config = json.loads(json.dumps(preset.config))
+    for item in sets:
+        key, value = _split_assignment(item, "--set")
+        set_path(config, key, value)
+    target = preset.target
+    notes: list[str] = []
+    if resolve is not None:
+        values: dict[str, Any] = {}
+        for item in resolve:
+            key, value = _split_assignment(item, "--resolve-auto")
+            if key not in TRAINING_VALUES:
+                raise UsageError(f"--resolve-auto: unknown training value {key!r}; known: {', '.join(TRAINING_VALUES)}")
+            values[key] = value
+        if world_size is not None:
+            values.setdefault("world_size", world_size)
+        config = resolve_auto(config, **values)
+        left = find_auto(config)
+        if left:
+            notes.append(f'still "auto" (the HF Trainer leaves these too; DeepSpeed uses its defaults): '
+                         f"{', '.join(left)}")
+        target = "deepspeed"
+    return config, target, notes
+
+
+@_guard
+def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    """Export a preset, optionally changed with --set and with "auto" resolved, after validating it."""
+    from core.io import dump_config
+    from core.validate import validate
+
+    preset = load_preset(args.preset, _folders(args))
+    resolve = None if args.resolve_auto is None else [v for group in args.resolve_auto for v in group]
+    config, target, notes = build_export(preset, args.set or [], resolve, args.world_size)
+    for note in notes:
+        sys.stderr.write(f"dsconfig: note: {note}\n")
+    report = validate(config, world_size=args.world_size or 1, target=target, version=args.deepspeed_version)
+    _print_findings(report, sys.stderr)
+    if not report.ok and not args.force:
+        sys.stderr.write(f"dsconfig: not exported: {len(report.errors)} error(s) (use --force to export anyway)\n")
+        return EXIT_ERRORS
+    text = dump_config(config)
+    if args.output and args.output != "-":
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        sys.stderr.write(f"dsconfig: wrote {args.output} (target {target})\n")
+    else:
+        out.write(text)
+    return EXIT_OK if report.ok else EXIT_ERRORS
+
+
+# ---------------------------------------------------------------- registration
+
+
+def _world_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs, got {text!r}") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add ``presets`` (list, show) and ``export`` to an ``argparse`` sub-parser set."""
+    versions, default_version = _versions()
+    p = subparsers.add_parser("presets", help="list and show the vetted presets (and DSCONFIG_PRESETS_PATH folders)")
+    sub = p.add_subparsers(dest="presets_command", required=True, metavar="ACTION")
+    q = sub.add_parser("list", help="list every preset")
+    q.add_argument("--format", choices=("text", "json"), default="text")
+    q.set_defaults(handler=cmd_presets_list)
+    q = sub.add_parser("show", help="show a preset's metadata and config")
+    q.add_argument("name", metavar="NAME")
+    q.add_argument("--format", choices=("text", "json"), default="text")
+    q.set_defaults(handler=cmd_presets_show)
+
+    p = subparsers.add_parser("export", help="write a preset as ds_config.json, optionally changed and resolved")
+    p.add_argument("--preset", required=True, metavar="NAME", help="preset name (see: dsconfig presets list)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="change a key, e.g. --set zero_optimization.stage=3 (VALUE parsed as JSON when possible)")
+    p.add_argument("--world-size", type=_world_size, default=None, metavar="N",
+                   help="GPU count to validate for (and world_size for --resolve-auto)")
+    p.add_argument("--resolve-auto", action="append", nargs="*", metavar="KEY=VALUE",
+                   help="fill \"auto\" as the HF Trainer would, from training values such as "
+                        "per_device_train_batch_size=4 learning_rate=2e-5 bf16=true hidden_size=4096 "
+                        "num_training_steps=1000 warmup_steps=100; the result targets plain DeepSpeed")
+    p.add_argument("--deepspeed-version", choices=versions, default=default_version)
+    p.add_argument("--force", action="store_true", help="export even if the result has errors (exit code 1)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+    p.set_defaults(handler=cmd_export)

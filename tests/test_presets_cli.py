@@ -1,0 +1,183 @@
+"""core.cli_presets through its own argparse parser: presets list/show and export."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import load_config, validate
+from core.cli_presets import UsageError, parse_value, register, set_path
+from core.presets import META_TEXT_FIELDS, save_preset
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="dsconfig")
+    register(parser.add_subparsers(dest="command", required=True))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        captured = capsys.readouterr()
+        return int(exc.code or 0), captured.out, captured.err
+    out = io.StringIO()
+    code = args.handler(args, out)
+    captured = capsys.readouterr()
+    return code, out.getvalue() + captured.out, captured.err
+
+
+@pytest.fixture(autouse=True)
+def no_team_folders(monkeypatch):
+    monkeypatch.delenv("DSCONFIG_PRESETS_PATH", raising=False)
+
+
+def test_list_text_and_json(capsys):
+    code, out, err = run(["presets", "list"], capsys)
+    assert code == 0 and err == ""
+    assert "zero3-offload-cpu" in out and "hf-auto-zero2" in out and out.startswith("NAME")
+    code, out, _ = run(["presets", "list", "--format", "json"], capsys)
+    rows = json.loads(out)
+    assert code == 0 and len(rows) >= 12
+    row = next(r for r in rows if r["name"] == "zero-infinity-nvme")
+    assert row["offload"] == "nvme" and row["stage"] == 3 and row["builtin"] is True
+
+
+def test_list_shows_team_folder_and_reports_broken_files(tmp_path, monkeypatch, capsys):
+    save_preset("team-one", {"train_micro_batch_size_per_gpu": 1}, {"title": "Team one", "description": "d",
+                                                                      "target": "deepspeed"}, tmp_path)
+    (tmp_path / "broken.json").write_text("{")
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    code, out, err = run(["presets", "list"], capsys)
+    assert code == 0
+    assert "team-one" in out and str(tmp_path) in out
+    assert "broken.json" in err and "warning" in err
+
+
+def test_show(capsys):
+    code, out, _ = run(["presets", "show", "zero2-fp16"], capsys)
+    assert code == 0
+    assert "dynamic loss scaling" in out and "When to use" in out and "ds-config-docs-site.md" in out
+    assert '"loss_scale": 0' in out
+    code, out, _ = run(["presets", "show", "zero2-fp16", "--format", "json"], capsys)
+    data = json.loads(out)
+    assert set(META_TEXT_FIELDS) <= set(data["meta"]) and data["config"]["fp16"]["enabled"] is True
+
+
+@pytest.mark.parametrize("name", ["nope", "../../etc/passwd", "/etc/passwd", "UPPER", "a\x00b"])
+def test_show_bad_names(name, capsys):
+    code, out, err = run(["presets", "show", name], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("dsconfig: ") and "Traceback" not in err
+    assert ("no preset named" in err) or ("invalid preset name" in err)
+
+
+def test_export_plain_and_with_set(tmp_path, capsys):
+    code, out, _ = run(["export", "--preset", "zero2-bf16"], capsys)
+    assert code == 0
+    assert load_config(out)["zero_optimization"]["stage"] == 2
+    target = tmp_path / "ds_config.json"
+    code, out, err = run(["export", "--preset", "zero2-bf16", "--set", "zero_optimization.stage=3",
+                          "--set", "zero_optimization.offload_param.device=cpu", "--set", "steps_per_print=5",
+                          "--world-size", "8", "-o", str(target)], capsys)
+    assert code == 0 and out == "" and "wrote" in err
+    cfg = load_config(target.read_text())
+    assert cfg["zero_optimization"]["stage"] == 3
+    assert cfg["zero_optimization"]["offload_param"] == {"device": "cpu"}
+    assert cfg["steps_per_print"] == 5
+    assert validate(cfg, world_size=8).ok
+
+
+def test_export_resolves_auto_for_plain_deepspeed(capsys):
+    code, out, err = run(["export", "--preset", "hf-auto-zero3", "--world-size", "8", "--resolve-auto",
+                          "per_device_train_batch_size=4", "gradient_accumulation_steps=2", "max_grad_norm=1.0",
+                          "learning_rate=2e-5", "adam_beta1=0.9", "adam_beta2=0.999", "adam_epsilon=1e-8",
+                          "weight_decay=0.0", "bf16=true", "fp16=false", "hidden_size=4096",
+                          "num_training_steps=1000", "warmup_steps=0.1"], capsys)
+    assert code == 0, err
+    cfg = load_config(out)
+    assert cfg["train_batch_size"] == 64 and cfg["train_micro_batch_size_per_gpu"] == 4
+    assert cfg["zero_optimization"]["reduce_bucket_size"] == 4096 * 4096
+    assert cfg["scheduler"]["params"]["warmup_num_steps"] == 100
+    assert cfg["bf16"]["enabled"] is True and cfg["fp16"]["enabled"] is False
+    assert "auto" not in out
+    assert validate(cfg, world_size=8, target="deepspeed").ok
+
+
+def test_export_resolve_missing_value_is_named(capsys):
+    code, out, err = run(["export", "--preset", "hf-auto-zero2", "--resolve-auto", "learning_rate=1e-4"], capsys)
+    assert code == 2 and out == ""
+    assert "needs the training value" in err and "Traceback" not in err
+
+
+def test_export_hf_preset_unresolved_keeps_target_hf(capsys):
+    code, out, _ = run(["export", "--preset", "hf-auto-zero2"], capsys)
+    assert code == 0 and load_config(out)["train_batch_size"] == "auto"
+
+
+def test_export_with_errors_exits_1_unless_forced(capsys):
+    argv = ["export", "--preset", "zero2-bf16", "--set", "fp16.enabled=true"]  # fp16 and bf16 together
+    code, out, err = run(argv, capsys)
+    assert code == 1 and out == "" and "not exported" in err and "error" in err
+    code, out, err = run([*argv, "--force"], capsys)
+    assert code == 1 and load_config(out)["fp16"]["enabled"] is True
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["export", "--preset", "zero2-bf16", "--set", "nokey"], "KEY=VALUE"),
+    (["export", "--preset", "zero2-bf16", "--set", "=3"], "KEY=VALUE"),
+    (["export", "--preset", "zero2-bf16", "--set", "a..b=3"], "dotted key path"),
+    (["export", "--preset", "zero2-bf16", "--set", "zero_optimization.stage.x=3"], "not an object"),
+    (["export", "--preset", "hf-auto-zero2", "--resolve-auto", "lr=3"], "unknown training value"),
+    (["export", "--preset", "hf-auto-zero2", "--resolve-auto", "world_size=0"], "world_size"),
+    (["export", "--preset", "missing"], "no preset named"),
+])
+def test_export_bad_input_exit_2(argv, fragment, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert fragment in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["export"], ["export", "--preset", "zero2-bf16", "--world-size", "0"],
+    ["export", "--preset", "zero2-bf16", "--world-size", "many"], ["presets"], ["presets", "show"],
+    ["export", "--preset", "zero2-bf16", "--deepspeed-version", "9.9"],
+])
+def test_usage_errors_exit_2(argv, capsys):
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "usage" in err
+
+
+def test_export_unwritable_output(tmp_path, capsys):
+    code, _, err = run(["export", "--preset", "zero2-bf16", "-o", str(tmp_path / "no" / "dir" / "x.json")], capsys)
+    assert code == 2 and "cannot write" in err
+
+
+def test_parse_value():
+    assert parse_value("3") == 3 and parse_value("true") is True and parse_value("null") is None
+    assert parse_value("[0.9, 0.95]") == [0.9, 0.95] and parse_value("cpu") == "cpu"
+    assert parse_value('"3"') == "3" and parse_value("5e8") == 5e8
+
+
+def test_set_path_creates_and_refuses():
+    cfg: dict = {"a": {"b": 1}, "c": 2}
+    set_path(cfg, "a.d.e", "x")
+    assert cfg == {"a": {"b": 1, "d": {"e": "x"}}, "c": 2}
+    with pytest.raises(UsageError, match=r"c is 2"):
+        set_path(cfg, "c.x", 1)
+
+
+@given(st.text(max_size=40), st.text(max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_set_never_crashes(key, value):
+    cfg = {"zero_optimization": {"stage": 2}, "steps_per_print": 10}
+    try:
+        set_path(cfg, key, parse_value(value))
+    except UsageError:
+        return
+    node = cfg
+    for part in key.split(".")[:-1]:
+        node = node[part]
+    assert key.split(".")[-1] in node
