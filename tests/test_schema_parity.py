@@ -12,6 +12,7 @@ import inspect
 import json
 import math
 import subprocess
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from core.schema import advanced, monitoring, optimizer, precision, zero
+from core.schema import advanced, legacy, monitoring, optimizer, precision, zero
 from core.schema.base import LenientSection, Section, field_meta
+from core.schema.root import DeepSpeedConfig
 
 ds_config_mod = pytest.importorskip("deepspeed.runtime.config")
 ds_precision = pytest.importorskip("deepspeed.runtime.precision_config")
@@ -351,25 +353,81 @@ def test_zero_config_same_verdict_as_deepspeed(data):
 
 _DS0195_PYTHON = Path(__file__).resolve().parent.parent / ".venv-ds0195" / "bin" / "python"
 
+#: Collects, in one DeepSpeed 0.19.5 process, the defaults and verdicts the tests below compare with.
+_FACTS_0195 = r"""
+import json, sys, contextlib, io
+from deepspeed.runtime import config as C, constants as K
+from deepspeed.elasticity import constants as E
+from deepspeed.nebula.config import DeepSpeedNebulaConfig
+from deepspeed.compression.config import get_compression_config
+cases = json.loads(sys.stdin.read())
+verdicts = []
+for case in cases:
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            C.DeepSpeedConfig({"train_batch_size": 1, **case})
+        verdicts.append(None)
+    except BaseException as exc:
+        verdicts.append(f"{type(exc).__name__}: {exc}")
+modes = {m: getattr(C, f"get_sparse_{m}_config")({}) for m in ("dense", "fixed", "variable", "bigbird", "bslongformer")}
+nebula = {k: v for k, v in vars(DeepSpeedNebulaConfig({})).items()}
+eig = {k.lower()[len("EIGENVALUE_"):-len("_DEFAULT")]: getattr(K, k) for k in dir(K)
+       if k.startswith("EIGENVALUE_") and k.endswith("_DEFAULT")}
+elastic = {getattr(E, k[:-len("_DEFAULT")]): getattr(E, k) for k in dir(E)
+           if k.endswith("_DEFAULT") and hasattr(E, k[:-len("_DEFAULT")])}
+print(json.dumps({
+    "optimizers": C.DEEPSPEED_OPTIMIZERS, "verdicts": verdicts, "sparse": modes, "nebula": nebula,
+    "eigenvalue": eig, "elasticity": elastic, "compression": get_compression_config({}),
+    "pld": {"enabled": K.PLD_ENABLED_DEFAULT, "theta": K.PLD_THETA_DEFAULT, "gamma": K.PLD_GAMMA_DEFAULT},
+    "amp_enabled": K.AMP_ENABLED_DEFAULT,
+}))
+"""
 
-def _run_0195(code: str) -> str:
-    """Run ``code`` under DeepSpeed 0.19.5 and return its last stdout line."""
+#: Configs (added to {"train_batch_size": 1}) whose 0.19.5 verdict the legacy sections must reproduce.
+_LEGACY_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("amp", {"enabled": False, "opt_level": "O1"}),
+    ("amp", {"opt_level": "O1"}),
+    ("progressive_layer_drop", {"enabled": True, "theta": 0.5}),
+    ("progressive_layer_drop", {"theta": 0.5}),
+    ("curriculum_learning", {"enabled": False}),
+    ("curriculum_learning", {"curriculum_type": "seqlen"}),
+    ("sparse_attention", {"mode": "bigbird"}),
+    ("sparse_attention", {"mode": "bogus"}),
+    ("elasticity", {"enabled": False}),
+    ("elasticity", {"enabled": True}),
+    ("elasticity", {"enabled": True, "max_train_batch_size": 100}),
+    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2, 4],
+                    "ignore_non_elastic_batch_info": True}),
+    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2, 0],
+                    "ignore_non_elastic_batch_info": True}),
+    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2],
+                    "min_gpus": 8, "max_gpus": 4, "ignore_non_elastic_batch_info": True}),
+    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2],
+                    "model_parallel_size": 2, "version": 0.1, "ignore_non_elastic_batch_info": True}),
+    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2],
+                    "min_time": -1, "ignore_non_elastic_batch_info": True}),
+    ("nebula", {"enabled": True, "persistent_storage_path": "/tmp/x"}),
+    ("compression_training", {"layer_reduction": {"enabled": False}}),
+]
+
+
+@pytest.fixture(scope="module")
+def facts_0195() -> dict[str, Any]:
+    """Defaults and verdicts of DeepSpeed 0.19.5 (run once, in its own venv)."""
     if not _DS0195_PYTHON.exists():
         pytest.skip("the DeepSpeed 0.19.5 venv (.venv-ds0195) is not installed")
-    out = subprocess.run([str(_DS0195_PYTHON), "-c", code], capture_output=True, text=True, timeout=300,
-                         check=True)
-    return out.stdout.strip().splitlines()[-1]
+    cases = [{key: value} for key, value in _LEGACY_CASES]
+    out = subprocess.run([str(_DS0195_PYTHON), "-c", _FACTS_0195], input=json.dumps(cases), capture_output=True,
+                         text=True, timeout=600, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_optimizer_names_equal_deepspeed_optimizers():
     assert set(optimizer.deepspeed_optimizer_names("0.19.8")) == set(ds_config_mod.DEEPSPEED_OPTIMIZERS)
 
 
-@pytest.mark.slow
-def test_optimizer_names_equal_deepspeed_0195_optimizers():
-    names = json.loads(_run_0195(
-        "import json; from deepspeed.runtime.config import DEEPSPEED_OPTIMIZERS as D; print(json.dumps(D))"))
-    assert set(optimizer.deepspeed_optimizer_names("0.19.5")) == set(names)
+def test_optimizer_names_equal_deepspeed_0195_optimizers(facts_0195):
+    assert set(optimizer.deepspeed_optimizer_names("0.19.5")) == set(facts_0195["optimizers"])
 
 
 def test_torch_optimizer_names_equal_torch_optim():
@@ -508,9 +566,8 @@ def _assert_defaults_cover(theirs: dict[str, Any], ours: type[BaseModel], path: 
         where = f"{path}{key}"
         assert key in ours.model_fields, f"{where} missing in {ours.__name__}"
         info = ours.model_fields[key]
-        if isinstance(value, dict):
-            default = _our_default(info)
-            assert isinstance(default, BaseModel), where
+        default = _our_default(info)
+        if isinstance(value, dict) and isinstance(default, BaseModel):
             _assert_defaults_cover(value, type(default), f"{where}.")
         else:
             assert _normalise(_our_default(info)) == value, f"{where}: {_our_default(info)!r} != {value!r}"
@@ -604,3 +661,68 @@ def test_datastates_enabled_rule():
     assert DeepSpeedDataStatesConfig({"datastates_ckpt": {}}).enabled
     assert not DeepSpeedDataStatesConfig({"datastates_ckpt": False}).enabled
     assert advanced.DataStatesConfig.model_fields == {}  # keys belong to the DataStates package
+
+
+
+# --------------------------------------------------------------------------------------------------
+# legacy sections (DeepSpeed 0.19.5 only)
+# --------------------------------------------------------------------------------------------------
+
+
+def _section_model(key: str) -> type[BaseModel]:
+    from core.schema.walk import nested_model
+    model = nested_model(DeepSpeedConfig.model_fields[key].annotation)
+    assert model is not None, key
+    return model
+
+
+def test_legacy_sections_same_verdict_as_deepspeed_0195(facts_0195):
+    for (key, value), theirs in zip(_LEGACY_CASES, facts_0195["verdicts"], strict=True):
+        model = _section_model(key)
+        try:
+            model.model_validate(value)
+            ours = None
+        except ValidationError as exc:
+            ours = "; ".join(e["msg"] for e in exc.errors())
+        assert (ours is None) == (theirs is None), f"{key}={value}: ours {ours!r}, DeepSpeed 0.19.5 {theirs!r}"
+        if theirs and theirs.startswith("ElasticityConfigError: "):
+            assert theirs.removeprefix("ElasticityConfigError: ") in ours, (ours, theirs)
+        if theirs and theirs.startswith("KeyError"):
+            assert "KeyError: 'enabled'" in ours
+
+
+def test_legacy_defaults_match_deepspeed_0195(facts_0195):
+    for mode, parsed in facts_0195["sparse"].items():
+        _assert_defaults_cover({k: v for k, v in parsed.items() if k != "mode"}, legacy.SparseAttentionConfig)
+        assert mode in typing.get_args(legacy.SparseMode)
+    nebula = dict(facts_0195["nebula"])
+    nebula["nebula_load_path"] = nebula.pop("load_path")  # attribute name differs from the key
+    assert _defaults_of(legacy.NebulaConfig) == nebula
+    assert _defaults_of(legacy.EigenvalueConfig) == facts_0195["eigenvalue"]
+    assert _defaults_of(legacy.ElasticityConfig) == facts_0195["elasticity"]
+    assert _defaults_of(legacy.ProgressiveLayerDropConfig) == facts_0195["pld"]
+    assert _defaults_of(legacy.AmpConfig)["enabled"] == facts_0195["amp_enabled"]
+    compression = facts_0195["compression"]
+    shared = compression["weight_quantization"]["shared_parameters"]
+    # DeepSpeed flattens fp16_mixed_quantize.{enabled, quantize_change_ratio} into the shared parameters.
+    shared["fp16_mixed_quantize"] = {"enabled": shared["fp16_mixed_quantize"],
+                                     "quantize_change_ratio": shared.pop("quantize_change_ratio")}
+    _assert_defaults_cover(compression, legacy.CompressionTrainingConfig)
+
+
+def _models_under(model: type[BaseModel]) -> list[type[BaseModel]]:
+    from core.schema.walk import iter_schema
+    return [model] + [f.model for _, f in iter_schema(model) if f.model is not None]
+
+
+def test_every_legacy_field_is_marked_removed_in_0198():
+    for key in ("amp", "elasticity", "sparse_attention", "nebula", "compression_training", "quantize_training",
+                "eigenvalue", "curriculum_learning", "progressive_layer_drop"):
+        assert not field_meta(DeepSpeedConfig.model_fields[key]).exists_in("0.19.8")
+        for model in _models_under(_section_model(key)):
+            if model.__module__ != legacy.__name__:
+                continue  # shared with a current section (curriculum schedule_config); its parent field is marked
+            for name, info in model.model_fields.items():
+                meta = field_meta(info)
+                assert meta.exists_in("0.19.5") and not meta.exists_in("0.19.8"), f"{model.__name__}.{name}"
+                assert info.description, f"{model.__name__}.{name}"

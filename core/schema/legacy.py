@@ -1,40 +1,465 @@
-"""PLACEHOLDER: replaced by the full section models."""
+"""Sections only DeepSpeed 0.19.5 parses; 0.19.8 rejects each of them on mere presence.
 
-from core.schema.base import LenientSection
+Read from the 0.19.5 source (``runtime/config.py``, ``runtime/constants.py``, ``elasticity/``,
+``nebula/``, ``compression/``, ``runtime/data_pipeline/``). All are read with ``dict.get``
+(lenient). The root fields holding them carry ``removed="0.19.8"``; the fields here carry it too, so
+the app never offers them for 0.19.8.
+
+Some of these sections fail in 0.19.5 while the config is parsed, and the validators below reproduce
+that with DeepSpeed's own messages: ``amp``, ``progressive_layer_drop`` and the legacy
+``curriculum_learning`` need an ``enabled`` key (DeepSpeed pops it: ``KeyError: 'enabled'``), and an
+enabled ``elasticity`` block is checked by ``ElasticityConfig``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, model_validator
+
+from core.schema.advanced import CurriculumScheduleConfig
+from core.schema.base import META_KEY, LenientSection, OpenSection, ds_field
+
+_GONE = "0.19.8"
+_RAISES = {META_KEY: {"kind": "lenient", "raises": "config"}}
 
 
-class AmpConfig(LenientSection):
-    """placeholder"""
+def _require_enabled_key(data: Any, section: str) -> Any:
+    # DeepSpeed 0.19.5 copies the section and pops "enabled" without a default.
+    if isinstance(data, dict) and "enabled" not in data:
+        raise ValueError(
+            f"DeepSpeed 0.19.5 fails with KeyError: 'enabled' when `{section}` has no `enabled` key; "
+            "add \"enabled\": true or false"
+        )
+    return data
 
 
-class CompressionTrainingConfig(LenientSection):
-    """placeholder"""
+# --------------------------------------------------------------------------------------------------
+# amp
+# --------------------------------------------------------------------------------------------------
 
 
-class CurriculumLearningLegacyConfig(LenientSection):
-    """placeholder"""
+class AmpConfig(OpenSection):
+    """NVIDIA Apex AMP (removed in 0.19.8). Every key besides `enabled` is passed to `apex.amp.initialize`
+    (e.g. `opt_level`). Not compatible with ZeRO or `fp16`."""
+
+    model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "open": True, "raises": "config"}})
+
+    enabled: bool = ds_field(
+        False, removed=_GONE,
+        description="Use Apex AMP. Needs NVIDIA Apex installed; the engine refuses it together with ZeRO "
+        "(\"Amp and ZeRO are not currently compatible\"). Required key in 0.19.5.",
+    )
+    opt_level: str | None = ds_field(
+        None, removed=_GONE, choices=("O0", "O1", "O2", "O3"), widget="select",
+        description="Apex AMP optimisation level (passed to amp.initialize): O1 mixed precision, O2 "
+        "\"almost fp16\".",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _enabled_required(cls, data: Any) -> Any:
+        return _require_enabled_key(data, "amp")
 
 
-class EigenvalueConfig(LenientSection):
-    """placeholder"""
+# --------------------------------------------------------------------------------------------------
+# elasticity
+# --------------------------------------------------------------------------------------------------
 
 
 class ElasticityConfig(LenientSection):
-    """placeholder"""
+    """Elastic training (removed in 0.19.8): DeepSpeed picks a global batch size that works for a range of
+    GPU counts, so a scheduler can grow or shrink the job. It then controls the batch size itself."""
+
+    model_config = ConfigDict(json_schema_extra=_RAISES)
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Turn elastic training on.")
+    max_train_batch_size: int = ds_field(
+        2000, removed=_GONE, unit="samples",
+        description="Largest acceptable global batch size. Required when enabled.",
+    )
+    micro_batch_sizes: list[int] = ds_field(
+        default_factory=lambda: [2, 4, 6], removed=_GONE,
+        description="Acceptable micro batch sizes per GPU (positive integers). Required when enabled.",
+    )
+    min_gpus: int = ds_field(1, removed=_GONE, description="Fewest GPUs to consider (≥ 1).")
+    max_gpus: int = ds_field(10000, removed=_GONE, description="Most GPUs to consider (≥ min_gpus).")
+    min_time: int = ds_field(
+        0, removed=_GONE, description="Minutes to run before the scheduler may scale again (v0.1 only; 0: unknown)."
+    )
+    prefer_larger_batch: bool = ds_field(
+        True, removed=_GONE, description="Prefer the batch size closest to `max_train_batch_size`."
+    )
+    ignore_non_elastic_batch_info: bool = ds_field(
+        False, removed=_GONE,
+        description="Allow (and silently ignore) train_batch_size / train_micro_batch_size_per_gpu / "
+        "gradient_accumulation_steps elsewhere in the config; otherwise their presence is an error.",
+    )
+    version: float = ds_field(
+        0.2, removed=_GONE, description="Elasticity algorithm version: 0.1 or 0.2 (0.2 supports model parallelism)."
+    )
+    num_gpus_per_node: int = ds_field(1, removed=_GONE, description="GPUs per node (v0.2, model parallelism).")
+    model_parallel_size: int = ds_field(1, removed=_GONE, description="Model-parallel degree (v0.2 only).")
+
+    @model_validator(mode="after")
+    def _elasticity_rules(self) -> ElasticityConfig:
+        # ElasticityConfig.__init__ and compute_elastic_config of 0.19.5, only when enabled.
+        if not self.enabled:
+            return self
+        fields = self.model_fields_set
+        for key in ("max_train_batch_size", "micro_batch_sizes"):
+            if key not in fields:
+                raise ValueError(f"Elasticity config missing {key}")
+        micro = self.micro_batch_sizes
+        if not all(m > 0 for m in micro):
+            raise ValueError(
+                f"Elasticity expected micro_batch_sizes to only contain positive integers, instead contains: "
+                f"f{micro}")
+        if self.min_gpus < 1 or self.max_gpus < 1:
+            raise ValueError("Elasticity min/max gpus must be > 0, "
+                             f"given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}")
+        if self.max_gpus < self.min_gpus:
+            raise ValueError("Elasticity min_gpus cannot be greater than max_gpus, "
+                             f"given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}")
+        if self.model_parallel_size < 1:
+            raise ValueError("Model-Parallel size cannot be less than 1, "
+                             f"given model-parallel size: {self.model_parallel_size}")
+        if self.num_gpus_per_node < 1:
+            raise ValueError("Number of GPUs per node cannot be less than 1, "
+                             f"given number of GPUs per node: {self.num_gpus_per_node}")
+        if self.min_time < 0:
+            raise ValueError(f"Elasticity min time needs to be >= 0: given {self.min_time}")
+        if self.model_parallel_size > 1 and float(self.version) != 0.2:
+            raise ValueError(f"Elasticity V{self.version} does not support model-parallel training. Given "
+                             f"model-parallel size: {self.model_parallel_size}")
+        if float(self.version) > 0.2:
+            raise ValueError(f"Attempting to run elasticity version {self.version} but runtime only supports up "
+                             "to 0.2")
+        return self
 
 
-class NebulaConfig(LenientSection):
-    """placeholder"""
+# --------------------------------------------------------------------------------------------------
+# sparse attention
+# --------------------------------------------------------------------------------------------------
 
-
-class ProgressiveLayerDropConfig(LenientSection):
-    """placeholder"""
-
-
-class QuantizeTrainingConfig(LenientSection):
-    """placeholder"""
+SparseMode = Literal["dense", "fixed", "variable", "bigbird", "bslongformer"]
 
 
 class SparseAttentionConfig(LenientSection):
-    """placeholder"""
+    """Block-sparse attention kernels (removed in 0.19.8). Which keys apply depends on `mode`."""
 
+    model_config = ConfigDict(json_schema_extra=_RAISES)
+
+    mode: SparseMode = ds_field(
+        "fixed", removed=_GONE, widget="select",
+        description="Sparsity layout: dense, fixed, variable, bigbird or bslongformer. Any other value fails "
+        "(\"Given sparsity mode, X, has not been implemented yet!\").",
+        raises="config",
+    )
+    block: int = ds_field(16, removed=_GONE, description="Block size of the sparse layout (all modes).")
+    different_layout_per_head: bool = ds_field(
+        False, removed=_GONE, description="A different layout per attention head (all modes but dense)."
+    )
+    num_local_blocks: int = ds_field(4, removed=_GONE, description="Local blocks per window (fixed).")
+    num_global_blocks: int = ds_field(1, removed=_GONE, description="Global blocks (fixed, bigbird).")
+    attention: Literal["bidirectional", "unidirectional"] = ds_field(
+        "bidirectional", removed=_GONE, widget="select",
+        description="Attention type: bidirectional (encoders) or unidirectional (decoders) (fixed, variable).",
+    )
+    horizontal_global_attention: bool = ds_field(
+        False, removed=_GONE,
+        description="Global blocks also attend horizontally (fixed, variable; bidirectional only).",
+    )
+    num_different_global_patterns: int = ds_field(
+        1, removed=_GONE, description="Number of different global patterns (fixed)."
+    )
+    num_random_blocks: int = ds_field(0, removed=_GONE, description="Random blocks per row (variable, bigbird).")
+    local_window_blocks: list[int] = ds_field(
+        default_factory=lambda: [4], removed=_GONE, description="Sizes of the local windows in blocks (variable)."
+    )
+    global_block_indices: list[int] = ds_field(
+        default_factory=lambda: [0], removed=_GONE,
+        description="Indices of the global blocks (variable, bslongformer).",
+    )
+    global_block_end_indices: list[int] | None = ds_field(
+        None, removed=_GONE, description="End indices of global block ranges (variable, bslongformer)."
+    )
+    num_sliding_window_blocks: int = ds_field(
+        3, removed=_GONE, description="Blocks in the sliding window (bigbird, bslongformer)."
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# nebula
+# --------------------------------------------------------------------------------------------------
+
+
+class NebulaConfig(LenientSection):
+    """Azure Nebula fast checkpointing (removed in 0.19.8; a leftover block in 0.19.8 is an error)."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Use Nebula for checkpointing.")
+    persistent_storage_path: str | None = ds_field(
+        None, removed=_GONE, widget="path", description="Where Nebula persists checkpoints."
+    )
+    persistent_time_interval: int = ds_field(
+        100, removed=_GONE, unit="seconds", description="Interval between persisting checkpoints."
+    )
+    num_of_version_in_retention: int = ds_field(2, removed=_GONE, description="Checkpoint versions kept.")
+    enable_nebula_load: bool = ds_field(True, removed=_GONE, description="Load checkpoints through Nebula.")
+    nebula_load_path: str | None = ds_field(
+        None, removed=_GONE, widget="path", description="Path Nebula loads checkpoints from."
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# compression
+# --------------------------------------------------------------------------------------------------
+
+
+class CompressionGroupConfig(LenientSection):
+    """One group of `different_groups`: its technique parameters and the modules it applies to."""
+
+    params: dict[str, Any] = ds_field(
+        default_factory=dict, removed=_GONE, widget="json",
+        description="Technique parameters of this group (e.g. start_bits/target_bits, dense_ratio).",
+    )
+    modules: list[str] = ds_field(
+        default_factory=lambda: ["*"], removed=_GONE, description="Module name patterns the group applies to."
+    )
+    related_modules: list[list[str]] | None = ds_field(
+        None, removed=_GONE, description="Modules pruned together with each module (channel/head pruning)."
+    )
+
+
+class LayerReductionConfig(LenientSection):
+    """Layer reduction: keep only some layers of a (teacher) model."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Turn layer reduction on.")
+    keep_number_layer: int | None = ds_field(None, removed=_GONE, description="Number of layers to keep.")
+    module_name_prefix: str | None = ds_field(
+        None, removed=_GONE, description="Name prefix of the layer modules (e.g. bert.encoder.layer)."
+    )
+    teacher_layer: list[int] | None = ds_field(
+        None, removed=_GONE, description="Teacher layers used to initialise the kept layers."
+    )
+    other_module_name: list[str] | None = ds_field(
+        None, removed=_GONE, description="Other modules to initialise from the teacher."
+    )
+
+
+class FP16MixedQuantizeConfig(LenientSection):
+    """Mix fp16 and quantized weights while quantizing."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Turn fp16 mixed quantization on.")
+    quantize_change_ratio: float = ds_field(
+        0.001, removed=_GONE, description="Ratio of the change from fp16 to quantized weights per step."
+    )
+
+
+class WeightQuantizationSharedConfig(LenientSection):
+    """Shared parameters of weight quantization."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Quantize weights. Needs `different_groups`.")
+    quantizer_kernel: bool = ds_field(False, removed=_GONE, description="Use the CUDA quantizer kernel.")
+    schedule_offset: int = ds_field(0, removed=_GONE, unit="steps", description="Step at which quantization starts.")
+    quantize_groups: int = ds_field(1, removed=_GONE, description="Quantization groups per tensor.")
+    quantize_verbose: bool = ds_field(False, removed=_GONE, description="Log the quantization.")
+    quantization_type: Literal["symmetric", "asymmetric"] = ds_field(
+        "symmetric", removed=_GONE, widget="select", raises="config", description="Symmetric or asymmetric."
+    )
+    rounding: Literal["nearest", "stochastic"] = ds_field(
+        "nearest", removed=_GONE, widget="select", raises="config", description="Rounding mode."
+    )
+    quantize_weight_in_forward: bool = ds_field(
+        False, removed=_GONE, description="Quantize in the forward pass instead of in the optimizer step."
+    )
+    fp16_mixed_quantize: FP16MixedQuantizeConfig = ds_field(
+        default_factory=FP16MixedQuantizeConfig, removed=_GONE, description="fp16 mixed quantization."
+    )
+
+
+class ActivationQuantizationSharedConfig(LenientSection):
+    """Shared parameters of activation quantization."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Quantize activations. Needs `different_groups`.")
+    quantization_type: Literal["symmetric", "asymmetric"] = ds_field(
+        "symmetric", removed=_GONE, widget="select", raises="config", description="Symmetric or asymmetric."
+    )
+    range_calibration: Literal["dynamic", "static"] = ds_field(
+        "dynamic", removed=_GONE, widget="select", raises="config", description="Range calibration."
+    )
+    schedule_offset: int = ds_field(1000, removed=_GONE, unit="steps", description="Step at which it starts.")
+
+
+class SparsePruningSharedConfig(LenientSection):
+    """Shared parameters of sparse pruning."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Prune weights sparsely. Needs `different_groups`.")
+    method: Literal["l1", "topk", "snip_momentum"] = ds_field(
+        "l1", removed=_GONE, widget="select", raises="config", description="Pruning method."
+    )
+    schedule_offset: int = ds_field(1000, removed=_GONE, unit="steps", description="Step at which pruning starts.")
+    schedule_offset_end: int | None = ds_field(
+        None, removed=_GONE, unit="steps", description="snip_momentum: end step (≥ schedule_offset; unset: same)."
+    )
+    schedule_offset_stride: int = ds_field(1, removed=_GONE, description="snip_momentum: stride of the schedule.")
+    block_pattern: str = ds_field("4x1", removed=_GONE, description="snip_momentum: block pattern, e.g. 4x1.")
+    dense_ratio: float = ds_field(
+        0.1, gt=0, lt=1, removed=_GONE, raises="config", description="snip_momentum: fraction kept (0 < r < 1)."
+    )
+    excluded_modules: list[str] = ds_field(
+        default_factory=list, removed=_GONE, description="snip_momentum: modules never pruned."
+    )
+
+
+class PruningSharedConfig(LenientSection):
+    """Shared parameters of row and channel pruning."""
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Turn this pruning on. Needs `different_groups`.")
+    method: Literal["l1", "topk"] = ds_field(
+        "l1", removed=_GONE, widget="select", raises="config", description="Pruning method: l1 or topk."
+    )
+    schedule_offset: int = ds_field(1000, removed=_GONE, unit="steps", description="Step at which pruning starts.")
+
+
+class HeadPruningSharedConfig(PruningSharedConfig):
+    """Shared parameters of head pruning."""
+
+    method: Literal["l1", "topk"] = ds_field(
+        "topk", removed=_GONE, widget="select", raises="config", description="Pruning method: topk or l1."
+    )
+    num_heads: int | None = ds_field(
+        None, removed=_GONE, raises="config",
+        description="Number of attention heads. Required when enabled.",
+    )
+
+
+def _technique(shared: type[LenientSection], what: str) -> Any:
+    class Technique(LenientSection):
+        shared_parameters: shared = ds_field(
+            default_factory=shared, removed=_GONE, description=f"Parameters shared by all {what} groups."
+        )
+        different_groups: dict[str, CompressionGroupConfig] = ds_field(
+            default_factory=dict, removed=_GONE, widget="json",
+            description=f"Named {what} groups, each with `params` and `modules`. Required when enabled.",
+        )
+
+    Technique.__name__ = Technique.__qualname__ = shared.__name__.replace("SharedConfig", "TechniqueConfig")
+    Technique.__doc__ = f"{what.capitalize()} (compression)."
+    return Technique
+
+
+WeightQuantizationCompressionConfig = _technique(WeightQuantizationSharedConfig, "weight quantization")
+ActivationQuantizationConfig = _technique(ActivationQuantizationSharedConfig, "activation quantization")
+SparsePruningConfig = _technique(SparsePruningSharedConfig, "sparse pruning")
+PruningConfig = _technique(PruningSharedConfig, "pruning")
+HeadPruningConfig = _technique(HeadPruningSharedConfig, "head pruning")
+
+
+class CompressionTrainingConfig(LenientSection):
+    """DeepSpeed Compression (removed in 0.19.8): quantization-aware training, pruning and layer reduction."""
+
+    weight_quantization: WeightQuantizationCompressionConfig = ds_field(
+        default_factory=WeightQuantizationCompressionConfig, removed=_GONE, description="Weight quantization."
+    )
+    activation_quantization: ActivationQuantizationConfig = ds_field(
+        default_factory=ActivationQuantizationConfig, removed=_GONE, description="Activation quantization."
+    )
+    sparse_pruning: SparsePruningConfig = ds_field(
+        default_factory=SparsePruningConfig, removed=_GONE, description="Sparse pruning."
+    )
+    row_pruning: PruningConfig = ds_field(
+        default_factory=PruningConfig, removed=_GONE, description="Row pruning."
+    )
+    head_pruning: HeadPruningConfig = ds_field(
+        default_factory=HeadPruningConfig, removed=_GONE, description="Head pruning."
+    )
+    channel_pruning: PruningConfig = ds_field(
+        default_factory=PruningConfig, removed=_GONE, description="Channel pruning."
+    )
+    layer_reduction: LayerReductionConfig = ds_field(
+        default_factory=LayerReductionConfig, removed=_GONE, description="Layer reduction."
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# MoQ: quantize_training / eigenvalue
+# --------------------------------------------------------------------------------------------------
+
+
+class EigenvalueConfig(LenientSection):
+    """Eigenvalue computation for MoQ (removed in 0.19.8)."""
+
+    enabled: bool = ds_field(
+        False, removed=_GONE,
+        description="Compute eigenvalues of the parameter blocks to adapt the MoQ schedule.",
+        doc_note="The docs show a top-level `eigenvalue` block; DeepSpeed 0.19.5 only reads "
+        "`quantize_training.eigenvalue` (and only with compression weight quantization on), and then "
+        "asserts it is disabled (\"Eigenvalue based MoQ is temporarily disabled\"). A top-level block is "
+        "ignored by 0.19.5 and rejected by 0.19.8.",
+    )
+    verbose: bool = ds_field(False, removed=_GONE, description="Print the eigenvalues.")
+    max_iter: int = ds_field(100, removed=_GONE, description="Maximum power iterations.")
+    tol: float = ds_field(1e-2, removed=_GONE, description="Convergence tolerance.")
+    stability: float = ds_field(1e-6, removed=_GONE, description="Numerical stability term.")
+    gas_boundary_resolution: int = ds_field(1, removed=_GONE, description="Compute every N accumulation boundaries.")
+    layer_name: str = ds_field("bert.encoder.layer", removed=_GONE, description="Name prefix of the layers.")
+    layer_num: int = ds_field(0, removed=_GONE, description="Number of layers.")
+
+
+class QuantizeTrainingConfig(LenientSection):
+    """MoQ (mixture-of-quantization) training settings (removed in 0.19.8). 0.19.5 only reads
+    `eigenvalue` from here."""
+
+    eigenvalue: EigenvalueConfig | None = ds_field(
+        None, removed=_GONE, description="Eigenvalue settings of MoQ."
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# legacy curriculum learning, progressive layer drop
+# --------------------------------------------------------------------------------------------------
+
+
+class CurriculumLearningLegacyConfig(LenientSection):
+    """The old top-level curriculum learning (removed in 0.19.8; use `data_efficiency`)."""
+
+    model_config = ConfigDict(json_schema_extra=_RAISES)
+
+    enabled: bool = ds_field(
+        False, removed=_GONE, description="Turn legacy curriculum learning on. Required key in 0.19.5."
+    )
+    curriculum_type: str | None = ds_field(
+        None, removed=_GONE, choices=("seqlen",),
+        description="What the difficulty is; `seqlen` truncates sequences (the engine handles it).",
+    )
+    min_difficulty: int | None = ds_field(None, removed=_GONE, description="Difficulty at the first step.")
+    max_difficulty: int | None = ds_field(None, removed=_GONE, description="Final difficulty.")
+    schedule_type: str | None = ds_field(
+        None, removed=_GONE, choices=("fixed_linear", "fixed_root", "fixed_discrete", "custom"),
+        widget="select", description="Pacing function.",
+    )
+    schedule_config: CurriculumScheduleConfig | None = ds_field(
+        None, removed=_GONE, description="Parameters of the pacing function."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _enabled_required(cls, data: Any) -> Any:
+        return _require_enabled_key(data, "curriculum_learning")
+
+
+class ProgressiveLayerDropConfig(LenientSection):
+    """Progressive layer drop (removed in 0.19.8): skip transformer layers stochastically, more as
+    training progresses (needs model support)."""
+
+    model_config = ConfigDict(json_schema_extra=_RAISES)
+
+    enabled: bool = ds_field(False, removed=_GONE, description="Turn PLD on. Required key in 0.19.5.")
+    theta: float = ds_field(1.0, removed=_GONE, description="Final keep probability.")
+    gamma: float = ds_field(0.001, removed=_GONE, description="Decay rate of the keep probability.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _enabled_required(cls, data: Any) -> Any:
+        return _require_enabled_key(data, "progressive_layer_drop")
