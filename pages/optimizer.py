@@ -1,9 +1,117 @@
-"""Optimizer & scheduler page: not built yet."""
+"""Optimizer & scheduler: every optimizer and scheduler with its parameters, and the LR curve."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import altair as alt
+import pandas as pd
 import streamlit as st
 
-from ui import frame
+import app_state
+from core import lr_schedules
+from core.findings import get_path
+from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
+from ui import frame, widgets
 
 frame.begin("Optimizer & scheduler")
-st.info("This page is not built yet; edit these settings in the JSON on the Start page (import).")
+widgets.explain(
+    "What the optimizer and the scheduler do",
+    """The **optimizer** turns gradients into weight updates. Adam/AdamW keep two extra numbers per
+parameter (momentum and variance), which is why the optimizer states are the biggest part of training
+memory and the first thing ZeRO partitions. DeepSpeed builds a fused GPU kernel for Adam, or its
+CPU-Adam when the optimizer is offloaded to the CPU.
+
+The **learning-rate scheduler** changes the learning rate after every optimizer step: a **warm-up**
+from a small value avoids early divergence, a **decay** (linear or cosine) lets training settle.
+The chart below is computed exactly as DeepSpeed's schedulers compute it.
+
+Leave the optimizer out entirely if your script (or the HF Trainer) passes its own.""",
+)
+
+form = widgets.Form.current()
+config = form.config
+ctx = app_state.get_context()
+
+# ------------------------------------------------------------------ optimizer
+st.subheader("Optimizer")
+widgets.render_field("optimizer.type", form)
+opt_type = get_path(config, "optimizer.type")
+spec = resolve_optimizer(opt_type, form.version) if isinstance(opt_type, str) and opt_type != "auto" else None
+if isinstance(spec, OptimizerSpec):
+    offload = get_path(config, "zero_optimization.offload_optimizer.device") in ("cpu", "nvme")
+    torch_adam = get_path(config, "optimizer.params.torch_adam") is True
+    backend = "torch" if torch_adam else "cpu" if offload else "gpu"
+    st.caption(f"{spec.description} DeepSpeed builds `{spec.implementations.get(backend, '?')}` here"
+               f" ({backend}).")
+    params = spec.params_for(backend)
+    cols = st.columns(3)
+    for i, param in enumerate(params):
+        with cols[i % 3]:
+            widgets.render_param("optimizer.params", param, form)
+    given = get_path(config, "optimizer.params", {})
+    if isinstance(given, Mapping):
+        other = [k for k in given if spec.param(k) is None or spec.param(k) not in params]
+        if other:
+            st.caption("Other keys in `optimizer.params` (kept; see the findings): "
+                       + ", ".join(f"`{k}`" for k in other))
+elif isinstance(spec, str):
+    st.caption(f"`{spec}` is built from `torch.optim.{spec}`; its parameters are passed as they are.")
+    widgets.render_field("optimizer.params", form)
+elif isinstance(opt_type, str) and opt_type != "auto":
+    st.error(f"`{opt_type}` is not an optimizer DeepSpeed {form.version} knows.", icon=":material/error:")
+elif opt_type is None:
+    st.caption("No optimizer section: your script passes its own optimizer to `deepspeed.initialize`.")
+if isinstance(config.get("optimizer"), Mapping):
+    widgets.render_field("optimizer.legacy_fusion", form)
+cols = st.columns(2)
+with cols[0]:
+    widgets.render_field("zero_allow_untested_optimizer", form)
+with cols[1]:
+    widgets.render_field("zero_force_ds_cpu_optimizer", form)
+
+# ------------------------------------------------------------------ scheduler
+st.subheader("Learning-rate scheduler")
+widgets.render_field("scheduler.type", form)
+sched_type = get_path(config, "scheduler.type")
+sched = SCHEDULERS.get(sched_type) if isinstance(sched_type, str) else None
+if sched is not None:
+    st.caption(sched.description)
+    cols = st.columns(3)
+    for i, param in enumerate(sched.params):
+        with cols[i % 3]:
+            widgets.render_param("scheduler.params", param, form)
+    steps = int(ctx.get("train_steps") or 1000)
+    widgets.context_widget(st.number_input, "train_steps", "Steps to chart", min_value=1,
+                           max_value=lr_schedules.MAX_STEPS, step=1000)
+    try:
+        curve = lr_schedules.config_schedule_curve(config, steps)
+    except lr_schedules.ScheduleError as exc:
+        where = f" (`scheduler.params.{exc.param}`)" if exc.param and exc.param != "steps" else ""
+        st.error(f"No curve{where}: {exc}", icon=":material/error:")
+        curve = None
+    if curve is not None:
+        for warning in curve.attrs.get("warnings", []):
+            st.warning(f"DeepSpeed would warn: {warning}")
+        every = max(1, len(curve) // 2000)
+        shown = curve.iloc[::every]
+        long = shown.melt("step", [c for c in ("lr", "momentum") if c in shown], "series", "value")
+        chart = alt.Chart(long).mark_line().encode(
+            x=alt.X("step:Q", title="optimizer step"), y=alt.Y("value:Q", title=None),
+            color=alt.Color("series:N", title=None),
+            row=alt.Row("series:N", title=None) if "momentum" in shown else alt.Undefined,
+        ).properties(height=220)
+        st.altair_chart(chart, width="stretch")
+        final = pd.DataFrame({"at step": [0, steps // 2, steps - 1],
+                              "lr": [curve["lr"].iloc[0], curve["lr"].iloc[steps // 2], curve["lr"].iloc[-1]]})
+        st.dataframe(final, hide_index=True)
+elif isinstance(sched_type, str) and sched_type != "auto":
+    st.caption(f"`{sched_type}` is not one of DeepSpeed's schedulers; it must be a class of "
+               "torch.optim.lr_scheduler, built with the parameters as they are.")
+    widgets.render_field("scheduler.params", form)
+elif sched_type is None:
+    st.caption("No scheduler: the learning rate stays at the optimizer's `lr`.")
+
+widgets.page_findings(form, "optimizer")
+st.page_link(app_state.PAGES["zero"], label="Next: ZeRO & offload →", icon=":material/arrow_forward:")
 frame.end()

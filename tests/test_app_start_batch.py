@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from test_app_support import ROOT, app, texts
 
 from ui.widgets import widget_key
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
-BUILT_PAGES = ("start", "batch")
-
-
-def app(config: dict | None = None, page: str | None = None, **context) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
-    if config is not None:
-        at.session_state["config"] = config
-    at.run()
-    if context:
-        at.session_state["context"].update(context)
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
-
-
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
+BUILT_PAGES = ("start", "batch", "precision", "optimizer")
 
 
 def test_home_is_start_page_with_sidebar_and_download():

@@ -547,3 +547,84 @@ def context_widget(factory: Any, name: str, label: str, **kwargs: Any) -> Any:
 def page_fields(page: str) -> list[str]:
     """Names of the top-level schema fields the schema assigns to ``page``, in declaration order."""
     return [f.name for f in unique_fields(DeepSpeedConfig) if f.meta.page == page]
+
+
+# --------------------------------------------------------------------------- registry parameters
+
+def param_kind(param: Any, value: Any) -> FieldKind:
+    """How to draw an optimizer/scheduler ``Param`` (from ``core.schema.optimizer``) holding ``value``."""
+    types = set(param.types)
+    optional = True  # a parameter can always be left out of ``params`` (required ones are then a finding)
+    if param.choices:
+        return FieldKind("choice", tuple(param.choices), optional)
+    if "array" in types and (isinstance(value, list) or types <= {"array", "null"}):
+        return FieldKind("json", (), optional)
+    if "boolean" in types:
+        return FieldKind("bool", (), optional)
+    if "integer" in types and "number" not in types:
+        return FieldKind("int", (), optional)
+    if "number" in types:
+        return FieldKind("float", (), optional)
+    if "string" in types:
+        return FieldKind("str", (), optional)
+    return FieldKind("json", (), optional)
+
+
+def param_help(param: Any) -> str:
+    parts = [param.description]
+    if param.required:
+        parts.append("Required.")
+    else:
+        parts.append(f"Default: `{json.dumps(param.default)}`" + (f" {param.unit}" if param.unit else "") + ".")
+    if param.doc_note:
+        parts.append(f"Note: {param.doc_note}")
+    return "\n\n".join(parts)
+
+
+def render_param(base: str, param: Any, form: Form) -> None:
+    """Draw one constructor parameter at ``base.<name>`` (e.g. ``optimizer.params.lr``) from its Param."""
+    path = f"{base}.{param.name}"
+    form.shown.add(path)
+    key = widget_key(path)
+    current = get_path(form.config, path, _MISSING)
+    value = param.default if current is _MISSING else current
+    kind = param_kind(param, value)
+    help_ = param_help(param)
+    label = param.name + (" *" if param.required else "")
+    args = {"path": path, "kind": kind.kind, "optional": True}
+    if form.target == "hf" or value == "auto":
+        st.toggle(f'{param.name}: "auto"', value=value == "auto", key=key + ":auto", on_change=_on_auto,
+                  kwargs={"path": path, "default": None})
+    if value == "auto":
+        st.caption(f'`{path}` = `"auto"`')
+    else:
+        if kind.kind == "int":
+            low = param.ge if param.ge is not None else (param.gt + 1 if param.gt is not None else None)
+            high = param.le if param.le is not None else (param.lt - 1 if param.lt is not None else None)
+            low, high = (None if low is None else int(low)), (None if high is None else int(high))
+        else:
+            low = param.ge
+            high = param.le
+        if not _fits(value, kind, low, high) or (kind.kind == "float" and isinstance(value, list)):
+            _json_widget(path, label + " (raw JSON)", value, help_, None, args | {"kind": "json"})
+        elif kind.kind == "bool":
+            st.checkbox(label, value=bool(value), key=key, help=help_, on_change=_on_change, kwargs=args)
+        elif kind.kind == "int":
+            st.number_input(label, value=value, min_value=low, max_value=high, step=1, key=key, help=help_,
+                            on_change=_on_change, kwargs=args, placeholder="not set")
+        elif kind.kind == "float":
+            st.number_input(label, value=None if value is None else float(value), min_value=low, max_value=high,
+                            format="%g", key=key, help=help_, on_change=_on_change, kwargs=args,
+                            placeholder="not set")
+        elif kind.kind == "choice":
+            options = [None, *kind.choices]
+            if value not in options:
+                options.append(value)
+            st.selectbox(label, options, index=options.index(value), key=key, help=help_, on_change=_on_change,
+                         kwargs=args, format_func=lambda v: f"— default ({param.default}) —" if v is None else str(v))
+        elif kind.kind == "str":
+            st.text_input(label, value=value or "", key=key, help=help_, on_change=_on_change, kwargs=args)
+        else:
+            _json_widget(path, label, value, help_, None, args)
+    for finding in form.findings_at(path):
+        _show_finding(finding)

@@ -1,0 +1,120 @@
+"""AppTest: the Precision and Optimizer & scheduler pages."""
+
+from __future__ import annotations
+
+import json
+
+from test_app_support import ROOT, app, click_fix, texts
+
+from core import lr_schedules
+from ui.widgets import widget_key
+
+PRESET = json.loads((ROOT / "presets" / "zero3-offload-cpu.json").read_text())["config"]
+
+
+def sidebar_labels(at) -> list[str]:
+    return [link.proto.label for link in at.sidebar.get("page_link")]
+
+
+# ------------------------------------------------------------------ precision
+
+def test_precision_mode_switch_sets_enabled_flags_only():
+    at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True, "loss_scale_window": 500}, "x": 1},
+             page="pages/precision.py")
+    assert at.radio(key="cfg:precision_mode").value == "fp16"
+    at.radio(key="cfg:precision_mode").set_value("bf16").run()
+    assert at.session_state["config"] == {
+        "train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": False, "loss_scale_window": 500}, "x": 1,
+        "bf16": {"enabled": True},
+    }
+    assert at.checkbox(key=widget_key("bf16.enabled")).value is True
+
+
+def test_fp16_loss_scaling_widgets_come_from_schema():
+    at = app({"fp16": {"enabled": True}}, page="pages/precision.py")
+    window = at.number_input(key=widget_key("fp16.loss_scale_window"))
+    assert window.value == 1000  # the schema default, not written until changed
+    assert "fp16" in at.session_state["config"] and "loss_scale_window" not in at.session_state["config"]["fp16"]
+    window.set_value(250).run()
+    assert at.session_state["config"]["fp16"] == {"enabled": True, "loss_scale_window": 250}
+
+
+def test_gradient_clipping_and_communication_dtype():
+    at = app({}, page="pages/precision.py")
+    at.number_input(key=widget_key("gradient_clipping")).set_value(0.5).run()
+    at.selectbox(key=widget_key("communication_data_type")).set_value("fp32").run()
+    assert at.session_state["config"] == {"gradient_clipping": 0.5, "communication_data_type": "fp32"}
+
+
+def test_precision_conflict_error_on_page_and_sidebar_and_fix():
+    at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True}, "bf16": {"enabled": True}},
+             page="pages/precision.py")
+    assert any("precision.fp16-and-bf16" in e.value for e in at.main.error)
+    assert any("fp16 and bf16 are both enabled" in label for label in sidebar_labels(at))
+    click_fix(at, "Fix: Keep bf16")
+    assert at.session_state["config"]["fp16"]["enabled"] is False
+    assert at.session_state["config"]["bf16"]["enabled"] is True
+    assert not any("precision.fp16-and-bf16" in e.value for e in at.main.error)
+    assert at.radio(key="cfg:precision_mode").value == "bf16"
+
+
+# ------------------------------------------------------------------ optimizer
+
+def test_optimizer_params_from_registry_change_config():
+    at = app(json.loads(json.dumps(PRESET)), page="pages/optimizer.py")
+    lr = at.number_input(key=widget_key("optimizer.params.lr"))
+    assert lr.value == PRESET["optimizer"]["params"]["lr"]
+    lr.set_value(3e-4).run()
+    config = at.session_state["config"]
+    assert config["optimizer"]["params"]["lr"] == 3e-4
+    # everything else untouched
+    rest = {k: v for k, v in config.items() if k != "optimizer"}
+    assert rest == {k: v for k, v in PRESET.items() if k != "optimizer"}
+    assert {k: v for k, v in config["optimizer"]["params"].items() if k != "lr"} == \
+        {k: v for k, v in PRESET["optimizer"]["params"].items() if k != "lr"}
+
+
+def test_lr_curve_matches_core_and_follows_widgets():
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+              "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 1000, "warmup_num_steps": 100,
+                                                                 "warmup_max_lr": 1e-3}}}
+    at = app(config, page="pages/optimizer.py", train_steps=1000)
+    table = at.dataframe[0].value
+    expected = lr_schedules.config_schedule_curve(config, 1000)
+    assert list(table["lr"]) == [expected["lr"].iloc[0], expected["lr"].iloc[500], expected["lr"].iloc[-1]]
+    at.number_input(key=widget_key("scheduler.params.warmup_max_lr")).set_value(2e-3).run()
+    changed = at.dataframe[0].value
+    assert changed["lr"].iloc[1] > table["lr"].iloc[1]
+    assert at.get("vega_lite_chart")
+
+
+def test_switch_scheduler_type_reports_wrong_params_and_fixes_remove_them():
+    at = app(json.loads(json.dumps(PRESET)), page="pages/optimizer.py")
+    at.selectbox(key=widget_key("scheduler.type")).set_value("OneCycle").run()
+    errors = " ".join(texts(at.main.error))
+    assert "scheduler.unknown-param" in errors and "scheduler.missing-param" in errors
+    assert any("OneCycle" in label for label in sidebar_labels(at))
+    while any(b.label.startswith("Fix: Remove `scheduler.params.") for b in at.button):
+        click_fix(at, "Fix: Remove `scheduler.params.")
+    at.number_input(key=widget_key("scheduler.params.cycle_min_lr")).set_value(1e-5).run()
+    at.number_input(key=widget_key("scheduler.params.cycle_max_lr")).set_value(1e-3).run()
+    assert at.session_state["config"]["scheduler"] == {
+        "type": "OneCycle", "params": {"cycle_min_lr": 1e-5, "cycle_max_lr": 1e-3}}
+    assert not any("scheduler." in e.value for e in at.main.error)
+    assert at.get("vega_lite_chart")
+
+
+def test_bad_scheduler_value_shows_error_naming_the_parameter():
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"lr": 1e-3}},
+              "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 10}}}
+    at = app(config, page="pages/optimizer.py")
+    errors = " ".join(texts(at.main.error))
+    assert "total_num_steps" in errors
+    assert not at.get("vega_lite_chart")
+
+
+def test_hf_target_allows_auto_optimizer_params():
+    config = {"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+    at = app(config, page="pages/optimizer.py", target="hf")
+    at.toggle(key=widget_key("optimizer.params.lr") + ":auto").set_value(True).run()
+    assert at.session_state["config"]["optimizer"]["params"]["lr"] == "auto"

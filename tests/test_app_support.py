@@ -1,0 +1,35 @@
+"""Helpers for the app's AppTest modules (this module has no tests of its own)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def app(config: dict | None = None, page: str | None = None, **context) -> AppTest:
+    """A fresh session of the app, optionally seeded with a config and context values, on ``page``."""
+    at = AppTest.from_file(APP, default_timeout=30)
+    if config is not None:
+        at.session_state["config"] = config
+    at.run()
+    if context:
+        at.session_state["context"].update(context)
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(elements) -> list[str]:
+    """The text values of a list of elements."""
+    return [e.value for e in elements]
+
+
+def click_fix(at: AppTest, startswith: str = "Fix:") -> None:
+    """Click the first one-click fix button whose label starts with ``startswith``."""
+    next(b for b in at.button if b.label.startswith(startswith)).click().run()
+    assert not at.exception, at.exception
