@@ -1,5 +1,6 @@
 """Memory model: DeepSpeed's own ZeRO estimators (bit-exact) and a full per-GPU / per-node estimate."""
 
+from core.memory.activations import ATTENTION_IMPLS, RECOMPUTE_MODES, ActivationBreakdown, activation_breakdown
 from core.memory.deepspeed_parity import (
     estimate_zero2_model_states_mem_needs,
     estimate_zero3_model_states_mem_needs,
@@ -8,12 +9,58 @@ from core.memory.deepspeed_parity import (
     zero2_all_cold_table,
     zero3_all_cold_table,
 )
+from core.memory.estimate import (
+    GIB,
+    OPTIMIZER_STATES,
+    Allowances,
+    Component,
+    Hardware,
+    MemoryEstimate,
+    ModelCounts,
+    Shape,
+    TrainingSettings,
+    estimate,
+    evaluate_arrays,
+)
+from core.memory.solve import (
+    SWEEP_AXES,
+    max_micro_batch,
+    min_gpus,
+    options_table,
+    sweep,
+    sweep_totals,
+    with_zero_option,
+    zero_options,
+)
 
 __all__ = [
+    "ATTENTION_IMPLS",
+    "GIB",
+    "OPTIMIZER_STATES",
+    "RECOMPUTE_MODES",
+    "SWEEP_AXES",
+    "ActivationBreakdown",
+    "Allowances",
+    "Component",
+    "Hardware",
+    "MemoryEstimate",
+    "ModelCounts",
+    "Shape",
+    "TrainingSettings",
+    "activation_breakdown",
+    "estimate",
     "estimate_zero2_model_states_mem_needs",
     "estimate_zero3_model_states_mem_needs",
+    "evaluate_arrays",
+    "max_micro_batch",
+    "min_gpus",
+    "options_table",
     "render_zero2_all_cold",
     "render_zero3_all_cold",
+    "sweep",
+    "sweep_totals",
+    "with_zero_option",
     "zero2_all_cold_table",
     "zero3_all_cold_table",
+    "zero_options",
 ]

@@ -59,17 +59,13 @@ def estimate_zero3_model_states_mem_needs(
             if zero_init:
                 cpu_mem = total_params * 18 * gpus_factor * additional_buffer_factor
             else:
-                cpu_mem = (
-                    total_params * max(4 * num_gpus_per_node, 18 * gpus_factor) * additional_buffer_factor
-                )
+                cpu_mem = total_params * max(4 * num_gpus_per_node, 18 * gpus_factor) * additional_buffer_factor
         else:
             gpu_mem = largest_layer_memory + int(2 * total_params / total_gpus)
             if zero_init:
                 cpu_mem = total_params * 16 * gpus_factor * additional_buffer_factor
             else:
-                cpu_mem = (
-                    total_params * max(4 * num_gpus_per_node, 16 * gpus_factor) * additional_buffer_factor
-                )
+                cpu_mem = total_params * max(4 * num_gpus_per_node, 16 * gpus_factor) * additional_buffer_factor
     else:
         gpu_mem = largest_layer_memory + int(18 * total_params / total_gpus)
         if zero_init:
@@ -96,9 +92,7 @@ def _zero3_formula(cpu_offload: bool, cpu_offload_params: bool, zero_init: bool)
     return f"gpu = {gpu}; cpu = {cpu}"
 
 
-def zero2_all_cold_table(
-    total_params, num_gpus_per_node=1, num_nodes=1, additional_buffer_factor=1.5
-) -> pd.DataFrame:
+def zero2_all_cold_table(total_params, num_gpus_per_node=1, num_nodes=1, additional_buffer_factor=1.5) -> pd.DataFrame:
     """The rows of DeepSpeed's ``estimate_zero2_model_states_mem_needs_all_cold`` as a DataFrame (bytes)."""
     rows = []
     for cpu_offload in (True, False):
@@ -176,9 +170,7 @@ def _render_rows(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_zero2_all_cold(
-    total_params, num_gpus_per_node=1, num_nodes=1, additional_buffer_factor=1.5
-) -> str:
+def render_zero2_all_cold(total_params, num_gpus_per_node=1, num_nodes=1, additional_buffer_factor=1.5) -> str:
     """The exact text DeepSpeed's ``estimate_zero2_model_states_mem_needs_all_cold`` prints."""
     table = zero2_all_cold_table(total_params, num_gpus_per_node, num_nodes, additional_buffer_factor)
     return (

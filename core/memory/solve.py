@@ -1,0 +1,231 @@
+"""Solvers (largest micro batch, smallest GPU count, which options fit) and vectorised sweeps for charts."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.memory.estimate import (
+    GIB,
+    Allowances,
+    Hardware,
+    ModelCounts,
+    Shape,
+    estimate,
+    evaluate_arrays,
+)
+from core.models.arch import ModelSpec
+
+SWEEP_AXES = ("micro_batch", "seq_len", "total_gpus")
+
+
+def _fits(res: dict[str, np.ndarray], hardware: Hardware) -> np.ndarray:
+    ok = (res["gpu_bytes"] <= hardware.gpu_memory_bytes) & (
+        res["cpu_bytes_per_node"] <= hardware.cpu_ram_per_node_bytes
+    )
+    if hardware.nvme_bytes_per_node is not None:
+        ok &= res["nvme_bytes_per_node"] <= hardware.nvme_bytes_per_node
+    return ok
+
+
+def max_micro_batch(
+    ds_config: Mapping[str, Any] | None,
+    model: ModelSpec | ModelCounts,
+    hardware: Hardware,
+    shape: Shape,
+    *,
+    limit: int = 4096,
+    precision: str | None = None,
+    allowances: Allowances | None = None,
+) -> int:
+    """Largest micro batch per GPU (1..limit) that fits GPU, CPU and NVMe; 0 if even 1 does not fit."""
+    batches = np.arange(1, limit + 1)
+    res = evaluate_arrays(
+        ds_config, model, hardware, shape, micro_batch=batches, precision=precision, allowances=allowances
+    )
+    ok = np.broadcast_to(_fits(res, hardware), batches.shape)
+    return int(batches[ok].max()) if ok.any() else 0
+
+
+def zero_options() -> Iterator[tuple[int, str, str]]:
+    """Every (stage, offload_optimizer, offload_param) combination DeepSpeed supports."""
+    yield 0, "none", "none"
+    for stage in (1, 2):
+        for opt in ("none", "cpu"):
+            yield stage, opt, "none"
+    for opt in ("none", "cpu", "nvme"):
+        for param in ("none", "cpu", "nvme"):
+            yield 3, opt, param
+
+
+def with_zero_option(
+    ds_config: Mapping[str, Any] | None, stage: int, offload_optimizer: str, offload_param: str
+) -> dict[str, Any]:
+    """A copy of the config with the ZeRO stage and offload devices replaced."""
+    cfg = copy.deepcopy(dict(ds_config)) if isinstance(ds_config, Mapping) else {}
+    zero = cfg.get("zero_optimization")
+    zero = dict(zero) if isinstance(zero, Mapping) else {}
+    zero["stage"] = stage
+    for key, dev in (("offload_optimizer", offload_optimizer), ("offload_param", offload_param)):
+        sec = zero.get(key)
+        sec = dict(sec) if isinstance(sec, Mapping) else {}
+        sec["device"] = dev
+        zero[key] = sec
+    zero.pop("cpu_offload", None)
+    zero.pop("cpu_offload_params", None)
+    cfg["zero_optimization"] = zero
+    return cfg
+
+
+def options_table(
+    ds_config: Mapping[str, Any] | None,
+    model: ModelSpec | ModelCounts,
+    hardware: Hardware,
+    shape: Shape,
+    *,
+    precision: str | None = None,
+    allowances: Allowances | None = None,
+    batch_limit: int = 4096,
+) -> pd.DataFrame:
+    """One row per ZeRO stage / offload option: memory totals, whether it fits, and its largest micro batch."""
+    rows = []
+    for stage, opt, param in zero_options():
+        cfg = with_zero_option(ds_config, stage, opt, param)
+        est = estimate(cfg, model, hardware, shape, precision=precision, allowances=allowances)
+        rows.append(
+            {
+                "stage": stage,
+                "offload_optimizer": opt,
+                "offload_param": param,
+                "gpu_bytes": est.gpu_bytes,
+                "cpu_bytes_per_node": est.cpu_bytes_per_node,
+                "cpu_pinned_bytes_per_node": est.cpu_pinned_bytes_per_node,
+                "nvme_bytes_per_node": est.nvme_bytes_per_node,
+                "gpu_gib": est.gpu_bytes / GIB,
+                "fits_gpu": est.fits_gpu,
+                "fits_cpu": est.fits_cpu,
+                "fits_nvme": est.fits_nvme,
+                "fits": est.fits,
+                "max_micro_batch": max_micro_batch(
+                    cfg, model, hardware, shape, limit=batch_limit, precision=precision, allowances=allowances
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def min_gpus(
+    ds_config: Mapping[str, Any] | None,
+    model: ModelSpec | ModelCounts,
+    hardware: Hardware,
+    shape: Shape,
+    *,
+    max_nodes: int = 1024,
+    precision: str | None = None,
+    allowances: Allowances | None = None,
+) -> Hardware | None:
+    """Smallest cluster of this hardware's nodes that fits: 1..gpus_per_node GPUs on one node, then whole nodes.
+
+    Returns the fitting ``Hardware`` (same GPU/CPU/NVMe sizes) or None if ``max_nodes`` nodes are not enough.
+    """
+    gpn = np.concatenate([np.arange(1, hardware.gpus_per_node + 1), np.full(max_nodes - 1, hardware.gpus_per_node)])
+    nodes = np.concatenate([np.ones(hardware.gpus_per_node), np.arange(2, max_nodes + 1)])
+    res = evaluate_arrays(
+        ds_config, model, hardware, shape, gpus_per_node=gpn, nodes=nodes, precision=precision, allowances=allowances
+    )
+    ok = np.broadcast_to(_fits(res, hardware), gpn.shape)
+    if not ok.any():
+        return None
+    i = int(np.argmax(ok))
+    return replace(hardware, gpus_per_node=int(gpn[i]), nodes=int(nodes[i]))
+
+
+def _axis_kwargs(axis: str, values: np.ndarray, hardware: Hardware) -> dict[str, np.ndarray]:
+    if axis == "micro_batch":
+        return {"micro_batch": values}
+    if axis == "seq_len":
+        return {"seq_len": values}
+    if axis == "total_gpus":
+        # fill nodes first up to gpus_per_node, then whole nodes (values are rounded up to whole nodes)
+        gpn = np.where(values <= hardware.gpus_per_node, values, hardware.gpus_per_node)
+        nodes = np.where(values <= hardware.gpus_per_node, 1, np.ceil(values / hardware.gpus_per_node))
+        return {"gpus_per_node": gpn, "nodes": nodes}
+    raise ValueError(f"sweep axis must be one of {', '.join(SWEEP_AXES)}, got {axis!r}.")
+
+
+def sweep_totals(
+    ds_config: Mapping[str, Any] | None,
+    model: ModelSpec | ModelCounts,
+    hardware: Hardware,
+    shape: Shape,
+    axis: str,
+    values: Sequence[int] | np.ndarray,
+    *,
+    precision: str | None = None,
+    allowances: Allowances | None = None,
+) -> pd.DataFrame:
+    """Totals against one axis (vectorised): columns axis, gpu_bytes, cpu_bytes_per_node, nvme_bytes_per_node,
+    gpu_gib, gpu_limit_gib, fits."""
+    vals = np.asarray(values, dtype=np.float64)
+    res = evaluate_arrays(
+        ds_config,
+        model,
+        hardware,
+        shape,
+        precision=precision,
+        allowances=allowances,
+        **_axis_kwargs(axis, vals, hardware),
+    )
+    n = vals.shape
+    frame = pd.DataFrame(
+        {
+            axis: vals.astype(np.int64),
+            "gpu_bytes": np.broadcast_to(res["gpu_bytes"], n),
+            "cpu_bytes_per_node": np.broadcast_to(res["cpu_bytes_per_node"], n),
+            "nvme_bytes_per_node": np.broadcast_to(res["nvme_bytes_per_node"], n),
+        }
+    )
+    frame["gpu_gib"] = frame["gpu_bytes"] / GIB
+    frame["gpu_limit_gib"] = hardware.gpu_memory_bytes / GIB
+    frame["fits"] = np.broadcast_to(_fits(res, hardware), n)
+    return frame
+
+
+def sweep(
+    ds_config: Mapping[str, Any] | None,
+    model: ModelSpec | ModelCounts,
+    hardware: Hardware,
+    shape: Shape,
+    axis: str,
+    values: Sequence[int] | np.ndarray,
+    *,
+    precision: str | None = None,
+    allowances: Allowances | None = None,
+) -> pd.DataFrame:
+    """Per-GPU bytes by component against one axis, long format (axis, component, bytes, gib) for altair."""
+    vals = np.asarray(values, dtype=np.float64)
+    res = evaluate_arrays(
+        ds_config,
+        model,
+        hardware,
+        shape,
+        precision=precision,
+        allowances=allowances,
+        **_axis_kwargs(axis, vals, hardware),
+    )
+    parts = []
+    for key, arr in res.items():
+        if key.startswith("gpu:"):
+            parts.append(
+                pd.DataFrame(
+                    {axis: vals.astype(np.int64), "component": key[4:], "bytes": np.broadcast_to(arr, vals.shape)}
+                )
+            )
+    frame = pd.concat(parts, ignore_index=True)
+    frame["gib"] = frame["bytes"] / GIB
+    return frame

@@ -1,0 +1,305 @@
+"""core.memory.estimate: the full per-GPU / per-node picture, solvers and sweeps."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import memory as m
+from core import models
+
+LLAMA7 = models.get_spec("meta-llama/Llama-2-7b-hf")
+HW = m.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * m.GIB, cpu_ram_per_node_bytes=1024 * m.GIB)
+
+
+def _cfg(stage, opt="none", param="none", precision="fp16", optimizer="Adam", **zero):
+    cfg = {
+        "zero_optimization": {
+            "stage": stage,
+            "offload_optimizer": {"device": opt},
+            "offload_param": {"device": param},
+            **zero,
+        },
+        "optimizer": {"type": optimizer},
+    }
+    if precision != "fp32":
+        cfg[precision] = {"enabled": True}
+    return cfg
+
+
+@pytest.mark.parametrize(("stage", "paper_gb"), [(0, "120"), (1, "31.4"), (2, "16.6"), (3, "1.9")])
+def test_zero_paper_figure_1(stage, paper_gb):
+    """ZeRO paper Fig. 1: 7.5B params, N_d = 64, mixed precision Adam (K = 12)."""
+    model = m.ModelCounts(7_500_000_000, 0)
+    est = m.estimate(_cfg(stage), model, m.Hardware(gpus_per_node=64), m.Shape())
+    gb = est.model_states_gpu_bytes() / 1e9
+    digits = len(paper_gb.split(".")[1]) if "." in paper_gb else 0
+    assert f"{gb:.{digits}f}" == paper_gb
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2, 4, 8, 64])
+def test_stage2_matches_deepspeed_estimator_gpu(n_gpus):
+    """DeepSpeed's ZeRO-2 GPU figure = our persistent model states + the fp32 gradient partition of the step."""
+    total = 1_234_567_891
+    hw = m.Hardware(gpus_per_node=n_gpus)
+    _, ds_gpu = m.estimate_zero2_model_states_mem_needs(total, n_gpus, 1, cpu_offload=False)
+    est = m.estimate(_cfg(2), m.ModelCounts(total, 0), hw, m.Shape())
+    step = next(c.bytes for c in est.components if c.name == "fp32 gradient partition during step")
+    assert abs(est.model_states_gpu_bytes() + step - ds_gpu) <= 18  # ceil(P/N) padding vs int(18*P/N)
+    _, ds_gpu_offload = m.estimate_zero2_model_states_mem_needs(total, n_gpus, 1, cpu_offload=True)
+    est = m.estimate(_cfg(2, "cpu"), m.ModelCounts(total, 0), hw, m.Shape())
+    assert est.model_states_gpu_bytes() == ds_gpu_offload
+
+
+def test_stage2_offload_cpu_model_states_match_deepspeed_without_buffer_factor():
+    total, gpn = 3_000_000_000, 4
+    ds_cpu, _ = m.estimate_zero2_model_states_mem_needs(total, gpn, 1, cpu_offload=True, additional_buffer_factor=1)
+    est = m.estimate(_cfg(2, "cpu"), m.ModelCounts(total, 0), m.Hardware(gpus_per_node=gpn), m.Shape())
+    cpu_states = sum(c.bytes for c in est.components if c.device == "cpu" and c.category == "model_states")
+    assert cpu_states == ds_cpu  # 16 bytes/param: fp32 grads + master + Adam m, v
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "momentum", "states"),
+    [
+        ("Adam", None, 2),
+        ("AdamW", None, 2),
+        ("Lion", None, 1),
+        ("Adagrad", None, 1),
+        ("SGD", 0.9, 1),
+        ("SGD", 0, 0),
+        ("OneBitLamb", None, 2),
+    ],
+)
+def test_optimizer_state_count(optimizer, momentum, states):
+    cfg = _cfg(1)
+    cfg["optimizer"] = {"type": optimizer, "params": {} if momentum is None else {"momentum": momentum}}
+    est = m.estimate(cfg, LLAMA7, HW, m.Shape())
+    assert est.settings.optimizer_states == states
+    opt = next(c for c in est.components if c.name.startswith("optimizer states"))
+    assert opt.bytes == states * 4 * -(-LLAMA7.total_params // 8)
+
+
+def test_offload_moves_bytes_off_the_gpu():
+    shape = m.Shape(1, 2048, "flash")
+    on_gpu = m.estimate(_cfg(3), LLAMA7, HW, shape)
+    offloaded = m.estimate(_cfg(3, "cpu", "cpu"), LLAMA7, HW, shape)
+    # NVMe swap buffers are buffer_count x sub-group sized: use the small sub_group_size NVMe configs use
+    nvme = m.estimate(_cfg(3, "nvme", "nvme", sub_group_size=100_000_000), LLAMA7, HW, shape)
+    big_groups = m.estimate(_cfg(3, "nvme", "nvme"), LLAMA7, HW, shape)
+    assert offloaded.gpu_bytes < on_gpu.gpu_bytes
+    assert offloaded.cpu_bytes_per_node > on_gpu.cpu_bytes_per_node
+    assert offloaded.cpu_pinned_bytes_per_node > 0 and on_gpu.cpu_pinned_bytes_per_node == 0
+    assert nvme.nvme_bytes_per_node == 8 * (4 + 2 * 4) * -(-LLAMA7.total_params // 8) + 2 * 8 * -(
+        -LLAMA7.total_params // 8
+    )
+    assert on_gpu.nvme_bytes_per_node == 0
+    assert nvme.cpu_bytes_per_node < offloaded.cpu_bytes_per_node < big_groups.cpu_bytes_per_node
+
+
+def test_offload_param_ignored_below_stage3_with_note():
+    est = m.estimate(_cfg(2, "cpu", "cpu"), LLAMA7, HW, m.Shape())
+    assert est.settings.offload_param == "none"
+    assert any("offload_param" in n for n in est.notes)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+def test_precision_sets_bytes_per_param(precision):
+    est = m.estimate(_cfg(0, precision=precision), LLAMA7, HW, m.Shape())
+    params = next(c for c in est.components if c.name == "parameters")
+    assert params.bytes == (4 if precision == "fp32" else 2) * LLAMA7.total_params
+    master = [c for c in est.components if c.name.startswith("fp32 master")]
+    assert bool(master) == (precision != "fp32")
+
+
+def test_more_gpus_less_memory_and_more_tokens_more_memory():
+    cfg = _cfg(3)
+    base = m.estimate(cfg, LLAMA7, HW, m.Shape(2, 2048)).gpu_bytes
+    assert m.estimate(cfg, LLAMA7, m.Hardware(gpus_per_node=8, nodes=4), m.Shape(2, 2048)).gpu_bytes < base
+    assert m.estimate(cfg, LLAMA7, HW, m.Shape(4, 2048)).gpu_bytes > base
+    assert m.estimate(cfg, LLAMA7, HW, m.Shape(2, 4096)).gpu_bytes > base
+
+
+def test_recompute_and_attention_modes():
+    cfg = _cfg(2)
+
+    def act(attention, recompute):
+        est = m.estimate(cfg, LLAMA7, HW, m.Shape(1, 4096, attention, recompute))
+        return sum(c.bytes for c in est.components if c.category == "activations")
+
+    assert act("flash", "full") < act("flash", "none") < act("eager", "none")
+    assert act("eager", "selective") < act("eager", "none")
+    assert act("flash", "selective") == act("flash", "none")
+
+
+def test_cpu_checkpointing_moves_checkpoints_to_cpu():
+    cfg = _cfg(2)
+    cfg["activation_checkpointing"] = {"cpu_checkpointing": True, "partition_activations": True}
+    shape = m.Shape(2, 4096, "flash", "full")
+    with_cpu = m.estimate(cfg, LLAMA7, HW, shape)
+    cfg["activation_checkpointing"]["cpu_checkpointing"] = False
+    without = m.estimate(cfg, LLAMA7, HW, shape)
+    ckpt = next(c for c in with_cpu.components if c.name == "activation checkpoints on CPU")
+    assert ckpt.bytes == 8 * 32 * 2 * 2 * 4096 * 4096  # gpus_per_node * L * e*b*s*h
+    assert with_cpu.gpu_bytes < without.gpu_bytes
+
+
+def test_counts_only_model_has_no_activations_and_a_note():
+    est = m.estimate(_cfg(3), m.ModelCounts(10**9, 10**7), HW, m.Shape())
+    assert not [c for c in est.components if c.category == "activations"]
+    assert any("counts only" in n for n in est.notes)
+
+
+def test_every_component_has_a_formula_and_to_dict_is_json():
+    est = m.estimate(_cfg(3, "cpu", "nvme"), LLAMA7, HW, m.Shape(2, 1024, "eager", "selective"))
+    assert all(c.formula for c in est.components)
+    data = json.loads(json.dumps(est.to_dict()))
+    assert data["totals"]["gpu_bytes"] == est.gpu_bytes
+    frame = est.components_frame()
+    assert {"name", "device", "bytes", "gib", "formula", "phase", "category"} <= set(frame.columns)
+    gpu = frame[frame.device == "gpu"]
+    persistent = gpu[gpu.phase == "persistent"].bytes.sum()
+    peak = max(gpu[gpu.phase == "forward_backward"].bytes.sum(), gpu[gpu.phase == "step"].bytes.sum())
+    assert est.gpu_bytes == persistent + peak
+
+
+junk = (
+    st.none()
+    | st.booleans()
+    | st.integers(-10, 10**10)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=5)
+    | st.just("auto")
+    | st.lists(st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "zero_optimization": st.fixed_dictionaries(
+                {},
+                optional={
+                    "stage": junk,
+                    "offload_optimizer": st.fixed_dictionaries({}, optional={"device": junk, "pin_memory": junk})
+                    | junk,
+                    "offload_param": st.fixed_dictionaries({}, optional={"device": junk, "buffer_count": junk}) | junk,
+                    "reduce_bucket_size": junk,
+                    "overlap_comm": junk,
+                    "stage3_prefetch_bucket_size": junk,
+                    "sub_group_size": junk,
+                    "cpu_offload": junk,
+                },
+            )
+            | junk,
+            "fp16": st.fixed_dictionaries({}, optional={"enabled": junk}) | junk,
+            "bf16": st.fixed_dictionaries({}, optional={"enabled": junk}) | junk,
+            "optimizer": st.fixed_dictionaries({}, optional={"type": junk, "params": junk}) | junk,
+            "activation_checkpointing": st.fixed_dictionaries({}, optional={"cpu_checkpointing": junk}) | junk,
+        },
+    )
+)
+def test_any_config_dict_never_crashes(cfg):
+    est = m.estimate(cfg, LLAMA7, HW, m.Shape(1, 512))
+    assert est.gpu_bytes > 0 and est.settings.stage in (0, 1, 2, 3)
+    assert all(c.bytes >= 0 for c in est.components)
+
+
+def test_auto_values_use_defaults_with_note():
+    cfg = {
+        "zero_optimization": {"stage": "auto", "reduce_bucket_size": "auto"},
+        "bf16": {"enabled": "auto"},
+        "optimizer": {"type": "auto"},
+    }
+    est = m.estimate(cfg, LLAMA7, HW, m.Shape())
+    assert est.settings.reduce_bucket_size == 500_000_000 and est.settings.precision == "fp32"
+    assert any('"auto"' in n for n in est.notes)
+    assert m.estimate(cfg, LLAMA7, HW, m.Shape(), precision="bf16").settings.precision == "bf16"
+
+
+def test_bad_shape_is_a_clear_error():
+    with pytest.raises(ValueError, match="attention must be one of"):
+        m.estimate({}, LLAMA7, HW, m.Shape(attention="xformers"))
+    with pytest.raises(ValueError, match="recompute must be one of"):
+        m.estimate({}, LLAMA7, HW, m.Shape(recompute="some"))
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_vectorised_equals_scalar(stage):
+    cfg = _cfg(stage, "cpu" if stage else "none", "cpu" if stage == 3 else "none", precision="bf16")
+    shape = m.Shape(1, 1024, "sdpa", "none")
+    batches, seqs = np.array([1, 3, 8]), np.array([256, 1000, 8192])
+    res = m.evaluate_arrays(cfg, LLAMA7, HW, shape, micro_batch=batches, seq_len=seqs)
+    for b, s, got in zip(batches, seqs, res["gpu_bytes"], strict=True):
+        est = m.estimate(cfg, LLAMA7, HW, m.Shape(int(b), int(s), "sdpa", "none"))
+        assert abs(got - est.gpu_bytes) <= len(est.components)  # per-component rounding only
+    gpn, nodes = np.array([1, 4, 8, 8]), np.array([1, 1, 2, 16])
+    res = m.evaluate_arrays(cfg, LLAMA7, HW, shape, gpus_per_node=gpn, nodes=nodes)
+    for g, n, got in zip(gpn, nodes, res["cpu_bytes_per_node"], strict=True):
+        est = m.estimate(cfg, LLAMA7, m.Hardware(int(g), int(n)), shape)
+        assert abs(got - est.cpu_bytes_per_node) <= len(est.components)
+
+
+def test_max_micro_batch_is_the_boundary():
+    cfg, shape = _cfg(3, precision="bf16"), m.Shape(1, 2048, "flash", "full")
+    best = m.max_micro_batch(cfg, LLAMA7, HW, shape)
+    assert best > 1
+    assert m.estimate(cfg, LLAMA7, HW, m.Shape(best, 2048, "flash", "full")).fits
+    assert not m.estimate(cfg, LLAMA7, HW, m.Shape(best + 1, 2048, "flash", "full")).fits
+    small = m.Hardware(8, 1, 16 * m.GIB)
+    assert m.max_micro_batch(_cfg(0), LLAMA7, small, shape) == 0
+
+
+def test_min_gpus_is_minimal():
+    spec = models.get_spec("meta-llama/Llama-2-70b-hf")
+    cfg, shape = _cfg(3, precision="bf16"), m.Shape(1, 4096, "flash", "full")
+    hw = m.min_gpus(cfg, spec, HW, shape)
+    assert hw is not None and m.estimate(cfg, spec, hw, shape).fits
+    smaller = (
+        m.Hardware(hw.gpus_per_node - 1, 1, HW.gpu_memory_bytes, HW.cpu_ram_per_node_bytes)
+        if hw.nodes == 1
+        else m.Hardware(8, hw.nodes - 1, HW.gpu_memory_bytes, HW.cpu_ram_per_node_bytes)
+    )
+    assert not m.estimate(cfg, spec, smaller, shape).fits
+    # ZeRO-2 keeps all 16-bit weights on every GPU: 70B never fits 80 GB
+    assert m.min_gpus(_cfg(2, precision="bf16"), spec, HW, shape, max_nodes=8) is None
+
+
+def test_options_table_covers_all_options():
+    table = m.options_table(_cfg(0, precision="bf16"), LLAMA7, HW, m.Shape(1, 2048, "flash", "full"), batch_limit=64)
+    assert len(table) == 1 + 4 + 9
+    assert (
+        table.loc[table.stage == 0, "gpu_bytes"].item()
+        > table.loc[
+            (table.stage == 3) & (table.offload_param == "cpu") & (table.offload_optimizer == "cpu"), "gpu_bytes"
+        ].item()
+    )
+    assert (table.fits == (table.max_micro_batch > 0)).all()
+
+
+@pytest.mark.parametrize("axis", m.SWEEP_AXES)
+def test_sweeps_10k_points(axis):
+    values = np.arange(1, 10_001)
+    frame = m.sweep(_cfg(3, precision="bf16"), LLAMA7, HW, m.Shape(1, 1024, "flash"), axis, values)
+    n_components = frame["component"].nunique()
+    assert len(frame) == 10_000 * n_components
+    totals = m.sweep_totals(_cfg(3, precision="bf16"), LLAMA7, HW, m.Shape(1, 1024, "flash"), axis, values)
+    assert len(totals) == 10_000
+    diffs = np.diff(totals["gpu_bytes"].to_numpy())
+    if axis == "total_gpus":
+        assert (diffs <= 1e-6).all()
+    else:
+        # flat while the optimizer-step peak dominates, then growing with the activations
+        assert (diffs >= 0).all() and diffs[-1] > 0
+
+
+def test_sweep_bad_axis():
+    with pytest.raises(ValueError, match="sweep axis"):
+        m.sweep({}, LLAMA7, HW, m.Shape(), "learning_rate", [1, 2])
