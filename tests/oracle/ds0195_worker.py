@@ -1,4 +1,4 @@
-"""Run DeepSpeed's own ``DeepSpeedConfig`` on configs and report the verdict.
+"""Run DeepSpeed's own ``DeepSpeedConfig`` (and ``deepspeed.initialize``) on configs; report the verdict.
 
 This file depends only on the standard library and the installed ``deepspeed``, because it also runs
 as a long-lived worker inside a second interpreter (``.venv-ds0195`` holds DeepSpeed 0.19.5; one
@@ -13,7 +13,10 @@ Worker protocol (JSON lines; one request per line on stdin, one answer per line 
                                                             "error_type": .., "message": ..}, ...]}
     {"op": "quit"}                                      -> process exits
 
-A malformed request gets ``{"ok": false, "error": "..."}``. Everything DeepSpeed prints goes to stderr so
+A malformed request gets ``{"ok": false, "error": "..."}``. With ``--initialize`` it instead reads one JSON
+object ``{"cases": {id: config}}``, runs ``deepspeed.initialize`` on a tiny CPU model for each config in
+one process (the environment must name a single-rank torch.distributed rendezvous) and prints the
+results as one JSON object. Everything DeepSpeed prints goes to stderr so
 that stdout carries only answers.
 """
 
@@ -154,5 +157,48 @@ def main() -> None:
         protocol.flush()
 
 
+# --------------------------------------------------------------------------- deepspeed.initialize cases
+def run_initialize_case(config: dict[str, Any]) -> dict[str, Any]:
+    """``deepspeed.initialize`` on a tiny CPU model with ``config``: did it raise, and with what?
+
+    Expects MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE / LOCAL_RANK in the environment (one process).
+    """
+    import torch
+
+    with _quiet():
+        import deepspeed
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    try:
+        with _quiet():
+            _engine, optimizer, _, scheduler = deepspeed.initialize(
+                model=model, model_parameters=model.parameters(), config=copy.deepcopy(config)
+            )
+    except Exception as exc:  # the point: record what initialize raises
+        return {"raised": True, "error_type": type(exc).__name__, "message": _short(str(exc))}
+    return {
+        "raised": False,
+        "error_type": None,
+        "message": None,
+        "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+        "scheduler": type(scheduler).__name__ if scheduler is not None else None,
+    }
+
+
+def initialize_main() -> None:
+    """Read ``{"cases": {id: config}}`` from stdin, run each in order, print ``{id: result}`` as JSON."""
+    request = json.load(sys.stdin)
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    results = {case_id: run_initialize_case(config) for case_id, config in request["cases"].items()}
+    protocol.write(json.dumps(results) + "\n")
+    protocol.flush()
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--initialize"]:
+        initialize_main()
+    else:
+        main()

@@ -192,3 +192,539 @@ def deepspeed_verdict(config: Any, world_size: int = 1, version: str = IN_PROCES
 def deepspeed_file_verdicts(path: Path, world_sizes: Sequence[int], version: str = IN_PROCESS_VERSION) -> list[Verdict]:
     """Verdicts for a config file loaded by DeepSpeed itself, one per world size."""
     return deepspeed_verdicts([(str(path), ws) for ws in world_sizes], version)
+
+
+# --------------------------------------------------------------------------- differential comparison
+WORLD_SIZES = (1, 2, 8, 64)
+
+
+def _get(config: Any, *path: str) -> Any:
+    node = config
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """A known, intended difference between the validator and DeepSpeed-on-this-machine.
+
+    ``applies(config, world_size, verdict)`` says whether a given disagreement is explained by it.
+    """
+
+    name: str
+    reason: str
+    applies: Any  # Callable[[dict, int, Verdict], bool]
+
+
+DOCUMENTED_DIVERGENCES: tuple[Divergence, ...] = (
+    Divergence(
+        "aio.use_gds",
+        "DeepSpeed asserts 'GDS currently only supported for CUDA accelerator' only on a non-CUDA accelerator. "
+        "The oracle runs on a CPU machine, so it rejects what a CUDA cluster accepts; the validator judges "
+        "for the cluster.",
+        lambda config, _ws, verdict: not verdict.accepted and "GDS currently only supported" in (verdict.message or ""),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One config at one world size: DeepSpeed's verdict against the validator's findings.
+
+    ``outcome`` is one of OUTCOMES: "agree-accept", "agree-reject", "initialize-time" (DeepSpeed's parser
+    accepts, the validator's only errors are "fails at initialize" rules), "divergence" (explained by a
+    DOCUMENTED_DIVERGENCES entry), or a disagreement: "missed" (DeepSpeed rejects, no error),
+    "false-alarm" (DeepSpeed accepts, an error that is not initialize-time), "crash" (validate raised).
+    """
+
+    label: str
+    world_size: int
+    version: str
+    verdict: Verdict
+    errors: tuple[tuple[str, str, str], ...]  # (code, path, message) of every error finding
+    outcome: str
+    note: str = ""
+    config_json: str = ""
+
+    @property
+    def disagrees(self) -> bool:
+        return self.outcome in DISAGREEMENTS
+
+    def describe(self) -> str:
+        """A multi-line account for an assertion message or a report."""
+        errors = "; ".join(f"{code} @ {path or '<root>'}" for code, path, _ in self.errors) or "no errors"
+        return (
+            f"[{self.outcome}] {self.label} | world_size={self.world_size} | deepspeed {self.version}: "
+            f"{self.verdict.describe()}\n    validator: {errors}{' | ' + self.note if self.note else ''}"
+            f"\n    config: {self.config_json}"
+        )
+
+
+OUTCOMES = ("agree-accept", "agree-reject", "initialize-time", "divergence", "missed", "false-alarm", "crash")
+DISAGREEMENTS = frozenset({"missed", "false-alarm", "crash"})
+
+
+def validator_api() -> tuple[Any, frozenset[str]]:
+    """``(validate, INITIALIZE_TIME_CODES)`` from the project's ``core.validate`` module."""
+    import importlib
+
+    module = importlib.import_module("core.validate")
+    return module.validate, frozenset(module.INITIALIZE_TIME_CODES)
+
+
+def compare(
+    label: str,
+    config: dict[str, Any],
+    world_size: int,
+    verdict: Verdict,
+    *,
+    version: str = IN_PROCESS_VERSION,
+    validate: Any = None,
+    initialize_codes: frozenset[str] | None = None,
+) -> Comparison:
+    """Run the validator (``target="deepspeed"``) on ``config`` and classify it against ``verdict``."""
+    shown = json.dumps(config, default=repr)
+    shown = shown if len(shown) <= 600 else shown[:600] + " ..."
+    if validate is None or initialize_codes is None:
+        validate, initialize_codes = validator_api()
+    try:
+        report = validate(config, world_size=world_size, target="deepspeed", version=version)
+    except Exception as exc:  # the validator must never raise on a dict
+        return Comparison(
+            label, world_size, version, verdict, (), "crash", f"{type(exc).__name__}: {exc}", config_json=shown
+        )
+    errors = tuple((f.code, f.path, f.message) for f in report.findings if f.severity == "error")
+    if report.ok != (not errors):
+        return Comparison(
+            label, world_size, version, verdict, errors, "crash", "Report.ok disagrees with findings", config_json=shown
+        )
+    divergence = next((d for d in DOCUMENTED_DIVERGENCES if d.applies(config, world_size, verdict)), None)
+    if divergence is not None:
+        return Comparison(label, world_size, version, verdict, errors, "divergence", divergence.name, config_json=shown)
+    if not verdict.accepted:
+        outcome = "agree-reject" if errors else "missed"
+    elif not errors:
+        outcome = "agree-accept"
+    elif all(code in initialize_codes for code, _, _ in errors):
+        outcome = "initialize-time"
+    else:
+        outcome = "false-alarm"
+    return Comparison(label, world_size, version, verdict, errors, outcome, config_json=shown)
+
+
+def run_differential(
+    cases: Sequence[tuple[str, dict[str, Any]]],
+    world_sizes: Sequence[int] = WORLD_SIZES,
+    version: str = IN_PROCESS_VERSION,
+) -> list[Comparison]:
+    """Every ``(label, config)`` at every world size: DeepSpeed ``version`` against ``core.validate``."""
+    validate, initialize_codes = validator_api()
+    pairs = [(label, config, ws) for label, config in cases for ws in world_sizes]
+    verdicts = deepspeed_verdicts([(config, ws) for _, config, ws in pairs], version)
+    return [
+        compare(label, config, ws, verdict, version=version, validate=validate, initialize_codes=initialize_codes)
+        for (label, config, ws), verdict in zip(pairs, verdicts, strict=True)
+    ]
+
+
+def disagreement_message(comparisons: Sequence[Comparison], limit: int = 60) -> str:
+    """All disagreements of a group, with config labels, world sizes, DeepSpeed's error and our findings."""
+    bad = [c for c in comparisons if c.disagrees]
+    lines = [f"{len(bad)} of {len(comparisons)} comparisons disagree with DeepSpeed:"]
+    lines += [c.describe() for c in bad[:limit]]
+    if len(bad) > limit:
+        lines.append(f"... and {len(bad) - limit} more")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- deepspeed.initialize cases
+_TINY = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
+_SGD = {"type": "SGD", "params": {"lr": 0.01}}
+_ADAMW = {"type": "AdamW", "params": {"lr": 0.01, "torch_adam": True}}  # torch's AdamW: no JIT-compiled op
+
+
+@dataclass(frozen=True)
+class InitializeCase:
+    """A config that DeepSpeedConfig accepts, and what ``deepspeed.initialize`` then does with it.
+
+    ``raises``: initialize raises (``error_type``, a message containing ``message_contains``).
+    ``config_rule``: the failure is the config's fault (a validator rule, an error), as opposed to this
+    CPU machine's (``config_rule=False``: a CUDA cluster would accept it, the validator must not flag it).
+    Cases with ``raises=False`` are controls: the same shape that works, so a failure is the one key's doing.
+    """
+
+    id: str
+    rule: str
+    config: dict[str, Any]
+    raises: bool
+    error_type: str | None = None
+    message_contains: str | None = None
+    config_rule: bool = True
+
+
+INITIALIZE_CASES: tuple[InitializeCase, ...] = (
+    InitializeCase("control-sgd", "torch.optim name, exact case", {**_TINY, "optimizer": _SGD}, False),
+    InitializeCase(
+        "control-adamw-upper-case",
+        "DeepSpeed optimizer names are case-insensitive",
+        {**_TINY, "optimizer": {**_ADAMW, "type": "ADAMW"}},
+        False,
+    ),
+    InitializeCase(
+        "unknown-optimizer",
+        "optimizer.type not a DeepSpeed optimizer nor a torch.optim class",
+        {**_TINY, "optimizer": {"type": "AdamQ", "params": {"lr": 0.01}}},
+        True,
+        "AssertionError",
+        "AdamQ is not a supported DeepSpeed Optimizer",
+    ),
+    InitializeCase(
+        "torch-optimizer-wrong-case",
+        "torch.optim names are case-sensitive ('sgd' is not torch.optim.SGD)",
+        {**_TINY, "optimizer": {**_SGD, "type": "sgd"}},
+        True,
+        "AssertionError",
+        "sgd is not a supported DeepSpeed Optimizer",
+    ),
+    InitializeCase(
+        "removed-optimizer-onebitadam",
+        "OneBitAdam is no longer a DeepSpeed optimizer in 0.19.8",
+        {**_TINY, "optimizer": {"type": "OneBitAdam", "params": {"lr": 0.01}}},
+        True,
+        "AssertionError",
+        "OneBitAdam is not a supported DeepSpeed Optimizer",
+    ),
+    InitializeCase(
+        "optimizer-type-auto",
+        "optimizer.type 'auto' is kept verbatim by DeepSpeed",
+        {**_TINY, "optimizer": {**_SGD, "type": "auto"}},
+        True,
+        "AssertionError",
+        "auto is not a supported DeepSpeed Optimizer",
+    ),
+    InitializeCase(
+        "optimizer-param-not-accepted",
+        "an optimizer parameter its constructor does not take",
+        {**_TINY, "optimizer": {"type": "SGD", "params": {"lr": 0.01, "betas": [0.9, 0.99]}}},
+        True,
+        "TypeError",
+        "unexpected keyword argument 'betas'",
+    ),
+    InitializeCase(
+        "deepspeed-optimizer-param-not-accepted",
+        "a parameter DeepSpeed's AdamW does not take (momentum)",
+        {**_TINY, "optimizer": {**_ADAMW, "params": {**_ADAMW["params"], "momentum": 0.9}}},
+        True,
+        "TypeError",
+        "unexpected keyword argument 'momentum'",
+    ),
+    InitializeCase(
+        "optimizer-lr-auto",
+        "optimizer.params.lr 'auto' reaches the optimizer as a string",
+        {**_TINY, "optimizer": {"type": "SGD", "params": {"lr": "auto"}}},
+        True,
+        "TypeError",
+        "not supported between instances of 'str' and 'float'",
+    ),
+    InitializeCase(
+        "max-grad-norm-in-optimizer-params",
+        "optimizer.params.max_grad_norm (use gradient_clipping)",
+        {**_TINY, "optimizer": {"type": "SGD", "params": {"lr": 0.01, "max_grad_norm": 1.0}}},
+        True,
+        "ValueError",
+        "'max_grad_norm' is not supported as an optimizer parameter",
+    ),
+    InitializeCase(
+        "lamb-static-loss-scale",
+        "Lamb requires dynamic loss scaling (fp16.loss_scale 0), even with fp16 off",
+        {**_TINY, "optimizer": {"type": "Lamb", "params": {"lr": 0.01}}, "fp16": {"enabled": False, "loss_scale": 128}},
+        True,
+        "AssertionError",
+        "DeepSpeed lamb optimizer requires dynamic loss scaling",
+    ),
+    InitializeCase(
+        "lamb-static-loss-scale-fp16",
+        "Lamb with fp16 on and a static loss scale",
+        {**_TINY, "optimizer": {"type": "Lamb", "params": {"lr": 0.01}}, "fp16": {"enabled": True, "loss_scale": 128}},
+        True,
+        "AssertionError",
+        "DeepSpeed lamb optimizer requires dynamic loss scaling",
+    ),
+    InitializeCase(
+        "optimizer-param-wrong-type",
+        "an optimizer parameter of the wrong type (AdamW betas a number, not a pair)",
+        {**_TINY, "optimizer": {**_ADAMW, "params": {**_ADAMW["params"], "betas": 0.9}}},
+        True,
+        "TypeError",
+        "'float' object is not subscriptable",
+    ),
+    InitializeCase(
+        "torch-optimizer-lr-string",
+        "a torch.optim optimizer with lr given as a string",
+        {**_TINY, "optimizer": {"type": "SGD", "params": {"lr": "0.01"}}},
+        True,
+        "TypeError",
+        "not supported between instances of 'str' and 'float'",
+    ),
+    InitializeCase(
+        "lamb-on-cpu",
+        "FusedLamb has no CPU kernel: fails on this CPU machine only, fine on a CUDA cluster",
+        {**_TINY, "optimizer": {"type": "Lamb", "params": {"lr": 0.01}}},
+        True,
+        "ValueError",
+        "This op had not been implemented on CPU backend",
+        config_rule=False,
+    ),
+    InitializeCase(
+        "zero-untested-optimizer",
+        "ZeRO with an optimizer outside ZERO_SUPPORTED_OPTIMIZERS needs zero_allow_untested_optimizer",
+        {**_TINY, "optimizer": _SGD, "zero_optimization": {"stage": 1}, "bf16": {"enabled": True}},
+        True,
+        "AssertionError",
+        "You are using an untested ZeRO Optimizer",
+    ),
+    InitializeCase(
+        "control-zero-untested-optimizer-allowed",
+        "the same with zero_allow_untested_optimizer true",
+        {
+            **_TINY,
+            "optimizer": _SGD,
+            "zero_optimization": {"stage": 1},
+            "bf16": {"enabled": True},
+            "zero_allow_untested_optimizer": True,
+        },
+        False,
+    ),
+    InitializeCase(
+        "control-zero2-torch-adamw",
+        "ZeRO-2 with torch AdamW (a supported optimizer)",
+        {**_TINY, "optimizer": _ADAMW, "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}},
+        False,
+    ),
+    InitializeCase(
+        "compute-grad-norm-false-with-clipping",
+        "compute_grad_norm false needs gradient_clipping 0 (its default is 1.0)",
+        {**_TINY, "optimizer": _ADAMW, "zero_optimization": {"stage": 2, "compute_grad_norm": False}},
+        True,
+        "ValueError",
+        "compute_grad_norm=false requires gradient_clipping=0",
+    ),
+    InitializeCase(
+        "control-compute-grad-norm-false-no-clipping",
+        "compute_grad_norm false with gradient_clipping 0, stage 2",
+        {
+            **_TINY,
+            "optimizer": _ADAMW,
+            "gradient_clipping": 0,
+            "zero_optimization": {"stage": 2, "compute_grad_norm": False},
+        },
+        False,
+    ),
+    InitializeCase(
+        "managed-grad-accum-false-overlap-stage1",
+        "managed_gradient_accumulation false with overlap_comm needs ZeRO stage 2",
+        {
+            **_TINY,
+            "optimizer": _ADAMW,
+            "managed_gradient_accumulation": False,
+            "zero_optimization": {"stage": 1, "overlap_comm": True},
+            "bf16": {"enabled": True},
+        },
+        True,
+        "AssertionError",
+        "managed_gradient_accumulation=False supports ZeRO overlap_comm only with ZeRO stage 2",
+    ),
+    InitializeCase(
+        "control-warmuplr",
+        "a valid DeepSpeed scheduler",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}},
+        False,
+    ),
+    InitializeCase(
+        "unknown-scheduler",
+        "scheduler.type neither a DeepSpeed nor a torch.optim.lr_scheduler class",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLinear", "params": {}}},
+        True,
+        "AssertionError",
+        "DeepSpeed does not recognize LR scheduler WarmupLinear",
+    ),
+    InitializeCase(
+        "scheduler-wrong-case",
+        "scheduler names are case-sensitive",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "warmuplr", "params": {}}},
+        True,
+        "AssertionError",
+        "DeepSpeed does not recognize LR scheduler warmuplr",
+    ),
+    InitializeCase(
+        "scheduler-type-auto",
+        "scheduler.type 'auto' is kept verbatim",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "auto", "params": {}}},
+        True,
+        "AssertionError",
+        "DeepSpeed does not recognize LR scheduler auto",
+    ),
+    InitializeCase(
+        "scheduler-param-not-accepted",
+        "a scheduler parameter its constructor does not take (WarmupLR has no total_num_steps)",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"total_num_steps": 10}}},
+        True,
+        "TypeError",
+        "unexpected keyword argument 'total_num_steps'",
+    ),
+    InitializeCase(
+        "warmupcosine-param-not-accepted",
+        "WarmupCosineLR takes no warmup_max_lr",
+        {
+            **_TINY,
+            "optimizer": _SGD,
+            "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 100, "warmup_max_lr": 0.1}},
+        },
+        True,
+        "TypeError",
+        "unexpected keyword argument 'warmup_max_lr'",
+    ),
+    InitializeCase(
+        "warmupdecaylr-missing-total-num-steps",
+        "WarmupDecayLR requires total_num_steps",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 10}}},
+        True,
+        "TypeError",
+        "missing 1 required positional argument: 'total_num_steps'",
+    ),
+    InitializeCase(
+        "control-warmupdecaylr",
+        "WarmupDecayLR with total_num_steps",
+        {
+            **_TINY,
+            "optimizer": _SGD,
+            "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 100, "warmup_num_steps": 10}},
+        },
+        False,
+    ),
+    InitializeCase(
+        "onecycle-missing-cycle-min-lr",
+        "OneCycle requires cycle_min_lr and cycle_max_lr",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "OneCycle", "params": {"cycle_max_lr": 0.1}}},
+        True,
+        "TypeError",
+        "missing 1 required positional argument: 'cycle_min_lr'",
+    ),
+    InitializeCase(
+        "scheduler-params-null",
+        "scheduler.params null",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": None}},
+        True,
+        "TypeError",
+        "argument after ** must be a mapping",
+    ),
+    InitializeCase(
+        "scheduler-param-auto",
+        "scheduler.params values 'auto' reach the constructor",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}}},
+        True,
+        "ValueError",
+        "warmup_num_steps must be a positive integer, got auto",
+    ),
+    InitializeCase(
+        "scheduler-param-wrong-type",
+        "a scheduler parameter of the wrong type (warmup_num_steps a string)",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "100"}}},
+        True,
+        "ValueError",
+        "warmup_num_steps must be a positive integer, got 100",
+    ),
+    InitializeCase(
+        "scheduler-steps-float",
+        "warmup_num_steps 100.0 (a float, as written 1e2) is not an integer",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100.0}}},
+        True,
+        "ValueError",
+        "warmup_num_steps must be a positive integer, got 100.0",
+    ),
+    InitializeCase(
+        "scheduler-lr-string",
+        "WarmupLR warmup_max_lr given as a string",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": "0.1"}}},
+        True,
+        "TypeError",
+        "unsupported operand type(s) for -: 'str' and 'float'",
+    ),
+    InitializeCase(
+        "warmup-num-steps-zero",
+        "WarmupLR warmup_num_steps must be a positive integer",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}}},
+        True,
+        "ValueError",
+        "warmup_num_steps must be a positive integer, got 0",
+    ),
+    InitializeCase(
+        "lrrangetest-step-size-zero",
+        "LRRangeTest lr_range_test_step_size must be a positive integer",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "LRRangeTest", "params": {"lr_range_test_step_size": 0}}},
+        True,
+        "ValueError",
+        "lr_range_test_step_size must be a positive integer, got 0",
+    ),
+    InitializeCase(
+        "torch-scheduler-missing-argument",
+        "a torch.optim.lr_scheduler class without its required argument",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "StepLR", "params": {}}},
+        True,
+        "TypeError",
+        "missing 1 required positional argument: 'step_size'",
+    ),
+    InitializeCase(
+        "control-torch-scheduler",
+        "torch.optim.lr_scheduler.StepLR with step_size",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "StepLR", "params": {"step_size": 10}}},
+        False,
+    ),
+    InitializeCase(
+        "control-end", "the first control again, last (no state leaked)", {**_TINY, "optimizer": _SGD}, False
+    ),
+)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_initialize_cases(
+    cases: Sequence[InitializeCase] = INITIALIZE_CASES, python: str = sys.executable, timeout: float = 1500
+) -> dict[str, dict[str, Any]]:
+    """Run ``deepspeed.initialize`` for every case in ONE fresh single-rank CPU subprocess (so no
+    torch.distributed state leaks into the caller); returns ``{case id: {"raised", "error_type",
+    "message", ...}}``."""
+    import os
+
+    env = {
+        **os.environ,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1",
+    }
+    request = json.dumps({"cases": {case.id: case.config for case in cases}})
+    proc = subprocess.run(
+        [python, str(WORKER_SCRIPT), "--initialize"],
+        input=request,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=str(REPO_ROOT),
+        check=False,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"initialize runner failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,0 +1,140 @@
+"""Run the whole differential comparison (core.validate vs the real DeepSpeed) and print a summary.
+
+    .venv/bin/python scripts/differential_report.py [--version 0.19.8|0.19.5|all] [--full] [--list N]
+
+Checks every corpus file, every generated mutation (``--full``: every candidate mutation, not the
+seeded sample the tests use) and the hand-written edge configs, at world sizes 1, 2, 8 and 64.
+Prints the counts (configs, accepted/rejected by DeepSpeed, agreements, disagreements by kind) and the
+first N disagreements. Exit status 1 when there is any disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.oracle.mutations import corpus_entries, edge_configs, mutate
+from tests.oracle.oracle import (
+    DISAGREEMENTS,
+    OUTCOMES,
+    SUPPORTED_VERSIONS,
+    WORLD_SIZES,
+    Comparison,
+    run_differential,
+)
+
+
+def _cases(full: bool) -> tuple[list[tuple[str, str, dict]], list[str]]:
+    """(group, label, config) for every corpus file, mutation and edge config; plus unloadable files."""
+    cases: list[tuple[str, str, dict]] = []
+    unloadable: list[str] = []
+    for entry in corpus_entries():
+        if entry.config is None:
+            unloadable.append(f"{entry.rel}: {entry.load_error}")
+            continue
+        cases.append(("corpus", entry.rel, entry.config))
+        for m in mutate(entry.config, seed=entry.rel, caps={} if full else None):
+            cases.append((m.kind, f"{entry.rel} :: {m.label}", m.config))
+    cases += [("edge", f"edge :: {m.label}", m.config) for m in edge_configs()]
+    return cases, unloadable
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [
+        " | ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _distinct(bad: list[Comparison]) -> dict[tuple, list[Comparison]]:
+    """Disagreements grouped by (outcome, mutation label, DeepSpeed error, validator error codes)."""
+    groups: dict[tuple, list[Comparison]] = {}
+    for comp in bad:
+        mutation = comp.label.split(" :: ", 1)[-1] if " :: " in comp.label else "(corpus file as is)"
+        ds_error = comp.verdict.error_type or "accepted"
+        codes = tuple(sorted({code for code, _, _ in comp.errors}))
+        groups.setdefault((comp.outcome, mutation, ds_error, codes), []).append(comp)
+    return groups
+
+
+def report(version: str, full: bool, show: int) -> int:
+    """Print the summary for one DeepSpeed version; return the number of disagreements."""
+    started = time.perf_counter()
+    cases, unloadable = _cases(full)
+    comparisons: list[Comparison] = run_differential([(label, cfg) for _, label, cfg in cases], WORLD_SIZES, version)
+    groups = [group for group, _, _ in cases for _ in WORLD_SIZES]
+    by_group: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for group, comp in zip(groups, comparisons, strict=True):
+        by_group[group]["checks"] += 1
+        by_group[group]["ds-accepts" if comp.verdict.accepted else "ds-rejects"] += 1
+        by_group[group][comp.outcome] += 1
+    total: collections.Counter = collections.Counter()
+    for counter in by_group.values():
+        total.update(counter)
+
+    n_configs = len(cases)
+    n_corpus = sum(1 for g, _, _ in cases if g == "corpus")
+    n_edge = sum(1 for g, _, _ in cases if g == "edge")
+    print(f"\n## Differential: core.validate vs DeepSpeed {version}  (world sizes {', '.join(map(str, WORLD_SIZES))})")
+    print(
+        f"configs: {n_configs} ({n_corpus} corpus files, {n_configs - n_corpus - n_edge} mutations, {n_edge} edge)"
+        f"; checks (config x world size): {len(comparisons)}; unloadable corpus files: {len(unloadable)}"
+    )
+    columns = ["checks", "ds-accepts", "ds-rejects", *OUTCOMES]
+    rows = [["kind", *columns]]
+    rows += [[group, *(str(by_group[group][c]) for c in columns)] for group in sorted(by_group)]
+    rows.append(["TOTAL", *(str(total[c]) for c in columns)])
+    print(_table(rows))
+    for line in unloadable:
+        print(f"unloadable (DeepSpeed's own loader also fails): {line}")
+    bad = [c for c in comparisons if c.outcome in DISAGREEMENTS]
+    if bad:
+        kinds = collections.Counter(c.outcome for c in bad)
+        print(f"\ndisagreements: {len(bad)} ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
+        codes = collections.Counter(
+            (c.outcome, c.verdict.error_type if c.outcome == "missed" else ",".join(sorted({e[0] for e in c.errors})))
+            for c in bad
+        )
+        print("by outcome and DeepSpeed error type (missed) / validator codes (false-alarm):")
+        for (outcome, what), count in codes.most_common():
+            print(f"  {count:6d}  {outcome:12s} {what}")
+        distinct = _distinct(bad)
+        print(
+            f"\n{len(distinct)} distinct disagreements (same mutation, DeepSpeed error and validator codes), "
+            f"first {min(show, len(distinct))}:"
+        )
+        for sig, comps in list(distinct.items())[:show]:
+            first = comps[0]
+            files = sorted({c.label.split(" :: ")[0] for c in comps})
+            sizes = sorted({c.world_size for c in comps})
+            print(f"- [{first.outcome}] {sig[1]}  x{len(comps)} ({len(files)} file(s), world sizes {sizes})")
+            print(f"    deepspeed: {first.verdict.describe()[:240]}")
+            print(f"    validator: {', '.join(sig[3]) or 'no errors'}")
+            print(f"    e.g. {files[0]}: {first.config_json[:300]}")
+    print(f"\n({time.perf_counter() - started:.1f} s)")
+    return len(bad)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", default="0.19.8", choices=[*SUPPORTED_VERSIONS, "all"])
+    parser.add_argument("--full", action="store_true", help="every candidate mutation, not the sampled set")
+    parser.add_argument("--list", type=int, default=40, metavar="N", help="show the first N disagreements")
+    args = parser.parse_args(argv)
+    versions = SUPPORTED_VERSIONS if args.version == "all" else (args.version,)
+    disagreements = sum(report(v, args.full, args.list) for v in versions)
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
