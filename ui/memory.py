@@ -85,3 +85,31 @@ def options_table(context: Mapping[str, Any]) -> pd.DataFrame | None:
         lambda r: f"ZeRO-{r['stage']} opt={r['offload_optimizer']} param={r['offload_param']}", axis=1
     )
     return table[["label", "stage", "offload_optimizer", "offload_param", "gpu_gib", "cpu_gib"]]
+
+
+#: The ZeRO paper's (Rajbhandari et al. 2020, Figure 1) mixed-precision Adam accounting, bytes per parameter:
+#: fp16 parameters, fp16 gradients, and K = 12 bytes of fp32 optimizer state (master weights, momentum,
+#: variance). It is the picture the paper teaches ZeRO with, not a full estimate (no activations, buffers).
+PAPER_BYTES = (("parameters (fp16)", 2), ("gradients (fp16)", 2), ("optimizer states (fp32)", 12))
+#: From which stage on each component is partitioned over the data-parallel GPUs.
+PARTITIONED_FROM = {"parameters (fp16)": 3, "gradients (fp16)": 2, "optimizer states (fp32)": 1}
+
+
+def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0, 1, 2, 3)) -> pd.DataFrame:
+    """Per-GPU GiB of each component under each ZeRO stage (the paper's Figure 1 for this model and GPU count)."""
+    rows = []
+    for stage in stages:
+        for component, per_param in PAPER_BYTES:
+            share = world_size if stage >= PARTITIONED_FROM[component] else 1
+            rows.append({"stage": stage, "component": component,
+                         "gib_per_gpu": total_params * per_param / share / GIB})
+    return pd.DataFrame(rows)
+
+
+def world_size_sweep(total_params: int, stage: int, sizes: tuple[int, ...]) -> pd.DataFrame:
+    """Per-GPU GiB of the paper's model states for ``stage`` as the GPU count grows."""
+    rows = []
+    for n in sizes:
+        total = zero_figure(total_params, n, (stage,))["gib_per_gpu"].sum()
+        rows.append({"gpus": n, "gib_per_gpu": total})
+    return pd.DataFrame(rows)

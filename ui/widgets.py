@@ -28,6 +28,8 @@ from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
 
 _MISSING = object()
+#: Largest integer a browser number widget holds exactly.
+JS_MAX_SAFE_INT = 2**53 - 1
 Kind = Literal["bool", "int", "float", "choice", "str", "json", "section"]
 
 
@@ -288,8 +290,8 @@ def _fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
     if kind.kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
-        if kind.kind == "int" and not isinstance(value, int):
-            return False
+        if kind.kind == "int" and (not isinstance(value, int) or abs(value) > JS_MAX_SAFE_INT):
+            return False  # the browser cannot hold it exactly: edit it as JSON text
         return (low is None or value >= low) and (high is None or value <= high)
     if kind.kind == "choice":
         return True
