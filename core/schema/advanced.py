@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from core.schema.base import LenientSection, Section, ds_field
+from core.schema.base import LenientSection, OpenSection, Section, ds_field
 
 # --------------------------------------------------------------------------------------------------
 # activation checkpointing (lenient)
@@ -309,7 +309,7 @@ class CompileConfig(Section):
 # --------------------------------------------------------------------------------------------------
 
 
-class PipelineConfig(LenientSection):
+class PipelineConfig(OpenSection):
     """Pipeline-parallel engine settings (for `PipelineModule` models). DeepSpeed merges your keys into its
     defaults without checking them; unknown keys are kept."""
 
@@ -526,7 +526,7 @@ class DataEfficiencyConfig(LenientSection):
 # --------------------------------------------------------------------------------------------------
 
 
-class DataStatesConfig(LenientSection):
+class DataStatesConfig(OpenSection):
     """DataStates-LLM asynchronous checkpointing (needs the `datastates` package). DeepSpeed enables it
     when the key is present with any value except `false`, and hands the whole block to DataStates, which
     defines its keys."""
@@ -700,6 +700,41 @@ TP_DTYPE_MESSAGE = (
 )
 
 
+class TPLayerSpecConfig(LenientSection):
+    """One custom AutoTP partitioning rule (`partition_config.layer_specs[i]`)."""
+
+    patterns: list[str] = ds_field(
+        default_factory=list, raises="engine",
+        description="Regexes of the parameter names the rule applies to, e.g. `.*\\.o_proj\\.weight$`.",
+    )
+    partition_type: str = ds_field(
+        "column", choices=("column", "row", "skip"), widget="select", raises="engine",
+        description="`column` (split the output dim), `row` (split the input dim) or `skip` (replicate).",
+    )
+    gather_output: bool = ds_field(False, description="All-gather the layer output after a column split.")
+    grad_allreduce: bool = ds_field(False, description="All-reduce the gradients of a skipped layer.")
+    shape: list[Any] | None = ds_field(
+        None, description="Logical shape for fused weights, e.g. `[2, -1]` for a fused gate/up projection."
+    )
+    partition_dim: int | None = ds_field(None, description="Dimension of `shape` that is split.")
+    model_types: list[str] | None = ds_field(None, description="Only apply to these HF model types.")
+
+
+class TPPartitionConfig(LenientSection):
+    """Custom AutoTP partitioning (`tensor_parallel.partition_config`), read when the engine starts."""
+
+    use_default_specs: bool = ds_field(
+        True, description="Merge the rules with the built-in ones (false: only your `layer_specs`)."
+    )
+    layer_specs: list[TPLayerSpecConfig] = ds_field(default_factory=list, description="The partitioning rules.")
+    tp_size: int = ds_field(1, description="Tensor-parallel size recorded in the partition config.")
+    embedding_partition_dim: int = ds_field(1, description="Dimension along which embeddings are split.")
+    lm_head_patterns: list[str] = ds_field(
+        default_factory=lambda: ["lm_head", "embed_out"], description="Names of the lm_head modules."
+    )
+    strict_mode: bool = ds_field(False, description="Fail when a Linear layer matches no rule.")
+
+
 class TPConfig(Section):
     """Tensor-parallel group settings (`tensor_parallel.tp`)."""
 
@@ -745,10 +780,12 @@ class TensorParallelConfig(Section):
     injection_policy_tuple: tuple | None = ds_field(
         None, description="Layer names to inject (advanced; normally from Python)."
     )
-    partition_config: dict[str, Any] | None = ds_field(
-        None, widget="json",
+    partition_config: TPPartitionConfig | None = ds_field(
+        None,
         description="Custom partitioning rules: `use_default_specs` and `layer_specs` (patterns, "
         "row/column partition type, shape).",
+        doc_note="DeepSpeed types this as a free dict and reads it only when the engine starts "
+        "(AutoTPConfig.from_dict), so mistakes inside surface at deepspeed.initialize.",
     )
     preset_model: str | None = ds_field(
         None,

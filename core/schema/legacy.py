@@ -88,7 +88,12 @@ class ElasticityConfig(LenientSection):
         0, removed=_GONE, description="Minutes to run before the scheduler may scale again (v0.1 only; 0: unknown)."
     )
     prefer_larger_batch: bool = ds_field(
-        True, removed=_GONE, description="Prefer the batch size closest to `max_train_batch_size`."
+        True, removed=_GONE, description="Prefer the batch size closest to `max_train_batch_size`.",
+        doc_note="The docs spell it `prefer_large_batch`; DeepSpeed reads `prefer_larger_batch`.",
+    )
+    prefer_large_batch: bool | None = ds_field(
+        None, removed=_GONE, deprecated=True, replaced_by="prefer_larger_batch", ignored=True,
+        description="Misspelling from the docs; DeepSpeed ignores it. Use `prefer_larger_batch`.",
     )
     ignore_non_elastic_batch_info: bool = ds_field(
         False, removed=_GONE,
@@ -216,11 +221,35 @@ class NebulaConfig(LenientSection):
 # --------------------------------------------------------------------------------------------------
 
 
+class CompressionGroupParams(LenientSection):
+    """Technique parameters of one compression group (which apply depends on the technique)."""
+
+    start_bits: int | None = ds_field(
+        None, removed=_GONE, raises="config",
+        description="Weight quantization: bits at the start of training. Required for weight quantization.",
+    )
+    target_bits: int | None = ds_field(
+        None, removed=_GONE, raises="config",
+        description="Weight quantization: bits reached at the end. Required for weight quantization.",
+    )
+    quantization_period: int = ds_field(
+        1, removed=_GONE, unit="steps", description="Weight quantization: steps between bit reductions."
+    )
+    bits: int | None = ds_field(
+        None, removed=_GONE, raises="config",
+        description="Activation quantization: bits. Required for activation quantization.",
+    )
+    dense_ratio: float | None = ds_field(
+        None, removed=_GONE, raises="config",
+        description="Pruning: fraction of weights/rows/heads/channels kept. Required for pruning groups.",
+    )
+
+
 class CompressionGroupConfig(LenientSection):
     """One group of `different_groups`: its technique parameters and the modules it applies to."""
 
-    params: dict[str, Any] = ds_field(
-        default_factory=dict, removed=_GONE, widget="json",
+    params: CompressionGroupParams = ds_field(
+        default_factory=CompressionGroupParams, removed=_GONE,
         description="Technique parameters of this group (e.g. start_bits/target_bits, dense_ratio).",
     )
     modules: list[str] = ds_field(
