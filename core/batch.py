@@ -153,10 +153,12 @@ def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str,
 
 def effective_world_size(config: dict[str, Any], world_size: int) -> float:
     """The data-parallel world size DeepSpeed uses: GPUs ÷ sequence_parallel_size when that is set."""
-    sp = config.get("sequence_parallel_size")
+    if "sequence_parallel_size" not in config:
+        return world_size
+    sp = config["sequence_parallel_size"]
     if isinstance(sp, int | float) and not isinstance(sp, bool) and sp > 0:
         return world_size / sp
-    return world_size
+    return world_size  # not a usable divisor: a rule reports it
 
 
 def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024) -> list[int]:

@@ -54,8 +54,15 @@ def validate(
             if key not in seen:
                 seen.add(key)
                 findings.append(finding)
+    findings = _drop_shadowed_type_errors(findings)
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
+
+
+def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
+    """A generic type error where a specific rule already explains the same path is noise."""
+    specific = {f.path for f in findings if f.severity == "error" and not f.code.startswith("type.")}
+    return [f for f in findings if not (f.code.startswith("type.") and f.path in specific)]
 
 
 def _batch_values(config: dict[str, Any], world_size: int) -> BatchValues | None:

@@ -34,6 +34,7 @@ TORCH_SCHEDULERS: tuple[str, ...] = (
 )
 
 INITIALIZE_CODES = frozenset({
+    "auto.kept-optimizer",
     "optimizer.unknown", "optimizer.unknown-param", "optimizer.param-type", "optimizer.max-grad-norm",
     "optimizer.lamb-static-loss-scale", "optimizer.untested-with-zero",
     "scheduler.unknown", "scheduler.params-missing", "scheduler.unknown-param", "scheduler.missing-param",
@@ -83,7 +84,15 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         return
     name = section.get("type")
     params = section.get("params")
-    if isinstance(params, dict):
+    # DeepSpeed only reads optimizer.params when optimizer.type is set.
+    if name is not None and params is not None and not isinstance(params, dict):
+        yield Finding(
+            "error", "optimizer.params-not-object", "optimizer.params",
+            f"optimizer.params is {params!r}; DeepSpeed fails reading it (it expects an object of keyword "
+            "arguments such as {\"lr\": 0.0001}).",
+            fix=_set("optimizer.params", {}), page="optimizer",
+        )
+    if name is not None and isinstance(params, dict):
         yield from _forbidden_params(params)
     if name is None:
         if params:

@@ -187,9 +187,17 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 suggestion="Write the value, or choose the HF target if this config is passed to the HF Trainer.",
                 page=field.meta.page if field else "batch",
             )
+        elif behaviour == "kept" and path.startswith(("optimizer.", "scheduler.")):
+            yield Finding(
+                "error", "auto.kept-optimizer", path,
+                f"`{path}` is \"auto\": plain DeepSpeed passes the string \"auto\" on to the optimizer or "
+                "scheduler, and deepspeed.initialize fails.",
+                suggestion="Write the value, or choose the HF target if the HF Trainer fills it in.",
+                page="optimizer",
+            )
         elif behaviour == "kept":
             yield Finding(
-                "error" if path.startswith(("optimizer.", "scheduler.")) else "warning", "auto.kept", path,
+                "warning", "auto.kept", path,
                 f"`{path}` is \"auto\": plain DeepSpeed keeps the string \"auto\" as the value, which breaks "
                 "when it is used in training.",
                 suggestion="Write the value, or choose the HF target if the HF Trainer fills it in.",
@@ -600,13 +608,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
             f"vocabulary_size {vocab} is not a multiple of 8; tensor cores are used less efficiently.",
             suggestion=f"Pad the vocabulary to {vocab + (-vocab) % 8}.", page="advanced",
         )
-    wcb = ctx.config.get("wall_clock_breakdown")
-    if wcb is not None and wcb != "auto" and not isinstance(wcb, bool | int):
-        yield Finding(
-            "error", "misc.wall-clock-breakdown", "wall_clock_breakdown",
-            f"wall_clock_breakdown is {wcb!r}; DeepSpeed combines it with `|` and fails on anything but true/false.",
-            fix=_set("wall_clock_breakdown", False), page="monitoring",
-        )
+    yield from _wall_clock(ctx)
     ep = ctx.config.get("expert_parallel")
     if isinstance(ep, dict) and ep.get("load_balance_coeff") is not None:
         yield Finding(
@@ -639,7 +641,42 @@ def misc(ctx: Context) -> Iterator[Finding]:
             )
 
 
-RULES = (
+def _wall_clock(ctx: Context) -> Iterator[Finding]:
+    # DeepSpeed computes `wall_clock_breakdown | flops_profiler.enabled` while parsing.
+    wcb = ctx.config.get("wall_clock_breakdown", False)
+    profiler = ctx.config.get("flops_profiler")
+    enabled = profiler.get("enabled", False) if isinstance(profiler, dict) else False
+    if wcb == "auto":
+        return  # the "auto" rule reports it
+    try:
+        wcb | enabled
+    except TypeError:
+        culprit, value = (("wall_clock_breakdown", wcb) if not isinstance(wcb, bool | int)
+                          else ("flops_profiler.enabled", enabled))
+        yield Finding(
+            "error", "misc.wall-clock-breakdown", culprit,
+            f"`{culprit}` is {value!r}; DeepSpeed combines wall_clock_breakdown and flops_profiler.enabled "
+            "with `|` while reading the config and fails on anything but true/false.",
+            fix=_set(culprit, False), page="monitoring",
+        )
+
+
+def sequence_parallel(ctx: Context) -> Iterator[Finding]:
+    """sequence_parallel_size divides the world size; a value DeepSpeed cannot divide by stops it."""
+    if "sequence_parallel_size" not in ctx.config:
+        return
+    sp = ctx.config["sequence_parallel_size"]
+    if isinstance(sp, bool) or not isinstance(sp, int | float) or sp <= 0:
+        yield Finding(
+            "error", "misc.sequence-parallel-invalid", "sequence_parallel_size",
+            f"sequence_parallel_size is {sp!r}; DeepSpeed divides the GPU count by it, so it must be a "
+            "positive number.",
+            suggestion="Remove it, or set the sequence-parallel degree (e.g. 2).",
+            fix=_delete("sequence_parallel_size"), page="batch",
+        )
+
+
+RULES = (sequence_parallel,
     removed_keys, batch_triangle, batch_types, auto_values, precision, torch_autocast, communication,
     zero_form, offload, deprecated_zero_keys, bfloat16_alias, checkpoint, data_types, data_efficiency,
     autotuning, misc,

@@ -104,7 +104,7 @@ class DeepSpeedConfig(LenientSection):
         default_factory=FP16Config, page="precision",
         description="16-bit floating point (fp16) mixed precision with loss scaling.",
     )
-    bf16: BF16Config = ds_field(
+    bf16: BF16Config | None = ds_field(
         default_factory=BF16Config, page="precision",
         description="bfloat16 mixed precision (no loss scaling needed; needs Ampere or newer).",
     )
@@ -127,10 +127,10 @@ class DeepSpeedConfig(LenientSection):
         description="Data types of gradient accumulation, parameters and buffers.",
     )
     # --- optimizer & scheduler --------------------------------------------------------------
-    optimizer: OptimizerConfig | None = ds_field(
+    optimizer: OptimizerConfig = ds_field(  # null is refused by DeepSpeed
         None, page="optimizer", description="The optimizer DeepSpeed builds (omit to pass your own)."
     )
-    scheduler: SchedulerConfig | None = ds_field(
+    scheduler: SchedulerConfig = ds_field(  # null is refused by DeepSpeed
         None, page="optimizer", description="The learning-rate scheduler DeepSpeed builds."
     )
     zero_allow_untested_optimizer: bool = ds_field(
@@ -146,7 +146,7 @@ class DeepSpeedConfig(LenientSection):
         default_factory=ZeroConfig, page="zero",
         description="ZeRO: partition optimizer states, gradients and parameters across GPUs; offload.",
     )
-    aio: AioConfig = ds_field(
+    aio: AioConfig | None = ds_field(
         default_factory=AioConfig, page="zero",
         description="Asynchronous I/O settings for NVMe offload (ZeRO-Infinity).",
     )
@@ -207,14 +207,14 @@ class DeepSpeedConfig(LenientSection):
         default_factory=HybridEngineConfig, page="advanced",
         description="DeepSpeed-Chat hybrid engine (training + inference).",
     )
-    weight_quantization: WeightQuantizationConfig | None = ds_field(
+    weight_quantization: WeightQuantizationConfig = ds_field(  # null is refused by DeepSpeed
         None, page="advanced", description="Weight quantization (read only when present)."
     )
     timers: TimersConfig = ds_field(default_factory=TimersConfig, page="monitoring", description="Timers.")
     tensor_parallel: TensorParallelConfig = ds_field(
         default_factory=TensorParallelConfig, page="advanced", description="AutoTP tensor-parallel training."
     )
-    expert_parallel: ExpertParallelConfig = ds_field(
+    expert_parallel: ExpertParallelConfig | None = ds_field(
         default_factory=ExpertParallelConfig, page="advanced", description="AutoEP expert parallelism."
     )
     datastates_ckpt: DataStatesConfig | None = ds_field(
