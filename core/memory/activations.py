@@ -92,9 +92,19 @@ def attention_terms(spec: ModelSpec, b, s, e: int, attention: str, recompute: st
     else:
         # SDPA (CPU flash / CUDA flash or mem-efficient) and flash_attention_2: q, k, v unrepeated (GQA done
         # in-kernel), the output (also the o_proj input) and the fp32 log-sum-exp
-        terms.append(
-            Term(f"attn ({attention}): q, k, v, output", e * b * s * (2 * qd + 2 * kvd), "e*b*s*(2*a*d + 2*kv*d)")
-        )
+        if spec.fused_qkv and not _llama_like(spec):
+            # k stays a view of the fused projection output (keeping all of it alive); q and v are copied
+            terms.append(
+                Term(
+                    f"attn ({attention}): fused qkv output, q and v copies, output",
+                    e * b * s * (3 * qd + 3 * kvd),
+                    "e*b*s*((a*d + 2*kv*d) + a*d + kv*d + a*d)",
+                )
+            )
+        else:
+            terms.append(
+                Term(f"attn ({attention}): q, k, v, output", e * b * s * (2 * qd + 2 * kvd), "e*b*s*(2*a*d + 2*kv*d)")
+            )
         terms.append(Term(f"attn ({attention}): log-sum-exp", 4 * b * a * s, "4*b*a*s"))
         if spec.attention_dropout > 0:
             terms.append(Term("attn: dropout RNG state", 0 * b, "0 (philox seed/offset)"))
