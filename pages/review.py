@@ -1,9 +1,106 @@
-"""Review & export page: not built yet."""
+"""Review & export: final JSON, all findings with one-click fixes, diff, download, launch snippets, share link."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-from ui import frame
+import app_state
+import core
+from ui import export, frame, widgets
 
 frame.begin("Review & export")
-st.info("This page is not built yet; edit these settings in the JSON on the Start page (import).")
+widgets.explain(
+    "Before you launch",
+    """This is the file DeepSpeed will read. Every finding of the validator is listed with its fix where one
+is mechanical; the **diff** shows what changed since you imported the file or loaded the preset.
+"Only what differs from defaults" drops values equal to DeepSpeed's defaults (same behaviour, shorter
+file); "as written" keeps every key you set. Keys the app has no widget for are always kept.
+The **shareable link** holds the whole state (config, baseline and context) compressed in the URL;
+nothing is stored on the server.""",
+    expanded=False,
+)
+
+form = widgets.Form.current()
+config = form.config
+ctx = app_state.get_context()
+
+# ------------------------------------------------------------------ findings
+st.subheader("Findings")
+report = form.report
+counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warning", "info")}
+st.markdown(f"**{counts['error']}** errors · **{counts['warning']}** warnings · **{counts['info']}** notes "
+            f"(DeepSpeed {form.version}, {form.target}, {app_state.world_size(ctx)} GPUs)")
+fixable = [f for f in report.findings if f.fix is not None and f.severity in ("error", "warning")]
+
+
+def _fix_all() -> None:
+    # Apply one fix at a time and re-validate, because one fix can make another unnecessary.
+    for _ in range(50):
+        rep = app_state.report()
+        todo = next((f for f in rep.findings if f.fix is not None and f.severity in ("error", "warning")), None)
+        if todo is None:
+            return
+        fixed = todo.fix.apply(app_state.get_config())
+        if fixed == app_state.get_config():
+            return
+        app_state.replace_config(fixed)
+
+
+if len(fixable) > 1:
+    st.button(f"Apply all {len(fixable)} fixes", key="review_fix_all", on_click=_fix_all, icon=":material/build:")
+for finding in report.findings:
+    page = app_state.PAGES.get(finding.page or "")
+    text = f"**{finding.code}** at `{finding.path or '(top level)'}` — {finding.message}"
+    if finding.suggestion:
+        text += f"\n\n{finding.suggestion}"
+    {"error": st.error, "warning": st.warning}.get(finding.severity, st.info)(text)
+    cols = st.columns([3, 2])
+    with cols[0]:
+        widgets.fix_button(finding, key_suffix="review")
+    if page:
+        with cols[1]:
+            st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:")
+if not report.findings:
+    st.success("No findings: DeepSpeed will accept this config.", icon=":material/check_circle:")
+
+# ------------------------------------------------------------------ the file
+st.subheader("ds_config.json")
+variant = st.radio("Form", ["As written (explicit)", "Only what differs from defaults"], horizontal=True,
+                   key="review_variant")
+final = config if variant.startswith("As written") else export.strip_defaults(config)
+text = core.dump_config(final)
+st.code(text, language="json")
+st.download_button("Download ds_config.json", data=text, file_name="ds_config.json", mime="application/json",
+                   key="review_download", type="primary", icon=":material/download:")
+
+st.subheader("Changes since import / preset")
+diff = export.unified_diff(app_state.get_baseline(), config)
+if diff:
+    st.code(diff, language="diff")
+else:
+    st.caption("No changes: the config is what you imported or loaded.")
+
+# ------------------------------------------------------------------ launch
+st.subheader("Launch")
+snippets = export.launch_snippets(ctx, form.stage)
+for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), strict=True):
+    with tab:
+        st.code(snippet, language="bash" if name in ("deepspeed launcher", "accelerate launch") else "python")
+
+# ------------------------------------------------------------------ share
+st.subheader("Share")
+
+
+def _share() -> None:
+    token = app_state.encode_state(app_state.get_config(), app_state.get_context(), app_state.get_baseline())
+    st.session_state[app_state.RESTORED] = token  # this session already has this state
+    st.session_state["review_share_token"] = token
+
+
+st.button("Create a shareable link", key="review_share", on_click=_share, icon=":material/link:")
+token = st.session_state.get("review_share_token")
+if token:
+    base = (st.context.url or "").rstrip("/")
+    st.code(f"{base}/?{app_state.SHARE_PARAM}={token}", language=None, wrap_lines=True)
+    st.caption(f"{len(token)} characters. Anyone opening it gets a copy of this state in their own session.")
 frame.end()

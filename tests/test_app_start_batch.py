@@ -9,7 +9,7 @@ from test_app_support import ROOT, app, texts
 
 from ui.widgets import widget_key
 
-BUILT_PAGES = ("start", "batch", "precision", "optimizer", "zero")
+BUILT_PAGES = ("start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
 
 
 def test_home_is_start_page_with_sidebar_and_download():

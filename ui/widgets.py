@@ -176,9 +176,15 @@ def _json_error_key(path: str) -> str:
     return f"jsonerr:{path}"
 
 
+def _forget_raw_editor(path: str) -> None:
+    # The raw JSON editor of the enclosing top-level section shows the old text otherwise.
+    st.session_state.pop(f"{app_state.WIDGET_PREFIX}raw:{split_path(path)[0]}", None)
+
+
 def _on_change(path: str, kind: Kind, optional: bool) -> None:
     value = st.session_state.get(widget_key(path))
     config = app_state.get_config()
+    _forget_raw_editor(path)
     if kind == "json":
         text = (value or "").strip()
         if not text:
@@ -207,6 +213,7 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
 def _on_auto(path: str, default: Any) -> None:
     on = st.session_state.get(widget_key(path) + ":auto")
     config = app_state.get_config()
+    _forget_raw_editor(path)
     if on:
         set_value(config, path, "auto")
     elif default is None:

@@ -1,0 +1,160 @@
+"""AppTest: Monitoring, Advanced and Review & export pages; the export helpers; the shareable link."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_app_support import APP, ROOT, app, texts
+
+import app_state
+import core
+from core.presets import list_presets
+from ui import export
+from ui.widgets import widget_key
+
+PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
+
+
+# ------------------------------------------------------------------ monitoring
+
+def test_monitoring_widgets_write_their_sections():
+    at = app({"train_micro_batch_size_per_gpu": 1, "tensorboard": {"job_name": "run1"}}, page="pages/monitoring.py")
+    at.checkbox(key=widget_key("tensorboard.enabled")).check().run()
+    at.number_input(key=widget_key("steps_per_print")).set_value(50).run()
+    at.checkbox(key=widget_key("wall_clock_breakdown")).check().run()
+    assert at.session_state["config"] == {
+        "train_micro_batch_size_per_gpu": 1, "tensorboard": {"job_name": "run1", "enabled": True},
+        "steps_per_print": 50, "wall_clock_breakdown": True,
+    }
+
+
+def test_monitoring_wrong_type_is_shown_as_raw_json_with_the_error():
+    at = app({"train_micro_batch_size_per_gpu": 1, "steps_per_print": "often"}, page="pages/monitoring.py")
+    raw = at.text_area(key=widget_key("steps_per_print"))
+    assert raw.value == '"often"'
+    assert any("steps_per_print" in e.value for e in [*at.main.error, *at.main.warning])
+    raw.input("25").run()
+    assert at.session_state["config"]["steps_per_print"] == 25
+    assert at.number_input(key=widget_key("steps_per_print")).value == 25
+
+
+# ------------------------------------------------------------------ advanced
+
+def test_advanced_generated_widgets_and_raw_editor():
+    config = {"train_micro_batch_size_per_gpu": 1, "activation_checkpointing": {"partition_activations": True},
+              "my_tool": {"a": 1}}
+    at = app(config, page="pages/advanced.py")
+    assert "`activation_checkpointing` (set)" in [e.label for e in at.expander]
+    at.checkbox(key=widget_key("activation_checkpointing.cpu_checkpointing")).check().run()
+    assert at.session_state["config"]["activation_checkpointing"] == {
+        "partition_activations": True, "cpu_checkpointing": True}
+    raw = at.text_area(key=widget_key("raw:activation_checkpointing"))
+    assert json.loads(raw.value) == {"partition_activations": True, "cpu_checkpointing": True}
+    raw.input('{"number_checkpoints": 4, "team_flag": true}').run()
+    assert at.session_state["config"]["activation_checkpointing"] == {"number_checkpoints": 4, "team_flag": True}
+    assert at.session_state["config"]["my_tool"] == {"a": 1}
+    assert at.number_input(key=widget_key("activation_checkpointing.number_checkpoints")).value == 4
+
+
+def test_advanced_raw_editor_rejects_broken_json_and_keeps_config():
+    config = {"train_micro_batch_size_per_gpu": 1, "checkpoint": {"tag_validation": "Warn"}}
+    at = app(config, page="pages/advanced.py")
+    at.text_area(key=widget_key("raw:checkpoint")).input('{\n  "tag_validation": \n}').run()
+    assert any("line 3, column 1" in e.value for e in at.error)
+    assert at.session_state["config"] == config
+
+
+def test_advanced_removed_section_is_shown_only_when_present_with_error():
+    at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/advanced.py")
+    assert not any("nebula" in e.label for e in at.expander)
+    at = app({"train_micro_batch_size_per_gpu": 1, "nebula": {"enabled": True}}, page="pages/advanced.py")
+    assert any(e.label == "`nebula` (set) 🛑" for e in at.expander)
+    assert any("nebula" in e.value for e in at.main.error)
+    assert any("nebula" in link.proto.label for link in at.sidebar.get("page_link"))
+
+
+# ------------------------------------------------------------------ review & export
+
+def test_review_lists_findings_and_fix_all_fixes_everything():
+    cfg = dict(PRESETS["zero3-offload-cpu"].config, train_batch_size=7, fp16={"enabled": True})
+    at = app(json.loads(json.dumps(cfg)), page="pages/review.py")
+    assert {"batch.product", "precision.fp16-and-bf16"} <= {e.value.split("**")[1] for e in at.main.error}
+    at.button(key="review_fix_all").click().run()
+    assert core.validate(at.session_state["config"], world_size=8).ok
+    assert not at.main.error
+    assert texts(at.sidebar.success)[0] == "No errors or warnings"
+
+
+def test_review_diff_against_baseline_and_download_matches():
+    base = PRESETS["zero2-bf16"].config
+    at = app(json.loads(json.dumps(base)), page="pages/review.py")
+    at.session_state["baseline"] = json.loads(json.dumps(base))
+    at.run()
+    assert any("No changes" in c.value for c in at.caption)
+    at.session_state["config"]["gradient_clipping"] = 0.3
+    at.run()
+    diff = next(c.value for c in at.code if c.language == "diff")
+    assert '+  "gradient_clipping": 0.3' in diff
+    assert f'-  "gradient_clipping": {json.dumps(base["gradient_clipping"])}' in diff
+    assert at.code[0].value == core.dump_config(at.session_state["config"]).rstrip("\n")
+
+
+def test_review_minimal_variant_drops_defaults_only():
+    config = {"train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": False}, "gradient_clipping": 1.0,
+              "zero_optimization": {"stage": 0, "offload_param": {"device": "none"}}, "custom": None}
+    at = app(config, page="pages/review.py")
+    at.radio(key="review_variant").set_value("Only what differs from defaults").run()
+    assert json.loads(at.code[0].value) == {"train_micro_batch_size_per_gpu": 2,
+                                            "zero_optimization": {"offload_param": {}}, "custom": None}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_strip_defaults_keeps_the_verdict_of_every_preset(name):
+    preset = PRESETS[name]
+    stripped = export.strip_defaults(preset.config)
+    full = core.validate(preset.config, world_size=8, target=preset.target)
+    short = core.validate(stripped, world_size=8, target=preset.target)
+    assert short.ok == full.ok
+    assert full.batch == short.batch
+    assert len(core.dump_config(stripped)) <= len(core.dump_config(preset.config))
+
+
+def test_launch_snippets_follow_the_hardware():
+    at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/review.py", nodes=2, gpus_per_node=4)
+    codes = [c.value for c in at.code]
+    assert any("--hostfile hostfile --num_nodes 2 --num_gpus 4" in c and "node2 slots=4" in c for c in codes)
+    assert any('TrainingArguments(output_dir="out", deepspeed="ds_config.json")' in c for c in codes)
+    assert any("deepspeed_config_file: ds_config.json" in c and "num_processes: 8" in c for c in codes)
+    assert any('DeepSpeedStrategy(config="ds_config.json")' in c for c in codes)
+
+
+def test_share_link_restores_the_whole_state_in_a_fresh_session():
+    config = {"train_micro_batch_size_per_gpu": 3, "zero_optimization": {"stage": 2}, "team": {"k": [1]}}
+    at = app(config, page="pages/review.py", nodes=4, target="hf")
+    at.button(key="review_share").click().run()
+    link = next(c.value for c in at.code if f"?{app_state.SHARE_PARAM}=" in c.value)
+    token = link.split(f"?{app_state.SHARE_PARAM}=", 1)[1]
+    fresh = app_from_link(token)
+    assert fresh.session_state["config"] == config
+    assert fresh.session_state["context"]["nodes"] == 4
+    assert fresh.session_state["context"]["target"] == "hf"
+    # A later edit in the fresh session is not overwritten by the link on the next rerun.
+    fresh.session_state["config"]["train_micro_batch_size_per_gpu"] = 5
+    fresh.run()
+    assert fresh.session_state["config"]["train_micro_batch_size_per_gpu"] == 5
+
+
+def test_broken_share_link_says_so_and_keeps_a_blank_state():
+    fresh = app_from_link("not-a-real-state")
+    assert any("shared link could not be restored" in e.value for e in fresh.error)
+    assert fresh.session_state["config"] == {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
+
+
+def app_from_link(token: str):
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params[app_state.SHARE_PARAM] = token
+    at.run()
+    assert not at.exception, at.exception
+    return at
