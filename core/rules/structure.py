@@ -206,7 +206,9 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     if message.startswith("Assertion failed, "):
         message = message[len("Assertion failed, "):]
     container_kinds = ("model_type", "dict_type", "model_attributes_type")
-    container = field is not None and field.model is not None and kind in container_kinds
+    # A top-level section that is not an object makes DeepSpeed fail (it calls .get on it); deeper
+    # inside lenient sections DeepSpeed often just carries the value along.
+    container = field is not None and field.model is not None and kind in container_kinds and owner is ROOT
     holds_strict = field is not None and field.model is not None and is_strict(field.model)
     strict = is_strict(owner) or container or holds_strict or field is None
     shown = _short(value)
