@@ -364,7 +364,7 @@ def get_config(name: str) -> dict[str, Any]:
     """A copy of the catalog config dict for ``name`` (ModelConfigError if unknown)."""
     if name not in CATALOG:
         close = [n for n in CATALOG if name.lower() in n.lower()]
-        hint = f" Did you mean: {', '.join(close[:5])}?" if close else " See catalog_names()."
+        hint = f" Did you mean: {', '.join(close[:5])}?" if close else " Pick a name from the model catalog."
         raise ModelConfigError(f"Unknown model '{name}'.{hint}")
     return dict(CATALOG[name])
 

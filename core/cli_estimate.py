@@ -1,0 +1,254 @@
+"""``dsconfig estimate``: DeepSpeed-style ZeRO tables from counts, or the full memory estimate for a model.
+
+dsconfig estimate --params 2851e6 --largest-layer 32e6 --gpus-per-node 8
+dsconfig estimate --model meta-llama/Llama-2-7b-hf --config ds_config.json --micro-batch 4 --seq-len 4096
+dsconfig estimate --hf-config config.json --config ds.json --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from core import memory, models
+
+_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_count(text: str) -> int | float:
+    """A parameter count: ``2851e6``, ``7.5B``, ``2851M``, ``1_000_000``; ints stay ints (DeepSpeed parity)."""
+    raw = text.strip().replace("_", "").replace(",", "")
+    match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)", raw)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a parameter count: {text!r} (examples: 7.5B, 2851M, 2851e6)")
+    number, suffix = match.groups()
+    if re.fullmatch(r"[0-9]+", number) and not suffix:
+        return int(number)
+    value = float(number) * _SUFFIX[suffix.lower()]
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"parameter count too large: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _gib(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in GiB, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size in GiB, got {text!r}")
+    return int(value * memory.GIB)
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``estimate`` subcommand; its handler is stored as ``func`` (returns the exit code)."""
+    p = subparsers.add_parser(
+        "estimate",
+        help="estimate GPU/CPU/NVMe memory (DeepSpeed tables or the full picture)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    src = p.add_argument_group("model (one of)")
+    src.add_argument("--params", type=parse_count, help="total parameters: DeepSpeed's ZeRO-2/3 tables only")
+    src.add_argument("--largest-layer", type=parse_count, help="largest layer's parameters (adds the ZeRO-3 table)")
+    src.add_argument("--model", help="a catalog model name (see --list-models)")
+    src.add_argument("--hf-config", type=Path, help="a Hugging Face config.json")
+    src.add_argument("--list-models", action="store_true", help="list the catalog models and exit")
+    p.add_argument("--config", type=Path, help="DeepSpeed config JSON (stage, offload, precision, buckets...)")
+    hw = p.add_argument_group("hardware")
+    hw.add_argument("--gpus-per-node", type=_positive_int, default=None, help="default 1 with --params, else 8")
+    hw.add_argument("--nodes", type=_positive_int, default=1)
+    hw.add_argument("--gpu-memory", type=_gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
+    hw.add_argument("--cpu-ram", type=_gib, default=1024 * memory.GIB, metavar="GIB", help="per node (default 1024)")
+    hw.add_argument("--nvme", type=_gib, default=None, metavar="GIB", help="NVMe capacity per node")
+    hw.add_argument("--buffer-factor", type=float, default=1.5, help="DeepSpeed tables' additional_buffer_factor")
+    shape = p.add_argument_group("training shape")
+    shape.add_argument("--micro-batch", type=_positive_int, default=1)
+    shape.add_argument("--seq-len", type=_positive_int, default=2048)
+    shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa")
+    shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
+    shape.add_argument(
+        "--precision",
+        choices=("fp32", "fp16", "bf16"),
+        default=None,
+        help='override the config\'s fp16/bf16 (e.g. when it says "auto")',
+    )
+    p.add_argument("--options", action="store_true", help="also list every ZeRO stage/offload option")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+    return p
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _load_json(path: Path, what: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise _UsageError(f"{what} {str(path)!r} is not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"{what} {str(path)!r} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+
+
+def _model(args: argparse.Namespace) -> models.ModelSpec:
+    if args.model:
+        return models.get_spec(args.model)
+    cfg = _load_json(args.hf_config, "--hf-config")
+    if not isinstance(cfg, dict):
+        raise _UsageError("--hf-config must contain a JSON object")
+    try:
+        return models.describe(cfg, name=str(args.hf_config))
+    except models.UnsupportedModelError as exc:
+        raise _UsageError(f"{exc} Use --params and --largest-layer instead.") from None
+
+
+def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
+    gpn = args.gpus_per_node or 1
+    if args.params < 0 or (args.largest_layer is not None and args.largest_layer < 0):
+        raise _UsageError("--params and --largest-layer must be >= 0")
+    if args.format == "json":
+        data: dict[str, Any] = {
+            "zero2": memory.zero2_all_cold_table(args.params, gpn, args.nodes, args.buffer_factor).to_dict("records")
+        }
+        if args.largest_layer is not None:
+            data["zero3"] = memory.zero3_all_cold_table(
+                args.params, args.largest_layer, gpn, args.nodes, args.buffer_factor
+            ).to_dict("records")
+        out.write(json.dumps(data, indent=2, default=str) + "\n")
+        return 0
+    out.write(memory.render_zero2_all_cold(args.params, gpn, args.nodes, args.buffer_factor))
+    if args.largest_layer is not None:
+        out.write(
+            "\n" + memory.render_zero3_all_cold(args.params, args.largest_layer, gpn, args.nodes, args.buffer_factor)
+        )
+    return 0
+
+
+def _fmt(n: float) -> str:
+    return f"{n / memory.GIB:10.2f} GiB"
+
+
+def _render(est: memory.MemoryEstimate, out: TextIO) -> None:
+    hw, sh, st = est.hardware, est.shape, est.settings
+    out.write(f"Model: {est.model_name}: {est.total_params:,} params, largest layer {est.largest_layer_params:,}\n")
+    out.write(
+        f"Setup: {hw.nodes} node(s) x {hw.gpus_per_node} GPU(s); ZeRO stage {st.stage}, {st.precision}, "
+        f"{st.optimizer} ({st.optimizer_states} states); offload optimizer={st.offload_optimizer}, "
+        f"param={st.offload_param}\n"
+    )
+    out.write(
+        f"Shape: micro batch {sh.micro_batch}, seq len {sh.seq_len}, attention {sh.attention}, "
+        f"recompute {sh.recompute}\n\n"
+    )
+    for device in ("gpu", "cpu", "nvme"):
+        comps = [c for c in est.components if c.device == device]
+        if not comps:
+            continue
+        out.write({"gpu": "Per GPU", "cpu": "CPU RAM per node", "nvme": "NVMe per node"}[device] + ":\n")
+        for c in comps:
+            pin = " pinned" if c.pinned else ""
+            out.write(f"  {c.name:55s} {_fmt(c.bytes)}  [{c.phase}{pin}]\n")
+    out.write("\n")
+    out.write(
+        f"GPU peak ({est.gpu_peak_phase}): {_fmt(est.gpu_bytes).strip()} of "
+        f"{_fmt(hw.gpu_memory_bytes).strip()} -> {'fits' if est.fits_gpu else 'DOES NOT FIT'}\n"
+    )
+    out.write(
+        f"CPU RAM per node: {_fmt(est.cpu_bytes_per_node).strip()} (pinned "
+        f"{_fmt(est.cpu_pinned_bytes_per_node).strip()}) of {_fmt(hw.cpu_ram_per_node_bytes).strip()} -> "
+        f"{'fits' if est.fits_cpu else 'DOES NOT FIT'}\n"
+    )
+    if est.nvme_bytes_per_node:
+        cap = "unknown capacity" if hw.nvme_bytes_per_node is None else _fmt(hw.nvme_bytes_per_node).strip()
+        out.write(
+            f"NVMe per node: {_fmt(est.nvme_bytes_per_node).strip()} of {cap} -> "
+            f"{'fits' if est.fits_nvme else 'DOES NOT FIT'}\n"
+        )
+    for note in est.notes:
+        out.write(f"note: {note}\n")
+
+
+def _full(args: argparse.Namespace, out: TextIO) -> int:
+    spec = _model(args)
+    ds_config: Any = {}
+    if args.config is not None:
+        ds_config = _load_json(args.config, "--config")
+        if not isinstance(ds_config, dict):
+            raise _UsageError("--config must contain a JSON object (a DeepSpeed config)")
+    hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
+    shape = memory.Shape(args.micro_batch, args.seq_len, args.attention, args.recompute)
+    est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision)
+    table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
+    if args.format == "json":
+        data = est.to_dict()
+        if table is not None:
+            data["options"] = json.loads(table.to_json(orient="records"))
+        out.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    _render(est, out)
+    if table is not None:
+        out.write("\nAll ZeRO options (GPU peak per GPU, largest micro batch that fits):\n")
+        for row in table.itertuples():
+            out.write(
+                f"  stage {row.stage}  optimizer->{row.offload_optimizer:4s} params->{row.offload_param:4s} "
+                f"{_fmt(row.gpu_bytes)}  {'fits' if row.fits else 'no  '}  max micro batch "
+                f"{row.max_micro_batch}\n"
+            )
+    return 0
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Handle ``dsconfig estimate``; returns 0, or 2 with a message on stderr for bad input."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        if args.list_models:
+            for name in models.catalog_names():
+                out.write(name + "\n")
+            return 0
+        sources = [x for x in ("params", "model", "hf_config") if getattr(args, x) is not None]
+        if len(sources) != 1:
+            raise _UsageError("give exactly one of --params, --model or --hf-config")
+        if args.largest_layer is not None and args.params is None:
+            raise _UsageError("--largest-layer goes with --params")
+        if args.params is not None:
+            return _ds_tables(args, out)
+        return _full(args, out)
+    except (_UsageError, models.ModelConfigError, ValueError) as exc:
+        err.write(f"dsconfig estimate: error: {exc}\n")
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point (the integrated CLI calls ``register``)."""
+    parser = argparse.ArgumentParser(prog="dsconfig")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""core.cli_estimate: the ``estimate`` subcommand, tested through its own ArgumentParser."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core import cli_estimate, memory, models
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="dsconfig")
+    cli_estimate.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["estimate", *argv])
+    out, err = io.StringIO(), io.StringIO()
+    code = args.func(args, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_params_prints_deepspeed_tables_verbatim():
+    stage12 = pytest.importorskip("deepspeed.runtime.zero.stage_1_and_2")
+    stage3 = pytest.importorskip("deepspeed.runtime.zero.stage3")
+    code, out, _ = _run(["--params", "2851e6", "--largest-layer", "32e6", "--gpus-per-node", "8"])
+    assert code == 0
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        stage12.estimate_zero2_model_states_mem_needs_all_cold(2851e6, 8, 1)
+        print()
+        stage3.estimate_zero3_model_states_mem_needs_all_cold(2851e6, 32e6, 8, 1)
+    assert out == buf.getvalue()
+
+
+def test_params_json_has_both_tables():
+    code, out, _ = _run(
+        ["--params", "7.5B", "--largest-layer", "100M", "--gpus-per-node", "4", "--nodes", "2", "--format", "json"]
+    )
+    data = json.loads(out)
+    assert code == 0 and len(data["zero2"]) == 2 and len(data["zero3"]) == 6
+    cpu, gpu, _ = memory.estimate_zero3_model_states_mem_needs(7.5e9, 1e8, 4, 2)
+    assert (data["zero3"][0]["cpu_bytes"], data["zero3"][0]["gpu_bytes"]) == (cpu, gpu)
+
+
+def test_model_with_config_json_every_component_in_bytes(tmp_path):
+    ds = tmp_path / "ds.json"
+    ds.write_text(
+        json.dumps(
+            {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}
+        )
+    )
+    code, out, _ = _run(
+        [
+            "--model",
+            "mistralai/Mistral-7B-v0.1",
+            "--config",
+            str(ds),
+            "--micro-batch",
+            "2",
+            "--seq-len",
+            "4096",
+            "--attention",
+            "flash",
+            "--recompute",
+            "full",
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 0
+    data = json.loads(out)
+    expected = memory.estimate(
+        json.loads(ds.read_text()),
+        models.get_spec("mistralai/Mistral-7B-v0.1"),
+        memory.Hardware(8, 1),
+        memory.Shape(2, 4096, "flash", "full"),
+    )
+    assert data["totals"]["gpu_bytes"] == expected.gpu_bytes
+    assert [c["bytes"] for c in data["components"]] == [c.bytes for c in expected.components]
+    assert all(isinstance(c["bytes"], int) and c["formula"] for c in data["components"])
+
+
+def test_text_report_and_options(tmp_path):
+    code, out, _ = _run(["--model", "openai-community/gpt2", "--gpu-memory", "16", "--options", "--precision", "bf16"])
+    assert code == 0
+    assert "Per GPU:" in out and "GPU peak" in out and out.count("stage 3") == 9
+
+
+def test_hf_config_file_and_unsupported_family(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(models.get_config("Qwen/Qwen2.5-0.5B")))
+    code, out, _ = _run(["--hf-config", str(cfg), "--format", "json"])
+    assert (
+        code == 0 and json.loads(out)["total_params"] == models.count_params(models.get_config("Qwen/Qwen2.5-0.5B"))[0]
+    )
+    cfg.write_text(json.dumps({"model_type": "mamba", "hidden_size": 768}))
+    code, _, err = _run(["--hf-config", str(cfg)])
+    assert code == 2 and "not supported" in err and "--params" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "exactly one of"),
+        (["--params", "1e9", "--model", "openai-community/gpt2"], "exactly one of"),
+        (["--model", "no/such-model"], "Unknown model"),
+        (["--hf-config", "/nonexistent/config.json"], "cannot read --hf-config"),
+        (["--model", "openai-community/gpt2", "--config", "/nonexistent/ds.json"], "cannot read --config"),
+    ],
+)
+def test_bad_input_exit_2_with_message(argv, message):
+    code, _, err = _run(argv)
+    assert code == 2 and message in err
+
+
+def test_invalid_json_config_names_position(tmp_path):
+    bad = tmp_path / "ds.json"
+    bad.write_text('{"zero_optimization": {"stage": 3,}}')
+    code, _, err = _run(["--model", "openai-community/gpt2", "--config", str(bad)])
+    assert code == 2 and "not valid JSON" in err and "line 1" in err
+    bad.write_text("[1, 2]")
+    code, _, err = _run(["--model", "openai-community/gpt2", "--config", str(bad)])
+    assert code == 2 and "JSON object" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--params", "lots"],
+        ["--model", "x", "--micro-batch", "0"],
+        ["--model", "x", "--attention", "xformers"],
+        ["--model", "x", "--gpu-memory", "-1"],
+    ],
+)
+def test_argparse_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        _run(argv)
+    assert exc.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_list_models():
+    code, out, _ = _run(["--list-models"])
+    assert code == 0 and out.split() == models.catalog_names()
+
+
+@given(st.text(max_size=20))
+def test_parse_count_only_raises_argument_type_error(text):
+    try:
+        value = cli_estimate.parse_count(text)
+    except argparse.ArgumentTypeError as exc:
+        assert str(exc)
+    else:
+        assert value >= 0
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2851e6", 2851e6), ("7.5B", 7.5e9), ("2851M", 2851e6), ("1_000", 1000), ("12345", 12345), ("32e6", 32e6)],
+)
+def test_parse_count_examples(text, value):
+    parsed = cli_estimate.parse_count(text)
+    assert parsed == value and type(parsed) is type(value)
