@@ -11,8 +11,14 @@ import json
 from typing import Any
 
 
-def measure_saved_bytes(hf_config: dict[str, Any], batch: int, seq: int, dtype: str = "float32",
-                        attn_implementation: str = "eager", seed: int = 0) -> dict[str, int]:
+def measure_saved_bytes(
+    hf_config: dict[str, Any],
+    batch: int,
+    seq: int,
+    dtype: str = "float32",
+    attn_implementation: str = "eager",
+    seed: int = 0,
+) -> dict[str, int]:
     """Sum of the bytes of distinct storages autograd saves for backward (parameters excluded).
 
     Returns ``{"saved": ..., "params_seen": ...}``; the model is built with random weights in train mode,
