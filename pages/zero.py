@@ -48,7 +48,7 @@ else:
     figure = memory.zero_figure(params[0], world)
     figure["current"] = figure["stage"] == stage
     bars = alt.Chart(figure).mark_bar().encode(
-        x=alt.X("stage:O", title="ZeRO stage"),
+        x=alt.X("stage:O", title="ZeRO stage", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("gib_per_gpu:Q", title="GiB per GPU"),
         color=alt.Color("component:N", title=None),
         opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.35)),

@@ -1,0 +1,278 @@
+"""End-to-end tests in a real headless Chromium against ``streamlit run app.py``.
+
+Screenshots of every page go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import core
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+PRESETS = ROOT / "presets"
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    streamlit = Path(sys.executable).with_name("streamlit")
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "streamlit-e2e.log", "w")  # noqa: SIM115 — closed below
+    proc = subprocess.Popen(
+        [str(streamlit), "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("streamlit did not start; see test-artifacts/streamlit-e2e.log") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium is not installed at {CHROMIUM}")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+    tab = context.new_page()
+    tab.set_default_timeout(30_000)
+    open_app(tab, server)
+    yield tab
+    context.close()
+
+
+# ------------------------------------------------------------------ helpers
+
+def open_app(tab, url: str) -> None:
+    tab.goto(url)
+    tab.locator('[data-testid="stSidebarNav"]').wait_for()
+    idle(tab)
+
+
+def idle(tab) -> None:
+    """Wait until Streamlit has finished the current rerun."""
+    tab.wait_for_timeout(300)
+    tab.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')"
+    )
+    tab.wait_for_timeout(200)
+
+
+def select(tab, label: str, option: str, nth: int = 0) -> None:
+    tab.get_by_role("combobox", name=label, exact=True).nth(nth).click()
+    tab.get_by_role("option").filter(has_text=option).first.click()
+    idle(tab)
+
+
+def number(tab, label: str, value) -> None:
+    box = tab.get_by_role("spinbutton", name=label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    idle(tab)
+
+
+def nav(tab, title: str) -> None:
+    tab.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).click()
+    tab.locator("h1").filter(has_text=title).wait_for()
+    idle(tab)
+
+
+def shot(tab, name: str) -> None:
+    tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def download(tab) -> dict:
+    with tab.expect_download() as info:
+        tab.locator('[data-testid="stSidebar"]').get_by_role("button", name="Download ds_config.json").click()
+    path = info.value.path()
+    return core.load_config(Path(path).read_text(encoding="utf-8"))
+
+
+def review_json(tab) -> dict:
+    nav(tab, "Review & export")
+    return json.loads(tab.locator('[data-testid="stCode"]').first.inner_text())
+
+
+def load_preset(tab, name: str) -> None:
+    select(tab, "Preset", f"({name})")
+    tab.get_by_role("button", name="Load this preset").click()
+    tab.get_by_text("Loaded the preset").wait_for()
+    idle(tab)
+
+
+def preset_config(name: str) -> dict:
+    return json.loads((PRESETS / f"{name}.json").read_text())["config"]
+
+
+# ------------------------------------------------------------------ tests
+
+def test_new_user_journey(page):
+    load_preset(page, "zero2-bf16")
+    select(page, "Model from the catalog", "meta-llama/Llama-2-7b-hf")
+    page.get_by_text("6.74 B parameters").wait_for()
+    shot(page, "journey-1-start")
+
+    nav(page, "ZeRO & offload")
+    current = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="Current config:")
+    before = current.inner_text()
+    assert "ZeRO-2" in before
+    select(page, "stage", "3")
+    page.wait_for_function("() => document.body.innerText.includes('Current config: ZeRO-3')")
+    select(page, "device", "cpu", nth=0)  # offload_optimizer (left)
+    select(page, "device", "cpu", nth=1)  # offload_param (right)
+    page.wait_for_function("() => document.body.innerText.includes('offload_param=cpu, offload_optimizer=cpu')")
+    after = current.inner_text()
+    gib = [float(m) for m in re.findall(r"— ([\d.]+) GiB per GPU", before + after)]
+    assert len(gib) == 2 and gib[1] < gib[0], (before, after)
+    shot(page, "journey-2-zero3-offload")
+
+    nav(page, "Batch size")
+    number(page, "train_batch_size", 7)
+    page.get_by_text("do not add up").first.wait_for()
+    assert page.locator('[data-testid="stSidebar"]').get_by_text("do not add up").count() >= 1
+    shot(page, "journey-3-batch-error")
+    page.get_by_role("button", name=re.compile("^Fix: Use")).first.click()
+    page.locator('[data-testid="stSidebar"]').get_by_text("No errors or warnings").wait_for()
+
+    config = download(page)
+    assert core.validate(config, world_size=8).ok
+    assert config["zero_optimization"]["stage"] == 3
+    assert config["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+    assert config["zero_optimization"]["offload_param"]["device"] == "cpu"
+    tb, mb, ga = (config[k] for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
+                                      "gradient_accumulation_steps"))
+    assert tb == mb * ga * 8
+    untouched = {k: v for k, v in preset_config("zero2-bf16").items()
+                 if k not in ("zero_optimization", "train_batch_size", "train_micro_batch_size_per_gpu",
+                              "gradient_accumulation_steps")}
+    assert {k: config[k] for k in untouched} == untouched
+
+
+HJSON = """{
+  // written by hand, with comments
+  train_micro_batch_size_per_gpu: 2
+  gradient_accumulation_steps: 4
+  bf16: { enabled: true }
+  zero_optimization: {
+    stage: 2
+    team_extension: {"owner": "infra", "tags": ["a", "b"]}   // unknown to DeepSpeed
+  }
+  my_launcher_settings: {"retries": 3}
+}"""
+
+
+def test_import_with_comments_and_unknown_keys_exports_unchanged(page):
+    page.get_by_text("Upload or paste", exact=True).click()
+    idle(page)
+    area = page.get_by_role("textbox", name="…or paste it here")
+    area.fill(HJSON)
+    area.press("Control+Enter")
+    idle(page)
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported a config").wait_for()
+    shot(page, "import-1-start")
+    nav(page, "Advanced")
+    shot(page, "import-2-advanced")
+    assert download(page) == core.load_config(HJSON)
+
+
+def test_share_link_restores_state_in_a_fresh_context(page, browser, server):
+    load_preset(page, "zero3-offload-cpu")
+    nav(page, "Batch size")
+    number(page, "gradient_accumulation_steps", 2)
+    expected = review_json(page)
+    page.get_by_role("button", name="Create a shareable link").click()
+    link_box = page.locator('[data-testid="stCode"]').filter(has_text="?s=")
+    link_box.wait_for()
+    link = link_box.inner_text().strip()
+    assert link.startswith(server)
+
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1800})
+    try:
+        tab = fresh.new_page()
+        tab.set_default_timeout(30_000)
+        open_app(tab, link)
+        assert review_json(tab) == expected
+        shot(tab, "share-restored-review")
+    finally:
+        fresh.close()
+
+
+def test_two_sessions_do_not_see_each_others_config(browser, server):
+    contexts = [browser.new_context(viewport={"width": 1400, "height": 1800}) for _ in range(2)]
+    try:
+        a, b = (c.new_page() for c in contexts)
+        for tab in (a, b):
+            tab.set_default_timeout(30_000)
+            open_app(tab, server)
+        load_preset(a, "zero3-offload-cpu")
+        assert review_json(b) == {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
+        assert review_json(a) == preset_config("zero3-offload-cpu")
+    finally:
+        for c in contexts:
+            c.close()
+
+
+PAGES = ("Start", "Batch size", "Precision", "Optimizer & scheduler", "ZeRO & offload", "Monitoring", "Advanced",
+         "Review & export")
+
+
+def test_screenshot_every_page(page):
+    load_preset(page, "zero3-offload-cpu")
+    select(page, "Model from the catalog", "meta-llama/Meta-Llama-3-8B")
+    for i, title in enumerate(PAGES):
+        nav(page, title)
+        assert not page.locator('[data-testid="stException"]').count(), title
+        shot(page, f"page-{i + 1}-{title.split()[0].lower()}")
