@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.oracle.oracle import (
     WORLD_SIZES,
     Comparison,
     run_differential,
+    validator_api,
 )
 
 
@@ -56,15 +58,28 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _distinct(bad: list[Comparison]) -> dict[tuple, list[Comparison]]:
-    """Disagreements grouped by (outcome, mutation label, DeepSpeed error, validator error codes)."""
+def _ds_signature(comp: Comparison) -> str:
+    """DeepSpeed's complaint without the config-specific values: model, field and error kind."""
+    verdict = comp.verdict
+    if verdict.accepted:
+        return "accepted"
+    lines = (verdict.message or "").splitlines()
+    if verdict.error_type == "ValidationError" and len(lines) >= 3:
+        model = lines[0].split(" for ")[-1]
+        kind = re.search(r"\[type=([a-z_]+)", lines[2])
+        return f"ValidationError {model}.{lines[1].strip()} [{kind.group(1) if kind else '?'}]"
+    text = re.sub(r"\d+(\.\d+)?", "N", " ".join(lines))
+    return f"{verdict.error_type}: {text[:110]}"
+
+
+def _distinct(bad: list[Comparison], initialize_codes: frozenset[str]) -> dict[tuple, list[Comparison]]:
+    """Disagreements grouped by root cause: (outcome, DeepSpeed's complaint, validator error codes)."""
     groups: dict[tuple, list[Comparison]] = {}
     for comp in bad:
-        mutation = comp.label.split(" :: ", 1)[-1] if " :: " in comp.label else "(corpus file as is)"
-        ds_error = comp.verdict.error_type or "accepted"
-        codes = tuple(sorted({code for code, _, _ in comp.errors}))
-        groups.setdefault((comp.outcome, mutation, ds_error, codes), []).append(comp)
-    return groups
+        # For a false alarm only the codes that are not initialize-time are the culprits.
+        codes = tuple(sorted({code for code, _, _ in comp.errors if code not in initialize_codes}))
+        groups.setdefault((comp.outcome, _ds_signature(comp), codes), []).append(comp)
+    return dict(sorted(groups.items(), key=lambda item: -len(item[1])))
 
 
 def report(version: str, full: bool, show: int) -> int:
@@ -108,19 +123,19 @@ def report(version: str, full: bool, show: int) -> int:
         print("by outcome and DeepSpeed error type (missed) / validator codes (false-alarm):")
         for (outcome, what), count in codes.most_common():
             print(f"  {count:6d}  {outcome:12s} {what}")
-        distinct = _distinct(bad)
+        distinct = _distinct(bad, validator_api()[1])
         print(
-            f"\n{len(distinct)} distinct disagreements (same mutation, DeepSpeed error and validator codes), "
+            f"\n{len(distinct)} distinct disagreements (outcome, DeepSpeed's complaint, validator codes), "
             f"first {min(show, len(distinct))}:"
         )
-        for sig, comps in list(distinct.items())[:show]:
-            first = comps[0]
+        for (outcome, ds, codes), comps in list(distinct.items())[:show]:
             files = sorted({c.label.split(" :: ")[0] for c in comps})
+            labels = sorted({c.label.split(" :: ", 1)[-1] for c in comps})
             sizes = sorted({c.world_size for c in comps})
-            print(f"- [{first.outcome}] {sig[1]}  x{len(comps)} ({len(files)} file(s), world sizes {sizes})")
-            print(f"    deepspeed: {first.verdict.describe()[:240]}")
-            print(f"    validator: {', '.join(sig[3]) or 'no errors'}")
-            print(f"    e.g. {files[0]}: {first.config_json[:300]}")
+            print(f"- [{outcome}] x{len(comps)} ({len(files)} file(s), world sizes {sizes})")
+            print(f"    deepspeed: {ds}")
+            print(f"    validator: {', '.join(codes) or 'no errors'}{' (not initialize-time)' if codes else ''}")
+            print(f"    cases: {' | '.join(labels[:4])}{' | ...' if len(labels) > 4 else ''}")
     print(f"\n({time.perf_counter() - started:.1f} s)")
     return len(bad)
 

@@ -684,6 +684,12 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "control-fp16-on-cpu",
+        "fp16 with dynamic loss scaling initializes on this CPU accelerator (FP16_UnfusedOptimizer)",
+        {**_TINY, "optimizer": _SGD, "fp16": {"enabled": True}},
+        False,
+    ),
+    InitializeCase(
         "control-end", "the first control again, last (no state leaked)", {**_TINY, "optimizer": _SGD}, False
     ),
 )
