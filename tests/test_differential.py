@@ -256,3 +256,28 @@ def test_outcome_counts_are_sane(world_size, ds0198, corpus):
     accepted = sum(v.accepted for v in verdicts)
     assert 0 < accepted < len(verdicts)
     assert {v.error_type for v in verdicts if not v.accepted} >= {"DeepSpeedConfigError", "TypeError"}
+
+
+def test_oracle_is_silent(ds0198, capfd):
+    """DeepSpeed's logger and warnings are silenced while it judges (deprecated keys make it log)."""
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, "cpu_offload": True}}
+    assert deepspeed_verdict(config, 1, ds0198).accepted
+    out, err = capfd.readouterr()
+    assert "deprecated" not in out + err
+
+
+def test_unknown_version_is_reported_not_crashed():
+    reason = oracle_available("9.9.9")
+    assert reason and "no DeepSpeed 9.9.9 profile" in reason
+
+
+def test_worker_answers_batches_and_refuses_bad_requests(ds0195):
+    from tests.oracle.oracle import _worker
+
+    worker = _worker(ds0195)
+    configs = [({"train_batch_size": n}, 4) for n in range(1, 1202)]  # more than one worker batch
+    verdicts = deepspeed_verdicts(configs, ds0195)
+    assert [v.accepted for v in verdicts] == [n % 4 == 0 for n in range(1, 1202)]
+    with pytest.raises(RuntimeError, match="unknown op"):
+        worker._request({"op": "bogus"})
+    assert deepspeed_verdict({"train_batch_size": 4}, 4, ds0195).accepted  # still serving
