@@ -22,8 +22,9 @@ ATTENTION_IMPLS = ("eager", "sdpa", "flash")
 RECOMPUTE_MODES = ("none", "full", "selective")
 
 # activation functions written as several elementwise ops in transformers: number of I-sized tensors they
-# save (their input included); fused ones (silu, gelu, relu, gelu_pytorch_tanh) save one
-_COMPOSITE_ACT = {"gelu_new": 4, "gelu_fast": 4, "gelu_accurate": 4, "quick_gelu": 2}
+# save (their input included); fused ones (silu, gelu, gelu_pytorch_tanh) save their input; relu saves its
+# output, which is the next linear's input anyway
+_COMPOSITE_ACT = {"gelu_new": 4, "gelu_fast": 4, "gelu_accurate": 4, "quick_gelu": 2, "relu": 0}
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ def _act_tensors(spec: ModelSpec) -> int:
 
 def _llama_like(spec: ModelSpec) -> bool:
     return spec.model_type in ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3")
+
+
+def _softmax_fp32(spec: ModelSpec) -> bool:
+    """Eager attention computes the softmax in fp32 and casts back (both saved) in these families."""
+    return _llama_like(spec) or spec.model_type in ("gpt_neox", "opt")
 
 
 def norm_bytes(spec: ModelSpec, b, s, e: int):
@@ -65,28 +71,28 @@ def attention_terms(spec: ModelSpec, b, s, e: int, attention: str, recompute: st
     if attention == "eager":
         repeat = spec.num_kv_heads < spec.num_heads
         k_saved = qd if repeat else kvd
-        if spec.fused_qkv and not _llama_like(spec):
-            # q, k, v are views of the fused projection output, which stays alive as one storage
-            terms.append(Term("attn: fused qkv output", e * b * s * (qd + 2 * kvd), "e*b*s*(a*d + 2*kv*d)"))
-        else:
-            terms.append(
-                Term(
-                    "attn: q (after RoPE), k, v" + (" (GQA-repeated)" if repeat else ""),
-                    e * b * s * (qd + 2 * k_saved),
-                    "e*b*s*(a*d + 2*a*d)" if repeat else "e*b*s*(a*d + 2*kv*d)",
-                )
+        # matmul needs contiguous batched operands: q, k (GQA-repeated) and v are saved as their own tensors
+        terms.append(
+            Term(
+                "attn: q, k, v" + (" (GQA-repeated)" if repeat else ""),
+                e * b * s * (qd + 2 * k_saved),
+                "e*b*s*(a*d + 2*a*d)" if repeat else "e*b*s*(a*d + 2*kv*d)",
             )
+        )
         if recompute != "selective":
             scores = b * a * s * s
-            if _llama_like(spec):
+            if _softmax_fp32(spec):
                 sm = 4 * scores + (0 if e == 4 else e * scores)
                 text = "4*b*a*s^2 (fp32 softmax) + e*b*a*s^2 (its cast)" if e != 4 else "4*b*a*s^2 (softmax)"
             else:
                 sm, text = e * scores, "e*b*a*s^2 (softmax)"
             if spec.attention_dropout > 0:
                 # dropout saves its mask; matmul saves the dropped probabilities instead of the cast copy
-                sm = sm + mask_bytes * scores + (e * scores if not _llama_like(spec) or e == 4 else 0)
+                sm = sm + mask_bytes * scores + (e * scores if not _softmax_fp32(spec) or e == 4 else 0)
                 text += f" + {mask_bytes}*b*a*s^2 (dropout mask) + e*b*a*s^2 (dropped probs)"
+            if spec.attn_logit_softcapping:
+                sm = sm + e * scores
+                text += " + e*b*a*s^2 (tanh soft-capping)"
             terms.append(Term("attn: softmax probabilities", sm, text))
         terms.append(Term("attn: output projection input", e * b * s * qd, "e*b*s*a*d"))
     else:
@@ -148,7 +154,15 @@ def layer_terms(
 ) -> list[Term]:
     """Saved bytes of one decoder layer (without recomputation)."""
     norm, norm_text = norm_bytes(spec, b, s, e)
-    terms = [Term("norms", spec.norms_per_layer * norm, f"{spec.norms_per_layer} x [{norm_text}]")]
+    if spec.norms_per_layer == 4:
+        # gemma2's post-attention / post-feedforward norms feed the residual add: no linear saves their output
+        out = e * b * s * spec.hidden_size if e != 4 else 4 * b * s * spec.hidden_size
+        terms = [Term("norms", 4 * norm - 2 * out, f"4 x [{norm_text}] - 2 x output (post norms)")]
+    else:
+        terms = [Term("norms", spec.norms_per_layer * norm, f"{spec.norms_per_layer} x [{norm_text}]")]
+    if spec.shared_norm_input and spec.norms_per_layer == 2:
+        # parallel residual: both norms read the same input tensor
+        terms.append(Term("shared norm input", -e * b * s * spec.hidden_size, "- e*b*s*h (both norms read x)"))
     terms += attention_terms(spec, b, s, e, attention, recompute, mask_bytes)
     terms += mlp_terms(spec, b, s, e)
     if spec.hidden_dropout > 0:
@@ -221,6 +235,8 @@ def activation_breakdown(
         embed = embed + 8 * b * s  # decoder input ids
         norm = 2 * norm  # encoder and decoder final norms
     loss_saved = 4 * b * s * v + 8 * b * s  # fp32 log_softmax output and the labels
+    if spec.final_logit_softcapping:
+        loss_saved = loss_saved + e * b * s * v  # tanh output of the logit soft-capping
     head = embed + norm + loss_saved
     logits_working = e * b * s * v + 4 * b * s * v  # live logits + an fp32 copy or its gradient
     if spec.encoder_decoder:

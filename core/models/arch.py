@@ -61,6 +61,11 @@ class ModelSpec:
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
     fused_qkv: bool = False
+    shared_norm_input: bool = False  # parallel residual: attention and MLP norms read the same tensor
+    hidden_act: str = "silu"
+    attn_logit_softcapping: float = 0.0  # gemma2: tanh soft-capping of attention scores (eager saves tanh)
+    final_logit_softcapping: float = 0.0  # gemma2: tanh soft-capping of the logits
+    position: str = "rope"  # "rope" | "learned" | "alibi" | "relative"
     modules: tuple[ModuleParams, ...] = field(default=(), repr=False)
 
     @property
@@ -243,6 +248,8 @@ def _llama_like(c: _Cfg, name: str) -> ModelSpec:
         attention_dropout=c.float("attention_dropout", default=0.0),
         hidden_dropout=c.float("resid_pdrop", default=0.0) if mt == "phi3" else 0.0,
         fused_qkv=mt == "phi3",
+        attn_logit_softcapping=c.float("attn_logit_softcapping", default=50.0) if mt == "gemma2" else 0.0,
+        final_logit_softcapping=c.float("final_logit_softcapping", default=30.0) if mt == "gemma2" else 0.0,
         modules=modules,
     )
 
@@ -286,6 +293,8 @@ def _gpt2(c: _Cfg, name: str) -> ModelSpec:
         attention_dropout=c.float("attn_pdrop", default=0.1),
         hidden_dropout=c.float("resid_pdrop", default=0.1),
         fused_qkv=True,
+        hidden_act=c.str("activation_function", default="gelu_new"),
+        position="learned",
         modules=modules,
     )
 
@@ -328,6 +337,8 @@ def _gpt_neox(c: _Cfg, name: str) -> ModelSpec:
         attention_dropout=c.float("attention_dropout", default=0.0),
         hidden_dropout=c.float("hidden_dropout", default=0.0),
         fused_qkv=True,
+        hidden_act=c.str("hidden_act", default="gelu"),
+        shared_norm_input=c.bool("use_parallel_residual", default=True),
         modules=modules,
     )
 
@@ -379,6 +390,8 @@ def _opt(c: _Cfg, name: str) -> ModelSpec:
         norms_per_layer=2,
         attention_dropout=c.float("attention_dropout", default=0.0),
         hidden_dropout=c.float("dropout", default=0.1),
+        hidden_act=c.str("activation_function", default="relu"),
+        position="learned",
         modules=tuple(modules),
     )
 
@@ -420,6 +433,8 @@ def _bloom(c: _Cfg, name: str) -> ModelSpec:
         attention_dropout=c.float("attention_dropout", default=0.0),
         hidden_dropout=c.float("hidden_dropout", default=0.0),
         fused_qkv=True,
+        hidden_act="bloom_gelu",
+        position="alibi",
         modules=modules,
     )
 
@@ -475,6 +490,9 @@ def _falcon(c: _Cfg, name: str) -> ModelSpec:
         attention_dropout=c.float("attention_dropout", default=0.0),
         hidden_dropout=c.float("hidden_dropout", default=0.0),
         fused_qkv=True,
+        hidden_act=c.str("activation", default="gelu"),
+        shared_norm_input=parallel and norms == 2,
+        position="alibi" if c.bool("alibi", default=False) else "rope",
         modules=modules,
     )
 
@@ -526,6 +544,8 @@ def _bert(c: _Cfg, name: str) -> ModelSpec:
         causal=False,
         attention_dropout=c.float("attention_probs_dropout_prob", default=0.1),
         hidden_dropout=c.float("hidden_dropout_prob", default=0.1),
+        hidden_act=c.str("hidden_act", default="gelu"),
+        position="learned",
         modules=modules,
     )
 
@@ -585,6 +605,8 @@ def _t5(c: _Cfg, name: str) -> ModelSpec:
         causal=False,
         attention_dropout=c.float("dropout_rate", default=0.1),
         hidden_dropout=c.float("dropout_rate", default=0.1),
+        hidden_act="gelu_new" if gated else c.str("dense_act_fn", default="relu"),
+        position="relative",
         modules=modules,
     )
 
