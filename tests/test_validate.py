@@ -181,6 +181,11 @@ CASES = [
      "sequence_parallel_size"),
     ("flops-profiler-enabled", cfg(flops_profiler={"enabled": "maybe"}), {}, "misc.wall-clock-breakdown", "error",
      "flops_profiler.enabled"),
+    ("compile-pass-0195", cfg(compile={"passes": ["autotp"]}), {"version": "0.19.5"},
+     "compile.pass-not-in-version", "error", "compile.passes"),
+    ("elasticity-batch-keys", cfg(elasticity={"enabled": True, "max_train_batch_size": 64,
+                                              "micro_batch_sizes": [2, 4]}), {"version": "0.19.5"},
+     "elasticity.batch-keys", "error", "elasticity.ignore_non_elastic_batch_info"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]
@@ -265,6 +270,12 @@ def test_removed_keys_accepted_by_0195():
     config = cfg(amp={"enabled": False})
     assert "removed.key" in validate(config).codes()
     assert "removed.key" not in validate(config, version="0.19.5").codes()
+
+
+def test_version_specific_bounds():
+    config = cfg(zero_optimization={"stage": 3, "zenflow": {"topk_ratio": 1.0}})
+    assert not validate(config).ok
+    assert validate(config, version="0.19.5").ok
 
 
 def test_validate_does_not_mutate_input():

@@ -62,6 +62,9 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     autos = [k for k, v in values.items() if v == "auto"]
     if autos:
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
+    elastic = ctx.config.get("elasticity")
+    if version_tuple(ctx.version) < (0, 19, 8) and isinstance(elastic, dict) and elastic.get("enabled"):
+        return  # DeepSpeed 0.19.5's elastic training computes the batch values itself
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size))
     if result.ok:
         for key in BATCH_KEYS:
@@ -165,6 +168,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
 
     for path, _parent in _walk_auto(ctx.config):
         field = resolve(DeepSpeedConfig, path)
+        if field is not None and not field.meta.exists_in(ctx.version):
+            continue  # the key does not exist in this version: reported as such
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
         if ctx.is_hf:
@@ -676,7 +681,36 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
         )
 
 
-RULES = (sequence_parallel,
+def compile_passes(ctx: Context) -> Iterator[Finding]:
+    """compile.passes: "autotp" only exists from DeepSpeed 0.19.8 on."""
+    section = ctx.config.get("compile")
+    passes = section.get("passes") if isinstance(section, dict) else None
+    if version_tuple(ctx.version) < (0, 19, 8) and isinstance(passes, list) and "autotp" in passes:
+        yield Finding(
+            "error", "compile.pass-not-in-version", "compile.passes",
+            f"DeepSpeed {ctx.version} has no \"autotp\" compile pass (it accepts z1, z3, autosp); it rejects "
+            "the config.",
+            fix=_set("compile.passes", [p for p in passes if p != "autotp"]), page="advanced",
+        )
+
+
+def elasticity(ctx: Context) -> Iterator[Finding]:
+    """DeepSpeed 0.19.5 elasticity: it takes over the batch size and refuses explicit batch keys."""
+    section = ctx.config.get("elasticity")
+    if version_tuple(ctx.version) >= (0, 19, 8) or not isinstance(section, dict) or not section.get("enabled"):
+        return
+    if not section.get("ignore_non_elastic_batch_info") and any(k in ctx.config for k in BATCH_KEYS):
+        yield Finding(
+            "error", "elasticity.batch-keys", "elasticity.ignore_non_elastic_batch_info",
+            "Elastic training is enabled and computes the batch size itself, but the config also sets "
+            "batch keys; DeepSpeed 0.19.5 refuses that (ElasticityConfigError).",
+            suggestion="Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true.",
+            fix=_set("elasticity.ignore_non_elastic_batch_info", True), page="batch",
+        )
+
+
+RULES = (
+    sequence_parallel, compile_passes, elasticity,
     removed_keys, batch_triangle, batch_types, auto_values, precision, torch_autocast, communication,
     zero_form, offload, deprecated_zero_keys, bfloat16_alias, checkpoint, data_types, data_efficiency,
     autotuning, misc,

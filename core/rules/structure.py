@@ -200,6 +200,10 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         return None  # check_keys reports unknown keys with better advice
     path, field, owner = _locate(tuple(error["loc"]))
     value = error.get("input")
+    if kind in _BOUND_KINDS and field is not None:
+        older = field.meta.extra.get("bounds_by_version", {}).get(ctx.version)
+        if older is not None and _within(value, older):
+            return None  # this DeepSpeed version had looser bounds
     message = str(error["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
@@ -230,6 +234,17 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         "later, in training.",
         hint, None, _page_of(path),
     )
+
+
+_BOUND_KINDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def _within(value: Any, bounds: dict[str, float]) -> bool:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    checks = {"ge": value >= bounds.get("ge", value), "gt": "gt" not in bounds or value > bounds["gt"],
+              "le": value <= bounds.get("le", value), "lt": "lt" not in bounds or value < bounds["lt"]}
+    return all(checks.values())
 
 
 def _hint(field: SchemaField | None) -> str:

@@ -35,25 +35,32 @@ class OffloadParamConfig(Section):
         "none",
         description="Where the parameters live: `cpu` (CPU RAM) or `nvme` (ZeRO-Infinity, needs `nvme_path`). "
         "Exact lower-case spelling; `CPU` is rejected.",
-        widget="select", stages=(3,),
+        widget="select",
+        stages=(3,),
     )
     nvme_path: str | None = ds_field(
         None,
         description="Directory on a fast local NVMe drive for the swapped parameters. Required for `nvme`.",
-        widget="path", stages=(3,),
+        widget="path",
+        stages=(3,),
     )
     buffer_count: int = ds_field(
         5, ge=0, description="Number of buffers in the pool used to swap parameters to and from NVMe.", stages=(3,)
     )
     buffer_size: int = ds_field(
-        100_000_000, ge=0, unit="elements",
+        100_000_000,
+        ge=0,
+        unit="elements",
         description="Size of each NVMe swap buffer, in parameter elements. Must be at least the size of "
         "the largest parameter tensor, or DeepSpeed fails when it swaps it.",
         stages=(3,),
     )
     max_in_cpu: int = ds_field(
-        1_000_000_000, ge=0, unit="elements",
-        description="With NVMe offload, how many parameter elements may stay in CPU memory.", stages=(3,),
+        1_000_000_000,
+        ge=0,
+        unit="elements",
+        description="With NVMe offload, how many parameter elements may stay in CPU memory.",
+        stages=(3,),
     )
     pin_memory: bool = ds_field(
         True,
@@ -71,14 +78,18 @@ class OffloadOptimizerConfig(Section):
         "none",
         description="Where the optimizer states live: `cpu` or `nvme` (needs `nvme_path`). The optimizer "
         "step itself runs on the CPU either way.",
-        widget="select", stages=(1, 2, 3),
+        widget="select",
+        stages=(1, 2, 3),
     )
     nvme_path: str | None = ds_field(
-        None, description="Directory on a fast local NVMe drive for the optimizer states. Required for `nvme`.",
-        widget="path", stages=(1, 2, 3),
+        None,
+        description="Directory on a fast local NVMe drive for the optimizer states. Required for `nvme`.",
+        widget="path",
+        stages=(1, 2, 3),
     )
     buffer_count: int = ds_field(
-        4, ge=0,
+        4,
+        ge=0,
         description="Buffers in the NVMe swap pool. At least the number of states per parameter the "
         "optimizer keeps (Adam: 4 — parameter, gradient, momentum, variance).",
         stages=(1, 2, 3),
@@ -90,18 +101,22 @@ class OffloadOptimizerConfig(Section):
         stages=(1, 2, 3),
     )
     pipeline_read: bool = ds_field(
-        False, description="With NVMe, read the next tile while the current one is being updated (ZeRO-Infinity).",
+        False,
+        description="With NVMe, read the next tile while the current one is being updated (ZeRO-Infinity).",
         stages=(1, 2, 3),
     )
     pipeline_write: bool = ds_field(
-        False, description="With NVMe, write the previous tile while the current one is being updated.",
+        False,
+        description="With NVMe, write the previous tile while the current one is being updated.",
         stages=(1, 2, 3),
     )
     fast_init: bool = ds_field(
         False, description="Faster optimizer initialisation when offloading to NVMe.", stages=(1, 2, 3)
     )
     ratio: float = ds_field(
-        1.0, ge=0.0, le=1.0,
+        1.0,
+        ge=0.0,
+        le=1.0,
         description="Fraction of the optimizer states offloaded (partial offload, ZeRO-3 only). "
         "A value below 1.0 with stage 1 or 2 is rejected.",
         stages=(3,),
@@ -110,8 +125,11 @@ class OffloadOptimizerConfig(Section):
         False, description="High-performance CPU offload for Superchips (GH200 class). ZeRO-3 only.", stages=(3,)
     )
     cpuadam_cores_perc: float = ds_field(
-        0.8, ge=0.0, le=1.0,
-        description="Fraction of CPU cores CPU-Adam may use (ZeRO-3 with `super_offload`).", stages=(3,),
+        0.8,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of CPU cores CPU-Adam may use (ZeRO-3 with `super_offload`).",
+        stages=(3,),
     )
 
 
@@ -125,22 +143,25 @@ class LeafModuleConfig(Section):
             "transformers.models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeSparseMoeBlock",
         ],
         description="Fully qualified class names of leaf modules. A single string is accepted as a list of one.",
-        stages=(3,), added="0.19.8",
+        stages=(3,),
     )
     names: list[str] = ds_field(
-        default_factory=list, description="Module names (as in `named_modules()`) to treat as leaves.",
-        stages=(3,), added="0.19.8",
+        default_factory=list,
+        description="Module names (as in `named_modules()`) to treat as leaves.",
+        stages=(3,),
     )
     name_suffixes: list[str] = ds_field(
-        default_factory=list, description="Module-name suffixes to treat as leaves.", stages=(3,), added="0.19.8"
+        default_factory=list, description="Module-name suffixes to treat as leaves.", stages=(3,)
     )
 
     @model_validator(mode="before")
     @classmethod
     def _string_is_list_of_one(cls, data: object) -> object:
         if isinstance(data, dict):
-            return {k: ([v] if k in ("classes", "names", "name_suffixes") and isinstance(v, str) else v)
-                    for k, v in data.items()}
+            return {
+                k: ([v] if k in ("classes", "names", "name_suffixes") and isinstance(v, str) else v)
+                for k, v in data.items()
+            }
         return data
 
 
@@ -148,7 +169,9 @@ class ZenFlowConfig(Section):
     """ZenFlow: stall-free offloading that updates only the most important gradient columns on the GPU."""
 
     topk_ratio: float = ds_field(
-        0.1, gt=0.0, lt=1.0, description="Fraction of the most important gradient columns updated on the GPU."
+        0.1, gt=0.0, lt=1.0, description="Fraction of the most important gradient columns updated on the GPU.",
+        bounds_by_version={"0.19.5": {"ge": 0.0, "le": 1.0}},
+        doc_note="DeepSpeed 0.19.5 allowed 0 and 1 (0 ≤ x ≤ 1); 0.19.8 requires 0 < x < 1.",
     )
     select_strategy: Literal["auto", "step", "epoch"] = ds_field(
         "auto", description="When to re-select the important columns: `auto`, every `step`s or every `epoch`s."
@@ -166,13 +189,13 @@ class ZenFlowConfig(Section):
     )
     full_warm_up_rounds: int = ds_field(0, description="Initial rounds in which all gradients are updated.")
     pt_reserved_cores_perc: float = ds_field(
-        0.5, ge=0.0, le=1.0,
+        0.5,
+        ge=0.0,
+        le=1.0,
         description="Fraction of CPU cores reserved for PyTorch threads; the rest run ZenFlow's workers. "
         "Must be written as a float (`0.5`, not `1`).",
     )
-    steps_per_epoch: int | None = ds_field(
-        None, description="Set by DeepSpeed at run time; do not set it yourself."
-    )
+    steps_per_epoch: int | None = ds_field(None, description="Set by DeepSpeed at run time; do not set it yourself.")
 
     @model_validator(mode="after")
     def _check_intervals(self) -> ZenFlowConfig:
@@ -195,7 +218,9 @@ class ZeroConfig(Section):
         ZeroStage.disabled,
         description="0: off (plain data parallel). 1: partition optimizer states. 2: also gradients. "
         "3: also parameters (each GPU holds 1/N of the model).",
-        widget="select", page="zero", hf_auto=True,
+        widget="select",
+        page="zero",
+        hf_auto=True,
     )
     contiguous_gradients: bool = ds_field(
         True,
@@ -207,7 +232,10 @@ class ZeroConfig(Section):
         True, description="Average gradients with reduce/reduce-scatter instead of all-reduce.", stages=(1, 2)
     )
     reduce_bucket_size: int = ds_field(
-        500_000_000, ge=0, unit="elements", hf_auto=True,
+        500_000_000,
+        ge=0,
+        unit="elements",
+        hf_auto=True,
         description="Elements reduced at a time. Larger is faster but needs more memory "
         "(the bucket is allocated in the gradient dtype, twice with `overlap_comm`).",
         doc_note="DeepSpeed 0.19.8 requires a value > 0; 0.19.5 accepted 0.",
@@ -226,9 +254,10 @@ class ZeroConfig(Section):
         stages=(1, 2),
     )
     allgather_bucket_size: int = ds_field(
-        500_000_000, ge=0, unit="elements",
-        description="Elements all-gathered at a time after the optimizer step. Larger is faster but needs "
-        "more memory.",
+        500_000_000,
+        ge=0,
+        unit="elements",
+        description="Elements all-gathered at a time after the optimizer step. Larger is faster but needs more memory.",
         stages=(1, 2),
     )
     overlap_comm: bool | None = ds_field(
@@ -241,7 +270,8 @@ class ZeroConfig(Section):
         True,
         description="Compute the global gradient norm in the ZeRO-1/2 optimizer step. `false` is only "
         "allowed with stage 1 or 2, and only safe with gradient clipping off.",
-        stages=(1, 2), added="0.19.8",
+        stages=(1, 2),
+        added="0.19.8",
     )
     load_from_fp32_weights: bool = ds_field(
         True,
@@ -267,80 +297,116 @@ class ZeroConfig(Section):
         stages=(1, 2, 3),
     )
     zenflow: ZenFlowConfig | None = ds_field(
-        None, description="ZenFlow stall-free offloading (with optimizer offload).", stages=(1, 2),
-        added="0.19.8",
+        None,
+        description="ZenFlow stall-free offloading (with optimizer offload).",
+        stages=(1, 2),
     )
     sub_group_size: int = ds_field(
-        1_000_000_000, ge=0, unit="elements",
+        1_000_000_000,
+        ge=0,
+        unit="elements",
         description="Tile size for the optimizer step over huge models (ZeRO-3 offload / ZeRO-Infinity). "
         "Smaller tiles use less memory, larger ones run faster.",
         stages=_STAGE3,
     )
     cpu_offload_param: bool | None = ds_field(
-        None, deprecated=True, replaced_by="offload_param",
-        description="Deprecated: use `offload_param: {\"device\": \"cpu\"}`.", stages=_STAGE3,
+        None,
+        deprecated=True,
+        replaced_by="offload_param",
+        description='Deprecated: use `offload_param: {"device": "cpu"}`.',
+        stages=_STAGE3,
     )
     cpu_offload_use_pin_memory: bool | None = ds_field(
-        None, deprecated=True,
+        None,
+        deprecated=True,
         description="Deprecated and ignored: use `pin_memory` inside `offload_param` / `offload_optimizer`.",
         stages=(1, 2, 3),
     )
     cpu_offload: bool | None = ds_field(
-        None, deprecated=True, replaced_by="offload_optimizer",
-        description="Deprecated: use `offload_optimizer: {\"device\": \"cpu\"}`.", stages=(1, 2, 3),
+        None,
+        deprecated=True,
+        replaced_by="offload_optimizer",
+        description='Deprecated: use `offload_optimizer: {"device": "cpu"}`.',
+        stages=(1, 2, 3),
     )
     prefetch_bucket_size: int = ds_field(
-        50_000_000, ge=0, unit="elements", alias="stage3_prefetch_bucket_size", hf_auto=True,
+        50_000_000,
+        ge=0,
+        unit="elements",
+        alias="stage3_prefetch_bucket_size",
+        hf_auto=True,
         description="Parameter elements fetched ahead of use. Larger hides latency, costs GPU memory.",
         stages=_STAGE3,
     )
     param_persistence_threshold: int = ds_field(
-        100_000, ge=0, unit="elements", alias="stage3_param_persistence_threshold", hf_auto=True,
+        100_000,
+        ge=0,
+        unit="elements",
+        alias="stage3_param_persistence_threshold",
+        hf_auto=True,
         description="Parameters smaller than this are not partitioned (kept whole on every GPU). Smaller "
         "values save memory but add many small, latency-bound messages.",
         stages=_STAGE3,
     )
     model_persistence_threshold: int = ds_field(
-        sys.maxsize, ge=0, unit="elements", alias="stage3_model_persistence_threshold",
+        sys.maxsize,
+        ge=0,
+        unit="elements",
+        alias="stage3_model_persistence_threshold",
         description="Upper bound on the total elements kept unpartitioned by `param_persistence_threshold`.",
         stages=_STAGE3,
     )
     max_live_parameters: int = ds_field(
-        1_000_000_000, ge=0, unit="elements", alias="stage3_max_live_parameters",
+        1_000_000_000,
+        ge=0,
+        unit="elements",
+        alias="stage3_max_live_parameters",
         description="Maximum parameter elements resident per GPU before ZeRO-3 releases them. Smaller uses "
         "less memory and more communication.",
         stages=_STAGE3,
     )
     max_reuse_distance: int = ds_field(
-        1_000_000_000, ge=0, unit="elements", alias="stage3_max_reuse_distance",
+        1_000_000_000,
+        ge=0,
+        unit="elements",
+        alias="stage3_max_reuse_distance",
         description="Keep a parameter if it will be reused within this many elements of computation.",
         stages=_STAGE3,
     )
     gather_16bit_weights_on_model_save: bool = ds_field(
-        False, alias="stage3_gather_16bit_weights_on_model_save", hf_auto=True,
+        False,
+        alias="stage3_gather_16bit_weights_on_model_save",
+        hf_auto=True,
         description="Gather the partitioned 16-bit weights when saving with `save_16bit_model()` "
         "(needed to save a usable model file with stage 3; slow and memory hungry for huge models).",
         stages=_STAGE3,
     )
     module_granularity_threshold: int = ds_field(
-        0, alias="stage3_module_granularity_threshold",
+        0,
+        alias="stage3_module_granularity_threshold",
         description="Modules with fewer parameters per descendant than this are fetched as one unit; "
         "reduces hook overhead for fine-grained models. 0 disables.",
         stages=_STAGE3,
     )
     use_all_reduce_for_fetch_params: bool = ds_field(
-        False, alias="stage3_use_all_reduce_for_fetch_params",
-        description="Fetch module parameters with all-reduce instead of all-gather.", stages=_STAGE3,
+        False,
+        alias="stage3_use_all_reduce_for_fetch_params",
+        description="Fetch module parameters with all-reduce instead of all-gather.",
+        stages=_STAGE3,
     )
     allgather_sequential: bool = ds_field(
-        False, alias="stage3_allgather_sequential", added="0.19.8",
+        False,
+        alias="stage3_allgather_sequential",
         description="All-gather parameters one by one, bypassing bucketing: less copying and lower peak "
         "memory, for memory-pressured runs.",
         stages=_STAGE3,
     )
     stage3_gather_fp16_weights_on_model_save: bool = ds_field(
-        False, deprecated=True, replaced_by="gather_16bit_weights_on_model_save",
-        description="Deprecated: use `stage3_gather_16bit_weights_on_model_save`.", stages=_STAGE3,
+        False,
+        deprecated=True,
+        replaced_by="gather_16bit_weights_on_model_save",
+        description="Deprecated: use `stage3_gather_16bit_weights_on_model_save`.",
+        stages=_STAGE3,
     )
     ignore_unused_parameters: bool = ds_field(
         True,
@@ -357,12 +423,14 @@ class ZeroConfig(Section):
         stages=(1, 2),
     )
     parameter_alignment: bool = ds_field(
-        False, added="0.19.8",
+        False,
+        added="0.19.8",
         description="Align every parameter in the stage-1/2 flat buffers to 16 bytes (costs padding memory).",
         stages=(1, 2),
     )
     zero_hpz_partition_size: int = ds_field(
-        1, ge=0,
+        1,
+        ge=0,
         description="ZeRO++ hpZ: size of the secondary (intra-node) partition of the parameters. Set to the "
         "GPUs per node to keep a copy per node and all-gather within the node. 1 disables.",
         stages=_STAGE3,
@@ -392,38 +460,45 @@ class ZeroConfig(Section):
     )
     enable_sanity_checks: bool = ds_field(False, description="Internal sanity checks, for debugging.")
     save_muon_momentum_buffer_in_memory: bool = ds_field(
-        False, added="0.19.8",
-        description="With the Muon optimizer and NVMe offload, keep Muon's momentum in memory.", stages=_STAGE3,
+        False,
+        description="With the Muon optimizer and NVMe offload, keep Muon's momentum in memory.",
+        stages=_STAGE3,
     )
     leaf_module: LeafModuleConfig = ds_field(
-        default_factory=LeafModuleConfig, added="0.19.8",
-        description="Modules ZeRO-3 treats as leaves (fetched as a whole, e.g. MoE blocks).", stages=_STAGE3,
+        default_factory=LeafModuleConfig,
+        description="Modules ZeRO-3 treats as leaves (fetched as a whole, e.g. MoE blocks).",
+        stages=_STAGE3,
     )
     # Fields only DeepSpeed 0.19.5 knows (0.19.8 rejects them with a "removed" error).
     mics_shard_size: int = ds_field(
-        -1, removed="0.19.8",
+        -1,
+        removed="0.19.8",
         removed_message=(
-            "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_shard_size' is no longer "
-            'supported.'
+            "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_shard_size' is no longer supported."
         ),
-        description="MiCS: shard size (removed in 0.19.8).", stages=_STAGE3
+        description="MiCS: shard size (removed in 0.19.8).",
+        stages=_STAGE3,
     )
     mics_hierarchical_params_gather: bool = ds_field(
-        False, removed="0.19.8",
+        False,
+        removed="0.19.8",
         removed_message=(
             "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_hierarchical_params_gather'"
-            ' is no longer supported.'
+            " is no longer supported."
         ),
-        description="MiCS hierarchical all-gather (removed in 0.19.8).", stages=_STAGE3
+        description="MiCS hierarchical all-gather (removed in 0.19.8).",
+        stages=_STAGE3,
     )
     zeropp_loco_param: dict | None = ds_field(
-        None, removed="0.19.8",
+        None,
+        removed="0.19.8",
         removed_message=(
             "LoCo-Zero++ has been removed; 'zero_optimization.zeropp_loco_param' is no longer "
-            'supported. Remove this key to use standard ZeRO++ quantized gradients without LoCo error '
-            'feedback.'
+            "supported. Remove this key to use standard ZeRO++ quantized gradients without LoCo error "
+            "feedback."
         ),
-        description="ZeRO++ LoCo parameters (removed in 0.19.8).", stages=_STAGE3
+        description="ZeRO++ LoCo parameters (removed in 0.19.8).",
+        stages=_STAGE3,
     )
 
     @field_validator("leaf_module", mode="before")
