@@ -186,6 +186,8 @@ CASES = [
     ("elasticity-batch-keys", cfg(elasticity={"enabled": True, "max_train_batch_size": 64,
                                               "micro_batch_sizes": [2, 4]}), {"version": "0.19.5"},
      "elasticity.batch-keys", "error", "elasticity.ignore_non_elastic_batch_info"),
+    ("zenflow-update-interval", cfg(zero_optimization={"stage": 2, "zenflow": {"update_interval": 0}}), {},
+     "zero.zenflow-update-interval", "error", "zero_optimization.zenflow.update_interval"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]

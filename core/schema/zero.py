@@ -179,6 +179,7 @@ class ZenFlowConfig(Section):
     select_interval: int | Literal["auto"] = ds_field(
         "auto", description="Re-selection interval (steps or epochs), or `auto`."
     )
+    # DeepSpeed 0.19.8 requires an integer update_interval ≥ 1 (0.19.5 did not); a version rule checks it.
     update_interval: int | Literal["auto"] = ds_field(
         "auto", description="How often the accumulated unimportant gradients are applied (≥ 1), or `auto`."
     )
@@ -199,8 +200,6 @@ class ZenFlowConfig(Section):
 
     @model_validator(mode="after")
     def _check_intervals(self) -> ZenFlowConfig:
-        if isinstance(self.update_interval, int) and self.update_interval < 1:
-            raise ValueError("If update_interval is a number, it must be at least 1")
         if not isinstance(self.pt_reserved_cores_perc, float):
             raise ValueError("pt_reserved_cores_perc must be a float")
         return self
