@@ -698,7 +698,8 @@ def zenflow_interval(ctx: Context) -> Iterator[Finding]:
     """zenflow.update_interval ≥ 1 (checked from DeepSpeed 0.19.8 on)."""
     zenflow = ctx.zero.get("zenflow")
     value = zenflow.get("update_interval") if isinstance(zenflow, dict) else None
-    if version_tuple(ctx.version) >= (0, 19, 8) and isinstance(value, int) and not isinstance(value, bool) and value < 1:
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if version_tuple(ctx.version) >= (0, 19, 8) and is_int and value < 1:
         yield Finding(
             "error", "zero.zenflow-update-interval", "zero_optimization.zenflow.update_interval",
             f"zenflow.update_interval is {value}; DeepSpeed {ctx.version} requires at least 1 (or \"auto\").",
