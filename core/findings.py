@@ -69,6 +69,16 @@ class Fix:
         return {"description": self.description, "ops": [asdict(op) for op in self.ops]}
 
 
+def set_path(config: dict[str, Any], path: str, value: Any) -> None:
+    """Set the value at a dotted path in place, creating (or replacing non-dict) parents."""
+    _set(config, split_path(path), value)
+
+
+def delete_path(config: dict[str, Any], path: str) -> None:
+    """Remove the key at a dotted path in place (nothing happens when it is missing)."""
+    _delete(config, split_path(path))
+
+
 def _set(config: dict[str, Any], keys: list[str], value: Any) -> None:
     node = config
     for key in keys[:-1]:
