@@ -50,8 +50,7 @@ pytestmark = pytest.mark.deepspeed
 # helpers
 # --------------------------------------------------------------------------------------------------
 
-_BOUND_TYPES = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le",
-                annotated_types.Lt: "lt"}
+_BOUND_TYPES = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le", annotated_types.Lt: "lt"}
 
 
 def _bounds(info: FieldInfo) -> dict[str, Any]:
@@ -166,8 +165,31 @@ _ANY_VALUE = st.one_of(
     st.booleans(),
     st.integers(min_value=-3, max_value=2**40),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["auto", "", "0", "1", "12", "1.5", "5e8", "true", "off", "yes", "none", "cpu", "nvme",
-                     "CPU", "fp16", "bf16", "abc", "torch.float16", "mean", "z1", "z3"]),
+    st.sampled_from(
+        [
+            "auto",
+            "",
+            "0",
+            "1",
+            "12",
+            "1.5",
+            "5e8",
+            "true",
+            "off",
+            "yes",
+            "none",
+            "cpu",
+            "nvme",
+            "CPU",
+            "fp16",
+            "bf16",
+            "abc",
+            "torch.float16",
+            "mean",
+            "z1",
+            "z3",
+        ]
+    ),
     st.none(),
     st.lists(st.sampled_from(["a", "b", 1]), max_size=2),
     st.just({}),
@@ -183,8 +205,11 @@ def _inputs_for(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
 
 def _defaults_of(model: type[LenientSection]) -> dict[str, Any]:
     """Defaults of the fields DeepSpeed reads (documented-but-ignored spellings left out)."""
-    return {name: _normalise(_our_default(info)) for name, info in model.model_fields.items()
-            if not field_meta(info).extra.get("ignored")}
+    return {
+        name: _normalise(_our_default(info))
+        for name, info in model.model_fields.items()
+        if not field_meta(info).extra.get("ignored")
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -278,20 +303,31 @@ def test_dtype_names_are_deepspeeds_dtype_enum():
 def test_precision_lenient_defaults_match_deepspeed_constants():
     c = ds_constants
     assert _defaults_of(precision.TorchAutocastConfig) == {
-        "enabled": c.TORCH_AUTOCAST_ENABLED_DEFAULT, "dtype": None, "lower_precision_safe_modules": None,
+        "enabled": c.TORCH_AUTOCAST_ENABLED_DEFAULT,
+        "dtype": None,
+        "lower_precision_safe_modules": None,
     }
     assert _defaults_of(precision.DataTypesConfig) == {
-        "grad_accum_dtype": c.GRAD_ACCUM_DTYPE_DEFAULT, "param_dtype": c.PARAM_DTYPE_DEFAULT,
-        "buffer_dtype": c.BUFFER_DTYPE_DEFAULT, "keep_in_fp32_modules": c.KEEP_IN_FP32_MODULES_DEFAULT,
+        "grad_accum_dtype": c.GRAD_ACCUM_DTYPE_DEFAULT,
+        "param_dtype": c.PARAM_DTYPE_DEFAULT,
+        "buffer_dtype": c.BUFFER_DTYPE_DEFAULT,
+        "keep_in_fp32_modules": c.KEEP_IN_FP32_MODULES_DEFAULT,
     }
 
 
 def test_torch_autocast_and_data_types_read_by_deepspeed_under_these_names():
     c = ds_constants
     assert set(precision.TorchAutocastConfig.model_fields) == {
-        c.TORCH_AUTOCAST_ENABLED, c.TORCH_AUTOCAST_DTYPE, c.TORCH_AUTOCAST_LOWER_PRECISION_SAFE_MODULES}
+        c.TORCH_AUTOCAST_ENABLED,
+        c.TORCH_AUTOCAST_DTYPE,
+        c.TORCH_AUTOCAST_LOWER_PRECISION_SAFE_MODULES,
+    }
     assert set(precision.DataTypesConfig.model_fields) == {
-        c.GRAD_ACCUM_DTYPE, c.PARAM_DTYPE, c.BUFFER_DTYPE, c.KEEP_IN_FP32_MODULES}
+        c.GRAD_ACCUM_DTYPE,
+        c.PARAM_DTYPE,
+        c.BUFFER_DTYPE,
+        c.KEEP_IN_FP32_MODULES,
+    }
 
 
 def test_flops_profiler_defaults_match_deepspeed_constants():
@@ -316,7 +352,9 @@ def test_zero_config_fields_match_deepspeed():
     # reduce_bucket_size: 0.19.5 allows 0 (ge=0), 0.19.8 needs > 0; our model keeps ge=0 and a version
     # rule enforces > 0 for 0.19.8.
     assert_same_fields(
-        zero.ZeroConfig, ds_zero.DeepSpeedZeroConfig, only_ours=_ZERO_ONLY_0195,
+        zero.ZeroConfig,
+        ds_zero.DeepSpeedZeroConfig,
+        only_ours=_ZERO_ONLY_0195,
         bound_exceptions={"reduce_bucket_size": ({"ge": 0}, {"gt": 0})},
     )
 
@@ -326,9 +364,13 @@ def _zero_inputs() -> st.SearchStrategy[dict[str, Any]]:
     keys = [k for k in fields if k not in _ZERO_ONLY_0195]
     keys += [f.alias for k, f in fields.items() if f.alias and k not in _ZERO_ONLY_0195]
     keys += ["bogus_key"]
-    value = st.one_of(_ANY_VALUE, st.sampled_from([0, 1, 2, 3]),
-                      st.fixed_dictionaries({}, optional={"device": st.sampled_from(["cpu", "nvme", "none"]),
-                                                          "ratio": st.sampled_from([0.5, 1.0])}))
+    value = st.one_of(
+        _ANY_VALUE,
+        st.sampled_from([0, 1, 2, 3]),
+        st.fixed_dictionaries(
+            {}, optional={"device": st.sampled_from(["cpu", "nvme", "none"]), "ratio": st.sampled_from([0.5, 1.0])}
+        ),
+    )
     return st.dictionaries(st.sampled_from(keys), value, max_size=5)
 
 
@@ -342,9 +384,12 @@ def test_zero_config_same_verdict_as_deepspeed(data):
     # A deprecated key together with its replacement is an AssertionError in DeepSpeed's
     # _deprecated_fields_check (after validation); the validator's rules own it, not the section model.
     fp16_save = "stage3_gather_fp16_weights_on_model_save"
-    for old, new in (("cpu_offload", "offload_optimizer"), ("cpu_offload_param", "offload_param"),
-                     (fp16_save, "gather_16bit_weights_on_model_save"),
-                     (fp16_save, "stage3_gather_16bit_weights_on_model_save")):
+    for old, new in (
+        ("cpu_offload", "offload_optimizer"),
+        ("cpu_offload_param", "offload_param"),
+        (fp16_save, "gather_16bit_weights_on_model_save"),
+        (fp16_save, "stage3_gather_16bit_weights_on_model_save"),
+    ):
         if old in data and new in data:
             data = {k: v for k, v in data.items() if k != old}
     assert_same_verdict(zero.ZeroConfig, ds_zero.DeepSpeedZeroConfig, data)
@@ -378,7 +423,17 @@ eig = {k.lower()[len("EIGENVALUE_"):-len("_DEFAULT")]: getattr(K, k) for k in di
        if k.startswith("EIGENVALUE_") and k.endswith("_DEFAULT")}
 elastic = {getattr(E, k[:-len("_DEFAULT")]): getattr(E, k) for k in dir(E)
            if k.endswith("_DEFAULT") and hasattr(E, k[:-len("_DEFAULT")])}
+import typing, importlib
+strict = {}
+for module, cls in json.loads(sys.argv[1]):
+    model = getattr(importlib.import_module(module), cls)
+    strict[f"{module}.{cls}"] = {
+        name: {"alias": info.alias, "bounds": {k: getattr(m, k) for m in info.metadata
+                                              for k in ("ge", "gt", "le", "lt") if getattr(m, k, None) is not None}}
+        for name, info in model.model_fields.items()}
+from deepspeed.compile.config import PassName
 print(json.dumps({
+    "strict": strict, "passes": list(typing.get_args(PassName)),
     "optimizers": C.DEEPSPEED_OPTIMIZERS, "verdicts": verdicts, "sparse": modes, "nebula": nebula,
     "eigenvalue": eig, "elasticity": elastic, "compression": get_compression_config({}),
     "pld": {"enabled": K.PLD_ENABLED_DEFAULT, "theta": K.PLD_THETA_DEFAULT, "gamma": K.PLD_GAMMA_DEFAULT},
@@ -399,16 +454,56 @@ _LEGACY_CASES: list[tuple[str, dict[str, Any]]] = [
     ("elasticity", {"enabled": False}),
     ("elasticity", {"enabled": True}),
     ("elasticity", {"enabled": True, "max_train_batch_size": 100}),
-    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2, 4],
-                    "ignore_non_elastic_batch_info": True}),
-    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2, 0],
-                    "ignore_non_elastic_batch_info": True}),
-    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2],
-                    "min_gpus": 8, "max_gpus": 4, "ignore_non_elastic_batch_info": True}),
-    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2],
-                    "model_parallel_size": 2, "version": 0.1, "ignore_non_elastic_batch_info": True}),
-    ("elasticity", {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2],
-                    "min_time": -1, "ignore_non_elastic_batch_info": True}),
+    (
+        "elasticity",
+        {
+            "enabled": True,
+            "max_train_batch_size": 100,
+            "micro_batch_sizes": [2, 4],
+            "ignore_non_elastic_batch_info": True,
+        },
+    ),
+    (
+        "elasticity",
+        {
+            "enabled": True,
+            "max_train_batch_size": 100,
+            "micro_batch_sizes": [2, 0],
+            "ignore_non_elastic_batch_info": True,
+        },
+    ),
+    (
+        "elasticity",
+        {
+            "enabled": True,
+            "max_train_batch_size": 100,
+            "micro_batch_sizes": [2],
+            "min_gpus": 8,
+            "max_gpus": 4,
+            "ignore_non_elastic_batch_info": True,
+        },
+    ),
+    (
+        "elasticity",
+        {
+            "enabled": True,
+            "max_train_batch_size": 100,
+            "micro_batch_sizes": [2],
+            "model_parallel_size": 2,
+            "version": 0.1,
+            "ignore_non_elastic_batch_info": True,
+        },
+    ),
+    (
+        "elasticity",
+        {
+            "enabled": True,
+            "max_train_batch_size": 100,
+            "micro_batch_sizes": [2],
+            "min_time": -1,
+            "ignore_non_elastic_batch_info": True,
+        },
+    ),
     ("nebula", {"enabled": True, "persistent_storage_path": "/tmp/x"}),
     ("compression_training", {"layer_reduction": {"enabled": False}}),
 ]
@@ -420,13 +515,44 @@ def facts_0195() -> dict[str, Any]:
     if not _DS0195_PYTHON.exists():
         pytest.skip("the DeepSpeed 0.19.5 venv (.venv-ds0195) is not installed")
     cases = [{key: value} for key, value in _LEGACY_CASES]
-    out = subprocess.run([str(_DS0195_PYTHON), "-c", _FACTS_0195], input=json.dumps(cases), capture_output=True,
-                         text=True, timeout=600, check=True)
+    classes = json.dumps([(theirs.__module__, theirs.__name__) for _, theirs in _PAIRS_0195])
+    out = subprocess.run(
+        [str(_DS0195_PYTHON), "-c", _FACTS_0195, classes],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_optimizer_names_equal_deepspeed_optimizers():
     assert set(optimizer.deepspeed_optimizer_names("0.19.8")) == set(ds_config_mod.DEEPSPEED_OPTIMIZERS)
+
+
+_PAIRS_0195 = [*STRICT_PAIRS, (zero.ZeroConfig, ds_zero.DeepSpeedZeroConfig)]
+
+
+@pytest.mark.parametrize(("ours", "theirs"), _PAIRS_0195, ids=lambda c: c.__name__)
+def test_strict_section_fields_of_0195_match_added_metadata(ours, theirs, facts_0195):
+    """Fields marked added/removed exist exactly in the versions whose DeepSpeed model has them, with
+    0.19.5's bounds (``bounds_by_version`` where they differ from 0.19.8's)."""
+    fields_0195 = facts_0195["strict"][f"{theirs.__module__}.{theirs.__name__}"]
+    ours_0195 = {n for n, info in ours.model_fields.items() if field_meta(info).exists_in("0.19.5")}
+    assert ours_0195 == set(fields_0195)
+    for name in ours_0195:
+        info = ours.model_fields[name]
+        assert info.alias == fields_0195[name]["alias"], name
+        expected = field_meta(info).extra.get("bounds_by_version", {}).get("0.19.5", _bounds(info))
+        assert expected == fields_0195[name]["bounds"], f"{ours.__name__}.{name}"
+
+
+def test_compile_pass_names_per_version(facts_0195):
+    added = field_meta(advanced.CompileConfig.model_fields["passes"]).extra["choices_added"]
+    all_passes = set(typing.get_args(advanced.PassName))
+    assert all_passes - set(added) == set(facts_0195["passes"])
+    assert all_passes == set(typing.get_args(ds_compile.PassName))
 
 
 def test_optimizer_names_equal_deepspeed_0195_optimizers(facts_0195):
@@ -435,15 +561,23 @@ def test_optimizer_names_equal_deepspeed_0195_optimizers(facts_0195):
 
 def test_torch_optimizer_names_equal_torch_optim():
     torch_optim = pytest.importorskip("torch.optim")
-    classes = {n for n in dir(torch_optim) if inspect.isclass(getattr(torch_optim, n))
-               and issubclass(getattr(torch_optim, n), torch_optim.Optimizer) and n != "Optimizer"}
+    classes = {
+        n
+        for n in dir(torch_optim)
+        if inspect.isclass(getattr(torch_optim, n))
+        and issubclass(getattr(torch_optim, n), torch_optim.Optimizer)
+        and n != "Optimizer"
+    }
     assert set(optimizer.TORCH_OPTIMIZERS) == classes
 
 
 def _constructor_params(cls) -> dict[str, inspect.Parameter]:
     skip = {"self", "params", "model_params", "deepspeed"}
-    return {n: p for n, p in inspect.signature(cls.__init__).parameters.items()
-            if n not in skip and p.kind is not inspect.Parameter.VAR_KEYWORD}
+    return {
+        n: p
+        for n, p in inspect.signature(cls.__init__).parameters.items()
+        if n not in skip and p.kind is not inspect.Parameter.VAR_KEYWORD
+    }
 
 
 def _implementation_classes():
@@ -452,6 +586,7 @@ def _implementation_classes():
     from deepspeed.ops.adam import DeepSpeedCPUAdam, FusedAdam
     from deepspeed.ops.lamb import FusedLamb
     from deepspeed.ops.lion import DeepSpeedCPULion, FusedLion
+
     torch_optim = pytest.importorskip("torch.optim")
     return [
         ("adam", "gpu", FusedAdam, {"adam_w_mode"}),
@@ -474,8 +609,11 @@ def test_optimizer_registry_params_match_implementations():
         ours = {p.name: p for p in spec.params_for(backend) if not p.consumed}
         theirs = _constructor_params(cls)
         # max_grad_norm is in FusedLamb's signature but DeepSpeed refuses it in every optimizer's params.
-        theirs = {n: p for n, p in theirs.items()
-                  if n not in passed_by_deepspeed and n not in optimizer.FORBIDDEN_OPTIMIZER_PARAMS}
+        theirs = {
+            n: p
+            for n, p in theirs.items()
+            if n not in passed_by_deepspeed and n not in optimizer.FORBIDDEN_OPTIMIZER_PARAMS
+        }
         where = f"{name}/{backend} ({cls.__name__})"
         assert set(ours) == set(theirs), f"{where}: {sorted(set(ours) ^ set(theirs))}"
         for pname, param in ours.items():
@@ -493,11 +631,13 @@ def test_optimizer_registry_params_match_implementations():
 
 def test_scheduler_names_equal_valid_lr_schedules():
     from deepspeed.runtime import lr_schedules
+
     assert set(optimizer.SCHEDULERS) == set(lr_schedules.VALID_LR_SCHEDULES)
 
 
 def test_scheduler_registry_equals_constructor_signatures():
     from deepspeed.runtime import lr_schedules
+
     for name, spec in optimizer.SCHEDULERS.items():
         signature = inspect.signature(getattr(lr_schedules, name).__init__)
         theirs = [p for n, p in signature.parameters.items() if n not in ("self", "optimizer")]
@@ -512,20 +652,24 @@ def test_scheduler_registry_equals_constructor_signatures():
                 assert ours.type_ok(ours.default), f"{name}.{ours.name}: default has a type we reject"
 
 
-@pytest.mark.parametrize(("scheduler", "params", "accepted"), [
-    ("WarmupLR", {"warmup_num_steps": 0}, False),
-    ("WarmupLR", {"warmup_num_steps": 1000.0}, False),
-    ("WarmupLR", {"warmup_num_steps": 10}, True),
-    ("WarmupCosineLR", {"total_num_steps": 100, "warmup_num_steps": -1}, False),
-    ("LRRangeTest", {"lr_range_test_step_size": 0}, False),
-    ("LRRangeTest", {"lr_range_test_step_size": 5}, True),
-    ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_first_step_size": 0}, False),
-    ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_second_step_size": -1}, False),
-    ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_second_step_size": 0}, True),
-])
+@pytest.mark.parametrize(
+    ("scheduler", "params", "accepted"),
+    [
+        ("WarmupLR", {"warmup_num_steps": 0}, False),
+        ("WarmupLR", {"warmup_num_steps": 1000.0}, False),
+        ("WarmupLR", {"warmup_num_steps": 10}, True),
+        ("WarmupCosineLR", {"total_num_steps": 100, "warmup_num_steps": -1}, False),
+        ("LRRangeTest", {"lr_range_test_step_size": 0}, False),
+        ("LRRangeTest", {"lr_range_test_step_size": 5}, True),
+        ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_first_step_size": 0}, False),
+        ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_second_step_size": -1}, False),
+        ("OneCycle", {"cycle_min_lr": 0.1, "cycle_max_lr": 1.0, "cycle_second_step_size": 0}, True),
+    ],
+)
 def test_scheduler_bounds_are_the_ones_deepspeed_enforces(scheduler, params, accepted):
     torch = pytest.importorskip("torch")
     from deepspeed.runtime import lr_schedules
+
     spec = optimizer.SCHEDULERS[scheduler]
     ours = all(spec.param(k).type_ok(v) and spec.param(k).bound_problem(v) is None for k, v in params.items())
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1, momentum=0.9)
@@ -540,13 +684,24 @@ def test_scheduler_bounds_are_the_ones_deepspeed_enforces(scheduler, params, acc
 def test_optimizer_and_scheduler_section_defaults_match_deepspeed_constants():
     c = ds_constants
     assert _defaults_of(optimizer.OptimizerConfig) == {
-        c.TYPE: c.OPTIMIZER_TYPE_DEFAULT, c.OPTIMIZER_PARAMS: None, c.LEGACY_FUSION: c.LEGACY_FUSION_DEFAULT}
+        c.TYPE: c.OPTIMIZER_TYPE_DEFAULT,
+        c.OPTIMIZER_PARAMS: None,
+        c.LEGACY_FUSION: c.LEGACY_FUSION_DEFAULT,
+    }
     assert _defaults_of(optimizer.SchedulerConfig) == {c.TYPE: c.SCHEDULER_TYPE_DEFAULT, c.SCHEDULER_PARAMS: None}
 
 
-@pytest.mark.parametrize(("type_name", "expected"), [
-    ("Adam", "adam"), ("ADAMW", "adamw"), ("lamb", "lamb"), ("SGD", "SGD"), ("sgd", None), ("OneBitAdam", None),
-])
+@pytest.mark.parametrize(
+    ("type_name", "expected"),
+    [
+        ("Adam", "adam"),
+        ("ADAMW", "adamw"),
+        ("lamb", "lamb"),
+        ("SGD", "SGD"),
+        ("sgd", None),
+        ("OneBitAdam", None),
+    ],
+)
 def test_resolve_optimizer_follows_deepspeeds_name_handling(type_name, expected):
     resolved = optimizer.resolve_optimizer(type_name, "0.19.8")
     got = resolved.name if isinstance(resolved, optimizer.OptimizerSpec) else resolved
@@ -587,29 +742,38 @@ def test_tensor_parallel_dtype_rejects_every_json_value_like_deepspeed():
 
 def test_activation_checkpointing_defaults_match_deepspeed():
     from deepspeed.runtime.activation_checkpointing import config as ac
+
     assert _defaults_of(advanced.ActivationCheckpointingConfig) == ac.ACT_CHKPT_DEFAULT
 
 
 def test_aio_defaults_match_deepspeed():
     from deepspeed.runtime.swap_tensor.aio_config import AIO_DEFAULT_DICT
+
     assert _defaults_of(advanced.AioConfig) == AIO_DEFAULT_DICT
 
 
 def test_checkpoint_defaults_match_deepspeed():
     from deepspeed.runtime.model_checkpointing import config as mc
+
     c = ds_constants
     defaults = _defaults_of(advanced.CheckpointConfig)
     assert defaults[c.CHECKPOINT_TAG_VALIDATION].upper() == c.CHECKPOINT_TAG_VALIDATION_DEFAULT
     assert defaults[c.LOAD_UNIVERSAL_CHECKPOINT] == c.LOAD_UNIVERSAL_CHECKPOINT_DEFAULT
     assert defaults[c.USE_NODE_LOCAL_STORAGE_CHECKPOINT] == c.USE_NODE_LOCAL_STORAGE_CHECKPOINT_DEFAULT
     assert defaults[c.CHECKPOINT_PARALLEL_WRITE] == {
-        c.CHECKPOINT_PARALLEL_WRITE_PIPELINE_STAGE: c.CHECKPOINT_PARALLEL_WRITE_PIPELINE_STAGE_DEFAULT}
+        c.CHECKPOINT_PARALLEL_WRITE_PIPELINE_STAGE: c.CHECKPOINT_PARALLEL_WRITE_PIPELINE_STAGE_DEFAULT
+    }
     assert defaults[mc.CHECKPOINT_SERIALIZATION] == mc.CHECKPOINT_SERIALIZATION_DEFAULT
     assert defaults[mc.CHECKPOINT_WRITER] == mc.CHECKPOINT_WRITER_DEFAULT
     assert _defaults_of(advanced.CheckpointWriterConfig) == mc.get_checkpoint_writer_config({"writer": {}})
     assert set(advanced.CheckpointConfig.model_fields) == {
-        c.CHECKPOINT_TAG_VALIDATION, c.LOAD_UNIVERSAL_CHECKPOINT, c.USE_NODE_LOCAL_STORAGE_CHECKPOINT,
-        c.CHECKPOINT_PARALLEL_WRITE, mc.CHECKPOINT_SERIALIZATION, mc.CHECKPOINT_WRITER}
+        c.CHECKPOINT_TAG_VALIDATION,
+        c.LOAD_UNIVERSAL_CHECKPOINT,
+        c.USE_NODE_LOCAL_STORAGE_CHECKPOINT,
+        c.CHECKPOINT_PARALLEL_WRITE,
+        mc.CHECKPOINT_SERIALIZATION,
+        mc.CHECKPOINT_WRITER,
+    }
     choices = field_meta(advanced.CheckpointConfig.model_fields["tag_validation"]).choices
     assert {x.upper() for x in choices} == set(c.CHECKPOINT_TAG_VALIDATION_MODES)
     writer = advanced.CheckpointWriterConfig.model_fields
@@ -620,6 +784,7 @@ def test_checkpoint_defaults_match_deepspeed():
 def test_autotuning_defaults_match_deepspeed():
     from deepspeed.autotuning import constants as at
     from deepspeed.autotuning.config import DeepSpeedAutotuningConfig
+
     parsed = vars(DeepSpeedAutotuningConfig({}))
     ours = _defaults_of(advanced.AutotuningConfig)
     # DeepSpeed names the attributes after the keys; start_step / end_step are leftover attributes
@@ -639,11 +804,13 @@ def test_pipeline_defaults_match_deepspeed():
 
 def test_data_efficiency_defaults_match_deepspeed():
     from deepspeed.runtime.data_pipeline.config import get_data_efficiency_config
+
     _assert_defaults_cover(get_data_efficiency_config({"data_efficiency": {}}), advanced.DataEfficiencyConfig)
 
 
 def test_expert_parallel_defaults_match_deepspeed():
     from deepspeed.module_inject.auto_ep_config import parse_autoep_config
+
     parsed = {k: v for k, v in vars(parse_autoep_config({"enabled": False})).items() if not k.startswith("_")}
     ours = _defaults_of(advanced.ExpertParallelConfig)
     assert set(ours) == set(parsed)
@@ -659,10 +826,10 @@ def test_timers_throughput_key_matches_deepspeed():
 
 def test_datastates_enabled_rule():
     from deepspeed.datastates.config import DeepSpeedDataStatesConfig
+
     assert DeepSpeedDataStatesConfig({"datastates_ckpt": {}}).enabled
     assert not DeepSpeedDataStatesConfig({"datastates_ckpt": False}).enabled
     assert advanced.DataStatesConfig.model_fields == {}  # keys belong to the DataStates package
-
 
 
 # --------------------------------------------------------------------------------------------------
@@ -672,6 +839,7 @@ def test_datastates_enabled_rule():
 
 def _section_model(key: str) -> type[BaseModel]:
     from core.schema.walk import nested_model
+
     model = nested_model(DeepSpeedConfig.model_fields[key].annotation)
     assert model is not None, key
     return model
@@ -706,19 +874,31 @@ def test_legacy_defaults_match_deepspeed_0195(facts_0195):
     compression = facts_0195["compression"]
     shared = compression["weight_quantization"]["shared_parameters"]
     # DeepSpeed flattens fp16_mixed_quantize.{enabled, quantize_change_ratio} into the shared parameters.
-    shared["fp16_mixed_quantize"] = {"enabled": shared["fp16_mixed_quantize"],
-                                     "quantize_change_ratio": shared.pop("quantize_change_ratio")}
+    shared["fp16_mixed_quantize"] = {
+        "enabled": shared["fp16_mixed_quantize"],
+        "quantize_change_ratio": shared.pop("quantize_change_ratio"),
+    }
     _assert_defaults_cover(compression, legacy.CompressionTrainingConfig)
 
 
 def _models_under(model: type[BaseModel]) -> list[type[BaseModel]]:
     from core.schema.walk import iter_schema
+
     return [model] + [f.model for _, f in iter_schema(model) if f.model is not None]
 
 
 def test_every_legacy_field_is_marked_removed_in_0198():
-    for key in ("amp", "elasticity", "sparse_attention", "nebula", "compression_training", "quantize_training",
-                "eigenvalue", "curriculum_learning", "progressive_layer_drop"):
+    for key in (
+        "amp",
+        "elasticity",
+        "sparse_attention",
+        "nebula",
+        "compression_training",
+        "quantize_training",
+        "eigenvalue",
+        "curriculum_learning",
+        "progressive_layer_drop",
+    ):
         assert not field_meta(DeepSpeedConfig.model_fields[key]).exists_in("0.19.8")
         for model in _models_under(_section_model(key)):
             if model.__module__ != legacy.__name__:
@@ -729,15 +909,27 @@ def test_every_legacy_field_is_marked_removed_in_0198():
                 assert info.description, f"{model.__name__}.{name}"
 
 
-
 # --------------------------------------------------------------------------------------------------
 # documented keys
 # --------------------------------------------------------------------------------------------------
 
 #: Keys in the reference docs that are not config keys of any section: optimizer/scheduler names and
 #: user-chosen group/metric names in the examples, and a typo in a note.
-_NOT_KEYS = {"Adam", "AdamW", "Lamb", "OneBitAdam", "OneBitLamb", "Note", "aq1", "cp1", "rp1", "wq1", "wq2",
-             "vocabularyrarity", "gradient_accumulation"}
+_NOT_KEYS = {
+    "Adam",
+    "AdamW",
+    "Lamb",
+    "OneBitAdam",
+    "OneBitLamb",
+    "Note",
+    "aq1",
+    "cp1",
+    "rp1",
+    "wq1",
+    "wq2",
+    "vocabularyrarity",
+    "gradient_accumulation",
+}
 #: Documented keys DeepSpeed does not accept in a strict section owned by zero.py / root.py, reported to
 #: the integrator (recorded here so the test names every gap explicitly).
 _DOC_ONLY_ELSEWHERE = {"grad_hooks", "cpu_offload_params", "fp32_allreduce", "train_step_batch_size"}
@@ -772,14 +964,23 @@ def _all_schema_keys() -> set[str]:
 
 def _documented_keys() -> dict[str, str]:
     from tests.conftest import REFERENCE_DIR
+
     found: dict[str, str] = {}
-    for name in ("ds-config-docs-site.md", "ds-config-docs-early.md", "ds-config-quickref.md",
-                 "ds-config-docs-latest.txt", "deepspeed-api-docs.txt"):
+    for name in (
+        "ds-config-docs-site.md",
+        "ds-config-docs-early.md",
+        "ds-config-quickref.md",
+        "ds-config-docs-latest.txt",
+        "deepspeed-api-docs.txt",
+    ):
         text = (REFERENCE_DIR / name).read_text()
         patterns = [r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:']
         if name != "deepspeed-api-docs.txt":
-            patterns += [r"\*\*\*?([A-Za-z_][A-Za-z0-9_\\]*)\*\*\*?", r"^([a-z_][a-z0-9_]*): \[",
-                         r"^([a-z][a-z0-9]*_[a-z0-9_]+)$"]
+            patterns += [
+                r"\*\*\*?([A-Za-z_][A-Za-z0-9_\\]*)\*\*\*?",
+                r"^([a-z_][a-z0-9_]*): \[",
+                r"^([a-z][a-z0-9]*_[a-z0-9_]+)$",
+            ]
         for pattern in patterns:
             for match in re.finditer(pattern, text, re.MULTILINE):
                 found.setdefault(match.group(1).replace("\\", ""), name)
@@ -790,8 +991,11 @@ def test_every_documented_key_exists_in_the_schema():
     schema_keys = _all_schema_keys()
     registry = {p.name for s in optimizer.OPTIMIZERS.values() for p in s.params}
     registry |= {p.name for s in optimizer.SCHEDULERS.values() for p in s.params}
-    missing = {k: doc for k, doc in _documented_keys().items()
-               if k not in schema_keys | registry | _NOT_KEYS | _DOC_ONLY_ELSEWHERE}
+    missing = {
+        k: doc
+        for k, doc in _documented_keys().items()
+        if k not in schema_keys | registry | _NOT_KEYS | _DOC_ONLY_ELSEWHERE
+    }
     assert missing == {}
     # The explicit gaps are still gaps (when the integrator adds them, this list must shrink).
     assert _DOC_ONLY_ELSEWHERE.isdisjoint(schema_keys)

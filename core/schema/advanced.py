@@ -45,8 +45,7 @@ class ActivationCheckpointingConfig(LenientSection):
         "saves GPU memory, costs PCIe transfers.",
     )
     number_checkpoints: int | None = ds_field(
-        None, description="Number of activation checkpoints, to size the buffer of "
-        "`contiguous_memory_optimization`."
+        None, description="Number of activation checkpoints, to size the buffer of `contiguous_memory_optimization`."
     )
     synchronize_checkpoint_boundary: bool = ds_field(
         False, description="Synchronise the device at each checkpoint boundary (debugging/profiling only)."
@@ -63,7 +62,8 @@ class ParallelWriteConfig(LenientSection):
     """Parallel checkpoint writing."""
 
     pipeline_stage: bool = ds_field(
-        False, raises="config",
+        False,
+        raises="config",
         description="With pipeline parallelism, let every pipeline stage write its part of the checkpoint in "
         "parallel. Must be true or false (1/0 pass too).",
     )
@@ -73,7 +73,10 @@ class CheckpointWriterConfig(LenientSection):
     """The checkpoint writer (DeepSpeed's fast checkpointing engine)."""
 
     type: str = ds_field(
-        "FAST", choices=("FAST", "PYTHON", "MOCK"), widget="select", raises="config",
+        "FAST",
+        choices=("FAST", "PYTHON", "MOCK"),
+        widget="select",
+        raises="config",
         description="Writer implementation (case-insensitive): `fast` (asynchronous, pinned buffers), "
         "`python` (plain torch.save) or `mock` (writes nothing; for tests).",
     )
@@ -86,7 +89,10 @@ class CheckpointWriterConfig(LenientSection):
     )
     show_statistics: bool = ds_field(False, description="Print write throughput statistics.")
     data_parallel: str | None = ds_field(
-        None, choices=("REPLICA", "SOCKET", "MACHINE"), widget="select", raises="config",
+        None,
+        choices=("REPLICA", "SOCKET", "MACHINE"),
+        widget="select",
+        raises="config",
         description="Which data-parallel ranks share the writing (case-insensitive): `replica`, `socket` or "
         "`machine`. Unset: rank 0 of each replica writes.",
     )
@@ -97,7 +103,10 @@ class CheckpointConfig(LenientSection):
     """Checkpoint saving and loading."""
 
     tag_validation: str = ds_field(
-        "Warn", choices=("Warn", "Ignore", "Fail"), widget="select", raises="config",
+        "Warn",
+        choices=("Warn", "Ignore", "Fail"),
+        widget="select",
+        raises="config",
         description="Check that all ranks save/load the same checkpoint tag (case-insensitive): `Warn` "
         "logs a mismatch, `Fail` stops, `Ignore` skips the check. Useful when restoring with a different "
         "world size.",
@@ -117,8 +126,7 @@ class CheckpointConfig(LenientSection):
     )
     checkpoint_serialization: bool = ds_field(
         True,
-        description="Serialise tensors with torch's zip format (false: legacy format, faster for the fast "
-        "writer).",
+        description="Serialise tensors with torch's zip format (false: legacy format, faster for the fast writer).",
     )
     writer: CheckpointWriterConfig | None = ds_field(
         None, description="Use DeepSpeed's checkpoint writer (e.g. the fast asynchronous one). Unset: torch.save."
@@ -135,7 +143,8 @@ class AioConfig(LenientSection):
     `ds_nvme_tune` on the target machine."""
 
     block_size: int = ds_field(
-        1048576, unit="bytes",
+        1048576,
+        unit="bytes",
         description="I/O block size. Larger blocks usually reach higher NVMe bandwidth.",
     )
     queue_depth: int = ds_field(8, description="I/O queue depth (requests in flight).")
@@ -150,12 +159,15 @@ class AioConfig(LenientSection):
         True, description="Submit new requests without waiting for earlier ones to complete."
     )
     use_gds: bool = ds_field(
-        False, raises="config",
+        False,
+        raises="config",
         description="Use NVIDIA GPUDirect Storage (NVMe ↔ GPU without a CPU bounce buffer). CUDA only; "
         "DeepSpeed fails on other accelerators.",
     )
     thread_count: int | None = ds_field(
-        None, deprecated=True, replaced_by="intra_op_parallelism",
+        None,
+        deprecated=True,
+        replaced_by="intra_op_parallelism",
         description="Old name of `intra_op_parallelism`; DeepSpeed 0.19.8 ignores it.",
         doc_note="The docs list `thread_count` (default 1); DeepSpeed reads `intra_op_parallelism` and "
         "silently ignores `thread_count`.",
@@ -188,19 +200,24 @@ class AutotuningConfig(LenientSection):
         True, description="Only tune the ZeRO stage and micro batch size (fast); false also tunes other ZeRO knobs."
     )
     results_dir: str = ds_field(
-        "autotuning_results", widget="path", raises="config",
+        "autotuning_results",
+        widget="path",
+        raises="config",
         description="Directory for the experiment results. Must not be empty or null.",
-        doc_note="The docs give null as the default; DeepSpeed's default is \"autotuning_results\", and null "
-        "or \"\" fails (\"results_dir cannot be empty\").",
+        doc_note='The docs give null as the default; DeepSpeed\'s default is "autotuning_results", and null '
+        'or "" fails ("results_dir cannot be empty").',
     )
     exps_dir: str = ds_field(
-        "autotuning_exps", widget="path", raises="config",
+        "autotuning_exps",
+        widget="path",
+        raises="config",
         description="Directory for the experiment descriptions. Must not be empty or null.",
-        doc_note="The docs give null as the default; DeepSpeed's default is \"autotuning_exps\", and null "
-        "or \"\" fails (\"exps_dir cannot be empty\").",
+        doc_note='The docs give null as the default; DeepSpeed\'s default is "autotuning_exps", and null '
+        'or "" fails ("exps_dir cannot be empty").',
     )
     overwrite: bool = ds_field(
-        True, description="Re-run experiments whose results already exist (overwriting them).",
+        True,
+        description="Re-run experiments whose results already exist (overwriting them).",
         doc_note="The docs give false as the default; DeepSpeed uses true.",
     )
     start_profile_step: int = ds_field(
@@ -210,34 +227,33 @@ class AutotuningConfig(LenientSection):
         5, unit="steps", description="Step at which each experiment stops measuring (≥ `start_profile_step`)."
     )
     metric: str = ds_field(
-        "throughput", choices=("throughput", "latency", "flops"), widget="select",
+        "throughput",
+        choices=("throughput", "latency", "flops"),
+        widget="select",
         description="What to optimise: `throughput` (samples/s), `latency` (step time) or `flops` (per GPU).",
     )
     metric_path: str | None = ds_field(None, widget="path", description="File the experiments write the metric to.")
     tuner_type: str = ds_field(
-        "gridsearch", choices=("gridsearch", "random", "model_based"), widget="select",
+        "gridsearch",
+        choices=("gridsearch", "random", "model_based"),
+        widget="select",
         description="Search order within a ZeRO stage: `gridsearch`, `random` or `model_based`.",
         doc_note="The docs give model_based as the default; DeepSpeed uses gridsearch.",
     )
-    tuner_early_stopping: int = ds_field(
-        5, description="Stop after this many experiments without improvement."
-    )
+    tuner_early_stopping: int = ds_field(5, description="Stop after this many experiments without improvement.")
     tuner_num_trials: int = ds_field(50, description="Maximum experiments per ZeRO stage.")
     arg_mappings: dict[str, str] | None = ds_field(
-        None, widget="json",
+        None,
+        widget="json",
         description="Maps DeepSpeed config keys to your script's command-line arguments (when the script "
         "reads e.g. the micro batch size from its own flag).",
     )
     model_info: ModelInfoConfig | None = ds_field(None, description="Model facts; skips the profiling run.")
     model_info_path: str | None = ds_field(None, widget="path", description="File with the model info.")
     mp_size: int = ds_field(1, description="Model-parallel degree of the training job.")
-    max_train_batch_size: int | None = ds_field(
-        None, description="Largest global batch size to try. Unset: no limit."
-    )
+    max_train_batch_size: int | None = ds_field(None, description="Largest global batch size to try. Unset: no limit.")
     min_train_batch_size: int = ds_field(1, description="Smallest global batch size to try.")
-    max_train_micro_batch_size_per_gpu: int = ds_field(
-        1024, description="Largest micro batch size per GPU to try."
-    )
+    max_train_micro_batch_size_per_gpu: int = ds_field(1024, description="Largest micro batch size per GPU to try.")
     min_train_micro_batch_size_per_gpu: int = ds_field(1, description="Smallest micro batch size per GPU to try.")
     num_tuning_micro_batch_sizes: int = ds_field(3, description="Number of micro batch sizes to explore.")
 
@@ -259,12 +275,14 @@ class CompileConfig(Section):
         "compiler passes on the traced graph.",
     )
     autoep_non_moe: bool = ds_field(
-        False, added="0.19.8",
+        False,
+        added="0.19.8",
         description="With AutoEP: compile the non-MoE parts while the AutoEP layers stay eager.",
     )
     free_activation: bool = ds_field(False, description="Free activations eagerly once they are no longer needed.")
     free_activation_threshold: int = ds_field(
-        10 * 1024 * 1024, unit="bytes",
+        10 * 1024 * 1024,
+        unit="bytes",
         description="With `free_activation`: only activations at least this large are freed eagerly.",
     )
     offload_activation: bool = ds_field(
@@ -274,7 +292,8 @@ class CompileConfig(Section):
         "`offload_parameters` and `offload_opt_states`.",
     )
     offload_activation_pin_memory: bool = ds_field(
-        True, added="0.19.8",
+        True,
+        added="0.19.8",
         description="Pin the host buffers of `offload_activation` (needed for full-bandwidth async copies). "
         "Turn off only under tight `ulimit -l`.",
     )
@@ -299,6 +318,7 @@ class CompileConfig(Section):
     )
     passes: list[PassName] | None = ds_field(
         None,
+        choices_added={"autotp": "0.19.8"},
         description="DeepCompile passes to compose: `z1` (ZeRO-1), `z3` (ZeRO-3), `autosp` (sequence "
         "parallel), `autotp` (tensor parallel; 0.19.8 only).",
     )
@@ -324,14 +344,15 @@ class PipelineConfig(OpenSection):
         0, description="Checkpoint activations every N layers (0: off). Saves memory, costs recomputation."
     )
     pipe_partitioned: bool = ds_field(
-        True, raises="engine",
+        True,
+        raises="engine",
         description="Partition the activations sent between stages over the model-parallel group. Must be a "
         "boolean (the pipeline engine asserts it).",
     )
     grad_partitioned: bool = ds_field(
-        True, raises="engine",
-        description="Partition the gradients sent between stages over the model-parallel group. Must be a "
-        "boolean.",
+        True,
+        raises="engine",
+        description="Partition the gradients sent between stages over the model-parallel group. Must be a boolean.",
     )
     use_reentrant: bool | None = ds_field(
         None,
@@ -349,7 +370,8 @@ class CurriculumScheduleConfig(LenientSection):
     """Parameters of the curriculum pacing function (`schedule_config`)."""
 
     total_curriculum_step: int | None = ds_field(
-        None, unit="steps",
+        None,
+        unit="steps",
         description="Steps to go from min to max difficulty (`fixed_linear` and `fixed_root`).",
     )
     difficulty_step: int | None = ds_field(
@@ -359,9 +381,7 @@ class CurriculumScheduleConfig(LenientSection):
     )
     root_degree: int | None = ds_field(None, description="Degree of the root function (`fixed_root`): 2 = square root.")
     difficulty: list[int] | None = ds_field(None, description="Difficulty levels (`fixed_discrete`).")
-    max_step: list[int] | None = ds_field(
-        None, description="Steps at which the difficulty changes (`fixed_discrete`)."
-    )
+    max_step: list[int] | None = ds_field(None, description="Steps at which the difficulty changes (`fixed_discrete`).")
 
 
 _SCHEDULE_TYPES = ("fixed_linear", "fixed_root", "fixed_discrete", "custom")
@@ -377,29 +397,34 @@ class CurriculumMetricConfig(LenientSection):
         None, widget="path", description="index_to_metric file from the offline data analysis."
     )
     difficulty_type: str | None = ds_field(
-        None, choices=("value", "percentile"), widget="select",
+        None,
+        choices=("value", "percentile"),
+        widget="select",
         description="How the accepted difficulty grows: by absolute `value` or by `percentile`.",
     )
     clustering_type: str | None = ds_field(
-        None, choices=("schedule_based", "single_cluster"), widget="select",
+        None,
+        choices=("schedule_based", "single_cluster"),
+        widget="select",
         description="`schedule_based`: cluster data by the pacing function; `single_cluster`: no clustering.",
     )
     min_difficulty: int | None = ds_field(None, description="Difficulty at the first step.")
     max_difficulty: int | None = ds_field(None, description="Final difficulty.")
     schedule_type: str | None = ds_field(
-        None, choices=_SCHEDULE_TYPES, widget="select",
+        None,
+        choices=_SCHEDULE_TYPES,
+        widget="select",
         description="Pacing function: `fixed_linear`, `fixed_root`, `fixed_discrete` or `custom` (callback).",
     )
-    schedule_config: CurriculumScheduleConfig | None = ds_field(
-        None, description="Parameters of the pacing function."
-    )
+    schedule_config: CurriculumScheduleConfig | None = ds_field(None, description="Parameters of the pacing function.")
 
 
 class DataSamplingCurriculumConfig(LenientSection):
     """Curriculum learning of the data-efficiency library (feeds easy samples first)."""
 
     enabled: bool = ds_field(
-        False, raises="config",
+        False,
+        raises="config",
         description="Turn curriculum learning on. Needs `curriculum_metrics` (DeepSpeed fails otherwise).",
     )
     data_cluster_path: str | None = ds_field(
@@ -413,18 +438,20 @@ class DataSamplingCurriculumConfig(LenientSection):
 class DynamicBatchingConfig(LenientSection):
     """Dynamic batching: variable batch sizes packed up to a token budget."""
 
-    enabled: bool = ds_field(
-        False, raises="config", description="Turn dynamic batching on. Needs `max_tokens`."
-    )
+    enabled: bool = ds_field(False, raises="config", description="Turn dynamic batching on. Needs `max_tokens`.")
     metrics_path: str | None = ds_field(None, widget="path", description="Path of the sequence-length metrics.")
     lr_scaling_method: str = ds_field(
-        "linear", choices=("linear", "sqrt", "none"), widget="select",
+        "linear",
+        choices=("linear", "sqrt", "none"),
+        widget="select",
         description="How the learning rate follows the batch size: `linear`, `sqrt` or `none`.",
     )
     min_batch_size: int = ds_field(1, raises="config", description="Smallest batch size.")
     max_batch_size: int | None = ds_field(None, raises="config", description="Largest batch size (unset: no limit).")
     sequence_picking_order: str = ds_field(
-        "dataloader", choices=("dataloader", "random", "seqlen"), widget="select",
+        "dataloader",
+        choices=("dataloader", "random", "seqlen"),
+        widget="select",
         description="Order in which sequences are packed: `dataloader`, `random` or `seqlen`.",
     )
     max_tokens: int | None = ds_field(
@@ -441,10 +468,10 @@ class DataSamplingConfig(LenientSection):
     num_workers: int = ds_field(0, description="Data loader worker processes.")
     pin_memory: bool = ds_field(False, description="Pin the data loader's memory.")
     curriculum_learning: DataSamplingCurriculumConfig = ds_field(
-        default_factory=DataSamplingCurriculumConfig, description="Curriculum learning."
+        default_factory=DataSamplingCurriculumConfig, raises="config", description="Curriculum learning."
     )
     dynamic_batching: DynamicBatchingConfig = ds_field(
-        default_factory=DynamicBatchingConfig, description="Dynamic batching."
+        default_factory=DynamicBatchingConfig, raises="config", description="Dynamic batching."
     )
 
 
@@ -493,7 +520,9 @@ class RandomLTDConfig(LenientSection):
         None, choices=("decoder", "encoder"), widget="select", description="`decoder` or `encoder`."
     )
     hidden_state_order: str | None = ds_field(
-        None, choices=("batch_seq_dim", "seq_batch_dim"), widget="select",
+        None,
+        choices=("batch_seq_dim", "seq_batch_dim"),
+        widget="select",
         description="Order of the hidden-state dimensions: `batch_seq_dim` or `seq_batch_dim`.",
     )
     random_ltd_schedule: RandomLTDScheduleConfig | None = ds_field(None, description="Kept-token schedule.")
@@ -506,7 +535,7 @@ class DataRoutingConfig(LenientSection):
     """Data routing part of the data-efficiency library."""
 
     enabled: bool = ds_field(False, description="Turn data routing on.")
-    random_ltd: RandomLTDConfig = ds_field(default_factory=RandomLTDConfig, description="Random-LTD.")
+    random_ltd: RandomLTDConfig = ds_field(default_factory=RandomLTDConfig, raises="config", description="Random-LTD.")
 
 
 class DataEfficiencyConfig(LenientSection):
@@ -516,9 +545,13 @@ class DataEfficiencyConfig(LenientSection):
     enabled: bool = ds_field(False, description="Turn the data-efficiency library on.")
     seed: int = ds_field(1234, description="Random seed of the data sampling.")
     data_sampling: DataSamplingConfig = ds_field(
-        default_factory=DataSamplingConfig, description="Curriculum learning and dynamic batching."
+        default_factory=DataSamplingConfig,
+        raises="config",
+        description="Curriculum learning and dynamic batching.",
     )
-    data_routing: DataRoutingConfig = ds_field(default_factory=DataRoutingConfig, description="Random-LTD.")
+    data_routing: DataRoutingConfig = ds_field(
+        default_factory=DataRoutingConfig, raises="config", description="Random-LTD."
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -550,7 +583,9 @@ class ExpertParallelConfig(LenientSection):
         False, raises="engine", description="Check the folded routing (debugging). Must be a boolean."
     )
     async_split_plan: bool = ds_field(
-        False, raises="engine", added=_NEW,
+        False,
+        raises="engine",
+        added=_NEW,
         description="Compute the token split plan asynchronously. Not with AutoTP folding.",
     )
     preset_model: str | None = ds_field(
@@ -564,31 +599,48 @@ class ExpertParallelConfig(LenientSection):
     route_norm: bool | None = ds_field(None, description="Renormalise the top-k routing weights (unset: preset).")
     route_scale: float = ds_field(1.0, description="Scale applied to the routing weights.")
     score_apply: str = ds_field(
-        "auto", choices=("auto", "pre", "post"), raises="engine", auto="kept",
+        "auto",
+        choices=("auto", "pre", "post"),
+        raises="engine",
+        auto="kept",
         description="Apply the routing score before (`pre`) or after (`post`) the expert.",
     )
     combine_impl: str = ds_field(
-        "auto", choices=("auto", "weighted_sum", "fused_weighted_sum", "legacy_bmm"), raises="engine",
-        auto="kept", description="How expert outputs are combined (`fused_weighted_sum`: 0.19.8 only).",
+        "auto",
+        choices=("auto", "weighted_sum", "fused_weighted_sum", "legacy_bmm"),
+        raises="engine",
+        auto="kept",
+        description="How expert outputs are combined (`fused_weighted_sum`: 0.19.8 only).",
     )
     row_weighting_impl: str = ds_field(
-        "auto", choices=("auto", "eager", "fused"), raises="engine", auto="kept", added=_NEW,
+        "auto",
+        choices=("auto", "eager", "fused"),
+        raises="engine",
+        auto="kept",
+        added=_NEW,
         description="Row weighting implementation (`fused` needs comm_backend deepep and autoep_size > 1).",
     )
     gate_up_impl: str = ds_field(
-        "separate", choices=("separate", "fused"), raises="engine", added=_NEW,
+        "separate",
+        choices=("separate", "fused"),
+        raises="engine",
+        added=_NEW,
         description="Gate and up projections separately or as one grouped mm (`fused` needs use_grouped_mm).",
     )
     comm_backend: str = ds_field(
-        "comm", choices=("comm", "deepep"), raises="engine", added=_NEW,
+        "comm",
+        choices=("comm", "deepep"),
+        raises="engine",
+        added=_NEW,
         description="Token exchange backend: `comm` (torch.distributed all-to-all) or `deepep` (DeepEP).",
     )
     comm_num_sm: int = ds_field(12, ge=1, raises="engine", added=_NEW, description="SMs DeepEP may use (≥ 1).")
-    comm_qp_margin: int = ds_field(
-        4, ge=0, raises="engine", added=_NEW, description="DeepEP queue-pair margin (≥ 0)."
-    )
+    comm_qp_margin: int = ds_field(4, ge=0, raises="engine", added=_NEW, description="DeepEP queue-pair margin (≥ 0).")
     comm_max_tokens_per_rank: int = ds_field(
-        0, ge=0, raises="engine", added=_NEW,
+        0,
+        ge=0,
+        raises="engine",
+        added=_NEW,
         description="DeepEP buffer size in tokens per rank; must be > 0 with comm_backend deepep.",
     )
     num_expert_groups: int | None = ds_field(
@@ -598,14 +650,18 @@ class ExpertParallelConfig(LenientSection):
         None, ge=1, raises="engine", description="Groups a token may route to (≤ num_expert_groups)."
     )
     score_func: str = ds_field(
-        "auto", choices=("auto", "softmax", "sigmoid"), raises="engine", auto="kept",
+        "auto",
+        choices=("auto", "softmax", "sigmoid"),
+        raises="engine",
+        auto="kept",
         description="Router score function.",
     )
     top_k: int | Literal["auto"] = ds_field(
         "auto", auto="kept", description="Experts per token (`auto`: from the model)."
     )
     load_balance_coeff: None = ds_field(
-        None, raises="config",
+        None,
+        raises="config",
         description="Not supported by this AutoEP build: any non-null value fails.",
     )
     routed_scaling_factor: float | Literal["auto"] = ds_field(
@@ -637,8 +693,11 @@ class HybridEngineConfig(Section):
 
     enabled: bool = ds_field(False, description="Turn the hybrid engine on (RLHF / DeepSpeed-Chat).")
     max_out_tokens: int = ds_field(
-        512, gt=0, description="Maximum tokens generated in inference mode (sizes the KV cache).",
-        doc_note="DeepSpeed 0.19.5 accepts values <= 0; 0.19.8 requires > 0.",
+        512,
+        gt=0,
+        description="Maximum tokens generated in inference mode (sizes the KV cache).",
+        doc_note="DeepSpeed 0.19.8 requires a value > 0; 0.19.5 accepted any integer.",
+        bounds_by_version={"0.19.5": {}},
     )
     inference_tp_size: int = ds_field(1, description="Tensor-parallel degree used for generation.")
     release_inference_cache: bool = ds_field(
@@ -704,11 +763,15 @@ class TPLayerSpecConfig(LenientSection):
     """One custom AutoTP partitioning rule (`partition_config.layer_specs[i]`)."""
 
     patterns: list[str] = ds_field(
-        default_factory=list, raises="engine",
+        default_factory=list,
+        raises="engine",
         description="Regexes of the parameter names the rule applies to, e.g. `.*\\.o_proj\\.weight$`.",
     )
     partition_type: str = ds_field(
-        "column", choices=("column", "row", "skip"), widget="select", raises="engine",
+        "column",
+        choices=("column", "row", "skip"),
+        widget="select",
+        raises="engine",
         description="`column` (split the output dim), `row` (split the input dim) or `skip` (replicate).",
     )
     gather_output: bool = ds_field(False, description="All-gather the layer output after a column split.")
@@ -739,9 +802,7 @@ class TPConfig(Section):
     """Tensor-parallel group settings (`tensor_parallel.tp`)."""
 
     tp_size: int = ds_field(1, description="Number of GPUs each layer is split across.")
-    tp_grain_size: int = ds_field(
-        1, description="Granularity of the MLP / lm_head split (not yet used in training)."
-    )
+    tp_grain_size: int = ds_field(1, description="Granularity of the MLP / lm_head split (not yet used in training).")
     mpu: Any = ds_field(None, description="A model-parallel unit object; set from Python only.")
     tp_group: Any = ds_field(None, description="The tensor-parallel process group; set from Python only.")
 
@@ -751,30 +812,34 @@ class TensorParallelConfig(Section):
     parallelism), combinable with ZeRO 0-2."""
 
     dtype: str = ds_field(
-        "torch.float16", raises="config",
+        "torch.float16",
+        raises="config",
         description="Model dtype for AutoTP. Cannot be given in JSON (DeepSpeed wants a torch.dtype "
         "object); leave it out.",
-        doc_note="DeepSpeed's field type is torch.dtype, so any JSON value (\"bf16\", \"torch.bfloat16\", "
+        doc_note='DeepSpeed\'s field type is torch.dtype, so any JSON value ("bf16", "torch.bfloat16", '
         "null) is a validation error.",
     )
     autotp_size: int = ds_field(
-        0, description="Tensor-parallel degree of AutoTP training; 0 disables AutoTP.",
+        0,
+        description="Tensor-parallel degree of AutoTP training; 0 disables AutoTP.",
     )
-    tp_overlap_comm: bool = ds_field(
-        False, description="Overlap the tensor-parallel all-reduce with computation."
-    )
+    tp_overlap_comm: bool = ds_field(False, description="Overlap the tensor-parallel all-reduce with computation.")
     vocab_parallel_lm_head: bool | None = ds_field(
-        None, added="0.19.8",
+        None,
+        added="0.19.8",
         description="Shard the vocabulary of the lm_head: true requires it, false disables it, unset follows "
         "the model's tied-embedding plan.",
     )
     vocab_parallel_ce_backend: Literal["torch", "liger"] = ds_field(
-        "torch", added="0.19.8", widget="select",
+        "torch",
+        added="0.19.8",
+        widget="select",
         description="Cross-entropy implementation with a sharded vocabulary: `torch` or `liger` (faster, "
         "needs liger-kernel).",
     )
     tensor_parallel: TPConfig = ds_field(
-        default_factory=TPConfig, alias="tp",
+        default_factory=TPConfig,
+        alias="tp",
         description="Tensor-parallel group settings (`tp_size`); write it as `tp`.",
     )
     injection_policy_tuple: tuple | None = ds_field(

@@ -29,7 +29,7 @@ def _require_enabled_key(data: Any, section: str) -> Any:
     if isinstance(data, dict) and "enabled" not in data:
         raise ValueError(
             f"DeepSpeed 0.19.5 fails with KeyError: 'enabled' when `{section}` has no `enabled` key; "
-            "add \"enabled\": true or false"
+            'add "enabled": true or false'
         )
     return data
 
@@ -46,14 +46,17 @@ class AmpConfig(OpenSection):
     model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "open": True, "raises": "config"}})
 
     enabled: bool = ds_field(
-        False, removed=_GONE,
+        False,
+        removed=_GONE,
         description="Use Apex AMP. Needs NVIDIA Apex installed; the engine refuses it together with ZeRO "
-        "(\"Amp and ZeRO are not currently compatible\"). Required key in 0.19.5.",
+        '("Amp and ZeRO are not currently compatible"). Required key in 0.19.5.',
     )
     opt_level: str | None = ds_field(
-        None, removed=_GONE, choices=("O0", "O1", "O2", "O3"), widget="select",
-        description="Apex AMP optimisation level (passed to amp.initialize): O1 mixed precision, O2 "
-        "\"almost fp16\".",
+        None,
+        removed=_GONE,
+        choices=("O0", "O1", "O2", "O3"),
+        widget="select",
+        description='Apex AMP optimisation level (passed to amp.initialize): O1 mixed precision, O2 "almost fp16".',
     )
 
     @model_validator(mode="before")
@@ -75,11 +78,14 @@ class ElasticityConfig(LenientSection):
 
     enabled: bool = ds_field(False, removed=_GONE, description="Turn elastic training on.")
     max_train_batch_size: int = ds_field(
-        2000, removed=_GONE, unit="samples",
+        2000,
+        removed=_GONE,
+        unit="samples",
         description="Largest acceptable global batch size. Required when enabled.",
     )
     micro_batch_sizes: list[int] = ds_field(
-        default_factory=lambda: [2, 4, 6], removed=_GONE,
+        default_factory=lambda: [2, 4, 6],
+        removed=_GONE,
         description="Acceptable micro batch sizes per GPU (positive integers). Required when enabled.",
     )
     min_gpus: int = ds_field(1, removed=_GONE, description="Fewest GPUs to consider (≥ 1).")
@@ -88,15 +94,22 @@ class ElasticityConfig(LenientSection):
         0, removed=_GONE, description="Minutes to run before the scheduler may scale again (v0.1 only; 0: unknown)."
     )
     prefer_larger_batch: bool = ds_field(
-        True, removed=_GONE, description="Prefer the batch size closest to `max_train_batch_size`.",
+        True,
+        removed=_GONE,
+        description="Prefer the batch size closest to `max_train_batch_size`.",
         doc_note="The docs spell it `prefer_large_batch`; DeepSpeed reads `prefer_larger_batch`.",
     )
     prefer_large_batch: bool | None = ds_field(
-        None, removed=_GONE, deprecated=True, replaced_by="prefer_larger_batch", ignored=True,
+        None,
+        removed=_GONE,
+        deprecated=True,
+        replaced_by="prefer_larger_batch",
+        ignored=True,
         description="Misspelling from the docs; DeepSpeed ignores it. Use `prefer_larger_batch`.",
     )
     ignore_non_elastic_batch_info: bool = ds_field(
-        False, removed=_GONE,
+        False,
+        removed=_GONE,
         description="Allow (and silently ignore) train_batch_size / train_micro_batch_size_per_gpu / "
         "gradient_accumulation_steps elsewhere in the config; otherwise their presence is an error.",
     )
@@ -118,28 +131,35 @@ class ElasticityConfig(LenientSection):
         micro = self.micro_batch_sizes
         if not all(m > 0 for m in micro):
             raise ValueError(
-                f"Elasticity expected micro_batch_sizes to only contain positive integers, instead contains: "
-                f"f{micro}")
+                f"Elasticity expected micro_batch_sizes to only contain positive integers, instead contains: f{micro}"
+            )
         if self.min_gpus < 1 or self.max_gpus < 1:
-            raise ValueError("Elasticity min/max gpus must be > 0, "
-                             f"given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}")
+            raise ValueError(
+                f"Elasticity min/max gpus must be > 0, given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}"
+            )
         if self.max_gpus < self.min_gpus:
-            raise ValueError("Elasticity min_gpus cannot be greater than max_gpus, "
-                             f"given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}")
+            raise ValueError(
+                "Elasticity min_gpus cannot be greater than max_gpus, "
+                f"given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}"
+            )
         if self.model_parallel_size < 1:
-            raise ValueError("Model-Parallel size cannot be less than 1, "
-                             f"given model-parallel size: {self.model_parallel_size}")
+            raise ValueError(
+                f"Model-Parallel size cannot be less than 1, given model-parallel size: {self.model_parallel_size}"
+            )
         if self.num_gpus_per_node < 1:
-            raise ValueError("Number of GPUs per node cannot be less than 1, "
-                             f"given number of GPUs per node: {self.num_gpus_per_node}")
+            raise ValueError(
+                "Number of GPUs per node cannot be less than 1, "
+                f"given number of GPUs per node: {self.num_gpus_per_node}"
+            )
         if self.min_time < 0:
             raise ValueError(f"Elasticity min time needs to be >= 0: given {self.min_time}")
         if self.model_parallel_size > 1 and float(self.version) != 0.2:
-            raise ValueError(f"Elasticity V{self.version} does not support model-parallel training. Given "
-                             f"model-parallel size: {self.model_parallel_size}")
+            raise ValueError(
+                f"Elasticity V{self.version} does not support model-parallel training. Given "
+                f"model-parallel size: {self.model_parallel_size}"
+            )
         if float(self.version) > 0.2:
-            raise ValueError(f"Attempting to run elasticity version {self.version} but runtime only supports up "
-                             "to 0.2")
+            raise ValueError(f"Attempting to run elasticity version {self.version} but runtime only supports up to 0.2")
         return self
 
 
@@ -156,9 +176,11 @@ class SparseAttentionConfig(LenientSection):
     model_config = ConfigDict(json_schema_extra=_RAISES)
 
     mode: SparseMode = ds_field(
-        "fixed", removed=_GONE, widget="select",
+        "fixed",
+        removed=_GONE,
+        widget="select",
         description="Sparsity layout: dense, fixed, variable, bigbird or bslongformer. Any other value fails "
-        "(\"Given sparsity mode, X, has not been implemented yet!\").",
+        '("Given sparsity mode, X, has not been implemented yet!").',
         raises="config",
     )
     block: int = ds_field(16, removed=_GONE, description="Block size of the sparse layout (all modes).")
@@ -168,11 +190,14 @@ class SparseAttentionConfig(LenientSection):
     num_local_blocks: int = ds_field(4, removed=_GONE, description="Local blocks per window (fixed).")
     num_global_blocks: int = ds_field(1, removed=_GONE, description="Global blocks (fixed, bigbird).")
     attention: Literal["bidirectional", "unidirectional"] = ds_field(
-        "bidirectional", removed=_GONE, widget="select",
+        "bidirectional",
+        removed=_GONE,
+        widget="select",
         description="Attention type: bidirectional (encoders) or unidirectional (decoders) (fixed, variable).",
     )
     horizontal_global_attention: bool = ds_field(
-        False, removed=_GONE,
+        False,
+        removed=_GONE,
         description="Global blocks also attend horizontally (fixed, variable; bidirectional only).",
     )
     num_different_global_patterns: int = ds_field(
@@ -183,7 +208,8 @@ class SparseAttentionConfig(LenientSection):
         default_factory=lambda: [4], removed=_GONE, description="Sizes of the local windows in blocks (variable)."
     )
     global_block_indices: list[int] = ds_field(
-        default_factory=lambda: [0], removed=_GONE,
+        default_factory=lambda: [0],
+        removed=_GONE,
         description="Indices of the global blocks (variable, bslongformer).",
     )
     global_block_end_indices: list[int] | None = ds_field(
@@ -225,22 +251,30 @@ class CompressionGroupParams(LenientSection):
     """Technique parameters of one compression group (which apply depends on the technique)."""
 
     start_bits: int | None = ds_field(
-        None, removed=_GONE, raises="config",
+        None,
+        removed=_GONE,
+        raises="config",
         description="Weight quantization: bits at the start of training. Required for weight quantization.",
     )
     target_bits: int | None = ds_field(
-        None, removed=_GONE, raises="config",
+        None,
+        removed=_GONE,
+        raises="config",
         description="Weight quantization: bits reached at the end. Required for weight quantization.",
     )
     quantization_period: int = ds_field(
         1, removed=_GONE, unit="steps", description="Weight quantization: steps between bit reductions."
     )
     bits: int | None = ds_field(
-        None, removed=_GONE, raises="config",
+        None,
+        removed=_GONE,
+        raises="config",
         description="Activation quantization: bits. Required for activation quantization.",
     )
     dense_ratio: float | None = ds_field(
-        None, removed=_GONE, raises="config",
+        None,
+        removed=_GONE,
+        raises="config",
         description="Pruning: fraction of weights/rows/heads/channels kept. Required for pruning groups.",
     )
 
@@ -249,7 +283,8 @@ class CompressionGroupConfig(LenientSection):
     """One group of `different_groups`: its technique parameters and the modules it applies to."""
 
     params: CompressionGroupParams = ds_field(
-        default_factory=CompressionGroupParams, removed=_GONE,
+        default_factory=CompressionGroupParams,
+        removed=_GONE,
         description="Technique parameters of this group (e.g. start_bits/target_bits, dense_ratio).",
     )
     modules: list[str] = ds_field(
@@ -358,7 +393,9 @@ class HeadPruningSharedConfig(PruningSharedConfig):
         "topk", removed=_GONE, widget="select", raises="config", description="Pruning method: topk or l1."
     )
     num_heads: int | None = ds_field(
-        None, removed=_GONE, raises="config",
+        None,
+        removed=_GONE,
+        raises="config",
         description="Number of attention heads. Required when enabled.",
     )
 
@@ -369,7 +406,9 @@ def _technique(shared: type[LenientSection], what: str) -> Any:
             default_factory=shared, removed=_GONE, description=f"Parameters shared by all {what} groups."
         )
         different_groups: dict[str, CompressionGroupConfig] = ds_field(
-            default_factory=dict, removed=_GONE, widget="json",
+            default_factory=dict,
+            removed=_GONE,
+            widget="json",
             description=f"Named {what} groups, each with `params` and `modules`. Required when enabled.",
         )
 
@@ -397,9 +436,7 @@ class CompressionTrainingConfig(LenientSection):
     sparse_pruning: SparsePruningConfig = ds_field(
         default_factory=SparsePruningConfig, removed=_GONE, description="Sparse pruning."
     )
-    row_pruning: PruningConfig = ds_field(
-        default_factory=PruningConfig, removed=_GONE, description="Row pruning."
-    )
+    row_pruning: PruningConfig = ds_field(default_factory=PruningConfig, removed=_GONE, description="Row pruning.")
     head_pruning: HeadPruningConfig = ds_field(
         default_factory=HeadPruningConfig, removed=_GONE, description="Head pruning."
     )
@@ -420,11 +457,12 @@ class EigenvalueConfig(LenientSection):
     """Eigenvalue computation for MoQ (removed in 0.19.8)."""
 
     enabled: bool = ds_field(
-        False, removed=_GONE,
+        False,
+        removed=_GONE,
         description="Compute eigenvalues of the parameter blocks to adapt the MoQ schedule.",
         doc_note="The docs show a top-level `eigenvalue` block; DeepSpeed 0.19.5 only reads "
         "`quantize_training.eigenvalue` (and only with compression weight quantization on), and then "
-        "asserts it is disabled (\"Eigenvalue based MoQ is temporarily disabled\"). A top-level block is "
+        'asserts it is disabled ("Eigenvalue based MoQ is temporarily disabled"). A top-level block is '
         "ignored by 0.19.5 and rejected by 0.19.8.",
     )
     verbose: bool = ds_field(False, removed=_GONE, description="Print the eigenvalues.")
@@ -440,9 +478,7 @@ class QuantizeTrainingConfig(LenientSection):
     """MoQ (mixture-of-quantization) training settings (removed in 0.19.8). 0.19.5 only reads
     `eigenvalue` from here."""
 
-    eigenvalue: EigenvalueConfig | None = ds_field(
-        None, removed=_GONE, description="Eigenvalue settings of MoQ."
-    )
+    eigenvalue: EigenvalueConfig | None = ds_field(None, removed=_GONE, description="Eigenvalue settings of MoQ.")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -459,14 +495,19 @@ class CurriculumLearningLegacyConfig(LenientSection):
         False, removed=_GONE, description="Turn legacy curriculum learning on. Required key in 0.19.5."
     )
     curriculum_type: str | None = ds_field(
-        None, removed=_GONE, choices=("seqlen",),
+        None,
+        removed=_GONE,
+        choices=("seqlen",),
         description="What the difficulty is; `seqlen` truncates sequences (the engine handles it).",
     )
     min_difficulty: int | None = ds_field(None, removed=_GONE, description="Difficulty at the first step.")
     max_difficulty: int | None = ds_field(None, removed=_GONE, description="Final difficulty.")
     schedule_type: str | None = ds_field(
-        None, removed=_GONE, choices=("fixed_linear", "fixed_root", "fixed_discrete", "custom"),
-        widget="select", description="Pacing function.",
+        None,
+        removed=_GONE,
+        choices=("fixed_linear", "fixed_root", "fixed_discrete", "custom"),
+        widget="select",
+        description="Pacing function.",
     )
     schedule_config: CurriculumScheduleConfig | None = ds_field(
         None, removed=_GONE, description="Parameters of the pacing function."

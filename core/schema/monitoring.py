@@ -18,9 +18,9 @@ class TensorBoardConfig(Section):
 
     enabled: bool = ds_field(False, description="Log to TensorBoard (rank 0 only). Needs `tensorboard` installed.")
     output_path: str = ds_field(
-        "", widget="path",
-        description="Directory for the event files. Empty: under the directory the training script is "
-        "launched from.",
+        "",
+        widget="path",
+        description="Directory for the event files. Empty: under the directory the training script is launched from.",
         doc_note=_OUTPUT_PATH_NOTE,
     )
     job_name: str = ds_field(
@@ -43,9 +43,9 @@ class CSVMonitorConfig(Section):
 
     enabled: bool = ds_field(False, description="Log to CSV files (rank 0 only).")
     output_path: str = ds_field(
-        "", widget="path",
-        description="Directory for the CSV files. Empty: under the directory the training script is "
-        "launched from.",
+        "",
+        widget="path",
+        description="Directory for the CSV files. Empty: under the directory the training script is launched from.",
     )
     job_name: str = ds_field(
         "DeepSpeedJobName", description="Name of this run; becomes a sub-directory of `output_path`."
@@ -58,7 +58,8 @@ class CometConfig(Section):
 
     enabled: bool = ds_field(False, description="Log to Comet (rank 0 only). Needs `comet_ml` installed.")
     samples_log_interval: int = ds_field(
-        100, unit="samples",
+        100,
+        unit="samples",
         description="Send metrics to Comet after every this many processed samples. Lower is finer-grained "
         "and chattier.",
     )
@@ -72,14 +73,15 @@ class CometConfig(Section):
     experiment_name: str | None = ds_field(None, description="Name of the Comet experiment.")
     experiment_key: str | None = ds_field(
         None,
-        description="Key of the Comet experiment to log to: alphanumeric, 32 to 50 characters (used with "
-        "`mode: get`).",
+        description="Key of the Comet experiment to log to: alphanumeric, 32 to 50 characters (used with `mode: get`).",
     )
     online: bool | None = ds_field(
         None, description="true (default): send to the Comet server; false: store an offline experiment locally."
     )
     mode: str | None = ds_field(
-        None, choices=("get", "create", "get_or_create"), widget="select",
+        None,
+        choices=("get", "create", "get_or_create"),
+        widget="select",
         description="`get`: continue the experiment named by `experiment_key`; `create`: always start a new "
         "one (HPO sweeps); `get_or_create` (default): new unless it already exists.",
     )
@@ -97,8 +99,7 @@ class CommsLoggerConfig(Section):
     prof_all: bool = ds_field(True, description="Profile every operation (true) or only those in `prof_ops`.")
     prof_ops: list = ds_field(
         default_factory=list,
-        description="Names of the operations to profile when `prof_all` is false, e.g. "
-        "`[\"all_reduce\", \"all_gather\"]`.",
+        description='Names of the operations to profile when `prof_all` is false, e.g. `["all_reduce", "all_gather"]`.',
     )
     verbose: bool = ds_field(False, description="Print every logged operation immediately (very noisy).")
     debug: bool = ds_field(False, description="Add the calling function's name to each log entry.")
@@ -109,7 +110,10 @@ class FlopsProfilerConfig(LenientSection):
 
     enabled: bool = ds_field(
         False,
+        raises="config",
         description="Run the flops profiler. Also turns on `wall_clock_breakdown` (extra synchronisation).",
+        doc_note="DeepSpeed computes `wall_clock_breakdown | enabled`, so a non-boolean value (e.g. a "
+        "string) fails while the config is parsed.",
     )
     recompute_fwd_factor: float = ds_field(
         0.0,
@@ -117,7 +121,8 @@ class FlopsProfilerConfig(LenientSection):
         "counted in the FLOPs: 0.0 none, 1.0 full recomputation.",
     )
     profile_step: int = ds_field(
-        1, unit="steps",
+        1,
+        unit="steps",
         description="Global step at which to profile. Use a step after warm-up for accurate timings.",
     )
     module_depth: int = ds_field(
@@ -128,4 +133,3 @@ class FlopsProfilerConfig(LenientSection):
     output_file: str | None = ds_field(
         None, widget="path", description="File to write the profile to. Unset: standard output."
     )
-

@@ -70,8 +70,12 @@ class Param:
         """A message if the numeric ``value`` violates a bound, else None."""
         if not _JSON_CHECKS["number"](value):
             return None
-        for op, bound, text in (("ge", self.ge, ">="), ("gt", self.gt, ">"), ("le", self.le, "<="),
-                                ("lt", self.lt, "<")):
+        for op, bound, text in (
+            ("ge", self.ge, ">="),
+            ("gt", self.gt, ">"),
+            ("le", self.le, "<="),
+            ("lt", self.lt, "<"),
+        ):
             if bound is None:
                 continue
             ok = {"ge": value >= bound, "gt": value > bound, "le": value <= bound, "lt": value < bound}[op]
@@ -144,41 +148,72 @@ _ADAM_LIKE: tuple[Backend, ...] = ("gpu", "cpu")
 
 
 def _lr(default: float) -> Param:
-    return Param("lr", _NUM, "Learning rate: the step size of each update. The most important "
-                 "hyper-parameter; with a scheduler it is the peak (or starting) value.", default=default, ge=0.0)
+    return Param(
+        "lr",
+        _NUM,
+        "Learning rate: the step size of each update. The most important "
+        "hyper-parameter; with a scheduler it is the peak (or starting) value.",
+        default=default,
+        ge=0.0,
+    )
 
 
 def _betas(default: tuple[float, float], backends: tuple[Backend, ...] | None = None) -> Param:
-    return Param("betas", ("array",), "Decay rates of the first and second moment averages, `[b1, b2]`. "
-                 "Lower b2 (e.g. 0.95) is common for large language models.",
-                 default=list(default), length=2, backends=backends)
+    return Param(
+        "betas",
+        ("array",),
+        "Decay rates of the first and second moment averages, `[b1, b2]`. "
+        "Lower b2 (e.g. 0.95) is common for large language models.",
+        default=list(default),
+        length=2,
+        backends=backends,
+    )
 
 
 def _eps(default: float, backends: tuple[Backend, ...] | None = None) -> Param:
-    return Param("eps", _NUM, "Added to the denominator for numerical stability.", default=default, ge=0.0,
-                 backends=backends)
+    return Param(
+        "eps", _NUM, "Added to the denominator for numerical stability.", default=default, ge=0.0, backends=backends
+    )
 
 
 def _weight_decay(default: float = 0.0, backends: tuple[Backend, ...] | None = None) -> Param:
-    return Param("weight_decay", _NUM, "Weight decay (L2 penalty, or decoupled decay in AdamW mode).",
-                 default=default, ge=0.0, backends=backends)
+    return Param(
+        "weight_decay",
+        _NUM,
+        "Weight decay (L2 penalty, or decoupled decay in AdamW mode).",
+        default=default,
+        ge=0.0,
+        backends=backends,
+    )
 
 
 _FP32_STATES = Param(
-    "fp32_optimizer_states", _BOOL,
+    "fp32_optimizer_states",
+    _BOOL,
     "With ZeRO-Offload (CPU optimizer): keep the optimizer states in fp32 (default) rather than the "
     "training precision. Ignored on the GPU path.",
-    default=True, consumed=True,
+    default=True,
+    consumed=True,
 )
 _TORCH_ONLY: tuple[Backend, ...] = ("torch",)
 _TORCH_EXTRAS = (
-    Param("foreach", ("boolean", "null"), "torch.optim: use the multi-tensor (foreach) implementation.",
-          backends=_TORCH_ONLY),
-    Param("maximize", _BOOL, "torch.optim: maximise the objective instead of minimising it.", default=False,
-          backends=_TORCH_ONLY),
+    Param(
+        "foreach",
+        ("boolean", "null"),
+        "torch.optim: use the multi-tensor (foreach) implementation.",
+        backends=_TORCH_ONLY,
+    ),
+    Param(
+        "maximize",
+        _BOOL,
+        "torch.optim: maximise the objective instead of minimising it.",
+        default=False,
+        backends=_TORCH_ONLY,
+    ),
     Param("capturable", _BOOL, "torch.optim: allow CUDA-graph capture.", default=False, backends=_TORCH_ONLY),
-    Param("differentiable", _BOOL, "torch.optim: allow autograd through the step.", default=False,
-          backends=_TORCH_ONLY),
+    Param(
+        "differentiable", _BOOL, "torch.optim: allow autograd through the step.", default=False, backends=_TORCH_ONLY
+    ),
     Param("fused", ("boolean", "null"), "torch.optim: use the fused CUDA kernel.", backends=_TORCH_ONLY),
 )
 
@@ -186,23 +221,52 @@ _TORCH_EXTRAS = (
 def _adam_params() -> tuple[Param, ...]:
     return (
         _lr(1e-3),
-        Param("bias_correction", _BOOL, "Correct the moment estimates for their zero initialisation.",
-              default=True, backends=_ADAM_LIKE),
+        Param(
+            "bias_correction",
+            _BOOL,
+            "Correct the moment estimates for their zero initialisation.",
+            default=True,
+            backends=_ADAM_LIKE,
+        ),
         _betas((0.9, 0.999)),
         _eps(1e-8),
-        Param("weight_decay", _NUM, "Weight decay (decoupled in AdamW mode). 0.01-0.1 is typical for "
-              "transformers.", default=0.0, ge=0.0,
-              doc_note="Default 0 with DeepSpeed's fused and CPU Adam; with `torch_adam` (torch.optim.AdamW) "
-              "the default is 0.01."),
-        Param("amsgrad", _BOOL, "AMSGrad variant. DeepSpeed's fused GPU Adam does not support it "
-              "(RuntimeError when true).", default=False),
-        Param("set_grad_none", _BOOL, "Fused Adam: set gradients to None (not zero) in zero_grad.",
-              default=True, backends=("gpu",)),
-        Param("adam_w_mode", _BOOL, "Decoupled weight decay (AdamW). For `adam` it defaults to true, so "
-              "`Adam` behaves like AdamW unless you set false; `adamw` always uses it.", default=True,
-              consumed=True),
-        Param("torch_adam", _BOOL, "Use torch.optim.Adam/AdamW instead of DeepSpeed's fused kernel.",
-              default=False, consumed=True),
+        Param(
+            "weight_decay",
+            _NUM,
+            "Weight decay (decoupled in AdamW mode). 0.01-0.1 is typical for transformers.",
+            default=0.0,
+            ge=0.0,
+            doc_note="Default 0 with DeepSpeed's fused and CPU Adam; with `torch_adam` (torch.optim.AdamW) "
+            "the default is 0.01.",
+        ),
+        Param(
+            "amsgrad",
+            _BOOL,
+            "AMSGrad variant. DeepSpeed's fused GPU Adam does not support it (RuntimeError when true).",
+            default=False,
+        ),
+        Param(
+            "set_grad_none",
+            _BOOL,
+            "Fused Adam: set gradients to None (not zero) in zero_grad.",
+            default=True,
+            backends=("gpu",),
+        ),
+        Param(
+            "adam_w_mode",
+            _BOOL,
+            "Decoupled weight decay (AdamW). For `adam` it defaults to true, so "
+            "`Adam` behaves like AdamW unless you set false; `adamw` always uses it.",
+            default=True,
+            consumed=True,
+        ),
+        Param(
+            "torch_adam",
+            _BOOL,
+            "Use torch.optim.Adam/AdamW instead of DeepSpeed's fused kernel.",
+            default=False,
+            consumed=True,
+        ),
         _FP32_STATES,
         *_TORCH_EXTRAS,
     )
@@ -212,28 +276,41 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
     spec.name: spec
     for spec in (
         OptimizerSpec(
-            "adam", "Adam",
+            "adam",
+            "Adam",
             "Adam with DeepSpeed's fused GPU kernel (FusedAdam), CPU-Adam under ZeRO-Offload, or "
             "torch.optim with `torch_adam`. Note: AdamW-style decay is on by default (`adam_w_mode`).",
             _adam_params(),
-            {"gpu": "deepspeed.ops.adam.FusedAdam", "cpu": "deepspeed.ops.adam.DeepSpeedCPUAdam",
-             "torch": "torch.optim.AdamW (torch.optim.Adam with adam_w_mode false)"},
+            {
+                "gpu": "deepspeed.ops.adam.FusedAdam",
+                "cpu": "deepspeed.ops.adam.DeepSpeedCPUAdam",
+                "torch": "torch.optim.AdamW (torch.optim.Adam with adam_w_mode false)",
+            },
         ),
         OptimizerSpec(
-            "adamw", "AdamW",
+            "adamw",
+            "AdamW",
             "Adam with decoupled weight decay; same implementations as `adam`.",
             _adam_params(),
-            {"gpu": "deepspeed.ops.adam.FusedAdam", "cpu": "deepspeed.ops.adam.DeepSpeedCPUAdam",
-             "torch": "torch.optim.AdamW"},
+            {
+                "gpu": "deepspeed.ops.adam.FusedAdam",
+                "cpu": "deepspeed.ops.adam.DeepSpeedCPUAdam",
+                "torch": "torch.optim.AdamW",
+            },
         ),
         OptimizerSpec(
-            "lamb", "Lamb",
+            "lamb",
+            "Lamb",
             "LAMB (layer-wise adaptive large-batch optimiser), DeepSpeed's fused GPU kernel. Needs dynamic "
             "loss scaling with fp16, and `zero_allow_untested_optimizer` with ZeRO.",
             (
                 _lr(1e-3),
-                Param("bias_correction", _BOOL, "Correct the moment estimates for their zero initialisation.",
-                      default=True),
+                Param(
+                    "bias_correction",
+                    _BOOL,
+                    "Correct the moment estimates for their zero initialisation.",
+                    default=True,
+                ),
                 _betas((0.9, 0.999)),
                 _eps(1e-8),
                 Param("eps_inside_sqrt", _BOOL, "Add eps inside the square root.", default=False),
@@ -243,64 +320,77 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                 Param("amsgrad", _BOOL, "Not supported (RuntimeError when true).", default=False),
             ),
             {"gpu": "deepspeed.ops.lamb.FusedLamb"},
-            requires_dynamic_loss_scale=True, zero_supported=False,
+            requires_dynamic_loss_scale=True,
+            zero_supported=False,
         ),
         OptimizerSpec(
-            "adagrad", "Adagrad",
+            "adagrad",
+            "Adagrad",
             "Adagrad: torch.optim.Adagrad on the GPU, DeepSpeed's CPU-Adagrad under ZeRO-Offload.",
             (
                 _lr(1e-2),
-                Param("lr_decay", _NUM, "torch.optim.Adagrad: learning-rate decay.", default=0.0,
-                      backends=("gpu",)),
+                Param("lr_decay", _NUM, "torch.optim.Adagrad: learning-rate decay.", default=0.0, backends=("gpu",)),
                 _weight_decay(),
-                Param("initial_accumulator_value", _NUM, "torch.optim.Adagrad: starting accumulator value.",
-                      default=0.0, backends=("gpu",)),
+                Param(
+                    "initial_accumulator_value",
+                    _NUM,
+                    "torch.optim.Adagrad: starting accumulator value.",
+                    default=0.0,
+                    backends=("gpu",),
+                ),
                 _eps(1e-10),
                 Param("amsgrad", _BOOL, "CPU-Adagrad only.", default=False, backends=("cpu",)),
-                Param("foreach", ("boolean", "null"), "torch.optim: multi-tensor implementation.",
-                      backends=("gpu",)),
-                Param("maximize", _BOOL, "torch.optim: maximise instead of minimise.", default=False,
-                      backends=("gpu",)),
-                Param("differentiable", _BOOL, "torch.optim: autograd through the step.", default=False,
-                      backends=("gpu",)),
+                Param("foreach", ("boolean", "null"), "torch.optim: multi-tensor implementation.", backends=("gpu",)),
+                Param(
+                    "maximize", _BOOL, "torch.optim: maximise instead of minimise.", default=False, backends=("gpu",)
+                ),
+                Param(
+                    "differentiable", _BOOL, "torch.optim: autograd through the step.", default=False, backends=("gpu",)
+                ),
                 Param("fused", ("boolean", "null"), "torch.optim: fused kernel.", backends=("gpu",)),
-                Param("fp32_optimizer_states", _BOOL, "CPU-Adagrad: keep states in fp32.", default=True,
-                      backends=("cpu",)),
+                Param(
+                    "fp32_optimizer_states", _BOOL, "CPU-Adagrad: keep states in fp32.", default=True, backends=("cpu",)
+                ),
             ),
             {"gpu": "torch.optim.Adagrad", "cpu": "deepspeed.ops.adagrad.DeepSpeedCPUAdagrad"},
         ),
         OptimizerSpec(
-            "lion", "Lion",
+            "lion",
+            "Lion",
             "Lion (sign-based, one moment: less optimizer memory than Adam). Fused GPU kernel, or "
             "CPU-Lion under ZeRO-Offload. Usually wants a 3-10x smaller lr than AdamW.",
             (
                 _lr(1e-3),
                 _betas((0.9, 0.999)),
                 _weight_decay(),
-                Param("set_grad_none", _BOOL, "Set gradients to None in zero_grad.", default=True,
-                      backends=("gpu",)),
-                Param("fp32_optimizer_states", _BOOL, "CPU-Lion: keep states in fp32.", default=True,
-                      backends=("cpu",)),
+                Param("set_grad_none", _BOOL, "Set gradients to None in zero_grad.", default=True, backends=("gpu",)),
+                Param(
+                    "fp32_optimizer_states", _BOOL, "CPU-Lion: keep states in fp32.", default=True, backends=("cpu",)
+                ),
             ),
             {"gpu": "deepspeed.ops.lion.FusedLion", "cpu": "deepspeed.ops.lion.DeepSpeedCPULion"},
         ),
         OptimizerSpec(
-            "muon", "Muon",
+            "muon",
+            "Muon",
             "Muon for 2-D weight matrices (orthogonalised momentum) with an auxiliary Adam for the other "
             "parameters. Unknown keys are ignored.",
             (
-                Param("lr", _NUM, "Shared learning rate of both halves (Muon default 0.02, Adam 3e-4).",
-                      ge=0.0),
+                Param("lr", _NUM, "Shared learning rate of both halves (Muon default 0.02, Adam 3e-4).", ge=0.0),
                 Param("muon_lr", _NUM, "Learning rate of the Muon half (overrides `lr`).", ge=0.0),
                 Param("adam_lr", _NUM, "Learning rate of the auxiliary Adam half (overrides `lr`).", ge=0.0),
                 Param("momentum", _NUM, "Muon momentum.", default=0.95),
                 Param("weight_decay", _NUM, "Weight decay of both halves.", default=0.0, ge=0.0),
-                Param("ns_method", ("string",), "Newton-Schulz orthogonalisation variant.", default="gram",
-                      choices=("gram", "standard")),
+                Param(
+                    "ns_method",
+                    ("string",),
+                    "Newton-Schulz orthogonalisation variant.",
+                    default="gram",
+                    choices=("gram", "standard"),
+                ),
                 _betas((0.9, 0.95)),
                 _eps(1e-10),
-                Param("adam_w_mode", _BOOL, "Decoupled weight decay for the Adam half.", default=True,
-                      consumed=True),
+                Param("adam_w_mode", _BOOL, "Decoupled weight decay for the Adam half.", default=True, consumed=True),
                 Param("torch_adam", _BOOL, "Use torch.optim for the Adam half.", default=False, consumed=True),
                 _FP32_STATES,
             ),
@@ -308,60 +398,125 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
         ),
         *(
             OptimizerSpec(
-                name, display, f"{base} with maximal-update parametrisation (µP). Needs the `mup` package.",
-                params, {"gpu": f"mup.{display}"}, needs_package="mup", zero_supported=False,
+                name,
+                display,
+                f"{base} with maximal-update parametrisation (µP). Needs the `mup` package.",
+                params,
+                {"gpu": f"mup.{display}"},
+                needs_package="mup",
+                zero_supported=False,
                 params_complete=False,
             )
             for name, display, base, params in (
-                ("muadam", "MuAdam", "torch.optim.Adam",
-                 (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay())),
-                ("muadamw", "MuAdamW", "torch.optim.AdamW",
-                 (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay(0.01))),
-                ("musgd", "MuSGD", "torch.optim.SGD",
-                 (_lr(1e-3), Param("momentum", _NUM, "SGD momentum.", default=0.0),
-                  _weight_decay(), Param("nesterov", _BOOL, "Nesterov momentum.", default=False))),
+                (
+                    "muadam",
+                    "MuAdam",
+                    "torch.optim.Adam",
+                    (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
+                ),
+                (
+                    "muadamw",
+                    "MuAdamW",
+                    "torch.optim.AdamW",
+                    (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay(0.01)),
+                ),
+                (
+                    "musgd",
+                    "MuSGD",
+                    "torch.optim.SGD",
+                    (
+                        _lr(1e-3),
+                        Param("momentum", _NUM, "SGD momentum.", default=0.0),
+                        _weight_decay(),
+                        Param("nesterov", _BOOL, "Nesterov momentum.", default=False),
+                    ),
+                ),
             )
         ),
         *(
             OptimizerSpec(
-                name, display, description, (*base, *extra), {"gpu": impl}, removed="0.19.8",
-                zero_supported=False, requires_dynamic_loss_scale=False,
+                name,
+                display,
+                description,
+                (*base, *extra),
+                {"gpu": impl},
+                removed="0.19.8",
+                zero_supported=False,
+                requires_dynamic_loss_scale=False,
             )
             for name, display, description, impl, base, extra in (
-                ("onebitadam", "OneBitAdam", "1-bit Adam: compressed communication after a warm-up "
-                 "(removed in DeepSpeed 0.19.8).", "deepspeed.runtime.fp16.onebit.adam.OnebitAdam",
-                 (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
-                 (Param("freeze_step", ("integer",), "Warm-up steps before 1-bit compression starts.",
-                        default=100000, unit="steps"),
-                  Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
-                  Param("comm_backend_name", ("string",), "Communication backend.", default="nccl",
-                        choices=("nccl", "mpi", "hccl", "compressed")))),
-                ("zerooneadam", "ZeroOneAdam", "0/1 Adam (removed in DeepSpeed 0.19.8).",
-                 "deepspeed.runtime.fp16.onebit.zoadam.ZeroOneAdam",
-                 (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
-                 (Param("var_freeze_step", ("integer",), "Last step at which the variance is updated.",
-                        default=100000),
-                  Param("var_update_scaler", ("integer",), "Interval of variance updates.", default=16),
-                  Param("local_step_scaler", ("integer",), "Scales the local-step interval with the lr "
-                        "policy.", default=32678),
-                  Param("local_step_clipper", ("integer",), "Largest local-step interval.", default=16),
-                  Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
-                  Param("comm_backend_name", ("string",), "Communication backend.", default="nccl"))),
-                ("onebitlamb", "OneBitLamb", "1-bit LAMB (removed in DeepSpeed 0.19.8).",
-                 "deepspeed.runtime.fp16.onebit.lamb.OnebitLamb",
-                 (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
-                 (Param("freeze_step", ("integer",), "Warm-up steps before 1-bit compression starts.",
-                        default=100000),
-                  Param("max_coeff", _NUM, "Upper bound of the trust ratio.", default=10.0),
-                  Param("min_coeff", _NUM, "Lower bound of the trust ratio.", default=0.01),
-                  Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
-                  Param("comm_backend_name", ("string",), "Communication backend.", default="nccl"),
-                  Param("coeff_beta", _NUM, "Running-average coefficient of the lamb coefficient.",
-                        default=0.9),
-                  Param("factor_max", _NUM, "Max scaling factor of the frozen coefficient.", default=4.0),
-                  Param("factor_min", _NUM, "Min scaling factor of the frozen coefficient.", default=0.5),
-                  Param("factor_threshold", _NUM, "Max fluctuation of the factor between steps.",
-                        default=0.1))),
+                (
+                    "onebitadam",
+                    "OneBitAdam",
+                    "1-bit Adam: compressed communication after a warm-up (removed in DeepSpeed 0.19.8).",
+                    "deepspeed.runtime.fp16.onebit.adam.OnebitAdam",
+                    (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
+                    (
+                        Param(
+                            "freeze_step",
+                            ("integer",),
+                            "Warm-up steps before 1-bit compression starts.",
+                            default=100000,
+                            unit="steps",
+                        ),
+                        Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
+                        Param(
+                            "comm_backend_name",
+                            ("string",),
+                            "Communication backend.",
+                            default="nccl",
+                            choices=("nccl", "mpi", "hccl", "compressed"),
+                        ),
+                    ),
+                ),
+                (
+                    "zerooneadam",
+                    "ZeroOneAdam",
+                    "0/1 Adam (removed in DeepSpeed 0.19.8).",
+                    "deepspeed.runtime.fp16.onebit.zoadam.ZeroOneAdam",
+                    (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
+                    (
+                        Param(
+                            "var_freeze_step",
+                            ("integer",),
+                            "Last step at which the variance is updated.",
+                            default=100000,
+                        ),
+                        Param("var_update_scaler", ("integer",), "Interval of variance updates.", default=16),
+                        Param(
+                            "local_step_scaler",
+                            ("integer",),
+                            "Scales the local-step interval with the lr policy.",
+                            default=32678,
+                        ),
+                        Param("local_step_clipper", ("integer",), "Largest local-step interval.", default=16),
+                        Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
+                        Param("comm_backend_name", ("string",), "Communication backend.", default="nccl"),
+                    ),
+                ),
+                (
+                    "onebitlamb",
+                    "OneBitLamb",
+                    "1-bit LAMB (removed in DeepSpeed 0.19.8).",
+                    "deepspeed.runtime.fp16.onebit.lamb.OnebitLamb",
+                    (_lr(1e-3), _betas((0.9, 0.999)), _eps(1e-8), _weight_decay()),
+                    (
+                        Param(
+                            "freeze_step",
+                            ("integer",),
+                            "Warm-up steps before 1-bit compression starts.",
+                            default=100000,
+                        ),
+                        Param("max_coeff", _NUM, "Upper bound of the trust ratio.", default=10.0),
+                        Param("min_coeff", _NUM, "Lower bound of the trust ratio.", default=0.01),
+                        Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
+                        Param("comm_backend_name", ("string",), "Communication backend.", default="nccl"),
+                        Param("coeff_beta", _NUM, "Running-average coefficient of the lamb coefficient.", default=0.9),
+                        Param("factor_max", _NUM, "Max scaling factor of the frozen coefficient.", default=4.0),
+                        Param("factor_min", _NUM, "Min scaling factor of the frozen coefficient.", default=0.5),
+                        Param("factor_threshold", _NUM, "Max fluctuation of the factor between steps.", default=0.1),
+                    ),
+                ),
             )
         ),
     )
@@ -371,8 +526,21 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
 #: names. Matched case-sensitively (``"SGD"`` works, ``"sgd"`` fails: "sgd is not a supported DeepSpeed
 #: Optimizer"); names that are DeepSpeed names ignoring case (``"Adam"``) go to DeepSpeed's optimizer.
 TORCH_OPTIMIZERS: tuple[str, ...] = (
-    "ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam",
-    "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam",
+    "ASGD",
+    "Adadelta",
+    "Adafactor",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "LBFGS",
+    "Muon",
+    "NAdam",
+    "RAdam",
+    "RMSprop",
+    "Rprop",
+    "SGD",
+    "SparseAdam",
 )
 
 #: Parameters DeepSpeed refuses in ``optimizer.params`` for every optimizer, with its message.
@@ -400,24 +568,35 @@ def resolve_optimizer(type_name: str, version: str) -> OptimizerSpec | str | Non
 # --------------------------------------------------------------------------------------------------
 
 _LAST_BATCH = Param(
-    "last_batch_iteration", ("integer",),
+    "last_batch_iteration",
+    ("integer",),
     "Index of the last batch, for resuming: -1 starts the schedule from the beginning. Checkpoints restore "
-    "it, so you rarely set it.", default=-1,
+    "it, so you rarely set it.",
+    default=-1,
 )
 _WARMUP_NUM_STEPS = Param(
-    "warmup_num_steps", ("integer",),
+    "warmup_num_steps",
+    ("integer",),
     "Steps over which the learning rate rises to its peak. Must be a positive JSON integer (`1000.0` is "
-    "rejected); values below 2 act as 2.", default=1000, gt=0, unit="steps",
+    "rejected); values below 2 act as 2.",
+    default=1000,
+    gt=0,
+    unit="steps",
 )
 _WARMUP_TYPE = Param(
-    "warmup_type", ("string",),
-    "Shape of the warm-up curve: `log` (fast start) or `linear`. Any other value falls back to `log` "
-    "with a warning.", default="log", choices=("log", "linear"),
+    "warmup_type",
+    ("string",),
+    "Shape of the warm-up curve: `log` (fast start) or `linear`. Any other value falls back to `log` with a warning.",
+    default="log",
+    choices=("log", "linear"),
 )
 _TOTAL_NUM_STEPS = Param(
-    "total_num_steps", _NUM,
+    "total_num_steps",
+    _NUM,
     "Total training steps (optimizer steps): the schedule reaches its end value here. Required. A value "
-    "below `warmup_num_steps` only warns.", required=True, unit="steps",
+    "below `warmup_num_steps` only warns.",
+    required=True,
+    unit="steps",
 )
 _LR_OR_LIST: tuple[JsonType, ...] = ("number", "array")
 
@@ -428,12 +607,20 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
             "WarmupLR",
             "Warm up from `warmup_min_lr` to `warmup_max_lr` over `warmup_num_steps`, then stay constant.",
             (
-                Param("warmup_min_lr", _LR_OR_LIST, "Learning rate at step 0 (a number, or one per "
-                      "parameter group).", default=0.0),
-                Param("warmup_max_lr", ("number", "array", "null"), "Learning rate reached after warm-up. "
-                      "Unset: each parameter group's `lr` from the optimizer.", default=None,
-                      doc_note="The docstring says the default is 0.001; the signature's default is None "
-                      "(the optimizer's lr)."),
+                Param(
+                    "warmup_min_lr",
+                    _LR_OR_LIST,
+                    "Learning rate at step 0 (a number, or one per parameter group).",
+                    default=0.0,
+                ),
+                Param(
+                    "warmup_max_lr",
+                    ("number", "array", "null"),
+                    "Learning rate reached after warm-up. Unset: each parameter group's `lr` from the optimizer.",
+                    default=None,
+                    doc_note="The docstring says the default is 0.001; the signature's default is None "
+                    "(the optimizer's lr).",
+                ),
                 _WARMUP_NUM_STEPS,
                 _WARMUP_TYPE,
                 _LAST_BATCH,
@@ -457,12 +644,17 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
             "`cos_min_ratio` × lr at `total_num_steps`. Takes ratios, not learning rates.",
             (
                 _TOTAL_NUM_STEPS,
-                Param("warmup_min_ratio", _NUM, "Starting learning rate as a fraction of the "
-                      "optimizer's lr.", default=0.0,
-                      doc_note="The docstring says 'float or list'; the code uses it as one number."),
+                Param(
+                    "warmup_min_ratio",
+                    _NUM,
+                    "Starting learning rate as a fraction of the optimizer's lr.",
+                    default=0.0,
+                    doc_note="The docstring says 'float or list'; the code uses it as one number.",
+                ),
                 _WARMUP_NUM_STEPS,
-                Param("cos_min_ratio", _NUM, "Final learning rate as a fraction of the optimizer's lr.",
-                      default=0.0001),
+                Param(
+                    "cos_min_ratio", _NUM, "Final learning rate as a fraction of the optimizer's lr.", default=0.0001
+                ),
                 _WARMUP_TYPE,
                 _LAST_BATCH,
             ),
@@ -472,26 +664,53 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
             "1-cycle policy: lr rises from `cycle_min_lr` to `cycle_max_lr` and back (momentum the other way), "
             "then optionally decays.",
             (
-                Param("cycle_min_lr", _LR_OR_LIST, "Lowest learning rate of the cycle. Required.",
-                      required=True),
-                Param("cycle_max_lr", _LR_OR_LIST, "Highest learning rate of the cycle. Required.",
-                      required=True),
-                Param("decay_lr_rate", _NUM, "Learning-rate decay rate after the cycle (0: no decay).",
-                      default=0.0),
-                Param("cycle_first_step_size", _NUM, "Steps of the rising half of the cycle. Must be > 0.",
-                      default=2000, gt=0, unit="steps"),
-                Param("cycle_second_step_size", ("number", "null"), "Steps of the falling half. Unset: same "
-                      "as `cycle_first_step_size`. Must be >= 0.", default=None, ge=0, unit="steps"),
-                Param("cycle_first_stair_count", ("integer",), "Stairs in the first half (staircase "
-                      "changes); 0 disables.", default=0),
-                Param("cycle_second_stair_count", ("integer", "null"), "Stairs in the second half. Unset: "
-                      "same as `cycle_first_stair_count`.", default=None,
-                      doc_note="The docstring says the default is 0; the signature's default is None "
-                      "(= cycle_first_stair_count)."),
-                Param("decay_step_size", _NUM, "Interval of the decay steps after the cycle (0: no decay).",
-                      default=0, unit="steps"),
-                Param("cycle_momentum", _BOOL, "Cycle the momentum (betas[0]) inversely to the lr. Turned "
-                      "off with a warning if the optimizer has no betas.", default=True),
+                Param("cycle_min_lr", _LR_OR_LIST, "Lowest learning rate of the cycle. Required.", required=True),
+                Param("cycle_max_lr", _LR_OR_LIST, "Highest learning rate of the cycle. Required.", required=True),
+                Param("decay_lr_rate", _NUM, "Learning-rate decay rate after the cycle (0: no decay).", default=0.0),
+                Param(
+                    "cycle_first_step_size",
+                    _NUM,
+                    "Steps of the rising half of the cycle. Must be > 0.",
+                    default=2000,
+                    gt=0,
+                    unit="steps",
+                ),
+                Param(
+                    "cycle_second_step_size",
+                    ("number", "null"),
+                    "Steps of the falling half. Unset: same as `cycle_first_step_size`. Must be >= 0.",
+                    default=None,
+                    ge=0,
+                    unit="steps",
+                ),
+                Param(
+                    "cycle_first_stair_count",
+                    ("integer",),
+                    "Stairs in the first half (staircase changes); 0 disables.",
+                    default=0,
+                ),
+                Param(
+                    "cycle_second_stair_count",
+                    ("integer", "null"),
+                    "Stairs in the second half. Unset: same as `cycle_first_stair_count`.",
+                    default=None,
+                    doc_note="The docstring says the default is 0; the signature's default is None "
+                    "(= cycle_first_stair_count).",
+                ),
+                Param(
+                    "decay_step_size",
+                    _NUM,
+                    "Interval of the decay steps after the cycle (0: no decay).",
+                    default=0,
+                    unit="steps",
+                ),
+                Param(
+                    "cycle_momentum",
+                    _BOOL,
+                    "Cycle the momentum (betas[0]) inversely to the lr. Turned "
+                    "off with a warning if the optimizer has no betas.",
+                    default=True,
+                ),
                 Param("cycle_min_mom", _LR_OR_LIST, "Lowest momentum of the cycle.", default=0.8),
                 Param("cycle_max_mom", _LR_OR_LIST, "Highest momentum of the cycle.", default=0.9),
                 Param("decay_mom_rate", _NUM, "Momentum decay rate after the cycle.", default=0.0),
@@ -503,13 +722,28 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
             "Learning-rate range test: raise the lr steadily to find the largest stable value (for tuning, "
             "not for real training).",
             (
-                Param("lr_range_test_min_lr", _LR_OR_LIST, "Starting learning rate.", default=0.001,
-                      doc_note="The docstring gives no default; the signature's is 0.001."),
-                Param("lr_range_test_step_size", ("integer",), "Steps between lr increases. Must be a "
-                      "positive integer.", default=2000, gt=0, unit="steps"),
+                Param(
+                    "lr_range_test_min_lr",
+                    _LR_OR_LIST,
+                    "Starting learning rate.",
+                    default=0.001,
+                    doc_note="The docstring gives no default; the signature's is 0.001.",
+                ),
+                Param(
+                    "lr_range_test_step_size",
+                    ("integer",),
+                    "Steps between lr increases. Must be a positive integer.",
+                    default=2000,
+                    gt=0,
+                    unit="steps",
+                ),
                 Param("lr_range_test_step_rate", _NUM, "Scaling rate of the increase.", default=1.0),
-                Param("lr_range_test_staircase", _BOOL, "Increase in steps (staircase) instead of "
-                      "continuously.", default=False),
+                Param(
+                    "lr_range_test_staircase",
+                    _BOOL,
+                    "Increase in steps (staircase) instead of continuously.",
+                    default=False,
+                ),
                 _LAST_BATCH,
             ),
         ),
@@ -531,20 +765,29 @@ class OptimizerConfig(LenientSection):
     ``deepspeed.initialize`` (or let the HF Trainer build one)."""
 
     type: str | None = ds_field(
-        None, auto="kept", hf_auto=False, choices=_OPTIMIZER_CHOICES, widget="select",
+        None,
+        auto="kept",
+        hf_auto=False,
+        choices=_OPTIMIZER_CHOICES,
+        widget="select",
+        raises="config",
         description="Optimizer name. DeepSpeed's own (Adam, AdamW, Lamb, Adagrad, Lion, Muon, MuAdam, "
         "MuAdamW, MuSGD) match in any case; other names must be a torch.optim class, exact case (`SGD`).",
         doc_note="The docs list OneBitAdam, ZeroOneAdam and OneBitLamb; DeepSpeed 0.19.8 removed them "
         "(0.19.5 has them). A non-string type fails with AttributeError.",
     )
     params: dict[str, Any] | None = ds_field(
-        None, widget="json",
+        None,
+        widget="json",
+        raises="config",
         description="Keyword arguments of the optimizer's constructor (lr, betas, eps, weight_decay, ...). "
-        "Values may be \"auto\" with the HF Trainer, which fills them in.",
-        hf_auto=True, auto="kept",
+        'Values may be "auto" with the HF Trainer, which fills them in.',
+        hf_auto=True,
+        auto="kept",
     )
     legacy_fusion: bool = ds_field(
-        False, auto="kept",
+        False,
+        auto="kept",
         description="fp16 only: use the legacy fused-Adam path of the fp16 optimizer wrapper. Leave false.",
     )
 
@@ -553,14 +796,19 @@ class SchedulerConfig(LenientSection):
     """The learning-rate scheduler DeepSpeed builds and steps after every optimizer step."""
 
     type: str | None = ds_field(
-        None, auto="kept", choices=tuple(SCHEDULERS), widget="select",
+        None,
+        auto="kept",
+        choices=tuple(SCHEDULERS),
+        widget="select",
         description="Scheduler name, exact case: WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle, "
         "LRRangeTest, or a class of torch.optim.lr_scheduler.",
     )
     params: dict[str, Any] | None = ds_field(
-        None, widget="json", hf_auto=True, auto="kept",
+        None,
+        widget="json",
+        hf_auto=True,
+        auto="kept",
         description="Keyword arguments of the scheduler's constructor. Unknown names fail when the engine "
         "starts (TypeError).",
-        doc_note="DeepSpeed calls `cls(optimizer, **params)`, so a missing or null `params` fails with "
-        "TypeError.",
+        doc_note="DeepSpeed calls `cls(optimizer, **params)`, so a missing or null `params` fails with TypeError.",
     )

@@ -16,10 +16,19 @@ from core.schema.base import META_KEY, LenientSection, Section, ds_field
 
 #: Every string ``deepspeed.runtime.config.DtypeEnum`` accepts for a dtype (case-sensitive).
 DtypeName = Literal[
-    "torch.float16", "fp16", "float16", "half",
-    "torch.float32", "fp32", "float32", "float",
-    "torch.int8", "int8",
-    "torch.bfloat16", "bf16", "bfloat16",
+    "torch.float16",
+    "fp16",
+    "float16",
+    "half",
+    "torch.float32",
+    "fp32",
+    "float32",
+    "float",
+    "torch.int8",
+    "int8",
+    "torch.bfloat16",
+    "bf16",
+    "bfloat16",
 ]
 DTYPE_NAMES: tuple[str, ...] = get_args(DtypeName)
 #: The three the docs name for ``data_types`` and ``torch_autocast``.
@@ -35,16 +44,21 @@ class FP16Config(Section):
     """fp16 mixed precision: 16-bit weights and activations, fp32 master weights, and a loss scale that
     keeps small gradients from underflowing. Needs a GPU (not supported on CPU)."""
 
-    model_config = ConfigDict(json_schema_extra={META_KEY: {
-        "kind": "strict",
-        "doc_only": {
-            "initial_loss_scale_power": "The early docs name the key `initial_loss_scale_power` in their "
-            "description; the real key is `initial_scale_power` (the other spelling is rejected).",
-        },
-    }})
+    model_config = ConfigDict(
+        json_schema_extra={
+            META_KEY: {
+                "kind": "strict",
+                "doc_only": {
+                    "initial_loss_scale_power": "The early docs name the key `initial_loss_scale_power` in their "
+                    "description; the real key is `initial_scale_power` (the other spelling is rejected).",
+                },
+            }
+        }
+    )
 
     enabled: bool = ds_field(
-        False, hf_auto=True,
+        False,
+        hf_auto=True,
         description="Train in fp16 mixed precision. Halves weight/activation memory and uses tensor cores "
         "on V100-class GPUs; prefer `bf16` on Ampere or newer (no loss scaling needed). Cannot be combined "
         "with `bf16`.",
@@ -53,7 +67,9 @@ class FP16Config(Section):
         False, description="Cast the model inputs to fp16 automatically in the engine's forward."
     )
     loss_scale: float = ds_field(
-        0.0, widget="number", minimum=0.0,
+        0.0,
+        widget="number",
+        minimum=0.0,
         description="0 selects dynamic loss scaling (recommended): the scale starts at "
         "2^`initial_scale_power` and adapts to overflows. Any positive value is a fixed (static) scale.",
     )
@@ -64,7 +80,8 @@ class FP16Config(Section):
         doc_note="The docs give 32 as the default; DeepSpeed uses 16.",
     )
     loss_scale_window: int = ds_field(
-        1000, unit="steps",
+        1000,
+        unit="steps",
         description="Steps without overflow before the dynamic loss scale is doubled. Must be > 0 with "
         "dynamic loss scaling.",
     )
@@ -122,10 +139,10 @@ class FP16Config(Section):
         if self.enabled and self.loss_scale == 0:
             if self.loss_scale_window <= 0:
                 raise ValueError(
-                    "fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0)")
+                    "fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0)"
+                )
             if self.min_loss_scale <= 0:
-                raise ValueError(
-                    "fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0)")
+                raise ValueError("fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0)")
         return self
 
 
@@ -133,15 +150,20 @@ class BF16Config(Section):
     """bfloat16 mixed precision: same range as fp32, so no loss scaling. Needs Ampere (A100) or newer
     GPUs, or a CPU."""
 
-    model_config = ConfigDict(json_schema_extra={META_KEY: {
-        "kind": "strict",
-        "doc_only": {
-            "check_overflow": "Not a key: DeepSpeed rejects it. The key is `check_grad_overflow`.",
-        },
-    }})
+    model_config = ConfigDict(
+        json_schema_extra={
+            META_KEY: {
+                "kind": "strict",
+                "doc_only": {
+                    "check_overflow": "Not a key: DeepSpeed rejects it. The key is `check_grad_overflow`.",
+                },
+            }
+        }
+    )
 
     enabled: bool = ds_field(
-        False, hf_auto=True,
+        False,
+        hf_auto=True,
         description="Train in bf16 mixed precision. Halves weight/activation memory like fp16 without "
         "loss scaling. Cannot be combined with `fp16`.",
     )
@@ -177,7 +199,10 @@ class TorchAutocastConfig(LenientSection):
         "model itself).",
     )
     dtype: DtypeName | None = ds_field(
-        None, choices=_MAIN_DTYPES, widget="select", raises="config",
+        None,
+        choices=_MAIN_DTYPES,
+        widget="select",
+        raises="config",
         description="Lower-precision dtype for autocast, e.g. `bfloat16` or `float16`. Unset: PyTorch's "
         "autocast default (fp16 on CUDA).",
         doc_note=_DTYPE_NOTE,
@@ -186,8 +211,7 @@ class TorchAutocastConfig(LenientSection):
         None,
         description="Fully qualified module classes whose gradients/parameters are communicated in the "
         "lower precision (e.g. `torch.nn.Linear`). Unset: Linear and Conv1d/2d/3d.",
-        doc_note="Each element must be a string, else DeepSpeed raises \"Invalid module names for torch "
-        "autocast\".",
+        doc_note='Each element must be a string, else DeepSpeed raises "Invalid module names for torch autocast".',
         raises="config",
     )
 
@@ -196,28 +220,39 @@ class DataTypesConfig(LenientSection):
     """Data types of gradient accumulation, parameters and buffers (FSDP-style mixed precision policy)."""
 
     grad_accum_dtype: DtypeName | None = ds_field(
-        None, choices=_MAIN_DTYPES, widget="select", raises="engine",
+        None,
+        choices=_MAIN_DTYPES,
+        widget="select",
+        raises="engine",
         description="Dtype of the gradient accumulation buffer. Unset: the model dtype. `fp32` with bf16 "
         "training is more accurate across many accumulation steps and costs 2 extra bytes per parameter.",
         doc_note=_DTYPE_NOTE,
     )
     param_dtype: DtypeName | None = ds_field(
-        None, choices=_MAIN_DTYPES, widget="select", raises="engine",
+        None,
+        choices=_MAIN_DTYPES,
+        widget="select",
+        raises="engine",
         description="Cast the parameters to this dtype. Unset: the mixed-precision dtype (fp16/bf16).",
         doc_note=_DTYPE_NOTE,
     )
     buffer_dtype: DtypeName | None = ds_field(
-        None, choices=_MAIN_DTYPES, widget="select", raises="engine",
+        None,
+        choices=_MAIN_DTYPES,
+        widget="select",
+        raises="engine",
         description="Cast the module buffers to this dtype. Unset: buffers keep the dtype they were loaded "
         "with (e.g. fp32 rotary `inv_freq`); setting it can change results.",
         doc_note=_DTYPE_NOTE,
     )
     keep_in_fp32_modules: Literal["auto"] | list[str] = ds_field(
-        "auto", auto="kept", raises="config",
+        "auto",
+        auto="kept",
+        raises="config",
         description="Buffers kept in fp32 under bf16/fp16 training. `auto`: the model's transformers "
         "`_keep_in_fp32_modules_strict` (and `_keep_in_fp32_modules` under fp16); a list gives name "
         "patterns; `[]` keeps nothing.",
-        doc_note="Anything other than \"auto\" or a list of strings is rejected by DeepSpeed 0.19.8; "
+        doc_note='Anything other than "auto" or a list of strings is rejected by DeepSpeed 0.19.8; '
         "0.19.5 does not read the key.",
         added="0.19.8",
     )
