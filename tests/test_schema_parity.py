@@ -7,6 +7,7 @@ equal DeepSpeed's constants. Registries: equal to DeepSpeed's lists and construc
 
 from __future__ import annotations
 
+import copy
 import enum
 import inspect
 import json
@@ -999,3 +1000,112 @@ def test_every_documented_key_exists_in_the_schema():
     assert missing == {}
     # The explicit gaps are still gaps (when the integrator adds them, this list must shrink).
     assert _DOC_ONLY_ELSEWHERE.isdisjoint(schema_keys)
+
+
+# --------------------------------------------------------------------------------------------------
+# raises="config": lenient fields DeepSpeed 0.19.8 rejects while parsing
+# --------------------------------------------------------------------------------------------------
+
+#: For every lenient field marked raises="config" (current sections): a config fragment with a bad value.
+_RAISES_CASES: dict[str, dict[str, Any]] = {
+    "torch_autocast.dtype": {"torch_autocast": {"dtype": "bogus"}},
+    "torch_autocast.lower_precision_safe_modules": {"torch_autocast": {"lower_precision_safe_modules": [1]}},
+    "data_types.keep_in_fp32_modules": {"data_types": {"keep_in_fp32_modules": "x"}},
+    "optimizer.type": {"optimizer": {"type": 1}},
+    "optimizer.params": {"optimizer": {"type": "Adam", "params": "on"}},
+    "aio.use_gds": {"aio": {"use_gds": True}},  # on a non-CUDA accelerator (this machine)
+    "flops_profiler.enabled": {"flops_profiler": {"enabled": "maybe"}},
+    "checkpoint.tag_validation": {"checkpoint": {"tag_validation": "bogus"}},
+    "checkpoint.parallel_write.pipeline_stage": {"checkpoint": {"parallel_write": {"pipeline_stage": "yes"}}},
+    "checkpoint.writer.type": {"checkpoint": {"writer": {"type": "slow"}}},
+    "checkpoint.writer.data_parallel": {"checkpoint": {"writer": {"data_parallel": "bogus"}}},
+    "autotuning.results_dir": {"autotuning": {"results_dir": ""}},
+    "autotuning.exps_dir": {"autotuning": {"exps_dir": None}},
+    "data_efficiency.data_sampling": {"data_efficiency": {"data_sampling": "on"}},
+    "data_efficiency.data_sampling.curriculum_learning": {
+        "data_efficiency": {"data_sampling": {"curriculum_learning": "on"}}
+    },
+    "data_efficiency.data_sampling.dynamic_batching": {
+        "data_efficiency": {"data_sampling": {"dynamic_batching": "on"}}
+    },
+    "data_efficiency.data_sampling.dynamic_batching.min_batch_size": {
+        "data_efficiency": {"data_sampling": {"dynamic_batching": {"min_batch_size": "x"}}}
+    },
+    "data_efficiency.data_sampling.dynamic_batching.max_batch_size": {
+        "data_efficiency": {"data_sampling": {"dynamic_batching": {"max_batch_size": "x"}}}
+    },
+    "data_efficiency.data_sampling.dynamic_batching.max_tokens": {
+        "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True, "max_tokens": "x"}}}
+    },
+    "data_efficiency.data_routing": {"data_efficiency": {"data_routing": "on"}},
+    "data_efficiency.data_routing.random_ltd": {"data_efficiency": {"data_routing": {"random_ltd": "on"}}},
+    "tensor_parallel.dtype": {"tensor_parallel": {"dtype": "bf16"}},
+    "expert_parallel.load_balance_coeff": {"expert_parallel": {"load_balance_coeff": 0.01}},
+}
+
+#: Lenient section validators that reproduce a DeepSpeed error (the section is flagged raises="config").
+_SECTION_RAISES_CASES: list[dict[str, Any]] = [
+    {"data_efficiency": {"data_sampling": {"curriculum_learning": {"enabled": True}}}},
+    {"data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}},
+]
+
+
+def _raises_paths(model: type[BaseModel], prefix: str = "", seen: frozenset = frozenset()) -> set[str]:
+    out: set[str] = set()
+
+    def models_in(annotation: Any) -> list[type[BaseModel]]:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
+
+    for name, info in model.model_fields.items():
+        meta = field_meta(info)
+        if not meta.exists_in("0.19.8"):
+            continue
+        path = f"{prefix}.{name}" if prefix else name
+        if meta.extra.get("raises") == "config":
+            out.add(path)
+        for sub in models_in(info.annotation):
+            if sub not in seen:
+                out |= _raises_paths(sub, path, seen | {sub})
+    return out
+
+
+def _deepspeed_0198_rejects(fragment: dict[str, Any]) -> str | None:
+    try:
+        # deepcopy: DeepSpeed mutates nested sections (it adds data_routing: {} etc.)
+        ds_config_mod.DeepSpeedConfig({"train_batch_size": 1, **copy.deepcopy(fragment)})
+    except Exception as exc:  # DeepSpeed raises many types here: AssertionError, ValueError, TypeError...
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def test_raises_config_markers_are_exactly_the_tested_fields():
+    ours = {p for p in _raises_paths(DeepSpeedConfig) if p.split(".")[0] not in {"zero_optimization"}}
+    assert ours == set(_RAISES_CASES)
+
+
+@pytest.mark.parametrize("path", sorted(_RAISES_CASES))
+def test_raises_config_fields_are_rejected_by_deepspeed_and_by_the_schema(path):
+    fragment = _RAISES_CASES[path]
+    assert _deepspeed_0198_rejects(fragment) is not None, f"DeepSpeed 0.19.8 accepts {fragment}"
+    if path == "aio.use_gds":
+        return  # depends on the accelerator, not on the value: a rule's job
+    with pytest.raises(ValidationError) as info:
+        DeepSpeedConfig.model_validate(fragment)
+    located = {".".join(str(p) for p in e["loc"] if isinstance(p, str)) for e in info.value.errors()}
+    assert any(path.startswith(loc) or loc.startswith(path) for loc in located), (path, located)
+
+
+@pytest.mark.parametrize("fragment", _SECTION_RAISES_CASES)
+def test_lenient_section_validators_match_deepspeed_errors(fragment):
+    theirs = _deepspeed_0198_rejects(fragment)
+    assert theirs is not None
+    with pytest.raises(ValidationError) as info:
+        DeepSpeedConfig.model_validate(fragment)
+    assert any(e["msg"].removeprefix("Value error, ") in theirs for e in info.value.errors()), (theirs, info.value)
+    complete = {"curriculum_metrics": {}} if "curriculum_learning" in str(fragment) else {"max_tokens": 8}
+    section = fragment["data_efficiency"]["data_sampling"]
+    fixed = {"data_efficiency": {"data_sampling": {k: {**v, **complete} for k, v in section.items()}}}
+    assert _deepspeed_0198_rejects(fixed) is None
+    DeepSpeedConfig.model_validate(fixed)

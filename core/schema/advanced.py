@@ -7,18 +7,22 @@ HybridEngineConfig, ``inference/config.py`` WeightQuantConfig, ``utils/config.py
 ``checkpoint``, ``aio``, ``autotuning``, ``pipeline``, ``data_efficiency``, ``datastates_ckpt``,
 ``timers``, ``expert_parallel``).
 
-Lenient fields DeepSpeed nevertheless rejects while parsing carry ``raises="config"`` in their metadata
-(e.g. ``checkpoint.tag_validation``); ``raises="engine"`` marks values that fail only when
-``deepspeed.initialize`` uses them.
+Lenient fields where a wrong value makes DeepSpeed fail while it parses the config carry
+``raises="config"`` in their metadata (e.g. ``checkpoint.tag_validation``; a type error there is a real
+error, not a warning); ``raises="engine"`` marks values that fail only when ``deepspeed.initialize`` uses
+them. Requirements between keys ("enabled needs max_tokens") are section validators or rules, not ``raises``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import ConfigDict, ValidationInfo, field_validator, model_validator
 
-from core.schema.base import LenientSection, OpenSection, Section, ds_field
+from core.schema.base import META_KEY, LenientSection, OpenSection, Section, ds_field, field_meta
+
+#: Class metadata of lenient sections whose validators reproduce errors DeepSpeed raises while parsing.
+_RAISES_WHEN_PARSED = {META_KEY: {"kind": "lenient", "raises": "config"}}
 
 # --------------------------------------------------------------------------------------------------
 # activation checkpointing (lenient)
@@ -68,13 +72,23 @@ class ParallelWriteConfig(LenientSection):
         "parallel. Must be true or false (1/0 pass too).",
     )
 
+    @field_validator("pipeline_stage", mode="before")
+    @classmethod
+    def _true_or_false(cls, value: Any) -> Any:
+        # runtime/config.py get_checkpoint_parallel_write_pipeline: `value in [True, False]`.
+        if value not in (True, False):
+            raise ValueError(
+                f"checkpoint::parallel_write::pipeline_stage value of '{value}' is invalid, expecting: true or false"
+            )
+        return value
+
 
 class CheckpointWriterConfig(LenientSection):
     """The checkpoint writer (DeepSpeed's fast checkpointing engine)."""
 
     type: str = ds_field(
         "FAST",
-        choices=("FAST", "PYTHON", "MOCK"),
+        choices=("MOCK", "PYTHON", "FAST"),
         widget="select",
         raises="config",
         description="Writer implementation (case-insensitive): `fast` (asynchronous, pinned buffers), "
@@ -97,6 +111,18 @@ class CheckpointWriterConfig(LenientSection):
         "`machine`. Unset: rank 0 of each replica writes.",
     )
     io_multiplier: int = ds_field(1, description="Multiplier of the I/O parallelism of the fast writer.")
+
+    @field_validator("type", "data_parallel", mode="before")
+    @classmethod
+    def _known_value(cls, value: Any, info: ValidationInfo) -> Any:
+        # model_checkpointing/config.py: upper-cased, then checked against the allowed list.
+        if isinstance(value, str):
+            allowed = list(field_meta(cls.model_fields[info.field_name]).choices or ())
+            if value.upper() not in allowed:
+                raise ValueError(
+                    f"writer contains invalid value {value.upper()} for {info.field_name}, expecting one of {allowed}"
+                )
+        return value
 
 
 class CheckpointConfig(LenientSection):
@@ -132,10 +158,22 @@ class CheckpointConfig(LenientSection):
         None, description="Use DeepSpeed's checkpoint writer (e.g. the fast asynchronous one). Unset: torch.save."
     )
 
+    # --------------------------------------------------------------------------------------------------
+    # aio (lenient)
+    # --------------------------------------------------------------------------------------------------
 
-# --------------------------------------------------------------------------------------------------
-# aio (lenient)
-# --------------------------------------------------------------------------------------------------
+    @field_validator("tag_validation", mode="before")
+    @classmethod
+    def _known_mode(cls, value: Any) -> Any:
+        # runtime/config.py get_checkpoint_tag_validation_mode (upper-cased, then checked).
+        if isinstance(value, str):
+            modes = [c.upper() for c in field_meta(cls.model_fields["tag_validation"]).choices or ()]
+            if value.upper() not in modes:
+                raise ValueError(
+                    f"Checkpoint config contains invalid tag_validation value of {value.upper()}, "
+                    f"expecting one of {modes}"
+                )
+        return value
 
 
 class AioConfig(LenientSection):
@@ -256,6 +294,14 @@ class AutotuningConfig(LenientSection):
     max_train_micro_batch_size_per_gpu: int = ds_field(1024, description="Largest micro batch size per GPU to try.")
     min_train_micro_batch_size_per_gpu: int = ds_field(1, description="Smallest micro batch size per GPU to try.")
     num_tuning_micro_batch_sizes: int = ds_field(3, description="Number of micro batch sizes to explore.")
+
+    @field_validator("results_dir", "exps_dir", mode="before")
+    @classmethod
+    def _not_empty(cls, value: Any, info: ValidationInfo) -> Any:
+        # autotuning/config.py asserts both are truthy.
+        if not value:
+            raise ValueError(f"{info.field_name} cannot be empty")
+        return value
 
 
 # --------------------------------------------------------------------------------------------------
@@ -422,9 +468,10 @@ class CurriculumMetricConfig(LenientSection):
 class DataSamplingCurriculumConfig(LenientSection):
     """Curriculum learning of the data-efficiency library (feeds easy samples first)."""
 
+    model_config = ConfigDict(json_schema_extra=_RAISES_WHEN_PARSED)
+
     enabled: bool = ds_field(
         False,
-        raises="config",
         description="Turn curriculum learning on. Needs `curriculum_metrics` (DeepSpeed fails otherwise).",
     )
     data_cluster_path: str | None = ds_field(
@@ -434,11 +481,20 @@ class DataSamplingCurriculumConfig(LenientSection):
         None, widget="json", description="The curriculum metrics by name, each with its own schedule."
     )
 
+    @model_validator(mode="after")
+    def _metrics_when_enabled(self) -> DataSamplingCurriculumConfig:
+        # data_pipeline/config.py get_curriculum_learning: an assert while the config is parsed.
+        if self.enabled is True and "curriculum_metrics" not in self.model_fields_set:
+            raise ValueError("Curriculum learning is enabled, curriculum_metrics must be specified")
+        return self
+
 
 class DynamicBatchingConfig(LenientSection):
     """Dynamic batching: variable batch sizes packed up to a token budget."""
 
-    enabled: bool = ds_field(False, raises="config", description="Turn dynamic batching on. Needs `max_tokens`.")
+    model_config = ConfigDict(json_schema_extra=_RAISES_WHEN_PARSED)
+
+    enabled: bool = ds_field(False, description="Turn dynamic batching on. Needs `max_tokens`.")
     metrics_path: str | None = ds_field(None, widget="path", description="Path of the sequence-length metrics.")
     lr_scaling_method: str = ds_field(
         "linear",
@@ -458,6 +514,13 @@ class DynamicBatchingConfig(LenientSection):
         None, raises="config", description="Token budget per batch. Required when enabled."
     )
     verbose: bool = ds_field(False, description="Log the batches.")
+
+    @model_validator(mode="after")
+    def _max_tokens_when_enabled(self) -> DynamicBatchingConfig:
+        # data_pipeline/config.py get_dynamic_batching: an assert while the config is parsed.
+        if self.enabled is True and "max_tokens" not in self.model_fields_set:
+            raise ValueError("Dynamic batching is enabled, so max_tokens must be specified")
+        return self
 
 
 class DataSamplingConfig(LenientSection):

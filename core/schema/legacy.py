@@ -253,13 +253,11 @@ class CompressionGroupParams(LenientSection):
     start_bits: int | None = ds_field(
         None,
         removed=_GONE,
-        raises="config",
         description="Weight quantization: bits at the start of training. Required for weight quantization.",
     )
     target_bits: int | None = ds_field(
         None,
         removed=_GONE,
-        raises="config",
         description="Weight quantization: bits reached at the end. Required for weight quantization.",
     )
     quantization_period: int = ds_field(
@@ -268,13 +266,11 @@ class CompressionGroupParams(LenientSection):
     bits: int | None = ds_field(
         None,
         removed=_GONE,
-        raises="config",
         description="Activation quantization: bits. Required for activation quantization.",
     )
     dense_ratio: float | None = ds_field(
         None,
         removed=_GONE,
-        raises="config",
         description="Pruning: fraction of weights/rows/heads/channels kept. Required for pruning groups.",
     )
 
@@ -395,7 +391,6 @@ class HeadPruningSharedConfig(PruningSharedConfig):
     num_heads: int | None = ds_field(
         None,
         removed=_GONE,
-        raises="config",
         description="Number of attention heads. Required when enabled.",
     )
 
