@@ -49,10 +49,25 @@ CONFIGS = {
     ),
     "falcon": dict(model_type="falcon", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000),
     "gemma2": dict(model_type="gemma2", **SMALL, head_dim=16),
+    "bloom": dict(model_type="bloom", hidden_size=64, n_layer=2, n_head=4, vocab_size=1000),
+    "bert": dict(model_type="bert", **SMALL),
+    "t5": dict(
+        model_type="t5",
+        d_model=64,
+        d_kv=16,
+        d_ff=96,
+        num_layers=2,
+        num_decoder_layers=3,
+        num_heads=4,
+        vocab_size=1000,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+    ),
 }
-# eager only: gemma2 has no SDPA path in transformers 5; falcon's SDPA path on the CPU is PyTorch's math
-# fallback, which saves the full score matrix like eager does
-EAGER_ONLY = {"gpt2", "falcon", "gemma2"}
+# eager only: gemma2 and bloom have no SDPA path in transformers 5; T5 adds a learned bias to the scores
+# (eager in the estimate too); with dropout (gpt2, bert, falcon) SDPA on the CPU is PyTorch's math fallback,
+# which saves the full score matrix, unlike CUDA's fused kernels
+EAGER_ONLY = {"gpt2", "falcon", "gemma2", "bloom", "bert", "t5"}
 # (config, attention implementations); SDPA with dropout runs PyTorch's math fallback on the CPU, which is
 # not what a GPU does, so gpt2 with dropout is checked in eager mode only
 CASES = [(name, attn) for name in CONFIGS for attn in ("eager", "sdpa") if not (name in EAGER_ONLY and attn == "sdpa")]

@@ -46,7 +46,7 @@ def _llama_like(spec: ModelSpec) -> bool:
 
 def _softmax_fp32(spec: ModelSpec) -> bool:
     """Eager attention computes the softmax in fp32 and casts back (both saved) in these families."""
-    return _llama_like(spec) or spec.model_type in ("gpt_neox", "opt")
+    return _llama_like(spec) or spec.model_type in ("gpt_neox", "opt", "bloom")
 
 
 def norm_bytes(spec: ModelSpec, b, s, e: int):
@@ -56,6 +56,9 @@ def norm_bytes(spec: ModelSpec, b, s, e: int):
         # x.float(), rsqrt, normed fp32 (saved by the (1 + w) multiply), output cast to the compute dtype
         out = (8 + e) * b * s * h if e != 4 else 12 * b * s * h
         return out + 4 * b * s + 4 * h, "(8+e)*b*s*h + 4*b*s (fp32 input, rsqrt, normed; output)"
+    if spec.model_type == "t5":
+        # T5LayerNorm: fp32 copy for the variance, the input itself, x*rsqrt cast back, output
+        return ((4 + 3 * e) if e != 4 else 12) * b * s * h + 4 * b * s, "(4+3e)*b*s*h + 4*b*s (T5LayerNorm)"
     if spec.norm == "rmsnorm":
         # HF RMSNorm: fp32 input copy, rsqrt, normalised (cast back), weight * normalised
         return (4 + 2 * e) * b * s * h + 4 * b * s, "(4+2e)*b*s*h + 4*b*s (fp32 input, rsqrt, normed, output)"
@@ -117,7 +120,7 @@ def attention_terms(spec: ModelSpec, b, s, e: int, attention: str, recompute: st
     return terms
 
 
-def mlp_terms(spec: ModelSpec, b, s, e: int) -> list[Term]:
+def mlp_terms(spec: ModelSpec, b, s, e: int, mask_bytes: int = 1) -> list[Term]:
     """Saved bytes of one MLP (its input norm excluded)."""
     inter = spec.intermediate_size
     n_act = _act_tensors(spec)
@@ -137,6 +140,14 @@ def mlp_terms(spec: ModelSpec, b, s, e: int) -> list[Term]:
             (f"k*{formula} (k={tokens_factor} experts per token)" if spec.num_experts else formula),
         )
     ]
+    if spec.model_type == "t5" and spec.hidden_dropout > 0:
+        terms.append(
+            Term(
+                "mlp: dropout inside the feed-forward",
+                (mask_bytes + e) * b * s * inter,
+                f"({mask_bytes}+e)*b*s*I (mask, dropped activations)",
+            )
+        )
     if spec.num_experts:
         h, n_exp = spec.hidden_size, spec.num_experts
         terms.append(
@@ -164,7 +175,7 @@ def layer_terms(
         # parallel residual: both norms read the same input tensor
         terms.append(Term("shared norm input", -e * b * s * spec.hidden_size, "- e*b*s*h (both norms read x)"))
     terms += attention_terms(spec, b, s, e, attention, recompute, mask_bytes)
-    terms += mlp_terms(spec, b, s, e)
+    terms += mlp_terms(spec, b, s, e, mask_bytes)
     if spec.hidden_dropout > 0:
         terms.append(
             Term(
@@ -219,6 +230,8 @@ def activation_breakdown(
     the compute dtype (pass ``e`` to compare with a CPU measurement).
     """
     mb = dropout_mask_bytes
+    if spec.position == "relative":
+        attention = "eager"  # T5's learned position bias is added to the scores: no fused kernel applies
     h, v = spec.hidden_size, spec.vocab_size
     layers = spec.num_layers + spec.num_decoder_layers
     per_layer_terms = layer_terms(spec, b, s, e, attention, "selective" if recompute == "selective" else "none", mb)
@@ -232,13 +245,31 @@ def activation_breakdown(
     if spec.hidden_dropout > 0:
         embed = embed + mb * b * s * h  # embedding dropout mask
     if spec.encoder_decoder:
-        embed = embed + 8 * b * s  # decoder input ids
-        norm = 2 * norm  # encoder and decoder final norms
+        # decoder input ids, relative-position bucket indices of both stacks (int64 s x s), decoder embedding
+        # dropout mask, decoder's third residual dropout mask per layer; each stack's final norm output is
+        # replaced by a dropout (mask + output)
+        embed = embed + 8 * b * s + 2 * 8 * s * s
+        if spec.hidden_dropout > 0:
+            embed = embed + mb * b * s * h + spec.num_decoder_layers * mb * b * s * h
+        norm = 2 * (norm + (mb * b * s * h if spec.hidden_dropout > 0 else 0))
     loss_saved = 4 * b * s * v + 8 * b * s  # fp32 log_softmax output and the labels
+    logits_working = e * b * s * v + 4 * b * s * v  # live logits + an fp32 copy or its gradient
+    if spec.model_type == "t5":
+        # T5ForConditionalGeneration applies CrossEntropyLoss to the logits in the compute dtype
+        loss_saved = e * b * s * v + 8 * b * s
+        logits_working = 2 * e * b * s * v
+    if spec.model_type == "bloom":
+        embed = embed + e * b * s * h + 8 * b * s  # word_embeddings_layernorm input and stats
+    if spec.model_type == "bert":
+        # embedding LayerNorm (input, stats) and dropout output; the MLM head's dense, GELU and LayerNorm
+        # replace a final norm; the loss runs log_softmax in the compute dtype
+        embed = embed + 2 * e * b * s * h + 8 * b * s
+        norm = 3 * e * b * s * h + 8 * b * s
+        loss_saved = e * b * s * v + 8 * b * s
+        logits_working = 2 * e * b * s * v
     if spec.final_logit_softcapping:
         loss_saved = loss_saved + e * b * s * v  # tanh output of the logit soft-capping
     head = embed + norm + loss_saved
-    logits_working = e * b * s * v + 4 * b * s * v  # live logits + an fp32 copy or its gradient
     if spec.encoder_decoder:
         # cross-attention per decoder layer: q, k, v, scores and output
         cross = sum_terms(attention_terms(spec, b, s, e, attention, recompute, mb)) + norm_bytes(spec, b, s, e)[0]

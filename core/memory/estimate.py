@@ -726,6 +726,8 @@ def estimate(
         )
     if shape.recompute == "selective" and shape.attention != "eager":
         notes.append("Selective recompute only drops the attention scores, which SDPA/flash never store.")
+    if isinstance(model, ModelSpec) and model.position == "relative" and shape.attention != "eager":
+        notes.append("T5-style relative position bias needs eager attention: activations estimated for eager.")
     if st.partition_activations:
         notes.append(
             "partition_activations splits checkpoints across tensor-parallel ranks: no effect here "
