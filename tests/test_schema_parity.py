@@ -7,6 +7,7 @@ equal DeepSpeed's constants. Registries: equal to DeepSpeed's lists and construc
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import enum
 import inspect
@@ -1109,3 +1110,40 @@ def test_lenient_section_validators_match_deepspeed_errors(fragment):
     fixed = {"data_efficiency": {"data_sampling": {k: {**v, **complete} for k, v in section.items()}}}
     assert _deepspeed_0198_rejects(fixed) is None
     DeepSpeedConfig.model_validate(fixed)
+
+
+# --------------------------------------------------------------------------------------------------
+# robustness: any JSON into any section gives a result or a ValidationError, never another exception
+# --------------------------------------------------------------------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.just("auto"),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+
+
+def _section_models() -> list[type[BaseModel]]:
+    modules = {advanced.__name__, legacy.__name__, monitoring.__name__, optimizer.__name__, precision.__name__}
+    found: dict[str, type[BaseModel]] = {}
+    for module in (advanced, legacy, monitoring, optimizer, precision):
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ in modules:
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return list(found.values())
+
+
+@pytest.mark.parametrize("model", _section_models(), ids=lambda m: m.__qualname__)
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_sections_never_raise_anything_but_validation_errors(model, data):
+    keys = st.sampled_from([*model.model_fields, "bogus"])
+    value = data.draw(st.dictionaries(keys, _JSON, max_size=4) | _JSON)
+    with contextlib.suppress(ValidationError):
+        model.model_validate(value)
+
+
+@pytest.mark.parametrize("model", _section_models(), ids=lambda m: m.__qualname__)
+def test_every_field_has_a_user_facing_description(model):
+    for name, info in model.model_fields.items():
+        assert info.description and len(info.description) >= 10, f"{model.__qualname__}.{name}"
