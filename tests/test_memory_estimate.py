@@ -303,3 +303,27 @@ def test_sweeps_10k_points(axis):
 def test_sweep_bad_axis():
     with pytest.raises(ValueError, match="sweep axis"):
         m.sweep({}, LLAMA7, HW, m.Shape(), "learning_rate", [1, 2])
+
+
+def test_symbols_give_the_formula_letters_their_values():
+    est = m.estimate(_cfg(3, precision="bf16"), LLAMA7, HW, m.Shape(2, 1024))
+    sym = est.to_dict()["symbols"]
+    assert (sym["P"], sym["N"], sym["e"], sym["k"], sym["b"], sym["s"], sym["V"]) == (
+        LLAMA7.total_params,
+        8,
+        2,
+        2,
+        2,
+        1024,
+        32000,
+    )
+    part = next(c for c in est.components if c.name == "parameters (partition)")
+    assert part.formula == "2*P/N" and part.bytes == -(-sym["P"] // sym["N"]) * sym["e"]
+
+
+def test_zero_plus_plus_hpz_adds_secondary_partition():
+    cfg = _cfg(3, precision="bf16", zero_hpz_partition_size=8)
+    est = m.estimate(cfg, LLAMA7, m.Hardware(8, 4), m.Shape())
+    hpz = next(c for c in est.components if c.name.startswith("hpZ"))
+    assert hpz.bytes == 2 * -(-LLAMA7.total_params // 8)
+    assert m.estimate(_cfg(3, precision="bf16"), LLAMA7, m.Hardware(8, 4), m.Shape()).gpu_bytes < est.gpu_bytes

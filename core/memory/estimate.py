@@ -89,6 +89,7 @@ class TrainingSettings:
     offload_optimizer_buffer_count: int = 4
     partition_activations: bool = False
     cpu_checkpointing: bool = False
+    hpz_partition_size: int = 1  # ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
     notes: tuple[str, ...] = ()
 
     @property
@@ -181,6 +182,7 @@ class TrainingSettings:
             offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), 1e8)),
             offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), 4)),
             partition_activations=_flag(ac.get("partition_activations"), False),
+            hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
             notes=tuple(notes),
         )
@@ -255,6 +257,7 @@ class MemoryEstimate:
     shape: Shape
     components: tuple[Component, ...]
     notes: tuple[str, ...] = field(default=())
+    symbols: tuple[tuple[str, float], ...] = field(default=())  # values of the letters used in the formulas
 
     def _sum(self, device: str, phase: str | None = None) -> int:
         return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase))
@@ -333,6 +336,7 @@ class MemoryEstimate:
             },
             "fits": {"gpu": self.fits_gpu, "cpu": self.fits_cpu, "nvme": self.fits_nvme, "all": self.fits},
             "notes": list(self.notes),
+            "symbols": dict(self.symbols),
         }
 
 
@@ -408,6 +412,15 @@ def _components(
                     "persistent",
                     pinned=True,
                 )
+        if st.hpz_partition_size > 1:
+            add(
+                "hpZ secondary parameter partition (ZeRO++)",
+                "gpu",
+                e * np.ceil(p / st.hpz_partition_size) + 0 * n,
+                f"{e}*P/hpz (zero_hpz_partition_size={st.hpz_partition_size})",
+                "model_states",
+                "persistent",
+            )
         if persist:
             add(
                 "persistent small parameters",
@@ -734,8 +747,39 @@ def estimate(
             "(data parallelism only)."
         )
     name = model.name
+    symbols: dict[str, float] = {
+        "P": model.total_params,
+        "largest_layer": model.largest_layer_params,
+        "N": hardware.total_gpus,
+        "gpus_per_node": hardware.gpus_per_node,
+        "nodes": hardware.nodes,
+        "e": st.bytes_per_param,
+        "k": st.optimizer_states,
+        "b": shape.micro_batch,
+        "s": shape.seq_len,
+    }
+    if st.stage == 3 and st.hpz_partition_size > 1:
+        symbols["hpz"] = st.hpz_partition_size
+    if isinstance(model, ModelSpec):
+        symbols.update(
+            h=model.hidden_size,
+            L=model.num_layers + model.num_decoder_layers,
+            a=model.num_heads,
+            kv=model.num_kv_heads,
+            d=model.head_dim,
+            I=model.intermediate_size,
+            V=model.vocab_size,
+        )
     return MemoryEstimate(
-        name, model.total_params, model.largest_layer_params, st, hardware, shape, components, tuple(notes)
+        name,
+        model.total_params,
+        model.largest_layer_params,
+        st,
+        hardware,
+        shape,
+        components,
+        tuple(notes),
+        tuple(symbols.items()),
     )
 
 
