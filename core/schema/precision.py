@@ -34,9 +34,10 @@ DTYPE_NAMES: tuple[str, ...] = get_args(DtypeName)
 #: The three the docs name for ``data_types`` and ``torch_autocast``.
 _MAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
 
-_DTYPE_NOTE = (
-    "Accepted spellings (case-sensitive): " + ", ".join(DTYPE_NAMES) + ". Anything else fails with "
-    "\"'x' is not a valid DtypeEnum\" when the engine starts."
+_SPELLINGS = "Accepted spellings (case-sensitive): " + ", ".join(DTYPE_NAMES) + "."
+_DTYPE_NOTE = _SPELLINGS + " Anything else fails with \"'x' is not a valid DtypeEnum\" when the engine starts."
+_AUTOCAST_DTYPE_NOTE = (
+    _SPELLINGS + " Anything else fails with \"'x' is not a valid DtypeEnum\" while DeepSpeed parses the config."
 )
 
 
@@ -205,7 +206,7 @@ class TorchAutocastConfig(LenientSection):
         raises="config",
         description="Lower-precision dtype for autocast, e.g. `bfloat16` or `float16`. Unset: PyTorch's "
         "autocast default (fp16 on CUDA).",
-        doc_note=_DTYPE_NOTE,
+        doc_note=_AUTOCAST_DTYPE_NOTE,
     )
     lower_precision_safe_modules: list[str] | None = ds_field(
         None,
