@@ -327,3 +327,13 @@ def test_zero_plus_plus_hpz_adds_secondary_partition():
     hpz = next(c for c in est.components if c.name.startswith("hpZ"))
     assert hpz.bytes == 2 * -(-LLAMA7.total_params // 8)
     assert m.estimate(_cfg(3, precision="bf16"), LLAMA7, m.Hardware(8, 4), m.Shape()).gpu_bytes < est.gpu_bytes
+
+
+def test_bf16_zero1_fp32_grad_accumulation_uses_bf16_optimizer_buffers():
+    cfg = _cfg(1, precision="bf16")
+    plain = m.estimate(cfg, LLAMA7, HW, m.Shape())
+    cfg["data_types"] = {"grad_accum_dtype": "fp32"}
+    fp32_accum = m.estimate(cfg, LLAMA7, HW, m.Shape())
+    grads = next(c for c in fp32_accum.components if c.name.startswith("gradients"))
+    assert "BF16_Optimizer" in grads.name and grads.bytes == 4 * LLAMA7.total_params
+    assert fp32_accum.gpu_bytes > plain.gpu_bytes

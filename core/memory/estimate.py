@@ -90,6 +90,7 @@ class TrainingSettings:
     partition_activations: bool = False
     cpu_checkpointing: bool = False
     hpz_partition_size: int = 1  # ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
+    grad_accum_fp32: bool = False  # data_types.grad_accum_dtype == "fp32"
     notes: tuple[str, ...] = ()
 
     @property
@@ -182,6 +183,7 @@ class TrainingSettings:
             offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), 1e8)),
             offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), 4)),
             partition_activations=_flag(ac.get("partition_activations"), False),
+            grad_accum_fp32=_section(cfg, "data_types").get("grad_accum_dtype") in ("fp32", "float32"),
             hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
             notes=tuple(notes),
@@ -450,7 +452,16 @@ def _components(
 
     # ---- gradients (in the compute dtype; the fp32 copy is a step transient or lives with the offload)
     grad_where = "gpu"
-    if st.stage <= 1:
+    if st.stage == 1 and st.precision == "bf16" and st.grad_accum_fp32 and st.offload_optimizer == "none":
+        add(
+            "gradients (fp32 accumulation buffer, BF16_Optimizer)",
+            "gpu",
+            4 * p + 0 * n,
+            "4*P (bf16 + ZeRO-1 + grad_accum_dtype fp32 selects BF16_Optimizer)",
+            "model_states",
+            "persistent",
+        )
+    elif st.stage <= 1:
         add(
             "gradients",
             "gpu",
