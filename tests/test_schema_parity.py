@@ -1051,27 +1051,6 @@ _SECTION_RAISES_CASES: list[dict[str, Any]] = [
 ]
 
 
-def _raises_paths(model: type[BaseModel], prefix: str = "", seen: frozenset = frozenset()) -> set[str]:
-    out: set[str] = set()
-
-    def models_in(annotation: Any) -> list[type[BaseModel]]:
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            return [annotation]
-        return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
-
-    for name, info in model.model_fields.items():
-        meta = field_meta(info)
-        if not meta.exists_in("0.19.8"):
-            continue
-        path = f"{prefix}.{name}" if prefix else name
-        if meta.extra.get("raises") == "config":
-            out.add(path)
-        for sub in models_in(info.annotation):
-            if sub not in seen:
-                out |= _raises_paths(sub, path, seen | {sub})
-    return out
-
-
 def _deepspeed_0198_rejects(fragment: dict[str, Any]) -> str | None:
     try:
         # deepcopy: DeepSpeed mutates nested sections (it adds data_routing: {} etc.)
@@ -1082,7 +1061,7 @@ def _deepspeed_0198_rejects(fragment: dict[str, Any]) -> str | None:
 
 
 def test_raises_config_markers_are_exactly_the_tested_fields():
-    ours = {p for p in _raises_paths(DeepSpeedConfig) if p.split(".")[0] not in {"zero_optimization"}}
+    ours = {p for p in _paths_marked(DeepSpeedConfig, "config") if not p.startswith("zero_optimization")}
     assert ours == set(_RAISES_CASES)
 
 
@@ -1147,3 +1126,66 @@ def test_sections_never_raise_anything_but_validation_errors(model, data):
 def test_every_field_has_a_user_facing_description(model):
     for name, info in model.model_fields.items():
         assert info.description and len(info.description) >= 10, f"{model.__qualname__}.{name}"
+
+
+#: For every field marked raises="engine": a bad value DeepSpeed 0.19.8 still accepts while parsing.
+_ENGINE_CASES: dict[str, dict[str, Any]] = {
+    "data_types.grad_accum_dtype": {"data_types": {"grad_accum_dtype": "xyz"}},
+    "data_types.param_dtype": {"data_types": {"param_dtype": "xyz"}},
+    "data_types.buffer_dtype": {"data_types": {"buffer_dtype": "xyz"}},
+    "pipeline.pipe_partitioned": {"pipeline": {"pipe_partitioned": "x"}},
+    "pipeline.grad_partitioned": {"pipeline": {"grad_partitioned": "x"}},
+    "tensor_parallel.partition_config.layer_specs.patterns": {
+        "tensor_parallel": {"partition_config": {"layer_specs": [{"patterns": 3}]}}
+    },
+    "tensor_parallel.partition_config.layer_specs.partition_type": {
+        "tensor_parallel": {"partition_config": {"layer_specs": [{"partition_type": "diagonal"}]}}
+    },
+    **{
+        f"expert_parallel.{key}": {"expert_parallel": {key: value}}
+        for key, value in (
+            ("validate_folding_routing", "x"),
+            ("async_split_plan", "x"),
+            ("preset_model", "no-such-model"),
+            ("score_apply", "x"),
+            ("combine_impl", "x"),
+            ("row_weighting_impl", "x"),
+            ("gate_up_impl", "x"),
+            ("comm_backend", "x"),
+            ("comm_num_sm", 0),
+            ("comm_qp_margin", -1),
+            ("comm_max_tokens_per_rank", -1),
+            ("num_expert_groups", 0),
+            ("num_limited_groups", 0),
+            ("score_func", "x"),
+            ("expert_activation", "no-such-activation"),
+        )
+    },
+}
+
+
+def _paths_marked(model: type[BaseModel], kind: str, prefix: str = "") -> set[str]:
+    def models_in(annotation: Any) -> list[type[BaseModel]]:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
+
+    out: set[str] = set()
+    for name, info in model.model_fields.items():
+        meta = field_meta(info)
+        path = f"{prefix}.{name}" if prefix else name
+        if meta.exists_in("0.19.8") and meta.extra.get("raises") == kind:
+            out.add(path)
+        for sub in models_in(info.annotation):
+            if sub is not model:
+                out |= _paths_marked(sub, kind, path)
+    return out
+
+
+def test_raises_engine_markers_are_exactly_the_tested_fields():
+    assert _paths_marked(DeepSpeedConfig, "engine") == set(_ENGINE_CASES)
+
+
+@pytest.mark.parametrize("path", sorted(_ENGINE_CASES))
+def test_raises_engine_fields_pass_deepspeeds_config_parsing(path):
+    assert _deepspeed_0198_rejects(_ENGINE_CASES[path]) is None
