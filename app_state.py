@@ -103,9 +103,12 @@ def default_context() -> dict[str, Any]:
         "cpu_ram_gib": 512.0,
         "nvme_gib": 0.0,
         "model": None,
+        "model_config": None,
         "total_params": None,
         "largest_layer_params": None,
         "seq_len": 2048,
+        "attention": "sdpa",
+        "recompute": "none",
         "train_steps": 10_000,
     }
 

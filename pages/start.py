@@ -8,8 +8,8 @@ import streamlit as st
 
 import app_state
 import core
-from core import presets
-from core.models import ModelConfigError, catalog_names, describe, get_spec, parse_hf_config
+from core import memory, presets
+from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
 from ui import frame, widgets
 
@@ -155,8 +155,8 @@ model_source = st.radio("Model", ["Catalog", "Upload config.json", "Parameter co
                         key="start_model_source")
 
 
-def _set_model(name: str | None, total: int | None, largest: int | None) -> None:
-    ctx.update(model=name, total_params=total, largest_layer_params=largest)
+def _set_model(name: str | None, total: int | None, largest: int | None, hf_config: dict | None = None) -> None:
+    ctx.update(model=name, total_params=total, largest_layer_params=largest, model_config=hf_config)
     for key in ("ctx:total_params", "ctx:largest_layer_params"):
         st.session_state.pop(key, None)
 
@@ -170,18 +170,20 @@ if model_source == "Catalog":
         if choice is None:
             _set_model(None, None, None)
         else:
-            spec = get_spec(choice)
-            _set_model(choice, spec.total_params, spec.largest_layer_params)
+            hf_config = get_config(choice)
+            spec = describe(hf_config, name=choice)
+            _set_model(choice, spec.total_params, spec.largest_layer_params, hf_config)
 elif model_source == "Upload config.json":
     hf_file = st.file_uploader("Hugging Face config.json of the model", type=["json"], key="start_hf_config")
     if hf_file is not None:
         try:
-            spec = describe(parse_hf_config(hf_file.getvalue()), name=hf_file.name)
+            hf_config = parse_hf_config(hf_file.getvalue())
+            spec = describe(hf_config, name=hf_file.name)
         except ModelConfigError as exc:
             st.error(f"Could not read the model config: {exc}")
         else:
-            if ctx["model"] != hf_file.name or ctx["total_params"] != spec.total_params:
-                _set_model(hf_file.name, spec.total_params, spec.largest_layer_params)
+            if ctx["model"] != hf_file.name or ctx["model_config"] != hf_config:
+                _set_model(hf_file.name, spec.total_params, spec.largest_layer_params, hf_config)
 else:
     cols = st.columns(2)
     with cols[0]:
@@ -190,14 +192,23 @@ else:
     with cols[1]:
         widgets.context_widget(st.number_input, "largest_layer_params", "Largest layer's parameters", min_value=1,
                                step=1_000_000, help="Usually the embedding: vocab size × hidden size.")
+    if ctx.get("model_config") is not None:
+        ctx["model_config"] = None  # counts by hand: no architecture, so no activation estimate
 if ctx.get("total_params"):
     st.caption(f"Model: **{ctx.get('model') or 'by hand'}** — {ctx['total_params'] / 1e9:.2f} B parameters, "
                f"largest layer {ctx['largest_layer_params'] / 1e6:.1f} M.")
-cols = st.columns(2)
+cols = st.columns(4)
 with cols[0]:
     widgets.context_widget(st.number_input, "seq_len", "Sequence length (tokens)", min_value=1, max_value=1_048_576,
                            step=256)
 with cols[1]:
+    widgets.context_widget(st.selectbox, "attention", "Attention implementation", options=list(memory.ATTENTION_IMPLS),
+                           help="eager stores the attention scores; sdpa/flash do not (less activation memory).")
+with cols[2]:
+    widgets.context_widget(st.selectbox, "recompute", "Activation recompute", options=list(memory.RECOMPUTE_MODES),
+                           help="Gradient (activation) checkpointing in the model: `full` recomputes each layer in "
+                           "the backward pass and saves most activation memory.")
+with cols[3]:
     widgets.context_widget(st.number_input, "train_steps", "Training steps (for the LR chart)", min_value=1,
                            max_value=2_000_000, step=1000)
 

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import app_state
+from core import memory as core_memory
 from core.findings import get_path
 from ui import frame, memory, widgets
 
@@ -77,44 +78,72 @@ if "nvme" in (get_path(config, "zero_optimization.offload_optimizer.device"),
     with st.container(border=True):
         widgets.render_section("aio", form, columns=3)
 
-if params is not None:
-    st.subheader("Every stage-2/3 offload option (DeepSpeed's estimator)")
-    options = memory.options_table(ctx)
-    current = memory.model_states(config, ctx, stage)
-    options["current"] = options["label"] == (
-        f"ZeRO-{stage} opt={'cpu' if current and 'offload_optimizer=cpu' in current.option else 'none'} "
-        f"param={'cpu' if current and 'offload_param=cpu' in current.option else 'none'}")
-    chart_cols = st.columns(2)
-    for col, column, title, limit in (
-        (chart_cols[0], "gpu_gib", "GiB per GPU", capacity),
-        (chart_cols[1], "cpu_gib", "GiB CPU RAM per node", float(ctx["cpu_ram_gib"])),
-    ):
-        bars = alt.Chart(options).mark_bar().encode(
-            y=alt.Y("label:N", title=None, sort=None), x=alt.X(f"{column}:Q", title=title),
-            opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.4)),
-            tooltip=["label", alt.Tooltip(f"{column}:Q", format=".1f")],
+estimate = memory.current_estimate(config, ctx, form.report)
+if estimate is not None:
+    st.subheader("This config on one GPU")
+    parts = estimate.components_frame()
+    transient = "step" if estimate.gpu_peak_phase == "optimizer step" else "forward_backward"
+    peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
+    cols = st.columns([3, 2])
+    with cols[0]:
+        bars = alt.Chart(peak.assign(where="GPU")).mark_bar().encode(
+            x=alt.X("gib:Q", title="GiB per GPU at the peak"), y=alt.Y("where:N", title=None),
+            color=alt.Color("name:N", title="component", legend=alt.Legend(orient="bottom", columns=2)),
+            tooltip=["name", alt.Tooltip("gib:Q", format=".2f"), "formula"],
         )
-        rule = alt.Chart(pd.DataFrame({"limit": [limit]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+        rule = alt.Chart(pd.DataFrame({"limit": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
             x="limit:Q")
-        col.altair_chart((bars + rule).properties(height=220), width="stretch")
-    if current is None:
-        st.caption(f"DeepSpeed has no estimator for stage {stage}; the options above are for stages 2 and 3.")
-    else:
-        st.caption(f"Current config: **{current.option}** — {current.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
-                   f"{current.cpu_bytes / memory.GIB:.0f} GiB CPU RAM per node ({current.covers}).")
-    st.dataframe(options, hide_index=True, key="zero_options")
+        st.altair_chart((bars + rule).properties(height=110), width="stretch")
+    with cols[1]:
+        st.metric("Peak per GPU", f"{estimate.gpu_bytes / memory.GIB:.1f} GiB",
+                  delta=f"{capacity - estimate.gpu_bytes / memory.GIB:+.1f} GiB free", delta_color="normal",
+                  help=f"Peak during {estimate.gpu_peak_phase}. Capacity {capacity:g} GiB.")
+        st.metric("CPU RAM per node", f"{estimate.cpu_bytes_per_node / memory.GIB:.0f} GiB",
+                  delta=f"{float(ctx['cpu_ram_gib']) - estimate.cpu_bytes_per_node / memory.GIB:+.0f} GiB free",
+                  help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.0f} GiB.")
+    st.caption(f"Current config: {memory.current_option(config, stage)} — "
+               f"{estimate.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
+               f"{estimate.cpu_bytes_per_node / memory.GIB:.0f} GiB CPU RAM per node "
+               f"(micro batch {estimate.shape.micro_batch}, {estimate.shape.seq_len} tokens, "
+               f"{estimate.shape.attention} attention, recompute {estimate.shape.recompute}).")
+    for note in estimate.notes:
+        st.caption(f"ℹ️ {note}")
+    with st.expander("Every component with its formula", icon=":material/functions:"):
+        st.dataframe(parts[["name", "device", "phase", "gib", "formula"]], hide_index=True, key="zero_components")
 
-    st.subheader("Memory against the GPU count")
-    sizes = tuple(n for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if n <= max(64, world * 4))
-    sweep = memory.world_size_sweep(params[0], stage, sizes)
+    st.subheader("Every ZeRO stage and offload option")
+    options = memory.options_components(config, ctx, form.report)
+    current_label = memory.current_option(config, stage)
+    options["current"] = options["option"] == current_label
+    stacked = alt.Chart(options).mark_bar().encode(
+        y=alt.Y("option:N", title=None, sort=None), x=alt.X("gib:Q", title="GiB per GPU at the peak", stack=True),
+        color=alt.Color("category:N", title=None),
+        opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.45)),
+        tooltip=["option", "category", alt.Tooltip("gib:Q", format=".1f"), alt.Tooltip("cpu_gib:Q", format=".0f")],
+    )
+    rule = alt.Chart(pd.DataFrame({"limit": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+        x="limit:Q")
+    st.altair_chart((stacked + rule).properties(height=360), width="stretch")
+    totals = options.drop_duplicates("option")[["option", "total_gib", "cpu_gib", "nvme_gib", "fits", "current"]]
+    st.dataframe(totals, hide_index=True, key="zero_options")
+
+    st.subheader("Memory against micro batch, sequence length or GPU count")
+    axis_labels = {"micro_batch": "micro batch", "seq_len": "sequence length", "total_gpus": "GPU count"}
+    axis = st.radio("Sweep", list(axis_labels), format_func=axis_labels.get, horizontal=True, key="zero_sweep_axis")
+    now = {"micro_batch": estimate.shape.micro_batch, "seq_len": estimate.shape.seq_len, "total_gpus": world}[axis]
+    sweep = core_memory.sweep_totals(config, memory.model_for(ctx), memory.hardware_for(ctx),
+                                     memory.shape_for(ctx, config, form.report), axis,
+                                     memory.sweep_values(axis, ctx, now))
+    sweep["current"] = sweep[axis] == now
     line = alt.Chart(sweep).mark_line(point=True).encode(
-        x=alt.X("gpus:Q", scale=alt.Scale(type="log", base=2), title="GPUs"),
-        y=alt.Y("gib_per_gpu:Q", title=f"GiB per GPU (stage {stage})"),
+        x=alt.X(f"{axis}:Q", scale=alt.Scale(type="log", base=2), title=axis_labels[axis]),
+        y=alt.Y("gpu_gib:Q", title="GiB per GPU at the peak"),
+        tooltip=[axis, alt.Tooltip("gpu_gib:Q", format=".1f"), "fits"],
     )
     cap = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
         y="capacity:Q")
     st.altair_chart((line + cap).properties(height=260), width="stretch")
-    st.dataframe(sweep, hide_index=True, key="zero_sweep")
+    st.dataframe(sweep[[axis, "gpu_gib", "fits", "current"]], hide_index=True, key="zero_sweep")
 
 # ------------------------------------------------------------------ everything else in zero_optimization
 with st.expander("Buckets, stage-3 knobs, ZeRO++ and the other ZeRO settings", icon=":material/tune:"):

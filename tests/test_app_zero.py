@@ -5,12 +5,12 @@ from __future__ import annotations
 from test_app_support import app, click_fix, texts
 
 from core import memory as core_memory
-from core.models import get_spec
+from core.models import get_config, get_spec
 from ui.widgets import widget_key
 
 SPEC = get_spec("meta-llama/Llama-2-7b-hf")
 MODEL = {"model": "meta-llama/Llama-2-7b-hf", "total_params": SPEC.total_params,
-         "largest_layer_params": SPEC.largest_layer_params}
+         "largest_layer_params": SPEC.largest_layer_params, "model_config": get_config("meta-llama/Llama-2-7b-hf")}
 
 
 def zero_app(zero: dict, **context):
@@ -27,16 +27,30 @@ def test_stage_widget_changes_config_and_charts():
     at = zero_app({"stage": 1, "team_key": "x"}, nodes=1, gpus_per_node=8)
     totals = table(at, "fits")
     assert list(totals.loc[totals["current"], "stage"]) == [1]
-    sweep_before = table(at, "gpus").copy()
+    options = table(at, "option")
+    assert list(options.loc[options["current"], "option"]) == ["ZeRO-1"]
+    sweep_before = table(at, "micro_batch").copy()
     at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
     assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 1,
                                           "zero_optimization": {"stage": 3, "team_key": "x"}, "keep_me": [1, 2]}
     totals = table(at, "fits")
     assert list(totals.loc[totals["current"], "stage"]) == [3]
-    sweep_after = table(at, "gpus")
-    assert (sweep_after["gib_per_gpu"].iloc[1:] < sweep_before["gib_per_gpu"].iloc[1:]).all()
-    options = table(at, "label")
-    assert list(options.loc[options["current"], "label"]) == ["ZeRO-3 opt=none param=none"]
+    options = table(at, "option")
+    assert list(options.loc[options["current"], "option"]) == ["ZeRO-3"]
+    sweep_after = table(at, "micro_batch")
+    assert (sweep_after["gpu_gib"] < sweep_before["gpu_gib"]).all()
+
+
+def test_sweep_axis_switches_and_marks_the_current_value():
+    at = zero_app({"stage": 2}, nodes=1, gpus_per_node=8, seq_len=4096)
+    at.radio(key="zero_sweep_axis").set_value("seq_len").run()
+    sweep = table(at, "seq_len")
+    assert list(sweep.loc[sweep["current"], "seq_len"]) == [4096]
+    assert sweep["gpu_gib"].is_monotonic_increasing
+    at.radio(key="zero_sweep_axis").set_value("total_gpus").run()
+    sweep = table(at, "total_gpus")
+    assert list(sweep.loc[sweep["current"], "total_gpus"]) == [8]
+    assert sweep["gpu_gib"].is_monotonic_decreasing
 
 
 def test_figure_follows_the_zero_paper_accounting():
@@ -49,20 +63,29 @@ def test_figure_follows_the_zero_paper_accounting():
     assert totals[3] == 16 * psi / 16
 
 
-def test_offload_changes_estimate_to_deepspeeds_numbers():
-    at = zero_app({"stage": 3}, nodes=1, gpus_per_node=4)
+def test_offload_changes_the_estimate_to_core_memorys_numbers():
+    at = zero_app({"stage": 3}, nodes=1, gpus_per_node=4, gpu_memory_gib=40.0, cpu_ram_gib=256.0, seq_len=1024)
+    before = table(at, "option")
     at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).set_value("cpu").run()
     at.selectbox(key=widget_key("zero_optimization.offload_param.device")).set_value("cpu").run()
-    zero = at.session_state["config"]["zero_optimization"]
-    assert zero["offload_optimizer"] == {"device": "cpu"} and zero["offload_param"] == {"device": "cpu"}
-    options = table(at, "label")
+    config = at.session_state["config"]
+    assert config["zero_optimization"] == {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                           "offload_param": {"device": "cpu"}}
+    options = table(at, "option")
     current = options.loc[options["current"]].iloc[0]
-    assert current["label"] == "ZeRO-3 opt=cpu param=cpu"
-    cpu, gpu, _largest = core_memory.estimate_zero3_model_states_mem_needs(
-        SPEC.total_params, SPEC.largest_layer_params, 4, 1, True, True, True)
-    assert current["gpu_gib"] == gpu / 2**30
-    assert current["cpu_gib"] == cpu / 2**30
-    assert any(f"{gpu / 2**30:.1f} GiB per GPU" in c.value for c in at.caption)
+    assert current["option"] == "ZeRO-3 opt→cpu param→cpu"
+    expected = core_memory.estimate(
+        config, SPEC, core_memory.Hardware(4, 1, 40 * 2**30, 256 * 2**30), core_memory.Shape(1, 1024))
+    assert current["total_gib"] == expected.gpu_bytes / 2**30
+    assert current["cpu_gib"] == expected.cpu_bytes_per_node / 2**30
+    assert current["total_gib"] < before.loc[before["current"]].iloc[0]["total_gib"]
+    assert any(f"{expected.gpu_bytes / 2**30:.1f} GiB per GPU" in c.value for c in at.caption)
+    assert any(f"Fits: {expected.gpu_bytes / 2**30:.1f} of 40 GiB per GPU" in s.value for s in at.sidebar.success)
+
+
+def test_sidebar_says_when_it_does_not_fit():
+    at = zero_app({"stage": 0}, nodes=1, gpus_per_node=8, gpu_memory_gib=24.0)
+    assert any(e.value.startswith("Does not fit (GPU)") for e in at.sidebar.error)
 
 
 def test_stage3_options_disabled_with_reason_below_stage3():

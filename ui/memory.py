@@ -1,39 +1,23 @@
-"""Memory numbers for the app, from ``core.memory``.
+"""Memory numbers for the app: thin adapters from the session's context to ``core.memory``.
 
-Until the full per-GPU model (``core.memory.estimate``) lands, the app uses DeepSpeed's own ZeRO-2/3
-model-state estimators (bit-exact copies in ``core.memory``): parameters, gradients and optimizer
-states, not activations. They need the model's total and largest-layer parameter counts.
+``core.memory.estimate`` does the work (per-GPU components, CPU RAM per node, NVMe); this module only
+builds its inputs (model, hardware, training shape) from the context, and shapes the results into the
+tables the charts draw.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from core import memory
+from core.findings import Report
+from core.models import ModelConfigError, describe
+from core.models.arch import ModelSpec
 
-GIB = 2**30
-
-
-@dataclass(frozen=True)
-class ModelStates:
-    """Model-state memory of the current config (bytes)."""
-
-    gpu_bytes: int
-    cpu_bytes: int
-    """CPU RAM per node."""
-    option: str
-    """Which of DeepSpeed's estimator rows this is."""
-    covers: str = "parameters, gradients and optimizer states (no activations)"
-
-
-def _offload(config: Mapping[str, Any], which: str) -> bool:
-    zero = config.get("zero_optimization")
-    section = zero.get(which) if isinstance(zero, Mapping) else None
-    return isinstance(section, Mapping) and section.get("device") in ("cpu", "nvme")
+GIB = memory.GIB
 
 
 def model_params(context: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -44,47 +28,101 @@ def model_params(context: Mapping[str, Any]) -> tuple[int, int] | None:
     return int(total), int(largest)
 
 
-def model_states(config: Mapping[str, Any], context: Mapping[str, Any], stage: int) -> ModelStates | None:
-    """DeepSpeed's estimate for the config's stage and offload (None: no model, or stage 0/1 which
-    DeepSpeed has no estimator for)."""
-    params = model_params(context)
-    if params is None or stage not in (2, 3):
-        return None
-    total, largest = params
-    nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
-    off_opt = _offload(config, "offload_optimizer")
-    if stage == 2:
-        cpu, gpu = memory.estimate_zero2_model_states_mem_needs(total, gpus, nodes, cpu_offload=off_opt)
-        return ModelStates(int(gpu), int(cpu), f"ZeRO-2, offload_optimizer={'cpu' if off_opt else 'none'}")
-    # DeepSpeed's estimator has no row for parameter offload without optimizer offload.
-    off_par = _offload(config, "offload_param") and off_opt
-    cpu, gpu, _ = memory.estimate_zero3_model_states_mem_needs(
-        total, largest, gpus, nodes, cpu_offload=off_opt, cpu_offload_params=off_par, zero_init=True
-    )
-    return ModelStates(
-        int(gpu), int(cpu),
-        f"ZeRO-3, offload_param={'cpu' if off_par else 'none'}, offload_optimizer={'cpu' if off_opt else 'none'}",
-    )
-
-
-def options_table(context: Mapping[str, Any]) -> pd.DataFrame | None:
-    """Every stage-2/3 offload option DeepSpeed estimates, for the user's model and GPUs (GiB)."""
+def model_for(context: Mapping[str, Any]) -> ModelSpec | memory.ModelCounts | None:
+    """The architecture (catalog or uploaded config.json) or, failing that, the bare parameter counts."""
+    hf_config = context.get("model_config")
+    if isinstance(hf_config, Mapping):
+        try:
+            return describe(hf_config, name=context.get("model") or None)
+        except ModelConfigError:
+            pass
     params = model_params(context)
     if params is None:
         return None
-    total, largest = params
-    nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
-    z2 = memory.zero2_all_cold_table(total, gpus, nodes)
-    z2.insert(0, "stage", 2)
-    z2["offload_param"] = "none"
-    z3 = memory.zero3_all_cold_table(total, largest, gpus, nodes)
-    z3.insert(0, "stage", 3)
-    z3 = z3[z3["zero_init"]]
-    table = pd.concat([z2, z3], ignore_index=True)
-    table["label"] = table.apply(
-        lambda r: f"ZeRO-{r['stage']} opt={r['offload_optimizer']} param={r['offload_param']}", axis=1
+    return memory.ModelCounts(params[0], params[1], name=str(context.get("model") or "manual counts"))
+
+
+def hardware_for(context: Mapping[str, Any]) -> memory.Hardware:
+    nvme = float(context.get("nvme_gib") or 0)
+    return memory.Hardware(
+        gpus_per_node=int(context["gpus_per_node"]), nodes=int(context["nodes"]),
+        gpu_memory_bytes=int(float(context["gpu_memory_gib"]) * GIB),
+        cpu_ram_per_node_bytes=int(float(context["cpu_ram_gib"]) * GIB),
+        nvme_bytes_per_node=int(nvme * GIB) if nvme > 0 else None,
     )
-    return table[["label", "stage", "offload_optimizer", "offload_param", "gpu_gib", "cpu_gib"]]
+
+
+def micro_batch(config: Mapping[str, Any], report: Report | None) -> int:
+    """The micro batch DeepSpeed will use (derived when not written; 1 when unknown or "auto")."""
+    if report is not None and report.batch is not None:
+        value = report.batch.train_micro_batch_size_per_gpu
+    else:
+        value = config.get("train_micro_batch_size_per_gpu")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1:
+        return int(value)
+    return 1
+
+
+def shape_for(context: Mapping[str, Any], config: Mapping[str, Any], report: Report | None) -> memory.Shape:
+    return memory.Shape(
+        micro_batch=micro_batch(config, report), seq_len=int(context.get("seq_len") or 2048),
+        attention=str(context.get("attention") or "sdpa"), recompute=str(context.get("recompute") or "none"),
+    )
+
+
+def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
+                     report: Report | None = None) -> memory.MemoryEstimate | None:
+    """The full estimate for the session's config, or None when no model is chosen."""
+    model = model_for(context)
+    if model is None:
+        return None
+    return memory.estimate(config, model, hardware_for(context), shape_for(context, config, report))
+
+
+def option_label(stage: int, offload_optimizer: str, offload_param: str) -> str:
+    text = f"ZeRO-{stage}"
+    if offload_optimizer != "none":
+        text += f" opt→{offload_optimizer}"
+    if offload_param != "none":
+        text += f" param→{offload_param}"
+    return text
+
+
+def current_option(config: Mapping[str, Any], stage: int) -> str:
+    zero = config.get("zero_optimization")
+    zero = zero if isinstance(zero, Mapping) else {}
+
+    def device(key: str) -> str:
+        section = zero.get(key)
+        value = section.get("device", "none") if isinstance(section, Mapping) else "none"
+        return value if value in ("cpu", "nvme") else "none"
+
+    opt = device("offload_optimizer") if stage >= 1 else "none"
+    param = device("offload_param") if stage == 3 else "none"
+    return option_label(stage, opt, param)
+
+
+def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
+                       report: Report | None = None) -> pd.DataFrame | None:
+    """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals."""
+    model = model_for(context)
+    if model is None:
+        return None
+    hardware, shape = hardware_for(context), shape_for(context, config, report)
+    rows = []
+    for stage, opt, param in memory.zero_options():
+        est = memory.estimate(memory.with_zero_option(config, stage, opt, param), model, hardware, shape)
+        frame = est.components_frame()
+        gpu = frame[frame["device"] == "gpu"]
+        # The peak holds the persistent bytes plus the larger of the two transient phases.
+        transient = "step" if est.gpu_peak_phase == "optimizer step" else "forward_backward"
+        gpu = gpu[gpu["phase"].isin(["persistent", transient])]
+        label = option_label(stage, opt, param)
+        for category, gib in gpu.groupby("category")["gib"].sum().items():
+            rows.append({"option": label, "stage": stage, "category": category, "gib": gib,
+                         "total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
+                         "nvme_gib": est.nvme_bytes_per_node / GIB, "fits": est.fits})
+    return pd.DataFrame(rows)
 
 
 #: The ZeRO paper's (Rajbhandari et al. 2020, Figure 1) mixed-precision Adam accounting, bytes per parameter:
@@ -106,10 +144,11 @@ def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0
     return pd.DataFrame(rows)
 
 
-def world_size_sweep(total_params: int, stage: int, sizes: tuple[int, ...]) -> pd.DataFrame:
-    """Per-GPU GiB of the paper's model states for ``stage`` as the GPU count grows."""
-    rows = []
-    for n in sizes:
-        total = zero_figure(total_params, n, (stage,))["gib_per_gpu"].sum()
-        rows.append({"gpus": n, "gib_per_gpu": total})
-    return pd.DataFrame(rows)
+def sweep_values(axis: str, context: Mapping[str, Any], current: int) -> list[int]:
+    """The x values of a sweep chart around the current value."""
+    if axis == "micro_batch":
+        return sorted({1, 2, 4, 8, 16, 32, 64, current})
+    if axis == "seq_len":
+        return sorted({512, 1024, 2048, 4096, 8192, 16384, 32768, current})
+    world = int(context["nodes"]) * int(context["gpus_per_node"])
+    return sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, world})

@@ -46,7 +46,7 @@ def render(report: Report) -> None:
         hidden = len(errors) + len(warnings) - MAX_LISTED
         if hidden > 0:
             st.page_link(app_state.PAGES["review"], label=f"… and {hidden} more on Review & export")
-        _memory_fit(config, ctx)
+        _memory_fit(config, ctx, report)
         st.download_button(
             "Download ds_config.json", data=core.dump_config(config), file_name="ds_config.json",
             mime="application/json", icon=":material/download:", key="sidebar_download",
@@ -54,21 +54,23 @@ def render(report: Report) -> None:
         )
 
 
-def _memory_fit(config: dict, ctx: dict) -> None:
-    stage = app_state.zero_stage(config)
-    estimate = memory.model_states(config, ctx, stage)
-    capacity = float(ctx["gpu_memory_gib"])
-    if memory.model_params(ctx) is None:
+def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
+    estimate = memory.current_estimate(config, ctx, report)
+    if estimate is None:
         st.caption("Memory: choose a model on Start to see whether it fits.")
         return
-    if estimate is None:
-        st.caption(f"Memory: DeepSpeed estimates ZeRO stages 2 and 3 only (current stage {stage}).")
-        return
     gpu_gib = estimate.gpu_bytes / memory.GIB
-    cpu_gib = estimate.cpu_bytes / memory.GIB
-    text = (f"Model states {gpu_gib:.1f} GiB of {capacity:.0f} GiB per GPU; "
-            f"CPU {cpu_gib:.0f} of {float(ctx['cpu_ram_gib']):.0f} GiB per node")
-    if gpu_gib <= capacity and cpu_gib <= float(ctx["cpu_ram_gib"]):
-        st.success(f"Fits: {text} (activations not included).", icon=":material/memory:")
+    cpu_gib = estimate.cpu_bytes_per_node / memory.GIB
+    text = (f"{gpu_gib:.1f} of {float(ctx['gpu_memory_gib']):g} GiB per GPU (peak in {estimate.gpu_peak_phase}); "
+            f"CPU {cpu_gib:.0f} of {float(ctx['cpu_ram_gib']):g} GiB per node")
+    if estimate.nvme_bytes_per_node:
+        text += f"; NVMe {estimate.nvme_bytes_per_node / memory.GIB:.0f} GiB per node"
+    shape = estimate.shape
+    text += f" — micro batch {shape.micro_batch}, {shape.seq_len} tokens."
+    if estimate.fits:
+        st.success(f"Fits: {text}", icon=":material/memory:")
     else:
-        st.error(f"Does not fit: {text}.", icon=":material/memory:")
+        short = [name for name, ok in (("GPU", estimate.fits_gpu), ("CPU RAM", estimate.fits_cpu),
+                                       ("NVMe", estimate.fits_nvme)) if not ok]
+        st.error(f"Does not fit ({', '.join(short)}): {text}", icon=":material/memory:")
+    st.page_link(app_state.PAGES["zero"], label="Memory charts", icon=":material/bar_chart:")
