@@ -1113,7 +1113,7 @@ def _section_models() -> list[type[BaseModel]]:
 
 
 @pytest.mark.parametrize("model", _section_models(), ids=lambda m: m.__qualname__)
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=25, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_sections_never_raise_anything_but_validation_errors(model, data):
     keys = st.sampled_from([*model.model_fields, "bogus"])
