@@ -189,6 +189,10 @@ class ShareError(ValueError):
     """The shared link is damaged or not ours."""
 
 
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a valid JSON number")
+
+
 def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Inverse of ``encode_state``: (config, context, baseline). Raises ShareError for bad input."""
     try:
@@ -197,13 +201,19 @@ def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
         raw = decompressor.decompress(packed, MAX_SHARED_BYTES)
         if decompressor.unconsumed_tail:
             raise ShareError("the shared state is too large")
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except ShareError:
         raise
-    except (ValueError, zlib.error, UnicodeDecodeError) as exc:
+    except (ValueError, zlib.error, UnicodeDecodeError, RecursionError) as exc:
         raise ShareError(f"the link's state cannot be read ({type(exc).__name__}); ask for a new link") from None
     if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in ("c", "x", "b")):
         raise ShareError("the link's state is not a DeepSpeed Config Studio state")
+    for key in ("c", "b"):
+        try:
+            # The same checks as an uploaded file (size, depth, finite numbers).
+            core.load_config(json.dumps(data[key]))
+        except (core.ConfigLoadError, RecursionError, ValueError) as exc:
+            raise ShareError(f"the link's config cannot be used: {exc}") from None
     context = default_context()
     known = {k: v for k, v in data["x"].items() if k in context}
     context.update(known)

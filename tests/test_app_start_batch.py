@@ -138,3 +138,33 @@ def test_hf_target_offers_auto(target):
     assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == "auto"
     at.toggle(key=widget_key("train_micro_batch_size_per_gpu") + ":auto").set_value(False).run()
     assert "train_micro_batch_size_per_gpu" not in at.session_state["config"]
+
+
+def test_version_choice_hides_or_disables_fields_the_version_lacks():
+    key = widget_key("managed_gradient_accumulation")
+    at = app({"train_micro_batch_size_per_gpu": 1})
+    at.selectbox(key="ctx:version").set_value("0.19.5").run()
+    assert at.session_state["context"]["version"] == "0.19.5"
+    at.switch_page("pages/batch.py").run()
+    assert not [c for c in at.checkbox if c.key == key]  # not in 0.19.5 and not set: hidden
+    at.session_state["config"]["managed_gradient_accumulation"] = False
+    at.run()
+    managed = at.checkbox(key=key)  # set in the config: shown, disabled, with the reason
+    assert managed.disabled
+    assert "Not available in DeepSpeed 0.19.5 (added in 0.19.8)." in managed.help
+    at.switch_page("pages/start.py").run()
+    at.selectbox(key="ctx:version").set_value("0.19.8").run()
+    at.switch_page("pages/batch.py").run()
+    assert not at.checkbox(key=key).disabled
+
+
+def test_manual_parameter_counts_give_a_model_states_only_estimate():
+    at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}})
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    at.number_input(key="ctx:total_params").set_value(13_000_000_000).run()
+    at.number_input(key="ctx:largest_layer_params").set_value(200_000_000).run()
+    ctx = at.session_state["context"]
+    assert (ctx["total_params"], ctx["largest_layer_params"], ctx["model_config"]) == (13_000_000_000, 200_000_000,
+                                                                                        None)
+    fit = [*at.sidebar.success, *at.sidebar.error]
+    assert any("GiB per GPU" in e.value for e in fit)

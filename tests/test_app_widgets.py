@@ -117,3 +117,24 @@ def test_share_decode_cleans_a_hostile_context():
     assert context["version"] in app_state.VERSIONS
     assert context["nodes"] == 1
     assert "x" not in context
+
+
+@pytest.mark.parametrize("text", ["NaN", "[1, Infinity]", '{"a": 1, "a": 2}', "{", "[" * 5000])
+def test_json_text_values_refuse_what_deepspeed_cannot_read(text):
+    value, error = widgets.parse_json_value(text, "some.path")
+    assert value is None
+    assert error.startswith("`some.path`: ")
+
+
+def test_json_text_value_parses_plain_json():
+    assert widgets.parse_json_value('{"classes": ["a"], "n": 1.5}', "p") == ({"classes": ["a"], "n": 1.5}, None)
+
+
+def test_share_decode_refuses_non_finite_numbers_and_deep_configs():
+    import base64
+    import zlib
+    for raw in ('{"c": {"x": NaN}, "x": {}, "b": {}}',
+                '{"c": ' + '{"a": ' * 100 + "1" + "}" * 100 + ', "x": {}, "b": {}}'):
+        token = base64.urlsafe_b64encode(zlib.compress(raw.encode())).decode().rstrip("=")
+        with pytest.raises(app_state.ShareError):
+            app_state.decode_state(token)

@@ -176,6 +176,29 @@ def _json_error_key(path: str) -> str:
     return f"jsonerr:{path}"
 
 
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a valid JSON number; write a finite number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice; DeepSpeed refuses duplicate keys")
+        out[key] = value
+    return out
+
+
+def parse_json_value(text: str, path: str) -> tuple[Any, str | None]:
+    """Parse a JSON value typed into a text area: (value, None) or (None, an error naming line and column)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates), None
+    except json.JSONDecodeError as exc:
+        return None, f"`{path}`: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+    except (ValueError, RecursionError) as exc:
+        return None, f"`{path}`: {exc}."
+
+
 def _forget_raw_editor(path: str) -> None:
     # The raw JSON editor of the enclosing top-level section shows the old text otherwise.
     st.session_state.pop(f"{app_state.WIDGET_PREFIX}raw:{split_path(path)[0]}", None)
@@ -191,13 +214,9 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
             delete_value(config, path)
             st.session_state.pop(_json_error_key(path), None)
             return
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            st.session_state[_json_error_key(path)] = (
-                f"`{path}`: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}). "
-                "The previous value is kept."
-            )
+        parsed, error = parse_json_value(text, path)
+        if error:
+            st.session_state[_json_error_key(path)] = f"{error} The previous value is kept."
             return
         st.session_state.pop(_json_error_key(path), None)
         set_value(config, path, parsed)
@@ -492,13 +511,9 @@ def _on_raw_change(path: str, key: str) -> None:
         delete_value(config, path)
         st.session_state.pop(_json_error_key("raw:" + path), None)
     else:
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            st.session_state[_json_error_key("raw:" + path)] = (
-                f"`{path}`: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}). "
-                "Nothing was changed."
-            )
+        parsed, error = parse_json_value(text, path)
+        if error:
+            st.session_state[_json_error_key("raw:" + path)] = f"{error} Nothing was changed."
             return
         st.session_state.pop(_json_error_key("raw:" + path), None)
         set_value(config, path, parsed)
