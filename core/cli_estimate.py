@@ -78,7 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     hw.add_argument("--nvme", type=_gib, default=None, metavar="GIB", help="NVMe capacity per node")
     hw.add_argument("--buffer-factor", type=float, default=1.5, help="DeepSpeed tables' additional_buffer_factor")
     shape = p.add_argument_group("training shape")
-    shape.add_argument("--micro-batch", type=_positive_int, default=1)
+    shape.add_argument(
+        "--micro-batch",
+        type=_positive_int,
+        default=None,
+        help="default: the config's train_micro_batch_size_per_gpu if it is a number, else 1",
+    )
     shape.add_argument("--seq-len", type=_positive_int, default=2048)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa")
     shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
@@ -199,7 +204,12 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         if not isinstance(ds_config, dict):
             raise _UsageError("--config must contain a JSON object (a DeepSpeed config)")
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
-    shape = memory.Shape(args.micro_batch, args.seq_len, args.attention, args.recompute)
+    micro_batch = args.micro_batch
+    if micro_batch is None:
+        from_config = ds_config.get("train_micro_batch_size_per_gpu")
+        ok = isinstance(from_config, int) and not isinstance(from_config, bool) and from_config >= 1
+        micro_batch = from_config if ok else 1
+    shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
     est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision)
     table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
     if args.format == "json":

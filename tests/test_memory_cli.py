@@ -165,3 +165,17 @@ def test_parse_count_only_raises_argument_type_error(text):
 def test_parse_count_examples(text, value):
     parsed = cli_estimate.parse_count(text)
     assert parsed == value and type(parsed) is type(value)
+
+
+def test_micro_batch_defaults_to_the_config(tmp_path):
+    ds = tmp_path / "ds.json"
+    ds.write_text(json.dumps({"train_micro_batch_size_per_gpu": 6, "zero_optimization": {"stage": 2}}))
+    _, out, _ = _run(["--model", "openai-community/gpt2", "--config", str(ds), "--format", "json"])
+    assert json.loads(out)["shape"]["micro_batch"] == 6
+    ds.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto"}))
+    _, out, _ = _run(["--model", "openai-community/gpt2", "--config", str(ds), "--format", "json"])
+    assert json.loads(out)["shape"]["micro_batch"] == 1
+    _, out, _ = _run(
+        ["--model", "openai-community/gpt2", "--config", str(ds), "--micro-batch", "3", "--format", "json"]
+    )
+    assert json.loads(out)["shape"]["micro_batch"] == 3
