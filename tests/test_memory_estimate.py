@@ -337,3 +337,9 @@ def test_bf16_zero1_fp32_grad_accumulation_uses_bf16_optimizer_buffers():
     grads = next(c for c in fp32_accum.components if c.name.startswith("gradients"))
     assert "BF16_Optimizer" in grads.name and grads.bytes == 4 * LLAMA7.total_params
     assert fp32_accum.gpu_bytes > plain.gpu_bytes
+
+
+def test_activation_terms_frame_sums_to_one_layer():
+    frame = m.activation_terms_frame(LLAMA7, 2, 1024, 2, "eager")
+    assert frame["bytes"].sum() == m.activation_breakdown(LLAMA7, 2, 1024, 2, "eager").per_layer
+    assert frame["formula"].str.len().min() > 0

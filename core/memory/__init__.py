@@ -1,6 +1,12 @@
 """Memory model: DeepSpeed's own ZeRO estimators (bit-exact) and a full per-GPU / per-node estimate."""
 
-from core.memory.activations import ATTENTION_IMPLS, RECOMPUTE_MODES, ActivationBreakdown, activation_breakdown
+from core.memory.activations import (
+    ATTENTION_IMPLS,
+    RECOMPUTE_MODES,
+    ActivationBreakdown,
+    activation_breakdown,
+    activation_terms_frame,
+)
 from core.memory.deepspeed_parity import (
     estimate_zero2_model_states_mem_needs,
     estimate_zero3_model_states_mem_needs,
@@ -48,6 +54,7 @@ __all__ = [
     "Shape",
     "TrainingSettings",
     "activation_breakdown",
+    "activation_terms_frame",
     "estimate",
     "estimate_zero2_model_states_mem_needs",
     "estimate_zero3_model_states_mem_needs",
