@@ -17,7 +17,7 @@ Rule = Callable[[Context], Iterable[Finding]]
 RULES: tuple[Rule, ...] = (structure.check_keys, structure.check_types, *semantic.RULES, *optim.RULES)
 
 #: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
-INITIALIZE_TIME_CODES: frozenset[str] = optim.INITIALIZE_CODES
+INITIALIZE_TIME_CODES: frozenset[str] = optim.INITIALIZE_CODES | {"type.engine"}
 
 
 def validate(
@@ -61,8 +61,12 @@ def validate(
 
 def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
     """A generic type error where a specific rule already explains the same path is noise."""
-    specific = {f.path for f in findings if f.severity == "error" and not f.code.startswith("type.")}
-    return [f for f in findings if not (f.code.startswith("type.") and f.path in specific)]
+    specific = [f.path for f in findings if f.severity == "error" and not f.code.startswith("type.")]
+
+    def shadowed(path: str) -> bool:
+        return any(p == path or p.startswith(path + ".") for p in specific)
+
+    return [f for f in findings if not (f.code.startswith("type.") and shadowed(f.path))]
 
 
 def _batch_values(config: dict[str, Any], world_size: int) -> BatchValues | None:

@@ -238,12 +238,8 @@ STRICT_PAIRS: list[tuple[type[Section], type[BaseModel]]] = [
     (zero.ZenFlowConfig, ds_zenflow.ZenFlowConfig),
 ]
 
-#: Known differences in zero.py (owned by the integrator, reported there): the verdict test is expected
-#: to fail for these until zero.py is fixed (strict xfail: a fix makes the test fail as a reminder).
-_KNOWN_VERDICT_MISMATCH = {
-    zero.ZenFlowConfig: "zero.ZenFlowConfig: select_interval/update_interval accept digit strings ('12'), "
-    "DeepSpeed rejects every string but 'auto'",
-}
+#: Known accept/reject differences between a strict section and DeepSpeed's model (none at present).
+_KNOWN_VERDICT_MISMATCH: dict[type[BaseModel], str] = {}
 
 
 def _verdict_params():
@@ -932,11 +928,6 @@ _NOT_KEYS = {
     "vocabularyrarity",
     "gradient_accumulation",
 }
-#: Documented keys DeepSpeed does not accept in a strict section owned by zero.py / root.py, reported to
-#: the integrator (recorded here so the test names every gap explicitly).
-_DOC_ONLY_ELSEWHERE = {"grad_hooks", "cpu_offload_params", "fp32_allreduce", "train_step_batch_size"}
-
-
 def _all_schema_keys() -> set[str]:
     """Every field name and alias reachable from the root, through lists and dicts of sections too."""
     seen: set[type[BaseModel]] = set()
@@ -996,11 +987,9 @@ def test_every_documented_key_exists_in_the_schema():
     missing = {
         k: doc
         for k, doc in _documented_keys().items()
-        if k not in schema_keys | registry | _NOT_KEYS | _DOC_ONLY_ELSEWHERE
+        if k not in schema_keys | registry | _NOT_KEYS
     }
     assert missing == {}
-    # The explicit gaps are still gaps (when the integrator adds them, this list must shrink).
-    assert _DOC_ONLY_ELSEWHERE.isdisjoint(schema_keys)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -186,8 +186,12 @@ CASES = [
     ("elasticity-batch-keys", cfg(elasticity={"enabled": True, "max_train_batch_size": 64,
                                               "micro_batch_sizes": [2, 4]}), {"version": "0.19.5"},
      "elasticity.batch-keys", "error", "elasticity.ignore_non_elastic_batch_info"),
-    ("zenflow-update-interval", cfg(zero_optimization={"stage": 2, "zenflow": {"update_interval": 0}}), {},
-     "zero.zenflow-update-interval", "error", "zero_optimization.zenflow.update_interval"),
+    ("ignored-key", cfg(aio={"thread_count": 4}), {}, "keys.ignored", "warning", "aio.thread_count"),
+    ("doc-only-top", cfg(fp32_allreduce=True), {}, "keys.doc-only", "warning", "fp32_allreduce"),
+    ("doc-only-strict", cfg(zero_optimization={"stage": 3, "cpu_offload_params": True}), {}, "keys.doc-only",
+     "error", "zero_optimization.cpu_offload_params"),
+    ("type-engine", cfg(data_types={"grad_accum_dtype": "fp8"}), {}, "type.engine", "error",
+     "data_types.grad_accum_dtype"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]
@@ -272,6 +276,12 @@ def test_removed_keys_accepted_by_0195():
     config = cfg(amp={"enabled": False})
     assert "removed.key" in validate(config).codes()
     assert "removed.key" not in validate(config, version="0.19.5").codes()
+
+
+def test_version_specific_checks():
+    config = cfg(zero_optimization={"stage": 2, "zenflow": {"update_interval": 0}})
+    assert "type.value_error" in validate(config).codes()
+    assert validate(config, version="0.19.5").ok
 
 
 def test_version_specific_bounds():

@@ -694,19 +694,6 @@ def compile_passes(ctx: Context) -> Iterator[Finding]:
         )
 
 
-def zenflow_interval(ctx: Context) -> Iterator[Finding]:
-    """zenflow.update_interval ≥ 1 (checked from DeepSpeed 0.19.8 on)."""
-    zenflow = ctx.zero.get("zenflow")
-    value = zenflow.get("update_interval") if isinstance(zenflow, dict) else None
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if version_tuple(ctx.version) >= (0, 19, 8) and is_int and value < 1:
-        yield Finding(
-            "error", "zero.zenflow-update-interval", "zero_optimization.zenflow.update_interval",
-            f"zenflow.update_interval is {value}; DeepSpeed {ctx.version} requires at least 1 (or \"auto\").",
-            fix=_set("zero_optimization.zenflow.update_interval", "auto"), page="zero",
-        )
-
-
 def elasticity(ctx: Context) -> Iterator[Finding]:
     """DeepSpeed 0.19.5 elasticity: it takes over the batch size and refuses explicit batch keys."""
     section = ctx.config.get("elasticity")
@@ -723,7 +710,7 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
 
 
 RULES = (
-    sequence_parallel, compile_passes, elasticity, zenflow_interval,
+    sequence_parallel, compile_passes, elasticity,
     removed_keys, batch_triangle, batch_types, auto_values, precision, torch_autocast, communication,
     zero_form, offload, deprecated_zero_keys, bfloat16_alias, checkpoint, data_types, data_efficiency,
     autotuning, misc,

@@ -13,7 +13,7 @@ from core.findings import Finding, Fix, FixOp
 from core.rules.context import Context
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import SchemaField, is_open, is_strict, key_index, section_fields
+from core.schema.walk import SchemaField, is_open, is_strict, key_index, section_fields, section_meta
 
 ROOT = DeepSpeedConfig
 
@@ -81,8 +81,27 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
                 fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)),
                 page=_page_of(path),
             )
+        if field.meta.extra.get("ignored"):
+            yield Finding(
+                "warning", "keys.ignored", path,
+                f"`{path}` appears in the DeepSpeed docs, but DeepSpeed {ctx.version} ignores it."
+                + (f" {field.meta.doc_note}" if field.meta.doc_note else ""),
+                suggestion=f"Use `{field.meta.replaced_by}` instead." if field.meta.replaced_by else "Remove it.",
+                fix=Fix(f"Rename to `{field.meta.replaced_by}`",
+                        (FixOp("move", path, to=_join(prefix, field.meta.replaced_by)),))
+                if field.meta.replaced_by and field.meta.replaced_by not in data else None,
+                page=_page_of(path),
+            )
         if field.model is not None and isinstance(value, dict):
             yield from _walk_keys(ctx, value, field.model, path)
+        elif field.item_model is not None and field.container == "list" and isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, dict):
+                    yield from _walk_keys(ctx, item, field.item_model, f"{path}[{index}]")
+        elif field.item_model is not None and field.container == "dict" and isinstance(value, dict):
+            for name, item in value.items():
+                if isinstance(item, dict):
+                    yield from _walk_keys(ctx, item, field.item_model, _join(path, str(name)))
 
 
 def _wrong_version(
@@ -114,6 +133,15 @@ def _wrong_version(
 
 
 def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel]) -> Finding:
+    doc_only = section_meta(model).get("doc_only", {})
+    if key in doc_only:
+        strict = is_strict(model)
+        return Finding(
+            "error" if strict else "warning", "keys.doc-only", path,
+            f"`{key}` {'in `' + prefix + '`' if prefix else 'at the top level'} is mentioned in the DeepSpeed "
+            f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it: {doc_only[key]}",
+            suggestion="Remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+        )
     known = [k for k, f in section_fields(model).items() if f.meta.exists_in(ctx.version)]
     guess = did_you_mean(key, known)
     elsewhere = [p for p in key_index(ROOT).get(key, ()) if p != prefix]
@@ -189,7 +217,7 @@ def _locate(loc: tuple[Any, ...]) -> tuple[str, SchemaField | None, type[BaseMod
             owner = model  # type: ignore[assignment]
             field = fields[item]
             parts.append(("." if parts else "") + item)
-            model = field.model
+            model = field.model or field.item_model
         # anything else is a union member tag such as "int" or "function-after[...]"
     return "".join(parts), field, owner
 
@@ -209,12 +237,15 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         message = message[len("Value error, "):]
     if message.startswith("Assertion failed, "):
         message = message[len("Assertion failed, "):]
+    if _check_not_in_version(ctx, field, owner, message):
+        return None
     container_kinds = ("model_type", "dict_type", "model_attributes_type")
     # A top-level section that is not an object makes DeepSpeed fail (it calls .get on it); deeper
     # inside lenient sections DeepSpeed often just carries the value along.
     container = field is not None and field.model is not None and kind in container_kinds and owner is ROOT
     holds_strict = field is not None and field.model is not None and is_strict(field.model)
-    strict = is_strict(owner) or container or holds_strict or field is None
+    raises = _raises(field, owner, kind)
+    strict = is_strict(owner) or container or holds_strict or field is None or raises == "config"
     shown = _short(value)
     label = f"`{path}`" if path else "The section"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -228,6 +259,12 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         hint = _hint(field)
     if strict:
         return Finding("error", f"type.{kind}", path, text, hint, None, _page_of(path))
+    if raises == "engine":
+        return Finding(
+            "error", "type.engine", path,
+            f"{text[:-1]} — DeepSpeed reads the config but fails when deepspeed.initialize uses this value.",
+            hint, None, _page_of(path),
+        )
     return Finding(
         "warning", "type.unchecked", path,
         f"{text[:-1]} — DeepSpeed does not check this when it reads the config, so the mistake surfaces "
@@ -245,6 +282,26 @@ def _within(value: Any, bounds: dict[str, float]) -> bool:
     checks = {"ge": value >= bounds.get("ge", value), "gt": "gt" not in bounds or value > bounds["gt"],
               "le": value <= bounds.get("le", value), "lt": "lt" not in bounds or value < bounds["lt"]}
     return all(checks.values())
+
+
+def _check_not_in_version(ctx: Context, field: SchemaField | None, owner: type[BaseModel], message: str) -> bool:
+    """Whether a section validator's check was only added after ``ctx.version``."""
+    model = field.model if field is not None and field.model is not None else owner
+    for text, added in section_meta(model).get("checks_added", {}).items():
+        if message.startswith(text) and version_tuple(ctx.version) < version_tuple(added):
+            return True
+    return False
+
+
+def _raises(field: SchemaField | None, owner: type[BaseModel], kind: str) -> str | None:
+    """"config" when DeepSpeed fails on this while parsing, "engine" when at initialize, else None."""
+    model_level = kind in ("value_error", "assertion_error")
+    if field is not None:
+        if field.meta.extra.get("raises"):
+            return field.meta.extra["raises"]
+        if field.model is not None and model_level:
+            return section_meta(field.model).get("raises")
+    return section_meta(owner).get("raises") if model_level else None
 
 
 def _hint(field: SchemaField | None) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ConfigDict
+
 from core.schema.advanced import (
     ActivationCheckpointingConfig,
     AioConfig,
@@ -24,7 +26,7 @@ from core.schema.advanced import (
     TimersConfig,
     WeightQuantizationConfig,
 )
-from core.schema.base import LenientSection, ds_field
+from core.schema.base import META_KEY, LenientSection, ds_field
 from core.schema.legacy import (
     AmpConfig,
     CompressionTrainingConfig,
@@ -53,6 +55,20 @@ _REMOVED_IN_0198 = "0.19.8"
 
 class DeepSpeedConfig(LenientSection):
     """A ``ds_config.json``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            META_KEY: {
+                "kind": "lenient",
+                "doc_only": {
+                    "fp32_allreduce": "the early docs list it; current DeepSpeed ignores it. Use "
+                    "`communication_data_type: \"fp32\"`.",
+                    "train_step_batch_size": "the early docs list it; current DeepSpeed ignores it. Use "
+                    "`train_batch_size`.",
+                },
+            }
+        }
+    )
 
     # --- batch size -------------------------------------------------------------------------
     train_batch_size: int | None = ds_field(
@@ -217,8 +233,10 @@ class DeepSpeedConfig(LenientSection):
     expert_parallel: ExpertParallelConfig | None = ds_field(
         default_factory=ExpertParallelConfig, page="advanced", description="AutoEP expert parallelism."
     )
-    datastates_ckpt: DataStatesConfig | None = ds_field(
-        None, page="advanced", description="DataStates asynchronous checkpointing (enabled when present)."
+    datastates_ckpt: DataStatesConfig | bool | None = ds_field(
+        None, page="advanced",
+        description="DataStates asynchronous checkpointing: enabled when the key is present, unless it is "
+        "`false`.",
     )
     use_data_before_expert_parallelism: bool = ds_field(
         False, auto="kept", page="advanced", description="Use the data-before-expert process-group topology."
@@ -306,7 +324,8 @@ class DeepSpeedConfig(LenientSection):
             'Eigenvalue-based Mixture-of-Quantization (MoQ) has been removed; the standalone '
             "'eigenvalue' configuration block is no longer supported."
         ),
-        page="advanced", description="Eigenvalue computation (removed in 0.19.8)."
+        page="advanced", description="Eigenvalue computation (removed in 0.19.8). DeepSpeed 0.19.5 reads only "
+        "`quantize_training.eigenvalue` and ignores a top-level block."
     )
     graph_harvesting: bool | None = ds_field(
         None, removed=_REMOVED_IN_0198,

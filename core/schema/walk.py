@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from core.schema.base import FieldMeta, field_meta, is_open_section, section_kind
+from core.schema.base import META_KEY, FieldMeta, field_meta, is_open_section, section_kind
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ class SchemaField:
     owner: type[BaseModel]
     model: type[BaseModel] | None
     """The section model the field holds, if it holds one."""
+    item_model: type[BaseModel] | None = None
+    """The section model of each item, for ``list[Model]`` and ``dict[str, Model]`` fields."""
+    container: str | None = None
+    """"list" or "dict" when the field holds a collection of sections."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -55,14 +59,39 @@ def nested_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def collection_model(annotation: Any) -> tuple[str | None, type[BaseModel] | None]:
+    """("list", Model) for ``list[Model]``, ("dict", Model) for ``dict[str, Model]`` (through Optional)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = collection_model(arg)
+            if found[1] is not None:
+                return found
+        return None, None
+    args = typing.get_args(annotation)
+    if origin is list and args:
+        return "list", nested_model(args[0])
+    if origin is dict and len(args) == 2:
+        return "dict", nested_model(args[1])
+    return None, None
+
+
+def section_meta(model: type[BaseModel]) -> dict[str, Any]:
+    """The class-level ``x-ds`` metadata of a section (kind, raises, doc_only, ...)."""
+    extra = model.model_config.get("json_schema_extra")
+    return dict(extra.get(META_KEY, {})) if isinstance(extra, dict) else {}
+
+
 @cache
 def section_fields(model: type[BaseModel]) -> dict[str, SchemaField]:
     """Fields of a section keyed by every accepted spelling (name and alias)."""
     out: dict[str, SchemaField] = {}
     for name, info in model.model_fields.items():
+        container, item_model = collection_model(info.annotation)
         field = SchemaField(
             name=name, alias=info.alias, info=info, meta=field_meta(info), owner=model,
-            model=nested_model(info.annotation),
+            model=nested_model(info.annotation), item_model=item_model if item_model else None,
+            container=container if item_model else None,
         )
         for key in field.keys:
             out[key] = field

@@ -11,9 +11,9 @@ import sys
 from enum import IntEnum
 from typing import Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import ConfigDict, field_validator, model_validator
 
-from core.schema.base import Section, ds_field
+from core.schema.base import META_KEY, Section, ds_field
 
 OffloadDevice = Literal["none", "cpu", "nvme"]
 
@@ -165,22 +165,29 @@ class LeafModuleConfig(Section):
         return data
 
 
+_UPDATE_INTERVAL_MIN = "If update_interval is a number, it must be at least 1"
+
+
 class ZenFlowConfig(Section):
     """ZenFlow: stall-free offloading that updates only the most important gradient columns on the GPU."""
+
+    model_config = ConfigDict(
+        json_schema_extra={META_KEY: {"kind": "strict", "checks_added": {_UPDATE_INTERVAL_MIN: "0.19.8"}}}
+    )
 
     topk_ratio: float = ds_field(
         0.1, gt=0.0, lt=1.0, description="Fraction of the most important gradient columns updated on the GPU.",
         bounds_by_version={"0.19.5": {"ge": 0.0, "le": 1.0}},
         doc_note="DeepSpeed 0.19.5 allowed 0 and 1 (0 ≤ x ≤ 1); 0.19.8 requires 0 < x < 1.",
     )
-    select_strategy: Literal["auto", "step", "epoch"] = ds_field(
-        "auto", description="When to re-select the important columns: `auto`, every `step`s or every `epoch`s."
+    select_strategy: str = ds_field(
+        "auto", choices=("auto", "step", "epoch"),
+        description="When to re-select the important columns: `auto`, every `step`s or every `epoch`s.",
     )
-    select_interval: int | Literal["auto"] = ds_field(
+    select_interval: str | int = ds_field(
         "auto", description="Re-selection interval (steps or epochs), or `auto`."
     )
-    # DeepSpeed 0.19.8 requires an integer update_interval ≥ 1 (0.19.5 did not); a version rule checks it.
-    update_interval: int | Literal["auto"] = ds_field(
+    update_interval: str | int = ds_field(
         "auto", description="How often the accumulated unimportant gradients are applied (≥ 1), or `auto`."
     )
     overlap_step: bool = ds_field(False, description="Overlap the CPU optimizer step with forward/backward.")
@@ -193,13 +200,22 @@ class ZenFlowConfig(Section):
         0.5,
         ge=0.0,
         le=1.0,
-        description="Fraction of CPU cores reserved for PyTorch threads; the rest run ZenFlow's workers. "
-        "Must be written as a float (`0.5`, not `1`).",
+        description="Fraction of CPU cores reserved for PyTorch threads; the rest run ZenFlow's workers "
+        "(0 to 1).",
     )
     steps_per_epoch: int | None = ds_field(None, description="Set by DeepSpeed at run time; do not set it yourself.")
 
     @model_validator(mode="after")
-    def _check_intervals(self) -> ZenFlowConfig:
+    def _check_fields(self) -> ZenFlowConfig:
+        # The same checks, in the same order, as DeepSpeed's ZenFlowConfig.validate_fields.
+        if self.select_strategy not in ("auto", "step", "epoch"):
+            raise ValueError('select_strategy must be one of "auto", "step", or "epoch"')
+        if isinstance(self.select_interval, str) and self.select_interval != "auto":
+            raise ValueError('If select_interval is a string, it must be "auto"')
+        if isinstance(self.update_interval, str) and self.update_interval != "auto":
+            raise ValueError('If update_interval is a string, it must be "auto"')
+        if isinstance(self.update_interval, int) and self.update_interval < 1:
+            raise ValueError(_UPDATE_INTERVAL_MIN)
         if not isinstance(self.pt_reserved_cores_perc, float):
             raise ValueError("pt_reserved_cores_perc must be a float")
         return self
@@ -212,6 +228,19 @@ class ZeroConfig(Section):
     """ZeRO partitions the training state across the data-parallel GPUs instead of replicating it:
     stage 1 the optimizer states, stage 2 also the gradients, stage 3 also the parameters.
     Offload moves states further, to CPU RAM or NVMe."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            META_KEY: {
+                "kind": "strict",
+                "doc_only": {
+                    "grad_hooks": "the early docs list it, but it is not a ZeRO option in current DeepSpeed.",
+                    "cpu_offload_params": "the plural is a common misspelling; the deprecated key is "
+                    "`cpu_offload_param`, replaced by `offload_param: {\"device\": \"cpu\"}`.",
+                },
+            }
+        }
+    )
 
     stage: ZeroStage = ds_field(
         ZeroStage.disabled,
