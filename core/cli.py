@@ -6,14 +6,13 @@ Exit codes: 0 no errors, 1 errors found, 2 unreadable input or bad usage.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from core import cli_estimate, cli_presets
 from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config
 from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
 
@@ -167,9 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(handler=cmd_schema)
 
-    for module_name in ("core.cli_estimate", "core.cli_presets"):
-        if importlib.util.find_spec(module_name) is not None:
-            importlib.import_module(module_name).register(sub)
+    cli_estimate.register(sub)
+    cli_presets.register(sub)
     return parser
 
 
@@ -182,7 +180,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except SystemExit as exc:
         return EXIT_UNREADABLE if exc.code not in (0, None) else EXIT_OK
     try:
-        return int(args.handler(args, out))
+        if hasattr(args, "handler"):
+            return int(args.handler(args, out))
+        return int(args.func(args, out=out))
     except CliError as exc:
         sys.stderr.write(f"dsconfig: {exc}\n")
         return EXIT_UNREADABLE
