@@ -32,6 +32,8 @@ under each stage, for *your* model and GPU count.""",
 
 form = widgets.Form.current()
 config = form.config
+CATEGORY_COLORS = alt.Scale(domain=["model_states", "activations", "buffers", "overhead"],
+                            range=["#4c78a8", "#f58518", "#72b7b2", "#bab0ac"])
 ctx = app_state.get_context()
 world = app_state.world_size(ctx)
 capacity = float(ctx["gpu_memory_gib"])
@@ -51,7 +53,8 @@ else:
     bars = alt.Chart(figure).mark_bar().encode(
         x=alt.X("stage:O", title="ZeRO stage", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("gib_per_gpu:Q", title="GiB per GPU"),
-        color=alt.Color("component:N", title=None),
+        color=alt.Color("component:N", title=None,
+                        scale=alt.Scale(range=["#4c78a8", "#72b7b2", "#f2b447"])),
         opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.35)),
         tooltip=["stage", "component", alt.Tooltip("gib_per_gpu:Q", format=".1f")],
     )
@@ -86,14 +89,13 @@ if estimate is not None:
     peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
     cols = st.columns([3, 2])
     with cols[0]:
-        bars = alt.Chart(peak.assign(where="GPU")).mark_bar().encode(
-            x=alt.X("gib:Q", title="GiB per GPU at the peak"), y=alt.Y("where:N", title=None),
-            color=alt.Color("name:N", title="component", legend=alt.Legend(orient="bottom", columns=2)),
-            tooltip=["name", alt.Tooltip("gib:Q", format=".2f"), "formula"],
+        bars = alt.Chart(peak).mark_bar().encode(
+            y=alt.Y("name:N", title=None, sort="-x", axis=alt.Axis(labelLimit=320, labelOverlap=False)),
+            x=alt.X("gib:Q", title="GiB on one GPU at the peak"),
+            color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS),
+            tooltip=["name", alt.Tooltip("gib:Q", format=".2f"), "phase", "formula"],
         )
-        rule = alt.Chart(pd.DataFrame({"limit": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-            x="limit:Q")
-        st.altair_chart((bars + rule).properties(height=110), width="stretch")
+        st.altair_chart(bars.properties(height=max(140, 34 * len(peak))), width="stretch")
     with cols[1]:
         st.metric("Peak per GPU", f"{estimate.gpu_bytes / memory.GIB:.1f} GiB",
                   delta=f"{capacity - estimate.gpu_bytes / memory.GIB:+.1f} GiB free", delta_color="normal",
@@ -116,8 +118,9 @@ if estimate is not None:
     current_label = memory.current_option(config, stage)
     options["current"] = options["option"] == current_label
     stacked = alt.Chart(options).mark_bar().encode(
-        y=alt.Y("option:N", title=None, sort=None), x=alt.X("gib:Q", title="GiB per GPU at the peak", stack=True),
-        color=alt.Color("category:N", title=None),
+        y=alt.Y("option:N", title=None, sort=None, axis=alt.Axis(labelLimit=260)),
+        x=alt.X("gib:Q", title="GiB per GPU at the peak (current option opaque)", stack=True),
+        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS),
         opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.45)),
         tooltip=["option", "category", alt.Tooltip("gib:Q", format=".1f"), alt.Tooltip("cpu_gib:Q", format=".0f")],
     )
