@@ -41,10 +41,17 @@ with cols[2]:
 st.subheader("Batch values")
 if form.target == "hf":
     st.caption('Target is the HF Trainer / Accelerate: each value may be "auto" (filled in from TrainingArguments).')
-widgets.render_section("", form, only=widgets.page_fields("batch"), columns=3)
+batch = form.report.batch
+trio = list(BATCH_KEYS)
+cols = st.columns(3)
+for col, key in zip(cols, trio, strict=True):
+    with col:
+        derived = batch is not None and key in batch.derived
+        widgets.render_field(key, form, placeholder=f"not set — DeepSpeed derives {getattr(batch, key)}"
+                             if derived else None)
+widgets.render_section("", form, only=[n for n in widgets.page_fields("batch") if n not in trio], columns=3)
 
 st.subheader("What DeepSpeed will use")
-batch = form.report.batch
 if batch is not None:
     rows = []
     for key in BATCH_KEYS:
@@ -67,7 +74,9 @@ else:
     st.warning("The batch values do not resolve for this world size; see the errors below.")
 
 valid = core.valid_world_sizes(form.config, 512)
-if valid:
+if valid == list(range(1, 513)):
+    st.markdown("**GPU counts that work with these values:** any (1–512); the global batch follows the GPU count.")
+elif valid:
     shown = ", ".join(str(w) for w in valid[:40]) + (" …" if len(valid) > 40 else "")
     ok = world in valid
     st.markdown(f"**GPU counts that work with these values** (1–512): {shown}")

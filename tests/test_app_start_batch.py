@@ -102,6 +102,8 @@ def test_batch_shows_derived_values():
     assert row["value"] == 24
     assert row["source"] == "derived by DeepSpeed"
     assert table.set_index("key").loc["gradient_accumulation_steps", "source"] == "set in the config"
+    assert at.number_input(key=widget_key("train_batch_size")).proto.placeholder == "not set — DeepSpeed derives 24"
+    assert any("any (1–512)" in m.value for m in at.markdown)
 
 
 def test_invalid_batch_shows_error_on_page_and_sidebar_and_fix_fixes():

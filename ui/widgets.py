@@ -339,7 +339,7 @@ def _choice_label(value: Any, field: SchemaField, default: Any) -> str:
     return str(value)
 
 
-def render_field(path: str, form: Form, *, label: str | None = None) -> None:
+def render_field(path: str, form: Form, *, label: str | None = None, placeholder: str | None = None) -> None:
     """Draw the widget for the schema field at ``path`` and show the findings about it."""
     field = field_for(path)
     kind = field_kind(field)
@@ -384,7 +384,7 @@ def render_field(path: str, form: Form, *, label: str | None = None) -> None:
         elif kind.kind == "int":
             st.number_input(label_shown, value=value, min_value=low, max_value=high, step=1, key=key,
                             help=help_, disabled=reason is not None, on_change=_on_change, kwargs=args,
-                            placeholder="not set")
+                            placeholder=placeholder or "not set")
         elif kind.kind == "float":
             st.number_input(label_shown, value=None if value is None else float(value), min_value=low,
                             max_value=high, format="%g", key=key, help=help_, disabled=reason is not None,
