@@ -144,22 +144,15 @@ def _walk_auto(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _hf_fills(path: str) -> bool:
-    if path in _HF_AUTO_PARAMS:
-        return True
+    """Whether the HF Trainer / Accelerate replace "auto" at this path."""
+    from core.schema.optimizer import HF_FILLED_PARAMS
     from core.schema.walk import resolve
 
+    section, _, rest = path.partition(".params.")
+    if rest and section in HF_FILLED_PARAMS:
+        return rest in HF_FILLED_PARAMS[section]
     field = resolve(DeepSpeedConfig, path)
     return bool(field and field.meta.hf_auto)
-
-
-#: Optimizer/scheduler parameters the HF Trainer fills in (they live in free-form params dicts,
-#: so the schema cannot carry the flag on a field).
-_HF_AUTO_PARAMS = frozenset({
-    "optimizer.params.lr", "optimizer.params.betas", "optimizer.params.eps", "optimizer.params.weight_decay",
-    "scheduler.params.warmup_min_lr", "scheduler.params.warmup_max_lr", "scheduler.params.warmup_num_steps",
-    "scheduler.params.total_num_steps", "fp16.enabled", "bf16.enabled",
-    "zero_optimization.offload_optimizer.device", "zero_optimization.offload_param.device",
-})
 
 
 def auto_values(ctx: Context) -> Iterator[Finding]:

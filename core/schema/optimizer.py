@@ -543,6 +543,13 @@ TORCH_OPTIMIZERS: tuple[str, ...] = (
     "SparseAdam",
 )
 
+#: ``params`` keys the HF Trainer fills in when they are "auto" (transformers' HfTrainerDeepSpeedConfig),
+#: for any optimizer / scheduler type.
+HF_FILLED_PARAMS: dict[str, tuple[str, ...]] = {
+    "optimizer": ("lr", "betas", "eps", "weight_decay"),
+    "scheduler": ("warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "total_num_steps"),
+}
+
 #: Parameters DeepSpeed refuses in ``optimizer.params`` for every optimizer, with its message.
 FORBIDDEN_OPTIMIZER_PARAMS: dict[str, str] = {
     "max_grad_norm": "'max_grad_norm' is not supported as an optimizer parameter, please switch to using the "

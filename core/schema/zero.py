@@ -35,7 +35,7 @@ class OffloadParamConfig(Section):
         "none",
         description="Where the parameters live: `cpu` (CPU RAM) or `nvme` (ZeRO-Infinity, needs `nvme_path`). "
         "Exact lower-case spelling; `CPU` is rejected.",
-        widget="select",
+        widget="select", hf_auto=True,
         stages=(3,),
     )
     nvme_path: str | None = ds_field(
@@ -78,7 +78,7 @@ class OffloadOptimizerConfig(Section):
         "none",
         description="Where the optimizer states live: `cpu` or `nvme` (needs `nvme_path`). The optimizer "
         "step itself runs on the CPU either way.",
-        widget="select",
+        widget="select", hf_auto=True,
         stages=(1, 2, 3),
     )
     nvme_path: str | None = ds_field(
