@@ -3,7 +3,8 @@
     .venv/bin/python scripts/differential_report.py [--version 0.19.8|0.19.5|all] [--full] [--list N]
 
 Checks every corpus file, every generated mutation (``--full``: every candidate mutation, not the
-seeded sample the tests use) and the hand-written edge configs, at world sizes 1, 2, 8 and 64.
+seeded sample the tests use), the hand-written edge configs and N seeded random edits of the repaired
+corpus configs (``--random N``), at world sizes 1, 2, 8 and 64.
 Prints the counts (configs, accepted/rejected by DeepSpeed, agreements, disagreements by kind) and the
 first N disagreements. Exit status 1 when there is any disagreement.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.oracle.mutations import corpus_entries, edge_configs, mutate
+from tests.oracle.mutations import corpus_entries, edge_configs, mutate, random_edit_mutations, repaired
 from tests.oracle.oracle import (
     DISAGREEMENTS,
     OUTCOMES,
@@ -31,7 +32,7 @@ from tests.oracle.oracle import (
 )
 
 
-def _cases(full: bool) -> tuple[list[tuple[str, str, dict]], list[str]]:
+def _cases(full: bool, random_edits: int) -> tuple[list[tuple[str, str, dict]], list[str]]:
     """(group, label, config) for every corpus file, mutation and edge config; plus unloadable files."""
     cases: list[tuple[str, str, dict]] = []
     unloadable: list[str] = []
@@ -43,6 +44,8 @@ def _cases(full: bool) -> tuple[list[tuple[str, str, dict]], list[str]]:
         for m in mutate(entry.config, seed=entry.rel, caps={} if full else None):
             cases.append((m.kind, f"{entry.rel} :: {m.label}", m.config))
     cases += [("edge", f"edge :: {m.label}", m.config) for m in edge_configs()]
+    bases = [repaired(e.config)[0] for e in corpus_entries() if e.config is not None]
+    cases += [("random-edit", f"random :: {m.label}", m.config) for m in random_edit_mutations(bases, random_edits)]
     return cases, unloadable
 
 
@@ -82,10 +85,10 @@ def _distinct(bad: list[Comparison], initialize_codes: frozenset[str]) -> dict[t
     return dict(sorted(groups.items(), key=lambda item: -len(item[1])))
 
 
-def report(version: str, full: bool, show: int) -> int:
+def report(version: str, full: bool, show: int, random_edits: int = 0) -> int:
     """Print the summary for one DeepSpeed version; return the number of disagreements."""
     started = time.perf_counter()
-    cases, unloadable = _cases(full)
+    cases, unloadable = _cases(full, random_edits)
     comparisons: list[Comparison] = run_differential([(label, cfg) for _, label, cfg in cases], WORLD_SIZES, version)
     groups = [group for group, _, _ in cases for _ in WORLD_SIZES]
     by_group: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -100,9 +103,11 @@ def report(version: str, full: bool, show: int) -> int:
     n_configs = len(cases)
     n_corpus = sum(1 for g, _, _ in cases if g == "corpus")
     n_edge = sum(1 for g, _, _ in cases if g == "edge")
+    n_random = sum(1 for g, _, _ in cases if g == "random-edit")
     print(f"\n## Differential: core.validate vs DeepSpeed {version}  (world sizes {', '.join(map(str, WORLD_SIZES))})")
     print(
-        f"configs: {n_configs} ({n_corpus} corpus files, {n_configs - n_corpus - n_edge} mutations, {n_edge} edge)"
+        f"configs: {n_configs} ({n_corpus} corpus files, {n_configs - n_corpus - n_edge - n_random} mutations, "
+        f"{n_edge} edge, {n_random} random edits)"
         f"; checks (config x world size): {len(comparisons)}; unloadable corpus files: {len(unloadable)}"
     )
     columns = ["checks", "ds-accepts", "ds-rejects", *OUTCOMES]
@@ -144,10 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", default="0.19.8", choices=[*SUPPORTED_VERSIONS, "all"])
     parser.add_argument("--full", action="store_true", help="every candidate mutation, not the sampled set")
+    parser.add_argument("--random", type=int, default=2000, metavar="N", help="N seeded random-edit configs too")
     parser.add_argument("--list", type=int, default=40, metavar="N", help="show the first N disagreements")
     args = parser.parse_args(argv)
     versions = SUPPORTED_VERSIONS if args.version == "all" else (args.version,)
-    disagreements = sum(report(v, args.full, args.list) for v in versions)
+    disagreements = sum(report(v, args.full, args.list, args.random) for v in versions)
     return 1 if disagreements else 0
 
 

@@ -18,12 +18,17 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.oracle.mutations import (
     CORPUS_DIR,
+    EDIT_VALUE_POOL,
     MUTATION_KINDS,
+    apply_edits,
     corpus_entries,
     edge_configs,
+    edit_paths,
     mutate,
     repaired,
     typo_variants,
@@ -39,6 +44,7 @@ from tests.oracle.oracle import (
     disagreement_message,
     oracle_available,
     run_differential,
+    validator_api,
 )
 
 pytestmark = pytest.mark.deepspeed
@@ -281,3 +287,31 @@ def test_worker_answers_batches_and_refuses_bad_requests(ds0195):
     with pytest.raises(RuntimeError, match="unknown op"):
         worker._request({"op": "bogus"})
     assert deepspeed_verdict({"train_batch_size": 4}, 4, ds0195).accepted  # still serving
+
+
+# --------------------------------------------------------------------------- random edits (hypothesis)
+BASES = [repaired(e.config)[0] for e in LOADED]
+EDIT_PATHS = edit_paths(BASES)
+EDIT_VALUES = st.one_of(
+    st.sampled_from(EDIT_VALUE_POOL),
+    st.integers(-5, 10**10),
+    st.floats(allow_nan=False, width=32),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.sampled_from(BASES or [{}]),
+    edits=st.lists(
+        st.tuples(st.sampled_from(EDIT_PATHS or [("x",)]), EDIT_VALUES, st.booleans()), min_size=1, max_size=3
+    ),
+    world_size=st.sampled_from(WORLD_SIZES),
+)
+def test_random_edits_agree_with_deepspeed_0198(ds0198, corpus, base, edits, world_size):
+    """Random edits (1-3 keys set to odd values or deleted) of repaired corpus configs; derandomized."""
+    config = apply_edits(base, edits)
+    validate, codes = validator_api()
+    comparison = compare("random edit", config, world_size, deepspeed_verdict(config, world_size, ds0198),
+                         validate=validate, initialize_codes=codes)  # fmt: skip
+    assert not comparison.disagrees, comparison.describe()

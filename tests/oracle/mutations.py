@@ -923,3 +923,53 @@ def edge_configs() -> list[Mutation]:
         ),
     ]
     return [Mutation("edge", label, config) for label, config in cases]
+
+
+# --------------------------------------------------------------------------- random edits
+#: Odd values a random edit may put anywhere (the hypothesis test adds generated ints and floats).
+EDIT_VALUE_POOL: tuple[Any, ...] = (
+    None, True, False, 0, 1, 2, 3, 4, -1, 8, 1.5, 2.0, 10**20, 5e8, float("inf"), -0.5,
+    "auto", "cpu", "CPU", "nvme", "none", "fp16", "bf16", "sum", "mean", "AdamW", "WarmupLR", "", "100", "yes",
+    [], [1], [0, 2], {}, {"enabled": True}, {"device": "cpu"}, {"x": 1},
+)  # fmt: skip
+
+Edit = tuple[Path_, Any, bool]  # (path, value, delete instead of set)
+
+
+def edit_paths(configs: list[dict[str, Any]]) -> list[Path_]:
+    """Every key path in ``configs`` plus the enum and bound probe paths, sorted."""
+    paths = {p for config in configs for p, _ in _walk(config)}
+    return sorted(paths | {p for p, _ in ENUM_TYPOS + BOUND_PROBES})
+
+
+def apply_edits(base: dict[str, Any], edits: list[Edit]) -> dict[str, Any]:
+    """A copy of ``base`` with each edit applied (missing or non-dict parents become dicts)."""
+    config = copy.deepcopy(base)
+    for path, value, delete in edits:
+        node = config
+        for key in path[:-1]:
+            if not isinstance(node.get(key), dict):
+                node[key] = {}
+            node = node[key]
+        if delete:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = copy.deepcopy(value)
+    return config
+
+
+def random_edit_mutations(bases: list[dict[str, Any]], count: int, *, seed: str = "random-edits") -> list[Mutation]:
+    """``count`` configs, each a base with 1-3 random edits from ``EDIT_VALUE_POOL`` (seeded, deterministic)."""
+    rng = _rng(seed)
+    paths = edit_paths(bases)
+    out = []
+    for _ in range(count):
+        base_index = rng.randrange(len(bases))
+        edits = [
+            (rng.choice(paths), rng.choice(EDIT_VALUE_POOL), rng.random() < 0.15) for _ in range(rng.randint(1, 3))
+        ]
+        label = f"base #{base_index}: " + "; ".join(
+            f"del {_dotted(p)}" if d else f"{_dotted(p)} = {json.dumps(v, default=repr)}" for p, v, d in edits
+        )
+        out.append(Mutation("random-edit", label, apply_edits(bases[base_index], edits)))
+    return out
