@@ -192,6 +192,8 @@ CASES = [
      "error", "zero_optimization.cpu_offload_params"),
     ("type-engine", cfg(data_types={"grad_accum_dtype": "fp8"}), {}, "type.engine", "error",
      "data_types.grad_accum_dtype"),
+    ("unknown-auto-strict", cfg(bf16={"enabled": True, "initial_scale_power": "auto"}), {}, "keys.unknown-auto",
+     "warning", "bf16.initial_scale_power"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]

@@ -159,7 +159,7 @@ def _forbidden_params(params: dict[str, Any]) -> Iterator[Finding]:
     for key, message in FORBIDDEN_OPTIMIZER_PARAMS.items():
         if key in params:
             value = params[key]
-            crash = not isinstance(value, int | float) or isinstance(value, bool)
+            crash = not isinstance(value, int | float)  # DeepSpeed compares it with 0 while parsing
             yield Finding(
                 "error", "optimizer.max-grad-norm-type" if crash else "optimizer.max-grad-norm",
                 f"optimizer.params.{key}",

@@ -11,7 +11,7 @@ from core.findings import Finding, Fix, FixOp
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import iter_schema, section_fields
+from core.schema.walk import is_strict, iter_schema, section_fields
 from core.schema.zero import ZeroConfig
 
 ISSUE_8489 = "https://github.com/deepspeedai/DeepSpeed/issues/8489"
@@ -163,6 +163,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         field = resolve(DeepSpeedConfig, path)
         if field is not None and not field.meta.exists_in(ctx.version):
             continue  # the key does not exist in this version: reported as such
+        if field is not None and field.model is not None and not is_strict(field.owner):
+            continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
         if ctx.is_hf:

@@ -67,8 +67,10 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
             if not isinstance(key, str):
                 continue
             if not is_open(model):
-                yield _unknown_key(ctx, key, path, prefix, model)
+                yield _unknown_key(ctx, key, path, prefix, model, value)
             continue
+        if not prefix and key == "bfloat16" and data.get("bf16") is not None:
+            continue  # DeepSpeed ignores `bfloat16` when `bf16` is set (reported by a rule)
         if not field.meta.exists_in(ctx.version):
             yield from _wrong_version(ctx, field, path, strict, prefix)
             continue
@@ -132,7 +134,7 @@ def _wrong_version(
         )
 
 
-def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel]) -> Finding:
+def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel], value: Any) -> Finding:
     doc_only = section_meta(model).get("doc_only", {})
     if key in doc_only:
         strict = is_strict(model)
@@ -165,6 +167,10 @@ def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[Bas
             "configure is not configured."
         )
         return Finding("warning", "keys.unknown-top-level", path, message, suggestion, fix, _page_of(guess or key))
+    if strict and value == "auto":
+        message = (f"Unknown key `{key}` {where}: DeepSpeed drops keys whose value is \"auto\" before it checks "
+                   "this section, so it is ignored.")
+        return Finding("warning", "keys.unknown-auto", path, message, suggestion, fix, _page_of(path))
     if strict:
         message = f"Unknown key `{key}` {where}: DeepSpeed rejects the config (\"Extra inputs are not permitted\")."
         return Finding("error", "keys.unknown", path, message, suggestion, fix, _page_of(path))
@@ -239,12 +245,15 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         message = message[len("Assertion failed, "):]
     if _check_not_in_version(ctx, field, owner, message):
         return None
+    raises = _raises(field, owner, kind)
+    holds_section = field is not None and (field.model is not None or field.item_model is not None)
+    if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section:
+        return None  # DeepSpeed keeps "auto" here as a plain value; the "auto" rule explains what follows
     container_kinds = ("model_type", "dict_type", "model_attributes_type")
     # A top-level section that is not an object makes DeepSpeed fail (it calls .get on it); deeper
     # inside lenient sections DeepSpeed often just carries the value along.
     container = field is not None and field.model is not None and kind in container_kinds and owner is ROOT
     holds_strict = field is not None and field.model is not None and is_strict(field.model)
-    raises = _raises(field, owner, kind)
     strict = is_strict(owner) or container or holds_strict or field is None or raises == "config"
     shown = _short(value)
     label = f"`{path}`" if path else "The section"

@@ -198,7 +198,6 @@ class AioConfig(LenientSection):
     )
     use_gds: bool = ds_field(
         False,
-        raises="config",
         description="Use NVIDIA GPUDirect Storage (NVMe ↔ GPU without a CPU bounce buffer). CUDA only; "
         "DeepSpeed fails on other accelerators.",
     )
@@ -240,7 +239,6 @@ class AutotuningConfig(LenientSection):
     results_dir: str = ds_field(
         "autotuning_results",
         widget="path",
-        raises="config",
         description="Directory for the experiment results. Must not be empty or null.",
         doc_note='The docs give null as the default; DeepSpeed\'s default is "autotuning_results", and null '
         'or "" fails ("results_dir cannot be empty").',
@@ -248,7 +246,6 @@ class AutotuningConfig(LenientSection):
     exps_dir: str = ds_field(
         "autotuning_exps",
         widget="path",
-        raises="config",
         description="Directory for the experiment descriptions. Must not be empty or null.",
         doc_note='The docs give null as the default; DeepSpeed\'s default is "autotuning_exps", and null '
         'or "" fails ("exps_dir cannot be empty").',
@@ -286,7 +283,9 @@ class AutotuningConfig(LenientSection):
         description="Maps DeepSpeed config keys to your script's command-line arguments (when the script "
         "reads e.g. the micro batch size from its own flag).",
     )
-    model_info: ModelInfoConfig | None = ds_field(None, description="Model facts; skips the profiling run.")
+    model_info: ModelInfoConfig | None = ds_field(
+        None, raises="config", description="Model facts; skips the profiling run."
+    )
     model_info_path: str | None = ds_field(None, widget="path", description="File with the model info.")
     mp_size: int = ds_field(1, description="Model-parallel degree of the training job.")
     max_train_batch_size: int | None = ds_field(None, description="Largest global batch size to try. Unset: no limit.")

@@ -184,7 +184,8 @@ class LenientSection(BaseModel):
     """A section DeepSpeed reads with ``dict.get``: nothing is type-checked, unknown keys are ignored.
 
     Type errors found here are reported as warnings (DeepSpeed would not notice them
-    until the value is used), unknown keys as warnings.
+    until the value is used), unknown keys as warnings. Unlike pydantic sections, DeepSpeed keeps
+    "auto" here verbatim, so it is validated like any other value (the "auto" rule explains it).
     """
 
     model_config = ConfigDict(
@@ -195,11 +196,6 @@ class LenientSection(BaseModel):
         protected_namespaces=(),
         json_schema_extra={META_KEY: {"kind": "lenient"}},
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_auto_values(cls, data: Any) -> Any:
-        return _drop_auto(data)
 
 
 class OpenSection(LenientSection):

@@ -110,7 +110,6 @@ class FlopsProfilerConfig(LenientSection):
 
     enabled: bool = ds_field(
         False,
-        raises="config",
         description="Run the flops profiler. Also turns on `wall_clock_breakdown` (extra synchronisation).",
         doc_note="DeepSpeed computes `wall_clock_breakdown | enabled`, so a non-boolean value (e.g. a "
         "string) fails while the config is parsed.",
