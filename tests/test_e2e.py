@@ -145,7 +145,9 @@ def record_timing(name: str, seconds: float) -> None:
 def shot(tab, name: str) -> None:
     """Screenshot of the whole page (the app scrolls inside its main block, so grow the viewport to fit)."""
     size = tab.viewport_size
-    height = tab.evaluate("() => (document.querySelector('[data-testid=\"stMain\"]') || document.body).scrollHeight")
+    tab.wait_for_timeout(500)
+    height = tab.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('main, section, div')].map(e => e.scrollHeight))")
     tab.set_viewport_size({"width": size["width"], "height": min(max(height + 80, size["height"]), 12_000)})
     tab.wait_for_timeout(1000)  # let vega-lite finish drawing the charts
     tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
