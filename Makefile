@@ -30,5 +30,8 @@ lint: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(PY) scripts/bench.py
 
+fuzz-long: $(VENV)/.test-installed
+	$(PY) scripts/fuzz_long.py $(FUZZ_ARGS)
+
 clean:
 	rm -rf $(VENV) .venv-ds0195 .pytest_cache
