@@ -351,8 +351,9 @@ class InitializeCase:
     """A config that DeepSpeedConfig accepts, and what ``deepspeed.initialize`` then does with it.
 
     ``raises``: initialize raises (``error_type``, a message containing ``message_contains``).
-    ``config_rule``: the failure is the config's fault (a validator rule, an error), as opposed to this
-    CPU machine's (``config_rule=False``: a CUDA cluster would accept it, the validator must not flag it).
+    ``config_rule``: the failure is the config's fault (a validator rule, an error). ``config_rule=False``:
+    it is this CPU machine's (a CUDA cluster accepts it) or the caller's (e.g. no client optimizer passed),
+    and the validator must not make it an error.
     Cases with ``raises=False`` are controls: the same shape that works, so a failure is the one key's doing.
     """
 
@@ -572,6 +573,58 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
             "zero_optimization": {"stage": 2},
         },
         False,
+    ),
+    InitializeCase(
+        "param-dtype-conflicts-with-precision",
+        "data_types.param_dtype must match the enabled precision (bf16 here, but bf16 is off)",
+        {**_TINY, "optimizer": _SGD, "data_types": {"param_dtype": "bf16"}},
+        True,
+        "AssertionError",
+        "data_types.param_dtype='bf16' conflicts with the enabled precision mode",
+    ),
+    InitializeCase(
+        "control-param-dtype-matches-precision",
+        "data_types.param_dtype bf16 with bf16 enabled",
+        {**_TINY, "optimizer": _ADAMW, "bf16": {"enabled": True}, "data_types": {"param_dtype": "bf16"}},
+        False,
+    ),
+    InitializeCase(
+        "compute-grad-norm-false-stage1-bf16-fp32-accum",
+        "compute_grad_norm false is not supported by ZeRO-1 with bf16 parameters and fp32 accumulation",
+        {
+            **_TINY,
+            "optimizer": _ADAMW,
+            "gradient_clipping": 0,
+            "bf16": {"enabled": True},
+            "data_types": {"grad_accum_dtype": "fp32"},
+            "zero_optimization": {"stage": 1, "compute_grad_norm": False},
+        },
+        True,
+        "ValueError",
+        "compute_grad_norm=false does not support ZeRO Stage 1 with BF16 parameters and FP32 gradient accumulation",
+    ),
+    InitializeCase(
+        "zero-legacy-stage1",
+        "zero_optimization.legacy_stage1 true (removed implementation)",
+        {
+            **_TINY,
+            "optimizer": _ADAMW,
+            "bf16": {"enabled": True},
+            "zero_optimization": {"stage": 1, "legacy_stage1": True},
+        },
+        True,
+        "Exception",
+        "The deprecated version of ZeRO Stage 1 is not supported",
+    ),
+    InitializeCase(
+        "zero-without-optimizer",
+        "ZeRO stage 1/2 with no optimizer: fails only when the caller passes no optimizer either "
+        "(HF Trainer / Accelerate pass their own), so not the config's fault alone",
+        {**_TINY, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}},
+        True,
+        "AssertionError",
+        "zero stage 2 requires an optimizer",
+        config_rule=False,
     ),
     InitializeCase(
         "control-warmuplr",
