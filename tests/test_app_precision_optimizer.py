@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import json
 
-from test_app_support import ROOT, app, click_fix, texts
+from test_app_support import ROOT, app, click_fix, sidebar_findings, texts
 
 from core import lr_schedules
 from ui.widgets import widget_key
 
 PRESET = json.loads((ROOT / "presets" / "zero3-offload-cpu.json").read_text())["config"]
-
-
-def sidebar_labels(at) -> list[str]:
-    return [link.proto.label for link in at.sidebar.get("page_link")]
 
 
 # ------------------------------------------------------------------ precision
@@ -50,7 +46,8 @@ def test_precision_conflict_error_on_page_and_sidebar_and_fix():
     at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True}, "bf16": {"enabled": True}},
              page="pages/precision.py")
     assert any("precision.fp16-and-bf16" in e.value for e in at.main.error)
-    assert any("fp16 and bf16 are both enabled" in label for label in sidebar_labels(at))
+    assert any("fp16 and bf16 are both enabled" in text and link.startswith("Fix on Precision")
+               for text, link in sidebar_findings(at))
     click_fix(at, "Fix: Keep bf16")
     assert at.session_state["config"]["fp16"]["enabled"] is False
     assert at.session_state["config"]["bf16"]["enabled"] is True
@@ -93,7 +90,8 @@ def test_switch_scheduler_type_reports_wrong_params_and_fixes_remove_them():
     at.selectbox(key=widget_key("scheduler.type")).set_value("OneCycle").run()
     errors = " ".join(texts(at.main.error))
     assert "scheduler.unknown-param" in errors and "scheduler.missing-param" in errors
-    assert any("OneCycle" in label for label in sidebar_labels(at))
+    assert any("OneCycle" in text and link.startswith("Fix on Optimizer & scheduler")
+               for text, link in sidebar_findings(at))
     while any(b.label.startswith("Fix: Remove `scheduler.params.") for b in at.button):
         click_fix(at, "Fix: Remove `scheduler.params.")
     at.number_input(key=widget_key("scheduler.params.cycle_min_lr")).set_value(1e-5).run()

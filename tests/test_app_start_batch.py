@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_app_support import ROOT, app, texts
+from test_app_support import ROOT, app, sidebar_findings, sidebar_text, texts
 
 from ui.widgets import widget_key
 
@@ -110,15 +110,14 @@ def test_invalid_batch_shows_error_on_page_and_sidebar_and_fix_fixes():
     at = app({"train_batch_size": 7, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1},
              page="pages/batch.py", nodes=1, gpus_per_node=2)
     assert any("batch.product" in e.value for e in at.main.error)
-    sidebar_links = [link.proto.label for link in at.sidebar.get("page_link")]
-    assert any("do not add up" in label for label in sidebar_links)
+    assert any("do not add up" in text and link == "Fix on Batch size | batch.product at train_batch_size"
+               for text, link in sidebar_findings(at))
     fix = next(b for b in at.button if b.label.startswith("Fix:"))
     fix.click().run()
     config = at.session_state["config"]
     assert config["train_batch_size"] == config["train_micro_batch_size_per_gpu"] * \
         config["gradient_accumulation_steps"] * 2
-    assert not at.sidebar.get("page_link") or not any("do not add up" in link.proto.label
-                                                      for link in at.sidebar.get("page_link"))
+    assert "do not add up" not in sidebar_text(at)
     assert texts(at.sidebar.success) == ["No errors or warnings"]
     # The widget shows the fixed value (its own state was reset).
     assert at.number_input(key=widget_key("train_batch_size")).value == config["train_batch_size"]

@@ -33,3 +33,20 @@ def click_fix(at: AppTest, startswith: str = "Fix:") -> None:
     """Click the first one-click fix button whose label starts with ``startswith``."""
     next(b for b in at.button if b.label.startswith(startswith)).click().run()
     assert not at.exception, at.exception
+
+
+def sidebar_findings(at: AppTest) -> list[tuple[str, str | None]]:
+    """The findings the sidebar lists: (text, the help of the "Fix on …" link after it or None)."""
+    out: list[tuple[str, str | None]] = []
+    for element in at.sidebar:
+        kind = type(element).__name__
+        if kind == "Markdown" and element.value.startswith(("🛑", "⚠️")):
+            out.append((element.value, None))
+        elif kind == "PageLink" and out and element.proto.label.startswith("Fix on"):
+            out[-1] = (out[-1][0], f"{element.proto.label} | {element.proto.help}")
+    return out
+
+
+def sidebar_text(at: AppTest) -> str:
+    """All finding texts of the sidebar, joined."""
+    return "\n".join(text for text, _ in sidebar_findings(at))

@@ -25,8 +25,8 @@ def test_every_schema_field_gets_a_widget_kind():
     assert kinds["zero_optimization.offload_param.device"].choices == ("none", "cpu", "nvme")
     assert kinds["communication_data_type"].choices == ("fp32", "fp16", "bf16")
     assert kinds["zero_optimization.offload_param"].kind == "section"
-    zenflow = kinds["zero_optimization.zenflow.update_interval"]
-    assert zenflow.kind == "int" and zenflow.allows_auto
+    stages = kinds["pipeline.stages"]  # int | Literal["auto"]
+    assert stages.kind == "int" and stages.allows_auto
     # Every field maps to a real widget kind; no field is silently skipped.
     assert {k.kind for k in kinds.values()} <= {"bool", "int", "float", "choice", "str", "json", "section"}
 

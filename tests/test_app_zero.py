@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_app_support import app, click_fix, texts
+from test_app_support import app, click_fix, sidebar_findings, texts
 
 from core import memory as core_memory
 from core.models import get_config, get_spec
@@ -110,7 +110,8 @@ def test_alias_spelling_is_written_as_documented():
 def test_invalid_stage_shows_error_on_page_and_sidebar():
     at = zero_app({"stage": 5})
     assert any("zero_optimization.stage" in e.value and "5" in e.value for e in at.main.error)
-    assert any("zero_optimization.stage" in link.proto.label for link in at.sidebar.get("page_link"))
+    assert any("`zero_optimization.stage`" in text and link.startswith("Fix on ZeRO & offload")
+               for text, link in sidebar_findings(at))
     assert at.selectbox(key=widget_key("zero_optimization.stage")).value == 5
     at.selectbox(key=widget_key("zero_optimization.stage")).set_value(2).run()
     assert not any("type.enum" in e for e in texts(at.main.error))

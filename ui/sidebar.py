@@ -16,7 +16,7 @@ MAX_LISTED = 12
 def finding_label(finding: Finding) -> str:
     """Short one-line text of a finding for the sidebar."""
     where = f"`{finding.path}`: " if finding.path else ""
-    message = finding.message if len(finding.message) <= 140 else finding.message[:137] + "…"
+    message = finding.message if len(finding.message) <= 240 else finding.message[:237] + "…"
     return f"{_ICONS.get(finding.severity, '')} {where}{message}"
 
 
@@ -36,13 +36,14 @@ def render(report: Report) -> None:
             st.markdown(f"No errors, **{len(warnings)} warning(s)**")
         else:
             st.success("No errors or warnings", icon=":material/check_circle:")
-        for finding in [*errors, *warnings][:MAX_LISTED]:
-            label = finding_label(finding)
+        for i, finding in enumerate([*errors, *warnings][:MAX_LISTED]):
+            st.markdown(finding_label(finding), help=finding.suggestion or None)
             page = app_state.PAGES.get(finding.page or "")
             if page:
-                st.page_link(page, label=label, help=finding.suggestion or None)
-            else:
-                st.markdown(label)
+                st.page_link(page, label=f"Fix on {app_state.PAGE_TITLES[finding.page]}",
+                             icon=":material/arrow_forward:", help=f"{finding.code} at {finding.path}")
+            if i < min(len(errors) + len(warnings), MAX_LISTED) - 1:
+                st.divider()
         hidden = len(errors) + len(warnings) - MAX_LISTED
         if hidden > 0:
             st.page_link(app_state.PAGES["review"], label=f"… and {hidden} more on Review & export")
