@@ -23,11 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.oracle.mutations import corpus_entries, edge_configs, mutate, random_edit_mutations, repaired
 from tests.oracle.oracle import (
     DISAGREEMENTS,
+    INITIALIZE_CASES,
     OUTCOMES,
     SUPPORTED_VERSIONS,
     WORLD_SIZES,
     Comparison,
     run_differential,
+    run_initialize_cases,
     validator_api,
 )
 
@@ -145,15 +147,41 @@ def report(version: str, full: bool, show: int, random_edits: int = 0) -> int:
     return len(bad)
 
 
+def initialize_report() -> None:
+    """Run every INITIALIZE_CASES config through deepspeed.initialize and print what really happened."""
+    results = run_initialize_cases()
+    validate, codes = validator_api()
+    print("\n## deepspeed.initialize cases (tiny CPU model, one rank)")
+    for case in INITIALIZE_CASES:
+        got = results[case.id]
+        as_expected = got["raised"] == case.raises and (
+            not case.raises or (got["error_type"] == case.error_type and case.message_contains in got["message"])
+        )
+        flagged = sorted({f.code for f in validate(case.config).findings if f.severity == "error"})
+        outcome = f"{got['error_type']}: {got['message']}" if got["raised"] else "initializes"
+        kind = "control" if not case.raises else ("rule" if case.config_rule else "not-config")
+        print(f"- {case.id} [{kind}]{'' if as_expected else ' UNEXPECTED'}: {case.rule}")
+        print(f"    initialize: {outcome[:300]}")
+        print(
+            f"    validator errors: {', '.join(flagged) or 'none'}"
+            f"{' (initialize-time)' if flagged and set(flagged) <= codes else ''}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", default="0.19.8", choices=[*SUPPORTED_VERSIONS, "all"])
     parser.add_argument("--full", action="store_true", help="every candidate mutation, not the sampled set")
     parser.add_argument("--random", type=int, default=2000, metavar="N", help="N seeded random-edit configs too")
+    parser.add_argument(
+        "--initialize", action="store_true", help="also run the deepspeed.initialize cases and print their exceptions"
+    )
     parser.add_argument("--list", type=int, default=40, metavar="N", help="show the first N disagreements")
     args = parser.parse_args(argv)
     versions = SUPPORTED_VERSIONS if args.version == "all" else (args.version,)
     disagreements = sum(report(v, args.full, args.list, args.random) for v in versions)
+    if args.initialize:
+        initialize_report()
     return 1 if disagreements else 0
 
 
