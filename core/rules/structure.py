@@ -234,6 +234,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         return None  # check_keys reports unknown keys with better advice
     path, field, owner = _locate(tuple(error["loc"]))
     value = error.get("input")
+    if field is not None and not field.meta.exists_in(ctx.version):
+        return None  # a key this version does not have: check_keys reports that instead
     if kind in _BOUND_KINDS and field is not None:
         older = field.meta.extra.get("bounds_by_version", {}).get(ctx.version)
         if older is not None and _within(value, older):
@@ -286,7 +288,7 @@ _BOUND_KINDS = frozenset({"greater_than", "greater_than_equal", "less_than", "le
 
 
 def _within(value: Any, bounds: dict[str, float]) -> bool:
-    if not isinstance(value, int | float) or isinstance(value, bool):
+    if not isinstance(value, int | float):  # bools included: pydantic reads them as 0 / 1
         return False
     checks = {"ge": value >= bounds.get("ge", value), "gt": "gt" not in bounds or value > bounds["gt"],
               "le": value <= bounds.get("le", value), "lt": "lt" not in bounds or value < bounds["lt"]}
