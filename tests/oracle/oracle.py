@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,15 +198,6 @@ def deepspeed_file_verdicts(path: Path, world_sizes: Sequence[int], version: str
 WORLD_SIZES = (1, 2, 8, 64)
 
 
-def _get(config: Any, *path: str) -> Any:
-    node = config
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 @dataclass(frozen=True)
 class Divergence:
     """A known, intended difference between the validator and DeepSpeed-on-this-machine.
@@ -216,7 +207,7 @@ class Divergence:
 
     name: str
     reason: str
-    applies: Any  # Callable[[dict, int, Verdict], bool]
+    applies: Callable[[dict[str, Any], int, Verdict], bool]
 
 
 DOCUMENTED_DIVERGENCES: tuple[Divergence, ...] = (
