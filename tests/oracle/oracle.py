@@ -246,7 +246,8 @@ class Comparison:
 
     def describe(self) -> str:
         """A multi-line account for an assertion message or a report."""
-        errors = "; ".join(f"{code} @ {path or '<root>'}" for code, path, _ in self.errors) or "no errors"
+        errors = "; ".join(f"{code} @ {path or '<root>'} ({message[:100]})" for code, path, message in self.errors)
+        errors = errors or "no errors"
         return (
             f"[{self.outcome}] {self.label} | world_size={self.world_size} | deepspeed {self.version}: "
             f"{self.verdict.describe()}\n    validator: {errors}{' | ' + self.note if self.note else ''}"
