@@ -154,6 +154,8 @@ with st.expander("Buckets, stage-3 knobs, ZeRO++ and the other ZeRO settings", i
     widgets.render_section("zero_optimization", form, exclude=("stage", "offload_optimizer", "offload_param"),
                            title=False)
 
+# Other top-level keys of this page (e.g. the deprecated `allgather_size`) appear only when the config has them.
+widgets.render_section("", form, only=[n for n in widgets.page_fields("zero") if n not in ("zero_optimization", "aio")])
 widgets.page_findings(form, "zero")
 st.page_link(app_state.PAGES["monitoring"], label="Next: monitoring →", icon=":material/arrow_forward:")
 frame.end()

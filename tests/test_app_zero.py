@@ -139,3 +139,12 @@ def test_without_model_the_page_asks_for_one():
     at = app({"zero_optimization": {"stage": 2}}, page="pages/zero.py")
     assert any("Choose a model" in i.value for i in at.info)
     assert not at.dataframe
+
+
+def test_deprecated_top_level_key_of_the_page_is_shown_only_when_present():
+    at = zero_app({"stage": 2})
+    assert not [n for n in at.number_input if n.key == widget_key("allgather_size")]
+    at = app({"zero_optimization": {"stage": 2}, "allgather_size": 1000}, page="pages/zero.py")
+    field = at.number_input(key=widget_key("allgather_size"))
+    assert field.value == 1000
+    assert "Deprecated: use `zero_optimization.allgather_bucket_size`." in field.help
