@@ -169,3 +169,35 @@ def test_manual_parameter_counts_give_a_model_states_only_estimate():
                                                                                         None)
     fit = [*at.sidebar.success, *at.sidebar.error]
     assert any("GiB per GPU" in e.value for e in fit)
+
+
+def test_upload_a_config_file_and_a_broken_one():
+    at = app({"train_micro_batch_size_per_gpu": 9})
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    good = b'{"train_micro_batch_size_per_gpu": 2, /* c */ "zero_optimization": {"stage": 1}, "mine": true}'
+    at.file_uploader(key="start_upload").upload("ds_config.json", b"{\n  \"a\": [1,,2]\n}", "application/json").run()
+    at.button(key="start_import").click().run()
+    assert any("line 2, column" in e.value for e in at.error)
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 9}
+    at.file_uploader(key="start_upload").upload("ds_config.json", good, "application/json").run()
+    at.button(key="start_import").click().run()
+    assert not at.error
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 1},
+                                          "mine": True}
+    assert at.session_state["baseline"] == at.session_state["config"]
+
+
+def test_upload_a_model_config_json_sets_the_architecture():
+    from core.models import get_config, get_spec
+    at = app()
+    at.radio(key="start_model_source").set_value("Upload config.json").run()
+    hf = json.dumps(get_config("Qwen/Qwen2.5-0.5B")).encode()
+    at.file_uploader(key="start_hf_config").upload("config.json", hf, "application/json").run()
+    ctx = at.session_state["context"]
+    spec = get_spec("Qwen/Qwen2.5-0.5B")
+    assert (ctx["model"], ctx["total_params"], ctx["largest_layer_params"]) == (
+        "config.json", spec.total_params, spec.largest_layer_params)
+    assert ctx["model_config"] == get_config("Qwen/Qwen2.5-0.5B")
+    at.file_uploader(key="start_hf_config").upload("config.json", b'{"model_type": "nope"}', "application/json").run()
+    assert any("Could not read the model config" in e.value for e in at.error)
+    assert at.session_state["context"]["total_params"] == spec.total_params
