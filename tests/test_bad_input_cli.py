@@ -207,6 +207,37 @@ def test_migrate_bad_input(row, tmp_path, capsys):
             assert fragment in out
 
 
+# ---------------------------------------------------------------- estimate --config reads the same files
+
+BUG_ESTIMATE_LOADER = ("core bug: `dsconfig estimate --config` parses with json.loads instead of core.load_config: "
+                       "deep nesting gives a RecursionError traceback; NaN/Infinity, duplicate keys, over-deep and "
+                       "10 MB files are accepted; HJSON comments, trailing commas and a UTF-8 BOM are refused")
+ESTIMATE_XFAIL = {
+    "deep-10000-objects", "deep-10000-lists", "deep-100-objects", "duplicate-keys", "duplicate-nested-keys", "nan",
+    "infinity", "minus-infinity", "1e400", "10MB-file", "trailing-comma", "utf8-bom-accepted", "only-a-comment",
+    "only-a-block-comment",
+}
+ESTIMATE_ROWS = [
+    *(Row(r.id, r.content, 2 if r.code == 2 else 0, r.fragments[:1] if r.code == 2 else (),
+          BUG_ESTIMATE_LOADER if r.id in ESTIMATE_XFAIL else None) for r in ROWS if not r.xfail),
+    Row("int-beyond-float-range", '{"zero_optimization": {"stage": 1' + "0" * 400 + "}}", 0, (),
+        "core bug: memory.estimate raises OverflowError on an integer beyond the float range"),
+]
+
+
+@pytest.mark.parametrize("row", _params(ESTIMATE_ROWS))
+def test_estimate_config_bad_input(row, tmp_path, capsys):
+    """What validate refuses as unreadable, estimate refuses too; everything else is estimated leniently."""
+    path = _write(tmp_path, row.content)
+    code, out, err = run_cli(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--config", str(path)], capsys)
+    assert "Traceback" not in out + err
+    assert code == row.code, err
+    if code == 2:
+        assert err.startswith("dsconfig estimate: error: ")
+    else:
+        assert "GPU" in out
+
+
 # ---------------------------------------------------------------- wrong types, every field and section
 
 
