@@ -440,3 +440,37 @@ def test_real_process_stdin_and_limit():
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     assert "Traceback" not in text
     assert proc.returncode == 2 and "MB" in text
+
+
+# ---------------------------------------------------------------- outputs that cannot be written
+
+BUG_UNWRITABLE = ("core bug: an output that cannot be written escapes as an OSError traceback "
+                  "(cli.cmd_schema -o, cli.cmd_migrate --write do not catch OSError; export -o does)")
+
+
+@pytest.mark.xfail(strict=True, reason=BUG_UNWRITABLE)
+def test_schema_output_into_missing_folder(tmp_path, capsys):
+    target = tmp_path / "no-such-folder" / "schema.json"
+    code, out, err = run_cli(["schema", "-o", str(target)], capsys)
+    assert "Traceback" not in out + err
+    assert code == 2 and str(target) in err
+
+
+@pytest.mark.xfail(strict=True, reason=BUG_UNWRITABLE)
+def test_migrate_write_to_unwritable_file(tmp_path, capsys, monkeypatch):
+    path = _write(tmp_path, '{"zero_optimization": {"stage": 2, "cpu_offload": true}}')
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    code, out, err = run_cli(["migrate", str(path), "--write"], capsys)
+    assert "Traceback" not in out + err
+    assert code == 2 and "Permission denied" in err
+
+
+def test_export_output_into_missing_folder(tmp_path, capsys):
+    target = tmp_path / "no-such-folder" / "ds_config.json"
+    code, out, err = run_cli(["export", "--preset", _first_preset(capsys), "-o", str(target)], capsys)
+    assert "Traceback" not in out + err
+    assert code == 2 and "cannot write" in err and not target.exists()
