@@ -346,8 +346,9 @@ def test_wrong_type_refused_by_deepspeed_is_an_error(field, tmp_path, capsys):
     ["../etc/passwd", "/etc/passwd", "..", "dp-bf16/../../x", "a\x00b", "", "dp bf16", "x" * 65, "dp-bf16.json",
      "~/presets/x", "C:\\presets\\x"],
 )
-def test_export_refuses_unsafe_preset_names(name, capsys):
-    code, out, err = run_cli(["export", "--preset", name], capsys)
+@pytest.mark.parametrize("command", [["export", "--preset"], ["presets", "show"]], ids=["export", "presets-show"])
+def test_unsafe_preset_names_refused(command, name, capsys):
+    code, out, err = run_cli([*command, name], capsys)
     assert "Traceback" not in out + err
     assert code == 2
     assert "invalid preset name" in err
