@@ -173,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run ``dsconfig`` and return its exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # Configs may hold any text (even lone surrogates from "\ud800" escapes): never fail printing it.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     out = out or sys.stdout
     parser = build_parser()
     try:

@@ -152,6 +152,11 @@ def _parse(text: str) -> Any:
     except RecursionError:
         raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as json_exc:
+        if "Exceeds the limit" in str(json_exc) and "integer string conversion" in str(json_exc):
+            raise ConfigLoadError(
+                "a number in the config has more than 4300 digits; no DeepSpeed setting takes a number that "
+                "large — check for a pasted blob or a corrupted file"
+            ) from None
         if "is not a valid JSON number" in str(json_exc):
             raise ConfigLoadError(
                 f"{json_exc}: NaN and Infinity are not allowed; write a finite number"
@@ -185,4 +190,10 @@ def _duplicate_error(text: str, key: str) -> ConfigLoadError:
 
 def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:
     """Stable, readable JSON: key order kept, 2-space indent, non-ASCII kept, trailing newline."""
-    return json.dumps(config, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(config, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (from a "\ud800" escape) cannot be written as UTF-8; JSON's \u escapes can.
+        text = json.dumps(config, indent=indent, ensure_ascii=True, allow_nan=False) + "\n"
+    return text

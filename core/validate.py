@@ -17,7 +17,7 @@ Rule = Callable[[Context], Iterable[Finding]]
 RULES: tuple[Rule, ...] = (structure.check_keys, structure.check_types, *semantic.RULES, *optim.RULES)
 
 #: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
-INITIALIZE_TIME_CODES: frozenset[str] = optim.INITIALIZE_CODES | {"type.engine"}
+INITIALIZE_TIME_CODES: frozenset[str] = optim.INITIALIZE_CODES | {"type.engine", "misc.steps-per-print"}
 
 
 def validate(

@@ -194,6 +194,7 @@ CASES = [
      "data_types.grad_accum_dtype"),
     ("unknown-auto-strict", cfg(bf16={"enabled": True, "initial_scale_power": "auto"}), {}, "keys.unknown-auto",
      "warning", "bf16.initial_scale_power"),
+    ("steps-per-print", cfg(steps_per_print=0), {}, "misc.steps-per-print", "error", "steps_per_print"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]

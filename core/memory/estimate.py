@@ -50,9 +50,13 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 
 def _num(value: Any, default: float, minimum: float = 0) -> float:
     """A finite number >= minimum, else the default ("auto", strings, bools, None)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
         return default
-    return value
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return default
+    return value if finite else default
 
 
 def _flag(value: Any, default: bool) -> bool:

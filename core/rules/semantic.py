@@ -609,6 +609,15 @@ def misc(ctx: Context) -> Iterator[Finding]:
             suggestion=f"Pad the vocabulary to {vocab + (-vocab) % 8}.", page="advanced",
         )
     yield from _wall_clock(ctx)
+    spp = ctx.config.get("steps_per_print")
+    if spp is not None and spp != "auto" and not (isinstance(spp, int) and not isinstance(spp, bool) and spp > 0):
+        yield Finding(
+            "error", "misc.steps-per-print", "steps_per_print",
+            f"steps_per_print is {spp!r}; DeepSpeed computes `step % steps_per_print` during training and "
+            "fails on anything but a positive whole number (0 divides by zero at the first step).",
+            suggestion="Use e.g. 10, or remove it to print nothing periodically.",
+            fix=_set("steps_per_print", 10), page="monitoring",
+        )
     ep = ctx.config.get("expert_parallel")
     if isinstance(ep, dict) and ep.get("load_balance_coeff") is not None:
         yield Finding(
