@@ -154,8 +154,8 @@ def _parse(text: str) -> Any:
     except ValueError as json_exc:
         if "Exceeds the limit" in str(json_exc) and "integer string conversion" in str(json_exc):
             raise ConfigLoadError(
-                "a number in the config has more than 4300 digits; no DeepSpeed setting takes a number that "
-                "large — check for a pasted blob or a corrupted file"
+                "a number in the config is too large (more than 4300 digits); no DeepSpeed setting takes a "
+                "number that large — check for a pasted blob or a corrupted file"
             ) from None
         if "is not a valid JSON number" in str(json_exc):
             raise ConfigLoadError(
