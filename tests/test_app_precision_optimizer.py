@@ -116,3 +116,14 @@ def test_hf_target_allows_auto_optimizer_params():
     at = app(config, page="pages/optimizer.py", target="hf")
     at.toggle(key=widget_key("optimizer.params.lr") + ":auto").set_value(True).run()
     assert at.session_state["config"]["optimizer"]["params"]["lr"] == "auto"
+
+
+def test_float_valued_integer_like_params_render():
+    # Regression (found by the corpus test): a float value with an int bound crashed number_input.
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"lr": 1e-3}},
+              "scheduler": {"type": "OneCycle", "params": {
+                  "cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_first_step_size": 1000.0,
+                  "cycle_second_step_size": 100}}}
+    at = app(json.loads(json.dumps(config)), page="pages/optimizer.py")
+    assert at.number_input(key=widget_key("scheduler.params.cycle_second_step_size")).value == 100.0
+    assert at.session_state["config"] == config

@@ -627,8 +627,8 @@ def render_param(base: str, param: Any, form: Form) -> None:
             high = param.le if param.le is not None else (param.lt - 1 if param.lt is not None else None)
             low, high = (None if low is None else int(low)), (None if high is None else int(high))
         else:
-            low = param.ge
-            high = param.le
+            low = None if param.ge is None else float(param.ge)
+            high = None if param.le is None else float(param.le)
         if not _fits(value, kind, low, high) or (kind.kind == "float" and isinstance(value, list)):
             _json_widget(path, label + " (raw JSON)", value, help_, None, args | {"kind": "json"})
         elif kind.kind == "bool":
