@@ -168,6 +168,9 @@ def bench_pages(reruns: int) -> list[tuple[str, str, str]]:
                 rows.append((f"page rerun: {page_id}", "error: " + str(at.exception[0].message)[:40], ""))
                 continue
             page_time = median_time(at.run, reruns)
+            if at.exception:  # a rerun that ends on an error screen is not a page rerun time
+                rows.append((f"page rerun: {page_id}", "error: " + str(at.exception[0].message)[:40], ""))
+                continue
             rows.append((f"page rerun: {page_id} (median of {reruns})", f"{page_time * 1e3:.0f} ms",
                          f"{trivial_time * 1e3:.0f} ms (trivial page)"))
         except Exception as exc:  # a benchmark run reports a broken page rather than stopping
