@@ -79,3 +79,13 @@ def test_python_dash_m_core_and_stdin():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "OK" in proc.stdout
+
+
+def test_estimate_and_presets_are_wired_into_dsconfig():
+    code, text = run(["estimate", "--params", "2851e6", "--largest-layer", "32e6", "--gpus-per-node", "8"])
+    assert code == 0 and "127.45GB" in text and "5.31GB" in text
+    code, text = run(["presets", "list"])
+    assert code == 0 and "zero3-bf16" in text
+    code, text = run(["export", "--preset", "zero3-bf16", "--set", "zero_optimization.stage=2"])
+    assert code == 0 and json.loads(text)["zero_optimization"]["stage"] == 2
+    assert run(["export", "--preset", "../../etc/passwd"])[0] == 2
