@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 import core
+from core import memory
 from core.findings import Report
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
 from core.schema.root import empty_config
@@ -89,6 +90,20 @@ GPU_CATALOG: Mapping[str, float] = MappingProxyType({
     "AMD MI250X 128GB": 128.0,
 })
 CUSTOM_GPU = "Custom"
+
+
+#: (min, max) of the numeric context values: the widgets' limits, and what a shared link may carry.
+CONTEXT_LIMITS: Mapping[str, tuple[Any, Any]] = MappingProxyType({
+    "nodes": (1, 4096),
+    "gpus_per_node": (1, 64),
+    "gpu_memory_gib": (1.0, 1024.0),
+    "cpu_ram_gib": (1.0, 65536.0),
+    "nvme_gib": (0.0, 1_000_000.0),
+    "total_params": (1, 2**53 - 1),
+    "largest_layer_params": (1, 2**53 - 1),
+    "seq_len": (1, 1_048_576),
+    "train_steps": (1, 2_000_000),
+})
 
 
 def default_context() -> dict[str, Any]:
@@ -214,17 +229,34 @@ def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
             core.load_config(json.dumps(data[key]))
         except (core.ConfigLoadError, RecursionError, ValueError) as exc:
             raise ShareError(f"the link's config cannot be used: {exc}") from None
+    return data["c"], clean_context(data["x"]), data["b"]
+
+
+def _number(value: Any, default: Any, key: str) -> Any:
+    low, high = CONTEXT_LIMITS[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        return default
+    if isinstance(low, int):
+        return int(value) if float(value).is_integer() else default
+    return float(value)
+
+
+def clean_context(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A context from untrusted data (a shared link): unknown keys dropped, every value of the right type."""
     context = default_context()
-    known = {k: v for k, v in data["x"].items() if k in context}
-    context.update(known)
-    if context["target"] not in TARGETS:
-        context["target"] = "deepspeed"
-    if context["version"] not in VERSIONS:
-        context["version"] = DEFAULT_VERSION
-    for key in ("nodes", "gpus_per_node"):
-        value = context[key]
-        context[key] = value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
-    return data["c"], context, data["b"]
+    context["target"] = raw.get("target") if raw.get("target") in TARGETS else context["target"]
+    context["version"] = raw.get("version") if raw.get("version") in VERSIONS else context["version"]
+    for key in CONTEXT_LIMITS:
+        context[key] = _number(raw.get(key), context[key], key)
+    gpu = raw.get("gpu", context["gpu"])
+    context["gpu"] = gpu if gpu in GPU_CATALOG or gpu == CUSTOM_GPU else CUSTOM_GPU
+    model = raw.get("model")
+    context["model"] = model[:200] if isinstance(model, str) else None
+    model_config = raw.get("model_config")
+    context["model_config"] = model_config if isinstance(model_config, dict) else None
+    for key, allowed in (("attention", memory.ATTENTION_IMPLS), ("recompute", memory.RECOMPUTE_MODES)):
+        context[key] = raw.get(key) if raw.get(key) in allowed else context[key]
+    return context
 
 
 def restore_from_query() -> str | None:

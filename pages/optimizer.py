@@ -82,8 +82,7 @@ if sched is not None:
         with cols[i % 3]:
             widgets.render_param("scheduler.params", param, form)
     steps = int(ctx.get("train_steps") or 1000)
-    widgets.context_widget(st.number_input, "train_steps", "Steps to chart", min_value=1,
-                           max_value=lr_schedules.MAX_STEPS, step=1000)
+    widgets.context_widget(st.number_input, "train_steps", "Steps to chart", step=1000)
     try:
         curve = lr_schedules.config_schedule_curve(config, steps)
     except lr_schedules.ScheduleError as exc:

@@ -115,9 +115,9 @@ with cols[1]:
 st.subheader("3. Hardware")
 cols = st.columns(4)
 with cols[0]:
-    widgets.context_widget(st.number_input, "nodes", "Nodes", min_value=1, max_value=4096, step=1)
+    widgets.context_widget(st.number_input, "nodes", "Nodes", step=1)
 with cols[1]:
-    widgets.context_widget(st.number_input, "gpus_per_node", "GPUs per node", min_value=1, max_value=64, step=1)
+    widgets.context_widget(st.number_input, "gpus_per_node", "GPUs per node", step=1)
 with cols[2]:
     gpu_options = [*app_state.GPU_CATALOG, app_state.CUSTOM_GPU]
 
@@ -137,15 +137,13 @@ with cols[2]:
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
                  format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu)
 with cols[3]:
-    widgets.context_widget(st.number_input, "gpu_memory_gib", "GPU memory (GiB)", min_value=1.0,
-                           max_value=1024.0, step=1.0, disabled=ctx["gpu"] != app_state.CUSTOM_GPU)
+    widgets.context_widget(st.number_input, "gpu_memory_gib", "GPU memory (GiB)", step=1.0,
+                           disabled=ctx["gpu"] != app_state.CUSTOM_GPU)
 cols = st.columns(4)
 with cols[0]:
-    widgets.context_widget(st.number_input, "cpu_ram_gib", "CPU RAM per node (GiB)", min_value=1.0,
-                           max_value=65536.0, step=16.0)
+    widgets.context_widget(st.number_input, "cpu_ram_gib", "CPU RAM per node (GiB)", step=16.0)
 with cols[1]:
-    widgets.context_widget(st.number_input, "nvme_gib", "NVMe per node (GiB)", min_value=0.0,
-                           max_value=1_000_000.0, step=100.0)
+    widgets.context_widget(st.number_input, "nvme_gib", "NVMe per node (GiB)", step=100.0)
 with cols[2]:
     st.metric("World size (GPUs)", app_state.world_size(ctx))
 
@@ -187,10 +185,10 @@ elif model_source == "Upload config.json":
 else:
     cols = st.columns(2)
     with cols[0]:
-        widgets.context_widget(st.number_input, "total_params", "Total parameters", min_value=1, step=1_000_000,
+        widgets.context_widget(st.number_input, "total_params", "Total parameters", step=1_000_000,
                                placeholder="e.g. 7000000000")
     with cols[1]:
-        widgets.context_widget(st.number_input, "largest_layer_params", "Largest layer's parameters", min_value=1,
+        widgets.context_widget(st.number_input, "largest_layer_params", "Largest layer's parameters",
                                step=1_000_000, help="Usually the embedding: vocab size × hidden size.")
     if ctx.get("model_config") is not None:
         ctx["model_config"] = None  # counts by hand: no architecture, so no activation estimate
@@ -199,8 +197,7 @@ if ctx.get("total_params"):
                f"largest layer {ctx['largest_layer_params'] / 1e6:.1f} M.")
 cols = st.columns(4)
 with cols[0]:
-    widgets.context_widget(st.number_input, "seq_len", "Sequence length (tokens)", min_value=1, max_value=1_048_576,
-                           step=256)
+    widgets.context_widget(st.number_input, "seq_len", "Sequence length (tokens)", step=256)
 with cols[1]:
     widgets.context_widget(st.selectbox, "attention", "Attention implementation", options=list(memory.ATTENTION_IMPLS),
                            help="eager stores the attention scores; sdpa/flash do not (less activation memory).")
@@ -209,8 +206,7 @@ with cols[2]:
                            help="Gradient (activation) checkpointing in the model: `full` recomputes each layer in "
                            "the backward pass and saves most activation memory.")
 with cols[3]:
-    widgets.context_widget(st.number_input, "train_steps", "Training steps (for the LR chart)", min_value=1,
-                           max_value=2_000_000, step=1000)
+    widgets.context_widget(st.number_input, "train_steps", "Training steps (for the LR chart)", step=1000)
 
 st.page_link(app_state.PAGES["batch"], label="Next: batch size →", icon=":material/arrow_forward:")
 frame.end()

@@ -138,3 +138,21 @@ def test_share_decode_refuses_non_finite_numbers_and_deep_configs():
         token = base64.urlsafe_b64encode(zlib.compress(raw.encode())).decode().rstrip("=")
         with pytest.raises(app_state.ShareError):
             app_state.decode_state(token)
+
+
+def test_share_decode_cleans_out_of_range_and_mistyped_context_values():
+    raw = {"nodes": 10**9, "gpus_per_node": 2.0, "gpu_memory_gib": 80, "cpu_ram_gib": "lots", "seq_len": True,
+           "total_params": 7e9, "gpu": "NVIDIA T4 16GB", "attention": "magic", "model_config": [1]}
+    _, context, _ = app_state.decode_state(app_state.encode_state({}, raw, {}))
+    defaults = app_state.default_context()
+    assert context["nodes"] == defaults["nodes"]
+    assert context["gpus_per_node"] == 2 and isinstance(context["gpus_per_node"], int)
+    assert context["gpu_memory_gib"] == 80.0 and isinstance(context["gpu_memory_gib"], float)
+    assert context["cpu_ram_gib"] == defaults["cpu_ram_gib"]
+    assert context["seq_len"] == defaults["seq_len"]
+    assert context["total_params"] == 7_000_000_000 and isinstance(context["total_params"], int)
+    assert context["gpu"] == "NVIDIA T4 16GB"
+    assert context["attention"] == defaults["attention"]
+    assert context["model_config"] is None
+    for key, (low, high) in app_state.CONTEXT_LIMITS.items():
+        assert context[key] is None or low <= context[key] <= high

@@ -560,6 +560,10 @@ def _on_context(name: str) -> None:
 def context_widget(factory: Any, name: str, label: str, **kwargs: Any) -> Any:
     """A widget bound to ``context[name]`` (target, hardware, model, training shape)."""
     value = app_state.get_context().get(name)
+    if factory is st.number_input and name in app_state.CONTEXT_LIMITS:
+        low, high = app_state.CONTEXT_LIMITS[name]
+        kwargs.setdefault("min_value", low)
+        kwargs.setdefault("max_value", high)
     if "options" in kwargs:
         options = list(kwargs["options"])
         kwargs["index"] = options.index(value) if value in options else 0
