@@ -9,9 +9,11 @@ import pytest
 from test_app_support import ROOT, app
 
 import core
+from core.models import get_config, get_spec
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 
+MODEL = "meta-llama/Llama-2-7b-hf"
 PAGES = ("batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
 
 
@@ -33,7 +35,9 @@ pytestmark = pytest.mark.slow
 @pytest.mark.skipif(not CONFIGS, reason="the shared corpus is not available")
 @pytest.mark.parametrize("config", CONFIGS)
 def test_every_page_renders_a_corpus_config_untouched(config):
-    at = app(copy.deepcopy(config))
+    spec = get_spec(MODEL)  # a model in the context, so the memory charts are drawn too
+    at = app(copy.deepcopy(config), model=MODEL, model_config=get_config(MODEL), total_params=spec.total_params,
+             largest_layer_params=spec.largest_layer_params)
     for page in PAGES:
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, (page, at.exception)
