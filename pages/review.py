@@ -6,6 +6,7 @@ import streamlit as st
 
 import app_state
 import core
+from core import autofill
 from ui import export, frame, widgets
 
 frame.begin("Review & export")
@@ -72,6 +73,48 @@ text = core.dump_config(final)
 st.code(text, language="json")
 st.download_button("Download ds_config.json", data=text, file_name="ds_config.json", mime="application/json",
                    key="review_download", type="primary", icon=":material/download:")
+
+autos = autofill.find_auto(config)
+if autos:
+    with st.expander(f'Resolve the {len(autos)} "auto" values as the HF Trainer would', icon=":material/auto_fix:"):
+        st.caption("For a plain DeepSpeed launch (or to see what the Trainer will use): give the training values "
+                   "the Trainer would take from TrainingArguments, the launcher and the model.")
+        guesses = dict(autofill.HF_DEFAULTS) | {"world_size": app_state.world_size(ctx),
+                                                "num_training_steps": int(ctx.get("train_steps") or 1)}
+        hf_model = ctx.get("model_config")
+        if isinstance(hf_model, dict):
+            hidden = hf_model.get("hidden_size") or hf_model.get("d_model") or hf_model.get("n_embd")
+            if isinstance(hidden, int) and hidden > 0:
+                guesses["hidden_size"] = hidden
+        values: dict = {}
+        needed = autofill.needed_training_values(config)
+        cols = st.columns(3)
+        for i, name in enumerate(needed):
+            check = autofill.TRAINING_VALUES[name]
+            default = guesses.get(name)
+            with cols[i % 3]:
+                if check is autofill.TRAINING_VALUES["fp16"]:
+                    values[name] = st.checkbox(name, value=bool(default), key=f"review_auto_{name}")
+                elif check is autofill.TRAINING_VALUES["world_size"]:
+                    values[name] = st.number_input(name, value=default, min_value=1, step=1,
+                                                   key=f"review_auto_{name}", placeholder="required")
+                else:
+                    values[name] = st.number_input(name, value=None if default is None else float(default),
+                                                   format="%g", key=f"review_auto_{name}", placeholder="required")
+        given = {k: v for k, v in values.items() if v is not None}
+        try:
+            resolved = autofill.resolve_auto(config, **given)
+        except autofill.AutoFillError as exc:
+            st.error(f"Cannot resolve yet: {exc}", icon=":material/error:")
+        else:
+            left = autofill.find_auto(resolved)
+            if left:
+                st.caption("Still \"auto\" (the Trainer leaves these alone): " + ", ".join(f"`{p}`" for p in left))
+            resolved_text = core.dump_config(resolved)
+            st.code(resolved_text, language="json")
+            st.download_button("Download the resolved ds_config.json", data=resolved_text,
+                               file_name="ds_config.resolved.json", mime="application/json",
+                               key="review_download_resolved", icon=":material/download:")
 
 st.subheader("Changes since import / preset")
 diff = export.unified_diff(app_state.get_baseline(), config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -158,3 +159,21 @@ def app_from_link(token: str):
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def test_review_resolves_auto_like_the_hf_trainer():
+    from core import autofill
+    config = copy.deepcopy(PRESETS["hf-auto-zero2"].config)
+    at = app(copy.deepcopy(config), page="pages/review.py", target="hf", nodes=1, gpus_per_node=4)
+    assert any('need the model\'s hidden_size' in e.value for e in at.error)
+    at.number_input(key="review_auto_hidden_size").set_value(4096).run()
+    at.number_input(key="review_auto_per_device_train_batch_size").set_value(2).run()
+    resolved_text = next(c.value for c in at.code if '"train_micro_batch_size_per_gpu": 2' in c.value)
+    resolved = json.loads(resolved_text)
+    values = dict(autofill.HF_DEFAULTS) | {"world_size": 4, "per_device_train_batch_size": 2, "hidden_size": 4096,
+                                           "num_training_steps": 10_000}
+    needed = autofill.needed_training_values(config)
+    assert resolved == autofill.resolve_auto(config, **{k: v for k, v in values.items() if k in needed})
+    assert resolved["train_batch_size"] == 2 * 1 * 4
+    assert core.validate(resolved, world_size=4, target="deepspeed").ok
+    assert at.session_state["config"] == config  # resolving is a view; the edited config keeps its "auto"s
