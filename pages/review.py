@@ -146,4 +146,7 @@ if token:
     base = (st.context.url or "").rstrip("/")
     st.code(f"{base}/?{app_state.SHARE_PARAM}={token}", language=None, wrap_lines=True)
     st.caption(f"{len(token)} characters. Anyone opening it gets a copy of this state in their own session.")
+    if len(token) > 8000:
+        st.warning("This link is long; some proxies and chat tools cut URLs above about 8,000 characters. "
+                   "Share the downloaded file instead if the link does not open.")
 frame.end()
