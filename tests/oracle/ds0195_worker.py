@@ -159,7 +159,8 @@ def main() -> None:
 
 # --------------------------------------------------------------------------- deepspeed.initialize cases
 def run_initialize_case(config: dict[str, Any]) -> dict[str, Any]:
-    """``deepspeed.initialize`` on a tiny CPU model with ``config``: did it raise, and with what?
+    """``deepspeed.initialize`` on a tiny CPU model with ``config``: did it raise, and with what? When it
+    did not, ``"step"`` says whether two training steps then raise.
 
     Expects MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE / LOCAL_RANK in the environment (one process).
     """
@@ -176,14 +177,29 @@ def run_initialize_case(config: dict[str, Any]) -> dict[str, Any]:
                 model=model, model_parameters=model.parameters(), config=copy.deepcopy(config)
             )
     except Exception as exc:  # the point: record what initialize raises
-        return {"raised": True, "error_type": type(exc).__name__, "message": _short(str(exc))}
+        return {"raised": True, "error_type": type(exc).__name__, "message": _short(str(exc)), "step": None}
     return {
         "raised": False,
         "error_type": None,
         "message": None,
         "optimizer": type(optimizer).__name__ if optimizer is not None else None,
         "scheduler": type(scheduler).__name__ if scheduler is not None else None,
+        "step": _train_steps(_engine, torch),
     }
+
+
+def _train_steps(engine: Any, torch: Any, steps: int = 2) -> dict[str, Any]:
+    """Two forward/backward/step rounds on random data: some settings only fail once training runs."""
+    try:
+        dtype = next(engine.module.parameters()).dtype
+        with _quiet():
+            for _ in range(steps):
+                loss = engine(torch.randn(1, 4, dtype=dtype)).float().pow(2).mean()
+                engine.backward(loss)
+                engine.step()
+    except Exception as exc:  # recorded, like initialize's exceptions
+        return {"raised": True, "error_type": type(exc).__name__, "message": _short(str(exc))}
+    return {"raised": False, "error_type": None, "message": None}
 
 
 def initialize_main() -> None:

@@ -346,7 +346,9 @@ class InitializeCase:
     ``config_rule``: the failure is the config's fault (a validator rule, an error). ``config_rule=False``:
     it is this CPU machine's (a CUDA cluster accepts it) or the caller's (e.g. no client optimizer passed),
     and the validator must not make it an error.
-    Cases with ``raises=False`` are controls: the same shape that works, so a failure is the one key's doing.
+    Cases with ``raises=False`` are controls: the same shape that works (initialize and two training steps),
+    so a failure is the one key's doing. ``phase="step"``: initialize succeeds and the first training
+    steps raise (still nothing DeepSpeedConfig catches).
     """
 
     id: str
@@ -356,6 +358,7 @@ class InitializeCase:
     error_type: str | None = None
     message_contains: str | None = None
     config_rule: bool = True
+    phase: str = "initialize"  # "step": initialize succeeds, the first training steps raise
 
 
 INITIALIZE_CASES: tuple[InitializeCase, ...] = (
@@ -763,6 +766,39 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         "torch.optim.lr_scheduler.StepLR with step_size",
         {**_TINY, "optimizer": _SGD, "scheduler": {"type": "StepLR", "params": {"step_size": 10}}},
         False,
+    ),
+    InitializeCase(
+        "steps-per-print-zero",
+        "steps_per_print 0: DeepSpeed computes step % steps_per_print",
+        {**_TINY, "optimizer": _SGD, "steps_per_print": 0},
+        True,
+        "ZeroDivisionError",
+        "integer modulo by zero",
+        phase="step",
+    ),
+    InitializeCase(
+        "steps-per-print-string",
+        "steps_per_print given as a string",
+        {**_TINY, "optimizer": _SGD, "steps_per_print": "10"},
+        True,
+        "TypeError",
+        "unsupported operand type(s) for %: 'int' and 'str'",
+        phase="step",
+    ),
+    InitializeCase(
+        "control-steps-per-print-negative",
+        "steps_per_print -1 trains (prints every step)",
+        {**_TINY, "optimizer": _SGD, "steps_per_print": -1},
+        False,
+    ),
+    InitializeCase(
+        "gradient-clipping-auto",
+        "gradient_clipping 'auto' is kept verbatim and compared with a float at the first step",
+        {**_TINY, "optimizer": _SGD, "gradient_clipping": "auto"},
+        True,
+        "TypeError",
+        "'>' not supported between instances of 'str' and 'float'",
+        phase="step",
     ),
     InitializeCase(
         "control-fp16-on-cpu",
