@@ -46,7 +46,7 @@ def server() -> Iterator[str]:
     log = open(ARTIFACTS / "streamlit-e2e.log", "w")  # noqa: SIM115 — closed below
     proc = subprocess.Popen(
         [str(streamlit), "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"},
     )
     url = f"http://127.0.0.1:{port}"
