@@ -117,11 +117,18 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
         if args.file == "-":
             raise CliError("--write needs a file, not standard input")
         if changes:
-            Path(args.file).write_text(dump_config(new), encoding="utf-8")
+            _write(args.file, dump_config(new))
             sys.stderr.write(f"wrote {args.file}\n")
     else:
         out.write(dump_config(new))
     return EXIT_OK
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write it ({exc.strerror or exc})") from None
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
@@ -129,7 +136,7 @@ def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
 
     text = json.dumps(json_schema(args.deepspeed_version, args.target), indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write(args.output, text)
     else:
         out.write(text)
     return EXIT_OK

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
+from core.io import ConfigLoadError, load_config
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -104,18 +105,15 @@ class _UsageError(Exception):
 
 
 def _load_json(path: Path, what: str) -> Any:
+    """Read a JSON/HJSON object file with the same loader (and limits) as ``dsconfig validate``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise _UsageError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise _UsageError(f"{what} {str(path)!r} is not UTF-8 text") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _UsageError(
-            f"{what} {str(path)!r} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+        return load_config(data)
+    except ConfigLoadError as exc:
+        raise _UsageError(f"{what} {str(path)!r}: {exc}") from None
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:

@@ -12,9 +12,30 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 _MISSING = object()
 
 
+def join_path(prefix: str, key: object) -> str:
+    """Append a key to a dotted path; dots and backslashes inside the key are escaped with a backslash."""
+    text = str(key).replace("\\", "\\\\").replace(".", "\\.")
+    return f"{prefix}.{text}" if prefix else text
+
+
 def split_path(path: str) -> list[str]:
-    """``"zero_optimization.offload_param.device"`` → its keys (empty path → [])."""
-    return [part for part in path.split(".") if part] if path else []
+    """``"zero_optimization.offload_param.device"`` → its keys (empty path → []); ``\\.`` is a literal dot."""
+    keys: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for char in path:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ".":
+            keys.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    keys.append("".join(current))
+    return [k for k in keys if k] if path else []
 
 
 def get_path(config: Any, path: str, default: Any = None) -> Any:

@@ -168,6 +168,12 @@ def _parse(text: str) -> Any:
         raise _duplicate_error(text, exc.key) from None
     except RecursionError:
         raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels") from None
+    except hjson.HjsonDecodeError as hjson_error:
+        if isinstance(json_error, json.JSONDecodeError) and text[json_error.pos:json_error.pos + 1] in ("/", "#"):
+            # Strict JSON stopped at a comment; hjson read past it and knows where the real mistake is.
+            raise ConfigLoadError(
+                f"not valid JSON or HJSON: {hjson_error.msg}", line=hjson_error.lineno, column=hjson_error.colno
+            ) from None
     except Exception:  # noqa: S110 — hjson raises several kinds; the JSON error below is the clearer one
         pass
     if isinstance(json_error, json.JSONDecodeError):

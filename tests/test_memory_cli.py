@@ -119,7 +119,7 @@ def test_bad_input_exit_2_with_message(argv, message):
 
 def test_invalid_json_config_names_position(tmp_path):
     bad = tmp_path / "ds.json"
-    bad.write_text('{"zero_optimization": {"stage": 3,}}')
+    bad.write_text('{"zero_optimization": {"stage": 3,,}}')  # a trailing comma alone is valid HJSON
     code, _, err = _run(["--model", "openai-community/gpt2", "--config", str(bad)])
     assert code == 2 and "not valid JSON" in err and "line 1" in err
     bad.write_text("[1, 2]")

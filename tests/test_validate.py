@@ -195,6 +195,7 @@ CASES = [
     ("unknown-auto-strict", cfg(bf16={"enabled": True, "initial_scale_power": "auto"}), {}, "keys.unknown-auto",
      "warning", "bf16.initial_scale_power"),
     ("steps-per-print", cfg(steps_per_print=0), {}, "misc.steps-per-print", "error", "steps_per_print"),
+    ("vocab-type", cfg(vocabulary_size="50k"), {}, "misc.vocabulary-size-type", "error", "vocabulary_size"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]

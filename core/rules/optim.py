@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_bool, lax_float
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
@@ -162,12 +162,12 @@ def _forbidden_params(params: dict[str, Any]) -> Iterator[Finding]:
             crash = not isinstance(value, int | float)  # DeepSpeed compares it with 0 while parsing
             yield Finding(
                 "error", "optimizer.max-grad-norm-type" if crash else "optimizer.max-grad-norm",
-                f"optimizer.params.{key}",
+                join_path("optimizer.params", key),
                 f"{message}. " + ("DeepSpeed compares it with 0 while parsing and fails on "
                                   f"{value!r}." if crash else "deepspeed.initialize fails (ValueError)."),
                 suggestion=f"Remove it and set gradient_clipping: {value if not crash else 1.0}.",
                 fix=Fix("Move it to gradient_clipping", (
-                    FixOp("delete", f"optimizer.params.{key}"),
+                    FixOp("delete", join_path("optimizer.params", key)),
                     FixOp("set", "gradient_clipping", value if not crash else 1.0),
                 )),
                 page="optimizer",
@@ -183,7 +183,7 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     for key, value in params.items():
         if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
             continue
-        path = f"optimizer.params.{key}"
+        path = join_path("optimizer.params", key)
         param = accepted.get(key)
         if param is None:
             if not spec.params_complete:
@@ -284,7 +284,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
     if not isinstance(params, dict) or spec is None:
         return
     for key, value in params.items():
-        path = f"scheduler.params.{key}"
+        path = join_path("scheduler.params", key)
         param = spec.param(key)
         if param is None:
             guess = _closest(key, [p.name for p in spec.params])

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
@@ -40,7 +40,7 @@ def removed_keys(ctx: Context) -> Iterator[Finding]:
             removed = field.meta.removed
             if key not in data or not removed or v < version_tuple(removed):
                 continue
-            path = f"{prefix}.{key}" if prefix else key
+            path = join_path(prefix, key)
             reason = field.meta.extra.get("removed_message", f"`{key}` was removed.")
             yield Finding(
                 "error", "removed.key", path,
@@ -77,7 +77,9 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
                 )
         return
     w = ctx.world_size
-    suggestions = batch_suggestions(ctx.config, w)
+    data_parallel = effective_world_size(ctx.config, w)
+    # Suggestions need a whole data-parallel size (GPUs ÷ sequence_parallel_size).
+    suggestions = batch_suggestions(ctx.config, int(data_parallel)) if float(data_parallel).is_integer() else []
     fixes = [
         Fix(
             "Use " + ", ".join(f"{k}={v}" for k, v in s.items()),
@@ -136,7 +138,7 @@ def _walk_auto(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         prefix, node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                path = f"{prefix}.{key}" if prefix else str(key)
+                path = join_path(prefix, key)
                 if value == "auto" and isinstance(value, str):
                     yield path, node
                 else:
@@ -602,7 +604,18 @@ def autotuning(ctx: Context) -> Iterator[Finding]:
 def misc(ctx: Context) -> Iterator[Finding]:
     """Other parse-time failures and warnings of DeepSpeed."""
     vocab = ctx.config.get("vocabulary_size")
-    if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab and vocab % 8:
+    try:
+        misaligned = bool(vocab and vocab % 8 != 0)  # exactly DeepSpeed's check, run while parsing
+    except TypeError:
+        yield Finding(
+            "error", "misc.vocabulary-size-type", "vocabulary_size",
+            f"vocabulary_size is {vocab!r}; DeepSpeed computes `vocabulary_size % 8` while reading the config "
+            "and fails on anything but a number.",
+            suggestion="Write the vocabulary size as a whole number, or remove it.", fix=_delete("vocabulary_size"),
+            page="advanced",
+        )
+        misaligned = False
+    if misaligned and isinstance(vocab, int) and not isinstance(vocab, bool):
         yield Finding(
             "warning", "misc.vocabulary-alignment", "vocabulary_size",
             f"vocabulary_size {vocab} is not a multiple of 8; tensor cores are used less efficiently.",

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
@@ -39,7 +39,7 @@ def did_you_mean(key: str, candidates: list[str]) -> str | None:
 
 
 def _join(prefix: str, key: str) -> str:
-    return f"{prefix}.{key}" if prefix else key
+    return join_path(prefix, key)
 
 
 def _page_of(path: str) -> str | None:
