@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import enum
 from collections.abc import Mapping
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 
 from core import dump_config
 from core.schema import DeepSpeedConfig
+from core.schema.base import section_kind
 from core.schema.walk import section_fields
 
 
@@ -30,9 +32,14 @@ def _same(value: Any, default: Any) -> bool:
 def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeedConfig) -> dict[str, Any]:
     """The config without the values that equal the schema default (unknown keys and "auto" kept).
 
-    A section left empty is dropped only where the section itself defaults to its defaults (``fp16``);
-    an optional section (``offload_param``, default None) stays, as ``{}``, because its presence can matter.
+    Only where DeepSpeed itself fills the default in: at the top level (read key by key with a default)
+    and in strict (pydantic) sections. Lenient nested sections are kept as written, because DeepSpeed
+    hands some of them on as raw dicts that later code indexes (``data_efficiency``). A section left
+    empty is dropped only where the section itself defaults to its defaults (``fp16``); an optional
+    section (``offload_param``, default None) stays, as ``{}``, because its presence can matter.
     """
+    if model is not DeepSpeedConfig and section_kind(model) == "lenient":
+        return copy.deepcopy(dict(config))
     fields = section_fields(model)
     out: dict[str, Any] = {}
     for key, value in config.items():

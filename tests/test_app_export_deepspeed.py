@@ -1,0 +1,64 @@
+"""The real DeepSpeed judges the Review page's "only what differs from defaults" export: DeepSpeed must parse
+the stripped file into exactly the same configuration as the file as written."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from pydantic import BaseModel
+from test_app_support import ROOT
+
+import core
+from ui import export
+
+pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
+pytest.importorskip("deepspeed")
+
+from tests.oracle import ds0195_worker as oracle  # noqa: E402 — needs deepspeed
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+WORLD_SIZE = 8
+
+
+def parsed(config: dict) -> dict:
+    """Every public attribute of DeepSpeed's DeepSpeedConfig for ``config`` (pydantic sections dumped)."""
+    cls = oracle._deepspeed_config_class()
+    with oracle._quiet():
+        ds = cls(copy.deepcopy(config), WORLD_SIZE)
+    out = {}
+    for key, value in vars(ds).items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        elif hasattr(value, "__dict__") and not isinstance(value, dict | list):
+            value = {k: v.model_dump() if isinstance(v, BaseModel) else repr(v) for k, v in vars(value).items()}
+        out[key] = value
+    return out
+
+
+def _configs() -> list:
+    out = [pytest.param(json.loads(p.read_text())["config"], id=f"preset:{p.stem}")
+           for p in sorted((ROOT / "presets").glob("*.json"))]
+    for path in sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in ("SOURCES.tsv", "README.md")):
+        try:
+            out.append(pytest.param(core.load_config(path.read_bytes()), id=f"{path.parent.name}/{path.name}"))
+        except core.ConfigLoadError:
+            continue
+    return out
+
+
+@pytest.mark.parametrize("config", _configs())
+def test_minimal_export_means_the_same_to_deepspeed(config):
+    stripped = export.strip_defaults(config)
+    try:
+        before = parsed(config)
+    except Exception as exc:
+        # Rejected as written: the stripped file must be rejected the same way.
+        with pytest.raises(type(exc)):
+            parsed(stripped)
+        return
+    after = parsed(stripped)
+    assert {k for k in before if before[k] != after.get(k)} == set()
