@@ -7,17 +7,19 @@ from typing import Any
 
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
-from core.rules import optim, semantic, structure
+from core.rules import engine, optim, semantic, structure
 from core.rules.context import TARGETS, Context
 from core.schema.base import KNOWN_VERSIONS
 
 Rule = Callable[[Context], Iterable[Finding]]
 
 #: Rules that run, in order. Schema checks first, then the semantic rules.
-RULES: tuple[Rule, ...] = (structure.check_keys, structure.check_types, *semantic.RULES, *optim.RULES)
+RULES: tuple[Rule, ...] = (structure.check_keys, structure.check_types, *semantic.RULES, *optim.RULES, *engine.RULES)
 
 #: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
-INITIALIZE_TIME_CODES: frozenset[str] = optim.INITIALIZE_CODES | {"type.engine", "misc.steps-per-print"}
+INITIALIZE_TIME_CODES: frozenset[str] = (
+    optim.INITIALIZE_CODES | engine.INITIALIZE_CODES | {"type.engine", "misc.steps-per-print", "auto.fails"}
+)
 
 
 def validate(

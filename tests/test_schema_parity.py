@@ -1192,3 +1192,31 @@ def test_raises_engine_markers_are_exactly_the_tested_fields():
 @pytest.mark.parametrize("path", sorted(_ENGINE_CASES))
 def test_raises_engine_fields_pass_deepspeeds_config_parsing(path):
     assert _deepspeed_0198_rejects(_ENGINE_CASES[path]) is None
+
+
+# --------------------------------------------------------------------------------------------------
+# torch.optim fallbacks: the registries equal torch's own signatures
+# --------------------------------------------------------------------------------------------------
+
+
+def _keyword_names(cls: Any, skip: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    params = [
+        p for p in inspect.signature(cls).parameters.values()
+        if p.name not in skip and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return tuple(p.name for p in params), tuple(p.name for p in params if p.default is inspect.Parameter.empty)
+
+
+def test_torch_optimizer_registry_matches_torch():
+    import torch
+
+    for name, params in optimizer.TORCH_OPTIMIZER_PARAMS.items():
+        assert _keyword_names(getattr(torch.optim, name), ("params",))[0] == params, name
+    assert set(optimizer.TORCH_OPTIMIZER_PARAMS) == set(optimizer.TORCH_OPTIMIZERS)
+
+
+def test_torch_scheduler_registry_matches_torch():
+    import torch
+
+    for name, (params, required) in optimizer.TORCH_SCHEDULER_PARAMS.items():
+        assert _keyword_names(getattr(torch.optim.lr_scheduler, name), ("optimizer",)) == (params, required), name

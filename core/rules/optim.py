@@ -17,7 +17,10 @@ from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
     SCHEDULERS,
+    TORCH_OPTIMIZER_PARAMS,
     TORCH_OPTIMIZERS,
+    TORCH_SCHEDULER_PARAMS,
+    TORCH_SCHEDULERS_NEED_OBJECTS,
     OptimizerSpec,
     Param,
     resolve_optimizer,
@@ -26,19 +29,14 @@ from core.schema.optimizer import (
 #: torch.optim optimizers ZeRO supports without ``zero_allow_untested_optimizer`` (zero/utils.py).
 _TORCH_ZERO_SUPPORTED = frozenset({"Adam", "AdamW", "Adagrad"})
 
-#: torch.optim.lr_scheduler classes DeepSpeed falls back to for ``scheduler.type``.
-TORCH_SCHEDULERS: tuple[str, ...] = (
-    "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
-    "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
-    "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR",
-)
+TORCH_SCHEDULERS: tuple[str, ...] = tuple(TORCH_SCHEDULER_PARAMS)
 
 INITIALIZE_CODES = frozenset({
     "auto.kept-optimizer",
     "optimizer.unknown", "optimizer.unknown-param", "optimizer.param-type", "optimizer.max-grad-norm",
     "optimizer.lamb-static-loss-scale", "optimizer.untested-with-zero",
     "scheduler.unknown", "scheduler.params-missing", "scheduler.unknown-param", "scheduler.missing-param",
-    "scheduler.param-type", "scheduler.param-range",
+    "scheduler.param-type", "scheduler.param-range", "scheduler.needs-objects",
 })
 
 
@@ -133,13 +131,14 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
     if isinstance(params, dict):
         yield from _optimizer_params(ctx, name, spec, params)
     if isinstance(spec, OptimizerSpec):
-        if spec.requires_dynamic_loss_scale and ctx.enabled("fp16"):
-            scale = lax_float(ctx.get("fp16.loss_scale", 0))
+        if spec.requires_dynamic_loss_scale:
+            # DeepSpeed checks fp16.loss_scale even when fp16 is off.
+            scale = lax_float(ctx.get("fp16.loss_scale", 0)) if isinstance(ctx.config.get("fp16"), dict) else 0.0
             if scale not in (None, 0.0):
                 yield Finding(
                     "error", "optimizer.lamb-static-loss-scale", "fp16.loss_scale",
-                    f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static); "
-                    "deepspeed.initialize fails.",
+                    f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static) — "
+                    "DeepSpeed checks this even when fp16 is off; deepspeed.initialize fails.",
                     fix=_set("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
                 )
         zero_ok = spec.zero_supported or _backend(ctx) == "cpu"
@@ -174,9 +173,33 @@ def _forbidden_params(params: dict[str, Any]) -> Iterator[Finding]:
             )
 
 
+def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Finding]:
+    accepted = TORCH_OPTIMIZER_PARAMS.get(name, ())
+    for key, value in params.items():
+        if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
+            continue
+        path = join_path("optimizer.params", key)
+        if key not in accepted:
+            guess = _closest(key, list(accepted))
+            yield Finding(
+                "error", "optimizer.unknown-param", path,
+                f"torch.optim.{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword "
+                "argument).",
+                suggestion=f"Did you mean `{guess}`?" if guess else f"{name} takes: {', '.join(accepted)}.",
+                fix=_delete(path), page="optimizer",
+            )
+        elif key == "lr" and (isinstance(value, bool) or not isinstance(value, int | float)):
+            yield Finding(
+                "error", "optimizer.param-type", path,
+                f"`{path}` is {value!r}; torch.optim.{name} needs a number and deepspeed.initialize fails.",
+                page="optimizer",
+            )
+
+
 def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params: dict[str, Any]) -> Iterator[Finding]:
     if not isinstance(spec, OptimizerSpec):
-        return  # torch.optim classes: their own signatures; not listed exhaustively
+        yield from _torch_optimizer_params(spec, params)
+        return
     backend = _backend(ctx)
     accepted = {p.name: p for p in spec.params_for(backend)}  # type: ignore[arg-type]
     everything = {p.name: p for p in spec.params}
@@ -270,6 +293,15 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
             fix=_set("scheduler.type", guess) if guess else None, page="optimizer",
         )
         return
+    if name in TORCH_SCHEDULERS_NEED_OBJECTS:
+        yield Finding(
+            "error", "scheduler.needs-objects", "scheduler.type",
+            f"torch's {name} needs Python objects (functions or schedulers) as arguments, which a JSON config "
+            "cannot hold; deepspeed.initialize fails.",
+            suggestion="Build this scheduler in Python and pass it to deepspeed.initialize(lr_scheduler=...).",
+            page="optimizer",
+        )
+        return
     spec = SCHEDULERS.get(name)
     params = section.get("params")
     if "params" not in section or params is None:
@@ -281,7 +313,10 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
             page="optimizer",
         )
         params = {}
-    if not isinstance(params, dict) or spec is None:
+    if not isinstance(params, dict):
+        return
+    if spec is None:
+        yield from _torch_scheduler_params(name, params)
         return
     for key, value in params.items():
         path = join_path("scheduler.params", key)
@@ -314,6 +349,26 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
                 "warning", "scheduler.total-below-warmup", "scheduler.params.total_num_steps",
                 f"total_num_steps ({total}) is below warmup_num_steps ({warm}): training ends during warm-up.",
                 page="optimizer",
+            )
+
+
+def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Finding]:
+    accepted, required = TORCH_SCHEDULER_PARAMS[name]
+    for key in params:
+        if key not in accepted:
+            path = join_path("scheduler.params", key)
+            guess = _closest(key, list(accepted))
+            yield Finding(
+                "error", "scheduler.unknown-param", path,
+                f"torch's {name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",
+                suggestion=f"Did you mean `{guess}`?" if guess else f"{name} takes: {', '.join(accepted)}.",
+                fix=_delete(path), page="optimizer",
+            )
+    for key in required:
+        if key not in params:
+            yield Finding(
+                "error", "scheduler.missing-param", join_path("scheduler.params", key),
+                f"torch's {name} needs `{key}`, which is not set; deepspeed.initialize fails.", page="optimizer",
             )
 
 

@@ -10,6 +10,7 @@ from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_si
 from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.schema.base import version_tuple
+from core.schema.precision import canonical_dtype
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import is_strict, iter_schema, section_fields
 from core.schema.zero import ZeroConfig
@@ -189,6 +190,16 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 suggestion="Write the value, or choose the HF target if this config is passed to the HF Trainer.",
                 page=field.meta.page if field else "batch",
             )
+        elif behaviour == "fails":
+            yield Finding(
+                "error", "auto.fails", path,
+                f"`{path}` is \"auto\": plain DeepSpeed keeps the string and training fails the first time it "
+                "uses the value.",
+                suggestion="Write the value" + (f" (default {field.default!r})" if field and field.default is not None
+                                                 else "") + ", or choose the HF target if the HF Trainer fills it in.",
+                fix=_set(path, field.default) if field and field.default is not None else None,
+                page=field.meta.page if field else None,
+            )
         elif behaviour == "kept" and path.startswith(("optimizer.", "scheduler.")):
             yield Finding(
                 "error", "auto.kept-optimizer", path,
@@ -282,11 +293,9 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
     section = ctx.config.get("torch_autocast")
     if not isinstance(section, dict):
         return
-    allowed = {"torch.float16", "fp16", "float16", "half", "torch.float32", "fp32", "float32", "float",
-               "torch.bfloat16", "bf16", "bfloat16", "torch.int8", "int8", "char"}
-    if "dtype" in section and section["dtype"] is not None:
+    if "dtype" in section:
         value = section["dtype"]
-        if not isinstance(value, str) or value not in allowed:
+        if canonical_dtype(value) is None:
             yield Finding(
                 "error", "precision.autocast-dtype", "torch_autocast.dtype",
                 f"torch_autocast.dtype {value!r} is not a dtype DeepSpeed knows; it fails reading the config.",
@@ -540,7 +549,7 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
     writer = section.get("writer")
     if isinstance(writer, dict):
         for key, allowed in (("type", ("MOCK", "PYTHON", "FAST")), ("data_parallel", ("REPLICA", "SOCKET", "MACHINE"))):
-            if key in writer:
+            if writer.get(key) is not None:
                 value = writer[key]
                 if not (isinstance(value, str) and value.upper() in allowed):
                     yield Finding(
@@ -623,12 +632,19 @@ def misc(ctx: Context) -> Iterator[Finding]:
         )
     yield from _wall_clock(ctx)
     spp = ctx.config.get("steps_per_print")
-    if spp is not None and spp != "auto" and not (isinstance(spp, int) and not isinstance(spp, bool) and spp > 0):
+    # Training computes `step % steps_per_print`: 0 divides by zero, a non-number fails; others just print oddly.
+    if spp is not None and spp != "auto" and (not isinstance(spp, int | float) or spp == 0):
         yield Finding(
             "error", "misc.steps-per-print", "steps_per_print",
             f"steps_per_print is {spp!r}; DeepSpeed computes `step % steps_per_print` during training and "
             "fails on anything but a positive whole number (0 divides by zero at the first step).",
             suggestion="Use e.g. 10, or remove it to print nothing periodically.",
+            fix=_set("steps_per_print", 10), page="monitoring",
+        )
+    if isinstance(spp, int | float) and not isinstance(spp, bool) and spp != 0 and (spp < 0 or spp != int(spp)):
+        yield Finding(
+            "warning", "misc.steps-per-print-odd", "steps_per_print",
+            f"steps_per_print is {spp!r}; it is meant to be a positive whole number of steps.",
             fix=_set("steps_per_print", 10), page="monitoring",
         )
     ep = ctx.config.get("expert_parallel")
@@ -688,7 +704,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     if "sequence_parallel_size" not in ctx.config:
         return
     sp = ctx.config["sequence_parallel_size"]
-    if isinstance(sp, bool) or not isinstance(sp, int | float) or sp <= 0:
+    if not isinstance(sp, int | float) or sp <= 0:  # True is 1 to DeepSpeed's division
         yield Finding(
             "error", "misc.sequence-parallel-invalid", "sequence_parallel_size",
             f"sequence_parallel_size is {sp!r}; DeepSpeed divides the GPU count by it, so it must be a "

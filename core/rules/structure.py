@@ -74,7 +74,7 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
         if not field.meta.exists_in(ctx.version):
             yield from _wrong_version(ctx, field, path, strict, prefix)
             continue
-        if field.alias and key == field.name and field.alias in data:
+        if field.alias and key == field.name and field.alias in data and "auto" not in (value, data[field.alias]):
             yield Finding(
                 "error", "keys.alias-clash", path,
                 f"`{field.name}` and its alias `{field.alias}` are both set in {prefix or 'the config'}; "

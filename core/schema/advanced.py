@@ -86,7 +86,7 @@ class ParallelWriteConfig(LenientSection):
 class CheckpointWriterConfig(LenientSection):
     """The checkpoint writer (DeepSpeed's fast checkpointing engine)."""
 
-    type: str = ds_field(
+    type: str | None = ds_field(
         "FAST",
         choices=("MOCK", "PYTHON", "FAST"),
         widget="select",

@@ -26,7 +26,8 @@ DEFAULT_VERSION = "0.19.8"
 #: - "crash": DeepSpeed keeps "auto" and fails on it while parsing (e.g. arithmetic on the batch trio).
 #: - "kept": DeepSpeed keeps "auto" verbatim and does not look at it while parsing; it breaks later
 #:   unless something (the HF Trainer) fills it in.
-AutoBehaviour = Literal["default", "crash", "kept"]
+#: - "fails": kept verbatim, and training fails when DeepSpeed uses it (e.g. arithmetic at the first step).
+AutoBehaviour = Literal["default", "crash", "kept", "fails"]
 
 #: How DeepSpeed reads a section.
 #: - "strict": a pydantic model with extra="forbid": wrong types and unknown keys are errors.

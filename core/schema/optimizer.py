@@ -543,6 +543,162 @@ TORCH_OPTIMIZERS: tuple[str, ...] = (
     "SparseAdam",
 )
 
+#: Keyword parameters of the torch.optim classes DeepSpeed may build (``cls(params, **optimizer.params)``),
+#: checked against ``inspect.signature`` by tests/test_schema_parity.py (torch 2.13).
+TORCH_OPTIMIZER_PARAMS: dict[str, tuple[str, ...]] = {
+    "ASGD": ("lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize", "differentiable", "capturable"),
+    "Adadelta": ("lr", "rho", "eps", "weight_decay", "foreach", "capturable", "maximize", "differentiable"),
+    "Adafactor": ("lr", "beta2_decay", "eps", "d", "weight_decay", "foreach", "maximize"),
+    "Adagrad": (
+        "lr",
+        "lr_decay",
+        "weight_decay",
+        "initial_accumulator_value",
+        "eps",
+        "foreach",
+        "maximize",
+        "differentiable",
+        "fused",
+    ),
+    "Adam": (
+        "lr",
+        "betas",
+        "eps",
+        "weight_decay",
+        "amsgrad",
+        "foreach",
+        "maximize",
+        "capturable",
+        "differentiable",
+        "fused",
+        "decoupled_weight_decay",
+    ),
+    "AdamW": (
+        "lr",
+        "betas",
+        "eps",
+        "weight_decay",
+        "amsgrad",
+        "maximize",
+        "foreach",
+        "capturable",
+        "differentiable",
+        "fused",
+    ),
+    "Adamax": ("lr", "betas", "eps", "weight_decay", "foreach", "maximize", "differentiable", "capturable"),
+    "LBFGS": ("lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn"),
+    "Muon": ("lr", "weight_decay", "momentum", "nesterov", "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn"),
+    "NAdam": (
+        "lr",
+        "betas",
+        "eps",
+        "weight_decay",
+        "momentum_decay",
+        "decoupled_weight_decay",
+        "foreach",
+        "maximize",
+        "capturable",
+        "differentiable",
+    ),
+    "RAdam": (
+        "lr",
+        "betas",
+        "eps",
+        "weight_decay",
+        "decoupled_weight_decay",
+        "foreach",
+        "maximize",
+        "capturable",
+        "differentiable",
+    ),
+    "RMSprop": (
+        "lr",
+        "alpha",
+        "eps",
+        "weight_decay",
+        "momentum",
+        "centered",
+        "capturable",
+        "foreach",
+        "maximize",
+        "differentiable",
+    ),
+    "Rprop": ("lr", "etas", "step_sizes", "capturable", "foreach", "maximize", "differentiable"),
+    "SGD": (
+        "lr",
+        "momentum",
+        "dampening",
+        "weight_decay",
+        "nesterov",
+        "maximize",
+        "foreach",
+        "differentiable",
+        "fused",
+    ),
+    "SparseAdam": ("lr", "betas", "eps", "maximize"),
+}
+
+#: torch.optim.lr_scheduler classes DeepSpeed falls back to for ``scheduler.type``: their keyword parameters
+#: and the required ones (``cls(optimizer, **scheduler.params)``), checked against ``inspect.signature``.
+TORCH_SCHEDULER_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "LambdaLR": (("lr_lambda", "last_epoch"), ("lr_lambda",)),
+    "MultiplicativeLR": (("lr_lambda", "last_epoch"), ("lr_lambda",)),
+    "StepLR": (("step_size", "gamma", "last_epoch"), ("step_size",)),
+    "MultiStepLR": (("milestones", "gamma", "last_epoch"), ("milestones",)),
+    "ConstantLR": (("factor", "total_iters", "last_epoch"), ()),
+    "LinearLR": (("start_factor", "end_factor", "total_iters", "last_epoch"), ()),
+    "ExponentialLR": (("gamma", "last_epoch"), ("gamma",)),
+    "SequentialLR": (("schedulers", "milestones", "last_epoch"), ("schedulers", "milestones")),
+    "CosineAnnealingLR": (("T_max", "eta_min", "last_epoch"), ("T_max",)),
+    "ChainedScheduler": (("schedulers",), ("schedulers",)),
+    "ReduceLROnPlateau": (
+        ("mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"),
+        (),
+    ),
+    "CyclicLR": (
+        (
+            "base_lr",
+            "max_lr",
+            "step_size_up",
+            "step_size_down",
+            "mode",
+            "gamma",
+            "scale_fn",
+            "scale_mode",
+            "cycle_momentum",
+            "base_momentum",
+            "max_momentum",
+            "last_epoch",
+        ),
+        ("base_lr", "max_lr"),
+    ),
+    "CosineAnnealingWarmRestarts": (("T_0", "T_mult", "eta_min", "last_epoch"), ("T_0",)),
+    "OneCycleLR": (
+        (
+            "max_lr",
+            "total_steps",
+            "epochs",
+            "steps_per_epoch",
+            "pct_start",
+            "anneal_strategy",
+            "cycle_momentum",
+            "base_momentum",
+            "max_momentum",
+            "div_factor",
+            "final_div_factor",
+            "three_phase",
+            "last_epoch",
+        ),
+        ("max_lr",),
+    ),
+    "PolynomialLR": (("total_iters", "power", "last_epoch"), ()),
+}
+
+#: Scheduler classes whose required arguments are Python objects (functions, schedulers): no JSON config
+#: can build them.
+TORCH_SCHEDULERS_NEED_OBJECTS: tuple[str, ...] = ("LambdaLR", "MultiplicativeLR", "SequentialLR", "ChainedScheduler")
+
+
 #: ``params`` keys the HF Trainer fills in when they are "auto" (transformers' HfTrainerDeepSpeedConfig),
 #: for any optimizer / scheduler type.
 HF_FILLED_PARAMS: dict[str, tuple[str, ...]] = {
@@ -786,7 +942,6 @@ class OptimizerConfig(LenientSection):
     params: dict[str, Any] | None = ds_field(
         None,
         widget="json",
-        raises="config",
         description="Keyword arguments of the optimizer's constructor (lr, betas, eps, weight_decay, ...). "
         'Values may be "auto" with the HF Trainer, which fills them in.',
         hf_auto=True,

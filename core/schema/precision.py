@@ -31,6 +31,23 @@ DtypeName = Literal[
     "bfloat16",
 ]
 DTYPE_NAMES: tuple[str, ...] = get_args(DtypeName)
+
+
+def canonical_dtype(name: object) -> str | None:
+    """ "fp16", "bf16", "fp32" or "int8" for any spelling DeepSpeed's DtypeEnum accepts, else None."""
+    if not isinstance(name, str) or name not in DTYPE_NAMES:
+        return None
+    for canonical, spellings in (
+        ("fp16", ("float16", "half")),
+        ("bf16", ("bfloat16",)),
+        ("fp32", ("float32", "float")),
+        ("int8", ()),
+    ):
+        if name in (canonical, f"torch.{spellings[0]}" if spellings else f"torch.{canonical}", *spellings):
+            return canonical
+    return None
+
+
 #: The three the docs name for ``data_types`` and ``torch_autocast``.
 _MAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
 

@@ -134,7 +134,7 @@ class DeepSpeedConfig(LenientSection):
         description="Use `torch.autocast` for mixed precision instead of DeepSpeed's fp16/bf16 engines.",
     )
     gradient_clipping: float = ds_field(
-        1.0, auto="kept", hf_auto=True, page="precision",
+        1.0, auto="fails", hf_auto=True, page="precision",
         description="Clip the global gradient norm to this value. 0 disables clipping.",
         doc_note="The docs give 1.0 as the default; the code agrees.",
     )
@@ -168,7 +168,7 @@ class DeepSpeedConfig(LenientSection):
     )
     # --- monitoring -------------------------------------------------------------------------
     steps_per_print: int | None = ds_field(
-        None, auto="kept", page="monitoring", unit="steps",
+        None, auto="fails", page="monitoring", unit="steps",
         description="Print training progress every N steps.",
         doc_note="The docs give 10 as the default; DeepSpeed 0.19.8 reads None (no periodic print).",
     )

@@ -1,0 +1,104 @@
+"""Combinations DeepSpeed accepts while parsing but refuses when ``deepspeed.initialize`` builds the engine
+(``runtime/engine.py``, ``zero/stage_1_and_2.py`` of DeepSpeed 0.19.8). Each was reproduced with
+``deepspeed.initialize`` on the CPU (tests/test_initialize_failures.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from core.findings import Finding, Fix, FixOp
+from core.rules.context import Context, lax_bool, lax_float
+from core.schema.precision import canonical_dtype
+
+INITIALIZE_CODES = frozenset({
+    "engine.compute-grad-norm-clipping", "engine.compute-grad-norm-bf16-stage1", "engine.dtype-mix",
+    "engine.param-dtype-conflict", "engine.managed-accumulation-overlap", "engine.legacy-stage1",
+})
+
+
+def _set(path: str, value: object, description: str | None = None) -> Fix:
+    return Fix(description or f"Set `{path}` to {value!r}", (FixOp("set", path, value),))
+
+
+def model_dtype(ctx: Context) -> str:
+    """The dtype DeepSpeed trains in: fp16, bf16 or fp32 (from the enabled flags, fp16 first)."""
+    if ctx.enabled("fp16"):
+        return "fp16"
+    if ctx.enabled("bf16") or (ctx.config.get("bf16") is None and ctx.enabled("bfloat16")):
+        return "bf16"
+    return "fp32"
+
+
+def _grad_accum_dtype(ctx: Context) -> str | None:
+    value = ctx.get("data_types.grad_accum_dtype")
+    return None if value is None else canonical_dtype(value)
+
+
+def _overlap_comm(ctx: Context) -> bool:
+    value = ctx.zero.get("overlap_comm")
+    flag = lax_bool(value) if value is not None and value != "auto" else None
+    return ctx.stage == 3 if flag is None else flag
+
+
+def engine_combinations(ctx: Context) -> Iterator[Finding]:
+    """Mixes of precision, gradient accumulation and ZeRO options the engine refuses."""
+    zero = ctx.zero
+    compute_grad_norm = lax_bool(zero.get("compute_grad_norm", True))
+    clipping = lax_float(ctx.config.get("gradient_clipping", 1.0))
+    if compute_grad_norm is False and ctx.stage in (1, 2) and clipping is not None and clipping > 0:
+        yield Finding(
+            "error", "engine.compute-grad-norm-clipping", "zero_optimization.compute_grad_norm",
+            f"compute_grad_norm is false but gradient_clipping is {clipping:g}"
+            + (" (the default)" if "gradient_clipping" not in ctx.config else "")
+            + "; clipping needs the norm, and deepspeed.initialize fails (\"compute_grad_norm=false requires "
+            "gradient_clipping=0\").",
+            suggestion="Set gradient_clipping to 0, or compute_grad_norm back to true.",
+            fix=_set("gradient_clipping", 0.0), page="zero",
+        )
+    dtype, accum = model_dtype(ctx), _grad_accum_dtype(ctx) or model_dtype(ctx)
+    offload = zero.get("offload_optimizer")
+    cpu_offload = isinstance(offload, dict) and offload.get("device") in ("cpu", "nvme")
+    if (ctx.stage == 1 and dtype == "bf16" and accum == "fp32" and not cpu_offload
+            and compute_grad_norm is False):
+        yield Finding(
+            "error", "engine.compute-grad-norm-bf16-stage1", "zero_optimization.compute_grad_norm",
+            "compute_grad_norm=false does not support ZeRO stage 1 with bf16 parameters and fp32 gradient "
+            "accumulation; deepspeed.initialize fails.",
+            fix=_set("zero_optimization.compute_grad_norm", True), page="zero",
+        )
+    if ctx.stage == 0 and dtype != accum and accum in ("fp16", "bf16", "fp32"):
+        yield Finding(
+            "error", "engine.dtype-mix", "data_types.grad_accum_dtype",
+            f"Without ZeRO, DeepSpeed cannot train in {dtype} while accumulating gradients in {accum} "
+            "(\"unsupported mix of model_dtype and grad_accum_dtype\" at deepspeed.initialize).",
+            suggestion="Use ZeRO stage 1 or more, or remove data_types.grad_accum_dtype.",
+            fix=Fix("Remove data_types.grad_accum_dtype", (FixOp("delete", "data_types.grad_accum_dtype"),)),
+            page="precision",
+        )
+    param_dtype = ctx.get("data_types.param_dtype")
+    if param_dtype is not None and canonical_dtype(param_dtype) not in (None, dtype):
+        yield Finding(
+            "error", "engine.param-dtype-conflict", "data_types.param_dtype",
+            f"data_types.param_dtype is {param_dtype!r} but the enabled precision trains in {dtype}; "
+            "deepspeed.initialize refuses the conflict.",
+            suggestion="Enable the matching fp16/bf16 flag, or remove data_types.param_dtype.",
+            fix=Fix("Remove data_types.param_dtype", (FixOp("delete", "data_types.param_dtype"),)),
+            page="precision",
+        )
+    managed = lax_bool(ctx.config.get("managed_gradient_accumulation", True))
+    if managed is False and ctx.stage < 2 and _overlap_comm(ctx):
+        yield Finding(
+            "error", "engine.managed-accumulation-overlap", "managed_gradient_accumulation",
+            "managed_gradient_accumulation=false supports ZeRO overlap_comm only with ZeRO stage 2; "
+            "deepspeed.initialize fails.",
+            fix=_set("zero_optimization.overlap_comm", False), page="batch",
+        )
+    if lax_bool(zero.get("legacy_stage1")) is True:
+        yield Finding(
+            "error", "engine.legacy-stage1", "zero_optimization.legacy_stage1",
+            "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
+            fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
+        )
+
+
+RULES = (engine_combinations,)
