@@ -31,6 +31,7 @@ with ``-s`` to see them); nothing is skipped:
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import itertools
 import json
 import os
@@ -42,12 +43,10 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from core.autofill import find_auto, resolve_auto
+from core.presets import BUILTIN_DIR, list_presets
 
-from core.autofill import find_auto, resolve_auto  # noqa: E402
-from core.presets import BUILTIN_DIR, list_presets  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 HIDDEN = 64
 STEPS = 4
@@ -167,6 +166,7 @@ def worker(config_path: str) -> None:
     out = engine(x.to(dtype))
     losses.append(float(torch.nn.functional.mse_loss(out.float(), y).detach()))
     result = {
+        "deepspeed": deepspeed.__version__,
         "losses": losses, "lrs": lrs, "global_steps": engine.global_steps, "micro": micro, "accum": accum,
         "stage": engine.zero_optimization_stage(), "dtype": str(dtype), "optimizer": type(engine.optimizer).__name__,
         "basic_optimizer": type(getattr(engine, "basic_optimizer", None)).__name__,
@@ -191,18 +191,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_preset(name: str, config: dict[str, Any], tmp: Path) -> dict[str, Any]:
+#: The interpreter with each DeepSpeed version a preset can claim in meta.verified_with.
+INTERPRETERS = {"0.19.8": Path(sys.executable), "0.19.5": REPO / ".venv-ds0195" / "bin" / "python"}
+
+
+def run_preset(name: str, config: dict[str, Any], tmp: Path, version: str = "0.19.8") -> dict[str, Any]:
+    """Run ``worker`` on ``config`` with the interpreter of DeepSpeed ``version``; return its RESULT."""
+    python = INTERPRETERS[version]
+    assert python.exists(), f"no interpreter with DeepSpeed {version} at {python} (preset {name} claims it)"
     path = tmp / f"{name}.json"
     path.write_text(json.dumps(config, indent=2))
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RANK": "0",
-           "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, __file__, str(path)], capture_output=True, text=True, env=env,
+           "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+    env.pop("PYTHONPATH", None)
+    if version != "0.19.8":
+        # each DeepSpeed version JIT-builds its own ops; a shared cache would rebuild on every switch
+        env["TORCH_EXTENSIONS_DIR"] = str(Path.home() / ".cache" / f"torch_extensions_ds{version.replace('.', '')}")
+    # the worker runs from its source so that it needs neither pytest nor this repository
+    code = (f"import json, sys\nfrom pathlib import Path\nHIDDEN = {HIDDEN}\nSTEPS = {STEPS}\n"
+            + inspect.getsource(worker) + "\nworker(sys.argv[1])\n")
+    proc = subprocess.run([str(python), "-c", code, str(path)], capture_output=True, text=True, env=env,
                           timeout=1500, cwd=tmp)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, (
-        f"DeepSpeed failed on preset {name} (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        f"DeepSpeed {version} failed on preset {name} (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n"
+        f"{proc.stderr[-6000:]}"
     )
-    return json.loads(lines[-1][len("RESULT "):])
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["deepspeed"] == version, result["deepspeed"]
+    return result
 
 
 EXPECTED_CHANGES = {
@@ -218,15 +235,17 @@ EXPECTED_CHANGES = {
 @pytest.mark.deepspeed
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.name)
-def test_preset_trains_in_real_deepspeed(preset, tmp_path):
+@pytest.mark.parametrize(("preset", "version"),
+                         [(p, v) for p in PRESETS for v in p.meta["verified_with"]],
+                         ids=lambda x: getattr(x, "name", x))
+def test_preset_trains_in_real_deepspeed(preset, version, tmp_path):
     cfg, changes = cpu_adaptation(preset.name, preset.config, tmp_path)
     for fragment in EXPECTED_CHANGES.get(preset.name, []):
         assert any(fragment in c for c in changes), (fragment, changes)
     assert find_auto(cfg) == [] or preset.target == "hf"
-    result = run_preset(preset.name, cfg, tmp_path)
-    print(f"\n[{preset.name}] CPU changes: " + ("; ".join(changes) or "none"))
-    print(f"[{preset.name}] result: " + json.dumps(result))
+    result = run_preset(preset.name, cfg, tmp_path, version)
+    print(f"\n[{preset.name} @ {version}] CPU changes: " + ("; ".join(changes) or "none"))
+    print(f"[{preset.name} @ {version}] result: " + json.dumps(result))
     losses = result["losses"]
     assert len(losses) == STEPS + 1
     assert all(l == l and abs(l) != float("inf") for l in losses), losses  # noqa: E741
@@ -263,5 +282,3 @@ def test_preset_trains_in_real_deepspeed(preset, tmp_path):
         assert (tmp_path / "flops.txt").is_file() and "params" in (tmp_path / "flops.txt").read_text().lower()
 
 
-if __name__ == "__main__":
-    worker(sys.argv[1])
