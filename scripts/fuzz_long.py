@@ -26,14 +26,21 @@ _TEST = re.compile(r"^(tests/\S+::\S+):\s*$")
 _COUNTS = re.compile(r"(\d+) passing, (\d+) failing, and (\d+) invalid")
 
 
-def count_properties() -> int:
-    """How many Hypothesis properties the fuzz files hold (collected, xfail regressions excluded)."""
+def _run_pytest(examples: int) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {**os.environ, "DSCONFIG_FUZZ_EXAMPLES": str(examples)}
+    start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *FILES],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
+         "--timeout=0", *FILES],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     )
-    ids = [line for line in proc.stdout.splitlines() if "::" in line]
-    return sum("regression" not in i for i in ids) or 1
+    return proc, time.perf_counter() - start
+
+
+def count_properties() -> int:
+    """How many Hypothesis properties the fuzz files hold: the tests a 1-example run prints statistics for."""
+    proc, _ = _run_pytest(1)
+    return len(parse_statistics(proc.stdout)) or 1
 
 
 def parse_statistics(text: str) -> dict[str, tuple[int, int, int]]:
@@ -58,15 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n_props = count_properties()
     per_property = math.ceil(args.total / n_props)
-    env = {**os.environ, "DSCONFIG_FUZZ_EXAMPLES": str(per_property)}
     print(f"long fuzz: {n_props} properties x {per_property} examples (target {args.total:,})", flush=True)
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
-         "--timeout=0", *FILES],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-    )
-    elapsed = time.perf_counter() - start
+    proc, elapsed = _run_pytest(per_property)
     stats = parse_statistics(proc.stdout)
     print(f"{'property':<78} {'passing':>9} {'failing':>8} {'invalid':>8}")
     for test, (p, f, i) in sorted(stats.items()):
