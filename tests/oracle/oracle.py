@@ -762,6 +762,14 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         "missing 1 required positional argument: 'step_size'",
     ),
     InitializeCase(
+        "torch-scheduler-needs-python-objects",
+        "a torch.optim.lr_scheduler class whose required argument is a Python function",
+        {**_TINY, "optimizer": _SGD, "scheduler": {"type": "LambdaLR", "params": {}}},
+        True,
+        "TypeError",
+        "missing 1 required positional argument: 'lr_lambda'",
+    ),
+    InitializeCase(
         "control-torch-scheduler",
         "torch.optim.lr_scheduler.StepLR with step_size",
         {**_TINY, "optimizer": _SGD, "scheduler": {"type": "StepLR", "params": {"step_size": 10}}},
