@@ -305,6 +305,14 @@ def test_removed_keys_accepted_by_0195():
     assert "removed.key" not in validate(config, version="0.19.5").codes()
 
 
+def test_infinite_and_huge_numbers_never_crash():
+    for value in (float("inf"), -float("inf"), 10**400, -(10**400), 1e308):
+        for key in ("steps_per_print", "gradient_clipping", "train_batch_size", "vocabulary_size",
+                    "sequence_parallel_size"):
+            validate(cfg(**{key: value}), world_size=8)
+        validate(cfg(zero_optimization={"stage": 3, "reduce_bucket_size": value}))
+
+
 def test_version_specific_checks():
     config = cfg(zero_optimization={"stage": 2, "zenflow": {"update_interval": 0}})
     assert "type.value_error" in validate(config).codes()

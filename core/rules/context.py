@@ -3,6 +3,7 @@ that interpret values the way DeepSpeed's pydantic models would."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -47,11 +48,14 @@ def lax_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond the float range
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         try:
             return float(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
     return None
 

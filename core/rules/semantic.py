@@ -641,7 +641,9 @@ def misc(ctx: Context) -> Iterator[Finding]:
             suggestion="Use e.g. 10, or remove it to print nothing periodically.",
             fix=_set("steps_per_print", 10), page="monitoring",
         )
-    if isinstance(spp, int | float) and not isinstance(spp, bool) and spp != 0 and (spp < 0 or spp != int(spp)):
+    if isinstance(spp, int | float) and not isinstance(spp, bool) and spp != 0 and (
+        spp < 0 or (isinstance(spp, float) and not spp.is_integer())
+    ):
         yield Finding(
             "warning", "misc.steps-per-print-odd", "steps_per_print",
             f"steps_per_print is {spp!r}; it is meant to be a positive whole number of steps.",
