@@ -95,9 +95,29 @@ def set_path(config: dict[str, Any], path: str, value: Any) -> None:
     _set(config, split_path(path), value)
 
 
-def delete_path(config: dict[str, Any], path: str) -> None:
-    """Remove the key at a dotted path in place (nothing happens when it is missing)."""
-    _delete(config, split_path(path))
+def delete_path(config: dict[str, Any], path: str, *, prune: bool = False) -> None:
+    """Remove the key at a dotted path in place (nothing happens when it is missing).
+
+    With ``prune``, the parent dicts this leaves empty are removed too (an app edit that unsets the
+    last key of a section should not leave ``{}`` behind); parents that were already empty stay.
+    """
+    keys = split_path(path)
+    if not prune:
+        _delete(config, keys)
+        return
+    chain: list[dict[str, Any]] = [config]
+    for key in keys[:-1]:
+        child = chain[-1].get(key)
+        if not isinstance(child, dict):
+            return
+        chain.append(child)
+    if not keys or keys[-1] not in chain[-1]:
+        return
+    chain[-1].pop(keys[-1])
+    for depth in range(len(chain) - 1, 0, -1):
+        if chain[depth]:
+            break
+        chain[depth - 1].pop(keys[depth - 1], None)
 
 
 def _set(config: dict[str, Any], keys: list[str], value: Any) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 import app_state
-from core.findings import get_path
+from core.findings import get_path, set_path
 from ui import frame, widgets
 
 frame.begin("Precision")
@@ -53,11 +53,11 @@ def _on_mode() -> None:
     cfg = app_state.get_config()
     for section in MODES[1:]:
         if section == chosen:
-            widgets.set_value(cfg, f"{section}.enabled", True)
+            set_path(cfg, f"{section}.enabled", True)
         elif isinstance(cfg.get(section), Mapping) and cfg[section].get("enabled") not in (None, False):
-            widgets.set_value(cfg, f"{section}.enabled", False)
+            set_path(cfg, f"{section}.enabled", False)
     if chosen != "bf16" and isinstance(cfg.get("bfloat16"), Mapping) and cfg["bfloat16"].get("enabled"):
-        widgets.set_value(cfg, "bfloat16.enabled", False)
+        set_path(cfg, "bfloat16.enabled", False)
     app_state.clear_widgets()
 
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import app_state
+from core.findings import delete_path, set_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema, resolve
 from ui import widgets
@@ -53,22 +54,32 @@ def test_config_path_uses_the_spelling_in_the_config_else_the_documented_alias()
     assert widgets.config_path({}, "fp16.loss_scale") == "fp16.loss_scale"
 
 
-def test_set_value_keeps_siblings_and_unknown_keys():
+def test_set_path_keeps_siblings_and_unknown_keys():
     config = {"zero_optimization": {"stage": 3, "mystery": [1]}, "other": {"a": 1}}
-    widgets.set_value(config, "zero_optimization.offload_param.device", "cpu")
+    set_path(config, "zero_optimization.offload_param.device", "cpu")
     assert config == {"zero_optimization": {"stage": 3, "mystery": [1], "offload_param": {"device": "cpu"}},
                       "other": {"a": 1}}
 
 
-def test_delete_value_prunes_only_emptied_parents():
+def test_delete_path_prune_removes_only_emptied_parents():
     config = {"zero_optimization": {"offload_param": {"device": "cpu"}}, "keep": {}}
-    widgets.delete_value(config, "zero_optimization.offload_param.device")
+    delete_path(config, "zero_optimization.offload_param.device", prune=True)
     assert config == {"keep": {}}
     config = {"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}
-    widgets.delete_value(config, "zero_optimization.offload_param.device")
+    delete_path(config, "zero_optimization.offload_param.device", prune=True)
     assert config == {"zero_optimization": {"stage": 2}}
-    widgets.delete_value(config, "not.there")
+    delete_path(config, "not.there", prune=True)
     assert config == {"zero_optimization": {"stage": 2}}
+    # An empty section that was already there (its presence can matter) is not removed by a no-op delete.
+    config = {"zero_optimization": {"offload_param": {}}}
+    delete_path(config, "zero_optimization.offload_param.device", prune=True)
+    assert config == {"zero_optimization": {"offload_param": {}}}
+
+
+def test_delete_path_without_prune_keeps_empty_parents():
+    config = {"zero_optimization": {"offload_param": {"device": "cpu"}}}
+    delete_path(config, "zero_optimization.offload_param.device")
+    assert config == {"zero_optimization": {"offload_param": {}}}
 
 
 def test_page_fields_come_from_schema_metadata():

@@ -23,7 +23,7 @@ import streamlit as st
 from pydantic import BaseModel
 
 import app_state
-from core.findings import Finding, Report, get_path, split_path
+from core.findings import Finding, Report, delete_path, get_path, set_path, split_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
 
@@ -143,35 +143,6 @@ def field_for(path: str) -> SchemaField:
 # --------------------------------------------------------------------------- config edits
 
 
-def set_value(config: dict[str, Any], path: str, value: Any) -> None:
-    """Set a dotted path in place, creating (or replacing non-dict) parents; siblings are kept."""
-    keys = split_path(path)
-    node = config
-    for key in keys[:-1]:
-        child = node.get(key)
-        if not isinstance(child, dict):
-            child = {}
-            node[key] = child
-        node = child
-    node[keys[-1]] = value
-
-
-def delete_value(config: dict[str, Any], path: str) -> None:
-    """Remove a dotted path in place; parents this leaves empty are removed too."""
-    keys = split_path(path)
-    chain: list[dict[str, Any]] = [config]
-    for key in keys[:-1]:
-        child = chain[-1].get(key)
-        if not isinstance(child, dict):
-            return
-        chain.append(child)
-    chain[-1].pop(keys[-1], None)
-    for depth in range(len(chain) - 1, 0, -1):
-        if chain[depth]:
-            break
-        chain[depth - 1].pop(keys[depth - 1], None)
-
-
 def _json_error_key(path: str) -> str:
     return f"jsonerr:{path}"
 
@@ -211,7 +182,7 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
     if kind == "json":
         text = (value or "").strip()
         if not text:
-            delete_value(config, path)
+            delete_path(config, path, prune=True)
             st.session_state.pop(_json_error_key(path), None)
             return
         parsed, error = parse_json_value(text, path)
@@ -219,14 +190,14 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
             st.session_state[_json_error_key(path)] = f"{error} The previous value is kept."
             return
         st.session_state.pop(_json_error_key(path), None)
-        set_value(config, path, parsed)
+        set_path(config, path, parsed)
         return
     if kind == "str" and value == "" and optional:
         value = None
     if value is None:
-        delete_value(config, path)
+        delete_path(config, path, prune=True)
     else:
-        set_value(config, path, value)
+        set_path(config, path, value)
 
 
 def _on_auto(path: str, default: Any) -> None:
@@ -234,11 +205,11 @@ def _on_auto(path: str, default: Any) -> None:
     config = app_state.get_config()
     _forget_raw_editor(path)
     if on:
-        set_value(config, path, "auto")
+        set_path(config, path, "auto")
     elif default is None:
-        delete_value(config, path)
+        delete_path(config, path, prune=True)
     else:
-        set_value(config, path, default)
+        set_path(config, path, default)
     st.session_state.pop(widget_key(path), None)
 
 
@@ -508,7 +479,7 @@ def _on_raw_change(path: str, key: str) -> None:
     text = (st.session_state.get(key) or "").strip()
     config = app_state.get_config()
     if not text:
-        delete_value(config, path)
+        delete_path(config, path, prune=True)
         st.session_state.pop(_json_error_key("raw:" + path), None)
     else:
         parsed, error = parse_json_value(text, path)
@@ -516,7 +487,7 @@ def _on_raw_change(path: str, key: str) -> None:
             st.session_state[_json_error_key("raw:" + path)] = f"{error} Nothing was changed."
             return
         st.session_state.pop(_json_error_key("raw:" + path), None)
-        set_value(config, path, parsed)
+        set_path(config, path, parsed)
     # The field widgets of this section must re-read the new value.
     prefix = app_state.WIDGET_PREFIX + path + "."
     for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
