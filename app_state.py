@@ -18,7 +18,7 @@ from typing import Any
 import streamlit as st
 
 import core
-from core import memory
+from core import hardware, memory
 from core.findings import Report
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
 from core.schema.root import empty_config
@@ -72,23 +72,7 @@ PAGE_ICONS: Mapping[str, str] = MappingProxyType({
     "review": ":material/download:",
 })
 
-#: GPU catalog: name → usable memory in GiB (vendor figures).
-GPU_CATALOG: Mapping[str, float] = MappingProxyType({
-    "NVIDIA H100 80GB": 80.0,
-    "NVIDIA H200 141GB": 141.0,
-    "NVIDIA B200 180GB": 180.0,
-    "NVIDIA A100 80GB": 80.0,
-    "NVIDIA A100 40GB": 40.0,
-    "NVIDIA L40S 48GB": 48.0,
-    "NVIDIA A10G 24GB": 24.0,
-    "NVIDIA L4 24GB": 24.0,
-    "NVIDIA V100 32GB": 32.0,
-    "NVIDIA V100 16GB": 16.0,
-    "NVIDIA RTX 4090 24GB": 24.0,
-    "NVIDIA T4 16GB": 16.0,
-    "AMD MI300X 192GB": 192.0,
-    "AMD MI250X 128GB": 128.0,
-})
+#: Name of the "not in the catalog" choice (memory typed by hand); the catalog is ``core.hardware``.
 CUSTOM_GPU = "Custom"
 
 
@@ -249,7 +233,7 @@ def clean_context(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key in CONTEXT_LIMITS:
         context[key] = _number(raw.get(key), context[key], key)
     gpu = raw.get("gpu", context["gpu"])
-    context["gpu"] = gpu if gpu in GPU_CATALOG or gpu == CUSTOM_GPU else CUSTOM_GPU
+    context["gpu"] = gpu if hardware.find_gpu(gpu) is not None or gpu == CUSTOM_GPU else CUSTOM_GPU
     model = raw.get("model")
     context["model"] = model[:200] if isinstance(model, str) else None
     model_config = raw.get("model_config")

@@ -8,7 +8,7 @@ import streamlit as st
 
 import app_state
 import core
-from core import memory, presets
+from core import hardware, memory, presets
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
 from ui import frame, widgets
@@ -119,19 +119,20 @@ with cols[0]:
 with cols[1]:
     widgets.context_widget(st.number_input, "gpus_per_node", "GPUs per node", step=1)
 with cols[2]:
-    gpu_options = [*app_state.GPU_CATALOG, app_state.CUSTOM_GPU]
+    gpu_options = [*hardware.gpu_names(), app_state.CUSTOM_GPU]
 
 
     def _gpu_label(name: str) -> str:
-        size = app_state.GPU_CATALOG.get(name)
-        return f"{name} — {size:g} GiB" if size else "Custom size"
+        gpu = hardware.find_gpu(name)
+        return f"{name} — {gpu.memory_gib:g} GiB" if gpu else "Custom size"
 
 
     def _on_gpu() -> None:
         name = st.session_state["ctx:gpu"]
         app_state.get_context()["gpu"] = name
-        if name in app_state.GPU_CATALOG:
-            app_state.get_context()["gpu_memory_gib"] = app_state.GPU_CATALOG[name]
+        gpu = hardware.find_gpu(name)
+        if gpu is not None:
+            app_state.get_context()["gpu_memory_gib"] = gpu.memory_gib
             st.session_state.pop("ctx:gpu_memory_gib", None)
 
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,

@@ -167,3 +167,11 @@ def test_share_decode_cleans_out_of_range_and_mistyped_context_values():
     assert context["model_config"] is None
     for key, (low, high) in app_state.CONTEXT_LIMITS.items():
         assert context[key] is None or low <= context[key] <= high
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("NVIDIA V100 32GB", "NVIDIA V100 32GB"), ("Custom", "Custom"), ("Imaginary GPU", "Custom"),
+    (["NVIDIA V100 32GB"], "Custom"), ({"a": 1}, "Custom"), (None, "Custom"),
+])
+def test_shared_context_gpu_is_a_catalog_name_or_custom(raw, expected):
+    assert app_state.clean_context({"gpu": raw})["gpu"] == expected
