@@ -125,22 +125,17 @@ def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
     return pd.DataFrame(rows)
 
 
-#: The ZeRO paper's (Rajbhandari et al. 2020, Figure 1) mixed-precision Adam accounting, bytes per parameter:
-#: fp16 parameters, fp16 gradients, and K = 12 bytes of fp32 optimizer state (master weights, momentum,
-#: variance). It is the picture the paper teaches ZeRO with, not a full estimate (no activations, buffers).
-PAPER_BYTES = (("parameters (fp16)", 2), ("gradients (fp16)", 2), ("optimizer states (fp32)", 12))
-#: From which stage on each component is partitioned over the data-parallel GPUs.
-PARTITIONED_FROM = {"parameters (fp16)": 3, "gradients (fp16)": 2, "optimizer states (fp32)": 1}
+#: Chart labels of the parts of ``core.memory.PaperBreakdown`` (the paper's Figure 1 accounting).
+PAPER_LABELS = (("parameters", "parameters (fp16)"), ("gradients", "gradients (fp16)"),
+                ("optimizer_states", "optimizer states (fp32)"))
 
 
 def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0, 1, 2, 3)) -> pd.DataFrame:
-    """Per-GPU GiB of each component under each ZeRO stage (the paper's Figure 1 for this model and GPU count)."""
-    rows = []
-    for stage in stages:
-        for component, per_param in PAPER_BYTES:
-            share = world_size if stage >= PARTITIONED_FROM[component] else 1
-            rows.append({"stage": stage, "component": component,
-                         "gib_per_gpu": total_params * per_param / share / GIB})
+    """Per-GPU GiB of each component under each ZeRO stage (the paper's Figure 1 for this model and GPU count),
+    from ``core.memory.zero_paper_breakdown``, in long format for the chart."""
+    rows = [{"stage": row.stage, "component": label, "gib_per_gpu": getattr(row, part) / GIB}
+            for row in memory.zero_paper_breakdown(total_params, world_size, stages=stages)
+            for part, label in PAPER_LABELS]
     return pd.DataFrame(rows)
 
 

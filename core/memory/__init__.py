@@ -28,6 +28,7 @@ from core.memory.estimate import (
     estimate,
     evaluate_arrays,
 )
+from core.memory.paper import PaperBreakdown, zero_paper_breakdown
 from core.memory.solve import (
     SWEEP_AXES,
     max_micro_batch,
@@ -51,6 +52,7 @@ __all__ = [
     "Hardware",
     "MemoryEstimate",
     "ModelCounts",
+    "PaperBreakdown",
     "Shape",
     "TrainingSettings",
     "activation_breakdown",
@@ -70,4 +72,5 @@ __all__ = [
     "zero2_all_cold_table",
     "zero3_all_cold_table",
     "zero_options",
+    "zero_paper_breakdown",
 ]
