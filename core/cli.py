@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import cli_estimate, cli_presets
-from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config
+from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config, load_config_file
 from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
 
 EXIT_OK, EXIT_ERRORS, EXIT_UNREADABLE = 0, 1, 2
@@ -24,27 +24,13 @@ class CliError(Exception):
 
 
 def read_config_file(path: str) -> dict[str, Any]:
-    """Read and parse a config file, turning every failure into a ``CliError`` naming the file."""
-    if path == "-":
-        text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
-    else:
-        file = Path(path)
-        if not file.exists():
-            raise CliError(f"{path}: no such file")
-        if file.is_dir():
-            raise CliError(f"{path}: is a directory, expected a JSON config file")
-        size = file.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise CliError(f"{path}: {size / 1024 / 1024:.1f} MB is too large for a DeepSpeed config (limit "
-                           f"{MAX_CONFIG_BYTES // 1024 // 1024} MB)")
-        try:
-            text = file.read_bytes()  # type: ignore[assignment]
-        except OSError as exc:
-            raise CliError(f"{path}: cannot read it ({exc.strerror})") from None
+    """Read and parse a config file (``-``: standard input); failures become a ``CliError`` naming it."""
     try:
-        return load_config(text)
+        if path == "-":
+            return load_config(sys.stdin.read(MAX_CONFIG_BYTES + 1))
+        return load_config_file(path)
     except ConfigLoadError as exc:
-        raise CliError(f"{path}: {exc}") from None
+        raise CliError(str(exc) if path != "-" else f"-: {exc}") from None
 
 
 def _positive_int(text: str) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
-from core.io import ConfigLoadError, load_config
+from core.io import ConfigLoadError, load_config_file
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -107,13 +107,9 @@ class _UsageError(Exception):
 def _load_json(path: Path, what: str) -> Any:
     """Read a JSON/HJSON object file with the same loader (and limits) as ``dsconfig validate``."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _UsageError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        return load_config(data)
+        return load_config_file(path)
     except ConfigLoadError as exc:
-        raise _UsageError(f"{what} {str(path)!r}: {exc}") from None
+        raise _UsageError(f"{what} {exc}") from None
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:

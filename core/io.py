@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import hjson
@@ -137,7 +138,7 @@ def load_config(text: str | bytes) -> dict[str, Any]:
 
 def _too_big(size: int) -> str:
     return (
-        f"the config is {size / 1024 / 1024:.1f} MB; the limit is {MAX_CONFIG_BYTES // 1024 // 1024} MB "
+        f"the config is {size / 1024 / 1024:.1f} MB, too large: the limit is {MAX_CONFIG_BYTES // 1024 // 1024} MB "
         "(real DeepSpeed configs are a few KB) — is this the right file?"
     )
 
@@ -192,6 +193,26 @@ def _duplicate_error(text: str, key: str) -> ConfigLoadError:
     if where:
         return ConfigLoadError(message, line=where[0], column=where[1])
     return ConfigLoadError(message)
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read and parse a config file; every failure is a ``ConfigLoadError`` whose message names the file."""
+    file = Path(path)
+    try:
+        if file.is_dir():
+            raise ConfigLoadError(f"{path}: is a directory, expected a JSON config file")
+        size = file.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigLoadError(f"{path}: {_too_big(size)}")
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise ConfigLoadError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigLoadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        return load_config(data)
+    except ConfigLoadError as exc:
+        raise ConfigLoadError(f"{path}: {exc}") from None
 
 
 def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:

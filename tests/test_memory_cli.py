@@ -108,8 +108,9 @@ def test_hf_config_file_and_unsupported_family(tmp_path):
         ([], "exactly one of"),
         (["--params", "1e9", "--model", "openai-community/gpt2"], "exactly one of"),
         (["--model", "no/such-model"], "Unknown model"),
-        (["--hf-config", "/nonexistent/config.json"], "cannot read --hf-config"),
-        (["--model", "openai-community/gpt2", "--config", "/nonexistent/ds.json"], "cannot read --config"),
+        (["--hf-config", "/nonexistent/config.json"], "--hf-config /nonexistent/config.json: no such file"),
+        (["--model", "openai-community/gpt2", "--config", "/nonexistent/ds.json"],
+         "--config /nonexistent/ds.json: no such file"),
     ],
 )
 def test_bad_input_exit_2_with_message(argv, message):

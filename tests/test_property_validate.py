@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import dump_config, load_config, migrate, validate
+from core.findings import set_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema
 
@@ -31,15 +32,7 @@ def schema_shaped_configs(draw):
     """Configs whose keys come from the schema (at the right depth), with arbitrary values."""
     config: dict = {}
     for path in draw(st.lists(st.sampled_from(KNOWN_PATHS), max_size=12)):
-        node = config
-        keys = path.split(".")
-        for key in keys[:-1]:
-            child = node.get(key)
-            if not isinstance(child, dict):
-                child = {}
-                node[key] = child
-            node = child
-        node[keys[-1]] = draw(json_values)
+        set_path(config, path, draw(json_values))
     return config
 
 
