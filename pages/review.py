@@ -6,8 +6,8 @@ import streamlit as st
 
 import app_state
 import core
-from core import autofill
-from ui import export, frame, widgets
+from core import autofill, export
+from ui import frame, widgets
 
 frame.begin("Review & export")
 widgets.explain(
@@ -66,9 +66,15 @@ if not report.findings:
 
 # ------------------------------------------------------------------ the file
 st.subheader("ds_config.json")
-variant = st.radio("Form", ["As written (explicit)", "Only what differs from defaults"], horizontal=True,
-                   key="review_variant")
-final = config if variant.startswith("As written") else export.strip_defaults(config)
+VARIANTS = {
+    "As written": lambda c: c,
+    "Only what differs from defaults": export.strip_defaults,
+    "Explicit (every default of the sections in use)": lambda c: export.explicit_config(c, version=ctx["version"]),
+}
+variant = st.radio("Form", list(VARIANTS), horizontal=True, key="review_variant",
+                   help="All three mean the same to DeepSpeed: the minimal file omits what DeepSpeed fills in "
+                        "anyway, the explicit one writes out every default of the sections the file uses.")
+final = VARIANTS[variant](config)
 text = core.dump_config(final)
 st.code(text, language="json")
 st.download_button("Download ds_config.json", data=text, file_name="ds_config.json", mime="application/json",

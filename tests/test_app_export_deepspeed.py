@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from test_app_support import ROOT
 
 import core
-from ui import export
+from core import export
 
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
 pytest.importorskip("deepspeed")

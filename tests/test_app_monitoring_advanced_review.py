@@ -5,14 +5,13 @@ from __future__ import annotations
 import copy
 import json
 
-import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_support import APP, ROOT, app, sidebar_findings, texts
 
 import app_state
 import core
+from core import export
 from core.presets import list_presets
-from ui import export
 from ui.widgets import widget_key
 
 PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
@@ -111,15 +110,15 @@ def test_review_minimal_variant_drops_defaults_only():
                                             "zero_optimization": {"offload_param": {}}, "custom": None}
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
-def test_strip_defaults_keeps_the_verdict_of_every_preset(name):
-    preset = PRESETS[name]
-    stripped = export.strip_defaults(preset.config)
-    full = core.validate(preset.config, world_size=8, target=preset.target)
-    short = core.validate(stripped, world_size=8, target=preset.target)
-    assert short.ok == full.ok
-    assert full.batch == short.batch
-    assert len(core.dump_config(stripped)) <= len(core.dump_config(preset.config))
+def test_review_explicit_variant_writes_out_the_defaults_of_the_sections_in_use():
+    config = {"train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": True}, "custom": [1]}
+    at = app(copy.deepcopy(config), page="pages/review.py", version="0.19.5")
+    at.radio(key="review_variant").set_value("Explicit (every default of the sections in use)").run()
+    shown = json.loads(at.code[0].value)
+    assert shown == export.explicit_config(config, version="0.19.5")
+    assert set(shown["fp16"]) > {"enabled"} and shown["custom"] == [1]
+    assert "tensorboard" not in shown
+    assert at.session_state["config"] == config  # the form shown is not written back
 
 
 def test_launch_snippets_follow_the_hardware():

@@ -1,0 +1,175 @@
+"""Export forms of a config: minimal (only what differs from defaults), explicit (every default of the
+sections in use written out), a diff against a baseline, and ready-to-paste launch snippets.
+
+Pure functions (data in, data out); the schema (``core.schema``) says what the defaults are.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import enum
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from core.io import dump_config
+from core.rules.context import Context
+from core.schema import DEFAULT_VERSION, DeepSpeedConfig
+from core.schema.base import section_kind
+from core.schema.walk import SchemaField, section_fields, unique_fields
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _same(value: Any, default: Any) -> bool:
+    default = _plain(default)
+    if isinstance(value, bool) or isinstance(default, bool):
+        return type(value) is type(default) and value == default
+    if isinstance(value, int | float) and isinstance(default, int | float):
+        return value == default
+    return type(value) is type(default) and value == default
+
+
+def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeedConfig) -> dict[str, Any]:
+    """The config without the values that equal the schema default (unknown keys and "auto" kept).
+
+    Only where DeepSpeed itself fills the default in: at the top level (read key by key with a default)
+    and in strict (pydantic) sections. Lenient nested sections are kept as written, because DeepSpeed
+    hands some of them on as raw dicts that later code indexes (``data_efficiency``). A section left
+    empty is dropped only where the section itself defaults to its defaults (``fp16``); an optional
+    section (``offload_param``, default None) stays, as ``{}``, because its presence can matter.
+    """
+    if model is not DeepSpeedConfig and section_kind(model) == "lenient":
+        return copy.deepcopy(dict(config))
+    fields = section_fields(model)
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        field = fields.get(key)
+        if field is None:
+            out[key] = value
+            continue
+        if field.model is not None and isinstance(value, Mapping):
+            inner = strip_defaults(value, field.model)
+            if inner or field.default is None:
+                out[key] = inner
+            continue
+        if field.info.is_required() or not _same(value, field.default):
+            out[key] = value
+    return out
+
+
+def _json_default(field: SchemaField) -> tuple[bool, Any]:
+    """(True, the default as JSON data) when the field has a default worth writing out, else (False, None)."""
+    if field.info.is_required():
+        return False, None
+    default = _plain(field.default)
+    if default is None:
+        return False, None  # "not set" is not a value one can write; null may mean something else
+    try:
+        json.dumps(default, allow_nan=False)
+    except (TypeError, ValueError):
+        return False, None
+    return True, copy.deepcopy(default)
+
+
+def explicit_config(
+    config: Mapping[str, Any], version: str = DEFAULT_VERSION, model: type[BaseModel] = DeepSpeedConfig,
+    *, stage: int | None = None,
+) -> dict[str, Any]:
+    """The config with every default of every section it uses written out (the opposite of ``strip_defaults``).
+
+    Which sections: the top level, and every section the config already has (a dict under a section key),
+    recursively. A section the config does not have is not added, even with its defaults: an absent
+    section already *is* its defaults, adding ``tensorboard``/``wandb``/``flops_profiler`` … to every file
+    would bury what the user chose, and an optional section (``offload_param``, default None) switches
+    behaviour on by merely being present. So only sections present in the file are completed.
+
+    Which fields: those that exist in DeepSpeed ``version``, are not deprecated (writing a deprecated key
+    would earn a warning the file did not have), apply to the config's ZeRO stage (stage-3 knobs are not
+    written into a stage-2 file, where they would be flagged as unused) and have a JSON default other
+    than None (a None default means "not set", which has no written form). Values already written, under
+    any spelling (name or alias), are kept as they are; defaults are added after them under the spelling
+    DeepSpeed documents (the alias, else the name). Unknown keys are kept. Lenient sections (which
+    DeepSpeed hands on as raw dicts) are kept as written, mirroring ``strip_defaults``. The input is not
+    modified. ``stage`` is read from the config when not given.
+    """
+    if model is not DeepSpeedConfig and section_kind(model) == "lenient":
+        return copy.deepcopy(dict(config))
+    if stage is None:
+        stage = Context(dict(config)).stage
+    fields = section_fields(model)
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        field = fields.get(key)
+        if field is not None and field.model is not None and isinstance(value, Mapping):
+            out[key] = explicit_config(value, version, field.model, stage=stage)
+        else:
+            out[key] = copy.deepcopy(value)
+    for field in unique_fields(model):
+        if field.model is not None or any(k in config for k in field.keys):
+            continue
+        if field.meta.deprecated or not field.meta.exists_in(version):
+            continue
+        if field.meta.stages is not None and stage not in field.meta.stages:
+            continue
+        has_default, default = _json_default(field)
+        if has_default:
+            out[field.alias or field.name] = default
+    return out
+
+
+def unified_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """A unified diff of the two configs as exported JSON ("" when they are equal)."""
+    lines = difflib.unified_diff(
+        dump_config(dict(before)).splitlines(keepends=True), dump_config(dict(after)).splitlines(keepends=True),
+        fromfile="baseline/ds_config.json", tofile="current/ds_config.json",
+    )
+    return "".join(lines)
+
+
+def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json") -> dict[str, str]:
+    """Ready-to-paste launch commands for the config, by launcher."""
+    nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
+    world = nodes * gpus
+    if nodes > 1:
+        hosts = "\n".join(f"node{i + 1} slots={gpus}" for i in range(nodes))
+        deepspeed = (
+            f"# hostfile (one line per node)\ncat > hostfile <<'EOF'\n{hosts}\nEOF\n\n"
+            f"deepspeed --hostfile hostfile --num_nodes {nodes} --num_gpus {gpus} \\\n"
+            f"    train.py --deepspeed --deepspeed_config {file_name}"
+        )
+    else:
+        deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
+    hf = (
+        "from transformers import Trainer, TrainingArguments\n\n"
+        f'args = TrainingArguments(output_dir="out", deepspeed="{file_name}")\n'
+        "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)\n"
+        "trainer.train()\n\n"
+        f"# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)"
+    )
+    accelerate = (
+        "# accelerate.yaml\n"
+        "compute_environment: LOCAL_MACHINE\n"
+        "distributed_type: DEEPSPEED\n"
+        "deepspeed_config:\n"
+        f"  deepspeed_config_file: {file_name}\n"
+        f"  zero3_init_flag: {'true' if stage == 3 else 'false'}\n"
+        f"num_machines: {nodes}\n"
+        f"num_processes: {world}\n"
+        "machine_rank: 0\n\n"
+        "accelerate launch --config_file accelerate.yaml train.py"
+    )
+    lightning = (
+        "from lightning.pytorch import Trainer\n"
+        "from lightning.pytorch.strategies import DeepSpeedStrategy\n\n"
+        f'trainer = Trainer(accelerator="gpu", devices={gpus}, num_nodes={nodes},\n'
+        f'                  strategy=DeepSpeedStrategy(config="{file_name}"))\n'
+        "trainer.fit(model)"
+    )
+    return {"deepspeed launcher": deepspeed, "HF Trainer": hf, "accelerate launch": accelerate,
+            "Lightning": lightning}

@@ -1,0 +1,117 @@
+"""core.export: minimal and explicit forms of a config, the diff against a baseline, launch snippets."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import core
+from core.export import explicit_config, launch_snippets, strip_defaults, unified_diff
+from core.presets import list_presets
+from core.schema import KNOWN_VERSIONS, DeepSpeedConfig
+from core.schema.walk import resolve
+from tests.fuzz_strategies import any_config
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
+
+
+def _errors(report) -> set[tuple[str, str]]:
+    return {(f.code, f.path) for f in report.errors}
+
+
+# ------------------------------------------------------------------ strip_defaults
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_strip_defaults_keeps_the_verdict_of_every_preset(name):
+    preset = PRESETS[name]
+    stripped = strip_defaults(preset.config)
+    full = core.validate(preset.config, world_size=8, target=preset.target)
+    short = core.validate(stripped, world_size=8, target=preset.target)
+    assert short.ok == full.ok
+    assert full.batch == short.batch
+    assert len(core.dump_config(stripped)) <= len(core.dump_config(preset.config))
+
+
+def test_strip_defaults_drops_defaults_keeps_unknown_and_optional_sections():
+    config = {"train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": False}, "gradient_clipping": 1.0,
+              "zero_optimization": {"stage": 0, "offload_param": {"device": "none"}}, "custom": None}
+    assert strip_defaults(config) == {"train_micro_batch_size_per_gpu": 2,
+                                      "zero_optimization": {"offload_param": {}}, "custom": None}
+
+
+# ------------------------------------------------------------------ explicit_config
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_explicit_config_of_every_preset_means_the_same(name):
+    preset = PRESETS[name]
+    for version in KNOWN_VERSIONS:
+        explicit = explicit_config(preset.config, version=version)
+        before = core.validate(preset.config, world_size=8, target=preset.target, version=version)
+        after = core.validate(explicit, world_size=8, target=preset.target, version=version)
+        assert _errors(after) <= _errors(before)
+        assert {f.code for f in after.warnings} <= {f.code for f in before.warnings}
+        assert after.batch == before.batch
+        assert strip_defaults(explicit) == strip_defaults(preset.config)
+        assert len(explicit) > len(preset.config)  # the top level always gains its defaults
+
+
+def test_explicit_config_fills_present_sections_from_the_schema_only():
+    config = {"fp16": {"enabled": True}, "zero_optimization": {"stage": 2}, "my_key": {"x": 1}}
+    original = copy.deepcopy(config)
+    out = explicit_config(config)
+    assert config == original  # input untouched
+    assert out["my_key"] == {"x": 1}
+    # Every default of fp16 comes from the schema, none is lost, the written value stays.
+    fp16 = resolve(DeepSpeedConfig, "fp16").model
+    assert out["fp16"]["enabled"] is True
+    assert out["fp16"]["loss_scale_window"] == resolve(DeepSpeedConfig, "fp16.loss_scale_window").default
+    assert set(out["fp16"]) >= {f for f in fp16.model_fields if not fp16.model_fields[f].deprecated} - {
+        f for f in fp16.model_fields if fp16.model_fields[f].default is None}
+    # Absent sections are not added; stage-3 knobs are not written into a stage-2 file.
+    assert "tensorboard" not in out and "bf16" not in out
+    assert "offload_param" not in out["zero_optimization"]
+    assert not any(k.startswith("stage3_") for k in out["zero_optimization"])
+    assert "stage3_max_live_parameters" in explicit_config({"zero_optimization": {"stage": 3}})["zero_optimization"]
+
+
+def test_explicit_config_keeps_values_under_either_spelling():
+    config = {"zero_optimization": {"stage": 3, "stage3_max_live_parameters": 5}}
+    zero = explicit_config(config)["zero_optimization"]
+    assert zero["stage3_max_live_parameters"] == 5
+    assert "max_live_parameters" not in zero
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=any_config)
+def test_explicit_then_strip_is_strip_for_any_config(config):
+    explicit = explicit_config(config)
+    assert strip_defaults(explicit) == strip_defaults(config)
+    json.dumps(explicit, allow_nan=False)  # still a JSON document
+
+
+# ------------------------------------------------------------------ diff and snippets
+
+def test_unified_diff_shows_the_changed_line_only():
+    assert unified_diff({"a": 1}, {"a": 1}) == ""
+    diff = unified_diff({"gradient_clipping": 1.0, "a": 1}, {"gradient_clipping": 0.3, "a": 1})
+    assert '-  "gradient_clipping": 1.0,' in diff and '+  "gradient_clipping": 0.3,' in diff
+    assert '"a": 1' not in [line[1:] for line in diff.splitlines() if line[:1] in "+-"]
+
+
+@pytest.mark.parametrize(("nodes", "gpus", "stage"), [(1, 8, 2), (2, 4, 3), (16, 8, 1)])
+def test_launch_snippets_follow_the_hardware(nodes, gpus, stage):
+    snippets = launch_snippets({"nodes": nodes, "gpus_per_node": gpus}, stage, file_name="cfg.json")
+    assert set(snippets) == {"deepspeed launcher", "HF Trainer", "accelerate launch", "Lightning"}
+    launcher = snippets["deepspeed launcher"]
+    assert f"--num_gpus {gpus}" in launcher and "--deepspeed_config cfg.json" in launcher
+    assert ("--hostfile hostfile" in launcher) == (nodes > 1)
+    assert (f"node{nodes} slots={gpus}" in launcher) == (nodes > 1)
+    assert f"num_processes: {nodes * gpus}" in snippets["accelerate launch"]
+    assert f"zero3_init_flag: {'true' if stage == 3 else 'false'}" in snippets["accelerate launch"]
+    assert f"devices={gpus}, num_nodes={nodes}" in snippets["Lightning"]
+    assert 'deepspeed="cfg.json"' in snippets["HF Trainer"]
