@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.autofill import TRAINING_VALUES, AutoFillError, find_auto, resolve_auto
+from core.findings import split_path
 from core.presets import Preset, PresetError, env_search_path, facets, list_presets, load_preset
 
 EXIT_OK, EXIT_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
@@ -46,9 +47,16 @@ def _split_assignment(item: str, option: str) -> tuple[str, Any]:
 
 
 def set_path(config: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set ``a.b.c`` in ``config`` (in place), creating missing objects; refuse to descend into non-objects."""
-    parts = dotted.split(".")
-    if any(not p for p in parts):
+    """Set ``a.b.c`` in ``config`` (in place), creating missing objects; refuse to descend into non-objects.
+
+    Paths are split like finding paths (``core.findings.split_path``: ``\\.`` is a literal dot). Unlike
+    ``core.findings.set_path`` a non-object parent is an error, not replaced: on the command line that is
+    almost always a typo.
+    """
+    # split_path drops empty keys; a path with one ("a..b", ".a", "") is refused here instead
+    segments = dotted.replace("\\\\", "__").replace("\\.", "_").split(".")
+    parts = split_path(dotted)
+    if not parts or any(not segment for segment in segments):
         raise UsageError(f"--set: {dotted!r} is not a dotted key path like zero_optimization.stage")
     node = config
     for i, part in enumerate(parts[:-1]):

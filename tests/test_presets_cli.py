@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from core import load_config, validate
 from core.cli_presets import UsageError, parse_value, register, set_path
+from core.findings import split_path
 from core.presets import META_TEXT_FIELDS, save_preset
 
 
@@ -167,6 +168,8 @@ def test_set_path_creates_and_refuses():
     assert cfg == {"a": {"b": 1, "d": {"e": "x"}}, "c": 2}
     with pytest.raises(UsageError, match=r"c is 2"):
         set_path(cfg, "c.x", 1)
+    set_path(cfg, r"a.k\.with\.dots", 1)  # escaped dots, as in finding paths
+    assert cfg["a"]["k.with.dots"] == 1
 
 
 @given(st.text(max_size=40), st.text(max_size=20))
@@ -177,7 +180,8 @@ def test_set_never_crashes(key, value):
         set_path(cfg, key, parse_value(value))
     except UsageError:
         return
+    parts = split_path(key)
     node = cfg
-    for part in key.split(".")[:-1]:
+    for part in parts[:-1]:
         node = node[part]
-    assert key.split(".")[-1] in node
+    assert parts[-1] in node
