@@ -14,12 +14,14 @@ if [ ! -x .venv-ds0195/bin/python ] || ! .venv-ds0195/bin/python -c "import deep
     .venv-ds0195/bin/pip install -q "torch==2.13.0" "deepspeed==0.19.5" "hjson"
 fi
 
-if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" = "0" ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        sudo apt-get update -qq
-        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    fi
+# Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op
+# (the NVMe preset really swaps to disk in the real-DeepSpeed tests).
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+dpkg -s libaio-dev >/dev/null 2>&1 || missing+=(libaio-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo_cmd=()
+    [ "$(id -u)" = "0" ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
