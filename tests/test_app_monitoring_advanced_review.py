@@ -12,6 +12,7 @@ import app_state
 import core
 from core import export
 from core.presets import list_presets
+from ui import widgets
 from ui.widgets import widget_key
 
 PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
@@ -28,6 +29,35 @@ def test_monitoring_widgets_write_their_sections():
         "train_micro_batch_size_per_gpu": 1, "tensorboard": {"job_name": "run1", "enabled": True},
         "steps_per_print": 50, "wall_clock_breakdown": True,
     }
+
+
+def test_switched_off_sections_disable_their_other_fields_until_enabled():
+    at = app({"train_micro_batch_size_per_gpu": 1, "wandb": {"enabled": False, "project": "p"}},
+             page="pages/monitoring.py")
+    for path in ("tensorboard.output_path", "flops_profiler.profile_step", "comms_logger.verbose", "wandb.project"):
+        widget = next(w for w in at.main if getattr(w, "key", None) == widget_key(path))
+        section = path.split(".")[0]
+        assert widget.disabled, path
+        assert f"`{section}` is off: turn on `enabled` first." in widget.help
+        assert not at.checkbox(key=widget_key(f"{section}.enabled")).disabled
+    assert any("`wandb.project` is set but `wandb` is off" in c.value for c in at.caption)
+    at.checkbox(key=widget_key("tensorboard.enabled")).check().run()
+    assert not at.text_input(key=widget_key("tensorboard.output_path")).disabled
+    assert at.text_input(key=widget_key("wandb.project")).disabled
+
+
+def test_switched_off_reads_the_schema_at_every_level():
+    assert widgets.switched_off("tensorboard", {}) == "`tensorboard` is off: turn on `enabled` first."
+    assert widgets.switched_off("tensorboard", {"tensorboard": {"enabled": True}}) is None
+    assert widgets.switched_off("fp16", {"fp16": {"enabled": "auto"}}) is None  # HF fills it in
+    assert widgets.switched_off("fp16", {"fp16": {"enabled": "true"}}) is None  # as pydantic reads it
+    assert widgets.switched_off("zero_optimization", {}) is None  # no switch in the schema
+    # A section whose switch defaults to on, and an enclosing switch that is off.
+    assert widgets.switched_off("weight_quantization", {}) is None
+    nested = {"data_efficiency": {"enabled": False, "data_sampling": {"enabled": True}}}
+    assert widgets.switched_off("data_efficiency.data_sampling", nested) == (
+        "`data_efficiency` is off: turn on `enabled` first.")
+    assert widgets.switched_off("no_such_section", {}) is None
 
 
 def test_monitoring_wrong_type_is_shown_as_raw_json_with_the_error():

@@ -23,7 +23,8 @@ import streamlit as st
 from pydantic import BaseModel
 
 import app_state
-from core.findings import Finding, Report, delete_path, get_path, set_path, split_path
+from core.findings import Finding, Report, delete_path, get_path, join_path, set_path, split_path
+from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
 
@@ -267,8 +268,40 @@ def help_text(field: SchemaField) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def disabled_reason(field: SchemaField, form: Form) -> str | None:
-    """Why a field cannot be edited now (wrong ZeRO stage, not in this DeepSpeed version), or None."""
+#: The field that switches a section on and off: any section model with a field of this name has one.
+SWITCH = "enabled"
+
+
+def switched_off(section_path: str, config: Mapping[str, Any]) -> str | None:
+    """Why the fields of the section at ``section_path`` do nothing now: the first section on the way
+    (itself or an enclosing one) whose schema has an ``enabled`` switch that is off in ``config``; or None.
+
+    Driven by the schema, not a list of sections: ``tensorboard``, ``wandb``, ``fp16``, ``flops_profiler``,
+    ``data_efficiency.data_sampling`` … all qualify by having the field. ``"auto"`` counts as on (the HF
+    Trainer fills it in); an absent switch takes the schema default.
+    """
+    model: type[BaseModel] | None = DeepSpeedConfig
+    node: Any = config
+    walked: list[str] = []
+    for key in split_path(section_path):
+        found = section_fields(model).get(key) if model is not None else None
+        if found is None or found.model is None:
+            return None
+        model = found.model
+        node = node.get(key) if isinstance(node, Mapping) else None
+        walked.append(key)
+        switch = section_fields(model).get(SWITCH)
+        if switch is None:
+            continue
+        value = node.get(SWITCH, plain_default(switch)) if isinstance(node, Mapping) else plain_default(switch)
+        if value != "auto" and lax_bool(value) is not True:
+            return f"`{_join(walked)}` is off: turn on `{SWITCH}` first."
+    return None
+
+
+def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> str | None:
+    """Why a field cannot be edited now (not in this DeepSpeed version, wrong ZeRO stage, its section
+    switched off), or None. ``path`` is the field's dotted path (needed for the section switch)."""
     meta = field.meta
     if not meta.exists_in(form.version):
         when = f"removed in {meta.removed}" if meta.removed else f"added in {meta.added}"
@@ -276,7 +309,18 @@ def disabled_reason(field: SchemaField, form: Form) -> str | None:
     if meta.stages is not None and form.stage not in meta.stages:
         stages = ", ".join(str(s) for s in meta.stages)
         return f"Only has an effect with ZeRO stage {stages}; the current stage is {form.stage}."
+    if path:
+        # A section's own switch stays editable (only enclosing switches count); all else waits for it.
+        keys = split_path(path)[: -2 if field.name == SWITCH else -1]
+        return switched_off(_join(keys), form.config) if keys else None
     return None
+
+
+def _join(keys: list[str]) -> str:
+    out = ""
+    for key in keys:
+        out = join_path(out, key)
+    return out
 
 
 def _fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
@@ -323,7 +367,7 @@ def render_field(path: str, form: Form, *, label: str | None = None, placeholder
     present = current is not _MISSING
     default = plain_default(field)
     value = current if present else default
-    reason = disabled_reason(field, form)
+    reason = disabled_reason(field, form, path)
     help_ = help_text(field)
     if reason:
         help_ = f"**Disabled:** {reason}\n\n{help_}"
@@ -445,6 +489,9 @@ def render_section(
         reason = disabled_reason(field, form)
         if reason:
             st.caption(f"⚠️ {reason}")
+        off = switched_off(path, form.config)
+        if off:
+            st.caption(f"ℹ️ {off}", help="The other fields of the section are disabled until it is on.")
     leaves = [f for f in fields if f.model is None]
     sections = [f for f in fields if f.model is not None]
     if leaves:
