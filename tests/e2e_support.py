@@ -1,0 +1,68 @@
+"""Shared pieces for browser tests and the load script: start ``streamlit run app.py`` on a free loopback port.
+
+No pytest here, so ``scripts/load_test.py`` can use it too. The pytest fixtures of the e2e tests live in
+``tests/test_e2e.py``; this module only adds what they do not offer (a server with its own environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port that is free on the loopback interface right now."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(log_name: str = "streamlit-e2e-extra.log", env: Mapping[str, str] | None = None,
+                     extra_args: tuple[str, ...] = (), timeout: float = 90.0) -> Iterator[str]:
+    """Run the app on a free loopback port; yield its base URL; stop it (and only it) on exit."""
+    port = free_port()
+    streamlit = Path(sys.executable).with_name("streamlit")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with open(ARTIFACTS / log_name, "w") as log:
+        proc = subprocess.Popen(
+            [str(streamlit), "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+             "--server.address", LOOPBACK, "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none", *extra_args],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env=os.environ | {"PYTHONUNBUFFERED": "1"} | dict(env or {}),
+        )
+        url = f"http://{LOOPBACK}:{port}"
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:  # noqa: S310
+                        if response.status == 200:
+                            break
+                except OSError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / log_name}") from None
+                    time.sleep(0.5)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
