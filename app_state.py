@@ -20,6 +20,7 @@ import streamlit as st
 import core
 from core import hardware, memory
 from core.findings import Report
+from core.rules.context import Context
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
 from core.schema.root import empty_config
 
@@ -164,12 +165,8 @@ def report() -> Report:
 
 
 def zero_stage(config: Mapping[str, Any]) -> int:
-    """The ZeRO stage of a config as DeepSpeed reads it (0 when absent or unreadable)."""
-    zero = config.get("zero_optimization")
-    stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
-    if isinstance(stage, bool) or not isinstance(stage, int | float):
-        return 0
-    return int(stage)
+    """The ZeRO stage of a config as DeepSpeed reads it (0 when absent or unreadable), from core's rules."""
+    return Context(dict(config)).stage
 
 
 # ------------------------------------------------------------------------------ shareable link

@@ -343,3 +343,12 @@ def test_activation_terms_frame_sums_to_one_layer():
     frame = m.activation_terms_frame(LLAMA7, 2, 1024, 2, "eager")
     assert frame["bytes"].sum() == m.activation_breakdown(LLAMA7, 2, 1024, 2, "eager").per_layer
     assert frame["formula"].str.len().min() > 0
+
+
+@pytest.mark.parametrize(("stage", "opt", "param"), [(0, "none", "none"), (2, "cpu", "none"), (3, "cpu", "cpu")])
+def test_gpu_peak_by_category_adds_up_to_the_peak(stage, opt, param):
+    est = m.estimate(_cfg(stage, opt, param), LLAMA7, HW, m.Shape(micro_batch=2, seq_len=2048))
+    by_category = est.gpu_peak_by_category()
+    assert sum(by_category.values()) == est.gpu_bytes
+    assert by_category["model_states"] == est.model_states_gpu_bytes()
+    assert set(by_category) <= {"model_states", "activations", "buffers", "overhead"}

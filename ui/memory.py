@@ -112,14 +112,9 @@ def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
     rows = []
     for stage, opt, param in memory.zero_options():
         est = memory.estimate(memory.with_zero_option(config, stage, opt, param), model, hardware, shape)
-        frame = est.components_frame()
-        gpu = frame[frame["device"] == "gpu"]
-        # The peak holds the persistent bytes plus the larger of the two transient phases.
-        transient = "step" if est.gpu_peak_phase == "optimizer step" else "forward_backward"
-        gpu = gpu[gpu["phase"].isin(["persistent", transient])]
         label = option_label(stage, opt, param)
-        for category, gib in gpu.groupby("category")["gib"].sum().items():
-            rows.append({"option": label, "stage": stage, "category": category, "gib": gib,
+        for category, size in sorted(est.gpu_peak_by_category().items()):
+            rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB,
                          "total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
                          "nvme_gib": est.nvme_bytes_per_node / GIB, "fits": est.fits})
     return pd.DataFrame(rows)

@@ -317,6 +317,16 @@ class MemoryEstimate:
             if c.device == "gpu" and c.category == "model_states" and c.phase == "persistent"
         )
 
+    def gpu_peak_by_category(self) -> dict[str, int]:
+        """Bytes on one GPU at the peak by category: the persistent components plus those of the larger
+        transient phase (forward/backward or optimizer step); the values add up to ``gpu_bytes``."""
+        transient = "step" if self.gpu_peak_phase == "optimizer step" else "forward_backward"
+        out: dict[str, int] = {}
+        for c in self.components:
+            if c.device == "gpu" and c.phase in ("persistent", transient):
+                out[c.category] = out.get(c.category, 0) + c.bytes
+        return out
+
     def components_frame(self) -> pd.DataFrame:
         """One row per component (bytes and GiB), ready for a table or an altair chart."""
         frame = pd.DataFrame([asdict(c) for c in self.components])
