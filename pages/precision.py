@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 import app_state
+from core import hardware
 from core.findings import get_path, set_path
 from ui import frame, widgets
 
@@ -65,6 +66,11 @@ mode = current_mode()
 st.radio("Training precision", MODES, index=MODES.index(mode), format_func=MODE_LABELS.get, horizontal=True,
          key=MODE_KEY, on_change=_on_mode,
          help="Sets `enabled` in the chosen section and turns the others off; the details are below.")
+
+gpu = hardware.find_gpu(app_state.get_context().get("gpu"))
+if mode == "bf16" and gpu is not None and not gpu.bf16:
+    st.warning(f"The {gpu.name} has no bf16 arithmetic: bf16 training is slow or "
+               "refused there. Choose fp16 with loss scaling for mixed precision.", icon=":material/warning:")
 
 if mode == "fp16":
     with st.container(border=True):

@@ -127,3 +127,13 @@ def test_float_valued_integer_like_params_render():
     at = app(json.loads(json.dumps(config)), page="pages/optimizer.py")
     assert at.number_input(key=widget_key("scheduler.params.cycle_second_step_size")).value == 100.0
     assert at.session_state["config"] == config
+
+
+def test_bf16_on_a_gpu_without_bf16_warns_from_the_catalog():
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}}
+    at = app(config, page="pages/precision.py", gpu="NVIDIA V100 32GB")
+    assert any("NVIDIA V100 32GB has no bf16" in w.value for w in at.main.warning)
+    ampere = app(config, page="pages/precision.py", gpu="NVIDIA A100 80GB")
+    assert not any("has no bf16" in w.value for w in ampere.main.warning)
+    custom = app(config, page="pages/precision.py", gpu="Custom")
+    assert not any("has no bf16" in w.value for w in custom.main.warning)
