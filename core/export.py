@@ -15,11 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.findings import delete_path, join_path, split_path
 from core.io import dump_config
 from core.rules.context import Context
 from core.schema import DEFAULT_VERSION, DeepSpeedConfig
 from core.schema.base import section_kind
 from core.schema.walk import SchemaField, section_fields, unique_fields
+from core.validate import validate
 
 
 def _plain(value: Any) -> Any:
@@ -77,10 +79,7 @@ def _json_default(field: SchemaField) -> tuple[bool, Any]:
     return True, copy.deepcopy(default)
 
 
-def explicit_config(
-    config: Mapping[str, Any], version: str = DEFAULT_VERSION, model: type[BaseModel] = DeepSpeedConfig,
-    *, stage: int | None = None,
-) -> dict[str, Any]:
+def explicit_config(config: Mapping[str, Any], version: str = DEFAULT_VERSION) -> dict[str, Any]:
     """The config with every default of every section it uses written out (the opposite of ``strip_defaults``).
 
     Which sections: the top level, and every section the config already has (a dict under a section key),
@@ -90,36 +89,72 @@ def explicit_config(
     behaviour on by merely being present. So only sections present in the file are completed.
 
     Which fields: those that exist in DeepSpeed ``version``, are not deprecated (writing a deprecated key
-    would earn a warning the file did not have), apply to the config's ZeRO stage (stage-3 knobs are not
-    written into a stage-2 file, where they would be flagged as unused) and have a JSON default other
-    than None (a None default means "not set", which has no written form). Values already written, under
-    any spelling (name or alias), are kept as they are; defaults are added after them under the spelling
-    DeepSpeed documents (the alias, else the name). Unknown keys are kept. Lenient sections (which
-    DeepSpeed hands on as raw dicts) are kept as written, mirroring ``strip_defaults``. The input is not
-    modified. ``stage`` is read from the config when not given.
+    would earn a warning the file did not have) nor replace a deprecated key the section already uses
+    (DeepSpeed refuses both together), apply to the config's ZeRO stage (stage-3 knobs are not written
+    into a stage-2 file, where they would be flagged as unused) and have a JSON default other than None
+    (a None default means "not set", which has no written form). Finally a default the validator rejects
+    where the file had no error (``tensor_parallel.dtype``: DeepSpeed wants a torch.dtype, which JSON
+    cannot express) is left out again, so the explicit file is never worse than the file as written.
+
+    Values already written, under any spelling (name or alias), are kept as they are; defaults are added
+    after them under the spelling DeepSpeed documents (the alias, else the name). Unknown keys are kept.
+    Lenient sections (which DeepSpeed hands on as raw dicts) are kept as written, mirroring
+    ``strip_defaults``. The input is not modified.
     """
+    added: list[str] = []
+    out = _fill(config, version, DeepSpeedConfig, Context(dict(config)).stage, "", added)
+    if not added:
+        return out
+    before = {(f.code, f.path) for f in validate(dict(config), version=version).errors}
+    for _ in range(3):
+        new = [f.path for f in validate(out, version=version).errors if (f.code, f.path) not in before]
+        drop = {a for p in new for a in added if a == p or a.startswith(p + ".")}
+        if new and not drop:  # the error is about a written key: drop what was added beside it
+            drop = {a for p in new for a in added if _parent(a) == _parent(p)}
+        if not drop:
+            break
+        for path in drop:
+            delete_path(out, path)
+        added = [a for a in added if a not in drop]
+    return out
+
+
+def _parent(path: str) -> str:
+    keys = split_path(path)
+    out = ""
+    for key in keys[:-1]:
+        out = join_path(out, key)
+    return out
+
+
+def _fill(config: Mapping[str, Any], version: str, model: type[BaseModel], stage: int, prefix: str,
+          added: list[str]) -> dict[str, Any]:
+    """``explicit_config`` of one section (``prefix`` is its path); the paths of the defaults it writes
+    are appended to ``added``."""
     if model is not DeepSpeedConfig and section_kind(model) == "lenient":
         return copy.deepcopy(dict(config))
-    if stage is None:
-        stage = Context(dict(config)).stage
     fields = section_fields(model)
     out: dict[str, Any] = {}
     for key, value in config.items():
         field = fields.get(key)
         if field is not None and field.model is not None and isinstance(value, Mapping):
-            out[key] = explicit_config(value, version, field.model, stage=stage)
+            out[key] = _fill(value, version, field.model, stage, join_path(prefix, key), added)
         else:
             out[key] = copy.deepcopy(value)
+    replaced = {f.meta.replaced_by for f in unique_fields(model)
+                if f.meta.deprecated and f.meta.replaced_by and any(k in config for k in f.keys)}
     for field in unique_fields(model):
         if field.model is not None or any(k in config for k in field.keys):
             continue
-        if field.meta.deprecated or not field.meta.exists_in(version):
+        if field.meta.deprecated or not field.meta.exists_in(version) or replaced & set(field.keys):
             continue
         if field.meta.stages is not None and stage not in field.meta.stages:
             continue
         has_default, default = _json_default(field)
         if has_default:
-            out[field.alias or field.name] = default
+            key = field.alias or field.name
+            out[key] = default
+            added.append(join_path(prefix, key))
     return out
 
 

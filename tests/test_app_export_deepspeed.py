@@ -14,7 +14,7 @@ import core
 from core import export
 
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
-pytest.importorskip("deepspeed")
+deepspeed = pytest.importorskip("deepspeed")
 
 from tests.oracle import ds0195_worker as oracle  # noqa: E402 — needs deepspeed
 
@@ -61,4 +61,18 @@ def test_minimal_export_means_the_same_to_deepspeed(config):
             parsed(stripped)
         return
     after = parsed(stripped)
+    assert {k for k in before if before[k] != after.get(k)} == set()
+
+
+@pytest.mark.parametrize("config", _configs())
+def test_explicit_export_means_the_same_to_deepspeed(config):
+    """Writing out every default of the sections in use changes nothing DeepSpeed (this venv's) parses."""
+    explicit = export.explicit_config(config, version=deepspeed.__version__)
+    try:
+        before = parsed(config)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            parsed(explicit)
+        return
+    after = parsed(explicit)
     assert {k for k in before if before[k] != after.get(k)} == set()

@@ -86,6 +86,18 @@ def test_explicit_config_keeps_values_under_either_spelling():
     assert "max_live_parameters" not in zero
 
 
+def test_explicit_config_never_adds_a_key_deepspeed_refuses():
+    # A deprecated key in use: its replacement is not added beside it (DeepSpeed refuses both together).
+    zero = explicit_config({"zero_optimization": {"stage": 3, "stage3_gather_fp16_weights_on_model_save": True}})
+    assert "stage3_gather_16bit_weights_on_model_save" not in zero["zero_optimization"]
+    assert "gather_16bit_weights_on_model_save" not in zero["zero_optimization"]
+    # A default that JSON cannot express (DeepSpeed wants a torch.dtype) is left out; the rest is written.
+    tp = explicit_config({"tensor_parallel": {"autotp_size": 2}})["tensor_parallel"]
+    assert "dtype" not in tp and "tp_overlap_comm" in tp
+    assert not core.validate(explicit_config({"tensor_parallel": {"autotp_size": 2},
+                                              "train_micro_batch_size_per_gpu": 1})).errors
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=any_config)
 def test_explicit_then_strip_is_strip_for_any_config(config):
