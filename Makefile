@@ -35,3 +35,7 @@ fuzz-long: $(VENV)/.test-installed
 
 clean:
 	rm -rf $(VENV) .venv-ds0195 .pytest_cache
+
+.PHONY: load
+load: $(VENV)/.test-installed  ## 20 concurrent headless-Chromium sessions on loopback; LOAD_ARGS="--sessions 20 --duration 60"
+	$(PY) scripts/load_test.py $(LOAD_ARGS)

@@ -1,0 +1,170 @@
+"""Load test: many concurrent headless-Chromium sessions against one ``streamlit run app.py`` on loopback.
+
+Usage: ``python scripts/load_test.py [--sessions 20] [--duration 60]`` (``make load``; ``LOAD_ARGS=...``).
+
+Each session (its own browser context, so its own Streamlit session) opens the app, loads a preset on the Start
+page, picks a model, goes to the ZeRO page and then, until the time is up, flips the ZeRO stage between 2 and 3,
+timing each change from the click on the option until the memory chart's caption ("Current config: ZeRO-N")
+shows it.
+Prints p50/p95 of that latency and the error count. Starts and stops the server and the browser itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+
+PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
+MODEL = "meta-llama/Llama-2-7b-hf"
+IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+           " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')")
+
+
+@dataclass
+class Stats:
+    latencies: list[float] = field(default_factory=list)
+    setup: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    changes: int = 0
+
+
+async def _idle(tab) -> None:
+    await tab.wait_for_timeout(200)
+    await tab.wait_for_function(IDLE_JS)
+
+
+async def _nav(tab, title: str) -> None:
+    await tab.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).click()
+    await tab.locator("h1").filter(has_text=title).wait_for()
+    await _idle(tab)
+
+
+async def _session(index: int, browser, url: str, duration: float, stats: Stats, timeout_ms: int) -> None:
+    context = await browser.new_context(viewport={"width": 1280, "height": 1400})
+    tab = await context.new_page()
+    tab.set_default_timeout(timeout_ms)
+    step = "open"
+    try:
+        started = time.perf_counter()
+        await tab.goto(url)
+        await tab.locator('[data-testid="stSidebarNav"]').wait_for()
+        await tab.locator("h1").first.wait_for()
+        await _idle(tab)
+        step = "load preset"
+        preset = PRESETS[index % len(PRESETS)]
+        box = tab.get_by_role("combobox", name="Preset", exact=True)
+        await box.click()
+        await tab.get_by_role("option").filter(has_text=f"({preset})").first.click()
+        await _idle(tab)
+        await tab.get_by_role("button", name="Load this preset").click()
+        await tab.get_by_text("Loaded the preset").wait_for()
+        step = "choose model"  # the memory chart needs a model
+        model_box = tab.get_by_role("combobox", name="Model from the catalog", exact=True)
+        await _idle(tab)
+        await model_box.click()
+        await tab.keyboard.type(MODEL)  # filter the (virtualised) list so the option is rendered
+        await tab.get_by_role("option").filter(has_text=MODEL).first.click()
+        await tab.get_by_text("6.74 B parameters").wait_for()
+        await _idle(tab)
+        step = "ZeRO page"
+        await _nav(tab, "ZeRO & offload")
+        await tab.get_by_text("Current config: ZeRO-2").first.wait_for()
+        stats.setup.append(time.perf_counter() - started)
+        deadline = time.monotonic() + duration  # every session changes the stage for the same time
+        stage = 2
+        step = "stage change"
+        while time.monotonic() < deadline:
+            stage = 3 if stage == 2 else 2
+            stage_box = tab.get_by_role("combobox", name="stage", exact=True)
+            await stage_box.click()
+            option = tab.get_by_role("option").filter(has_text=re.compile(rf"^\s*{stage}\b")).first
+            await option.wait_for()
+            clicked = time.perf_counter()
+            await option.click()
+            await tab.wait_for_function(
+                f"() => document.body.innerText.includes('Current config: ZeRO-{stage}')")
+            stats.latencies.append(time.perf_counter() - clicked)
+            stats.changes += 1
+            if await tab.locator('[data-testid="stException"]').count():
+                stats.errors.append(f"session {index}: the page shows an exception")
+                break
+            await _idle(tab)
+    except Exception as exc:  # a timeout or a broken page is an error of the run, counted and reported
+        stats.errors.append(f"session {index} at {step}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+    finally:
+        await context.close()
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+
+
+async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: float) -> Stats:
+    from playwright.async_api import async_playwright
+
+    stats = Stats()
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            # Warm the server (first imports) so the first session does not pay for everyone.
+            warm = await browser.new_context()
+            tab = await warm.new_page()
+            await tab.goto(url)
+            await tab.locator("h1").first.wait_for(timeout=120_000)
+            await warm.close()
+            tasks = []
+            for i in range(sessions):
+                tasks.append(asyncio.create_task(_session(i, browser, url, duration, stats, timeout_ms)))
+                await asyncio.sleep(ramp)
+            await asyncio.gather(*tasks)
+        finally:
+            await browser.close()
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20, help="concurrent browser sessions (default 20)")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of stage changes per session")
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds one step may take before it is an error")
+    parser.add_argument("--ramp", type=float, default=0.5, help="seconds between session starts")
+    args = parser.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"Chromium is not installed at {CHROMIUM}", file=sys.stderr)
+        return 2
+    wall = time.perf_counter()
+    with streamlit_server("streamlit-load.log") as url:
+        print(f"app at {url}; {args.sessions} sessions for {args.duration:g} s", flush=True)
+        stats = asyncio.run(_run(url, args.sessions, args.duration, int(args.timeout * 1000), args.ramp))
+    lat = sorted(stats.latencies)
+    print(f"sessions: {args.sessions}  completed setup (open + load preset + ZeRO page): {len(stats.setup)}")
+    if stats.setup:
+        print(f"setup time per session: p50 {_pct(stats.setup, 50):.2f} s  max {max(stats.setup):.2f} s")
+    print(f"stage changes measured: {stats.changes}")
+    if lat:
+        print(f"widget change -> page shows it: p50 {_pct(lat, 50) * 1000:.0f} ms  p95 {_pct(lat, 95) * 1000:.0f} ms"
+              f"  max {lat[-1] * 1000:.0f} ms  mean {statistics.fmean(lat) * 1000:.0f} ms")
+    print(f"errors: {len(stats.errors)}")
+    for error in stats.errors[:20]:
+        print(f"  {error}")
+    print(f"wall time: {time.perf_counter() - wall:.1f} s")
+    return 1 if stats.errors or not lat else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
