@@ -1,0 +1,247 @@
+"""Presets: browse, compare, load and save vetted configs (``core.presets``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+import app_state
+from core import presets
+from ui import frame, memory, widgets
+
+frame.begin("Presets")
+widgets.explain(
+    "What is a preset?",
+    """A **preset** is a complete DeepSpeed config that someone has checked, together with the reasons:
+what it is for, when *not* to use it, which hardware it assumes, which DeepSpeed versions accepted it,
+and the documentation section behind each non-default choice. The built-in presets were each trained
+with the real DeepSpeed. Your team can keep its own presets in a folder named by the environment
+variable `DSCONFIG_PRESETS_PATH`; they appear here next to the built-in ones.
+
+Filter the gallery, read a preset's details and its validation report, compare two presets key by key
+and by memory for your model, then **load** one into the builder (it becomes the baseline the Review
+page compares against), or **save** your current config as a team preset.""",
+    expanded=False,
+)
+
+#: Gallery filters: facet key → label (the facets come from ``core.presets.facets``).
+FILTERS = {"stage": "ZeRO stage", "offload": "Offload", "precision": "Precision", "runtime": "Runtime"}
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md_escape(text: Any) -> str:
+    """``text`` as literal Markdown (no links, images, emphasis or HTML from preset files or paths)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted path → leaf value (lists and empty dicts are leaves)."""
+    if not isinstance(config, Mapping) or (prefix and not config):
+        return {prefix: config}
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def diff_rows(left: Mapping[str, Any], right: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The keys whose values differ between two configs (absent shown as "—")."""
+    a, b = flatten(left), flatten(right)
+    missing = object()
+    rows = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key, missing), b.get(key, missing)
+        if va != vb or type(va) is not type(vb):
+            rows.append({"key": key, "left": "—" if va is missing else json.dumps(va),
+                         "right": "—" if vb is missing else json.dumps(vb)})
+    return rows
+
+
+folders = presets.env_search_path()
+team_folders = folders[1:]
+found, problems = presets.list_presets(folders)
+by_name = {p.name: p for p in found}
+facet = {p.name: presets.facets(p) for p in found}
+
+# ------------------------------------------------------------------ gallery
+st.subheader("Gallery")
+for problem in problems:
+    st.warning(f"Skipped: {md_escape(problem)}", icon=":material/warning:")
+cols = st.columns(len(FILTERS))
+chosen: dict[str, list[str]] = {}
+for col, (key, label) in zip(cols, FILTERS.items(), strict=True):
+    options = sorted({str(f[key]) for f in facet.values()})
+    chosen[key] = col.multiselect(label, options, key=f"presets_filter_{key}", placeholder="any")
+shown = [p for p in found if all(not sel or str(facet[p.name][k]) in sel for k, sel in chosen.items())]
+st.dataframe(
+    pd.DataFrame(
+        [{"name": p.name, "title": p.title, **{k: str(facet[p.name][k]) for k in FILTERS},
+          "ZeRO++": facet[p.name]["zeropp"], "source": "built-in" if p.builtin else str(p.path.parent)}
+         for p in shown],
+        columns=["name", "title", *FILTERS, "ZeRO++", "source"],
+    ),
+    hide_index=True, key="presets_gallery",
+)
+st.caption(f"{len(shown)} of {len(found)} presets shown · folders searched: "
+           + ", ".join(md_escape(f) for f in folders))
+
+# ------------------------------------------------------------------ details
+st.subheader("Details")
+
+
+def _load(name: str) -> None:
+    preset = by_name[name]
+    app_state.replace_config(copy.deepcopy(preset.config), baseline=True)
+    app_state.get_context()["target"] = preset.target
+    st.session_state["presets_message"] = f"Loaded the preset {preset.title} ({preset.name}) into the builder."
+
+
+if not shown:
+    st.info("No preset matches these filters.")
+else:
+    name = st.selectbox("Preset", [p.name for p in shown], key="presets_selected",
+                        format_func=lambda n: f"{by_name[n].title} ({n})")
+    preset = by_name[name]
+    meta = preset.meta
+    st.markdown(f"#### {md_escape(preset.title)}")
+    st.text(str(meta.get("description", "—")))
+    cols = st.columns(2)
+    with cols[0]:
+        st.markdown("**When to use**")
+        st.text(str(meta.get("when_to_use", "—")))
+    with cols[1]:
+        st.markdown("**When not to use**")
+        st.text(str(meta.get("when_not_to_use", "—")))
+    st.markdown("**Hardware assumptions**")
+    st.text(str(meta.get("hardware", "—")))
+    versions = meta.get("verified_with")
+    st.caption(f"Target: {md_escape(preset.target)} · verified with DeepSpeed "
+               f"{md_escape(', '.join(map(str, versions)) if isinstance(versions, list) and versions else '—')}"
+               f" · file: {md_escape(preset.path)}")
+    justifications = meta.get("justifications")
+    if isinstance(justifications, list) and justifications:
+        st.markdown("**Why each non-default choice** (documentation in `/work/shared/reference/`)")
+        st.dataframe(pd.DataFrame([j for j in justifications if isinstance(j, dict)],
+                                  columns=list(presets.JUSTIFICATION_FIELDS)),
+                     hide_index=True, key="presets_justifications")
+    for problem in presets.meta_problems(meta, vetted=preset.builtin):
+        st.warning(md_escape(problem))
+    with st.expander("JSON", icon=":material/data_object:"):
+        st.code(json.dumps(preset.config, indent=2), language="json")
+    st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
+    for version, report in presets.validate_preset(preset, world_size=app_state.world_size(app_state.get_context())):
+        errors, warnings = report.errors, report.warnings
+        if not errors and not warnings:
+            st.success(f"DeepSpeed {md_escape(version)}: no errors or warnings.", icon=":material/check:")
+        for finding in [*errors, *warnings]:
+            show = st.error if finding.severity == "error" else st.warning
+            show(f"DeepSpeed {md_escape(version)} · {md_escape(finding.code)} at "
+                 f"{md_escape(finding.path or '(top level)')}: {md_escape(finding.message)}")
+    st.button("Load into the builder", type="primary", key="presets_load", icon=":material/input:",
+              on_click=_load, args=(preset.name,))
+if st.session_state.get("presets_message"):
+    st.success(md_escape(st.session_state["presets_message"]), icon=":material/check:")
+
+# ------------------------------------------------------------------ compare
+st.subheader("Compare two presets")
+if len(found) < 2:
+    st.info("At least two presets are needed for a comparison.")
+else:
+    names = list(by_name)
+    cols = st.columns(2)
+    left = cols[0].selectbox("Left", names, index=0, key="presets_left",
+                             format_func=lambda n: f"{by_name[n].title} ({n})")
+    right = cols[1].selectbox("Right", names, index=1, key="presets_right",
+                              format_func=lambda n: f"{by_name[n].title} ({n})")
+    rows = diff_rows(by_name[left].config, by_name[right].config)
+    if rows:
+        st.dataframe(pd.DataFrame(rows).rename(columns={"left": left, "right": right}), hide_index=True,
+                     key="presets_diff")
+    else:
+        st.info("The two configs are identical.")
+    ctx = app_state.get_context()
+    if memory.model_for(ctx) is None:
+        st.info("Choose a model on the Start page to compare the presets' memory per GPU.")
+        st.page_link(app_state.PAGES["start"], label="Choose a model", icon=":material/arrow_back:")
+    else:
+        mem_rows = []
+        for pname in dict.fromkeys((left, right)):
+            est = memory.current_estimate(by_name[pname].config, ctx)
+            for category, size in sorted(est.gpu_peak_by_category().items()):
+                mem_rows.append({"preset": pname, "category": category, "gib": size / memory.GIB,
+                                 "total_gib": est.gpu_bytes / memory.GIB, "fits": est.fits})
+        mem = pd.DataFrame(mem_rows)
+        capacity = float(ctx["gpu_memory_gib"])
+        bars = alt.Chart(mem).mark_bar().encode(
+            x=alt.X("preset:N", title=None, axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("gib:Q", title="GiB per GPU"),
+            color=alt.Color("category:N", title=None),
+            tooltip=["preset", "category", alt.Tooltip("gib:Q", format=".1f")],
+        )
+        rule = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+            y="capacity:Q")
+        st.altair_chart((bars + rule).properties(height=280), width="stretch")
+        st.dataframe(mem.groupby("preset", as_index=False, sort=False)[["total_gib", "fits"]].first(),
+                     hide_index=True, key="presets_memory")
+        st.caption(f"{md_escape(ctx.get('model') or 'Your model')} on {app_state.world_size(ctx)} GPUs "
+                   f"(context of the Start page); red line: {capacity:g} GiB per GPU.")
+
+# ------------------------------------------------------------------ save
+st.subheader("Save the current config as a team preset")
+
+
+def _save(folder: str) -> None:
+    ss = st.session_state
+    meta: dict[str, Any] = {"title": ss.get("presets_save_title", "").strip(),
+                            "description": ss.get("presets_save_description", "").strip()}
+    for key in ("when_to_use", "when_not_to_use", "hardware"):
+        if ss.get(f"presets_save_{key}", "").strip():
+            meta[key] = ss[f"presets_save_{key}"].strip()
+    ctx = app_state.get_context()
+    meta.update(target=ctx["target"], verified_with=[], justifications=[])
+    raw_name = ss.get("presets_save_name", "").strip()
+    try:
+        name = presets.check_name(raw_name) if raw_name else presets.suggest_name(meta["title"] or "preset")
+        path = presets.save_preset(name, app_state.get_config(), meta, folder,
+                                   overwrite=bool(ss.get("presets_save_overwrite")))
+    except (presets.PresetError, OSError) as exc:
+        ss["presets_save_error"] = str(exc)
+        ss.pop("presets_save_ok", None)
+        return
+    ss.pop("presets_save_error", None)
+    ss["presets_save_ok"] = f"Saved {name} to {path}."
+
+
+if not team_folders:
+    st.info("Saving needs a team folder. Set the environment variable `DSCONFIG_PRESETS_PATH` to a folder "
+            "(several folders separated by `:` on Linux/macOS, `;` on Windows; the first one receives saved "
+            "presets) before starting the app, e.g. `DSCONFIG_PRESETS_PATH=~/team-presets streamlit run app.py`. "
+            "Built-in presets are read-only.", icon=":material/info:")
+else:
+    target_folder = str(team_folders[0])
+    st.caption(f"Into {md_escape(target_folder)} (first folder of DSCONFIG\\_PRESETS\\_PATH). The metadata is "
+               "stored with the config; a title and a description are required.")
+    cols = st.columns(2)
+    cols[0].text_input("Title", key="presets_save_title", max_chars=200)
+    cols[1].text_input("File name", key="presets_save_name", max_chars=64,
+                       help="a-z, 0-9, '-' and '_' (at most 64); left empty, it is derived from the title.")
+    st.text_area("Description", key="presets_save_description", height=80)
+    cols = st.columns(3)
+    cols[0].text_area("When to use", key="presets_save_when_to_use", height=80)
+    cols[1].text_area("When not to use", key="presets_save_when_not_to_use", height=80)
+    cols[2].text_area("Hardware assumptions", key="presets_save_hardware", height=80)
+    st.checkbox("Replace a team preset of the same name", key="presets_save_overwrite")
+    st.button("Save as preset", key="presets_save", icon=":material/save:", on_click=_save,
+              args=(target_folder,))
+    if st.session_state.get("presets_save_error"):
+        st.error(md_escape(st.session_state["presets_save_error"]), icon=":material/error:")
+    elif st.session_state.get("presets_save_ok"):
+        st.success(md_escape(st.session_state["presets_save_ok"]), icon=":material/check:")
+frame.end()
