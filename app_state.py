@@ -51,6 +51,7 @@ PAGES: Mapping[str, str] = MappingProxyType({
     "monitoring": "pages/monitoring.py",
     "advanced": "pages/advanced.py",
     "review": "pages/review.py",
+    "presets": "pages/presets.py",
 })
 PAGE_TITLES: Mapping[str, str] = MappingProxyType({
     "start": "Start",
@@ -61,6 +62,7 @@ PAGE_TITLES: Mapping[str, str] = MappingProxyType({
     "monitoring": "Monitoring",
     "advanced": "Advanced",
     "review": "Review & export",
+    "presets": "Presets",
 })
 PAGE_ICONS: Mapping[str, str] = MappingProxyType({
     "start": ":material/flag:",
@@ -71,6 +73,7 @@ PAGE_ICONS: Mapping[str, str] = MappingProxyType({
     "monitoring": ":material/monitoring:",
     "advanced": ":material/settings:",
     "review": ":material/download:",
+    "presets": ":material/library_books:",
 })
 
 #: Name of the "not in the catalog" choice (memory typed by hand); the catalog is ``core.hardware``.
