@@ -1,0 +1,195 @@
+"""The Presets page: gallery and filters, details, diff, memory comparison, load, save to a team folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_app_support import app
+
+from core import presets
+from core.models import get_config, get_spec
+
+PAGE = "pages/presets.py"
+SPEC = get_spec("meta-llama/Llama-2-7b-hf")
+MODEL = {"model": "meta-llama/Llama-2-7b-hf", "total_params": SPEC.total_params,
+         "largest_layer_params": SPEC.largest_layer_params, "model_config": get_config("meta-llama/Llama-2-7b-hf")}
+BUILTINS = sorted(p.stem for p in presets.BUILTIN_DIR.glob("*.json"))
+
+
+@pytest.fixture(autouse=True)
+def no_team_folder(monkeypatch):
+    monkeypatch.delenv(presets.ENV_VAR, raising=False)
+
+
+def plain(text: str) -> str:
+    """Markdown-escaped text back to what the reader sees."""
+    return text.replace("\\", "")
+
+
+def table(at, *columns: str, without: str = "\0"):
+    """The first dataframe on the page that has ``columns`` (and not the column ``without``)."""
+    return next(d.value for d in at.dataframe
+                if set(columns) <= set(d.value.columns) and without not in d.value.columns)
+
+
+def gallery(at) -> list[str]:
+    return list(next(d.value for d in at.dataframe if list(d.value.columns[:2]) == ["name", "title"])["name"])
+
+
+def select(at, key: str, value):
+    at.selectbox(key=key).set_value(value).run()
+    assert not at.exception, at.exception
+
+
+def test_gallery_lists_every_builtin_and_a_filter_narrows_it():
+    at = app(page=PAGE)
+    assert len(BUILTINS) == 13
+    assert sorted(gallery(at)) == BUILTINS
+    at.multiselect(key="presets_filter_stage").set_value(["3"]).run()
+    names = gallery(at)
+    expected = sorted(p.name for p in presets.list_presets([presets.BUILTIN_DIR])[0]
+                      if presets.facets(p)["stage"] == 3)
+    assert sorted(names) == expected and 0 < len(names) < 13
+    at.multiselect(key="presets_filter_offload").set_value(["nvme"]).run()
+    assert gallery(at) == ["zero-infinity-nvme"]
+    assert len(at.selectbox(key="presets_selected").options) == 1
+
+
+def test_details_show_metadata_json_and_validation():
+    at = app(page=PAGE)
+    select(at, "presets_selected", "zero2-fp16")
+    preset = presets.load_preset("zero2-fp16", [presets.BUILTIN_DIR])
+    shown = [t.value for t in at.text]
+    for key in ("description", "when_to_use", "when_not_to_use", "hardware"):
+        assert preset.meta[key] in shown, key
+    cites = table(at, "key", "why")
+    assert list(cites["key"]) == [j["key"] for j in preset.meta["justifications"]]
+    code = next(c.value for c in at.code if c.language == "json")
+    assert json.loads(code) == preset.config
+    oks = [plain(s.value) for s in at.main.success]
+    assert [f"DeepSpeed {v}: no errors or warnings." for v in preset.meta["verified_with"]] == oks
+
+
+def test_diff_lists_the_keys_that_differ():
+    at = app(page=PAGE)
+    select(at, "presets_left", "zero2-bf16")
+    select(at, "presets_right", "zero3-bf16")
+    diff = table(at, "key", without="why")
+    left = presets.load_preset("zero2-bf16", [presets.BUILTIN_DIR]).config
+    right = presets.load_preset("zero3-bf16", [presets.BUILTIN_DIR]).config
+    assert "zero_optimization.stage" in set(diff["key"])
+    row = diff[diff["key"] == "zero_optimization.stage"].iloc[0]
+    assert (row["zero2-bf16"], row["zero3-bf16"]) == (json.dumps(left["zero_optimization"]["stage"]),
+                                                      json.dumps(right["zero_optimization"]["stage"]))
+    # Only differing keys: every top-level section equal in both files is absent.
+    same = [k for k in left if left[k] == right.get(k)]
+    assert same and not any(k == s or k.startswith(s + ".") for k in diff["key"] for s in same)
+
+
+def test_memory_comparison_needs_a_model_and_differs_by_stage():
+    at = app(page=PAGE)
+    assert any("Choose a model" in i.value for i in at.info) and not at.get("vega_lite_chart")
+    at = app(page=PAGE, **MODEL)
+    select(at, "presets_left", "dp-bf16")
+    select(at, "presets_right", "zero3-bf16")
+    mem = table(at, "preset", "total_gib").set_index("preset")["total_gib"]
+    assert list(mem.index) == ["dp-bf16", "zero3-bf16"]
+    assert mem["zero3-bf16"] < mem["dp-bf16"]
+    assert at.get("vega_lite_chart")
+
+
+def test_load_replaces_config_baseline_and_target():
+    at = app({"train_micro_batch_size_per_gpu": 3}, page=PAGE)
+    select(at, "presets_selected", "hf-auto-zero3")
+    at.button(key="presets_load").click().run()
+    assert not at.exception
+    preset = presets.load_preset("hf-auto-zero3", [presets.BUILTIN_DIR])
+    assert at.session_state["config"] == preset.config
+    assert at.session_state["baseline"] == preset.config
+    assert at.session_state["context"]["target"] == "hf"
+    assert any("hf-auto-zero3" in plain(s.value) for s in at.success)
+
+
+def test_saving_without_a_team_folder_is_explained_and_disabled():
+    at = app(page=PAGE)
+    assert any("DSCONFIG_PRESETS_PATH" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "presets_save"]
+
+
+def fill(at, **values):
+    for key, value in values.items():
+        widget = at.text_area(key=f"presets_save_{key}") if key in ("description", "when_to_use") else \
+            at.text_input(key=f"presets_save_{key}")
+        widget.set_value(value)
+    at.button(key="presets_save").click().run()
+    assert not at.exception, at.exception
+
+
+def test_save_into_the_team_folder_appears_in_the_list(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    config = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 1}, "team_key": [1]}
+    at = app(config, page=PAGE)
+    fill(at, title="Our ZeRO-1", description="What the team uses.", when_to_use="Always.", name="our-zero1")
+    assert not at.error, [e.value for e in at.error]
+    saved = presets.load_preset("our-zero1", presets.env_search_path())
+    assert saved.config == config and not saved.builtin
+    assert saved.meta["title"] == "Our ZeRO-1" and saved.meta["when_to_use"] == "Always."
+    assert "our-zero1" in gallery(at)
+    assert "our-zero1" in [p.name for p in presets.list_presets(presets.env_search_path())[0]]
+    # Saving again without "replace" is refused; with it, the file is replaced.
+    fill(at, title="Our ZeRO-1", description="v2", name="our-zero1")
+    assert any("already exists" in plain(e.value) for e in at.error)
+    at.checkbox(key="presets_save_overwrite").check()
+    fill(at, title="Our ZeRO-1", description="v2", name="our-zero1")
+    assert presets.load_preset("our-zero1", [tmp_path]).meta["description"] == "v2"
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "zero2-bf16", "a b"])
+def test_hostile_or_builtin_names_are_refused_and_write_nothing(tmp_path: Path, monkeypatch, name):
+    team = tmp_path / "team"
+    team.mkdir()
+    monkeypatch.setenv(presets.ENV_VAR, str(team))
+    at = app(page=PAGE)
+    before = sorted(tmp_path.rglob("*"))
+    fill(at, title="Evil", description="x", name=name)
+    errors = [plain(e.value) for e in at.error]
+    assert errors and ("invalid preset name" in errors[0] or "built-in" in errors[0]), errors
+    assert sorted(tmp_path.rglob("*")) == before
+    assert sorted(p.stem for p in presets.BUILTIN_DIR.glob("*.json")) == BUILTINS
+
+
+def test_missing_metadata_is_refused(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    at = app(page=PAGE)
+    fill(at, title="", description="", name="no-meta")
+    errors = [plain(e.value) for e in at.error]
+    assert errors and "meta.title" in errors[0] and "meta.description" in errors[0]
+    assert not list(tmp_path.iterdir())
+
+
+def test_broken_team_preset_is_listed_as_a_problem(tmp_path: Path, monkeypatch):
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "fine.json").write_text(json.dumps({"meta": {"title": "Fine", "description": "d",
+                                                             "target": "deepspeed"},
+                                                    "config": {"zero_optimization": {"stage": 2}}}))
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    at = app(page=PAGE)
+    warnings = [plain(w.value) for w in at.warning]
+    assert any("broken.json" in w and "not valid JSON" in w for w in warnings), warnings
+    assert sorted(gallery(at)) == sorted([*BUILTINS, "fine"])
+
+
+def test_hostile_metadata_is_shown_as_text(tmp_path: Path, monkeypatch):
+    title = "[click](javascript:alert(1)) <img src=x onerror=alert(1)> :red[x]"
+    (tmp_path / "evil.json").write_text(json.dumps({"meta": {"title": title, "description": "<script>x</script>",
+                                                             "target": "deepspeed"}, "config": {}}))
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    at = app(page=PAGE)
+    select(at, "presets_selected", "evil")
+    heading = next(m.value for m in at.markdown if plain(m.value).startswith("#### "))
+    assert plain(heading) == f"#### {title}"
+    for char in "[]()<>:":
+        assert f"\\{char}" in heading
+    assert "<script>x</script>" in [t.value for t in at.text]
