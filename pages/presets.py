@@ -99,7 +99,8 @@ st.subheader("Details")
 def _load(name: str) -> None:
     preset = by_name[name]
     app_state.replace_config(copy.deepcopy(preset.config), baseline=True)
-    app_state.get_context()["target"] = preset.target
+    if preset.target in app_state.TARGETS:
+        app_state.get_context()["target"] = preset.target
     st.session_state["presets_message"] = f"Loaded the preset {preset.title} ({preset.name}) into the builder."
 
 
@@ -136,7 +137,12 @@ else:
     with st.expander("JSON", icon=":material/data_object:"):
         st.code(json.dumps(preset.config, indent=2), language="json")
     st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
-    for version, report in presets.validate_preset(preset, world_size=app_state.world_size(app_state.get_context())):
+    try:
+        reports = presets.validate_preset(preset, world_size=app_state.world_size(app_state.get_context()))
+    except ValueError as exc:  # a team preset's meta names an unknown target or version
+        st.error(f"Cannot validate this preset: {md_escape(exc)}. Fix meta.target / meta.verified_with in its file.")
+        reports = []
+    for version, report in reports:
         errors, warnings = report.errors, report.warnings
         if not errors and not warnings:
             st.success(f"DeepSpeed {md_escape(version)}: no errors or warnings.", icon=":material/check:")

@@ -193,3 +193,21 @@ def test_hostile_metadata_is_shown_as_text(tmp_path: Path, monkeypatch):
     for char in "[]()<>:":
         assert f"\\{char}" in heading
     assert "<script>x</script>" in [t.value for t in at.text]
+
+
+def test_odd_team_preset_never_crashes_the_page(tmp_path: Path, monkeypatch):
+    meta = {"title": ["not", "text"], "description": 7, "target": "nowhere", "verified_with": {"a": 1},
+            "justifications": [{"key": 1}, "x"], "when_to_use": None}
+    config = {"zero_optimization": {"stage": "three", "offload_param": "cpu", "offload_optimizer": {"device": 5}},
+              "bf16": {"enabled": "yes"}, "train_micro_batch_size_per_gpu": -4, "optimizer": [], "": {}}
+    (tmp_path / "odd.json").write_text(json.dumps({"meta": meta, "config": config}))
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    at = app(page=PAGE, **MODEL)
+    select(at, "presets_selected", "odd")
+    select(at, "presets_left", "odd")
+    select(at, "presets_right", "zero3-bf16")
+    assert "odd" in gallery(at)
+    assert any("meta.target" in plain(w.value) for w in at.warning)
+    assert "zero_optimization.stage" in set(table(at, "key", without="why")["key"])
+    assert any("Cannot validate" in plain(e.value) and "nowhere" in plain(e.value) for e in at.error)
+    assert len(table(at, "preset", "total_gib")) == 2
