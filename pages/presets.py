@@ -87,7 +87,7 @@ st.dataframe(
          for p in shown],
         columns=["name", "title", *FILTERS, "ZeRO++", "source"],
     ),
-    hide_index=True, key="presets_gallery",
+    hide_index=True, key="presets_gallery", height=min(38 + 35 * max(len(shown), 1), 600),
 )
 st.caption(f"{len(shown)} of {len(found)} presets shown · folders searched: "
            + ", ".join(md_escape(f) for f in folders))
@@ -128,7 +128,7 @@ else:
                f" · file: {md_escape(preset.path)}")
     justifications = meta.get("justifications")
     if isinstance(justifications, list) and justifications:
-        st.markdown("**Why each non-default choice** (documentation in `/work/shared/reference/`)")
+        st.markdown("**Why each non-default choice** (the DeepSpeed documentation file and section cited)")
         st.dataframe(pd.DataFrame([j for j in justifications if isinstance(j, dict)],
                                   columns=list(presets.JUSTIFICATION_FIELDS)),
                      hide_index=True, key="presets_justifications")
