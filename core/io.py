@@ -73,7 +73,8 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _check_numbers(value: Any, path: str = "") -> None:
+def check_finite_numbers(value: Any, path: str = "") -> None:
+    """Raise ConfigLoadError naming the place of a NaN or infinite number (e.g. 1e400) in a JSON value."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         node, where = stack.pop()
@@ -132,7 +133,7 @@ def load_config(text: str | bytes) -> dict[str, Any]:
         )
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels; this is not a DeepSpeed config")
-    _check_numbers(data)
+    check_finite_numbers(data)
     return data
 
 

@@ -58,7 +58,7 @@ if batch is not None:
         value = getattr(batch, key)
         rows.append({
             "key": key,
-            "value": value,
+            "value": f"{value:g}" if isinstance(value, float) else str(value),  # text: ints may exceed int64
             "source": "derived by DeepSpeed" if key in batch.derived else "set in the config",
         })
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="batch_resolved")

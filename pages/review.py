@@ -51,10 +51,7 @@ if len(fixable) > 1:
     st.button(f"Apply all {len(fixable)} fixes", key="review_fix_all", on_click=_fix_all, icon=":material/build:")
 for finding in report.findings:
     page = app_state.PAGES.get(finding.page or "")
-    text = f"**{finding.code}** at `{finding.path or '(top level)'}` — {finding.message}"
-    if finding.suggestion:
-        text += f"\n\n{finding.suggestion}"
-    {"error": st.error, "warning": st.warning}.get(finding.severity, st.info)(text)
+    {"error": st.error, "warning": st.warning}.get(finding.severity, st.info)(widgets.finding_text(finding))
     cols = st.columns([3, 2])
     with cols[0]:
         widgets.fix_button(finding, key_suffix="review")

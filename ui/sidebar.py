@@ -7,7 +7,7 @@ import streamlit as st
 import app_state
 import core
 from core.findings import Finding, Report
-from ui import memory
+from ui import memory, widgets
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
 MAX_LISTED = 12
@@ -17,7 +17,7 @@ def finding_label(finding: Finding) -> str:
     """Short one-line text of a finding for the sidebar."""
     where = f"`{finding.path}`: " if finding.path else ""
     message = finding.message if len(finding.message) <= 240 else finding.message[:237] + "…"
-    return f"{_ICONS.get(finding.severity, '')} {where}{message}"
+    return widgets.safe_text(f"{_ICONS.get(finding.severity, '')} {where}{message}")
 
 
 def render(report: Report) -> None:

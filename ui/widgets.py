@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 import app_state
 from core.findings import Finding, Report, delete_path, get_path, join_path, set_path, split_path
+from core.io import check_finite_numbers
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
@@ -161,10 +162,22 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def safe_text(text: str) -> str:
+    """Text Streamlit can send to the browser: lone surrogates (from "\\ud800" escapes in a config) shown as
+    escapes instead of failing the page."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def parse_json_value(text: str, path: str) -> tuple[Any, str | None]:
     """Parse a JSON value typed into a text area: (value, None) or (None, an error naming line and column)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates), None
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        check_finite_numbers(value)  # 1e400 overflows to infinity: refused, like the importer does
+        return value, None
     except json.JSONDecodeError as exc:
         return None, f"`{path}`: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
     except (ValueError, RecursionError) as exc:
@@ -412,8 +425,8 @@ def render_field(path: str, form: Form, *, label: str | None = None, placeholder
                          disabled=reason is not None, on_change=_on_change, kwargs=args,
                          format_func=lambda v: _choice_label(v, field, default))
         elif kind.kind == "str":
-            st.text_input(label_shown, value=value or "", key=key, help=help_, disabled=reason is not None,
-                          on_change=_on_change, kwargs=args, placeholder="not set")
+            st.text_input(label_shown, value=safe_text(value or ""), key=key, help=help_,
+                          disabled=reason is not None, on_change=_on_change, kwargs=args, placeholder="not set")
         else:
             _json_widget(path, label_shown, value, help_, reason, args)
     if reason and present and value != default:
@@ -433,7 +446,8 @@ def _json_widget(path: str, label: str, value: Any, help_: str, reason: str | No
 
 
 def _show_finding(finding: Finding) -> None:
-    text = f"**{finding.code}** — {finding.message}" + (f"\n\n{finding.suggestion}" if finding.suggestion else "")
+    text = safe_text(f"**{finding.code}** — {finding.message}"
+                     + (f"\n\n{finding.suggestion}" if finding.suggestion else ""))
     if finding.severity == "error":
         st.error(text, icon=":material/error:")
     else:
@@ -555,10 +569,16 @@ def page_findings(form: Form, page: str) -> None:
             _show_finding_once(finding)
 
 
-def _show_finding_once(finding: Finding) -> None:
+def finding_text(finding: Finding) -> str:
+    """A finding as markdown: code, path, message and suggestion (safe to send to the browser)."""
     text = f"**{finding.code}** at `{finding.path or '(top level)'}` — {finding.message}"
     if finding.suggestion:
         text += f"\n\n{finding.suggestion}"
+    return safe_text(text)
+
+
+def _show_finding_once(finding: Finding) -> None:
+    text = finding_text(finding)
     if finding.severity == "error":
         st.error(text, icon=":material/error:")
     else:
