@@ -224,6 +224,12 @@ def _process(f: _Filler) -> None:
     f.fill("scheduler.params.warmup_max_lr", ("learning_rate",), lambda v: v, "learning_rate")
     if f.values["save_on_each_node"]:
         checkpoint = f.config.get("checkpoint", {})
+        if not isinstance(checkpoint, dict):
+            raise AutoFillError(
+                f"save_on_each_node sets checkpoint.use_node_local_storage, but `checkpoint` is {checkpoint!r}, "
+                "not an object; write it as {} or remove it",
+                "save_on_each_node",
+            )
         f.config["checkpoint"] = checkpoint
         checkpoint["use_node_local_storage"] = True
     f.fill("fp16.enabled", ("fp16", "fp16_full_eval"), lambda a, b: a or b, "fp16|fp16_full_eval")

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from core.autofill import TRAINING_VALUES, AutoFillError, find_auto, resolve_auto
 from core.findings import split_path
+from core.io import ConfigLoadError, check_finite_numbers
 from core.presets import Preset, PresetError, env_search_path, facets, list_presets, load_preset
 
 EXIT_OK, EXIT_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
@@ -30,12 +31,24 @@ def _versions() -> tuple[tuple[str, ...], str]:
     return KNOWN_VERSIONS, DEFAULT_VERSION
 
 
+def _non_finite(name: str) -> Any:
+    raise UsageError(f"{name} is not a finite number; DeepSpeed configs cannot hold NaN or Infinity")
+
+
 def parse_value(text: str) -> Any:
-    """A --set/--resolve-auto value: JSON when it parses (numbers, true, null, lists ...), else the text."""
+    """A --set/--resolve-auto value: JSON when it parses (numbers, true, null, lists ...), else the text.
+
+    NaN, Infinity and numbers that overflow to infinity (1e400) are refused with a UsageError.
+    """
     try:
-        return json.loads(text)
-    except ValueError:
+        value = json.loads(text, parse_constant=_non_finite)
+    except json.JSONDecodeError:
         return text
+    try:
+        check_finite_numbers(value)
+    except ConfigLoadError:
+        raise UsageError(f"{text!r} is not a finite number; write a finite value") from None
+    return value
 
 
 def _split_assignment(item: str, option: str) -> tuple[str, Any]:
@@ -43,7 +56,10 @@ def _split_assignment(item: str, option: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise UsageError(f"{option} expects KEY=VALUE, got {item!r}")
-    return key, parse_value(value)
+    try:
+        return key, parse_value(value)
+    except UsageError as exc:
+        raise UsageError(f"{option} {key}: {exc}") from None
 
 
 def set_path(config: dict[str, Any], dotted: str, value: Any) -> None:
@@ -56,7 +72,7 @@ def set_path(config: dict[str, Any], dotted: str, value: Any) -> None:
     # split_path drops empty keys; a path with one ("a..b", ".a", "") is refused here instead
     segments = dotted.replace("\\\\", "__").replace("\\.", "_").split(".")
     parts = split_path(dotted)
-    if not parts or any(not segment for segment in segments):
+    if not parts or any(not segment for segment in segments) or any(isinstance(p, int) for p in parts):
         raise UsageError(f"--set: {dotted!r} is not a dotted key path like zero_optimization.stage")
     node = config
     for i, part in enumerate(parts[:-1]):

@@ -12,39 +12,73 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 _MISSING = object()
 
 
+Key = str | int
+
+
 def join_path(prefix: str, key: object) -> str:
-    """Append a key to a dotted path; dots and backslashes inside the key are escaped with a backslash."""
-    text = str(key).replace("\\", "\\\\").replace(".", "\\.")
+    """Append a key to a dotted path; ``.``, ``[`` and ``\\`` inside the key are escaped with a backslash."""
+    text = str(key).replace("\\", "\\\\").replace(".", "\\.").replace("[", "\\[")
     return f"{prefix}.{text}" if prefix else text
 
 
-def split_path(path: str) -> list[str]:
-    """``"zero_optimization.offload_param.device"`` → its keys (empty path → []); ``\\.`` is a literal dot."""
-    keys: list[str] = []
+def join_index(prefix: str, index: int) -> str:
+    """Append a list index: ``layer_specs`` → ``layer_specs[0]``."""
+    return f"{prefix}[{index}]"
+
+
+def split_path(path: str) -> list[Key]:
+    """``"a.b[0].c"`` → ``["a", "b", 0, "c"]`` (empty path → []); ``\\.``, ``\\[`` are literal characters.
+
+    Empty keys are kept (``"a."`` → ``["a", ""]``): a config may really contain the key ``""``.
+    """
+    if not path:
+        return []
+    keys: list[Key] = []
     current: list[str] = []
-    escaped = False
+    escaped = in_index = after_index = False
     for char in path:
         if escaped:
             current.append(char)
             escaped = False
         elif char == "\\":
             escaped = True
+        elif in_index:
+            if char == "]":
+                keys.append(int("".join(current)) if "".join(current).isdigit() else "".join(current))
+                current, in_index, after_index = [], False, True
+            else:
+                current.append(char)
+        elif char == "[":
+            if not after_index:
+                keys.append("".join(current))
+            current, in_index = [], True
         elif char == ".":
-            keys.append("".join(current))
-            current = []
+            if not after_index:
+                keys.append("".join(current))
+            current, after_index = [], False
         else:
             current.append(char)
-    keys.append("".join(current))
-    return [k for k in keys if k] if path else []
+            after_index = False
+    if not after_index:
+        keys.append("".join(current))
+    return keys
+
+
+def _child(node: Any, key: Key) -> Any:
+    if isinstance(key, int) and isinstance(node, list):
+        return node[key] if 0 <= key < len(node) else _MISSING
+    if isinstance(node, dict):
+        return node.get(key, _MISSING)  # type: ignore[call-overload]
+    return _MISSING
 
 
 def get_path(config: Any, path: str, default: Any = None) -> Any:
-    """The value at a dotted path of nested dicts, or ``default`` when any step is missing."""
+    """The value at a path of nested dicts (and list items), or ``default`` when any step is missing."""
     node = config
     for key in split_path(path):
-        if not isinstance(node, dict) or key not in node:
+        node = _child(node, key)
+        if node is _MISSING:
             return default
-        node = node[key]
     return node
 
 
@@ -120,24 +154,35 @@ def delete_path(config: dict[str, Any], path: str, *, prune: bool = False) -> No
         chain[depth - 1].pop(keys[depth - 1], None)
 
 
-def _set(config: dict[str, Any], keys: list[str], value: Any) -> None:
-    node = config
+def _set(config: dict[str, Any], keys: list[Key], value: Any) -> None:
+    node: Any = config
     for key in keys[:-1]:
-        child = node.get(key)
-        if not isinstance(child, dict):
+        child = _child(node, key)
+        if isinstance(key, int):
+            if child is _MISSING:
+                return  # no such list item: nothing to set
+        elif not isinstance(child, dict | list) or not isinstance(node, dict):
+            if not isinstance(node, dict):
+                return
             child = {}
             node[key] = child
         node = child
-    if keys:
-        node[keys[-1]] = value
+    if not keys:
+        return
+    last = keys[-1]
+    if isinstance(last, int) and isinstance(node, list):
+        if 0 <= last < len(node):
+            node[last] = value
+    elif isinstance(node, dict):
+        node[last] = value
 
 
-def _delete(config: dict[str, Any], keys: list[str]) -> None:
+def _delete(config: dict[str, Any], keys: list[Key]) -> None:
     node: Any = config
     for key in keys[:-1]:
-        if not isinstance(node, dict) or key not in node:
+        node = _child(node, key)
+        if node is _MISSING:
             return
-        node = node[key]
     if isinstance(node, dict) and keys:
         node.pop(keys[-1], None)
 

@@ -168,6 +168,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             continue  # the key does not exist in this version: reported as such
         if field is not None and field.model is not None and not is_strict(field.owner):
             continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)
+        if field is not None and field.default == "auto":
+            continue  # "auto" is the default value itself: nothing to explain
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
         if ctx.is_hf:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from core.findings import Finding, Fix, FixOp, join_path
+from core.findings import Finding, Fix, FixOp, join_index, join_path
 from core.rules.context import Context
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
@@ -99,7 +99,7 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
         elif field.item_model is not None and field.container == "list" and isinstance(value, list):
             for index, item in enumerate(value):
                 if isinstance(item, dict):
-                    yield from _walk_keys(ctx, item, field.item_model, f"{path}[{index}]")
+                    yield from _walk_keys(ctx, item, field.item_model, join_index(path, index))
         elif field.item_model is not None and field.container == "dict" and isinstance(value, dict):
             for name, item in value.items():
                 if isinstance(item, dict):
@@ -206,6 +206,13 @@ def check_types(ctx: Context) -> Iterator[Finding]:
             finding = _finding_from_error(ctx, error)
             if finding is not None:
                 yield finding
+    except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
+        # A section's own validator failed outside pydantic's error handling (DeepSpeed's would too).
+        yield Finding(
+            "error", "type.unreadable", "",
+            f"DeepSpeed cannot read this config: {type(exc).__name__}: {exc}.",
+            suggestion="Look for absurd values (numbers with hundreds of digits, deeply nested objects).",
+        )
 
 
 def _locate(loc: tuple[Any, ...]) -> tuple[str, SchemaField | None, type[BaseModel]]:

@@ -132,6 +132,8 @@ class FP16Config(Section):
             v = float(v)
         except (TypeError, ValueError):
             raise ValueError("fp16.loss_scale must be a number") from None
+        except OverflowError:  # DeepSpeed's own validator lets this escape; either way the config is refused
+            raise ValueError("fp16.loss_scale must be a finite number (not inf/-inf/nan)") from None
         if not math.isfinite(v):
             raise ValueError("fp16.loss_scale must be a finite number (not inf/-inf/nan)")
         if v < 0:
