@@ -127,8 +127,15 @@ def _auto_message(name: str) -> str:
     return f'{name} is "auto": resolve it (HF Trainer values) before plotting the schedule'
 
 
+#: Parameters DeepSpeed accepts as one value per optimizer param group (``_format_param``, or a list for
+#: LRRangeTest's min lr); every other parameter must be a single number.
+_PER_GROUP = frozenset({"warmup_min_lr", "warmup_max_lr", "cycle_min_lr", "cycle_max_lr", "cycle_min_mom",
+                        "cycle_max_mom", "lr_range_test_min_lr"})
+
+
 def _number(name: str, value: Any) -> float:
-    value = _scalar(name, value)
+    if name in _PER_GROUP:
+        value = _scalar(name, value)
     if value == "auto":
         raise ScheduleError(_auto_message(name), name)
     if not _is_number(value) or not math.isfinite(value):

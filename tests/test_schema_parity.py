@@ -1002,7 +1002,6 @@ _RAISES_CASES: dict[str, dict[str, Any]] = {
     "torch_autocast.lower_precision_safe_modules": {"torch_autocast": {"lower_precision_safe_modules": [1]}},
     "data_types.keep_in_fp32_modules": {"data_types": {"keep_in_fp32_modules": "x"}},
     "optimizer.type": {"optimizer": {"type": 1}},
-    "optimizer.params": {"optimizer": {"type": "Adam", "params": "on"}},
     "checkpoint.tag_validation": {"checkpoint": {"tag_validation": "bogus"}},
     "checkpoint.parallel_write.pipeline_stage": {"checkpoint": {"parallel_write": {"pipeline_stage": "yes"}}},
     "checkpoint.writer.type": {"checkpoint": {"writer": {"type": "slow"}}},
@@ -1033,6 +1032,7 @@ _RAISES_CASES: dict[str, dict[str, Any]] = {
 #: DeepSpeed failures that depend on a value's truthiness or on another key, not on its type: the schema
 #: types them for editors, and a validator rule (not a type error) reports them.
 _RULE_CASES: dict[str, dict[str, Any]] = {
+    "optimizer.params": {"optimizer": {"type": "Adam", "params": "on"}},  # only read when type is set
     "flops_profiler.enabled": {"flops_profiler": {"enabled": "maybe"}},
     "autotuning.results_dir": {"autotuning": {"results_dir": ""}},
     "autotuning.exps_dir": {"autotuning": {"exps_dir": None}},
