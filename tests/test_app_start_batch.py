@@ -99,7 +99,7 @@ def test_batch_shows_derived_values():
              nodes=1, gpus_per_node=4)
     table = at.dataframe[0].value
     row = table.set_index("key").loc["train_batch_size"]
-    assert row["value"] == 24
+    assert row["value"] == "24"  # shown as text: a config may hold ints beyond int64
     assert row["source"] == "derived by DeepSpeed"
     assert table.set_index("key").loc["gradient_accumulation_steps", "source"] == "set in the config"
     assert at.number_input(key=widget_key("train_batch_size")).proto.placeholder == "not set — DeepSpeed derives 24"
