@@ -43,6 +43,14 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
     w = world_size
     has_tb, has_mb, has_ga = (_provided(config, k) for k in BATCH_KEYS)
     derived: tuple[str, ...] = ()
+    not_numbers = [k for k, v in zip(BATCH_KEYS, (tb, mb, ga), strict=True)
+                   if v is not None and not isinstance(v, int | float)]
+    if not_numbers:
+        # DeepSpeed fails on these too (a list even gets repeated by `*` before the comparison fails);
+        # never do that arithmetic here.
+        names = ", ".join(f"{k}={config.get(k)!r}" for k in not_numbers)
+        return BatchResolution(False, tb, mb, ga, w, derived, "type",
+                               f"{names} is not a number, so DeepSpeed cannot do the arithmetic")
     try:
         if has_tb and has_mb and has_ga:
             pass
@@ -82,6 +90,11 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
                 False, tb, mb, ga, w, derived, "product",
                 f"train_batch_size {tb} ≠ micro batch {mb} × accumulation {ga} × {_fmt(w)} GPUs = {mb * ga * w}",
             )
+    except OverflowError:
+        return BatchResolution(
+            False, tb, mb, ga, w, derived, "overflow",
+            "the batch values are too large to compute with (a number beyond the floating-point range)",
+        )
     except ZeroDivisionError:
         return BatchResolution(
             False, tb, mb, ga, w, derived, "zero-division",

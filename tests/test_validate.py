@@ -51,6 +51,8 @@ CASES = [
     ("batch-div-zero", {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 0}, {}, "batch.zero-division",
      "error", "train_batch_size"),
     ("batch-type", {"train_batch_size": "eight"}, {}, "batch.type", "error", "train_batch_size"),
+    ("batch-overflow", {"train_batch_size": 10**400, "train_micro_batch_size_per_gpu": 1.5}, {}, "batch.overflow",
+     "error", "train_batch_size"),
     ("batch-not-integer", {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}, {},
      "batch.not-integer", "warning", "train_micro_batch_size_per_gpu"),
     ("auto-crash", {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}, {}, "auto.crash",

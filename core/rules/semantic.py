@@ -80,7 +80,8 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     w = ctx.world_size
     data_parallel = effective_world_size(ctx.config, w)
     # Suggestions need a whole data-parallel size (GPUs ÷ sequence_parallel_size).
-    suggestions = batch_suggestions(ctx.config, int(data_parallel)) if float(data_parallel).is_integer() else []
+    usable = data_parallel >= 1 and float(data_parallel).is_integer()
+    suggestions = batch_suggestions(ctx.config, int(data_parallel)) if usable else []
     fixes = [
         Fix(
             "Use " + ", ".join(f"{k}={v}" for k, v in s.items()),
