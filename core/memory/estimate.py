@@ -48,6 +48,9 @@ OFFLOAD_DEVICES = ("none", "cpu", "nvme")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
+_SATURATE = 2**53
+
+
 def _num(value: Any, default: float, minimum: float = 0) -> float:
     """A finite number >= minimum, else the default ("auto", strings, bools, None)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
@@ -56,7 +59,11 @@ def _num(value: Any, default: float, minimum: float = 0) -> float:
         finite = math.isfinite(value)
     except OverflowError:  # an int beyond the float range
         return default
-    return value if finite else default
+    if not finite:
+        return default
+    # Absurd sizes (10**30 in a junk config) would overflow numpy's int64 arithmetic; 2**53 elements is
+    # already far beyond any real bucket or model, so the estimate saturates there.
+    return min(value, _SATURATE)
 
 
 def _flag(value: Any, default: bool) -> bool:

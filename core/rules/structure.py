@@ -146,7 +146,11 @@ def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[Bas
         )
     known = [k for k, f in section_fields(model).items() if f.meta.exists_in(ctx.version)]
     guess = did_you_mean(key, known)
-    elsewhere = [p for p in key_index(ROOT).get(key, ()) if p != prefix]
+    # Where else this key is a field; never "move" a key into itself or one of its own parents.
+    elsewhere = [
+        p for p in key_index(ROOT).get(key, ())
+        if p != prefix and not (prefix + ".").startswith(_join(p, key) + ".")
+    ]
     strict = is_strict(model)
     where = f"in `{prefix}`" if prefix else "at the top level"
     fix = None
