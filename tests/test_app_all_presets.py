@@ -7,11 +7,12 @@ import copy
 import pytest
 from test_app_support import ROOT, app
 
+import app_state
 from core.models import get_config, get_spec
 from core.presets import list_presets
 
 PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
-PAGES = ("start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
+PAGES = tuple(app_state.PAGES)  # every page the app declares
 MODEL = "mistralai/Mistral-7B-v0.1"
 
 

@@ -11,11 +11,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_support import ROOT, app
 
+import app_state
 from core.models import get_config, get_spec
 
 pytestmark = pytest.mark.slow
 
-PAGES = ("start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
+PAGES = tuple(app_state.PAGES)  # every page the app declares
 MODEL = "meta-llama/Llama-2-7b-hf"
 
 

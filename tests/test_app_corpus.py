@@ -8,13 +8,14 @@ import copy
 import pytest
 from test_app_support import ROOT, app
 
+import app_state
 import core
 from core.models import get_config, get_spec
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 MODEL = "meta-llama/Llama-2-7b-hf"
-PAGES = ("batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
+PAGES = tuple(app_state.PAGES)  # every page the app declares
 
 
 def _readable() -> list:

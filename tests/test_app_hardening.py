@@ -16,11 +16,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_support import APP, ROOT, app, sidebar_text
 
+import app_state
 from ui.widgets import widget_key
 
 #: The config the user already had before the bad input arrives: it must survive every rejected import.
 BEFORE = {"train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 2, "my_team_key": {"keep": [1, 2]}}
-PAGES = ("start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
+PAGES = tuple(app_state.PAGES)  # every page the app declares
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
 
@@ -186,7 +187,8 @@ def test_hostile_strings_are_kept_verbatim_on_every_page(name, config):
     assert at.session_state["config"] == config
     _visit_every_page(at)
     assert at.session_state["config"] == config
-    # The exported JSON carries the strings unchanged.
+    # The exported JSON (Review & export) carries the strings unchanged.
+    at.switch_page(app_state.PAGES["review"]).run()
     exported = "\n".join(c.value for c in at.code)
     for text in (SCRIPT, IMG):
         if text in json.dumps(config):

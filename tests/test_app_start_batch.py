@@ -7,9 +7,10 @@ import json
 import pytest
 from test_app_support import ROOT, app, sidebar_findings, sidebar_text, texts
 
+import app_state
 from ui.widgets import widget_key
 
-BUILT_PAGES = ("start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced", "review")
+BUILT_PAGES = tuple(app_state.PAGES)  # every page the app declares
 
 
 def test_home_is_start_page_with_sidebar_and_download():

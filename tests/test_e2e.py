@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import app_state
 import core
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -293,8 +294,7 @@ def test_two_sessions_do_not_see_each_others_config(browser, server):
             c.close()
 
 
-PAGES = ("Start", "Batch size", "Precision", "Optimizer & scheduler", "ZeRO & offload", "Monitoring", "Advanced",
-         "Review & export")
+PAGES = tuple(app_state.PAGE_TITLES.values())  # every page the app declares, by its title
 
 
 def test_screenshot_every_page(page):

@@ -17,12 +17,13 @@ import pytest
 from e2e_support import ROOT, streamlit_server
 from test_e2e import browser, idle, load_preset, nav, open_app, preset_config, review_json, server  # noqa: F401
 
+import app_state
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
-PAGES = ("Start", "Batch size", "Precision", "Optimizer & scheduler", "ZeRO & offload", "Monitoring", "Advanced",
-         "Review & export")
+PAGES = tuple(app_state.PAGE_TITLES.values())  # every page the app declares, by its title
 HOSTILE_CONFIG = {
     "train_micro_batch_size_per_gpu": 1,
     "tensorboard": {"enabled": True, "job_name": SCRIPT, "output_path": IMG},
