@@ -167,6 +167,31 @@ def unified_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     return "".join(lines)
 
 
+def leaf_values(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted path (``core.findings.join_path``, dots in keys escaped) → leaf value; lists and empty
+    sections are leaves."""
+    if not isinstance(config, Mapping) or (prefix and not config):
+        return {prefix: config}
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        out.update(leaf_values(value, join_path(prefix, str(key))))
+    return out
+
+
+def key_differences(left: Mapping[str, Any], right: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The leaves whose values differ between two configs, sorted by path: ``{"key", "left", "right"}``
+    with the values as JSON ("—" where absent). ``1``, ``1.0`` and ``true`` count as different."""
+    a, b = leaf_values(left), leaf_values(right)
+    missing = object()
+    rows = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key, missing), b.get(key, missing)
+        if va != vb or type(va) is not type(vb):
+            rows.append({"key": key, "left": "—" if va is missing else json.dumps(va),
+                         "right": "—" if vb is missing else json.dumps(vb)})
+    return rows
+
+
 def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json") -> dict[str, str]:
     """Ready-to-paste launch commands for the config, by launcher."""
     nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])

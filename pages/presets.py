@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
@@ -14,6 +13,7 @@ import streamlit as st
 
 import app_state
 from core import presets
+from core.export import key_differences
 from ui import frame, memory, widgets
 
 frame.begin("Presets")
@@ -39,29 +39,6 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 def md_escape(text: Any) -> str:
     """``text`` as literal Markdown (no links, images, emphasis or HTML from preset files or paths)."""
     return _MD_SPECIAL.sub(r"\\\1", str(text))
-
-
-def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted path → leaf value (lists and empty dicts are leaves)."""
-    if not isinstance(config, Mapping) or (prefix and not config):
-        return {prefix: config}
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
-
-
-def diff_rows(left: Mapping[str, Any], right: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The keys whose values differ between two configs (absent shown as "—")."""
-    a, b = flatten(left), flatten(right)
-    missing = object()
-    rows = []
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key, missing), b.get(key, missing)
-        if va != vb or type(va) is not type(vb):
-            rows.append({"key": key, "left": "—" if va is missing else json.dumps(va),
-                         "right": "—" if vb is missing else json.dumps(vb)})
-    return rows
 
 
 folders = presets.env_search_path()
@@ -166,7 +143,7 @@ else:
                              format_func=lambda n: f"{by_name[n].title} ({n})")
     right = cols[1].selectbox("Right", names, index=1, key="presets_right",
                               format_func=lambda n: f"{by_name[n].title} ({n})")
-    rows = diff_rows(by_name[left].config, by_name[right].config)
+    rows = key_differences(by_name[left].config, by_name[right].config)
     if rows:
         st.dataframe(pd.DataFrame(rows).rename(columns={"left": left, "right": right}), hide_index=True,
                      key="presets_diff")

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import core
-from core.export import explicit_config, launch_snippets, strip_defaults, unified_diff
+from core.export import (
+    explicit_config,
+    key_differences,
+    launch_snippets,
+    leaf_values,
+    strip_defaults,
+    unified_diff,
+)
 from core.presets import list_presets
 from core.schema import KNOWN_VERSIONS, DeepSpeedConfig
 from core.schema.walk import resolve
@@ -127,3 +134,21 @@ def test_launch_snippets_follow_the_hardware(nodes, gpus, stage):
     assert f"zero3_init_flag: {'true' if stage == 3 else 'false'}" in snippets["accelerate launch"]
     assert f"devices={gpus}, num_nodes={nodes}" in snippets["Lightning"]
     assert 'deepspeed="cfg.json"' in snippets["HF Trainer"]
+
+
+def test_leaf_values_escapes_dotted_keys_and_keeps_lists_and_empty_sections_as_leaves():
+    config = {"a": {"b.c": 1, "l": [1, {"x": 2}], "empty": {}}, "top": None}
+    assert leaf_values(config) == {"a.b\\.c": 1, "a.l": [1, {"x": 2}], "a.empty": {}, "top": None}
+    assert leaf_values({}) == {}
+
+
+def test_key_differences_lists_changed_added_and_removed_leaves_with_types_distinguished():
+    left = {"train_batch_size": 8, "bf16": {"enabled": True}, "gradient_clipping": 1, "x.y": {"z": "a"}}
+    right = {"train_batch_size": 8, "bf16": {"enabled": 1}, "gradient_clipping": 1.0, "fp16": {"enabled": False}}
+    assert key_differences(left, right) == [
+        {"key": "bf16.enabled", "left": "true", "right": "1"},
+        {"key": "fp16.enabled", "left": "—", "right": "false"},
+        {"key": "gradient_clipping", "left": "1", "right": "1.0"},
+        {"key": "x\\.y.z", "left": '"a"', "right": "—"},
+    ]
+    assert key_differences(left, copy.deepcopy(left)) == []
