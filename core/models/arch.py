@@ -10,7 +10,7 @@ Missing keys take the defaults of the family's ``transformers`` config class.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -157,6 +157,19 @@ def _linear(n_in: int, n_out: int, bias: bool) -> int:
     return n_in * n_out + (n_out if bias else 0)
 
 
+def _layernorm_era_spec(name: str, model_type: str, *, hidden: int, layers: int, heads: int, inter: int, vocab: int,
+                        positions: int, tie: bool, modules: Sequence[ModuleParams], **rest: Any) -> ModelSpec:
+    """A ModelSpec for gpt2, gpt_neox, opt, bloom, falcon, bert and t5: unless ``rest`` says otherwise,
+    multi-head attention (as many KV heads as heads, head_dim = hidden // heads) with biases, an ungated
+    MLP with biases and two LayerNorms per layer."""
+    fields: dict[str, Any] = {"num_kv_heads": heads, "head_dim": hidden // heads, "gated_mlp": False,
+                              "attention_bias": True, "mlp_bias": True, "norm": "layernorm", "norms_per_layer": 2}
+    fields.update(rest)
+    return ModelSpec(name=name, model_type=model_type, hidden_size=hidden, num_layers=layers, num_heads=heads,
+                     intermediate_size=inter, vocab_size=vocab, max_position_embeddings=positions,
+                     tie_word_embeddings=tie, modules=tuple(modules), **fields)
+
+
 # family -> (default vocab, hidden, intermediate, layers, heads, kv heads (None: = heads), head_dim (None: derived),
 #            tie, norms per layer)
 _LLAMA_LIKE: dict[str, dict[str, Any]] = {
@@ -273,28 +286,11 @@ def _gpt2(c: _Cfg, name: str) -> ModelSpec:
         ModuleParams("ln_f", 2 * hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
-    return ModelSpec(
-        name=name,
-        model_type="gpt2",
-        hidden_size=hidden,
-        num_layers=layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=hidden // heads,
-        intermediate_size=inter,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tie,
-        gated_mlp=False,
-        attention_bias=True,
-        mlp_bias=True,
-        norm="layernorm",
-        norms_per_layer=2,
-        attention_dropout=c.float("attn_pdrop", default=0.1),
-        hidden_dropout=c.float("resid_pdrop", default=0.1),
-        fused_qkv=True,
-        hidden_act=c.str("activation_function", default="gelu_new"),
-        position="learned",
+    return _layernorm_era_spec(
+        name, "gpt2",
+        hidden=hidden, layers=layers, heads=heads, inter=inter, vocab=vocab, positions=positions, tie=tie,
+        attention_dropout=c.float("attn_pdrop", default=0.1), hidden_dropout=c.float("resid_pdrop", default=0.1),
+        fused_qkv=True, hidden_act=c.str("activation_function", default="gelu_new"), position="learned",
         modules=modules,
     )
 
@@ -317,29 +313,14 @@ def _gpt_neox(c: _Cfg, name: str) -> ModelSpec:
         ModuleParams("final_layer_norm", 2 * hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
-    return ModelSpec(
-        name=name,
-        model_type="gpt_neox",
-        hidden_size=hidden,
-        num_layers=layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=hidden // heads,
-        intermediate_size=inter,
-        vocab_size=vocab,
-        max_position_embeddings=c.int("max_position_embeddings", default=2048),
-        tie_word_embeddings=tie,
-        gated_mlp=False,
-        attention_bias=bias,
-        mlp_bias=True,
-        norm="layernorm",
-        norms_per_layer=2,
+    return _layernorm_era_spec(
+        name, "gpt_neox",
+        hidden=hidden, layers=layers, heads=heads, inter=inter, vocab=vocab,
+        positions=c.int("max_position_embeddings", default=2048), tie=tie, attention_bias=bias,
         attention_dropout=c.float("attention_dropout", default=0.0),
-        hidden_dropout=c.float("hidden_dropout", default=0.0),
-        fused_qkv=True,
+        hidden_dropout=c.float("hidden_dropout", default=0.0), fused_qkv=True,
         hidden_act=c.str("hidden_act", default="gelu"),
-        shared_norm_input=c.bool("use_parallel_residual", default=True),
-        modules=modules,
+        shared_norm_input=c.bool("use_parallel_residual", default=True), modules=modules,
     )
 
 
@@ -371,28 +352,12 @@ def _opt(c: _Cfg, name: str) -> ModelSpec:
         ModuleParams("fc2", _linear(ffn, hidden, bias), layers),
         ModuleParams("lm_head", proj * vocab, tied=tie),
     ]
-    return ModelSpec(
-        name=name,
-        model_type="opt",
-        hidden_size=hidden,
-        num_layers=layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=hidden // heads,
-        intermediate_size=ffn,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tie,
-        gated_mlp=False,
-        attention_bias=bias,
-        mlp_bias=bias,
-        norm="layernorm",
-        norms_per_layer=2,
-        attention_dropout=c.float("attention_dropout", default=0.0),
-        hidden_dropout=c.float("dropout", default=0.1),
-        hidden_act=c.str("activation_function", default="relu"),
-        position="learned",
-        modules=tuple(modules),
+    return _layernorm_era_spec(
+        name, "opt",
+        hidden=hidden, layers=layers, heads=heads, inter=ffn, vocab=vocab, positions=positions, tie=tie,
+        attention_bias=bias, mlp_bias=bias, attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("dropout", default=0.1), hidden_act=c.str("activation_function", default="relu"),
+        position="learned", modules=modules,
     )
 
 
@@ -413,29 +378,12 @@ def _bloom(c: _Cfg, name: str) -> ModelSpec:
         ModuleParams("ln_f", 2 * hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
-    return ModelSpec(
-        name=name,
-        model_type="bloom",
-        hidden_size=hidden,
-        num_layers=layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=hidden // heads,
-        intermediate_size=4 * hidden,
-        vocab_size=vocab,
-        max_position_embeddings=0,
-        tie_word_embeddings=tie,
-        gated_mlp=False,
-        attention_bias=True,
-        mlp_bias=True,
-        norm="layernorm",
-        norms_per_layer=2,
+    return _layernorm_era_spec(
+        name, "bloom",
+        hidden=hidden, layers=layers, heads=heads, inter=4 * hidden, vocab=vocab, positions=0, tie=tie,
         attention_dropout=c.float("attention_dropout", default=0.0),
-        hidden_dropout=c.float("hidden_dropout", default=0.0),
-        fused_qkv=True,
-        hidden_act="bloom_gelu",
-        position="alibi",
-        modules=modules,
+        hidden_dropout=c.float("hidden_dropout", default=0.0), fused_qkv=True, hidden_act="bloom_gelu",
+        position="alibi", modules=modules,
     )
 
 
@@ -470,30 +418,14 @@ def _falcon(c: _Cfg, name: str) -> ModelSpec:
         ModuleParams("ln_f", 2 * hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
-    return ModelSpec(
-        name=name,
-        model_type="falcon",
-        hidden_size=hidden,
-        num_layers=layers,
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate_size=ffn,
-        vocab_size=vocab,
-        max_position_embeddings=c.int("max_position_embeddings", default=2048),
-        tie_word_embeddings=tie,
-        gated_mlp=False,
-        attention_bias=bias,
-        mlp_bias=bias,
-        norm="layernorm",
-        norms_per_layer=norms,
-        attention_dropout=c.float("attention_dropout", default=0.0),
-        hidden_dropout=c.float("hidden_dropout", default=0.0),
-        fused_qkv=True,
-        hidden_act=c.str("activation", default="gelu"),
-        shared_norm_input=parallel and norms == 2,
-        position="alibi" if c.bool("alibi", default=False) else "rope",
-        modules=modules,
+    return _layernorm_era_spec(
+        name, "falcon",
+        hidden=hidden, layers=layers, heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, inter=ffn, vocab=vocab,
+        positions=c.int("max_position_embeddings", default=2048), tie=tie, attention_bias=bias, mlp_bias=bias,
+        norms_per_layer=norms, attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("hidden_dropout", default=0.0), fused_qkv=True,
+        hidden_act=c.str("activation", default="gelu"), shared_norm_input=parallel and norms == 2,
+        position="alibi" if c.bool("alibi", default=False) else "rope", modules=modules,
     )
 
 
@@ -524,29 +456,12 @@ def _bert(c: _Cfg, name: str) -> ModelSpec:
         # untied (transformers ties neither then): both are its own tensors
         ModuleParams("cls.predictions.decoder", vocab * hidden + vocab, tied=tie),
     )
-    return ModelSpec(
-        name=name,
-        model_type="bert",
-        hidden_size=hidden,
-        num_layers=layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=hidden // heads,
-        intermediate_size=inter,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tie,
-        gated_mlp=False,
-        attention_bias=True,
-        mlp_bias=True,
-        norm="layernorm",
-        norms_per_layer=2,
-        causal=False,
-        attention_dropout=c.float("attention_probs_dropout_prob", default=0.1),
-        hidden_dropout=c.float("hidden_dropout_prob", default=0.1),
-        hidden_act=c.str("hidden_act", default="gelu"),
-        position="learned",
-        modules=modules,
+    return _layernorm_era_spec(
+        name, "bert",
+        hidden=hidden, layers=layers, heads=heads, inter=inter, vocab=vocab, positions=positions, tie=tie,
+        causal=False, attention_dropout=c.float("attention_probs_dropout_prob", default=0.1),
+        hidden_dropout=c.float("hidden_dropout_prob", default=0.1), hidden_act=c.str("hidden_act", default="gelu"),
+        position="learned", modules=modules,
     )
 
 
@@ -583,30 +498,13 @@ def _t5(c: _Cfg, name: str) -> ModelSpec:
         ModuleParams("layer_norm", d_model, 2 * enc_layers + 3 * dec_layers + 2),
         ModuleParams("lm_head", d_model * vocab, tied=tie),
     )
-    return ModelSpec(
-        name=name,
-        model_type="t5",
-        hidden_size=d_model,
-        num_layers=enc_layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=d_kv,
-        intermediate_size=d_ff,
-        vocab_size=vocab,
-        max_position_embeddings=0,
-        tie_word_embeddings=tie,
-        gated_mlp=gated,
-        attention_bias=False,
-        mlp_bias=False,
-        norm="rmsnorm",
-        norms_per_layer=2,
-        encoder_decoder=True,
-        num_decoder_layers=dec_layers,
-        causal=False,
-        attention_dropout=c.float("dropout_rate", default=0.1),
+    return _layernorm_era_spec(
+        name, "t5",
+        hidden=d_model, layers=enc_layers, heads=heads, head_dim=d_kv, inter=d_ff, vocab=vocab, positions=0, tie=tie,
+        gated_mlp=gated, attention_bias=False, mlp_bias=False, norm="rmsnorm", encoder_decoder=True,
+        num_decoder_layers=dec_layers, causal=False, attention_dropout=c.float("dropout_rate", default=0.1),
         hidden_dropout=c.float("dropout_rate", default=0.1),
-        hidden_act="gelu_new" if gated else c.str("dense_act_fn", default="relu"),
-        position="relative",
+        hidden_act="gelu_new" if gated else c.str("dense_act_fn", default="relu"), position="relative",
         modules=modules,
     )
 
