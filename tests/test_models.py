@@ -12,6 +12,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96, vocab_size=1000)
+OPT_SMALL = dict(model_type="opt", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=96,
+                 vocab_size=1000)
 
 # one small config per family plus variants that change the module tree
 FAMILY_CONFIGS = {
@@ -37,25 +39,8 @@ FAMILY_CONFIGS = {
     ),
     "gpt_neox": dict(model_type="gpt_neox", **SMALL),
     "gpt_neox-nobias": dict(model_type="gpt_neox", **SMALL, attention_bias=False, tie_word_embeddings=True),
-    "opt": dict(
-        model_type="opt",
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        ffn_dim=96,
-        vocab_size=1000,
-        max_position_embeddings=128,
-    ),
-    "opt-proj-postln": dict(
-        model_type="opt",
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        ffn_dim=96,
-        vocab_size=1000,
-        word_embed_proj_dim=32,
-        do_layer_norm_before=False,
-    ),
+    "opt": dict(**OPT_SMALL, max_position_embeddings=128),
+    "opt-proj-postln": dict(**OPT_SMALL, word_embed_proj_dim=32, do_layer_norm_before=False),
     "bloom": dict(model_type="bloom", hidden_size=64, n_layer=2, n_head=4, vocab_size=1000),
     "falcon-7b-style": dict(
         model_type="falcon", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000
