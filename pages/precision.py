@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import streamlit as st
 
 import app_state
-from core import hardware
-from core.findings import get_path, set_path
+from core import hardware, precision
 from ui import frame, widgets
 
 frame.begin("Precision")
@@ -30,41 +27,19 @@ memory and much faster matrix maths on tensor cores.
 
 form = widgets.Form.current()
 config = form.config
-MODES = ("fp32", "fp16", "bf16", "torch_autocast")
 # Under the config-widget prefix so that replacing the config (a fix, an import) resets it too.
 MODE_KEY = f"{app_state.WIDGET_PREFIX}precision_mode"
 MODE_LABELS = {"fp32": "fp32 (no mixed precision)", "fp16": "fp16 + loss scaling", "bf16": "bf16",
                "torch_autocast": "torch.autocast"}
 
 
-def _enabled(section: str) -> bool:
-    value = get_path(config, f"{section}.enabled", False)
-    return value is True or value == "auto"
-
-
-def current_mode() -> str:
-    on = [m for m in MODES[1:] if _enabled(m)]
-    if not on and _enabled("bfloat16"):
-        on = ["bf16"]
-    return on[0] if on else "fp32"
-
-
 def _on_mode() -> None:
-    chosen = st.session_state[MODE_KEY]
-    cfg = app_state.get_config()
-    for section in MODES[1:]:
-        if section == chosen:
-            set_path(cfg, f"{section}.enabled", True)
-        elif isinstance(cfg.get(section), Mapping) and cfg[section].get("enabled") not in (None, False):
-            set_path(cfg, f"{section}.enabled", False)
-    if chosen != "bf16" and isinstance(cfg.get("bfloat16"), Mapping) and cfg["bfloat16"].get("enabled"):
-        set_path(cfg, "bfloat16.enabled", False)
-    app_state.clear_widgets()
+    app_state.replace_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY]))
 
 
-mode = current_mode()
-st.radio("Training precision", MODES, index=MODES.index(mode), format_func=MODE_LABELS.get, horizontal=True,
-         key=MODE_KEY, on_change=_on_mode,
+mode = precision.precision_mode(config)
+st.radio("Training precision", precision.PRECISION_MODES, index=precision.PRECISION_MODES.index(mode),
+         format_func=MODE_LABELS.get, horizontal=True, key=MODE_KEY, on_change=_on_mode,
          help="Sets `enabled` in the chosen section and turns the others off; the details are below.")
 
 gpu = hardware.find_gpu(app_state.get_context().get("gpu"))
@@ -77,7 +52,7 @@ if mode == "fp16":
         widgets.render_section("fp16", form)
 elif mode == "bf16":
     with st.container(border=True):
-        widgets.render_section("bfloat16" if "bfloat16" in config and "bf16" not in config else "bf16", form)
+        widgets.render_section(precision.bf16_section(config), form)
 elif mode == "torch_autocast":
     with st.container(border=True):
         widgets.render_section("torch_autocast", form)

@@ -26,6 +26,16 @@ def test_precision_mode_switch_sets_enabled_flags_only():
     assert at.checkbox(key=widget_key("bf16.enabled")).value is True
 
 
+
+def test_precision_mode_keeps_the_legacy_bfloat16_section():
+    at = app({"bfloat16": {"enabled": True}}, page="pages/precision.py")
+    assert at.radio(key="cfg:precision_mode").value == "bf16"
+    assert at.checkbox(key=widget_key("bfloat16.enabled")).value is True  # its own widgets, not bf16's
+    at.radio(key="cfg:precision_mode").set_value("fp32").run()
+    assert at.session_state["config"] == {"bfloat16": {"enabled": False}}
+    at.radio(key="cfg:precision_mode").set_value("bf16").run()
+    assert at.session_state["config"] == {"bfloat16": {"enabled": True}}
+
 def test_fp16_loss_scaling_widgets_come_from_schema():
     at = app({"fp16": {"enabled": True}}, page="pages/precision.py")
     window = at.number_input(key=widget_key("fp16.loss_scale_window"))

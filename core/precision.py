@@ -1,0 +1,55 @@
+"""The training precision a config selects, and switching it: which of fp16 / bf16 / torch_autocast is on.
+
+DeepSpeed turns mixed precision on with ``<section>.enabled`` in one of three sections (``bfloat16`` is
+the legacy spelling of ``bf16``, read only when ``bf16`` is absent); none enabled means fp32. Switching
+changes only the ``enabled`` flags, so every other key of every section (loss-scale settings of a
+switched-off fp16, say) is kept for when the user switches back.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+#: The precision modes, in the order the app offers them ("fp32": no mixed-precision section enabled).
+PRECISION_MODES: tuple[str, ...] = ("fp32", "fp16", "bf16", "torch_autocast")
+_SECTIONS = PRECISION_MODES[1:]
+
+
+def _enabled(config: Mapping[str, Any], section: str) -> bool:
+    value = config.get(section)
+    flag = value.get("enabled", False) if isinstance(value, Mapping) else False
+    return flag is True or flag == "auto"
+
+
+def bf16_section(config: Mapping[str, Any]) -> str:
+    """The section that holds the bf16 settings: ``bfloat16`` when only the legacy spelling is used."""
+    return "bfloat16" if "bfloat16" in config and "bf16" not in config else "bf16"
+
+
+def precision_mode(config: Mapping[str, Any]) -> str:
+    """The mode the config selects (``"auto"`` counts as on; the first enabled one wins when several are)."""
+    on = [mode for mode in _SECTIONS if _enabled(config, mode)]
+    if not on and bf16_section(config) == "bfloat16" and _enabled(config, "bfloat16"):
+        on = ["bf16"]
+    return on[0] if on else "fp32"
+
+
+def with_precision_mode(config: Mapping[str, Any], mode: str) -> dict[str, Any]:
+    """A copy of ``config`` in which only ``mode`` is enabled; sections that were not on are not created.
+
+    Raises ``ValueError`` for an unknown mode.
+    """
+    if mode not in PRECISION_MODES:
+        raise ValueError(f"precision mode must be one of {', '.join(PRECISION_MODES)}, got {mode!r}.")
+    out = copy.deepcopy(dict(config))
+    bf16 = bf16_section(out)  # a legacy ``bfloat16`` beside ``bf16`` is ignored by DeepSpeed: left alone
+    target = bf16 if mode == "bf16" else mode
+    for section in ("fp16", bf16, "torch_autocast"):
+        current = out.get(section)
+        if section == target:
+            out[section] = {**current, "enabled": True} if isinstance(current, Mapping) else {"enabled": True}
+        elif isinstance(current, Mapping) and current.get("enabled") not in (None, False):
+            out[section] = {**current, "enabled": False}
+    return out

@@ -1,0 +1,70 @@
+"""core.precision: which precision a config selects, and switching it by the enabled flags only."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import core
+from core.precision import PRECISION_MODES, bf16_section, precision_mode, with_precision_mode
+from tests.fuzz_strategies import any_config
+
+
+@pytest.mark.parametrize(("config", "mode"), [
+    ({}, "fp32"),
+    ({"fp16": {"enabled": False}, "bf16": {"enabled": False}}, "fp32"),
+    ({"fp16": {"enabled": True}}, "fp16"),
+    ({"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}}, "fp16"),  # HF's template: first wins
+    ({"bf16": {"enabled": True}}, "bf16"),
+    ({"bfloat16": {"enabled": True}}, "bf16"),
+    ({"bf16": {"enabled": False}, "bfloat16": {"enabled": True}}, "fp32"),  # DeepSpeed ignores bfloat16 here
+    ({"torch_autocast": {"enabled": True, "dtype": "bfloat16"}}, "torch_autocast"),
+    ({"fp16": {"enabled": 1}}, "fp32"),  # only true or "auto" turn it on, as in the app's radio
+    ({"fp16": True, "bf16": None}, "fp32"),  # not sections: nothing enabled
+])
+def test_precision_mode(config, mode):
+    assert precision_mode(config) == mode
+
+
+def test_switching_changes_enabled_flags_only_and_keeps_key_order():
+    config = {"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True, "loss_scale_window": 500}, "x": 1}
+    before = copy.deepcopy(config)
+    out = with_precision_mode(config, "bf16")
+    assert config == before  # the input is not touched
+    assert out == {"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": False, "loss_scale_window": 500},
+                   "x": 1, "bf16": {"enabled": True}}
+    assert list(out) == ["train_micro_batch_size_per_gpu", "fp16", "x", "bf16"]
+    back = with_precision_mode(out, "fp16")
+    assert back["fp16"] == {"enabled": True, "loss_scale_window": 500} and back["bf16"] == {"enabled": False}
+    assert with_precision_mode(back, "fp32") == {**back, "fp16": {"enabled": False, "loss_scale_window": 500}}
+
+
+def test_switching_keeps_the_legacy_bfloat16_spelling_and_leaves_sections_that_were_off():
+    out = with_precision_mode({"bfloat16": {"enabled": False}, "fp16": {"enabled": False}}, "bf16")
+    assert out == {"bfloat16": {"enabled": True}, "fp16": {"enabled": False}}
+    assert bf16_section(out) == "bfloat16"
+    ignored = {"bf16": {"enabled": False}, "bfloat16": {"enabled": True}}
+    assert with_precision_mode(ignored, "fp16")["bfloat16"] == {"enabled": True}
+    assert with_precision_mode({}, "fp32") == {}  # nothing created to say "off"
+
+
+def test_a_non_section_value_is_replaced_only_when_that_mode_is_chosen():
+    assert with_precision_mode({"fp16": None}, "bf16") == {"fp16": None, "bf16": {"enabled": True}}
+    assert with_precision_mode({"fp16": 3}, "fp16") == {"fp16": {"enabled": True}}
+
+
+def test_unknown_mode_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="fp32, fp16, bf16, torch_autocast"):
+        with_precision_mode({}, "int8")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=any_config, mode=st.sampled_from(PRECISION_MODES))
+def test_any_config_switched_selects_that_mode_and_never_has_two_precisions(config, mode):
+    out = with_precision_mode(config, mode)
+    assert precision_mode(out) == mode
+    codes = {f.code for f in core.validate(out).findings}
+    assert "precision.fp16-and-bf16" not in codes
