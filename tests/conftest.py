@@ -16,6 +16,60 @@ SHARED_DIR = REPO_ROOT.parent / "shared"
 CORPUS_DIR = SHARED_DIR / "corpus"
 REFERENCE_DIR = SHARED_DIR / "reference"
 
+#: DeepSpeed JIT-builds its C++ ops (cpu_adam, async_io, shm_comm, ...) under TORCH_EXTENSIONS_DIR. The
+#: tests keep them inside this clone, one folder per DeepSpeed version: a shared ~/.cache is rebuilt
+#: anyway whenever the venv path or the version changes, and a process killed while it holds an op's
+#: ``lock`` file there makes every later load of that op wait forever (torch's FileBaton has no
+#: time-out), which once hung a CI run for 25 minutes.
+TORCH_EXTENSIONS_ROOT = REPO_ROOT / ".torch_extensions"
+
+
+def torch_extensions_dir(version: str) -> Path:
+    """Where the DeepSpeed ``version`` of the tests JIT-builds its ops."""
+    return TORCH_EXTENSIONS_ROOT / f"ds{version.replace('.', '')}"
+
+
+# set before any test starts a DeepSpeed subprocess (they inherit it) or loads an op in-process
+os.environ["TORCH_EXTENSIONS_DIR"] = str(torch_extensions_dir("0.19.8"))
+
+
+def _files_open_in_some_process() -> set[str]:
+    """Every path a running process holds open (read from /proc; what cannot be read is left out)."""
+    held: set[str] = set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            fds = list(fd_dir.iterdir())
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        for fd in fds:
+            try:
+                held.add(os.readlink(fd))
+            except OSError:
+                continue
+    return held
+
+
+def stale_op_locks() -> list[Path]:
+    """The op ``lock`` files in this clone that no running process holds open: a killed build's leftovers.
+
+    torch's FileBaton keeps the lock's file descriptor open until it releases it, so a lock no process
+    has open can never be released; a lock that is held belongs to a build in progress (perhaps of a
+    second test run in this clone) and is left alone.
+    """
+    locks = sorted(TORCH_EXTENSIONS_ROOT.glob("*/*/lock")) if TORCH_EXTENSIONS_ROOT.is_dir() else []
+    if not locks:
+        return []
+    held = _files_open_in_some_process()
+    return [lock for lock in locks if str(lock) not in held]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Remove op locks a killed run left behind; only in the controlling process, never an xdist worker."""
+    if hasattr(session.config, "workerinput"):
+        return
+    for lock in stale_op_locks():
+        lock.unlink(missing_ok=True)
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):

@@ -45,11 +45,14 @@ import pytest
 
 from core.autofill import find_auto, resolve_auto
 from core.presets import BUILTIN_DIR, list_presets
+from tests.conftest import stale_op_locks, torch_extensions_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
 HIDDEN = 64
 STEPS = 4
+#: seconds before a worker dumps its stacks and exits; a cold build of every op it needs takes ~5 min
+WATCHDOG_SECONDS = 1200
 CPU_LR = 1e-2
 
 
@@ -136,6 +139,11 @@ def cpu_adaptation(name: str, config: dict[str, Any], tmp: Path) -> tuple[dict[s
 
 def worker(config_path: str) -> None:
     """Train a small MLP for STEPS optimizer steps with the config; print one RESULT json line."""
+    import faulthandler
+
+    # a hang (e.g. an op build waiting on a lock) ends with every thread's stack on stderr, well before
+    # the test's own time-out, so the failure says where it stuck
+    faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True)
     import deepspeed
     import torch
 
@@ -204,18 +212,18 @@ def run_preset(name: str, config: dict[str, Any], tmp: Path, version: str = "0.1
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RANK": "0",
            "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
     env.pop("PYTHONPATH", None)
-    if version != "0.19.8":
-        # each DeepSpeed version JIT-builds its own ops; a shared cache would rebuild on every switch
-        env["TORCH_EXTENSIONS_DIR"] = str(Path.home() / ".cache" / f"torch_extensions_ds{version.replace('.', '')}")
+    # each DeepSpeed version JIT-builds its own ops; a shared folder would rebuild on every switch
+    env["TORCH_EXTENSIONS_DIR"] = str(torch_extensions_dir(version))
     # the worker runs from its source so that it needs neither pytest nor this repository
     code = (f"import json, sys\nfrom pathlib import Path\nHIDDEN = {HIDDEN}\nSTEPS = {STEPS}\n"
-            + inspect.getsource(worker) + "\nworker(sys.argv[1])\n")
+            f"WATCHDOG_SECONDS = {WATCHDOG_SECONDS}\n" + inspect.getsource(worker) + "\nworker(sys.argv[1])\n")
     proc = subprocess.run([str(python), "-c", code, str(path)], capture_output=True, text=True, env=env,
                           timeout=1500, cwd=tmp)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, (
         f"DeepSpeed {version} failed on preset {name} (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n"
-        f"{proc.stderr[-6000:]}"
+        f"{proc.stderr[-6000:]}\nop locks no process holds (a killed build's; torch waits on them forever): "
+        f"{[str(p) for p in stale_op_locks()] or 'none'}"
     )
     result = json.loads(lines[-1][len("RESULT "):])
     assert result["deepspeed"] == version, result["deepspeed"]
@@ -282,3 +290,30 @@ def test_preset_trains_in_real_deepspeed(preset, version, tmp_path):
         assert (tmp_path / "flops.txt").is_file() and "params" in (tmp_path / "flops.txt").read_text().lower()
 
 
+
+
+def test_a_lock_left_by_a_killed_build_is_removed_at_session_start_and_a_held_one_kept():
+    """The CI hang: a killed process's op lock made every later DeepSpeed process wait forever."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    op_dir = conftest.TORCH_EXTENSIONS_ROOT / "ds0198" / "an_op_for_the_lock_test"
+    op_dir.mkdir(parents=True, exist_ok=True)
+    stale, held = op_dir / "lock", op_dir.parent / "an_op_building_now" / "lock"
+    held.parent.mkdir(exist_ok=True)
+    stale.touch()
+    fd = os.open(held, os.O_CREAT | os.O_EXCL)  # exactly what torch's FileBaton does while it builds
+    try:
+        assert stale in conftest.stale_op_locks()
+        assert held not in conftest.stale_op_locks()
+        conftest.pytest_sessionstart(SimpleNamespace(config=SimpleNamespace(workerinput={})))  # an xdist worker
+        assert stale.exists()
+        conftest.pytest_sessionstart(SimpleNamespace(config=SimpleNamespace()))
+        assert not stale.exists() and held.exists()
+    finally:
+        os.close(fd)
+        held.unlink()
+        held.parent.rmdir()
+        op_dir.rmdir()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(torch_extensions_dir("0.19.8"))
