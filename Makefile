@@ -39,3 +39,7 @@ clean:
 .PHONY: load
 load: $(VENV)/.test-installed  ## 20 concurrent headless-Chromium sessions on loopback; LOAD_ARGS="--sessions 20 --duration 60"
 	$(PY) scripts/load_test.py $(LOAD_ARGS)
+
+.PHONY: load-ws
+load-ws: $(VENV)/.test-installed  ## 50 concurrent websocket sessions (no browser): the server alone; LOAD_ARGS="--sessions 50"
+	$(PY) scripts/load_test_ws.py $(LOAD_ARGS)

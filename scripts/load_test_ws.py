@@ -1,0 +1,190 @@
+"""Load test of the app server alone: many concurrent Streamlit websocket clients on loopback, no browser.
+
+Usage: ``python scripts/load_test_ws.py [--sessions 50] [--duration 60]`` (``make load-ws``; ``LOAD_ARGS=...``).
+
+Each client speaks Streamlit's own protocol (``BackMsg``/``ForwardMsg`` protobufs on ``/_stcore/stream``, as
+the browser does): it opens a session, loads a preset on the Start page (selectbox + button), picks a model,
+goes to the ZeRO page and then, until the time is up, flips the ZeRO stage between 2 and 3. The latency of a
+change is from sending the widget change until the server reports the rerun finished; a change counts as an
+error unless the rerun drew the memory caption for the new stage ("Current config: ZeRO-N") without an
+exception. Unlike ``scripts/load_test.py`` (real Chromium sessions, which on a 2-core machine mostly measure
+the browsers) this measures what the server does per change. Prints p50/p95/max, throughput and errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e_support import streamlit_server  # noqa: E402
+
+PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
+MODEL = "meta-llama/Llama-2-7b-hf"
+STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage selectbox's options (schema-generated)
+
+
+@dataclass
+class Run:
+    """What one script run sent back: widgets by user key, page hashes by URL path, texts, exceptions."""
+
+    widgets: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    pages: dict[str, str] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Stats:
+    latencies: list[float] = field(default_factory=list)
+    setup: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class Client:
+    """One browser-less Streamlit session."""
+
+    def __init__(self, ws: Any, timeout: float) -> None:
+        self.ws = ws
+        self.timeout = timeout
+        self.page = ""
+        self.widgets: dict[str, tuple[str, Any]] = {}
+        self.pages: dict[str, str] = {}
+
+    async def rerun(self, *states: WidgetState, page: str | None = None) -> Run:
+        """Send one rerun request (widget changes, or a page switch) and read until the script finishes."""
+        if page is not None:
+            self.page = self.pages[page]
+        msg = BackMsg()
+        msg.rerun_script.query_string = ""
+        msg.rerun_script.page_script_hash = self.page
+        msg.rerun_script.widget_states.widgets.extend(states)
+        await self.ws.send(msg.SerializeToString())
+        run = Run()
+        while True:
+            forward = ForwardMsg()
+            forward.ParseFromString(await asyncio.wait_for(self.ws.recv(), self.timeout))
+            kind = forward.WhichOneof("type")
+            if kind == "navigation":
+                run.pages = {p.url_pathname: p.page_script_hash for p in forward.navigation.app_pages}
+            elif kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
+                element = forward.delta.new_element
+                element_type = element.WhichOneof("type")
+                inner = getattr(element, element_type)
+                if getattr(inner, "id", ""):
+                    run.widgets[inner.id.split("-", 2)[-1]] = (element_type, inner)
+                if element_type == "markdown":
+                    run.texts.append(inner.body)
+                elif element_type == "exception":
+                    run.exceptions.append(f"{inner.type}: {inner.message}")
+            elif kind == "script_finished":
+                self.widgets, self.pages = run.widgets or self.widgets, run.pages or self.pages
+                return run
+
+    def option(self, key: str, containing: str) -> WidgetState:
+        """A selectbox change to the option whose label contains ``containing``."""
+        inner = self.widgets[key][1]
+        label = next((o for o in inner.options if containing in o), None)
+        if label is None:
+            raise LookupError(f"{key} has no option containing {containing!r}")
+        return WidgetState(id=inner.id, string_value=label)
+
+    def click(self, key: str) -> WidgetState:
+        return WidgetState(id=self.widgets[key][1].id, trigger_value=True)
+
+
+def _caption_shows(run: Run, stage: int) -> bool:
+    return any(f"Current config: ZeRO-{stage}" in text for text in run.texts)
+
+
+async def _session(index: int, url: str, duration: float, stats: Stats, timeout: float) -> None:
+    step = "connect"
+    try:
+        started = time.perf_counter()
+        ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        async with websockets.connect(ws_url, subprotocols=["streamlit"], max_size=None) as ws:
+            client = Client(ws, timeout)
+            step = "open"
+            await client.rerun()
+            step = "load preset"
+            await client.rerun(client.option("start_preset", PRESETS[index % len(PRESETS)]))
+            await client.rerun(client.click("start_load_preset"))
+            step = "choose model"
+            await client.rerun(client.option("start_model", MODEL))
+            step = "ZeRO page"
+            run = await client.rerun(page="zero")
+            if not _caption_shows(run, 2) or not any(MODEL in text for text in run.texts):
+                raise RuntimeError(f"the ZeRO page did not show the preset's stage 2 for {MODEL}")
+            stats.setup.append(time.perf_counter() - started)
+            stage, end = 2, time.monotonic() + duration
+            while time.monotonic() < end:
+                stage = 5 - stage
+                step = f"stage {stage}"
+                sent = time.perf_counter()
+                run = await client.rerun(client.option("cfg:zero_optimization.stage", STAGE_LABELS[stage]))
+                elapsed = time.perf_counter() - sent
+                if run.exceptions or not _caption_shows(run, stage):
+                    stats.errors.append(f"session {index}: {step}: {run.exceptions or 'caption not updated'}")
+                else:
+                    stats.latencies.append(elapsed)
+    except Exception as exc:  # a load test reports every failure instead of stopping at the first
+        stats.errors.append(f"session {index}: {step}: {type(exc).__name__}: {exc}")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _main(url: str, sessions: int, duration: float, timeout: float, ramp: float) -> Stats:
+    stats = Stats()
+    tasks = []
+    for index in range(sessions):
+        tasks.append(asyncio.create_task(_session(index, url, duration, stats, timeout)))
+        await asyncio.sleep(ramp)
+    await asyncio.gather(*tasks)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=50, help="concurrent websocket sessions (default 50)")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of stage changes per session")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one rerun may take before it is an error")
+    parser.add_argument("--ramp", type=float, default=0.2, help="seconds between session starts")
+    args = parser.parse_args(argv)
+    wall = time.perf_counter()
+    with streamlit_server("streamlit-load-ws.log", timeout=120) as url:
+        print(f"app at {url}; {args.sessions} websocket sessions for {args.duration:.0f} s", flush=True)
+        stats = asyncio.run(_main(url, args.sessions, args.duration, args.timeout, args.ramp))
+    wall = time.perf_counter() - wall
+    print(f"sessions: {args.sessions}  completed setup (open + load preset + model + ZeRO page): {len(stats.setup)}")
+    if stats.setup:
+        print(f"setup time per session: p50 {statistics.median(stats.setup):.2f} s  max {max(stats.setup):.2f} s")
+    print(f"stage changes measured: {len(stats.latencies)}  ({len(stats.latencies) / args.duration:.1f} per second)")
+    if stats.latencies:
+        ms = [v * 1000 for v in stats.latencies]
+        print(f"widget change -> rerun finished: p50 {_pct(ms, 0.5):.0f} ms  p95 {_pct(ms, 0.95):.0f} ms  "
+              f"max {max(ms):.0f} ms  mean {statistics.fmean(ms):.0f} ms")
+    print(f"errors: {len(stats.errors)}")
+    for error in stats.errors[:20]:
+        print("  " + error)
+    print(f"wall time: {wall:.1f} s")
+    return 1 if stats.errors or not stats.latencies else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
