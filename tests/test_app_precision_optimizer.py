@@ -45,6 +45,17 @@ def test_fp16_loss_scaling_widgets_come_from_schema():
     assert at.session_state["config"]["fp16"] == {"enabled": True, "loss_scale_window": 250}
 
 
+
+def test_emptying_a_number_box_removes_its_key_and_the_box_stays_empty():
+    at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True, "loss_scale_window": 250}},
+             page="pages/precision.py")
+    window = at.number_input(key=widget_key("fp16.loss_scale_window"))
+    assert window.value == 250
+    window.set_value(None).run()
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True}}
+    assert at.number_input(key=widget_key("fp16.loss_scale_window")).value is None
+    assert not at.exception
+
 def test_gradient_clipping_and_communication_dtype():
     at = app({}, page="pages/precision.py")
     at.number_input(key=widget_key("gradient_clipping")).set_value(0.5).run()

@@ -279,6 +279,24 @@ def test_share_link_restores_state_in_a_fresh_context(page, browser, server):
         fresh.close()
 
 
+
+def test_clearing_a_number_field_removes_the_key_and_typing_it_back_restores_it(page):
+    """An emptied number box means "not set" (DeepSpeed's default): the key leaves the exported file."""
+    load_preset(page, "zero2-bf16")
+    assert preset_config("zero2-bf16")["gradient_clipping"] == 1.0
+    nav(page, "Precision")
+    box = page.get_by_role("spinbutton", name="gradient_clipping", exact=True)
+    box.fill("")
+    box.press("Enter")
+    idle(page)
+    playwright_api.expect(box).to_have_value("")  # empty, showing the "not set" placeholder
+    expected = {k: v for k, v in preset_config("zero2-bf16").items() if k != "gradient_clipping"}
+    assert review_json(page) == expected
+    assert download(page) == expected
+    nav(page, "Precision")
+    number(page, "gradient_clipping", 0.5)
+    assert review_json(page) == {**expected, "gradient_clipping": 0.5}
+
 def test_two_sessions_do_not_see_each_others_config(browser, server):
     contexts = [browser.new_context(viewport={"width": 1400, "height": 1800}) for _ in range(2)]
     try:

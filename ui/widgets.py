@@ -367,6 +367,24 @@ def _choice_label(value: Any, field: SchemaField, default: Any) -> str:
     return str(value)
 
 
+def number_box(label: str, value: Any, key: str, *, integer: bool, low: float | None, high: float | None,
+               help_: str, disabled: bool, args: dict[str, Any], placeholder: str) -> None:
+    """A number box showing ``value`` that the user can empty, which removes the key from the config.
+
+    Streamlit's box can only be emptied in the browser when it is created with ``value=None``, so the value
+    shown is given through the widget's session state instead (only while it has no number of its own:
+    every config replacement clears the widgets' states, so they re-read the config).
+    """
+    held = st.session_state.get(key, _MISSING)
+    # seed unless the box has a number (or None: emptied) of its own; a raw-JSON editor that had this key
+    # before leaves text behind
+    if held is _MISSING or isinstance(held, bool) or not isinstance(held, int | float | None):
+        st.session_state[key] = None if value is None else (int(value) if integer else float(value))
+    st.number_input(label, value=None, min_value=low, max_value=high, step=1 if integer else 0.01,
+                    format=None if integer else "%g", key=key, help=help_, disabled=disabled,
+                    on_change=_on_change, kwargs=args, placeholder=placeholder)
+
+
 def render_field(path: str, form: Form, *, label: str | None = None, placeholder: str | None = None) -> None:
     """Draw the widget for the schema field at ``path`` and show the findings about it."""
     field = field_for(path)
@@ -409,14 +427,9 @@ def render_field(path: str, form: Form, *, label: str | None = None, placeholder
         elif kind.kind == "bool":
             st.checkbox(label_shown, value=bool(value), key=key, help=help_, disabled=reason is not None,
                         on_change=_on_change, kwargs=args)
-        elif kind.kind == "int":
-            st.number_input(label_shown, value=value, min_value=low, max_value=high, step=1, key=key,
-                            help=help_, disabled=reason is not None, on_change=_on_change, kwargs=args,
-                            placeholder=placeholder or "not set")
-        elif kind.kind == "float":
-            st.number_input(label_shown, value=None if value is None else float(value), min_value=low,
-                            max_value=high, format="%g", key=key, help=help_, disabled=reason is not None,
-                            on_change=_on_change, kwargs=args, placeholder="not set")
+        elif kind.kind in ("int", "float"):
+            number_box(label_shown, value, key, integer=kind.kind == "int", low=low, high=high, help_=help_,
+                       disabled=reason is not None, args=args, placeholder=placeholder or "not set")
         elif kind.kind == "choice":
             options: list[Any] = ([None] if kind.optional else []) + list(kind.choices)
             if value not in options:
@@ -675,13 +688,9 @@ def render_param(base: str, param: Any, form: Form) -> None:
             _json_widget(path, label + " (raw JSON)", value, help_, None, args | {"kind": "json"})
         elif kind.kind == "bool":
             st.checkbox(label, value=bool(value), key=key, help=help_, on_change=_on_change, kwargs=args)
-        elif kind.kind == "int":
-            st.number_input(label, value=value, min_value=low, max_value=high, step=1, key=key, help=help_,
-                            on_change=_on_change, kwargs=args, placeholder="not set")
-        elif kind.kind == "float":
-            st.number_input(label, value=None if value is None else float(value), min_value=low, max_value=high,
-                            format="%g", key=key, help=help_, on_change=_on_change, kwargs=args,
-                            placeholder="not set")
+        elif kind.kind in ("int", "float"):
+            number_box(label, value, key, integer=kind.kind == "int", low=low, high=high, help_=help_,
+                       disabled=False, args=args, placeholder="not set")
         elif kind.kind == "choice":
             options = [None, *kind.choices]
             if value not in options:
