@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("tests/test_fuzz.py", "tests/test_property_validate.py")
+FILES = ("tests/test_fuzz.py", "tests/test_property_validate.py", "tests/test_precision.py")
 
 _TEST = re.compile(r"^(tests/\S+::\S+):\s*$")
 _COUNTS = re.compile(r"(\d+) passing, (\d+) failing, and (\d+) invalid")

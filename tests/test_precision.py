@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import core
 from core.precision import PRECISION_MODES, bf16_section, precision_mode, with_precision_mode
-from tests.fuzz_strategies import any_config
+from tests.fuzz_strategies import FUZZ_SETTINGS, any_config
 
 
 @pytest.mark.parametrize(("config", "mode"), [
@@ -61,7 +61,7 @@ def test_unknown_mode_is_refused_with_the_choices():
         with_precision_mode({}, "int8")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@FUZZ_SETTINGS
 @given(config=any_config, mode=st.sampled_from(PRECISION_MODES))
 def test_any_config_switched_selects_that_mode_and_never_has_two_precisions(config, mode):
     out = with_precision_mode(config, mode)
