@@ -114,6 +114,25 @@ def _pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
 
 
+def report(stats: Stats, sessions: int, setup_steps: str, change_seen: str, wall: float,
+           duration: float | None = None) -> int:
+    """Print a run's figures (both load drivers); the exit code: 1 on any error or no measured change."""
+    lat = sorted(stats.latencies)
+    print(f"sessions: {sessions}  completed setup ({setup_steps}): {len(stats.setup)}")
+    if stats.setup:
+        print(f"setup time per session: p50 {_pct(stats.setup, 50):.2f} s  max {max(stats.setup):.2f} s")
+    rate = f"  ({stats.changes / duration:.1f} per second)" if duration else ""
+    print(f"stage changes measured: {stats.changes}{rate}")
+    if lat:
+        print(f"widget change -> {change_seen}: p50 {_pct(lat, 50) * 1000:.0f} ms  p95 {_pct(lat, 95) * 1000:.0f} ms"
+              f"  max {lat[-1] * 1000:.0f} ms  mean {statistics.fmean(lat) * 1000:.0f} ms")
+    print(f"errors: {len(stats.errors)}")
+    for error in stats.errors[:20]:
+        print(f"  {error}")
+    print(f"wall time: {wall:.1f} s")
+    return 1 if stats.errors or not lat else 0
+
+
 async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: float) -> Stats:
     from playwright.async_api import async_playwright
 
@@ -151,20 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     with streamlit_server("streamlit-load.log") as url:
         print(f"app at {url}; {args.sessions} sessions for {args.duration:g} s", flush=True)
         stats = asyncio.run(_run(url, args.sessions, args.duration, int(args.timeout * 1000), args.ramp))
-    lat = sorted(stats.latencies)
-    print(f"sessions: {args.sessions}  completed setup (open + load preset + ZeRO page): {len(stats.setup)}")
-    if stats.setup:
-        print(f"setup time per session: p50 {_pct(stats.setup, 50):.2f} s  max {max(stats.setup):.2f} s")
-    print(f"stage changes measured: {stats.changes}")
-    if lat:
-        print(f"widget change -> page shows it: p50 {_pct(lat, 50) * 1000:.0f} ms  p95 {_pct(lat, 95) * 1000:.0f} ms"
-              f"  max {lat[-1] * 1000:.0f} ms  mean {statistics.fmean(lat) * 1000:.0f} ms")
-    print(f"errors: {len(stats.errors)}")
-    for error in stats.errors[:20]:
-        print(f"  {error}")
-    print(f"wall time: {time.perf_counter() - wall:.1f} s")
-    return 1 if stats.errors or not lat else 0
-
+    return report(stats, args.sessions, "open + load preset + ZeRO page", "page shows it",
+                  time.perf_counter() - wall)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -32,6 +31,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from e2e_support import streamlit_server  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from load_test import Stats, report  # noqa: E402
+
 PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
 MODEL = "meta-llama/Llama-2-7b-hf"
 STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage selectbox's options (schema-generated)
@@ -45,13 +47,6 @@ class Run:
     pages: dict[str, str] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Stats:
-    latencies: list[float] = field(default_factory=list)
-    setup: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 class Client:
@@ -140,13 +135,9 @@ async def _session(index: int, url: str, duration: float, stats: Stats, timeout:
                     stats.errors.append(f"session {index}: {step}: {run.exceptions or 'caption not updated'}")
                 else:
                     stats.latencies.append(elapsed)
+                    stats.changes += 1
     except Exception as exc:  # a load test reports every failure instead of stopping at the first
         stats.errors.append(f"session {index}: {step}: {type(exc).__name__}: {exc}")
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def _main(url: str, sessions: int, duration: float, timeout: float, ramp: float) -> Stats:
@@ -170,20 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     with streamlit_server("streamlit-load-ws.log", timeout=120) as url:
         print(f"app at {url}; {args.sessions} websocket sessions for {args.duration:.0f} s", flush=True)
         stats = asyncio.run(_main(url, args.sessions, args.duration, args.timeout, args.ramp))
-    wall = time.perf_counter() - wall
-    print(f"sessions: {args.sessions}  completed setup (open + load preset + model + ZeRO page): {len(stats.setup)}")
-    if stats.setup:
-        print(f"setup time per session: p50 {statistics.median(stats.setup):.2f} s  max {max(stats.setup):.2f} s")
-    print(f"stage changes measured: {len(stats.latencies)}  ({len(stats.latencies) / args.duration:.1f} per second)")
-    if stats.latencies:
-        ms = [v * 1000 for v in stats.latencies]
-        print(f"widget change -> rerun finished: p50 {_pct(ms, 0.5):.0f} ms  p95 {_pct(ms, 0.95):.0f} ms  "
-              f"max {max(ms):.0f} ms  mean {statistics.fmean(ms):.0f} ms")
-    print(f"errors: {len(stats.errors)}")
-    for error in stats.errors[:20]:
-        print("  " + error)
-    print(f"wall time: {wall:.1f} s")
-    return 1 if stats.errors or not stats.latencies else 0
+    return report(stats, args.sessions, "open + load preset + model + ZeRO page", "rerun finished",
+                  time.perf_counter() - wall, duration=args.duration)
 
 
 if __name__ == "__main__":
