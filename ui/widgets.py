@@ -378,7 +378,7 @@ def number_box(label: str, value: Any, key: str, *, integer: bool, low: float | 
     held = st.session_state.get(key, _MISSING)
     # seed unless the box has a number (or None: emptied) of its own; a raw-JSON editor that had this key
     # before leaves text behind
-    if held is _MISSING or isinstance(held, bool) or not isinstance(held, int | float | None):
+    if isinstance(held, bool) or not isinstance(held, int | float | None):
         st.session_state[key] = None if value is None else (int(value) if integer else float(value))
     st.number_input(label, value=None, min_value=low, max_value=high, step=1 if integer else 0.01,
                     format=None if integer else "%g", key=key, help=help_, disabled=disabled,
