@@ -1,0 +1,119 @@
+"""``dsconfig fit``: does a config fit, and if not, the ranked ways to make it fit.
+
+dsconfig fit ds_config.json --model meta-llama/Llama-2-70b-hf --gpu "NVIDIA A100 80GB" --gpus 8
+dsconfig fit ds_config.json --model meta-llama/Meta-Llama-3-8B --gpu H100 --gpus 16 --gpus-per-node 8 --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from core import fit, hardware, memory, models
+from core.cli_estimate import _gib, _positive_int
+from core.io import ConfigLoadError, load_config_file
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``fit`` subcommand; its handler is stored as ``func`` (returns the exit code)."""
+    p = subparsers.add_parser("fit", help="does the config fit in memory, and if not, how to make it fit",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=Path, help="the DeepSpeed config (JSON or HJSON)")
+    p.add_argument("--model", required=True, help="a catalog model name (dsconfig estimate --list-models)")
+    p.add_argument("--gpu", default="NVIDIA A100 80GB",
+                   help="a GPU of the catalog (a unique part of its name is enough), or --gpu-memory")
+    p.add_argument("--gpu-memory", type=_gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
+    p.add_argument("--gpus", type=_positive_int, default=8, help="GPUs in the job (default 8)")
+    p.add_argument("--gpus-per-node", type=_positive_int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--cpu-ram", type=_gib, default=512 * memory.GIB, metavar="GIB", help="per node (default 512)")
+    p.add_argument("--nvme", type=_gib, default=None, metavar="GIB", help="NVMe per node (default: none)")
+    p.add_argument("--micro-batch", type=_positive_int, default=None,
+                   help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')
+    p.add_argument("--seq-len", type=_positive_int, default=2048)
+    p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa")
+    p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+    return p
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _gpu_memory(args: argparse.Namespace) -> int:
+    if args.gpu_memory is not None:
+        return args.gpu_memory
+    found = hardware.find_gpu(args.gpu)
+    if found is None:
+        matches = [n for n in hardware.gpu_names() if args.gpu.lower() in n.lower()]
+        if len(matches) != 1:
+            hint = f"it matches {', '.join(matches)}" if matches else f"known: {', '.join(hardware.gpu_names())}"
+            raise _UsageError(f"--gpu {args.gpu!r} is not one GPU of the catalog ({hint}); or give --gpu-memory")
+        found = hardware.find_gpu(matches[0])
+    return found.memory_bytes
+
+
+def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str]:
+    try:
+        config = load_config_file(args.config)
+    except ConfigLoadError as exc:
+        raise _UsageError(f"{args.config}: {exc}") from None
+    if not isinstance(config, dict):
+        raise _UsageError(f"{args.config} must contain a JSON object (a DeepSpeed config)")
+    spec = models.get_spec(args.model)
+    per_node = min(args.gpus_per_node, args.gpus)
+    if args.gpus % per_node:
+        raise _UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")
+    hw = memory.Hardware(per_node, args.gpus // per_node, _gpu_memory(args), args.cpu_ram, args.nvme)
+    written = config.get("train_micro_batch_size_per_gpu")
+    usable = isinstance(written, int) and not isinstance(written, bool) and written >= 1
+    micro = args.micro_batch or (written if usable else 1)
+    assumed = "" if usable and not args.micro_batch else f" (assumed: the config says {json.dumps(written)})"
+    return config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed
+
+
+def _gib_text(n: float) -> str:
+    return f"{n / memory.GIB:.1f} GiB"
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Handle ``dsconfig fit``: 0 when it fits, 1 when it does not (ways printed), 2 for bad input."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        config, spec, hw, shape, assumed = _inputs(args)
+        est = memory.estimate(config, spec, hw, shape)
+        ways = fit.ways_to_fit(config, spec, hw, shape)
+    except (_UsageError, models.ModelConfigError, ValueError) as exc:
+        err.write(f"dsconfig fit: error: {exc}\n")
+        return 2
+    if args.format == "json":
+        out.write(json.dumps({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
+                              "cpu_bytes_per_node": est.cpu_bytes_per_node,
+                              "nvme_bytes_per_node": est.nvme_bytes_per_node, "micro_batch": shape.micro_batch,
+                              "ways": [w.to_dict() for w in ways]}, indent=2) + "\n")
+        return 0 if est.fits else 1
+    verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
+    out.write(f"{spec.name} on {hw.total_gpus} GPUs ({hw.nodes} × {hw.gpus_per_node}), micro batch "
+              f"{shape.micro_batch}{assumed}, {shape.seq_len} tokens: {verdict}\n")
+    out.write(f"  GPU {_gib_text(est.gpu_bytes)} of {_gib_text(hw.gpu_memory_bytes)} per GPU; CPU RAM "
+              f"{_gib_text(est.cpu_bytes_per_node)} of {_gib_text(hw.cpu_ram_per_node_bytes)} per node")
+    nvme = "" if not est.nvme_bytes_per_node else (
+        f"; NVMe {_gib_text(est.nvme_bytes_per_node)} of "
+        f"{_gib_text(hw.nvme_bytes_per_node) if hw.nvme_bytes_per_node else '0 GiB (none given: --nvme)'}")
+    out.write(nvme + "\n")
+    if ways:
+        out.write("\nWays to make it fit (best first):\n")
+    for i, way in enumerate(ways, 1):
+        mark = "fits" if way.fits else f"still short of {', '.join(way.short)}"
+        out.write(f"{i}. {way.title}: GPU {_gib_text(way.gpu_bytes)}, CPU RAM {_gib_text(way.cpu_bytes_per_node)}"
+                  f" per node -> {mark}\n   {way.detail}\n")
+        if way.config_patch:
+            out.write(f"   config patch: {json.dumps(way.config_patch)}\n")
+        if way.context_patch:
+            out.write(f"   outside the config: {json.dumps(way.context_patch)}\n")
+    return 0 if est.fits else 1

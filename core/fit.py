@@ -1,0 +1,231 @@
+"""Make it fit: ranked ways out of an out-of-memory config, each with its memory after the change and its patch.
+
+Pure functions over ``core.memory`` (the estimate and its solvers): data in, data out. A way changes either
+the config (a JSON merge patch: nested dicts merge, other values replace) or the job around it (the context:
+activation recomputation is a model setting, the GPU count a launcher setting), never both silently.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from core import memory
+from core.batch import resolve_batch
+from core.memory import Hardware, ModelCounts, Shape
+from core.models.arch import ModelSpec
+
+#: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
+KINDS = ("micro_batch", "recompute", "zero_stage", "offload_optimizer", "offload_param", "gpus", "combined")
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way to change the job, with the memory it leads to."""
+
+    kind: str
+    title: str
+    detail: str
+    gpu_bytes: int
+    cpu_bytes_per_node: int
+    nvme_bytes_per_node: int
+    fits: bool
+    short: tuple[str, ...] = ()
+    """What still does not fit after the change: "GPU", "CPU RAM", "NVMe"."""
+    config_patch: dict[str, Any] = field(default_factory=dict)
+    """A merge patch for the DeepSpeed config (``apply_patch``)."""
+    context_patch: dict[str, Any] = field(default_factory=dict)
+    """Changes outside the config: ``recompute`` (the model's activation checkpointing), ``nodes`` and
+    ``gpus_per_node`` (the launcher)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "detail": self.detail, "gpu_bytes": self.gpu_bytes,
+                "cpu_bytes_per_node": self.cpu_bytes_per_node, "nvme_bytes_per_node": self.nvme_bytes_per_node,
+                "fits": self.fits, "short": list(self.short), "config_patch": self.config_patch,
+                "context_patch": self.context_patch}
+
+
+def apply_patch(config: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` with ``patch`` merged in (dicts merge recursively; ``None`` deletes a key)."""
+    out = copy.deepcopy(dict(config))
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = apply_patch(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _stage(config: Mapping[str, Any]) -> int:
+    zero = config.get("zero_optimization")
+    stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
+    return stage if isinstance(stage, int) and not isinstance(stage, bool) and 0 <= stage <= 3 else 0
+
+
+def _device(config: Mapping[str, Any], key: str) -> str:
+    zero = config.get("zero_optimization")
+    section = zero.get(key) if isinstance(zero, Mapping) else None
+    device = section.get("device", "none") if isinstance(section, Mapping) else "none"
+    return device if device in ("cpu", "nvme") else "none"
+
+
+def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
+         hardware: Hardware, shape: Shape, config_patch: dict[str, Any] | None = None,
+         context_patch: dict[str, Any] | None = None) -> Way:
+    est = memory.estimate(apply_patch(config, config_patch or {}), model, hardware, shape)
+    return _from_estimate(kind, title, detail, est, config_patch or {}, context_patch or {})
+
+
+def short_of(est: memory.MemoryEstimate) -> tuple[str, ...]:
+    """The resources an estimate does not fit: "GPU", "CPU RAM", "NVMe"."""
+    return tuple(name for name, ok in (("GPU", est.fits_gpu), ("CPU RAM", est.fits_cpu), ("NVMe", est.fits_nvme))
+                 if not ok)
+
+
+def _from_estimate(kind: str, title: str, detail: str, est: memory.MemoryEstimate, config_patch: dict[str, Any],
+                   context_patch: dict[str, Any]) -> Way:
+    return Way(kind, title, detail, est.gpu_bytes, est.cpu_bytes_per_node, est.nvme_bytes_per_node, est.fits,
+               short_of(est), dict(config_patch), dict(context_patch))
+
+
+def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
+                     shape: Shape) -> Way | None:
+    """The largest smaller micro batch that fits, with the accumulation that keeps the global batch."""
+    world = hardware.total_gpus
+    batch = resolve_batch(dict(config), world)
+    micro = _int(batch.micro_batch) if batch.ok else _int(config.get("train_micro_batch_size_per_gpu"))
+    if micro is None or micro < 2:
+        return None
+    accum = (_int(batch.grad_accum) if batch.ok else _int(config.get("gradient_accumulation_steps"))) or 1
+    per_gpu = micro * accum  # samples per GPU per optimizer step: what must stay the same
+    largest = memory.max_micro_batch(config, model, hardware, shape, limit=micro - 1)
+    # the largest that fits and keeps the global batch; when none fits, 1 still saves the most activations
+    new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
+    new_accum = per_gpu // new_micro
+    patch: dict[str, Any] = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
+    detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: the global batch "
+              f"stays {per_gpu * world} on {world} GPUs; each optimizer step takes {new_accum} smaller passes.")
+    return _way("micro_batch", f"Micro batch {new_micro} with {new_accum} accumulation steps", detail,
+                config, model, hardware, replace(shape, micro_batch=new_micro), patch)
+
+
+def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
+                shape: Shape, *, max_nodes: int = 1024) -> list[Way]:
+    """Ways out of an out-of-memory job, ranked: those that fit first (cheapest in speed first), then the
+    rest by GPU memory. Each single change starts from the current job; "combined" stacks the single
+    config changes in cost order until the job fits. Empty when the job already fits."""
+    current = memory.estimate(config, model, hardware, shape)
+    if current.fits:
+        return []
+    ways: list[Way] = []
+    micro = _micro_batch_way(config, model, hardware, shape)
+    if micro is not None:
+        ways.append(micro)
+    if isinstance(model, ModelSpec) and shape.recompute != "full":
+        ways.append(_way(
+            "recompute", "Activation recomputation (full)",
+            "Recompute each layer's activations in the backward pass (gradient checkpointing: "
+            "`model.gradient_checkpointing_enable()`, or `gradient_checkpointing=True` in TrainingArguments); "
+            "about a third more compute.",
+            config, model, hardware, replace(shape, recompute="full"), context_patch={"recompute": "full"}))
+    stage = _stage(config)
+    opt, param = _device(config, "offload_optimizer"), _device(config, "offload_param")
+    if stage < 3:
+        ways.append(_way(
+            "zero_stage", f"ZeRO stage {stage + 1}",
+            f"Partition {('optimizer states', 'gradients too', 'parameters too')[stage]} over the "
+            f"{hardware.total_gpus} GPUs; a little more communication.",
+            config, model, hardware, shape, {"zero_optimization": {"stage": stage + 1}}))
+    if opt == "none":
+        new_stage = max(stage, 1)
+        ways.append(_way(
+            "offload_optimizer", "Offload the optimizer to CPU RAM" + (" (with ZeRO-1)" if stage == 0 else ""),
+            "Optimizer states and the optimizer step move to the CPU (DeepSpeed's CPU-Adam); limited by PCIe "
+            "and CPU speed.",
+            config, model, hardware, shape,
+            {"zero_optimization": {"stage": new_stage, "offload_optimizer": {"device": "cpu", "pin_memory": True}}}))
+    if param == "none":
+        ways.append(_way(
+            "offload_param", "ZeRO-3 with parameters and optimizer offloaded to CPU RAM",
+            "Parameters live in CPU RAM and are fetched layer by layer: the least GPU memory, the slowest.",
+            config, model, hardware, shape,
+            {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": opt if opt != "none" else "cpu",
+                                                                      "pin_memory": True},
+                                   "offload_param": {"device": "cpu", "pin_memory": True}}}))
+    smallest = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes)
+    if smallest is not None and smallest.total_gpus != hardware.total_gpus:
+        est = memory.estimate(config, model, smallest, shape)
+        nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
+        ways.append(_from_estimate(
+            "gpus", f"{smallest.total_gpus} GPUs ({nodes})",
+            f"The smallest GPU count of this kind that fits as configured ({smallest.total_gpus} instead of "
+            f"{hardware.total_gpus}); an explicit train_batch_size must then be changed to match.",
+            est, {}, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
+    if stage < 3:
+        stage3 = {"zero_optimization": {"stage": 3}}
+        enough = memory.min_gpus(apply_patch(config, stage3), model, hardware, shape, max_nodes=max_nodes)
+        if enough is not None and enough.total_gpus != hardware.total_gpus:
+            est = memory.estimate(apply_patch(config, stage3), model, enough, shape)
+            ways.append(_from_estimate(
+                "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
+                f"The smallest GPU count that fits with ZeRO-3 and no offload ({enough.total_gpus} instead of "
+                f"{hardware.total_gpus}); the global batch grows with the GPU count.",
+                est, stage3, {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
+    combined = _combined(config, model, hardware, shape, ways)
+    if combined is not None:
+        ways.append(combined)
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else w.gpu_bytes, w.gpu_bytes))
+
+
+def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+              ways: list[Way]) -> Way | None:
+    """When no single change fits: climb the ladder (smaller micro batch, recomputation, each ZeRO stage up to
+    3, optimizer offload, parameter offload) and stop at the first rung that fits."""
+    if any(w.fits for w in ways):
+        return None
+    by_kind = {w.kind: w for w in ways}
+    stage = _stage(config)
+    ladder: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    if "micro_batch" in by_kind:
+        ladder.append((by_kind["micro_batch"].title, by_kind["micro_batch"].config_patch, {}))
+    if "recompute" in by_kind:
+        ladder.append(("recomputation", {}, {"recompute": "full"}))
+    ladder += [(f"ZeRO-{s}", {"zero_optimization": {"stage": s}}, {}) for s in range(stage + 1, 4)]
+    if _device(config, "offload_optimizer") == "none":
+        ladder.append(("optimizer offload", {"zero_optimization": {"stage": max(stage, 3), "offload_optimizer": {
+            "device": "cpu", "pin_memory": True}}}, {}))
+    if _device(config, "offload_param") == "none":
+        ladder.append(("parameter offload", {"zero_optimization": {"stage": 3, "offload_param": {
+            "device": "cpu", "pin_memory": True}}}, {}))
+    if len(ladder) < 2:
+        return None
+    patch: dict[str, Any] = {}
+    context: dict[str, Any] = {}
+    names: list[str] = []
+    for name, config_step, context_step in ladder:
+        patch = apply_patch(patch, config_step)
+        context.update(context_step)
+        names.append(name)
+        trial = replace(shape, recompute=context.get("recompute", shape.recompute),
+                        micro_batch=patch.get("train_micro_batch_size_per_gpu", shape.micro_batch))
+        est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
+        if est.fits:
+            break
+    else:
+        bigger = memory.min_gpus(apply_patch(config, patch), model, hardware, trial)
+        if bigger is not None:
+            context.update(nodes=bigger.nodes, gpus_per_node=bigger.gpus_per_node)
+            names.append(f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})")
+            est = memory.estimate(apply_patch(config, patch), model, bigger, trial)
+    return _from_estimate("combined", "Together: " + ", ".join(names),
+                          "No single change fits: these changes together, cheapest first, up to the first that "
+                          "fits.", est, patch, context)

@@ -1,0 +1,107 @@
+"""core.fit (ranked ways to make a config fit) and ``dsconfig fit``."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from core import cli, fit, memory, models
+
+A100 = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * memory.GIB,
+                       cpu_ram_per_node_bytes=512 * memory.GIB)
+ZERO1 = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
+         "optimizer": {"type": "AdamW", "params": {"lr": 2e-5}}, "zero_optimization": {"stage": 1}}
+
+
+@pytest.fixture(scope="module")
+def llama8b():
+    return models.get_spec("meta-llama/Meta-Llama-3-8B")
+
+
+@pytest.fixture(scope="module")
+def llama70b():
+    return models.get_spec("meta-llama/Llama-2-70b-hf")
+
+
+def test_apply_patch_merges_and_deletes_without_touching_the_input():
+    config = {"a": 1, "z": {"stage": 1, "keep": True}, "gone": 3}
+    out = fit.apply_patch(config, {"z": {"stage": 3}, "gone": None, "b": [1]})
+    assert out == {"a": 1, "z": {"stage": 3, "keep": True}, "b": [1]}
+    assert config == {"a": 1, "z": {"stage": 1, "keep": True}, "gone": 3}
+
+
+def test_a_config_that_fits_needs_no_way(llama8b):
+    small = memory.Hardware(8, 1, 80 * memory.GIB, 1024 * memory.GIB)
+    config = {**ZERO1, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
+    assert memory.estimate(config, llama8b, small, memory.Shape(1)).fits
+    assert fit.ways_to_fit(config, llama8b, small, memory.Shape(1)) == []
+
+
+def test_every_way_reports_the_memory_its_patch_gives(llama8b):
+    shape = memory.Shape(micro_batch=4, seq_len=4096)
+    assert not memory.estimate(ZERO1, llama8b, A100, shape).fits
+    ways = fit.ways_to_fit(ZERO1, llama8b, A100, shape)
+    kinds = {w.kind for w in ways}
+    assert {"micro_batch", "recompute", "zero_stage", "offload_optimizer", "offload_param"} <= kinds
+    for way in ways:
+        if way.kind == "combined":
+            continue
+        patched = fit.apply_patch(ZERO1, way.config_patch)
+        hw = A100
+        if "nodes" in way.context_patch:
+            hw = memory.Hardware(way.context_patch["gpus_per_node"], way.context_patch["nodes"],
+                                 A100.gpu_memory_bytes, A100.cpu_ram_per_node_bytes)
+        trial = memory.Shape(patched["train_micro_batch_size_per_gpu"], 4096,
+                             recompute=way.context_patch.get("recompute", "none"))
+        assert memory.estimate(patched, llama8b, hw, trial).gpu_bytes == way.gpu_bytes, way.title
+    # fitting ways first, and among them the cheapest in speed first
+    fits = [w.fits for w in ways]
+    assert fits == sorted(fits, reverse=True)
+    fitting = [fit.KINDS.index(w.kind) for w in ways if w.fits]
+    assert fitting and fitting == sorted(fitting)
+
+
+def test_smaller_micro_batch_keeps_the_global_batch(llama8b):
+    shape = memory.Shape(micro_batch=4, seq_len=4096)
+    way = next(w for w in fit.ways_to_fit(ZERO1, llama8b, A100, shape) if w.kind == "micro_batch")
+    micro = way.config_patch["train_micro_batch_size_per_gpu"]
+    accum = way.config_patch["gradient_accumulation_steps"]
+    assert micro < 4 and micro * accum == 4 * 4
+    assert isinstance(micro, int) and isinstance(accum, int)
+
+
+def test_70b_on_one_node_needs_everything_and_more_gpus(llama70b):
+    ways = fit.ways_to_fit(ZERO1, llama70b, A100, memory.Shape(4))
+    best = ways[0]
+    assert best.kind == "combined" and best.fits
+    assert best.config_patch["zero_optimization"]["stage"] == 3
+    assert best.context_patch["nodes"] * best.context_patch["gpus_per_node"] > 8
+    assert all(not w.fits for w in ways[1:])
+    assert all(w.short for w in ways[1:])
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return cli.main(list(argv), out=out), out.getvalue()
+
+
+def test_cli_fit_lists_the_ways_and_exits_1(tmp_path, capsys):
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps(ZERO1))
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "A100 80GB", "--gpus", "8")
+    assert code == 1
+    assert "DOES NOT FIT" in text and "Ways to make it fit" in text and "config patch:" in text
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "NVIDIA A100 80GB",
+                      "--gpus", "8", "--format", "json")
+    assert code == 0 and json.loads(text)["fits"] is True and json.loads(text)["ways"] == []
+
+
+def test_cli_fit_bad_input_is_a_message(tmp_path, capsys):
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps({**ZERO1, "train_micro_batch_size_per_gpu": "auto"}))
+    code, _ = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "A100")
+    assert code == 2 and "matches" in capsys.readouterr().err
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "80")
+    assert code in (0, 1) and '(assumed: the config says "auto")' in text
