@@ -91,6 +91,8 @@ CONTEXT_LIMITS: Mapping[str, tuple[Any, Any]] = MappingProxyType({
     "largest_layer_params": (1, 2**53 - 1),
     "seq_len": (1, 1_048_576),
     "train_steps": (1, 2_000_000),
+    "hf_micro_batch": (1, 65_536),
+    "hf_grad_accum": (1, 65_536),
 })
 
 
@@ -113,6 +115,10 @@ def default_context() -> dict[str, Any]:
         "attention": "sdpa",
         "recompute": "none",
         "train_steps": 10_000,
+        # TrainingArguments values the HF Trainer fills "auto" batch keys with (per_device_train_batch_size,
+        # gradient_accumulation_steps); asked on the Batch page, used wherever "auto" needs a number.
+        "hf_micro_batch": 8,
+        "hf_grad_accum": 1,
     }
 
 

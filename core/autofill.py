@@ -288,3 +288,24 @@ def needed_training_values(config: Mapping[str, Any]) -> list[str]:
             if exc.param == name:
                 needed.append(name)
     return needed
+
+
+#: Config paths the HF Trainer fills from (or checks against) TrainingArguments, and the argument(s) each
+#: comes from (``trainer_config_process`` / ``trainer_config_finalize``; train_batch_size is world size ×
+#: per-device batch × accumulation, total_num_steps the run's length). ``warmup_min_lr`` is not here: the
+#: Trainer fills an "auto" one with 0 and never checks it.
+HF_TRAINER_FIELDS: dict[str, tuple[str, ...]] = {
+    "train_micro_batch_size_per_gpu": ("per_device_train_batch_size",),
+    "gradient_accumulation_steps": ("gradient_accumulation_steps",),
+    "train_batch_size": ("world_size", "per_device_train_batch_size", "gradient_accumulation_steps"),
+    "gradient_clipping": ("max_grad_norm",),
+    "optimizer.params.lr": ("learning_rate",),
+    "optimizer.params.betas": ("adam_beta1", "adam_beta2"),
+    "optimizer.params.eps": ("adam_epsilon",),
+    "optimizer.params.weight_decay": ("weight_decay",),
+    "scheduler.params.warmup_max_lr": ("learning_rate",),
+    "scheduler.params.warmup_num_steps": ("warmup_steps",),
+    "scheduler.params.total_num_steps": ("max_steps",),
+    "fp16.enabled": ("fp16",),
+    "bf16.enabled": ("bf16",),
+}

@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core.findings import delete_path, join_path, split_path
+from core.autofill import AUTO, HF_TRAINER_FIELDS
+from core.findings import delete_path, get_path, join_path, set_path, split_path
 from core.io import dump_config
 from core.rules.context import Context
 from core.schema import DEFAULT_VERSION, DeepSpeedConfig
@@ -192,8 +193,89 @@ def key_differences(left: Mapping[str, Any], right: Mapping[str, Any]) -> list[d
     return rows
 
 
-def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json") -> dict[str, str]:
-    """Ready-to-paste launch commands for the config, by launcher."""
+#: How the HF Trainer export keeps the config and TrainingArguments in agreement.
+HF_MODES = ("auto", "match")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks)."""
+    args: dict[str, Any] = {}
+    micro, accum = config.get("train_micro_batch_size_per_gpu"), config.get("gradient_accumulation_steps")
+    if isinstance(micro, int) and not isinstance(micro, bool):
+        args["per_device_train_batch_size"] = micro
+    if isinstance(accum, int) and not isinstance(accum, bool):
+        args["gradient_accumulation_steps"] = accum
+    if _number(config.get("gradient_clipping")):
+        args["max_grad_norm"] = config["gradient_clipping"]
+    lr = get_path(config, "optimizer.params.lr")
+    peak = get_path(config, "scheduler.params.warmup_max_lr")
+    if _number(lr) or _number(peak):
+        args["learning_rate"] = lr if _number(lr) else peak
+    betas = get_path(config, "optimizer.params.betas")
+    if isinstance(betas, list) and len(betas) == 2 and all(_number(b) for b in betas):
+        args["adam_beta1"], args["adam_beta2"] = betas
+    for path, name in (("optimizer.params.eps", "adam_epsilon"), ("optimizer.params.weight_decay", "weight_decay")):
+        if _number(get_path(config, path)):
+            args[name] = get_path(config, path)
+    warmup = get_path(config, "scheduler.params.warmup_num_steps")
+    total = get_path(config, "scheduler.params.total_num_steps")
+    if isinstance(warmup, int) and not isinstance(warmup, bool):
+        args["warmup_steps"] = warmup
+    if _number(total) and float(total).is_integer():
+        args["max_steps"] = int(total)
+    for section in ("fp16", "bf16"):
+        if get_path(config, f"{section}.enabled") is True:
+            args[section] = True
+    return args
+
+
+def hf_trainer_export(config: Mapping[str, Any],
+                      mode: str = "auto") -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(config, TrainingArguments keyword arguments, notes) that the HF Trainer accepts together.
+
+    ``mode`` "auto": every field the Trainer fills that the config sets becomes "auto", and the arguments carry
+    the values (same training, one place to change them). "match": the config keeps its values and the
+    arguments repeat them. Either way train_batch_size becomes "auto" (the Trainer computes it from the GPU
+    count it is launched on), and a warm-up peak that differs from the learning rate follows the learning rate
+    (the Trainer requires them equal), which a note says."""
+    if mode not in HF_MODES:
+        raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
+    args = hf_training_arguments(config)
+    out = copy.deepcopy(dict(config))
+    notes: list[str] = []
+    missing = object()
+    for path in HF_TRAINER_FIELDS:
+        value = get_path(out, path, missing)
+        if value is missing or value == AUTO:
+            continue
+        if mode == "auto" or path == "train_batch_size":
+            set_path(out, path, AUTO)
+    peak = get_path(config, "scheduler.params.warmup_max_lr")
+    if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
+        set_path(out, "scheduler.params.warmup_max_lr", AUTO)
+        notes.append(f"scheduler.params.warmup_max_lr {peak:g} differed from the learning rate "
+                     f"{args['learning_rate']:g}; the HF Trainer requires them equal, so it now follows learning_rate.")
+    return out, args, notes
+
+
+def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json") -> str:
+    """Python for the HF Trainer with these TrainingArguments (the DeepSpeed file passed by name)."""
+    lines = ['    output_dir="out",', f'    deepspeed="{file_name}",']
+    lines += [f"    {name}={value!r}," for name, value in args.items()]
+    return ("from transformers import Trainer, TrainingArguments\n\n"
+            "args = TrainingArguments(\n" + "\n".join(lines) + "\n)\n"
+            "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)\n"
+            "trainer.train()")
+
+
+def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
+                    config: Mapping[str, Any] | None = None, hf_mode: str = "auto") -> dict[str, str]:
+    """Ready-to-paste launch commands for the config, by launcher (the HF one with the TrainingArguments
+    ``hf_trainer_export`` gives for ``config``)."""
     nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
     world = nodes * gpus
     if nodes > 1:
@@ -205,13 +287,9 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         )
     else:
         deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
-    hf = (
-        "from transformers import Trainer, TrainingArguments\n\n"
-        f'args = TrainingArguments(output_dir="out", deepspeed="{file_name}")\n'
-        "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)\n"
-        "trainer.train()\n\n"
-        f"# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)"
-    )
+    hf_args = hf_trainer_export(config, hf_mode)[1] if config is not None else {}
+    hf = (hf_snippet(hf_args, file_name)
+          + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
     accelerate = (
         "# accelerate.yaml\n"
         "compute_environment: LOCAL_MACHINE\n"

@@ -7,7 +7,7 @@ import streamlit as st
 import app_state
 import core
 from core import autofill, export
-from ui import frame, widgets
+from ui import frame, headline, memory, widgets
 
 frame.begin("Review & export")
 widgets.explain(
@@ -58,8 +58,14 @@ for finding in report.findings:
     if page:
         with cols[1]:
             st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:")
-if not report.findings:
-    st.success("No findings: DeepSpeed will accept this config.", icon=":material/check_circle:")
+estimate = memory.current_estimate(config, ctx, report)
+fit_text = headline.fit_sentence(estimate, memory.micro_batch_and_assumption(config, report, ctx)[1])
+if not report.errors:
+    # "accepted" alone would be misleading when the job then runs out of memory: always say both
+    accepted = "No findings: DeepSpeed will accept this config." if not report.findings else \
+        "No errors: DeepSpeed will accept this config (see the warnings above)."
+    show = st.success if estimate is not None and estimate.fits else st.warning
+    show(f"{accepted}\n\nMemory: {fit_text}", icon=":material/check_circle:")
 
 # ------------------------------------------------------------------ the file
 st.subheader("ds_config.json")
@@ -128,24 +134,39 @@ else:
 
 # ------------------------------------------------------------------ launch
 st.subheader("Launch")
-snippets = export.launch_snippets(ctx, form.stage)
+HF_MODE_LABELS = {"auto": '"auto" in the config, values in TrainingArguments',
+                  "match": "values in the config, repeated in TrainingArguments"}
+hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MODE_LABELS.get, horizontal=True,
+                   key="review_hf_mode",
+                   help="The HF Trainer refuses to start when the config's batch, learning rate, clipping, "
+                        "warm-up or precision differ from its TrainingArguments: either leave them to the Trainer "
+                        '("auto") or pass the same values both ways.')
+snippets = export.launch_snippets(ctx, form.stage, config=final, hf_mode=hf_mode)
 for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), strict=True):
     with tab:
         st.code(snippet, language="bash" if name in ("deepspeed launcher", "accelerate launch") else "python")
+        if name == "HF Trainer":
+            hf_config, _, hf_notes = export.hf_trainer_export(final, hf_mode)
+            for note in hf_notes:
+                st.warning(note, icon=":material/warning:")
+            hf_text = core.dump_config(hf_config)
+            st.caption("The ds_config.json that goes with these TrainingArguments (train_batch_size is left to "
+                       "the Trainer, which computes it from the GPU count it is launched on):")
+            st.code(hf_text, language="json")
+            st.download_button("Download ds_config.json for the HF Trainer", data=hf_text,
+                               file_name="ds_config.json", mime="application/json", key="review_download_hf",
+                               icon=":material/download:")
 
 # ------------------------------------------------------------------ share
 st.subheader("Share")
 
 
-def _share() -> None:
+st.button("Create a shareable link", key="review_share", icon=":material/link:",
+          on_click=lambda: st.session_state.update(review_share_on=True),
+          help="Once created, the link is rebuilt from the current state on every change: it always holds what "
+               "you see.")
+if st.session_state.get("review_share_on"):
     token = app_state.encode_state(app_state.get_config(), app_state.get_context(), app_state.get_baseline())
-    st.session_state[app_state.RESTORED] = token  # this session already has this state
-    st.session_state["review_share_token"] = token
-
-
-st.button("Create a shareable link", key="review_share", on_click=_share, icon=":material/link:")
-token = st.session_state.get("review_share_token")
-if token:
     base = (st.context.url or "").rstrip("/")
     st.code(f"{base}/?{app_state.SHARE_PARAM}={token}", language=None, wrap_lines=True)
     st.caption(f"{len(token)} characters. Anyone opening it gets a copy of this state in their own session.")

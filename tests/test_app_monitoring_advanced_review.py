@@ -155,7 +155,8 @@ def test_launch_snippets_follow_the_hardware():
     at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/review.py", nodes=2, gpus_per_node=4)
     codes = [c.value for c in at.code]
     assert any("--hostfile hostfile --num_nodes 2 --num_gpus 4" in c and "node2 slots=4" in c for c in codes)
-    assert any('TrainingArguments(output_dir="out", deepspeed="ds_config.json")' in c for c in codes)
+    assert any('TrainingArguments(\n    output_dir="out",\n    deepspeed="ds_config.json",\n'
+               "    per_device_train_batch_size=1,\n)" in c for c in codes)
     assert any("deepspeed_config_file: ds_config.json" in c and "num_processes: 8" in c for c in codes)
     assert any('DeepSpeedStrategy(config="ds_config.json")' in c for c in codes)
 

@@ -18,7 +18,7 @@ from core.export import (
     strip_defaults,
     unified_diff,
 )
-from core.presets import list_presets
+from core.presets import BUILTIN_DIR, list_presets
 from core.schema import KNOWN_VERSIONS, DeepSpeedConfig
 from core.schema.walk import resolve
 from tests.fuzz_strategies import any_config
@@ -152,3 +152,83 @@ def test_key_differences_lists_changed_added_and_removed_leaves_with_types_disti
         {"key": "x\\.y.z", "left": '"a"', "right": "—"},
     ]
     assert key_differences(left, copy.deepcopy(left)) == []
+
+
+# ------------------------------------------------------------------ HF Trainer export, judged by transformers
+
+def _trainer_accepts(config: dict, kwargs: dict, world_size: int = 8) -> dict:
+    """Run transformers' own ``trainer_config_process`` + ``trainer_config_finalize`` on the exported pair;
+    returns the config the Trainer hands to DeepSpeed (raises ValueError on a mismatch, like the Trainer).
+
+    ``TrainingArguments`` cannot be constructed here (its device setup needs accelerate, which is not
+    installed), so the arguments are its dataclass defaults with ``kwargs`` over them; each kwarg must be a
+    real TrainingArguments field (see tests/test_autofill.py for the same harness)."""
+    import dataclasses
+    import functools
+    import types
+
+    transformers = pytest.importorskip("transformers")
+    from tests.test_autofill import TrainerConfig
+
+    fields = {f.name: f.default for f in dataclasses.fields(transformers.TrainingArguments)}
+    assert set(kwargs) <= set(fields), set(kwargs) - set(fields)
+    args = types.SimpleNamespace(**{**fields, **kwargs, "world_size": world_size})
+    args.get_warmup_steps = functools.partial(transformers.TrainingArguments.get_warmup_steps, args)
+    model = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=1024))
+    trainer = TrainerConfig(config)
+    trainer.trainer_config_process(args)
+    steps = args.max_steps if args.max_steps > 0 else 1000
+    trainer.trainer_config_finalize(args, model, steps)
+    return trainer.config
+
+
+EDITED = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8,
+          "gradient_clipping": 0.5, "bf16": {"enabled": True},
+          "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8,
+                                                     "weight_decay": 0.1}},
+          "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 12000, "warmup_num_steps": 300}},
+          "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
+PEAK_DIFFERS = {"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "Adam", "params": {"lr": 1e-4}},
+                "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 2e-4, "warmup_num_steps": 10}}}
+
+
+@pytest.mark.parametrize("mode", ["auto", "match"])
+@pytest.mark.parametrize("config", [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS],
+                         ids=[*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs"])
+def test_hf_export_is_accepted_by_the_trainer_and_trains_the_same(config, mode):
+    from core.autofill import find_auto
+    from core.export import hf_trainer_export
+
+    # the config as written: the Trainer refuses any explicit value that its defaults contradict
+    out, kwargs, notes = hf_trainer_export(config, mode)
+    given = _trainer_accepts(out, kwargs)
+    assert find_auto(given) == [], "the Trainer fills every auto"
+    missing = object()
+    for path in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "gradient_clipping",
+                 "optimizer.params.lr", "optimizer.params.betas", "optimizer.params.weight_decay",
+                 "scheduler.params.total_num_steps", "scheduler.params.warmup_num_steps", "bf16.enabled"):
+        before = core.findings.get_path(config, path, missing)
+        if before is missing or before == "auto":
+            continue
+        after = core.findings.get_path(given, path)
+        assert after == before and type(after) is type(before), (path, before, after)
+    if config is PEAK_DIFFERS:
+        assert given["scheduler"]["params"]["warmup_max_lr"] == 1e-4 and notes
+    if mode == "auto":
+        assert all(core.findings.get_path(out, p, missing) in ("auto", missing)
+                   for p in ("train_micro_batch_size_per_gpu", "optimizer.params.lr", "bf16.enabled"))
+
+
+def test_the_old_hf_snippet_was_refused_by_the_trainer():
+    # what the export wrote before: the config as it is, TrainingArguments without the values
+    with pytest.raises(ValueError, match="mismatch"):
+        _trainer_accepts(EDITED, {})
+
+
+def test_hf_snippet_names_every_argument():
+    from core.export import hf_trainer_export, launch_snippets
+
+    snippet = launch_snippets({"nodes": 1, "gpus_per_node": 8}, 3, config=EDITED, hf_mode="match")["HF Trainer"]
+    for name, value in hf_trainer_export(EDITED, "match")[1].items():
+        assert f"{name}={value!r}," in snippet
+    assert "max_steps=12000," in snippet and "per_device_train_batch_size=4," in snippet

@@ -10,19 +10,27 @@ from __future__ import annotations
 import streamlit as st
 
 import app_state
-from ui import sidebar, widgets
+from ui import headline, sidebar, widgets
+
+#: Session key of this run's headline slot (a container under the title, filled by ``end``).
+_SLOT = "_headline_slot"
 
 
 def begin(title: str) -> None:
-    """Page setup: session defaults and the title."""
+    """Page setup: session defaults, the title and the slot of the headline (filled in ``end``)."""
     st.set_page_config(page_title=f"{title} · DeepSpeed Config Studio", page_icon=":material/memory:",
                        layout="wide")
     app_state.init_state()
     st.title(title)
+    st.session_state[_SLOT] = st.container()
 
 
 def end() -> None:
-    """Page end: the sidebar, drawn last so it reflects everything the page changed in this run."""
+    """Page end: the headline and the sidebar, drawn last so they reflect everything the page changed in this
+    run (the headline still appears at the top, in the slot ``begin`` left)."""
+    slot = st.session_state.pop(_SLOT, None)
+    with slot if slot is not None else st.container():
+        headline.render()
     sidebar.render(app_state.report())
 
 

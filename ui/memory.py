@@ -48,24 +48,38 @@ def hardware_for(context: Mapping[str, Any]) -> memory.Hardware:
         gpus_per_node=int(context["gpus_per_node"]), nodes=int(context["nodes"]),
         gpu_memory_bytes=int(float(context["gpu_memory_gib"]) * GIB),
         cpu_ram_per_node_bytes=int(float(context["cpu_ram_gib"]) * GIB),
-        nvme_bytes_per_node=int(nvme * GIB) if nvme > 0 else None,
+        nvme_bytes_per_node=int(nvme * GIB),  # 0 GiB means no NVMe, not unlimited
     )
 
 
-def micro_batch(config: Mapping[str, Any], report: Report | None) -> int:
-    """The micro batch DeepSpeed will use (derived when not written; 1 when unknown or "auto")."""
+def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
+                               context: Mapping[str, Any] | None = None) -> tuple[int, str | None]:
+    """The micro batch the memory model uses, and what was assumed to get it (None when the config says it).
+
+    Derived by DeepSpeed when not written; for "auto" the HF Trainer's per_device_train_batch_size from the
+    context (asked on the Batch page); 1 when nothing says it."""
     if report is not None and report.batch is not None:
         value = report.batch.train_micro_batch_size_per_gpu
     else:
         value = config.get("train_micro_batch_size_per_gpu")
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1:
-        return int(value)
-    return 1
+        return int(value), None
+    hf_value = (context or {}).get("hf_micro_batch")
+    if value == "auto" and isinstance(hf_value, int) and hf_value >= 1:
+        return hf_value, (f'micro batch {hf_value} assumed: "auto" is filled by the HF Trainer from '
+                          "per_device_train_batch_size (set it on the Batch size page)")
+    what = '"auto"' if value == "auto" else "not resolvable" if value is not None else "not set"
+    return 1, f"micro batch 1 assumed: the config's micro batch is {what}"
+
+
+def micro_batch(config: Mapping[str, Any], report: Report | None, context: Mapping[str, Any] | None = None) -> int:
+    """The micro batch the memory model uses (see ``micro_batch_and_assumption``)."""
+    return micro_batch_and_assumption(config, report, context)[0]
 
 
 def shape_for(context: Mapping[str, Any], config: Mapping[str, Any], report: Report | None) -> memory.Shape:
     return memory.Shape(
-        micro_batch=micro_batch(config, report), seq_len=int(context.get("seq_len") or 2048),
+        micro_batch=micro_batch(config, report, context), seq_len=int(context.get("seq_len") or 2048),
         attention=str(context.get("attention") or "sdpa"), recompute=str(context.get("recompute") or "none"),
     )
 

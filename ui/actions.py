@@ -1,0 +1,53 @@
+"""Edits that replace much of the state at once (a preset, a way to fit, a fix from the headline), with undo."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+import app_state
+from core import fit
+
+#: Session key of the state before the last big edit: (label, config, baseline, context).
+UNDO = "undo_state"
+
+
+def remember(label: str) -> None:
+    """Keep the current state so that the next big edit (described by ``label``) can be undone."""
+    st.session_state[UNDO] = (label, copy.deepcopy(app_state.get_config()), copy.deepcopy(app_state.get_baseline()),
+                              copy.deepcopy(app_state.get_context()))
+
+
+def undo() -> None:
+    saved = st.session_state.pop(UNDO, None)
+    if saved is None:
+        return
+    _, config, baseline, context = saved
+    st.session_state[app_state.CONTEXT] = context
+    st.session_state[app_state.BASELINE] = baseline
+    app_state.replace_config(config)
+    for key in ("start_message", "presets_message"):
+        st.session_state.pop(key, None)
+
+
+def undo_button(key: str) -> None:
+    """"Undo <last big edit>" when there is one."""
+    saved = st.session_state.get(UNDO)
+    if saved is not None:
+        st.button(f"Undo: {saved[0]}", key=f"undo:{key}", on_click=undo, icon=":material/undo:")
+
+
+def apply_way(way: fit.Way) -> None:
+    """Apply a way to fit: its config patch and its context changes (recomputation, GPU count)."""
+    remember(way.title)
+    ctx = app_state.get_context()
+    ctx.update({k: v for k, v in way.context_patch.items() if k in ("recompute", "nodes", "gpus_per_node")})
+    app_state.replace_config(fit.apply_patch(app_state.get_config(), way.config_patch))
+
+
+def apply_fix(description: str, fixed: Mapping[str, Any]) -> None:
+    remember(description)
+    app_state.replace_config(dict(fixed))

@@ -1,0 +1,132 @@
+"""The headline at the top of every page: does DeepSpeed accept the config, does it fit, the one problem
+that matters most in words, and a button for its safe fix. Drawn in the main area so a phone shows it too."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+import app_state
+from core import fit
+from core.findings import Finding, Report
+from core.schema import DeepSpeedConfig
+from core.schema.walk import resolve
+from ui import actions, memory, widgets
+
+#: Finding code of a top-level key DeepSpeed does not know (and so ignores entirely).
+UNKNOWN_TOP = "keys.unknown-top-level"
+
+
+def misspelt_section(finding: Finding, config: Mapping[str, Any]) -> str | None:
+    """The section a misspelt top-level key was meant to be (``zero_optimisation`` → ``zero_optimization``),
+    when the key holds a section and its fix renames it to a schema section; else None."""
+    if finding.code != UNKNOWN_TOP or finding.fix is None or not isinstance(config.get(finding.path), Mapping):
+        return None
+    dest = next((op.to for op in finding.fix.ops if op.op == "move" and op.to), None)
+    found = resolve(DeepSpeedConfig, dest) if dest else None
+    return dest if found is not None and found.model is not None else None
+
+
+def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tuple[str, Finding | None] | None:
+    """The single most important problem: (text, the finding when there is one), or None.
+
+    A misspelt section first (DeepSpeed ignores it entirely, so the run silently trains without it, though it
+    is only a warning), then the first error, then "does not fit", then the first warning."""
+    for finding in report.warnings:
+        section = misspelt_section(finding, config)
+        if section:
+            return (f"`{finding.path}` is not a DeepSpeed section, so DeepSpeed ignores all of it: did you mean "
+                    f"`{section}`? Until it is renamed, nothing in it takes effect.", finding)
+    if report.errors:
+        return widgets.finding_text(report.errors[0]), report.errors[0]
+    if estimate is not None and not estimate.fits:
+        return (f"Does not fit in memory ({', '.join(fit.short_of(estimate))}): "
+                f"{fit_numbers(estimate)}.", None)
+    if report.warnings:
+        return widgets.finding_text(report.warnings[0]), report.warnings[0]
+    return None
+
+
+def fit_numbers(estimate: Any) -> str:
+    """GPU, CPU RAM and NVMe use against capacity, with the margin, in GiB with one decimal."""
+    hw = estimate.hardware
+    gib = memory.GIB
+
+    def part(used: int, cap: int, what: str) -> str:
+        margin = (cap - used) / gib
+        state = f"{margin:.1f} GiB free" if margin >= 0 else f"{-margin:.1f} GiB over"
+        return f"{what} {used / gib:.1f} of {cap / gib:.1f} GiB ({state})"
+
+    parts = [part(estimate.gpu_bytes, hw.gpu_memory_bytes, "GPU"),
+             part(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, "CPU RAM per node")]
+    if estimate.nvme_bytes_per_node:
+        parts.append(part(estimate.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0, "NVMe per node"))
+    return "; ".join(parts)
+
+
+def accept_sentence(report: Report, version: str, target: str) -> str:
+    errors, warnings = len(report.errors), len(report.warnings)
+    who = "the HF Trainer + DeepSpeed" if target == "hf" else f"DeepSpeed {version}"
+    if errors:
+        return f"🛑 **Refused** by {who}: {errors} error{'s' * (errors > 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    if warnings:
+        return f"⚠️ **Accepted** by {who} with {warnings} warning{'s' * (warnings > 1)}"
+    return f"✅ **Accepted** by {who}: no errors or warnings"
+
+
+def fit_sentence(estimate: Any, assumption: str | None) -> str:
+    if estimate is None:
+        return "❔ **Fit unknown**: choose a model on the Start page"
+    shape = estimate.shape
+    extra = f"micro batch {shape.micro_batch}, {shape.seq_len} tokens" + (f"; {assumption}" if assumption else "")
+    verdict = "✅ **Fits**" if estimate.fits else f"🛑 **Does not fit** ({', '.join(fit.short_of(estimate))})"
+    return f"{verdict}: {fit_numbers(estimate)} — {extra}"
+
+
+def ways(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> list[fit.Way]:
+    """``core.fit.ways_to_fit`` for the session's config and context ([] when it fits or no model is chosen)."""
+    model = memory.model_for(ctx)
+    if model is None:
+        return []
+    return fit.ways_to_fit(config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report))
+
+
+def _apply_finding_fix(finding: Finding) -> None:
+    assert finding.fix is not None  # noqa: S101 — only offered for findings with a fix
+    actions.apply_fix(finding.fix.description, finding.fix.apply(app_state.get_config()))
+
+
+def render() -> None:
+    """Draw the headline for the session's current state."""
+    config, ctx = app_state.get_config(), app_state.get_context()
+    report = app_state.report()
+    estimate = memory.current_estimate(config, ctx, report)
+    assumption = memory.micro_batch_and_assumption(config, report, ctx)[1] if estimate is not None else None
+    with st.container(border=True, key="headline"):
+        cols = st.columns(2)
+        cols[0].markdown(accept_sentence(report, ctx["version"], ctx["target"]))
+        cols[1].markdown(fit_sentence(estimate, assumption))
+        problem = top_problem(report, config, estimate)
+        if problem is None:
+            st.markdown("**Nothing to fix.**")
+        else:
+            text, finding = problem
+            st.markdown(f"**Most important:** {text}")
+            buttons = st.columns([2, 2, 1])
+            if finding is not None and finding.fix is not None:
+                buttons[0].button(f"Fix: {finding.fix.description}", key="headline_fix", type="primary",
+                                  on_click=_apply_finding_fix, args=(finding,), icon=":material/build:")
+            elif finding is None:
+                found = ways(config, ctx, report)
+                best = found[0] if found and found[0].fits else None
+                if best is not None:
+                    buttons[0].button(f"Make it fit: {best.title}", key="headline_fit", type="primary",
+                                      on_click=actions.apply_way, args=(best,), icon=":material/build:")
+                buttons[1].page_link(app_state.PAGES["zero"], label="All ways to make it fit",
+                                     icon=":material/list:")
+            if finding is not None and finding.page in app_state.PAGES:
+                buttons[1].page_link(app_state.PAGES[finding.page],
+                                     label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:")
+        actions.undo_button("headline")
