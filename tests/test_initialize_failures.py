@@ -4,7 +4,11 @@ Every case in ``tests.oracle.oracle.INITIALIZE_CASES`` runs ``deepspeed.initiali
 the CPU, all in one fresh single-rank subprocess (no torch.distributed state leaks into pytest). A case
 either raises (the exception type and message are checked; a few "step" cases pass initialize and fail
 in the first two training steps) or is a control that initializes and trains, so each failure is shown
-to come from the one key that differs. Then the validator is held to the same cases:
+to come from the one key that differs. Whether the CPU supports fp16 depends on the host (DeepSpeed asks
+torch's oneDNN check: AVX512-FP16 or AMX-FP16); where DeepSpeed's accelerator says a precision the case
+enables is unsupported, the case must be refused with exactly DeepSpeed's device error and its stand-in
+(the same config with a precision the host has) must do what the case says. Then the validator is held
+to the same cases, whatever the host:
 it flags each config-caused failure with a code in ``core.validate.INITIALIZE_TIME_CODES``, stays quiet
 on the controls and on the CPU-only failure, and each code in that set is proven by a case here.
 """
@@ -15,7 +19,15 @@ import importlib
 
 import pytest
 
-from tests.oracle.oracle import INITIALIZE_CASES, deepspeed_verdict, oracle_available, run_initialize_cases
+from tests.oracle.ds0195_worker import precision_stand_in
+from tests.oracle.oracle import (
+    INITIALIZE_CASES,
+    InitializeRun,
+    deepspeed_verdict,
+    initialize_outcome_problems,
+    oracle_available,
+    run_initialize_cases,
+)
 
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
 
@@ -24,7 +36,7 @@ QUIET = [c for c in INITIALIZE_CASES if not c.raises or not c.config_rule]
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, dict]:
+def results() -> InitializeRun:
     reason = oracle_available("0.19.8")
     if reason:
         pytest.skip(reason)
@@ -53,17 +65,58 @@ def test_deepspeed_config_accepts_it(case):
 
 @pytest.mark.parametrize("case", INITIALIZE_CASES, ids=[c.id for c in INITIALIZE_CASES])
 def test_initialize_outcome(case, results):
-    got = results[case.id]
-    if not case.raises:
-        assert not got["raised"], f"{case.id}: control raised {got['error_type']}: {got['message']}"
-        assert not got["step"]["raised"], f"{case.id}: control fails to train: {got['step']}"
-        return
-    if case.phase == "step":
-        assert not got["raised"], f"{case.id}: expected initialize to pass, got {got['error_type']}: {got['message']}"
-        got = got["step"]
-    assert got["raised"], f"{case.id} ({case.rule}): deepspeed {case.phase} did not raise"
-    assert got["error_type"] == case.error_type, f"{case.id}: {got['error_type']}: {got['message']}"
-    assert case.message_contains in got["message"], f"{case.id}: {got['message']}"
+    got = results.results[case.id]
+    print(f"\n[{case.id}] host: {results.host}; unsupported here: {got['unsupported']}")
+    problems = initialize_outcome_problems(case, got, results.host)
+    assert not problems, "\n".join(problems)
+    if got["unsupported"]:
+        # a property of the host, not of the config: the validator's verdict does not depend on it
+        flagged = bool(_errors(case.config))
+        assert flagged == (case.raises and case.config_rule), (case.id, [f.code for f in _errors(case.config)])
+
+
+FP16_CASES = [c for c in INITIALIZE_CASES if (c.config.get("fp16") or {}).get("enabled") is True]
+
+
+def test_some_cases_enable_fp16_so_both_kinds_of_host_are_exercised():
+    assert {c.id for c in FP16_CASES} >= {"lamb-static-loss-scale-fp16", "control-fp16-on-cpu"}
+
+
+def _run(raised: bool, error_type: str | None = None, message: str | None = None, step_raised: bool = False) -> dict:
+    step = {"raised": step_raised, "error_type": None, "message": None}
+    return {"raised": raised, "error_type": error_type, "message": message, "step": None if raised else step,
+            "unsupported": None, "stand_in": None}
+
+
+@pytest.mark.parametrize("case", FP16_CASES, ids=[c.id for c in FP16_CASES])
+def test_outcome_check_on_both_kinds_of_host(case):
+    """The host logic itself, on made-up outcomes for a host with fp16 and one without (no DeepSpeed run)."""
+    expected = (_run(True, case.error_type, case.message_contains) if case.raises and case.phase == "initialize"
+                else _run(False))
+    wrong = _run(False) if case.raises else _run(True, "ValueError", "something else")
+    fp16_host, no_fp16_host = {"fp16": True, "bf16": True}, {"fp16": False, "bf16": True}
+    assert initialize_outcome_problems(case, expected, fp16_host) == []
+    assert initialize_outcome_problems(case, wrong, fp16_host)
+    refused = {**_run(True, "ValueError", "Type fp16 is not supported on your device."), "unsupported": "fp16"}
+    assert initialize_outcome_problems(case, {**refused, "stand_in": expected}, no_fp16_host) == []
+    assert initialize_outcome_problems(case, {**refused, "stand_in": wrong}, no_fp16_host)  # stand-in is checked
+    assert initialize_outcome_problems(case, {**refused, "stand_in": None}, no_fp16_host)  # and required
+    other_error = {**_run(True, "ValueError", "Type bf16 is not supported on your device."), "unsupported": "fp16"}
+    assert initialize_outcome_problems(case, {**other_error, "stand_in": expected}, no_fp16_host)
+    assert initialize_outcome_problems(case, {**refused, "stand_in": expected}, fp16_host)  # host says it has fp16
+
+
+def test_precision_stand_in_changes_only_the_precision():
+    config = {"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True, "loss_scale": 128},
+              "optimizer": {"type": "Lamb", "params": {"lr": 0.01}}}
+    with_bf16 = precision_stand_in(config, "fp16", {"fp16": False, "bf16": True})
+    assert with_bf16 == {**config, "fp16": {"enabled": False, "loss_scale": 128}, "bf16": {"enabled": True}}
+    assert config["fp16"]["enabled"] is True  # the original is not touched
+    fp32 = precision_stand_in(config, "fp16", {"fp16": False, "bf16": False})
+    assert fp32 == {**config, "fp16": {"enabled": False, "loss_scale": 128}}
+    legacy = {"bfloat16": {"enabled": True}, "fp16": {"initial_scale_power": 8}}
+    assert precision_stand_in(legacy, "bf16", {"fp16": True, "bf16": False}) == {
+        "bfloat16": {"enabled": False}, "fp16": {"initial_scale_power": 8, "enabled": True}}
 
 
 @pytest.mark.parametrize("case", RAISING, ids=[c.id for c in RAISING])

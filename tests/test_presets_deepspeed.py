@@ -13,8 +13,14 @@ with ``-s`` to see them); nothing is skipped:
 * every preset: optimizer lr 1e-2 and scheduler warmup over 1 step. The presets' fine-tuning lrs
   (2e-5, warm up over 500 steps) move a 4-step run by less than bf16/fp16 can resolve, so the loss could
   not be seen to change.
-* fp16 is NOT changed: DeepSpeed 0.19.8 with torch 2.13 trains the ZeRO-2 fp16 preset on this CPU
-  (fp16 weights, dynamic loss scaler starting at 2^16), and the test checks exactly that.
+* fp16 depends on the host: DeepSpeed's CPU accelerator supports it only where torch's oneDNN check
+  says the processor can (AVX512-FP16 or AMX-FP16). Each run first asks the accelerator, as the engine
+  does. Where fp16 is supported, the ZeRO-2 fp16 preset trains as it is (fp16 weights, dynamic loss
+  scaler starting at 2^16) and the test checks exactly that. Where it is not, ``deepspeed.initialize``
+  must refuse it with DeepSpeed's own "Type fp16 is not supported on your device.", the validator's
+  verdict on the preset must be the same as on any host (no error), and the bf16 stand-in of the same
+  config (fp16 switched off, bf16 on, everything else unchanged) trains the 4 steps instead. The same
+  holds for bf16 on a host without it.
 * NVMe: nvme_path → a temp dir on the local disk when DeepSpeed's async_io op builds (it needs
   libaio-dev; installed on the development box, where the swap folders are checked), otherwise
   device nvme → cpu with that reason. The tuned aio block stays in the config.
@@ -44,8 +50,9 @@ from typing import Any
 import pytest
 
 from core.autofill import find_auto, resolve_auto
-from core.presets import BUILTIN_DIR, list_presets
+from core.presets import BUILTIN_DIR, list_presets, validate_preset
 from tests.conftest import stale_op_locks, torch_extensions_dir
+from tests.oracle.ds0195_worker import DEVICE_REFUSAL, precision_stand_in
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -146,6 +153,7 @@ def worker(config_path: str) -> None:
     faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True)
     import deepspeed
     import torch
+    from ds0195_worker import enabled_half_precisions, host_precision_support  # on sys.path in the subprocess
 
     torch.manual_seed(0)
     cfg = json.loads(Path(config_path).read_text())
@@ -153,7 +161,16 @@ def worker(config_path: str) -> None:
         torch.nn.Linear(16, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
         torch.nn.Linear(HIDDEN, 1),
     )
-    engine, _, _, scheduler = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    # ask what the engine asks before it builds anything: which half precisions the config enables
+    # (DeepSpeed's own parser) and which this host's accelerator supports
+    host = {"supported": host_precision_support(), "enabled": enabled_half_precisions(cfg)}
+    try:
+        engine, _, _, scheduler = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                                       config=cfg)
+    except Exception as exc:  # reported, so the test decides whether this host explains it
+        print("RESULT " + json.dumps({**host, "deepspeed": deepspeed.__version__,
+                                      "initialize_error": [type(exc).__name__, str(exc)]}), flush=True)
+        raise
     micro = engine.train_micro_batch_size_per_gpu()
     accum = engine.gradient_accumulation_steps()
     gen = torch.Generator().manual_seed(1)
@@ -174,6 +191,7 @@ def worker(config_path: str) -> None:
     out = engine(x.to(dtype))
     losses.append(float(torch.nn.functional.mse_loss(out.float(), y).detach()))
     result = {
+        **host,
         "deepspeed": deepspeed.__version__,
         "losses": losses, "lrs": lrs, "global_steps": engine.global_steps, "micro": micro, "accum": accum,
         "stage": engine.zero_optimization_stage(), "dtype": str(dtype), "optimizer": type(engine.optimizer).__name__,
@@ -203,8 +221,16 @@ def _free_port() -> int:
 INTERPRETERS = {"0.19.8": Path(sys.executable), "0.19.5": REPO / ".venv-ds0195" / "bin" / "python"}
 
 
+ORACLE_DIR = REPO / "tests" / "oracle"
+
+
 def run_preset(name: str, config: dict[str, Any], tmp: Path, version: str = "0.19.8") -> dict[str, Any]:
-    """Run ``worker`` on ``config`` with the interpreter of DeepSpeed ``version``; return its RESULT."""
+    """Run ``worker`` on ``config`` with the interpreter of DeepSpeed ``version``; return its RESULT.
+
+    The RESULT always holds ``supported`` (the accelerator's answers) and ``enabled`` (the half
+    precisions DeepSpeed's parser enables); ``initialize_error`` ([type, message]) when
+    ``deepspeed.initialize`` raised, else the training figures.
+    """
     python = INTERPRETERS[version]
     assert python.exists(), f"no interpreter with DeepSpeed {version} at {python} (preset {name} claims it)"
     path = tmp / f"{name}.json"
@@ -214,12 +240,16 @@ def run_preset(name: str, config: dict[str, Any], tmp: Path, version: str = "0.1
     env.pop("PYTHONPATH", None)
     # each DeepSpeed version JIT-builds its own ops; a shared folder would rebuild on every switch
     env["TORCH_EXTENSIONS_DIR"] = str(torch_extensions_dir(version))
-    # the worker runs from its source so that it needs neither pytest nor this repository
-    code = (f"import json, sys\nfrom pathlib import Path\nHIDDEN = {HIDDEN}\nSTEPS = {STEPS}\n"
+    # the worker runs from its source so that it needs neither pytest nor this repository's packages; the
+    # host questions come from the oracle's stand-alone worker module (standard library + DeepSpeed only)
+    code = (f"import json, sys\nfrom pathlib import Path\nsys.path.insert(0, {str(ORACLE_DIR)!r})\n"
+            f"HIDDEN = {HIDDEN}\nSTEPS = {STEPS}\n"
             f"WATCHDOG_SECONDS = {WATCHDOG_SECONDS}\n" + inspect.getsource(worker) + "\nworker(sys.argv[1])\n")
     proc = subprocess.run([str(python), "-c", code, str(path)], capture_output=True, text=True, env=env,
                           timeout=1500, cwd=tmp)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if lines and "initialize_error" in lines[-1] and proc.returncode != 0:
+        return json.loads(lines[-1][len("RESULT "):])
     assert proc.returncode == 0 and lines, (
         f"DeepSpeed {version} failed on preset {name} (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n"
         f"{proc.stderr[-6000:]}\nop locks no process holds (a killed build's; torch waits on them forever): "
@@ -252,6 +282,20 @@ def test_preset_trains_in_real_deepspeed(preset, version, tmp_path):
         assert any(fragment in c for c in changes), (fragment, changes)
     assert find_auto(cfg) == [] or preset.target == "hf"
     result = run_preset(preset.name, cfg, tmp_path, version)
+    unsupported = [name for name in result["enabled"] if not result["supported"][name]]
+    if unsupported:
+        # a property of this host, not of the preset: DeepSpeed refuses it with its device error ...
+        refusal = DEVICE_REFUSAL.format(precision=unsupported[0])
+        assert result.get("initialize_error") == ["ValueError", refusal], result
+        # ... the project's verdict does not change (no error, on any host) ...
+        for checked_version, report in validate_preset(preset, world_size=1):
+            assert report.ok, (checked_version, [(f.code, f.path, f.message) for f in report.errors])
+        # ... and the same config with a precision this host has trains, so the rest is still proven
+        cfg = precision_stand_in(cfg, unsupported[0], result["supported"])
+        changes.append(f"{unsupported[0]} → {'bf16' if result['supported']['bf16'] else 'fp32'} stand-in: "
+                       f"DeepSpeed refuses {unsupported[0]} on this host ({refusal!r}), as it should")
+        result = run_preset(preset.name, cfg, tmp_path, version)
+    assert "initialize_error" not in result, result
     print(f"\n[{preset.name} @ {version}] CPU changes: " + ("; ".join(changes) or "none"))
     print(f"[{preset.name} @ {version}] result: " + json.dumps(result))
     losses = result["losses"]

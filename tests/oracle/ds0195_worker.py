@@ -15,8 +15,9 @@ Worker protocol (JSON lines; one request per line on stdin, one answer per line 
 
 A malformed request gets ``{"ok": false, "error": "..."}``. With ``--initialize`` it instead reads one JSON
 object ``{"cases": {id: config}}``, runs ``deepspeed.initialize`` on a tiny CPU model for each config in
-one process (the environment must name a single-rank torch.distributed rendezvous) and prints the
-results as one JSON object. Everything DeepSpeed prints goes to stderr so
+one process (the environment must name a single-rank torch.distributed rendezvous) and prints
+``{"host": {"fp16": .., "bf16": ..}, "results": {id: result}}`` as one JSON object (see
+``run_initialize_case_on_host``). Everything DeepSpeed prints goes to stderr so
 that stdout carries only answers.
 """
 
@@ -157,7 +158,67 @@ def main() -> None:
         protocol.flush()
 
 
+# --------------------------------------------------------------------------- host precision support
+#: The exact refusal of DeepSpeed's engine (``_do_sanity_check``) when the accelerator lacks a precision.
+DEVICE_REFUSAL = "Type {precision} is not supported on your device."
+HALF_PRECISIONS = ("fp16", "bf16")
+
+
+def host_precision_support() -> dict[str, bool]:
+    """What DeepSpeed's accelerator answers here: is fp16 / bf16 supported on this device?
+
+    The engine asks exactly these two questions before it builds anything; on the CPU accelerator fp16
+    depends on the processor (torch's oneDNN check: AVX512-FP16 or AMX-FP16), so the answer differs
+    between hosts of the same kind.
+    """
+    with _quiet():
+        from deepspeed.accelerator import get_accelerator
+
+        accelerator = get_accelerator()
+        return {"fp16": bool(accelerator.is_fp16_supported()), "bf16": bool(accelerator.is_bf16_supported())}
+
+
+def enabled_half_precisions(config: dict[str, Any]) -> list[str]:
+    """The half precisions DeepSpeed's own config parser enables for ``config`` (world size 1)."""
+    parsed = _deepspeed_config_class()(copy.deepcopy(config), 1)
+    enabled = {"fp16": parsed.float16_config.enabled, "bf16": parsed.bfloat16_config.enabled}
+    return [name for name in HALF_PRECISIONS if enabled[name]]
+
+
+def precision_stand_in(config: dict[str, Any], unsupported: str, host: dict[str, bool]) -> dict[str, Any]:
+    """``config`` with the ``unsupported`` half precision swapped for one the host has; all else the same.
+
+    The other half precision is used where the host supports it, else fp32. Every other key of the
+    precision sections stays (e.g. ``fp16.loss_scale``, which DeepSpeed reads for Lamb even with fp16
+    off), so the stand-in exercises the rest of the config exactly as the original would.
+    """
+    stand_in = copy.deepcopy(config)
+    sections = {"fp16": ("fp16",), "bf16": ("bf16", "bfloat16")}
+    for key in sections[unsupported]:
+        if isinstance(stand_in.get(key), dict):
+            stand_in[key]["enabled"] = False
+    other = "bf16" if unsupported == "fp16" else "fp16"
+    if host.get(other):
+        section = stand_in.get(other)
+        stand_in[other] = {**(section if isinstance(section, dict) else {}), "enabled": True}
+    return stand_in
+
+
 # --------------------------------------------------------------------------- deepspeed.initialize cases
+def run_initialize_case_on_host(config: dict[str, Any], host: dict[str, bool]) -> dict[str, Any]:
+    """`run_initialize_case`, plus what the host means for it.
+
+    ``"unsupported"`` names the half precision the config enables and the host lacks (or None); then
+    ``"stand_in"`` holds the outcome of the same config with a precision the host has, so the rest of
+    the config is still proven on this host.
+    """
+    result = run_initialize_case(config)
+    missing = [name for name in enabled_half_precisions(config) if not host[name]]
+    result["unsupported"] = missing[0] if missing else None
+    result["stand_in"] = run_initialize_case(precision_stand_in(config, missing[0], host)) if missing else None
+    return result
+
+
 def run_initialize_case(config: dict[str, Any]) -> dict[str, Any]:
     """``deepspeed.initialize`` on a tiny CPU model with ``config``: did it raise, and with what? When it
     did not, ``"step"`` says whether two training steps then raise.
@@ -208,8 +269,9 @@ def initialize_main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    results = {case_id: run_initialize_case(config) for case_id, config in request["cases"].items()}
-    protocol.write(json.dumps(results) + "\n")
+    host = host_precision_support()
+    results = {case_id: run_initialize_case_on_host(config, host) for case_id, config in request["cases"].items()}
+    protocol.write(json.dumps({"host": host, "results": results}) + "\n")
     protocol.flush()
 
 

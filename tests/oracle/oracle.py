@@ -828,12 +828,65 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class InitializeRun:
+    """One run of the initialize cases: what DeepSpeed's accelerator said the host supports, and each
+    case's outcome (``{case id: result}``)."""
+
+    host: dict[str, bool]
+    results: dict[str, dict[str, Any]]
+
+
+def _outcome_problems(case: InitializeCase, got: dict[str, Any], label: str) -> list[str]:
+    """How ``got`` (one run of ``case.config`` or of its stand-in) differs from what the case expects."""
+    if not case.raises:
+        if got["raised"]:
+            return [f"{label}: control raised {got['error_type']}: {got['message']}"]
+        if got["step"]["raised"]:
+            return [f"{label}: control fails to train: {got['step']}"]
+        return []
+    if case.phase == "step":
+        if got["raised"]:
+            return [f"{label}: expected initialize to pass, got {got['error_type']}: {got['message']}"]
+        got = got["step"]
+    if not got["raised"]:
+        return [f"{label} ({case.rule}): deepspeed {case.phase} did not raise"]
+    if got["error_type"] != case.error_type or case.message_contains not in got["message"]:
+        return [f"{label}: expected {case.error_type} ({case.message_contains!r}), got {got['error_type']}: "
+                f"{got['message']}"]
+    return []
+
+
+def initialize_outcome_problems(case: InitializeCase, got: dict[str, Any], host: dict[str, bool]) -> list[str]:
+    """Everything wrong with one case's outcome on this host; empty when it is as the case says.
+
+    On a host whose accelerator supports every precision the config enables, the case's own outcome is
+    checked. Where the config enables a half precision the host lacks (fp16 on most x86 CPUs), DeepSpeed
+    must refuse it with exactly its device error, and the stand-in (the same config with a precision the
+    host has) must do what the case says, so the rest of the config is still proven here.
+    """
+    unsupported = got.get("unsupported")
+    if unsupported is None:
+        return _outcome_problems(case, got, case.id)
+    if host.get(unsupported, True):
+        return [f"{case.id}: the worker calls {unsupported} unsupported, but the host supports it: {host}"]
+    refusal = ds0195_worker.DEVICE_REFUSAL.format(precision=unsupported)
+    problems = []
+    if not (got["raised"] and got["error_type"] == "ValueError" and got["message"] == refusal):
+        problems.append(f"{case.id}: on a host without {unsupported} DeepSpeed must refuse with {refusal!r}, got "
+                        f"{got['error_type']}: {got['message']}")
+    stand_in = got.get("stand_in")
+    if stand_in is None:
+        return [*problems, f"{case.id}: no stand-in was run for the unsupported {unsupported}"]
+    return problems + _outcome_problems(case, stand_in, f"{case.id} (stand-in without {unsupported})")
+
+
 def run_initialize_cases(
     cases: Sequence[InitializeCase] = INITIALIZE_CASES, python: str = sys.executable, timeout: float = 1500
-) -> dict[str, dict[str, Any]]:
+) -> InitializeRun:
     """Run ``deepspeed.initialize`` for every case in ONE fresh single-rank CPU subprocess (so no
-    torch.distributed state leaks into the caller); returns ``{case id: {"raised", "error_type",
-    "message", ...}}``."""
+    torch.distributed state leaks into the caller); returns what the host supports and each case's
+    outcome (see ``ds0195_worker.run_initialize_case_on_host``)."""
     import os
 
     env = {
@@ -858,4 +911,5 @@ def run_initialize_cases(
     )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise RuntimeError(f"initialize runner failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    return InitializeRun(host=answer["host"], results=answer["results"])
