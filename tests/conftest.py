@@ -6,7 +6,10 @@ missing dependency can never make CI green by skipping the tests that need it.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,9 +27,33 @@ REFERENCE_DIR = SHARED_DIR / "reference"
 TORCH_EXTENSIONS_ROOT = REPO_ROOT / ".torch_extensions"
 
 
+@cache
+def cpu_fingerprint(cpuinfo: str | None = None) -> str:
+    """A short hash of this processor's model and instruction-set flags (``/proc/cpuinfo``).
+
+    DeepSpeed compiles its CPU ops (CPU-Adam, async I/O, ...) with ``-march=native`` and a SIMD width
+    chosen from these flags, so ops built on one CPU can crash with an illegal instruction, or run
+    without the wide vectors, on another; the cache folder is therefore per processor.
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
+    wanted = {"model name", "flags", "Features", "CPU implementer", "CPU part"}  # x86 and arm64 spellings
+    lines = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in wanted and key not in lines:
+            lines[key] = " ".join(sorted(value.split())) if key in ("flags", "Features") else value.strip()
+    identity = repr(sorted(lines.items())) if lines else f"{platform.machine()} {platform.processor()}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:12]
+
+
 def torch_extensions_dir(version: str) -> Path:
-    """Where the DeepSpeed ``version`` of the tests JIT-builds its ops."""
-    return TORCH_EXTENSIONS_ROOT / f"ds{version.replace('.', '')}"
+    """Where the DeepSpeed ``version`` of the tests JIT-builds its ops on this processor."""
+    return TORCH_EXTENSIONS_ROOT / f"ds{version.replace('.', '')}-cpu{cpu_fingerprint()}"
 
 
 # set before any test starts a DeepSpeed subprocess (they inherit it) or loads an op in-process

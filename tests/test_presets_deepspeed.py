@@ -342,7 +342,7 @@ def test_a_lock_left_by_a_killed_build_is_removed_at_session_start_and_a_held_on
 
     from tests import conftest
 
-    op_dir = conftest.TORCH_EXTENSIONS_ROOT / "ds0198" / "an_op_for_the_lock_test"
+    op_dir = torch_extensions_dir("0.19.8") / "an_op_for_the_lock_test"
     op_dir.mkdir(parents=True, exist_ok=True)
     stale, held = op_dir / "lock", op_dir.parent / "an_op_building_now" / "lock"
     held.parent.mkdir(exist_ok=True)
@@ -361,3 +361,17 @@ def test_a_lock_left_by_a_killed_build_is_removed_at_session_start_and_a_held_on
         held.parent.rmdir()
         op_dir.rmdir()
     assert os.environ["TORCH_EXTENSIONS_DIR"] == str(torch_extensions_dir("0.19.8"))
+
+
+def test_op_cache_is_per_processor():
+    """Ops compiled for one CPU's SIMD flags are never reused on another (CI may run on a different CPU)."""
+    from tests.conftest import cpu_fingerprint
+
+    avx512 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"
+    avx2 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx2\n"
+    same_flags_reordered = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: avx512_bf16 avx2 fpu sse avx512f\n"
+    assert cpu_fingerprint(avx512) != cpu_fingerprint(avx2)
+    assert cpu_fingerprint(avx512) == cpu_fingerprint(same_flags_reordered)
+    assert cpu_fingerprint(avx512) != cpu_fingerprint(avx512.replace("AMD EPYC", "Intel Xeon"))
+    assert torch_extensions_dir("0.19.8").name == f"ds0198-cpu{cpu_fingerprint()}"
+    assert torch_extensions_dir("0.19.5") != torch_extensions_dir("0.19.8")
