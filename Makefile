@@ -5,7 +5,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint bench fuzz-long clean
+#: pytest-xdist workers; "auto" is one per core (2 on CI's machine). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
+
+.PHONY: run test test-install lint pytest bench fuzz-long clean
 
 $(VENV)/.base-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +23,17 @@ $(VENV)/.test-installed: $(VENV)/.base-installed pyproject.toml scripts/install-
 run: $(VENV)/.base-installed
 	$(VENV)/bin/streamlit run app.py
 
-test: $(VENV)/.test-installed
-	$(VENV)/bin/ruff check .
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: lint pytest
+
+test-install: $(VENV)/.test-installed
 
 lint: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check .
+
+# --dist loadgroup: tests spread over the workers as they free up, except that a module marked
+# xdist_group (one whose module fixture starts a browser, a server or a DeepSpeed run) stays on one worker
+pytest: $(VENV)/.test-installed
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 bench: $(VENV)/.test-installed
 	$(PY) scripts/bench.py

@@ -17,11 +17,17 @@ fi
 # Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op
 # (the NVMe preset really swaps to disk in the real-DeepSpeed tests).
 missing=()
-[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 dpkg -s libaio-dev >/dev/null 2>&1 || missing+=(libaio-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo_cmd=()
-    [ "$(id -u)" = "0" ] || sudo_cmd=(sudo)
+    if [ "$(id -u)" != "0" ]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "install-test-deps: need root or sudo to install Debian's ${missing[*]} (apt-get install ${missing[*]})" >&2
+            exit 1
+        fi
+        sudo_cmd=(sudo -n)  # never wait for a password prompt: CI has no standard input
+    fi
     "${sudo_cmd[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -6,76 +6,35 @@ Screenshots of every page go to ``test-artifacts/``.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from e2e_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
 
 import app_state
 import core
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# one worker runs the module: its server and browser start once per session
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 PRESETS = ROOT / "presets"
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    port = _free_port()
-    streamlit = Path(sys.executable).with_name("streamlit")
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit-e2e.log", "w")  # noqa: SIM115 — closed below
-    proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("streamlit did not start; see test-artifacts/streamlit-e2e.log") from None
-                time.sleep(0.5)
+    with streamlit_server("streamlit-e2e.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium is not installed at {CHROMIUM}")
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (Debian's chromium package; make test installs it)")
     ARTIFACTS.mkdir(exist_ok=True)
     with playwright_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

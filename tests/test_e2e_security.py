@@ -19,7 +19,8 @@ from test_e2e import browser, idle, load_preset, nav, open_app, preset_config, r
 
 import app_state
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# one worker runs the module: its server and browser start once per session
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e-security")]
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'

@@ -29,7 +29,8 @@ from tests.oracle.oracle import (
     run_initialize_cases,
 )
 
-pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
+# one worker runs the whole module, so the module fixture's DeepSpeed subprocess runs once per session
+pytestmark = [pytest.mark.deepspeed, pytest.mark.slow, pytest.mark.xdist_group("initialize")]
 
 RAISING = [c for c in INITIALIZE_CASES if c.raises and c.config_rule]
 QUIET = [c for c in INITIALIZE_CASES if not c.raises or not c.config_rule]
