@@ -58,6 +58,10 @@ def torch_extensions_dir(version: str) -> Path:
 
 # set before any test starts a DeepSpeed subprocess (they inherit it) or loads an op in-process
 os.environ["TORCH_EXTENSIONS_DIR"] = str(torch_extensions_dir("0.19.8"))
+# CI has no network but the package registries: nothing in a test may reach for a model hub, and a
+# library that would must fail at once, not wait on a connection
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def _files_open_in_some_process() -> set[str]:
