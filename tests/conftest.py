@@ -13,6 +13,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# A loaded or slow CI host must not turn a property test into a failure: no per-example deadline and no
+# "too slow" health check for any test (a test's own @settings still sets its example count).
+settings.register_profile("dsconfig", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dsconfig")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
