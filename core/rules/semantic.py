@@ -173,9 +173,11 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             continue  # "auto" is the default value itself: nothing to explain
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
-        if ctx.is_hf:
-            if _hf_fills(path):
-                continue
+        # A pydantic section drops "auto" whoever passes the config on, so there it means the default.
+        dropped = field is not None and behaviour == "default" and is_strict(field.owner)
+        if ctx.is_hf and _hf_fills(path):
+            continue
+        if ctx.is_hf and not dropped:
             yield Finding(
                 "error", "auto.not-filled", path,
                 f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
@@ -223,7 +225,9 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             default = field.default if field else None
             yield Finding(
                 "info", "auto.default", path,
-                f"`{path}` is \"auto\": plain DeepSpeed drops it and uses the default"
+                f"`{path}` is \"auto\": "
+                + ("the HF Trainer does not fill this key in, and " if ctx.is_hf else "plain ")
+                + "DeepSpeed drops it and uses the default"
                 + (f" ({default!r})." if default is not None else "."),
                 suggestion="Write the value explicitly to make the config self-explanatory.",
                 fix=_set(path, default) if default is not None else None,

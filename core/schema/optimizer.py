@@ -187,6 +187,16 @@ def _weight_decay(default: float = 0.0, backends: tuple[Backend, ...] | None = N
     )
 
 
+#: Constructor keywords OnebitAdam, ZeroOneAdam and OnebitLamb share (``runtime/fp16/onebit/``);
+#: ``max_grad_norm`` is one too, but the engine refuses it before the constructor runs.
+_ONEBIT_ADAM_STYLE: tuple[Param, ...] = (
+    Param("bias_correction", _BOOL, "Correct the moment estimates for their zero initialisation.", default=True),
+    Param("eps_inside_sqrt", _BOOL, "Add eps inside the square root.", default=False),
+    Param("amsgrad", _BOOL, "Not supported: the constructor raises RuntimeError when true.", default=False,
+          choices=(False,)),
+)
+
+
 _FP32_STATES = Param(
     "fp32_optimizer_states",
     _BOOL,
@@ -438,7 +448,7 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                 name,
                 display,
                 description,
-                (*base, *extra),
+                (*base, *_ONEBIT_ADAM_STYLE, *extra),
                 {"gpu": impl},
                 removed="0.19.8",
                 zero_supported=False,

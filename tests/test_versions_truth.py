@@ -1,0 +1,132 @@
+"""Regression tests for two truth bugs, each checked against the real release.
+
+- DeepSpeed 0.19.5's OnebitAdam, ZeroOneAdam and OnebitLamb accept ``bias_correction``, ``eps_inside_sqrt``
+  and ``amsgrad`` (their constructors in ``runtime/fp16/onebit/``); the validator called them unknown.
+- ``target="hf"``: "auto" in a pydantic field the HF Trainer does not fill is dropped by DeepSpeed, which
+  then uses the default; the validator called it the error ``auto.not-filled``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from core.io import load_config
+from core.validate import validate
+from tests.conftest import CORPUS_DIR, REPO_ROOT
+from tests.oracle import ds0195_worker
+from tests.oracle.oracle import WORKER_PYTHONS, oracle_available
+
+pytestmark = pytest.mark.deepspeed
+
+_ONEBIT_CLASSES = {
+    "OneBitAdam": "deepspeed.runtime.fp16.onebit.adam.OnebitAdam",
+    "ZeroOneAdam": "deepspeed.runtime.fp16.onebit.zoadam.ZeroOneAdam",
+    "OneBitLamb": "deepspeed.runtime.fp16.onebit.lamb.OnebitLamb",
+}
+# Positional arguments the engine passes itself, and the keyword it refuses before the constructor runs.
+_NOT_CONFIG_KEYWORDS = {"self", "params", "deepspeed", "max_grad_norm"}
+
+_SIGNATURES = """
+import importlib, inspect, json, sys
+out = {}
+for label, dotted in json.loads(sys.argv[1]).items():
+    module, _, name = dotted.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    out[label] = {p.name: repr(p.default) for p in inspect.signature(cls.__init__).parameters.values()}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def onebit_signatures_0195() -> dict[str, dict[str, str]]:
+    reason = oracle_available("0.19.5")
+    if reason:
+        pytest.skip(reason)
+    done = subprocess.run(
+        [str(WORKER_PYTHONS["0.19.5"]), "-c", _SIGNATURES, json.dumps(_ONEBIT_CLASSES)],
+        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT, check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _minimal(optimizer: dict) -> dict:
+    return {"train_micro_batch_size_per_gpu": 1, "optimizer": optimizer}
+
+
+@pytest.mark.parametrize("display", sorted(_ONEBIT_CLASSES))
+def test_every_constructor_keyword_of_the_0195_onebit_optimizers_is_known(display, onebit_signatures_0195):
+    keywords = set(onebit_signatures_0195[display]) - _NOT_CONFIG_KEYWORDS
+    assert {"bias_correction", "eps_inside_sqrt", "amsgrad"} <= keywords
+    signature = onebit_signatures_0195[display]
+    # every keyword at DeepSpeed's own default value is accepted
+    params = {k: json.loads(signature[k].replace("'", '"').replace("True", "true").replace("False", "false"))
+              for k in keywords if signature[k] not in ("None",) and not signature[k].startswith("(")}
+    report = validate(_minimal({"type": display, "params": params}), version="0.19.5")
+    assert [f for f in report.findings if f.code.startswith("optimizer.")] == []
+    # and a keyword the constructor does not have is still refused
+    unknown = validate(_minimal({"type": display, "params": {"lr": 1e-3, "nesterov": True}}), version="0.19.5")
+    assert [f.path for f in unknown.findings if f.code == "optimizer.unknown-param"] == ["optimizer.params.nesterov"]
+
+
+def test_onebit_amsgrad_true_is_refused_as_the_constructor_does():
+    report = validate(_minimal({"type": "OneBitAdam", "params": {"lr": 1e-3, "amsgrad": True}}), version="0.19.5")
+    assert [f.code for f in report.findings if f.path == "optimizer.params.amsgrad"] == ["optimizer.param-choice"]
+
+
+@pytest.mark.parametrize("rel", [
+    "THUDM__GLM/scripts__ds_onebit_config.json",
+    "microsoft__DeepSpeedExamples/cifar__ds_config_onebitlamb.json",
+    "microsoft__DeepSpeedExamples/bing_bert__01_adam__mpi_infiniband__deepspeed_bsz4k_01adam_config_seq128_mpi_infiniband.json",
+])
+def test_corpus_onebit_configs_have_no_unknown_params_in_0195(rel):
+    path = CORPUS_DIR / rel
+    if not path.exists():
+        pytest.skip(f"{path} missing")
+    config = load_config(path.read_text())
+    assert "bias_correction" in config["optimizer"]["params"]
+    report = validate(config, version="0.19.5")
+    assert [f for f in report.findings if f.code == "optimizer.unknown-param"] == []
+
+
+# ----------------------------------------------------------------------------- "auto" with target="hf"
+_AUTO_IN_PYDANTIC = {
+    "train_micro_batch_size_per_gpu": 1,
+    "bf16": {"enabled": True},
+    "zero_optimization": {
+        "stage": 3,
+        "stage3_max_live_parameters": "auto",
+        "offload_param": {"device": "cpu", "buffer_size": "auto"},
+    },
+}
+
+
+def test_real_deepspeed_drops_auto_in_pydantic_fields_and_uses_the_default():
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+    cls = ds0195_worker._deepspeed_config_class()
+    with ds0195_worker._quiet():
+        parsed = cls(json.loads(json.dumps(_AUTO_IN_PYDANTIC)), 1)
+    assert parsed.zero_config.max_live_parameters == 1_000_000_000
+    assert parsed.zero_config.offload_param.buffer_size == 100_000_000
+
+
+@pytest.mark.parametrize("target", ["hf", "deepspeed"])
+def test_auto_in_an_unfilled_pydantic_field_is_an_info_that_the_default_applies(target):
+    report = validate(_AUTO_IN_PYDANTIC, target=target)
+    by_path = {f.path: f for f in report.findings}
+    assert report.errors == []
+    for path, default in (("zero_optimization.stage3_max_live_parameters", 1_000_000_000),
+                          ("zero_optimization.offload_param.buffer_size", 100_000_000)):
+        finding = by_path[path]
+        assert (finding.severity, finding.code) == ("info", "auto.default")
+        assert f"({default})" in finding.message
+    assert all(f.code != "auto.not-filled" for f in report.findings)
+
+
+def test_auto_where_deepspeed_keeps_the_string_is_still_an_error_with_hf():
+    report = validate({"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto"}, target="hf")
+    assert [(f.severity, f.code) for f in report.findings if f.path == "steps_per_print"] == [
+        ("error", "auto.not-filled")]
