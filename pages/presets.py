@@ -14,7 +14,7 @@ import streamlit as st
 import app_state
 from core import presets
 from core.export import key_differences
-from ui import frame, memory, widgets
+from ui import actions, frame, memory, widgets
 
 frame.begin("Presets")
 widgets.explain(
@@ -75,10 +75,10 @@ st.subheader("Details")
 
 def _load(name: str) -> None:
     preset = by_name[name]
+    actions.remember(f"load of {preset.name}")  # the edits it replaces come back with one click
     app_state.replace_config(copy.deepcopy(preset.config), baseline=True)
-    if preset.target in app_state.TARGETS:
-        app_state.get_context()["target"] = preset.target
-    st.session_state["presets_message"] = f"Loaded the preset {preset.title} ({preset.name}) into the builder."
+    note = actions.keep_target(preset.target, "on Start")
+    st.session_state["presets_message"] = f"Loaded the preset {preset.title} ({preset.name}) into the builder.{note}"
 
 
 if not shown:
@@ -131,50 +131,62 @@ else:
               on_click=_load, args=(preset.name,))
 if st.session_state.get("presets_message"):
     st.success(md_escape(st.session_state["presets_message"]), icon=":material/check:")
+    actions.undo_button("presets")
 
 # ------------------------------------------------------------------ compare
-st.subheader("Compare two presets")
-if len(found) < 2:
-    st.info("At least two presets are needed for a comparison.")
+st.subheader("Compare")
+CURRENT = "(current config)"
+sides = {CURRENT: app_state.get_config(), **{n: p.config for n, p in by_name.items()}}
+
+
+def _side_label(name: str) -> str:
+    return "Your current config (being edited)" if name == CURRENT else f"{by_name[name].title} ({name})"
+
+
+names = list(sides)
+cols = st.columns(2)
+left = cols[0].selectbox("Left", names, index=0, key="presets_left", format_func=_side_label)
+right = cols[1].selectbox("Right", names, index=min(1, len(names) - 1), key="presets_right", format_func=_side_label)
+rows = key_differences(sides[left], sides[right])
+if rows:
+    st.dataframe(pd.DataFrame(rows).rename(columns={"key": "Key", "left": left, "right": right}), hide_index=True,
+                 key="presets_diff")
 else:
-    names = list(by_name)
-    cols = st.columns(2)
-    left = cols[0].selectbox("Left", names, index=0, key="presets_left",
-                             format_func=lambda n: f"{by_name[n].title} ({n})")
-    right = cols[1].selectbox("Right", names, index=1, key="presets_right",
-                              format_func=lambda n: f"{by_name[n].title} ({n})")
-    rows = key_differences(by_name[left].config, by_name[right].config)
-    if rows:
-        st.dataframe(pd.DataFrame(rows).rename(columns={"left": left, "right": right}), hide_index=True,
-                     key="presets_diff")
-    else:
-        st.info("The two configs are identical.")
-    ctx = app_state.get_context()
-    if memory.model_for(ctx) is None:
-        st.info("Choose a model on the Start page to compare the presets' memory per GPU.")
-        st.page_link(app_state.PAGES["start"], label="Choose a model", icon=":material/arrow_back:")
-    else:
-        mem_rows = []
-        for pname in dict.fromkeys((left, right)):
-            est = memory.current_estimate(by_name[pname].config, ctx)
-            for category, size in sorted(est.gpu_peak_by_category().items()):
-                mem_rows.append({"preset": pname, "category": category, "gib": size / memory.GIB,
-                                 "total_gib": est.gpu_bytes / memory.GIB, "fits": est.fits})
-        mem = pd.DataFrame(mem_rows)
-        capacity = float(ctx["gpu_memory_gib"])
-        bars = alt.Chart(mem).mark_bar().encode(
-            x=alt.X("preset:N", title=None, axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("gib:Q", title="GiB per GPU"),
-            color=alt.Color("category:N", title=None),
-            tooltip=["preset", "category", alt.Tooltip("gib:Q", format=".1f")],
-        )
-        rule = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-            y="capacity:Q")
-        st.altair_chart((bars + rule).properties(height=280), width="stretch")
-        st.dataframe(mem.groupby("preset", as_index=False, sort=False)[["total_gib", "fits"]].first(),
-                     hide_index=True, key="presets_memory")
-        st.caption(f"{md_escape(ctx.get('model') or 'Your model')} on {app_state.world_size(ctx)} GPUs "
-                   f"(context of the Start page); red line: {capacity:g} GiB per GPU.")
+    st.info("The two configs are identical.")
+ctx = app_state.get_context()
+if memory.model_for(ctx) is None:
+    st.info("Choose a model on the Start page to compare memory per GPU.")
+    st.page_link(app_state.PAGES["start"], label="Choose a model", icon=":material/arrow_back:")
+else:
+    mem_rows, totals = [], []
+    for pname in dict.fromkeys((left, right)):
+        est = memory.current_estimate(sides[pname], ctx)
+        micro, assumed = memory.micro_batch_and_assumption(sides[pname], None, ctx)
+        written = sides[pname].get("train_micro_batch_size_per_gpu")
+        for category, size in sorted(est.gpu_peak_by_category().items()):
+            mem_rows.append({"config": pname, "category": category, "gib": size / memory.GIB})
+        totals.append({"Config": pname, "Micro batch (as written)": json.dumps(written) if written is not None
+                       else "not set", "Micro batch used": f"{micro}" + (" (assumed)" if assumed else ""),
+                       "GPU GiB per GPU (peak)": round(est.gpu_bytes / memory.GIB, 1),
+                       "Fits": "yes" if est.fits else "no"})
+    mem = pd.DataFrame(mem_rows)
+    capacity = float(ctx["gpu_memory_gib"])
+    bars = alt.Chart(mem).mark_bar().encode(
+        x=alt.X("config:N", title=None, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("gib:Q", title="GiB per GPU"),
+        color=alt.Color("category:N", title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["config", "category", alt.Tooltip("gib:Q", format=".1f")],
+    )
+    rule = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+        y="capacity:Q")
+    st.altair_chart((bars + rule).properties(height=280), width="stretch")
+    st.dataframe(pd.DataFrame(totals), hide_index=True, key="presets_memory",
+                 column_config={"GPU GiB per GPU (peak)": st.column_config.NumberColumn(format="%.1f")})
+    notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
+    for note in sorted(notes):
+        st.caption(f"ℹ️ {note}")
+    st.caption(f"{md_escape(ctx.get('model') or 'Your model')} on {app_state.world_size(ctx)} GPUs "
+               f"(context of the Start page); red line: {capacity:g} GiB per GPU.")
 
 # ------------------------------------------------------------------ save
 st.subheader("Save the current config as a team preset")

@@ -11,7 +11,7 @@ import core
 from core import hardware, memory, presets
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
-from ui import frame, widgets
+from ui import actions, frame, widgets
 
 frame.begin("Start")
 widgets.explain(
@@ -34,20 +34,35 @@ source = st.radio("Source", ["Preset", "Upload or paste", "Blank"], horizontal=T
                   label_visibility="collapsed")
 
 
-def _load(config: dict, target: str | None = None) -> None:
+def _load(config: dict, label: str) -> None:
+    # the target stays the user's choice; what was there before can be restored with one click
+    actions.remember(label)
     app_state.replace_config(config, baseline=True)
-    if target in app_state.TARGETS:
-        app_state.get_context()["target"] = target
 
 
 def _load_preset(preset: presets.Preset) -> None:
-    _load(copy.deepcopy(preset.config), preset.target)
-    st.session_state["start_message"] = f"Loaded the preset **{preset.title}** ({preset.name})."
+    _load(copy.deepcopy(preset.config), f"load of {preset.name}")
+    note = actions.keep_target(preset.target, "below")
+    st.session_state["start_message"] = f"Loaded the preset **{preset.title}** ({preset.name}).{note}"
+
+
+#: Session key: which input was given last ("upload" or "paste"); that one is imported.
+LAST_INPUT = "start_last_input"
+
+
+def import_source() -> str | None:
+    """The input the Import button reads: the one given last, else the only one there is."""
+    uploaded = st.session_state.get("start_upload") is not None
+    pasted = bool((st.session_state.get("start_paste") or "").strip())
+    last = st.session_state.get(LAST_INPUT)
+    if (last == "upload" and uploaded) or (last == "paste" and pasted):
+        return last
+    return "upload" if uploaded else "paste" if pasted else None
 
 
 def _import() -> None:
     uploaded = st.session_state.get("start_upload")
-    raw = uploaded.getvalue() if uploaded is not None else st.session_state.get("start_paste", "")
+    raw = uploaded.getvalue() if import_source() == "upload" else st.session_state.get("start_paste", "")
     try:
         loaded = core.load_config(raw)
     except core.ConfigLoadError as exc:
@@ -56,14 +71,14 @@ def _import() -> None:
         st.session_state.pop("start_message", None)
         return
     st.session_state.pop("start_error", None)
-    _load(loaded)
+    _load(loaded, "import")
     st.session_state["start_message"] = (
         f"Imported a config with {len(loaded)} top-level keys; it is the baseline the Review page compares against."
     )
 
 
 def _blank() -> None:
-    _load(empty_config())
+    _load(empty_config(), "blank start")
     st.session_state["start_message"] = "Started from a blank config."
 
 
@@ -87,9 +102,17 @@ if source == "Preset":
     else:
         st.info("No presets found.")
 elif source == "Upload or paste":
-    st.file_uploader("ds_config.json (JSON or HJSON)", type=["json", "hjson", "txt", "conf"], key="start_upload")
+    st.file_uploader("ds_config.json (JSON or HJSON, up to 2 MB)", type=["json", "hjson", "txt", "conf"],
+                     key="start_upload", on_change=lambda: st.session_state.update({LAST_INPUT: "upload"}))
     st.text_area("…or paste it here", key="start_paste", height=200,
-                 placeholder='{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}')
+                 placeholder='{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}',
+                 on_change=lambda: st.session_state.update({LAST_INPUT: "paste"}))
+    chosen = import_source()
+    if chosen == "upload":
+        st.caption(f"Import will read the uploaded file **{widgets.safe_text(st.session_state['start_upload'].name)}**"
+                   " (given last; paste again to use the text instead).")
+    elif chosen == "paste":
+        st.caption("Import will read the **pasted text** (given last; upload again to use a file instead).")
     st.button("Import", type="primary", key="start_import", icon=":material/upload:", on_click=_import)
     if st.session_state.get("start_error"):
         st.error(st.session_state["start_error"], icon=":material/error:")
@@ -98,6 +121,9 @@ else:
     st.button("Start blank", type="primary", key="start_blank", on_click=_blank)
 if st.session_state.get("start_message"):
     st.success(st.session_state["start_message"], icon=":material/check:")
+    actions.undo_button("start")
+elif source == "Preset" and app_state.get_config() == empty_config():
+    st.caption("Nothing is loaded yet: the builder holds a blank config until you press **Load this preset**.")
 
 # ------------------------------------------------------------------ target and version
 st.subheader("2. Runtime")

@@ -73,3 +73,65 @@ def test_misspelt_section_is_the_headline_problem_with_did_you_mean_and_a_fix():
     assert "zero_optimisation" not in at.session_state["config"]
     at = app({"train_micro_batch_size_per_gpu": 1, "bf_16": {"enabled": True}}, page="pages/start.py")
     assert "did you mean `bf16`?" in headline(at)
+
+
+def test_switching_to_warmup_cosine_adapts_the_params_and_keeps_step_counts_integers():
+    config = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+              "scheduler": {"type": "WarmupLR",
+                            "params": {"warmup_min_lr": 0, "warmup_max_lr": 1e-4, "warmup_num_steps": 100}}}
+    at = app(config, page="pages/optimizer.py", train_steps=12000)
+    at.selectbox(key="cfg:scheduler.type").set_value("WarmupCosineLR").run()
+    assert at.session_state["config"]["scheduler"] == {
+        "type": "WarmupCosineLR", "params": {"warmup_num_steps": 100, "total_num_steps": 12000}}
+    assert not at.error
+    assert not any("params.params" in e.value for e in [*at.error, *at.warning])
+    box = at.number_input(key="cfg:scheduler.params.total_num_steps")
+    box.set_value(20000).run()
+    steps = at.session_state["config"]["scheduler"]["params"]["total_num_steps"]
+    assert steps == 20000 and isinstance(steps, int)
+    exported = next(c.value for c in at.switch_page("pages/review.py").run().code if '"total_num_steps"' in c.value)
+    assert '"total_num_steps": 20000' in exported
+
+
+def test_upload_and_paste_the_last_one_given_wins_and_the_page_says_which():
+    at = app()
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    at.file_uploader(key="start_upload").upload("mine.json", b'{"train_micro_batch_size_per_gpu": 2}',
+                                                 "application/json").run()
+    assert any("uploaded file **mine.json**" in c.value for c in at.caption)
+    at.text_area(key="start_paste").input('{"train_micro_batch_size_per_gpu": 5}').run()
+    assert any("**pasted text**" in c.value for c in at.caption)
+    at.button(key="start_import").click().run()
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 5}
+    at.file_uploader(key="start_upload").upload("other.json", b'{"train_micro_batch_size_per_gpu": 3}',
+                                                 "application/json").run()
+    at.button(key="start_import").click().run()
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 3}
+
+
+def test_loading_a_preset_over_edits_keeps_the_hf_target_and_offers_undo():
+    edited = {"train_micro_batch_size_per_gpu": 6, "gradient_clipping": 0.3}
+    at = app(edited, target="hf")
+    at.selectbox(key="start_preset").set_value("zero2-bf16").run()
+    at.button(key="start_load_preset").click().run()
+    assert at.session_state["context"]["target"] == "hf"
+    assert at.session_state["config"] == preset_config("zero2-bf16")
+    assert any("your target stays hf" in s.value for s in at.success)
+    at.button(key="undo:start").click().run()
+    assert at.session_state["config"] == edited
+    assert at.session_state["context"]["target"] == "hf"
+
+
+def test_compare_takes_the_current_config_and_shows_auto_as_auto():
+    mine = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}
+    at = app(mine, page="pages/presets.py", target="hf", hf_micro_batch=4, **model_context("meta-llama/Llama-3.2-1B"))
+    at.selectbox(key="presets_left").set_value("(current config)").run()
+    at.selectbox(key="presets_right").set_value("hf-auto-zero3").run()
+    diff = next(d.value for d in at.dataframe if "Key" in d.value.columns)
+    row = diff[diff["Key"] == "train_micro_batch_size_per_gpu"].iloc[0]
+    assert row["(current config)"] == "2" and row["hf-auto-zero3"] == '"auto"'
+    totals = next(d.value for d in at.dataframe if "Config" in d.value.columns).set_index("Config")
+    assert totals.loc["hf-auto-zero3", "Micro batch (as written)"] == '"auto"'
+    assert totals.loc["hf-auto-zero3", "Micro batch used"] == "4 (assumed)"
+    assert totals.loc["(current config)", "Micro batch used"] == "2"
+    assert any("micro batch 4 assumed" in c.value for c in at.caption)

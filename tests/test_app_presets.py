@@ -76,16 +76,16 @@ def test_diff_lists_the_keys_that_differ():
     at = app(page=PAGE)
     select(at, "presets_left", "zero2-bf16")
     select(at, "presets_right", "zero3-bf16")
-    diff = table(at, "key", without="why")
+    diff = table(at, "Key", without="why")
     left = presets.load_preset("zero2-bf16", [presets.BUILTIN_DIR]).config
     right = presets.load_preset("zero3-bf16", [presets.BUILTIN_DIR]).config
-    assert "zero_optimization.stage" in set(diff["key"])
-    row = diff[diff["key"] == "zero_optimization.stage"].iloc[0]
+    assert "zero_optimization.stage" in set(diff["Key"])
+    row = diff[diff["Key"] == "zero_optimization.stage"].iloc[0]
     assert (row["zero2-bf16"], row["zero3-bf16"]) == (json.dumps(left["zero_optimization"]["stage"]),
                                                       json.dumps(right["zero_optimization"]["stage"]))
     # Only differing keys: every top-level section equal in both files is absent.
     same = [k for k in left if left[k] == right.get(k)]
-    assert same and not any(k == s or k.startswith(s + ".") for k in diff["key"] for s in same)
+    assert same and not any(k == s or k.startswith(s + ".") for k in diff["Key"] for s in same)
 
 
 def test_memory_comparison_needs_a_model_and_differs_by_stage():
@@ -94,7 +94,7 @@ def test_memory_comparison_needs_a_model_and_differs_by_stage():
     at = app(page=PAGE, **MODEL)
     select(at, "presets_left", "dp-bf16")
     select(at, "presets_right", "zero3-bf16")
-    mem = table(at, "preset", "total_gib").set_index("preset")["total_gib"]
+    mem = table(at, "Config", "GPU GiB per GPU (peak)").set_index("Config")["GPU GiB per GPU (peak)"]
     assert list(mem.index) == ["dp-bf16", "zero3-bf16"]
     assert mem["zero3-bf16"] < mem["dp-bf16"]
     assert at.get("vega_lite_chart")
@@ -208,6 +208,6 @@ def test_odd_team_preset_never_crashes_the_page(tmp_path: Path, monkeypatch):
     select(at, "presets_right", "zero3-bf16")
     assert "odd" in gallery(at)
     assert any("meta.target" in plain(w.value) for w in at.warning)
-    assert "zero_optimization.stage" in set(table(at, "key", without="why")["key"])
+    assert "zero_optimization.stage" in set(table(at, "Key", without="why")["Key"])
     assert any("Cannot validate" in plain(e.value) and "nowhere" in plain(e.value) for e in at.error)
-    assert len(table(at, "preset", "total_gib")) == 2
+    assert len(table(at, "Config", "GPU GiB per GPU (peak)")) == 2

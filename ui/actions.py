@@ -51,3 +51,18 @@ def apply_way(way: fit.Way) -> None:
 def apply_fix(description: str, fixed: Mapping[str, Any]) -> None:
     remember(description)
     app_state.replace_config(dict(fixed))
+
+
+def keep_target(preset_target: str, where: str) -> str:
+    """After loading a preset: an HF preset (its "auto" values need the Trainer) sets the HF target; any other
+    preset keeps the user's target (a plain config works under the HF Trainer too). Returns a sentence for
+    the user when the two differ."""
+    ctx = app_state.get_context()
+    if preset_target == "hf" and ctx["target"] != "hf":
+        ctx["target"] = "hf"
+        st.session_state.pop("ctx:target", None)
+        return ' Its "auto" values need the HF Trainer, so the target is now hf.'
+    if preset_target != ctx["target"]:
+        return (f" It was written for the target {preset_target}; your target stays {ctx['target']} "
+                f"(change it {where}).")
+    return ""

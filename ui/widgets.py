@@ -23,6 +23,7 @@ import streamlit as st
 from pydantic import BaseModel
 
 import app_state
+from core import autofill
 from core.findings import Finding, Report, delete_path, get_path, join_path, set_path, split_path
 from core.io import check_finite_numbers
 from core.rules.context import lax_bool
@@ -30,6 +31,8 @@ from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
 
 _MISSING = object()
+#: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
+SCHEDULER_TYPE = "scheduler.type"
 #: Largest integer a browser number widget holds exactly.
 JS_MAX_SAFE_INT = 2**53 - 1
 Kind = Literal["bool", "int", "float", "choice", "str", "json", "section"]
@@ -212,6 +215,10 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
         delete_path(config, path, prune=True)
     else:
         set_path(config, path, value)
+    if path == SCHEDULER_TYPE:
+        # a new scheduler takes other parameters: drop the ones it would fail on, fill its step count
+        steps = app_state.get_context().get("train_steps")
+        app_state.replace_config(autofill.switch_scheduler(config, value, steps))
 
 
 def _on_auto(path: str, default: Any) -> None:
@@ -640,8 +647,8 @@ def param_kind(param: Any, value: Any) -> FieldKind:
         return FieldKind("json", (), optional)
     if "boolean" in types:
         return FieldKind("bool", (), optional)
-    if "integer" in types and "number" not in types:
-        return FieldKind("int", (), optional)
+    if ("integer" in types and "number" not in types) or ("number" in types and param.unit == "steps"):
+        return FieldKind("int", (), optional)  # a step count is an integer even where DeepSpeed takes a float
     if "number" in types:
         return FieldKind("float", (), optional)
     if "string" in types:
