@@ -333,3 +333,19 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
             and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
         scheduler["params"]["total_num_steps"] = train_steps
     return out
+
+
+def fill_batch_autos(config: Mapping[str, Any], per_device_train_batch_size: int,
+                     gradient_accumulation_steps: int) -> dict[str, Any]:
+    """A copy of ``config`` with "auto" batch values as the HF Trainer fills them: the micro batch and the
+    accumulation from its arguments, and an "auto" train_batch_size removed (the Trainer writes world size ×
+    the two, exactly what DeepSpeed derives when it is absent, for whatever GPU count it runs on)."""
+    out = copy.deepcopy(dict(config))
+    if out.get("train_micro_batch_size_per_gpu") == AUTO:
+        out["train_micro_batch_size_per_gpu"] = _positive_int("per_device_train_batch_size",
+                                                               per_device_train_batch_size)
+    if out.get("gradient_accumulation_steps") == AUTO:
+        out["gradient_accumulation_steps"] = _positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
+    if out.get("train_batch_size") == AUTO:
+        del out["train_batch_size"]
+    return out

@@ -7,8 +7,19 @@ import streamlit as st
 
 import app_state
 import core
-from core.batch import BATCH_KEYS
+from core import autofill
+from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.findings import BatchValues
 from ui import frame, widgets
+
+
+def _trainer_batch(config: dict, world_size: int) -> BatchValues | None:
+    """The trio as DeepSpeed resolves ``config`` (its "auto" values already filled), or None if it does not."""
+    res = resolve_batch(config, effective_world_size(config, world_size))
+    if not res.ok:
+        return None
+    return BatchValues(res.train_batch_size, res.micro_batch, res.grad_accum, res.world_size, res.derived)
+
 
 frame.begin("Batch size")
 widgets.explain(
@@ -51,29 +62,48 @@ for col, key in zip(cols, trio, strict=True):
                              if derived else None)
 widgets.render_section("", form, only=[n for n in widgets.page_fields("batch") if n not in trio], columns=3)
 
+autos = [k for k in BATCH_KEYS if form.config.get(k) == "auto"]
+config_used = form.config
+if autos:
+    st.subheader('What the HF Trainer fills into "auto"')
+    st.caption('The Trainer replaces "auto" with its TrainingArguments at launch; give the values you will pass, '
+               "so the batch and the memory estimate are computed with them.")
+    cols = st.columns(2)
+    with cols[0]:
+        widgets.context_widget(st.number_input, "hf_micro_batch", "per_device_train_batch_size", step=1,
+                               disabled="train_micro_batch_size_per_gpu" not in autos and
+                               "train_batch_size" not in autos)
+    with cols[1]:
+        widgets.context_widget(st.number_input, "hf_grad_accum", "gradient_accumulation_steps (TrainingArguments)",
+                               step=1, disabled="gradient_accumulation_steps" not in autos and
+                               "train_batch_size" not in autos)
+    config_used = autofill.fill_batch_autos(form.config, int(ctx["hf_micro_batch"]), int(ctx["hf_grad_accum"]))
+    if form.target != "hf":
+        st.warning('The target is plain DeepSpeed, which does not fill "auto": it fails on these values. Switch '
+                   "the target to the HF Trainer on Start, or write numbers.", icon=":material/warning:")
+
 st.subheader("What DeepSpeed will use")
+batch = _trainer_batch(config_used, world) if autos else form.report.batch
 if batch is not None:
     rows = []
     for key in BATCH_KEYS:
         value = getattr(batch, key)
-        rows.append({
-            "key": key,
-            "value": f"{value:g}" if isinstance(value, float) else str(value),  # text: ints may exceed int64
-            "source": "derived by DeepSpeed" if key in batch.derived else "set in the config",
-        })
+        source = ("filled by the HF Trainer" if key in autos else
+                  "derived by DeepSpeed" if key in batch.derived else "set in the config")
+        rows.append({"Setting": key, "Value": f"{value:g}" if isinstance(value, float) else str(value),
+                     "Source": source})  # text: ints may exceed int64
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="batch_resolved")
-    derived = ", ".join(f"`{k}`" for k in batch.derived)
+    derived = ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
     st.caption(
         f"On {batch.world_size:g} data-parallel GPUs: {batch.train_batch_size} = "
         f"{batch.train_micro_batch_size_per_gpu} × {batch.gradient_accumulation_steps} × {batch.world_size:g}."
-        + (f" Derived: {derived}." if derived else " All three are set explicitly.")
+        + (f" Derived: {derived}." if derived else "")
+        + (f' "auto" filled as the Trainer would: {", ".join(f"`{k}`" for k in autos)}.' if autos else "")
     )
-elif any(form.config.get(k) == "auto" for k in BATCH_KEYS):
-    st.info('Some batch values are "auto": the HF Trainer fills them in at launch.')
 else:
-    st.warning("The batch values do not resolve for this world size; see the errors below.")
+    st.warning("The batch values do not resolve for this world size; see the errors above and in the headline.")
 
-valid = core.valid_world_sizes(form.config, 512)
+valid = core.valid_world_sizes(config_used, 512)
 if valid == list(range(1, 513)):
     st.markdown("**GPU counts that work with these values:** any (1–512); the global batch follows the GPU count.")
 elif valid:

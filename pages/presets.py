@@ -147,7 +147,8 @@ names = list(sides)
 cols = st.columns(2)
 left = cols[0].selectbox("Left", names, index=0, key="presets_left", format_func=_side_label)
 right = cols[1].selectbox("Right", names, index=min(1, len(names) - 1), key="presets_right", format_func=_side_label)
-rows = key_differences(sides[left], sides[right])
+# keys and values as safe text: the current config may hold anything (even lone surrogates)
+rows = [{k: widgets.safe_text(v) for k, v in row.items()} for row in key_differences(sides[left], sides[right])]
 if rows:
     st.dataframe(pd.DataFrame(rows).rename(columns={"key": "Key", "left": left, "right": right}), hide_index=True,
                  key="presets_diff")

@@ -9,7 +9,7 @@ import streamlit as st
 import app_state
 from core import memory as core_memory
 from core.findings import get_path
-from ui import frame, memory, widgets
+from ui import actions, frame, headline, memory, widgets
 
 frame.begin("ZeRO & offload")
 widgets.explain(
@@ -62,20 +62,31 @@ else:
         y="capacity:Q")
     st.altair_chart((bars + rule).properties(height=300), width="stretch")
     totals = figure.groupby("stage", as_index=False)["gib_per_gpu"].sum()
-    totals["fits"] = totals["gib_per_gpu"] <= capacity
-    totals["current"] = totals["stage"] == stage
     st.caption(f"{ctx.get('model') or 'Your model'} ({params[0] / 1e9:.2f} B parameters) on {world} GPUs; "
                f"red line: {capacity:g} GiB per GPU. Model states only (16 bytes per parameter, the ZeRO "
-               "paper's accounting); activations come on top.")
-    st.dataframe(totals, hide_index=True, key="zero_stage_totals")
+               "paper's accounting); activations come on top, so whether a stage fits is the full estimate's "
+               "verdict (the same as in the table of every option below).")
+    full = memory.options_components(config, ctx, form.report)
+    verdict = {} if full is None else {
+        int(r.stage): r.fits for r in full.drop_duplicates("option").itertuples()
+        if r.option == memory.option_label(int(r.stage), "none", "none")}
+    st.dataframe(pd.DataFrame({
+        "ZeRO stage": totals["stage"],
+        "Model states, GiB per GPU": totals["gib_per_gpu"],
+        "Fits (full estimate, no offload)": [memory.fit_label(verdict.get(int(s))) for s in totals["stage"]],
+        "Current": ["◀ current" if s == stage else "" for s in totals["stage"]],
+    }), hide_index=True, key="zero_stage_totals",
+        column_config={"Model states, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
 
 # ------------------------------------------------------------------ offload
 st.subheader("Offload")
 cols = st.columns(2)
-with cols[0], st.container(border=True):
-    widgets.render_section("zero_optimization.offload_optimizer", form, columns=1)
-with cols[1], st.container(border=True):
-    widgets.render_section("zero_optimization.offload_param", form, columns=1)
+for col, section in zip(cols, ("offload_optimizer", "offload_param"), strict=True):
+    with col, st.container(border=True):
+        device = get_path(config, f"zero_optimization.{section}.device")
+        # the other knobs do nothing without a device: only the device is shown then
+        widgets.render_section(f"zero_optimization.{section}", form, columns=1,
+                               only=None if device in ("cpu", "nvme") else ["device"])
 if "nvme" in (get_path(config, "zero_optimization.offload_optimizer.device"),
               get_path(config, "zero_optimization.offload_param.device")):
     with st.container(border=True):
@@ -108,45 +119,83 @@ if estimate is not None:
                f"{estimate.cpu_bytes_per_node / memory.GIB:.0f} GiB CPU RAM per node "
                f"(micro batch {estimate.shape.micro_batch}, {estimate.shape.seq_len} tokens, "
                f"{estimate.shape.attention} attention, recompute {estimate.shape.recompute}).")
-    for note in estimate.notes:
+    assumed = memory.micro_batch_and_assumption(config, form.report, ctx)[1]
+    for note in [*([assumed[0].upper() + assumed[1:] + "."] if assumed else []), *estimate.notes]:
         st.caption(f"ℹ️ {note}")
     with st.expander("Every component with its formula", icon=":material/functions:"):
-        st.dataframe(parts[["name", "device", "phase", "gib", "formula"]], hide_index=True, key="zero_components")
+        st.dataframe(parts[["name", "device", "phase", "gib", "formula"]].rename(columns={
+            "name": "Component", "device": "Where", "phase": "When", "gib": "GiB", "formula": "Formula"}),
+            hide_index=True, key="zero_components", column_config={"GiB": st.column_config.NumberColumn(format="%.1f")})
+
+    if not estimate.fits:
+        st.subheader("Make it fit")
+        found = headline.ways(config, ctx, form.report)
+        if not found:
+            st.info("No change the memory model knows of makes this fit; a larger GPU or a smaller model would.")
+        for i, way in enumerate(found):
+            with st.container(border=True):
+                verdict = "✅ fits" if way.fits else f"still short of {', '.join(way.short)}"
+                st.markdown(f"**{i + 1}. {way.title}** — GPU {way.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
+                            f"CPU RAM {way.cpu_bytes_per_node / memory.GIB:.1f} GiB per node: {verdict}")
+                st.caption(way.detail)
+                st.button("Apply", key=f"zero_fit_{i}", on_click=actions.apply_way, args=(way,),
+                          icon=":material/build:", type="primary" if i == 0 and way.fits else "secondary")
 
     st.subheader("Every ZeRO stage and offload option")
     options = memory.options_components(config, ctx, form.report)
     current_label = memory.current_option(config, stage)
     options["current"] = options["option"] == current_label
+    options["verdict"] = options["fits"].map(memory.fit_label)
     stacked = alt.Chart(options).mark_bar().encode(
         y=alt.Y("option:N", title=None, sort=None, axis=alt.Axis(labelLimit=260)),
         x=alt.X("gib:Q", title="GiB per GPU at the peak (current option opaque)", stack=True),
-        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS),
+        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=alt.Legend(orient="bottom")),
         opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.45)),
         tooltip=["option", "category", alt.Tooltip("gib:Q", format=".1f"), alt.Tooltip("cpu_gib:Q", format=".0f")],
     )
+    marks = alt.Chart(options.drop_duplicates("option")).mark_point(filled=True, size=90, shape="diamond").encode(
+        y=alt.Y("option:N", sort=None), x="total_gib:Q",
+        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=alt.Legend(orient="bottom")),
+        tooltip=["option", "verdict", alt.Tooltip("total_gib:Q", format=".1f")],
+    )
     rule = alt.Chart(pd.DataFrame({"limit": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
         x="limit:Q")
-    st.altair_chart((stacked + rule).properties(height=360), width="stretch")
-    totals = options.drop_duplicates("option")[["option", "total_gib", "cpu_gib", "nvme_gib", "fits", "current"]]
-    st.dataframe(totals, hide_index=True, key="zero_options")
+    st.altair_chart((stacked + marks + rule).resolve_scale(color="independent").properties(height=360),
+                    width="stretch")
+    totals = options.drop_duplicates("option")
+    st.dataframe(pd.DataFrame({
+        "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
+        "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
+        "Fits": totals["verdict"], "Current": totals["current"].map({True: "◀ current", False: ""}),
+    }), hide_index=True, key="zero_options", column_config={
+        c: st.column_config.NumberColumn(format="%.1f")
+        for c in ("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node")})
 
     st.subheader("Memory against micro batch, sequence length or GPU count")
     axis_labels = {"micro_batch": "micro batch", "seq_len": "sequence length", "total_gpus": "GPU count"}
+    SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
     axis = st.radio("Sweep", list(axis_labels), format_func=axis_labels.get, horizontal=True, key="zero_sweep_axis")
     now = {"micro_batch": estimate.shape.micro_batch, "seq_len": estimate.shape.seq_len, "total_gpus": world}[axis]
     sweep = core_memory.sweep_totals(config, memory.model_for(ctx), memory.hardware_for(ctx),
                                      memory.shape_for(ctx, config, form.report), axis,
                                      memory.sweep_values(axis, ctx, now))
     sweep["current"] = sweep[axis] == now
-    line = alt.Chart(sweep).mark_line(point=True).encode(
+    sweep["verdict"] = sweep["fits"].map(memory.fit_label)
+    base = alt.Chart(sweep).encode(
         x=alt.X(f"{axis}:Q", scale=alt.Scale(type="log", base=2), title=axis_labels[axis]),
         y=alt.Y("gpu_gib:Q", title="GiB per GPU at the peak"),
-        tooltip=[axis, alt.Tooltip("gpu_gib:Q", format=".1f"), "fits"],
+        tooltip=[axis, alt.Tooltip("gpu_gib:Q", format=".1f"), "verdict"],
     )
+    line = base.mark_line(color="#888888") + base.mark_point(filled=True, size=70).encode(
+        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=alt.Legend(orient="bottom")))
     cap = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
         y="capacity:Q")
     st.altair_chart((line + cap).properties(height=260), width="stretch")
-    st.dataframe(sweep[[axis, "gpu_gib", "fits", "current"]], hide_index=True, key="zero_sweep")
+    st.dataframe(pd.DataFrame({
+        SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
+        "Fits": sweep["verdict"], "Current": sweep["current"].map({True: "◀ current", False: ""}),
+    }), hide_index=True, key="zero_sweep",
+        column_config={"GPU, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
 
 # ------------------------------------------------------------------ everything else in zero_optimization
 with st.expander("Buckets, stage-3 knobs, ZeRO++ and the other ZeRO settings", icon=":material/tune:"):

@@ -135,3 +135,58 @@ def test_compare_takes_the_current_config_and_shows_auto_as_auto():
     assert totals.loc["hf-auto-zero3", "Micro batch used"] == "4 (assumed)"
     assert totals.loc["(current config)", "Micro batch used"] == "2"
     assert any("micro batch 4 assumed" in c.value for c in at.caption)
+
+
+def test_batch_page_with_hf_auto_computes_with_the_trainer_values():
+    at = app(preset_config("hf-auto-zero3"), page="pages/batch.py", target="hf", nodes=2, gpus_per_node=8,
+             **model_context("meta-llama/Llama-3.2-1B"))
+    assert not any("No GPU count" in m.value for m in at.markdown)
+    assert any("any (1–512)" in m.value for m in at.markdown)
+    at.number_input(key="ctx:hf_micro_batch").set_value(4).run()
+    at.number_input(key="ctx:hf_grad_accum").set_value(2).run()
+    table = next(d.value for d in at.dataframe if "Setting" in d.value.columns).set_index("Setting")
+    assert table.loc["train_batch_size", "Value"] == "128"  # 4 × 2 × 16 GPUs
+    assert table.loc["train_micro_batch_size_per_gpu", "Source"] == "filled by the HF Trainer"
+    # the memory model uses (and says) the assumed micro batch
+    assert "micro batch 4 assumed" in headline(at) and "micro batch 4," in headline(at)
+
+
+def test_zero_page_tables_agree_and_label_in_gib():
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    at = app(config, page="pages/zero.py", nodes=1, gpus_per_node=8, gpu_memory_gib=24.0,
+             **model_context("meta-llama/Llama-2-7b-hf"))
+    stages = next(d.value for d in at.dataframe if "ZeRO stage" in d.value.columns).set_index("ZeRO stage")
+    options = next(d.value for d in at.dataframe if "Option" in d.value.columns).set_index("Option")
+    for stage in range(4):
+        assert stages.loc[stage, "Fits (full estimate, no offload)"] == options.loc[f"ZeRO-{stage}", "Fits"]
+    assert set(options["Fits"]) <= {"fits", "does not fit"}
+    for frame in at.dataframe:
+        assert not any(c in frame.value.columns for c in ("gib_per_gpu", "total_gib", "fits", "gpu_gib")), frame
+
+
+def test_zero_page_make_it_fit_applies_a_way_and_nvme_zero_is_no_nvme():
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/nvme"},
+                                    "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}
+    at = app(config, page="pages/zero.py", nvme_gib=0.0, **model_context("meta-llama/Llama-2-7b-hf"))
+    assert "Does not fit** (NVMe)" in headline(at)
+    at = app(preset_config("zero1-bf16"), page="pages/zero.py", **model_context("meta-llama/Meta-Llama-3-8B"),
+             gpu_memory_gib=40.0, gpu="Custom")
+    assert "Does not fit" in headline(at)
+    at.button(key="zero_fit_0").click().run()
+    assert not at.exception
+    assert "✅ **Fits**" in headline(at)
+
+
+def test_offload_knobs_hidden_until_a_device_is_chosen():
+    at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}, page="pages/zero.py")
+    keys = {w.key for w in at.number_input}
+    assert "cfg:zero_optimization.offload_optimizer.buffer_count" not in keys
+    at.selectbox(key="cfg:zero_optimization.offload_optimizer.device").set_value("cpu").run()
+    assert "cfg:zero_optimization.offload_optimizer.buffer_count" in {w.key for w in at.number_input}
+
+
+def test_sidebar_did_you_mean_is_in_the_text():
+    at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 3}}, page="pages/zero.py")
+    assert any("`zero_optimisation`" in m.value and "Did you mean `zero_optimization`?" in m.value
+               for m in at.sidebar.markdown)

@@ -99,10 +99,10 @@ def test_batch_shows_derived_values():
     at = app({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}, page="pages/batch.py",
              nodes=1, gpus_per_node=4)
     table = at.dataframe[0].value
-    row = table.set_index("key").loc["train_batch_size"]
-    assert row["value"] == "24"  # shown as text: a config may hold ints beyond int64
-    assert row["source"] == "derived by DeepSpeed"
-    assert table.set_index("key").loc["gradient_accumulation_steps", "source"] == "set in the config"
+    row = table.set_index("Setting").loc["train_batch_size"]
+    assert row["Value"] == "24"  # shown as text: a config may hold ints beyond int64
+    assert row["Source"] == "derived by DeepSpeed"
+    assert table.set_index("Setting").loc["gradient_accumulation_steps", "Source"] == "set in the config"
     assert at.number_input(key=widget_key("train_batch_size")).proto.placeholder == "not set — DeepSpeed derives 24"
     assert any("any (1–512)" in m.value for m in at.markdown)
 

@@ -18,6 +18,10 @@ def zero_app(zero: dict, **context):
     return app(config, page="pages/zero.py", **(MODEL | context))
 
 
+STAGE_FITS = "Fits (full estimate, no offload)"
+GPU = "GPU, GiB per GPU"
+
+
 def table(at, column: str):
     """The first dataframe on the page that has ``column``."""
     return next(d.value for d in at.dataframe if column in d.value.columns)
@@ -25,37 +29,37 @@ def table(at, column: str):
 
 def test_stage_widget_changes_config_and_charts():
     at = zero_app({"stage": 1, "team_key": "x"}, nodes=1, gpus_per_node=8)
-    totals = table(at, "fits")
-    assert list(totals.loc[totals["current"], "stage"]) == [1]
-    options = table(at, "option")
-    assert list(options.loc[options["current"], "option"]) == ["ZeRO-1"]
-    sweep_before = table(at, "micro_batch").copy()
+    totals = table(at, STAGE_FITS)
+    assert list(totals.loc[totals["Current"] != "", "ZeRO stage"]) == [1]
+    options = table(at, "Option")
+    assert list(options.loc[options["Current"] != "", "Option"]) == ["ZeRO-1"]
+    sweep_before = table(at, "Micro batch").copy()
     at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
     assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 1,
                                           "zero_optimization": {"stage": 3, "team_key": "x"}, "keep_me": [1, 2]}
-    totals = table(at, "fits")
-    assert list(totals.loc[totals["current"], "stage"]) == [3]
-    options = table(at, "option")
-    assert list(options.loc[options["current"], "option"]) == ["ZeRO-3"]
-    sweep_after = table(at, "micro_batch")
-    assert (sweep_after["gpu_gib"] < sweep_before["gpu_gib"]).all()
+    totals = table(at, STAGE_FITS)
+    assert list(totals.loc[totals["Current"] != "", "ZeRO stage"]) == [3]
+    options = table(at, "Option")
+    assert list(options.loc[options["Current"] != "", "Option"]) == ["ZeRO-3"]
+    sweep_after = table(at, "Micro batch")
+    assert (sweep_after[GPU] < sweep_before[GPU]).all()
 
 
 def test_sweep_axis_switches_and_marks_the_current_value():
     at = zero_app({"stage": 2}, nodes=1, gpus_per_node=8, seq_len=4096)
     at.radio(key="zero_sweep_axis").set_value("seq_len").run()
-    sweep = table(at, "seq_len")
-    assert list(sweep.loc[sweep["current"], "seq_len"]) == [4096]
-    assert sweep["gpu_gib"].is_monotonic_increasing
+    sweep = table(at, "Sequence length (tokens)")
+    assert list(sweep.loc[sweep["Current"] != "", "Sequence length (tokens)"]) == [4096]
+    assert sweep[GPU].is_monotonic_increasing
     at.radio(key="zero_sweep_axis").set_value("total_gpus").run()
-    sweep = table(at, "total_gpus")
-    assert list(sweep.loc[sweep["current"], "total_gpus"]) == [8]
-    assert sweep["gpu_gib"].is_monotonic_decreasing
+    sweep = table(at, "GPUs")
+    assert list(sweep.loc[sweep["Current"] != "", "GPUs"]) == [8]
+    assert sweep[GPU].is_monotonic_decreasing
 
 
 def test_figure_follows_the_zero_paper_accounting():
     at = zero_app({"stage": 0}, nodes=2, gpus_per_node=8)
-    totals = table(at, "fits").set_index("stage")["gib_per_gpu"]
+    totals = table(at, STAGE_FITS).set_index("ZeRO stage")["Model states, GiB per GPU"]
     psi = SPEC.total_params / 2**30
     assert totals[0] == 16 * psi
     assert totals[1] == 4 * psi + 12 * psi / 16
@@ -65,20 +69,20 @@ def test_figure_follows_the_zero_paper_accounting():
 
 def test_offload_changes_the_estimate_to_core_memorys_numbers():
     at = zero_app({"stage": 3}, nodes=1, gpus_per_node=4, gpu_memory_gib=40.0, cpu_ram_gib=256.0, seq_len=1024)
-    before = table(at, "option")
+    before = table(at, "Option")
     at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).set_value("cpu").run()
     at.selectbox(key=widget_key("zero_optimization.offload_param.device")).set_value("cpu").run()
     config = at.session_state["config"]
     assert config["zero_optimization"] == {"stage": 3, "offload_optimizer": {"device": "cpu"},
                                            "offload_param": {"device": "cpu"}}
-    options = table(at, "option")
-    current = options.loc[options["current"]].iloc[0]
-    assert current["option"] == "ZeRO-3 opt→cpu param→cpu"
+    options = table(at, "Option")
+    current = options.loc[options["Current"] != ""].iloc[0]
+    assert current["Option"] == "ZeRO-3 opt→cpu param→cpu"
     expected = core_memory.estimate(
         config, SPEC, core_memory.Hardware(4, 1, 40 * 2**30, 256 * 2**30), core_memory.Shape(1, 1024))
-    assert current["total_gib"] == expected.gpu_bytes / 2**30
-    assert current["cpu_gib"] == expected.cpu_bytes_per_node / 2**30
-    assert current["total_gib"] < before.loc[before["current"]].iloc[0]["total_gib"]
+    assert current[GPU] == expected.gpu_bytes / 2**30
+    assert current["CPU RAM, GiB per node"] == expected.cpu_bytes_per_node / 2**30
+    assert current[GPU] < before.loc[before["Current"] != ""].iloc[0][GPU]
     assert any(f"{expected.gpu_bytes / 2**30:.1f} GiB per GPU" in c.value for c in at.caption)
     assert any(f"Fits: {expected.gpu_bytes / 2**30:.1f} of 40 GiB per GPU" in s.value for s in at.sidebar.success)
 

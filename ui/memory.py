@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import altair as alt
 import pandas as pd
 
 from core import memory
@@ -18,6 +19,14 @@ from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
 
 GIB = memory.GIB
+#: The one colour scale of "fits" / "does not fit" in every chart.
+FIT_LABELS = ("fits", "does not fit")
+FIT_COLORS = alt.Scale(domain=list(FIT_LABELS), range=["#2e7d32", "#c62828"])
+
+
+def fit_label(fits: object) -> str:
+    """The words for a fit verdict ("—" when unknown)."""
+    return "—" if fits is None else FIT_LABELS[0] if bool(fits) else FIT_LABELS[1]
 
 
 def model_params(context: Mapping[str, Any]) -> tuple[int, int] | None:

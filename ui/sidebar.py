@@ -17,7 +17,9 @@ def finding_label(finding: Finding) -> str:
     """Short one-line text of a finding for the sidebar."""
     where = f"`{finding.path}`: " if finding.path else ""
     message = finding.message if len(finding.message) <= 240 else finding.message[:237] + "…"
-    return widgets.safe_text(f"{_ICONS.get(finding.severity, '')} {where}{message}")
+    # a did-you-mean belongs in the text a user reads, not only in the hover help
+    hint = finding.suggestion if finding.suggestion and finding.suggestion.startswith("Did you mean") else ""
+    return widgets.safe_text(f"{_ICONS.get(finding.severity, '')} {where}{message}" + (f" {hint}" if hint else ""))
 
 
 def render(report: Report) -> None:
@@ -68,6 +70,9 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
         text += f"; NVMe {estimate.nvme_bytes_per_node / memory.GIB:.0f} GiB per node"
     shape = estimate.shape
     text += f" — micro batch {shape.micro_batch}, {shape.seq_len} tokens."
+    assumed = memory.micro_batch_and_assumption(config, report, ctx)[1]
+    if assumed:
+        text += f" ({assumed}.)"
     if estimate.fits:
         st.success(f"Fits: {text}", icon=":material/memory:")
     else:
