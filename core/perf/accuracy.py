@@ -1,0 +1,74 @@
+"""Predictions against the published measurements of ``core.perf.measurements``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from core.memory.estimate import Shape
+from core.models import describe, get_spec
+from core.models.arch import ModelSpec
+from core.perf.hardware import Cluster
+from core.perf.measurements import MEASUREMENTS, Measurement
+from core.perf.predict import predict
+
+
+def measurement_config(m: Measurement) -> dict[str, Any]:
+    """The ds_config a measurement ran with (as far as its source says)."""
+    dp = m.gpus_per_node * m.nodes
+    cfg: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": m.micro_batch,
+        "gradient_accumulation_steps": m.grad_accum,
+        "train_batch_size": m.micro_batch * m.grad_accum * dp,
+        "zero_optimization": dict(m.zero),
+        **m.extra_config,
+    }
+    if m.precision in ("fp16", "bf16"):
+        cfg[m.precision] = {"enabled": True}
+    return cfg
+
+
+def measurement_model(m: Measurement) -> ModelSpec:
+    return get_spec(m.model) if isinstance(m.model, str) else describe(m.model, name=m.id)
+
+
+def measured_step_seconds(m: Measurement, spec: ModelSpec, model_flops_per_token: float) -> float:
+    """The measurement converted to seconds per optimizer step (see the module docstring of measurements)."""
+    gpus = m.gpus_per_node * m.nodes
+    batch = m.micro_batch * m.grad_accum * gpus
+    if m.metric == "samples_per_s":
+        return batch / m.value
+    if m.metric == "megatron_hw_tflops":
+        s, h, layers, v = m.seq_len, spec.hidden_size, spec.num_layers, spec.vocab_size
+        flops = 96 * batch * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+        return flops / (m.value * 1e12 * gpus)
+    if m.metric == "model_tflops":
+        return model_flops_per_token * batch * m.seq_len / (m.value * 1e12 * gpus)
+    raise ValueError(f"unknown metric {m.metric!r}")
+
+
+def evaluate(rows: Iterable[Measurement] = MEASUREMENTS, cluster_kwargs: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One row per measurement: predicted and measured step seconds, their ratio and the bottleneck."""
+    out = []
+    for m in rows:
+        spec = measurement_model(m)
+        cluster = Cluster(m.gpu, m.gpus_per_node, m.nodes, inter_node_gbit_s=m.inter_node_gbit_s,
+                          intra_node_gbyte_s=m.intra_node_gbyte_s, **(cluster_kwargs or {}))
+        est = predict(measurement_config(m), spec, cluster, Shape(m.micro_batch, m.seq_len, m.attention, m.recompute))
+        measured = measured_step_seconds(m, spec, est.model_flops_per_token)
+        ratio = est.step_seconds / measured
+        out.append({
+            "id": m.id,
+            "predicted_step_s": est.step_seconds,
+            "measured_step_s": measured,
+            "ratio": ratio,
+            "error": abs(ratio - 1),
+            "off_by": math.exp(abs(math.log(ratio))),
+            "predicted_tflops": est.tflops_per_gpu,
+            "bottleneck": est.bottleneck.split(";")[0],
+            "source": m.source,
+        })
+    return pd.DataFrame(out)

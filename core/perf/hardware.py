@@ -1,0 +1,243 @@
+"""Performance data of the catalog GPUs, interconnect presets, host-side rates and the ``Cluster`` to predict on.
+
+GPU figures are vendor datasheet values (dense, i.e. without 2:4 sparsity; tensor-core bf16, or fp16 where the
+GPU has no bf16):
+
+- NVIDIA H100 SXM5 80GB: 989 TFLOPs bf16, 3.35 TB/s HBM3, NVLink 4 900 GB/s (450 per direction), PCIe Gen5.
+  Source: NVIDIA H100 Tensor Core GPU datasheet (2023), "H100 SXM" column.
+- NVIDIA H200 141GB (SXM): 989 TFLOPs, 4.8 TB/s HBM3e, NVLink 900 GB/s, PCIe Gen5. Source: NVIDIA H200 datasheet.
+- NVIDIA B200 180GB (HGX B200): 2250 TFLOPs dense bf16 (4.5 PF sparse), 8 TB/s, NVLink 5 1.8 TB/s (900 per
+  direction), host PCIe Gen5 on HGX B200. Source: NVIDIA DGX/HGX B200 datasheets (2024).
+- NVIDIA A100 SXM4 80GB / 40GB: 312 TFLOPs, 2.039 / 1.555 TB/s, NVLink 3 600 GB/s (300 per direction), PCIe Gen4.
+  Source: NVIDIA A100 datasheet (2021), SXM columns.
+- NVIDIA L40S: 362 TFLOPs (733 sparse), 864 GB/s GDDR6, no NVLink (PCIe Gen4 x16 between GPUs).
+  Source: NVIDIA L40S datasheet.
+- NVIDIA A10G (AWS G5): 70 TFLOPs dense fp16/bf16 as AWS states for the A10G (the A10 card is 125), 600 GB/s,
+  PCIe Gen4. Source: AWS EC2 G5 instance documentation; NVIDIA A10 datasheet.
+- NVIDIA L4: 121 TFLOPs (242 sparse), 300 GB/s, PCIe Gen4. Source: NVIDIA L4 datasheet.
+- NVIDIA V100 SXM2 32GB / 16GB: 125 TFLOPs fp16 tensor, 900 GB/s HBM2, NVLink 2 300 GB/s (150 per direction on
+  DGX-1's hybrid cube mesh; DGX-2 uses NVSwitch at the same per-GPU rate), PCIe Gen3. Source: NVIDIA V100 datasheet.
+- NVIDIA RTX 4090: 165 TFLOPs fp16/bf16 with fp32 accumulation (330 with fp16 accumulation), 1008 GB/s, no
+  NVLink, PCIe Gen4. Source: NVIDIA Ada Lovelace architecture whitepaper, appendix table.
+- NVIDIA T4: 65 TFLOPs fp16 tensor, 320 GB/s, PCIe Gen3. Source: NVIDIA T4 datasheet.
+- AMD Instinct MI300X: 1307 TFLOPs bf16 dense, 5.3 TB/s, Infinity Fabric 7 links x 64 GB/s = 448 GB/s per GPU to
+  its peers, PCIe Gen5. Source: AMD Instinct MI300X datasheet.
+- AMD Instinct MI250X (OAM, both dies): 383 TFLOPs bf16, 3.2 TB/s, Infinity Fabric up to 8 x 50 GB/s
+  (200 per direction modelled), PCIe Gen4. Source: AMD Instinct MI250X datasheet.
+
+fp32 figures are the datasheet non-tensor FP32 rates (used when neither fp16 nor bf16 is enabled).
+
+Intra-node bandwidth is per GPU and per direction (what a ring step can push to its neighbour). PCIe GB/s per
+direction of an x16 link: Gen3 15.75, Gen4 31.5, Gen5 63 (PCI-SIG).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Final
+
+from core.hardware import GPU_BY_NAME, find_gpu
+
+
+@dataclass(frozen=True)
+class GPUPerf:
+    """Datasheet performance of one GPU."""
+
+    peak_tflops: float  # dense tensor-core bf16 (fp16 where there is no bf16)
+    hbm_gbyte_s: float  # device memory bandwidth
+    intra_node_gbyte_s: float  # GPU-to-GPU link, per direction (NVLink/NVSwitch/Infinity Fabric, or PCIe)
+    pcie_gen: int  # host link generation (x16)
+    fp32_tflops: float  # plain fp32 (CUDA cores; PyTorch keeps TF32 off for matmuls by default)
+
+
+PCIE_GBYTE_S: Final = MappingProxyType({3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0})
+
+GPU_PERF: Final = MappingProxyType(
+    {
+        "NVIDIA H100 80GB": GPUPerf(989.0, 3350.0, 450.0, 5, 67),
+        "NVIDIA H200 141GB": GPUPerf(989.0, 4800.0, 450.0, 5, 67),
+        "NVIDIA B200 180GB": GPUPerf(2250.0, 8000.0, 900.0, 5, 80),
+        "NVIDIA A100 80GB": GPUPerf(312.0, 2039.0, 300.0, 4, 19.5),
+        "NVIDIA A100 40GB": GPUPerf(312.0, 1555.0, 300.0, 4, 19.5),
+        "NVIDIA L40S 48GB": GPUPerf(362.0, 864.0, 31.5, 4, 91.6),
+        "NVIDIA A10G 24GB": GPUPerf(70.0, 600.0, 31.5, 4, 31.2),
+        "NVIDIA L4 24GB": GPUPerf(121.0, 300.0, 31.5, 4, 30.3),
+        "NVIDIA V100 32GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
+        "NVIDIA V100 16GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
+        "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
+        "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
+        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4),
+        "AMD MI250X 128GB": GPUPerf(383.0, 3200.0, 200.0, 4, 95.7),
+    }
+)
+
+#: Inter-node network presets: total Gbit/s per node (all NICs of the node together).
+NETWORKS: Final = MappingProxyType(
+    {
+        "1x100G (Ethernet/EDR)": 100.0,
+        "1x200G HDR": 200.0,
+        "4x100G": 400.0,
+        "AWS EFA p4d (4x100G)": 400.0,
+        "8x100G (DGX-2 EDR)": 800.0,
+        "8x200G HDR (DGX A100)": 1600.0,
+        "AWS EFA p5 (32x100G)": 3200.0,
+        "8x400G NDR (DGX H100)": 3200.0,
+    }
+)
+
+#: Default network per GPU when the cluster does not say: the reference system that ships the GPU.
+DEFAULT_NETWORK_GBIT_S: Final = MappingProxyType(
+    {
+        "NVIDIA H100 80GB": 3200.0,
+        "NVIDIA H200 141GB": 3200.0,
+        "NVIDIA B200 180GB": 3200.0,
+        "NVIDIA A100 80GB": 1600.0,
+        "NVIDIA A100 40GB": 1600.0,
+        "NVIDIA V100 32GB": 800.0,
+        "NVIDIA V100 16GB": 800.0,
+        "AMD MI300X 192GB": 3200.0,
+        "AMD MI250X 128GB": 800.0,
+    }
+)
+FALLBACK_NETWORK_GBIT_S: Final = 100.0  # PCIe-card servers (L40S, A10G, L4, 4090, T4): one 100G NIC
+
+#: DeepSpeedCPUAdam parameter updates per second for a whole node, as DeepSpeed runs it (the optimizer step
+#: of the offloaded partition, fp32 gradient unscale and copies included). Measured: Qwen-72B on 4 A100 nodes
+#: with ZeRO-3 offload takes about 10 s per optimizer step against 0.2 s without offload
+#: (https://github.com/deepspeedai/DeepSpeed/issues/6834, maintainer's reading of the wall_clock_breakdown):
+#: 18e9 parameters per node in about 10 s. ``--bind_cores_to_rank`` gains about 1.3x
+#: (https://github.com/deepspeedai/DeepSpeed/pull/7474). Override it per cluster when you know yours.
+CPU_ADAM_PARAMS_PER_S: Final = 2.0e9
+
+#: NVMe bandwidth per node (GB/s, read and write alike, all drives striped). ZeRO-Infinity (Rajbhandari et al.,
+#: SC'21, section 6.1) used DGX-2 nodes with about 25 GB/s of aggregate NVMe read; DeepNVMe blog (2024) shows
+#: 8 PCIe Gen4 drives at about 25 GB/s read / 20 write. One modern Gen4 drive is about 6.
+NVME_GBYTE_S_DEFAULT: Final = 25.0
+
+
+def gpu_perf(name: str) -> GPUPerf:
+    """Datasheet figures for a catalog GPU; ValueError naming the choices otherwise."""
+    perf = GPU_PERF.get(name)
+    if perf is None:
+        raise ValueError(f"Unknown GPU {name!r}: pick one of {', '.join(GPU_PERF)}.")
+    return perf
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """The model's efficiency constants: physically meaningful fractions, the same for every prediction.
+
+    ``calibrate`` fits ``compute`` (and ``link`` when communication dominates) to a measurement.
+    """
+
+    #: Fraction of the datasheet tensor-core peak that the GEMMs of a training step reach when they are large
+    #: enough to be compute-bound (forward and the two transposed backward GEMMs at training shapes, eager
+    #: PyTorch): isolated square cuBLAS GEMMs reach 70-80%, whole transformer layers 55-65% (Megatron-LM,
+    #: Narayanan et al. 2021); 0.6 is that middle, not fitted per case.
+    compute: float = 0.6
+    #: Fraction of a link's datasheet bandwidth that NCCL collectives and cudaMemcpy reach (NCCL busbw on
+    #: NVLink/InfiniBand is 75-90% of the line rate).
+    link: float = 0.8
+    #: Fraction of the communication that hides behind computation when it is allowed to overlap
+    #: (NCCL kernels take SMs from the compute kernels, and the first/last buckets cannot overlap).
+    overlap: float = 0.8
+    #: Fixed host-side cost per transformer layer per forward+backward of one micro batch: kernel launches,
+    #: Python module calls, autograd bookkeeping (about 40 kernels of 5 microseconds).
+    layer_overhead_s: float = 2.0e-4
+    #: Extra host-side cost per parameterised module per forward or backward pass under ZeRO-3 (the fetch /
+    #: release hooks, their coordinator trace and stream synchronisations).
+    zero3_module_overhead_s: float = 1.5e-4
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Identical nodes of identical GPUs. ``None`` fields take the catalog default of ``gpu``.
+
+    - ``gpu``: a name from ``core.hardware`` (``gpu_names()``).
+    - ``inter_node_gbit_s``: total network Gbit/s per node (all NICs; see ``NETWORKS``).
+    - ``intra_node_gbyte_s``: GPU-to-GPU GB/s per GPU per direction inside a node.
+    - ``pcie_gbyte_s``: host-to-GPU GB/s per GPU per direction.
+    - ``nvme_gbyte_s``: NVMe GB/s per node (offload to nvme).
+    - ``cpu_adam_params_per_s``: CPU optimizer updates per second per node (offload_optimizer).
+    - ``peak_tflops`` / ``hbm_gbyte_s``: override the datasheet (clocks, power caps).
+    - ``cpu_ram_gib`` / ``nvme_gib``: per node, for the memory check (None: 1024 GiB RAM, NVMe unlimited).
+    - ``efficiency``: the model's constants (``calibrate`` returns a cluster with fitted ones).
+    """
+
+    gpu: str
+    gpus_per_node: int = 8
+    nodes: int = 1
+    inter_node_gbit_s: float | None = None
+    intra_node_gbyte_s: float | None = None
+    pcie_gbyte_s: float | None = None
+    nvme_gbyte_s: float | None = None
+    cpu_adam_params_per_s: float | None = None
+    peak_tflops: float | None = None
+    hbm_gbyte_s: float | None = None
+    cpu_ram_gib: float | None = None
+    nvme_gib: float | None = None
+    efficiency: Efficiency = field(default_factory=Efficiency)
+
+    def __post_init__(self) -> None:
+        if find_gpu(self.gpu) is None or self.gpu not in GPU_PERF:
+            raise ValueError(f"Unknown GPU {self.gpu!r}: pick one of {', '.join(GPU_BY_NAME)}.")
+        for name in ("gpus_per_node", "nodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Cluster.{name} must be a whole number >= 1, got {value!r}.")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            bad = isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            if f.name.endswith(("_s", "_tflops", "_gib")) and value is not None and bad:
+                raise ValueError(f"Cluster.{f.name} must be a positive number or None, got {value!r}.")
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def perf(self) -> GPUPerf:
+        return gpu_perf(self.gpu)
+
+    # resolved values (the catalog default where the field is None)
+    @property
+    def peak_flops(self) -> float:
+        return (self.peak_tflops or self.perf.peak_tflops) * 1e12
+
+    @property
+    def hbm_bytes_s(self) -> float:
+        return (self.hbm_gbyte_s or self.perf.hbm_gbyte_s) * 1e9
+
+    @property
+    def intra_bytes_s(self) -> float:
+        return (self.intra_node_gbyte_s or self.perf.intra_node_gbyte_s) * 1e9
+
+    @property
+    def inter_bytes_s(self) -> float:
+        gbit = self.inter_node_gbit_s or DEFAULT_NETWORK_GBIT_S.get(self.gpu, FALLBACK_NETWORK_GBIT_S)
+        return gbit * 1e9 / 8
+
+    @property
+    def pcie_bytes_s(self) -> float:
+        return (self.pcie_gbyte_s or PCIE_GBYTE_S[self.perf.pcie_gen]) * 1e9
+
+    @property
+    def nvme_bytes_s(self) -> float:
+        return (self.nvme_gbyte_s or NVME_GBYTE_S_DEFAULT) * 1e9
+
+    @property
+    def cpu_adam_rate(self) -> float:
+        return self.cpu_adam_params_per_s or CPU_ADAM_PARAMS_PER_S
+
+    def resolved(self) -> dict[str, float]:
+        """Every rate the prediction uses, with defaults filled in (for display: "what it assumed")."""
+        return {
+            "peak_tflops": self.peak_flops / 1e12,
+            "hbm_gbyte_s": self.hbm_bytes_s / 1e9,
+            "intra_node_gbyte_s": self.intra_bytes_s / 1e9,
+            "inter_node_gbit_s": self.inter_bytes_s * 8 / 1e9,
+            "pcie_gbyte_s": self.pcie_bytes_s / 1e9,
+            "nvme_gbyte_s": self.nvme_bytes_s / 1e9,
+            "cpu_adam_params_per_s": self.cpu_adam_rate,
+        }

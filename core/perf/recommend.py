@@ -1,0 +1,202 @@
+"""Rank every ZeRO stage / offload / ZeRO++ / micro-batch / recomputation choice by predicted speed, and sweep
+the GPU count (time and cost against cluster size)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, evaluate_arrays
+from core.memory.solve import zero_options
+from core.models.arch import ModelSpec
+from core.perf.hardware import Cluster
+from core.perf.predict import predict
+
+#: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
+#: see (allocator spikes, NCCL buffers growing with the cluster, library versions).
+DEFAULT_MEMORY_HEADROOM = 0.05
+
+COLUMNS = (
+    "stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "gradient_accumulation_steps",
+    "recompute", "fits", "gpu_peak_gib", "step_seconds", "tokens_per_second", "tflops_per_gpu", "mfu",
+    "bottleneck", "config",
+)
+
+
+def hardware_for(cluster: Cluster) -> Hardware:
+    """The memory model's view of the cluster."""
+    from core.hardware import GPU_BY_NAME
+
+    ram = cluster.cpu_ram_gib if cluster.cpu_ram_gib is not None else 1024
+    nvme = int(cluster.nvme_gib * GIB) if cluster.nvme_gib is not None else None
+    return Hardware(cluster.gpus_per_node, cluster.nodes, GPU_BY_NAME[cluster.gpu].memory_bytes, int(ram * GIB), nvme)
+
+
+def build_config(
+    *,
+    stage: int,
+    offload_optimizer: str,
+    offload_param: str,
+    zeropp: bool,
+    micro_batch: int,
+    grad_accum: int,
+    world_size: int,
+    precision: str,
+    gpus_per_node: int,
+    nvme_path: str = "/local_nvme",
+) -> dict[str, Any]:
+    """A complete ds_config for one candidate (AdamW, gradient clipping 1.0, overlap_comm on)."""
+    zero: dict[str, Any] = {"stage": stage}
+    if stage >= 1:
+        zero.update(overlap_comm=True, contiguous_gradients=True)
+    for key, device in (("offload_optimizer", offload_optimizer), ("offload_param", offload_param)):
+        if device == "cpu":
+            zero[key] = {"device": "cpu", "pin_memory": True}
+        elif device == "nvme":
+            zero[key] = {"device": "nvme", "nvme_path": nvme_path, "pin_memory": True}
+    if zeropp:
+        zero.update(zero_quantized_weights=True, zero_quantized_gradients=True,
+                    zero_hpz_partition_size=gpus_per_node)
+    cfg: dict[str, Any] = {
+        "train_batch_size": micro_batch * grad_accum * world_size,
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": grad_accum,
+        "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "weight_decay": 0.0}},
+        "gradient_clipping": 1.0,
+        "zero_optimization": zero,
+        "steps_per_print": 100,
+    }
+    if precision == "bf16":
+        cfg["bf16"] = {"enabled": True}
+    elif precision == "fp16":
+        cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
+    return cfg
+
+
+def _options(cluster: Cluster, zeropp: bool, nvme: bool) -> list[tuple[int, str, str, bool]]:
+    out = []
+    for stage, opt, param in zero_options():
+        if not nvme and "nvme" in (opt, param):
+            continue
+        out.append((stage, opt, param, False))
+        if zeropp and stage == 3 and param == "none" and cluster.nodes > 1:
+            out.append((stage, opt, param, True))
+    return out
+
+
+def recommend(
+    model: ModelSpec | ModelCounts,
+    cluster: Cluster,
+    *,
+    seq_len: int,
+    global_batch: int,
+    precision: str = "bf16",
+    tokens: float | None = None,
+    price_per_gpu_hour: float | None = None,
+    attention: str = "flash",
+    recompute: tuple[str, ...] = ("none", "full"),
+    zeropp: bool = True,
+    nvme: bool = True,
+    memory_headroom: float = DEFAULT_MEMORY_HEADROOM,
+) -> pd.DataFrame:
+    """Every candidate config with its predicted speed and whether it fits, fastest fitting first.
+
+    ``global_batch`` is in sequences per optimizer step; it must split into micro batch x accumulation x GPUs.
+    Adds ``hours`` (and ``cost``) when ``tokens`` (and ``price_per_gpu_hour``) are given. The frame's ``attrs``
+    record the assumptions (memory headroom, attention kernel, cluster rates).
+    """
+    if precision not in ("bf16", "fp16", "fp32"):
+        raise ValueError(f"precision must be bf16, fp16 or fp32, got {precision!r}.")
+    if seq_len < 1 or global_batch < 1:
+        raise ValueError("seq_len and global_batch must be >= 1.")
+    if not 0 <= memory_headroom < 1:
+        raise ValueError("memory_headroom must be a fraction in [0, 1).")
+    world = cluster.total_gpus
+    if global_batch % world:
+        raise ValueError(f"global_batch={global_batch} sequences cannot be split over {world} GPUs: pick a multiple "
+                         f"of {world}.")
+    per_gpu = global_batch // world
+    micro_batches = [m for m in range(1, per_gpu + 1) if per_gpu % m == 0]
+    hardware = hardware_for(cluster)
+    limit = hardware.gpu_memory_bytes * (1 - memory_headroom)
+    rows: list[dict[str, Any]] = []
+    mb_array = np.asarray(micro_batches, dtype=np.float64)
+    for stage, opt, param, pp in _options(cluster, zeropp, nvme):
+        for rc in recompute:
+            probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
+                                 grad_accum=per_gpu, world_size=world, precision=precision,
+                                 gpus_per_node=cluster.gpus_per_node)
+            shape = Shape(1, seq_len, attention, rc)
+            mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array)
+            gpu_bytes = np.broadcast_to(mem["gpu_bytes"], mb_array.shape)
+            cpu_bytes = np.broadcast_to(mem["cpu_bytes_per_node"], mb_array.shape)
+            nvme_bytes = np.broadcast_to(mem["nvme_bytes_per_node"], mb_array.shape)
+            for i, mb in enumerate(micro_batches):
+                cfg = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp,
+                                   micro_batch=mb, grad_accum=per_gpu // mb, world_size=world, precision=precision,
+                                   gpus_per_node=cluster.gpus_per_node)
+                est = predict(cfg, model, cluster, replace(shape, micro_batch=mb))
+                fits = bool(gpu_bytes[i] <= limit and cpu_bytes[i] <= hardware.cpu_ram_per_node_bytes
+                            and (hardware.nvme_bytes_per_node is None or nvme_bytes[i] <= hardware.nvme_bytes_per_node))
+                rows.append({
+                    "stage": stage, "offload_optimizer": opt, "offload_param": param, "zeropp": pp,
+                    "micro_batch": mb, "gradient_accumulation_steps": per_gpu // mb, "recompute": rc,
+                    "fits": fits, "gpu_peak_gib": float(gpu_bytes[i]) / GIB,
+                    "cpu_gib_per_node": float(cpu_bytes[i]) / GIB,
+                    "step_seconds": est.step_seconds, "tokens_per_second": est.tokens_per_second,
+                    "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu, "bottleneck": est.bottleneck,
+                    "breakdown": est.breakdown, "config": cfg,
+                })
+    frame = pd.DataFrame(rows)
+    if tokens is not None:
+        frame["hours"] = tokens / frame["tokens_per_second"] / 3600
+        if price_per_gpu_hour is not None:
+            frame["cost"] = frame["hours"] * world * price_per_gpu_hour
+    frame = frame.sort_values(["fits", "step_seconds"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    frame.attrs.update(
+        memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB, attention=attention,
+        seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.resolved(),
+        recompute_note="recompute is the model's gradient checkpointing (e.g. HF gradient_checkpointing_enable); "
+        "it is not a ds_config key",
+    )
+    return frame
+
+
+def gpu_sweep(
+    model: ModelSpec | ModelCounts,
+    cluster: Cluster,
+    *,
+    seq_len: int,
+    global_batch: int,
+    node_counts: list[int] | None = None,
+    tokens: float | None = None,
+    price_per_gpu_hour: float | None = None,
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """Best fitting config per cluster size (whole nodes of ``cluster``): time and cost against GPU count.
+
+    Sizes whose GPU count does not divide ``global_batch`` are skipped; ``min_gpus`` in ``attrs`` is the smallest
+    size in the sweep where anything fits.
+    """
+    counts = node_counts or [1, 2, 4, 8, 16, 32, 64]
+    rows = []
+    for nodes in counts:
+        sized = replace(cluster, nodes=nodes)
+        if global_batch % sized.total_gpus:
+            continue
+        table = recommend(model, sized, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
+                          price_per_gpu_hour=price_per_gpu_hour, **kwargs)
+        best = table.iloc[0]
+        row = {"nodes": nodes, "total_gpus": sized.total_gpus, "fits": bool(best["fits"])}
+        for key in ("stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "recompute",
+                    "step_seconds", "tokens_per_second", "tflops_per_gpu", "hours", "cost"):
+            if key in best:
+                row[key] = best[key] if best["fits"] else None
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    fitting = frame[frame["fits"]] if not frame.empty else frame
+    frame.attrs["min_gpus"] = int(fitting["total_gpus"].min()) if not fitting.empty else None
+    return frame

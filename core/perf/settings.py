@@ -1,0 +1,109 @@
+"""What a DeepSpeed config means for speed: read in one place (stage, precision and offload come from the memory
+model's reader, ``TrainingSettings.from_ds_config``, so both models always agree on what the config says)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.batch import resolve_batch
+from core.memory.estimate import TrainingSettings
+
+#: Config sections the performance model reads; anything else that changes speed is named in the notes.
+_UNMODELLED = {
+    "pipeline": "pipeline parallelism (the model assumes data, tensor and sequence parallelism only)",
+    "compression_training": "compression training",
+    "curriculum_learning": "curriculum learning (changes the sequence length during training)",
+    "data_efficiency": "data efficiency (random-LTD / curriculum)",
+    "moe": "MoE expert parallelism (experts are costed as dense compute of the active experts)",
+    "sparse_attention": "sparse attention (costed as dense attention)",
+    "compile": "torch.compile (can be faster than eager PyTorch, which is what the model assumes)",
+    "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
+    "amp": "apex AMP (costed as fp16)",
+}
+
+
+def _flag(section: Mapping[str, Any], key: str) -> bool:
+    return section.get(key) is True
+
+
+def _int(value: Any, default: int) -> int:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
+
+
+@dataclass(frozen=True)
+class PerfSettings:
+    """The speed-relevant part of a config (DeepSpeed defaults filled in)."""
+
+    memory: TrainingSettings
+    quantized_weights: bool = False  # ZeRO++ qwZ
+    quantized_gradients: bool = False  # ZeRO++ qgZ
+    tp: int = 1  # tensor_parallel.autotp_size
+    sp: int = 1  # sequence_parallel_size (Ulysses)
+    comm_bytes: int = 2  # bytes per element on the wire (communication_data_type)
+    grad_accum: int | None = None  # from the batch keys; None when they do not resolve
+    config_micro_batch: int | None = None
+    wall_clock_breakdown: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def stage(self) -> int:
+        return self.memory.stage
+
+
+def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfSettings:
+    """Read a config leniently (like the memory model: bad values fall back to DeepSpeed's defaults, with a note)."""
+    cfg = ds_config if isinstance(ds_config, Mapping) else {}
+    mem = TrainingSettings.from_ds_config(cfg)
+    notes = list(mem.notes)
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), Mapping) else {}
+    tp_sec = cfg.get("tensor_parallel") if isinstance(cfg.get("tensor_parallel"), Mapping) else {}
+    tp = _int(tp_sec.get("autotp_size"), 1)
+    sp = _int(cfg.get("sequence_parallel_size"), 1)
+    if total_gpus % (tp * sp):
+        notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
+                     "tensor/sequence parallelism ignored.")
+        tp = sp = 1
+    dtype = cfg.get("communication_data_type")
+    comm_bytes = mem.bytes_per_param
+    if isinstance(dtype, str) and dtype.lower() in ("fp32", "float32"):
+        comm_bytes = 4
+    elif isinstance(dtype, str) and dtype.lower() in ("fp16", "bf16", "float16", "bfloat16"):
+        comm_bytes = 2
+    qw = _flag(zero, "zero_quantized_weights") and mem.stage == 3
+    qg = _flag(zero, "zero_quantized_gradients") and mem.stage == 3
+    if (_flag(zero, "zero_quantized_weights") or _flag(zero, "zero_quantized_gradients")) and mem.stage != 3:
+        notes.append("ZeRO++ quantized weights/gradients only act with ZeRO stage 3: ignored.")
+    dp = max(1, total_gpus // (tp * sp))
+    batch = resolve_batch(dict(cfg), dp)
+    grad_accum = micro = None
+    if batch.ok and isinstance(batch.grad_accum, int) and batch.grad_accum >= 1:
+        grad_accum = int(batch.grad_accum)
+        micro = int(batch.micro_batch) if isinstance(batch.micro_batch, int) else None
+    for key, what in _UNMODELLED.items():
+        section = cfg.get(key)
+        enabled = isinstance(section, Mapping) and (section.get("enabled") is True or key in ("pipeline", "moe"))
+        if enabled:
+            notes.append(f"Not modelled: {what}.")
+    off_opt = zero.get("offload_optimizer")
+    if isinstance(off_opt, Mapping) and off_opt.get("ratio") not in (None, 1, 1.0):
+        notes.append("Not modelled: partial optimizer offload (ratio): costed as a full offload.")
+    if isinstance(cfg.get("activation_checkpointing"), Mapping) and cfg["activation_checkpointing"].get(
+        "cpu_checkpointing"
+    ) is True:
+        notes.append("Not modelled: the PCIe time of cpu_checkpointing (checkpoints copied to the host).")
+    if _flag(zero, "zero_quantized_nontrainable_weights"):
+        notes.append("Not modelled: zero_quantized_nontrainable_weights (only frozen weights are affected).")
+    return PerfSettings(
+        memory=mem,
+        quantized_weights=qw,
+        quantized_gradients=qg,
+        tp=tp,
+        sp=sp,
+        comm_bytes=comm_bytes,
+        grad_accum=grad_accum,
+        config_micro_batch=micro,
+        wall_clock_breakdown=cfg.get("wall_clock_breakdown") is True,
+        notes=tuple(notes),
+    )
