@@ -32,8 +32,10 @@ under each stage, for *your* model and GPU count.""",
 
 form = widgets.Form.current()
 config = form.config
-CATEGORY_COLORS = alt.Scale(domain=["model_states", "activations", "buffers", "overhead"],
+CATEGORY_COLORS = alt.Scale(domain=["model states", "activations", "buffers", "overhead"],
                             range=["#4c78a8", "#f58518", "#72b7b2", "#bab0ac"])
+#: Legends under the chart in two columns, so a phone-width chart shows every entry.
+LEGEND = alt.Legend(orient="bottom", columns=2, labelLimit=220)
 ctx = app_state.get_context()
 world = app_state.world_size(ctx)
 capacity = float(ctx["gpu_memory_gib"])
@@ -53,8 +55,8 @@ else:
     bars = alt.Chart(figure).mark_bar().encode(
         x=alt.X("stage:O", title="ZeRO stage", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("gib_per_gpu:Q", title="GiB per GPU"),
-        color=alt.Color("component:N", title=None,
-                        scale=alt.Scale(range=["#4c78a8", "#72b7b2", "#f2b447"])),
+        color=alt.Color("component:N", title=None, scale=alt.Scale(range=["#4c78a8", "#72b7b2", "#f2b447"]),
+                        legend=LEGEND),
         opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.35)),
         tooltip=["stage", "component", alt.Tooltip("gib_per_gpu:Q", format=".1f")],
     )
@@ -96,14 +98,16 @@ estimate = memory.current_estimate(config, ctx, form.report)
 if estimate is not None:
     st.subheader("This config on one GPU")
     parts = estimate.components_frame()
+    parts["category"] = parts["category"].str.replace("_", " ")
     transient = "step" if estimate.gpu_peak_phase == "optimizer step" else "forward_backward"
     peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
     cols = st.columns([3, 2])
     with cols[0]:
         bars = alt.Chart(peak).mark_bar().encode(
-            y=alt.Y("name:N", title=None, sort="-x", axis=alt.Axis(labelLimit=320, labelOverlap=False)),
+            # labels capped so a phone-width chart keeps room for its bars; the full name is in the tooltip
+            y=alt.Y("name:N", title=None, sort="-x", axis=alt.Axis(labelLimit=150, labelOverlap=False)),
             x=alt.X("gib:Q", title="GiB on one GPU at the peak"),
-            color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS),
+            color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=LEGEND),
             tooltip=["name", alt.Tooltip("gib:Q", format=".2f"), "phase", "formula"],
         )
         st.altair_chart(bars.properties(height=max(140, 34 * len(peak))), width="stretch")
@@ -134,7 +138,7 @@ if estimate is not None:
             st.info("No change the memory model knows of makes this fit; a larger GPU or a smaller model would.")
         for i, way in enumerate(found):
             with st.container(border=True):
-                verdict = "✅ fits" if way.fits else f"still short of {', '.join(way.short)}"
+                verdict = ":green[**fits**]" if way.fits else f":red[still short of {', '.join(way.short)}]"
                 st.markdown(f"**{i + 1}. {way.title}** — GPU {way.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
                             f"CPU RAM {way.cpu_bytes_per_node / memory.GIB:.1f} GiB per node: {verdict}")
                 st.caption(way.detail)
@@ -146,16 +150,17 @@ if estimate is not None:
     current_label = memory.current_option(config, stage)
     options["current"] = options["option"] == current_label
     options["verdict"] = options["fits"].map(memory.fit_label)
+    options["category"] = options["category"].str.replace("_", " ")
     stacked = alt.Chart(options).mark_bar().encode(
-        y=alt.Y("option:N", title=None, sort=None, axis=alt.Axis(labelLimit=260)),
+        y=alt.Y("option:N", title=None, sort=None, axis=alt.Axis(labelLimit=170)),
         x=alt.X("gib:Q", title="GiB per GPU at the peak (current option opaque)", stack=True),
-        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=LEGEND),
         opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.45)),
         tooltip=["option", "category", alt.Tooltip("gib:Q", format=".1f"), alt.Tooltip("cpu_gib:Q", format=".0f")],
     )
     marks = alt.Chart(options.drop_duplicates("option")).mark_point(filled=True, size=90, shape="diamond").encode(
         y=alt.Y("option:N", sort=None), x="total_gib:Q",
-        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=LEGEND),
         tooltip=["option", "verdict", alt.Tooltip("total_gib:Q", format=".1f")],
     )
     rule = alt.Chart(pd.DataFrame({"limit": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
@@ -187,7 +192,7 @@ if estimate is not None:
         tooltip=[axis, alt.Tooltip("gpu_gib:Q", format=".1f"), "verdict"],
     )
     line = base.mark_line(color="#888888") + base.mark_point(filled=True, size=70).encode(
-        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=alt.Legend(orient="bottom")))
+        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=LEGEND))
     cap = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
         y="capacity:Q")
     st.altair_chart((line + cap).properties(height=260), width="stretch")

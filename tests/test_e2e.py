@@ -281,3 +281,58 @@ def test_screenshot_every_page(page):
         nav(page, title)
         assert not page.locator('[data-testid="stException"]').count(), title
         shot(page, f"page-{i + 1}-{title.split()[0].lower()}")
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)], ids=["phone", "laptop"])
+def test_headline_visible_without_scrolling_on_phone_and_laptop(browser, server, width, height):
+    """The verdict (accepted · fits · most important problem · its fix) is at the top of the main area, so a
+    phone (sidebar hidden) shows it on arrival; charts keep a drawable size. Screenshots for a look by eye."""
+    context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(30_000)
+        from core.models import describe, get_config
+
+        name = "meta-llama/Llama-2-70b-hf"
+        spec = describe(get_config(name), name=name)
+        context_values = {**app_state.default_context(), "model": name, "model_config": get_config(name),
+                          "total_params": spec.total_params, "largest_layer_params": spec.largest_layer_params}
+        config = preset_config("zero1-bf16")
+        token = app_state.encode_state(config, context_values, config)
+        tab.goto(f"{server}/?{app_state.SHARE_PARAM}={token}")
+        tab.locator("h1").first.wait_for(timeout=90_000)
+        idle(tab)
+        if width < 600:  # the phone layout hides the navigation in the collapsed sidebar
+            tab.locator('[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button'
+                        ).first.click()
+        tab.locator('[data-testid="stSidebarNav"] a').filter(has_text="ZeRO & offload").click()
+        tab.locator("h1").filter(has_text="ZeRO & offload").wait_for()
+        idle(tab)
+        if width < 600:
+            collapse = tab.locator('[data-testid="stSidebarCollapseButton"]')
+            if collapse.count() and collapse.first.is_visible():
+                collapse.locator("button").first.click() if collapse.locator("button").count() else \
+                    collapse.first.click()
+            tab.wait_for_timeout(800)
+        box = tab.locator(".st-key-headline")
+        box.wait_for()
+        playwright_api.expect(box).to_contain_text("Accepted")
+        playwright_api.expect(box).to_contain_text("Does not fit")
+        playwright_api.expect(box).to_contain_text("Most important")
+        top = box.bounding_box()
+        assert top is not None and top["y"] + min(top["height"], 200) <= height, top  # on screen on arrival
+        # and not covered (by the sidebar on a phone): the element at its centre belongs to it
+        covered = tab.evaluate("""([x, y]) => !document.elementFromPoint(x, y).closest('.st-key-headline')""",
+                               [top["x"] + top["width"] / 2, top["y"] + 20])
+        assert not covered
+        assert tab.get_by_role("button", name="Make it fit").first.is_visible()
+        tab.wait_for_timeout(1000)
+        tab.screenshot(path=str(ARTIFACTS / f"headline-{width}x{height}.png"))
+        charts = tab.locator('[data-testid="stVegaLiteChart"]')
+        assert charts.count() >= 2
+        for i in range(charts.count()):
+            size = charts.nth(i).bounding_box()
+            assert size is not None and size["width"] >= min(300, width - 60) and size["height"] >= 120, (i, size)
+        shot(tab, f"zero-{width}x{height}")
+    finally:
+        context.close()

@@ -42,8 +42,7 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tup
     if report.errors:
         return widgets.finding_text(report.errors[0]), report.errors[0]
     if estimate is not None and not estimate.fits:
-        return (f"Does not fit in memory ({', '.join(fit.short_of(estimate))}): "
-                f"{fit_numbers(estimate)}.", None)
+        return "It does not fit in memory: " + shortfall(estimate) + ".", None
     if report.warnings:
         return widgets.finding_text(report.warnings[0]), report.warnings[0]
     return None
@@ -66,22 +65,41 @@ def fit_numbers(estimate: Any) -> str:
     return "; ".join(parts)
 
 
+def shortfall(estimate: Any) -> str:
+    """Only what is short, in words: "needs 630.6 GiB per GPU, the GPU has 80.0 GiB"."""
+    hw = estimate.hardware
+    gib = memory.GIB
+    parts = []
+    if not estimate.fits_gpu:
+        parts.append(f"it needs {estimate.gpu_bytes / gib:.1f} GiB per GPU, the GPU has "
+                     f"{hw.gpu_memory_bytes / gib:.1f} GiB")
+    if not estimate.fits_cpu:
+        parts.append(f"{estimate.cpu_bytes_per_node / gib:.1f} GiB of CPU RAM per node, the node has "
+                     f"{hw.cpu_ram_per_node_bytes / gib:.1f} GiB")
+    if not estimate.fits_nvme:
+        parts.append(f"{estimate.nvme_bytes_per_node / gib:.1f} GiB of NVMe per node, the node has "
+                     f"{(hw.nvme_bytes_per_node or 0) / gib:.1f} GiB")
+    return "; ".join(parts)
+
+
 def accept_sentence(report: Report, version: str, target: str) -> str:
     errors, warnings = len(report.errors), len(report.warnings)
     who = "the HF Trainer + DeepSpeed" if target == "hf" else f"DeepSpeed {version}"
     if errors:
-        return f"🛑 **Refused** by {who}: {errors} error{'s' * (errors > 1)}, {warnings} warning{'s' * (warnings != 1)}"
+        return (f":red[:material/block: **Refused**] by {who}: {errors} error{'s' * (errors > 1)}, "
+                f"{warnings} warning{'s' * (warnings != 1)}")
     if warnings:
-        return f"⚠️ **Accepted** by {who} with {warnings} warning{'s' * (warnings > 1)}"
-    return f"✅ **Accepted** by {who}: no errors or warnings"
+        return f":orange[:material/warning: **Accepted**] by {who} with {warnings} warning{'s' * (warnings > 1)}"
+    return f":green[:material/check_circle: **Accepted**] by {who}: no errors or warnings"
 
 
 def fit_sentence(estimate: Any, assumption: str | None) -> str:
     if estimate is None:
-        return "❔ **Fit unknown**: choose a model on the Start page"
+        return ":gray[:material/help: **Fit unknown**]: choose a model on the Start page"
     shape = estimate.shape
     extra = f"micro batch {shape.micro_batch}, {shape.seq_len} tokens" + (f"; {assumption}" if assumption else "")
-    verdict = "✅ **Fits**" if estimate.fits else f"🛑 **Does not fit** ({', '.join(fit.short_of(estimate))})"
+    verdict = (":green[:material/check_circle: **Fits**]" if estimate.fits
+               else f":red[:material/error: **Does not fit**] ({', '.join(fit.short_of(estimate))})")
     return f"{verdict}: {fit_numbers(estimate)} — {extra}"
 
 
@@ -122,8 +140,11 @@ def render() -> None:
                 found = ways(config, ctx, report)
                 best = found[0] if found and found[0].fits else None
                 if best is not None:
-                    buttons[0].button(f"Make it fit: {best.title}", key="headline_fit", type="primary",
-                                      on_click=actions.apply_way, args=(best,), icon=":material/build:")
+                    buttons[0].button("Make it fit", key="headline_fit", type="primary", on_click=actions.apply_way,
+                                      args=(best,), icon=":material/build:",
+                                      help=f"{best.title}: {best.detail}")
+                    st.caption(f"Make it fit applies: {best.title} → GPU {best.gpu_bytes / memory.GIB:.1f} GiB per "
+                               f"GPU, CPU RAM {best.cpu_bytes_per_node / memory.GIB:.1f} GiB per node.")
                 buttons[1].page_link(app_state.PAGES["zero"], label="All ways to make it fit",
                                      icon=":material/list:")
             if finding is not None and finding.page in app_state.PAGES:
