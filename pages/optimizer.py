@@ -101,9 +101,11 @@ if sched is not None:
             row=alt.Row("series:N", title=None) if "momentum" in shown else alt.Undefined,
         ).properties(height=220)
         st.altair_chart(chart, width="stretch")
-        final = pd.DataFrame({"at step": [0, steps // 2, steps - 1],
-                              "lr": [curve["lr"].iloc[0], curve["lr"].iloc[steps // 2], curve["lr"].iloc[-1]]})
-        st.dataframe(final, hide_index=True)
+        final = pd.DataFrame({"Optimizer step": [0, steps // 2, steps - 1],
+                              "Learning rate": [curve["lr"].iloc[0], curve["lr"].iloc[steps // 2],
+                                                curve["lr"].iloc[-1]]})
+        st.dataframe(final, hide_index=True, column_config={
+            "Learning rate": st.column_config.NumberColumn(format="%.3e")})
 elif isinstance(sched_type, str) and sched_type != "auto":
     st.caption(f"`{sched_type}` is not one of DeepSpeed's schedulers; it must be a class of "
                "torch.optim.lr_scheduler, built with the parameters as they are.")

@@ -59,10 +59,10 @@ for col, (key, label) in zip(cols, FILTERS.items(), strict=True):
 shown = [p for p in found if all(not sel or str(facet[p.name][k]) in sel for k, sel in chosen.items())]
 st.dataframe(
     pd.DataFrame(
-        [{"name": p.name, "title": p.title, **{k: str(facet[p.name][k]) for k in FILTERS},
-          "ZeRO++": facet[p.name]["zeropp"], "source": "built-in" if p.builtin else str(p.path.parent)}
+        [{"Name": p.name, "Title": p.title, **{label: str(facet[p.name][k]) for k, label in FILTERS.items()},
+          "ZeRO++": facet[p.name]["zeropp"], "Source": "built-in" if p.builtin else str(p.path.parent)}
          for p in shown],
-        columns=["name", "title", *FILTERS, "ZeRO++", "source"],
+        columns=["Name", "Title", *FILTERS.values(), "ZeRO++", "Source"],
     ),
     hide_index=True, key="presets_gallery", height=min(38 + 35 * max(len(shown), 1), 600),
 )
@@ -107,7 +107,7 @@ else:
     if isinstance(justifications, list) and justifications:
         st.markdown("**Why each non-default choice** (the DeepSpeed documentation file and section cited)")
         st.dataframe(pd.DataFrame([j for j in justifications if isinstance(j, dict)],
-                                  columns=list(presets.JUSTIFICATION_FIELDS)),
+                                  columns=list(presets.JUSTIFICATION_FIELDS)).rename(columns=str.capitalize),
                      hide_index=True, key="presets_justifications")
     for problem in presets.meta_problems(meta, vetted=preset.builtin):
         st.warning(md_escape(problem))

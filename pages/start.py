@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import streamlit as st
 
@@ -75,6 +76,19 @@ def _import() -> None:
     st.session_state["start_message"] = (
         f"Imported a config with {len(loaded)} top-level keys; it is the baseline the Review page compares against."
     )
+    if not _strict_json(raw):
+        st.session_state["start_message"] += (
+            "\n\n**Not strict JSON** (comments, trailing commas or unquoted keys): DeepSpeed reads it, but strict "
+            "JSON readers refuse it — the HF Trainer's `json.load` and Accelerate among them. Every export of this "
+            "app is strict JSON: use the downloaded file.")
+
+
+def _strict_json(raw: str | bytes) -> bool:
+    try:
+        json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _blank() -> None:

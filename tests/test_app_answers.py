@@ -127,7 +127,7 @@ def test_compare_takes_the_current_config_and_shows_auto_as_auto():
     at = app(mine, page="pages/presets.py", target="hf", hf_micro_batch=4, **model_context("meta-llama/Llama-3.2-1B"))
     at.selectbox(key="presets_left").set_value("(current config)").run()
     at.selectbox(key="presets_right").set_value("hf-auto-zero3").run()
-    diff = next(d.value for d in at.dataframe if "Key" in d.value.columns)
+    diff = next(d.value for d in at.dataframe if "Key" in d.value.columns and "Why" not in d.value.columns)
     row = diff[diff["Key"] == "train_micro_batch_size_per_gpu"].iloc[0]
     assert row["(current config)"] == "2" and row["hf-auto-zero3"] == '"auto"'
     totals = next(d.value for d in at.dataframe if "Config" in d.value.columns).set_index("Config")
@@ -190,3 +190,30 @@ def test_sidebar_did_you_mean_is_in_the_text():
     at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 3}}, page="pages/zero.py")
     assert any("`zero_optimisation`" in m.value and "Did you mean `zero_optimization`?" in m.value
                for m in at.sidebar.markdown)
+
+
+def test_every_table_on_every_page_has_human_column_labels():
+    import re
+
+    config = preset_config("zero3-offload-cpu")
+    config["scheduler"] = {"type": "WarmupDecayLR", "params": {"total_num_steps": 1000, "warmup_num_steps": 10}}
+    seen = 0
+    for page in app_state.PAGES.values():
+        at = app(config, page=page, **model_context("meta-llama/Llama-3.2-1B"))
+        for frame in at.dataframe:
+            seen += 1
+            raw = [c for c in frame.value.columns if re.fullmatch(r"[a-z0-9_]+", str(c))]
+            assert not raw, (page, list(frame.value.columns))
+    assert seen >= 8
+
+
+def test_import_with_a_trailing_comma_warns_that_strict_readers_refuse_it():
+    at = app()
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    at.text_area(key="start_paste").input('{"train_micro_batch_size_per_gpu": 4,}').run()
+    at.button(key="start_import").click().run()
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 4}
+    assert any("Not strict JSON" in s.value and "json.load" in s.value for s in at.success)
+    at.text_area(key="start_paste").input('{"train_micro_batch_size_per_gpu": 4}').run()
+    at.button(key="start_import").click().run()
+    assert not any("Not strict JSON" in s.value for s in at.success)

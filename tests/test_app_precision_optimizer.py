@@ -99,10 +99,10 @@ def test_lr_curve_matches_core_and_follows_widgets():
     at = app(config, page="pages/optimizer.py", train_steps=1000)
     table = at.dataframe[0].value
     expected = lr_schedules.config_schedule_curve(config, 1000)
-    assert list(table["lr"]) == [expected["lr"].iloc[0], expected["lr"].iloc[500], expected["lr"].iloc[-1]]
+    assert list(table["Learning rate"]) == [expected["lr"].iloc[0], expected["lr"].iloc[500], expected["lr"].iloc[-1]]
     at.number_input(key=widget_key("scheduler.params.warmup_max_lr")).set_value(2e-3).run()
     changed = at.dataframe[0].value
-    assert changed["lr"].iloc[1] > table["lr"].iloc[1]
+    assert changed["Learning rate"].iloc[1] > table["Learning rate"].iloc[1]
     assert at.get("vega_lite_chart")
 
 

@@ -35,7 +35,7 @@ def table(at, *columns: str, without: str = "\0"):
 
 
 def gallery(at) -> list[str]:
-    return list(next(d.value for d in at.dataframe if list(d.value.columns[:2]) == ["name", "title"])["name"])
+    return list(next(d.value for d in at.dataframe if list(d.value.columns[:2]) == ["Name", "Title"])["Name"])
 
 
 def select(at, key: str, value):
@@ -64,8 +64,8 @@ def test_details_show_metadata_json_and_validation():
     shown = [t.value for t in at.text]
     for key in ("description", "when_to_use", "when_not_to_use", "hardware"):
         assert preset.meta[key] in shown, key
-    cites = table(at, "key", "why")
-    assert list(cites["key"]) == [j["key"] for j in preset.meta["justifications"]]
+    cites = table(at, "Key", "Why")
+    assert list(cites["Key"]) == [j["key"] for j in preset.meta["justifications"]]
     code = next(c.value for c in at.code if c.language == "json")
     assert json.loads(code) == preset.config
     oks = [plain(s.value) for s in at.main.success]
@@ -76,7 +76,7 @@ def test_diff_lists_the_keys_that_differ():
     at = app(page=PAGE)
     select(at, "presets_left", "zero2-bf16")
     select(at, "presets_right", "zero3-bf16")
-    diff = table(at, "Key", without="why")
+    diff = table(at, "Key", without="Why")
     left = presets.load_preset("zero2-bf16", [presets.BUILTIN_DIR]).config
     right = presets.load_preset("zero3-bf16", [presets.BUILTIN_DIR]).config
     assert "zero_optimization.stage" in set(diff["Key"])
@@ -208,6 +208,6 @@ def test_odd_team_preset_never_crashes_the_page(tmp_path: Path, monkeypatch):
     select(at, "presets_right", "zero3-bf16")
     assert "odd" in gallery(at)
     assert any("meta.target" in plain(w.value) for w in at.warning)
-    assert "zero_optimization.stage" in set(table(at, "Key", without="why")["Key"])
+    assert "zero_optimization.stage" in set(table(at, "Key", without="Why")["Key"])
     assert any("Cannot validate" in plain(e.value) and "nowhere" in plain(e.value) for e in at.error)
     assert len(table(at, "Config", "GPU GiB per GPU (peak)")) == 2
