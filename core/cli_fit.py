@@ -44,9 +44,10 @@ class _UsageError(Exception):
     pass
 
 
-def _gpu_memory(args: argparse.Namespace) -> int:
+def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
+    """The catalog GPU --gpu names (a unique part of its name is enough); None with --gpu-memory."""
     if args.gpu_memory is not None:
-        return args.gpu_memory
+        return None
     found = hardware.find_gpu(args.gpu)
     if found is None:
         matches = [n for n in hardware.gpu_names() if args.gpu.lower() in n.lower()]
@@ -54,10 +55,11 @@ def _gpu_memory(args: argparse.Namespace) -> int:
             hint = f"it matches {', '.join(matches)}" if matches else f"known: {', '.join(hardware.gpu_names())}"
             raise _UsageError(f"--gpu {args.gpu!r} is not one GPU of the catalog ({hint}); or give --gpu-memory")
         found = hardware.find_gpu(matches[0])
-    return found.memory_bytes
+    return found
 
 
-def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str]:
+def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
+                                               str | None]:
     try:
         config = load_config_file(args.config)
     except ConfigLoadError as exc:
@@ -68,12 +70,15 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:
         raise _UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")
-    hw = memory.Hardware(per_node, args.gpus // per_node, _gpu_memory(args), args.cpu_ram, args.nvme)
+    gpu = _gpu(args)
+    hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
+                         args.nvme)
     written = config.get("train_micro_batch_size_per_gpu")
     usable = isinstance(written, int) and not isinstance(written, bool) and written >= 1
     micro = args.micro_batch or (written if usable else 1)
     assumed = "" if usable and not args.micro_batch else f" (assumed: the config says {json.dumps(written)})"
-    return config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed
+    return (config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed,
+            gpu.name if gpu else None)
 
 
 def _gib_text(n: float) -> str:
@@ -85,9 +90,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        config, spec, hw, shape, assumed = _inputs(args)
+        config, spec, hw, shape, assumed, gpu_name = _inputs(args)
         est = memory.estimate(config, spec, hw, shape)
         ways = fit.ways_to_fit(config, spec, hw, shape)
+        speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
     except (_UsageError, models.ModelConfigError, ValueError) as exc:
         err.write(f"dsconfig fit: error: {exc}\n")
         return 2
@@ -95,7 +101,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         out.write(json.dumps({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
                               "nvme_bytes_per_node": est.nvme_bytes_per_node, "micro_batch": shape.micro_batch,
-                              "ways": [w.to_dict() for w in ways]}, indent=2) + "\n")
+                              "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
+                                                                                                  strict=True)]},
+                             indent=2) + "\n")
         return 0 if est.fits else 1
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
     out.write(f"{spec.name} on {hw.total_gpus} GPUs ({hw.nodes} × {hw.gpus_per_node}), micro batch "
@@ -108,10 +116,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out.write(nvme + "\n")
     if ways:
         out.write("\nWays to make it fit (best first):\n")
-    for i, way in enumerate(ways, 1):
+    for i, (way, speed) in enumerate(zip(ways, speeds, strict=True), 1):
         mark = "fits" if way.fits else f"still short of {', '.join(way.short)}"
+        pace = "" if speed is None else f"; speed per GPU {speed:.2f}x of now (planner estimate)"
         out.write(f"{i}. {way.title}: GPU {_gib_text(way.gpu_bytes)}, CPU RAM {_gib_text(way.cpu_bytes_per_node)}"
-                  f" per node -> {mark}\n   {way.detail}\n")
+                  f" per node -> {mark}{pace}\n   {way.detail}\n")
         if way.config_patch:
             out.write(f"   config patch: {json.dumps(way.config_patch)}\n")
         if way.context_patch:

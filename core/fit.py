@@ -229,3 +229,38 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     return _from_estimate("combined", "Together: " + ", ".join(names),
                           "No single change fits: these changes together, cheapest first, up to the first that "
                           "fits.", est, patch, context)
+
+
+def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,
+               shape: Shape) -> tuple[dict[str, Any], Hardware, Shape]:
+    """The (config, hardware, shape) the job has after ``way``."""
+    patched = apply_patch(config, way.config_patch)
+    ctx = way.context_patch
+    if "nodes" in ctx:
+        hardware = replace(hardware, nodes=int(ctx["nodes"]), gpus_per_node=int(ctx["gpus_per_node"]))
+    micro = patched.get("train_micro_batch_size_per_gpu")
+    micro = micro if isinstance(micro, int) and not isinstance(micro, bool) and "train_micro_batch_size_per_gpu" \
+        in way.config_patch else shape.micro_batch
+    return patched, hardware, replace(shape, micro_batch=micro, recompute=ctx.get("recompute", shape.recompute))
+
+
+def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
+                shape: Shape, gpu: str) -> list[float | None]:
+    """For each way, its predicted tokens per second per GPU (``core.perf.predict`` on the GPU model ``gpu``)
+    relative to the current job's: 1.0 = as fast, 0.5 = each GPU-hour trains half the tokens (per GPU, so a way
+    that adds GPUs is not mistaken for a speed-up). None where the planner cannot say (e.g. a custom GPU)."""
+    from core import perf
+
+    def tokens_per_second(cfg: Mapping[str, Any], hw: Hardware, sh: Shape) -> float | None:
+        try:
+            cluster = perf.Cluster(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes)
+            return perf.predict(cfg, model, cluster, sh).tokens_per_second / hw.total_gpus
+        except ValueError:
+            return None
+
+    now = tokens_per_second(config, hardware, shape)
+    out: list[float | None] = []
+    for way in ways:
+        after = tokens_per_second(*way_inputs(way, config, hardware, shape))
+        out.append(None if now is None or after is None or now <= 0 else after / now)
+    return out

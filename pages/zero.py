@@ -134,14 +134,18 @@ if estimate is not None:
     if not estimate.fits:
         st.subheader("Make it fit")
         found = headline.ways(config, ctx, form.report)
+        speeds = headline.speeds(found, config, ctx, form.report)
         if not found:
             st.info("No change the memory model knows of makes this fit; a larger GPU or a smaller model would.")
-        for i, way in enumerate(found):
+        for i, (way, speed) in enumerate(zip(found, speeds, strict=True)):
             with st.container(border=True):
                 verdict = ":green[**fits**]" if way.fits else f":red[still short of {', '.join(way.short)}]"
                 st.markdown(f"**{i + 1}. {way.title}** — GPU {way.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
                             f"CPU RAM {way.cpu_bytes_per_node / memory.GIB:.1f} GiB per node: {verdict}")
-                st.caption(way.detail)
+                cost = "" if speed is None else (
+                    f" Speed: about **{speed:.2f}×** the tokens per second per GPU of the current config "
+                    "(the planner's estimate).")
+                st.caption(way.detail + cost)
                 st.button("Apply", key=f"zero_fit_{i}", on_click=actions.apply_way, args=(way,),
                           icon=":material/build:", type="primary" if i == 0 and way.fits else "secondary")
 

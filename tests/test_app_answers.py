@@ -217,3 +217,9 @@ def test_import_with_a_trailing_comma_warns_that_strict_readers_refuse_it():
     at.text_area(key="start_paste").input('{"train_micro_batch_size_per_gpu": 4}').run()
     at.button(key="start_import").click().run()
     assert not any("Not strict JSON" in s.value for s in at.success)
+
+
+def test_make_it_fit_list_shows_the_speed_cost():
+    at = app(preset_config("zero1-bf16"), page="pages/zero.py", **model_context(LLAMA70))
+    costs = [c.value for c in at.caption if "tokens per second per GPU" in c.value]
+    assert len(costs) == sum(1 for b in at.button if (b.key or "").startswith("zero_fit_")) > 3

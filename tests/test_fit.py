@@ -105,3 +105,22 @@ def test_cli_fit_bad_input_is_a_message(tmp_path, capsys):
     assert code == 2 and "matches" in capsys.readouterr().err
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "80")
     assert code in (0, 1) and '(assumed: the config says "auto")' in text
+
+
+def test_speed_costs_are_per_gpu_and_none_for_an_unknown_gpu(llama70b, llama8b):
+    ways = fit.ways_to_fit(ZERO1, llama70b, A100, memory.Shape(4))
+    speeds = fit.speed_costs(ways, ZERO1, llama70b, A100, memory.Shape(4), "NVIDIA A100 80GB")
+    by_kind = {w.kind: s for w, s in zip(ways, speeds, strict=True)}
+    assert all(s is not None and s > 0 for s in speeds)
+    assert by_kind["offload_param"] < by_kind["zero_stage"] <= 1.0  # offload is the slow way out
+    assert by_kind["recompute"] < 1.0  # recomputation costs compute
+    assert by_kind["combined"] < 1.0  # more GPUs are not counted as a speed-up: per GPU
+    assert fit.speed_costs(ways, ZERO1, llama70b, A100, memory.Shape(4), "Custom") == [None] * len(ways)
+
+
+def test_way_inputs_apply_the_context_changes(llama70b):
+    best = fit.ways_to_fit(ZERO1, llama70b, A100, memory.Shape(4))[0]
+    config, hardware, shape = fit.way_inputs(best, ZERO1, A100, memory.Shape(4))
+    assert hardware.total_gpus == best.context_patch["nodes"] * best.context_patch["gpus_per_node"]
+    assert shape.recompute == "full" and shape.micro_batch == config["train_micro_batch_size_per_gpu"] == 1
+    assert memory.estimate(config, llama70b, hardware, shape).gpu_bytes == best.gpu_bytes

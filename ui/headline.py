@@ -111,6 +111,16 @@ def ways(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> l
     return fit.ways_to_fit(config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report))
 
 
+def speeds(found: list[fit.Way], config: Mapping[str, Any], ctx: Mapping[str, Any],
+           report: Report) -> list[float | None]:
+    """Each way's speed per GPU relative to now (``core.fit.speed_costs``); None for a custom GPU or no model."""
+    model = memory.model_for(ctx)
+    if model is None or not found:
+        return [None] * len(found)
+    return fit.speed_costs(found, config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report),
+                           str(ctx.get("gpu")))
+
+
 def _apply_finding_fix(finding: Finding) -> None:
     assert finding.fix is not None  # noqa: S101 — only offered for findings with a fix
     actions.apply_fix(finding.fix.description, finding.fix.apply(app_state.get_config()))
