@@ -57,7 +57,8 @@ for finding in report.findings:
         widgets.fix_button(finding, key_suffix="review")
     if page:
         with cols[1]:
-            st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:")
+            st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:",
+                         query_params=headline.focus_params(finding))
 estimate = memory.current_estimate(config, ctx, report)
 fit_text = headline.fit_sentence(estimate, memory.micro_batch_and_assumption(config, report, ctx)[1])
 if not report.errors:

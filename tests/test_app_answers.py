@@ -223,3 +223,17 @@ def test_make_it_fit_list_shows_the_speed_cost():
     at = app(preset_config("zero1-bf16"), page="pages/zero.py", **model_context(LLAMA70))
     costs = [c.value for c in at.caption if "tokens per second per GPU" in c.value]
     assert len(costs) == sum(1 for b in at.button if (b.key or "").startswith("zero_fit_")) > 3
+
+
+def test_a_fix_link_brings_the_finding_to_the_top_of_its_page():
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 3}}
+    at = app(config)
+    link = next(e for e in at.sidebar if type(e).__name__ == "PageLink" and e.proto.label.startswith("Fix on"))
+    assert link.proto.page.endswith("zero") or "zero" in link.proto.page
+    assert "focus=zero_optimisation" in link.proto.query_string
+    at.query_params["focus"] = "zero_optimisation"
+    at.switch_page("pages/zero.py").run()
+    focus = [m.value for m in at.main.markdown if "You came here to fix" in m.value]
+    assert focus and "Did you mean `zero_optimization`?" in focus[0]
+    at.button(key="focus_fix").click().run()
+    assert at.session_state["config"]["zero_optimization"] == {"stage": 3}

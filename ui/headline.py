@@ -158,6 +158,29 @@ def render() -> None:
                 buttons[1].page_link(app_state.PAGES["zero"], label="All ways to make it fit",
                                      icon=":material/list:")
             if finding is not None and finding.page in app_state.PAGES:
-                buttons[1].page_link(app_state.PAGES[finding.page],
+                buttons[1].page_link(app_state.PAGES[finding.page], query_params=focus_params(finding),
                                      label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:")
         actions.undo_button("headline")
+    _focus(report)
+
+
+#: Query parameter of a finding's "Edit on …" link: the path of the finding the user came to fix.
+FOCUS = "focus"
+
+
+def focus_params(finding: Finding) -> dict[str, str]:
+    """Query parameters for a link to the page where ``finding`` is fixed."""
+    return {FOCUS: finding.path} if finding.path else {}
+
+
+def _focus(report: Report) -> None:
+    """The finding a link brought the user here for, right under the headline (the page may be long)."""
+    path = st.query_params.get(FOCUS)
+    finding = next((f for f in report.findings if path and f.path == path and f.severity != "info"), None)
+    if finding is None:
+        return
+    with st.container(border=True, key="focus"):
+        st.markdown(f":material/my_location: **You came here to fix:** {widgets.finding_text(finding)}")
+        if finding.fix is not None:
+            st.button(f"Fix: {finding.fix.description}", key="focus_fix", on_click=_apply_finding_fix,
+                      args=(finding,), icon=":material/build:")

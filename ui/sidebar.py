@@ -7,7 +7,7 @@ import streamlit as st
 import app_state
 import core
 from core.findings import Finding, Report
-from ui import memory, widgets
+from ui import headline, memory, widgets
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
 MAX_LISTED = 12
@@ -43,7 +43,8 @@ def render(report: Report) -> None:
             page = app_state.PAGES.get(finding.page or "")
             if page:
                 st.page_link(page, label=f"Fix on {app_state.PAGE_TITLES[finding.page]}",
-                             icon=":material/arrow_forward:", help=f"{finding.code} at {finding.path}")
+                             icon=":material/arrow_forward:", help=f"{finding.code} at {finding.path}",
+                             query_params=headline.focus_params(finding))
             if i < min(len(errors) + len(warnings), MAX_LISTED) - 1:
                 st.divider()
         hidden = len(errors) + len(warnings) - MAX_LISTED
