@@ -1,5 +1,6 @@
 """Planner: predict the step time of a DeepSpeed config on a cluster, rank configs, calibrate from a measurement."""
 
+from core.perf.calibrate import LogSummary, calibrate, parse_log, step_seconds_from_log
 from core.perf.hardware import GPU_PERF, NETWORKS, Cluster, Efficiency, GPUPerf, gpu_perf
 from core.perf.predict import StepEstimate, flops_per_token, predict
 from core.perf.recommend import build_config, gpu_sweep, recommend
@@ -11,13 +12,17 @@ __all__ = [
     "Cluster",
     "Efficiency",
     "GPUPerf",
+    "LogSummary",
     "PerfSettings",
     "StepEstimate",
     "build_config",
+    "calibrate",
     "flops_per_token",
     "gpu_perf",
     "gpu_sweep",
+    "parse_log",
     "predict",
     "read_settings",
     "recommend",
+    "step_seconds_from_log",
 ]

@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Final
 
 from core.hardware import GPU_BY_NAME, find_gpu
+from core.memory.estimate import Allowances
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,8 @@ class Cluster:
     - ``peak_tflops`` / ``hbm_gbyte_s``: override the datasheet (clocks, power caps).
     - ``cpu_ram_gib`` / ``nvme_gib``: per node, for the memory check (None: 1024 GiB RAM, NVMe unlimited).
     - ``efficiency``: the model's constants (``calibrate`` returns a cluster with fitted ones).
+    - ``memory_allowances``: the memory model's allowances used by ``recommend`` (``calibrate`` fits them to a
+      measured peak).
     """
 
     gpu: str
@@ -178,6 +181,7 @@ class Cluster:
     cpu_ram_gib: float | None = None
     nvme_gib: float | None = None
     efficiency: Efficiency = field(default_factory=Efficiency)
+    memory_allowances: Allowances = field(default_factory=Allowances)
 
     def __post_init__(self) -> None:
         if find_gpu(self.gpu) is None or self.gpu not in GPU_PERF:

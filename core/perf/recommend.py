@@ -130,7 +130,8 @@ def recommend(
                                  grad_accum=per_gpu, world_size=world, precision=precision,
                                  gpus_per_node=cluster.gpus_per_node)
             shape = Shape(1, seq_len, attention, rc)
-            mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array)
+            mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array,
+                                  allowances=cluster.memory_allowances)
             gpu_bytes = np.broadcast_to(mem["gpu_bytes"], mb_array.shape)
             cpu_bytes = np.broadcast_to(mem["cpu_bytes_per_node"], mb_array.shape)
             nvme_bytes = np.broadcast_to(mem["nvme_bytes_per_node"], mb_array.shape)

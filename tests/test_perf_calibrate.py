@@ -1,0 +1,154 @@
+"""parse_log on logs real DeepSpeed writes, and calibrate against one measurement."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.memory import Hardware, Shape, estimate
+from core.models import get_spec
+from core.perf import Cluster, calibrate, parse_log, predict, step_seconds_from_log
+from core.perf.recommend import hardware_for
+
+FIXTURE = Path(__file__).with_name("test_perf_deepspeed_cpu.log")
+LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
+CONFIG = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4, "train_batch_size": 128,
+          "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+
+# the script that wrote the fixture (deepspeed 0.19.8, CPU, bf16, wall_clock_breakdown, flops profiler)
+TRAIN = textwrap.dedent('''
+    import torch, deepspeed
+    from deepspeed.utils.logging import set_log_level_from_string
+    set_log_level_from_string("info")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
+    cfg = {
+        "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+        "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+        "bf16": {"enabled": True}, "zero_optimization": {"stage": 1},
+        "wall_clock_breakdown": True, "steps_per_print": 2,
+        "flops_profiler": {"enabled": True, "profile_step": 2, "module_depth": -1, "top_modules": 1,
+                           "detailed": False},
+    }
+    engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    for step in range(8):
+        x = torch.randn(4, 64, dtype=torch.bfloat16)
+        loss = engine(x).float().pow(2).mean()
+        engine.backward(loss)
+        engine.step()
+''')
+
+
+def test_parse_log_reads_the_real_fixture():
+    summary = parse_log(FIXTURE.read_text())
+    # "time (ms) | fwd: 62.35 | bwd: 89.71 | bwd_inner: 75.77 | bwd_allreduce: 13.88 | step: 84.89"
+    assert summary.step_seconds[0] == pytest.approx((62.35 + 89.71 + 84.89) / 1000)
+    assert len(summary.step_seconds) == 4  # 8 micro-steps, accumulation 2
+    assert len(summary.micro_step_seconds) == 8
+    assert summary.optimizer_step_seconds[0] == pytest.approx(0.06616)
+    assert summary.samples_per_second == pytest.approx((814.0289624191288,))
+    assert summary.running_avg_samples_per_second == pytest.approx(74.39429756005632)
+    assert summary.max_memory_allocated_gib == 0.38
+    assert summary.profiler["iter_latency_s"] == pytest.approx(0.20387)
+    assert summary.profiler["fwd_latency_s"] == pytest.approx(0.04004)
+    assert summary.profiler["batch_size_per_gpu"] == 4
+    assert summary.profiler["flops_per_gpu"] == pytest.approx(3.87e6)
+    assert summary.typical_step_seconds() == pytest.approx(sorted(summary.step_seconds[1:])[1])
+    assert summary.to_dict()["typical_step_seconds"] == summary.typical_step_seconds()
+
+
+def test_step_seconds_from_throughput_and_megatron_lines():
+    log = ("[INFO] [timer.py:264:stop] epoch=0/micro_step=20/global_step=10, RunningAvgSamplesPerSec=31.5, "
+           "CurrSamplesPerSec=32.0, MemAllocated=11.2GB, MaxMemAllocated=20.5GB\n")
+    summary = parse_log(log)
+    assert summary.typical_step_seconds() is None
+    assert step_seconds_from_log(summary, global_batch=64) == pytest.approx(2.0)
+    assert summary.max_memory_allocated_gib == 20.5
+    mega = parse_log(" iteration 10/ 100 | elapsed time per iteration (ms): 1500.2 | TFLOPs: 150.31 |\n"
+                     " iteration 11/ 100 | elapsed time per iteration (ms): 1400.0 | TFLOPs: 151.00 |\n")
+    assert mega.megatron_tflops == (150.31, 151.0)
+    assert mega.typical_step_seconds() == pytest.approx(1.4)
+
+
+@given(st.text(max_size=400))
+def test_parse_log_never_raises(text):
+    summary = parse_log(text)
+    assert all(s >= 0 for s in summary.step_seconds)
+
+
+def test_parse_log_rejects_non_text():
+    with pytest.raises(TypeError):
+        parse_log(b"bytes")
+
+
+def test_calibrate_reproduces_a_measured_step():
+    cluster = Cluster("NVIDIA A100 80GB", 8, 2)
+    shape = Shape(2, 4096, "flash")
+    before = predict(CONFIG, LLAMA7, cluster, shape).step_seconds
+    fitted = calibrate(CONFIG, LLAMA7, cluster, shape, measured_step_seconds=1.3 * before)
+    assert fitted.efficiency.compute < cluster.efficiency.compute
+    assert predict(CONFIG, LLAMA7, fitted, shape).step_seconds == pytest.approx(1.3 * before, rel=1e-3)
+    # the fitted constants carry over to other shapes on the same cluster
+    other = Shape(4, 4096, "flash")
+    assert predict(CONFIG, LLAMA7, fitted, other).step_seconds > predict(CONFIG, LLAMA7, cluster, other).step_seconds
+
+
+def test_calibrate_fits_the_network_when_compute_cannot_explain_it():
+    cluster = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=100)
+    shape = Shape(1, 1024, "flash")
+    before = predict(CONFIG, LLAMA7, cluster, shape).step_seconds
+    fitted = calibrate(CONFIG, LLAMA7, cluster, shape, measured_step_seconds=3 * before)
+    assert fitted.efficiency.link < cluster.efficiency.link
+    assert predict(CONFIG, LLAMA7, fitted, shape).step_seconds == pytest.approx(3 * before, rel=1e-2)
+
+
+def test_calibrate_fits_the_memory_allowance_to_a_measured_peak():
+    cluster = Cluster("NVIDIA A100 80GB", 8, 2)
+    shape = Shape(2, 4096, "flash")
+    bare = estimate(CONFIG, LLAMA7, hardware_for(cluster), shape,
+                    allowances=replace(cluster.memory_allowances, allocator_fraction=0.0)).gpu_bytes
+    measured = int(bare * 1.12)
+    fitted = calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=measured)
+    est = estimate(CONFIG, LLAMA7, hardware_for(fitted), shape, allowances=fitted.memory_allowances)
+    assert est.gpu_bytes == pytest.approx(measured, rel=1e-6)
+    small = calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=5 * 2**30)
+    assert small.memory_allowances.allocator_fraction == 0
+    assert small.memory_allowances.cuda_context_bytes < cluster.memory_allowances.cuda_context_bytes
+    assert isinstance(hardware_for(small), Hardware)
+
+
+def test_calibrate_rejects_nonsense():
+    with pytest.raises(ValueError, match="measured_step_seconds"):
+        calibrate(CONFIG, LLAMA7, Cluster("NVIDIA A100 80GB"), Shape(), measured_step_seconds=-1)
+    with pytest.raises(ValueError, match="measured_peak_bytes"):
+        calibrate(CONFIG, LLAMA7, replace(Cluster("NVIDIA A100 80GB")), Shape(), measured_peak_bytes=0)
+
+
+@pytest.mark.deepspeed
+@pytest.mark.slow
+def test_parse_log_reads_what_deepspeed_writes_now(tmp_path):
+    """Train the fixture's tiny model on the CPU with the installed DeepSpeed and parse its live output."""
+    pytest.importorskip("deepspeed")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1",
+           "LOCAL_RANK": "0"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = parse_log(proc.stdout + proc.stderr)
+    assert len(summary.step_seconds) == 4 and len(summary.micro_step_seconds) == 8
+    assert summary.samples_per_second and summary.profiler["batch_size_per_gpu"] == 4
+    assert summary.typical_step_seconds() > 0
