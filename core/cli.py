@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from core import cli_estimate, cli_fit, cli_presets
+from core import cli_estimate, cli_fit, cli_plan, cli_presets
 from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config, load_config_file
 from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
 
@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_estimate.register(sub)
     cli_presets.register(sub)
     cli_fit.register(sub)
+    cli_plan.register(sub)
     return parser
 
 

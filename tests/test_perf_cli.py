@@ -1,0 +1,109 @@
+"""``dsconfig plan`` and ``dsconfig predict``."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+from core.validate import validate
+
+FIXTURE_LOG = Path(__file__).with_name("test_perf_deepspeed_cpu.log")
+CLUSTER = ["--gpu", "NVIDIA A100 80GB", "--gpus-per-node", "8", "--nodes", "2"]
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+@pytest.fixture
+def config_file(tmp_path):
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
+                                "train_batch_size": 128, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 3, "overlap_comm": True}}))
+    return path
+
+
+def test_plan_text_ranks_and_prints_the_best_config():
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--network", "200", "--seq-len",
+                      "2048", "--global-batch", "64", "--tokens", "1e9", "--price", "2.5", "--top", "5"])
+    assert code == 0
+    assert "candidates fit" in text and "Best:" in text and '"zero_optimization"' in text
+    assert "200 Gbit/s per node" in text
+    assert len([line for line in text.splitlines() if line.startswith("  ") and line[:3].strip().isdigit()]) == 5
+
+
+def test_plan_json_rows_are_valid_configs_with_time_and_cost():
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--seq-len", "2048",
+                      "--global-batch", "64", "--tokens", "1e9", "--price", "2", "--format", "json", "--sweep"])
+    assert code == 0
+    data = json.loads(text)
+    rows = data["rows"]
+    assert rows[0]["fits"] and rows[0]["step_seconds"] <= rows[1]["step_seconds"]
+    assert rows[0]["cost"] == pytest.approx(rows[0]["hours"] * 16 * 2)
+    assert validate(rows[0]["config"], world_size=16).ok
+    assert data["gpu_sweep"] and data["min_gpus"] >= 8
+
+
+def test_predict_prints_the_breakdown(config_file):
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
+                      "--seq-len", "2048"])
+    assert code == 0
+    assert "Critical path:" in text and "ZeRO-3 parameter all-gather" in text and "Bottleneck:" in text
+
+
+def test_predict_calibrates_to_a_measured_step(config_file):
+    args = ["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--seq-len", "2048",
+            "--format", "json"]
+    _, plain = run(args)
+    before = json.loads(plain)["step_seconds"]
+    code, text = run([*args, "--calibrate-step", str(before * 1.5)])
+    data = json.loads(text)
+    assert code == 0 and data["calibration"]["reached"]
+    assert data["step_seconds"] == pytest.approx(before * 1.5, rel=0.01)
+
+
+def test_predict_reads_a_deepspeed_log(config_file):
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
+                      "--seq-len", "2048", "--log", str(FIXTURE_LOG), "--format", "json"])
+    assert code == 0
+    assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(0.20387)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "8"], "Did you mean"),
+        (["plan", "--model", "nope/nope", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8"], "Unknown model"),
+        (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch", "12"],
+         "multiple of 8"),
+        (["plan", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8"], "exactly one of --model"),
+    ],
+)
+def test_bad_input_is_a_clear_message(argv, message, capsys):
+    code, _ = run(argv)
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_predict_bad_files(tmp_path, capsys):
+    missing = tmp_path / "missing.json"
+    code, _ = run(["predict", str(missing), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB"])
+    assert code == 2 and "missing.json" in capsys.readouterr().err
+    no_micro = tmp_path / "c.json"
+    no_micro.write_text("{}")
+    code, _ = run(["predict", str(no_micro), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB"])
+    assert code == 2 and "--micro-batch" in capsys.readouterr().err
+    empty_log = tmp_path / "empty.log"
+    empty_log.write_text("nothing here\n")
+    code, _ = run(["predict", str(no_micro), "--micro-batch", "1", "--model", "meta-llama/Llama-2-7b-hf", "--gpu",
+                   "NVIDIA H100 80GB", "--log", str(empty_log)])
+    assert code == 2 and "no step times" in capsys.readouterr().err
+    code, _ = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch",
+                   "-3"])
+    assert code == 2
