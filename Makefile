@@ -42,7 +42,7 @@ fuzz-long: $(VENV)/.test-installed
 	$(PY) scripts/fuzz_long.py $(FUZZ_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-ds0195 .pytest_cache .torch_extensions
+	rm -rf $(VENV) .venv-ds0195 .venv-ds .pytest_cache .torch_extensions
 
 .PHONY: load
 load: $(VENV)/.test-installed  ## 20 concurrent headless-Chromium sessions on loopback; LOAD_ARGS="--sessions 20 --duration 60"

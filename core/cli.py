@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from core import cli_estimate, cli_fit, cli_plan, cli_presets
+from core import cli_estimate, cli_fit, cli_plan, cli_presets, cli_versions
 from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config, load_config_file
-from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
+from core.versions import RELEASES, resolve_version
 
 EXIT_OK, EXIT_ERRORS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -120,7 +120,7 @@ def _write(path: str, text: str) -> None:
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
     from core.jsonschema import json_schema
 
-    text = json.dumps(json_schema(args.deepspeed_version, args.target), indent=2) + "\n"
+    text = json.dumps(json_schema(resolve_version(args.deepspeed_version), args.target), indent=2) + "\n"
     if args.output:
         _write(args.output, text)
     else:
@@ -139,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed",
                        help="deepspeed: the file goes to deepspeed.initialize as is; hf: the HF Trainer / "
                        "Accelerate fill in \"auto\" first (default: deepspeed)")
-        p.add_argument("--deepspeed-version", choices=KNOWN_VERSIONS, default=DEFAULT_VERSION,
-                       help=f"validate against this DeepSpeed release (default {DEFAULT_VERSION})")
+        p.add_argument("--deepspeed-version", type=cli_versions.release, default=None, metavar="RELEASE",
+                       help=f"validate against this DeepSpeed release, {RELEASES[0]} … {RELEASES[-1]} (default: the "
+                       "installed DeepSpeed, else the newest)")
 
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
     p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")
@@ -163,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_presets.register(sub)
     cli_fit.register(sub)
     cli_plan.register(sub)
+    cli_versions.register(sub)
     return parser
 
 

@@ -21,7 +21,7 @@ from core.io import dump_config
 from core.rules.context import Context
 from core.schema import DEFAULT_VERSION, DeepSpeedConfig
 from core.schema.base import section_kind
-from core.schema.walk import SchemaField, section_fields, unique_fields
+from core.schema.walk import SchemaField, field_exists, section_fields, unique_fields
 from core.validate import validate
 
 
@@ -147,7 +147,7 @@ def _fill(config: Mapping[str, Any], version: str, model: type[BaseModel], stage
     for field in unique_fields(model):
         if field.model is not None or any(k in config for k in field.keys):
             continue
-        if field.meta.deprecated or not field.meta.exists_in(version) or replaced & set(field.keys):
+        if field.meta.deprecated or not field_exists(field, prefix, version) or replaced & set(field.keys):
             continue
         if field.meta.stages is not None and stage not in field.meta.stages:
             continue

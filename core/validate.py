@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
 from core.rules import engine, optim, semantic, structure
 from core.rules.context import TARGETS, Context
-from core.schema.base import KNOWN_VERSIONS
 
 Rule = Callable[[Context], Iterable[Finding]]
 
 #: Rules that run, in order. Schema checks first, then the semantic rules.
-RULES: tuple[Rule, ...] = (structure.check_keys, structure.check_types, *semantic.RULES, *optim.RULES, *engine.RULES)
+RULES: tuple[Rule, ...] = (
+    structure.check_keys, structure.check_types, structure.check_profile_bounds,
+    *semantic.RULES, *optim.RULES, *engine.RULES,
+)
 
 #: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
 INITIALIZE_TIME_CODES: frozenset[str] = (
@@ -27,17 +30,17 @@ def validate(
     *,
     world_size: int = 1,
     target: str = "deepspeed",
-    version: str = "0.19.8",
+    version: str | None = None,
 ) -> Report:
     """Check a config the way DeepSpeed ``version`` would on ``world_size`` GPUs, and more.
 
     ``target`` is "deepspeed" (the config goes to ``deepspeed.initialize`` as it is) or
-    "hf" (the HF Trainer / Accelerate fill in "auto" values first).
+    "hf" (the HF Trainer / Accelerate fill in "auto" values first). ``version`` is any release with a
+    profile (``core.versions.RELEASES``); None means the installed DeepSpeed, else the newest.
     """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, not {target!r}")
-    if version not in KNOWN_VERSIONS:
-        raise ValueError(f"version must be one of {KNOWN_VERSIONS}, not {version!r}")
+    version = versions.resolve_version(version)
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be a positive integer, not {world_size!r}")
     if not isinstance(config, dict):

@@ -14,6 +14,18 @@ if [ ! -x .venv-ds0195/bin/python ] || ! .venv-ds0195/bin/python -c "import deep
     .venv-ds0195/bin/pip install -q "torch==2.13.0" "deepspeed==0.19.5" "hjson"
 fi
 
+# --- versions block (owner: DeepSpeed release profiles; tests/test_versions_differential.py) ---------------
+# Older releases side by side, sharing this venv's torch and dependencies: pure-Python installs without
+# dependencies or build isolation (DS_BUILD_OPS=0: no ops are compiled), a few seconds each.
+for ds_release in 0.16.9 0.17.6 0.18.9; do
+    if [ ! -f ".venv-ds/$ds_release/deepspeed/__init__.py" ]; then
+        rm -rf ".venv-ds/$ds_release"
+        DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-deps --no-build-isolation \
+            --target ".venv-ds/$ds_release" "deepspeed==$ds_release"
+    fi
+done
+# --- end of versions block ---------------------------------------------------------------------------------
+
 # Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op
 # (the NVMe preset really swaps to disk in the real-DeepSpeed tests).
 missing=()

@@ -11,6 +11,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
+from core import versions
 from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_bool, lax_float
 from core.schema.optimizer import (
@@ -116,8 +117,9 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         known = [s.display_name for s in OPTIMIZERS.values() if s.exists_in(ctx.version)] + list(TORCH_OPTIMIZERS)
         guess = _closest(name, known)
         other = OPTIMIZERS.get(name.lower())
-        why = (f" It exists in DeepSpeed {'0.19.5' if other.removed else other.added} but not in {ctx.version}."
-               if other else "")
+        releases = [r for r in versions.RELEASES if other and other.exists_in(r)]
+        why = (f" It exists in DeepSpeed {releases[0]} – {releases[-1]} but not in {ctx.version}."
+               if releases else "")
         yield Finding(
             "error", "optimizer.unknown", "optimizer.type",
             f"DeepSpeed {ctx.version} does not know the optimizer {name!r}: it is neither one of DeepSpeed's "
@@ -203,13 +205,17 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     backend = _backend(ctx)
     accepted = {p.name: p for p in spec.params_for(backend)}  # type: ignore[arg-type]
     everything = {p.name: p for p in spec.params}
+    # The constructor keywords of this release's class, from its profile (None: no signature recorded).
+    keywords = versions.optimizer_keywords(ctx.version, spec.name, backend)
+    if keywords is not None:
+        accepted = {k: p for k, p in accepted.items() if k in keywords or p.consumed}
     for key, value in params.items():
         if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
             continue
         path = join_path("optimizer.params", key)
         param = accepted.get(key)
         if param is None:
-            if not spec.params_complete:
+            if not spec.params_complete or (keywords is not None and key in keywords):
                 continue
             if key in everything:
                 where = {"gpu": "the fused GPU", "cpu": "the CPU (offload)", "torch": "the torch.optim"}[backend]

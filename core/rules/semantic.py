@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from core import versions
 from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch
 from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.schema.base import version_tuple
 from core.schema.precision import canonical_dtype
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import is_strict, iter_schema, section_fields
+from core.schema.walk import field_exists, is_strict, iter_schema, section_fields
 from core.schema.zero import ZeroConfig
 
 ISSUE_8489 = "https://github.com/deepspeedai/DeepSpeed/issues/8489"
@@ -31,26 +32,31 @@ def _set(path: str, value: Any, description: str | None = None) -> Fix:
 
 
 def removed_keys(ctx: Context) -> Iterator[Finding]:
-    """Keys DeepSpeed removed: an error in the versions that reject them."""
-    v = version_tuple(ctx.version)
-    sections = (("", DeepSpeedConfig, ctx.config), ("zero_optimization", ZeroConfig, ctx.zero))
-    for prefix, model, data in sections:
-        if prefix and not isinstance(ctx.config.get("zero_optimization"), dict):
+    """Keys DeepSpeed removed: an error in the releases that reject them (from the generated profiles)."""
+    for key, reason in versions.removed_top_level_keys(ctx.version).items():
+        if key in ctx.config:
+            field = section_fields(DeepSpeedConfig).get(key)
+            yield _removed(ctx, key, reason, field.meta.page if field else None)
+    if not isinstance(ctx.config.get("zero_optimization"), dict):
+        return
+    for key in ctx.zero:
+        if not isinstance(key, str) or versions.key_known(ctx.version, "zero_optimization", key) is not False:
             continue
-        for key, field in section_fields(model).items():
-            removed = field.meta.removed
-            if key not in data or not removed or v < version_tuple(removed):
-                continue
-            path = join_path(prefix, key)
-            reason = field.meta.extra.get("removed_message", f"`{key}` was removed.")
-            yield Finding(
-                "error", "removed.key", path,
-                f"DeepSpeed {ctx.version} refuses any config containing `{path}` — even a disabled one: "
-                f"{reason}",
-                suggestion=f"Remove `{path}` (see {ISSUE_8489}), or validate for DeepSpeed 0.19.5 if you "
-                "run that release.",
-                fix=_delete(path), page=field.meta.page,
-            )
+        _added, removed = versions.history("zero_optimization", key)
+        if removed and version_tuple(ctx.version) >= version_tuple(removed):
+            field = section_fields(ZeroConfig).get(key)
+            reason = (field.meta.extra.get("removed_message") if field else None) or (
+                f"`{key}` was removed in DeepSpeed {removed}; the ZeRO section rejects it as an unknown key.")
+            yield _removed(ctx, f"zero_optimization.{key}", reason, "zero")
+
+
+def _removed(ctx: Context, path: str, reason: str, page: str | None) -> Finding:
+    return Finding(
+        "error", "removed.key", path,
+        f"DeepSpeed {ctx.version} refuses any config containing `{path}` — even a disabled one: {reason}",
+        suggestion=f"Remove `{path}` (see {ISSUE_8489}), or validate for the DeepSpeed release you run.",
+        fix=_delete(path), page=page,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,7 +171,7 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
 
     for path, _parent in _walk_auto(ctx.config):
         field = resolve(DeepSpeedConfig, path)
-        if field is not None and not field.meta.exists_in(ctx.version):
+        if field is not None and not field_exists(field, path.rpartition(".")[0], ctx.version):
             continue  # the key does not exist in this version: reported as such
         if field is not None and field.model is not None and not is_strict(field.owner):
             continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)

@@ -9,11 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from core import versions
 from core.findings import Finding, Fix, FixOp, join_index, join_path
 from core.rules.context import Context
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import SchemaField, is_open, is_strict, key_index, section_fields, section_meta
+from core.schema.walk import SchemaField, field_exists, is_open, is_strict, key_index, section_fields, section_meta
 
 ROOT = DeepSpeedConfig
 
@@ -57,22 +58,41 @@ def check_keys(ctx: Context) -> Iterator[Finding]:
     yield from _walk_keys(ctx, ctx.config, ROOT, "")
 
 
+def _exists(ctx: Context, prefix: str, field: SchemaField, key: str) -> bool:
+    """Whether DeepSpeed ``ctx.version`` reads this key: its generated profile says, where it can."""
+    known = versions.key_known(ctx.version, _profile_prefix(prefix), key)
+    return field_exists(field, prefix, ctx.version) if known is None else known
+
+
+def _profile_prefix(prefix: str) -> str:
+    # a list item or dict value of a section ("a.b[2]", "a.b.name") is profiled under the section
+    return prefix.split("[")[0]
+
+
+def _strict(ctx: Context, model: type[BaseModel], prefix: str) -> bool:
+    """A pydantic section in this release (profile), else what the schema says."""
+    strict = versions.section_strict(ctx.version, _profile_prefix(prefix))
+    return is_strict(model) if strict is None else strict and is_strict(model)
+
+
 def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
     fields = section_fields(model)
-    strict = is_strict(model)
+    strict = _strict(ctx, model, prefix)
     for key, value in data.items():
         path = _join(prefix, key)
         field = fields.get(key)
         if field is None:
             if not isinstance(key, str):
                 continue
+            if versions.key_known(ctx.version, _profile_prefix(prefix), key):
+                continue  # this release reads a key the schema does not describe
             if not is_open(model):
-                yield _unknown_key(ctx, key, path, prefix, model, value)
+                yield _unknown_key(ctx, key, path, prefix, model, value, strict)
             continue
         if not prefix and key == "bfloat16" and data.get("bf16") is not None:
             continue  # DeepSpeed ignores `bfloat16` when `bf16` is set (reported by a rule)
-        if not field.meta.exists_in(ctx.version):
-            yield from _wrong_version(ctx, field, path, strict, prefix)
+        if not _exists(ctx, prefix, field, key):
+            yield from _wrong_version(ctx, field, path, strict, prefix, key)
             continue
         if field.alias and key == field.name and field.alias in data and "auto" not in (value, data[field.alias]):
             yield Finding(
@@ -107,17 +127,21 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
 
 
 def _wrong_version(
-    ctx: Context, field: SchemaField, path: str, strict: bool, prefix: str
+    ctx: Context, field: SchemaField, path: str, strict: bool, prefix: str, key: str
 ) -> Iterator[Finding]:
-    if prefix == "" and field.meta.removed and version_tuple(ctx.version) >= version_tuple(field.meta.removed):
+    if prefix == "" and key in versions.removed_top_level_keys(ctx.version):
         return  # top-level removed keys get their own rule with DeepSpeed's message
-    if prefix == "zero_optimization" and field.meta.removed:
-        return
-    when = (
-        f"was added in DeepSpeed {field.meta.added}" if field.meta.added
-        and version_tuple(ctx.version) < version_tuple(field.meta.added)
-        else f"was removed in DeepSpeed {field.meta.removed}"
-    )
+    added, removed = versions.history(_profile_prefix(prefix), key)
+    if prefix == "zero_optimization" and removed and version_tuple(ctx.version) >= version_tuple(removed):
+        return  # reported by the removed-keys rule
+    if added is None and removed is None:
+        added, removed = field.meta.added, field.meta.removed
+    if added and version_tuple(ctx.version) < version_tuple(added):
+        when = f"was added in DeepSpeed {added}"
+    elif removed:
+        when = f"was removed in DeepSpeed {removed}"
+    else:
+        when = f"is not read by DeepSpeed {ctx.version}"
     if strict:
         yield Finding(
             "error", "keys.not-in-version", path,
@@ -134,24 +158,24 @@ def _wrong_version(
         )
 
 
-def _unknown_key(ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel], value: Any) -> Finding:
+def _unknown_key(
+    ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel], value: Any, strict: bool
+) -> Finding:
     doc_only = section_meta(model).get("doc_only", {})
     if key in doc_only:
-        strict = is_strict(model)
         return Finding(
             "error" if strict else "warning", "keys.doc-only", path,
             f"`{key}` {'in `' + prefix + '`' if prefix else 'at the top level'} is mentioned in the DeepSpeed "
             f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it: {doc_only[key]}",
             suggestion="Remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
         )
-    known = [k for k, f in section_fields(model).items() if f.meta.exists_in(ctx.version)]
+    known = [k for k, f in section_fields(model).items() if _exists(ctx, prefix, f, k)]
     guess = did_you_mean(key, known)
     # Where else this key is a field; never "move" a key into itself or one of its own parents.
     elsewhere = [
         p for p in key_index(ROOT).get(key, ())
         if p != prefix and not (prefix + ".").startswith(_join(p, key) + ".")
     ]
-    strict = is_strict(model)
     where = f"in `{prefix}`" if prefix else "at the top level"
     fix = None
     if elsewhere:
@@ -191,7 +215,7 @@ def _prepared(ctx: Context) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key, value in ctx.config.items():
         field = section_fields(ROOT).get(key)
-        if field is None or not field.meta.exists_in(ctx.version):
+        if field is None or not _exists(ctx, "", field, key):
             continue
         if key == "zero_optimization" and isinstance(value, bool):
             continue  # the deprecated boolean form; a rule explains it
@@ -199,6 +223,35 @@ def _prepared(ctx: Context) -> dict[str, Any]:
             continue  # only read when bf16 is absent
         data[key] = value
     return data
+
+
+_BOUND_CODES = {"ge": ("greater_than_equal", "≥"), "gt": ("greater_than", ">"), "le": ("less_than_equal", "≤"),
+                "lt": ("less_than", "<")}
+
+
+def check_profile_bounds(ctx: Context) -> Iterator[Finding]:
+    """Bounds of this release's pydantic fields (from its profile) that the schema's own bounds miss."""
+    for prefix, entry in versions.profile(ctx.version)["sections"].items():
+        section = ctx.get(prefix) if "[" not in prefix and "{" not in prefix else None
+        if not isinstance(section, dict):
+            continue
+        for name, info in entry["fields"].items():
+            key = info.get("alias", name)
+            value = section.get(key, section.get(name))
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            for bound, (code, symbol) in _BOUND_CODES.items():
+                if bound in info and isinstance(info[bound], int | float) and not _within(value, {bound: info[bound]}):
+                    path = _join(prefix, key)
+                    yield Finding(
+                        "error", f"type.{code}", path,
+                        f"`{path}` is {_short(value)}: DeepSpeed {ctx.version} requires a value {symbol} "
+                        f"{info[bound]}.",
+                        f"Allowed: {symbol} {info[bound]}." + (f" Default: {info['default']!r}." if "default" in info
+                                                               else ""),
+                        None, _page_of(path),
+                    )
+                    break
 
 
 def check_types(ctx: Context) -> Iterator[Finding]:
@@ -245,12 +298,15 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         return None  # check_keys reports unknown keys with better advice
     path, field, owner = _locate(tuple(error["loc"]))
     value = error.get("input")
-    if field is not None and not field.meta.exists_in(ctx.version):
+    prefix, _, key = path.split("[")[0].rpartition(".") if field is not None and path.endswith("]") \
+        else path.rpartition(".")
+    key = key.split("[")[0]
+    if field is not None and not _exists(ctx, prefix, field, key):
         return None  # a key this version does not have: check_keys reports that instead
     if kind in _BOUND_KINDS and field is not None:
-        older = field.meta.extra.get("bounds_by_version", {}).get(ctx.version)
-        if older is not None and _within(value, older):
-            return None  # this DeepSpeed version had looser bounds
+        entry = versions.field_entry(ctx.version, _profile_prefix(prefix), key)
+        if entry is not None and _within(value, {b: entry[b] for b in ("ge", "gt", "le", "lt") if b in entry}):
+            return None  # this DeepSpeed release's own bounds accept the value
     message = str(error["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
@@ -267,7 +323,7 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     # inside lenient sections DeepSpeed often just carries the value along.
     container = field is not None and field.model is not None and kind in container_kinds and owner is ROOT
     holds_strict = field is not None and field.model is not None and is_strict(field.model)
-    strict = is_strict(owner) or container or holds_strict or field is None or raises == "config"
+    strict = _strict(ctx, owner, prefix) or container or holds_strict or field is None or raises == "config"
     shown = _short(value)
     label = f"`{path}`" if path else "The section"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -279,6 +335,9 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     else:
         text = f"{label} is {shown}: {message[0].lower() + message[1:]}."
         hint = _hint(field)
+    section_path = path if field is not None and field.model is not None else prefix
+    if versions.section_strict(ctx.version, _profile_prefix(section_path)) is False:
+        strict = raises = False  # this release reads the section with dict.get: nothing is checked while parsing
     if strict:
         return Finding("error", f"type.{kind}", path, text, hint, None, _page_of(path))
     if raises == "engine":

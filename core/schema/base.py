@@ -17,9 +17,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
-#: DeepSpeed releases with a validation profile, oldest first.
-KNOWN_VERSIONS: tuple[str, ...] = ("0.19.5", "0.19.8")
-DEFAULT_VERSION = "0.19.8"
+from core import versions
+
+#: DeepSpeed releases with a validation profile (generated, see core/versions), oldest first.
+KNOWN_VERSIONS: tuple[str, ...] = versions.RELEASES
+DEFAULT_VERSION = versions.NEWEST
 
 #: What DeepSpeed does with the string "auto" in a field.
 #: - "default": pydantic sections drop "auto" before validation, so it silently means the default.

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.schema.base import LenientSection, ds_field, version_tuple
+from core import versions
+from core.schema.base import LenientSection, ds_field
 
 #: JSON types a parameter value may have (JSON Schema's names).
 JsonType = Literal["number", "integer", "boolean", "string", "array", "null"]
@@ -105,11 +106,8 @@ class OptimizerSpec:
     """False: extra parameters are passed to a third-party class we do not list exhaustively."""
 
     def exists_in(self, version: str) -> bool:
-        """Whether DeepSpeed ``version`` knows this optimizer."""
-        v = version_tuple(version)
-        if self.added and v < version_tuple(self.added):
-            return False
-        return not (self.removed and v >= version_tuple(self.removed))
+        """Whether DeepSpeed ``version`` knows this optimizer (its DEEPSPEED_OPTIMIZERS, from the profile)."""
+        return self.name in versions.optimizer_names(version)
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, or None."""

@@ -147,3 +147,19 @@ def resolve(root: type[BaseModel], path: str) -> SchemaField | None:
             return None
         model = found.model
     return found
+
+
+def field_exists(field: SchemaField, prefix: str, version: str) -> bool:
+    """Whether DeepSpeed ``version`` reads ``field`` in the section at dotted ``prefix``: the release's
+    generated profile says where it can (top level, pydantic sections), the schema's metadata elsewhere."""
+    from core import versions
+
+    section = prefix.split("[")[0]
+    for key in (field.alias, field.name):
+        if key is None:
+            continue
+        known = versions.key_known(version, section, key)
+        if known is not None:
+            return known
+    return field.meta.exists_in(version)
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,11 @@ WORKER_SCRIPT = Path(__file__).resolve().with_name("ds0195_worker.py")
 IN_PROCESS_VERSION = "0.19.8"
 # Interpreters holding other DeepSpeed releases (one interpreter cannot import two versions).
 WORKER_PYTHONS: dict[str, Path] = {"0.19.5": REPO_ROOT / ".venv-ds0195" / "bin" / "python"}
-SUPPORTED_VERSIONS = (IN_PROCESS_VERSION, *WORKER_PYTHONS)
+# Releases installed side by side (``pip install --no-deps --target .venv-ds/<release>``, see
+# scripts/install-test-deps.sh): run by this interpreter, sharing its torch, with the folder first on the path.
+SIDE_BY_SIDE_ROOT = REPO_ROOT / ".venv-ds"
+SIDE_BY_SIDE: tuple[str, ...] = ("0.16.9", "0.17.6", "0.18.9")
+SUPPORTED_VERSIONS = (IN_PROCESS_VERSION, *WORKER_PYTHONS, *SIDE_BY_SIDE)
 WORKER_BATCH = 500
 
 
@@ -69,6 +74,13 @@ class _Worker:
 
     def __init__(self, version: str) -> None:
         python = WORKER_PYTHONS.get(version)
+        env = None
+        if version in SIDE_BY_SIDE:
+            python, folder = Path(sys.executable), SIDE_BY_SIDE_ROOT / version
+            if not (folder / "deepspeed").is_dir():
+                raise OracleUnavailable(f"{folder} not found (scripts/install-test-deps.sh creates it)")
+            env = {**os.environ, "PYTHONPATH": str(folder),
+                   "TORCH_EXTENSIONS_DIR": str(REPO_ROOT / ".torch_extensions" / f"ds{version.replace('.', '')}")}
         if python is None:
             raise OracleUnavailable(f"no DeepSpeed {version} profile; supported: {', '.join(SUPPORTED_VERSIONS)}")
         if not python.exists():
@@ -85,6 +97,7 @@ class _Worker:
             text=True,
             encoding="utf-8",
             cwd=str(REPO_ROOT),
+            env=env,
         )
         found = self._request({"op": "version"})["version"]
         if found != version:

@@ -1,0 +1,162 @@
+"""Per-release knowledge of DeepSpeed, read from the profiles ``scripts/gen_profiles.py`` derives from each
+release's own code (``core/versions/profiles/<release>.json``).
+
+Which keys a release reads, which of its sections are pydantic models (strict) and their fields and
+bounds, which optimizers and schedulers it builds and with which keywords, which keys it refuses on sight:
+the validator asks here instead of keeping per-release lists of its own. ``core/schema`` stays the place
+for descriptions, UI metadata and the rules no code can derive.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import metadata, resources
+from typing import Any
+
+_DATA = resources.files(__package__)
+
+
+def _vt(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+#: Every DeepSpeed release with a profile, oldest first.
+RELEASES: tuple[str, ...] = tuple(sorted(json.loads((_DATA / "releases.json").read_text()), key=_vt))
+NEWEST: str = RELEASES[-1]
+
+
+@cache
+def profile(version: str) -> dict[str, Any]:
+    """The generated profile of ``version`` (ValueError naming the nearest one when there is none)."""
+    check_version(version)
+    return json.loads((_DATA / "profiles" / f"{version}.json").read_text())
+
+
+def nearest(version: str) -> str:
+    """The profiled release closest to ``version`` (by release number)."""
+    try:
+        wanted = _vt(version)
+    except ValueError:
+        return NEWEST
+    below = [r for r in RELEASES if _vt(r) <= wanted]
+    return below[-1] if below else RELEASES[0]
+
+
+def check_version(version: Any) -> str:
+    """``version`` if it has a profile; else a ValueError that names the supported range and the nearest."""
+    if isinstance(version, str) and version in RELEASES:
+        return version
+    hint = f" The nearest profile is {nearest(version)}." if isinstance(version, str) else ""
+    raise ValueError(
+        f"version {version!r} has no DeepSpeed validation profile: supported are {RELEASES[0]} … {NEWEST} "
+        f"(every release).{hint} To add a release: python scripts/gen_profiles.py <release>."
+    )
+
+
+def installed_deepspeed() -> str | None:
+    """The DeepSpeed release installed in this environment, from package metadata (torch is not imported)."""
+    try:
+        raw = metadata.version("deepspeed")
+    except metadata.PackageNotFoundError:
+        return None
+    return raw.split("+")[0].strip()
+
+
+def default_version() -> str:
+    """The installed DeepSpeed when it has a profile, else the newest profiled release."""
+    installed = installed_deepspeed()
+    return installed if installed in RELEASES else NEWEST
+
+
+def resolve_version(version: str | None) -> str:
+    """The release to validate for: ``version`` (checked), or the default when it is None."""
+    return default_version() if version is None else check_version(version)
+
+
+# ------------------------------------------------------------------------------------------- lookups
+def _section_path(prefix: str) -> str:
+    # list items and dict values of a section share its profile entry
+    return prefix
+
+
+def section(version: str, prefix: str) -> dict[str, Any] | None:
+    """The pydantic model DeepSpeed ``version`` parses the section at ``prefix`` with (None: not pydantic)."""
+    return profile(version)["sections"].get(_section_path(prefix))
+
+
+@cache
+def _ever_pydantic() -> frozenset[str]:
+    return frozenset(p for r in RELEASES for p in profile(r)["sections"])
+
+
+def section_strict(version: str, prefix: str) -> bool | None:
+    """True: a pydantic model refusing unknown keys; False: read with dict.get in ``version`` although
+    another release checks it; None: no release parses it with pydantic (the schema decides)."""
+    if prefix not in _ever_pydantic():
+        return None
+    entry = section(version, prefix)
+    return entry is not None and entry["extra"] == "forbid"
+
+
+def key_known(version: str, prefix: str, key: str) -> bool | None:
+    """Whether ``version`` reads ``key`` in the section at ``prefix``; None when the profile cannot say
+    (a dict.get section below the top level)."""
+    data = profile(version)
+    if prefix == "":
+        return key in data["top_level_keys"]
+    entry = data["sections"].get(prefix)
+    if entry is None:
+        return False if prefix in _ever_pydantic() and prefix not in data["top_level_keys"] and "." not in prefix \
+            else None
+    return any(key == name or key == f.get("alias") for name, f in entry["fields"].items())
+
+
+def field_entry(version: str, prefix: str, key: str) -> dict[str, Any] | None:
+    """The profile's entry for a pydantic field (by name or alias)."""
+    entry = section(version, prefix)
+    if entry is None:
+        return None
+    for name, info in entry["fields"].items():
+        if key in (name, info.get("alias")):
+            return info
+    return None
+
+
+def removed_top_level_keys(version: str) -> dict[str, str]:
+    """Top-level keys ``version`` refuses on sight, with its own message."""
+    return profile(version)["removed_top_level_keys"]
+
+
+def optimizer_names(version: str) -> tuple[str, ...]:
+    """DEEPSPEED_OPTIMIZERS of ``version`` (lower-case)."""
+    return tuple(profile(version)["optimizers"])
+
+
+def optimizer_keywords(version: str, name: str, backend: str) -> frozenset[str] | None:
+    """Constructor keywords of the class ``version`` builds for optimizer ``name`` on ``backend``
+    (None when the profile has no signature for it, e.g. a class from an optional package)."""
+    classes = profile(version)["optimizers"].get(name, {})
+    sig = classes.get(backend) or (classes.get("gpu") if backend == "torch" else None)
+    if sig is None or sig.get("var_keyword"):
+        return None
+    return frozenset(sig["params"])
+
+
+def scheduler_names(version: str) -> tuple[str, ...]:
+    return tuple(profile(version)["schedulers"])
+
+
+def has_check(version: str, fragment: str) -> bool:
+    """Whether one of ``DeepSpeedConfig``'s own assertion messages in ``version`` contains ``fragment``."""
+    return any(fragment in text for text in profile(version)["checks"])
+
+
+def history(prefix: str, key: str) -> tuple[str | None, str | None]:
+    """(first release that reads ``key`` at ``prefix``, first later release that no longer does)."""
+    present = [r for r in RELEASES if key_known(r, prefix, key)]
+    if not present:
+        return None, None
+    added = present[0] if present[0] != RELEASES[0] else None
+    after = [r for r in RELEASES if _vt(r) > _vt(present[-1])]
+    return added, after[0] if after else None

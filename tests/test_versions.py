@@ -1,0 +1,126 @@
+"""Release profiles (core.versions), version selection, and ``dsconfig versions`` / ``works_with``."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+
+import pytest
+
+from core import versions
+from core.cli import main
+from core.cli_versions import ReleaseVerdict, summarise, works_with
+from core.validate import validate
+
+#: Every patch release on PyPI from 0.16.0 to 0.19.8.
+EXPECTED = tuple(f"0.16.{i}" for i in range(10)) + tuple(f"0.17.{i}" for i in range(7)) + tuple(
+    f"0.18.{i}" for i in range(10)) + tuple(f"0.19.{i}" for i in range(9))
+
+
+def test_every_release_in_the_range_has_a_profile():
+    assert versions.RELEASES == EXPECTED
+    for release in versions.RELEASES:
+        data = versions.profile(release)
+        assert data["release"] == release
+        assert "train_batch_size" in data["top_level_keys"]
+        assert data["optimizers"] and data["schedulers"]
+
+
+def test_profiles_record_what_changed_between_releases():
+    # the 1-bit optimizers exist up to 0.19.7's predecessor and are gone in 0.19.8
+    assert "onebitadam" in versions.optimizer_names("0.19.5")
+    assert "onebitadam" not in versions.optimizer_names("0.19.8")
+    # 0.19.5 OnebitAdam takes bias_correction (the truth bug the hand-typed list had)
+    assert "bias_correction" in versions.optimizer_keywords("0.19.5", "onebitadam", "gpu")
+    # keys 0.19.8 refuses on sight, with DeepSpeed's own message
+    assert "amp" in versions.removed_top_level_keys("0.19.8")
+    assert versions.removed_top_level_keys("0.16.0") == {}
+    # pydantic sections: fp16 is read with dict.get in 0.16.9, a pydantic model in 0.19.8
+    assert versions.section_strict("0.19.8", "fp16") is True
+    assert versions.section_strict("0.16.9", "fp16") is False
+    assert versions.section_strict("0.19.8", "aio") is None
+
+
+def test_version_selection_accepts_any_release_and_names_the_nearest_otherwise():
+    for release in ("0.16.0", "0.17.3", "0.18.7", "0.19.8"):
+        assert validate({"train_batch_size": 1}, version=release).version == release
+    with pytest.raises(ValueError, match=r"0\.15\.4.*nearest profile is 0\.16\.0"):
+        validate({}, version="0.15.4")
+    with pytest.raises(ValueError, match=r"nearest profile is 0\.19\.8"):
+        validate({}, version="0.20.1")
+    with pytest.raises(ValueError, match=r"nearest profile is 0\.17\.6"):
+        validate({}, version="0.17.9")
+
+
+def test_default_version_is_the_installed_deepspeed_from_metadata(monkeypatch):
+    monkeypatch.setattr(metadata, "version", lambda name: "0.17.2")
+    assert versions.default_version() == "0.17.2"
+    assert validate({"train_batch_size": 1}).version == "0.17.2"
+    monkeypatch.setattr(metadata, "version", lambda name: "0.21.0+abc")
+    assert versions.default_version() == versions.NEWEST
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert versions.installed_deepspeed() is None
+    assert versions.default_version() == versions.NEWEST
+
+
+def test_a_key_added_later_is_unknown_before_and_fine_after():
+    config = {"train_batch_size": 1, "compile": {"deepcompile": False}}
+    first = versions.history("", "compile")[0]
+    assert first is not None
+    before = versions.RELEASES[versions.RELEASES.index(first) - 1]
+    assert [f.code for f in validate(config, version=before).findings if f.path == "compile"] == [
+        "keys.not-in-version"]
+    assert validate(config, version=first).ok
+
+
+def test_removed_zero_key_is_an_error_from_the_release_that_removed_it():
+    config = {"train_batch_size": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 2}}
+    _added, removed = versions.history("zero_optimization", "mics_shard_size")
+    assert removed is not None
+    last = versions.RELEASES[versions.RELEASES.index(removed) - 1]
+    assert validate(config, version=last).ok
+    assert "removed.key" in {f.code for f in validate(config, version=removed).errors}
+
+
+def test_works_with_lists_every_release_and_explains_the_boundary():
+    config = {"train_batch_size": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 2}}
+    result = works_with(config)
+    assert [v.version for v in result.verdicts] == list(versions.RELEASES)
+    _added, removed = versions.history("zero_optimization", "mics_shard_size")
+    assert result.summary.startswith(f"works with {versions.RELEASES[0]} – ")
+    assert f"{removed} removed `zero_optimization.mics_shard_size`" in result.summary
+
+
+def test_summary_of_gaps_and_of_nothing():
+    verdicts = [ReleaseVerdict("1", False, "x.y", "a", "m"), ReleaseVerdict("2", True), ReleaseVerdict("3", True),
+                ReleaseVerdict("4", False, "removed.key", "k", "m")]
+    assert summarise(verdicts) == "works with 2 – 3; 1: x.y at `a`; 4 removed `k`"
+    assert summarise([ReleaseVerdict("1", True)]) == "works with 1 (every profiled release)"
+    assert summarise([ReleaseVerdict("1", False, "c", "p", "m")]).startswith("works with no release")
+
+
+def test_cli_versions_text_and_json(tmp_path, capsys):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}))
+    assert main(["versions", str(path), "--world-size", "4"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("\n") == len(versions.RELEASES) + 1
+    assert "every profiled release" in text
+    assert main(["versions", str(path), "--format", "json", "--target", "hf"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["version"] for r in data["releases"]] == list(versions.RELEASES)
+    assert all(r["ok"] for r in data["releases"])
+
+
+def test_cli_validate_accepts_any_release_and_refuses_others_clearly(tmp_path, capsys):
+    path = tmp_path / "ds.json"
+    path.write_text('{"train_batch_size": 1}')
+    assert main(["validate", str(path), "--deepspeed-version", "0.17.4"]) == 0
+    assert "DeepSpeed 0.17.4" in capsys.readouterr().out
+    assert main(["validate", str(path), "--deepspeed-version", "0.12.0"]) == 2
+    err = capsys.readouterr().err
+    assert "nearest profile is 0.16.0" in err and "Traceback" not in err
