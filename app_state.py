@@ -52,6 +52,7 @@ PAGES: Mapping[str, str] = MappingProxyType({
     "advanced": "pages/advanced.py",
     "review": "pages/review.py",
     "presets": "pages/presets.py",
+    "plan": "pages/plan.py",
 })
 PAGE_TITLES: Mapping[str, str] = MappingProxyType({
     "start": "Start",
@@ -63,6 +64,7 @@ PAGE_TITLES: Mapping[str, str] = MappingProxyType({
     "advanced": "Advanced",
     "review": "Review & export",
     "presets": "Presets",
+    "plan": "Plan",
 })
 PAGE_ICONS: Mapping[str, str] = MappingProxyType({
     "start": ":material/flag:",
@@ -74,6 +76,7 @@ PAGE_ICONS: Mapping[str, str] = MappingProxyType({
     "advanced": ":material/settings:",
     "review": ":material/download:",
     "presets": ":material/library_books:",
+    "plan": ":material/speed:",
 })
 
 #: Name of the "not in the catalog" choice (memory typed by hand); the catalog is ``core.hardware``.

@@ -1,0 +1,182 @@
+"""Plan: which config is fastest on this cluster, how long training takes and what it costs (``core.perf``)."""
+
+from __future__ import annotations
+
+import copy
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+import app_state
+from core import hardware, models
+from core.memory import ATTENTION_IMPLS
+from core.perf import NETWORKS, Cluster, gpu_sweep, recommend
+from core.perf.hardware import DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S
+from ui import actions, frame, widgets
+
+frame.begin("Plan")
+widgets.explain(
+    "How the planner works and how far to trust it",
+    """The planner predicts the time of one optimizer step for every ZeRO stage, offload choice, ZeRO++,
+micro-batch / accumulation split and recomputation mode, checks each against the memory model, and ranks
+the ones that fit, fastest first.
+
+**What it assumes.** Matrix multiplies run at the slower of 60% of the GPU's datasheet peak and its memory
+bandwidth (so small micro-batches and hidden sizes run below peak); elementwise kernels move each saved
+activation five times through memory; collectives are rings bounded by the slower of NVLink and the node's
+network at 80% of line rate; DeepSpeed's overlapped communication hides behind compute up to 80%; the CPU
+optimizer (offload) updates 2e9 parameters per second per node. Pipeline parallelism, torch.compile and MoE
+expert parallelism are not modelled.
+
+**How far to trust it.** Against 13 published DeepSpeed runs (ZeRO-3 at 1,024 A100s, ZeRO++ on V100s,
+offload on H100s, GPT-2 on V100s) the median error is 18% and the worst is 1.9x (small models on old GPUs
+are predicted too fast). Use it to choose between configs that differ a lot; measure the close ones, then
+calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
+    expanded=False,
+)
+
+ctx = app_state.get_context()
+names = models.catalog_names()
+FROM_START = "(the model chosen on Start)"
+start_model = None
+if ctx.get("model_config") and ctx.get("model") not in names:
+    try:
+        start_model = models.describe(ctx["model_config"], name=str(ctx.get("model")))
+    except models.ModelConfigError:
+        start_model = None
+choices = ([FROM_START] if start_model else []) + names
+default = ctx.get("model") if ctx.get("model") in names else "meta-llama/Llama-2-7b-hf"
+
+cols = st.columns(3)
+model_name = cols[0].selectbox("Model", choices, index=0 if start_model else choices.index(default), key="plan_model")
+gpus = hardware.gpu_names()
+gpu = cols[1].selectbox("GPU", gpus, index=gpus.index(ctx["gpu"]) if ctx.get("gpu") in gpus else 0, key="plan_gpu")
+gpus_per_node = cols[2].number_input("GPUs per node", 1, 64, int(ctx.get("gpus_per_node") or 8), key="plan_gpn")
+cols = st.columns(3)
+nodes = cols[0].number_input("Nodes", 1, 4096, int(ctx.get("nodes") or 1), key="plan_nodes")
+default_net = DEFAULT_NETWORK_GBIT_S.get(gpu, FALLBACK_NETWORK_GBIT_S)
+network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_000.0, float(default_net), step=100.0,
+                               key=f"plan_network_{gpu}",
+                               help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))
+attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, index=ATTENTION_IMPLS.index("flash"),
+                              key="plan_attention")
+cols = st.columns(4)
+seq_len = cols[0].number_input("Sequence length", 1, 1_048_576, int(ctx.get("seq_len") or 2048), key="plan_seq")
+global_batch = cols[1].number_input("Global batch (sequences per step)", 1, 1_000_000,
+                                    max(256, int(gpus_per_node * nodes)), key="plan_batch")
+tokens = cols[2].number_input("Tokens to train (billions)", 0.0, 1e6, 2.0, key="plan_tokens")
+price = cols[3].number_input("Price per GPU-hour (USD)", 0.0, 1000.0, 2.5, key="plan_price")
+
+spec = start_model if model_name == FROM_START else models.get_spec(model_name)
+cluster = Cluster(gpu, int(gpus_per_node), int(nodes), inter_node_gbit_s=float(network),
+                  cpu_ram_gib=float(ctx.get("cpu_ram_gib") or 1024))
+world = cluster.total_gpus
+if global_batch % world:
+    st.error(f"A global batch of {global_batch} sequences cannot be split over {world} GPUs: pick a multiple of "
+             f"{world} (for example {max(world, round(global_batch / world) * world)}).")
+    frame.end()
+    st.stop()
+
+table = recommend(spec, cluster, seq_len=int(seq_len), global_batch=int(global_batch), tokens=tokens * 1e9 or None,
+                  price_per_gpu_hour=price or None, attention=attention)
+fitting = table[table["fits"]]
+st.subheader("Ranked configs")
+st.caption(f"{len(fitting)} of {len(table)} candidates fit in {table.attrs['gpu_memory_gib']:.0f} GiB with "
+           f"{table.attrs['memory_headroom']:.0%} kept free. Recompute is the model's gradient checkpointing "
+           "(set in your training script, not in the ds_config).")
+if fitting.empty:
+    st.error("Nothing fits on this cluster: add GPUs or nodes, shorten the sequence, or use a smaller model.")
+else:
+    shown = fitting.head(20).reset_index(drop=True)
+    view = pd.DataFrame({
+        "Rank": range(1, len(shown) + 1), "Stage": shown["stage"],
+        "Offload optimizer": shown["offload_optimizer"], "Offload params": shown["offload_param"],
+        "ZeRO++": shown["zeropp"], "Micro batch": shown["micro_batch"],
+        "Accumulation": shown["gradient_accumulation_steps"], "Recompute": shown["recompute"],
+        "GPU GiB": shown["gpu_peak_gib"].round(1), "Step s": shown["step_seconds"].round(3),
+        "Tokens/s": shown["tokens_per_second"].round(0), "TFLOPs/GPU": shown["tflops_per_gpu"].round(1),
+        "MFU": (shown["mfu"] * 100).round(0),
+    })
+    if "hours" in shown:
+        view["Hours"] = shown["hours"].round(1)
+    if "cost" in shown:
+        view["Cost USD"] = shown["cost"].round(0)
+    st.dataframe(view, hide_index=True, key="plan_table")
+    best = shown.iloc[0]
+    st.info(f"**Fastest fitting:** ZeRO-{best['stage']}"
+            f"{' + ZeRO++' if best['zeropp'] else ''}, micro batch {best['micro_batch']} x "
+            f"{best['gradient_accumulation_steps']} accumulation, recompute {best['recompute']}: "
+            f"{best['step_seconds']:.2f} s per step. Bottleneck: {best['bottleneck']}", icon=":material/speed:")
+
+    def _use(rank: int) -> None:
+        row = shown.iloc[rank - 1]
+        actions.remember(f"plan row {rank}")
+        ctx.update(gpu=gpu, gpu_memory_gib=hardware.GPU_BY_NAME[gpu].memory_gib, nodes=int(nodes),
+                   gpus_per_node=int(gpus_per_node), seq_len=int(seq_len), recompute=row["recompute"],
+                   attention=attention)
+        if model_name != FROM_START:
+            ctx.update(model=model_name, total_params=spec.total_params,
+                       largest_layer_params=spec.largest_layer_params, model_config=models.get_config(model_name))
+        app_state.replace_config(copy.deepcopy(row["config"]))
+        st.session_state["plan_message"] = (f"Loaded rank {rank} into the builder (ZeRO-{row['stage']}, micro batch "
+                                            f"{row['micro_batch']}). Review & export has the file.")
+
+    cols = st.columns([1, 3])
+    rank = cols[0].selectbox("Row", list(range(1, len(shown) + 1)), key="plan_row")
+    cols[1].button("Use this config", type="primary", key="plan_use", on_click=_use, args=(rank,),
+                   icon=":material/input:")
+    if st.session_state.get("plan_message"):
+        st.success(st.session_state["plan_message"], icon=":material/check:")
+        actions.undo_button("plan")
+    with st.expander("Its ds_config", icon=":material/data_object:"):
+        st.json(shown.iloc[rank - 1]["config"])
+
+    # ---- charts
+    st.subheader("Where the time goes")
+    top = shown.head(10)
+    parts = pd.DataFrame([
+        {"Candidate": f"#{i + 1} Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
+                      f"mb{r.micro_batch} {r.recompute}",
+         "Part": name, "Seconds": sec}
+        for i, r in enumerate(top.itertuples()) for name, sec in r.breakdown.items()
+    ])
+    st.altair_chart(alt.Chart(parts).mark_bar().encode(
+        y=alt.Y("Candidate:N", sort=None), x=alt.X("Seconds:Q", stack=True, title="seconds per optimizer step"),
+        color=alt.Color("Part:N", legend=alt.Legend(orient="bottom", columns=2)), tooltip=["Candidate", "Part",
+                                                                                          "Seconds"],
+    ), width="stretch")
+
+st.subheader("Speed against memory")
+scatter = table.assign(Fits=table["fits"].map({True: "fits", False: "does not fit"}),
+                       Candidate=[f"Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
+                                  f"mb{r.micro_batch} {r.recompute}" for r in table.itertuples()])
+limit = pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]})
+st.altair_chart(alt.Chart(scatter).mark_circle(size=60).encode(
+    x=alt.X("gpu_peak_gib:Q", title="GPU memory at peak (GiB)"),
+    y=alt.Y("tokens_per_second:Q", title="tokens per second (cluster)"),
+    color=alt.Color("Fits:N", scale=alt.Scale(domain=["fits", "does not fit"], range=["#2e7d32", "#c62828"])),
+    tooltip=["Candidate", "gpu_peak_gib", "tokens_per_second", "step_seconds"],
+) + alt.Chart(limit).mark_rule(strokeDash=[4, 4]).encode(x="gib:Q"), width="stretch")
+
+st.subheader("Time and cost against the number of nodes")
+node_counts = sorted({1, 2, 4, 8, 16, 32, int(nodes)})
+sweep = gpu_sweep(spec, cluster, seq_len=int(seq_len), global_batch=int(global_batch), node_counts=node_counts,
+                  tokens=tokens * 1e9 or None, price_per_gpu_hour=price or None, attention=attention)
+usable = sweep[sweep["fits"]] if not sweep.empty else sweep
+if usable.empty or "hours" not in usable:
+    st.caption("Give the tokens to train to see time and cost against the GPU count."
+               if not usable.empty else "No cluster size in the sweep fits.")
+else:
+    long = pd.concat([
+        usable.assign(Metric="training hours", Value=usable["hours"]),
+        *([usable.assign(Metric="cost (USD)", Value=usable["cost"])] if "cost" in usable else []),
+    ])
+    st.altair_chart(alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("total_gpus:Q", scale=alt.Scale(type="log"), title="GPUs"), y=alt.Y("Value:Q", title=None),
+        row=alt.Row("Metric:N", title=None), tooltip=["total_gpus", "stage", "micro_batch", "Value"],
+    ).resolve_scale(y="independent").properties(height=160), width="stretch")
+    st.caption(f"Smallest cluster in the sweep where something fits: {sweep.attrs.get('min_gpus')} GPUs. Sizes "
+               f"whose GPU count does not divide the global batch of {global_batch} are left out.")
+
+frame.end()

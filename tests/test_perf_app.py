@@ -1,0 +1,59 @@
+"""The Plan page (AppTest): inputs, the ranked table, charts, "use this config", bad input."""
+
+from __future__ import annotations
+
+from test_app_support import app
+
+from core.validate import validate
+
+PAGE = "pages/plan.py"
+
+
+def ranked(at):
+    return next(d.value for d in at.dataframe if "Rank" in d.value.columns)
+
+
+def test_plan_ranks_fitting_configs_and_draws_the_charts():
+    at = app(page=PAGE)
+    at.selectbox(key="plan_gpu").set_value("NVIDIA H100 80GB").run()
+    at.number_input(key="plan_nodes").set_value(2).run()
+    assert not at.exception, at.exception
+    table = ranked(at)
+    assert len(table) > 3 and list(table["Rank"][:3]) == [1, 2, 3]
+    assert list(table["Step s"]) == sorted(table["Step s"])
+    assert {"Hours", "Cost USD", "MFU"} <= set(table.columns)
+    assert any("Fastest fitting" in i.value for i in at.info)
+    assert len(at.get("vega_lite_chart")) >= 3  # breakdown, speed vs memory, time and cost vs GPUs
+
+
+def test_use_this_config_loads_the_row_into_the_builder():
+    at = app(page=PAGE)
+    at.number_input(key="plan_nodes").set_value(2).run()
+    at.selectbox(key="plan_row").set_value(2).run()
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    config = at.session_state["config"]
+    ctx = at.session_state["context"]
+    assert ctx["nodes"] == 2 and ctx["gpus_per_node"] == 8
+    assert config["train_batch_size"] == 256 and "zero_optimization" in config
+    assert validate(config, world_size=16).ok
+    assert any("Loaded rank 2" in s.value for s in at.success)
+    assert any(b.label.startswith("Undo") for b in at.button)
+
+
+def test_a_batch_that_cannot_be_split_is_explained():
+    at = app(page=PAGE)
+    at.number_input(key="plan_batch").set_value(100).run()
+    at.number_input(key="plan_gpn").set_value(3).run()
+    assert not at.exception, at.exception
+    assert any("cannot be split over 3 GPUs" in e.value for e in at.error)
+
+
+def test_nothing_fits_is_said_in_words():
+    at = app(page=PAGE)
+    at.selectbox(key="plan_model").set_value("meta-llama/Llama-3.1-405B").run()
+    at.selectbox(key="plan_gpu").set_value("NVIDIA T4 16GB").run()
+    at.number_input(key="plan_gpn").set_value(1).run()
+    at.number_input(key="plan_batch").set_value(4).run()
+    assert not at.exception, at.exception
+    assert any("Nothing fits" in e.value for e in at.error)
