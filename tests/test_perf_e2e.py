@@ -1,0 +1,60 @@
+"""The Plan page in a real headless Chromium: pick a cluster, use the recommended config, export it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from e2e_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server
+
+from core.models import get_spec
+from core.perf import Cluster, recommend
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e-plan")]
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with streamlit_server("streamlit-e2e-plan.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (Debian's chromium package; make test installs it)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_plan_use_the_recommended_config_and_export_it(browser, server):
+    from test_e2e import download, idle, nav, number, open_app, select
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        open_app(tab, server)
+        nav(tab, "Plan")
+        select(tab, "Model", "meta-llama/Llama-2-7b-hf")
+        select(tab, "GPU", "NVIDIA H100 80GB")
+        number(tab, "Nodes", 2)
+        tab.get_by_text("Fastest fitting").wait_for()
+        tab.get_by_role("button", name="Use this config").click()
+        tab.get_by_text("Loaded rank 1 into the builder").wait_for()
+        idle(tab)
+        tab.screenshot(path=str(ARTIFACTS / "plan.png"), full_page=True)
+        exported = download(tab)
+    finally:
+        context.close()
+    # what the page showed as rank 1 for these inputs (the page's defaults: seq 2048, global batch 256,
+    # flash attention, 2e9 tokens at 2.5 USD, the H100's reference network, the Start page's 512 GiB of RAM)
+    table = recommend(get_spec("meta-llama/Llama-2-7b-hf"), Cluster("NVIDIA H100 80GB", 8, 2, cpu_ram_gib=512.0,
+                                                                      inter_node_gbit_s=3200.0),
+                      seq_len=2048, global_batch=256, tokens=2e9, price_per_gpu_hour=2.5, attention="flash")
+    assert exported == table[table["fits"]].iloc[0]["config"]
