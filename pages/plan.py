@@ -30,7 +30,7 @@ optimizer (offload) updates 2e9 parameters per second per node. Pipeline paralle
 expert parallelism are not modelled.
 
 **How far to trust it.** Against 13 published DeepSpeed runs (ZeRO-3 at 1,024 A100s, ZeRO++ on V100s,
-offload on H100s, GPT-2 on V100s) the median error is 18% and the worst is 1.9x (small models on old GPUs
+offload on H100s, GPT-2 on V100s) the median error is 19% and the worst is 1.9x (small models on old GPUs
 are predicted too fast). Use it to choose between configs that differ a lot; measure the close ones, then
 calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
     expanded=False,

@@ -224,3 +224,17 @@ def test_accuracy_against_published_measurements():
 def test_calibrated_constants_are_visible():
     est = predict(cfg(), LLAMA7, Cluster("NVIDIA H100 80GB", efficiency=Efficiency(compute=0.5)), Shape(1, 1024))
     assert est.assumptions["efficiency"]["compute"] == 0.5
+
+
+def test_bucket_sizes_matter():
+    cl = Cluster("NVIDIA A100 80GB", 8, 2)
+    shape = Shape(2, 2048, "flash")
+    big = predict(cfg(2, 2, 1, 16, overlap_comm=True), LLAMA7, cl, shape)
+    small = predict(cfg(2, 2, 1, 16, overlap_comm=True, reduce_bucket_size=1_000_000), LLAMA7, cl, shape)
+    tiny_gather = predict(cfg(1, 2, 1, 16, allgather_bucket_size=100_000), LLAMA7, cl, shape)
+    assert small.step_seconds > big.step_seconds  # thousands of collective calls, each with its latency
+    # with overlap, the last (large) bucket still runs after the backward
+    assert big.breakdown["gradient reduce-scatter (last bucket)"] > small.breakdown["gradient reduce-scatter (last "
+                                                                                    "bucket)"]
+    assert tiny_gather.breakdown["parameter all-gather after the step"] > big.breakdown[
+        "parameter all-gather after the step"]

@@ -149,6 +149,9 @@ class Efficiency:
     #: Extra host-side cost per parameterised module per forward or backward pass under ZeRO-3 (the fetch /
     #: release hooks, their coordinator trace and stream synchronisations).
     zero3_module_overhead_s: float = 1.5e-4
+    #: Fixed cost of one collective call (NCCL launch and ring/tree latency: tens of microseconds in a node,
+    #: more across nodes); it makes small buckets and per-module ZeRO-3 fetches cost more than their bytes.
+    collective_latency_s: float = 5.0e-5
 
 
 @dataclass(frozen=True)

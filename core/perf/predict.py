@@ -23,6 +23,7 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,38 +213,61 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
     ring = lambda nbytes, factor, intra_only=False: _ring(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only)  # noqa: E731
     pcie = cl.pcie_bytes_s * cl.efficiency.link
     part = params / zero_ranks  # parameters this rank owns
+    alpha = cl.efficiency.collective_latency_s
+
+    def calls(nbytes: float, bucket_elems: int, elem_bytes: int) -> float:
+        return max(1.0, math.ceil(nbytes / max(1, bucket_elems * elem_bytes))) if nbytes > 0 else 0.0
+
+    def reduce_bucketed(target: dict[str, float], name: str, seconds: float, nbytes: float) -> None:
+        """A bucketed gradient reduction: latency per bucket; when it overlaps backward, the last bucket
+        (filled by the last layers' gradients) still runs after the backward."""
+        n = calls(nbytes, m.reduce_bucket_size, st.comm_bytes)
+        seconds += n * alpha
+        tail = seconds / n if n else 0.0
+        if target is parts.micro_overlap:
+            parts.add(parts.micro_serial, name + " (last bucket)", tail)
+            seconds -= tail
+        parts.add(target, name, seconds)
+
     if m.stage == 0:
-        parts.add(parts.step_serial, "gradient all-reduce", ring(wire, 2))
+        parts.add(parts.step_serial, "gradient all-reduce",
+                  ring(wire, 2) + calls(wire, 500_000_000, st.comm_bytes) * alpha)
     elif m.stage in (1, 2):
         grads = ring(wire, 1)
         if m.stage == 2 or overlap:
-            parts.add(parts.micro_overlap if overlap else parts.micro_serial, "gradient reduce-scatter", grads)
+            reduce_bucketed(parts.micro_overlap if overlap else parts.micro_serial, "gradient reduce-scatter",
+                            grads, wire)
         else:
-            parts.add(parts.step_serial, "gradient reduce-scatter", grads)
-        parts.add(parts.step_serial, "parameter all-gather after the step", ring(params * m.bytes_per_param, 1))
+            reduce_bucketed(parts.step_serial, "gradient reduce-scatter", grads, wire)
+        gather = params * m.bytes_per_param
+        parts.add(parts.step_serial, "parameter all-gather after the step",
+                  ring(gather, 1) + calls(gather, m.allgather_bucket_size, m.bytes_per_param) * alpha)
     else:
         persistent = 0
+        fetches = calls(params * m.bytes_per_param, m.prefetch_bucket_size, m.bytes_per_param)
         if isinstance(model, ModelSpec):
             persistent = sum(x.params * x.count for x in model.modules
                              if not x.tied and x.params < m.param_persistence_threshold) / st.tp
+            fetches = (model.num_layers + model.num_decoder_layers) * len(_linears(model)) + 2
         gathered = max(0.0, params - persistent) * m.bytes_per_param
         fwd_bytes = gathered * (0.5 if st.quantized_weights else 1.0)
         target = parts.micro_overlap if overlap else parts.micro_serial
-        parts.add(target, "ZeRO-3 parameter all-gather (forward)", ring(fwd_bytes, 1))
+        # one all-gather per parameterised module (DeepSpeed fetches module by module, prefetching ahead)
+        parts.add(target, "ZeRO-3 parameter all-gather (forward)", ring(fwd_bytes, 1) + fetches * alpha)
         hpz = m.hpz_partition_size
         if hpz > 1:
             parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)",
-                      _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True))
+                      _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True) + fetches * alpha)
         else:
-            parts.add(target, "ZeRO-3 parameter all-gather (backward)", ring(gathered, 1))
+            parts.add(target, "ZeRO-3 parameter all-gather (backward)", ring(gathered, 1) + fetches * alpha)
         if st.quantized_gradients:
             # qgZ: int4 all-to-all inside the node, then across nodes on the node's reduced share
             grad_t = _ring(wire * 0.25, 1, min(gpn_zero, zero_ranks), gpn_zero, cl, intra_only=True)
             if zero_ranks > gpn_zero:
                 grad_t += wire * 0.25 * (n_nodes - 1) / n_nodes / (cl.inter_bytes_s * cl.efficiency.link)
-            parts.add(target, "gradient reduce-scatter (qgZ int4)", grad_t)
+            reduce_bucketed(target, "gradient reduce-scatter (qgZ int4)", grad_t, wire)
         else:
-            parts.add(target, "gradient reduce-scatter", ring(wire, 1))
+            reduce_bucketed(target, "gradient reduce-scatter", ring(wire, 1), wire)
         if m.offload_param != "none":
             # each forward and backward fetches the partition from the host before the all-gather
             parts.add(target, "parameter upload over PCIe (offload_param)", 2 * part * m.bytes_per_param / pcie)
