@@ -74,7 +74,10 @@ def idle(tab) -> None:
 
 def select(tab, label: str, option: str, nth: int = 0) -> None:
     box = tab.get_by_role("combobox", name=label, exact=True).nth(nth)
+    box.scroll_into_view_if_needed()
     box.click()
+    # type to filter: a long list near the bottom of the window may not render the wanted option otherwise
+    tab.keyboard.type(option.strip("()"))
     tab.get_by_role("option").filter(has_text=option).first.click()
     playwright_api.expect(box).to_have_value(re.compile(re.escape(option)))
     idle(tab)
