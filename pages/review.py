@@ -7,6 +7,7 @@ import streamlit as st
 import app_state
 import core
 from core import autofill, export
+from core.cli_versions import works_with
 from ui import frame, headline, memory, widgets
 
 frame.begin("Review & export")
@@ -67,6 +68,14 @@ if not report.errors:
         "No errors: DeepSpeed will accept this config (see the warnings above)."
     show = st.success if estimate is not None and estimate.fits else st.warning
     show(f"{accepted}\n\nMemory: {fit_text}", icon=":material/check_circle:")
+
+# ------------------------------------------------------------------ releases
+releases = works_with(config, world_size=app_state.world_size(ctx), target=form.target)
+ok_count = sum(v.ok for v in releases.verdicts)
+st.markdown(f"**Works with releases:** {widgets.safe_text(releases.summary)} "
+            f"({ok_count} of {len(releases.verdicts)} profiled DeepSpeed releases accept it).")
+st.caption(" ".join(f":green[{v.version}]" if v.ok else f":red[~~{v.version}~~]" for v in releases.verdicts),
+           help="Each profiled release's validator verdict; struck through: refused (see `dsconfig versions`).")
 
 # ------------------------------------------------------------------ the file
 st.subheader("ds_config.json")

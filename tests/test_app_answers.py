@@ -237,3 +237,9 @@ def test_a_fix_link_brings_the_finding_to_the_top_of_its_page():
     assert focus and "Did you mean `zero_optimization`?" in focus[0]
     at.button(key="focus_fix").click().run()
     assert at.session_state["config"]["zero_optimization"] == {"stage": 3}
+
+
+def test_review_shows_which_releases_accept_the_config():
+    at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}}, page="pages/review.py")
+    strip = next(m.value for m in at.main.markdown if m.value.startswith("**Works with releases:**"))
+    assert "works with" in strip and "profiled DeepSpeed releases accept it" in strip
