@@ -243,3 +243,10 @@ def test_review_shows_which_releases_accept_the_config():
     at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}}, page="pages/review.py")
     strip = next(m.value for m in at.main.markdown if m.value.startswith("**Works with releases:**"))
     assert "works with" in strip and "profiled DeepSpeed releases accept it" in strip
+
+
+def test_first_visit_says_the_shown_preset_is_not_loaded_yet():
+    at = app()
+    assert any("Nothing is loaded yet" in c.value for c in at.caption)
+    at.button(key="start_load_preset").click().run()
+    assert not any("Nothing is loaded yet" in c.value for c in at.caption)
