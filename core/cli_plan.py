@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import models
-from core.hardware import gpu_names
+from core.hardware import GPU_BY_NAME, gpu_names
 from core.io import ConfigLoadError, load_config_file
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape
 from core.perf import NETWORKS, Cluster, calibrate, gpu_sweep, parse_log, predict, recommend, step_seconds_from_log
@@ -68,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p)
     p.add_argument("--global-batch", type=_positive(int), required=True, help="sequences per optimizer step")
-    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
+                   help="default: bf16, or fp16 on GPUs without bf16 (V100, T4)")
     p.add_argument("--tokens", type=_positive(float), help="tokens to train (adds hours)")
     p.add_argument("--price", type=_positive(float), metavar="USD", help="price per GPU-hour (adds cost)")
     p.add_argument("--top", type=_positive(int), default=15, help="rows to print (default 15)")
@@ -113,6 +114,7 @@ def _cluster(args: argparse.Namespace) -> Cluster:
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     spec, cluster = _model(args), _cluster(args)
+    args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
     table = recommend(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, precision=args.precision,
                       tokens=args.tokens, price_per_gpu_hour=args.price, attention=args.attention)
     sweep = gpu_sweep(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, tokens=args.tokens,

@@ -53,7 +53,7 @@ model_name = cols[0].selectbox("Model", choices, index=0 if start_model else cho
 gpus = hardware.gpu_names()
 gpu = cols[1].selectbox("GPU", gpus, index=gpus.index(ctx["gpu"]) if ctx.get("gpu") in gpus else 0, key="plan_gpu")
 gpus_per_node = cols[2].number_input("GPUs per node", 1, 64, int(ctx.get("gpus_per_node") or 8), key="plan_gpn")
-cols = st.columns(3)
+cols = st.columns(4)
 nodes = cols[0].number_input("Nodes", 1, 4096, int(ctx.get("nodes") or 1), key="plan_nodes")
 default_net = DEFAULT_NETWORK_GBIT_S.get(gpu, FALLBACK_NETWORK_GBIT_S)
 network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_000.0, float(default_net), step=100.0,
@@ -61,6 +61,9 @@ network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_0
                                help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))
 attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, index=ATTENTION_IMPLS.index("flash"),
                               key="plan_attention")
+precisions = ["bf16", "fp16", "fp32"] if hardware.GPU_BY_NAME[gpu].bf16 else ["fp16", "fp32", "bf16"]
+precision = cols[3].selectbox("Precision", precisions, key=f"plan_precision_{gpu}",
+                              help="The GPUs without bf16 (V100, T4) train in fp16.")
 cols = st.columns(4)
 seq_len = cols[0].number_input("Sequence length", 1, 1_048_576, int(ctx.get("seq_len") or 2048), key="plan_seq")
 global_batch = cols[1].number_input("Global batch (sequences per step)", 1, 1_000_000,
@@ -79,7 +82,7 @@ if global_batch % world:
     st.stop()
 
 table = recommend(spec, cluster, seq_len=int(seq_len), global_batch=int(global_batch), tokens=tokens * 1e9 or None,
-                  price_per_gpu_hour=price or None, attention=attention)
+                  price_per_gpu_hour=price or None, attention=attention, precision=precision)
 fitting = table[table["fits"]]
 st.subheader("Ranked configs")
 st.caption(f"{len(fitting)} of {len(table)} candidates fit in {table.attrs['gpu_memory_gib']:.0f} GiB with "
@@ -162,7 +165,8 @@ st.altair_chart(alt.Chart(scatter).mark_circle(size=60).encode(
 st.subheader("Time and cost against the number of nodes")
 node_counts = sorted({1, 2, 4, 8, 16, 32, int(nodes)})
 sweep = gpu_sweep(spec, cluster, seq_len=int(seq_len), global_batch=int(global_batch), node_counts=node_counts,
-                  tokens=tokens * 1e9 or None, price_per_gpu_hour=price or None, attention=attention)
+                  tokens=tokens * 1e9 or None, price_per_gpu_hour=price or None, attention=attention,
+                  precision=precision)
 usable = sweep[sweep["fits"]] if not sweep.empty else sweep
 if usable.empty or "hours" not in usable:
     st.caption("Give the tokens to train to see time and cost against the GPU count."
