@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.hardware import gpu_names
 from core.memory import ModelCounts, Shape
@@ -238,3 +240,25 @@ def test_bucket_sizes_matter():
                                                                                     "bucket)"]
     assert tiny_gather.breakdown["parameter all-gather after the step"] > big.breakdown[
         "parameter all-gather after the step"]
+
+
+_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(allow_nan=True),
+                  st.text(max_size=5), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
+                                                                                            st.integers(), max_size=2))
+
+
+@given(st.fixed_dictionaries({}, optional={
+    "train_micro_batch_size_per_gpu": _JUNK, "gradient_accumulation_steps": _JUNK, "train_batch_size": _JUNK,
+    "bf16": st.fixed_dictionaries({"enabled": _JUNK}), "fp16": st.fixed_dictionaries({"enabled": _JUNK}),
+    "communication_data_type": _JUNK, "sequence_parallel_size": _JUNK,
+    "tensor_parallel": st.fixed_dictionaries({"autotp_size": _JUNK}),
+    "zero_optimization": st.fixed_dictionaries({}, optional={
+        "stage": _JUNK, "overlap_comm": _JUNK, "reduce_bucket_size": _JUNK, "allgather_bucket_size": _JUNK,
+        "stage3_prefetch_bucket_size": _JUNK, "zero_quantized_weights": _JUNK, "zero_hpz_partition_size": _JUNK,
+        "offload_optimizer": st.one_of(_JUNK, st.fixed_dictionaries({"device": _JUNK, "ratio": _JUNK})),
+        "offload_param": st.one_of(_JUNK, st.fixed_dictionaries({"device": _JUNK})),
+    }),
+}))
+def test_predict_never_raises_on_junk_configs(config):
+    est = predict(config, LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), Shape(1, 512, "flash"))
+    assert est.step_seconds > 0 and math.isfinite(est.step_seconds)

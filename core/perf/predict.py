@@ -435,6 +435,9 @@ def predict(
         pinned = m.offload_optimizer_pin_memory and m.offload_param_pin_memory
         if not pinned:
             notes.append("pin_memory is off: host copies run at about half the PCIe rate (not modelled).")
+    if shape.attention == "flash" and not GPU_BY_NAME[cluster.gpu].bf16:
+        notes.append(f"FlashAttention-2 needs an Ampere or newer GPU; on the {cluster.gpu} SDPA's memory-efficient "
+                     "kernel runs instead (costed the same).")
     if cluster.nodes > 1:
         notes.append("Inter-node rings are costed at the node's total network bandwidth; NCCL tree algorithms "
                      "and topology effects are not modelled.")
