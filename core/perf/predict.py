@@ -32,6 +32,7 @@ from core.hardware import GPU_BY_NAME
 from core.memory.activations import layer_terms, sum_terms
 from core.memory.estimate import ModelCounts, Shape, _check_shape
 from core.models.arch import ModelSpec
+from core.perf.advice import bottleneck_text
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings, read_settings
 
@@ -312,46 +313,6 @@ def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape
         parts.add(parts.micro_serial, "sequence-parallel all-to-all (Ulysses)", volume / (bw * cl.efficiency.link))
 
 
-_ADVICE = {
-    "compute": "the GPUs are busy computing: larger micro-batches, fewer recomputations or faster GPUs help",
-    "recomputation": "activation recomputation repeats the forward: turn it off or use selective recompute "
-    "if the memory allows",
-    "host overhead": "kernel-launch and Python overhead dominate: larger micro-batches amortise it "
-    "(ZeRO-3's per-module hooks add to it)",
-    "ZeRO-3 parameter all-gather": "the ZeRO-3 parameter all-gathers are exposed: ZeRO++ (qwZ + hpZ) shrinks "
-    "them, ZeRO-2 avoids them when the model fits, a faster network or larger micro-batches hide them",
-    "gradient reduce-scatter": "the gradient reduction is exposed: enable overlap_comm, use ZeRO++ qgZ on "
-    "slow networks, or more gradient accumulation steps per optimizer step (stage 0/1)",
-    "gradient all-reduce": "the gradient all-reduce runs after the backward: ZeRO-1/2 with overlap_comm or more "
-    "gradient accumulation amortises it",
-    "parameter all-gather after the step": "the post-step all-gather of the updated parameters: more gradient "
-    "accumulation amortises it",
-    "CPU optimizer step": "the CPU-Adam step on the host dominates: keep the optimizer on the GPU if it fits "
-    "(more GPUs or ZeRO-3), or amortise it with more gradient accumulation",
-    "PCIe": "host-device copies over PCIe dominate: avoid offloading, or accumulate more micro-steps per step",
-    "NVMe": "NVMe swapping dominates: offload to CPU memory instead, or add drives",
-    "tensor-parallel": "tensor-parallel all-reduces dominate: lower autotp_size",
-    "sequence-parallel": "Ulysses all-to-alls dominate: lower sequence_parallel_size",
-    "optimizer step (GPU)": "the GPU optimizer step dominates: accumulate more micro-steps per step",
-}
-
-
-def _advice(name: str) -> str:
-    for key, text in _ADVICE.items():
-        if key in name:
-            return text
-    return ""
-
-
-def _bottleneck(breakdown: dict[str, float], total: float) -> str:
-    if not breakdown or total <= 0:
-        return "nothing to run"
-    name, seconds = max(breakdown.items(), key=lambda kv: kv[1])
-    share = 100 * seconds / total
-    advice = _advice(name)
-    return f"{name} takes {share:.0f}% of the step" + (f"; {advice}." if advice else ".")
-
-
 def _peak(cl: Cluster, precision: str, notes: list[str]) -> float:
     if precision == "fp32":
         notes.append("fp32 training: costed at the plain fp32 rate (PyTorch leaves TF32 matmuls off by default).")
@@ -448,7 +409,7 @@ def predict(
         hardware_tflops_per_gpu=hw_tflops,
         mfu=tflops * 1e12 / peak,
         breakdown=breakdown,
-        bottleneck=_bottleneck(breakdown, step),
+        bottleneck=bottleneck_text(breakdown, step),
         notes=tuple(dict.fromkeys(notes)),
         micro_batch=shape.micro_batch,
         gradient_accumulation_steps=gas,
