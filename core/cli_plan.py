@@ -127,6 +127,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         if sweep is not None:
             data["gpu_sweep"] = sweep.to_dict(orient="records")
             data["min_gpus"] = sweep.attrs.get("min_gpus")
+            data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
         out.write(json.dumps(data, indent=2, default=str) + "\n")
         return 0
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
@@ -159,7 +160,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     if sweep is not None:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
         out.write(sweep.to_string(index=False) + "\n")
-        out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs\n")
+        out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
+                  f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
     return 0
 

@@ -206,6 +206,7 @@ def test_gpu_sweep_finds_the_smallest_cluster():
                       tokens=1e9, price_per_gpu_hour=3.0, recompute=("full",), nvme=False)
     assert list(sweep["total_gpus"]) == [8, 16, 32]
     assert sweep.attrs["min_gpus"] in (8, 16, 32)
+    assert 1 <= sweep.attrs["memory_min_gpus"] <= sweep.attrs["min_gpus"]
     fitting = sweep[sweep["fits"]]
     assert list(fitting["hours"]) == sorted(fitting["hours"], reverse=True)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, evaluate_arrays
-from core.memory.solve import zero_options
+from core.memory.solve import min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
@@ -180,7 +180,8 @@ def gpu_sweep(
     """Best fitting config per cluster size (whole nodes of ``cluster``): time and cost against GPU count.
 
     Sizes whose GPU count does not divide ``global_batch`` are skipped; ``min_gpus`` in ``attrs`` is the smallest
-    size in the sweep where anything fits.
+    size in the sweep where anything fits, ``memory_min_gpus`` the memory model's ``min_gpus`` for the most frugal
+    config (any GPU count, not only whole nodes).
     """
     counts = node_counts or [1, 2, 4, 8, 16, 32, 64]
     rows = []
@@ -200,4 +201,13 @@ def gpu_sweep(
     frame = pd.DataFrame(rows)
     fitting = frame[frame["fits"]] if not frame.empty else frame
     frame.attrs["min_gpus"] = int(fitting["total_gpus"].min()) if not fitting.empty else None
+    # the memory model's floor: the most frugal config (ZeRO-3, everything offloaded, micro batch 1, full
+    # recomputation) on the fewest GPUs, whatever the global batch
+    device = "nvme" if kwargs.get("nvme", True) else "cpu"
+    frugal = build_config(stage=3, offload_optimizer=device, offload_param=device, zeropp=False, micro_batch=1,
+                          grad_accum=1, world_size=1, precision=kwargs.get("precision", "bf16"),
+                          gpus_per_node=cluster.gpus_per_node)
+    floor = min_gpus(frugal, model, hardware_for(cluster), Shape(1, seq_len, kwargs.get("attention", "flash"), "full"),
+                     allowances=cluster.memory_allowances)
+    frame.attrs["memory_min_gpus"] = floor.total_gpus if floor is not None else None
     return frame
