@@ -108,6 +108,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         lock.unlink(missing_ok=True)
 
 
+def _start_order(item: pytest.Item) -> int:
+    """Longest first: tests marked ``long`` (real-DeepSpeed training and op builds, minutes each), then the
+    other slow real-DeepSpeed and browser tests, then the rest."""
+    if item.get_closest_marker("long"):
+        return 0
+    if item.get_closest_marker("slow") and (item.get_closest_marker("deepspeed") or item.get_closest_marker("e2e")):
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Start the long tests first, so that on several xdist workers none of them is left to run alone at the
+    end (the order is stable, so every worker collects the same list)."""
+    items.sort(key=_start_order)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

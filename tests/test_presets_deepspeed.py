@@ -272,6 +272,7 @@ EXPECTED_CHANGES = {
 
 @pytest.mark.deepspeed
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize(("preset", "version"),
                          [(p, v) for p in PRESETS for v in p.meta["verified_with"]],
