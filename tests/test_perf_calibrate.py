@@ -135,6 +135,7 @@ def test_calibrate_rejects_nonsense():
 
 @pytest.mark.deepspeed
 @pytest.mark.slow
+@pytest.mark.long  # a cold run builds DeepSpeed's shm op (minutes): start it first
 def test_parse_log_reads_what_deepspeed_writes_now(tmp_path):
     """Train the fixture's tiny model on the CPU with the installed DeepSpeed and parse its live output."""
     pytest.importorskip("deepspeed")
