@@ -116,7 +116,10 @@ if source == "Preset":
     else:
         st.info("No presets found.")
 elif source == "Upload or paste":
-    st.file_uploader("ds_config.json (JSON or HJSON, up to 2 MB)", type=["json", "hjson", "txt", "conf"],
+    # the limit the server enforces (.streamlit/config.toml), said in the label rather than only on hover
+    limit_mb = int(st.get_option("server.maxUploadSize"))
+    st.file_uploader(f"ds_config.json (JSON or HJSON, up to {limit_mb} MB; larger: paste it)",
+                     type=["json", "hjson", "txt", "conf"],
                      key="start_upload", on_change=lambda: st.session_state.update({LAST_INPUT: "upload"}))
     st.text_area("…or paste it here", key="start_paste", height=200,
                  placeholder='{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}',
