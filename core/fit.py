@@ -97,36 +97,54 @@ def _from_estimate(kind: str, title: str, detail: str, est: memory.MemoryEstimat
 
 
 def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                     shape: Shape) -> Way | None:
-    """The largest smaller micro batch that fits, with the accumulation that keeps the global batch."""
+                     shape: Shape, trainer_accum: int) -> Way | None:
+    """The largest smaller micro batch that fits, with the accumulation that keeps the global batch.
+
+    With an "auto" micro batch (the HF Trainer fills it) the change goes to TrainingArguments instead:
+    ``shape.micro_batch`` is the Trainer's per-device batch and ``trainer_accum`` its accumulation."""
     world = hardware.total_gpus
     batch = resolve_batch(dict(config), world)
-    micro = _int(batch.micro_batch) if batch.ok else _int(config.get("train_micro_batch_size_per_gpu"))
+    trainer = config.get("train_micro_batch_size_per_gpu") == "auto"
+    if trainer:
+        micro = shape.micro_batch
+        accum = _int(config.get("gradient_accumulation_steps")) or trainer_accum
+    else:
+        micro = _int(batch.micro_batch) if batch.ok else _int(config.get("train_micro_batch_size_per_gpu"))
+        accum = (_int(batch.grad_accum) if batch.ok else _int(config.get("gradient_accumulation_steps"))) or 1
     if micro is None or micro < 2:
         return None
-    accum = (_int(batch.grad_accum) if batch.ok else _int(config.get("gradient_accumulation_steps"))) or 1
     per_gpu = micro * accum  # samples per GPU per optimizer step: what must stay the same
     largest = memory.max_micro_batch(config, model, hardware, shape, limit=micro - 1)
     # the largest that fits and keeps the global batch; when none fits, 1 still saves the most activations
     new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
     new_accum = per_gpu // new_micro
-    patch: dict[str, Any] = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
     detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: the global batch "
               f"stays {per_gpu * world} on {world} GPUs; each optimizer step takes {new_accum} smaller passes.")
+    patch: dict[str, Any] = {}
+    context: dict[str, Any] = {}
+    if trainer:
+        detail += (f" The config says \"auto\": pass per_device_train_batch_size={new_micro} and "
+                   f"gradient_accumulation_steps={new_accum} to TrainingArguments.")
+        context = {"hf_micro_batch": new_micro, "hf_grad_accum": new_accum}
+        if _int(config.get("gradient_accumulation_steps")):
+            patch["gradient_accumulation_steps"] = new_accum
+    else:
+        patch = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
     return _way("micro_batch", f"Micro batch {new_micro} with {new_accum} accumulation steps", detail,
-                config, model, hardware, replace(shape, micro_batch=new_micro), patch)
+                config, model, hardware, replace(shape, micro_batch=new_micro), patch, context)
 
 
 def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                shape: Shape, *, max_nodes: int = 1024) -> list[Way]:
+                shape: Shape, *, max_nodes: int = 1024, trainer_accum: int = 1) -> list[Way]:
     """Ways out of an out-of-memory job, ranked: those that fit first (cheapest in speed first), then the
     rest by GPU memory. Each single change starts from the current job; "combined" stacks the single
-    config changes in cost order until the job fits. Empty when the job already fits."""
+    config changes in cost order until the job fits. Empty when the job already fits. ``trainer_accum`` is
+    the HF Trainer's gradient_accumulation_steps, used when the config's micro batch is "auto"."""
     current = memory.estimate(config, model, hardware, shape)
     if current.fits:
         return []
     ways: list[Way] = []
-    micro = _micro_batch_way(config, model, hardware, shape)
+    micro = _micro_batch_way(config, model, hardware, shape, trainer_accum)
     if micro is not None:
         ways.append(micro)
     if isinstance(model, ModelSpec) and shape.recompute != "full":
@@ -196,7 +214,8 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     stage = _stage(config)
     ladder: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     if "micro_batch" in by_kind:
-        ladder.append((by_kind["micro_batch"].title, by_kind["micro_batch"].config_patch, {}))
+        way = by_kind["micro_batch"]
+        ladder.append((way.title, way.config_patch, way.context_patch))
     if "recompute" in by_kind:
         ladder.append(("recomputation", {}, {"recompute": "full"}))
     ladder += [(f"ZeRO-{s}", {"zero_optimization": {"stage": s}}, {}) for s in range(stage + 1, 4)]
@@ -216,7 +235,8 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         context.update(context_step)
         names.append(name)
         trial = replace(shape, recompute=context.get("recompute", shape.recompute),
-                        micro_batch=patch.get("train_micro_batch_size_per_gpu", shape.micro_batch))
+                        micro_batch=patch.get("train_micro_batch_size_per_gpu",
+                                              context.get("hf_micro_batch", shape.micro_batch)))
         est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
         if est.fits:
             break
@@ -238,9 +258,7 @@ def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,
     ctx = way.context_patch
     if "nodes" in ctx:
         hardware = replace(hardware, nodes=int(ctx["nodes"]), gpus_per_node=int(ctx["gpus_per_node"]))
-    micro = patched.get("train_micro_batch_size_per_gpu")
-    micro = micro if isinstance(micro, int) and not isinstance(micro, bool) and "train_micro_batch_size_per_gpu" \
-        in way.config_patch else shape.micro_batch
+    micro = way.config_patch.get("train_micro_batch_size_per_gpu", ctx.get("hf_micro_batch", shape.micro_batch))
     return patched, hardware, replace(shape, micro_batch=micro, recompute=ctx.get("recompute", shape.recompute))
 
 

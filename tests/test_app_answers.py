@@ -250,3 +250,16 @@ def test_first_visit_says_the_shown_preset_is_not_loaded_yet():
     assert any("Nothing is loaded yet" in c.value for c in at.caption)
     at.button(key="start_load_preset").click().run()
     assert not any("Nothing is loaded yet" in c.value for c in at.caption)
+
+
+def test_auto_micro_batch_way_changes_the_trainer_value_not_the_config():
+    config = preset_config("hf-auto-zero3")
+    at = app(config, page="pages/zero.py", target="hf", **model_context("meta-llama/Meta-Llama-3-8B"))
+    titles = [m.value for m in at.main.markdown if m.value.startswith("**") and "Micro batch" in m.value]
+    assert titles, "a smaller per-device batch is offered"
+    index = next(i for i, m in enumerate(
+        [m.value for m in at.main.markdown if m.value.startswith(("**1.", "**2.", "**3.", "**4.", "**5.", "**6.",
+                                                                  "**7."))]) if "Micro batch" in m)
+    at.button(key=f"zero_fit_{index}").click().run()
+    assert at.session_state["config"] == config
+    assert at.session_state["context"]["hf_micro_batch"] < 8

@@ -124,3 +124,16 @@ def test_way_inputs_apply_the_context_changes(llama70b):
     assert hardware.total_gpus == best.context_patch["nodes"] * best.context_patch["gpus_per_node"]
     assert shape.recompute == "full" and shape.micro_batch == config["train_micro_batch_size_per_gpu"] == 1
     assert memory.estimate(config, llama70b, hardware, shape).gpu_bytes == best.gpu_bytes
+
+
+def test_an_auto_micro_batch_is_changed_in_the_trainer_arguments(llama8b):
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+    shape = memory.Shape(micro_batch=8, seq_len=4096)  # the Trainer's per_device_train_batch_size
+    way = next(w for w in fit.ways_to_fit(config, llama8b, A100, shape, trainer_accum=2) if w.kind == "micro_batch")
+    assert way.config_patch == {}  # "auto" stays: the Trainer fills it
+    assert way.context_patch["hf_micro_batch"] * way.context_patch["hf_grad_accum"] == 16
+    assert "per_device_train_batch_size=" in way.detail
+    patched, _, trial = fit.way_inputs(way, config, A100, shape)
+    assert trial.micro_batch == way.context_patch["hf_micro_batch"]
+    assert memory.estimate(patched, llama8b, A100, trial).gpu_bytes == way.gpu_bytes

@@ -13,6 +13,8 @@ from core import fit
 
 #: Session key of the state before the last big edit: (label, config, baseline, context).
 UNDO = "undo_state"
+#: The context values a way to fit may change (recomputation, GPU count, the HF Trainer's batch arguments).
+WAY_CONTEXT_KEYS = ("recompute", "nodes", "gpus_per_node", "hf_micro_batch", "hf_grad_accum")
 
 
 def remember(label: str) -> None:
@@ -44,7 +46,7 @@ def apply_way(way: fit.Way) -> None:
     """Apply a way to fit: its config patch and its context changes (recomputation, GPU count)."""
     remember(way.title)
     ctx = app_state.get_context()
-    ctx.update({k: v for k, v in way.context_patch.items() if k in ("recompute", "nodes", "gpus_per_node")})
+    ctx.update({k: v for k, v in way.context_patch.items() if k in WAY_CONTEXT_KEYS})
     app_state.replace_config(fit.apply_patch(app_state.get_config(), way.config_patch))
 
 

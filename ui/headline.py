@@ -108,7 +108,8 @@ def ways(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> l
     model = memory.model_for(ctx)
     if model is None:
         return []
-    return fit.ways_to_fit(config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report))
+    return fit.ways_to_fit(config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report),
+                           trainer_accum=int(ctx.get("hf_grad_accum") or 1))
 
 
 def speeds(found: list[fit.Way], config: Mapping[str, Any], ctx: Mapping[str, Any],
