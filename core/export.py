@@ -233,18 +233,21 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
-def hf_trainer_export(config: Mapping[str, Any],
-                      mode: str = "auto") -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_values: Mapping[str, Any] | None = None,
+                      ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(config, TrainingArguments keyword arguments, notes) that the HF Trainer accepts together.
 
     ``mode`` "auto": every field the Trainer fills that the config sets becomes "auto", and the arguments carry
     the values (same training, one place to change them). "match": the config keeps its values and the
     arguments repeat them. Either way train_batch_size becomes "auto" (the Trainer computes it from the GPU
     count it is launched on), and a warm-up peak that differs from the learning rate follows the learning rate
-    (the Trainer requires them equal), which a note says."""
+    (the Trainer requires them equal), which a note says. ``trainer_values`` are TrainingArguments for what
+    the config does not say (its "auto" batch: e.g. the per-device batch the memory estimate assumed)."""
     if mode not in HF_MODES:
         raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
     args = hf_training_arguments(config)
+    for name, value in (trainer_values or {}).items():
+        args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
     out = copy.deepcopy(dict(config))
     notes: list[str] = []
     missing = object()
@@ -273,7 +276,8 @@ def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json") -> st
 
 
 def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
-                    config: Mapping[str, Any] | None = None, hf_mode: str = "auto") -> dict[str, str]:
+                    config: Mapping[str, Any] | None = None, hf_mode: str = "auto",
+                    trainer_values: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Ready-to-paste launch commands for the config, by launcher (the HF one with the TrainingArguments
     ``hf_trainer_export`` gives for ``config``)."""
     nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
@@ -287,7 +291,7 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         )
     else:
         deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
-    hf_args = hf_trainer_export(config, hf_mode)[1] if config is not None else {}
+    hf_args = hf_trainer_export(config, hf_mode, trainer_values)[1] if config is not None else {}
     hf = (hf_snippet(hf_args, file_name)
           + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
     accelerate = (

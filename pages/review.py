@@ -151,12 +151,16 @@ hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MOD
                    help="The HF Trainer refuses to start when the config's batch, learning rate, clipping, "
                         "warm-up or precision differ from its TrainingArguments: either leave them to the Trainer "
                         '("auto") or pass the same values both ways.')
-snippets = export.launch_snippets(ctx, form.stage, config=final, hf_mode=hf_mode)
+# the Trainer's batch arguments where the config says "auto": the values the Batch page and the memory use
+trainer_values = {name: int(ctx[key]) for name, key, path in (
+    ("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),
+    ("gradient_accumulation_steps", "hf_grad_accum", "gradient_accumulation_steps")) if final.get(path) == "auto"}
+snippets = export.launch_snippets(ctx, form.stage, config=final, hf_mode=hf_mode, trainer_values=trainer_values)
 for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), strict=True):
     with tab:
         st.code(snippet, language="bash" if name in ("deepspeed launcher", "accelerate launch") else "python")
         if name == "HF Trainer":
-            hf_config, _, hf_notes = export.hf_trainer_export(final, hf_mode)
+            hf_config, _, hf_notes = export.hf_trainer_export(final, hf_mode, trainer_values)
             for note in hf_notes:
                 st.warning(note, icon=":material/warning:")
             hf_text = core.dump_config(hf_config)

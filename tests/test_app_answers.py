@@ -263,3 +263,9 @@ def test_auto_micro_batch_way_changes_the_trainer_value_not_the_config():
     at.button(key=f"zero_fit_{index}").click().run()
     assert at.session_state["config"] == config
     assert at.session_state["context"]["hf_micro_batch"] < 8
+
+
+def test_hf_snippet_passes_the_assumed_trainer_batch_for_auto():
+    at = app(preset_config("hf-auto-zero3"), page="pages/review.py", target="hf", hf_micro_batch=2, hf_grad_accum=4)
+    snippet = next(c.value for c in at.code if "TrainingArguments(" in c.value)
+    assert "per_device_train_batch_size=2," in snippet and "gradient_accumulation_steps=4," in snippet

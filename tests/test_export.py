@@ -232,3 +232,14 @@ def test_hf_snippet_names_every_argument():
     for name, value in hf_trainer_export(EDITED, "match")[1].items():
         assert f"{name}={value!r}," in snippet
     assert "max_steps=12000," in snippet and "per_device_train_batch_size=4," in snippet
+
+
+def test_hf_export_passes_the_planned_trainer_batch_for_auto():
+    from core.export import hf_trainer_export
+
+    config = next(p.config for p in list_presets([BUILTIN_DIR])[0] if p.name == "hf-auto-zero3")
+    out, kwargs, _ = hf_trainer_export(config, "auto", {"per_device_train_batch_size": 2,
+                                                        "gradient_accumulation_steps": 4})
+    given = _trainer_accepts(out, kwargs, world_size=8)
+    assert (given["train_micro_batch_size_per_gpu"], given["gradient_accumulation_steps"],
+            given["train_batch_size"]) == (2, 4, 64)
