@@ -27,10 +27,12 @@ done
 # --- end of versions block ---------------------------------------------------------------------------------
 
 # Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op
-# (the NVMe preset really swaps to disk in the real-DeepSpeed tests).
+# (the NVMe preset really swaps to disk in the real-DeepSpeed tests), nginx for the replicas test.
 missing=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 dpkg -s libaio-dev >/dev/null 2>&1 || missing+=(libaio-dev)
+# nginx: the test of deploy/nginx.conf runs two app replicas behind it on loopback
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo_cmd=()
     if [ "$(id -u)" != "0" ]; then
