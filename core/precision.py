@@ -12,28 +12,23 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from core.effective import effective
+from core.rules.context import lax_bool
+
 #: The precision modes, in the order the app offers them ("fp32": no mixed-precision section enabled).
 PRECISION_MODES: tuple[str, ...] = ("fp32", "fp16", "bf16", "torch_autocast")
 _SECTIONS = PRECISION_MODES[1:]
 
 
-def _enabled(config: Mapping[str, Any], section: str) -> bool:
-    value = config.get(section)
-    flag = value.get("enabled", False) if isinstance(value, Mapping) else False
-    return flag is True or flag == "auto"
-
-
 def bf16_section(config: Mapping[str, Any]) -> str:
     """The section that holds the bf16 settings: ``bfloat16`` when only the legacy spelling is used."""
-    return "bfloat16" if "bfloat16" in config and "bf16" not in config else "bf16"
+    return effective(config).bf16_section
 
 
 def precision_mode(config: Mapping[str, Any]) -> str:
-    """The mode the config selects (``"auto"`` counts as on; the first enabled one wins when several are)."""
-    on = [mode for mode in _SECTIONS if _enabled(config, mode)]
-    if not on and bf16_section(config) == "bfloat16" and _enabled(config, "bfloat16"):
-        on = ["bf16"]
-    return on[0] if on else "fp32"
+    """The mode the config selects, booleans read as DeepSpeed reads them (``1``, ``"true"``, ``"on"`` are
+    on); ``"auto"`` counts as on (the HF Trainer fills it); the first enabled one wins when several are."""
+    return effective(config).precision_mode
 
 
 def with_precision_mode(config: Mapping[str, Any], mode: str) -> dict[str, Any]:
@@ -50,6 +45,6 @@ def with_precision_mode(config: Mapping[str, Any], mode: str) -> dict[str, Any]:
         current = out.get(section)
         if section == target:
             out[section] = {**current, "enabled": True} if isinstance(current, Mapping) else {"enabled": True}
-        elif isinstance(current, Mapping) and current.get("enabled") not in (None, False):
+        elif isinstance(current, Mapping) and lax_bool(current.get("enabled", False)) is not False:
             out[section] = {**current, "enabled": False}
     return out

@@ -10,6 +10,7 @@ import streamlit as st
 
 import app_state
 from core import lr_schedules
+from core.effective import optimizer_backend
 from core.findings import get_path
 from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
 from ui import frame, widgets
@@ -39,9 +40,7 @@ widgets.render_field("optimizer.type", form)
 opt_type = get_path(config, "optimizer.type")
 spec = resolve_optimizer(opt_type, form.version) if isinstance(opt_type, str) and opt_type != "auto" else None
 if isinstance(spec, OptimizerSpec):
-    offload = get_path(config, "zero_optimization.offload_optimizer.device") in ("cpu", "nvme")
-    torch_adam = get_path(config, "optimizer.params.torch_adam") is True
-    backend = "torch" if torch_adam else "cpu" if offload else "gpu"
+    backend = optimizer_backend(config, spec.name)  # the order deepspeed.initialize builds it in
     st.caption(f"{spec.description} DeepSpeed builds `{spec.implementations.get(backend, '?')}` here"
                f" ({backend}).")
     params = spec.params_for(backend)

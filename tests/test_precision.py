@@ -22,7 +22,9 @@ from tests.fuzz_strategies import FUZZ_SETTINGS, any_config
     ({"bfloat16": {"enabled": True}}, "bf16"),
     ({"bf16": {"enabled": False}, "bfloat16": {"enabled": True}}, "fp32"),  # DeepSpeed ignores bfloat16 here
     ({"torch_autocast": {"enabled": True, "dtype": "bfloat16"}}, "torch_autocast"),
-    ({"fp16": {"enabled": 1}}, "fp32"),  # only true or "auto" turn it on, as in the app's radio
+    ({"fp16": {"enabled": 1}}, "fp16"),  # pydantic lax bool, as DeepSpeed reads it (issue 13)
+    ({"fp16": {"enabled": "yes"}, "bf16": {"enabled": "off"}}, "fp16"),
+    ({"torch_autocast": {"enabled": "false"}}, "torch_autocast"),  # get_scalar_param: a truthy string
     ({"fp16": True, "bf16": None}, "fp32"),  # not sections: nothing enabled
 ])
 def test_precision_mode(config, mode):

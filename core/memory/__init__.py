@@ -17,7 +17,6 @@ from core.memory.deepspeed_parity import (
 )
 from core.memory.estimate import (
     GIB,
-    OPTIMIZER_STATES,
     Allowances,
     Component,
     Hardware,
@@ -43,7 +42,6 @@ from core.memory.solve import (
 __all__ = [
     "ATTENTION_IMPLS",
     "GIB",
-    "OPTIMIZER_STATES",
     "RECOMPUTE_MODES",
     "SWEEP_AXES",
     "ActivationBreakdown",

@@ -19,32 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.effective import effective, pydantic_bool
 from core.memory.activations import ATTENTION_IMPLS, RECOMPUTE_MODES, activation_breakdown
 from core.models.arch import ModelSpec
 
 GIB = 2**30
 
-# number of fp32 state tensors per parameter kept by each optimizer (DeepSpeed names, lower case)
-OPTIMIZER_STATES: dict[str, int] = {
-    "adam": 2,
-    "adamw": 2,
-    "fusedadam": 2,
-    "cpuadam": 2,
-    "deepspeedcpuadam": 2,
-    "onebitadam": 2,
-    "zerooneadam": 2,
-    "lamb": 2,
-    "fusedlamb": 2,
-    "onebitlamb": 2,
-    "adagrad": 1,
-    "cpuadagrad": 1,
-    "lion": 1,
-    "fusedlion": 1,
-    "cpulion": 1,
-    "muon": 1,
-    "sgd": 1,
-}
-OFFLOAD_DEVICES = ("none", "cpu", "nvme")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
@@ -115,32 +95,20 @@ class TrainingSettings:
         cfg = ds_config if isinstance(ds_config, Mapping) else {}
         notes: list[str] = []
         zero = _section(cfg, "zero_optimization")
-        raw_stage = zero.get("stage", 0)
-        stage = int(raw_stage) if _num(raw_stage, -1) in (0, 1, 2, 3) else 0
-        if raw_stage not in (0, 1, 2, 3, None):
-            notes.append(f"zero_optimization.stage={raw_stage!r} is not 0-3; estimated as stage 0.")
+        meaning = effective(cfg)
+        stage = meaning.stage
+        if stage == 0 and meaning.stage_written not in (0, None, False):
+            notes.append(f"zero_optimization.stage={meaning.stage_written!r} is not 0-3; estimated as stage 0.")
 
-        fp16 = _section(cfg, "fp16").get("enabled")
-        bf16 = (_section(cfg, "bf16") or _section(cfg, "bfloat16")).get("enabled")
-        precision = "fp16" if fp16 is True else "bf16" if bf16 is True else "fp32"
-        if "auto" in (fp16, bf16):
+        precision = meaning.precision if meaning.precision != "torch_autocast" else "fp32"
+        if meaning.fp16_auto or meaning.bf16_auto:
             notes.append(
                 'fp16/bf16 "enabled": "auto" is resolved by the HF Trainer; estimated as '
                 f"{precision} (choose the precision explicitly to override)."
             )
 
-        def offload(key: str) -> tuple[str, Mapping[str, Any]]:
-            sec = _section(zero, key)
-            dev = sec.get("device")
-            dev = dev.lower() if isinstance(dev, str) else "none"
-            return (dev if dev in OFFLOAD_DEVICES else "none"), sec
-
-        off_opt, opt_sec = offload("offload_optimizer")
-        if off_opt == "none" and zero.get("cpu_offload") is True:
-            off_opt, opt_sec = "cpu", {}
-        off_param, param_sec = offload("offload_param")
-        if off_param == "none" and zero.get("cpu_offload_params") is True:
-            off_param, param_sec = "cpu", {}
+        off_opt, off_param = meaning.offload_optimizer, meaning.offload_param
+        opt_sec, param_sec = _section(zero, "offload_optimizer"), _section(zero, "offload_param")
         if stage == 0 and off_opt != "none":
             notes.append("offload_optimizer needs ZeRO stage >= 1; ignored at stage 0.")
             off_opt = "none"
@@ -150,25 +118,21 @@ class TrainingSettings:
         if off_opt == "nvme" and stage < 3:
             notes.append("offload_optimizer to nvme is only supported with ZeRO stage 3 (ZeRO-Infinity).")
 
-        opt = _section(cfg, "optimizer")
-        opt_type = opt.get("type")
-        if isinstance(opt_type, str) and opt_type.lower() != "auto":
-            name = opt_type.lower().replace("_", "").replace("-", "")
-        else:
-            name = "adamw"
+        opt_type = meaning.optimizer_type
+        name = (meaning.optimizer_name or "").lower() or "adamw"
+        if meaning.optimizer_name is None and not (isinstance(opt_type, str) and opt_type != "auto"):
             notes.append('No optimizer type in the config (or "auto"): assumed AdamW (2 fp32 states).')
-        states = OPTIMIZER_STATES.get(name)
+        elif meaning.optimizer_name is None:
+            name = opt_type.lower()
+        states = meaning.optimizer_states
         if states is None:
             states = 2
-            notes.append(f"Optimizer {opt_type!r} unknown to the estimator: assumed 2 fp32 states per parameter.")
-        if name == "sgd":
-            momentum = _num(_section(opt, "params").get("momentum"), 0)
-            states = 1 if momentum > 0 else 0
+            if isinstance(opt_type, str) and opt_type != "auto":
+                notes.append(f"Optimizer {opt_type!r} unknown to the estimator: assumed 2 fp32 states per parameter.")
         if name in ("onebitadam", "zerooneadam", "onebitlamb"):
             notes.append("1-bit optimizers also keep error-feedback buffers (not counted).")
 
         ac = _section(cfg, "activation_checkpointing")
-        overlap_default = stage == 3
         return cls(
             stage=stage,
             precision=precision,
@@ -178,8 +142,8 @@ class TrainingSettings:
             optimizer_states=states,
             reduce_bucket_size=int(_num(zero.get("reduce_bucket_size"), 5e8, 1)),
             allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), 5e8)),
-            overlap_comm=_flag(zero.get("overlap_comm"), overlap_default),
-            contiguous_gradients=_flag(zero.get("contiguous_gradients"), True),
+            overlap_comm=meaning.overlap_comm,
+            contiguous_gradients=meaning.contiguous_gradients,
             prefetch_bucket_size=int(
                 _num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")), 5e7)
             ),
@@ -188,8 +152,8 @@ class TrainingSettings:
             ),
             max_live_parameters=int(_num(zero.get("stage3_max_live_parameters", zero.get("max_live_parameters")), 1e9)),
             sub_group_size=int(_num(zero.get("sub_group_size"), 1e9, 1)),
-            offload_optimizer_pin_memory=_flag(opt_sec.get("pin_memory"), True),
-            offload_param_pin_memory=_flag(param_sec.get("pin_memory"), True),
+            offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", True),
+            offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", True),
             offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), 5)),
             offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), 1e8)),
             offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), 4)),

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 from core.findings import get_path
+
+if TYPE_CHECKING:
+    from core.effective import Effective
 
 Target = Literal["deepspeed", "hf"]
 TARGETS: tuple[str, ...] = ("deepspeed", "hf")
@@ -81,14 +85,17 @@ class Context:
         value = self.config.get("zero_optimization")
         return value if isinstance(value, dict) else {}
 
+    @cached_property
+    def meaning(self) -> Effective:
+        """What the config means to DeepSpeed (stage, precision, optimizer class, ...), read once."""
+        from core.effective import effective  # core.effective reads values with this module's lax readers
+
+        return effective(self.config, self.version)
+
     @property
     def stage(self) -> int:
         """The ZeRO stage DeepSpeed would use (0 when unset, unreadable or "auto")."""
-        raw = self.config.get("zero_optimization")
-        if isinstance(raw, bool):
-            return 1 if raw else 0
-        stage = lax_int(self.zero.get("stage", 0))
-        return stage if stage in (0, 1, 2, 3) else 0
+        return self.meaning.stage
 
     def enabled(self, section: str) -> bool:
         """Whether ``section.enabled`` is on (lax bool; "auto" counts as off, as in DeepSpeed)."""

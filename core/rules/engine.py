@@ -22,11 +22,8 @@ def _set(path: str, value: object, description: str | None = None) -> Fix:
 
 def model_dtype(ctx: Context) -> str:
     """The dtype DeepSpeed trains in: fp16, bf16 or fp32 (from the enabled flags, fp16 first)."""
-    if ctx.enabled("fp16"):
-        return "fp16"
-    if ctx.enabled("bf16") or (ctx.config.get("bf16") is None and ctx.enabled("bfloat16")):
-        return "bf16"
-    return "fp32"
+    precision = ctx.meaning.precision
+    return precision if precision in ("fp16", "bf16") else "fp32"
 
 
 def _grad_accum_dtype(ctx: Context) -> str | None:
@@ -35,9 +32,7 @@ def _grad_accum_dtype(ctx: Context) -> str | None:
 
 
 def _overlap_comm(ctx: Context) -> bool:
-    value = ctx.zero.get("overlap_comm")
-    flag = lax_bool(value) if value is not None and value != "auto" else None
-    return ctx.stage == 3 if flag is None else flag
+    return ctx.meaning.overlap_comm
 
 
 def engine_combinations(ctx: Context) -> Iterator[Finding]:
@@ -56,8 +51,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             fix=_set("gradient_clipping", 0.0), page="zero",
         )
     dtype, accum = model_dtype(ctx), _grad_accum_dtype(ctx) or model_dtype(ctx)
-    offload = zero.get("offload_optimizer")
-    cpu_offload = isinstance(offload, dict) and offload.get("device") in ("cpu", "nvme")
+    cpu_offload = ctx.meaning.offload_optimizer in ("cpu", "nvme")
     if (ctx.stage == 1 and dtype == "bf16" and accum == "fp32" and not cpu_offload
             and compute_grad_norm is False):
         yield Finding(

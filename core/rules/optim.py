@@ -58,14 +58,7 @@ def _closest(name: str, candidates: list[str]) -> str | None:
 
 
 def _backend(ctx: Context) -> str:
-    offload = ctx.zero.get("offload_optimizer")
-    device = offload.get("device") if isinstance(offload, dict) else None
-    if ctx.stage > 0 and device in ("cpu", "nvme"):
-        return "cpu"
-    params = ctx.get("optimizer.params")
-    if isinstance(params, dict) and lax_bool(params.get("torch_adam")):
-        return "torch"
-    return "gpu"
+    return ctx.meaning.optimizer_backend or "gpu"
 
 
 def optimizer(ctx: Context) -> Iterator[Finding]:

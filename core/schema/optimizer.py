@@ -104,6 +104,10 @@ class OptimizerSpec:
     needs_package: str | None = None
     params_complete: bool = True
     """False: extra parameters are passed to a third-party class we do not list exhaustively."""
+    state_tensors: int = 2
+    """fp32 state tensors per parameter the optimizer keeps (Adam: m and v; Lion: one moment)."""
+    states_need_momentum: bool = False
+    """SGD-like: the state tensor exists only with ``momentum`` > 0 (none otherwise)."""
 
     def exists_in(self, version: str) -> bool:
         """Whether DeepSpeed ``version`` knows this optimizer (its DEEPSPEED_OPTIMIZERS, from the profile)."""
@@ -361,6 +365,7 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                 ),
             ),
             {"gpu": "torch.optim.Adagrad", "cpu": "deepspeed.ops.adagrad.DeepSpeedCPUAdagrad"},
+            state_tensors=1,
         ),
         OptimizerSpec(
             "lion",
@@ -377,6 +382,7 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                 ),
             ),
             {"gpu": "deepspeed.ops.lion.FusedLion", "cpu": "deepspeed.ops.lion.DeepSpeedCPULion"},
+            state_tensors=1,
         ),
         OptimizerSpec(
             "muon",
@@ -403,6 +409,7 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                 _FP32_STATES,
             ),
             {"gpu": "deepspeed.runtime.zero.muon.MuonWithAuxAdam"},
+            state_tensors=1,  # the momentum buffer of the (dominant) 2-D matrices; the aux-Adam half keeps 2
         ),
         *(
             OptimizerSpec(
@@ -411,6 +418,8 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                 f"{base} with maximal-update parametrisation (µP). Needs the `mup` package.",
                 params,
                 {"gpu": f"mup.{display}"},
+                state_tensors=1 if name == "musgd" else 2,
+                states_need_momentum=name == "musgd",
                 needs_package="mup",
                 zero_supported=False,
                 params_complete=False,
@@ -550,6 +559,12 @@ TORCH_OPTIMIZERS: tuple[str, ...] = (
     "SGD",
     "SparseAdam",
 )
+
+#: fp32 state tensors per parameter of the torch.optim classes the memory model knows (SGD: only with
+#: ``momentum`` > 0); the DeepSpeed optimizers carry theirs on their :class:`OptimizerSpec`.
+TORCH_OPTIMIZER_STATE_TENSORS: dict[str, int] = {
+    "Adadelta": 2, "Adamax": 2, "NAdam": 2, "RAdam": 2, "RMSprop": 1, "Rprop": 2, "SGD": 1,
+}
 
 #: Keyword parameters of the torch.optim classes DeepSpeed may build (``cls(params, **optimizer.params)``),
 #: checked against ``inspect.signature`` by tests/test_schema_parity.py (torch 2.13).

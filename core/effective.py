@@ -1,0 +1,218 @@
+"""What a config MEANS to DeepSpeed 0.19.8: the one place that reads stage, precision, optimizer and offload.
+
+Every consumer (the rules, the memory model, the precision switch, the app and the CLI) asks
+:func:`effective` instead of re-reading the keys, so they cannot disagree. The readings follow DeepSpeed's
+own code:
+
+- pydantic sections (``zero_optimization``, ``fp16``, ``bf16``, offload sub-sections) read booleans in
+  pydantic's lax mode (``1``, ``"true"``, ``"on"``, ``"yes"`` ... are true) and drop a value ``"auto"``,
+  so the field's default applies (``DeepSpeedConfigModel``);
+- ``"zero_optimization": true`` is the legacy form, stage 1 (``read_zero_config_deprecated``);
+- ``bfloat16`` is read only when ``bf16`` is absent (``get_bfloat16_config``);
+- ``torch_autocast.enabled`` is read with ``get_scalar_param`` (a plain ``dict.get``) and then used as a
+  Python truth value, so any non-empty string counts as on;
+- ``optimizer.params.torch_adam`` is popped and used as a Python truth value (``get_optimizer_configuration``);
+  the optimizer class follows ``_configure_basic_optimizer``: for Adam/AdamW ``torch_adam`` wins, then the
+  CPU optimizer when ``offload_optimizer.device`` is cpu or nvme (``zero_use_cpu_optimizer``, whatever the
+  stage), then the fused GPU kernel;
+- ``overlap_comm`` unset (or ``"auto"``) defaults to ``stage == 3`` (``overlap_comm_valid``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.rules.context import lax_bool, lax_int
+from core.schema.optimizer import (
+    OPTIMIZERS,
+    TORCH_OPTIMIZER_STATE_TENSORS,
+    Backend,
+    OptimizerSpec,
+    resolve_optimizer,
+)
+
+#: Offload devices DeepSpeed's ``OffloadDeviceEnum`` accepts (exact spelling).
+OFFLOAD_DEVICES: tuple[str, ...] = ("none", "cpu", "nvme")
+#: ZeRO stages DeepSpeed's ``ZeroStageEnum`` accepts.
+ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
+_ADAM_NAMES = ("adam", "adamw")
+
+
+def _section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def pydantic_bool(section: Mapping[str, Any], key: str, default: bool) -> bool:
+    """``section[key]`` as a DeepSpeed pydantic section reads a bool: lax bool, ``"auto"``/absent = default.
+
+    A value pydantic rejects (DeepSpeed then fails parsing) also gives the default; the validator reports it.
+    """
+    value = section.get(key, "auto")
+    if value == "auto":
+        return default
+    read = lax_bool(value)
+    return default if read is None else read
+
+
+def _zero(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], int, Any]:
+    """The zero section as DeepSpeed sees it, the stage, and the raw stage value as written."""
+    raw = config.get("zero_optimization")
+    if isinstance(raw, bool):  # legacy form: true is stage 1 (read_zero_config_deprecated)
+        return {}, 1 if raw else 0, raw
+    zero = raw if isinstance(raw, Mapping) else {}
+    written = zero.get("stage")
+    stage = lax_int(written) if written not in (None, "auto") else 0
+    return zero, stage if stage in ZERO_STAGES else 0, written
+
+
+def _device(zero: Mapping[str, Any], key: str, legacy_key: str) -> tuple[str, Mapping[str, Any]]:
+    section = zero.get(key)
+    if isinstance(section, Mapping):
+        device = section.get("device", "none")
+        return (device if device in OFFLOAD_DEVICES else "none"), section
+    # the deprecated boolean (cpu_offload / cpu_offload_param) maps to {"device": "cpu"} when true
+    if section is None and lax_bool(zero.get(legacy_key)) is True:
+        return "cpu", {}
+    return "none", {}
+
+
+@dataclass(frozen=True)
+class Effective:
+    """A config as DeepSpeed 0.19.8 reads it (see the module docstring for the sources)."""
+
+    stage: int
+    """ZeRO stage 0-3 (0 when absent, "auto" or unreadable)."""
+    stage_written: Any
+    """``zero_optimization.stage`` as written (or the legacy bool), for messages."""
+    fp16: bool
+    bf16: bool
+    """``bf16.enabled`` (``bfloat16.enabled`` when ``bf16`` is absent)."""
+    torch_autocast: bool
+    fp16_auto: bool
+    bf16_auto: bool
+    """``enabled: "auto"``: off to DeepSpeed, filled by the HF Trainer."""
+    bf16_section: str
+    """The section holding the bf16 settings: ``bfloat16`` when only the legacy spelling is used."""
+    offload_optimizer: str
+    offload_param: str
+    overlap_comm: bool
+    contiguous_gradients: bool
+    optimizer_type: Any
+    """``optimizer.type`` as written (None: no optimizer section or no type)."""
+    optimizer_name: str | None
+    """The name DeepSpeed uses: lower case for its own optimizers, as written for torch.optim."""
+    optimizer_spec: OptimizerSpec | None
+    optimizer_backend: Backend | None
+    optimizer_class: str | None
+    """The class ``deepspeed.initialize`` builds (None: unknown name, "auto", or no optimizer)."""
+    optimizer_states: int | None
+    """fp32 state tensors per parameter (None: not known for this optimizer)."""
+
+    @property
+    def precision(self) -> str:
+        """The training precision DeepSpeed uses: fp16, bf16, torch_autocast or fp32 ("auto" is off)."""
+        if self.fp16:
+            return "fp16"
+        if self.bf16:
+            return "bf16"
+        return "torch_autocast" if self.torch_autocast else "fp32"
+
+    @property
+    def precision_mode(self) -> str:
+        """The precision the app shows: as :attr:`precision`, but ``enabled: "auto"`` counts as on
+        (the HF Trainer fills it) and the first enabled section wins."""
+        if self.fp16 or self.fp16_auto:
+            return "fp16"
+        if self.bf16 or self.bf16_auto:
+            return "bf16"
+        return "torch_autocast" if self.torch_autocast else "fp32"
+
+
+def optimizer_backend(config: Mapping[str, Any], name: str) -> Backend:
+    """The implementation ``_configure_basic_optimizer`` picks for DeepSpeed optimizer ``name``."""
+    zero, _, _ = _zero(config)
+    cpu = _device(zero, "offload_optimizer", "cpu_offload")[0] in ("cpu", "nvme")
+    params = _section(_section(config, "optimizer"), "params")
+    if name in _ADAM_NAMES and params.get("torch_adam"):  # popped and used as a Python truth value
+        return "torch"
+    spec = OPTIMIZERS.get(name)
+    if cpu and spec is not None and "cpu" in spec.implementations:
+        return "cpu"
+    return "gpu"
+
+
+def _states(spec: OptimizerSpec | str, params: Mapping[str, Any]) -> int | None:
+    if isinstance(spec, OptimizerSpec):
+        states, momentum_only = spec.state_tensors, spec.states_need_momentum
+    elif spec in TORCH_OPTIMIZER_STATE_TENSORS:
+        states, momentum_only = TORCH_OPTIMIZER_STATE_TENSORS[spec], spec == "SGD"
+    else:
+        return None
+    if momentum_only:
+        momentum = params.get("momentum", 0)
+        return states if isinstance(momentum, int | float) and not isinstance(momentum, bool) and momentum > 0 else 0
+    return states
+
+
+def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effective:
+    """Read ``config`` once, as DeepSpeed ``version`` does (see the module docstring)."""
+    cfg = config if isinstance(config, Mapping) else {}
+    zero, stage, written = _zero(cfg)
+    fp16_section = _section(cfg, "fp16")
+    bf16_name = "bfloat16" if "bfloat16" in cfg and cfg.get("bf16") is None else "bf16"
+    bf16_section = _section(cfg, bf16_name)
+    autocast = _section(cfg, "torch_autocast")
+    off_opt = _device(zero, "offload_optimizer", "cpu_offload")[0]
+    off_param = _device(zero, "offload_param", "cpu_offload_param")[0]
+
+    opt = _section(cfg, "optimizer")
+    opt_type = opt.get("type")
+    params = _section(opt, "params")
+    name: str | None = None
+    spec: OptimizerSpec | None = None
+    backend: Backend | None = None
+    cls: str | None = None
+    states: int | None = None
+    if isinstance(opt_type, str) and opt_type != "auto":
+        resolved = resolve_optimizer(opt_type, version)
+        if resolved is None:  # unknown in this release: still count states for a known name
+            resolved = OPTIMIZERS.get(opt_type.lower()) or (opt_type if opt_type in TORCH_OPTIMIZER_STATE_TENSORS
+                                                            else None)
+            known = False
+        else:
+            known = True
+        if isinstance(resolved, OptimizerSpec):
+            name, spec = resolved.name, resolved
+            if known:
+                backend = optimizer_backend(cfg, resolved.name)
+                cls = resolved.implementations.get(backend)
+        elif isinstance(resolved, str):
+            name = resolved
+            if known:
+                cls = f"torch.optim.{resolved}"
+        if resolved is not None:
+            states = _states(resolved, params)
+
+    return Effective(
+        stage=stage,
+        stage_written=written,
+        fp16=pydantic_bool(fp16_section, "enabled", False),
+        bf16=pydantic_bool(bf16_section, "enabled", False),
+        torch_autocast=bool(autocast.get("enabled", False)),
+        fp16_auto=fp16_section.get("enabled") == "auto",
+        bf16_auto=bf16_section.get("enabled") == "auto",
+        bf16_section=bf16_name,
+        offload_optimizer=off_opt,
+        offload_param=off_param,
+        overlap_comm=pydantic_bool(zero, "overlap_comm", stage == 3),
+        contiguous_gradients=pydantic_bool(zero, "contiguous_gradients", True),
+        optimizer_type=opt_type,
+        optimizer_name=name,
+        optimizer_spec=spec,
+        optimizer_backend=backend,
+        optimizer_class=cls,
+        optimizer_states=states,
+    )
