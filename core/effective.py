@@ -185,7 +185,8 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         else:
             known = True
         if isinstance(resolved, OptimizerSpec):
-            name, spec = resolved.name, resolved
+            # DeepSpeed lower-cases only the names of optimizers it knows (DEEPSPEED_OPTIMIZERS)
+            name, spec = (resolved.name if known else opt_type), resolved
             if known:
                 backend = optimizer_backend(cfg, resolved.name)
                 cls = resolved.implementations.get(backend)

@@ -1,0 +1,347 @@
+"""``core.effective``: what a config means, and every consumer reading it the same way as real DeepSpeed.
+
+The differential part parses the corpus and a seeded set of generated configs with DeepSpeed 0.19.8's own
+``DeepSpeedConfig`` once per session (one pass, many assertions) and asks every consumer (validator rules,
+memory estimator, ``precision_mode``, the app's stage reading and the optimizer page's backend) for stage,
+precision, optimizer class and offload devices.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+from types import MethodType, SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import core
+from core.effective import effective, optimizer_backend, pydantic_bool
+from core.memory import TrainingSettings
+from core.precision import precision_mode
+from core.rules.context import Context
+from core.rules.engine import model_dtype
+from core.rules.optim import _backend as validator_backend
+from core.schema.optimizer import OPTIMIZERS
+from tests.conftest import corpus_files
+from tests.fuzz_strategies import FUZZ_SETTINGS, any_config
+
+_TRUE_SPELLINGS = (True, 1, "true", "True", "on", "yes", "y", "1", "t")
+_FALSE_SPELLINGS = (False, 0, "false", "False", "off", "no", "n", "0", "f")
+
+
+# ------------------------------------------------------------------------------------------ unit tests
+@pytest.mark.parametrize(("config", "stage"), [
+    ({}, 0),
+    ({"zero_optimization": True}, 1),  # the legacy form (read_zero_config_deprecated)
+    ({"zero_optimization": False}, 0),
+    ({"zero_optimization": {}}, 0),
+    ({"zero_optimization": {"stage": 3}}, 3),
+    ({"zero_optimization": {"stage": "2"}}, 2),
+    ({"zero_optimization": {"stage": 2.0}}, 2),
+    ({"zero_optimization": {"stage": "auto"}}, 0),
+    ({"zero_optimization": {"stage": 7}}, 0),
+])
+def test_stage(config, stage):
+    assert effective(config).stage == stage
+    assert Context(config).stage == stage
+
+
+@pytest.mark.parametrize("spelling", _TRUE_SPELLINGS)
+def test_pydantic_sections_read_lax_true(spelling):
+    meaning = effective({"fp16": {"enabled": spelling}, "zero_optimization": {"overlap_comm": spelling}})
+    assert meaning.fp16 and meaning.precision == "fp16" and meaning.overlap_comm
+
+
+@pytest.mark.parametrize("spelling", _FALSE_SPELLINGS)
+def test_pydantic_sections_read_lax_false(spelling):
+    meaning = effective({"bf16": {"enabled": spelling}, "zero_optimization": {"stage": 3, "overlap_comm": spelling}})
+    assert not meaning.bf16 and meaning.precision == "fp32" and not meaning.overlap_comm
+
+
+def test_auto_is_off_to_deepspeed_but_shown_as_chosen():
+    meaning = effective({"fp16": {"enabled": "auto"}, "zero_optimization": {"stage": 3, "overlap_comm": "auto"}})
+    assert meaning.precision == "fp32" and meaning.precision_mode == "fp16" and meaning.fp16_auto
+    assert meaning.overlap_comm  # dropped "auto": the stage-3 default
+
+
+def test_legacy_bfloat16_only_when_bf16_absent_or_null():
+    assert effective({"bfloat16": {"enabled": True}}).precision == "bf16"
+    assert effective({"bf16": None, "bfloat16": {"enabled": True}}).precision == "bf16"
+    assert effective({"bf16": {"enabled": False}, "bfloat16": {"enabled": True}}).precision == "fp32"
+
+
+def test_torch_autocast_is_a_python_truth_value():
+    assert effective({"torch_autocast": {"enabled": "false"}}).precision == "torch_autocast"
+    assert effective({"torch_autocast": {"enabled": 0}}).precision == "fp32"
+
+
+@pytest.mark.parametrize(("config", "backend", "cls"), [
+    ({"optimizer": {"type": "AdamW"}}, "gpu", "deepspeed.ops.adam.FusedAdam"),
+    ({"optimizer": {"type": "adam"}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+     "cpu", "deepspeed.ops.adam.DeepSpeedCPUAdam"),
+    # torch_adam is checked before the offload device, and as a Python truth value
+    ({"optimizer": {"type": "AdamW", "params": {"torch_adam": "false"}},
+      "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}}, "torch", "torch.optim.AdamW"),
+    # the CPU optimizer follows the device whatever the stage (zero_use_cpu_optimizer)
+    ({"optimizer": {"type": "Lion"}, "zero_optimization": {"offload_optimizer": {"device": "cpu"}}},
+     "cpu", "deepspeed.ops.lion.DeepSpeedCPULion"),
+    ({"optimizer": {"type": "Adagrad"}, "zero_optimization": {"stage": 1, "cpu_offload": True}},
+     "cpu", "deepspeed.ops.adagrad.DeepSpeedCPUAdagrad"),
+    ({"optimizer": {"type": "Lamb"}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+     "gpu", "deepspeed.ops.lamb.FusedLamb"),
+    ({"optimizer": {"type": "SGD"}}, None, "torch.optim.SGD"),
+])
+def test_optimizer_class(config, backend, cls):
+    meaning = effective(config)
+    assert meaning.optimizer_backend == backend
+    assert meaning.optimizer_class == cls
+
+
+@pytest.mark.parametrize(("name", "params", "states"), [
+    ("muadam", {}, 2), ("MuAdamW", {}, 2), ("musgd", {"momentum": 0.9}, 1), ("MuSGD", {}, 0),
+    ("Lion", {}, 1), ("Adagrad", {}, 1), ("AdamW", {}, 2), ("SGD", {"momentum": 0.9}, 1), ("RMSprop", {}, 1),
+])
+def test_optimizer_states_come_from_the_schema(name, params, states):
+    assert effective({"optimizer": {"type": name, "params": params}}).optimizer_states == states
+    settings = TrainingSettings.from_ds_config({"optimizer": {"type": name, "params": params}})
+    assert settings.optimizer_states == states
+    assert not any("unknown to the estimator" in note for note in settings.notes)
+
+
+def test_every_deepspeed_optimizer_has_a_state_count():
+    assert all(spec.state_tensors in (1, 2) for spec in OPTIMIZERS.values())
+
+
+def test_pydantic_bool_drops_auto_and_rejected_values():
+    assert pydantic_bool({"x": "auto"}, "x", True) is True
+    assert pydantic_bool({"x": "maybe"}, "x", False) is False
+    assert pydantic_bool({}, "x", True) is True
+
+
+# ----------------------------------------------------------------------------------------- hypothesis
+@FUZZ_SETTINGS
+@given(config=any_config, enabled=st.sampled_from(_TRUE_SPELLINGS + _FALSE_SPELLINGS + ("auto", None)))
+def test_consumers_agree_on_any_config(config, enabled):
+    """For any config, the validator, the estimator and precision_mode read the same stage and precision."""
+    if enabled is not None:
+        config = {**config, "fp16": {"enabled": enabled}}
+    meaning = effective(config)
+    ctx = Context(config)
+    settings = TrainingSettings.from_ds_config(config)
+    assert ctx.stage == settings.stage == meaning.stage
+    assert model_dtype(ctx) == (meaning.precision if meaning.precision in ("fp16", "bf16") else "fp32")
+    assert settings.precision == model_dtype(ctx)
+    assert precision_mode(config) == meaning.precision_mode
+    if not (meaning.fp16_auto or meaning.bf16_auto):
+        assert meaning.precision_mode == meaning.precision
+
+
+# ------------------------------------------------------------------------------- against real DeepSpeed
+def _generated_configs(count: int) -> list[dict[str, Any]]:
+    """Seeded configs that vary every reading effective makes (stage forms, bool spellings, devices ...)."""
+    rng = random.Random(20261123)
+    bools = (*_TRUE_SPELLINGS, *_FALSE_SPELLINGS, "auto")
+    out: list[dict[str, Any]] = []
+    for _ in range(count):
+        cfg: dict[str, Any] = {"train_micro_batch_size_per_gpu": 1}
+        form = rng.choice(("absent", "legacy", "dict", "dict", "dict"))
+        if form == "legacy":
+            cfg["zero_optimization"] = rng.choice((True, False))
+        elif form == "dict":
+            zero: dict[str, Any] = {}
+            if rng.random() < 0.9:
+                zero["stage"] = rng.choice((0, 1, 2, 3, 3, "2", "3", 2.0, "auto"))
+            if rng.random() < 0.5:
+                zero["overlap_comm"] = rng.choice(bools)
+            if rng.random() < 0.3:
+                zero["contiguous_gradients"] = rng.choice(bools)
+            if rng.random() < 0.5:
+                zero["offload_optimizer"] = {"device": rng.choice(("none", "cpu", "nvme"))}
+            elif rng.random() < 0.2:
+                zero["cpu_offload"] = rng.choice((True, False, "yes"))
+            if rng.random() < 0.4:
+                zero["offload_param"] = {"device": rng.choice(("none", "cpu", "nvme"))}
+            cfg["zero_optimization"] = zero
+        precision = rng.choice(("fp16", "bf16", "bfloat16", "torch_autocast", "none", "both-off"))
+        if precision in ("fp16", "bf16", "bfloat16", "torch_autocast"):
+            cfg[precision] = {"enabled": rng.choice(bools)}
+        elif precision == "both-off":
+            cfg["fp16"] = {"enabled": rng.choice(_FALSE_SPELLINGS)}
+            cfg["bf16"] = {"enabled": rng.choice(bools)}
+        if rng.random() < 0.8:
+            name = rng.choice(("Adam", "adamw", "AdamW", "Lion", "Adagrad", "Lamb", "MuAdamW", "SGD", "Muon"))
+            params: dict[str, Any] = {"lr": 1e-3}
+            if rng.random() < 0.4:
+                params["torch_adam"] = rng.choice((True, False, "false", 0, 1))
+            cfg["optimizer"] = {"type": name, "params": params}
+        out.append(cfg)
+    return out
+
+
+def _for_parsing(config: dict[str, Any]) -> dict[str, Any]:
+    """The config with a batch DeepSpeed accepts at world size 1 (the readings compared do not depend on it)."""
+    cfg = copy.deepcopy(config)
+    for key in ("train_batch_size", "gradient_accumulation_steps"):
+        cfg.pop(key, None)
+    cfg["train_micro_batch_size_per_gpu"] = 1
+    return cfg
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What DeepSpeed itself made of a config."""
+
+    stage: int
+    fp16: bool
+    bf16: bool
+    torch_autocast: bool
+    offload_optimizer: str
+    offload_param: str
+    overlap_comm: bool
+    contiguous_gradients: bool
+    optimizer_name: str | None
+    optimizer_backend: str | None
+
+
+def _deepspeed_backend(ds_config: Any, engine_cls: type) -> str | None:
+    """The backend ``_configure_basic_optimizer`` picks, asked of DeepSpeed's own engine methods (no model)."""
+    name = ds_config.optimizer_name
+    fake = SimpleNamespace(_config=ds_config, zenflow=False)
+    fake.zero_use_cpu_optimizer = MethodType(engine_cls.zero_use_cpu_optimizer, fake)
+    fake.bf16_optimizer_states = lambda: False
+    cpu = fake.zero_use_cpu_optimizer()
+    if name in ("adam", "adamw"):
+        params = dict(ds_config.optimizer_params or {})
+        cls, _ = engine_cls.get_optimizer_configuration(fake, params, True)
+        return "torch" if cls.__module__.startswith("torch.optim") else "cpu" if "CPU" in cls.__name__ else "gpu"
+    if name in ("adagrad", "lion"):
+        return "cpu" if cpu else "gpu"
+    if name in ("lamb", "muon", "muadam", "muadamw", "musgd"):
+        return "gpu"
+    return None
+
+
+def _device(offload: Any) -> str:
+    """An offload section's device as a string ("none" when the section is absent)."""
+    return "none" if offload is None else str(getattr(offload.device, "value", offload.device))
+
+
+def _reading(parsed: Any, engine_cls: type) -> Reading:
+    zero = parsed.zero_config
+    return Reading(
+        stage=int(parsed.zero_optimization_stage),
+        fp16=bool(parsed.float16_config.enabled),
+        bf16=bool(parsed.bfloat16_config.enabled),
+        torch_autocast=bool(parsed.torch_autocast_enabled),
+        offload_optimizer=_device(zero.offload_optimizer),
+        offload_param=_device(zero.offload_param),
+        overlap_comm=bool(zero.overlap_comm),
+        contiguous_gradients=bool(zero.contiguous_gradients),
+        optimizer_name=parsed.optimizer_name,
+        optimizer_backend=_deepspeed_backend(parsed, engine_cls),
+    )
+
+
+@pytest.fixture(scope="session")
+def deepspeed_readings() -> dict[str, Any]:
+    """One parse pass over the corpus and the generated configs with DeepSpeed 0.19.8's DeepSpeedConfig."""
+    pytest.importorskip("deepspeed")
+    from tests.oracle import ds0195_worker
+
+    config_cls = ds0195_worker._deepspeed_config_class()
+    with ds0195_worker._quiet():
+        from deepspeed.runtime.engine import DeepSpeedEngine
+    corpus: list[dict[str, Any]] = []
+    for path in corpus_files():
+        try:
+            corpus.append(core.load_config(path.read_text(encoding="utf-8")))
+        except ValueError:
+            continue
+    generated = _generated_configs(400)
+    readings: dict[str, list[tuple[dict[str, Any], Reading]]] = {"corpus": [], "generated": []}
+    rejected = 0
+    for kind, configs in (("corpus", corpus), ("generated", generated)):
+        for config in configs:
+            try:
+                with ds0195_worker._quiet():
+                    parsed = config_cls(_for_parsing(config), 1)
+            except Exception:  # DeepSpeed rejects it: nothing to compare (the validator's parity tests judge it)
+                rejected += 1
+                continue
+            readings[kind].append((config, _reading(parsed, DeepSpeedEngine)))
+    return {**readings, "rejected": rejected, "corpus_total": len(corpus),
+            "parse": lambda config: _reading(config_cls(_for_parsing(config), 1), DeepSpeedEngine)}
+
+
+def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
+    """Every consumer's reading that differs from DeepSpeed's (an empty list: all agree)."""
+    import app_state
+
+    meaning = effective(config)
+    ctx = Context(config)
+    settings = TrainingSettings.from_ds_config(config)
+    ds_precision = "fp16" if ds.fp16 else "bf16" if ds.bf16 else "torch_autocast" if ds.torch_autocast else "fp32"
+    ds_dtype = ds_precision if ds_precision in ("fp16", "bf16") else "fp32"
+    checks: dict[str, tuple[Any, Any]] = {
+        "effective.stage": (meaning.stage, ds.stage),
+        "validator.stage": (ctx.stage, ds.stage),
+        "estimator.stage": (settings.stage, ds.stage),
+        "app_state.zero_stage": (app_state.zero_stage(config), ds.stage),
+        "effective.precision": (meaning.precision, ds_precision),
+        "validator.model_dtype": (model_dtype(ctx), ds_dtype),
+        "estimator.precision": (settings.precision, ds_dtype),
+        "effective.offload_optimizer": (meaning.offload_optimizer, ds.offload_optimizer),
+        "effective.offload_param": (meaning.offload_param, ds.offload_param),
+        "effective.overlap_comm": (meaning.overlap_comm, ds.overlap_comm),
+        "estimator.overlap_comm": (settings.overlap_comm, ds.overlap_comm),
+        "effective.contiguous_gradients": (meaning.contiguous_gradients, ds.contiguous_gradients),
+        "estimator.contiguous_gradients": (settings.contiguous_gradients, ds.contiguous_gradients),
+    }
+    if not (meaning.fp16_auto or meaning.bf16_auto):  # "auto" is shown as the choice the HF Trainer fills
+        checks["precision_mode"] = (precision_mode(config), ds_precision)
+    # the estimator places bytes: offload only counts where DeepSpeed uses it (optimizer: stage >= 1, params: 3)
+    if ds.stage >= 1:
+        checks["estimator.offload_optimizer"] = (settings.offload_optimizer, ds.offload_optimizer)
+    if ds.stage == 3:
+        checks["estimator.offload_param"] = (settings.offload_param, ds.offload_param)
+    if ds.optimizer_name is not None:
+        checks["effective.optimizer_name"] = (meaning.optimizer_name, ds.optimizer_name)
+    if ds.optimizer_backend is not None:
+        checks["effective.optimizer_backend"] = (meaning.optimizer_backend, ds.optimizer_backend)
+        checks["validator.optimizer_backend"] = (validator_backend(ctx), ds.optimizer_backend)
+        checks["optimizer_page.backend"] = (optimizer_backend(config, ds.optimizer_name), ds.optimizer_backend)
+    return [f"{name}: ours {ours!r}, DeepSpeed {theirs!r}" for name, (ours, theirs) in checks.items() if ours != theirs]
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("kind", ["corpus", "generated"])
+def test_every_consumer_reads_configs_as_deepspeed_does(deepspeed_readings, kind):
+    pairs = deepspeed_readings[kind]
+    assert len(pairs) >= (25 if kind == "corpus" else 200), f"too few {kind} configs parsed: {len(pairs)}"
+    failures = [(config, problems) for config, ds in pairs if (problems := _disagreements(config, ds))]
+    assert not failures, f"{len(failures)} of {len(pairs)} {kind} configs read differently:\n" + "\n".join(
+        f"{config}\n    {'; '.join(problems)}" for config, problems in failures[:10]
+    )
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("config", [
+    # issue 12: the estimator read the legacy form as stage 0
+    {"zero_optimization": True, "optimizer": {"type": "AdamW"}},
+    # issue 13: precision_mode read 1 / "yes" as off
+    {"fp16": {"enabled": 1}},
+    {"bf16": {"enabled": "yes"}},
+    # issue 12: the optimizer page put torch_adam first but ignored that it is a Python truth value, and the
+    # validator put the offload device first (and required stage > 0)
+    {"optimizer": {"type": "AdamW", "params": {"torch_adam": "false"}},
+     "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+    {"optimizer": {"type": "Lion"}, "zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}}},
+    # the estimator read overlap_comm / pin_memory spellings other than true/false as the default
+    {"zero_optimization": {"stage": 2, "overlap_comm": "true", "contiguous_gradients": "off"}},
+])
+def test_fixed_disagreements_against_deepspeed(deepspeed_readings, config):
+    assert _disagreements(config, deepspeed_readings["parse"](config)) == []
