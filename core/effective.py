@@ -110,6 +110,8 @@ class Effective:
     """The class ``deepspeed.initialize`` builds (None: unknown name, "auto", or no optimizer)."""
     optimizer_states: int | None
     """fp32 state tensors per parameter (None: not known for this optimizer)."""
+    zero_allow_untested_optimizer: bool
+    """A top-level ``get_scalar_param`` key used as a Python truth value (``"false"`` allows it)."""
 
     @property
     def precision(self) -> str:
@@ -216,4 +218,5 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         optimizer_backend=backend,
         optimizer_class=cls,
         optimizer_states=states,
+        zero_allow_untested_optimizer=bool(cfg.get("zero_allow_untested_optimizer", False)),
     )

@@ -116,6 +116,11 @@ def test_every_deepspeed_optimizer_has_a_state_count():
     assert all(spec.state_tensors in (1, 2) for spec in OPTIMIZERS.values())
 
 
+def test_top_level_flags_are_python_truth_values():
+    assert effective({"zero_allow_untested_optimizer": "false"}).zero_allow_untested_optimizer
+    assert not effective({"zero_allow_untested_optimizer": 0}).zero_allow_untested_optimizer
+
+
 def test_pydantic_bool_drops_auto_and_rejected_values():
     assert pydantic_bool({"x": "auto"}, "x", True) is True
     assert pydantic_bool({"x": "maybe"}, "x", False) is False
@@ -178,6 +183,8 @@ def _generated_configs(count: int) -> list[dict[str, Any]]:
             if rng.random() < 0.4:
                 params["torch_adam"] = rng.choice((True, False, "false", 0, 1))
             cfg["optimizer"] = {"type": name, "params": params}
+        if rng.random() < 0.3:
+            cfg["zero_allow_untested_optimizer"] = rng.choice((True, False, "false", 0, 1, "yes"))
         out.append(cfg)
     return out
 
@@ -205,6 +212,7 @@ class Reading:
     contiguous_gradients: bool
     optimizer_name: str | None
     optimizer_backend: str | None
+    zero_allow_untested_optimizer: bool
 
 
 def _deepspeed_backend(ds_config: Any, engine_cls: type) -> str | None:
@@ -243,6 +251,8 @@ def _reading(parsed: Any, engine_cls: type) -> Reading:
         contiguous_gradients=bool(zero.contiguous_gradients),
         optimizer_name=parsed.optimizer_name,
         optimizer_backend=_deepspeed_backend(parsed, engine_cls),
+        # read with get_scalar_param, then `assert self.zero_allow_untested_optimizer()` at initialize
+        zero_allow_untested_optimizer=bool(parsed.zero_allow_untested_optimizer),
     )
 
 
@@ -300,7 +310,12 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "estimator.overlap_comm": (settings.overlap_comm, ds.overlap_comm),
         "effective.contiguous_gradients": (meaning.contiguous_gradients, ds.contiguous_gradients),
         "estimator.contiguous_gradients": (settings.contiguous_gradients, ds.contiguous_gradients),
+        "effective.zero_allow_untested_optimizer": (meaning.zero_allow_untested_optimizer,
+                                                     ds.zero_allow_untested_optimizer),
     }
+    if ds.stage > 0 and meaning.optimizer_name in ("lamb", "muadamw"):  # untested with ZeRO: DeepSpeed asserts
+        untested = any(f.code == "optimizer.untested-with-zero" for f in core.validate(config).findings)
+        checks["validator.untested-with-zero"] = (untested, not ds.zero_allow_untested_optimizer)
     if not (meaning.fp16_auto or meaning.bf16_auto):  # "auto" is shown as the choice the HF Trainer fills
         checks["precision_mode"] = (precision_mode(config), ds_precision)
     # the estimator places bytes: offload only counts where DeepSpeed uses it (optimizer: stage >= 1, params: 3)
@@ -342,6 +357,8 @@ def test_every_consumer_reads_configs_as_deepspeed_does(deepspeed_readings, kind
     {"optimizer": {"type": "Lion"}, "zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}}},
     # the estimator read overlap_comm / pin_memory spellings other than true/false as the default
     {"zero_optimization": {"stage": 2, "overlap_comm": "true", "contiguous_gradients": "off"}},
+    # the validator read the top-level "false" as false; DeepSpeed's assert sees a non-empty string
+    {"zero_allow_untested_optimizer": "false", "optimizer": {"type": "Lamb"}, "zero_optimization": {"stage": 1}},
 ])
 def test_fixed_disagreements_against_deepspeed(deepspeed_readings, config):
     assert _disagreements(config, deepspeed_readings["parse"](config)) == []

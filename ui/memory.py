@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from core import memory
+from core.effective import effective
 from core.findings import Report
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
@@ -112,16 +113,9 @@ def option_label(stage: int, offload_optimizer: str, offload_param: str) -> str:
 
 
 def current_option(config: Mapping[str, Any], stage: int) -> str:
-    zero = config.get("zero_optimization")
-    zero = zero if isinstance(zero, Mapping) else {}
-
-    def device(key: str) -> str:
-        section = zero.get(key)
-        value = section.get("device", "none") if isinstance(section, Mapping) else "none"
-        return value if value in ("cpu", "nvme") else "none"
-
-    opt = device("offload_optimizer") if stage >= 1 else "none"
-    param = device("offload_param") if stage == 3 else "none"
+    meaning = effective(config)
+    opt = meaning.offload_optimizer if stage >= 1 else "none"
+    param = meaning.offload_param if stage == 3 else "none"
     return option_label(stage, opt, param)
 
 

@@ -97,13 +97,6 @@ class Context:
         """The ZeRO stage DeepSpeed would use (0 when unset, unreadable or "auto")."""
         return self.meaning.stage
 
-    def enabled(self, section: str) -> bool:
-        """Whether ``section.enabled`` is on (lax bool; "auto" counts as off, as in DeepSpeed)."""
-        value = self.config.get(section)
-        if not isinstance(value, dict):
-            return False
-        return lax_bool(value.get("enabled", False)) is True
-
     @property
     def is_hf(self) -> bool:
         return self.target == "hf"

@@ -13,7 +13,7 @@ from typing import Any
 
 from core import versions
 from core.findings import Finding, Fix, FixOp, join_path
-from core.rules.context import Context, lax_bool, lax_float
+from core.rules.context import Context, lax_float
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
@@ -139,7 +139,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         zero_ok = spec.zero_supported or _backend(ctx) == "cpu"
     else:
         zero_ok = spec in _TORCH_ZERO_SUPPORTED
-    if ctx.stage > 0 and not zero_ok and not lax_bool(ctx.config.get("zero_allow_untested_optimizer", False)):
+    if ctx.stage > 0 and not zero_ok and not ctx.meaning.zero_allow_untested_optimizer:
         yield Finding(
             "error", "optimizer.untested-with-zero", "zero_allow_untested_optimizer",
             f"ZeRO has not been tested with the {name} optimizer; deepspeed.initialize refuses it unless "

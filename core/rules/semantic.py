@@ -252,7 +252,7 @@ def precision(ctx: Context) -> Iterator[Finding]:
     if "fp16" in ctx.config and fp16 is None:
         yield Finding("error", "precision.null", "fp16", "`fp16` is null; DeepSpeed fails reading it.",
                       "Remove it or write {\"enabled\": false}.", _delete("fp16"), "precision")
-    if ctx.enabled("fp16") and (ctx.enabled("bf16") or _bfloat16_enabled(ctx)):
+    if ctx.meaning.fp16 and ctx.meaning.bf16:
         yield Finding(
             "error", "precision.fp16-and-bf16", "bf16.enabled",
             "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "
@@ -283,7 +283,7 @@ def precision(ctx: Context) -> Iterator[Finding]:
             "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled.",
             fix=_set("bf16.bf16_master_weights_and_grads", True), page="precision",
         )
-    if isinstance(fp16, dict) and not ctx.enabled("fp16"):
+    if isinstance(fp16, dict) and not ctx.meaning.fp16:
         scale_keys = [k for k in ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
                                   "min_loss_scale", "consecutive_hysteresis") if k in fp16]
         if scale_keys and fp16.get("enabled") != "auto":
@@ -292,13 +292,6 @@ def precision(ctx: Context) -> Iterator[Finding]:
                 f"fp16 loss-scaling keys ({', '.join(scale_keys)}) are set but fp16 is off, so they do nothing.",
                 suggestion="Enable fp16 or remove them.", page="precision",
             )
-
-
-def _bfloat16_enabled(ctx: Context) -> bool:
-    if ctx.config.get("bf16") is not None:
-        return False
-    value = ctx.config.get("bfloat16")
-    return isinstance(value, dict) and lax_bool(value.get("enabled")) is True
 
 
 def torch_autocast(ctx: Context) -> Iterator[Finding]:
