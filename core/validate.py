@@ -59,9 +59,25 @@ def validate(
             if key not in seen:
                 seen.add(key)
                 findings.append(finding)
-    findings = _drop_shadowed_type_errors(findings)
+    findings = _drop_shadowed_type_errors(_drop_unread_sections(findings, version))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
+
+
+def _drop_unread_sections(findings: list[Finding], version: str) -> list[Finding]:
+    """Rules about a section this release does not read at all say nothing true (the key is reported)."""
+    from core.schema.root import DeepSpeedConfig
+    from core.schema.walk import section_fields
+
+    root = section_fields(DeepSpeedConfig)
+
+    def unread(finding: Finding) -> bool:
+        top = finding.path.split(".")[0].split("[")[0]
+        return (top in root and not finding.code.startswith(("keys.", "removed."))
+                and versions.key_known(version, "", top) is False
+                and top not in versions.removed_top_level_keys(version))
+
+    return [f for f in findings if not unread(f)]
 
 
 def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:

@@ -196,24 +196,12 @@ def _static_keys(module: Any) -> set[str]:
             return getattr(module, node.id)
         return None
 
+    # Only membership tests on the whole config (``X in param_dict`` / ``X in config``): keys read under a
+    # condition the recording dict cannot meet (e.g. ``sequence_parallel_size`` with torch.distributed up).
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            target = func.value if isinstance(func, ast.Attribute) else None
-            if name.startswith("get_") and name.endswith("_param") and len(node.args) >= 2:
-                if isinstance(node.args[0], ast.Name) and node.args[0].id == "param_dict":
-                    key = resolve(node.args[1])
-                    if key:
-                        keys.add(key)
-            elif name == "get" and isinstance(target, ast.Name) and target.id == "param_dict" and node.args:
-                key = resolve(node.args[0])
-                if key:
-                    keys.add(key)
-        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In) for op in node.ops):
-            right = node.comparators[0]
-            text = ast.unparse(right)
-            if text.startswith("param_dict"):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In) for op in node.ops):
+            text = ast.unparse(node.comparators[0])
+            if text in ("param_dict", "param_dict.keys()", "config", "config.keys()"):
                 key = resolve(node.left)
                 if key:
                     keys.add(key)
@@ -300,8 +288,11 @@ def _model_profile(model: type, sections: dict[str, Any], path: str) -> None:
             sub = f"{path}.{info.alias or name}" + {"": "", "list": "[]", "dict": "{}"}[container]
             if sub not in sections:
                 _model_profile(nested, sections, sub)
+    decorators = model.__pydantic_decorators__
+    checked = sorted({f for d in decorators.field_validators.values() for f in d.info.fields if f in fields})
     sections[path] = {"model": model.__name__, "extra": model.model_config.get("extra") or "ignore",
-                      "fields": fields}
+                      "fields": fields, "field_validators": checked,
+                      "model_validators": bool(decorators.model_validators)}
 
 
 def _pydantic_roots(top_keys: set[str]) -> dict[str, type]:
@@ -397,7 +388,7 @@ def extract(release: str) -> dict[str, Any]:
         raise SystemExit(f"expected DeepSpeed {release}, imported {found} from {deepspeed.__file__}")
     seen: set[str] = set()
     _parse(_Recorder({"train_batch_size": 1}, seen))
-    top_keys = {k for k in seen if isinstance(k, str)}
+    top_keys = {k for k in seen | _static_keys(config_module) if isinstance(k, str)}
     removed = dict(getattr(config_module, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {}) or {})
     top_keys -= set(removed)
     roots = _pydantic_roots(top_keys)

@@ -70,7 +70,7 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     if autos:
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
     elastic = ctx.config.get("elasticity")
-    if version_tuple(ctx.version) < (0, 19, 8) and isinstance(elastic, dict) and elastic.get("enabled"):
+    if versions.key_known(ctx.version, "", "elasticity") and isinstance(elastic, dict) and elastic.get("enabled"):
         return  # DeepSpeed 0.19.5's elastic training computes the batch values itself
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size))
     if result.ok:
@@ -268,12 +268,16 @@ def precision(ctx: Context) -> Iterator[Finding]:
     )
     for section, key, label in checks:
         value = ctx.get(f"{section}.{key}")
-        if isinstance(ctx.config.get(section), dict) and lax_bool(value) and stage == 0:
+        allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
+        if isinstance(ctx.config.get(section), dict) and lax_bool(value) and allowed and stage not in allowed:
+            names = " or ".join(map(str, sorted(allowed)))
             yield Finding(
                 "error", "precision.master-weights-stage", f"{section}.{key}",
-                f"{label} is only supported with ZeRO stage 1, 2 or 3, and ZeRO is off.",
-                suggestion="Enable ZeRO (stage ≥ 1) or turn this option off.",
-                fix=_set("zero_optimization.stage", 1, "Set ZeRO stage 1"), page="precision",
+                f"DeepSpeed {ctx.version} supports {label} only with ZeRO stage {names}; this config uses "
+                f"stage {stage}.",
+                suggestion=f"Use ZeRO stage {min(allowed)} or turn this option off.",
+                fix=_set("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}"),
+                page="precision",
             )
     if isinstance(bf16, dict) and lax_bool(bf16.get("bf16_optimizer_states")) and stage != 0 and not lax_bool(
         bf16.get("bf16_master_weights_and_grads")
@@ -336,7 +340,7 @@ def communication(ctx: Context) -> Iterator[Finding]:
                 suggestion="fp32 is the most accurate; bf16/fp16 halve the traffic.",
                 fix=_set(key, "fp32"), page="precision",
             )
-    if version_tuple(ctx.version) < (0, 19, 8) or "gradient_allreduce_op" not in ctx.config:
+    if not versions.key_known(ctx.version, "", "gradient_allreduce_op") or "gradient_allreduce_op" not in ctx.config:
         return
     op = ctx.config["gradient_allreduce_op"]
     low = op.lower() if isinstance(op, str) else op
@@ -459,7 +463,8 @@ def offload(ctx: Context) -> Iterator[Finding]:
             suggestion="Set it to the number of GPUs per node.", page="zero",
         )
     rbs = zero.get("reduce_bucket_size")
-    if version_tuple(ctx.version) >= (0, 19, 8) and rbs is not None and rbs != "auto":
+    rbs_bounds = versions.field_entry(ctx.version, "zero_optimization", "reduce_bucket_size") or {}
+    if "gt" in rbs_bounds and rbs is not None and rbs != "auto":
         value = lax_int(rbs)
         if value is not None and value <= 0:
             yield Finding(
@@ -566,8 +571,8 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
 
 
 def data_types(ctx: Context) -> Iterator[Finding]:
-    if version_tuple(ctx.version) < (0, 19, 8):
-        return
+    if not versions.has_check(ctx.version, 'must be "auto" or a list of name patterns'):
+        return  # this release does not check data_types while parsing
     section = ctx.config.get("data_types")
     if not isinstance(section, dict) or "keep_in_fp32_modules" not in section:
         return
@@ -726,7 +731,8 @@ def compile_passes(ctx: Context) -> Iterator[Finding]:
     """compile.passes: "autotp" only exists from DeepSpeed 0.19.8 on."""
     section = ctx.config.get("compile")
     passes = section.get("passes") if isinstance(section, dict) else None
-    if version_tuple(ctx.version) < (0, 19, 8) and isinstance(passes, list) and "autotp" in passes:
+    passes_type = (versions.field_entry(ctx.version, "compile", "passes") or {}).get("type", "autotp")
+    if "autotp" not in passes_type and isinstance(passes, list) and "autotp" in passes:
         yield Finding(
             "error", "compile.pass-not-in-version", "compile.passes",
             f"DeepSpeed {ctx.version} has no \"autotp\" compile pass (it accepts z1, z3, autosp); it rejects "
@@ -738,7 +744,8 @@ def compile_passes(ctx: Context) -> Iterator[Finding]:
 def elasticity(ctx: Context) -> Iterator[Finding]:
     """DeepSpeed 0.19.5 elasticity: it takes over the batch size and refuses explicit batch keys."""
     section = ctx.config.get("elasticity")
-    if version_tuple(ctx.version) >= (0, 19, 8) or not isinstance(section, dict) or not section.get("enabled"):
+    if not versions.key_known(ctx.version, "", "elasticity") or not isinstance(section, dict) \
+            or not section.get("enabled"):
         return
     if not section.get("ignore_non_elastic_batch_info") and any(k in ctx.config for k in BATCH_KEYS):
         yield Finding(

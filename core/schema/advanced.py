@@ -759,7 +759,6 @@ class HybridEngineConfig(Section):
         gt=0,
         description="Maximum tokens generated in inference mode (sizes the KV cache).",
         doc_note="DeepSpeed 0.19.8 requires a value > 0; 0.19.5 accepted any integer.",
-        bounds_by_version={"0.19.5": {}},
     )
     inference_tp_size: int = ds_field(1, description="Tensor-parallel degree used for generation.")
     release_inference_cache: bool = ds_field(

@@ -177,7 +177,6 @@ class ZenFlowConfig(Section):
 
     topk_ratio: float = ds_field(
         0.1, gt=0.0, lt=1.0, description="Fraction of the most important gradient columns updated on the GPU.",
-        bounds_by_version={"0.19.5": {"ge": 0.0, "le": 1.0}},
         doc_note="DeepSpeed 0.19.5 allowed 0 and 1 (0 ≤ x ≤ 1); 0.19.8 requires 0 < x < 1.",
     )
     select_strategy: str = ds_field(

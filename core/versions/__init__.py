@@ -160,3 +160,14 @@ def history(prefix: str, key: str) -> tuple[str | None, str | None]:
     added = present[0] if present[0] != RELEASES[0] else None
     after = [r for r in RELEASES if _vt(r) > _vt(present[-1])]
     return added, after[0] if after else None
+
+
+def supported_stages(version: str, option: str) -> frozenset[int] | None:
+    """The ZeRO stages ``version`` allows ``option`` with, read from its check ("X is only supported with
+    ZeRO Stage 1, 2, or 3."); None when the release does not check it."""
+    import re
+
+    for text in profile(version)["checks"]:
+        if text.startswith(f"{option} is only supported with ZeRO Stage"):
+            return frozenset(int(d) for d in re.findall(r"\d", text.split("Stage", 1)[1]))
+    return None
