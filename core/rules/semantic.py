@@ -245,6 +245,18 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
 # Precision
 
 
+def _on(ctx: Context, section: str) -> bool:
+    """``fp16``/``bf16`` enabled as this release reads it: core.effective's reading (pydantic's lax bool), or,
+    where the release reads the section with dict.get, the Python truth of the raw value ("auto" is on)."""
+    if versions.section_strict(ctx.version, section) is False:
+        for key in (section, "bfloat16") if section == "bf16" else (section,):
+            value = ctx.config.get(key)
+            if isinstance(value, dict):
+                return bool(value.get("enabled", False))
+        return False
+    return bool(getattr(ctx.meaning, section))
+
+
 def precision(ctx: Context) -> Iterator[Finding]:
     """fp16/bf16 exclusivity, master-weights options, loss-scale keys without fp16."""
     fp16 = ctx.config.get("fp16")
@@ -252,7 +264,11 @@ def precision(ctx: Context) -> Iterator[Finding]:
     if "fp16" in ctx.config and fp16 is None:
         yield Finding("error", "precision.null", "fp16", "`fp16` is null; DeepSpeed fails reading it.",
                       "Remove it or write {\"enabled\": false}.", _delete("fp16"), "precision")
-    if ctx.meaning.fp16 and ctx.meaning.bf16:
+    if "bf16" in ctx.config and bf16 is None and versions.section_strict(ctx.version, "bf16") is False:
+        yield Finding("error", "precision.null", "bf16",
+                      f"`bf16` is null; DeepSpeed {ctx.version} reads it with dict.get and fails.",
+                      "Remove it or write {\"enabled\": false}.", _delete("bf16"), "precision")
+    if _on(ctx, "fp16") and _on(ctx, "bf16"):
         yield Finding(
             "error", "precision.fp16-and-bf16", "bf16.enabled",
             "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "

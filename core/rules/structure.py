@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from core import versions
 from core.findings import Finding, Fix, FixOp, join_index, join_path
-from core.rules.context import Context
+from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import SchemaField, field_exists, is_open, is_strict, key_index, section_fields, section_meta
@@ -337,7 +337,7 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         hint = _hint(field)
     section_path = path if field is not None and field.model is not None else prefix
     if versions.section_strict(ctx.version, _profile_prefix(section_path)) is False or (
-        kind in ("value_error", "assertion_error") and not _release_validates(ctx, section_path, key, field)
+        kind in ("value_error", "assertion_error") and not _release_validates(ctx, section_path, key, field, value)
     ):
         strict = raises = False  # this release does not check this while parsing
     if strict:
@@ -356,7 +356,7 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     )
 
 
-def _release_validates(ctx: Context, section_path: str, key: str, field: SchemaField | None) -> bool:
+def _release_validates(ctx: Context, section_path: str, key: str, field: SchemaField | None, value: Any) -> bool:
     """Whether this release's pydantic model has a validator that can raise here (profile; True if unknown)."""
     entry = versions.section(ctx.version, _profile_prefix(section_path))
     if entry is None or "field_validators" not in entry:
@@ -366,8 +366,27 @@ def _release_validates(ctx: Context, section_path: str, key: str, field: SchemaF
     if entry["model_validators"]:
         return True
     model_level = field is not None and field.model is not None
-    return not model_level and any(key == name or key == info.get("alias") for name, info in entry["fields"].items()
-                                   if name in entry["field_validators"])
+    if model_level:
+        return False
+    for name, info in entry["fields"].items():
+        if key in (name, info.get("alias")):
+            # no validator in this release: only its field type can refuse the value
+            return name in entry["field_validators"] or not _passes_type(info.get("type", ""), value)
+    return True
+
+
+def _passes_type(type_text: str, value: Any) -> bool:
+    """Whether pydantic's lax mode accepts ``value`` for a simple field type of a profile ("int", "float",
+    "bool", "str", optionally Optional[...]); False for anything else (the error is then kept)."""
+    if type_text.startswith("Optional[") and type_text.endswith("]"):
+        if value is None:
+            return True
+        type_text = type_text[len("Optional["):-1]
+    readers = {"int": lax_int, "float": lax_float, "bool": lax_bool}
+    if type_text in readers:
+        return readers[type_text](value) is not None and not (type_text == "int" and isinstance(value, float)
+                                                               and not value.is_integer())
+    return type_text == "str" and isinstance(value, str)
 
 
 _BOUND_KINDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})

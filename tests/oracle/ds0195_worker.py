@@ -44,6 +44,11 @@ def _deepspeed_config_class() -> type:
     with _quiet():
         from deepspeed.runtime.config import DeepSpeedConfig
 
+    # Releases before 0.17 do not read sequence_parallel_size at all.
+    import inspect
+
+    reads_sequence_parallel = "sequence_parallel_size" in inspect.getsource(DeepSpeedConfig)
+
     class SimulatedWorldConfig(DeepSpeedConfig):
         """DeepSpeedConfig as it behaves with ``world_size`` ranks, without torch.distributed.
 
@@ -60,7 +65,8 @@ def _deepspeed_config_class() -> type:
 
         def _initialize_params(self, param_dict: dict) -> None:
             world_size: Any = self._simulated_world_size
-            if isinstance(self._param_dict, dict) and "sequence_parallel_size" in self._param_dict:
+            if reads_sequence_parallel and isinstance(self._param_dict, dict) \
+                    and "sequence_parallel_size" in self._param_dict:
                 world_size = world_size / self._param_dict["sequence_parallel_size"]
             self.world_size = world_size
             super()._initialize_params(param_dict)
