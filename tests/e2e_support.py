@@ -16,6 +16,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -31,6 +32,34 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
+
+
+def wait_until_healthy(url: str, proc: subprocess.Popen, timeout: float, failure: str) -> None:
+    """Poll ``url``/_stcore/health until it answers 200; RuntimeError(failure) if ``proc`` dies or time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as response:  # noqa: S310
+                if response.status == 200:
+                    return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(failure) from None
+            time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def chromium_browser() -> Iterator[Any]:
+    """Debian's Chromium, headless with this workplace's flags, driven by Playwright; closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @contextlib.contextmanager
@@ -50,16 +79,7 @@ def streamlit_server(log_name: str = "streamlit-e2e-extra.log", env: Mapping[str
         )
         url = f"http://{LOOPBACK}:{port}"
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:  # noqa: S310
-                        if response.status == 200:
-                            break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / log_name}") from None
-                    time.sleep(0.5)
+            wait_until_healthy(url, proc, timeout, f"streamlit did not start; see {ARTIFACTS / log_name}")
             yield url
         finally:
             proc.terminate()

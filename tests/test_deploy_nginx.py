@@ -11,14 +11,13 @@ import contextlib
 import os
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import CHROMIUM, CHROMIUM_ARGS, LOOPBACK, ROOT, free_port, streamlit_server
+from e2e_support import CHROMIUM, LOOPBACK, ROOT, chromium_browser, free_port, streamlit_server, wait_until_healthy
 from test_e2e import idle, load_preset, nav, open_app, preset_config, review_json
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("nginx")]
@@ -58,20 +57,10 @@ def nginx(prefix: Path, listen: int, replicas: tuple[int, int]) -> Iterator[str]
     command = [binary, "-e", "stderr", "-p", str(prefix), "-c", str(conf)]
     checked = subprocess.run([*command, "-t"], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stderr
-    proc = subprocess.Popen([*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL)
     url = f"http://{LOOPBACK}:{listen}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as response:  # noqa: S310
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not come up: {proc.stderr.read() if proc.poll() else ''}") from None
-                time.sleep(0.3)
+        wait_until_healthy(url, proc, 30, "nginx did not come up (its errors are on this test's stderr)")
         yield url
     finally:
         proc.terminate()
@@ -120,9 +109,7 @@ def test_two_replicas_behind_nginx_keep_each_browser_on_its_own_replica(tmp_path
                 break
         assert sorted(int(r.rsplit(":", 1)[1]) for r in route_of) == sorted(ports), route_of
 
-        p = stack.enter_context(playwright_api.sync_playwright())
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        stack.callback(browser.close)
+        browser = stack.enter_context(chromium_browser())
         tabs = {}
         for (replica, route), preset in zip(sorted(route_of.items()), ("zero3-offload-cpu", "zero2-bf16"),
                                             strict=True):

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from e2e_support import ARTIFACTS, CHROMIUM, ROOT, chromium_browser, streamlit_server
 
 import app_state
 import core
@@ -35,11 +35,8 @@ def server() -> Iterator[str]:
 def browser():
     if CHROMIUM is None:
         pytest.skip("Chromium is not installed (Debian's chromium package; make test installs it)")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium_browser() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server
+from e2e_support import ARTIFACTS, streamlit_server
+from test_e2e import browser  # noqa: F401 — the module fixture, started once for this module too
 
 from core.models import get_spec
 from core.perf import Cluster, recommend
@@ -21,18 +22,7 @@ def server() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (Debian's chromium package; make test installs it)")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-def test_plan_use_the_recommended_config_and_export_it(browser, server):
+def test_plan_use_the_recommended_config_and_export_it(browser, server):  # noqa: F811 — the imported fixture
     from test_e2e import download, idle, nav, number, open_app, select
 
     context = browser.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
