@@ -6,14 +6,13 @@ missing dependency can never make CI green by skipping the tests that need it.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import platform
-from functools import cache
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.oracle.ops_cache import TORCH_EXTENSIONS_ROOT, torch_extensions_dir
 
 # A loaded or slow CI host must not turn a property test into a failure: no per-example deadline and no
 # "too slow" health check for any test (a test's own @settings still sets its example count).
@@ -24,43 +23,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
 CORPUS_DIR = SHARED_DIR / "corpus"
 REFERENCE_DIR = SHARED_DIR / "reference"
-
-#: DeepSpeed JIT-builds its C++ ops (cpu_adam, async_io, shm_comm, ...) under TORCH_EXTENSIONS_DIR. The
-#: tests keep them inside this clone, one folder per DeepSpeed version: a shared ~/.cache is rebuilt
-#: anyway whenever the venv path or the version changes, and a process killed while it holds an op's
-#: ``lock`` file there makes every later load of that op wait forever (torch's FileBaton has no
-#: time-out), which once hung a CI run for 25 minutes.
-TORCH_EXTENSIONS_ROOT = REPO_ROOT / ".torch_extensions"
-
-
-@cache
-def cpu_fingerprint(cpuinfo: str | None = None) -> str:
-    """A short hash of this processor's model and instruction-set flags (``/proc/cpuinfo``).
-
-    DeepSpeed compiles its CPU ops (CPU-Adam, async I/O, ...) with ``-march=native`` and a SIMD width
-    chosen from these flags, so ops built on one CPU can crash with an illegal instruction, or run
-    without the wide vectors, on another; the cache folder is therefore per processor.
-    """
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            cpuinfo = ""
-    wanted = {"model name", "flags", "Features", "CPU implementer", "CPU part"}  # x86 and arm64 spellings
-    lines = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key in wanted and key not in lines:
-            lines[key] = " ".join(sorted(value.split())) if key in ("flags", "Features") else value.strip()
-    identity = repr(sorted(lines.items())) if lines else f"{platform.machine()} {platform.processor()}"
-    return hashlib.sha256(identity.encode()).hexdigest()[:12]
-
-
-def torch_extensions_dir(version: str) -> Path:
-    """Where the DeepSpeed ``version`` of the tests JIT-builds its ops on this processor."""
-    return TORCH_EXTENSIONS_ROOT / f"ds{version.replace('.', '')}-cpu{cpu_fingerprint()}"
-
 
 # set before any test starts a DeepSpeed subprocess (they inherit it) or loads an op in-process
 os.environ["TORCH_EXTENSIONS_DIR"] = str(torch_extensions_dir("0.19.8"))

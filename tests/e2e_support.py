@@ -34,6 +34,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate ``proc``; kill it if it has not exited 15 s later."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
+
+
 def wait_until_healthy(url: str, proc: subprocess.Popen, timeout: float, failure: str) -> None:
     """Poll ``url``/_stcore/health until it answers 200; RuntimeError(failure) if ``proc`` dies or time is up."""
     deadline = time.monotonic() + timeout
@@ -82,9 +92,4 @@ def streamlit_server(log_name: str = "streamlit-e2e-extra.log", env: Mapping[str
             wait_until_healthy(url, proc, timeout, f"streamlit did not start; see {ARTIFACTS / log_name}")
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+            stop_process(proc)

@@ -17,7 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import CHROMIUM, LOOPBACK, ROOT, chromium_browser, free_port, streamlit_server, wait_until_healthy
+from e2e_support import (
+    CHROMIUM,
+    LOOPBACK,
+    ROOT,
+    chromium_browser,
+    free_port,
+    stop_process,
+    streamlit_server,
+    wait_until_healthy,
+)
 from test_e2e import idle, load_preset, nav, open_app, preset_config, review_json
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("nginx")]
@@ -63,12 +72,7 @@ def nginx(prefix: Path, listen: int, replicas: tuple[int, int]) -> Iterator[str]
         wait_until_healthy(url, proc, 30, "nginx did not come up (its errors are on this test's stderr)")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
 
 
 def get(url: str, route: str | None = None) -> tuple[str, str | None]:

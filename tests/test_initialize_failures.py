@@ -72,8 +72,8 @@ def test_initialize_outcome(case, results):
     assert not problems, "\n".join(problems)
     if got["unsupported"]:
         # a property of the host, not of the config: the validator's verdict does not depend on it
-        flagged = bool(_errors(case.config))
-        assert flagged == (case.raises and case.config_rule), (case.id, [f.code for f in _errors(case.config)])
+        codes = [f.code for f in _errors(case.config)]
+        assert bool(codes) == (case.raises and case.config_rule), (case.id, codes)
 
 
 FP16_CASES = [c for c in INITIALIZE_CASES if (c.config.get("fp16") or {}).get("enabled") is True]

@@ -366,7 +366,7 @@ def test_a_lock_left_by_a_killed_build_is_removed_at_session_start_and_a_held_on
 
 def test_op_cache_is_per_processor():
     """Ops compiled for one CPU's SIMD flags are never reused on another (CI may run on a different CPU)."""
-    from tests.conftest import cpu_fingerprint
+    from tests.oracle.ops_cache import cpu_fingerprint
 
     avx512 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"
     avx2 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx2\n"

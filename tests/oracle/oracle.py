@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.oracle import ds0195_worker
+from tests.oracle.ops_cache import torch_extensions_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER_SCRIPT = Path(__file__).resolve().with_name("ds0195_worker.py")
@@ -80,7 +81,7 @@ class _Worker:
             if not (folder / "deepspeed").is_dir():
                 raise OracleUnavailable(f"{folder} not found (scripts/install-test-deps.sh creates it)")
             env = {**os.environ, "PYTHONPATH": str(folder),
-                   "TORCH_EXTENSIONS_DIR": str(REPO_ROOT / ".torch_extensions" / f"ds{version.replace('.', '')}")}
+                   "TORCH_EXTENSIONS_DIR": str(torch_extensions_dir(version))}
         if python is None:
             raise OracleUnavailable(f"no DeepSpeed {version} profile; supported: {', '.join(SUPPORTED_VERSIONS)}")
         if not python.exists():
