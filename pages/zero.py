@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 import app_state
 from core import memory as core_memory
 from core.findings import get_path
-from ui import actions, frame, headline, memory, widgets
+from ui import actions, charts, frame, headline, memory, widgets, zero_charts
 
 frame.begin("ZeRO & offload")
 widgets.explain(
@@ -32,13 +31,10 @@ under each stage, for *your* model and GPU count.""",
 
 form = widgets.Form.current()
 config = form.config
-CATEGORY_COLORS = alt.Scale(domain=["model states", "activations", "buffers", "overhead"],
-                            range=["#4c78a8", "#f58518", "#72b7b2", "#bab0ac"])
-#: Legends under the chart in two columns, so a phone-width chart shows every entry.
-LEGEND = alt.Legend(orient="bottom", columns=2, labelLimit=220)
 ctx = app_state.get_context()
 world = app_state.world_size(ctx)
 capacity = float(ctx["gpu_memory_gib"])
+capacity_row = pd.DataFrame({"capacity": [capacity]})
 
 widgets.render_field("zero_optimization.stage", form)
 stage = form.stage
@@ -52,17 +48,7 @@ if params is None:
 else:
     figure = memory.zero_figure(params[0], world)
     figure["current"] = figure["stage"] == stage
-    bars = alt.Chart(figure).mark_bar().encode(
-        x=alt.X("stage:O", title="ZeRO stage", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("gib_per_gpu:Q", title="GiB per GPU"),
-        color=alt.Color("component:N", title=None, scale=alt.Scale(range=["#4c78a8", "#72b7b2", "#f2b447"]),
-                        legend=LEGEND),
-        opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.35)),
-        tooltip=["stage", "component", alt.Tooltip("gib_per_gpu:Q", format=".1f")],
-    )
-    rule = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-        y="capacity:Q")
-    st.altair_chart((bars + rule).properties(height=300), width="stretch")
+    charts.draw(zero_charts.stage_figure, {"figure": figure, zero_charts.CAPACITY: capacity_row})
     totals = figure.groupby("stage", as_index=False)["gib_per_gpu"].sum()
     st.caption(f"{ctx.get('model') or 'Your model'} ({params[0] / 1e9:.2f} B parameters) on {world} GPUs; "
                f"red line: {capacity:g} GiB per GPU. Model states only (16 bytes per parameter, the ZeRO "
@@ -103,14 +89,8 @@ if estimate is not None:
     peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
     cols = st.columns([3, 2])
     with cols[0]:
-        bars = alt.Chart(peak).mark_bar().encode(
-            # labels capped so a phone-width chart keeps room for its bars; the full name is in the tooltip
-            y=alt.Y("name:N", title=None, sort="-x", axis=alt.Axis(labelLimit=150, labelOverlap=False)),
-            x=alt.X("gib:Q", title="GiB on one GPU at the peak"),
-            color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=LEGEND),
-            tooltip=["name", alt.Tooltip("gib:Q", format=".2f"), "phase", "formula"],
-        )
-        st.altair_chart(bars.properties(height=max(140, 34 * len(peak))), width="stretch")
+        charts.draw(zero_charts.peak_components, {"peak": peak[["name", "gib", "category", "phase", "formula"]]},
+                    height=max(140, 34 * len(peak)))
     with cols[1]:
         st.metric("Peak per GPU", f"{estimate.gpu_bytes / memory.GIB:.1f} GiB",
                   delta=f"{capacity - estimate.gpu_bytes / memory.GIB:+.1f} GiB free", delta_color="normal",
@@ -155,23 +135,10 @@ if estimate is not None:
     options["current"] = options["option"] == current_label
     options["verdict"] = options["fits"].map(memory.fit_label)
     options["category"] = options["category"].str.replace("_", " ")
-    stacked = alt.Chart(options).mark_bar().encode(
-        y=alt.Y("option:N", title=None, sort=None, axis=alt.Axis(labelLimit=170)),
-        x=alt.X("gib:Q", title="GiB per GPU at the peak (current option opaque)", stack=True),
-        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=LEGEND),
-        opacity=alt.condition("datum.current", alt.value(1.0), alt.value(0.45)),
-        tooltip=["option", "category", alt.Tooltip("gib:Q", format=".1f"), alt.Tooltip("cpu_gib:Q", format=".0f")],
-    )
-    marks = alt.Chart(options.drop_duplicates("option")).mark_point(filled=True, size=90, shape="diamond").encode(
-        y=alt.Y("option:N", sort=None), x="total_gib:Q",
-        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=LEGEND),
-        tooltip=["option", "verdict", alt.Tooltip("total_gib:Q", format=".1f")],
-    )
-    rule = alt.Chart(pd.DataFrame({"limit": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-        x="limit:Q")
-    st.altair_chart((stacked + marks + rule).resolve_scale(color="independent").properties(height=360),
-                    width="stretch")
     totals = options.drop_duplicates("option")
+    option_columns = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict", "current"]
+    charts.draw(zero_charts.every_option, {"options": options[option_columns], "totals": totals[option_columns],
+                                           zero_charts.CAPACITY: capacity_row})
     st.dataframe(pd.DataFrame({
         "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
         "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
@@ -190,16 +157,9 @@ if estimate is not None:
                                      memory.sweep_values(axis, ctx, now))
     sweep["current"] = sweep[axis] == now
     sweep["verdict"] = sweep["fits"].map(memory.fit_label)
-    base = alt.Chart(sweep).encode(
-        x=alt.X(f"{axis}:Q", scale=alt.Scale(type="log", base=2), title=axis_labels[axis]),
-        y=alt.Y("gpu_gib:Q", title="GiB per GPU at the peak"),
-        tooltip=[axis, alt.Tooltip("gpu_gib:Q", format=".1f"), "verdict"],
-    )
-    line = base.mark_line(color="#888888") + base.mark_point(filled=True, size=70).encode(
-        color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=LEGEND))
-    cap = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-        y="capacity:Q")
-    st.altair_chart((line + cap).properties(height=260), width="stretch")
+    charts.draw(zero_charts.sweep, {"sweep": sweep[[axis, "gpu_gib", "verdict"]],
+                                       zero_charts.CAPACITY: capacity_row},
+                axis=axis, axis_title=axis_labels[axis])
     st.dataframe(pd.DataFrame({
         SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
         "Fits": sweep["verdict"], "Current": sweep["current"].map({True: "◀ current", False: ""}),

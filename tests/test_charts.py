@@ -1,0 +1,95 @@
+"""Charts built once per shape (``ui.charts``): the cached spec never carries rows, every rerun sends its own."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import altair as alt
+import pandas as pd
+import pyarrow as pa
+from test_app_support import app
+
+from core.models import get_config, get_spec
+from ui import charts, zero_charts
+from ui.widgets import widget_key
+
+SPEC = get_spec("meta-llama/Llama-2-7b-hf")
+MODEL = {"model": "meta-llama/Llama-2-7b-hf", "total_params": SPEC.total_params,
+         "largest_layer_params": SPEC.largest_layer_params, "model_config": get_config("meta-llama/Llama-2-7b-hf")}
+
+BUILDS: list[int] = []
+
+
+def counted_bars(height: int) -> alt.Chart:
+    BUILDS.append(height)
+    return alt.Chart(alt.NamedData("rows")).mark_bar().encode(x="a:Q", y="b:N").properties(height=height)
+
+
+def test_spec_is_built_once_per_settings_and_filled_with_each_calls_rows():
+    first = charts.spec(counted_bars, {"rows": pd.DataFrame({"a": [1], "b": ["x"]})}, height=100)
+    second = charts.spec(counted_bars, {"rows": pd.DataFrame({"a": [2, 3], "b": ["y", "z"]})}, height=100)
+    other = charts.spec(counted_bars, {"rows": pd.DataFrame({"a": [4], "b": ["w"]})}, height=200)
+    assert BUILDS == [100, 200]
+    assert list(first["datasets"]["rows"]["a"]) == [1]
+    assert list(second["datasets"]["rows"]["a"]) == [2, 3]
+    assert first["height"] == second["height"] == 100 and other["height"] == 200
+    # the caller may edit what it got (Streamlit does) without reaching the cached template
+    first["height"] = 5
+    first["mark"]["type"] = "line"
+    again = charts.spec(counted_bars, {"rows": pd.DataFrame({"a": [1], "b": ["x"]})}, height=100)
+    assert again["height"] == 100 and again["mark"] == {"type": "bar"}
+
+
+def named_data(spec: dict) -> set[str]:
+    """Every dataset name a spec's layers read."""
+    found: set[str] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("data"), dict) and "name" in node["data"]:
+                found.add(node["data"]["name"])
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(spec)
+    return found
+
+
+def vega_charts(at) -> list[tuple[dict, dict[str, pd.DataFrame]]]:
+    """(spec, datasets by name) of every vega-lite chart on the page, as the browser receives them."""
+    out, stack = [], [at._tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(getattr(node, "children", None), dict):
+            stack.extend(node.children.values())
+        if getattr(node, "type", None) == "vega_lite_chart":
+            proto = node.proto
+            frames = {d.name: pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
+                      for d in proto.datasets}
+            out.append((json.loads(proto.spec), frames))
+    return out
+
+
+def test_zero_page_charts_carry_the_current_rows_after_a_stage_flip():
+    at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}}, page="pages/zero.py", **MODEL)
+    drawn = vega_charts(at)
+    assert len(drawn) == 4
+    for spec, frames in drawn:
+        assert named_data(spec) <= set(frames), "a layer reads a dataset the chart does not send"
+        assert all(len(frame) for frame in frames.values()), "an empty dataset draws an empty chart"
+    figures = [frames["figure"] for _, frames in drawn if "figure" in frames]
+    assert sorted(figures[0].loc[figures[0]["current"], "stage"].unique()) == [1]
+
+    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    drawn = vega_charts(at)
+    figure = next(frames["figure"] for _, frames in drawn if "figure" in frames)
+    assert sorted(figure.loc[figure["current"], "stage"].unique()) == [3]
+    totals = next(frames["totals"] for _, frames in drawn if "totals" in frames)
+    assert list(totals.loc[totals["current"], "option"]) == ["ZeRO-3"]
+    capacity = {float(frames[zero_charts.CAPACITY]["capacity"].iloc[0]) for _, frames in drawn
+                if zero_charts.CAPACITY in frames}
+    assert capacity == {float(at.session_state["context"]["gpu_memory_gib"])}
