@@ -38,9 +38,13 @@ for name in sections:
         continue  # removed or deprecated sections appear only when the config has them
     errors = form.findings_under(name)
     mark = " 🛑" if any(f.severity == "error" for f in errors) else " ⚠️" if errors else ""
-    with st.expander(f"`{name}`{' (set)' if present else ''}{mark}", expanded=bool(errors)):
-        widgets.render_section(name, form, columns=2)
-        widgets.raw_section_editor(name, form)
+    # Keyed and tracked, so a section the config does not use draws its widgets only while it is open (about
+    # 180 widgets in all); sections the config sets are always drawn, so their values and findings are there.
+    with st.expander(f"`{name}`{' (set)' if present else ''}{mark}", expanded=bool(errors),
+                     key=f"advanced_section:{name}", on_change="rerun") as section:
+        if present or errors or section.open:
+            widgets.render_section(name, form, columns=2)
+            widgets.raw_section_editor(name, form)
 
 known = section_fields(DeepSpeedConfig)
 unknown = [k for k in form.config if k not in known]

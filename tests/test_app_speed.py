@@ -1,4 +1,5 @@
-"""Charts built once per shape (``ui.charts``): the cached spec never carries rows, every rerun sends its own."""
+"""What keeps reruns cheap, and that it changes nothing the user sees: chart specs built once per shape (``ui.charts``),
+Advanced sections the config does not use drawn only while open."""
 
 from __future__ import annotations
 
@@ -93,3 +94,21 @@ def test_zero_page_charts_carry_the_current_rows_after_a_stage_flip():
     capacity = {float(frames[zero_charts.CAPACITY]["capacity"].iloc[0]) for _, frames in drawn
                 if zero_charts.CAPACITY in frames}
     assert capacity == {float(at.session_state["context"]["gpu_memory_gib"])}
+
+
+def test_advanced_draws_an_unused_section_only_while_it_is_open():
+    at = app({"train_micro_batch_size_per_gpu": 1, "activation_checkpointing": {"partition_activations": True}},
+             page="pages/advanced.py")
+    keys = {w.key for w in (*at.checkbox, *at.number_input, *at.selectbox, *at.text_area)}
+    # a section the config sets is drawn though collapsed; one it does not use is not, until opened
+    assert widget_key("activation_checkpointing.cpu_checkpointing") in keys
+    assert widget_key("compile.deepcompile") not in keys
+    at.session_state["advanced_section:compile"] = True  # what opening the expander does
+    at.run()
+    at.checkbox(key=widget_key("compile.deepcompile")).check().run()
+    assert at.session_state["config"]["compile"] == {"deepcompile": True}
+    # now set, the section stays drawn after it is closed, with its value
+    at.session_state["advanced_section:compile"] = False
+    at.run()
+    assert at.checkbox(key=widget_key("compile.deepcompile")).value is True
+    assert "`compile` (set)" in [e.label for e in at.expander]
