@@ -167,10 +167,16 @@ if estimate is not None:
         column_config={"GPU, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
 
 # ------------------------------------------------------------------ everything else in zero_optimization
-with st.expander("Buckets, stage-3 knobs, ZeRO++ and the other ZeRO settings", icon=":material/tune:"):
-    st.caption("Settings that do not apply to the current stage are disabled; hover for the reason.")
-    widgets.render_section("zero_optimization", form, exclude=("stage", "offload_optimizer", "offload_param"),
-                           title=False)
+OWN_WIDGETS = ("stage", "offload_optimizer", "offload_param")  # drawn above
+knob_findings = [f for f in form.findings_under("zero_optimization")
+                 if f.path != "zero_optimization" and f.path.split(".")[1] not in OWN_WIDGETS]
+# About 40 widgets: drawn only while the expander is open (a lazy, tracked expander), or when one of them has a
+# finding, so a click elsewhere on the page does not rebuild them.
+with st.expander("Buckets, stage-3 knobs, ZeRO++ and the other ZeRO settings", icon=":material/tune:",
+                 expanded=bool(knob_findings), key="zero_knobs", on_change="rerun") as knobs:
+    if knobs.open or knob_findings:
+        st.caption("Settings that do not apply to the current stage are disabled; hover for the reason.")
+        widgets.render_section("zero_optimization", form, exclude=OWN_WIDGETS, title=False)
 
 # Other top-level keys of this page (e.g. the deprecated `allgather_size`) appear only when the config has them.
 widgets.render_section("", form, only=[n for n in widgets.page_fields("zero") if n not in ("zero_optimization", "aio")])

@@ -92,8 +92,25 @@ def test_sidebar_says_when_it_does_not_fit():
     assert any(e.value.startswith("Does not fit (GPU)") for e in at.sidebar.error)
 
 
+def open_knobs(at):
+    """Open the "Buckets, stage-3 knobs, …" expander, whose widgets are drawn only while it is open."""
+    at.session_state["zero_knobs"] = True
+    at.run()
+    return at
+
+
+def test_knobs_are_drawn_only_while_open_or_when_one_has_a_finding():
+    at = zero_app({"stage": 3})
+    prefetch = widget_key("zero_optimization.stage3_prefetch_bucket_size")
+    assert prefetch not in {w.key for w in at.number_input}
+    assert open_knobs(at).number_input(key=prefetch).value is not None
+    at = zero_app({"stage": 3, "stage3_prefetch_bucket_size": -1})
+    # the widget with the finding is there to fix it (as raw JSON, the value being out of range)
+    assert at.text_area(key=prefetch).value == "-1"
+
+
 def test_stage3_options_disabled_with_reason_below_stage3():
-    at = zero_app({"stage": 2})
+    at = open_knobs(zero_app({"stage": 2}))
     device = at.selectbox(key=widget_key("zero_optimization.offload_param.device"))
     assert device.disabled
     assert "Only has an effect with ZeRO stage 3; the current stage is 2." in device.help
@@ -106,7 +123,7 @@ def test_stage3_options_disabled_with_reason_below_stage3():
 
 
 def test_alias_spelling_is_written_as_documented():
-    at = zero_app({"stage": 3})
+    at = open_knobs(zero_app({"stage": 3}))
     at.number_input(key=widget_key("zero_optimization.stage3_max_live_parameters")).set_value(123).run()
     assert at.session_state["config"]["zero_optimization"] == {"stage": 3, "stage3_max_live_parameters": 123}
 
