@@ -1,5 +1,6 @@
 """Export forms of a config: minimal (only what differs from defaults), explicit (every default of the
-sections in use written out), a diff against a baseline, and ready-to-paste launch snippets.
+sections in use written out), a diff against a baseline; the launchers' exports and snippets are in
+``core.launchers`` (imported here too).
 
 Pure functions (data in, data out); the schema (``core.schema``) says what the defaults are.
 """
@@ -15,9 +16,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core.autofill import AUTO, HF_TRAINER_FIELDS
-from core.findings import delete_path, get_path, join_path, set_path, split_path
+from core.findings import delete_path, join_path, split_path
 from core.io import dump_config
+from core.launchers import (  # noqa: F401 — the launch exports, here too for callers of core.export
+    HF_MODES,
+    accelerate_export,
+    hf_snippet,
+    hf_trainer_export,
+    hf_training_arguments,
+    launch_snippets,
+    launch_values,
+    lightning_export,
+    resolved_export,
+    variant_name,
+)
 from core.rules.context import Context
 from core.schema import DEFAULT_VERSION, DeepSpeedConfig
 from core.schema.base import section_kind
@@ -191,127 +203,3 @@ def key_differences(left: Mapping[str, Any], right: Mapping[str, Any]) -> list[d
             rows.append({"key": key, "left": "—" if va is missing else json.dumps(va),
                          "right": "—" if vb is missing else json.dumps(vb)})
     return rows
-
-
-#: How the HF Trainer export keeps the config and TrainingArguments in agreement.
-HF_MODES = ("auto", "match")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks)."""
-    args: dict[str, Any] = {}
-    micro, accum = config.get("train_micro_batch_size_per_gpu"), config.get("gradient_accumulation_steps")
-    if isinstance(micro, int) and not isinstance(micro, bool):
-        args["per_device_train_batch_size"] = micro
-    if isinstance(accum, int) and not isinstance(accum, bool):
-        args["gradient_accumulation_steps"] = accum
-    if _number(config.get("gradient_clipping")):
-        args["max_grad_norm"] = config["gradient_clipping"]
-    lr = get_path(config, "optimizer.params.lr")
-    peak = get_path(config, "scheduler.params.warmup_max_lr")
-    if _number(lr) or _number(peak):
-        args["learning_rate"] = lr if _number(lr) else peak
-    betas = get_path(config, "optimizer.params.betas")
-    if isinstance(betas, list) and len(betas) == 2 and all(_number(b) for b in betas):
-        args["adam_beta1"], args["adam_beta2"] = betas
-    for path, name in (("optimizer.params.eps", "adam_epsilon"), ("optimizer.params.weight_decay", "weight_decay")):
-        if _number(get_path(config, path)):
-            args[name] = get_path(config, path)
-    warmup = get_path(config, "scheduler.params.warmup_num_steps")
-    total = get_path(config, "scheduler.params.total_num_steps")
-    if isinstance(warmup, int) and not isinstance(warmup, bool):
-        args["warmup_steps"] = warmup
-    if _number(total) and float(total).is_integer():
-        args["max_steps"] = int(total)
-    for section in ("fp16", "bf16"):
-        if get_path(config, f"{section}.enabled") is True:
-            args[section] = True
-    return args
-
-
-def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_values: Mapping[str, Any] | None = None,
-                      ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """(config, TrainingArguments keyword arguments, notes) that the HF Trainer accepts together.
-
-    ``mode`` "auto": every field the Trainer fills that the config sets becomes "auto", and the arguments carry
-    the values (same training, one place to change them). "match": the config keeps its values and the
-    arguments repeat them. Either way train_batch_size becomes "auto" (the Trainer computes it from the GPU
-    count it is launched on), and a warm-up peak that differs from the learning rate follows the learning rate
-    (the Trainer requires them equal), which a note says. ``trainer_values`` are TrainingArguments for what
-    the config does not say (its "auto" batch: e.g. the per-device batch the memory estimate assumed)."""
-    if mode not in HF_MODES:
-        raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
-    args = hf_training_arguments(config)
-    for name, value in (trainer_values or {}).items():
-        args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
-    out = copy.deepcopy(dict(config))
-    notes: list[str] = []
-    missing = object()
-    for path in HF_TRAINER_FIELDS:
-        value = get_path(out, path, missing)
-        if value is missing or value == AUTO:
-            continue
-        if mode == "auto" or path == "train_batch_size":
-            set_path(out, path, AUTO)
-    peak = get_path(config, "scheduler.params.warmup_max_lr")
-    if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
-        set_path(out, "scheduler.params.warmup_max_lr", AUTO)
-        notes.append(f"scheduler.params.warmup_max_lr {peak:g} differed from the learning rate "
-                     f"{args['learning_rate']:g}; the HF Trainer requires them equal, so it now follows learning_rate.")
-    return out, args, notes
-
-
-def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json") -> str:
-    """Python for the HF Trainer with these TrainingArguments (the DeepSpeed file passed by name)."""
-    lines = ['    output_dir="out",', f'    deepspeed="{file_name}",']
-    lines += [f"    {name}={value!r}," for name, value in args.items()]
-    return ("from transformers import Trainer, TrainingArguments\n\n"
-            "args = TrainingArguments(\n" + "\n".join(lines) + "\n)\n"
-            "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)\n"
-            "trainer.train()")
-
-
-def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
-                    config: Mapping[str, Any] | None = None, hf_mode: str = "auto",
-                    trainer_values: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Ready-to-paste launch commands for the config, by launcher (the HF one with the TrainingArguments
-    ``hf_trainer_export`` gives for ``config``)."""
-    nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
-    world = nodes * gpus
-    if nodes > 1:
-        hosts = "\n".join(f"node{i + 1} slots={gpus}" for i in range(nodes))
-        deepspeed = (
-            f"# hostfile (one line per node)\ncat > hostfile <<'EOF'\n{hosts}\nEOF\n\n"
-            f"deepspeed --hostfile hostfile --num_nodes {nodes} --num_gpus {gpus} \\\n"
-            f"    train.py --deepspeed --deepspeed_config {file_name}"
-        )
-    else:
-        deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
-    hf_args = hf_trainer_export(config, hf_mode, trainer_values)[1] if config is not None else {}
-    hf = (hf_snippet(hf_args, file_name)
-          + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
-    accelerate = (
-        "# accelerate.yaml\n"
-        "compute_environment: LOCAL_MACHINE\n"
-        "distributed_type: DEEPSPEED\n"
-        "deepspeed_config:\n"
-        f"  deepspeed_config_file: {file_name}\n"
-        f"  zero3_init_flag: {'true' if stage == 3 else 'false'}\n"
-        f"num_machines: {nodes}\n"
-        f"num_processes: {world}\n"
-        "machine_rank: 0\n\n"
-        "accelerate launch --config_file accelerate.yaml train.py"
-    )
-    lightning = (
-        "from lightning.pytorch import Trainer\n"
-        "from lightning.pytorch.strategies import DeepSpeedStrategy\n\n"
-        f'trainer = Trainer(accelerator="gpu", devices={gpus}, num_nodes={nodes},\n'
-        f'                  strategy=DeepSpeedStrategy(config="{file_name}"))\n'
-        "trainer.fit(model)"
-    )
-    return {"deepspeed launcher": deepspeed, "HF Trainer": hf, "accelerate launch": accelerate,
-            "Lightning": lightning}

@@ -155,6 +155,16 @@ hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MOD
 trainer_values = {name: int(ctx[key]) for name, key, path in (
     ("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),
     ("gradient_accumulation_steps", "hf_grad_accum", "gradient_accumulation_steps")) if final.get(path) == "auto"}
+launch_values = export.launch_values(ctx, trainer_values)
+
+
+def _lightning_file(c: dict) -> tuple[dict, list[str]]:
+    out, _, notes = export.lightning_export(c, launch_values, app_state.world_size(ctx))
+    return out, notes
+
+
+LAUNCHER_EXPORTS = {"accelerate launch": ("accelerate", lambda c: export.accelerate_export(c, launch_values)),
+                    "Lightning": ("lightning", _lightning_file)}
 snippets = export.launch_snippets(ctx, form.stage, config=final, hf_mode=hf_mode, trainer_values=trainer_values)
 for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), strict=True):
     with tab:
@@ -170,6 +180,20 @@ for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), stric
             st.download_button("Download ds_config.json for the HF Trainer", data=hf_text,
                                file_name="ds_config.json", mime="application/json", key="review_download_hf",
                                icon=":material/download:")
+        elif name in LAUNCHER_EXPORTS:
+            launcher, make = LAUNCHER_EXPORTS[name]
+            own, notes = make(final)
+            if own == final:
+                st.caption("This launcher reads the ds_config.json above as it is.")
+                continue
+            for note in notes:
+                st.info(note, icon=":material/info:")
+            own_name = export.variant_name("ds_config.json", launcher)
+            own_text = core.dump_config(own)
+            st.caption(f"The {own_name} the snippet above reads (what changed, and why, is listed above):")
+            st.code(own_text, language="json")
+            st.download_button(f"Download {own_name}", data=own_text, file_name=own_name, mime="application/json",
+                               key=f"review_download_{launcher}", icon=":material/download:")
 
 # ------------------------------------------------------------------ share
 st.subheader("Share")

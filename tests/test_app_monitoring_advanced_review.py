@@ -157,7 +157,9 @@ def test_launch_snippets_follow_the_hardware():
     assert any("--hostfile hostfile --num_nodes 2 --num_gpus 4" in c and "node2 slots=4" in c for c in codes)
     assert any('TrainingArguments(\n    output_dir="out",\n    deepspeed="ds_config.json",\n'
                "    per_device_train_batch_size=1,\n)" in c for c in codes)
-    assert any("deepspeed_config_file: ds_config.json" in c and "num_processes: 8" in c for c in codes)
+    # accelerate requires a zero_optimization section: its own file, offered for download beside the snippet
+    assert any("deepspeed_config_file: ds_config.accelerate.json" in c and "num_processes: 8" in c for c in codes)
+    assert any('"zero_optimization": {\n    "stage": 0\n  }' in c for c in codes)
     assert any('DeepSpeedStrategy(config="ds_config.json")' in c for c in codes)
 
 

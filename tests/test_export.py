@@ -157,29 +157,29 @@ def test_key_differences_lists_changed_added_and_removed_leaves_with_types_disti
 # ------------------------------------------------------------------ HF Trainer export, judged by transformers
 
 def _trainer_accepts(config: dict, kwargs: dict, world_size: int = 8) -> dict:
-    """Run transformers' own ``trainer_config_process`` + ``trainer_config_finalize`` on the exported pair;
-    returns the config the Trainer hands to DeepSpeed (raises ValueError on a mismatch, like the Trainer).
+    """What the HF Trainer does with the exported pair, with transformers' and accelerate's own code: construct the
+    real ``TrainingArguments(deepspeed=config, **kwargs)`` (its ``__post_init__`` runs ``HfTrainerDeepSpeedConfig``
+    + ``trainer_config_process`` and builds accelerate's ``DeepSpeedPlugin(hf_ds_config=...)``), then
+    ``trainer_config_finalize`` with a model and the step count, as ``deepspeed_init`` does when training starts.
+    Returns the config the Trainer hands to DeepSpeed; raises ValueError on a mismatch, like the Trainer.
 
-    ``TrainingArguments`` cannot be constructed here (its device setup needs accelerate, which is not
-    installed), so the arguments are its dataclass defaults with ``kwargs`` over them; each kwarg must be a
-    real TrainingArguments field (see tests/test_autofill.py for the same harness)."""
-    import dataclasses
-    import functools
+    ``use_cpu``: this host has no GPU, and the arguments refuse bf16 on a GPU-less host unless told it is the CPU.
+    ``world_size`` is a property of the launch (1 here without a launcher), patched to the planned GPU count."""
     import types
+    from unittest import mock
 
     transformers = pytest.importorskip("transformers")
-    from tests.test_autofill import TrainerConfig
-
-    fields = {f.name: f.default for f in dataclasses.fields(transformers.TrainingArguments)}
-    assert set(kwargs) <= set(fields), set(kwargs) - set(fields)
-    args = types.SimpleNamespace(**{**fields, **kwargs, "world_size": world_size})
-    args.get_warmup_steps = functools.partial(transformers.TrainingArguments.get_warmup_steps, args)
-    model = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=1024))
-    trainer = TrainerConfig(config)
-    trainer.trainer_config_process(args)
-    steps = args.max_steps if args.max_steps > 0 else 1000
-    trainer.trainer_config_finalize(args, model, steps)
-    return trainer.config
+    pytest.importorskip("accelerate")  # TrainingArguments with deepspeed= needs it, as in a real launch
+    with mock.patch.object(transformers.TrainingArguments, "world_size", new=property(lambda self: world_size)):
+        args = transformers.TrainingArguments(output_dir="out", deepspeed=copy.deepcopy(config), use_cpu=True,
+                                              report_to="none", **kwargs)
+        assert args.deepspeed_plugin is not None and args.deepspeed_plugin.hf_ds_config is args.hf_deepspeed_config
+        model = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=1024))
+        steps = args.max_steps if args.max_steps > 0 else 1000
+        args.hf_deepspeed_config.trainer_config_finalize(args, model, steps)
+    given = dict(args.hf_deepspeed_config.config)
+    given.pop("steps_per_print", None)  # accelerate's plugin silences DeepSpeed's logging with float("inf")
+    return given
 
 
 EDITED = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8,
@@ -243,3 +243,136 @@ def test_hf_export_passes_the_planned_trainer_batch_for_auto():
     given = _trainer_accepts(out, kwargs, world_size=8)
     assert (given["train_micro_batch_size_per_gpu"], given["gradient_accumulation_steps"],
             given["train_batch_size"]) == (2, 4, 64)
+
+
+def test_hf_export_adds_the_zero_section_accelerate_requires():
+    from core.export import hf_trainer_export
+
+    config = {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True}}
+    with pytest.raises(ValueError, match="ZeRO optimization config"):
+        _trainer_accepts(config, {"per_device_train_batch_size": 2, "bf16": True})  # as written: refused
+    out, kwargs, notes = hf_trainer_export(config, "match")
+    assert out["zero_optimization"] == {"stage": 0} and any("zero_optimization" in n for n in notes)
+    assert _trainer_accepts(out, kwargs)["train_micro_batch_size_per_gpu"] == 2
+
+
+# ------------------------------------------------------------------ accelerate and Lightning, judged by their code
+
+LAUNCH_CONTEXT = {"nodes": 2, "gpus_per_node": 4, "train_steps": 1000, "model_config": {"hidden_size": 1024}}
+PLANNED_TRAINER = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4}
+NO_ZERO = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True},
+           "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+LAUNCH_CASES = [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS, NO_ZERO]
+LAUNCH_IDS = [*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "no-zero"]
+
+
+def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
+    """Write every file the launch tabs offer into ``tmp_path`` under the names the snippets use; the snippets."""
+    from core.export import accelerate_export, launch_values, lightning_export, variant_name
+
+    snippets = launch_snippets(LAUNCH_CONTEXT, 0, config=config, trainer_values=PLANNED_TRAINER)
+    values = launch_values(LAUNCH_CONTEXT, PLANNED_TRAINER)
+    (tmp_path / "ds_config.json").write_text(core.dump_config(config))
+    (tmp_path / variant_name("ds_config.json", "accelerate")).write_text(
+        core.dump_config(accelerate_export(config, values)[0]))
+    (tmp_path / variant_name("ds_config.json", "lightning")).write_text(
+        core.dump_config(lightning_export(config, values, 8)[0]))
+    return snippets
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("config", LAUNCH_CASES, ids=LAUNCH_IDS)
+def test_accelerate_snippet_is_accepted_by_accelerate_launch(config, tmp_path, monkeypatch):
+    """The accelerate.yaml of the snippet goes through accelerate's own launcher code (parser, validation, the
+    environment ``deepspeed_launcher`` builds), then the training process's ``DeepSpeedPlugin()`` reads it; the
+    config it hands DeepSpeed has no "auto" left and DeepSpeed's own parser accepts it at the launch's GPU count."""
+    pytest.importorskip("accelerate")
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils import DeepSpeedPlugin
+    from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+    from core.autofill import find_auto
+    from tests.oracle.oracle import deepspeed_verdict
+
+    snippet = _exported_files(config, tmp_path)["accelerate launch"]
+    yaml_text, command = snippet.split("\n\n")
+    (tmp_path / "accelerate.yaml").write_text(yaml_text.split("\n", 1)[1] + "\n")
+    assert command == "accelerate launch --config_file accelerate.yaml train.py"
+    monkeypatch.chdir(tmp_path)
+    args = launch_command_parser().parse_args(command.split()[2:])
+    args, defaults, mixed_precision_from_config = _validate_launch_command(args)
+    assert args.use_deepspeed and args.num_processes == 8 and args.num_machines == 2
+    # what accelerate's launch_command does before deepspeed_launcher
+    fields = list(defaults.deepspeed_config) + ["mixed_precision"] * bool(mixed_precision_from_config)
+    args.deepspeed_fields_from_accelerate_config = ",".join(fields)
+    _, env = prepare_deepspeed_cmd_env(args)
+    for name, value in env.items():
+        if name.startswith("ACCELERATE_"):
+            monkeypatch.setenv(name, value)
+    plugin = DeepSpeedPlugin()
+    given = {k: v for k, v in plugin.deepspeed_config.items() if k != "steps_per_print"}
+    assert find_auto(given) == []
+    assert plugin.zero3_init_flag == (plugin.zero_stage == 3)
+    verdict = deepspeed_verdict(given, world_size=8)
+    assert verdict.accepted, verdict.describe()
+    for path in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "optimizer.params.lr"):
+        before = core.findings.get_path(config, path, None)
+        if before is not None and before != "auto":
+            assert core.findings.get_path(given, path) == before
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("config", LAUNCH_CASES, ids=LAUNCH_IDS)
+def test_lightning_snippet_is_accepted_by_lightning(config, tmp_path, monkeypatch):
+    """The Lightning snippet's Trainer arguments and file go into a real ``lightning.pytorch.Trainer`` with
+    ``DeepSpeedStrategy(config=<file>)`` (on the CPU: this host has no GPU), whose ``_format_config`` (the first
+    step of its setup) must accept them; DeepSpeed's own parser accepts the config it then holds."""
+    pl = pytest.importorskip("lightning.pytorch")
+    import ast
+
+    import torch
+    from lightning.pytorch.strategies import DeepSpeedStrategy
+
+    from core.autofill import find_auto
+    from tests.oracle.oracle import deepspeed_verdict
+
+    snippet = _exported_files(config, tmp_path)["Lightning"]
+    call = ast.parse(snippet).body[2].value  # trainer = Trainer(...)
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg != "strategy"}
+    strategy_call = next(k.value for k in call.keywords if k.arg == "strategy")
+    file_name = ast.literal_eval(strategy_call.keywords[0].value)
+    assert kwargs.pop("accelerator") == "gpu" and kwargs.pop("devices") * kwargs.pop("num_nodes") == 8
+    monkeypatch.chdir(tmp_path)
+
+    class Tiny(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(2, 2)
+
+    trainer = pl.Trainer(accelerator="cpu", devices=1, strategy=DeepSpeedStrategy(config=file_name), logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, **kwargs)
+    model = Tiny()
+    trainer.strategy.connect(model)
+    model.trainer = trainer
+    trainer.strategy._format_config()
+    given = trainer.strategy.config
+    assert find_auto(given) == []
+    verdict = deepspeed_verdict(given, world_size=8)
+    assert verdict.accepted, verdict.describe()
+    if isinstance(config.get("gradient_accumulation_steps"), int):
+        assert given["gradient_accumulation_steps"] == config["gradient_accumulation_steps"]
+
+
+@pytest.mark.deepspeed
+def test_the_old_lightning_snippet_was_refused_by_lightning(tmp_path):
+    pl = pytest.importorskip("lightning.pytorch")
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+    from lightning.pytorch.strategies import DeepSpeedStrategy
+
+    trainer = pl.Trainer(accelerator="cpu", devices=1, strategy=DeepSpeedStrategy(config=dict(EDITED)),
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    model = pl.LightningModule()
+    trainer.strategy.connect(model)
+    model.trainer = trainer
+    with pytest.raises(MisconfigurationException, match="gradient_accumulation_steps"):
+        trainer.strategy._format_config()

@@ -1,0 +1,292 @@
+"""Exports for the launchers that read a DeepSpeed config: the HF Trainer (with matching TrainingArguments),
+accelerate and Lightning (each with the changes its own checks require), and ready-to-paste launch snippets.
+
+Pure functions (data in, data out); tests/test_export.py feeds every export to the library's own code.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.autofill import (
+    AUTO,
+    HF_DEFAULTS,
+    HF_TRAINER_FIELDS,
+    TRAINING_VALUES,
+    AutoFillError,
+    find_auto,
+    resolve_auto,
+)
+from core.findings import delete_path, get_path, set_path
+
+#: How the HF Trainer export keeps the config and TrainingArguments in agreement.
+HF_MODES = ("auto", "match")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks)."""
+    args: dict[str, Any] = {}
+    micro, accum = config.get("train_micro_batch_size_per_gpu"), config.get("gradient_accumulation_steps")
+    if isinstance(micro, int) and not isinstance(micro, bool):
+        args["per_device_train_batch_size"] = micro
+    if isinstance(accum, int) and not isinstance(accum, bool):
+        args["gradient_accumulation_steps"] = accum
+    if _number(config.get("gradient_clipping")):
+        args["max_grad_norm"] = config["gradient_clipping"]
+    lr = get_path(config, "optimizer.params.lr")
+    peak = get_path(config, "scheduler.params.warmup_max_lr")
+    if _number(lr) or _number(peak):
+        args["learning_rate"] = lr if _number(lr) else peak
+    betas = get_path(config, "optimizer.params.betas")
+    if isinstance(betas, list) and len(betas) == 2 and all(_number(b) for b in betas):
+        args["adam_beta1"], args["adam_beta2"] = betas
+    for path, name in (("optimizer.params.eps", "adam_epsilon"), ("optimizer.params.weight_decay", "weight_decay")):
+        if _number(get_path(config, path)):
+            args[name] = get_path(config, path)
+    warmup = get_path(config, "scheduler.params.warmup_num_steps")
+    total = get_path(config, "scheduler.params.total_num_steps")
+    if isinstance(warmup, int) and not isinstance(warmup, bool):
+        args["warmup_steps"] = warmup
+    if _number(total) and float(total).is_integer():
+        args["max_steps"] = int(total)
+    for section in ("fp16", "bf16"):
+        if get_path(config, f"{section}.enabled") is True:
+            args[section] = True
+    return args
+
+
+def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_values: Mapping[str, Any] | None = None,
+                      ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(config, TrainingArguments keyword arguments, notes) that the HF Trainer accepts together.
+
+    ``mode`` "auto": every field the Trainer fills that the config sets becomes "auto", and the arguments carry
+    the values (same training, one place to change them). "match": the config keeps its values and the
+    arguments repeat them. Either way train_batch_size becomes "auto" (the Trainer computes it from the GPU
+    count it is launched on), and a warm-up peak that differs from the learning rate follows the learning rate
+    (the Trainer requires them equal), which a note says. ``trainer_values`` are TrainingArguments for what
+    the config does not say (its "auto" batch: e.g. the per-device batch the memory estimate assumed)."""
+    if mode not in HF_MODES:
+        raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
+    args = hf_training_arguments(config)
+    for name, value in (trainer_values or {}).items():
+        args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
+    out = copy.deepcopy(dict(config))
+    notes: list[str] = []
+    missing = object()
+    for path in HF_TRAINER_FIELDS:
+        value = get_path(out, path, missing)
+        if value is missing or value == AUTO:
+            continue
+        if mode == "auto" or path == "train_batch_size":
+            set_path(out, path, AUTO)
+    _require_zero_section(out, notes)
+    peak = get_path(config, "scheduler.params.warmup_max_lr")
+    if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
+        set_path(out, "scheduler.params.warmup_max_lr", AUTO)
+        notes.append(f"scheduler.params.warmup_max_lr {peak:g} differed from the learning rate "
+                     f"{args['learning_rate']:g}; the HF Trainer requires them equal, so it now follows learning_rate.")
+    return out, args, notes
+
+
+def _require_zero_section(config: dict[str, Any], notes: list[str]) -> None:
+    """accelerate (under the HF Trainer too) refuses a config without a ``zero_optimization`` section; stage 0 is
+    what DeepSpeed assumes without one, so writing it changes nothing else."""
+    if "zero_optimization" not in config:
+        config["zero_optimization"] = {"stage": 0}
+        notes.append('Added "zero_optimization": {"stage": 0} (DeepSpeed\'s default): accelerate, which the HF '
+                     "Trainer launches through, refuses a config without that section.")
+
+
+def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json") -> str:
+    """Python for the HF Trainer with these TrainingArguments (the DeepSpeed file passed by name)."""
+    lines = ['    output_dir="out",', f'    deepspeed="{file_name}",']
+    lines += [f"    {name}={value!r}," for name, value in args.items()]
+    return ("from transformers import Trainer, TrainingArguments\n\n"
+            "args = TrainingArguments(\n" + "\n".join(lines) + "\n)\n"
+            "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)\n"
+            "trainer.train()")
+
+
+def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(config, notes) with every "auto" filled as the HF Trainer would fill it, for launchers that do not fill
+    "auto" themselves (Lightning) or only some of them (accelerate: not the optimizer's or scheduler's).
+
+    ``values`` are training values (``core.autofill.resolve_auto`` names: the Trainer batch the app planned,
+    world_size, num_training_steps, hidden_size …); the config's own explicit values and then the Trainer's
+    defaults fill the rest. An "auto" that needs a value nobody gave (the model's hidden size for the bucket
+    sizes) is removed, so DeepSpeed's default applies. Each filled or removed "auto" gets a note."""
+    autos = find_auto(config)
+    if not autos:
+        return copy.deepcopy(dict(config)), []
+    explicit = hf_training_arguments(config)
+    if "max_steps" in explicit:
+        explicit["num_training_steps"] = explicit.pop("max_steps")
+    given = {**HF_DEFAULTS, **values, **explicit}  # what the config says wins over what the app assumed
+    given = {k: v for k, v in given.items() if v is not None and k in TRAINING_VALUES}
+    out = copy.deepcopy(dict(config))
+    notes: list[str] = []
+    for _ in range(len(autos) + 1):
+        try:
+            resolved = resolve_auto(out, **given)
+            break
+        except AutoFillError as exc:
+            # the Trainer would fill these from the model or launch; without the value DeepSpeed's default serves
+            needs = [p for p in find_auto(out) if exc.param and _needs(p, exc.param)]
+            if not needs:  # the config's own values disagree with each other: say so, keep it as it is
+                return copy.deepcopy(dict(config)), [f'The "auto" values cannot be resolved: {exc}']
+            for path in needs:
+                delete_path(out, path)
+                notes.append(f'Removed "auto" `{path}` (it needs {exc.param}, which the app does not know): '
+                             "DeepSpeed's default applies.")
+    else:  # pragma: no cover - each round removes at least one "auto"
+        raise AutoFillError("could not resolve the \"auto\" values", None)
+    for path in find_auto(resolved):  # "auto"s the Trainer leaves alone (stage-3 buckets below stage 3)
+        delete_path(resolved, path)
+        notes.append(f'Removed "auto" `{path}`, which the HF Trainer leaves alone: DeepSpeed\'s default applies.')
+    filled = [p for p in autos if get_path(resolved, p, None) is not None and get_path(out, p, None) == AUTO]
+    if filled:
+        notes.append('"auto" filled as the HF Trainer would (this launcher does not fill it; change any you want '
+                     "different): " + ", ".join(f"`{p}` = {json.dumps(get_path(resolved, p))}" for p in filled))
+    return resolved, notes
+
+
+def _needs(path: str, param: str) -> bool:
+    """Whether the "auto" at ``path`` is one the Trainer fills from ``param``."""
+    if param == "hidden_size":  # the bucket sizes, from the model
+        return path.startswith("zero_optimization.")
+    return param == "num_training_steps" and path.startswith("scheduler.params.")
+
+
+def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(config, notes) for ``accelerate launch`` with ``deepspeed_config_file``: "auto" resolved (accelerate fills
+    only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) and a
+    ``zero_optimization`` section, which accelerate requires."""
+    out, notes = resolved_export(config, values)
+    _require_zero_section(out, notes)
+    if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
+        accum = _derived_accumulation(out, int(values.get("world_size") or 1))
+        if accum is not None:
+            out["gradient_accumulation_steps"] = accum
+            notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
+                         "accelerate would otherwise write 1 and DeepSpeed would refuse the batch sizes.")
+    return out, notes
+
+
+def _derived_accumulation(config: Mapping[str, Any], world_size: int) -> int | None:
+    """The accumulation DeepSpeed derives from train_batch_size and the micro batch at ``world_size``, if whole."""
+    total, micro = config.get("train_batch_size"), config.get("train_micro_batch_size_per_gpu")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (total, micro)):
+        return None
+    return total // (micro * world_size) if total % (micro * world_size) == 0 else None
+
+
+#: Lightning's Trainer precision for the config's half precision.
+_LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
+
+
+def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world_size: int,
+                     ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(config, Lightning ``Trainer`` keyword arguments, notes) that ``DeepSpeedStrategy(config=...)`` accepts.
+
+    Lightning refuses ``gradient_accumulation_steps`` in the config (it writes the Trainer's
+    ``accumulate_grad_batches`` there), so the accumulation moves to the Trainer, and ``train_batch_size`` is
+    dropped (DeepSpeed derives it from micro batch × accumulation × GPUs). "auto" is resolved (Lightning fills
+    none), and the Trainer's precision follows the config's half precision."""
+    out, notes = resolved_export(config, values)
+    kwargs: dict[str, Any] = {}
+    for section, precision in _LIGHTNING_PRECISION.items():
+        if get_path(out, f"{section}.enabled") is True:
+            kwargs["precision"] = precision
+    accum = out.pop("gradient_accumulation_steps", None)
+    if accum is None:
+        accum = _derived_accumulation(out, world_size)
+    total = out.pop("train_batch_size", None)
+    if accum is not None:
+        kwargs["accumulate_grad_batches"] = accum
+        notes.append(f"gradient_accumulation_steps {accum} is passed as the Trainer's accumulate_grad_batches: "
+                     "Lightning refuses it in the DeepSpeed config.")
+    if total is not None:
+        notes.append(f"train_batch_size {total} is left out: DeepSpeed derives it from the micro batch, the "
+                     "accumulation and the GPU count Lightning launches.")
+    return out, kwargs, notes
+
+
+def launch_values(context: Mapping[str, Any], trainer_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Training values for ``resolved_export`` from the app's context: the GPU count, the planned step count,
+    the model's hidden size when a model is chosen, and the Trainer batch the app assumed (``trainer_values``)."""
+    values: dict[str, Any] = {"world_size": int(context["nodes"]) * int(context["gpus_per_node"])}
+    if context.get("train_steps"):
+        values["num_training_steps"] = int(context["train_steps"])
+    model = context.get("model_config")
+    if isinstance(model, Mapping):
+        hidden = model.get("hidden_size") or model.get("d_model") or model.get("n_embd")
+        if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0:
+            values["hidden_size"] = hidden
+    return values | dict(trainer_values or {})
+
+
+def variant_name(file_name: str, launcher: str) -> str:
+    """``ds_config.json`` → ``ds_config.lightning.json``: the file a launcher gets when its config differs."""
+    stem, dot, ext = file_name.rpartition(".")
+    return f"{stem}.{launcher}.{ext}" if dot else f"{file_name}.{launcher}"
+
+
+def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
+                    config: Mapping[str, Any] | None = None, hf_mode: str = "auto",
+                    trainer_values: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Ready-to-paste launch commands for the config, by launcher: the HF one with the TrainingArguments
+    ``hf_trainer_export`` gives for ``config``; accelerate and Lightning with their own file
+    (``variant_name``, from ``accelerate_export`` / ``lightning_export``) where the config needs changes for them."""
+    nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
+    world = nodes * gpus
+    if nodes > 1:
+        hosts = "\n".join(f"node{i + 1} slots={gpus}" for i in range(nodes))
+        deepspeed = (
+            f"# hostfile (one line per node)\ncat > hostfile <<'EOF'\n{hosts}\nEOF\n\n"
+            f"deepspeed --hostfile hostfile --num_nodes {nodes} --num_gpus {gpus} \\\n"
+            f"    train.py --deepspeed --deepspeed_config {file_name}"
+        )
+    else:
+        deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
+    hf_args = hf_trainer_export(config, hf_mode, trainer_values)[1] if config is not None else {}
+    hf = (hf_snippet(hf_args, file_name)
+          + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
+    accelerate_file, lightning_file, lightning_args = file_name, file_name, {}
+    if config is not None:
+        values = launch_values(context, trainer_values)
+        accelerate_config = accelerate_export(config, values)[0]
+        if accelerate_config != config:
+            accelerate_file = variant_name(file_name, "accelerate")
+        stage = int(get_path(accelerate_config, "zero_optimization.stage", stage) or 0)
+        lightning_config, lightning_args, _ = lightning_export(config, values, world)
+        if lightning_config != config:
+            lightning_file = variant_name(file_name, "lightning")
+    accelerate = (
+        "# accelerate.yaml\n"
+        "compute_environment: LOCAL_MACHINE\n"
+        "distributed_type: DEEPSPEED\n"
+        "deepspeed_config:\n"
+        f"  deepspeed_config_file: {accelerate_file}\n"
+        f"  zero3_init_flag: {'true' if stage == 3 else 'false'}\n"
+        f"num_machines: {nodes}\n"
+        f"num_processes: {world}\n"
+        "machine_rank: 0\n\n"
+        "accelerate launch --config_file accelerate.yaml train.py"
+    )
+    extra = "".join(f" {name}={value!r}," for name, value in lightning_args.items())
+    lightning = (
+        "from lightning.pytorch import Trainer\n"
+        "from lightning.pytorch.strategies import DeepSpeedStrategy\n\n"
+        f'trainer = Trainer(accelerator="gpu", devices={gpus}, num_nodes={nodes},{extra}\n'
+        f'                  strategy=DeepSpeedStrategy(config="{lightning_file}"))\n'
+        "trainer.fit(model)"
+    )
+    return {"deepspeed launcher": deepspeed, "HF Trainer": hf, "accelerate launch": accelerate,
+            "Lightning": lightning}
