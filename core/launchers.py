@@ -21,6 +21,7 @@ from core.autofill import (
     resolve_auto,
 )
 from core.findings import delete_path, get_path, set_path
+from core.rules.context import Context
 
 #: How the HF Trainer export keeps the config and TrainingArguments in agreement.
 HF_MODES = ("auto", "match")
@@ -264,7 +265,7 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         accelerate_config = accelerate_export(config, values)[0]
         if accelerate_config != config:
             accelerate_file = variant_name(file_name, "accelerate")
-        stage = int(get_path(accelerate_config, "zero_optimization.stage", stage) or 0)
+        stage = Context(accelerate_config).stage  # DeepSpeed's own reading (a junk stage reads as 0)
         lightning_config, lightning_args, _ = lightning_export(config, values, world)
         if lightning_config != config:
             lightning_file = variant_name(file_name, "lightning")

@@ -8,7 +8,7 @@ import app_state
 import core
 from core import autofill, export
 from core.cli_versions import works_with
-from ui import frame, headline, memory, widgets
+from ui import focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")
 widgets.explain(
@@ -59,7 +59,7 @@ for finding in report.findings:
     if page:
         with cols[1]:
             st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:",
-                         query_params=headline.focus_params(finding))
+                         query_params=focus.link_params(finding, app_state.get_config()))
 estimate = memory.current_estimate(config, ctx, report)
 fit_text = headline.fit_sentence(estimate, memory.micro_batch_and_assumption(config, report, ctx)[1])
 if not report.errors:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 
 from test_app_support import app
 
 import app_state
 from core import presets
 from core.models import describe, get_config
+from ui import focus, widgets
 
 LLAMA70 = "meta-llama/Llama-2-70b-hf"
 
@@ -225,18 +227,65 @@ def test_make_it_fit_list_shows_the_speed_cost():
     assert len(costs) == sum(1 for b in at.button if (b.key or "").startswith("zero_fit_")) > 3
 
 
-def test_a_fix_link_brings_the_finding_to_the_top_of_its_page():
+def follow(at, link) -> None:
+    """Open a page link as the browser would: its page with its query parameters."""
+    at.query_params.clear()
+    for pair in link.proto.query_string.split("&"):
+        name, _, value = pair.partition("=")
+        at.query_params[name] = urllib.parse.unquote_plus(value)
+    page = next(p for p in ("start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced", "presets",
+                            "review", "plan") if link.proto.page.endswith(p))
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, at.exception
+
+
+def landing_box(at) -> list:
+    """The elements inside the box a finding's link landed on (``ui.focus``), [] when there is none."""
+    def blocks(node):  # containers, columns, tabs, expanders …
+        for child in getattr(node, "children", {}).values():
+            if hasattr(child, "children"):
+                yield child
+                yield from blocks(child)
+    box = next((b for b in blocks(at.main) if type(b).__name__ == "Block" and focus.BOX_KEY in str(b.proto)), None)
+    return [] if box is None else list(box.children.values())
+
+
+def fix_link(at, where, path: str):
+    return next(e for e in where if type(e).__name__ == "PageLink" and f"focus={urllib.parse.quote_plus(path)}"
+                in e.proto.query_string)
+
+
+def test_a_fix_link_lands_on_the_finding_and_the_widget_of_its_field():
     config = {"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 3}}
     at = app(config)
-    link = next(e for e in at.sidebar if type(e).__name__ == "PageLink" and e.proto.label.startswith("Fix on"))
-    assert link.proto.page.endswith("zero") or "zero" in link.proto.page
-    assert "focus=zero_optimisation" in link.proto.query_string
-    at.query_params["focus"] = "zero_optimisation"
-    at.switch_page("pages/zero.py").run()
-    focus = [m.value for m in at.main.markdown if "You came here to fix" in m.value]
-    assert focus and "Did you mean `zero_optimization`?" in focus[0]
+    link = fix_link(at, at.sidebar, "zero_optimisation")
+    assert "zero" in link.proto.page and "field=zero_optimization.stage" in link.proto.query_string
+    follow(at, link)
+    focused = [m.value for m in at.main.markdown if "You came here to fix" in m.value]
+    assert focused and "Did you mean `zero_optimization`?" in focused[0]
+    # the widget the user changes is in the landing box, which says so (and the browser scrolls to it)
+    box = landing_box(at)
+    assert [getattr(e, "key", None) for e in box if type(e).__name__ == "Selectbox"] == \
+        [widgets.widget_key("zero_optimization.stage")]
+    assert "The field you came to change" in box[0].value
     at.button(key="focus_fix").click().run()
     assert at.session_state["config"]["zero_optimization"] == {"stage": 3}
+
+
+def test_a_scheduler_param_link_lands_on_that_param_widget():
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 10}}}
+    at = app(config, page="pages/review.py")
+    link = fix_link(at, at.main, "scheduler.params.total_num_steps")
+    assert "field=scheduler.params.total_num_steps" in link.proto.query_string
+    follow(at, link)
+    assert "optimizer" in link.proto.page
+    keys = [getattr(e, "key", None) for e in landing_box(at)]
+    assert widgets.widget_key("scheduler.params.total_num_steps") in keys
+    assert sum(1 for k in keys if (k or "").startswith(widgets.widget_key(""))) == 1  # that widget only
+    at.query_params.clear()
+    at.switch_page("pages/optimizer.py").run()  # without the link's parameters: no box
+    assert landing_box(at) == []
 
 
 def test_review_shows_which_releases_accept_the_config():

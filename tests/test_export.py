@@ -376,3 +376,15 @@ def test_the_old_lightning_snippet_was_refused_by_lightning(tmp_path):
     model.trainer = trainer
     with pytest.raises(MisconfigurationException, match="gradient_accumulation_steps"):
         trainer.strategy._format_config()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=any_config)
+def test_launch_exports_never_raise_and_stay_json(config):
+    from core.export import accelerate_export, hf_trainer_export, launch_values, lightning_export
+
+    values = launch_values(LAUNCH_CONTEXT, PLANNED_TRAINER)
+    launch_snippets(LAUNCH_CONTEXT, 0, config=config, trainer_values=PLANNED_TRAINER)
+    for out in (accelerate_export(config, values)[0], lightning_export(config, values, 8)[0],
+                hf_trainer_export(config, "auto", PLANNED_TRAINER)[0]):
+        json.dumps(out, allow_nan=False)

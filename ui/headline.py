@@ -11,22 +11,7 @@ import streamlit as st
 import app_state
 from core import fit
 from core.findings import Finding, Report
-from core.schema import DeepSpeedConfig
-from core.schema.walk import resolve
-from ui import actions, memory, widgets
-
-#: Finding code of a top-level key DeepSpeed does not know (and so ignores entirely).
-UNKNOWN_TOP = "keys.unknown-top-level"
-
-
-def misspelt_section(finding: Finding, config: Mapping[str, Any]) -> str | None:
-    """The section a misspelt top-level key was meant to be (``zero_optimisation`` → ``zero_optimization``),
-    when the key holds a section and its fix renames it to a schema section; else None."""
-    if finding.code != UNKNOWN_TOP or finding.fix is None or not isinstance(config.get(finding.path), Mapping):
-        return None
-    dest = next((op.to for op in finding.fix.ops if op.op == "move" and op.to), None)
-    found = resolve(DeepSpeedConfig, dest) if dest else None
-    return dest if found is not None and found.model is not None else None
+from ui import actions, focus, memory, widgets
 
 
 def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tuple[str, Finding | None] | None:
@@ -35,7 +20,7 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tup
     A misspelt section first (DeepSpeed ignores it entirely, so the run silently trains without it, though it
     is only a warning), then the first error, then "does not fit", then the first warning."""
     for finding in report.warnings:
-        section = misspelt_section(finding, config)
+        section = focus.misspelt_section(finding, config)
         if section:
             return (f"`{finding.path}` is not a DeepSpeed section, so DeepSpeed ignores all of it: did you mean "
                     f"`{section}`? Until it is renamed, nothing in it takes effect.", finding)
@@ -159,24 +144,15 @@ def render() -> None:
                 buttons[1].page_link(app_state.PAGES["zero"], label="All ways to make it fit",
                                      icon=":material/list:")
             if finding is not None and finding.page in app_state.PAGES:
-                buttons[1].page_link(app_state.PAGES[finding.page], query_params=focus_params(finding),
+                buttons[1].page_link(app_state.PAGES[finding.page], query_params=focus.link_params(finding, config),
                                      label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:")
         actions.undo_button("headline")
     _focus(report)
 
 
-#: Query parameter of a finding's "Edit on …" link: the path of the finding the user came to fix.
-FOCUS = "focus"
-
-
-def focus_params(finding: Finding) -> dict[str, str]:
-    """Query parameters for a link to the page where ``finding`` is fixed."""
-    return {FOCUS: finding.path} if finding.path else {}
-
-
 def _focus(report: Report) -> None:
     """The finding a link brought the user here for, right under the headline (the page may be long)."""
-    path = st.query_params.get(FOCUS)
+    path = st.query_params.get(focus.FOCUS)
     finding = next((f for f in report.findings if path and f.path == path and f.severity != "info"), None)
     if finding is None:
         return

@@ -7,7 +7,7 @@ import streamlit as st
 import app_state
 import core
 from core.findings import Finding, Report
-from ui import headline, memory, widgets
+from ui import focus, memory, widgets
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
 MAX_LISTED = 12
@@ -44,7 +44,7 @@ def render(report: Report) -> None:
             if page:
                 st.page_link(page, label=f"Fix on {app_state.PAGE_TITLES[finding.page]}",
                              icon=":material/arrow_forward:", help=f"{finding.code} at {finding.path}",
-                             query_params=headline.focus_params(finding))
+                             query_params=focus.link_params(finding, app_state.get_config()))
             if i < min(len(errors) + len(warnings), MAX_LISTED) - 1:
                 st.divider()
         hidden = len(errors) + len(warnings) - MAX_LISTED

@@ -29,6 +29,7 @@ from core.io import check_finite_numbers
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
+from ui import focus
 
 _MISSING = object()
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
@@ -393,7 +394,13 @@ def number_box(label: str, value: Any, key: str, *, integer: bool, low: float | 
 
 
 def render_field(path: str, form: Form, *, label: str | None = None, placeholder: str | None = None) -> None:
-    """Draw the widget for the schema field at ``path`` and show the findings about it."""
+    """Draw the widget for the schema field at ``path`` and show the findings about it (in the landing box
+    when a finding's link asked for this field: ``ui.focus``)."""
+    with focus.box(config_path(form.config, path)):
+        _render_field(path, form, label=label, placeholder=placeholder)
+
+
+def _render_field(path: str, form: Form, *, label: str | None = None, placeholder: str | None = None) -> None:
     field = field_for(path)
     kind = field_kind(field)
     if kind.kind == "section":
@@ -668,7 +675,13 @@ def param_help(param: Any) -> str:
 
 
 def render_param(base: str, param: Any, form: Form) -> None:
-    """Draw one constructor parameter at ``base.<name>`` (e.g. ``optimizer.params.lr``) from its Param."""
+    """Draw one constructor parameter at ``base.<name>`` (e.g. ``optimizer.params.lr``) from its Param (in the
+    landing box when a finding's link asked for it)."""
+    with focus.box(f"{base}.{param.name}"):
+        _render_param(base, param, form)
+
+
+def _render_param(base: str, param: Any, form: Form) -> None:
     path = f"{base}.{param.name}"
     form.shown.add(path)
     key = widget_key(path)
