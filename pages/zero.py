@@ -39,6 +39,7 @@ capacity_row = pd.DataFrame({"capacity": [capacity]})
 widgets.render_field("zero_optimization.stage", form)
 stage = form.stage
 params = memory.model_params(ctx)
+full = memory.options_components(config, ctx, form.report)  # every stage × offload option (None without a model)
 
 # ------------------------------------------------------------------ the paper's Figure 1, live
 st.subheader("What one GPU holds under each stage")
@@ -54,7 +55,6 @@ else:
                f"red line: {capacity:g} GiB per GPU. Model states only (16 bytes per parameter, the ZeRO "
                "paper's accounting); activations come on top, so whether a stage fits is the full estimate's "
                "verdict (the same as in the table of every option below).")
-    full = memory.options_components(config, ctx, form.report)
     verdict = {} if full is None else {
         int(r.stage): r.fits for r in full.drop_duplicates("option").itertuples()
         if r.option == memory.option_label(int(r.stage), "none", "none")}
@@ -130,7 +130,7 @@ if estimate is not None:
                           icon=":material/build:", type="primary" if i == 0 and way.fits else "secondary")
 
     st.subheader("Every ZeRO stage and offload option")
-    options = memory.options_components(config, ctx, form.report)
+    options = full
     current_label = memory.current_option(config, stage)
     options["current"] = options["option"] == current_label
     options["verdict"] = options["fits"].map(memory.fit_label)

@@ -22,11 +22,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
+from core.models import get_spec  # noqa: E402
+
 PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
-MODEL = "meta-llama/Llama-2-7b-hf"
+#: Each session picks its own 7B-class model, and every change checks the page still names it: a session that
+#: showed another session's model (mixed-up state) or lost its own is an error.
+MODELS = ("meta-llama/Llama-2-7b-hf", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen2-7B", "tiiuae/falcon-7b",
+          "EleutherAI/pythia-6.9b")
 IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
            " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')")
 
@@ -83,16 +89,19 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
         await tab.get_by_role("button", name="Load this preset").click()
         await tab.get_by_text("Loaded the preset").wait_for()
         step = "choose model"  # the memory chart needs a model
+        model = MODELS[index % len(MODELS)]
+        own_model = f"{model} ({get_spec(model).total_params / 1e9:.2f} B parameters)"  # the ZeRO page's caption
         model_box = tab.get_by_role("combobox", name="Model from the catalog", exact=True)
         await _idle(tab)
         await model_box.click()
-        await tab.keyboard.type(MODEL)  # filter the (virtualised) list so the option is rendered
-        await tab.get_by_role("option").filter(has_text=MODEL).first.click()
-        await tab.get_by_text("6.74 B parameters").wait_for()
+        await tab.keyboard.type(model)  # filter the (virtualised) list so the option is rendered
+        await tab.get_by_role("option").filter(has_text=model).first.click()
+        await tab.get_by_text(f"{get_spec(model).total_params / 1e9:.2f} B parameters").first.wait_for()
         await _idle(tab)
         step = "ZeRO page"
         await _nav(tab, "ZeRO & offload")
         await tab.get_by_text("Current config: ZeRO-2").first.wait_for()
+        await tab.get_by_text(own_model).first.wait_for()
         stats.setup.append(time.perf_counter() - started)
         deadline = time.monotonic() + duration  # every session changes the stage for the same time
         stage = 2
@@ -111,6 +120,9 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
             shown = await tab.evaluate("() => window.__changeShown - window.__changeStart")
             stats.in_page.append(shown / 1000)
             stats.changes += 1
+            if own_model not in await tab.evaluate("() => document.body.innerText"):
+                stats.errors.append(f"session {index}: after a change the page no longer shows its model {model}")
+                break
             if await tab.locator('[data-testid="stException"]').count():
                 stats.errors.append(f"session {index}: the page shows an exception")
                 break

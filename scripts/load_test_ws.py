@@ -9,12 +9,18 @@ change is from sending the widget change until the server reports the rerun fini
 error unless the rerun drew the memory caption for the new stage ("Current config: ZeRO-N") without an
 exception. Unlike ``scripts/load_test.py`` (real Chromium sessions, which on a 2-core machine mostly measure
 the browsers) this measures what the server does per change. Prints p50/p95/max, throughput and errors.
+Each session picks its own model (``load_test.MODELS``) and every change must still name it: a session that
+shows another's model, or loses its own, is an error (mixed-up or lost state).
+
+``--hold-idle N`` instead opens N sessions that set up as above and then sit idle, and prints the server's
+resident memory before, with all N held, and per session (``make load-memory``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -32,10 +38,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e_support import streamlit_server  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from load_test import Stats, report  # noqa: E402
+from load_test import MODELS, PRESETS, Stats, report  # noqa: E402
 
-PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
-MODEL = "meta-llama/Llama-2-7b-hf"
 STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage selectbox's options (schema-generated)
 
 
@@ -101,11 +105,16 @@ class Client:
         return WidgetState(id=self.widgets[key][1].id, trigger_value=True)
 
 
+def _names(run: Run, model: str) -> bool:
+    return any(text.startswith(f"{model} (") for text in run.texts)
+
+
 def _caption_shows(run: Run, stage: int) -> bool:
     return any(f"Current config: ZeRO-{stage}" in text for text in run.texts)
 
 
-async def _session(index: int, url: str, duration: float, stats: Stats, timeout: float) -> None:
+async def _session(index: int, url: str, duration: float, stats: Stats, timeout: float, pace: float = 0.0,
+                   hold: asyncio.Event | None = None) -> None:
     step = "connect"
     try:
         started = time.perf_counter()
@@ -118,14 +127,19 @@ async def _session(index: int, url: str, duration: float, stats: Stats, timeout:
             await client.rerun(client.option("start_preset", PRESETS[index % len(PRESETS)]))
             await client.rerun(client.click("start_load_preset"))
             step = "choose model"
-            await client.rerun(client.option("start_model", MODEL))
+            model = MODELS[index % len(MODELS)]
+            await client.rerun(client.option("start_model", model))
             step = "ZeRO page"
             run = await client.rerun(page="zero")
-            if not _caption_shows(run, 2) or not any(MODEL in text for text in run.texts):
-                raise RuntimeError(f"the ZeRO page did not show the preset's stage 2 for {MODEL}")
+            if not _caption_shows(run, 2) or not _names(run, model):
+                raise RuntimeError(f"the ZeRO page did not show the preset's stage 2 for {model}")
             stats.setup.append(time.perf_counter() - started)
+            if hold is not None:  # an idle session: stay connected until the memory is measured
+                await hold.wait()
+                return
             stage, end = 2, time.monotonic() + duration
             while time.monotonic() < end:
+                await asyncio.sleep(pace)
                 stage = 5 - stage
                 step = f"stage {stage}"
                 sent = time.perf_counter()
@@ -133,6 +147,8 @@ async def _session(index: int, url: str, duration: float, stats: Stats, timeout:
                 elapsed = time.perf_counter() - sent
                 if run.exceptions or not _caption_shows(run, stage):
                     stats.errors.append(f"session {index}: {step}: {run.exceptions or 'caption not updated'}")
+                elif not _names(run, model):
+                    stats.errors.append(f"session {index}: {step}: the page no longer shows its model {model}")
                 else:
                     stats.latencies.append(elapsed)
                     stats.changes += 1
@@ -140,14 +156,58 @@ async def _session(index: int, url: str, duration: float, stats: Stats, timeout:
         stats.errors.append(f"session {index}: {step}: {type(exc).__name__}: {exc}")
 
 
-async def _main(url: str, sessions: int, duration: float, timeout: float, ramp: float) -> Stats:
+async def _main(url: str, sessions: int, duration: float, timeout: float, ramp: float, pace: float = 0.0) -> Stats:
     stats = Stats()
     tasks = []
     for index in range(sessions):
-        tasks.append(asyncio.create_task(_session(index, url, duration, stats, timeout)))
+        tasks.append(asyncio.create_task(_session(index, url, duration, stats, timeout, pace)))
         await asyncio.sleep(ramp)
     await asyncio.gather(*tasks)
     return stats
+
+
+def _rss_mib(pid: int) -> float:
+    """Resident memory of a process, from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+async def _hold_idle(url: str, sessions: int, timeout: float, ramp: float, server_pid: int) -> int:
+    """Open ``sessions`` idle sessions and print the server's memory with them held."""
+    stats, hold = Stats(), asyncio.Event()
+    await _session(0, url, 0.0, Stats(), timeout)  # warm: imports and caches, not counted as per-session memory
+    before = _rss_mib(server_pid)
+    tasks = []
+    for index in range(sessions):
+        tasks.append(asyncio.create_task(_session(index, url, 0.0, stats, timeout, hold=hold)))
+        await asyncio.sleep(ramp)
+    while len(stats.setup) + len(stats.errors) < sessions:
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(2.0)
+    held = _rss_mib(server_pid)
+    hold.set()
+    await asyncio.gather(*tasks)
+    print(f"server memory: {before:.0f} MiB after one warm-up session; {held:.0f} MiB with {len(stats.setup)} idle "
+          f"sessions held (each on the ZeRO page with its own preset and model): "
+          f"{(held - before) / max(1, len(stats.setup)):.1f} MiB per session")
+    print(f"errors: {len(stats.errors)}")
+    for error in stats.errors[:20]:
+        print(f"  {error}")
+    return 1 if stats.errors else 0
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,11 +216,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of stage changes per session")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one rerun may take before it is an error")
     parser.add_argument("--ramp", type=float, default=0.2, help="seconds between session starts")
+    parser.add_argument("--pace", type=float, default=0.0,
+                        help="seconds each session waits after a change finished before the next (0: at once)")
+    parser.add_argument("--hold-idle", type=int, default=0, metavar="N",
+                        help="instead: hold N idle sessions and print the server's memory per session")
     args = parser.parse_args(argv)
     wall = time.perf_counter()
+    if args.hold_idle:
+        with streamlit_server("streamlit-load-memory.log", timeout=120) as url:
+            server = next(child for child in _children(os.getpid()) if "streamlit" in _cmdline(child))
+            return asyncio.run(_hold_idle(url, args.hold_idle, args.timeout, args.ramp, server))
     with streamlit_server("streamlit-load-ws.log", timeout=120) as url:
         print(f"app at {url}; {args.sessions} websocket sessions for {args.duration:.0f} s", flush=True)
-        stats = asyncio.run(_main(url, args.sessions, args.duration, args.timeout, args.ramp))
+        stats = asyncio.run(_main(url, args.sessions, args.duration, args.timeout, args.ramp, args.pace))
     return report(stats, args.sessions, "open + load preset + model + ZeRO page", "rerun finished",
                   time.perf_counter() - wall, duration=args.duration)
 

@@ -100,11 +100,8 @@ def section_fields(model: type[BaseModel]) -> dict[str, SchemaField]:
 
 def unique_fields(model: type[BaseModel]) -> list[SchemaField]:
     """Each field of a section once, in declaration order."""
-    seen: list[SchemaField] = []
-    for field in section_fields(model).values():
-        if field not in seen:
-            seen.append(field)
-    return seen
+    # section_fields maps a field's name and each alias to the same object: identity, not a deep compare, dedupes
+    return list({id(field): field for field in section_fields(model).values()}.values())
 
 
 def is_strict(model: type[BaseModel]) -> bool:
