@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import re
 import statistics
 import sys
@@ -74,6 +75,7 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
     tab = await context.new_page()
     tab.set_default_timeout(timeout_ms)
     step = "open"
+    rng = random.Random(index)  # each session's own, repeatable think times
     try:
         started = time.perf_counter()
         await tab.goto(url)
@@ -127,11 +129,19 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
                 stats.errors.append(f"session {index}: the page shows an exception")
                 break
             await _idle(tab)
-            await asyncio.sleep(pace)
+            await asyncio.sleep(think_time(pace, rng))
     except Exception as exc:  # a timeout or a broken page is an error of the run, counted and reported
         stats.errors.append(f"session {index} at {step}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     finally:
         await context.close()
+
+
+def think_time(pace: float, rng: random.Random) -> float:
+    """Seconds a simulated person waits before the next change: ``pace`` on average, uniformly 0.5–1.5 × it.
+
+    A fixed pause makes the sessions march in step (a burst of N reruns shares the server, all finish together,
+    all pause the same time, and come back together), which measures the burst, not a room of people."""
+    return pace * rng.uniform(0.5, 1.5) if pace else 0.0
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -195,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds one step may take before it is an error")
     parser.add_argument("--ramp", type=float, default=0.5, help="seconds between session starts")
     parser.add_argument("--pace", type=float, default=0.0,
-                        help="seconds each session waits after a change shows before the next (0: at once)")
+                        help="mean seconds a session waits after a change shows before the next, "
+                             "uniformly 0.5–1.5× (0: at once)")
     args = parser.parse_args(argv)
     if CHROMIUM is None:
         print("Chromium is not on PATH (install Debian's chromium package)", file=sys.stderr)

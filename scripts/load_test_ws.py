@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e_support import streamlit_server  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from load_test import MODELS, PRESETS, Stats, report  # noqa: E402
+from load_test import MODELS, PRESETS, Stats, report, think_time  # noqa: E402
 
 STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage selectbox's options (schema-generated)
 
@@ -116,6 +117,7 @@ def _caption_shows(run: Run, stage: int) -> bool:
 async def _session(index: int, url: str, duration: float, stats: Stats, timeout: float, pace: float = 0.0,
                    hold: asyncio.Event | None = None) -> None:
     step = "connect"
+    rng = random.Random(index)  # each session's own, repeatable think times
     try:
         started = time.perf_counter()
         ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
@@ -139,7 +141,7 @@ async def _session(index: int, url: str, duration: float, stats: Stats, timeout:
                 return
             stage, end = 2, time.monotonic() + duration
             while time.monotonic() < end:
-                await asyncio.sleep(pace)
+                await asyncio.sleep(think_time(pace, rng))
                 stage = 5 - stage
                 step = f"stage {stage}"
                 sent = time.perf_counter()
@@ -217,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one rerun may take before it is an error")
     parser.add_argument("--ramp", type=float, default=0.2, help="seconds between session starts")
     parser.add_argument("--pace", type=float, default=0.0,
-                        help="seconds each session waits after a change finished before the next (0: at once)")
+                        help="mean seconds a session waits after a change finished before the next, "
+                             "uniformly 0.5–1.5× (0: at once)")
     parser.add_argument("--hold-idle", type=int, default=0, metavar="N",
                         help="instead: hold N idle sessions and print the server's memory per session")
     args = parser.parse_args(argv)
