@@ -92,15 +92,18 @@ if estimate is not None:
         charts.draw(zero_charts.peak_components, {"peak": peak[["name", "gib", "category", "phase", "formula"]]},
                     height=max(140, 34 * len(peak)))
     with cols[1]:
+        def margin(free_gib: float) -> str:  # the sign sets the arrow and colour; the words say which way
+            return f"{free_gib:+.1f} GiB " + ("free" if free_gib >= 0 else "over capacity")
+
         st.metric("Peak per GPU", f"{estimate.gpu_bytes / memory.GIB:.1f} GiB",
-                  delta=f"{capacity - estimate.gpu_bytes / memory.GIB:+.1f} GiB free", delta_color="normal",
+                  delta=margin(capacity - estimate.gpu_bytes / memory.GIB), delta_color="normal",
                   help=f"Peak during {estimate.gpu_peak_phase}. Capacity {capacity:g} GiB.")
-        st.metric("CPU RAM per node", f"{estimate.cpu_bytes_per_node / memory.GIB:.0f} GiB",
-                  delta=f"{float(ctx['cpu_ram_gib']) - estimate.cpu_bytes_per_node / memory.GIB:+.0f} GiB free",
-                  help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.0f} GiB.")
+        st.metric("CPU RAM per node", f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB",
+                  delta=margin(float(ctx["cpu_ram_gib"]) - estimate.cpu_bytes_per_node / memory.GIB),
+                  help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.1f} GiB.")
     st.caption(f"Current config: {memory.current_option(config, stage)} — "
                f"{estimate.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
-               f"{estimate.cpu_bytes_per_node / memory.GIB:.0f} GiB CPU RAM per node "
+               f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB CPU RAM per node "
                f"(micro batch {estimate.shape.micro_batch}, {estimate.shape.seq_len} tokens, "
                f"{estimate.shape.attention} attention, recompute {estimate.shape.recompute}).")
     assumed = memory.micro_batch_and_assumption(config, form.report, ctx)[1]

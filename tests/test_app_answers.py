@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
 
 from test_app_support import app
@@ -318,3 +319,11 @@ def test_hf_snippet_passes_the_assumed_trainer_batch_for_auto():
     at = app(preset_config("hf-auto-zero3"), page="pages/review.py", target="hf", hf_micro_batch=2, hf_grad_accum=4)
     snippet = next(c.value for c in at.code if "TrainingArguments(" in c.value)
     assert "per_device_train_batch_size=2," in snippet and "gradient_accumulation_steps=4," in snippet
+
+
+def test_zero_page_metrics_say_over_capacity_in_gib_with_one_decimal():
+    at = app(preset_config("zero1-bf16"), page="pages/zero.py", **model_context(LLAMA70))
+    metrics = {m.label: m for m in at.metric}
+    gpu, cpu = metrics["Peak per GPU"], metrics["CPU RAM per node"]
+    assert gpu.value == "630.6 GiB" and gpu.proto.delta == "-550.6 GiB over capacity"
+    assert re.fullmatch(r"\d+\.\d GiB", cpu.value) and cpu.proto.delta.endswith(("GiB free", "GiB over capacity"))
