@@ -28,3 +28,29 @@ def test_a_change_counts_only_when_the_caption_shows_the_new_stage():
     assert load_test_ws._caption_shows(run, 3)
     assert not load_test_ws._caption_shows(run, 2)
     assert not load_test_ws._caption_shows(load_test_ws.Run(), 3)
+
+
+@pytest.mark.slow
+def test_idle_sessions_memory_mode(capsys):
+    assert load_test_ws.main(["--hold-idle", "3", "--ramp", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "with 3 idle sessions held" in out and "errors: 0" in out
+    per_session = float(out.split("MiB per session")[0].rsplit(":", 1)[1])
+    assert 0 <= per_session < 200, out  # a sanity bound on the parse, not a benchmark
+
+
+def test_a_session_must_keep_naming_its_own_model():
+    run = load_test_ws.Run(texts=["mistralai/Mistral-7B-v0.1 (7.24 B parameters) on 8 GPUs; red line: 80 GiB"])
+    assert load_test_ws._names(run, "mistralai/Mistral-7B-v0.1")
+    assert not load_test_ws._names(run, "meta-llama/Llama-2-7b-hf")
+
+
+def test_think_times_vary_around_the_pace_and_repeat_per_session():
+    import random
+
+    from load_test import think_time
+
+    times = [think_time(5.0, random.Random(7)) for _ in range(1)] + [think_time(5.0, random.Random(8))]
+    assert all(2.5 <= t <= 7.5 for t in times) and times[0] != times[1]
+    assert think_time(5.0, random.Random(7)) == times[0]
+    assert think_time(0.0, random.Random(7)) == 0.0

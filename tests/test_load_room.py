@@ -1,0 +1,27 @@
+"""A room, in short: three real Chromium sessions on one server, each with its own preset and model, change the
+ZeRO stage at a person's pace; every session gets to work, sees every change, and never shows another session's
+model (``scripts/load_test.py``; the full 20-session run is ``make load``, figures in BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+
+import load_test
+from e2e_support import CHROMIUM
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("load-room")]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_three_browser_sessions_share_one_server(capsys):
+    assert load_test.main(["--sessions", "3", "--duration", "12", "--pace", "1", "--ramp", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "completed setup (open + load preset + ZeRO page): 3" in out
+    assert "errors: 0" in out
+    changes = int(out.split("stage changes measured: ")[1].split()[0])
+    assert changes >= 6, out  # at least two per session
