@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
+from app_state import PAGE_TITLES  # noqa: E402
 from core.models import get_spec  # noqa: E402
 
 PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
@@ -44,6 +45,8 @@ class Stats:
     #: the same changes timed inside the page: from the option's mousedown to the DOM showing the new stage
     #: (a MutationObserver), i.e. what the user sees, without the driver's own round trips
     in_page: list[float] = field(default_factory=list)
+    #: page title → seconds from the mousedown on its sidebar link until the new page's title is shown (--tour)
+    page_switch: dict[str, list[float]] = field(default_factory=dict)
     setup: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     changes: int = 0
@@ -69,8 +72,35 @@ WATCH_JS = """(text) => { window.__changeStart = null; window.__changeShown = nu
   observer.observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
 
 
+#: A page switch is timed to its last DOM change: the title shown, then the page drawn until nothing changed for
+#: 300 ms (the last change's time counts, not the quiet wait).
+PAGE_SHOWN_JS = """(title) => { window.__changeStart = null; window.__changeShown = null; window.__lastChange = null;
+  document.addEventListener('mousedown', () => { window.__changeStart = performance.now(); },
+                            {once: true, capture: true});
+  const shown = () => [...document.querySelectorAll('h1')].some(h => h.innerText.includes(title));
+  const observer = new MutationObserver(() => {
+    if (window.__changeShown === null && shown()) window.__changeShown = performance.now();
+    if (window.__changeShown !== null) window.__lastChange = performance.now();
+  });
+  observer.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true}); }"""
+DRAWN_JS = "() => window.__changeShown !== null && performance.now() - window.__lastChange > 300"
+
+
+async def _tour(tab, rounds: int, stats: Stats) -> None:
+    """Visit every page ``rounds`` times from the sidebar, timing each switch inside the page."""
+    for _ in range(rounds):
+        for title in PAGE_TITLES.values():
+            link = tab.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first
+            await tab.evaluate(PAGE_SHOWN_JS, title)
+            await link.click()
+            await tab.wait_for_function(DRAWN_JS)
+            drawn = await tab.evaluate("() => window.__lastChange - window.__changeStart")
+            stats.page_switch.setdefault(title, []).append(drawn / 1000)
+            await _idle(tab)
+
+
 async def _session(index: int, browser, url: str, duration: float, stats: Stats, timeout_ms: int,
-                   pace: float = 0.0) -> None:
+                   pace: float = 0.0, tour: int = 0) -> None:
     context = await browser.new_context(viewport={"width": 1280, "height": 1400})
     tab = await context.new_page()
     tab.set_default_timeout(timeout_ms)
@@ -130,6 +160,8 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
                 break
             await _idle(tab)
             await asyncio.sleep(think_time(pace, rng))
+        step = "page tour"
+        await _tour(tab, tour, stats)
     except Exception as exc:  # a timeout or a broken page is an error of the run, counted and reported
         stats.errors.append(f"session {index} at {step}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     finally:
@@ -169,13 +201,17 @@ def report(stats: Stats, sessions: int, setup_steps: str, change_seen: str, wall
         print(f"  in the page (mousedown -> DOM shows it): p50 {_pct(shown, 50) * 1000:.0f} ms"
               f"  p95 {_pct(shown, 95) * 1000:.0f} ms  max {shown[-1] * 1000:.0f} ms")
     print(f"errors: {len(stats.errors)}")
+    for title, times in stats.page_switch.items():
+        print(f"  switch to {title} (until drawn): p50 {_pct(times, 50) * 1000:.0f} ms"
+              f"  p95 {_pct(times, 95) * 1000:.0f} ms  max {max(times) * 1000:.0f} ms  ({len(times)} visits)")
     for error in stats.errors[:20]:
         print(f"  {error}")
     print(f"wall time: {wall:.1f} s")
     return 1 if stats.errors or not lat else 0
 
 
-async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: float, pace: float) -> Stats:
+async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: float, pace: float,
+               tour: int = 0) -> Stats:
     from playwright.async_api import async_playwright
 
     stats = Stats()
@@ -190,7 +226,7 @@ async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: 
             await warm.close()
             tasks = []
             for i in range(sessions):
-                tasks.append(asyncio.create_task(_session(i, browser, url, duration, stats, timeout_ms, pace)))
+                tasks.append(asyncio.create_task(_session(i, browser, url, duration, stats, timeout_ms, pace, tour)))
                 await asyncio.sleep(ramp)
             await asyncio.gather(*tasks)
         finally:
@@ -207,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pace", type=float, default=0.0,
                         help="mean seconds a session waits after a change shows before the next, "
                              "uniformly 0.5–1.5× (0: at once)")
+    parser.add_argument("--tour", type=int, default=0, metavar="N",
+                        help="after the changes, visit every page N times from the sidebar, timing each switch")
     args = parser.parse_args(argv)
     if CHROMIUM is None:
         print("Chromium is not on PATH (install Debian's chromium package)", file=sys.stderr)
@@ -215,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     with streamlit_server("streamlit-load.log") as url:
         print(f"app at {url}; {args.sessions} sessions for {args.duration:g} s", flush=True)
         stats = asyncio.run(_run(url, args.sessions, args.duration, int(args.timeout * 1000), args.ramp,
-                                args.pace))
+                                args.pace, args.tour))
     return report(stats, args.sessions, "open + load preset + ZeRO page", "page shows it",
                   time.perf_counter() - wall)
 
