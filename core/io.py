@@ -14,8 +14,11 @@ from typing import Any
 
 import hjson
 
-#: Larger inputs are refused before parsing (a config is a few KB; this is generous).
-MAX_CONFIG_BYTES = 2 * 1024 * 1024
+#: Larger inputs are refused before parsing. The one size limit of a config, for the CLI, an upload and the
+#: paste box alike (the app passes it to both widgets, and the server's ``maxUploadSize`` in
+#: .streamlit/config.toml is the same). Real DeepSpeed configs are a few KB.
+MAX_CONFIG_MB = 1
+MAX_CONFIG_BYTES = MAX_CONFIG_MB * 1024 * 1024
 #: Deeper documents are refused (a real config nests 4-5 levels).
 MAX_DEPTH = 64
 
@@ -139,7 +142,7 @@ def load_config(text: str | bytes) -> dict[str, Any]:
 
 def _too_big(size: int) -> str:
     return (
-        f"the config is {size / 1024 / 1024:.1f} MB, too large: the limit is {MAX_CONFIG_BYTES // 1024 // 1024} MB "
+        f"the config is {size / 1024 / 1024:.1f} MB, too large: the limit is {MAX_CONFIG_MB} MB "
         "(real DeepSpeed configs are a few KB) — is this the right file?"
     )
 

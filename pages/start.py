@@ -10,6 +10,7 @@ import streamlit as st
 import app_state
 import core
 from core import hardware, memory, presets
+from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
 from ui import actions, frame, widgets
@@ -116,12 +117,13 @@ if source == "Preset":
     else:
         st.info("No presets found.")
 elif source == "Upload or paste":
-    # the limit the server enforces (.streamlit/config.toml), said in the label rather than only on hover
-    limit_mb = int(st.get_option("server.maxUploadSize"))
-    st.file_uploader(f"ds_config.json (JSON or HJSON, up to {limit_mb} MB; larger: paste it)",
-                     type=["json", "hjson", "txt", "conf"],
+    # One limit for both ways in (core.io's, also the CLI's), said in the labels before anyone tries; the
+    # browser itself refuses a larger file or longer text, so it is never sent, parsed or echoed.
+    st.file_uploader(f"ds_config.json (JSON or HJSON, up to {MAX_CONFIG_MB} MB)", type=["json", "hjson", "txt", "conf"],
+                     max_upload_size=MAX_CONFIG_MB,
                      key="start_upload", on_change=lambda: st.session_state.update({LAST_INPUT: "upload"}))
-    st.text_area("…or paste it here", key="start_paste", height=200,
+    st.text_area(f"…or paste it here (up to {MAX_CONFIG_MB} MB)", key="start_paste", height=200,
+                 max_chars=MAX_CONFIG_BYTES,
                  placeholder='{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}',
                  on_change=lambda: st.session_state.update({LAST_INPUT: "paste"}))
     chosen = import_source()

@@ -112,3 +112,27 @@ def test_advanced_draws_an_unused_section_only_while_it_is_open():
     at.run()
     assert at.checkbox(key=widget_key("compile.deepcompile")).value is True
     assert "`compile` (set)" in [e.label for e in at.expander]
+
+
+def test_one_size_limit_for_upload_paste_server_and_cli_said_before_trying():
+    import tomllib
+
+    from test_app_support import ROOT
+
+    from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB, ConfigLoadError, load_config
+
+    server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["maxUploadSize"] == MAX_CONFIG_MB and MAX_CONFIG_BYTES == MAX_CONFIG_MB * 1024 * 1024
+    at = app(page="pages/start.py")
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    paste = at.text_area(key="start_paste")
+    assert paste.proto.max_chars == MAX_CONFIG_BYTES  # the browser stops the text there: never sent or parsed
+    assert f"up to {MAX_CONFIG_MB} MB" in paste.label
+    upload = at.get("file_uploader")[0]
+    assert upload.proto.max_upload_size_mb == MAX_CONFIG_MB and f"up to {MAX_CONFIG_MB} MB" in upload.proto.label
+    try:
+        load_config(b"{}" + b" " * MAX_CONFIG_BYTES)
+    except ConfigLoadError as exc:
+        assert f"the limit is {MAX_CONFIG_MB} MB" in str(exc)
+    else:
+        raise AssertionError("an over-limit config was parsed")

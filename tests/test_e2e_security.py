@@ -18,6 +18,7 @@ from e2e_support import ROOT, streamlit_server
 from test_e2e import browser, idle, load_preset, nav, open_app, preset_config, review_json, server  # noqa: F401
 
 import app_state
+from core.io import MAX_CONFIG_MB
 
 # one worker runs the module: its server and browser start once per session
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e-security")]
@@ -151,7 +152,8 @@ STREAMLIT_CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text
 def test_streamlit_config_keeps_xsrf_on_and_uploads_small():
     server_cfg = STREAMLIT_CONFIG["server"]
     assert server_cfg.get("enableXsrfProtection", True) is True
-    assert 0 < server_cfg["maxUploadSize"] <= 2  # MB; configs are a few KB, core.load_config refuses > 2 MB
+    # one limit: the server's, the upload widget's, the paste box's and core.load_config's (the CLI's)
+    assert server_cfg["maxUploadSize"] == MAX_CONFIG_MB
 
 
 def test_running_server_refuses_an_upload_without_the_xsrf_token(browser, server):  # noqa: F811
