@@ -168,12 +168,28 @@ def replace_config(config: dict[str, Any], *, baseline: bool = False) -> None:
     clear_widgets()
 
 
+#: Session key of the last validation: (what it was computed from, the report).
+REPORT_MEMO = "report_memo"
+
+
 def report() -> Report:
-    """``core.validate`` of the current config for the current context."""
+    """``core.validate`` of the current config for the current context, computed once per distinct input.
+
+    The sidebar, the headline and the page all ask within one rerun, and a page switch or a change elsewhere
+    (a chart axis, the model) does not change it; a 1 MB config takes seconds to validate."""
     ctx = get_context()
-    return core.validate(
-        get_config(), world_size=world_size(ctx), target=ctx["target"], version=ctx["version"]
-    )
+    config = get_config()
+    try:
+        key = (json.dumps(config, ensure_ascii=False), world_size(ctx), ctx["target"], ctx["version"])
+    except (TypeError, ValueError):  # not JSON (never from the app's own widgets): validate without a memo
+        key = None
+    memo = st.session_state.get(REPORT_MEMO)
+    if key is not None and memo is not None and memo[0] == key:
+        return memo[1]
+    result = core.validate(config, world_size=world_size(ctx), target=ctx["target"], version=ctx["version"])
+    if key is not None:
+        st.session_state[REPORT_MEMO] = (key, result)
+    return result
 
 
 def zero_stage(config: Mapping[str, Any]) -> int:

@@ -50,7 +50,8 @@ def _fix_all() -> None:
 
 if len(fixable) > 1:
     st.button(f"Apply all {len(fixable)} fixes", key="review_fix_all", on_click=_fix_all, icon=":material/build:")
-for finding in report.findings:
+drawn, rest = widgets.drawn_findings(report.findings)
+for finding in drawn:
     page = app_state.PAGES.get(finding.page or "")
     {"error": st.error, "warning": st.warning}.get(finding.severity, st.info)(widgets.finding_text(finding))
     cols = st.columns([3, 2])
@@ -60,6 +61,7 @@ for finding in report.findings:
         with cols[1]:
             st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:",
                          query_params=focus.link_params(finding, app_state.get_config()))
+widgets.show_rest(rest)
 estimate = memory.current_estimate(config, ctx, report)
 fit_text = headline.fit_sentence(estimate, memory.micro_batch_and_assumption(config, report, ctx)[1])
 if not report.errors:

@@ -591,9 +591,39 @@ def explain(title: str, body: str, *, expanded: bool = True) -> None:
 def page_findings(form: Form, page: str) -> None:
     """The errors and warnings whose fix is on ``page`` and that no widget on the page showed inline
     (call it after the widgets)."""
-    for finding in form.report.findings:
-        if finding.page == page and finding.severity in ("error", "warning") and finding.path not in form.shown:
-            _show_finding_once(finding)
+    drawn, rest = drawn_findings(f for f in form.report.findings
+                                 if f.page == page and f.severity in ("error", "warning") and f.path not in form.shown)
+    for finding in drawn:
+        _show_finding_once(finding)
+    show_rest(rest)
+
+
+#: Findings of one code drawn one by one; the others of that code are summarised in one line (a config at the
+#: size limit can hold tens of thousands of unknown keys, and nobody reads the 50th identical warning).
+MAX_DRAWN_PER_CODE = 20
+
+
+def drawn_findings(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
+    """The findings to draw one by one, and for each code with more than ``MAX_DRAWN_PER_CODE`` the rest."""
+    drawn: list[Finding] = []
+    rest: dict[str, list[Finding]] = {}
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+        if counts[finding.code] <= MAX_DRAWN_PER_CODE:
+            drawn.append(finding)
+        else:
+            rest.setdefault(finding.code, []).append(finding)
+    return drawn, rest
+
+
+def show_rest(rest: Mapping[str, list[Finding]]) -> None:
+    """One line per code for the findings ``drawn_findings`` did not draw."""
+    for code, findings in rest.items():
+        paths = ", ".join(f"`{f.path}`" for f in findings[:5])
+        text = safe_text(f"…and **{len(findings):,}** more **{code}** findings like those above ({paths}, …); "
+                         "`dsconfig validate` lists every one.")
+        (st.error if any(f.severity == "error" for f in findings) else st.warning)(text, icon=":material/more_horiz:")
 
 
 def finding_text(finding: Finding) -> str:

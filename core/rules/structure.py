@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -29,14 +30,28 @@ def _normalise(key: str) -> str:
     return out
 
 
-def did_you_mean(key: str, candidates: list[str]) -> str | None:
+def did_you_mean(key: str, candidates: list[str] | tuple[str, ...]) -> str | None:
     """The closest known key to a misspelt one (None when nothing is close)."""
-    norm = _normalise(key)
-    by_norm = {_normalise(c): c for c in candidates}
+    return _closest(_normalise(key), _by_normalised(tuple(candidates)))
+
+
+@cache
+def _by_normalised(candidates: tuple[str, ...]) -> dict[str, str]:
+    # the same candidate list comes back for every unknown key of a section: normalise it once
+    return {_normalise(c): c for c in candidates}
+
+
+def _closest(norm: str, by_norm: dict[str, str]) -> str | None:
     if norm in by_norm:
         return by_norm[norm]
     match = difflib.get_close_matches(norm, list(by_norm), n=1, cutoff=0.75)
     return by_norm[match[0]] if match else None
+
+
+@cache
+def _known_keys(version: str, prefix: str, model: type[BaseModel]) -> tuple[str, ...]:
+    """The key spellings of ``model`` that release ``version`` reads at ``prefix`` (asked once per section)."""
+    return tuple(k for k, f in section_fields(model).items() if _exists_in(version, prefix, f, k))
 
 
 def _join(prefix: str, key: str) -> str:
@@ -60,8 +75,12 @@ def check_keys(ctx: Context) -> Iterator[Finding]:
 
 def _exists(ctx: Context, prefix: str, field: SchemaField, key: str) -> bool:
     """Whether DeepSpeed ``ctx.version`` reads this key: its generated profile says, where it can."""
-    known = versions.key_known(ctx.version, _profile_prefix(prefix), key)
-    return field_exists(field, prefix, ctx.version) if known is None else known
+    return _exists_in(ctx.version, prefix, field, key)
+
+
+def _exists_in(version: str, prefix: str, field: SchemaField, key: str) -> bool:
+    known = versions.key_known(version, _profile_prefix(prefix), key)
+    return field_exists(field, prefix, version) if known is None else known
 
 
 def _profile_prefix(prefix: str) -> str:
@@ -75,9 +94,15 @@ def _strict(ctx: Context, model: type[BaseModel], prefix: str) -> bool:
     return is_strict(model) if strict is None else strict and is_strict(model)
 
 
+#: Unknown keys of one section that get a did-you-mean; past this many the section is not a handful of
+#: misspellings but a pile of foreign keys, and fuzzy matching each one would cost seconds on a large config.
+MAX_SUGGESTED_PER_SECTION = 200
+
+
 def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
     fields = section_fields(model)
     strict = _strict(ctx, model, prefix)
+    unknown = 0
     for key, value in data.items():
         path = _join(prefix, key)
         field = fields.get(key)
@@ -87,7 +112,9 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
             if versions.key_known(ctx.version, _profile_prefix(prefix), key):
                 continue  # this release reads a key the schema does not describe
             if not is_open(model):
-                yield _unknown_key(ctx, key, path, prefix, model, value, strict)
+                unknown += 1
+                yield _unknown_key(ctx, key, path, prefix, model, value, strict,
+                                   suggest=unknown <= MAX_SUGGESTED_PER_SECTION)
             continue
         if not prefix and key == "bfloat16" and data.get("bf16") is not None:
             continue  # DeepSpeed ignores `bfloat16` when `bf16` is set (reported by a rule)
@@ -159,7 +186,8 @@ def _wrong_version(
 
 
 def _unknown_key(
-    ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel], value: Any, strict: bool
+    ctx: Context, key: str, path: str, prefix: str, model: type[BaseModel], value: Any, strict: bool,
+    suggest: bool = True,
 ) -> Finding:
     doc_only = section_meta(model).get("doc_only", {})
     if key in doc_only:
@@ -169,8 +197,7 @@ def _unknown_key(
             f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it: {doc_only[key]}",
             suggestion="Remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
         )
-    known = [k for k, f in section_fields(model).items() if _exists(ctx, prefix, f, k)]
-    guess = did_you_mean(key, known)
+    guess = did_you_mean(key, _known_keys(ctx.version, prefix, model)) if suggest else None
     # Where else this key is a field; never "move" a key into itself or one of its own parents.
     elsewhere = [
         p for p in key_index(ROOT).get(key, ())
