@@ -48,8 +48,9 @@ def works_with(
     from core.validate import validate
 
     verdicts = []
+    judged = _without_ignored_everywhere(config)
     for version in releases or versions.RELEASES:
-        report = validate(config, world_size=world_size, target=target, version=version)
+        report = validate(judged, world_size=world_size, target=target, version=version)
         errors = report.errors
         if errors:
             first = errors[0]
@@ -57,6 +58,28 @@ def works_with(
         else:
             verdicts.append(ReleaseVerdict(version, True))
     return WorksWith(tuple(verdicts), summarise(verdicts))
+
+
+def _without_ignored_everywhere(config: Any) -> Any:
+    """``config`` without the top-level keys that no release reads: every release ignores them alike (a warning,
+    never an error), so they cannot change a verdict, and a config at the size limit can hold tens of thousands
+    (validated once per release). Kept: keys the schema or any release knows, "auto" values, anything nested."""
+    if not isinstance(config, dict):
+        return config
+    from core.schema.root import DeepSpeedConfig
+    from core.schema.walk import section_fields, section_meta
+
+    schema_keys = section_fields(DeepSpeedConfig)
+    doc_only = section_meta(DeepSpeedConfig).get("doc_only", {})
+
+    def read_somewhere(key: Any, value: Any) -> bool:
+        if not isinstance(key, str) or key in schema_keys or key in doc_only or value == "auto":
+            return True
+        if isinstance(value, dict | list):
+            return True
+        return any(versions.key_known(version, "", key) for version in versions.RELEASES)
+
+    return {key: value for key, value in config.items() if read_somewhere(key, value)}
 
 
 def _ranges(verdicts: list[ReleaseVerdict]) -> list[tuple[str, str]]:

@@ -51,7 +51,10 @@ unknown = [k for k in form.config if k not in known]
 if unknown:
     st.subheader("Keys the schema does not know")
     st.caption("Kept and exported unchanged; DeepSpeed ignores unknown top-level keys (see the findings).")
-    st.json({k: form.config[k] for k in unknown}, expanded=False)
+    shown = unknown[:widgets.MAX_DRAWN_PER_CODE * 5]
+    st.json({k: form.config[k] for k in shown}, expanded=False)
+    if len(unknown) > len(shown):
+        st.caption(f"The first {len(shown)} of {len(unknown):,} unknown keys are shown; all of them are kept.")
 
 widgets.page_findings(form, "advanced")
 st.page_link(app_state.PAGES["review"], label="Next: review & export →", icon=":material/arrow_forward:")

@@ -91,7 +91,7 @@ variant = st.radio("Form", list(VARIANTS), horizontal=True, key="review_variant"
                         "anyway, the explicit one writes out every default of the sections the file uses.")
 final = VARIANTS[variant](config)
 text = core.dump_config(final)
-st.code(text, language="json")
+widgets.code_preview(text, language="json")
 st.download_button("Download ds_config.json", data=text, file_name="ds_config.json", mime="application/json",
                    key="review_download", type="primary", icon=":material/download:")
 
@@ -132,7 +132,7 @@ if autos:
             if left:
                 st.caption("Still \"auto\" (the Trainer leaves these alone): " + ", ".join(f"`{p}`" for p in left))
             resolved_text = core.dump_config(resolved)
-            st.code(resolved_text, language="json")
+            widgets.code_preview(resolved_text, language="json")
             st.download_button("Download the resolved ds_config.json", data=resolved_text,
                                file_name="ds_config.resolved.json", mime="application/json",
                                key="review_download_resolved", icon=":material/download:")
@@ -140,7 +140,7 @@ if autos:
 st.subheader("Changes since import / preset")
 diff = export.unified_diff(app_state.get_baseline(), config)
 if diff:
-    st.code(diff, language="diff")
+    widgets.code_preview(diff, language="diff")
 else:
     st.caption("No changes: the config is what you imported or loaded.")
 
@@ -178,7 +178,7 @@ for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), stric
             hf_text = core.dump_config(hf_config)
             st.caption("The ds_config.json that goes with these TrainingArguments (train_batch_size is left to "
                        "the Trainer, which computes it from the GPU count it is launched on):")
-            st.code(hf_text, language="json")
+            widgets.code_preview(hf_text, language="json")
             st.download_button("Download ds_config.json for the HF Trainer", data=hf_text,
                                file_name="ds_config.json", mime="application/json", key="review_download_hf",
                                icon=":material/download:")
@@ -193,7 +193,7 @@ for tab, (name, snippet) in zip(st.tabs(list(snippets)), snippets.items(), stric
             own_name = export.variant_name("ds_config.json", launcher)
             own_text = core.dump_config(own)
             st.caption(f"The {own_name} the snippet above reads (what changed, and why, is listed above):")
-            st.code(own_text, language="json")
+            widgets.code_preview(own_text, language="json")
             st.download_button(f"Download {own_name}", data=own_text, file_name=own_name, mime="application/json",
                                key=f"review_download_{launcher}", icon=":material/download:")
 

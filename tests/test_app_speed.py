@@ -9,7 +9,7 @@ import json
 import altair as alt
 import pandas as pd
 import pyarrow as pa
-from test_app_support import app
+from test_app_support import ROOT, app
 
 from core.models import get_config, get_spec
 from ui import charts, zero_charts
@@ -136,3 +136,94 @@ def test_one_size_limit_for_upload_paste_server_and_cli_said_before_trying():
         assert f"the limit is {MAX_CONFIG_MB} MB" in str(exc)
     else:
         raise AssertionError("an over-limit config was parsed")
+
+
+# ------------------------------------------------------------------ a config at the size limit
+
+def limit_config() -> dict:
+    """A config just under the size limit made of tens of thousands of unknown top-level keys."""
+    from core.io import MAX_CONFIG_BYTES
+
+    config: dict = {"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 3}}
+    entry = len('"k000000": 0, ')  # bytes per filler key in the JSON (about; the values grow to 5 digits)
+    config.update({f"k{i:06d}": i for i in range((MAX_CONFIG_BYTES - 30_000) // (entry + 4))})
+    assert MAX_CONFIG_BYTES * 0.95 < len(json.dumps(config)) <= MAX_CONFIG_BYTES
+    return config
+
+
+def test_every_page_draws_a_config_at_the_size_limit_with_huge_parts_summarised():
+    import app_state
+
+    config = limit_config()
+    at = app(config)
+    at.default_timeout = 120
+    for page in app_state.PAGES.values():
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+    at.switch_page("pages/review.py").run()
+    unknown = [e.value for e in at.warning if "keys.unknown-top-level" in e.value]
+    assert len(unknown) == 21  # 20 drawn, then one line for the rest
+    assert "more **keys.unknown-top-level** findings" in unknown[-1] and f"{len(config) - 1 - 20:,}" in unknown[-1]
+    # the misspelt section is still found among them, with its did-you-mean
+    assert any("zero_optimisation" in e.value and "zero_optimization" in e.value for e in at.warning)
+    assert any("lines" in c.value and "the download holds all of it" in c.value for c in at.caption)
+    at.switch_page("pages/advanced.py").run()
+    assert any("unknown keys are shown; all of them are kept" in c.value for c in at.caption)
+    assert at.session_state["config"] == config  # nothing the user gave is lost
+
+
+def test_works_with_gives_the_same_verdicts_without_the_keys_no_release_reads():
+    from core import validate
+    from core.cli_versions import _without_ignored_everywhere, works_with
+    from core.io import ConfigLoadError, load_config
+    from core.versions import RELEASES
+
+    releases = (RELEASES[0], RELEASES[len(RELEASES) // 2], RELEASES[-1])
+    corpus = sorted((ROOT.parent / "shared" / "corpus").rglob("*.json"))[:40]
+    configs = []
+    for path in corpus:
+        try:
+            configs.append(load_config(path.read_bytes()))
+        except ConfigLoadError:
+            continue
+    configs += [dict(c, **{f"team_key_{i}": i for i in range(30)}, bf16={"enabled": "yes"}) for c in configs[:10]]
+    assert len(configs) >= 20
+    for config in configs:
+        got = works_with(config, world_size=8, releases=releases)
+        for verdict, version in zip(got.verdicts, releases, strict=True):
+            errors = validate(config, world_size=8, version=version).errors
+            assert verdict.ok == (not errors)
+            if errors:
+                assert (verdict.code, verdict.path) == (errors[0].code, errors[0].path)
+    assert len(_without_ignored_everywhere(limit_config())) == 2
+
+
+def test_did_you_mean_for_the_first_unknown_keys_of_a_section_only():
+    from core import validate
+    from core.rules.structure import MAX_SUGGESTED_PER_SECTION
+
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 1}}
+    config |= {f"x{i}": i for i in range(MAX_SUGGESTED_PER_SECTION)}
+    config["gradient_clippin"] = 1.0  # past the cap: still reported, without a guess
+    found = {f.path: f for f in validate(config).findings if f.code == "keys.unknown-top-level"}
+    assert len(found) == MAX_SUGGESTED_PER_SECTION + 2
+    assert "zero_optimization" in found["zero_optimisation"].suggestion
+    assert "Did you mean" not in found["gradient_clippin"].suggestion
+    alone = validate({"train_micro_batch_size_per_gpu": 1, "gradient_clippin": 1.0}).findings
+    assert "Did you mean `gradient_clipping`" in next(f for f in alone if f.path == "gradient_clippin").suggestion
+
+
+def test_validation_runs_once_per_distinct_input_in_a_session(monkeypatch):
+    import core
+
+    calls = []
+    real = core.validate
+    monkeypatch.setattr(core, "validate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/batch.py")
+    before = len(calls)
+    at.run()
+    at.switch_page("pages/precision.py").run()
+    assert len(calls) == before  # same config, context: the memo answers (sidebar, headline and page)
+    at.session_state["config"] = {"train_micro_batch_size_per_gpu": 2}
+    at.run()
+    assert len(calls) == before + 1

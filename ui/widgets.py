@@ -598,6 +598,23 @@ def page_findings(form: Form, page: str) -> None:
     show_rest(rest)
 
 
+#: Longest text a code block shows in full; a larger file shows its beginning and says so (the download and
+#: the copy the user exports are always the whole file).
+MAX_SHOWN_LINES = 400
+
+
+def code_preview(text: str, language: str | None = "json") -> None:
+    """``st.code`` of ``text``, or of its first ``MAX_SHOWN_LINES`` lines with a caption when it is longer."""
+    lines = text.count("\n") + 1
+    if lines <= MAX_SHOWN_LINES:
+        st.code(text, language=language)
+        return
+    head = "\n".join(text.split("\n", MAX_SHOWN_LINES)[:MAX_SHOWN_LINES])
+    st.code(head, language=language)
+    st.caption(f"The first {MAX_SHOWN_LINES:,} of {lines:,} lines ({len(text.encode()) / 1024:,.0f} KiB) are shown; "
+               "the download holds all of it.")
+
+
 #: Findings of one code drawn one by one; the others of that code are summarised in one line (a config at the
 #: size limit can hold tens of thousands of unknown keys, and nobody reads the 50th identical warning).
 MAX_DRAWN_PER_CODE = 20
