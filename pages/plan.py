@@ -11,9 +11,16 @@ import streamlit as st
 import app_state
 from core import hardware, models
 from core.memory import ATTENTION_IMPLS
-from core.perf import NETWORKS, Cluster, gpu_sweep, recommend
+from core.perf import NETWORKS, Cluster
+from core.perf import gpu_sweep as _gpu_sweep
+from core.perf import recommend as _recommend
 from core.perf.hardware import DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S
 from ui import actions, frame, widgets
+
+# Pure results of the page's inputs, computed once per distinct input (a rerun for any other widget, or a
+# second visit, costs nothing): the ranking of ~500 candidates and the node sweep are most of this page's time.
+recommend = st.cache_data(max_entries=64, show_spinner=False)(_recommend)
+gpu_sweep = st.cache_data(max_entries=64, show_spinner=False)(_gpu_sweep)
 
 frame.begin("Plan")
 widgets.explain(
