@@ -44,10 +44,19 @@ fuzz-long: $(VENV)/.test-installed
 clean:
 	rm -rf $(VENV) .venv-ds0195 .venv-ds .pytest_cache .torch_extensions
 
-.PHONY: load
-load: $(VENV)/.test-installed  ## 20 concurrent headless-Chromium sessions on loopback; LOAD_ARGS="--sessions 20 --duration 60"
-	$(PY) scripts/load_test.py $(LOAD_ARGS)
+# The room of issue 15: people join over half a minute and change something every ~5 s for a minute.
+ROOM_ARGS ?= --sessions 20 --duration 60 --pace 5 --ramp 1.5
+WS_ARGS ?= --sessions 50 --duration 60 --pace 5 --ramp 0.6
 
-.PHONY: load-ws
-load-ws: $(VENV)/.test-installed  ## 50 concurrent websocket sessions (no browser): the server alone; LOAD_ARGS="--sessions 50"
-	$(PY) scripts/load_test_ws.py $(LOAD_ARGS)
+.PHONY: load load-ws load-memory load-one
+load: $(VENV)/.test-installed  ## 20 headless-Chromium sessions on one server (a room); LOAD_ARGS to change
+	$(PY) scripts/load_test.py $(or $(LOAD_ARGS),$(ROOM_ARGS))
+
+load-ws: $(VENV)/.test-installed  ## 50 websocket sessions (no browser): the server alone; LOAD_ARGS to change
+	$(PY) scripts/load_test_ws.py $(or $(LOAD_ARGS),$(WS_ARGS))
+
+load-memory: $(VENV)/.test-installed  ## server memory with 100 idle sessions held
+	$(PY) scripts/load_test_ws.py --hold-idle 100 --ramp 0.05
+
+load-one: $(VENV)/.test-installed  ## one Chromium user: stage flips for 30 s, then every page 5 times
+	$(PY) scripts/load_test.py --sessions 1 --duration 30 --tour 5
