@@ -19,8 +19,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("load-r
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 def test_three_browser_sessions_share_one_server(capsys):
-    assert load_test.main(["--sessions", "3", "--duration", "12", "--pace", "1", "--ramp", "1"]) == 0
+    # generous step time-out: CI runs this beside other browser tests on 2 cores; the figures are not asserted
+    code = load_test.main(["--sessions", "3", "--duration", "12", "--pace", "1", "--ramp", "1", "--timeout", "300"])
     out = capsys.readouterr().out
+    assert code == 0, out
     assert "completed setup (open + load preset + ZeRO page): 3" in out
     assert "errors: 0" in out
     changes = int(out.split("stage changes measured: ")[1].split()[0])
