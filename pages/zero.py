@@ -36,6 +36,30 @@ world = app_state.world_size(ctx)
 capacity = float(ctx["gpu_memory_gib"])
 capacity_row = pd.DataFrame({"capacity": [capacity]})
 
+
+SWEEP_AXES = {"micro_batch": "micro batch", "seq_len": "sequence length", "total_gpus": "GPU count"}
+SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
+
+
+@st.fragment
+def sweep_section(config: dict, ctx: dict, report, micro_batch: int, seq_len: int, world: int,
+                  capacity_row: pd.DataFrame) -> None:
+    """Memory against one axis; choosing the axis reruns this part only (the config does not change)."""
+    st.subheader("Memory against micro batch, sequence length or GPU count")
+    axis = st.radio("Sweep", list(SWEEP_AXES), format_func=SWEEP_AXES.get, horizontal=True, key="zero_sweep_axis")
+    now = {"micro_batch": micro_batch, "seq_len": seq_len, "total_gpus": world}[axis]
+    sweep = core_memory.sweep_totals(config, memory.model_for(ctx), memory.hardware_for(ctx),
+                                     memory.shape_for(ctx, config, report), axis, memory.sweep_values(axis, ctx, now))
+    sweep["current"] = sweep[axis] == now
+    sweep["verdict"] = sweep["fits"].map(memory.fit_label)
+    charts.draw(zero_charts.sweep, {"sweep": sweep[[axis, "gpu_gib", "verdict"]], zero_charts.CAPACITY: capacity_row},
+                axis=axis, axis_title=SWEEP_AXES[axis])
+    st.dataframe(pd.DataFrame({
+        SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
+        "Fits": sweep["verdict"], "Current": sweep["current"].map({True: "◀ current", False: ""}),
+    }), hide_index=True, key="zero_sweep",
+        column_config={"GPU, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
+
 widgets.render_field("zero_optimization.stage", form)
 stage = form.stage
 params = memory.model_params(ctx)
@@ -150,24 +174,7 @@ if estimate is not None:
         c: st.column_config.NumberColumn(format="%.1f")
         for c in ("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node")})
 
-    st.subheader("Memory against micro batch, sequence length or GPU count")
-    axis_labels = {"micro_batch": "micro batch", "seq_len": "sequence length", "total_gpus": "GPU count"}
-    SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
-    axis = st.radio("Sweep", list(axis_labels), format_func=axis_labels.get, horizontal=True, key="zero_sweep_axis")
-    now = {"micro_batch": estimate.shape.micro_batch, "seq_len": estimate.shape.seq_len, "total_gpus": world}[axis]
-    sweep = core_memory.sweep_totals(config, memory.model_for(ctx), memory.hardware_for(ctx),
-                                     memory.shape_for(ctx, config, form.report), axis,
-                                     memory.sweep_values(axis, ctx, now))
-    sweep["current"] = sweep[axis] == now
-    sweep["verdict"] = sweep["fits"].map(memory.fit_label)
-    charts.draw(zero_charts.sweep, {"sweep": sweep[[axis, "gpu_gib", "verdict"]],
-                                       zero_charts.CAPACITY: capacity_row},
-                axis=axis, axis_title=axis_labels[axis])
-    st.dataframe(pd.DataFrame({
-        SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
-        "Fits": sweep["verdict"], "Current": sweep["current"].map({True: "◀ current", False: ""}),
-    }), hide_index=True, key="zero_sweep",
-        column_config={"GPU, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
+    sweep_section(config, ctx, form.report, estimate.shape.micro_batch, estimate.shape.seq_len, world, capacity_row)
 
 # ------------------------------------------------------------------ everything else in zero_optimization
 OWN_WIDGETS = ("stage", "offload_optimizer", "offload_param")  # drawn above

@@ -52,6 +52,11 @@ class Run:
     pages: dict[str, str] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
+    #: elements sent, and how the run ended (e.g. FINISHED_SUCCESSFULLY, FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+    elements: int = 0
+    status: str = ""
+    #: the column names of each table (st.dataframe) drawn
+    tables: list[list[str]] = field(default_factory=list)
 
 
 class Client:
@@ -63,8 +68,10 @@ class Client:
         self.page = ""
         self.widgets: dict[str, tuple[str, Any]] = {}
         self.pages: dict[str, str] = {}
+        #: widget key → the fragment it is drawn in (a change to it reruns that fragment, as the browser does)
+        self.fragments: dict[str, str] = {}
 
-    async def rerun(self, *states: WidgetState, page: str | None = None) -> Run:
+    async def rerun(self, *states: WidgetState, page: str | None = None, fragment: str | None = None) -> Run:
         """Send one rerun request (widget changes, or a page switch) and read until the script finishes."""
         if page is not None:
             self.page = self.pages[page]
@@ -72,6 +79,8 @@ class Client:
         msg.rerun_script.query_string = ""
         msg.rerun_script.page_script_hash = self.page
         msg.rerun_script.widget_states.widgets.extend(states)
+        if fragment is not None:
+            msg.rerun_script.fragment_id = fragment
         await self.ws.send(msg.SerializeToString())
         run = Run()
         while True:
@@ -84,14 +93,21 @@ class Client:
                 element = forward.delta.new_element
                 element_type = element.WhichOneof("type")
                 inner = getattr(element, element_type)
+                run.elements += 1
                 if getattr(inner, "id", ""):
                     run.widgets[inner.id.split("-", 2)[-1]] = (element_type, inner)
+                    if forward.delta.fragment_id:
+                        self.fragments[inner.id.split("-", 2)[-1]] = forward.delta.fragment_id
                 if element_type == "markdown":
                     run.texts.append(inner.body)
+                elif element_type == "dataframe":
+                    run.tables.append(_columns(inner.arrow_data.data))
                 elif element_type == "exception":
                     run.exceptions.append(f"{inner.type}: {inner.message}")
             elif kind == "script_finished":
-                self.widgets, self.pages = run.widgets or self.widgets, run.pages or self.pages
+                run.status = ForwardMsg.ScriptFinishedStatus.Name(forward.script_finished)
+                self.widgets = {**self.widgets, **run.widgets}
+                self.pages = run.pages or self.pages
                 return run
 
     def option(self, key: str, containing: str) -> WidgetState:
@@ -104,6 +120,12 @@ class Client:
 
     def click(self, key: str) -> WidgetState:
         return WidgetState(id=self.widgets[key][1].id, trigger_value=True)
+
+
+def _columns(arrow_ipc: bytes) -> list[str]:
+    import pyarrow as pa
+
+    return list(pa.ipc.open_stream(arrow_ipc).schema.names)
 
 
 def _names(run: Run, model: str) -> bool:

@@ -54,3 +54,35 @@ def test_think_times_vary_around_the_pace_and_repeat_per_session():
     assert all(2.5 <= t <= 7.5 for t in times) and times[0] != times[1]
     assert think_time(5.0, random.Random(7)) == times[0]
     assert think_time(0.0, random.Random(7)) == 0.0
+
+
+@pytest.mark.slow
+def test_choosing_the_sweep_axis_reruns_only_the_sweep():
+    """The browser's protocol: a widget in a fragment reruns that fragment, and the rest of the page is not
+    recomputed or resent (a real server; AppTest always reruns the whole script)."""
+    import asyncio
+
+    import websockets
+    from e2e_support import streamlit_server
+
+    async def scenario(url: str):
+        async with websockets.connect(url.replace("http://", "ws://") + "/_stcore/stream",
+                                      subprotocols=["streamlit"], max_size=None) as ws:
+            client = load_test_ws.Client(ws, 120)
+            await client.rerun()
+            await client.rerun(client.option("start_preset", "zero2-bf16"))
+            await client.rerun(client.click("start_load_preset"))
+            await client.rerun(client.option("start_model", load_test_ws.MODELS[0]))
+            full = await client.rerun(page="zero")
+            fragment = client.fragments["zero_sweep_axis"]
+            part = await client.rerun(client.option("zero_sweep_axis", "sequence length"), fragment=fragment)
+            return full, part
+
+    with streamlit_server("streamlit-fragment.log") as url:
+        full, part = asyncio.run(scenario(url))
+    assert full.status == "FINISHED_SUCCESSFULLY" and not full.exceptions
+    assert part.status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" and not part.exceptions, part
+    assert ["Sequence length (tokens)", "GPU, GiB per GPU", "Fits", "Current"] in part.tables  # the new axis
+    assert ["Micro batch", "GPU, GiB per GPU", "Fits", "Current"] in full.tables
+    assert 0 < part.elements < full.elements / 5, (part.elements, full.elements)
+    assert len(part.tables) == 1 and not any("Current config" in text for text in part.texts)  # nothing else
