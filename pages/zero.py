@@ -8,7 +8,7 @@ import streamlit as st
 import app_state
 from core import memory as core_memory
 from core.findings import get_path
-from ui import actions, charts, frame, headline, memory, widgets, zero_charts
+from ui import actions, charts, frame, headline, memory, perf, widgets, zero_charts
 
 frame.begin("ZeRO & offload")
 widgets.explain(
@@ -125,6 +125,7 @@ if estimate is not None:
         st.metric("CPU RAM per node", f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB",
                   delta=margin(float(ctx["cpu_ram_gib"]) - estimate.cpu_bytes_per_node / memory.GIB),
                   help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.1f} GiB.")
+        perf.step_panel(config, ctx, form.report)
     st.caption(f"Current config: {memory.current_option(config, stage)} — "
                f"{estimate.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
                f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB CPU RAM per node "

@@ -169,3 +169,35 @@ def test_deprecated_top_level_key_of_the_page_is_shown_only_when_present():
     field = at.number_input(key=widget_key("allgather_size"))
     assert field.value == 1000
     assert "Deprecated: use `zero_optimization.allgather_bucket_size`." in field.help
+
+
+def _step_metric(at):
+    return next(m for m in at.metric if m.label == "Predicted step time")
+
+
+def test_predicted_step_time_and_bottleneck_beside_the_memory_numbers():
+    from core import memory as mem
+    from core import perf
+
+    context = {"nodes": 2, "gpus_per_node": 8, "gpu": "NVIDIA A100 80GB", "seq_len": 4096}
+    at = zero_app({"stage": 2}, **context)
+    cluster = perf.Cluster("NVIDIA A100 80GB", 8, 2, cpu_ram_gib=float(at.session_state["context"]["cpu_ram_gib"]))
+    shape = mem.Shape(1, 4096, at.session_state["context"]["attention"], at.session_state["context"]["recompute"])
+    spec = get_spec("meta-llama/Llama-2-7b-hf")
+    expected = {stage: perf.predict({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": stage}},
+                                    spec, cluster, shape) for stage in (2, 3)}
+    assert _step_metric(at).value == f"{expected[2].step_seconds:.3g} s"
+    assert any(expected[2].bottleneck in c.value for c in at.caption)
+    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    assert _step_metric(at).value == f"{expected[3].step_seconds:.3g} s"
+    assert expected[3].breakdown != expected[2].breakdown  # the stage changes what is communicated
+    assert any(expected[3].bottleneck in c.value for c in at.caption)
+    breakdown = table(at, "Share")
+    assert abs(breakdown["Seconds"].sum() - expected[3].step_seconds) < 1e-9
+    assert any("ZeRO-3 parameter all-gather" in part for part in breakdown["Part"])
+
+
+def test_no_step_prediction_for_a_custom_gpu_says_why():
+    at = zero_app({"stage": 2}, gpu="Custom", gpu_memory_gib=48.0)
+    assert not [m for m in at.metric if m.label == "Predicted step time"]
+    assert any("no datasheet for a custom GPU" in c.value for c in at.caption)

@@ -1,0 +1,73 @@
+"""The planner's prediction for the session's config (``core.perf.predict``), drawn beside the memory numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from core import perf
+from core.findings import Report
+from ui import memory
+
+
+def cluster_for(context: Mapping[str, Any]) -> perf.Cluster | None:
+    """The cluster of the session's GPU, node count and GPUs per node (catalog network and links), or None for
+    a GPU the planner has no datasheet for (a custom GPU)."""
+    try:
+        return perf.Cluster(str(context.get("gpu")), int(context["gpus_per_node"]), int(context["nodes"]),
+                            cpu_ram_gib=float(context.get("cpu_ram_gib") or 1024))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def current_step(config: Mapping[str, Any], context: Mapping[str, Any],
+                 report: Report | None = None) -> perf.StepEstimate | None:
+    """The predicted step of the session's config, or None without a model or for a custom GPU."""
+    model, cluster = memory.model_for(context), cluster_for(context)
+    if model is None or cluster is None:
+        return None
+    return perf.predict(config, model, cluster, memory.shape_for(context, config, report))
+
+
+def assumptions_text(cluster: perf.Cluster) -> str:
+    """What the prediction assumed about the hardware and the model's constants, in one sentence."""
+    eff = cluster.efficiency
+    return (f"{cluster.total_gpus} × {cluster.gpu} ({cluster.nodes} node{'s' if cluster.nodes > 1 else ''}), "
+            f"{cluster.inter_bytes_s * 8 / 1e9:g} Gbit/s network per node, "
+            f"{cluster.intra_bytes_s / 1e9:g} GB/s GPU-to-GPU, {cluster.pcie_bytes_s / 1e9:g} GB/s PCIe; "
+            f"matrix multiplies at {eff.compute:.0%} of the datasheet peak, links at {eff.link:.0%} of line rate, "
+            f"{eff.overlap:.0%} of overlappable communication hidden behind compute.")
+
+
+def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None) -> None:
+    """Predicted step time, throughput and bottleneck of the current config, with its breakdown on demand."""
+    cluster = cluster_for(context)
+    if cluster is None:
+        st.caption("ℹ️ No step-time prediction: the planner has no datasheet for a custom GPU (pick a catalog GPU "
+                   "on the Start page).")
+        return
+    estimate = current_step(config, context, report)
+    if estimate is None:
+        return
+    st.metric("Predicted step time", f"{estimate.step_seconds:.3g} s",
+              help=f"One optimizer step ({estimate.gradient_accumulation_steps} micro-step(s) of "
+                   f"{estimate.micro_batch} sequences per GPU), the planner's estimate. "
+                   + assumptions_text(cluster))
+    st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
+               f"TFLOPs per GPU (MFU {estimate.mfu:.0%}). **Bottleneck:** {estimate.bottleneck}")
+    with st.popover("Where the step time goes", icon=":material/speed:"):
+        st.dataframe(pd.DataFrame({
+            "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
+            "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],
+        }), hide_index=True, key="zero_step_breakdown", column_config={
+            "Seconds": st.column_config.NumberColumn(format="%.4f"),
+            "Share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)})
+        if estimate.hidden:
+            st.caption("Hidden behind compute: " + ", ".join(f"{k} {v:.3g} s" for k, v in estimate.hidden.items()))
+        st.caption("Assumed: " + assumptions_text(cluster) + " The Plan page ranks every stage and offload "
+                   "option by this model.")
+        for note in estimate.notes:
+            st.caption(f"ℹ️ {note}")
