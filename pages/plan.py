@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -15,7 +14,7 @@ from core.perf import NETWORKS, Cluster
 from core.perf import gpu_sweep as _gpu_sweep
 from core.perf import recommend as _recommend
 from core.perf.hardware import DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S
-from ui import actions, frame, widgets
+from ui import actions, charts, frame, memory, plan_charts, widgets
 
 # Pure results of the page's inputs, computed once per distinct input (a rerun for any other widget, or a
 # second visit, costs nothing): the ranking of ~500 candidates and the node sweep are most of this page's time.
@@ -151,23 +150,17 @@ else:
          "Part": name, "Seconds": sec}
         for i, r in enumerate(top.itertuples()) for name, sec in r.breakdown.items()
     ])
-    st.altair_chart(alt.Chart(parts).mark_bar().encode(
-        y=alt.Y("Candidate:N", sort=None), x=alt.X("Seconds:Q", stack=True, title="seconds per optimizer step"),
-        color=alt.Color("Part:N", legend=alt.Legend(orient="bottom", columns=2)), tooltip=["Candidate", "Part",
-                                                                                          "Seconds"],
-    ), width="stretch")
+    charts.draw(plan_charts.breakdown, {"parts": parts})
 
 st.subheader("Speed against memory")
-scatter = table.assign(Fits=table["fits"].map({True: "fits", False: "does not fit"}),
-                       Candidate=[f"Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
-                                  f"mb{r.micro_batch} {r.recompute}" for r in table.itertuples()])
-limit = pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]})
-st.altair_chart(alt.Chart(scatter).mark_circle(size=60).encode(
-    x=alt.X("gpu_peak_gib:Q", title="GPU memory at peak (GiB)"),
-    y=alt.Y("tokens_per_second:Q", title="tokens per second (cluster)"),
-    color=alt.Color("Fits:N", scale=alt.Scale(domain=["fits", "does not fit"], range=["#2e7d32", "#c62828"])),
-    tooltip=["Candidate", "gpu_peak_gib", "tokens_per_second", "step_seconds"],
-) + alt.Chart(limit).mark_rule(strokeDash=[4, 4]).encode(x="gib:Q"), width="stretch")
+candidates = pd.DataFrame({
+    "Candidate": [f"Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
+                  f"mb{r.micro_batch} {r.recompute}" for r in table.itertuples()],
+    "gpu_peak_gib": table["gpu_peak_gib"], "tokens_per_second": table["tokens_per_second"],
+    "step_seconds": table["step_seconds"], "Fits": table["fits"].map(memory.fit_label),
+})
+charts.draw(plan_charts.speed_memory, {"candidates": candidates,
+                                       "limit": pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]})})
 
 st.subheader("Time and cost against the number of nodes")
 node_counts = sorted({1, 2, 4, 8, 16, 32, int(nodes)})
@@ -183,10 +176,8 @@ else:
         usable.assign(Metric="training hours", Value=usable["hours"]),
         *([usable.assign(Metric="cost (USD)", Value=usable["cost"])] if "cost" in usable else []),
     ])
-    st.altair_chart(alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("total_gpus:Q", scale=alt.Scale(type="log"), title="GPUs"), y=alt.Y("Value:Q", title=None),
-        row=alt.Row("Metric:N", title=None), tooltip=["total_gpus", "stage", "micro_batch", "Value"],
-    ).resolve_scale(y="independent").properties(height=160), width="stretch")
+    charts.draw(plan_charts.time_and_cost,
+                {"sweep": long[["total_gpus", "stage", "micro_batch", "Metric", "Value"]]})
     st.caption(f"Smallest cluster in the sweep where something fits: {sweep.attrs.get('min_gpus')} GPUs. Sizes "
                f"whose GPU count does not divide the global batch of {global_batch} are left out.")
 

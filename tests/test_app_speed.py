@@ -227,3 +227,22 @@ def test_validation_runs_once_per_distinct_input_in_a_session(monkeypatch):
     at.session_state["config"] = {"train_micro_batch_size_per_gpu": 2}
     at.run()
     assert len(calls) == before + 1
+
+
+def test_plan_page_charts_carry_the_ranked_rows():
+    at = app(page="pages/plan.py")
+    at.number_input(key="plan_nodes").set_value(2).run()
+    drawn = vega_charts(at)
+    assert len(drawn) == 3
+    for spec, frames in drawn:
+        assert named_data(spec) <= set(frames), "a layer reads a dataset the chart does not send"
+        assert all(len(frame) for frame in frames.values()), "an empty dataset draws an empty chart"
+    ranked = next(d.value for d in at.dataframe if "Rank" in d.value.columns)
+    parts = next(frames["parts"] for _, frames in drawn if "parts" in frames)
+    # the breakdown's bars add up to each shown candidate's step time, in rank order
+    per_candidate = parts.groupby("Candidate", sort=False)["Seconds"].sum()
+    assert list(per_candidate.round(3)) == list(ranked["Step s"].head(10))
+    candidates = next(frames["candidates"] for _, frames in drawn if "candidates" in frames)
+    assert set(candidates["Fits"]) <= {"fits", "does not fit"} and "fits" in set(candidates["Fits"])
+    sweep = next(frames["sweep"] for _, frames in drawn if "sweep" in frames)
+    assert set(sweep["Metric"]) == {"training hours", "cost (USD)"}
