@@ -7,14 +7,13 @@ import json
 import re
 from typing import Any
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 import app_state
 from core import presets
 from core.export import key_differences
-from ui import actions, frame, memory, widgets
+from ui import actions, charts, frame, memory, widgets, zero_charts
 
 frame.begin("Presets")
 widgets.explain(
@@ -172,15 +171,8 @@ else:
                        "Fits": "yes" if est.fits else "no"})
     mem = pd.DataFrame(mem_rows)
     capacity = float(ctx["gpu_memory_gib"])
-    bars = alt.Chart(mem).mark_bar().encode(
-        x=alt.X("config:N", title=None, axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("gib:Q", title="GiB per GPU"),
-        color=alt.Color("category:N", title=None, legend=alt.Legend(orient="bottom")),
-        tooltip=["config", "category", alt.Tooltip("gib:Q", format=".1f")],
-    )
-    rule = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-        y="capacity:Q")
-    st.altair_chart((bars + rule).properties(height=280), width="stretch")
+    charts.draw(zero_charts.config_comparison,
+                {"compare": mem, zero_charts.CAPACITY: pd.DataFrame({"capacity": [capacity]})})
     st.dataframe(pd.DataFrame(totals), hide_index=True, key="presets_memory",
                  column_config={"GPU GiB per GPU (peak)": st.column_config.NumberColumn(format="%.1f")})
     notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from test_app_support import app
 
@@ -97,7 +99,11 @@ def test_memory_comparison_needs_a_model_and_differs_by_stage():
     mem = table(at, "Config", "GPU GiB per GPU (peak)").set_index("Config")["GPU GiB per GPU (peak)"]
     assert list(mem.index) == ["dp-bf16", "zero3-bf16"]
     assert mem["zero3-bf16"] < mem["dp-bf16"]
-    assert at.get("vega_lite_chart")
+    (chart,) = at.get("vega_lite_chart")
+    frames = {d.name: pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas() for d in chart.proto.datasets}
+    drawn = frames["compare"].groupby("config")["gib"].sum()
+    assert drawn.round(1).to_dict() == mem.to_dict()  # the bars add up to the table's peaks
+    assert float(frames["capacity"]["capacity"].iloc[0]) == float(at.session_state["context"]["gpu_memory_gib"])
 
 
 def test_load_replaces_config_baseline_and_target():

@@ -76,3 +76,14 @@ def sweep(axis: str, axis_title: str) -> alt.LayerChart:
     line = base.mark_line(color="#888888") + base.mark_point(filled=True, size=70).encode(
         color=alt.Color("verdict:N", title=None, scale=memory.FIT_COLORS, legend=LEGEND))
     return (line + _capacity_rule("y")).properties(height=260)
+
+
+def config_comparison() -> alt.LayerChart:
+    """GPU memory at the peak of two configs side by side (dataset ``compare``: config, category, gib)."""
+    bars = alt.Chart(alt.NamedData("compare")).mark_bar().encode(
+        x=alt.X("config:N", title=None, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("gib:Q", title="GiB per GPU"),
+        color=alt.Color("category:N", title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["config:N", "category:N", alt.Tooltip("gib:Q", format=".1f")],
+    )
+    return (bars + _capacity_rule("y")).properties(height=280)
