@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -13,7 +12,7 @@ from core import lr_schedules
 from core.effective import optimizer_backend
 from core.findings import get_path
 from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
-from ui import frame, widgets
+from ui import charts, frame, lr_chart, widgets
 
 frame.begin("Optimizer & scheduler")
 widgets.explain(
@@ -94,12 +93,7 @@ if sched is not None:
         every = max(1, len(curve) // 2000)
         shown = curve.iloc[::every]
         long = shown.melt("step", [c for c in ("lr", "momentum") if c in shown], "series", "value")
-        chart = alt.Chart(long).mark_line().encode(
-            x=alt.X("step:Q", title="optimizer step"), y=alt.Y("value:Q", title=None),
-            color=alt.Color("series:N", title=None),
-            row=alt.Row("series:N", title=None) if "momentum" in shown else alt.Undefined,
-        ).properties(height=220)
-        st.altair_chart(chart, width="stretch")
+        charts.draw(lr_chart.lr_curve, {"curve": long}, with_momentum="momentum" in shown)
         final = pd.DataFrame({"Optimizer step": [0, steps // 2, steps - 1],
                               "Learning rate": [curve["lr"].iloc[0], curve["lr"].iloc[steps // 2],
                                                 curve["lr"].iloc[-1]]})

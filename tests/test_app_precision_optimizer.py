@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 
+import pyarrow as pa
 from test_app_support import ROOT, app, click_fix, sidebar_findings, texts
 
 from core import lr_schedules
@@ -103,7 +105,17 @@ def test_lr_curve_matches_core_and_follows_widgets():
     at.number_input(key=widget_key("scheduler.params.warmup_max_lr")).set_value(2e-3).run()
     changed = at.dataframe[0].value
     assert changed["Learning rate"].iloc[1] > table["Learning rate"].iloc[1]
-    assert at.get("vega_lite_chart")
+    spec, curve = _drawn_curve(at)
+    assert set(curve["series"]) == {"lr"} and "row" not in json.dumps(spec["encoding"])
+    lr = curve.set_index("step")["value"]
+    assert lr[500] == changed["Learning rate"].iloc[1] and lr.max() == 2e-3  # the chart follows the widget
+
+
+def _drawn_curve(at):
+    """(spec, dataset ``curve``) of the page's one chart, as the browser receives them."""
+    (chart,) = at.get("vega_lite_chart")
+    (data,) = [d for d in chart.proto.datasets if d.name == "curve"]
+    return json.loads(chart.proto.spec), pa.ipc.open_stream(io.BytesIO(data.data.data)).read_all().to_pandas()
 
 
 def test_switch_scheduler_type_drops_the_params_it_rejects_and_reports_the_missing_ones():
@@ -118,7 +130,8 @@ def test_switch_scheduler_type_drops_the_params_it_rejects_and_reports_the_missi
     assert at.session_state["config"]["scheduler"] == {
         "type": "OneCycle", "params": {"cycle_min_lr": 1e-5, "cycle_max_lr": 1e-3}}
     assert not any("scheduler." in e.value for e in at.main.error)
-    assert at.get("vega_lite_chart")
+    spec, curve = _drawn_curve(at)
+    assert set(curve["series"]) == {"lr", "momentum"} and spec["encoding"]["row"]["field"] == "series"
 
 
 def test_bad_scheduler_value_shows_error_naming_the_parameter():
