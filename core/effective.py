@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core import versions
 from core.rules.context import lax_bool, lax_int
 from core.schema.optimizer import (
     OPTIMIZERS,
@@ -55,6 +56,21 @@ def pydantic_bool(section: Mapping[str, Any], key: str, default: bool) -> bool:
         return default
     read = lax_bool(value)
     return default if read is None else read
+
+
+def read_bool(config: Mapping[str, Any], section: str, key: str, default: bool, version: str = "0.19.8") -> bool:
+    """``config[section][key]`` as DeepSpeed ``version`` reads it: pydantic's lax bool in a section that
+    release parses with pydantic (its profile says which), else a ``dict.get`` used as a Python truth value
+    (``get_scalar_param``), so there ``"false"`` is on."""
+    values = _section(config, section)
+    if versions.section(version, section) is not None:
+        return pydantic_bool(values, key, default)
+    return bool(values.get(key, default))
+
+
+def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.19.8") -> bool:
+    """Whether ``section.enabled`` is on as DeepSpeed ``version`` reads it (see :func:`read_bool`)."""
+    return read_bool(config, section, "enabled", False, version)
 
 
 def _zero(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], int, Any]:

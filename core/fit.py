@@ -14,6 +14,7 @@ from typing import Any
 
 from core import memory
 from core.batch import resolve_batch
+from core.effective import effective
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
 
@@ -62,19 +63,6 @@ def apply_patch(config: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
-
-
-def _stage(config: Mapping[str, Any]) -> int:
-    zero = config.get("zero_optimization")
-    stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
-    return stage if isinstance(stage, int) and not isinstance(stage, bool) and 0 <= stage <= 3 else 0
-
-
-def _device(config: Mapping[str, Any], key: str) -> str:
-    zero = config.get("zero_optimization")
-    section = zero.get(key) if isinstance(zero, Mapping) else None
-    device = section.get("device", "none") if isinstance(section, Mapping) else "none"
-    return device if device in ("cpu", "nvme") else "none"
 
 
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
@@ -154,8 +142,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             "`model.gradient_checkpointing_enable()`, or `gradient_checkpointing=True` in TrainingArguments); "
             "about a third more compute.",
             config, model, hardware, replace(shape, recompute="full"), context_patch={"recompute": "full"}))
-    stage = _stage(config)
-    opt, param = _device(config, "offload_optimizer"), _device(config, "offload_param")
+    meaning = effective(config)
+    stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
     if stage < 3:
         ways.append(_way(
             "zero_stage", f"ZeRO stage {stage + 1}",
@@ -211,7 +199,8 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if any(w.fits for w in ways):
         return None
     by_kind = {w.kind: w for w in ways}
-    stage = _stage(config)
+    meaning = effective(config)
+    stage = meaning.stage
     ladder: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     if "micro_batch" in by_kind:
         way = by_kind["micro_batch"]
@@ -219,10 +208,10 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if "recompute" in by_kind:
         ladder.append(("recomputation", {}, {"recompute": "full"}))
     ladder += [(f"ZeRO-{s}", {"zero_optimization": {"stage": s}}, {}) for s in range(stage + 1, 4)]
-    if _device(config, "offload_optimizer") == "none":
+    if meaning.offload_optimizer == "none":
         ladder.append(("optimizer offload", {"zero_optimization": {"stage": max(stage, 3), "offload_optimizer": {
             "device": "cpu", "pin_memory": True}}}, {}))
-    if _device(config, "offload_param") == "none":
+    if meaning.offload_param == "none":
         ladder.append(("parameter offload", {"zero_optimization": {"stage": 3, "offload_param": {
             "device": "cpu", "pin_memory": True}}}, {}))
     if len(ladder) < 2:

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.effective import effective, pydantic_bool
+from core.rules.context import lax_int
+
 #: The presets shipped with the product.
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "presets"
 ENV_VAR = "DSCONFIG_PRESETS_PATH"
@@ -248,29 +251,15 @@ def validate_preset(preset: Preset, *, version: str | None = None, world_size: i
 def facets(preset: Preset) -> dict[str, Any]:
     """Filterable properties derived from the config (stage, offload, precision, runtime)."""
     cfg = preset.config
-    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
-    stage = zero.get("stage", 0)
-    devices = []
-    for key in ("offload_optimizer", "offload_param"):
-        section = zero.get(key)
-        if isinstance(section, dict) and section.get("device") not in (None, "none"):
-            devices.append(section["device"])
+    meaning = effective(cfg)
+    devices = {meaning.offload_optimizer, meaning.offload_param}
     offload = "nvme" if "nvme" in devices else ("cpu" if "cpu" in devices else "none")
-
-    def enabled(section: str) -> Any:
-        value = cfg.get(section)
-        return value.get("enabled", False) if isinstance(value, dict) else False
-
-    if enabled("bf16") == "auto" or enabled("fp16") == "auto":
-        precision = "auto"
-    elif enabled("bf16") is True:
-        precision = "bf16"
-    elif enabled("fp16") is True:
-        precision = "fp16"
-    else:
-        precision = "fp32"
-    zeropp = bool(zero.get("zero_hpz_partition_size", 1) not in (0, 1) or zero.get("zero_quantized_weights")
-                  or zero.get("zero_quantized_gradients"))
+    precision = "auto" if meaning.fp16_auto or meaning.bf16_auto else meaning.precision
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), Mapping) else {}
+    hpz = lax_int(zero.get("zero_hpz_partition_size", 1))
+    zeropp = (hpz not in (None, 0, 1) or pydantic_bool(zero, "zero_quantized_weights", False)
+              or pydantic_bool(zero, "zero_quantized_gradients", False))
+    stage = meaning.stage
     return {"stage": stage, "offload": offload, "precision": precision, "runtime": preset.target,
             "zeropp": zeropp, "builtin": preset.builtin}
 

@@ -313,6 +313,25 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "effective.zero_allow_untested_optimizer": (meaning.zero_allow_untested_optimizer,
                                                      ds.zero_allow_untested_optimizer),
     }
+    from pathlib import Path
+
+    from core import fit, perf
+    from core.presets import Preset, facets
+
+    facet = facets(Preset("x", {}, dict(config), Path("x.json"), builtin=False))
+    planner = perf.read_settings(config, 8)
+    checks.update({
+        "presets.facets.stage": (facet["stage"], ds.stage),
+        "presets.facets.offload": (facet["offload"], "nvme" if "nvme" in (ds.offload_optimizer, ds.offload_param)
+                                   else "cpu" if "cpu" in (ds.offload_optimizer, ds.offload_param) else "none"),
+        "planner.stage": (planner.stage, ds.stage),
+        "planner.precision": (planner.memory.precision, ds_dtype),
+        "planner.overlap_comm": (planner.memory.overlap_comm, ds.overlap_comm),
+        # the fit advisor offers the next ZeRO stage up from the one DeepSpeed would run
+        "fit.next_stage": (_fit_next_stage(fit, config), ds.stage + 1 if ds.stage < 3 else None),
+    })
+    if not (meaning.fp16_auto or meaning.bf16_auto):
+        checks["presets.facets.precision"] = (facet["precision"], ds_precision)
     if ds.stage > 0 and meaning.optimizer_name in ("lamb", "muadamw"):  # untested with ZeRO: DeepSpeed asserts
         untested = any(f.code == "optimizer.untested-with-zero" for f in core.validate(config).findings)
         checks["validator.untested-with-zero"] = (untested, not ds.zero_allow_untested_optimizer)
@@ -330,6 +349,16 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         checks["validator.optimizer_backend"] = (validator_backend(ctx), ds.optimizer_backend)
         checks["optimizer_page.backend"] = (optimizer_backend(config, ds.optimizer_name), ds.optimizer_backend)
     return [f"{name}: ours {ours!r}, DeepSpeed {theirs!r}" for name, (ours, theirs) in checks.items() if ours != theirs]
+
+
+def _fit_next_stage(fit, config: dict[str, Any]) -> int | None:
+    """The ZeRO stage the fit advisor's "next stage" way moves to (None: it offers none)."""
+    from core.memory import Hardware, ModelCounts, Shape
+
+    hardware = Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=1 << 30, cpu_ram_per_node_bytes=1 << 40)
+    ways = fit.ways_to_fit(config, ModelCounts(7_000_000_000, 200_000_000), hardware, Shape(1, 512))
+    stage_ways = [w for w in ways if w.kind == "zero_stage"]
+    return stage_ways[0].config_patch["zero_optimization"]["stage"] if stage_ways else None
 
 
 @pytest.mark.deepspeed

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.batch import resolve_batch
+from core.effective import pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 
 #: Config sections the performance model reads; anything else that changes speed is named in the notes.
@@ -25,7 +26,7 @@ _UNMODELLED = {
 
 
 def _flag(section: Mapping[str, Any], key: str) -> bool:
-    return section.get(key) is True
+    return pydantic_bool(section, key, False)  # ZeRO++ flags live in the pydantic zero_optimization section
 
 
 def _int(value: Any, default: int) -> int:
@@ -83,15 +84,12 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         micro = int(batch.micro_batch) if isinstance(batch.micro_batch, int) else None
     for key, what in _UNMODELLED.items():
         section = cfg.get(key)
-        enabled = isinstance(section, Mapping) and (section.get("enabled") is True or key in ("pipeline", "moe"))
-        if enabled:
+        if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
             notes.append(f"Not modelled: {what}.")
     off_opt = zero.get("offload_optimizer")
     if isinstance(off_opt, Mapping) and off_opt.get("ratio") not in (None, 1, 1.0):
         notes.append("Not modelled: partial optimizer offload (ratio): costed as a full offload.")
-    if isinstance(cfg.get("activation_checkpointing"), Mapping) and cfg["activation_checkpointing"].get(
-        "cpu_checkpointing"
-    ) is True:
+    if read_bool(cfg, "activation_checkpointing", "cpu_checkpointing", False):
         notes.append("Not modelled: the PCIe time of cpu_checkpointing (checkpoints copied to the host).")
     if _flag(zero, "zero_quantized_nontrainable_weights"):
         notes.append("Not modelled: zero_quantized_nontrainable_weights (only frozen weights are affected).")
@@ -104,6 +102,6 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         comm_bytes=comm_bytes,
         grad_accum=grad_accum,
         config_micro_batch=micro,
-        wall_clock_breakdown=cfg.get("wall_clock_breakdown") is True,
+        wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         notes=tuple(notes),
     )
