@@ -10,7 +10,7 @@ import core
 from core import autofill
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import BatchValues
-from ui import frame, widgets
+from ui import frame, tables, widgets
 
 
 def _trainer_batch(config: dict, world_size: int) -> BatchValues | None:
@@ -92,7 +92,7 @@ if batch is not None:
                   "derived by DeepSpeed" if key in batch.derived else "set in the config")
         rows.append({"Setting": key, "Value": f"{value:g}" if isinstance(value, float) else str(value),
                      "Source": source})  # text: ints may exceed int64
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="batch_resolved")
+    tables.small_table(pd.DataFrame(rows))
     derived = ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
     st.caption(
         f"On {batch.world_size:g} data-parallel GPUs: {batch.train_batch_size} = "

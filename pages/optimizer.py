@@ -12,7 +12,7 @@ from core import lr_schedules
 from core.effective import optimizer_backend
 from core.findings import get_path
 from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
-from ui import charts, frame, lr_chart, widgets
+from ui import charts, frame, lr_chart, tables, widgets
 
 frame.begin("Optimizer & scheduler")
 widgets.explain(
@@ -97,8 +97,7 @@ if sched is not None:
         final = pd.DataFrame({"Optimizer step": [0, steps // 2, steps - 1],
                               "Learning rate": [curve["lr"].iloc[0], curve["lr"].iloc[steps // 2],
                                                 curve["lr"].iloc[-1]]})
-        st.dataframe(final, hide_index=True, column_config={
-            "Learning rate": st.column_config.NumberColumn(format="%.3e")})
+        tables.small_table(final, {"Learning rate": ".3e"})
 elif isinstance(sched_type, str) and sched_type != "auto":
     st.caption(f"`{sched_type}` is not one of DeepSpeed's schedulers; it must be a class of "
                "torch.optim.lr_scheduler, built with the parameters as they are.")

@@ -14,7 +14,7 @@ from core.perf import NETWORKS, Cluster
 from core.perf import gpu_sweep as _gpu_sweep
 from core.perf import recommend as _recommend
 from core.perf.hardware import DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S
-from ui import actions, charts, frame, memory, plan_charts, widgets
+from ui import actions, charts, frame, memory, plan_charts, tables, widgets
 
 # Pure results of the page's inputs, computed once per distinct input (a rerun for any other widget, or a
 # second visit, costs nothing): the ranking of ~500 candidates and the node sweep are most of this page's time.
@@ -111,7 +111,8 @@ else:
         view["Hours"] = shown["hours"].round(1)
     if "cost" in shown:
         view["Cost USD"] = shown["cost"].round(0)
-    st.dataframe(view, hide_index=True, key="plan_table")
+    tables.small_table(view, {"GPU GiB": ".1f", "Step s": ".3f", "Tokens/s": ",.0f", "TFLOPs/GPU": ".1f",
+                              "MFU": ".0f", "Hours": ".1f", "Cost USD": ",.0f"})
     best = shown.iloc[0]
     st.info(f"**Fastest fitting:** ZeRO-{best['stage']}"
             f"{' + ZeRO++' if best['zeropp'] else ''}, micro batch {best['micro_batch']} x "

@@ -13,7 +13,7 @@ import streamlit as st
 import app_state
 from core import presets
 from core.export import key_differences
-from ui import actions, charts, frame, memory, widgets, zero_charts
+from ui import actions, charts, frame, memory, tables, widgets, zero_charts
 
 frame.begin("Presets")
 widgets.explain(
@@ -173,8 +173,7 @@ else:
     capacity = float(ctx["gpu_memory_gib"])
     charts.draw(zero_charts.config_comparison,
                 {"compare": mem, zero_charts.CAPACITY: pd.DataFrame({"capacity": [capacity]})})
-    st.dataframe(pd.DataFrame(totals), hide_index=True, key="presets_memory",
-                 column_config={"GPU GiB per GPU (peak)": st.column_config.NumberColumn(format="%.1f")})
+    tables.small_table(pd.DataFrame(totals), {"GPU GiB per GPU (peak)": ".1f"})
     notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")

@@ -8,7 +8,7 @@ import streamlit as st
 import app_state
 from core import memory as core_memory
 from core.findings import get_path
-from ui import actions, charts, frame, headline, memory, perf, widgets, zero_charts
+from ui import actions, charts, frame, headline, memory, perf, tables, widgets, zero_charts
 
 frame.begin("ZeRO & offload")
 widgets.explain(
@@ -54,11 +54,10 @@ def sweep_section(config: dict, ctx: dict, report, micro_batch: int, seq_len: in
     sweep["verdict"] = sweep["fits"].map(memory.fit_label)
     charts.draw(zero_charts.sweep, {"sweep": sweep[[axis, "gpu_gib", "verdict"]], zero_charts.CAPACITY: capacity_row},
                 axis=axis, axis_title=SWEEP_AXES[axis])
-    st.dataframe(pd.DataFrame({
+    tables.small_table(pd.DataFrame({
         SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
         "Fits": sweep["verdict"], "Current": sweep["current"].map({True: "◀ current", False: ""}),
-    }), hide_index=True, key="zero_sweep",
-        column_config={"GPU, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
+    }), {"GPU, GiB per GPU": ".1f"})
 
 widgets.render_field("zero_optimization.stage", form)
 stage = form.stage
@@ -82,13 +81,12 @@ else:
     verdict = {} if full is None else {
         int(r.stage): r.fits for r in full.drop_duplicates("option").itertuples()
         if r.option == memory.option_label(int(r.stage), "none", "none")}
-    st.dataframe(pd.DataFrame({
+    tables.small_table(pd.DataFrame({
         "ZeRO stage": totals["stage"],
         "Model states, GiB per GPU": totals["gib_per_gpu"],
         "Fits (full estimate, no offload)": [memory.fit_label(verdict.get(int(s))) for s in totals["stage"]],
         "Current": ["◀ current" if s == stage else "" for s in totals["stage"]],
-    }), hide_index=True, key="zero_stage_totals",
-        column_config={"Model states, GiB per GPU": st.column_config.NumberColumn(format="%.1f")})
+    }), {"Model states, GiB per GPU": ".1f"})
 
 # ------------------------------------------------------------------ offload
 st.subheader("Offload")
@@ -135,9 +133,9 @@ if estimate is not None:
     for note in [*([assumed[0].upper() + assumed[1:] + "."] if assumed else []), *estimate.notes]:
         st.caption(f"ℹ️ {note}")
     with st.expander("Every component with its formula", icon=":material/functions:"):
-        st.dataframe(parts[["name", "device", "phase", "gib", "formula"]].rename(columns={
+        tables.small_table(parts[["name", "device", "phase", "gib", "formula"]].rename(columns={
             "name": "Component", "device": "Where", "phase": "When", "gib": "GiB", "formula": "Formula"}),
-            hide_index=True, key="zero_components", column_config={"GiB": st.column_config.NumberColumn(format="%.1f")})
+            {"GiB": ".1f"})
 
     if not estimate.fits:
         st.subheader("Make it fit")
@@ -167,13 +165,11 @@ if estimate is not None:
     option_columns = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict", "current"]
     charts.draw(zero_charts.every_option, {"options": options[option_columns], "totals": totals[option_columns],
                                            zero_charts.CAPACITY: capacity_row})
-    st.dataframe(pd.DataFrame({
+    tables.small_table(pd.DataFrame({
         "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
         "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
         "Fits": totals["verdict"], "Current": totals["current"].map({True: "◀ current", False: ""}),
-    }), hide_index=True, key="zero_options", column_config={
-        c: st.column_config.NumberColumn(format="%.1f")
-        for c in ("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node")})
+    }), dict.fromkeys(("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node"), ".1f"))
 
     sweep_section(config, ctx, form.report, estimate.shape.micro_batch, estimate.shape.seq_len, world, capacity_row)
 

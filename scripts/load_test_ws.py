@@ -55,7 +55,7 @@ class Run:
     #: elements sent, and how the run ended (e.g. FINISHED_SUCCESSFULLY, FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
     elements: int = 0
     status: str = ""
-    #: the column names of each table (st.dataframe) drawn
+    #: the column names of each table (st.dataframe or st.table) drawn
     tables: list[list[str]] = field(default_factory=list)
 
 
@@ -100,7 +100,7 @@ class Client:
                         self.fragments[inner.id.split("-", 2)[-1]] = forward.delta.fragment_id
                 if element_type == "markdown":
                     run.texts.append(inner.body)
-                elif element_type == "dataframe":
+                elif element_type in ("dataframe", "table"):
                     run.tables.append(_columns(inner.arrow_data.data))
                 elif element_type == "exception":
                     run.exceptions.append(f"{inner.type}: {inner.message}")

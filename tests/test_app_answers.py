@@ -6,7 +6,7 @@ import json
 import re
 import urllib.parse
 
-from test_app_support import app
+from test_app_support import app, shown_tables
 
 import app_state
 from core import presets
@@ -130,10 +130,10 @@ def test_compare_takes_the_current_config_and_shows_auto_as_auto():
     at = app(mine, page="pages/presets.py", target="hf", hf_micro_batch=4, **model_context("meta-llama/Llama-3.2-1B"))
     at.selectbox(key="presets_left").set_value("(current config)").run()
     at.selectbox(key="presets_right").set_value("hf-auto-zero3").run()
-    diff = next(d.value for d in at.dataframe if "Key" in d.value.columns and "Why" not in d.value.columns)
+    diff = next(d for d in shown_tables(at) if "Key" in d.columns and "Why" not in d.columns)
     row = diff[diff["Key"] == "train_micro_batch_size_per_gpu"].iloc[0]
     assert row["(current config)"] == "2" and row["hf-auto-zero3"] == '"auto"'
-    totals = next(d.value for d in at.dataframe if "Config" in d.value.columns).set_index("Config")
+    totals = next(d for d in shown_tables(at) if "Config" in d.columns).set_index("Config")
     assert totals.loc["hf-auto-zero3", "Micro batch (as written)"] == '"auto"'
     assert totals.loc["hf-auto-zero3", "Micro batch used"] == "4 (assumed)"
     assert totals.loc["(current config)", "Micro batch used"] == "2"
@@ -147,7 +147,7 @@ def test_batch_page_with_hf_auto_computes_with_the_trainer_values():
     assert any("any (1–512)" in m.value for m in at.markdown)
     at.number_input(key="ctx:hf_micro_batch").set_value(4).run()
     at.number_input(key="ctx:hf_grad_accum").set_value(2).run()
-    table = next(d.value for d in at.dataframe if "Setting" in d.value.columns).set_index("Setting")
+    table = next(d for d in shown_tables(at) if "Setting" in d.columns).set_index("Setting")
     assert table.loc["train_batch_size", "Value"] == "128"  # 4 × 2 × 16 GPUs
     assert table.loc["train_micro_batch_size_per_gpu", "Source"] == "filled by the HF Trainer"
     # the memory model uses (and says) the assumed micro batch
@@ -158,13 +158,13 @@ def test_zero_page_tables_agree_and_label_in_gib():
     config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
     at = app(config, page="pages/zero.py", nodes=1, gpus_per_node=8, gpu_memory_gib=24.0,
              **model_context("meta-llama/Llama-2-7b-hf"))
-    stages = next(d.value for d in at.dataframe if "ZeRO stage" in d.value.columns).set_index("ZeRO stage")
-    options = next(d.value for d in at.dataframe if "Option" in d.value.columns).set_index("Option")
+    stages = next(d for d in shown_tables(at) if "ZeRO stage" in d.columns).set_index("ZeRO stage")
+    options = next(d for d in shown_tables(at) if "Option" in d.columns).set_index("Option")
     for stage in range(4):
         assert stages.loc[stage, "Fits (full estimate, no offload)"] == options.loc[f"ZeRO-{stage}", "Fits"]
     assert set(options["Fits"]) <= {"fits", "does not fit"}
-    for frame in at.dataframe:
-        assert not any(c in frame.value.columns for c in ("gib_per_gpu", "total_gib", "fits", "gpu_gib")), frame
+    for frame in shown_tables(at):
+        assert not any(c in frame.columns for c in ("gib_per_gpu", "total_gib", "fits", "gpu_gib")), frame
 
 
 def test_zero_page_make_it_fit_applies_a_way_and_nvme_zero_is_no_nvme():
@@ -203,10 +203,10 @@ def test_every_table_on_every_page_has_human_column_labels():
     seen = 0
     for page in app_state.PAGES.values():
         at = app(config, page=page, **model_context("meta-llama/Llama-3.2-1B"))
-        for frame in at.dataframe:
+        for frame in shown_tables(at):
             seen += 1
-            raw = [c for c in frame.value.columns if re.fullmatch(r"[a-z0-9_]+", str(c))]
-            assert not raw, (page, list(frame.value.columns))
+            raw = [c for c in frame.columns if re.fullmatch(r"[a-z0-9_]+", str(c))]
+            assert not raw, (page, list(frame.columns))
     assert seen >= 8
 
 

@@ -99,11 +99,11 @@ def test_lr_curve_matches_core_and_follows_widgets():
               "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 1000, "warmup_num_steps": 100,
                                                                  "warmup_max_lr": 1e-3}}}
     at = app(config, page="pages/optimizer.py", train_steps=1000)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     expected = lr_schedules.config_schedule_curve(config, 1000)
     assert list(table["Learning rate"]) == [expected["lr"].iloc[0], expected["lr"].iloc[500], expected["lr"].iloc[-1]]
     at.number_input(key=widget_key("scheduler.params.warmup_max_lr")).set_value(2e-3).run()
-    changed = at.dataframe[0].value
+    changed = at.table[0].value
     assert changed["Learning rate"].iloc[1] > table["Learning rate"].iloc[1]
     spec, curve = _drawn_curve(at)
     assert set(curve["series"]) == {"lr"} and "row" not in json.dumps(spec["encoding"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from test_app_support import app
+from test_app_support import app, shown_tables
 
 from core import presets
 from core.models import get_config, get_spec
@@ -32,12 +32,11 @@ def plain(text: str) -> str:
 
 def table(at, *columns: str, without: str = "\0"):
     """The first dataframe on the page that has ``columns`` (and not the column ``without``)."""
-    return next(d.value for d in at.dataframe
-                if set(columns) <= set(d.value.columns) and without not in d.value.columns)
+    return next(d for d in shown_tables(at) if set(columns) <= set(d.columns) and without not in d.columns)
 
 
 def gallery(at) -> list[str]:
-    return list(next(d.value for d in at.dataframe if list(d.value.columns[:2]) == ["Name", "Title"])["Name"])
+    return list(next(d for d in shown_tables(at) if list(d.columns[:2]) == ["Name", "Title"])["Name"])
 
 
 def select(at, key: str, value):

@@ -9,7 +9,7 @@ import json
 import altair as alt
 import pandas as pd
 import pyarrow as pa
-from test_app_support import ROOT, app
+from test_app_support import ROOT, app, shown_tables
 
 from core.models import get_config, get_spec
 from ui import charts, zero_charts
@@ -237,7 +237,7 @@ def test_plan_page_charts_carry_the_ranked_rows():
     for spec, frames in drawn:
         assert named_data(spec) <= set(frames), "a layer reads a dataset the chart does not send"
         assert all(len(frame) for frame in frames.values()), "an empty dataset draws an empty chart"
-    ranked = next(d.value for d in at.dataframe if "Rank" in d.value.columns)
+    ranked = next(d for d in shown_tables(at) if "Rank" in d.columns)
     parts = next(frames["parts"] for _, frames in drawn if "parts" in frames)
     # the breakdown's bars add up to each shown candidate's step time, in rank order
     per_candidate = parts.groupby("Candidate", sort=False)["Seconds"].sum()

@@ -98,7 +98,7 @@ def test_batch_widget_changes_config_and_keeps_unknown_keys():
 def test_batch_shows_derived_values():
     at = app({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}, page="pages/batch.py",
              nodes=1, gpus_per_node=4)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     row = table.set_index("Setting").loc["train_batch_size"]
     assert row["Value"] == "24"  # shown as text: a config may hold ints beyond int64
     assert row["Source"] == "derived by DeepSpeed"

@@ -50,3 +50,8 @@ def sidebar_findings(at: AppTest) -> list[tuple[str, str | None]]:
 def sidebar_text(at: AppTest) -> str:
     """All finding texts of the sidebar, joined."""
     return "\n".join(text for text, _ in sidebar_findings(at))
+
+
+def shown_tables(at: AppTest) -> list:
+    """The data of every table on the page (HTML ``st.table`` and ``st.dataframe`` grids alike)."""
+    return [element.value for element in [*at.table, *at.dataframe]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_app_support import app, click_fix, sidebar_findings, texts
+from test_app_support import app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import memory as core_memory
 from core.models import get_config, get_spec
@@ -24,7 +24,7 @@ GPU = "GPU, GiB per GPU"
 
 def table(at, column: str):
     """The first dataframe on the page that has ``column``."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    return next(d for d in shown_tables(at) if column in d.columns)
 
 
 def test_stage_widget_changes_config_and_charts():
@@ -159,7 +159,7 @@ def test_nvme_offload_shows_aio_settings_and_path_fix():
 def test_without_model_the_page_asks_for_one():
     at = app({"zero_optimization": {"stage": 2}}, page="pages/zero.py")
     assert any("Choose a model" in i.value for i in at.info)
-    assert not at.dataframe
+    assert not at.dataframe and not at.table
 
 
 def test_deprecated_top_level_key_of_the_page_is_shown_only_when_present():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_app_support import app
+from test_app_support import app, shown_tables
 
 from core.validate import validate
 
@@ -10,7 +10,7 @@ PAGE = "pages/plan.py"
 
 
 def ranked(at):
-    return next(d.value for d in at.dataframe if "Rank" in d.value.columns)
+    return next(d for d in shown_tables(at) if "Rank" in d.columns)
 
 
 def test_plan_ranks_fitting_configs_and_draws_the_charts():

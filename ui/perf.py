@@ -10,7 +10,7 @@ import streamlit as st
 
 from core import perf
 from core.findings import Report
-from ui import memory
+from ui import memory, tables
 
 
 def cluster_for(context: Mapping[str, Any]) -> perf.Cluster | None:
@@ -59,12 +59,10 @@ def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Re
     st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
                f"TFLOPs per GPU (MFU {estimate.mfu:.0%}). **Bottleneck:** {estimate.bottleneck}")
     with st.popover("Where the step time goes", icon=":material/speed:"):
-        st.dataframe(pd.DataFrame({
+        tables.small_table(pd.DataFrame({
             "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
             "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],
-        }), hide_index=True, key="zero_step_breakdown", column_config={
-            "Seconds": st.column_config.NumberColumn(format="%.4f"),
-            "Share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)})
+        }), {"Seconds": ".4f", "Share": ".0%"})
         if estimate.hidden:
             st.caption("Hidden behind compute: " + ", ".join(f"{k} {v:.3g} s" for k, v in estimate.hidden.items()))
         st.caption("Assumed: " + assumptions_text(cluster) + " The Plan page ranks every stage and offload "
