@@ -12,7 +12,7 @@ RUN useradd --create-home --uid 10001 studio
 WORKDIR /app
 
 # What the app needs at run time, nothing else (tests/, scripts/ and the virtual environments stay out).
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY core ./core
 COPY presets ./presets
 RUN pip install .

@@ -14,14 +14,24 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from core.effective import effective, pydantic_bool
 from core.rules.context import lax_int
 
-#: The presets shipped with the product.
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+def _builtin_dir() -> Path:
+    """The built-in presets: ``core/builtin_presets`` in an installed package, else the repository's ``presets/``."""
+    packaged = resources.files("core") / "builtin_presets"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged.resolve()
+    return Path(__file__).resolve().parent.parent / "presets"
+
+
+#: The presets shipped with the product (``presets/`` of the repository, packaged as ``core/builtin_presets``).
+BUILTIN_DIR = _builtin_dir()
 ENV_VAR = "DSCONFIG_PRESETS_PATH"
 NAME_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}"
 _NAME_RE = re.compile(NAME_PATTERN)
