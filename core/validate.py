@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
-from core.rules import engine, optim, semantic, structure
+from core.rules import initialize, optim
 from core.rules.context import TARGETS, Context
-
-Rule = Callable[[Context], Iterable[Finding]]
-
-#: Rules that run, in order. Schema checks first, then the semantic rules.
-RULES: tuple[Rule, ...] = (
-    structure.check_keys, structure.check_types, structure.check_profile_bounds,
-    *semantic.RULES, *optim.RULES, *engine.RULES,
-)
+from core.rules.registry import RULES
 
 #: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
 INITIALIZE_TIME_CODES: frozenset[str] = (
-    optim.INITIALIZE_CODES | engine.INITIALIZE_CODES | {"type.engine", "misc.steps-per-print", "auto.fails"}
+    optim.INITIALIZE_CODES | initialize.INITIALIZE_CODES | {"type.engine", "misc.steps-per-print", "auto.fails"}
 )
 
 

@@ -23,7 +23,7 @@ from core.effective import effective, optimizer_backend, pydantic_bool
 from core.memory import TrainingSettings
 from core.precision import precision_mode
 from core.rules.context import Context
-from core.rules.engine import model_dtype
+from core.rules.initialize import model_dtype
 from core.rules.optim import _backend as validator_backend
 from core.schema.optimizer import OPTIMIZERS
 from tests.conftest import corpus_files

@@ -14,6 +14,7 @@ from typing import Any
 from core import versions
 from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_float
+from core.rules.fixes import delete_fix, set_fix
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
@@ -41,14 +42,6 @@ INITIALIZE_CODES = frozenset({
 })
 
 
-def _set(path: str, value: Any, description: str | None = None) -> Fix:
-    return Fix(description or f"Set `{path}` to {value!r}", (FixOp("set", path, value),))
-
-
-def _delete(path: str) -> Fix:
-    return Fix(f"Remove `{path}`", (FixOp("delete", path),))
-
-
 def _closest(name: str, candidates: list[str]) -> str | None:
     lower = {c.lower(): c for c in candidates}
     if name.lower() in lower:
@@ -71,7 +64,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
             "error", "optimizer.not-object", "optimizer",
             f"`optimizer` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
             suggestion="Remove it to pass your own optimizer, or write {\"type\": \"AdamW\", \"params\": {...}}.",
-            fix=_delete("optimizer"), page="optimizer",
+            fix=delete_fix("optimizer"), page="optimizer",
         )
         return
     name = section.get("type")
@@ -82,7 +75,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
             "error", "optimizer.params-not-object", "optimizer.params",
             f"optimizer.params is {params!r}; DeepSpeed fails reading it (it expects an object of keyword "
             "arguments such as {\"lr\": 0.0001}).",
-            fix=_set("optimizer.params", {}), page="optimizer",
+            fix=set_fix("optimizer.params", {}), page="optimizer",
         )
     if name is not None and isinstance(params, dict):
         yield from _forbidden_params(params)
@@ -92,7 +85,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
                 "warning", "optimizer.no-type", "optimizer.type",
                 "optimizer.params is set but optimizer.type is not, so DeepSpeed builds no optimizer and "
                 "ignores the params.",
-                suggestion="Set optimizer.type (e.g. AdamW).", fix=_set("optimizer.type", "AdamW"),
+                suggestion="Set optimizer.type (e.g. AdamW).", fix=set_fix("optimizer.type", "AdamW"),
                 page="optimizer",
             )
         return
@@ -102,7 +95,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "error", "optimizer.type-not-string", "optimizer.type",
             f"optimizer.type is {name!r}; DeepSpeed calls .lower() on it and fails. Write the name as a string.",
-            fix=_set("optimizer.type", "AdamW"), page="optimizer",
+            fix=set_fix("optimizer.type", "AdamW"), page="optimizer",
         )
         return
     spec = resolve_optimizer(name, ctx.version)
@@ -120,7 +113,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
             f"(\"{name} is not a supported DeepSpeed Optimizer\").",
             suggestion=f"Did you mean {guess!r}?" if guess else "Use AdamW, Adam, Lamb, Lion, Adagrad or a "
             "torch.optim class name such as SGD.",
-            fix=_set("optimizer.type", guess) if guess else None, page="optimizer",
+            fix=set_fix("optimizer.type", guess) if guess else None, page="optimizer",
         )
         return
     if isinstance(params, dict):
@@ -134,7 +127,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
                     "error", "optimizer.lamb-static-loss-scale", "fp16.loss_scale",
                     f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static) — "
                     "DeepSpeed checks this even when fp16 is off; deepspeed.initialize fails.",
-                    fix=_set("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
+                    fix=set_fix("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
                 )
         zero_ok = spec.zero_supported or _backend(ctx) == "cpu"
     else:
@@ -145,7 +138,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
             f"ZeRO has not been tested with the {name} optimizer; deepspeed.initialize refuses it unless "
             "zero_allow_untested_optimizer is true.",
             suggestion="Use AdamW/Adam, or set zero_allow_untested_optimizer: true to accept the risk.",
-            fix=_set("zero_allow_untested_optimizer", True), page="optimizer",
+            fix=set_fix("zero_allow_untested_optimizer", True), page="optimizer",
         )
 
 
@@ -181,7 +174,7 @@ def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Findi
                 f"torch.optim.{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword "
                 "argument).",
                 suggestion=f"Did you mean `{guess}`?" if guess else f"{name} takes: {', '.join(accepted)}.",
-                fix=_delete(path), page="optimizer",
+                fix=delete_fix(path), page="optimizer",
             )
         elif key == "lr" and (isinstance(value, bool) or not isinstance(value, int | float)):
             yield Finding(
@@ -222,7 +215,7 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
                 "error", "optimizer.unknown-param", path, message,
                 suggestion=f"Did you mean `{guess}`?" if guess else f"Accepted: {', '.join(sorted(accepted))}.",
                 fix=Fix(f"Rename to `{guess}`", (FixOp("move", path, to=f"optimizer.params.{guess}"),))
-                if guess and guess not in params else _delete(path),
+                if guess and guess not in params else delete_fix(path),
                 page="optimizer",
             )
             continue
@@ -235,21 +228,21 @@ def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Fin
             "error", f"{kind}.param-type", path,
             f"`{path}` is {value!r}; it must be {' or '.join(param.types)}. deepspeed.initialize fails.",
             suggestion=f"Default: {param.default!r}." if param.default is not None else param.description,
-            fix=_set(path, param.default) if param.default is not None else None, page="optimizer",
+            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
         return
     if param.length is not None and isinstance(value, list | tuple) and len(value) != param.length:
         yield Finding(
             "error", f"{kind}.param-type", path,
             f"`{path}` has {len(value)} values; it must have {param.length}.",
-            fix=_set(path, list(param.default)) if param.default is not None else None, page="optimizer",
+            fix=set_fix(path, list(param.default)) if param.default is not None else None, page="optimizer",
         )
         return
     if param.choices and value not in param.choices:
         yield Finding(
             "warning", f"{kind}.param-choice", path,
             f"`{path}` is {value!r}; expected one of {', '.join(map(repr, param.choices))}.",
-            fix=_set(path, param.default) if param.default is not None else None, page="optimizer",
+            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
     problem = param.bound_problem(value)
     if problem:
@@ -257,7 +250,7 @@ def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Fin
             "error" if kind == "scheduler" else "warning",
             f"{kind}.param-range", path, f"{problem}.",
             suggestion=f"Default: {param.default!r}." if param.default is not None else "",
-            fix=_set(path, param.default) if param.default is not None else None, page="optimizer",
+            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
 
 
@@ -270,7 +263,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "error", "scheduler.not-object", "scheduler",
             f"`scheduler` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
-            fix=_delete("scheduler"), page="optimizer",
+            fix=delete_fix("scheduler"), page="optimizer",
         )
         return
     name = section.get("type")
@@ -279,7 +272,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
             yield Finding(
                 "warning", "scheduler.no-type", "scheduler.type",
                 "scheduler.params is set but scheduler.type is not, so DeepSpeed builds no scheduler.",
-                fix=_set("scheduler.type", "WarmupLR"), page="optimizer",
+                fix=set_fix("scheduler.type", "WarmupLR"), page="optimizer",
             )
         return
     if not isinstance(name, str) or (name not in SCHEDULERS and name not in TORCH_SCHEDULERS):
@@ -289,7 +282,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
             f"DeepSpeed does not recognize the LR scheduler {name!r} (names are case-sensitive); "
             "deepspeed.initialize fails.",
             suggestion=f"Did you mean {guess!r}?" if guess else f"Use one of {', '.join(SCHEDULERS)}.",
-            fix=_set("scheduler.type", guess) if guess else None, page="optimizer",
+            fix=set_fix("scheduler.type", guess) if guess else None, page="optimizer",
         )
         return
     if name in TORCH_SCHEDULERS_NEED_OBJECTS:
@@ -308,7 +301,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
             "error", "scheduler.params-missing", "scheduler.params",
             f"scheduler.params is {'missing' if 'params' not in section else 'null'}; the engine calls "
             f"{name}(optimizer, **params) and fails.",
-            suggestion="Write the parameters, or {} for the defaults.", fix=_set("scheduler.params", {}),
+            suggestion="Write the parameters, or {} for the defaults.", fix=set_fix("scheduler.params", {}),
             page="optimizer",
         )
         params = {}
@@ -328,7 +321,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
                 suggestion=f"Did you mean `{guess}`?" if guess else
                 f"{name} takes: {', '.join(p.name for p in spec.params)}.",
                 fix=Fix(f"Rename to `{guess}`", (FixOp("move", path, to=f"scheduler.params.{guess}"),))
-                if guess and guess not in params else _delete(path),
+                if guess and guess not in params else delete_fix(path),
                 page="optimizer",
             )
         elif value != "auto":
@@ -361,7 +354,7 @@ def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Findi
                 "error", "scheduler.unknown-param", path,
                 f"torch's {name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",
                 suggestion=f"Did you mean `{guess}`?" if guess else f"{name} takes: {', '.join(accepted)}.",
-                fix=_delete(path), page="optimizer",
+                fix=delete_fix(path), page="optimizer",
             )
     for key in required:
         if key not in params:
@@ -369,6 +362,3 @@ def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Findi
                 "error", "scheduler.missing-param", join_path("scheduler.params", key),
                 f"torch's {name} needs `{key}`, which is not set; deepspeed.initialize fails.", page="optimizer",
             )
-
-
-RULES = (optimizer, scheduler)

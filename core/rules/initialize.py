@@ -1,6 +1,6 @@
-"""Combinations DeepSpeed accepts while parsing but refuses when ``deepspeed.initialize`` builds the engine
-(``runtime/engine.py``, ``zero/stage_1_and_2.py`` of DeepSpeed 0.19.8). Each was reproduced with
-``deepspeed.initialize`` on the CPU (tests/test_initialize_failures.py)."""
+"""Initialize-time rules: combinations DeepSpeed accepts while parsing but refuses when
+``deepspeed.initialize`` builds the engine (``runtime/engine.py``, ``zero/stage_1_and_2.py`` of DeepSpeed
+0.19.8). Each was reproduced with ``deepspeed.initialize`` on the CPU (tests/test_initialize_failures.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ from collections.abc import Iterator
 
 from core.findings import Finding, Fix, FixOp
 from core.rules.context import Context, lax_bool, lax_float
+from core.rules.fixes import set_fix
 from core.schema.precision import canonical_dtype
 
 INITIALIZE_CODES = frozenset({
     "engine.compute-grad-norm-clipping", "engine.compute-grad-norm-bf16-stage1", "engine.dtype-mix",
     "engine.param-dtype-conflict", "engine.managed-accumulation-overlap", "engine.legacy-stage1",
 })
-
-
-def _set(path: str, value: object, description: str | None = None) -> Fix:
-    return Fix(description or f"Set `{path}` to {value!r}", (FixOp("set", path, value),))
 
 
 def model_dtype(ctx: Context) -> str:
@@ -48,7 +45,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             + "; clipping needs the norm, and deepspeed.initialize fails (\"compute_grad_norm=false requires "
             "gradient_clipping=0\").",
             suggestion="Set gradient_clipping to 0, or compute_grad_norm back to true.",
-            fix=_set("gradient_clipping", 0.0), page="zero",
+            fix=set_fix("gradient_clipping", 0.0), page="zero",
         )
     dtype, accum = model_dtype(ctx), _grad_accum_dtype(ctx) or model_dtype(ctx)
     cpu_offload = ctx.meaning.offload_optimizer in ("cpu", "nvme")
@@ -58,7 +55,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "error", "engine.compute-grad-norm-bf16-stage1", "zero_optimization.compute_grad_norm",
             "compute_grad_norm=false does not support ZeRO stage 1 with bf16 parameters and fp32 gradient "
             "accumulation; deepspeed.initialize fails.",
-            fix=_set("zero_optimization.compute_grad_norm", True), page="zero",
+            fix=set_fix("zero_optimization.compute_grad_norm", True), page="zero",
         )
     if ctx.stage == 0 and dtype != accum and accum in ("fp16", "bf16", "fp32"):
         yield Finding(
@@ -85,7 +82,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "error", "engine.managed-accumulation-overlap", "managed_gradient_accumulation",
             "managed_gradient_accumulation=false supports ZeRO overlap_comm only with ZeRO stage 2; "
             "deepspeed.initialize fails.",
-            fix=_set("zero_optimization.overlap_comm", False), page="batch",
+            fix=set_fix("zero_optimization.overlap_comm", False), page="batch",
         )
     if lax_bool(zero.get("legacy_stage1")) is True:
         yield Finding(
@@ -93,6 +90,3 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
         )
-
-
-RULES = (engine_combinations,)

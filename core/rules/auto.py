@@ -1,0 +1,116 @@
+"""The "auto" rule: fine where the HF Trainer / Accelerate fill it in, otherwise what DeepSpeed makes of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from core.findings import Finding, join_path
+from core.rules.context import Context
+from core.rules.fixes import set_fix
+from core.schema.root import DeepSpeedConfig
+from core.schema.walk import field_exists, is_strict
+
+# --------------------------------------------------------------------------------------------
+# "auto"
+
+
+def _walk_auto(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    stack: list[tuple[str, Any]] = [("", config)]
+    while stack:
+        prefix, node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                path = join_path(prefix, key)
+                if value == "auto" and isinstance(value, str):
+                    yield path, node
+                else:
+                    stack.append((path, value))
+
+
+def _hf_fills(path: str) -> bool:
+    """Whether the HF Trainer / Accelerate replace "auto" at this path."""
+    from core.schema.optimizer import HF_FILLED_PARAMS
+    from core.schema.walk import resolve
+
+    section, _, rest = path.partition(".params.")
+    if rest and section in HF_FILLED_PARAMS:
+        return rest in HF_FILLED_PARAMS[section]
+    field = resolve(DeepSpeedConfig, path)
+    return bool(field and field.meta.hf_auto)
+
+
+def auto_values(ctx: Context) -> Iterator[Finding]:
+    """"auto": fine where the HF Trainer fills it in (target hf); otherwise what DeepSpeed makes of it."""
+    from core.schema.walk import resolve
+
+    for path, _parent in _walk_auto(ctx.config):
+        field = resolve(DeepSpeedConfig, path)
+        if field is not None and not field_exists(field, path.rpartition(".")[0], ctx.version):
+            continue  # the key does not exist in this version: reported as such
+        if field is not None and field.model is not None and not is_strict(field.owner):
+            continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)
+        if field is not None and field.default == "auto":
+            continue  # "auto" is the default value itself: nothing to explain
+        behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
+                                                    else "default")
+        # A pydantic section drops "auto" whoever passes the config on, so there it means the default.
+        dropped = field is not None and behaviour == "default" and is_strict(field.owner)
+        if ctx.is_hf and _hf_fills(path):
+            continue
+        if ctx.is_hf and not dropped:
+            yield Finding(
+                "error", "auto.not-filled", path,
+                f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
+                "sees the literal string \"auto\".",
+                suggestion="Write an explicit value." + (f" Default: {field.default!r}." if field else ""),
+                fix=set_fix(path, field.default) if field and field.default is not None else None,
+                page=field.meta.page if field else None,
+            )
+            continue
+        if behaviour == "crash":
+            yield Finding(
+                "error", "auto.crash", path,
+                f"`{path}` is \"auto\": only the HF Trainer / Accelerate replace \"auto\"; plain DeepSpeed "
+                "tries to use the string and fails.",
+                suggestion="Write the value, or choose the HF target if this config is passed to the HF Trainer.",
+                page=field.meta.page if field else "batch",
+            )
+        elif behaviour == "fails":
+            yield Finding(
+                "error", "auto.fails", path,
+                f"`{path}` is \"auto\": plain DeepSpeed keeps the string and training fails the first time it "
+                "uses the value.",
+                suggestion="Write the value" + (f" (default {field.default!r})" if field and field.default is not None
+                                                 else "") + ", or choose the HF target if the HF Trainer fills it in.",
+                fix=set_fix(path, field.default) if field and field.default is not None else None,
+                page=field.meta.page if field else None,
+            )
+        elif behaviour == "kept" and path.startswith(("optimizer.", "scheduler.")):
+            yield Finding(
+                "error", "auto.kept-optimizer", path,
+                f"`{path}` is \"auto\": plain DeepSpeed passes the string \"auto\" on to the optimizer or "
+                "scheduler, and deepspeed.initialize fails.",
+                suggestion="Write the value, or choose the HF target if the HF Trainer fills it in.",
+                page="optimizer",
+            )
+        elif behaviour == "kept":
+            yield Finding(
+                "warning", "auto.kept", path,
+                f"`{path}` is \"auto\": plain DeepSpeed keeps the string \"auto\" as the value, which breaks "
+                "when it is used in training.",
+                suggestion="Write the value, or choose the HF target if the HF Trainer fills it in.",
+                page=field.meta.page if field else "optimizer",
+            )
+        else:
+            default = field.default if field else None
+            yield Finding(
+                "info", "auto.default", path,
+                f"`{path}` is \"auto\": "
+                + ("the HF Trainer does not fill this key in, and " if ctx.is_hf else "plain ")
+                + "DeepSpeed drops it and uses the default"
+                + (f" ({default!r})." if default is not None else "."),
+                suggestion="Write the value explicitly to make the config self-explanatory.",
+                fix=set_fix(path, default) if default is not None else None,
+                page=field.meta.page if field else None,
+            )

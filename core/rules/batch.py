@@ -1,0 +1,119 @@
+"""Batch rules: the batch triangle for the GPU count, batch value types, sequence parallelism and
+DeepSpeed 0.19.5's elasticity (which computes the batch itself)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from core import versions
+from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch
+from core.findings import Finding, Fix, FixOp
+from core.rules.context import Context, lax_int
+from core.rules.fixes import delete_fix, set_fix
+
+# --------------------------------------------------------------------------------------------
+# Batch triangle
+
+
+def batch_triangle(ctx: Context) -> Iterator[Finding]:
+    """train_batch_size = micro batch × accumulation × world size, exactly as DeepSpeed checks it."""
+    values = {k: ctx.config.get(k) for k in BATCH_KEYS}
+    autos = [k for k, v in values.items() if v == "auto"]
+    if autos:
+        return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
+    elastic = ctx.config.get("elasticity")
+    if versions.key_known(ctx.version, "", "elasticity") and isinstance(elastic, dict) and elastic.get("enabled"):
+        return  # DeepSpeed 0.19.5's elastic training computes the batch values itself
+    result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size))
+    if result.ok:
+        for key in BATCH_KEYS:
+            value = values[key]
+            if (isinstance(value, float) and not value.is_integer()) or isinstance(value, bool):
+                yield Finding(
+                    "warning", "batch.not-integer", key,
+                    f"`{key}` is {value!r}; DeepSpeed accepts it but data loaders need a whole number.",
+                    suggestion="Use a positive integer.", page="batch",
+                )
+        return
+    w = ctx.world_size
+    data_parallel = effective_world_size(ctx.config, w)
+    # Suggestions need a whole data-parallel size (GPUs ÷ sequence_parallel_size).
+    usable = data_parallel >= 1 and float(data_parallel).is_integer()
+    suggestions = batch_suggestions(ctx.config, int(data_parallel)) if usable else []
+    fixes = [
+        Fix(
+            "Use " + ", ".join(f"{k}={v}" for k, v in s.items()),
+            tuple(FixOp("set", k, v) for k, v in s.items()),
+        )
+        for s in suggestions[:3]
+    ]
+    options = "; ".join(f.description[4:] for f in fixes)
+    suggestion = f"Values that work on {w} GPU{'s' if w != 1 else ''}: {options}." if options else ""
+    if result.problem == "missing":
+        yield Finding(
+            "error", "batch.missing", TB, f"The batch size is not set: {result.message}.",
+            suggestion="Set train_micro_batch_size_per_gpu (and gradient_accumulation_steps), or "
+            "train_batch_size.",
+            fix=set_fix(MB, 1, "Set train_micro_batch_size_per_gpu to 1"), page="batch",
+        )
+        return
+    if result.problem == "type":
+        return  # reported by batch_types with the field named
+    derived = ", ".join(result.derived)
+    how = f" (DeepSpeed derives {derived} from the others)" if derived else ""
+    if result.problem == "product":
+        message = (
+            f"The batch sizes do not add up on {w} GPU{'s' if w != 1 else ''}: {result.message}{how}. "
+            "DeepSpeed stops with \"Check batch related parameters\"."
+        )
+    else:
+        message = f"With {w} GPU{'s' if w != 1 else ''}, {result.message}{how}. DeepSpeed stops at start-up."
+    yield Finding(
+        "error", f"batch.{result.problem}", TB, message, suggestion, fixes[0] if fixes else None, page="batch"
+    )
+
+
+def batch_types(ctx: Context) -> Iterator[Finding]:
+    """Batch values DeepSpeed cannot compute with (strings, lists, ...)."""
+    for key in BATCH_KEYS:
+        value = ctx.config.get(key)
+        if value is None or value == "auto" or isinstance(value, int | float):
+            continue
+        as_int = lax_int(value)
+        fix = set_fix(key, as_int) if as_int and as_int > 0 else None
+        yield Finding(
+            "error", "batch.type", key,
+            f"`{key}` is {value!r}, not a number; DeepSpeed fails doing arithmetic with it.",
+            suggestion="Write a positive integer without quotes.", fix=fix, page="batch",
+        )
+
+
+def sequence_parallel(ctx: Context) -> Iterator[Finding]:
+    """sequence_parallel_size divides the world size; a value DeepSpeed cannot divide by stops it."""
+    if "sequence_parallel_size" not in ctx.config:
+        return
+    sp = ctx.config["sequence_parallel_size"]
+    if not isinstance(sp, int | float) or sp <= 0:  # True is 1 to DeepSpeed's division
+        yield Finding(
+            "error", "misc.sequence-parallel-invalid", "sequence_parallel_size",
+            f"sequence_parallel_size is {sp!r}; DeepSpeed divides the GPU count by it, so it must be a "
+            "positive number.",
+            suggestion="Remove it, or set the sequence-parallel degree (e.g. 2).",
+            fix=delete_fix("sequence_parallel_size"), page="batch",
+        )
+
+
+def elasticity(ctx: Context) -> Iterator[Finding]:
+    """DeepSpeed 0.19.5 elasticity: it takes over the batch size and refuses explicit batch keys."""
+    section = ctx.config.get("elasticity")
+    if not versions.key_known(ctx.version, "", "elasticity") or not isinstance(section, dict) \
+            or not section.get("enabled"):
+        return
+    if not section.get("ignore_non_elastic_batch_info") and any(k in ctx.config for k in BATCH_KEYS):
+        yield Finding(
+            "error", "elasticity.batch-keys", "elasticity.ignore_non_elastic_batch_info",
+            "Elastic training is enabled and computes the batch size itself, but the config also sets "
+            "batch keys; DeepSpeed 0.19.5 refuses that (ElasticityConfigError).",
+            suggestion="Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true.",
+            fix=set_fix("elasticity.ignore_non_elastic_batch_info", True), page="batch",
+        )

@@ -1,0 +1,240 @@
+"""Everything else DeepSpeed checks while parsing: removed keys, checkpointing, data types, data efficiency,
+autotuning, compile passes, and other top-level values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from core import versions
+from core.findings import Finding
+from core.rules.context import Context, lax_bool, lax_float
+from core.rules.fixes import delete_fix, set_fix
+from core.schema.base import version_tuple
+from core.schema.root import DeepSpeedConfig
+from core.schema.walk import section_fields
+from core.schema.zero import ZeroConfig
+
+ISSUE_8489 = "https://github.com/deepspeedai/DeepSpeed/issues/8489"
+
+
+# --------------------------------------------------------------------------------------------
+# Removed keys (DeepSpeed 0.19.8 rejects them on sight)
+
+
+def removed_keys(ctx: Context) -> Iterator[Finding]:
+    """Keys DeepSpeed removed: an error in the releases that reject them (from the generated profiles)."""
+    for key, reason in versions.removed_top_level_keys(ctx.version).items():
+        if key in ctx.config:
+            field = section_fields(DeepSpeedConfig).get(key)
+            yield _removed(ctx, key, reason, field.meta.page if field else None)
+    if not isinstance(ctx.config.get("zero_optimization"), dict):
+        return
+    for key in ctx.zero:
+        if not isinstance(key, str) or versions.key_known(ctx.version, "zero_optimization", key) is not False:
+            continue
+        _added, removed = versions.history("zero_optimization", key)
+        if removed and version_tuple(ctx.version) >= version_tuple(removed):
+            field = section_fields(ZeroConfig).get(key)
+            reason = (field.meta.extra.get("removed_message") if field else None) or (
+                f"`{key}` was removed in DeepSpeed {removed}; the ZeRO section rejects it as an unknown key.")
+            yield _removed(ctx, f"zero_optimization.{key}", reason, "zero")
+
+
+def _removed(ctx: Context, path: str, reason: str, page: str | None) -> Finding:
+    return Finding(
+        "error", "removed.key", path,
+        f"DeepSpeed {ctx.version} refuses any config containing `{path}` — even a disabled one: {reason}",
+        suggestion=f"Remove `{path}` (see {ISSUE_8489}), or validate for the DeepSpeed release you run.",
+        fix=delete_fix(path), page=page,
+    )
+
+
+def compile_passes(ctx: Context) -> Iterator[Finding]:
+    """compile.passes: "autotp" only exists from DeepSpeed 0.19.8 on."""
+    section = ctx.config.get("compile")
+    passes = section.get("passes") if isinstance(section, dict) else None
+    passes_type = (versions.field_entry(ctx.version, "compile", "passes") or {}).get("type", "autotp")
+    if "autotp" not in passes_type and isinstance(passes, list) and "autotp" in passes:
+        yield Finding(
+            "error", "compile.pass-not-in-version", "compile.passes",
+            f"DeepSpeed {ctx.version} has no \"autotp\" compile pass (it accepts z1, z3, autosp); it rejects "
+            "the config.",
+            fix=set_fix("compile.passes", [p for p in passes if p != "autotp"]), page="advanced",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoint, data types, data efficiency, autotuning, misc parse-time checks
+
+
+def checkpoint(ctx: Context) -> Iterator[Finding]:
+    section = ctx.config.get("checkpoint")
+    if not isinstance(section, dict):
+        return
+    mode = section.get("tag_validation")
+    if "tag_validation" in section and not (isinstance(mode, str) and mode.upper() in ("WARN", "IGNORE", "FAIL")):
+        yield Finding(
+            "error", "checkpoint.tag-validation", "checkpoint.tag_validation",
+            f"checkpoint.tag_validation is {mode!r}; DeepSpeed accepts \"Warn\", \"Ignore\" or \"Fail\".",
+            fix=set_fix("checkpoint.tag_validation", "Warn"), page="advanced",
+        )
+    parallel = section.get("parallel_write")
+    if isinstance(parallel, dict) and "pipeline_stage" in parallel and parallel["pipeline_stage"] not in (True, False):
+        yield Finding(
+            "error", "checkpoint.pipeline-stage", "checkpoint.parallel_write.pipeline_stage",
+            f"checkpoint.parallel_write.pipeline_stage is {parallel['pipeline_stage']!r}; it must be true or false.",
+            fix=set_fix("checkpoint.parallel_write.pipeline_stage", False), page="advanced",
+        )
+    writer = section.get("writer")
+    if isinstance(writer, dict):
+        for key, allowed in (("type", ("MOCK", "PYTHON", "FAST")), ("data_parallel", ("REPLICA", "SOCKET", "MACHINE"))):
+            if writer.get(key) is not None:
+                value = writer[key]
+                if not (isinstance(value, str) and value.upper() in allowed):
+                    yield Finding(
+                        "error", "checkpoint.writer", f"checkpoint.writer.{key}",
+                        f"checkpoint.writer.{key} is {value!r}; expected one of {', '.join(allowed)}.",
+                        page="advanced",
+                    )
+
+
+def data_types(ctx: Context) -> Iterator[Finding]:
+    if not versions.has_check(ctx.version, 'must be "auto" or a list of name patterns'):
+        return  # this release does not check data_types while parsing
+    section = ctx.config.get("data_types")
+    if not isinstance(section, dict) or "keep_in_fp32_modules" not in section:
+        return
+    value = section["keep_in_fp32_modules"]
+    if value != "auto" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        yield Finding(
+            "error", "data-types.keep-in-fp32", "data_types.keep_in_fp32_modules",
+            f"data_types.keep_in_fp32_modules is {value!r}; DeepSpeed requires \"auto\" or a list of name patterns.",
+            fix=set_fix("data_types.keep_in_fp32_modules", "auto"), page="advanced",
+        )
+
+
+def data_efficiency(ctx: Context) -> Iterator[Finding]:
+    section = ctx.config.get("data_efficiency")
+    if not isinstance(section, dict):
+        return
+    sampling = section.get("data_sampling")
+    if not isinstance(sampling, dict):
+        return
+    curriculum = sampling.get("curriculum_learning")
+    if isinstance(curriculum, dict) and curriculum.get("enabled") and "curriculum_metrics" not in curriculum:
+        yield Finding(
+            "error", "data-efficiency.curriculum-metrics",
+            "data_efficiency.data_sampling.curriculum_learning.curriculum_metrics",
+            "Curriculum learning is enabled but curriculum_metrics is not set; DeepSpeed stops.",
+            page="advanced",
+        )
+    dynamic = sampling.get("dynamic_batching")
+    if isinstance(dynamic, dict) and dynamic.get("enabled") and "max_tokens" not in dynamic:
+        yield Finding(
+            "error", "data-efficiency.max-tokens", "data_efficiency.data_sampling.dynamic_batching.max_tokens",
+            "Dynamic batching is enabled but max_tokens is not set; DeepSpeed stops.", page="advanced",
+        )
+
+
+def autotuning(ctx: Context) -> Iterator[Finding]:
+    section = ctx.config.get("autotuning")
+    if not isinstance(section, dict):
+        return
+    for key in ("results_dir", "exps_dir"):
+        if key in section and not section[key]:
+            yield Finding(
+                "error", "autotuning.empty-dir", f"autotuning.{key}",
+                f"autotuning.{key} is empty; DeepSpeed stops (\"{key} cannot be empty\").",
+                fix=set_fix(f"autotuning.{key}", f"autotuning_{key.split('_')[0]}"), page="advanced",
+            )
+
+
+def misc(ctx: Context) -> Iterator[Finding]:
+    """Other parse-time failures and warnings of DeepSpeed."""
+    vocab = ctx.config.get("vocabulary_size")
+    try:
+        misaligned = bool(vocab and vocab % 8 != 0)  # exactly DeepSpeed's check, run while parsing
+    except TypeError:
+        yield Finding(
+            "error", "misc.vocabulary-size-type", "vocabulary_size",
+            f"vocabulary_size is {vocab!r}; DeepSpeed computes `vocabulary_size % 8` while reading the config "
+            "and fails on anything but a number.",
+            suggestion="Write the vocabulary size as a whole number, or remove it.", fix=delete_fix("vocabulary_size"),
+            page="advanced",
+        )
+        misaligned = False
+    if misaligned and isinstance(vocab, int) and not isinstance(vocab, bool):
+        yield Finding(
+            "warning", "misc.vocabulary-alignment", "vocabulary_size",
+            f"vocabulary_size {vocab} is not a multiple of 8; tensor cores are used less efficiently.",
+            suggestion=f"Pad the vocabulary to {vocab + (-vocab) % 8}.", page="advanced",
+        )
+    yield from _wall_clock(ctx)
+    spp = ctx.config.get("steps_per_print")
+    # Training computes `step % steps_per_print`: 0 divides by zero, a non-number fails; others just print oddly.
+    if spp is not None and spp != "auto" and (not isinstance(spp, int | float) or spp == 0):
+        yield Finding(
+            "error", "misc.steps-per-print", "steps_per_print",
+            f"steps_per_print is {spp!r}; DeepSpeed computes `step % steps_per_print` during training and "
+            "fails on anything but a positive whole number (0 divides by zero at the first step).",
+            suggestion="Use e.g. 10, or remove it to print nothing periodically.",
+            fix=set_fix("steps_per_print", 10), page="monitoring",
+        )
+    if isinstance(spp, int | float) and not isinstance(spp, bool) and spp != 0 and (
+        spp < 0 or (isinstance(spp, float) and not spp.is_integer())
+    ):
+        yield Finding(
+            "warning", "misc.steps-per-print-odd", "steps_per_print",
+            f"steps_per_print is {spp!r}; it is meant to be a positive whole number of steps.",
+            fix=set_fix("steps_per_print", 10), page="monitoring",
+        )
+    ep = ctx.config.get("expert_parallel")
+    if isinstance(ep, dict) and ep.get("load_balance_coeff") is not None:
+        yield Finding(
+            "error", "misc.load-balance-coeff", "expert_parallel.load_balance_coeff",
+            "expert_parallel.load_balance_coeff is not supported by DeepSpeed's AutoEP build; it stops.",
+            fix=delete_fix("expert_parallel.load_balance_coeff"), page="advanced",
+        )
+    aio = ctx.config.get("aio")
+    if isinstance(aio, dict) and lax_bool(aio.get("use_gds")):
+        yield Finding(
+            "info", "misc.gds", "aio.use_gds",
+            "aio.use_gds needs NVIDIA GPUDirect Storage on a CUDA machine; DeepSpeed refuses it elsewhere.",
+            page="zero",
+        )
+    clip = lax_float(ctx.config.get("gradient_clipping"))
+    if clip is not None and clip < 0:
+        yield Finding(
+            "warning", "misc.negative-clipping", "gradient_clipping",
+            f"gradient_clipping is {clip}; a negative norm makes no sense (0 disables clipping).",
+            fix=set_fix("gradient_clipping", 1.0), page="precision",
+        )
+    for key in ("sequence_parallel_size",):
+        sp = ctx.config.get(key)
+        if isinstance(sp, int) and not isinstance(sp, bool) and sp > 0 and ctx.world_size % sp:
+            yield Finding(
+                "warning", "misc.sequence-parallel", key,
+                f"sequence_parallel_size {sp} does not divide the {ctx.world_size} GPUs; the data-parallel size "
+                f"becomes {ctx.world_size / sp:g}.",
+                page="batch",
+            )
+
+
+def _wall_clock(ctx: Context) -> Iterator[Finding]:
+    # DeepSpeed computes `wall_clock_breakdown | flops_profiler.enabled` while parsing.
+    wcb = ctx.config.get("wall_clock_breakdown", False)
+    profiler = ctx.config.get("flops_profiler")
+    enabled = profiler.get("enabled", False) if isinstance(profiler, dict) else False
+    if wcb == "auto":
+        return  # the "auto" rule reports it
+    try:
+        wcb | enabled
+    except TypeError:
+        culprit, value = (("wall_clock_breakdown", wcb) if not isinstance(wcb, bool | int)
+                          else ("flops_profiler.enabled", enabled))
+        yield Finding(
+            "error", "misc.wall-clock-breakdown", culprit,
+            f"`{culprit}` is {value!r}; DeepSpeed combines wall_clock_breakdown and flops_profiler.enabled "
+            "with `|` while reading the config and fails on anything but true/false.",
+            fix=set_fix(culprit, False), page="monitoring",
+        )

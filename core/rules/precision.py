@@ -1,0 +1,170 @@
+"""Precision rules: fp16/bf16 (and the old `bfloat16` spelling), master weights, torch_autocast, and the
+communication data types."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from core import versions
+from core.findings import Finding, Fix, FixOp
+from core.rules.context import Context, lax_bool
+from core.rules.fixes import delete_fix, set_fix
+from core.schema.precision import canonical_dtype
+
+# --------------------------------------------------------------------------------------------
+# Precision
+
+
+def _on(ctx: Context, section: str) -> bool:
+    """``fp16``/``bf16`` enabled as this release reads it: core.effective's reading (pydantic's lax bool), or,
+    where the release reads the section with dict.get, the Python truth of the raw value ("auto" is on)."""
+    if versions.section_strict(ctx.version, section) is False:
+        for key in (section, "bfloat16") if section == "bf16" else (section,):
+            value = ctx.config.get(key)
+            if isinstance(value, dict):
+                return bool(value.get("enabled", False))
+        return False
+    return bool(getattr(ctx.meaning, section))
+
+
+def precision(ctx: Context) -> Iterator[Finding]:
+    """fp16/bf16 exclusivity, master-weights options, loss-scale keys without fp16."""
+    fp16 = ctx.config.get("fp16")
+    bf16 = ctx.config.get("bf16")
+    if "fp16" in ctx.config and fp16 is None:
+        yield Finding("error", "precision.null", "fp16", "`fp16` is null; DeepSpeed fails reading it.",
+                      "Remove it or write {\"enabled\": false}.", delete_fix("fp16"), "precision")
+    if "bf16" in ctx.config and bf16 is None and versions.section_strict(ctx.version, "bf16") is False:
+        yield Finding("error", "precision.null", "bf16",
+                      f"`bf16` is null; DeepSpeed {ctx.version} reads it with dict.get and fails.",
+                      "Remove it or write {\"enabled\": false}.", delete_fix("bf16"), "precision")
+    if _on(ctx, "fp16") and _on(ctx, "bf16"):
+        yield Finding(
+            "error", "precision.fp16-and-bf16", "bf16.enabled",
+            "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "
+            "simultaneously enabled\").",
+            suggestion="Use bf16 on Ampere (A100) or newer GPUs, fp16 on older ones.",
+            fix=set_fix("fp16.enabled", False, "Keep bf16, disable fp16"), page="precision",
+        )
+    stage = ctx.stage
+    checks = (
+        ("fp16", "fp16_master_weights_and_grads", "Fp16_master_weights_and_grads"),
+        ("bf16", "bf16_master_weights_and_grads", "Bf16_master_weights_and_grads"),
+        ("bf16", "bf16_optimizer_states", "bf16_optimizer_states"),
+    )
+    for section, key, label in checks:
+        value = ctx.get(f"{section}.{key}")
+        allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
+        if isinstance(ctx.config.get(section), dict) and lax_bool(value) and allowed and stage not in allowed:
+            names = " or ".join(map(str, sorted(allowed)))
+            yield Finding(
+                "error", "precision.master-weights-stage", f"{section}.{key}",
+                f"DeepSpeed {ctx.version} supports {label} only with ZeRO stage {names}; this config uses "
+                f"stage {stage}.",
+                suggestion=f"Use ZeRO stage {min(allowed)} or turn this option off.",
+                fix=set_fix("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}"),
+                page="precision",
+            )
+    if isinstance(bf16, dict) and lax_bool(bf16.get("bf16_optimizer_states")) and stage != 0 and not lax_bool(
+        bf16.get("bf16_master_weights_and_grads")
+    ):
+        yield Finding(
+            "error", "precision.bf16-optimizer-states", "bf16.bf16_optimizer_states",
+            "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled.",
+            fix=set_fix("bf16.bf16_master_weights_and_grads", True), page="precision",
+        )
+    if isinstance(fp16, dict) and not ctx.meaning.fp16:
+        scale_keys = [k for k in ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+                                  "min_loss_scale", "consecutive_hysteresis") if k in fp16]
+        if scale_keys and fp16.get("enabled") != "auto":
+            yield Finding(
+                "warning", "precision.loss-scale-unused", "fp16",
+                f"fp16 loss-scaling keys ({', '.join(scale_keys)}) are set but fp16 is off, so they do nothing.",
+                suggestion="Enable fp16 or remove them.", page="precision",
+            )
+
+
+def torch_autocast(ctx: Context) -> Iterator[Finding]:
+    """torch_autocast.dtype and module names, checked as DeepSpeed does while parsing."""
+    section = ctx.config.get("torch_autocast")
+    if not isinstance(section, dict):
+        return
+    if "dtype" in section:
+        value = section["dtype"]
+        if canonical_dtype(value) is None:
+            yield Finding(
+                "error", "precision.autocast-dtype", "torch_autocast.dtype",
+                f"torch_autocast.dtype {value!r} is not a dtype DeepSpeed knows; it fails reading the config.",
+                suggestion="Use \"bf16\" or \"fp16\".", fix=set_fix("torch_autocast.dtype", "bf16"), page="precision",
+            )
+    modules = section.get("lower_precision_safe_modules")
+    if modules is not None and not (isinstance(modules, list | tuple | dict | str)
+                                    and all(isinstance(m, str) for m in modules)):
+        yield Finding(
+            "error", "precision.autocast-modules", "torch_autocast.lower_precision_safe_modules",
+            f"lower_precision_safe_modules must be a list of module class names (strings), not {modules!r}.",
+            suggestion="Write e.g. [\"torch.nn.Linear\"].", page="precision",
+        )
+
+
+def bfloat16_alias(ctx: Context) -> Iterator[Finding]:
+    if "bfloat16" not in ctx.config:
+        return
+    if ctx.config.get("bf16") is not None:
+        yield Finding(
+            "warning", "deprecated.bfloat16-ignored", "bfloat16",
+            "`bfloat16` is ignored because `bf16` is also set.", fix=delete_fix("bfloat16"), page="precision",
+        )
+    else:
+        yield Finding(
+            "warning", "deprecated.key", "bfloat16", "`bfloat16` is the old spelling of `bf16`.",
+            fix=Fix("Rename `bfloat16` to `bf16`", (FixOp("move", "bfloat16", to="bf16"),)), page="precision",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Communication
+
+
+def communication(ctx: Context) -> Iterator[Finding]:
+    """communication_data_type values and gradient_allreduce_op combinations."""
+    for key in ("communication_data_type", "seq_parallel_communication_data_type"):
+        if key not in ctx.config:
+            continue
+        value = ctx.config[key]
+        if value is None or value == "auto":
+            continue
+        if not isinstance(value, str) or value.lower() not in ("fp32", "fp16", "bf16"):
+            yield Finding(
+                "error", "comm.dtype", key,
+                f"`{key}` is {value!r}; DeepSpeed accepts only \"fp32\", \"fp16\" or \"bf16\" and stops otherwise.",
+                suggestion="fp32 is the most accurate; bf16/fp16 halve the traffic.",
+                fix=set_fix(key, "fp32"), page="precision",
+            )
+    if not versions.key_known(ctx.version, "", "gradient_allreduce_op") or "gradient_allreduce_op" not in ctx.config:
+        return
+    op = ctx.config["gradient_allreduce_op"]
+    low = op.lower() if isinstance(op, str) else op
+    if low == "auto":
+        return
+    if low not in ("mean", "sum"):
+        yield Finding(
+            "error", "comm.allreduce-op", "gradient_allreduce_op",
+            f"gradient_allreduce_op is {op!r}; DeepSpeed accepts only \"mean\" or \"sum\".",
+            fix=set_fix("gradient_allreduce_op", "mean"), page="precision",
+        )
+    elif low == "sum":
+        conflicts = []
+        if ctx.stage == 3:
+            conflicts.append("ZeRO stage 3")
+        if isinstance(ctx.zero.get("zenflow"), dict) or ("zenflow" in ctx.zero and ctx.zero["zenflow"] is not None):
+            conflicts.append("ZenFlow")
+        compile_section = ctx.config.get("compile")
+        if isinstance(compile_section, dict) and lax_bool(compile_section.get("deepcompile")):
+            conflicts.append("DeepCompile")
+        if conflicts:
+            yield Finding(
+                "error", "comm.allreduce-sum", "gradient_allreduce_op",
+                f"gradient_allreduce_op=\"sum\" is not supported with {conflicts[0]}.",
+                fix=set_fix("gradient_allreduce_op", "mean"), page="precision",
+            )

@@ -1,0 +1,28 @@
+"""The one list of rules ``core.validate`` runs, in order: schema checks first, then the topic rules.
+
+A new rule is a function ``(Context) -> Iterable[Finding]`` in its topic module, added here; its finding
+codes go in ``core.rules.codes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from core.findings import Finding
+from core.rules import auto, batch, initialize, misc, optim, precision, structure, typecheck, zero
+from core.rules.context import Context
+
+Rule = Callable[[Context], Iterable[Finding]]
+
+#: The order matters twice: a finding with the same (code, path) as an earlier one is dropped, and findings of
+#: one severity keep this order in the report.
+RULES: tuple[Rule, ...] = (
+    structure.check_keys, typecheck.check_types, typecheck.check_profile_bounds,
+    batch.sequence_parallel, misc.compile_passes, batch.elasticity,
+    misc.removed_keys, batch.batch_triangle, batch.batch_types, auto.auto_values,
+    precision.precision, precision.torch_autocast, precision.communication,
+    zero.zero_form, zero.offload, zero.deprecated_zero_keys, precision.bfloat16_alias,
+    misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,
+    optim.optimizer, optim.scheduler,
+    initialize.engine_combinations,
+)

@@ -1,0 +1,250 @@
+"""Type and bound checks: the config through DeepSpeed's pydantic models (every error collected, in plain
+words), and the bounds of this release's fields from its profile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from core import versions
+from core.findings import Finding
+from core.rules.context import Context, lax_bool, lax_float, lax_int
+from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
+from core.schema.base import version_tuple
+from core.schema.walk import SchemaField, is_strict, section_fields, section_meta
+
+
+def _prepared(ctx: Context) -> dict[str, Any]:
+    """The config as the schema should check it: shapes DeepSpeed special-cases are set aside."""
+    data: dict[str, Any] = {}
+    for key, value in ctx.config.items():
+        field = section_fields(ROOT).get(key)
+        if field is None or not _exists(ctx, "", field, key):
+            continue
+        if key == "zero_optimization" and isinstance(value, bool):
+            continue  # the deprecated boolean form; a rule explains it
+        if key == "bfloat16" and ctx.config.get("bf16") is not None:
+            continue  # only read when bf16 is absent
+        data[key] = value
+    return data
+
+
+_BOUND_CODES = {"ge": ("greater_than_equal", "≥"), "gt": ("greater_than", ">"), "le": ("less_than_equal", "≤"),
+                "lt": ("less_than", "<")}
+
+
+def check_profile_bounds(ctx: Context) -> Iterator[Finding]:
+    """Bounds of this release's pydantic fields (from its profile) that the schema's own bounds miss."""
+    for prefix, entry in versions.profile(ctx.version)["sections"].items():
+        section = ctx.get(prefix) if "[" not in prefix and "{" not in prefix else None
+        if not isinstance(section, dict):
+            continue
+        for name, info in entry["fields"].items():
+            key = info.get("alias", name)
+            value = section.get(key, section.get(name))
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            for bound, (code, symbol) in _BOUND_CODES.items():
+                if bound in info and isinstance(info[bound], int | float) and not _within(value, {bound: info[bound]}):
+                    path = _join(prefix, key)
+                    yield Finding(
+                        "error", f"type.{code}", path,
+                        f"`{path}` is {_short(value)}: DeepSpeed {ctx.version} requires a value {symbol} "
+                        f"{info[bound]}.",
+                        f"Allowed: {symbol} {info[bound]}." + (f" Default: {info['default']!r}." if "default" in info
+                                                               else ""),
+                        None, _page_of(path),
+                    )
+                    break
+
+
+def check_types(ctx: Context) -> Iterator[Finding]:
+    """Types, bounds and the sections' own validators, every error collected."""
+    try:
+        ROOT.model_validate(_prepared(ctx))
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            finding = _finding_from_error(ctx, error)
+            if finding is not None:
+                yield finding
+    except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
+        # A section's own validator failed outside pydantic's error handling (DeepSpeed's would too).
+        yield Finding(
+            "error", "type.unreadable", "",
+            f"DeepSpeed cannot read this config: {type(exc).__name__}: {exc}.",
+            suggestion="Look for absurd values (numbers with hundreds of digits, deeply nested objects).",
+        )
+
+
+def _locate(loc: tuple[Any, ...]) -> tuple[str, SchemaField | None, type[BaseModel]]:
+    """Dotted config path, the field and the section that owns it, for a pydantic error location."""
+    model: type[BaseModel] | None = ROOT
+    owner: type[BaseModel] = ROOT
+    parts: list[str] = []
+    field: SchemaField | None = None
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+            continue
+        fields = section_fields(model) if model is not None else {}
+        if item in fields:
+            owner = model  # type: ignore[assignment]
+            field = fields[item]
+            parts.append(("." if parts else "") + item)
+            model = field.model or field.item_model
+        # anything else is a union member tag such as "int" or "function-after[...]"
+    return "".join(parts), field, owner
+
+
+def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return None  # check_keys reports unknown keys with better advice
+    path, field, owner = _locate(tuple(error["loc"]))
+    value = error.get("input")
+    prefix, _, key = path.split("[")[0].rpartition(".") if field is not None and path.endswith("]") \
+        else path.rpartition(".")
+    key = key.split("[")[0]
+    if field is not None and not _exists(ctx, prefix, field, key):
+        return None  # a key this version does not have: check_keys reports that instead
+    if kind in _BOUND_KINDS and field is not None:
+        entry = versions.field_entry(ctx.version, _profile_prefix(prefix), key)
+        if entry is not None and _within(value, {b: entry[b] for b in ("ge", "gt", "le", "lt") if b in entry}):
+            return None  # this DeepSpeed release's own bounds accept the value
+    message = str(error["msg"])
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    if message.startswith("Assertion failed, "):
+        message = message[len("Assertion failed, "):]
+    if _check_not_in_version(ctx, field, owner, message):
+        return None
+    raises = _raises(field, owner, kind)
+    holds_section = field is not None and (field.model is not None or field.item_model is not None)
+    if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section:
+        return None  # DeepSpeed keeps "auto" here as a plain value; the "auto" rule explains what follows
+    container_kinds = ("model_type", "dict_type", "model_attributes_type")
+    # A top-level section that is not an object makes DeepSpeed fail (it calls .get on it); deeper
+    # inside lenient sections DeepSpeed often just carries the value along.
+    container = field is not None and field.model is not None and kind in container_kinds and owner is ROOT
+    holds_strict = field is not None and field.model is not None and is_strict(field.model)
+    strict = _strict(ctx, owner, prefix) or container or holds_strict or field is None or raises == "config"
+    shown = _short(value)
+    label = f"`{path}`" if path else "The section"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        text = f"{label} must be an object ({{...}}), not {shown}; DeepSpeed fails when it reads it."
+        hint = "Write it as a JSON object, or remove it to use the defaults."
+    elif kind in ("value_error", "assertion_error"):
+        text = f"{label}: {message}."
+        hint = _hint(field)
+    else:
+        text = f"{label} is {shown}: {message[0].lower() + message[1:]}."
+        hint = _hint(field)
+    section_path = path if field is not None and field.model is not None else prefix
+    if versions.section_strict(ctx.version, _profile_prefix(section_path)) is False or (
+        kind in ("value_error", "assertion_error") and not _release_validates(ctx, section_path, key, field, value)
+    ):
+        strict = raises = False  # this release does not check this while parsing
+    if strict:
+        return Finding("error", f"type.{kind}", path, text, hint, None, _page_of(path))
+    if raises == "engine":
+        return Finding(
+            "error", "type.engine", path,
+            f"{text[:-1]} — DeepSpeed reads the config but fails when deepspeed.initialize uses this value.",
+            hint, None, _page_of(path),
+        )
+    return Finding(
+        "warning", "type.unchecked", path,
+        f"{text[:-1]} — DeepSpeed does not check this when it reads the config, so the mistake surfaces "
+        "later, in training.",
+        hint, None, _page_of(path),
+    )
+
+
+def _release_validates(ctx: Context, section_path: str, key: str, field: SchemaField | None, value: Any) -> bool:
+    """Whether this release's pydantic model has a validator that can raise here (profile; True if unknown)."""
+    entry = versions.section(ctx.version, _profile_prefix(section_path))
+    if entry is None or "field_validators" not in entry:
+        return True
+    if field is not None and field.meta.extra.get("raises") == "config":
+        return True  # the schema says DeepSpeed's own field type refuses this (e.g. a torch.dtype field)
+    if entry["model_validators"]:
+        return True
+    model_level = field is not None and field.model is not None
+    if model_level:
+        return False
+    for name, info in entry["fields"].items():
+        if key in (name, info.get("alias")):
+            # no validator in this release: only its field type can refuse the value
+            return name in entry["field_validators"] or not _passes_type(info.get("type", ""), value)
+    return True
+
+
+def _passes_type(type_text: str, value: Any) -> bool:
+    """Whether pydantic's lax mode accepts ``value`` for a simple field type of a profile ("int", "float",
+    "bool", "str", optionally Optional[...]); False for anything else (the error is then kept)."""
+    if type_text.startswith("Optional[") and type_text.endswith("]"):
+        if value is None:
+            return True
+        type_text = type_text[len("Optional["):-1]
+    readers = {"int": lax_int, "float": lax_float, "bool": lax_bool}
+    if type_text in readers:
+        return readers[type_text](value) is not None and not (type_text == "int" and isinstance(value, float)
+                                                               and not value.is_integer())
+    return type_text == "str" and isinstance(value, str)
+
+
+_BOUND_KINDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def _within(value: Any, bounds: dict[str, float]) -> bool:
+    if not isinstance(value, int | float):  # bools included: pydantic reads them as 0 / 1
+        return False
+    checks = {"ge": value >= bounds.get("ge", value), "gt": "gt" not in bounds or value > bounds["gt"],
+              "le": value <= bounds.get("le", value), "lt": "lt" not in bounds or value < bounds["lt"]}
+    return all(checks.values())
+
+
+def _check_not_in_version(ctx: Context, field: SchemaField | None, owner: type[BaseModel], message: str) -> bool:
+    """Whether a section validator's check was only added after ``ctx.version``."""
+    model = field.model if field is not None and field.model is not None else owner
+    for text, added in section_meta(model).get("checks_added", {}).items():
+        if message.startswith(text) and version_tuple(ctx.version) < version_tuple(added):
+            return True
+    return False
+
+
+def _raises(field: SchemaField | None, owner: type[BaseModel], kind: str) -> str | None:
+    """"config" when DeepSpeed fails on this while parsing, "engine" when at initialize, else None."""
+    model_level = kind in ("value_error", "assertion_error")
+    if field is not None:
+        if field.meta.extra.get("raises"):
+            return field.meta.extra["raises"]
+        if field.model is not None and model_level:
+            return section_meta(field.model).get("raises")
+    return section_meta(owner).get("raises") if model_level else None
+
+
+def _hint(field: SchemaField | None) -> str:
+    if field is None:
+        return ""
+    info = field.info
+    bounds = []
+    for meta in info.metadata:
+        for name, symbol in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")):
+            bound = getattr(meta, name, None)
+            if bound is not None:
+                bounds.append(f"{symbol} {bound}")
+    default = field.default
+    parts = []
+    if bounds:
+        parts.append("Allowed: " + ", ".join(bounds) + ".")
+    if default is not None and not isinstance(default, dict | list):
+        parts.append(f"Default: {default!r}.")
+    return " ".join(parts) or (field.info.description or "")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

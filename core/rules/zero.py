@@ -1,0 +1,163 @@
+"""ZeRO rules: the boolean and null forms, offload, stage-specific keys, bucket sizes, deprecated ZeRO keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from core import versions
+from core.findings import Finding, Fix, FixOp
+from core.rules.context import Context, lax_bool, lax_int
+from core.rules.fixes import delete_fix, set_fix
+from core.schema.walk import iter_schema, section_fields
+from core.schema.zero import ZeroConfig
+
+# --------------------------------------------------------------------------------------------
+# ZeRO and offload
+
+
+def zero_form(ctx: Context) -> Iterator[Finding]:
+    """The deprecated boolean form and null."""
+    if "zero_optimization" not in ctx.config:
+        return
+    value = ctx.config["zero_optimization"]
+    if isinstance(value, bool):
+        stage = 1 if value else 0
+        yield Finding(
+            "warning", "deprecated.zero-bool", "zero_optimization",
+            f"`\"zero_optimization\": {str(value).lower()}` is the deprecated form; DeepSpeed reads it as stage "
+            f"{stage}.",
+            suggestion=f"Write {{\"stage\": {stage}}}.",
+            fix=set_fix("zero_optimization", {"stage": stage}), page="zero",
+        )
+    elif value is None:
+        yield Finding(
+            "error", "zero.null", "zero_optimization",
+            "`zero_optimization` is null; DeepSpeed fails reading it (it expects an object).",
+            suggestion="Remove it, or write {\"stage\": 0}.", fix=delete_fix("zero_optimization"), page="zero",
+        )
+
+
+def _device(section: Any) -> str | None:
+    if isinstance(section, dict):
+        device = section.get("device", "none")
+        return device if isinstance(device, str) else None
+    return None
+
+
+def offload(ctx: Context) -> Iterator[Finding]:
+    """Offload settings DeepSpeed accepts but that do nothing or will fail later."""
+    zero = ctx.zero
+    stage = ctx.stage
+    param_dev = _device(zero.get("offload_param"))
+    opt_dev = _device(zero.get("offload_optimizer"))
+    if param_dev in ("cpu", "nvme") and stage != 3:
+        yield Finding(
+            "warning", "zero.offload-param-below-3", "zero_optimization.offload_param",
+            f"Parameter offload is set but ZeRO stage is {stage}; only stage 3 offloads parameters, so this "
+            "does nothing.",
+            suggestion="Use stage 3, or remove offload_param.",
+            fix=set_fix("zero_optimization.stage", 3, "Switch to ZeRO stage 3"), page="zero",
+        )
+    if opt_dev in ("cpu", "nvme") and stage == 0:
+        yield Finding(
+            "warning", "zero.offload-optimizer-stage-0", "zero_optimization.offload_optimizer",
+            "Optimizer offload is set but ZeRO is off (stage 0); offload needs ZeRO stage 1, 2 or 3.",
+            suggestion="Use ZeRO stage 2 or 3 with optimizer offload.",
+            fix=set_fix("zero_optimization.stage", 2, "Switch to ZeRO stage 2"), page="zero",
+        )
+    for name, dev in (("offload_param", param_dev), ("offload_optimizer", opt_dev)):
+        section = zero.get(name)
+        if dev == "nvme" and isinstance(section, dict) and not section.get("nvme_path"):
+            yield Finding(
+                "warning", "zero.nvme-without-path", f"zero_optimization.{name}.nvme_path",
+                f"{name} uses NVMe but has no nvme_path; DeepSpeed accepts the config and fails when it "
+                "starts swapping.",
+                suggestion="Set nvme_path to a directory on a fast local NVMe drive, e.g. /local_nvme.",
+                fix=set_fix(f"zero_optimization.{name}.nvme_path", "/local_nvme"), page="zero",
+            )
+    if param_dev == "nvme" and stage == 3 and opt_dev in (None, "none"):
+        pass  # valid: parameters on NVMe, optimizer on GPU (rare but allowed)
+    if stage == 3 and lax_bool(zero.get("elastic_checkpoint")):
+        yield Finding(
+            "warning", "zero.elastic-checkpoint-stage-3", "zero_optimization.elastic_checkpoint",
+            "elastic_checkpoint is not supported with ZeRO stage 3 (DeepSpeed warns and ignores it).",
+            suggestion="Use Universal Checkpointing instead.", fix=delete_fix("zero_optimization.elastic_checkpoint"),
+            page="zero",
+        )
+    stage3_only = [
+        path for path, field in iter_schema(ZeroConfig)
+        if "." not in path and field.meta.stages == (3,) and stage in (1, 2)
+        and any(k in zero for k in field.keys) and field.model is None and not field.meta.deprecated
+        and not field.meta.removed
+    ]
+    if stage3_only:
+        yield Finding(
+            "info", "zero.stage3-keys-unused", "zero_optimization",
+            f"Stage-3 settings have no effect at stage {stage}: {', '.join(sorted(stage3_only))}.",
+            suggestion="Fine to keep if you switch stages; otherwise remove them.", page="zero",
+        )
+    hpz = lax_int(zero.get("zero_hpz_partition_size", 1))
+    if hpz and hpz > 1 and ctx.world_size % hpz != 0:
+        yield Finding(
+            "warning", "zero.hpz-partition", "zero_optimization.zero_hpz_partition_size",
+            f"zero_hpz_partition_size {hpz} does not divide the {ctx.world_size} GPUs; ZeRO++ hpZ needs the "
+            "secondary partition to be a divisor of the world size (normally the GPUs per node).",
+            suggestion="Set it to the number of GPUs per node.", page="zero",
+        )
+    rbs = zero.get("reduce_bucket_size")
+    rbs_bounds = versions.field_entry(ctx.version, "zero_optimization", "reduce_bucket_size") or {}
+    if "gt" in rbs_bounds and rbs is not None and rbs != "auto":
+        value = lax_int(rbs)
+        if value is not None and value <= 0:
+            yield Finding(
+                "error", "zero.reduce-bucket-size", "zero_optimization.reduce_bucket_size",
+                f"reduce_bucket_size is {rbs!r}; DeepSpeed {ctx.version} requires it to be greater than 0.",
+                suggestion="The default is 500000000 (5e8) elements.",
+                fix=set_fix("zero_optimization.reduce_bucket_size", 500_000_000), page="zero",
+            )
+
+
+def deprecated_zero_keys(ctx: Context) -> Iterator[Finding]:
+    """cpu_offload, cpu_offload_param, ... : a warning, or an error next to their replacement."""
+    zero = ctx.zero
+    fields = section_fields(ZeroConfig)
+    for key, field in fields.items():
+        if key != field.name or not field.meta.deprecated or key not in zero:
+            continue
+        path = f"zero_optimization.{key}"
+        new = field.meta.replaced_by
+        if new is None:
+            yield Finding(
+                "warning", "deprecated.key", path,
+                f"`{key}` is deprecated and ignored; use `pin_memory` inside offload_param / offload_optimizer.",
+                fix=delete_fix(path), page="zero",
+            )
+            continue
+        new_field = fields[new]
+        present = [k for k in new_field.keys if k in zero]
+        if present:
+            yield Finding(
+                "error", "deprecated.with-replacement", path,
+                f"`{key}` (deprecated) and its replacement `{present[0]}` are both set; DeepSpeed stops "
+                f"(\"Cannot provide deprecated parameter '{key}' and replacing parameter '{new}' together\").",
+                suggestion=f"Remove `{key}`.", fix=delete_fix(path), page="zero",
+            )
+        else:
+            yield Finding(
+                "warning", "deprecated.key", path,
+                f"`{key}` is deprecated; use `{new_field.alias or new}` instead.",
+                suggestion="`dsconfig migrate` rewrites it.", fix=_migration_fix(ctx, key), page="zero",
+            )
+
+
+def _migration_fix(ctx: Context, key: str) -> Fix | None:
+    from core.migrate import migrate
+
+    new_config, changes = migrate({"zero_optimization": {key: ctx.zero[key]}})
+    if not changes:
+        return None
+    ops = [FixOp("delete", f"zero_optimization.{key}")]
+    for new_key, value in new_config.get("zero_optimization", {}).items():
+        ops.append(FixOp("set", f"zero_optimization.{new_key}", value))
+    return Fix(changes[0], tuple(ops))
