@@ -48,7 +48,7 @@ clean:
 ROOM_ARGS ?= --sessions 20 --duration 60 --pace 5 --ramp 1.5
 WS_ARGS ?= --sessions 50 --duration 60 --pace 5 --ramp 0.6
 
-.PHONY: load load-ws load-memory load-one
+.PHONY: load load-ws load-memory load-one load-paste
 load: $(VENV)/.test-installed  ## 20 headless-Chromium sessions on one server (a room); LOAD_ARGS to change
 	$(PY) scripts/load_test.py $(or $(LOAD_ARGS),$(ROOM_ARGS))
 
@@ -60,3 +60,6 @@ load-memory: $(VENV)/.test-installed  ## server memory with 100 idle sessions he
 
 load-one: $(VENV)/.test-installed  ## one Chromium user: stage flips for 30 s, then every page 5 times
 	$(PY) scripts/load_test.py --sessions 1 --duration 30 --tour 5
+
+load-paste: $(VENV)/.test-installed  ## the tab while a config at the size limit is pasted, typed into and imported
+	$(PY) scripts/paste_test.py $(LOAD_ARGS)
