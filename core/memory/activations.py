@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.memory.parts import Inputs, Part
 from core.models.arch import ModelSpec
 
 ATTENTION_IMPLS = ("eager", "sdpa", "flash")
@@ -346,3 +347,23 @@ def activation_terms_frame(
         spec, b, s, e, attention, "selective" if recompute == "selective" else "none", dropout_mask_bytes
     )
     return pd.DataFrame([{"term": t.name, "bytes": int(t.value), "formula": t.formula} for t in terms])
+
+
+def activation_parts(x: Inputs) -> list[Part]:
+    """The activation components of the estimate (none for a model known only by its counts)."""
+    model, st, shape, n = x.model, x.st, x.shape, x.n
+    if not isinstance(model, ModelSpec):
+        return []
+    act = activation_breakdown(model, x.b, x.s, x.e, shape.attention, shape.recompute, st.partition_activations,
+                               st.cpu_checkpointing, 1, x.allow.dropout_mask_bytes)
+    out = [Part("activations (saved for backward)", "gpu", act.saved_total + 0 * n, act.formula, "activations",
+                "forward_backward")]
+    if shape.recompute == "full":
+        out.append(Part("recomputed layer during backward", "gpu", act.recompute_peak + 0 * n,
+                        "one layer's saved tensors, rebuilt from its checkpoint", "activations", "forward_backward"))
+        if st.cpu_checkpointing:
+            out.append(Part("activation checkpoints on CPU", "cpu", act.checkpoints_cpu * x.gpn,
+                            "L*e*b*s*h per rank x gpus_per_node", "activations", "forward_backward"))
+    out.append(Part("logits and loss working memory", "gpu", act.logits_working + 0 * n,
+                    f"{x.e}*b*s*V (logits) + 4*b*s*V (fp32 upcast / its gradient)", "activations", "forward_backward"))
+    return out

@@ -1,0 +1,179 @@
+"""What an estimate is about and what it returns: the cluster, the training shape, the allowances, the components.
+
+GPU peak = persistent components + max(forward/backward transients, optimizer-step transients): the
+activation peak (end of forward / start of backward) and the step peak do not coexist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from core.memory.settings import TrainingSettings
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The cluster: identical nodes with identical GPUs."""
+
+    gpus_per_node: int = 8
+    nodes: int = 1
+    gpu_memory_bytes: int = 80 * GIB
+    cpu_ram_per_node_bytes: int = 1024 * GIB
+    nvme_bytes_per_node: int | None = None
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The training shape on one GPU."""
+
+    micro_batch: int = 1
+    seq_len: int = 2048
+    attention: str = "sdpa"  # "eager" | "sdpa" | "flash"
+    recompute: str = "none"  # "none" | "full" | "selective"
+
+
+@dataclass(frozen=True)
+class Allowances:
+    """Stated allowances for what no formula can derive."""
+
+    cuda_context_bytes: int = 768 * 2**20  # CUDA context + cuBLAS/NCCL workspaces, per GPU
+    allocator_fraction: float = 0.05  # caching-allocator fragmentation, fraction of the other GPU bytes
+    cpu_per_process_bytes: int = 4 * GIB  # Python, torch, CUDA libraries, dataloader, per rank
+    dropout_mask_bytes: int = 1  # CUDA saves bool dropout masks
+
+
+@dataclass(frozen=True)
+class ModelCounts:
+    """A model known only by its counts (unsupported family entered by hand): no activations."""
+
+    total_params: int
+    largest_layer_params: int
+    name: str = "manual counts"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One memory consumer."""
+
+    name: str
+    device: str  # "gpu" | "cpu" | "nvme"
+    bytes: int
+    formula: str
+    category: str  # "model_states" | "activations" | "buffers" | "overhead"
+    phase: str  # "persistent" | "forward_backward" | "step" | "load"
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Every component per GPU and per node, and the totals that decide whether it fits."""
+
+    model_name: str
+    total_params: int
+    largest_layer_params: int
+    settings: TrainingSettings
+    hardware: Hardware
+    shape: Shape
+    components: tuple[Component, ...]
+    notes: tuple[str, ...] = field(default=())
+    symbols: tuple[tuple[str, float], ...] = field(default=())  # values of the letters used in the formulas
+
+    def _sum(self, device: str, phase: str | None = None) -> int:
+        return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase))
+
+    @property
+    def gpu_bytes(self) -> int:
+        """Peak bytes on one GPU."""
+        return self._sum("gpu", "persistent") + max(self._sum("gpu", "forward_backward"), self._sum("gpu", "step"))
+
+    @property
+    def gpu_peak_phase(self) -> str:
+        return (
+            "optimizer step" if self._sum("gpu", "step") > self._sum("gpu", "forward_backward") else "forward/backward"
+        )
+
+    @property
+    def cpu_bytes_per_node(self) -> int:
+        """Peak CPU RAM of one node (model loading and training do not coexist)."""
+        return self._sum("cpu", "persistent") + max(self._sum("cpu", "load"), self._sum("cpu", "forward_backward"))
+
+    @property
+    def cpu_pinned_bytes_per_node(self) -> int:
+        return sum(c.bytes for c in self.components if c.device == "cpu" and c.pinned)
+
+    @property
+    def nvme_bytes_per_node(self) -> int:
+        return self._sum("nvme")
+
+    @property
+    def fits_gpu(self) -> bool:
+        return self.gpu_bytes <= self.hardware.gpu_memory_bytes
+
+    @property
+    def fits_cpu(self) -> bool:
+        return self.cpu_bytes_per_node <= self.hardware.cpu_ram_per_node_bytes
+
+    @property
+    def fits_nvme(self) -> bool:
+        cap = self.hardware.nvme_bytes_per_node
+        return self.nvme_bytes_per_node == 0 or cap is None or self.nvme_bytes_per_node <= cap
+
+    @property
+    def fits(self) -> bool:
+        return self.fits_gpu and self.fits_cpu and self.fits_nvme
+
+    def model_states_gpu_bytes(self) -> int:
+        """Persistent parameters, gradients, master weights and optimizer states on one GPU."""
+        return sum(
+            c.bytes
+            for c in self.components
+            if c.device == "gpu" and c.category == "model_states" and c.phase == "persistent"
+        )
+
+    def gpu_peak_by_category(self) -> dict[str, int]:
+        """Bytes on one GPU at the peak by category: the persistent components plus those of the larger
+        transient phase (forward/backward or optimizer step); the values add up to ``gpu_bytes``."""
+        transient = "step" if self.gpu_peak_phase == "optimizer step" else "forward_backward"
+        out: dict[str, int] = {}
+        for c in self.components:
+            if c.device == "gpu" and c.phase in ("persistent", transient):
+                out[c.category] = out.get(c.category, 0) + c.bytes
+        return out
+
+    def components_frame(self) -> pd.DataFrame:
+        """One row per component (bytes and GiB), ready for a table or an altair chart."""
+        frame = pd.DataFrame([asdict(c) for c in self.components])
+        frame["gib"] = frame["bytes"] / GIB
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything in bytes, JSON-serialisable."""
+        return {
+            "model": self.model_name,
+            "total_params": self.total_params,
+            "largest_layer_params": self.largest_layer_params,
+            "settings": asdict(self.settings),
+            "hardware": asdict(self.hardware),
+            "shape": asdict(self.shape),
+            "components": [asdict(c) for c in self.components],
+            "totals": {
+                "gpu_bytes": self.gpu_bytes,
+                "gpu_peak_phase": self.gpu_peak_phase,
+                "cpu_bytes_per_node": self.cpu_bytes_per_node,
+                "cpu_pinned_bytes_per_node": self.cpu_pinned_bytes_per_node,
+                "nvme_bytes_per_node": self.nvme_bytes_per_node,
+            },
+            "fits": {"gpu": self.fits_gpu, "cpu": self.fits_cpu, "nvme": self.fits_nvme, "all": self.fits},
+            "notes": list(self.notes),
+            "symbols": dict(self.symbols),
+        }
+

@@ -1,0 +1,153 @@
+"""The memory-relevant part of a DeepSpeed config (``TrainingSettings``), read leniently with DeepSpeed's defaults.
+
+"auto", missing keys and wrong types fall back to the defaults with a note and never raise; what a config means
+(stage, precision, optimizer, offload devices, derived defaults) comes from ``core.effective``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.effective import effective, pydantic_bool
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+_SATURATE = 2**53
+
+
+def _num(value: Any, default: float, minimum: float = 0) -> float:
+    """A finite number >= minimum, else the default ("auto", strings, bools, None)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        return default
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return default
+    if not finite:
+        return default
+    # Absurd sizes (10**30 in a junk config) would overflow numpy's int64 arithmetic; 2**53 elements is
+    # already far beyond any real bucket or model, so the estimate saturates there.
+    return min(value, _SATURATE)
+
+
+def _flag(value: Any, default: bool) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _section(cfg: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = cfg.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The memory-relevant part of a DeepSpeed config, with DeepSpeed's defaults filled in."""
+
+    stage: int = 0
+    precision: str = "fp32"
+    offload_optimizer: str = "none"
+    offload_param: str = "none"
+    optimizer: str = "adamw"
+    optimizer_states: int = 2
+    reduce_bucket_size: int = 500_000_000
+    allgather_bucket_size: int = 500_000_000
+    overlap_comm: bool = False
+    contiguous_gradients: bool = True
+    prefetch_bucket_size: int = 50_000_000
+    param_persistence_threshold: int = 100_000
+    max_live_parameters: int = 1_000_000_000
+    sub_group_size: int = 1_000_000_000
+    offload_optimizer_pin_memory: bool = True
+    offload_param_pin_memory: bool = True
+    offload_param_buffer_count: int = 5
+    offload_param_buffer_size: int = 100_000_000
+    offload_optimizer_buffer_count: int = 4
+    partition_activations: bool = False
+    cpu_checkpointing: bool = False
+    hpz_partition_size: int = 1  # ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
+    grad_accum_fp32: bool = False  # data_types.grad_accum_dtype == "fp32"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def bytes_per_param(self) -> int:
+        """Bytes of one element of the compute dtype."""
+        return 4 if self.precision == "fp32" else 2
+
+    @classmethod
+    def from_ds_config(cls, ds_config: Mapping[str, Any] | None) -> TrainingSettings:
+        """Read a DeepSpeed config dict; unusable values fall back to defaults with a note."""
+        cfg = ds_config if isinstance(ds_config, Mapping) else {}
+        notes: list[str] = []
+        zero = _section(cfg, "zero_optimization")
+        meaning = effective(cfg)
+        stage = meaning.stage
+        if stage == 0 and meaning.stage_written not in (0, None, False):
+            notes.append(f"zero_optimization.stage={meaning.stage_written!r} is not 0-3; estimated as stage 0.")
+
+        precision = meaning.precision if meaning.precision != "torch_autocast" else "fp32"
+        if meaning.fp16_auto or meaning.bf16_auto:
+            notes.append(
+                'fp16/bf16 "enabled": "auto" is resolved by the HF Trainer; estimated as '
+                f"{precision} (choose the precision explicitly to override)."
+            )
+
+        off_opt, off_param = meaning.offload_optimizer, meaning.offload_param
+        opt_sec, param_sec = _section(zero, "offload_optimizer"), _section(zero, "offload_param")
+        if stage == 0 and off_opt != "none":
+            notes.append("offload_optimizer needs ZeRO stage >= 1; ignored at stage 0.")
+            off_opt = "none"
+        if stage < 3 and off_param != "none":
+            notes.append("offload_param only works with ZeRO stage 3; ignored.")
+            off_param = "none"
+        if off_opt == "nvme" and stage < 3:
+            notes.append("offload_optimizer to nvme is only supported with ZeRO stage 3 (ZeRO-Infinity).")
+
+        opt_type = meaning.optimizer_type
+        name = (meaning.optimizer_name or "").lower() or "adamw"
+        if meaning.optimizer_name is None and not (isinstance(opt_type, str) and opt_type != "auto"):
+            notes.append('No optimizer type in the config (or "auto"): assumed AdamW (2 fp32 states).')
+        elif meaning.optimizer_name is None:
+            name = opt_type.lower()
+        states = meaning.optimizer_states
+        if states is None:
+            states = 2
+            if isinstance(opt_type, str) and opt_type != "auto":
+                notes.append(f"Optimizer {opt_type!r} unknown to the estimator: assumed 2 fp32 states per parameter.")
+        if name in ("onebitadam", "zerooneadam", "onebitlamb"):
+            notes.append("1-bit optimizers also keep error-feedback buffers (not counted).")
+
+        ac = _section(cfg, "activation_checkpointing")
+        return cls(
+            stage=stage,
+            precision=precision,
+            offload_optimizer=off_opt,
+            offload_param=off_param,
+            optimizer=name,
+            optimizer_states=states,
+            reduce_bucket_size=int(_num(zero.get("reduce_bucket_size"), 5e8, 1)),
+            allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), 5e8)),
+            overlap_comm=meaning.overlap_comm,
+            contiguous_gradients=meaning.contiguous_gradients,
+            prefetch_bucket_size=int(
+                _num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")), 5e7)
+            ),
+            param_persistence_threshold=int(
+                _num(zero.get("stage3_param_persistence_threshold", zero.get("param_persistence_threshold")), 1e5)
+            ),
+            max_live_parameters=int(_num(zero.get("stage3_max_live_parameters", zero.get("max_live_parameters")), 1e9)),
+            sub_group_size=int(_num(zero.get("sub_group_size"), 1e9, 1)),
+            offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", True),
+            offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", True),
+            offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), 5)),
+            offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), 1e8)),
+            offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), 4)),
+            partition_activations=_flag(ac.get("partition_activations"), False),
+            grad_accum_fp32=_section(cfg, "data_types").get("grad_accum_dtype") in ("fp32", "float32"),
+            hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
+            cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
+            notes=tuple(notes),
+        )
+

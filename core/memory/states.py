@@ -1,0 +1,111 @@
+"""Model states: parameters (with ZeRO-3's gather buffers), gradients, fp32 master weights and optimizer states,
+on the GPU or offloaded to CPU / NVMe."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.memory.parts import Inputs, Part
+from core.models.arch import ModelSpec
+
+
+def _persistent_small_params(model: object, threshold: int) -> int:
+    if not isinstance(model, ModelSpec):
+        return 0
+    return sum(m.params * m.count for m in model.modules if not m.tied and m.params < threshold)
+
+
+def grads_offloaded(x: Inputs) -> bool:
+    """ZeRO-2/3 with an offloaded optimizer keeps the fp32 gradient partition on the CPU, not the GPU."""
+    return x.st.stage >= 2 and x.st.offload_optimizer != "none"
+
+
+def parameters(x: Inputs) -> list[Part]:
+    """The compute-dtype parameters; at stage 3 the partition, its offload, hpZ and the gathered layers."""
+    st, e, n, p, part = x.st, x.e, x.n, x.p, x.part
+    if st.stage < 3:
+        return [Part("parameters", "gpu", e * p + 0 * n, f"{e}*P (full {st.precision} copy on every GPU)",
+                     "model_states", "persistent")]
+    out: list[Part] = []
+    persist = _persistent_small_params(x.model, st.param_persistence_threshold)
+    if st.offload_param == "none":
+        out.append(Part("parameters (partition)", "gpu", e * part, f"{e}*P/N", "model_states", "persistent"))
+    else:
+        where = st.offload_param
+        out.append(Part(f"parameters (partition, offloaded to {where})", where, e * part * x.gpn,
+                        f"{e}*P/N per rank x gpus_per_node", "model_states", "persistent",
+                        pinned=where == "cpu" and st.offload_param_pin_memory))
+        if where == "nvme":
+            out.append(Part("parameter swap buffers (pinned)", "cpu",
+                            st.offload_param_buffer_count * st.offload_param_buffer_size * e * x.gpn + 0 * n,
+                            f"buffer_count*buffer_size*{e} per rank x gpus_per_node", "buffers", "persistent",
+                            pinned=True))
+    if st.hpz_partition_size > 1:
+        out.append(Part("hpZ secondary parameter partition (ZeRO++)", "gpu",
+                        e * np.ceil(p / st.hpz_partition_size) + 0 * n,
+                        f"{e}*P/hpz (zero_hpz_partition_size={st.hpz_partition_size})", "model_states", "persistent"))
+    if persist:
+        out.append(Part("persistent small parameters", "gpu", e * persist + 0 * n,
+                        f"{e}*(params of modules below stage3_param_persistence_threshold="
+                        f"{st.param_persistence_threshold})", "model_states", "persistent"))
+    gathered = min(st.max_live_parameters, x.lg + st.prefetch_bucket_size)
+    out.append(Part("gathered parameters (ZeRO-3 fetch + prefetch)", "gpu", e * gathered + 0 * n,
+                    f"{e}*min(max_live_parameters, largest_layer + prefetch_bucket_size)", "buffers",
+                    "forward_backward"))
+    out.append(Part("largest layer's full gradient before reduce-scatter", "gpu", e * x.lg + 0 * n,
+                    f"{e}*largest_layer", "buffers", "forward_backward"))
+    return out
+
+
+def gradients(x: Inputs) -> list[Part]:
+    """Gradients in the compute dtype; the fp32 copy is a step transient or lives with the offload."""
+    st, e, n, p = x.st, x.e, x.n, x.p
+    if st.stage == 1 and st.precision == "bf16" and st.grad_accum_fp32 and st.offload_optimizer == "none":
+        return [Part("gradients (fp32 accumulation buffer, BF16_Optimizer)", "gpu", 4 * p + 0 * n,
+                     "4*P (bf16 + ZeRO-1 + grad_accum_dtype fp32 selects BF16_Optimizer)", "model_states",
+                     "persistent")]
+    if st.stage <= 1:
+        return [Part("gradients", "gpu", e * p + 0 * n, f"{e}*P (full gradients before the optimizer step)",
+                     "model_states", "persistent")]
+    if not grads_offloaded(x):
+        return [Part("gradients (partition)", "gpu", e * x.part, f"{e}*P/N", "model_states", "persistent")]
+    return [_offloaded_fp32_grads(x)]
+
+
+def _offloaded_fp32_grads(x: Inputs) -> Part:
+    return Part("fp32 gradients (partition, offloaded)", "cpu", 4 * x.part * x.gpn, "4*P/N per rank x gpus_per_node",
+                "model_states", "persistent", pinned=x.st.offload_optimizer_pin_memory)
+
+
+def optimizer_states(x: Inputs) -> list[Part]:
+    """fp32 master weights and the optimizer's state tensors, where the optimizer runs."""
+    st, k, part = x.st, x.k, x.part
+    master_elems = x.p + 0 * x.n if st.stage == 0 else part
+    master_text = "P" if st.stage == 0 else "P/N"
+    opt_dev = st.offload_optimizer if st.stage >= 1 else "none"
+    out: list[Part] = []
+    if opt_dev == "none":
+        if x.mixed:
+            out.append(Part("fp32 master weights", "gpu", 4 * master_elems, f"4*{master_text}", "model_states",
+                            "persistent"))
+        out.append(Part(f"optimizer states ({st.optimizer}: {k} fp32 tensors)", "gpu", 4 * k * master_elems,
+                        f"{k}*4*{master_text}", "model_states", "persistent"))
+        return out
+    mult = x.gpn
+    if opt_dev == "cpu":
+        pinned = st.offload_optimizer_pin_memory
+        out.append(Part("fp32 master weights (offloaded)", "cpu", 4 * part * mult, "4*P/N per rank x gpus_per_node",
+                        "model_states", "persistent", pinned=pinned))
+        out.append(Part(f"optimizer states ({st.optimizer}, offloaded)", "cpu", 4 * k * part * mult,
+                        f"{k}*4*P/N per rank x gpus_per_node", "model_states", "persistent", pinned=pinned))
+    else:
+        out.append(Part("fp32 master weights + optimizer states (on NVMe)", "nvme", (4 + 4 * k) * part * mult,
+                        f"(4+{k}*4)*P/N per rank x gpus_per_node", "model_states", "persistent"))
+        swap = np.minimum(st.sub_group_size, part)
+        out.append(Part("optimizer swap buffers (pinned)", "cpu", st.offload_optimizer_buffer_count * 4 * swap * mult,
+                        "buffer_count*4*min(sub_group_size, P/N) per rank x gpus_per_node", "buffers", "persistent",
+                        pinned=True))
+    if not grads_offloaded(x):
+        # stage 1 with offload: fp32 gradient partition is copied to the CPU too
+        out.append(_offloaded_fp32_grads(x))
+    return out
