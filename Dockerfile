@@ -19,7 +19,7 @@ RUN pip install .
 COPY ui ./ui
 COPY pages ./pages
 COPY .streamlit ./.streamlit
-COPY app.py app_state.py ./
+COPY app.py ./
 
 USER studio
 EXPOSE 8501

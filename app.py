@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
+from ui import app_state
 
 st.set_page_config(page_title="DeepSpeed Config Studio", page_icon=":material/memory:", layout="wide")
 

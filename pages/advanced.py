@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
 from core.schema import DeepSpeedConfig
 from core.schema.walk import section_fields, unique_fields
-from ui import frame, widgets
+from ui import app_state, frame, widgets
 
 frame.begin("Advanced")
 widgets.explain(

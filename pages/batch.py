@@ -5,12 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import app_state
 import core
 from core import autofill
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import BatchValues
-from ui import frame, tables, widgets
+from ui import app_state, frame, tables, widgets
 
 
 def _trainer_batch(config: dict, world_size: int) -> BatchValues | None:

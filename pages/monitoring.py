@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
-from ui import frame, widgets
+from ui import app_state, frame, widgets
 
 frame.begin("Monitoring")
 widgets.explain(

@@ -7,12 +7,11 @@ from collections.abc import Mapping
 import pandas as pd
 import streamlit as st
 
-import app_state
 from core import lr_schedules
 from core.effective import optimizer_backend
 from core.findings import get_path
 from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
-from ui import charts, frame, lr_chart, tables, widgets
+from ui import app_state, charts, frame, lr_chart, tables, widgets
 
 frame.begin("Optimizer & scheduler")
 widgets.explain(

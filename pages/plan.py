@@ -7,14 +7,13 @@ import copy
 import pandas as pd
 import streamlit as st
 
-import app_state
 from core import hardware, models
 from core.memory import ATTENTION_IMPLS
 from core.perf import NETWORKS, Cluster
 from core.perf import gpu_sweep as _gpu_sweep
 from core.perf import recommend as _recommend
 from core.perf.hardware import DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S
-from ui import actions, charts, frame, memory, plan_charts, tables, widgets
+from ui import actions, app_state, charts, frame, memory, plan_charts, tables, widgets
 
 # Pure results of the page's inputs, computed once per distinct input (a rerun for any other widget, or a
 # second visit, costs nothing): the ranking of ~500 candidates and the node sweep are most of this page's time.

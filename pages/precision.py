@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
 from core import hardware, precision
-from ui import frame, widgets
+from ui import app_state, frame, widgets
 
 frame.begin("Precision")
 widgets.explain(

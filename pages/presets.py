@@ -10,10 +10,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-import app_state
 from core import presets
 from core.export import key_differences
-from ui import actions, charts, frame, memory, tables, widgets, zero_charts
+from ui import actions, app_state, charts, frame, memory, tables, widgets, zero_charts
 
 frame.begin("Presets")
 widgets.explain(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
 import core
 from core import autofill, export
 from core.cli_versions import works_with
-from ui import focus, frame, headline, memory, widgets
+from ui import app_state, focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")
 widgets.explain(

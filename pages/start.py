@@ -7,13 +7,12 @@ import json
 
 import streamlit as st
 
-import app_state
 import core
 from core import hardware, memory, presets
 from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
-from ui import actions, frame, widgets
+from ui import actions, app_state, frame, widgets
 
 frame.begin("Start")
 widgets.explain(

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import app_state
 from core import memory as core_memory
 from core.findings import get_path
-from ui import actions, charts, frame, headline, memory, perf, tables, widgets, zero_charts
+from ui import actions, app_state, charts, frame, headline, memory, perf, tables, widgets, zero_charts
 
 frame.begin("ZeRO & offload")
 widgets.explain(

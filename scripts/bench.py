@@ -153,7 +153,7 @@ def bench_pages(reruns: int) -> list[tuple[str, str, str]]:
         return [("app page reruns", "app not found", "")]
     from streamlit.testing.v1 import AppTest
 
-    import app_state
+    from ui import app_state
 
     with tempfile.TemporaryDirectory() as tmp:
         trivial_file = Path(tmp) / "trivial.py"

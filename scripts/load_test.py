@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
-from app_state import PAGE_TITLES  # noqa: E402
 from core.models import get_spec  # noqa: E402
+from ui.app_state import PAGE_TITLES  # noqa: E402
 
 PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change is to 3
 #: Each session picks its own 7B-class model, and every change checks the page still names it: a session that

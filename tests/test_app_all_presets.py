@@ -7,9 +7,9 @@ import copy
 import pytest
 from test_app_support import ROOT, app
 
-import app_state
 from core.models import get_config, get_spec
 from core.presets import list_presets
+from ui import app_state
 
 PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
 PAGES = tuple(app_state.PAGES)  # every page the app declares

@@ -8,10 +8,9 @@ import urllib.parse
 
 from test_app_support import app, shown_tables
 
-import app_state
 from core import presets
 from core.models import describe, get_config
-from ui import focus, widgets
+from ui import app_state, focus, widgets
 
 LLAMA70 = "meta-llama/Llama-2-70b-hf"
 

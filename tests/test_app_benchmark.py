@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_support import ROOT, app
 
-import app_state
 from core.models import get_config, get_spec
+from ui import app_state
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import copy
 import pytest
 from test_app_support import ROOT, app
 
-import app_state
 import core
 from core.models import get_config, get_spec
+from ui import app_state
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 

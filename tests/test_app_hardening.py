@@ -16,8 +16,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_support import APP, ROOT, app, sidebar_text
 
-import app_state
 from core.io import MAX_CONFIG_MB
+from ui import app_state
 from ui.widgets import widget_key
 
 #: The config the user already had before the bad input arrives: it must survive every rejected import.
@@ -398,13 +398,13 @@ def test_reloaded_app_modules_carry_no_config_between_sessions():
     import importlib
     import sys
 
-    import app_state
     import ui.widgets
+    from ui import app_state
 
     first = app()
     _paste(first, json.dumps({"train_micro_batch_size_per_gpu": 13}))
     assert first.session_state["config"] == {"train_micro_batch_size_per_gpu": 13}
-    for name in sorted(n for n in sys.modules if n == "app_state" or n.startswith(("ui.", "core."))):
+    for name in sorted(n for n in sys.modules if n.startswith(("ui.", "core."))):
         module = sys.modules[name]
         for value in vars(module).values():
             # Nothing module-level holds the first session's config (compared by content and by identity).
@@ -421,7 +421,7 @@ def test_reloaded_app_modules_carry_no_config_between_sessions():
 
 # ------------------------------------------------------------------ static scan: module-level mutable state
 
-SCANNED = [ROOT / "app.py", ROOT / "app_state.py", *sorted((ROOT / "ui").rglob("*.py")),
+SCANNED = [ROOT / "app.py", *sorted((ROOT / "ui").rglob("*.py")),
            *sorted((ROOT / "pages").rglob("*.py")), *sorted((ROOT / "core").rglob("*.py"))]
 #: Streamlit executes these scripts afresh on every rerun of every session: their top-level names are per-run
 #: locals, never shared, so only mutation from inside their functions of a *shared* object would matter.

@@ -8,11 +8,10 @@ import json
 from streamlit.testing.v1 import AppTest
 from test_app_support import APP, ROOT, app, sidebar_findings, texts
 
-import app_state
 import core
 from core import export
 from core.presets import list_presets
-from ui import widgets
+from ui import app_state, widgets
 from ui.widgets import widget_key
 
 PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}

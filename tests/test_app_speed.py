@@ -152,7 +152,7 @@ def limit_config() -> dict:
 
 
 def test_every_page_draws_a_config_at_the_size_limit_with_huge_parts_summarised():
-    import app_state
+    from ui import app_state
 
     config = limit_config()
     at = app(config)

@@ -7,7 +7,7 @@ import json
 import pytest
 from test_app_support import ROOT, app, sidebar_findings, sidebar_text, texts
 
-import app_state
+from ui import app_state
 from ui.widgets import widget_key
 
 BUILT_PAGES = tuple(app_state.PAGES)  # every page the app declares

@@ -9,11 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import app_state
 from core.findings import delete_path, set_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema, resolve
-from ui import widgets
+from ui import app_state, widgets
 
 
 def test_every_schema_field_gets_a_widget_kind():

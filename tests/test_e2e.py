@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from e2e_support import ARTIFACTS, CHROMIUM, ROOT, chromium_browser, streamlit_server
 
-import app_state
 import core
+from ui import app_state
 
 # one worker runs the module: its server and browser start once per session
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]

@@ -17,8 +17,8 @@ import pytest
 from e2e_support import ARTIFACTS, CHROMIUM, chromium_browser, streamlit_server
 from test_e2e import idle, nav, preset_config, select
 
-import app_state
 from core.models import describe, get_config
+from ui import app_state
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_answers")]
 playwright_api = pytest.importorskip("playwright.sync_api")

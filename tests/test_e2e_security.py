@@ -17,8 +17,8 @@ import pytest
 from e2e_support import ROOT, streamlit_server
 from test_e2e import browser, idle, load_preset, nav, open_app, preset_config, review_json, server  # noqa: F401
 
-import app_state
 from core.io import MAX_CONFIG_MB
+from ui import app_state
 
 # one worker runs the module: its server and browser start once per session
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e-security")]

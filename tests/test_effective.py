@@ -289,7 +289,7 @@ def deepspeed_readings() -> dict[str, Any]:
 
 def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
     """Every consumer's reading that differs from DeepSpeed's (an empty list: all agree)."""
-    import app_state
+    from ui import app_state
 
     meaning = effective(config)
     ctx = Context(config)

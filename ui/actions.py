@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-import app_state
 from core import fit
+from ui import app_state
 
 #: Session key of the state before the last big edit: (label, config, baseline, context).
 UNDO = "undo_state"

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
-from ui import headline, sidebar, widgets
+from ui import app_state, headline, sidebar, widgets
 
 #: Session key of this run's headline slot (a container under the title, filled by ``end``).
 _SLOT = "_headline_slot"

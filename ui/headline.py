@@ -8,10 +8,9 @@ from typing import Any
 
 import streamlit as st
 
-import app_state
 from core import fit
 from core.findings import Finding, Report
-from ui import actions, focus, memory, widgets
+from ui import actions, app_state, focus, memory, widgets
 
 
 def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tuple[str, Finding | None] | None:

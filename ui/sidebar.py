@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-import app_state
 import core
 from core.findings import Finding, Report
-from ui import focus, memory, widgets
+from ui import app_state, focus, memory, widgets
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
 MAX_LISTED = 12

@@ -22,14 +22,13 @@ import annotated_types as at
 import streamlit as st
 from pydantic import BaseModel
 
-import app_state
 from core import autofill
 from core.findings import Finding, Report, delete_path, get_path, join_path, set_path, split_path
 from core.io import check_finite_numbers
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_open, resolve, section_fields, unique_fields
-from ui import focus
+from ui import app_state, focus
 
 _MISSING = object()
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
