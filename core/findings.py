@@ -99,10 +99,15 @@ class FixOp:
 
 @dataclass(frozen=True)
 class Fix:
-    """A mechanical fix the app can apply with one click."""
+    """A mechanical fix the app can apply with one click.
+
+    ``safe``: the fix preserves what DeepSpeed does (``core.rules.codes.SAFE_MEANING``); "apply all" and
+    ``dsconfig fix`` apply only safe fixes unless asked for all. ``core.validate`` sets it from the code table.
+    """
 
     description: str
     ops: tuple[FixOp, ...]
+    safe: bool = False
 
     def apply(self, config: dict[str, Any]) -> dict[str, Any]:
         """A new config with the fix applied (the input is not modified)."""
@@ -121,7 +126,7 @@ class Fix:
         return new
 
     def to_dict(self) -> dict[str, Any]:
-        return {"description": self.description, "ops": [asdict(op) for op in self.ops]}
+        return {"description": self.description, "safe": self.safe, "ops": [asdict(op) for op in self.ops]}
 
 
 def set_path(config: dict[str, Any], path: str, value: Any) -> None:

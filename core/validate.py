@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
-from core.rules import initialize, optim
+from core.rules.codes import INITIALIZE_TIME_CODES, lookup
 from core.rules.context import TARGETS, Context
 from core.rules.registry import RULES
 
-#: Finding codes for mistakes DeepSpeed only detects at ``deepspeed.initialize`` (not while parsing).
-INITIALIZE_TIME_CODES: frozenset[str] = (
-    optim.INITIALIZE_CODES | initialize.INITIALIZE_CODES | {"type.engine", "misc.steps-per-print", "auto.fails"}
-)
+__all__ = ["INITIALIZE_TIME_CODES", "validate"]
 
 
 def validate(
@@ -51,9 +49,21 @@ def validate(
             if key not in seen:
                 seen.add(key)
                 findings.append(finding)
-    findings = _drop_shadowed_type_errors(_drop_unread_sections(findings, version))
+    findings = _with_fix_safety(_drop_shadowed_type_errors(_drop_unread_sections(findings, version)))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
+
+
+def _with_fix_safety(findings: list[Finding]) -> list[Finding]:
+    """Each fix says whether it is safe, as the finding-code table says for its code."""
+    out = []
+    for finding in findings:
+        entry = lookup(finding.code)
+        safe = bool(entry and entry.fix_safe)
+        if finding.fix is not None and finding.fix.safe != safe:
+            finding = replace(finding, fix=replace(finding.fix, safe=safe))
+        out.append(finding)
+    return out
 
 
 def _drop_unread_sections(findings: list[Finding], version: str) -> list[Finding]:

@@ -11,11 +11,6 @@ from core.rules.context import Context, lax_bool, lax_float
 from core.rules.fixes import set_fix
 from core.schema.precision import canonical_dtype
 
-INITIALIZE_CODES = frozenset({
-    "engine.compute-grad-norm-clipping", "engine.compute-grad-norm-bf16-stage1", "engine.dtype-mix",
-    "engine.param-dtype-conflict", "engine.managed-accumulation-overlap", "engine.legacy-stage1",
-})
-
 
 def model_dtype(ctx: Context) -> str:
     """The dtype DeepSpeed trains in: fp16, bf16 or fp32 (from the enabled flags, fp16 first)."""

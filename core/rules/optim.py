@@ -33,14 +33,6 @@ _TORCH_ZERO_SUPPORTED = frozenset({"Adam", "AdamW", "Adagrad"})
 
 TORCH_SCHEDULERS: tuple[str, ...] = tuple(TORCH_SCHEDULER_PARAMS)
 
-INITIALIZE_CODES = frozenset({
-    "auto.kept-optimizer",
-    "optimizer.unknown", "optimizer.unknown-param", "optimizer.param-type", "optimizer.max-grad-norm",
-    "optimizer.lamb-static-loss-scale", "optimizer.untested-with-zero",
-    "scheduler.unknown", "scheduler.params-missing", "scheduler.unknown-param", "scheduler.missing-param",
-    "scheduler.param-type", "scheduler.param-range", "scheduler.needs-objects",
-})
-
 
 def _closest(name: str, candidates: list[str]) -> str | None:
     lower = {c.lower(): c for c in candidates}
