@@ -147,7 +147,7 @@ def test_batch_page_with_hf_auto_computes_with_the_trainer_values():
     at.number_input(key="ctx:hf_micro_batch").set_value(4).run()
     at.number_input(key="ctx:hf_grad_accum").set_value(2).run()
     table = next(d for d in shown_tables(at) if "Setting" in d.columns).set_index("Setting")
-    assert table.loc["train_batch_size", "Value"] == "128"  # 4 × 2 × 16 GPUs
+    assert table.loc["train_batch_size", "Value"] == 128  # 4 × 2 × 16 GPUs
     assert table.loc["train_micro_batch_size_per_gpu", "Source"] == "filled by the HF Trainer"
     # the memory model uses (and says) the assumed micro batch
     assert "micro batch 4 assumed" in headline(at) and "micro batch 4," in headline(at)

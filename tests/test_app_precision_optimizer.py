@@ -6,7 +6,7 @@ import io
 import json
 
 import pyarrow as pa
-from test_app_support import ROOT, app, click_fix, sidebar_findings, texts
+from test_app_support import ROOT, app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import lr_schedules
 from ui.widgets import widget_key
@@ -99,16 +99,17 @@ def test_lr_curve_matches_core_and_follows_widgets():
               "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 1000, "warmup_num_steps": 100,
                                                                  "warmup_max_lr": 1e-3}}}
     at = app(config, page="pages/optimizer.py", train_steps=1000)
-    table = at.table[0].value
+    (table,) = shown_tables(at)
     expected = lr_schedules.config_schedule_curve(config, 1000)
-    assert list(table["Learning rate"]) == [expected["lr"].iloc[0], expected["lr"].iloc[500], expected["lr"].iloc[-1]]
+    shown = [float(f"{expected['lr'].iloc[i]:.3e}") for i in (0, 500, -1)]  # as the table writes them
+    assert list(table["Learning rate"]) == shown
     at.number_input(key=widget_key("scheduler.params.warmup_max_lr")).set_value(2e-3).run()
-    changed = at.table[0].value
+    (changed,) = shown_tables(at)
     assert changed["Learning rate"].iloc[1] > table["Learning rate"].iloc[1]
     spec, curve = _drawn_curve(at)
     assert set(curve["series"]) == {"lr"} and "row" not in json.dumps(spec["encoding"])
-    lr = curve.set_index("step")["value"]
-    assert lr[500] == changed["Learning rate"].iloc[1] and lr.max() == 2e-3  # the chart follows the widget
+    lr = curve.set_index("step")["value"]  # the chart follows the widget
+    assert f"{lr[500]:.3e}" == f"{changed['Learning rate'].iloc[1]:.3e}" and lr.max() == 2e-3
 
 
 def _drawn_curve(at):

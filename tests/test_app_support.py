@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +53,16 @@ def sidebar_text(at: AppTest) -> str:
     return "\n".join(text for text, _ in sidebar_findings(at))
 
 
-def shown_tables(at: AppTest) -> list:
-    """The data of every table on the page (HTML ``st.table`` and ``st.dataframe`` grids alike)."""
-    return [element.value for element in [*at.table, *at.dataframe]]
+def shown_tables(at: AppTest) -> list[pd.DataFrame]:
+    """Every table on the page (HTML ``st.table`` and ``st.dataframe`` grids alike) as the user reads it, with
+    the columns whose every cell is a number as written ("1,234.5") turned back into numbers."""
+    frames = []
+    for element in [*at.table, *at.dataframe]:
+        frame = element.value.copy()
+        for column in frame.columns:
+            if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column]):
+                numbers = pd.to_numeric(frame[column].astype(str).str.replace(",", "", regex=False), errors="coerce")
+                if numbers.notna().all():
+                    frame[column] = numbers
+        frames.append(frame)
+    return frames

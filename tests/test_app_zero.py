@@ -61,10 +61,11 @@ def test_figure_follows_the_zero_paper_accounting():
     at = zero_app({"stage": 0}, nodes=2, gpus_per_node=8)
     totals = table(at, STAGE_FITS).set_index("ZeRO stage")["Model states, GiB per GPU"]
     psi = SPEC.total_params / 2**30
-    assert totals[0] == 16 * psi
-    assert totals[1] == 4 * psi + 12 * psi / 16
-    assert totals[2] == 2 * psi + 14 * psi / 16
-    assert totals[3] == 16 * psi / 16
+    # as shown: GiB to one decimal
+    assert totals[0] == round(16 * psi, 1)
+    assert totals[1] == round(4 * psi + 12 * psi / 16, 1)
+    assert totals[2] == round(2 * psi + 14 * psi / 16, 1)
+    assert totals[3] == round(16 * psi / 16, 1)
 
 
 def test_offload_changes_the_estimate_to_core_memorys_numbers():
@@ -80,8 +81,8 @@ def test_offload_changes_the_estimate_to_core_memorys_numbers():
     assert current["Option"] == "ZeRO-3 opt→cpu param→cpu"
     expected = core_memory.estimate(
         config, SPEC, core_memory.Hardware(4, 1, 40 * 2**30, 256 * 2**30), core_memory.Shape(1, 1024))
-    assert current[GPU] == expected.gpu_bytes / 2**30
-    assert current["CPU RAM, GiB per node"] == expected.cpu_bytes_per_node / 2**30
+    assert current[GPU] == round(expected.gpu_bytes / 2**30, 1)
+    assert current["CPU RAM, GiB per node"] == round(expected.cpu_bytes_per_node / 2**30, 1)
     assert current[GPU] < before.loc[before["Current"] != ""].iloc[0][GPU]
     assert any(f"{expected.gpu_bytes / 2**30:.1f} GiB per GPU" in c.value for c in at.caption)
     assert any(f"Fits: {expected.gpu_bytes / 2**30:.1f} of 40 GiB per GPU" in s.value for s in at.sidebar.success)
@@ -193,7 +194,7 @@ def test_predicted_step_time_and_bottleneck_beside_the_memory_numbers():
     assert expected[3].breakdown != expected[2].breakdown  # the stage changes what is communicated
     assert any(expected[3].bottleneck in c.value for c in at.caption)
     breakdown = table(at, "Share")
-    assert abs(breakdown["Seconds"].sum() - expected[3].step_seconds) < 1e-9
+    assert abs(breakdown["Seconds"].sum() - expected[3].step_seconds) < 1e-3  # shown to 4 decimals
     assert any("ZeRO-3 parameter all-gather" in part for part in breakdown["Part"])
 
 
