@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.schema import DeepSpeedConfig
 from core.schema.walk import section_fields, unique_fields
-from ui import app_state, frame, widgets
+from ui import app_state, fields, frame, widgets
 
 frame.begin("Advanced")
 widgets.explain(
@@ -21,17 +21,17 @@ kept and exported unchanged.""",
 )
 
 form = widgets.Form.current()
-names = widgets.page_fields("advanced")
-fields = {f.name: f for f in unique_fields(DeepSpeedConfig)}
-leaves = [n for n in names if fields[n].model is None]
-sections = [n for n in names if fields[n].model is not None]
+names = fields.page_fields("advanced")
+schema_fields = {f.name: f for f in unique_fields(DeepSpeedConfig)}
+leaves = [n for n in names if schema_fields[n].model is None]
+sections = [n for n in names if schema_fields[n].model is not None]
 
 st.subheader("Top-level settings")
 widgets.render_section("", form, only=leaves, columns=3)
 
 st.subheader("Sections")
 for name in sections:
-    field = fields[name]
+    field = schema_fields[name]
     present = name in form.config
     if not present and (field.meta.deprecated or not field.meta.exists_in(form.version)):
         continue  # removed or deprecated sections appear only when the config has them
@@ -50,7 +50,7 @@ unknown = [k for k in form.config if k not in known]
 if unknown:
     st.subheader("Keys the schema does not know")
     st.caption("Kept and exported unchanged; DeepSpeed ignores unknown top-level keys (see the findings).")
-    shown = unknown[:widgets.MAX_DRAWN_PER_CODE * 5]
+    shown = unknown[:fields.MAX_DRAWN_PER_CODE * 5]
     st.json({k: form.config[k] for k in shown}, expanded=False)
     if len(unknown) > len(shown):
         st.caption(f"The first {len(shown)} of {len(unknown):,} unknown keys are shown; all of them are kept.")

@@ -9,7 +9,7 @@ import core
 from core import autofill
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import BatchValues
-from ui import app_state, frame, tables, widgets
+from ui import app_state, fields, frame, tables, widgets
 
 
 def _trainer_batch(config: dict, world_size: int) -> BatchValues | None:
@@ -59,7 +59,7 @@ for col, key in zip(cols, trio, strict=True):
         derived = batch is not None and key in batch.derived
         widgets.render_field(key, form, placeholder=f"not set — DeepSpeed derives {getattr(batch, key)}"
                              if derived else None)
-widgets.render_section("", form, only=[n for n in widgets.page_fields("batch") if n not in trio], columns=3)
+widgets.render_section("", form, only=[n for n in fields.page_fields("batch") if n not in trio], columns=3)
 
 autos = [k for k in BATCH_KEYS if form.config.get(k) == "auto"]
 config_used = form.config

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import app_state, frame, widgets
+from ui import app_state, fields, frame, widgets
 
 frame.begin("Monitoring")
 widgets.explain(
@@ -18,7 +18,7 @@ turn them on to investigate, off for production runs.""",
 )
 
 form = widgets.Form.current()
-widgets.render_section("", form, only=widgets.page_fields("monitoring"), columns=2)
+widgets.render_section("", form, only=fields.page_fields("monitoring"), columns=2)
 widgets.page_findings(form, "monitoring")
 st.page_link(app_state.PAGES["advanced"], label="Next: advanced →", icon=":material/arrow_forward:")
 frame.end()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core import hardware, precision
-from ui import app_state, frame, widgets
+from ui import app_state, fields, frame, widgets
 
 frame.begin("Precision")
 widgets.explain(
@@ -57,7 +57,7 @@ elif mode == "torch_autocast":
         widgets.render_section("torch_autocast", form)
 
 st.subheader("Gradients and communication")
-widgets.render_section("", form, only=[n for n in widgets.page_fields("precision")
+widgets.render_section("", form, only=[n for n in fields.page_fields("precision")
                                        if n not in ("fp16", "bf16", "bfloat16", "torch_autocast")], columns=3)
 
 widgets.page_findings(form, "precision")

@@ -12,7 +12,7 @@ import streamlit as st
 
 from core import presets
 from core.export import key_differences
-from ui import actions, app_state, charts, frame, memory, tables, widgets, zero_charts
+from ui import actions, app_state, charts, fields, frame, memory, tables, widgets, zero_charts
 
 frame.begin("Presets")
 widgets.explain(
@@ -146,7 +146,7 @@ cols = st.columns(2)
 left = cols[0].selectbox("Left", names, index=0, key="presets_left", format_func=_side_label)
 right = cols[1].selectbox("Right", names, index=min(1, len(names) - 1), key="presets_right", format_func=_side_label)
 # keys and values as safe text: the current config may hold anything (even lone surrogates)
-rows = [{k: widgets.safe_text(v) for k, v in row.items()} for row in key_differences(sides[left], sides[right])]
+rows = [{k: fields.safe_text(v) for k, v in row.items()} for row in key_differences(sides[left], sides[right])]
 if rows:
     st.dataframe(pd.DataFrame(rows).rename(columns={"key": "Key", "left": left, "right": right}), hide_index=True,
                  key="presets_diff")

@@ -7,7 +7,7 @@ import streamlit as st
 import core
 from core import autofill, export
 from core.cli_versions import works_with
-from ui import app_state, focus, frame, headline, memory, widgets
+from ui import app_state, fields, focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")
 widgets.explain(
@@ -49,10 +49,10 @@ def _fix_all() -> None:
 
 if len(fixable) > 1:
     st.button(f"Apply all {len(fixable)} fixes", key="review_fix_all", on_click=_fix_all, icon=":material/build:")
-drawn, rest = widgets.drawn_findings(report.findings)
+drawn, rest = fields.drawn_findings(report.findings)
 for finding in drawn:
     page = app_state.PAGES.get(finding.page or "")
-    {"error": st.error, "warning": st.warning}.get(finding.severity, st.info)(widgets.finding_text(finding))
+    {"error": st.error, "warning": st.warning}.get(finding.severity, st.info)(fields.finding_text(finding))
     cols = st.columns([3, 2])
     with cols[0]:
         widgets.fix_button(finding, key_suffix="review")
@@ -73,7 +73,7 @@ if not report.errors:
 # ------------------------------------------------------------------ releases
 releases = works_with(config, world_size=app_state.world_size(ctx), target=form.target)
 ok_count = sum(v.ok for v in releases.verdicts)
-st.markdown(f"**Works with releases:** {widgets.safe_text(releases.summary)} "
+st.markdown(f"**Works with releases:** {fields.safe_text(releases.summary)} "
             f"({ok_count} of {len(releases.verdicts)} profiled DeepSpeed releases accept it).")
 st.caption(" ".join(f":green[{v.version}]" if v.ok else f":red[~~{v.version}~~]" for v in releases.verdicts),
            help="Each profiled release's validator verdict; struck through: refused (see `dsconfig versions`).")

@@ -12,7 +12,7 @@ from core import hardware, memory, presets
 from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
-from ui import actions, app_state, frame, widgets
+from ui import actions, app_state, fields, frame, widgets
 
 frame.begin("Start")
 widgets.explain(
@@ -127,7 +127,7 @@ elif source == "Upload or paste":
                  on_change=lambda: st.session_state.update({LAST_INPUT: "paste"}))
     chosen = import_source()
     if chosen == "upload":
-        st.caption(f"Import will read the uploaded file **{widgets.safe_text(st.session_state['start_upload'].name)}**"
+        st.caption(f"Import will read the uploaded file **{fields.safe_text(st.session_state['start_upload'].name)}**"
                    " (given last; paste again to use the text instead).")
     elif chosen == "paste":
         st.caption("Import will read the **pasted text** (given last; upload again to use a file instead).")

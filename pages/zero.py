@@ -7,7 +7,7 @@ import streamlit as st
 
 from core import memory as core_memory
 from core.findings import get_path
-from ui import actions, app_state, charts, frame, headline, memory, perf, tables, widgets, zero_charts
+from ui import actions, app_state, charts, fields, frame, headline, memory, perf, tables, widgets, zero_charts
 
 frame.begin("ZeRO & offload")
 widgets.explain(
@@ -185,7 +185,7 @@ with st.expander("Buckets, stage-3 knobs, ZeRO++ and the other ZeRO settings", i
         widgets.render_section("zero_optimization", form, exclude=OWN_WIDGETS, title=False)
 
 # Other top-level keys of this page (e.g. the deprecated `allgather_size`) appear only when the config has them.
-widgets.render_section("", form, only=[n for n in widgets.page_fields("zero") if n not in ("zero_optimization", "aio")])
+widgets.render_section("", form, only=[n for n in fields.page_fields("zero") if n not in ("zero_optimization", "aio")])
 widgets.page_findings(form, "zero")
 st.page_link(app_state.PAGES["monitoring"], label="Next: monitoring →", icon=":material/arrow_forward:")
 frame.end()

@@ -11,7 +11,7 @@ from test_app_support import APP, ROOT, app, sidebar_findings, texts
 import core
 from core import export
 from core.presets import list_presets
-from ui import app_state, widgets
+from ui import app_state, fields
 from ui.widgets import widget_key
 
 PRESETS = {p.name: p for p in list_presets([ROOT / "presets"])[0]}
@@ -46,17 +46,17 @@ def test_switched_off_sections_disable_their_other_fields_until_enabled():
 
 
 def test_switched_off_reads_the_schema_at_every_level():
-    assert widgets.switched_off("tensorboard", {}) == "`tensorboard` is off: turn on `enabled` first."
-    assert widgets.switched_off("tensorboard", {"tensorboard": {"enabled": True}}) is None
-    assert widgets.switched_off("fp16", {"fp16": {"enabled": "auto"}}) is None  # HF fills it in
-    assert widgets.switched_off("fp16", {"fp16": {"enabled": "true"}}) is None  # as pydantic reads it
-    assert widgets.switched_off("zero_optimization", {}) is None  # no switch in the schema
+    assert fields.switched_off("tensorboard", {}) == "`tensorboard` is off: turn on `enabled` first."
+    assert fields.switched_off("tensorboard", {"tensorboard": {"enabled": True}}) is None
+    assert fields.switched_off("fp16", {"fp16": {"enabled": "auto"}}) is None  # HF fills it in
+    assert fields.switched_off("fp16", {"fp16": {"enabled": "true"}}) is None  # as pydantic reads it
+    assert fields.switched_off("zero_optimization", {}) is None  # no switch in the schema
     # A section whose switch defaults to on, and an enclosing switch that is off.
-    assert widgets.switched_off("weight_quantization", {}) is None
+    assert fields.switched_off("weight_quantization", {}) is None
     nested = {"data_efficiency": {"enabled": False, "data_sampling": {"enabled": True}}}
-    assert widgets.switched_off("data_efficiency.data_sampling", nested) == (
+    assert fields.switched_off("data_efficiency.data_sampling", nested) == (
         "`data_efficiency` is off: turn on `enabled` first.")
-    assert widgets.switched_off("no_such_section", {}) is None
+    assert fields.switched_off("no_such_section", {}) is None
 
 
 def test_monitoring_wrong_type_is_shown_as_raw_json_with_the_error():

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from core.findings import delete_path, set_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema, resolve
-from ui import app_state, widgets
+from ui import app_state, fields
 
 
 def test_every_schema_field_gets_a_widget_kind():
-    kinds = {path: widgets.field_kind(field) for path, field in iter_schema(DeepSpeedConfig)}
+    kinds = {path: fields.field_kind(field) for path, field in iter_schema(DeepSpeedConfig)}
     assert kinds["zero_optimization.stage"].kind == "choice"
     assert kinds["zero_optimization.stage"].choices == (0, 1, 2, 3)
     assert kinds["train_batch_size"].kind == "int" and kinds["train_batch_size"].optional
@@ -33,14 +33,14 @@ def test_every_schema_field_gets_a_widget_kind():
 
 def test_bounds_come_from_the_schema():
     ratio = resolve(DeepSpeedConfig, "zero_optimization.offload_optimizer.ratio")
-    assert widgets.bounds(ratio, "float") == (0.0, 1.0)
+    assert fields.bounds(ratio, "float") == (0.0, 1.0)
     count = resolve(DeepSpeedConfig, "zero_optimization.offload_param.buffer_count")
-    assert widgets.bounds(count, "int") == (0, None)
+    assert fields.bounds(count, "int") == (0, None)
 
 
 def test_help_text_is_the_schema_description_and_default():
     field = resolve(DeepSpeedConfig, "zero_optimization.offload_param.buffer_size")
-    text = widgets.help_text(field)
+    text = fields.help_text(field)
     assert field.info.description in text
     assert "Default: `100000000` elements." in text
     assert "Applies to ZeRO stage 3." in text
@@ -48,9 +48,9 @@ def test_help_text_is_the_schema_description_and_default():
 
 def test_config_path_uses_the_spelling_in_the_config_else_the_documented_alias():
     path = "zero_optimization.prefetch_bucket_size"
-    assert widgets.config_path({}, path) == "zero_optimization.stage3_prefetch_bucket_size"
-    assert widgets.config_path({"zero_optimization": {"prefetch_bucket_size": 1}}, path) == path
-    assert widgets.config_path({}, "fp16.loss_scale") == "fp16.loss_scale"
+    assert fields.config_path({}, path) == "zero_optimization.stage3_prefetch_bucket_size"
+    assert fields.config_path({"zero_optimization": {"prefetch_bucket_size": 1}}, path) == path
+    assert fields.config_path({}, "fp16.loss_scale") == "fp16.loss_scale"
 
 
 def test_set_path_keeps_siblings_and_unknown_keys():
@@ -82,10 +82,10 @@ def test_delete_path_without_prune_keeps_empty_parents():
 
 
 def test_page_fields_come_from_schema_metadata():
-    assert widgets.page_fields("batch")[:3] == [
+    assert fields.page_fields("batch")[:3] == [
         "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"]
-    assert "zero_optimization" in widgets.page_fields("zero")
-    assert "tensorboard" in widgets.page_fields("monitoring")
+    assert "zero_optimization" in fields.page_fields("zero")
+    assert "tensorboard" in fields.page_fields("monitoring")
 
 
 json_values = st.recursive(
@@ -131,13 +131,13 @@ def test_share_decode_cleans_a_hostile_context():
 
 @pytest.mark.parametrize("text", ["NaN", "[1, Infinity]", '{"a": 1, "a": 2}', "{", "[" * 5000])
 def test_json_text_values_refuse_what_deepspeed_cannot_read(text):
-    value, error = widgets.parse_json_value(text, "some.path")
+    value, error = fields.parse_json_value(text, "some.path")
     assert value is None
     assert error.startswith("`some.path`: ")
 
 
 def test_json_text_value_parses_plain_json():
-    assert widgets.parse_json_value('{"classes": ["a"], "n": 1.5}', "p") == ({"classes": ["a"], "n": 1.5}, None)
+    assert fields.parse_json_value('{"classes": ["a"], "n": 1.5}', "p") == ({"classes": ["a"], "n": 1.5}, None)
 
 
 def test_share_decode_refuses_non_finite_numbers_and_deep_configs():

@@ -10,7 +10,7 @@ import streamlit as st
 
 from core import fit
 from core.findings import Finding, Report
-from ui import actions, app_state, focus, memory, widgets
+from ui import actions, app_state, fields, focus, memory
 
 
 def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tuple[str, Finding | None] | None:
@@ -24,11 +24,11 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tup
             return (f"`{finding.path}` is not a DeepSpeed section, so DeepSpeed ignores all of it: did you mean "
                     f"`{section}`? Until it is renamed, nothing in it takes effect.", finding)
     if report.errors:
-        return widgets.finding_text(report.errors[0]), report.errors[0]
+        return fields.finding_text(report.errors[0]), report.errors[0]
     if estimate is not None and not estimate.fits:
         return "It does not fit in memory: " + shortfall(estimate) + ".", None
     if report.warnings:
-        return widgets.finding_text(report.warnings[0]), report.warnings[0]
+        return fields.finding_text(report.warnings[0]), report.warnings[0]
     return None
 
 
@@ -156,7 +156,7 @@ def _focus(report: Report) -> None:
     if finding is None:
         return
     with st.container(border=True, key="focus"):
-        st.markdown(f":material/my_location: **You came here to fix:** {widgets.finding_text(finding)}")
+        st.markdown(f":material/my_location: **You came here to fix:** {fields.finding_text(finding)}")
         if finding.fix is not None:
             st.button(f"Fix: {finding.fix.description}", key="focus_fix", on_click=_apply_finding_fix,
                       args=(finding,), icon=":material/build:")

@@ -6,7 +6,7 @@ import streamlit as st
 
 import core
 from core.findings import Finding, Report
-from ui import app_state, focus, memory, widgets
+from ui import app_state, fields, focus, memory
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
 MAX_LISTED = 12
@@ -18,7 +18,7 @@ def finding_label(finding: Finding) -> str:
     message = finding.message if len(finding.message) <= 240 else finding.message[:237] + "…"
     # a did-you-mean belongs in the text a user reads, not only in the hover help
     hint = finding.suggestion if finding.suggestion and finding.suggestion.startswith("Did you mean") else ""
-    return widgets.safe_text(f"{_ICONS.get(finding.severity, '')} {where}{message}" + (f" {hint}" if hint else ""))
+    return fields.safe_text(f"{_ICONS.get(finding.severity, '')} {where}{message}" + (f" {hint}" if hint else ""))
 
 
 def render(report: Report) -> None:

@@ -1,0 +1,427 @@
+"""Field logic of the widgets, without Streamlit: how a schema field or an optimizer parameter is drawn (kind,
+bounds, default, choices, help), where its value lives in the config, when it is disabled, how typed JSON is
+read, and how findings are put into words. ``ui.widgets`` draws with these; everything here is unit-testable.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any, Literal
+
+import annotated_types as at
+from pydantic import BaseModel
+
+from core.findings import Finding, Report, join_path, split_path
+from core.io import check_finite_numbers
+from core.rules.context import lax_bool
+from core.schema import DeepSpeedConfig
+from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
+
+#: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
+SCHEDULER_TYPE = "scheduler.type"
+#: Largest integer a browser number widget holds exactly.
+JS_MAX_SAFE_INT = 2**53 - 1
+#: The field that switches a section on and off: any section model with a field of this name has one.
+SWITCH = "enabled"
+#: Longest text a code block shows in full; a larger file shows its beginning and says so (the download and
+#: the copy the user exports are always the whole file).
+MAX_SHOWN_LINES = 400
+#: Findings of one code drawn one by one; the others of that code are summarised in one line (a config at the
+#: size limit can hold tens of thousands of unknown keys, and nobody reads the 50th identical warning).
+MAX_DRAWN_PER_CODE = 20
+Kind = Literal["bool", "int", "float", "choice", "str", "json", "section"]
+Bounds = tuple[float | None, float | None]
+
+
+@dataclass(frozen=True)
+class FieldKind:
+    """How a field is drawn."""
+
+    kind: Kind
+    choices: tuple[Any, ...] = ()
+    optional: bool = False
+    """None is accepted (shown as "not set")."""
+    allows_auto: bool = False
+    """The type itself accepts the string "auto" (``int | Literal["auto"]``)."""
+
+
+@dataclass(frozen=True)
+class Form:
+    """What every widget of one page run needs to know: the config, its findings and the context."""
+
+    config: dict[str, Any]
+    report: Report
+    target: str
+    version: str
+    stage: int
+    shown: set[str] = dc_field(default_factory=set)
+    """Paths whose findings a widget of this run already showed."""
+
+    def findings_at(self, path: str) -> list[Finding]:
+        return [f for f in self.report.findings if f.path == path and f.severity in ("error", "warning")]
+
+    def findings_under(self, path: str) -> list[Finding]:
+        prefix = path + "."
+        return [f for f in self.report.findings
+                if (f.path == path or f.path.startswith(prefix)) and f.severity in ("error", "warning")]
+
+
+# --------------------------------------------------------------------------- schema fields
+
+
+def field_kind(field: SchemaField) -> FieldKind:
+    """Classify a schema field for drawing, from its annotation and metadata."""
+    annotation = field.info.annotation
+    args: tuple[Any, ...] = (annotation,)
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+    optional = type(None) in args
+    args = tuple(a for a in args if a is not type(None))
+    literals: list[Any] = []
+    plain: list[Any] = []
+    for arg in args:
+        if typing.get_origin(arg) is Literal:
+            literals.extend(typing.get_args(arg))
+        else:
+            plain.append(arg)
+    allows_auto = "auto" in literals and bool(plain)
+    if allows_auto:
+        literals.remove("auto")
+    if field.model is not None:
+        return FieldKind("section", optional=optional)
+    if field.meta.choices:
+        return FieldKind("choice", tuple(field.meta.choices), optional, allows_auto)
+    if len(plain) == 1 and isinstance(plain[0], type) and issubclass(plain[0], enum.Enum):
+        return FieldKind("choice", tuple(m.value for m in plain[0]), optional, allows_auto)
+    if literals and not plain:
+        return FieldKind("choice", tuple(literals), optional, allows_auto)
+    if plain == [bool]:
+        return FieldKind("bool", (), optional, allows_auto)
+    if plain == [int]:
+        return FieldKind("int", (), optional, allows_auto)
+    if set(plain) <= {int, float} and plain:
+        return FieldKind("float", (), optional, allows_auto)
+    if plain == [str]:
+        return FieldKind("str", (), optional, allows_auto)
+    return FieldKind("json", (), optional, allows_auto)
+
+
+def number_bounds(kind: Kind, ge: Any = None, gt: Any = None, le: Any = None, lt: Any = None) -> Bounds:
+    """(min, max) of a number widget: an integer's open bounds become closed ones; open float bounds are left to
+    the validator."""
+    if kind == "int":
+        low = ge if ge is not None else (gt + 1 if gt is not None else None)
+        high = le if le is not None else (lt - 1 if lt is not None else None)
+        return (None if low is None else int(low), None if high is None else int(high))
+    return (None if ge is None else float(ge), None if le is None else float(le))
+
+
+def bounds(field: SchemaField, kind: Kind) -> Bounds:
+    """(min, max) for a number widget from the field's Ge/Gt/Le/Lt."""
+    found: dict[str, Any] = {}
+    for item in field.info.metadata:
+        for name, cls in (("ge", at.Ge), ("gt", at.Gt), ("le", at.Le), ("lt", at.Lt)):
+            if isinstance(item, cls):
+                found[name] = getattr(item, name)
+    return number_bounds(kind, **found)
+
+
+def plain_default(field: SchemaField) -> Any:
+    """The field's default as it would appear in JSON (enums as their value)."""
+    value = field.default
+    if value is Ellipsis:
+        return None
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def config_path(config: Mapping[str, Any], path: str) -> str:
+    """The dotted path as it is (or would be) spelled in the config: at each step the key the config
+    already uses (name or alias), else the alias DeepSpeed documents (``stage3_...``), else the name."""
+    model: type[BaseModel] | None = DeepSpeedConfig
+    node: Any = config
+    out: list[str] = []
+    for key in split_path(path):
+        found = section_fields(model).get(key) if model is not None else None
+        if found is None:
+            out.append(key)
+            model = None
+        else:
+            used = next((k for k in found.keys if isinstance(node, Mapping) and k in node), None)
+            out.append(used or found.alias or found.name)
+            model = found.model
+        node = node.get(out[-1]) if isinstance(node, Mapping) else None
+    return ".".join(out)
+
+
+def field_for(path: str) -> SchemaField:
+    """The schema field at the dotted ``path`` (KeyError when the schema has none)."""
+    found = resolve(DeepSpeedConfig, path)
+    if found is None:
+        raise KeyError(f"{path!r} is not a field of the DeepSpeed schema")
+    return found
+
+
+def page_fields(page: str) -> list[str]:
+    """Names of the top-level schema fields the schema assigns to ``page``, in declaration order."""
+    return [f.name for f in unique_fields(DeepSpeedConfig) if f.meta.page == page]
+
+
+def help_text(field: SchemaField) -> str:
+    """Help text of a widget: description, unit, default, notes — all from the schema."""
+    parts = [field.info.description or ""]
+    meta = field.meta
+    default = plain_default(field)
+    if field.model is None:
+        parts.append(f"Default: `{json.dumps(default)}`" + (f" {meta.unit}" if meta.unit else "") + ".")
+    elif meta.unit:
+        parts.append(f"Unit: {meta.unit}.")
+    if meta.stages is not None:
+        parts.append("Applies to ZeRO stage " + ", ".join(str(s) for s in meta.stages) + ".")
+    if meta.hf_auto:
+        parts.append('The HF Trainer / Accelerate can fill this in ("auto").')
+    if meta.added:
+        parts.append(f"Added in DeepSpeed {meta.added}.")
+    if meta.removed:
+        parts.append(f"Removed in DeepSpeed {meta.removed}.")
+    if meta.deprecated:
+        parts.append("Deprecated" + (f": use `{meta.replaced_by}`." if meta.replaced_by else "."))
+    if meta.doc_note:
+        parts.append(f"Note: {meta.doc_note}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def _join(keys: list[str]) -> str:
+    out = ""
+    for key in keys:
+        out = join_path(out, key)
+    return out
+
+
+def switched_off(section_path: str, config: Mapping[str, Any]) -> str | None:
+    """Why the fields of the section at ``section_path`` do nothing now: the first section on the way
+    (itself or an enclosing one) whose schema has an ``enabled`` switch that is off in ``config``; or None.
+
+    Driven by the schema, not a list of sections: ``tensorboard``, ``wandb``, ``fp16``, ``flops_profiler``,
+    ``data_efficiency.data_sampling`` … all qualify by having the field. ``"auto"`` counts as on (the HF
+    Trainer fills it in); an absent switch takes the schema default.
+    """
+    model: type[BaseModel] | None = DeepSpeedConfig
+    node: Any = config
+    walked: list[str] = []
+    for key in split_path(section_path):
+        found = section_fields(model).get(key) if model is not None else None
+        if found is None or found.model is None:
+            return None
+        model = found.model
+        node = node.get(key) if isinstance(node, Mapping) else None
+        walked.append(key)
+        switch = section_fields(model).get(SWITCH)
+        if switch is None:
+            continue
+        value = node.get(SWITCH, plain_default(switch)) if isinstance(node, Mapping) else plain_default(switch)
+        if value != "auto" and lax_bool(value) is not True:
+            return f"`{_join(walked)}` is off: turn on `{SWITCH}` first."
+    return None
+
+
+def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> str | None:
+    """Why a field cannot be edited now (not in this DeepSpeed version, wrong ZeRO stage, its section
+    switched off), or None. ``path`` is the field's dotted path (needed for the section switch)."""
+    meta = field.meta
+    if not meta.exists_in(form.version):
+        when = f"removed in {meta.removed}" if meta.removed else f"added in {meta.added}"
+        return f"Not available in DeepSpeed {form.version} ({when})."
+    if meta.stages is not None and form.stage not in meta.stages:
+        stages = ", ".join(str(s) for s in meta.stages)
+        return f"Only has an effect with ZeRO stage {stages}; the current stage is {form.stage}."
+    if path:
+        # A section's own switch stays editable (only enclosing switches count); all else waits for it.
+        keys = split_path(path)[: -2 if field.name == SWITCH else -1]
+        return switched_off(_join(keys), form.config) if keys else None
+    return None
+
+
+def visible(field: SchemaField, form: Form, section_value: Any) -> bool:
+    """A field is listed when the config has it, or when it is current (not deprecated, in this version)."""
+    present = isinstance(section_value, Mapping) and any(k in section_value for k in field.keys)
+    if present:
+        return True
+    return not field.meta.deprecated and field.meta.exists_in(form.version)
+
+
+def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
+    """Whether the widget of ``kind`` can show ``value`` (else the value is edited as raw JSON)."""
+    if value is None:
+        return kind.optional or kind.kind in ("str", "json")
+    if kind.kind == "bool":
+        return isinstance(value, bool)
+    if kind.kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if kind.kind == "int" and (not isinstance(value, int) or abs(value) > JS_MAX_SAFE_INT):
+            return False  # the browser cannot hold it exactly: edit it as JSON text
+        return (low is None or value >= low) and (high is None or value <= high)
+    if kind.kind == "str":
+        return isinstance(value, str)
+    return True
+
+
+def choice_options(kind: FieldKind, value: Any) -> list[Any]:
+    """The options of a choice widget: not-set first when optional, and the current value even when it is
+    not one of the choices (so the widget shows what the config holds)."""
+    options: list[Any] = ([None] if kind.optional else []) + list(kind.choices)
+    if value not in options:
+        options.append(value)
+    return options
+
+
+def choice_label(value: Any, field: SchemaField, default: Any) -> str:
+    """The label of one option of a schema field's choice widget (enum values with their name)."""
+    if value is None:
+        return f"— not set (default: {json.dumps(default)}) —"
+    annotation = field.info.annotation
+    for arg in (annotation, *typing.get_args(annotation)):
+        if isinstance(arg, type) and issubclass(arg, enum.Enum):
+            try:
+                return f"{value} — {arg(value).name.replace('_', ' ')}"
+            except ValueError:
+                return str(value)
+    return str(value)
+
+
+# --------------------------------------------------------------------------- registry parameters
+
+
+def param_kind(param: Any, value: Any) -> FieldKind:
+    """How to draw an optimizer/scheduler ``Param`` (from ``core.schema.optimizer``) holding ``value``."""
+    types_ = set(param.types)
+    optional = True  # a parameter can always be left out of ``params`` (required ones are then a finding)
+    if param.choices:
+        return FieldKind("choice", tuple(param.choices), optional)
+    if "array" in types_ and (isinstance(value, list) or types_ <= {"array", "null"}):
+        return FieldKind("json", (), optional)
+    if "boolean" in types_:
+        return FieldKind("bool", (), optional)
+    if ("integer" in types_ and "number" not in types_) or ("number" in types_ and param.unit == "steps"):
+        return FieldKind("int", (), optional)  # a step count is an integer even where DeepSpeed takes a float
+    if "number" in types_:
+        return FieldKind("float", (), optional)
+    if "string" in types_:
+        return FieldKind("str", (), optional)
+    return FieldKind("json", (), optional)
+
+
+def param_bounds(param: Any, kind: Kind) -> Bounds:
+    """(min, max) for a parameter's number widget."""
+    return number_bounds(kind, param.ge, param.gt, param.le, param.lt)
+
+
+def param_help(param: Any) -> str:
+    """Help text of a parameter's widget: description, required or default, notes."""
+    parts = [param.description]
+    if param.required:
+        parts.append("Required.")
+    else:
+        parts.append(f"Default: `{json.dumps(param.default)}`" + (f" {param.unit}" if param.unit else "") + ".")
+    if param.doc_note:
+        parts.append(f"Note: {param.doc_note}")
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- typed text
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a valid JSON number; write a finite number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice; DeepSpeed refuses duplicate keys")
+        out[key] = value
+    return out
+
+
+def parse_json_value(text: str, path: str) -> tuple[Any, str | None]:
+    """Parse a JSON value typed into a text area: (value, None) or (None, an error naming line and column)."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        check_finite_numbers(value)  # 1e400 overflows to infinity: refused, like the importer does
+        return value, None
+    except json.JSONDecodeError as exc:
+        return None, f"`{path}`: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+    except (ValueError, RecursionError) as exc:
+        return None, f"`{path}`: {exc}."
+
+
+def json_text(value: Any) -> tuple[str, int]:
+    """A value as the text of a JSON text area, and the area's height in pixels."""
+    text = "" if value is None else json.dumps(value, indent=2 if isinstance(value, dict | list) else None)
+    return text, 68 if "\n" not in text else min(300, 40 + 22 * text.count("\n"))
+
+
+def safe_text(text: str) -> str:
+    """Text Streamlit can send to the browser: lone surrogates (from "\\ud800" escapes in a config) shown as
+    escapes instead of failing the page."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def preview(text: str) -> tuple[str, str | None]:
+    """What a code block shows of ``text``: all of it, or its first ``MAX_SHOWN_LINES`` lines and a caption."""
+    lines = text.count("\n") + 1
+    if lines <= MAX_SHOWN_LINES:
+        return text, None
+    head = "\n".join(text.split("\n", MAX_SHOWN_LINES)[:MAX_SHOWN_LINES])
+    return head, (f"The first {MAX_SHOWN_LINES:,} of {lines:,} lines ({len(text.encode()) / 1024:,.0f} KiB) are "
+                  "shown; the download holds all of it.")
+
+
+# --------------------------------------------------------------------------- findings in words
+
+
+def finding_text(finding: Finding) -> str:
+    """A finding as markdown: code, path, message and suggestion (safe to send to the browser)."""
+    text = f"**{finding.code}** at `{finding.path or '(top level)'}` — {finding.message}"
+    if finding.suggestion:
+        text += f"\n\n{finding.suggestion}"
+    return safe_text(text)
+
+
+def inline_finding_text(finding: Finding) -> str:
+    """A finding shown under its widget: code, message and suggestion (the path is the widget's)."""
+    return safe_text(f"**{finding.code}** — {finding.message}" + (f"\n\n{finding.suggestion}" if finding.suggestion
+                                                                else ""))
+
+
+def drawn_findings(findings: Iterable[Finding]) -> tuple[list[Finding], dict[str, list[Finding]]]:
+    """The findings to draw one by one, and for each code with more than ``MAX_DRAWN_PER_CODE`` the rest."""
+    drawn: list[Finding] = []
+    rest: dict[str, list[Finding]] = {}
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+        if counts[finding.code] <= MAX_DRAWN_PER_CODE:
+            drawn.append(finding)
+        else:
+            rest.setdefault(finding.code, []).append(finding)
+    return drawn, rest
+
+
+def rest_text(code: str, findings: list[Finding]) -> str:
+    """The one line that stands for the findings of ``code`` that ``drawn_findings`` left undrawn."""
+    paths = ", ".join(f"`{f.path}`" for f in findings[:5])
+    return safe_text(f"…and **{len(findings):,}** more **{code}** findings like those above ({paths}, …); "
+                     "`dsconfig validate` lists every one.")
