@@ -1,4 +1,4 @@
-"""``dsconfig``: validate, migrate, export the JSON Schema, estimate memory and use presets.
+"""``dsconfig``: validate, fix, explain, migrate, export the JSON Schema, estimate memory and use presets.
 
 Exit codes: 0 no errors, 1 errors found, 2 unreadable input or bad usage.
 """
@@ -110,6 +110,51 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
+    import difflib
+
+    from core.autofix import fix_until_stable
+
+    config = read_config_file(args.file)
+    result = fix_until_stable(config, unsafe=args.unsafe, world_size=args.world_size, target=args.target,
+                              version=args.deepspeed_version)
+    for finding in result.applied:
+        kind = "safe" if finding.fix and finding.fix.safe else "unsafe"
+        sys.stderr.write(f"fixed ({kind}): {finding.code} {finding.path or '(config)'}: "
+                         f"{finding.fix.description if finding.fix else ''}\n")
+    for finding in result.skipped:
+        why = "unsafe, use --unsafe" if finding.fix and not finding.fix.safe and not args.unsafe else "no effect"
+        sys.stderr.write(f"not applied ({why}): {finding.code} {finding.path or '(config)'}: "
+                         f"{finding.fix.description if finding.fix else ''}\n")
+    left = result.report
+    sys.stderr.write(f"{args.file}: {len(result.applied)} fix(es) applied; {len(left.errors)} error(s), "
+                     f"{len(left.warnings)} warning(s) left\n")
+    before, after = dump_config(config), dump_config(result.config)
+    if args.diff:
+        out.writelines(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                            args.file, f"{args.file} (fixed)"))
+    elif args.output:
+        _write(args.output, after)
+        sys.stderr.write(f"wrote {args.output}\n")
+    else:
+        out.write(after)
+    return EXIT_OK if left.ok else EXIT_ERRORS
+
+
+def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
+    from core.rules import explain
+    from core.rules.codes import lookup
+
+    if args.code is None:
+        out.write(explain.index())
+        return EXIT_OK
+    entry = lookup(args.code)
+    if entry is None:
+        raise CliError(f"no finding code {args.code!r}; `dsconfig explain` lists them all")
+    out.write(explain.text(entry))
+    return EXIT_OK
+
+
 def _write(path: str, text: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
@@ -154,6 +199,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--write", action="store_true", help="rewrite FILE in place (default: print the result)")
     p.set_defaults(handler=cmd_migrate)
+
+    p = sub.add_parser("fix", help="apply the validator's safe fixes until the config is stable; exit 1 if "
+                       "errors are left")
+    p.add_argument("file", metavar="FILE", help="config file (JSON or HJSON); - for stdin")
+    p.add_argument("--unsafe", action="store_true",
+                   help="also apply unsafe fixes (they choose values or change what DeepSpeed does)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--diff", action="store_true", help="print a unified diff instead of the fixed config")
+    where.add_argument("-o", "--output", metavar="OUT", help="write the fixed config to OUT (may be FILE itself)")
+    p.add_argument("--world-size", type=_positive_int, default=1, help="data-parallel GPU count (default 1)")
+    common(p)
+    p.set_defaults(handler=cmd_fix)
+
+    p = sub.add_parser("explain", help="what a finding code means, with an example (no CODE: list every code)")
+    p.add_argument("code", nargs="?", metavar="CODE", help="a finding code such as removed.key")
+    p.set_defaults(handler=cmd_explain)
 
     p = sub.add_parser("schema", help="print the JSON Schema of ds_config.json (for VS Code)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")

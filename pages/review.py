@@ -6,6 +6,7 @@ import streamlit as st
 
 import core
 from core import autofill, export
+from core.autofix import fix_until_stable
 from core.cli_versions import works_with
 from ui import app_state, fields, focus, frame, headline, memory, widgets
 
@@ -31,24 +32,25 @@ report = form.report
 counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warning", "info")}
 st.markdown(f"**{counts['error']}** errors · **{counts['warning']}** warnings · **{counts['info']}** notes "
             f"(DeepSpeed {form.version}, {form.target}, {app_state.world_size(ctx)} GPUs)")
-fixable = [f for f in report.findings if f.fix is not None and f.severity in ("error", "warning")]
+safe = [f for f in report.findings if f.fix is not None and f.fix.safe and f.severity in ("error", "warning")]
+UNSAFE_LEFT = "review_unsafe_left"
 
 
 def _fix_all() -> None:
-    # Apply one fix at a time and re-validate, because one fix can make another unnecessary.
-    for _ in range(50):
-        rep = app_state.report()
-        todo = next((f for f in rep.findings if f.fix is not None and f.severity in ("error", "warning")), None)
-        if todo is None:
-            return
-        fixed = todo.fix.apply(app_state.get_config())
-        if fixed == app_state.get_config():
-            return
-        app_state.replace_config(fixed)
+    result = fix_until_stable(app_state.get_config(), world_size=app_state.world_size(ctx), target=ctx["target"],
+                              version=ctx["version"])
+    if result.applied:
+        app_state.replace_config(result.config)
+    st.session_state[UNSAFE_LEFT] = [f"`{f.path or f.code}`: {f.fix.description}" for f in result.skipped if f.fix]
 
 
-if len(fixable) > 1:
-    st.button(f"Apply all {len(fixable)} fixes", key="review_fix_all", on_click=_fix_all, icon=":material/build:")
+if safe:
+    st.button(f"Apply {len(safe)} safe fix{'es' if len(safe) > 1 else ''}", key="review_fix_all", on_click=_fix_all,
+              icon=":material/build:", help="Safe fixes keep what DeepSpeed does; the others choose values, so "
+              "each has its own button below.")
+if st.session_state.get(UNSAFE_LEFT):
+    st.info("Not applied, because they change what DeepSpeed does (review each below):\n\n"
+            + "\n".join(f"- {fields.safe_text(t)}" for t in st.session_state.pop(UNSAFE_LEFT)))
 drawn, rest = fields.drawn_findings(report.findings)
 for finding in drawn:
     page = app_state.PAGES.get(finding.page or "")

@@ -6,7 +6,7 @@ import copy
 import json
 
 from streamlit.testing.v1 import AppTest
-from test_app_support import APP, ROOT, app, sidebar_findings, texts
+from test_app_support import APP, ROOT, app, sidebar_findings
 
 import core
 from core import export
@@ -106,14 +106,20 @@ def test_advanced_removed_section_is_shown_only_when_present_with_error():
 
 # ------------------------------------------------------------------ review & export
 
-def test_review_lists_findings_and_fix_all_fixes_everything():
-    cfg = dict(PRESETS["zero3-offload-cpu"].config, train_batch_size=7, fp16={"enabled": True})
+def test_review_lists_findings_and_apply_all_applies_the_safe_fixes_and_lists_the_rest():
+    cfg = dict(PRESETS["zero3-offload-cpu"].config, train_batch_size=7, fp16={"enabled": True},
+               amp={"enabled": False}, bfloat16={"enabled": True})
     at = app(json.loads(json.dumps(cfg)), page="pages/review.py")
-    assert {"batch.product", "precision.fp16-and-bf16"} <= {e.value.split("**")[1] for e in at.main.error}
+    errors = {e.value.split("**")[1] for e in at.main.error}
+    assert {"batch.product", "precision.fp16-and-bf16", "removed.key"} <= errors
     at.button(key="review_fix_all").click().run()
-    assert core.validate(at.session_state["config"], world_size=8).ok
-    assert not at.main.error
-    assert texts(at.sidebar.success)[0] == "No errors or warnings"
+    fixed = at.session_state["config"]
+    assert "amp" not in fixed and "bfloat16" not in fixed  # safe: removed/ignored keys
+    assert fixed["train_batch_size"] == 7 and fixed["fp16"] == {"enabled": True}  # unsafe: left for the user
+    assert core.validate(fixed, world_size=8).codes() & {"removed.key", "deprecated.bfloat16-ignored"} == set()
+    listed = " ".join(i.value for i in at.main.info)
+    assert "Not applied" in listed and "train_batch_size" in listed and "Keep bf16, disable fp16" in listed
+    assert {e.value.split("**")[1] for e in at.main.error} == {"batch.product", "precision.fp16-and-bf16"}
 
 
 def test_review_diff_against_baseline_and_download_matches():

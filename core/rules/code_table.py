@@ -1,0 +1,416 @@
+"""The entries of the finding-code table (``core.rules.codes`` looks them up): one ``Code`` per finding code,
+grouped by topic as the rules are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.findings import Severity
+
+Fails = Literal["parse", "initialize", "training", "ignored", "n/a"]
+
+
+@dataclass(frozen=True)
+class Code:
+    """One finding code."""
+
+    code: str
+    severity: Severity
+    fails: Fails
+    fix_safe: bool | None
+    """True: the fix is safe; False: unsafe; None: no automatic fix."""
+    summary: str
+    why: str
+    example: dict[str, Any] | None
+    """A config that gets this finding (None only for defensive codes no known config triggers)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """``validate`` keyword arguments for the example (world_size, target, version)."""
+    other_severity: Severity | None = None
+    """The severity this code has in the other kind of section (e.g. a warning where DeepSpeed ignores)."""
+    family: bool = False
+    """The entry stands for every code that starts with its prefix (``type.<pydantic error type>``)."""
+
+    @property
+    def prefix(self) -> str:
+        return self.code.split("<")[0]
+
+    def example_settings(self) -> dict[str, Any]:
+        """``validate`` keyword arguments for the example: its settings, else the newest release."""
+        from core.versions import RELEASES
+
+        return {"version": RELEASES[-1], **self.settings}
+
+
+B: dict[str, Any] = {"train_micro_batch_size_per_gpu": 1}
+
+
+def _c(code: str, severity: Severity, fails: Fails, fix_safe: bool | None, summary: str, why: str,
+       example: dict[str, Any] | None, **extra: Any) -> Code:
+    return Code(code, severity, fails, fix_safe, summary, why, example, **extra)
+
+
+TABLE: tuple[Code, ...] = (
+    # ---- the config as a whole
+    _c("config.not-object", "error", "parse", None, "The config is not a JSON object.",
+       "DeepSpeed reads a config as a dict; a list, string or number is refused before anything else.",
+       None),
+    # ---- keys
+    _c("keys.unknown", "error", "parse", False, "Unknown key in a section DeepSpeed checks strictly.",
+       "Pydantic sections of DeepSpeed (zero_optimization, fp16, ...) forbid extra keys: the whole config is "
+       "rejected with \"Extra inputs are not permitted\". The fix renames the key to the closest known one or "
+       "moves it to the section where it belongs, which starts DeepSpeed reading it.",
+       {**B, "zero_optimization": {"stge": 1}}),
+    _c("keys.unknown-ignored", "warning", "ignored", False, "Unknown key in a section DeepSpeed reads leniently.",
+       "Sections read with dict.get (activation_checkpointing, ...) ignore keys they do not know, so a typo "
+       "silently leaves the setting at its default.",
+       {**B, "activation_checkpointing": {"partition_activation": True}}),
+    _c("keys.unknown-top-level", "warning", "ignored", False, "Unknown top-level key.",
+       "DeepSpeed ignores top-level keys it does not know: `zero_optimisation` configures nothing, and the run "
+       "trains without ZeRO. The fix renames it to the closest known key or moves it where it belongs.",
+       {**B, "zero_optimisation": {"stage": 2}}),
+    _c("keys.unknown-auto", "warning", "ignored", False, "Unknown key whose value is \"auto\".",
+       "DeepSpeed drops keys whose value is \"auto\" before it checks a strict section, so this unknown key is "
+       "ignored instead of rejected.",
+       {**B, "bf16": {"enabled": True, "initial_scale_power": "auto"}}),
+    _c("keys.not-in-version", "error", "parse", True, "A key the chosen DeepSpeed release does not have.",
+       "The key was added after, or removed before, the release validated for. A strict section rejects it; "
+       "a lenient one ignores it (then it is a warning). Removing it is safe: this release gives it no meaning.",
+       {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": True}}, settings={"version": "0.19.5"},
+       other_severity="warning"),
+    _c("keys.alias-clash", "error", "parse", True, "A key and its alias are both set.",
+       "DeepSpeed reads the alias (e.g. `stage3_prefetch_bucket_size`) and rejects the other spelling as an "
+       "unknown key. Removing the spelling DeepSpeed does not read keeps the value it uses.",
+       {**B, "zero_optimization": {"stage": 3, "prefetch_bucket_size": 20, "stage3_prefetch_bucket_size": 10}}),
+    _c("keys.doc-only", "error", "parse", True, "A key the DeepSpeed docs mention but DeepSpeed does not read.",
+       "The docs list keys the code never had or no longer reads. A strict section rejects them; elsewhere they "
+       "are ignored (a warning). Removing them changes nothing DeepSpeed does.",
+       {**B, "zero_optimization": {"stage": 3, "cpu_offload_params": True}}, other_severity="warning"),
+    _c("keys.ignored", "warning", "ignored", False, "A documented key this DeepSpeed release ignores.",
+       "The key is in the docs and the schema, but the release never reads it; where it has a replacement the "
+       "fix renames it, which makes DeepSpeed start using the value.",
+       {**B, "aio": {"thread_count": 4}}),
+    _c("removed.key", "error", "parse", True, "A key DeepSpeed removed and now refuses.",
+       "DeepSpeed 0.19.8 refuses any config that contains a removed section such as `amp` or `elasticity`, "
+       "even a disabled one (deepspeedai/DeepSpeed#8489). Removing it is safe: this release gives it no meaning.",
+       {**B, "amp": {"enabled": False}}),
+    # ---- types and values
+    _c("type.<pydantic error type>", "error", "parse", None, "A value of the wrong type or out of bounds.",
+       "DeepSpeed's pydantic models check types and bounds while reading the config; the code names pydantic's "
+       "error type (type.int_parsing, type.bool_parsing, type.greater_than, type.literal_error, type.enum, "
+       "type.model_type, type.value_error, ...). Every such error is collected, not only the first.",
+       {**B, "zero_optimization": {"stage": 2, "reduce_bucket_size": "lots"}}, family=True),
+    _c("type.engine", "error", "initialize", None, "A wrong value DeepSpeed only notices at initialize.",
+       "The section is read leniently, so the value passes parsing; deepspeed.initialize then fails using it.",
+       {**B, "expert_parallel": {"score_apply": None}}),
+    _c("type.unchecked", "warning", "training", None, "A wrong value DeepSpeed does not check.",
+       "The section is read with dict.get and the value is carried along unchecked; the mistake surfaces later, "
+       "in training, if the value is used.",
+       {**B, "checkpoint": {"parallel_write": None}}),
+    _c("type.unreadable", "error", "parse", None, "DeepSpeed cannot read the config at all.",
+       "A section's own validator failed outside pydantic's error handling (absurd numbers, deep nesting). No "
+       "known config triggers it; it keeps such a failure a finding rather than a crash.",
+       None),
+    # ---- batch
+    _c("batch.missing", "error", "parse", False, "No batch size is set.",
+       "DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu. The fix sets a micro batch of 1.",
+       {}),
+    _c("batch.product", "error", "parse", False, "The batch sizes do not multiply out on this GPU count.",
+       "DeepSpeed checks train_batch_size = micro batch × gradient accumulation × data-parallel GPUs and stops "
+       "with \"Check batch related parameters\". A config can be right on 8 GPUs and wrong on 64: validate for "
+       "the GPU count you run. The fix picks values that work, which changes the training batch.",
+       {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1},
+       settings={"world_size": 3}),
+    _c("batch.tb-positive", "error", "parse", False, "train_batch_size is not positive.",
+       "DeepSpeed asserts train_batch_size > 0 while reading the config.",
+       {"train_batch_size": -8}),
+    _c("batch.mb-positive", "error", "parse", False, "The micro batch per GPU is not positive.",
+       "Set directly or derived (train_batch_size ÷ GPUs ÷ accumulation), the micro batch must be > 0: "
+       "train_batch_size 2 on 4 GPUs gives 0.",
+       {"train_batch_size": 2}, settings={"world_size": 4}),
+    _c("batch.ga-positive", "error", "parse", False, "gradient_accumulation_steps is not positive.",
+       "Set directly or derived (train_batch_size ÷ micro batch ÷ GPUs), the accumulation must be > 0.",
+       {"train_batch_size": 4, "train_micro_batch_size_per_gpu": 2}, settings={"world_size": 4}),
+    _c("batch.zero-division", "error", "parse", False, "DeepSpeed divides by zero deriving a batch value.",
+       "Deriving the missing batch value divides by the others; a 0 among them stops DeepSpeed.",
+       {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 0}),
+    _c("batch.overflow", "error", "parse", False, "The batch values are too large to compute with.",
+       "A number beyond the floating-point range makes DeepSpeed's batch arithmetic fail.",
+       {"train_batch_size": 10**400, "train_micro_batch_size_per_gpu": 1.0}),
+    _c("batch.type", "error", "parse", False, "A batch value is not a number.",
+       "DeepSpeed does arithmetic with the batch values while reading the config; a string such as \"8\" or "
+       "\"eight\" fails. The fix writes the number without quotes when it is one.",
+       {"train_batch_size": "eight"}),
+    _c("batch.not-integer", "warning", "n/a", None, "A batch value is not a whole number.",
+       "DeepSpeed accepts 1.5 as a micro batch, but data loaders need whole numbers.",
+       {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}),
+    _c("misc.sequence-parallel-invalid", "error", "parse", False, "sequence_parallel_size is not positive.",
+       "DeepSpeed divides the GPU count by sequence_parallel_size to get the data-parallel size.",
+       {**B, "sequence_parallel_size": 0}),
+    _c("misc.sequence-parallel", "warning", "n/a", None, "sequence_parallel_size does not divide the GPUs.",
+       "The data-parallel size (GPUs ÷ sequence_parallel_size) becomes a fraction.",
+       {**B, "sequence_parallel_size": 3}, settings={"world_size": 8}),
+    _c("elasticity.batch-keys", "error", "parse", False, "Elastic training with explicit batch keys.",
+       "DeepSpeed 0.19.5's elasticity computes the batch itself and refuses batch keys unless "
+       "ignore_non_elastic_batch_info is true (ElasticityConfigError).",
+       {**B, "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]}},
+       settings={"version": "0.19.5"}),
+    # ---- "auto"
+    _c("auto.crash", "error", "parse", None, "\"auto\" where plain DeepSpeed crashes.",
+       "Only the HF Trainer / Accelerate replace \"auto\"; DeepSpeed itself computes with the batch values and "
+       "fails on the string. Choose the HF target if the HF Trainer passes the config on.",
+       {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}),
+    _c("auto.fails", "error", "training", False, "\"auto\" DeepSpeed keeps and later fails on.",
+       "Plain DeepSpeed keeps the string \"auto\" and training fails the first time it uses the value. The fix "
+       "writes the default.",
+       {**B, "gradient_clipping": "auto"}),
+    _c("auto.kept-optimizer", "error", "initialize", None, "\"auto\" in the optimizer or scheduler section.",
+       "Plain DeepSpeed passes \"auto\" on to the optimizer or scheduler constructor, and deepspeed.initialize "
+       "fails.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}),
+    _c("auto.kept", "warning", "training", None, "\"auto\" DeepSpeed keeps as a value.",
+       "Plain DeepSpeed keeps the string as the value, which breaks when training uses it.",
+       {**B, "prescale_gradients": "auto"}),
+    _c("auto.default", "info", "n/a", True, "\"auto\" that means the default.",
+       "A pydantic section drops \"auto\", so DeepSpeed uses the default. Writing the default explicitly is safe "
+       "and makes the config self-explanatory.",
+       {**B, "zero_optimization": {"parameter_alignment": "auto"}}),
+    _c("auto.not-filled", "error", "parse", False, "\"auto\" the HF Trainer does not fill in.",
+       "With the HF target, \"auto\" is fine only where the HF Trainer / Accelerate replace it; elsewhere "
+       "DeepSpeed sees the literal string. The fix writes the default.",
+       {**B, "steps_per_print": "auto"}, settings={"target": "hf"}),
+    # ---- precision and communication
+    _c("precision.fp16-and-bf16", "error", "parse", False, "fp16 and bf16 are both enabled.",
+       "DeepSpeed allows one of them (\"bfloat16 and fp16 modes cannot be simultaneously enabled\"). The fix keeps "
+       "bf16 (Ampere or newer GPUs).",
+       {**B, "fp16": {"enabled": True}, "bf16": {"enabled": True}}),
+    _c("precision.null", "error", "parse", False, "fp16 (or bf16 in releases that read it with dict.get) is null.",
+       "DeepSpeed calls .get on the section and fails on null.",
+       {**B, "fp16": None}),
+    _c("precision.master-weights-stage", "error", "parse", False, "Master-weight options at an unsupported stage.",
+       "fp16/bf16_master_weights_and_grads and bf16_optimizer_states work only with some ZeRO stages, as the "
+       "release's own check says. The fix switches the ZeRO stage.",
+       {**B, "bf16": {"enabled": True, "bf16_master_weights_and_grads": True}}),
+    _c("precision.bf16-optimizer-states", "error", "parse", False,
+       "bf16_optimizer_states without bf16_master_weights_and_grads.",
+       "DeepSpeed requires bf16 master weights for bf16 optimizer states.",
+       {**B, "zero_optimization": {"stage": 1},
+        "bf16": {"enabled": True, "bf16_optimizer_states": True}}),
+    _c("precision.loss-scale-unused", "warning", "ignored", None, "fp16 loss-scaling keys with fp16 off.",
+       "loss_scale, initial_scale_power, ... only act with fp16 enabled.",
+       {**B, "fp16": {"enabled": False, "loss_scale": 128}}),
+    _c("precision.autocast-dtype", "error", "parse", False, "torch_autocast.dtype is not a known dtype.",
+       "DeepSpeed converts the name to a torch dtype while reading the config.",
+       {**B, "torch_autocast": {"enabled": True, "dtype": "float8"}}),
+    _c("precision.autocast-modules", "error", "parse", None, "lower_precision_safe_modules is not a list of names.",
+       "DeepSpeed expects module class names (strings) such as \"torch.nn.Linear\".",
+       {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}}),
+    _c("deprecated.bfloat16-ignored", "warning", "ignored", True, "`bfloat16` next to `bf16`.",
+       "`bfloat16` is only read when `bf16` is absent; removing it changes nothing.",
+       {**B, "bf16": {"enabled": True}, "bfloat16": {"enabled": True}}),
+    _c("comm.dtype", "error", "parse", False, "communication_data_type is not fp32, fp16 or bf16.",
+       "DeepSpeed accepts only these three and stops otherwise.",
+       {**B, "communication_data_type": "fp8"}),
+    _c("comm.allreduce-op", "error", "parse", False, "gradient_allreduce_op is not mean or sum.",
+       "DeepSpeed accepts \"mean\" or \"sum\".",
+       {**B, "gradient_allreduce_op": "max"}),
+    _c("comm.allreduce-sum", "error", "parse", False, "gradient_allreduce_op \"sum\" with ZeRO-3, ZenFlow or "
+       "DeepCompile.", "These do not support summed gradients; DeepSpeed refuses the combination.",
+       {**B, "gradient_allreduce_op": "sum", "zero_optimization": {"stage": 3}}),
+    # ---- ZeRO
+    _c("deprecated.zero-bool", "warning", "n/a", True, "`zero_optimization` written as true/false.",
+       "The deprecated boolean form: true is stage 1, false stage 0. The fix writes the same stage as an object.",
+       {**B, "zero_optimization": True}),
+    _c("zero.null", "error", "parse", False, "`zero_optimization` is null.",
+       "DeepSpeed expects an object and fails reading null. The fix removes it (no ZeRO).",
+       {**B, "zero_optimization": None}),
+    _c("deprecated.key", "warning", "n/a", True, "A deprecated key with a newer spelling.",
+       "cpu_offload, cpu_offload_param, `bfloat16`, ...: DeepSpeed still reads them (or ignores them), and "
+       "`dsconfig migrate` rewrites them to the equivalent new form.",
+       {**B, "zero_optimization": {"stage": 2, "cpu_offload": True}}),
+    _c("deprecated.with-replacement", "error", "parse", False, "A deprecated key and its replacement both set.",
+       "DeepSpeed stops (\"Cannot provide deprecated parameter ... and replacing parameter ... together\"). The "
+       "fix removes the deprecated one; if the two disagree, that changes the setting.",
+       {**B, "zero_optimization": {"stage": 2, "cpu_offload": True, "offload_optimizer": {"device": "cpu"}}}),
+    _c("zero.offload-param-below-3", "warning", "ignored", False, "Parameter offload below ZeRO stage 3.",
+       "Only stage 3 partitions and offloads parameters; below it offload_param does nothing. The fix switches "
+       "to stage 3.",
+       {**B, "zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}),
+    _c("zero.offload-optimizer-stage-0", "warning", "ignored", False, "Optimizer offload without ZeRO.",
+       "Optimizer offload needs ZeRO stage 1, 2 or 3. The fix switches to stage 2.",
+       {**B, "zero_optimization": {"offload_optimizer": {"device": "cpu"}}}),
+    _c("zero.nvme-without-path", "warning", "training", False, "NVMe offload without nvme_path.",
+       "DeepSpeed accepts it and fails when it starts swapping. The fix sets a placeholder path to edit.",
+       {**B, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}),
+    _c("zero.elastic-checkpoint-stage-3", "warning", "ignored", True, "elastic_checkpoint with ZeRO stage 3.",
+       "DeepSpeed warns and ignores it at stage 3; removing it changes nothing.",
+       {**B, "zero_optimization": {"stage": 3, "elastic_checkpoint": True}}),
+    _c("zero.stage3-keys-unused", "info", "ignored", None, "Stage-3 settings at stage 1 or 2.",
+       "stage3_* knobs do nothing below stage 3; fine to keep if you switch stages.",
+       {**B, "zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1000000000}}),
+    _c("zero.hpz-partition", "warning", "n/a", None, "zero_hpz_partition_size does not divide the GPUs.",
+       "ZeRO++ hpZ needs the secondary partition to divide the world size (normally the GPUs per node).",
+       {**B, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}}, settings={"world_size": 12}),
+    _c("zero.reduce-bucket-size", "error", "parse", False, "reduce_bucket_size is not greater than 0.",
+       "Releases that bound it require a positive bucket size. The fix sets the default (5e8 elements).",
+       {**B, "zero_optimization": {"stage": 2, "reduce_bucket_size": 0}}),
+    # ---- optimizer and scheduler
+    _c("optimizer.not-object", "error", "parse", False, "`optimizer` is not an object.",
+       "DeepSpeed reads type and params from it. The fix removes it (pass your own optimizer instead).",
+       {**B, "optimizer": None}),
+    _c("optimizer.params-not-object", "error", "parse", False, "optimizer.params is not an object.",
+       "DeepSpeed passes the params as keyword arguments to the optimizer.",
+       {**B, "optimizer": {"type": "AdamW", "params": [1]}}),
+    _c("optimizer.type-not-string", "error", "parse", False, "optimizer.type is not a string.",
+       "DeepSpeed calls .lower() on it while reading the config.",
+       {**B, "optimizer": {"type": 3, "params": {}}}),
+    _c("optimizer.no-type", "warning", "ignored", False, "optimizer.params without optimizer.type.",
+       "DeepSpeed builds no optimizer and ignores the params. The fix sets AdamW.",
+       {**B, "optimizer": {"params": {"lr": 0.001}}}),
+    _c("optimizer.unknown", "error", "initialize", False, "An optimizer DeepSpeed does not know.",
+       "DeepSpeed's own optimizers match in any case, torch.optim classes only in exact case; "
+       "deepspeed.initialize fails (\"... is not a supported DeepSpeed Optimizer\"). The fix uses the closest "
+       "name.",
+       {**B, "optimizer": {"type": "sgd", "params": {"lr": 0.1}}}),
+    _c("optimizer.unknown-param", "error", "initialize", False, "An optimizer parameter the class does not take.",
+       "DeepSpeed calls the optimizer class with params as keyword arguments; an unknown one is a TypeError at "
+       "deepspeed.initialize. The fix renames it to the closest parameter or removes it.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "beta": [0.9, 0.99]}}}),
+    _c("optimizer.param-type", "error", "initialize", False, "An optimizer parameter of the wrong type.",
+       "The optimizer constructor fails on it at deepspeed.initialize. The fix writes the default.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": "fast"}}}),
+    _c("optimizer.param-choice", "warning", "n/a", False, "An optimizer parameter outside its choices.",
+       "The parameter accepts a fixed set of values, e.g. OneBitAdam's comm_backend_name. The fix writes the "
+       "default.",
+       {**B, "optimizer": {"type": "OneBitAdam", "params": {"comm_backend_name": "gloo"}}},
+       settings={"version": "0.19.5"}),
+    _c("optimizer.param-range", "warning", "initialize", False, "An optimizer parameter out of range.",
+       "For example a negative learning rate, which torch optimizers refuse. The fix writes the default.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": -1.0}}}),
+    _c("optimizer.max-grad-norm", "error", "initialize", False, "max_grad_norm in optimizer params.",
+       "DeepSpeed refuses it (ValueError at deepspeed.initialize): clipping is set with gradient_clipping. The "
+       "fix moves the value there.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "max_grad_norm": 1.0}}}),
+    _c("optimizer.max-grad-norm-type", "error", "parse", False, "max_grad_norm in optimizer params, not a number.",
+       "DeepSpeed compares it with 0 while reading the config and fails on a non-number. The fix removes it and "
+       "sets gradient_clipping to 1.0.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "max_grad_norm": "x"}}}),
+    _c("optimizer.lamb-static-loss-scale", "error", "initialize", False, "Lamb/OneBit optimizers with a static "
+       "loss scale.", "They need dynamic loss scaling; DeepSpeed checks fp16.loss_scale even with fp16 off. The "
+       "fix sets loss_scale 0 (dynamic).",
+       {**B, "optimizer": {"type": "Lamb"}, "fp16": {"loss_scale": 128}}),
+    _c("optimizer.untested-with-zero", "error", "initialize", False, "An optimizer ZeRO was not tested with.",
+       "deepspeed.initialize refuses it unless zero_allow_untested_optimizer is true; the fix sets it, which "
+       "accepts the risk.",
+       {**B, "zero_optimization": {"stage": 1}, "optimizer": {"type": "Lamb", "params": {"lr": 0.001}}}),
+    _c("scheduler.not-object", "error", "parse", False, "`scheduler` is not an object.",
+       "DeepSpeed reads type and params from it. The fix removes it.",
+       {**B, "scheduler": None}),
+    _c("scheduler.no-type", "warning", "ignored", False, "scheduler.params without scheduler.type.",
+       "DeepSpeed builds no scheduler. The fix sets WarmupLR.",
+       {**B, "scheduler": {"params": {"warmup_num_steps": 10}}}),
+    _c("scheduler.unknown", "error", "initialize", False, "A scheduler DeepSpeed does not know.",
+       "Scheduler names are case-sensitive; deepspeed.initialize fails. The fix uses the closest name.",
+       {**B, "scheduler": {"type": "warmuplr", "params": {}}}),
+    _c("scheduler.needs-objects", "error", "initialize", None, "A torch scheduler that needs Python objects.",
+       "LambdaLR, SequentialLR, ... take functions or schedulers, which JSON cannot hold; build it in Python "
+       "and pass lr_scheduler= to deepspeed.initialize.",
+       {**B, "scheduler": {"type": "LambdaLR", "params": {}}}),
+    _c("scheduler.params-missing", "error", "initialize", False, "A scheduler without params.",
+       "DeepSpeed calls the scheduler with **params; a missing params section fails.",
+       {**B, "scheduler": {"type": "WarmupLR"}}),
+    _c("scheduler.unknown-param", "error", "initialize", False, "A scheduler parameter the class does not take.",
+       "An unknown keyword is a TypeError at deepspeed.initialize. The fix renames it to the closest one.",
+       {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_max": 0.001}}}),
+    _c("scheduler.missing-param", "error", "initialize", None, "A required scheduler parameter is missing.",
+       "For example WarmupDecayLR's total_num_steps or StepLR's step_size.",
+       {**B, "scheduler": {"type": "StepLR", "params": {"gamma": 0.5}}}),
+    _c("scheduler.param-type", "error", "initialize", False, "A scheduler parameter of the wrong type.",
+       "The scheduler fails on it at deepspeed.initialize. The fix writes the default.",
+       {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100.5}}}),
+    _c("scheduler.param-choice", "warning", "ignored", False, "A scheduler parameter outside its choices.",
+       "For example WarmupLR's warmup_type, which is \"log\" or \"linear\"; DeepSpeed warns and uses \"log\". "
+       "The fix writes the default.",
+       {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}}),
+    _c("scheduler.param-range", "error", "initialize", False, "A scheduler parameter out of range.",
+       "For example warmup_num_steps 0, which the scheduler divides by. The fix writes the default.",
+       {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}}}),
+    _c("scheduler.total-below-warmup", "warning", "n/a", None, "total_num_steps below warmup_num_steps.",
+       "The schedule never finishes warming up.",
+       {**B, "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 10, "warmup_num_steps": 100}}}),
+    # ---- initialize-time combinations
+    _c("engine.compute-grad-norm-clipping", "error", "initialize", False,
+       "compute_grad_norm false with gradient clipping.",
+       "Clipping needs the norm: \"compute_grad_norm=false requires gradient_clipping=0\" at deepspeed.initialize "
+       "(ZeRO 1/2). The fix turns clipping off.",
+       {**B, "zero_optimization": {"stage": 2, "compute_grad_norm": False}}),
+    _c("engine.compute-grad-norm-bf16-stage1", "error", "initialize", False,
+       "compute_grad_norm false with ZeRO 1, bf16 and fp32 accumulation.",
+       "DeepSpeed does not support this combination at deepspeed.initialize.",
+       {**B, "gradient_clipping": 0.0, "bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"},
+        "zero_optimization": {"stage": 1, "compute_grad_norm": False}}),
+    _c("engine.dtype-mix", "error", "initialize", False, "Without ZeRO, gradients accumulated in another dtype.",
+       "\"unsupported mix of model_dtype and grad_accum_dtype\" at deepspeed.initialize. The fix removes "
+       "grad_accum_dtype.",
+       {**B, "bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"}}),
+    _c("engine.param-dtype-conflict", "error", "initialize", False, "data_types.param_dtype conflicts with the "
+       "enabled precision.", "deepspeed.initialize refuses the conflict. The fix removes param_dtype.",
+       {**B, "data_types": {"param_dtype": "bf16"}}),
+    _c("engine.managed-accumulation-overlap", "error", "initialize", False,
+       "managed_gradient_accumulation false with overlap_comm below stage 2.",
+       "deepspeed.initialize supports this only with ZeRO stage 2. The fix turns overlap_comm off.",
+       {**B, "managed_gradient_accumulation": False, "zero_optimization": {"stage": 1, "overlap_comm": True}}),
+    _c("engine.legacy-stage1", "error", "initialize", False, "legacy_stage1 is set.",
+       "The old ZeRO stage 1 is gone; deepspeed.initialize fails.",
+       {**B, "zero_optimization": {"stage": 1, "legacy_stage1": True}}),
+    # ---- misc parse-time checks
+    _c("checkpoint.tag-validation", "error", "parse", False, "checkpoint.tag_validation is not Warn, Ignore or "
+       "Fail.", "DeepSpeed accepts only these values.",
+       {**B, "checkpoint": {"tag_validation": "Sometimes"}}),
+    _c("checkpoint.pipeline-stage", "error", "parse", False, "parallel_write.pipeline_stage is not a boolean.",
+       "DeepSpeed requires true or false.",
+       {**B, "checkpoint": {"parallel_write": {"pipeline_stage": "yes"}}}),
+    _c("checkpoint.writer", "error", "parse", None, "checkpoint.writer type or data_parallel unknown.",
+       "DeepSpeed accepts MOCK/PYTHON/FAST and REPLICA/SOCKET/MACHINE.",
+       {**B, "checkpoint": {"writer": {"type": "slow"}}}),
+    _c("data-types.keep-in-fp32", "error", "parse", False, "keep_in_fp32_modules is not \"auto\" or a list.",
+       "DeepSpeed requires \"auto\" or a list of name patterns.",
+       {**B, "data_types": {"keep_in_fp32_modules": "norm"}}),
+    _c("data-efficiency.curriculum-metrics", "error", "parse", None, "Curriculum learning without metrics.",
+       "DeepSpeed stops when curriculum learning is enabled without curriculum_metrics.",
+       {**B, "data_efficiency": {"data_sampling": {"curriculum_learning": {"enabled": True}}}}),
+    _c("data-efficiency.max-tokens", "error", "parse", None, "Dynamic batching without max_tokens.",
+       "DeepSpeed stops when dynamic batching is enabled without max_tokens.",
+       {**B, "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}}),
+    _c("autotuning.empty-dir", "error", "parse", False, "An empty autotuning directory.",
+       "DeepSpeed stops (\"results_dir cannot be empty\"). The fix sets a directory name.",
+       {**B, "autotuning": {"enabled": True, "results_dir": ""}}),
+    _c("compile.pass-not-in-version", "error", "parse", False, "A compile pass this release does not have.",
+       "\"autotp\" exists from DeepSpeed 0.19.8 on. The fix removes it from compile.passes.",
+       {**B, "compile": {"passes": ["autotp"]}}, settings={"version": "0.19.5"}),
+    _c("misc.vocabulary-size-type", "error", "parse", False, "vocabulary_size is not a number.",
+       "DeepSpeed computes vocabulary_size % 8 while reading the config. The fix removes it.",
+       {**B, "vocabulary_size": "50k"}),
+    _c("misc.vocabulary-alignment", "warning", "n/a", None, "vocabulary_size is not a multiple of 8.",
+       "Tensor cores are used less efficiently; pad the vocabulary.",
+       {**B, "vocabulary_size": 50257}),
+    _c("misc.wall-clock-breakdown", "error", "parse", False, "wall_clock_breakdown or flops_profiler.enabled is "
+       "not a boolean.", "DeepSpeed combines them with `|` while reading the config.",
+       {**B, "wall_clock_breakdown": "sometimes"}),
+    _c("misc.steps-per-print", "error", "training", False, "steps_per_print is 0 or not a number.",
+       "Training computes step % steps_per_print: 0 divides by zero at the first step. The fix sets 10.",
+       {**B, "steps_per_print": 0}),
+    _c("misc.steps-per-print-odd", "warning", "n/a", False, "steps_per_print is negative or fractional.",
+       "It is meant to be a positive whole number of steps. The fix sets 10.",
+       {**B, "steps_per_print": -1}),
+    _c("misc.load-balance-coeff", "error", "parse", False, "expert_parallel.load_balance_coeff is set.",
+       "DeepSpeed's AutoEP build does not support it and stops. The fix removes it.",
+       {**B, "expert_parallel": {"load_balance_coeff": 0.01}}),
+    _c("misc.gds", "info", "n/a", None, "aio.use_gds needs GPUDirect Storage.",
+       "DeepSpeed refuses it on machines without NVIDIA GPUDirect Storage.",
+       {**B, "aio": {"use_gds": True}}),
+    _c("misc.negative-clipping", "warning", "n/a", False, "gradient_clipping is negative.",
+       "A negative norm makes no sense (0 disables clipping). The fix sets 1.0.",
+       {**B, "gradient_clipping": -1.0}),
+)
+

@@ -1,0 +1,119 @@
+"""core.autofix.fix_until_stable, ``dsconfig fix``, ``dsconfig explain`` and the generated docs/rules.md."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from core import validate
+from core.autofix import fix_until_stable
+from core.cli import main
+from core.io import load_config
+from core.rules.codes import CODES
+from core.rules.explain import markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Two safe fixes (a removed key, the boolean ZeRO form), two unsafe ones (the batch product on 2 GPUs,
+#: fp16 with bf16), and keys no fix may touch: an unknown one, an int and a float.
+MIXED = {"train_batch_size": 7, "train_micro_batch_size_per_gpu": 1, "zero_optimization": True,
+         "amp": {"enabled": False}, "my_key": {"n": 3}, "gradient_clipping": 1.0, "steps_per_print": 10,
+         "fp16": {"enabled": True}, "bf16": {"enabled": True}}
+
+
+def test_safe_fixes_only_by_default_and_the_rest_listed():
+    result = fix_until_stable(MIXED, world_size=2)
+    assert [f.code for f in result.applied] == ["removed.key", "deprecated.zero-bool"]
+    assert all(f.fix and f.fix.safe for f in result.applied)
+    assert {f.code for f in result.skipped} == {"batch.product", "precision.fp16-and-bf16"}
+    assert "amp" not in result.config and result.config["zero_optimization"] == {"stage": 1}
+    assert result.config["train_batch_size"] == 7 and result.config["my_key"] == {"n": 3}
+    assert not result.report.ok and result.report == validate(result.config, world_size=2)
+    assert MIXED["amp"] == {"enabled": False}  # the input is not modified
+
+
+def test_unsafe_fixes_everything_and_keeps_unknown_keys_and_number_types():
+    result = fix_until_stable(MIXED, world_size=2, unsafe=True)
+    assert result.report.ok and not result.skipped
+    assert result.config["my_key"] == {"n": 3}
+    assert isinstance(result.config["steps_per_print"], int) and isinstance(result.config["gradient_clipping"], float)
+    tb = result.config["train_batch_size"]
+    assert tb == result.config["train_micro_batch_size_per_gpu"] * result.config["gradient_accumulation_steps"] * 2
+
+
+def test_a_clean_config_comes_back_equal_and_each_fix_is_applied_once():
+    clean = {"train_micro_batch_size_per_gpu": 1}
+    result = fix_until_stable(clean)
+    assert result.config == clean and result.config is not clean and not result.applied
+    odd = {"train_micro_batch_size_per_gpu": 1, "gradient_clipping": -1.0}
+    result = fix_until_stable(odd, unsafe=True)
+    assert [f.code for f in result.applied] == ["misc.negative-clipping"] and result.config["gradient_clipping"] == 1.0
+
+
+def _run(tmp_path, *argv):
+    out = tmp_path / "out.txt"
+    with out.open("w") as stream:
+        code = main(list(argv), out=stream)
+    return code, out.read_text()
+
+
+def test_cli_fix_prints_the_fixed_config_and_exits_1_while_errors_are_left(tmp_path, capsys):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(MIXED))
+    code, text = _run(tmp_path, "fix", str(path), "--world-size", "2")
+    assert code == 1
+    fixed = load_config(text)
+    assert "amp" not in fixed and fixed["train_batch_size"] == 7 and fixed["my_key"] == {"n": 3}
+    err = capsys.readouterr().err
+    assert "fixed (safe): removed.key amp" in err and "not applied (unsafe, use --unsafe): batch.product" in err
+    assert json.loads(path.read_text()) == MIXED  # printing never writes the file
+
+
+def test_cli_fix_unsafe_in_place_and_diff(tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(MIXED))
+    code, diff = _run(tmp_path, "fix", str(path), "--world-size", "2", "--diff")
+    assert code == 1 and '-  "amp": {' in diff and '+  "zero_optimization": {' in diff
+    assert '-  "train_batch_size"' not in diff
+    code, _ = _run(tmp_path, "fix", str(path), "--world-size", "2", "--unsafe", "-o", str(path))
+    assert code == 0
+    assert validate(json.loads(path.read_text()), world_size=2).ok
+    code, _ = _run(tmp_path, "fix", str(path), "--diff", "-o", "x.json")
+    assert code == 2  # --diff and -o exclude each other
+
+
+def test_cli_fix_unreadable_file_is_exit_2_without_traceback(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text("{nope")
+    assert _run(tmp_path, "fix", str(path))[0] == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_explain_one_code_and_the_list(tmp_path, capsys):
+    code, text = _run(tmp_path, "explain", "removed.key")
+    assert code == 0
+    assert text.startswith("removed.key — ") and "fix: safe" in text and "Fix (safe): Remove `amp`" in text
+    code, text = _run(tmp_path, "explain", "type.int_parsing")
+    assert code == 0 and text.startswith("type.<pydantic error type>")
+    code, listing = _run(tmp_path, "explain")
+    assert code == 0 and len(listing.splitlines()) == len(CODES)
+    assert _run(tmp_path, "explain", "no.such-code")[0] == 2
+    assert "dsconfig explain" in capsys.readouterr().err
+
+
+def test_docs_rules_md_is_generated_from_the_table_and_up_to_date():
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert text == markdown(), "run: python scripts/gen_rules_doc.py"
+    for code in CODES:
+        assert f"### `{code}`" in text
+
+
+def test_python_m_core_fix(tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": false}')
+    done = subprocess.run([sys.executable, "-m", "core", "fix", str(path)], capture_output=True, text=True,
+                          cwd=ROOT, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}}
