@@ -32,12 +32,6 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
-def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise AutoFillError(f"{name} must be an integer >= 0, got {value!r}", name)
-    return value
-
-
 def _number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise AutoFillError(f"{name} must be a finite number, got {value!r}", name)

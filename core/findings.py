@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
@@ -235,7 +235,6 @@ class Report:
     version: str = "0.19.8"
     target: str = "deepspeed"
     world_size: int = 1
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -249,10 +248,6 @@ class Report:
     @property
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
-
-    @property
-    def infos(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "info"]
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}

@@ -17,7 +17,6 @@ from core.rules.context import lax_bool
 
 #: The precision modes, in the order the app offers them ("fp32": no mixed-precision section enabled).
 PRECISION_MODES: tuple[str, ...] = ("fp32", "fp16", "bf16", "torch_autocast")
-_SECTIONS = PRECISION_MODES[1:]
 
 
 def bf16_section(config: Mapping[str, Any]) -> str:

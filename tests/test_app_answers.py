@@ -6,7 +6,7 @@ import json
 import re
 import urllib.parse
 
-from test_app_support import app, shown_tables
+from app_support import app, shown_tables
 
 from core import presets
 from core.models import describe, get_config

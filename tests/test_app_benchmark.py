@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from app_support import ROOT, app
 from streamlit.testing.v1 import AppTest
-from test_app_support import ROOT, app
 
 from core.models import get_config, get_spec
 from ui import app_state

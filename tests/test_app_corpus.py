@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from test_app_support import ROOT, app
+from app_support import ROOT, app
 
 import core
 from core.models import get_config, get_spec

@@ -7,8 +7,8 @@ import copy
 import json
 
 import pytest
+from app_support import ROOT
 from pydantic import BaseModel
-from test_app_support import ROOT
 
 import core
 from core import export

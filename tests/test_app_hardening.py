@@ -13,8 +13,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from app_support import APP, ROOT, app, sidebar_text
 from streamlit.testing.v1 import AppTest
-from test_app_support import APP, ROOT, app, sidebar_text
 
 from core.io import MAX_CONFIG_MB
 from ui import app_state

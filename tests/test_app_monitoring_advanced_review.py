@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import json
 
+from app_support import APP, ROOT, app, sidebar_findings
 from streamlit.testing.v1 import AppTest
-from test_app_support import APP, ROOT, app, sidebar_findings
 
 import core
 from core import export

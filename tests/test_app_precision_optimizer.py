@@ -6,7 +6,7 @@ import io
 import json
 
 import pyarrow as pa
-from test_app_support import ROOT, app, click_fix, shown_tables, sidebar_findings, texts
+from app_support import ROOT, app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import lr_schedules
 from ui.widgets import widget_key

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from test_app_support import app, shown_tables
+from app_support import app, shown_tables
 
 from core import presets
 from core.models import get_config, get_spec

@@ -9,7 +9,7 @@ import json
 import altair as alt
 import pandas as pd
 import pyarrow as pa
-from test_app_support import ROOT, app, shown_tables
+from app_support import ROOT, app, shown_tables
 
 from core.models import get_config, get_spec
 from ui import charts, zero_charts
@@ -117,7 +117,7 @@ def test_advanced_draws_an_unused_section_only_while_it_is_open():
 def test_one_size_limit_for_upload_paste_server_and_cli_said_before_trying():
     import tomllib
 
-    from test_app_support import ROOT
+    from app_support import ROOT
 
     from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB, ConfigLoadError, load_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_app_support import ROOT, app, sidebar_findings, sidebar_text, texts
+from app_support import ROOT, app, sidebar_findings, sidebar_text, texts
 
 from ui import app_state
 from ui.widgets import widget_key

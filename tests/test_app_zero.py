@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_app_support import app, click_fix, shown_tables, sidebar_findings, texts
+from app_support import app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import memory as core_memory
 from core.models import get_config, get_spec

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from core import memory as m
 from core import models
+from core.memory.activations import layer_terms
 
 LLAMA7 = models.get_spec("meta-llama/Llama-2-7b-hf")
 HW = m.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * m.GIB, cpu_ram_per_node_bytes=1024 * m.GIB)
@@ -339,10 +340,10 @@ def test_bf16_zero1_fp32_grad_accumulation_uses_bf16_optimizer_buffers():
     assert fp32_accum.gpu_bytes > plain.gpu_bytes
 
 
-def test_activation_terms_frame_sums_to_one_layer():
-    frame = m.activation_terms_frame(LLAMA7, 2, 1024, 2, "eager")
-    assert frame["bytes"].sum() == m.activation_breakdown(LLAMA7, 2, 1024, 2, "eager").per_layer
-    assert frame["formula"].str.len().min() > 0
+def test_layer_terms_sum_to_one_layer():
+    terms = layer_terms(LLAMA7, 2, 1024, 2, "eager", "none")
+    assert sum(t.value for t in terms) == m.activation_breakdown(LLAMA7, 2, 1024, 2, "eager").per_layer
+    assert min(len(t.formula) for t in terms) > 0
 
 
 @pytest.mark.parametrize(("stage", "opt", "param"), [(0, "none", "none"), (2, "cpu", "none"), (3, "cpu", "cpu")])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_app_support import app, shown_tables
+from app_support import app, shown_tables
 
 from core.validate import validate
 

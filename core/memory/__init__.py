@@ -5,7 +5,6 @@ from core.memory.activations import (
     RECOMPUTE_MODES,
     ActivationBreakdown,
     activation_breakdown,
-    activation_terms_frame,
 )
 from core.memory.deepspeed_parity import (
     estimate_zero2_model_states_mem_needs,
@@ -54,7 +53,6 @@ __all__ = [
     "Shape",
     "TrainingSettings",
     "activation_breakdown",
-    "activation_terms_frame",
     "estimate",
     "estimate_zero2_model_states_mem_needs",
     "estimate_zero3_model_states_mem_needs",

@@ -329,26 +329,6 @@ def max_like(x, y):
         return np.maximum(x, y)
 
 
-def activation_terms_frame(
-    spec: ModelSpec,
-    b: int,
-    s: int,
-    e: int,
-    attention: str = "sdpa",
-    recompute: str = "none",
-    dropout_mask_bytes: int = 1,
-):
-    """One layer's saved-tensor terms as a DataFrame (term, bytes, formula) for display."""
-    import pandas as pd
-
-    if spec.position == "relative":
-        attention = "eager"
-    terms = layer_terms(
-        spec, b, s, e, attention, "selective" if recompute == "selective" else "none", dropout_mask_bytes
-    )
-    return pd.DataFrame([{"term": t.name, "bytes": int(t.value), "formula": t.formula} for t in terms])
-
-
 def activation_parts(x: Inputs) -> list[Part]:
     """The activation components of the estimate (none for a model known only by its counts)."""
     model, st, shape, n = x.model, x.st, x.shape, x.n
