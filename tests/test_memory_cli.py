@@ -1,4 +1,4 @@
-"""core.cli_estimate: the ``estimate`` subcommand, tested through its own ArgumentParser."""
+"""core.cli.estimate: the ``estimate`` subcommand, tested through its own ArgumentParser."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import cli_estimate, memory, models
+from core import memory, models
+from core.cli import estimate as cli_estimate
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""core.cli_presets through its own argparse parser: presets list/show and export."""
+"""core.cli.presets through its own argparse parser: presets list/show and export."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import load_config, validate
-from core.cli_presets import UsageError, parse_value, register, set_path
+from core.cli.presets import UsageError, parse_value, register, set_path
 from core.findings import split_path
 from core.presets import META_TEXT_FIELDS, save_preset
 

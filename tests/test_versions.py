@@ -9,7 +9,7 @@ import pytest
 
 from core import versions
 from core.cli import main
-from core.cli_versions import ReleaseVerdict, summarise, works_with
+from core.cli.versions import ReleaseVerdict, summarise, works_with
 from core.validate import validate
 
 #: Every patch release on PyPI from 0.16.0 to 0.19.8.

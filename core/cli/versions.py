@@ -134,7 +134,7 @@ def release(text: str) -> str:
 
 
 def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
-    from core.cli import read_config_file
+    from core.cli.commands import read_config_file
 
     config = read_config_file(args.file)
     result = works_with(config, world_size=args.world_size, target=args.target)
@@ -150,7 +150,7 @@ def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
 
 def register(sub: Any) -> None:
     """Add ``dsconfig versions`` to the CLI's subcommands."""
-    from core.cli import _positive_int
+    from core.cli.commands import _positive_int
 
     p = sub.add_parser("versions", help="which DeepSpeed releases a config works with")
     p.add_argument("file", metavar="FILE", help="config file (JSON or HJSON); - for stdin")

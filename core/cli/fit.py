@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import fit, hardware, memory, models
-from core.cli_estimate import _gib, _positive_int
+from core.cli.estimate import _gib, _positive_int
 from core.io import ConfigLoadError, load_config_file
 
 

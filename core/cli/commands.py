@@ -12,7 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from core import cli_estimate, cli_fit, cli_plan, cli_presets, cli_versions
+from core.cli import estimate as cli_estimate
+from core.cli import fit as cli_fit
+from core.cli import plan as cli_plan
+from core.cli import presets as cli_presets
+from core.cli import versions as cli_versions
 from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config, load_config_file
 from core.versions import RELEASES, resolve_version
 
