@@ -189,7 +189,7 @@ def test_migrate_bad_input(row, tmp_path, capsys):
     assert "Traceback" not in out + err
     assert code == row.code
     if row.code == 2:
-        assert err.startswith(f"dsconfig: {path}: ")
+        assert err.startswith(f"dsconfig migrate: error: {path}: ")
         for fragment in row.fragments:
             assert fragment in err
         assert path.read_bytes() == original  # an unreadable file is never rewritten
@@ -406,7 +406,7 @@ def test_real_process_never_prints_a_traceback(row_id, command, tmp_path):
     else:
         assert proc.returncode == (2 if row.code == 2 else 0)
         if row.code == 2:
-            assert stderr.startswith("dsconfig: ") and row.fragments[0] in stderr
+            assert stderr.startswith(f"dsconfig {command}: error: ") and row.fragments[0] in stderr
 
 
 def test_real_process_stdin_and_limit():

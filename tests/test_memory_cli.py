@@ -20,7 +20,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
     cli_estimate.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["estimate", *argv])
     out, err = io.StringIO(), io.StringIO()
-    code = args.func(args, out, err)
+    code = args.handler(args, out, err)
     return code, out.getvalue(), err.getvalue()
 
 

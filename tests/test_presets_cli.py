@@ -71,7 +71,7 @@ def test_show(capsys):
 def test_show_bad_names(name, capsys):
     code, out, err = run(["presets", "show", name], capsys)
     assert code == 2 and out == ""
-    assert err.startswith("dsconfig: ") and "Traceback" not in err
+    assert err.startswith("dsconfig presets: error: ") and "Traceback" not in err
     assert ("no preset named" in err) or ("invalid preset name" in err)
 
 

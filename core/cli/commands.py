@@ -1,6 +1,6 @@
-"""``dsconfig``: validate, fix, explain, migrate, export the JSON Schema, estimate memory and use presets.
+"""``dsconfig``: the parser and ``main``, and the config commands: validate, fix, explain, migrate, schema.
 
-Exit codes: 0 no errors, 1 errors found, 2 unreadable input or bad usage.
+Exit codes (``core.cli.common``): 0 no errors, 1 errors found, 2 unreadable input or bad usage.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from core.cli import estimate as cli_estimate
@@ -17,34 +16,18 @@ from core.cli import fit as cli_fit
 from core.cli import plan as cli_plan
 from core.cli import presets as cli_presets
 from core.cli import versions as cli_versions
-from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config, load_config_file
+from core.cli.common import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    gpu_count,
+    guarded,
+    read_config_file,
+    write_text,
+)
+from core.io import dump_config
 from core.versions import RELEASES, resolve_version
-
-EXIT_OK, EXIT_ERRORS, EXIT_UNREADABLE = 0, 1, 2
-
-
-class CliError(Exception):
-    """A user-facing problem: printed as one message, exit code 2."""
-
-
-def read_config_file(path: str) -> dict[str, Any]:
-    """Read and parse a config file (``-``: standard input); failures become a ``CliError`` naming it."""
-    try:
-        if path == "-":
-            return load_config(sys.stdin.read(MAX_CONFIG_BYTES + 1))
-        return load_config_file(path)
-    except ConfigLoadError as exc:
-        raise CliError(str(exc) if path != "-" else f"-: {exc}") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs, got {text!r}") from None
-    if value < 1 or value > 1_000_000:
-        raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
-    return value
 
 
 def _print_report(name: str, report: Any, out: TextIO) -> None:
@@ -75,8 +58,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     for path in args.files:
         try:
             config = read_config_file(path)
-        except CliError as exc:
-            worst = EXIT_UNREADABLE
+        except UsageError as exc:
+            worst = EXIT_USAGE
             if args.format == "json":
                 results.append({"file": path, "ok": False, "unreadable": True, "message": str(exc)})
             else:
@@ -105,9 +88,9 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(f"{args.file}: nothing to migrate\n")
     if args.write:
         if args.file == "-":
-            raise CliError("--write needs a file, not standard input")
+            raise UsageError("--write needs a file, not standard input")
         if changes:
-            _write(args.file, dump_config(new))
+            write_text(args.file, dump_config(new))
             sys.stderr.write(f"wrote {args.file}\n")
     else:
         out.write(dump_config(new))
@@ -138,7 +121,7 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
         out.writelines(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                             args.file, f"{args.file} (fixed)"))
     elif args.output:
-        _write(args.output, after)
+        write_text(args.output, after)
         sys.stderr.write(f"wrote {args.output}\n")
     else:
         out.write(after)
@@ -154,16 +137,9 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     entry = lookup(args.code)
     if entry is None:
-        raise CliError(f"no finding code {args.code!r}; `dsconfig explain` lists them all")
+        raise UsageError(f"no finding code {args.code!r}; `dsconfig explain` lists them all")
     out.write(explain.text(entry))
     return EXIT_OK
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"{path}: cannot write it ({exc.strerror or exc})") from None
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
@@ -171,7 +147,7 @@ def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
 
     text = json.dumps(json_schema(resolve_version(args.deepspeed_version), args.target), indent=2) + "\n"
     if args.output:
-        _write(args.output, text)
+        write_text(args.output, text)
     else:
         out.write(text)
     return EXIT_OK
@@ -194,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
     p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")
-    p.add_argument("--world-size", type=_positive_int, default=1, help="data-parallel GPU count (default 1)")
+    p.add_argument("--world-size", type=gpu_count, default=1, help="data-parallel GPU count (default 1)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     common(p)
     p.set_defaults(handler=cmd_validate)
@@ -212,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--diff", action="store_true", help="print a unified diff instead of the fixed config")
     where.add_argument("-o", "--output", metavar="OUT", help="write the fixed config to OUT (may be FILE itself)")
-    p.add_argument("--world-size", type=_positive_int, default=1, help="data-parallel GPU count (default 1)")
+    p.add_argument("--world-size", type=gpu_count, default=1, help="data-parallel GPU count (default 1)")
     common(p)
     p.set_defaults(handler=cmd_fix)
 
@@ -244,14 +220,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
-        return EXIT_UNREADABLE if exc.code not in (0, None) else EXIT_OK
+        return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
     try:
-        if hasattr(args, "handler"):
-            return int(args.handler(args, out))
-        return int(args.func(args, out=out))
-    except CliError as exc:
-        sys.stderr.write(f"dsconfig: {exc}\n")
-        return EXIT_UNREADABLE
+        return guarded(args.command, lambda: args.handler(args, out))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
-from core.io import ConfigLoadError, load_config_file
+from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive_int, read_config_file
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -36,28 +36,8 @@ def parse_count(text: str) -> int | float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _gib(text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a size in GiB, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size in GiB, got {text!r}")
-    return int(value * memory.GIB)
-
-
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``estimate`` subcommand; its handler is stored as ``func`` (returns the exit code)."""
+    """Add the ``estimate`` subcommand; its handler is stored as ``handler`` (returns the exit code)."""
     p = subparsers.add_parser(
         "estimate",
         help="estimate GPU/CPU/NVMe memory (DeepSpeed tables or the full picture)",
@@ -72,20 +52,20 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     src.add_argument("--list-models", action="store_true", help="list the catalog models and exit")
     p.add_argument("--config", type=Path, help="DeepSpeed config JSON (stage, offload, precision, buckets...)")
     hw = p.add_argument_group("hardware")
-    hw.add_argument("--gpus-per-node", type=_positive_int, default=None, help="default 1 with --params, else 8")
-    hw.add_argument("--nodes", type=_positive_int, default=1)
-    hw.add_argument("--gpu-memory", type=_gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
-    hw.add_argument("--cpu-ram", type=_gib, default=1024 * memory.GIB, metavar="GIB", help="per node (default 1024)")
-    hw.add_argument("--nvme", type=_gib, default=None, metavar="GIB", help="NVMe capacity per node")
+    hw.add_argument("--gpus-per-node", type=positive_int, default=None, help="default 1 with --params, else 8")
+    hw.add_argument("--nodes", type=positive_int, default=1)
+    hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
+    hw.add_argument("--cpu-ram", type=gib, default=1024 * memory.GIB, metavar="GIB", help="per node (default 1024)")
+    hw.add_argument("--nvme", type=gib, default=None, metavar="GIB", help="NVMe capacity per node")
     hw.add_argument("--buffer-factor", type=float, default=1.5, help="DeepSpeed tables' additional_buffer_factor")
     shape = p.add_argument_group("training shape")
     shape.add_argument(
         "--micro-batch",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="default: the config's train_micro_batch_size_per_gpu if it is a number, else 1",
     )
-    shape.add_argument("--seq-len", type=_positive_int, default=2048)
+    shape.add_argument("--seq-len", type=positive_int, default=2048)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa")
     shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
     shape.add_argument(
@@ -96,20 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--options", action="store_true", help="also list every ZeRO stage/offload option")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
     return p
-
-
-class _UsageError(Exception):
-    pass
 
 
 def _load_json(path: Path, what: str) -> Any:
     """Read a JSON/HJSON object file with the same loader (and limits) as ``dsconfig validate``."""
-    try:
-        return load_config_file(path)
-    except ConfigLoadError as exc:
-        raise _UsageError(f"{what} {exc}") from None
+    return read_config_file(path, what)
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:
@@ -117,17 +90,17 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
         return models.get_spec(args.model)
     cfg = _load_json(args.hf_config, "--hf-config")
     if not isinstance(cfg, dict):
-        raise _UsageError("--hf-config must contain a JSON object")
+        raise UsageError("--hf-config must contain a JSON object")
     try:
         return models.describe(cfg, name=str(args.hf_config))
     except models.UnsupportedModelError as exc:
-        raise _UsageError(f"{exc} Use --params and --largest-layer instead.") from None
+        raise UsageError(f"{exc} Use --params and --largest-layer instead.") from None
 
 
 def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
     gpn = args.gpus_per_node or 1
     if args.params < 0 or (args.largest_layer is not None and args.largest_layer < 0):
-        raise _UsageError("--params and --largest-layer must be >= 0")
+        raise UsageError("--params and --largest-layer must be >= 0")
     if args.format == "json":
         data: dict[str, Any] = {
             "zero2": memory.zero2_all_cold_table(args.params, gpn, args.nodes, args.buffer_factor).to_dict("records")
@@ -137,13 +110,13 @@ def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
                 args.params, args.largest_layer, gpn, args.nodes, args.buffer_factor
             ).to_dict("records")
         out.write(json.dumps(data, indent=2, default=str) + "\n")
-        return 0
+        return EXIT_OK
     out.write(memory.render_zero2_all_cold(args.params, gpn, args.nodes, args.buffer_factor))
     if args.largest_layer is not None:
         out.write(
             "\n" + memory.render_zero3_all_cold(args.params, args.largest_layer, gpn, args.nodes, args.buffer_factor)
         )
-    return 0
+    return EXIT_OK
 
 
 def _fmt(n: float) -> str:
@@ -196,7 +169,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     if args.config is not None:
         ds_config = _load_json(args.config, "--config")
         if not isinstance(ds_config, dict):
-            raise _UsageError("--config must contain a JSON object (a DeepSpeed config)")
+            raise UsageError("--config must contain a JSON object (a DeepSpeed config)")
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
     micro_batch = args.micro_batch
     if micro_batch is None:
@@ -211,7 +184,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         if table is not None:
             data["options"] = json.loads(table.to_json(orient="records"))
         out.write(json.dumps(data, indent=2) + "\n")
-        return 0
+        return EXIT_OK
     _render(est, out)
     if table is not None:
         out.write("\nAll ZeRO options (GPU peak per GPU, largest micro batch that fits):\n")
@@ -221,38 +194,24 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
                 f"{_fmt(row.gpu_bytes)}  {'fits' if row.fits else 'no  '}  max micro batch "
                 f"{row.max_micro_batch}\n"
             )
-    return 0
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Handle ``dsconfig estimate``; returns 0, or 2 with a message on stderr for bad input."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    try:
-        if args.list_models:
-            for name in models.catalog_names():
-                out.write(name + "\n")
-            return 0
-        sources = [x for x in ("params", "model", "hf_config") if getattr(args, x) is not None]
-        if len(sources) != 1:
-            raise _UsageError("give exactly one of --params, --model or --hf-config")
-        if args.largest_layer is not None and args.params is None:
-            raise _UsageError("--largest-layer goes with --params")
-        if args.params is not None:
-            return _ds_tables(args, out)
-        return _full(args, out)
-    except (_UsageError, models.ModelConfigError, ValueError) as exc:
-        err.write(f"dsconfig estimate: error: {exc}\n")
-        return 2
+    return guarded("estimate", lambda: _estimate(args, out or sys.stdout), err)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point (the integrated CLI calls ``register``)."""
-    parser = argparse.ArgumentParser(prog="dsconfig")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def _estimate(args: argparse.Namespace, out: TextIO) -> int:
+    if args.list_models:
+        for name in models.catalog_names():
+            out.write(name + "\n")
+        return EXIT_OK
+    sources = [x for x in ("params", "model", "hf_config") if getattr(args, x) is not None]
+    if len(sources) != 1:
+        raise UsageError("give exactly one of --params, --model or --hf-config")
+    if args.largest_layer is not None and args.params is None:
+        raise UsageError("--largest-layer goes with --params")
+    if args.params is not None:
+        return _ds_tables(args, out)
+    return _full(args, out)

@@ -13,35 +13,30 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import fit, hardware, memory, models
-from core.cli.estimate import _gib, _positive_int
-from core.io import ConfigLoadError, load_config_file
+from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gib, guarded, positive_int, read_config_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``fit`` subcommand; its handler is stored as ``func`` (returns the exit code)."""
+    """Add the ``fit`` subcommand; its handler is stored as ``handler`` (returns the exit code)."""
     p = subparsers.add_parser("fit", help="does the config fit in memory, and if not, how to make it fit",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, help="the DeepSpeed config (JSON or HJSON)")
     p.add_argument("--model", required=True, help="a catalog model name (dsconfig estimate --list-models)")
     p.add_argument("--gpu", default="NVIDIA A100 80GB",
                    help="a GPU of the catalog (a unique part of its name is enough), or --gpu-memory")
-    p.add_argument("--gpu-memory", type=_gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
-    p.add_argument("--gpus", type=_positive_int, default=8, help="GPUs in the job (default 8)")
-    p.add_argument("--gpus-per-node", type=_positive_int, default=8, help="GPUs per node (default 8)")
-    p.add_argument("--cpu-ram", type=_gib, default=512 * memory.GIB, metavar="GIB", help="per node (default 512)")
-    p.add_argument("--nvme", type=_gib, default=None, metavar="GIB", help="NVMe per node (default: none)")
-    p.add_argument("--micro-batch", type=_positive_int, default=None,
+    p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
+    p.add_argument("--gpus", type=positive_int, default=8, help="GPUs in the job (default 8)")
+    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--cpu-ram", type=gib, default=512 * memory.GIB, metavar="GIB", help="per node (default 512)")
+    p.add_argument("--nvme", type=gib, default=None, metavar="GIB", help="NVMe per node (default: none)")
+    p.add_argument("--micro-batch", type=positive_int, default=None,
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')
-    p.add_argument("--seq-len", type=_positive_int, default=2048)
+    p.add_argument("--seq-len", type=positive_int, default=2048)
     p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa")
     p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
     return p
-
-
-class _UsageError(Exception):
-    pass
 
 
 def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
@@ -53,23 +48,20 @@ def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
         matches = [n for n in hardware.gpu_names() if args.gpu.lower() in n.lower()]
         if len(matches) != 1:
             hint = f"it matches {', '.join(matches)}" if matches else f"known: {', '.join(hardware.gpu_names())}"
-            raise _UsageError(f"--gpu {args.gpu!r} is not one GPU of the catalog ({hint}); or give --gpu-memory")
+            raise UsageError(f"--gpu {args.gpu!r} is not one GPU of the catalog ({hint}); or give --gpu-memory")
         found = hardware.find_gpu(matches[0])
     return found
 
 
 def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
                                                str | None]:
-    try:
-        config = load_config_file(args.config)
-    except ConfigLoadError as exc:
-        raise _UsageError(f"{args.config}: {exc}") from None
+    config = read_config_file(args.config)
     if not isinstance(config, dict):
-        raise _UsageError(f"{args.config} must contain a JSON object (a DeepSpeed config)")
+        raise UsageError(f"{args.config} must contain a JSON object (a DeepSpeed config)")
     spec = models.get_spec(args.model)
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:
-        raise _UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")
+        raise UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")
     gpu = _gpu(args)
     hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
                          args.nvme)
@@ -87,16 +79,14 @@ def _gib_text(n: float) -> str:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Handle ``dsconfig fit``: 0 when it fits, 1 when it does not (ways printed), 2 for bad input."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    try:
-        config, spec, hw, shape, assumed, gpu_name = _inputs(args)
-        est = memory.estimate(config, spec, hw, shape)
-        ways = fit.ways_to_fit(config, spec, hw, shape)
-        speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
-    except (_UsageError, models.ModelConfigError, ValueError) as exc:
-        err.write(f"dsconfig fit: error: {exc}\n")
-        return 2
+    return guarded("fit", lambda: _fit(args, out or sys.stdout), err)
+
+
+def _fit(args: argparse.Namespace, out: TextIO) -> int:
+    config, spec, hw, shape, assumed, gpu_name = _inputs(args)
+    est = memory.estimate(config, spec, hw, shape)
+    ways = fit.ways_to_fit(config, spec, hw, shape)
+    speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
     if args.format == "json":
         out.write(json.dumps({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
@@ -104,7 +94,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
                                                                                                   strict=True)]},
                              indent=2) + "\n")
-        return 0 if est.fits else 1
+        return EXIT_OK if est.fits else EXIT_ERRORS
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
     out.write(f"{spec.name} on {hw.total_gpus} GPUs ({hw.nodes} × {hw.gpus_per_node}), micro batch "
               f"{shape.micro_batch}{assumed}, {shape.seq_len} tokens: {verdict}\n")
@@ -125,4 +115,4 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             out.write(f"   config patch: {json.dumps(way.config_patch)}\n")
         if way.context_patch:
             out.write(f"   outside the config: {json.dumps(way.context_patch)}\n")
-    return 0 if est.fits else 1
+    return EXIT_OK if est.fits else EXIT_ERRORS

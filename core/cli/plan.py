@@ -13,33 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from core import models
+from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
-from core.io import ConfigLoadError, load_config_file
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape
 from core.perf import NETWORKS, Cluster, calibrate, gpu_sweep, parse_log, predict, recommend, step_seconds_from_log
-
-
-class _UsageError(Exception):
-    pass
-
-
-def _positive(kind: type):
-    def parse(text: str):
-        try:
-            value = kind(float(text)) if kind is int and "e" in text.lower() else kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-        if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-
-    return parse
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -48,58 +30,55 @@ def _common(p: argparse.ArgumentParser) -> None:
     src.add_argument("--hf-config", type=Path, help="a Hugging Face config.json")
     hw = p.add_argument_group("cluster")
     hw.add_argument("--gpu", required=True, metavar="NAME", help=f"one of: {', '.join(gpu_names())}")
-    hw.add_argument("--gpus-per-node", type=_positive(int), default=8)
-    hw.add_argument("--nodes", type=_positive(int), default=1)
-    hw.add_argument("--network", type=_positive(float), metavar="GBIT",
+    hw.add_argument("--gpus-per-node", type=positive(int), default=8)
+    hw.add_argument("--nodes", type=positive(int), default=1)
+    hw.add_argument("--network", type=positive(float), metavar="GBIT",
                     help="inter-node Gbit/s per node, all NICs together (presets: "
                     + ", ".join(f"{k}={v:g}" for k, v in NETWORKS.items()) + "; default: the GPU's reference system)")
-    hw.add_argument("--cpu-adam", type=_positive(float), metavar="PARAMS_PER_S",
+    hw.add_argument("--cpu-adam", type=positive(float), metavar="PARAMS_PER_S",
                     help="CPU optimizer updates per second per node (offload)")
-    hw.add_argument("--nvme-bandwidth", type=_positive(float), metavar="GB_S", help="NVMe GB/s per node")
-    hw.add_argument("--cpu-ram", type=_positive(float), metavar="GIB", help="CPU RAM per node (default 1024)")
-    p.add_argument("--seq-len", type=_positive(int), default=2048)
+    hw.add_argument("--nvme-bandwidth", type=positive(float), metavar="GB_S", help="NVMe GB/s per node")
+    hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB", help="CPU RAM per node (default 1024)")
+    p.add_argument("--seq-len", type=positive(int), default=2048)
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash")
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``plan`` and ``predict``; handlers are stored as ``func`` (they return the exit code)."""
+    """Add ``plan`` and ``predict``; handlers are stored as ``handler`` (they return the exit code)."""
     p = subparsers.add_parser("plan", help="rank ZeRO/offload/batch choices by predicted speed on a cluster",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p)
-    p.add_argument("--global-batch", type=_positive(int), required=True, help="sequences per optimizer step")
+    p.add_argument("--global-batch", type=positive(int), required=True, help="sequences per optimizer step")
     p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
                    help="default: bf16, or fp16 on GPUs without bf16 (V100, T4)")
-    p.add_argument("--tokens", type=_positive(float), help="tokens to train (adds hours)")
-    p.add_argument("--price", type=_positive(float), metavar="USD", help="price per GPU-hour (adds cost)")
-    p.add_argument("--top", type=_positive(int), default=15, help="rows to print (default 15)")
+    p.add_argument("--tokens", type=positive(float), help="tokens to train (adds hours)")
+    p.add_argument("--price", type=positive(float), metavar="USD", help="price per GPU-hour (adds cost)")
+    p.add_argument("--top", type=positive(int), default=15, help="rows to print (default 15)")
     p.add_argument("--sweep", action="store_true", help="also print time and cost against the node count")
-    p.set_defaults(func=run_plan)
+    p.set_defaults(handler=run_plan)
 
     p = subparsers.add_parser("predict", help="predict one config's step time, throughput and bottleneck",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, metavar="CONFIG", help="ds_config.json")
     _common(p)
-    p.add_argument("--micro-batch", type=_positive(int), help="default: the config's train_micro_batch_size_per_gpu")
+    p.add_argument("--micro-batch", type=positive(int), help="default: the config's train_micro_batch_size_per_gpu")
     p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none")
     cal = p.add_mutually_exclusive_group()
-    cal.add_argument("--calibrate-step", type=_positive(float), metavar="SECONDS",
+    cal.add_argument("--calibrate-step", type=positive(float), metavar="SECONDS",
                      help="a measured optimizer-step time: fit the model's constants to it first")
     cal.add_argument("--log", type=Path, metavar="FILE", help="a DeepSpeed training log to read the step time from")
-    p.set_defaults(func=run_predict)
+    p.set_defaults(handler=run_predict)
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:
     if (args.model is None) == (args.hf_config is None):
-        raise _UsageError("give exactly one of --model or --hf-config")
+        raise UsageError("give exactly one of --model or --hf-config")
     if args.model:
         return models.get_spec(args.model)
-    try:
-        cfg = load_config_file(args.hf_config)
-    except ConfigLoadError as exc:
-        raise _UsageError(f"--hf-config {exc}") from None
+    cfg = read_config_file(args.hf_config, "--hf-config")
     if not isinstance(cfg, dict):
-        raise _UsageError("--hf-config must contain a JSON object")
+        raise UsageError("--hf-config must contain a JSON object")
     return models.describe(cfg, name=str(args.hf_config))
 
 
@@ -107,7 +86,7 @@ def _cluster(args: argparse.Namespace) -> Cluster:
     if args.gpu not in gpu_names():
         close = [g for g in gpu_names() if args.gpu.lower() in g.lower()]
         hint = f" Did you mean: {', '.join(close)}?" if close else f" Pick one of: {', '.join(gpu_names())}."
-        raise _UsageError(f"--gpu: unknown GPU {args.gpu!r}.{hint}")
+        raise UsageError(f"--gpu: unknown GPU {args.gpu!r}.{hint}")
     return Cluster(args.gpu, args.gpus_per_node, args.nodes, inter_node_gbit_s=args.network,
                    nvme_gbyte_s=args.nvme_bandwidth, cpu_adam_params_per_s=args.cpu_adam, cpu_ram_gib=args.cpu_ram)
 
@@ -129,7 +108,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
             data["min_gpus"] = sweep.attrs.get("min_gpus")
             data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
         out.write(json.dumps(data, indent=2, default=str) + "\n")
-        return 0
+        return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node), seq {args.seq_len}, global batch "
               f"{args.global_batch}, {args.precision}, {args.attention} attention\n")
@@ -163,31 +142,28 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
                   f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
-    return 0
+    return EXIT_OK
 
 
 def _predict(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        config = load_config_file(args.config)
-    except ConfigLoadError as exc:
-        raise _UsageError(str(exc)) from None
+    config = read_config_file(args.config)
     if not isinstance(config, dict):
-        raise _UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
+        raise UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
     spec, cluster = _model(args), _cluster(args)
     micro = args.micro_batch or config.get("train_micro_batch_size_per_gpu")
     if not isinstance(micro, int) or isinstance(micro, bool) or micro < 1:
-        raise _UsageError("the config has no integer train_micro_batch_size_per_gpu: pass --micro-batch")
+        raise UsageError("the config has no integer train_micro_batch_size_per_gpu: pass --micro-batch")
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
     if args.log is not None:
         try:
             text = args.log.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
-            raise _UsageError(f"--log {args.log}: cannot read it ({exc.strerror or exc})") from None
+            raise UsageError(f"--log {args.log}: cannot read it ({exc.strerror or exc})") from None
         batch = config.get("train_batch_size") if isinstance(config.get("train_batch_size"), int) else None
         measured = step_seconds_from_log(parse_log(text), batch)
         if measured is None:
-            raise _UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
+            raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
                               "throughput timer with train_batch_size in the config)")
     before = predict(config, spec, cluster, shape)
     if measured is not None:
@@ -204,7 +180,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             data["calibration"] = {"measured_step_seconds": measured, "uncalibrated_step_seconds": before.step_seconds,
                                    "efficiency": cluster.efficiency.__dict__, "reached": not unreachable}
         out.write(json.dumps(data, indent=2, default=str) + "\n")
-        return 0
+        return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu}; micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}\n")
     out.write(f"step: {est.step_seconds:.3f} s   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
@@ -223,25 +199,17 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"\nBottleneck: {est.bottleneck}\n")
     for note in est.notes:
         out.write(f"note: {note}\n")
-    return 0
-
-
-def _run(handler, args: argparse.Namespace, out: TextIO | None, name: str) -> int:
-    try:
-        return handler(args, out or sys.stdout)
-    except (_UsageError, models.ModelConfigError, ValueError) as exc:
-        sys.stderr.write(f"dsconfig {name}: error: {exc}\n")
-        return 2
+    return EXIT_OK
 
 
 def run_plan(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Handle ``dsconfig plan``: 0, or 2 with a message on stderr for bad input."""
-    return _run(_plan, args, out, "plan")
+    return guarded("plan", lambda: _plan(args, out or sys.stdout))
 
 
 def run_predict(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Handle ``dsconfig predict``: 0, or 2 with a message on stderr for bad input."""
-    return _run(_predict, args, out, "predict")
+    return guarded("predict", lambda: _predict(args, out or sys.stdout))
 
 
 __all__ = ["register", "run_plan", "run_predict"]

@@ -13,16 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.autofill import TRAINING_VALUES, AutoFillError, find_auto, resolve_auto
+from core.autofill import TRAINING_VALUES, find_auto, resolve_auto
+from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, guarded, write_text
 from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
-from core.presets import Preset, PresetError, env_search_path, facets, list_presets, load_preset
+from core.presets import Preset, env_search_path, facets, list_presets, load_preset
 
-EXIT_OK, EXIT_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
-
-
-class UsageError(ValueError):
-    """Bad command-line input: one message, exit code 2."""
+__all__ = ["UsageError", "parse_value", "register", "set_path"]
 
 
 def _versions() -> tuple[tuple[str, ...], str]:
@@ -98,11 +95,8 @@ def _print_findings(report: Any, err: TextIO) -> None:
 
 def _guard(handler):
     def run(args: argparse.Namespace, out: TextIO) -> int:
-        try:
-            return handler(args, out)
-        except (UsageError, PresetError, AutoFillError) as exc:
-            sys.stderr.write(f"dsconfig: {exc}\n")
-            return EXIT_BAD_INPUT
+        # UsageError, PresetError and AutoFillError are ValueErrors: one line on stderr, exit code 2
+        return guarded(args.command, lambda: handler(args, out))
 
     run.__doc__ = handler.__doc__
     return run
@@ -203,10 +197,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_ERRORS
     text = dump_config(config)
     if args.output and args.output != "-":
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        write_text(args.output, text)
         sys.stderr.write(f"dsconfig: wrote {args.output} (target {target})\n")
     else:
         out.write(text)

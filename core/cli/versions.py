@@ -14,9 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 from core import versions
-
-#: Exit codes (as ``dsconfig validate``): 0 some release works, 1 none does.
-EXIT_OK, EXIT_NONE = 0, 1
+from core.cli.common import EXIT_ERRORS, EXIT_OK, gpu_count, read_config_file
 
 
 @dataclass(frozen=True)
@@ -134,8 +132,6 @@ def release(text: str) -> str:
 
 
 def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
-    from core.cli.commands import read_config_file
-
     config = read_config_file(args.file)
     result = works_with(config, world_size=args.world_size, target=args.target)
     if args.format == "json":
@@ -145,16 +141,14 @@ def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
             line = "ok" if verdict.ok else f"{verdict.code} at {verdict.path or '(config)'}: {verdict.message}"
             out.write(f"{verdict.version:<8} {line}\n")
         out.write(f"{args.file}: {result.summary}\n")
-    return EXIT_OK if any(v.ok for v in result.verdicts) else EXIT_NONE
+    return EXIT_OK if any(v.ok for v in result.verdicts) else EXIT_ERRORS  # 1: none works
 
 
 def register(sub: Any) -> None:
     """Add ``dsconfig versions`` to the CLI's subcommands."""
-    from core.cli.commands import _positive_int
-
     p = sub.add_parser("versions", help="which DeepSpeed releases a config works with")
     p.add_argument("file", metavar="FILE", help="config file (JSON or HJSON); - for stdin")
-    p.add_argument("--world-size", type=_positive_int, default=1, help="data-parallel GPU count (default 1)")
+    p.add_argument("--world-size", type=gpu_count, default=1, help="data-parallel GPU count (default 1)")
     p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_versions)

@@ -1,0 +1,100 @@
+"""What every ``dsconfig`` subcommand shares: the exit codes, the one usage error, reading and writing files,
+and the argument types."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.io import MAX_CONFIG_BYTES, ConfigLoadError, load_config, load_config_file
+
+#: 0: done, no errors; 1: the answer is "no" (errors found, does not fit, no release accepts it);
+#: 2: bad usage or unreadable input (a message on stderr, never a traceback).
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """A user-facing problem with the arguments or the input: printed as one message, exit code 2."""
+
+
+def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None) -> int:
+    """Run a subcommand; a ``UsageError`` (or any ``ValueError``, such as a model config DeepSpeed cannot
+    describe) becomes ``dsconfig COMMAND: error: …`` on stderr and exit code 2."""
+    try:
+        return int(handler())
+    except ValueError as exc:
+        (err or sys.stderr).write(f"dsconfig {command}: error: {exc}\n")
+        return EXIT_USAGE
+
+
+def read_config_file(path: str | Path, what: str = "") -> Any:
+    """Read and parse a config file (``-``: standard input); failures become a ``UsageError`` naming it."""
+    try:
+        if str(path) == "-":
+            return load_config(sys.stdin.read(MAX_CONFIG_BYTES + 1))
+        return load_config_file(path)
+    except ConfigLoadError as exc:
+        text = str(exc) if str(path) != "-" else f"-: {exc}"
+        raise UsageError(f"{what} {text}" if what else text) from None
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a file; failures become a ``UsageError`` naming it."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def gpu_count(text: str) -> int:
+    """argparse type: a number of GPUs, 1 … 1,000,000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs, got {text!r}") from None
+    if value < 1 or value > 1_000_000:
+        raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
+    return value
+
+
+def positive(kind: type) -> Callable[[str], Any]:
+    """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3``)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(float(text)) if kind is int and "e" in text.lower() else kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+
+    return parse
+
+
+def gib(text: str) -> int:
+    """argparse type: a size in GiB, returned in bytes."""
+    from core.memory import GIB
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in GiB, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size in GiB, got {text!r}")
+    return int(value * GIB)
