@@ -54,18 +54,13 @@ def estimate_zero3_model_states_mem_needs(
     gpus_factor = 1 / num_nodes
     largest_layer_memory = 4 * largest_layer_params
     if cpu_offload:
-        if cpu_offload_params:
-            gpu_mem = largest_layer_memory
-            if zero_init:
-                cpu_mem = total_params * 18 * gpus_factor * additional_buffer_factor
-            else:
-                cpu_mem = total_params * max(4 * num_gpus_per_node, 18 * gpus_factor) * additional_buffer_factor
+        # 18 bytes a parameter on the CPU with the parameters offloaded too, else 16
+        states = 18 if cpu_offload_params else 16
+        gpu_mem = largest_layer_memory + (0 if cpu_offload_params else int(2 * total_params / total_gpus))
+        if zero_init:
+            cpu_mem = total_params * states * gpus_factor * additional_buffer_factor
         else:
-            gpu_mem = largest_layer_memory + int(2 * total_params / total_gpus)
-            if zero_init:
-                cpu_mem = total_params * 16 * gpus_factor * additional_buffer_factor
-            else:
-                cpu_mem = total_params * max(4 * num_gpus_per_node, 16 * gpus_factor) * additional_buffer_factor
+            cpu_mem = total_params * max(4 * num_gpus_per_node, states * gpus_factor) * additional_buffer_factor
     else:
         gpu_mem = largest_layer_memory + int(18 * total_params / total_gpus)
         if zero_init:

@@ -33,16 +33,9 @@ def _fits(res: dict[str, np.ndarray], hardware: Hardware) -> np.ndarray:
     return ok
 
 
-def max_micro_batch(
-    ds_config: Mapping[str, Any] | None,
-    model: ModelSpec | ModelCounts,
-    hardware: Hardware,
-    shape: Shape,
-    *,
-    limit: int = 4096,
-    precision: str | None = None,
-    allowances: Allowances | None = None,
-) -> int:
+def max_micro_batch(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
+                    shape: Shape, *, limit: int = 4096, precision: str | None = None,
+                    allowances: Allowances | None = None) -> int:
     """Largest micro batch per GPU (1..limit) that fits GPU, CPU and NVMe; 0 if even 1 does not fit."""
     batches = np.arange(1, limit + 1)
     res = evaluate_arrays(
@@ -82,16 +75,9 @@ def with_zero_option(
     return cfg
 
 
-def options_table(
-    ds_config: Mapping[str, Any] | None,
-    model: ModelSpec | ModelCounts,
-    hardware: Hardware,
-    shape: Shape,
-    *,
-    precision: str | None = None,
-    allowances: Allowances | None = None,
-    batch_limit: int = 4096,
-) -> pd.DataFrame:
+def options_table(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+                  *, precision: str | None = None, allowances: Allowances | None = None,
+                  batch_limit: int = 4096) -> pd.DataFrame:
     """One row per ZeRO stage / offload option: memory totals, whether it fits, and its largest micro batch."""
     rows = []
     for stage, opt, param in zero_options():
@@ -119,16 +105,9 @@ def options_table(
     return pd.DataFrame(rows)
 
 
-def min_gpus(
-    ds_config: Mapping[str, Any] | None,
-    model: ModelSpec | ModelCounts,
-    hardware: Hardware,
-    shape: Shape,
-    *,
-    max_nodes: int = 1024,
-    precision: str | None = None,
-    allowances: Allowances | None = None,
-) -> Hardware | None:
+def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+             *, max_nodes: int = 1024, precision: str | None = None,
+             allowances: Allowances | None = None) -> Hardware | None:
     """Smallest cluster of this hardware's nodes that fits: 1..gpus_per_node GPUs on one node, then whole nodes.
 
     Returns the fitting ``Hardware`` (same GPU/CPU/NVMe sizes) or None if ``max_nodes`` nodes are not enough.
@@ -158,29 +137,21 @@ def _axis_kwargs(axis: str, values: np.ndarray, hardware: Hardware) -> dict[str,
     raise ValueError(f"sweep axis must be one of {', '.join(SWEEP_AXES)}, got {axis!r}.")
 
 
-def sweep_totals(
-    ds_config: Mapping[str, Any] | None,
-    model: ModelSpec | ModelCounts,
-    hardware: Hardware,
-    shape: Shape,
-    axis: str,
-    values: Sequence[int] | np.ndarray,
-    *,
-    precision: str | None = None,
-    allowances: Allowances | None = None,
-) -> pd.DataFrame:
+def _evaluate_axis(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
+                   shape: Shape, axis: str, values: Sequence[int] | np.ndarray, precision: str | None,
+                   allowances: Allowances | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The axis values as floats and ``evaluate_arrays`` over them."""
+    vals = np.asarray(values, dtype=np.float64)
+    return vals, evaluate_arrays(ds_config, model, hardware, shape, precision=precision, allowances=allowances,
+                                 **_axis_kwargs(axis, vals, hardware))
+
+
+def sweep_totals(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+                 axis: str, values: Sequence[int] | np.ndarray, *, precision: str | None = None,
+                 allowances: Allowances | None = None) -> pd.DataFrame:
     """Totals against one axis (vectorised): columns axis, gpu_bytes, cpu_bytes_per_node, nvme_bytes_per_node,
     gpu_gib, gpu_limit_gib, fits."""
-    vals = np.asarray(values, dtype=np.float64)
-    res = evaluate_arrays(
-        ds_config,
-        model,
-        hardware,
-        shape,
-        precision=precision,
-        allowances=allowances,
-        **_axis_kwargs(axis, vals, hardware),
-    )
+    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances)
     n = vals.shape
     frame = pd.DataFrame(
         {
@@ -196,28 +167,11 @@ def sweep_totals(
     return frame
 
 
-def sweep(
-    ds_config: Mapping[str, Any] | None,
-    model: ModelSpec | ModelCounts,
-    hardware: Hardware,
-    shape: Shape,
-    axis: str,
-    values: Sequence[int] | np.ndarray,
-    *,
-    precision: str | None = None,
-    allowances: Allowances | None = None,
-) -> pd.DataFrame:
+def sweep(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+          axis: str, values: Sequence[int] | np.ndarray, *, precision: str | None = None,
+          allowances: Allowances | None = None) -> pd.DataFrame:
     """Per-GPU bytes by component against one axis, long format (axis, component, bytes, gib) for altair."""
-    vals = np.asarray(values, dtype=np.float64)
-    res = evaluate_arrays(
-        ds_config,
-        model,
-        hardware,
-        shape,
-        precision=precision,
-        allowances=allowances,
-        **_axis_kwargs(axis, vals, hardware),
-    )
+    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances)
     parts = []
     for key, arr in res.items():
         if key.startswith("gpu:"):
