@@ -96,6 +96,24 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
+def parse_json_value(text: str) -> Any:
+    """Strict JSON of one value of any type (what a widget's JSON text area holds), refused as DeepSpeed's loader
+    would refuse it: syntax errors and duplicate keys with line and column, NaN and Infinity, numbers beyond the
+    float range, numbers of more than 4300 digits, nesting too deep to read. Raises ConfigLoadError."""
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKeyError as exc:
+        raise _duplicate_error(text, exc.key) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigLoadError(f"not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    except RecursionError:
+        raise ConfigLoadError("the value nests too deeply to read") from None
+    except ValueError as exc:  # NaN / Infinity, or an integer of more digits than Python converts
+        raise (_number_error(exc) or ConfigLoadError(str(exc))) from None
+    check_finite_numbers(value)  # 1e400 overflows to infinity
+    return value
+
+
 def load_config(text: str | bytes) -> dict[str, Any]:
     """Parse a DeepSpeed config from JSON or HJSON text.
 
@@ -157,15 +175,9 @@ def _parse(text: str) -> Any:
     except RecursionError:
         raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as json_exc:
-        if "Exceeds the limit" in str(json_exc) and "integer string conversion" in str(json_exc):
-            raise ConfigLoadError(
-                "a number in the config is too large (more than 4300 digits); no DeepSpeed setting takes a "
-                "number that large — check for a pasted blob or a corrupted file"
-            ) from None
-        if "is not a valid JSON number" in str(json_exc):
-            raise ConfigLoadError(
-                f"{json_exc}: NaN and Infinity are not allowed; write a finite number"
-            ) from None
+        number_error = _number_error(json_exc)
+        if number_error is not None:
+            raise number_error from None
         json_error = json_exc
     try:
         return hjson.loads(text, object_pairs_hook=_no_duplicates)
@@ -186,6 +198,18 @@ def _parse(text: str) -> Any:
             f"not valid JSON or HJSON: {json_error.msg}", line=json_error.lineno, column=json_error.colno
         ) from None
     raise ConfigLoadError(f"not valid JSON or HJSON: {json_error}") from None
+
+
+def _number_error(exc: ValueError) -> ConfigLoadError | None:
+    """The error for a number JSON reading refused (NaN / Infinity, more than 4300 digits), else None."""
+    if "Exceeds the limit" in str(exc) and "integer string conversion" in str(exc):
+        return ConfigLoadError(
+            "a number in the config is too large (more than 4300 digits); no DeepSpeed setting takes a "
+            "number that large — check for a pasted blob or a corrupted file"
+        )
+    if "is not a valid JSON number" in str(exc):
+        return ConfigLoadError(f"{exc}: NaN and Infinity are not allowed; write a finite number")
+    return None
 
 
 def _duplicate_error(text: str, key: str) -> ConfigLoadError:

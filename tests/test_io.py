@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 
 import hjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config
+from core.io import MAX_CONFIG_BYTES, ConfigLoadError, dump_config, load_config, parse_json_value
 from tests.conftest import corpus_files
 
 
@@ -160,3 +161,13 @@ def test_property_load_never_raises_anything_but_config_errors(text):
 def test_property_load_bytes(data):
     with contextlib.suppress(ConfigLoadError):
         load_config(data)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ('{"a": 1, "a": 2}', "line 1, column 10"), ("[1,", "not valid JSON"), ("NaN", "NaN and Infinity"),
+    ('{"x": 1e400}', "x is inf"), ("[" * 5000, "nests too deeply"), ("9" * 5000, "more than 4300 digits"),
+])
+def test_a_json_value_is_read_as_strictly_as_a_config(text, fragment):
+    with pytest.raises(ConfigLoadError, match=re.escape(fragment)):
+        parse_json_value(text)
+    assert parse_json_value('[1, "a", {"b": null}]') == [1, "a", {"b": None}]

@@ -17,8 +17,8 @@ from typing import Any, Literal
 import annotated_types as at
 from pydantic import BaseModel
 
+from core import io
 from core.findings import Finding, Report, join_path, split_path
-from core.io import check_finite_numbers
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
@@ -338,28 +338,12 @@ def param_help(param: Any) -> str:
 # --------------------------------------------------------------------------- typed text
 
 
-def _reject_constant(token: str) -> Any:
-    raise ValueError(f"{token} is not a valid JSON number; write a finite number")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {key!r} appears twice; DeepSpeed refuses duplicate keys")
-        out[key] = value
-    return out
-
-
 def parse_json_value(text: str, path: str) -> tuple[Any, str | None]:
-    """Parse a JSON value typed into a text area: (value, None) or (None, an error naming line and column)."""
+    """Parse a JSON value typed into a text area (``core.io.parse_json_value``): (value, None) or (None, an error
+    naming the path, and line and column where they are known)."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
-        check_finite_numbers(value)  # 1e400 overflows to infinity: refused, like the importer does
-        return value, None
-    except json.JSONDecodeError as exc:
-        return None, f"`{path}`: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-    except (ValueError, RecursionError) as exc:
+        return io.parse_json_value(text), None
+    except io.ConfigLoadError as exc:
         return None, f"`{path}`: {exc}."
 
 
