@@ -41,10 +41,7 @@ world = app_state.world_size(ctx)
 
 st.subheader("World size")
 cols = st.columns(3)
-with cols[0]:
-    widgets.context_widget(st.number_input, "nodes", "Nodes", step=1)
-with cols[1]:
-    widgets.context_widget(st.number_input, "gpus_per_node", "GPUs per node", step=1)
+widgets.cluster_widgets(cols)
 with cols[2]:
     st.metric("GPUs (world size)", world)
 

@@ -158,10 +158,7 @@ with cols[1]:
 # ------------------------------------------------------------------ hardware
 st.subheader("3. Hardware")
 cols = st.columns(4)
-with cols[0]:
-    widgets.context_widget(st.number_input, "nodes", "Nodes", step=1)
-with cols[1]:
-    widgets.context_widget(st.number_input, "gpus_per_node", "GPUs per node", step=1)
+widgets.cluster_widgets(cols)
 with cols[2]:
     gpu_options = [*hardware.gpu_names(), app_state.CUSTOM_GPU]
 

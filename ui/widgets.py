@@ -357,6 +357,14 @@ def context_widget(factory: Any, name: str, label: str, **kwargs: Any) -> Any:
     return factory(label, key=CONTEXT_PREFIX + name, on_change=_on_context, args=(name,), **kwargs)
 
 
+def cluster_widgets(cols: list[Any]) -> None:
+    """The two numbers that make the world size, nodes and GPUs per node, in the first two of ``cols``."""
+    with cols[0]:
+        context_widget(st.number_input, "nodes", "Nodes", step=1)
+    with cols[1]:
+        context_widget(st.number_input, "gpus_per_node", "GPUs per node", step=1)
+
+
 # --------------------------------------------------------------------------- registry parameters
 
 
