@@ -91,6 +91,15 @@ def test_cli_fix_unreadable_file_is_exit_2_without_traceback(tmp_path, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_cli_validate_shows_each_fix_and_its_safety(tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(MIXED))
+    code, text = _run(tmp_path, "validate", str(path), "--world-size", "2")
+    assert code == 1
+    assert "fix (safe): Remove `amp`" in text and "fix (unsafe): Keep bf16, disable fp16" in text
+    assert f"2 safe fix(es): `dsconfig fix {path}`" in text
+
+
 def test_cli_explain_one_code_and_the_list(tmp_path, capsys):
     code, text = _run(tmp_path, "explain", "removed.key")
     assert code == 0

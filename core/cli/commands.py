@@ -42,6 +42,12 @@ def _print_report(name: str, report: Any, out: TextIO) -> None:
         out.write(f"          {finding.message}\n")
         if finding.suggestion:
             out.write(f"          → {finding.suggestion}\n")
+        if finding.fix is not None:
+            out.write(f"          fix ({'safe' if finding.fix.safe else 'unsafe'}): {finding.fix.description}\n")
+    safe = sum(f.fix is not None and f.fix.safe for f in report.findings)
+    if safe:
+        out.write(f"  {safe} safe fix(es): `dsconfig fix {name}` applies them; `dsconfig explain CODE` explains a "
+                  "code\n")
     if report.batch is not None:
         b = report.batch
         out.write(
