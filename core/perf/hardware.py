@@ -25,6 +25,11 @@ GPU has no bf16):
 - AMD Instinct MI250X (OAM, both dies): 383 TFLOPs bf16, 3.2 TB/s, Infinity Fabric up to 8 x 50 GB/s
   (200 per direction modelled), PCIe Gen4. Source: AMD Instinct MI250X datasheet.
 
+Achievable matmul fraction (``matmul_fraction``): the best bf16 matmul rate measured over many shapes divided
+by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS comparison table" (ml-engineering,
+compute/accelerator/README.md, mamf-finder.py): A100 SXM 85.9-86.9% (revisions of the table), H100 SXM 80.1-80.3%,
+B200 77.6%, MI250X 76.7% (one GCD), MI300X 60.1%. GPUs the table does not list take ``DEFAULT_MATMUL_FRACTION``.
+
 fp32 figures are the datasheet non-tensor FP32 rates (used when neither fp16 nor bf16 is enabled).
 
 Intra-node bandwidth is per GPU and per direction (what a ring step can push to its neighbour). PCIe GB/s per
@@ -33,7 +38,7 @@ direction of an x16 link: Gen3 15.75, Gen4 31.5, Gen5 63 (PCI-SIG).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Final
 
@@ -50,17 +55,18 @@ class GPUPerf:
     intra_node_gbyte_s: float  # GPU-to-GPU link, per direction (NVLink/NVSwitch/Infinity Fabric, or PCIe)
     pcie_gen: int  # host link generation (x16)
     fp32_tflops: float  # plain fp32 (CUDA cores; PyTorch keeps TF32 off for matmuls by default)
+    matmul_fraction: float | None = None  # best measured matmul / datasheet peak (MAMF table); None: not measured
 
 
 PCIE_GBYTE_S: Final = MappingProxyType({3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0})
 
 GPU_PERF: Final = MappingProxyType(
     {
-        "NVIDIA H100 80GB": GPUPerf(989.0, 3350.0, 450.0, 5, 67),
-        "NVIDIA H200 141GB": GPUPerf(989.0, 4800.0, 450.0, 5, 67),
-        "NVIDIA B200 180GB": GPUPerf(2250.0, 8000.0, 900.0, 5, 80),
-        "NVIDIA A100 80GB": GPUPerf(312.0, 2039.0, 300.0, 4, 19.5),
-        "NVIDIA A100 40GB": GPUPerf(312.0, 1555.0, 300.0, 4, 19.5),
+        "NVIDIA H100 80GB": GPUPerf(989.0, 3350.0, 450.0, 5, 67, 0.80),
+        "NVIDIA H200 141GB": GPUPerf(989.0, 4800.0, 450.0, 5, 67, 0.80),
+        "NVIDIA B200 180GB": GPUPerf(2250.0, 8000.0, 900.0, 5, 80, 0.776),
+        "NVIDIA A100 80GB": GPUPerf(312.0, 2039.0, 300.0, 4, 19.5, 0.86),
+        "NVIDIA A100 40GB": GPUPerf(312.0, 1555.0, 300.0, 4, 19.5, 0.86),
         "NVIDIA L40S 48GB": GPUPerf(362.0, 864.0, 31.5, 4, 91.6),
         "NVIDIA A10G 24GB": GPUPerf(70.0, 600.0, 31.5, 4, 31.2),
         "NVIDIA L4 24GB": GPUPerf(121.0, 300.0, 31.5, 4, 30.3),
@@ -68,10 +74,13 @@ GPU_PERF: Final = MappingProxyType(
         "NVIDIA V100 16GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
         "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
         "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
-        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4),
-        "AMD MI250X 128GB": GPUPerf(383.0, 3200.0, 200.0, 4, 95.7),
+        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.601),
+        "AMD MI250X 128GB": GPUPerf(383.0, 3200.0, 200.0, 4, 95.7, 0.767),
     }
 )
+
+#: Matmul fraction of GPUs the MAMF table does not list: the H100's 0.80, the middle of the measured ones.
+DEFAULT_MATMUL_FRACTION: Final = 0.80
 
 #: Inter-node network presets: total Gbit/s per node (all NICs of the node together).
 NETWORKS: Final = MappingProxyType(
@@ -133,10 +142,14 @@ class Efficiency:
     """
 
     #: Fraction of the datasheet tensor-core peak that the GEMMs of a training step reach when they are large
-    #: enough to be compute-bound (forward and the two transposed backward GEMMs at training shapes, eager
-    #: PyTorch): isolated square cuBLAS GEMMs reach 70-80%, whole transformer layers 55-65% (Megatron-LM,
-    #: Narayanan et al. 2021); 0.6 is that middle, not fitted per case.
-    compute: float = 0.6
+    #: enough to be compute-bound. ``None`` (the default): the GPU's best measured matmul fraction
+    #: (``GPUPerf.matmul_fraction``) times ``gemm_fraction``; ``Cluster`` fills it in, ``calibrate`` fits it.
+    compute: float | None = None
+    #: Fraction of the best-shape matmul rate that a training step's GEMMs reach (forward and the two transposed
+    #: backward GEMMs at training shapes, eager PyTorch, wave quantisation and tile tails): whole transformer
+    #: layers run at 55-65% of the datasheet peak where the best matmul reaches 80% (Megatron-LM, Narayanan
+    #: et al. 2021; MAMF table), i.e. 0.75 of it.
+    gemm_fraction: float = 0.75
     #: Fraction of a link's datasheet bandwidth that NCCL collectives and cudaMemcpy reach (NCCL busbw on
     #: NVLink/InfiniBand is 75-90% of the line rate).
     link: float = 0.8
@@ -149,6 +162,12 @@ class Efficiency:
     #: Extra host-side cost per parameterised module per forward or backward pass under ZeRO-3 (the fetch /
     #: release hooks, their coordinator trace and stream synchronisations).
     zero3_module_overhead_s: float = 1.5e-4
+    #: Host-side cost per parameter tensor of ZeRO's gradient hook in each backward (stages 2 and 3, and stage 1
+    #: with overlap_comm): the copy into the reduce bucket and the partition bookkeeping run in Python on the
+    #: autograd thread, in series with the backward kernels' launches. The DeepSpeedExamples autotuning READMEs
+    #: (16 V100, same micro batch) show ZeRO-2 slower than ZeRO-1 by 148, 154 and 161 microseconds per parameter
+    #: tensor for GPT2-xl, -large and -medium: the same order as ``zero3_module_overhead_s``.
+    grad_hook_overhead_s: float = 1.5e-4
     #: Fixed cost of one collective call (NCCL launch and ring/tree latency: tens of microseconds in a node,
     #: more across nodes); it makes small buckets and per-module ZeRO-3 fetches cost more than their bytes.
     collective_latency_s: float = 5.0e-5
@@ -189,6 +208,10 @@ class Cluster:
     def __post_init__(self) -> None:
         if find_gpu(self.gpu) is None or self.gpu not in GPU_PERF:
             raise ValueError(f"Unknown GPU {self.gpu!r}: pick one of {', '.join(GPU_BY_NAME)}.")
+        if self.efficiency.compute is None:  # the GPU's achievable matmul fraction x the training-GEMM fraction
+            fraction = self.perf.matmul_fraction or DEFAULT_MATMUL_FRACTION
+            object.__setattr__(self, "efficiency",
+                               replace(self.efficiency, compute=fraction * self.efficiency.gemm_fraction))
         for name in ("gpus_per_node", "nodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -208,6 +231,11 @@ class Cluster:
         return gpu_perf(self.gpu)
 
     # resolved values (the catalog default where the field is None)
+    @property
+    def compute_efficiency(self) -> float:
+        """``efficiency.compute`` as resolved for this GPU."""
+        return self.efficiency.compute or DEFAULT_MATMUL_FRACTION * self.efficiency.gemm_fraction
+
     @property
     def peak_flops(self) -> float:
         return (self.peak_tflops or self.perf.peak_tflops) * 1e12

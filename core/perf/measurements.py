@@ -9,6 +9,8 @@ quantity that needs no convention, the wall-clock seconds of one optimizer step:
 - ``model_tflops``: TFLOPs per GPU counted as 6N + attention per token without recomputation (the planner's
   own ``tflops_per_gpu``); step seconds = model FLOPs per step / (TFLOPs x GPUs).
 - ``samples_per_s``: step seconds = global batch / samples per second.
+- ``mfu``: MFU in percent of the datasheet peak with the 6N + attention convention (llm-foundry's); step
+  seconds = model FLOPs per step / (MFU x peak x GPUs).
 
 Assumptions a source leaves open (micro batch, attention kernel, recomputation) are stated per row in ``assumed``.
 """
@@ -40,7 +42,7 @@ class Measurement:
     zero: dict[str, Any]  # the zero_optimization section
     micro_batch: int
     seq_len: int
-    metric: str  # "megatron_hw_tflops" | "model_tflops" | "samples_per_s"
+    metric: str  # "megatron_hw_tflops" | "model_tflops" | "samples_per_s" | "mfu"
     value: float
     grad_accum: int = 1
     precision: str = "fp16"
@@ -68,6 +70,87 @@ _ZEROPP_HW = dict(model=gpt(6144, 40, 48), gpu="NVIDIA V100 32GB", gpus_per_node
                   seq_len=1024, inter_node_gbit_s=100.0, precision="fp16", attention="eager", recompute="full",
                   metric="megatron_hw_tflops",
                   assumed="1K tokens per GPU (micro batch 1 x 1024), activation recomputation, Megatron FLOP formula")
+
+_FOUNDRY = ("MosaicML llm-foundry scripts/train/benchmarking/README.md (commit c90b9b3), MPT training benchmarks, "
+            "PyTorch FSDP (comparable to ZeRO: FULL_SHARD = stage 3, SHARD_GRAD_OP = stage 2), flash attention, "
+            "table ")
+#: MPT sizes of llm-foundry's yamls: (d_model, n_layers, n_heads); GPT-2 block with nn.GELU, vocab 50368,
+#: learned positions (the tables' parameter counts grow with the sequence length by seq x d_model)
+_MPT = {"125m": (768, 12, 12), "760m": (1536, 24, 12), "1b": (2048, 24, 16), "3b": (2560, 32, 20),
+        "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 48, 64), "70b": (8192, 80, 64)}
+
+
+def _foundry(size: str, seq: int, gpus: int, gpu: str, mfu: float, micro: int, accum: int, ckpt: bool,
+             shard: str = "FULL_SHARD") -> Measurement:
+    """One row of llm-foundry's MPT benchmark tables (8 GPUs per node; MP mode DEFAULT: bf16 compute, fp32
+    gradient reduction)."""
+    h100 = "H100" in gpu
+    table = "'H100 80GB BF16'" if h100 else "'A100 80GB with 1600 Gbps node-node interconnect (RoCE)'"
+    h, layers, heads = _MPT[size]
+    assumed = "FSDP costed as the matching ZeRO stage, fp32 gradient reduction (MP mode DEFAULT)"
+    if h100 and gpus > 8:
+        assumed += "; 3200 Gbit/s per H100 node (the table does not say)"
+    return Measurement(
+        f"foundry-mpt{size}-{'h100' if h100 else 'a100'}-{gpus}gpu-s{seq}",
+        _FOUNDRY + f"{table}: MPT-{size}, seq {seq}, {gpus} GPUs, micro batch {micro} x {accum}, "
+        f"{shard}, activation checkpointing {ckpt}: MFU {mfu}%",
+        gpt(h, layers, heads, vocab_size=50368, n_positions=seq, activation_function="gelu"), gpu=gpu,
+        gpus_per_node=8, nodes=gpus // 8, zero={"stage": 3 if shard == "FULL_SHARD" else 2, "overlap_comm": True},
+        micro_batch=micro, grad_accum=accum, seq_len=seq, metric="mfu", value=mfu, precision="bf16",
+        attention="flash", recompute="full" if ckpt else "none", extra_config={"communication_data_type": "fp32"},
+        inter_node_gbit_s=3200.0 if h100 else 1600.0, assumed=assumed)
+
+
+_H100 = "NVIDIA H100 80GB"
+_A100 = "NVIDIA A100 80GB"
+FOUNDRY_ROWS: tuple[Measurement, ...] = (
+    _foundry("7b", 2048, 8, _H100, 46.44, 6, 1, False),
+    _foundry("13b", 2048, 8, _H100, 39.79, 2, 1, False),
+    _foundry("30b", 2048, 8, _H100, 38.11, 3, 21, True),
+    _foundry("7b", 8192, 8, _H100, 37.14, 8, 2, True),
+    _foundry("3b", 4096, 8, _H100, 42.31, 5, 6, False),
+    _foundry("1b", 2048, 8, _H100, 41.82, 14, 1, False),
+    _foundry("760m", 2048, 8, _H100, 34.9, 24, 2, False),
+    _foundry("70b", 2048, 64, _H100, 42.57, 8, 4, True),
+    _foundry("7b", 2048, 8, _A100, 64.23, 6, 2, False),
+    _foundry("13b", 2048, 8, _A100, 59.57, 2, 3, False),
+    _foundry("30b", 2048, 8, _A100, 55.3, 3, 21, True),
+    _foundry("7b", 8192, 8, _A100, 54.47, 8, 2, True),
+    _foundry("3b", 2048, 8, _A100, 62.11, 10, 2, False),
+    _foundry("1b", 2048, 8, _A100, 59.86, 14, 4, False),
+    _foundry("125m", 2048, 8, _A100, 44.79, 40, 2, False),
+)
+
+_HF_AUTOTUNE = ("DeepSpeedExamples training/autotuning/hf/{m}/README.md (HF run_clm, transformers 4.12, fp16, "
+                "16 V100 in one node, block size 1024): ")
+_HF_GPT2 = {"gpt2": gpt(768, 12, 12), "gpt2-medium": gpt(1024, 24, 16), "gpt2-xl": gpt(1600, 48, 25)}
+
+
+def _hf_autotune(name: str, stage: int, micro: int, value: float, what: str) -> Measurement:
+    """A row of the DeepSpeedExamples HF autotuning READMEs (same setup as the GPT2-large tutorial)."""
+    e2e = "e2e" in what
+    return Measurement(
+        f"autotune-{name}-z{stage}-mbs{micro}{'-e2e' if e2e else ''}", _HF_AUTOTUNE.format(m=name) + what,
+        {**_HF_GPT2[name], "vocab_size": 50257, "n_positions": 1024, "attn_pdrop": 0.1, "resid_pdrop": 0.1},
+        gpu="NVIDIA V100 32GB", gpus_per_node=16, nodes=1, zero={"stage": stage}, micro_batch=micro, seq_len=1024,
+        metric="samples_per_s", value=value, precision="fp16", attention="eager",
+        assumed="V100 32GB (the README says V100); DeepSpeed's default config otherwise")
+
+
+HF_AUTOTUNE_ROWS: tuple[Measurement, ...] = (
+    _hf_autotune("gpt2", 0, 11, 441.693, "autotuning summary z0_gas1_tmbspg11: 441.693 samples/s (timers)"),
+    _hf_autotune("gpt2", 1, 15, 452.004, "autotuning summary z1_gas1_tmbspg15: 452.004 samples/s (timers)"),
+    _hf_autotune("gpt2", 1, 8, 397.827, "throughput table 'HF + DS hand-tuned' z1 mbs 8: 397.827 samples/s (e2e)"),
+    _hf_autotune("gpt2-medium", 0, 5, 167.688, "autotuning summary z0_gas1_tmbspg5: 167.688 samples/s (timers)"),
+    _hf_autotune("gpt2-medium", 1, 6, 175.46, "autotuning summary z1_gas1_tmbspg6: 175.46 samples/s (timers)"),
+    _hf_autotune("gpt2-medium", 2, 6, 161.619, "autotuning summary z2_gas1_tmbspg6: 161.619 samples/s (timers)"),
+    _hf_autotune("gpt2-medium", 1, 4, 142.211, "throughput table 'HF + DS hand-tuned' z1 mbs 4: 142.211 samples/s "
+                 "(e2e)"),
+    _hf_autotune("gpt2-xl", 1, 1, 40.1749, "autotuning summary z1_gas1_tmbspg1: 40.1749 samples/s (timers)"),
+    _hf_autotune("gpt2-xl", 2, 1, 33.0472, "autotuning summary z2_gas1_tmbspg1: 33.0472 samples/s (timers)"),
+    _hf_autotune("gpt2-xl", 3, 1, 12.8604, "autotuning summary z3_gas1_tmbspg1: 12.8604 samples/s (timers)"),
+    _hf_autotune("gpt2-xl", 1, 1, 27.462, "throughput table 'HF + DS hand-tuned' z1 mbs 1: 27.462 samples/s (e2e)"),
+)
 
 MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("azure-175b-256gpu", _AZURE + "Fig. 5a: 204.49 TFLOPs/GPU, 175B, 256 A100, micro batch 32, seq 512",
@@ -110,4 +193,6 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 gpus_per_node=8, nodes=2, zero={"stage": 3, "offload_optimizer": {"device": "cpu"}}, micro_batch=1,
                 seq_len=512, metric="model_tflops", value=13.0, precision="bf16",
                 assumed="micro batch 1, no gradient accumulation, SDPA attention, 8x400G network"),
+    *HF_AUTOTUNE_ROWS,
+    *FOUNDRY_ROWS,
 )

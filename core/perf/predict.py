@@ -39,6 +39,12 @@ from core.perf.settings import PerfSettings, read_settings
 #: Elementwise kernels move each saved activation byte this many times through HBM: written by its producer
 #: and read by its consumer in forward, read again in backward, its gradient written and read once.
 ACTIVATION_PASSES = 5
+#: Activations that Hugging Face writes as a chain of PyTorch ops instead of one kernel: tensor passes through
+#: HBM over forward and backward (each pass reads or writes the b x s x intermediate tensor once). gelu_new
+#: (GPT-2, GPT-J, CodeGen, Phi-1/2, T5 v1.1): forward pow, 0.044715*, +x, sqrt(2/pi)*, tanh, 1+, 0.5*x, * = 18
+#: passes; autograd's backward of those ops and the sum of the three gradients into x = 28 passes. A fused
+#: activation (nn.GELU, SiLU, ReLU) is 5 passes, which ACTIVATION_PASSES already counts.
+COMPOSITE_ACTIVATION_PASSES = {"gelu_new": 46}
 #: Families whose eager attention runs the softmax in fp32 (as core.memory.activations models them).
 _FP32_SOFTMAX = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt_neox", "opt", "bloom")
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
@@ -152,13 +158,22 @@ class _Parts:
             d[name] = d.get(name, 0.0) + seconds
 
 
+def param_tensors_per_layer(spec: ModelSpec) -> int:
+    """Parameter tensors of one layer (weights, biases, norm scales and shifts): what per-parameter hooks visit."""
+    attention = (1 if spec.fused_qkv else 3) + 1
+    mlp = (3 if spec.gated_mlp else 2) * max(1, spec.num_experts)
+    norm = 2 if spec.norm == "layernorm" else 1
+    return (attention * (2 if spec.attention_bias else 1) + mlp * (2 if spec.mlp_bias else 1)
+            + spec.norms_per_layer * norm)
+
+
 def _compute(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, shape: Shape, peak: float) -> dict:
     """Per-GPU seconds of one micro-step's forward, backward and recomputation, and FLOPs."""
     b, s = shape.micro_batch, shape.seq_len
     e = st.memory.bytes_per_param
     tp, sp = st.tp, st.sp
     tokens = b * s / sp  # tokens this GPU processes per micro-step
-    eff = cl.efficiency.compute
+    eff = cl.compute_efficiency
     hbm = cl.hbm_bytes_s
     lin_f, attn_f = flops_per_token(model, s)
     if not isinstance(model, ModelSpec):
@@ -182,6 +197,10 @@ def _compute(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, shap
     # write the b x a x s^2 matrix in forward, and twice as much happens in backward
     per_layer_saved = sum_terms(layer_terms(model, b, s / sp, e, "sdpa", "none")) / tp
     elementwise = ACTIVATION_PASSES * per_layer_saved / hbm
+    extra_passes = COMPOSITE_ACTIVATION_PASSES.get(model.hidden_act, ACTIVATION_PASSES) - ACTIVATION_PASSES
+    if extra_passes > 0:
+        active = model.experts_per_token if model.num_experts else 1
+        elementwise += extra_passes * e * tokens * model.intermediate_size * active / tp / hbm
     if shape.attention == "eager" or model.position == "relative":
         kernels = 3 + (1 if model.attention_dropout > 0 else 0)
         score_bytes = 4 if model.model_type in _FP32_SOFTMAX else e
@@ -358,6 +377,9 @@ def predict(
     overhead = comp["layers"] * cluster.efficiency.layer_overhead_s * (4 / 3 if shape.recompute == "full" else 1)
     if m.stage == 3:
         overhead += comp["layers"] * comp["modules"] * 2 * cluster.efficiency.zero3_module_overhead_s
+    if isinstance(model, ModelSpec) and (m.stage >= 2 or (m.stage == 1 and m.overlap_comm)):
+        # per-parameter gradient hooks (stage 3 has them as well as its module fetch/release hooks)
+        overhead += comp["layers"] * param_tensors_per_layer(model) * cluster.efficiency.grad_hook_overhead_s
     parts.add(parts.micro_serial, "host overhead (kernel launches, hooks)", overhead)
     _communication(model, st, cluster, parts)
     _tensor_sequence_parallel(model, st, cluster, shape, parts)
