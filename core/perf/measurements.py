@@ -76,33 +76,43 @@ _FOUNDRY = ("MosaicML llm-foundry scripts/train/benchmarking/README.md (commit c
             "table ")
 #: MPT sizes of llm-foundry's yamls: (d_model, n_layers, n_heads); GPT-2 block with nn.GELU, vocab 50368,
 #: learned positions (the tables' parameter counts grow with the sequence length by seq x d_model)
-_MPT = {"125m": (768, 12, 12), "760m": (1536, 24, 12), "1b": (2048, 24, 16), "3b": (2560, 32, 20),
-        "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 48, 64), "70b": (8192, 80, 64)}
+_MPT = {"125m": (768, 12, 12), "350m": (1024, 24, 16), "760m": (1536, 24, 12), "1b": (2048, 24, 16),
+        "3b": (2560, 32, 20), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 48, 64), "70b": (8192, 80, 64)}
+
+
+_FOUNDRY_TABLES = {"NVIDIA H100 80GB": "'H100 80GB BF16'",
+                   "NVIDIA A100 80GB": "'A100 80GB with 1600 Gbps node-node interconnect (RoCE)'",
+                   "NVIDIA A100 40GB": "'A100 40GB with 1600 Gbps node-node interconnect (RoCE)'"}
 
 
 def _foundry(size: str, seq: int, gpus: int, gpu: str, mfu: float, micro: int, accum: int, ckpt: bool,
-             shard: str = "FULL_SHARD") -> Measurement:
-    """One row of llm-foundry's MPT benchmark tables (8 GPUs per node; MP mode DEFAULT: bf16 compute, fp32
-    gradient reduction)."""
+             shard: str = "FULL_SHARD", pure: bool = False) -> Measurement:
+    """One row of llm-foundry's MPT benchmark tables (8 GPUs per node). MP mode DEFAULT: bf16 compute with fp32
+    gradient reduction; PURE: bf16 throughout."""
     h100 = "H100" in gpu
-    table = "'H100 80GB BF16'" if h100 else "'A100 80GB with 1600 Gbps node-node interconnect (RoCE)'"
+    table = _FOUNDRY_TABLES[gpu]
+    if h100 and gpus >= 128:
+        table = "'H100 80GB BF16 (Large Scale, >= 128 GPUs)'"
     h, layers, heads = _MPT[size]
-    assumed = "FSDP costed as the matching ZeRO stage, fp32 gradient reduction (MP mode DEFAULT)"
+    assumed = "FSDP costed as the matching ZeRO stage, " + (
+        "bf16 gradient reduction (MP mode PURE)" if pure else "fp32 gradient reduction (MP mode DEFAULT)")
     if h100 and gpus > 8:
         assumed += "; 3200 Gbit/s per H100 node (the table does not say)"
     return Measurement(
-        f"foundry-mpt{size}-{'h100' if h100 else 'a100'}-{gpus}gpu-s{seq}",
+        f"foundry-mpt{size}-{gpu.split()[1].lower()}{'-40g' if '40GB' in gpu else ''}-{gpus}gpu-s{seq}",
         _FOUNDRY + f"{table}: MPT-{size}, seq {seq}, {gpus} GPUs, micro batch {micro} x {accum}, "
-        f"{shard}, activation checkpointing {ckpt}: MFU {mfu}%",
+        f"{shard}, {'PURE' if pure else 'DEFAULT'}, activation checkpointing {ckpt}: MFU {mfu}%",
         gpt(h, layers, heads, vocab_size=50368, n_positions=seq, activation_function="gelu"), gpu=gpu,
         gpus_per_node=8, nodes=gpus // 8, zero={"stage": 3 if shard == "FULL_SHARD" else 2, "overlap_comm": True},
         micro_batch=micro, grad_accum=accum, seq_len=seq, metric="mfu", value=mfu, precision="bf16",
-        attention="flash", recompute="full" if ckpt else "none", extra_config={"communication_data_type": "fp32"},
+        attention="flash", recompute="full" if ckpt else "none",
+        extra_config={} if pure else {"communication_data_type": "fp32"},
         inter_node_gbit_s=3200.0 if h100 else 1600.0, assumed=assumed)
 
 
 _H100 = "NVIDIA H100 80GB"
 _A100 = "NVIDIA A100 80GB"
+_A100_40 = "NVIDIA A100 40GB"
 FOUNDRY_ROWS: tuple[Measurement, ...] = (
     _foundry("7b", 2048, 8, _H100, 46.44, 6, 1, False),
     _foundry("13b", 2048, 8, _H100, 39.79, 2, 1, False),
@@ -119,6 +129,18 @@ FOUNDRY_ROWS: tuple[Measurement, ...] = (
     _foundry("3b", 2048, 8, _A100, 62.11, 10, 2, False),
     _foundry("1b", 2048, 8, _A100, 59.86, 14, 4, False),
     _foundry("125m", 2048, 8, _A100, 44.79, 40, 2, False),
+    # multi-node: 1600 Gbit/s RoCE (A100) and the large-scale H100 table
+    _foundry("70b", 2048, 64, _A100, 53.33, 8, 4, True, pure=True),
+    _foundry("70b", 2048, 128, _A100_40, 48.91, 4, 1, True, pure=True),
+    _foundry("30b", 2048, 32, _A100_40, 51.74, 4, 1, True, pure=True),
+    _foundry("13b", 2048, 64, _A100_40, 52.04, 16, 1, True, pure=True),
+    _foundry("7b", 2048, 128, _A100_40, 50.14, 18, 1, True, pure=True),
+    _foundry("3b", 2048, 64, _A100_40, 55.94, 6, 1, False, pure=True),
+    _foundry("350m", 2048, 128, _A100_40, 45.61, 18, 1, False, pure=True),
+    _foundry("125m", 2048, 64, _A100_40, 39.27, 26, 1, False, pure=True),
+    _foundry("13b", 2048, 512, _H100, 41.12, 16, 1, True),
+    _foundry("3b", 2048, 256, _H100, 41.25, 8, 1, False, shard="SHARD_GRAD_OP"),
+    _foundry("1b", 2048, 512, _H100, 36.65, 12, 1, False, shard="SHARD_GRAD_OP"),
 )
 
 _HF_AUTOTUNE = ("DeepSpeedExamples training/autotuning/hf/{m}/README.md (HF run_clm, transformers 4.12, fp16, "
