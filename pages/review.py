@@ -63,6 +63,15 @@ for finding in drawn:
             st.page_link(page, label=f"Edit on {app_state.PAGE_TITLES[finding.page]}", icon=":material/edit:",
                          query_params=focus.link_params(finding, app_state.get_config()))
 widgets.show_rest(rest)
+if report.findings:
+    # the finding-code table's entry of each code on the page (the reference of `dsconfig explain` and
+    # docs/rules.md); drawn only while open
+    shown_codes = list(dict.fromkeys(f.code for f in report.findings))
+    with st.expander(f"What these {len(shown_codes)} finding codes mean", icon=":material/menu_book:",
+                     key="review_codes", on_change="rerun") as codes_box:
+        if codes_box.open:
+            for code in shown_codes:
+                st.markdown(fields.code_reference(code))
 estimate = memory.current_estimate(config, ctx, report)
 fit_text = headline.fit_sentence(estimate, memory.micro_batch_and_assumption(config, report, ctx)[1])
 if not report.errors:

@@ -122,6 +122,24 @@ def test_review_lists_findings_and_apply_all_applies_the_safe_fixes_and_lists_th
     assert {e.value.split("**")[1] for e in at.main.error} == {"batch.product", "precision.fp16-and-bf16"}
 
 
+def test_review_explains_each_finding_code_from_the_code_table_while_open():
+    from core.rules import codes
+
+    cfg = {"train_micro_batch_size_per_gpu": 1, "train_batch_size": 7, "amp": {"enabled": False}}
+    at = app(cfg, page="pages/review.py")
+    shown = {f.code for f in core.validate(cfg, world_size=8).findings}
+    assert "removed.key" in shown and len(shown) >= 2
+    assert not any("When:" in m.value for m in at.markdown)  # closed: nothing drawn
+    at.session_state["review_codes"] = True  # what opening the expander does
+    at.run()
+    entries = [m.value for m in at.markdown if "*When:*" in m.value]
+    assert len(entries) == len(shown)
+    for code in shown:
+        entry = codes.lookup(code)
+        text = next(e for e in entries if e.startswith(f"**{code}**"))
+        assert entry.summary.split(".")[0] in text and codes.FAILS[entry.fails] in text
+
+
 def test_review_diff_against_baseline_and_download_matches():
     base = PRESETS["zero2-bf16"].config
     at = app(json.loads(json.dumps(base)), page="pages/review.py")

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from core import io
 from core.findings import Finding, Report, join_path, split_path
+from core.rules import codes
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
 from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
@@ -382,6 +383,16 @@ def finding_text(finding: Finding) -> str:
     if finding.suggestion:
         text += f"\n\n{finding.suggestion}"
     return safe_text(text)
+
+
+def code_reference(code: str) -> str:
+    """The finding-code table's entry of ``code`` as markdown (what ``dsconfig explain CODE`` prints)."""
+    entry = codes.lookup(code)
+    if entry is None:
+        return safe_text(f"**{code}**: no entry in the finding-code table.")
+    fix = {True: "safe (keeps what DeepSpeed does)", False: "unsafe (review it)", None: "none"}[entry.fix_safe]
+    return safe_text(f"**{code}** ({entry.severity}) — {entry.summary}\n\n"
+                     f"*When:* {codes.FAILS[entry.fails]}. *Automatic fix:* {fix}.\n\n{entry.why}")
 
 
 def inline_finding_text(finding: Finding) -> str:
