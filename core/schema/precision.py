@@ -58,6 +58,13 @@ _AUTOCAST_DTYPE_NOTE = (
 )
 
 
+def _dtype_field(*, description: str, raises: str = "engine", doc_note: str = _DTYPE_NOTE) -> Any:
+    """An optional dtype chosen from the three the docs name (unset: the field's own fallback, in ``description``);
+    a wrong spelling fails where ``raises`` says (the engine's start by default)."""
+    return ds_field(None, choices=_MAIN_DTYPES, widget="select", raises=raises, description=description,
+                    doc_note=doc_note)
+
+
 class FP16Config(Section):
     """fp16 mixed precision: 16-bit weights and activations, fp32 master weights, and a loss scale that
     keeps small gradients from underflowing. Needs a GPU (not supported on CPU)."""
@@ -218,10 +225,7 @@ class TorchAutocastConfig(LenientSection):
         description="Run forward under `torch.autocast`. Do not combine with `fp16`/`bf16` (they cast the "
         "model itself).",
     )
-    dtype: DtypeName | None = ds_field(
-        None,
-        choices=_MAIN_DTYPES,
-        widget="select",
+    dtype: DtypeName | None = _dtype_field(
         raises="config",
         description="Lower-precision dtype for autocast, e.g. `bfloat16` or `float16`. Unset: PyTorch's "
         "autocast default (fp16 on CUDA).",
@@ -239,31 +243,16 @@ class TorchAutocastConfig(LenientSection):
 class DataTypesConfig(LenientSection):
     """Data types of gradient accumulation, parameters and buffers (FSDP-style mixed precision policy)."""
 
-    grad_accum_dtype: DtypeName | None = ds_field(
-        None,
-        choices=_MAIN_DTYPES,
-        widget="select",
-        raises="engine",
+    grad_accum_dtype: DtypeName | None = _dtype_field(
         description="Dtype of the gradient accumulation buffer. Unset: the model dtype. `fp32` with bf16 "
         "training is more accurate across many accumulation steps and costs 2 extra bytes per parameter.",
-        doc_note=_DTYPE_NOTE,
     )
-    param_dtype: DtypeName | None = ds_field(
-        None,
-        choices=_MAIN_DTYPES,
-        widget="select",
-        raises="engine",
+    param_dtype: DtypeName | None = _dtype_field(
         description="Cast the parameters to this dtype. Unset: the mixed-precision dtype (fp16/bf16).",
-        doc_note=_DTYPE_NOTE,
     )
-    buffer_dtype: DtypeName | None = ds_field(
-        None,
-        choices=_MAIN_DTYPES,
-        widget="select",
-        raises="engine",
+    buffer_dtype: DtypeName | None = _dtype_field(
         description="Cast the module buffers to this dtype. Unset: buffers keep the dtype they were loaded "
         "with (e.g. fp32 rotary `inv_freq`); setting it can change results.",
-        doc_note=_DTYPE_NOTE,
     )
     keep_in_fp32_modules: Literal["auto"] | list[str] = ds_field(
         "auto",
