@@ -21,6 +21,12 @@ from core.schema.advanced import CurriculumScheduleConfig
 from core.schema.base import META_KEY, LenientSection, OpenSection, ds_field
 
 _GONE = "0.19.8"
+
+
+def _gone(default: Any = ..., *, description: str, **meta: Any) -> Any:
+    """A field DeepSpeed 0.19.8 removed (``ds_field`` with ``removed=_GONE``)."""
+    return ds_field(default, description=description, removed=_GONE, **meta)
+
 _RAISES = {META_KEY: {"kind": "lenient", "raises": "config"}}
 
 
@@ -45,15 +51,13 @@ class AmpConfig(OpenSection):
 
     model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "open": True, "raises": "config"}})
 
-    enabled: bool = ds_field(
+    enabled: bool = _gone(
         False,
-        removed=_GONE,
         description="Use Apex AMP. Needs NVIDIA Apex installed; the engine refuses it together with ZeRO "
         '("Amp and ZeRO are not currently compatible"). Required key in 0.19.5.',
     )
-    opt_level: str | None = ds_field(
+    opt_level: str | None = _gone(
         None,
-        removed=_GONE,
         choices=("O0", "O1", "O2", "O3"),
         widget="select",
         description='Apex AMP optimisation level (passed to amp.initialize): O1 mixed precision, O2 "almost fp16".',
@@ -76,48 +80,41 @@ class ElasticityConfig(LenientSection):
 
     model_config = ConfigDict(json_schema_extra=_RAISES)
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Turn elastic training on.")
-    max_train_batch_size: int = ds_field(
+    enabled: bool = _gone(False, description="Turn elastic training on.")
+    max_train_batch_size: int = _gone(
         2000,
-        removed=_GONE,
         unit="samples",
         description="Largest acceptable global batch size. Required when enabled.",
     )
-    micro_batch_sizes: list[int] = ds_field(
+    micro_batch_sizes: list[int] = _gone(
         default_factory=lambda: [2, 4, 6],
-        removed=_GONE,
         description="Acceptable micro batch sizes per GPU (positive integers). Required when enabled.",
     )
-    min_gpus: int = ds_field(1, removed=_GONE, description="Fewest GPUs to consider (≥ 1).")
-    max_gpus: int = ds_field(10000, removed=_GONE, description="Most GPUs to consider (≥ min_gpus).")
-    min_time: int = ds_field(
-        0, removed=_GONE, description="Minutes to run before the scheduler may scale again (v0.1 only; 0: unknown)."
-    )
-    prefer_larger_batch: bool = ds_field(
+    min_gpus: int = _gone(1, description="Fewest GPUs to consider (≥ 1).")
+    max_gpus: int = _gone(10000, description="Most GPUs to consider (≥ min_gpus).")
+    min_time: int = _gone(0, description="Minutes to run before the scheduler may scale again (v0.1 only; 0: unknown).")
+    prefer_larger_batch: bool = _gone(
         True,
-        removed=_GONE,
         description="Prefer the batch size closest to `max_train_batch_size`.",
         doc_note="The docs spell it `prefer_large_batch`; DeepSpeed reads `prefer_larger_batch`.",
     )
-    prefer_large_batch: bool | None = ds_field(
+    prefer_large_batch: bool | None = _gone(
         None,
-        removed=_GONE,
         deprecated=True,
         replaced_by="prefer_larger_batch",
         ignored=True,
         description="Misspelling from the docs; DeepSpeed ignores it. Use `prefer_larger_batch`.",
     )
-    ignore_non_elastic_batch_info: bool = ds_field(
+    ignore_non_elastic_batch_info: bool = _gone(
         False,
-        removed=_GONE,
         description="Allow (and silently ignore) train_batch_size / train_micro_batch_size_per_gpu / "
         "gradient_accumulation_steps elsewhere in the config; otherwise their presence is an error.",
     )
-    version: float = ds_field(
-        0.2, removed=_GONE, description="Elasticity algorithm version: 0.1 or 0.2 (0.2 supports model parallelism)."
+    version: float = _gone(
+        0.2, description="Elasticity algorithm version: 0.1 or 0.2 (0.2 supports model parallelism)."
     )
-    num_gpus_per_node: int = ds_field(1, removed=_GONE, description="GPUs per node (v0.2, model parallelism).")
-    model_parallel_size: int = ds_field(1, removed=_GONE, description="Model-parallel degree (v0.2 only).")
+    num_gpus_per_node: int = _gone(1, description="GPUs per node (v0.2, model parallelism).")
+    model_parallel_size: int = _gone(1, description="Model-parallel degree (v0.2 only).")
 
     @model_validator(mode="after")
     def _elasticity_rules(self) -> ElasticityConfig:
@@ -175,49 +172,41 @@ class SparseAttentionConfig(LenientSection):
 
     model_config = ConfigDict(json_schema_extra=_RAISES)
 
-    mode: SparseMode = ds_field(
+    mode: SparseMode = _gone(
         "fixed",
-        removed=_GONE,
         widget="select",
         description="Sparsity layout: dense, fixed, variable, bigbird or bslongformer. Any other value fails "
         '("Given sparsity mode, X, has not been implemented yet!").',
         raises="config",
     )
-    block: int = ds_field(16, removed=_GONE, description="Block size of the sparse layout (all modes).")
-    different_layout_per_head: bool = ds_field(
-        False, removed=_GONE, description="A different layout per attention head (all modes but dense)."
+    block: int = _gone(16, description="Block size of the sparse layout (all modes).")
+    different_layout_per_head: bool = _gone(
+        False, description="A different layout per attention head (all modes but dense)."
     )
-    num_local_blocks: int = ds_field(4, removed=_GONE, description="Local blocks per window (fixed).")
-    num_global_blocks: int = ds_field(1, removed=_GONE, description="Global blocks (fixed, bigbird).")
-    attention: Literal["bidirectional", "unidirectional"] = ds_field(
+    num_local_blocks: int = _gone(4, description="Local blocks per window (fixed).")
+    num_global_blocks: int = _gone(1, description="Global blocks (fixed, bigbird).")
+    attention: Literal["bidirectional", "unidirectional"] = _gone(
         "bidirectional",
-        removed=_GONE,
         widget="select",
         description="Attention type: bidirectional (encoders) or unidirectional (decoders) (fixed, variable).",
     )
-    horizontal_global_attention: bool = ds_field(
+    horizontal_global_attention: bool = _gone(
         False,
-        removed=_GONE,
         description="Global blocks also attend horizontally (fixed, variable; bidirectional only).",
     )
-    num_different_global_patterns: int = ds_field(
-        1, removed=_GONE, description="Number of different global patterns (fixed)."
+    num_different_global_patterns: int = _gone(1, description="Number of different global patterns (fixed).")
+    num_random_blocks: int = _gone(0, description="Random blocks per row (variable, bigbird).")
+    local_window_blocks: list[int] = _gone(
+        default_factory=lambda: [4], description="Sizes of the local windows in blocks (variable)."
     )
-    num_random_blocks: int = ds_field(0, removed=_GONE, description="Random blocks per row (variable, bigbird).")
-    local_window_blocks: list[int] = ds_field(
-        default_factory=lambda: [4], removed=_GONE, description="Sizes of the local windows in blocks (variable)."
-    )
-    global_block_indices: list[int] = ds_field(
+    global_block_indices: list[int] = _gone(
         default_factory=lambda: [0],
-        removed=_GONE,
         description="Indices of the global blocks (variable, bslongformer).",
     )
-    global_block_end_indices: list[int] | None = ds_field(
-        None, removed=_GONE, description="End indices of global block ranges (variable, bslongformer)."
+    global_block_end_indices: list[int] | None = _gone(
+        None, description="End indices of global block ranges (variable, bslongformer)."
     )
-    num_sliding_window_blocks: int = ds_field(
-        3, removed=_GONE, description="Blocks in the sliding window (bigbird, bslongformer)."
-    )
+    num_sliding_window_blocks: int = _gone(3, description="Blocks in the sliding window (bigbird, bslongformer).")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -228,18 +217,12 @@ class SparseAttentionConfig(LenientSection):
 class NebulaConfig(LenientSection):
     """Azure Nebula fast checkpointing (removed in 0.19.8; a leftover block in 0.19.8 is an error)."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Use Nebula for checkpointing.")
-    persistent_storage_path: str | None = ds_field(
-        None, removed=_GONE, widget="path", description="Where Nebula persists checkpoints."
-    )
-    persistent_time_interval: int = ds_field(
-        100, removed=_GONE, unit="seconds", description="Interval between persisting checkpoints."
-    )
-    num_of_version_in_retention: int = ds_field(2, removed=_GONE, description="Checkpoint versions kept.")
-    enable_nebula_load: bool = ds_field(True, removed=_GONE, description="Load checkpoints through Nebula.")
-    nebula_load_path: str | None = ds_field(
-        None, removed=_GONE, widget="path", description="Path Nebula loads checkpoints from."
-    )
+    enabled: bool = _gone(False, description="Use Nebula for checkpointing.")
+    persistent_storage_path: str | None = _gone(None, widget="path", description="Where Nebula persists checkpoints.")
+    persistent_time_interval: int = _gone(100, unit="seconds", description="Interval between persisting checkpoints.")
+    num_of_version_in_retention: int = _gone(2, description="Checkpoint versions kept.")
+    enable_nebula_load: bool = _gone(True, description="Load checkpoints through Nebula.")
+    nebula_load_path: str | None = _gone(None, widget="path", description="Path Nebula loads checkpoints from.")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -250,27 +233,18 @@ class NebulaConfig(LenientSection):
 class CompressionGroupParams(LenientSection):
     """Technique parameters of one compression group (which apply depends on the technique)."""
 
-    start_bits: int | None = ds_field(
+    start_bits: int | None = _gone(
         None,
-        removed=_GONE,
         description="Weight quantization: bits at the start of training. Required for weight quantization.",
     )
-    target_bits: int | None = ds_field(
+    target_bits: int | None = _gone(
         None,
-        removed=_GONE,
         description="Weight quantization: bits reached at the end. Required for weight quantization.",
     )
-    quantization_period: int = ds_field(
-        1, removed=_GONE, unit="steps", description="Weight quantization: steps between bit reductions."
-    )
-    bits: int | None = ds_field(
+    quantization_period: int = _gone(1, unit="steps", description="Weight quantization: steps between bit reductions.")
+    bits: int | None = _gone(None, description="Activation quantization: bits. Required for activation quantization.")
+    dense_ratio: float | None = _gone(
         None,
-        removed=_GONE,
-        description="Activation quantization: bits. Required for activation quantization.",
-    )
-    dense_ratio: float | None = ds_field(
-        None,
-        removed=_GONE,
         description="Pruning: fraction of weights/rows/heads/channels kept. Required for pruning groups.",
     )
 
@@ -278,131 +252,117 @@ class CompressionGroupParams(LenientSection):
 class CompressionGroupConfig(LenientSection):
     """One group of `different_groups`: its technique parameters and the modules it applies to."""
 
-    params: CompressionGroupParams = ds_field(
+    params: CompressionGroupParams = _gone(
         default_factory=CompressionGroupParams,
-        removed=_GONE,
         description="Technique parameters of this group (e.g. start_bits/target_bits, dense_ratio).",
     )
-    modules: list[str] = ds_field(
-        default_factory=lambda: ["*"], removed=_GONE, description="Module name patterns the group applies to."
-    )
-    related_modules: list[list[str]] | None = ds_field(
-        None, removed=_GONE, description="Modules pruned together with each module (channel/head pruning)."
+    modules: list[str] = _gone(default_factory=lambda: ["*"], description="Module name patterns the group applies to.")
+    related_modules: list[list[str]] | None = _gone(
+        None, description="Modules pruned together with each module (channel/head pruning)."
     )
 
 
 class LayerReductionConfig(LenientSection):
     """Layer reduction: keep only some layers of a (teacher) model."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Turn layer reduction on.")
-    keep_number_layer: int | None = ds_field(None, removed=_GONE, description="Number of layers to keep.")
-    module_name_prefix: str | None = ds_field(
-        None, removed=_GONE, description="Name prefix of the layer modules (e.g. bert.encoder.layer)."
+    enabled: bool = _gone(False, description="Turn layer reduction on.")
+    keep_number_layer: int | None = _gone(None, description="Number of layers to keep.")
+    module_name_prefix: str | None = _gone(
+        None, description="Name prefix of the layer modules (e.g. bert.encoder.layer)."
     )
-    teacher_layer: list[int] | None = ds_field(
-        None, removed=_GONE, description="Teacher layers used to initialise the kept layers."
-    )
-    other_module_name: list[str] | None = ds_field(
-        None, removed=_GONE, description="Other modules to initialise from the teacher."
-    )
+    teacher_layer: list[int] | None = _gone(None, description="Teacher layers used to initialise the kept layers.")
+    other_module_name: list[str] | None = _gone(None, description="Other modules to initialise from the teacher.")
 
 
 class FP16MixedQuantizeConfig(LenientSection):
     """Mix fp16 and quantized weights while quantizing."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Turn fp16 mixed quantization on.")
-    quantize_change_ratio: float = ds_field(
-        0.001, removed=_GONE, description="Ratio of the change from fp16 to quantized weights per step."
+    enabled: bool = _gone(False, description="Turn fp16 mixed quantization on.")
+    quantize_change_ratio: float = _gone(
+        0.001, description="Ratio of the change from fp16 to quantized weights per step."
     )
 
 
 class WeightQuantizationSharedConfig(LenientSection):
     """Shared parameters of weight quantization."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Quantize weights. Needs `different_groups`.")
-    quantizer_kernel: bool = ds_field(False, removed=_GONE, description="Use the CUDA quantizer kernel.")
-    schedule_offset: int = ds_field(0, removed=_GONE, unit="steps", description="Step at which quantization starts.")
-    quantize_groups: int = ds_field(1, removed=_GONE, description="Quantization groups per tensor.")
-    quantize_verbose: bool = ds_field(False, removed=_GONE, description="Log the quantization.")
-    quantization_type: Literal["symmetric", "asymmetric"] = ds_field(
-        "symmetric", removed=_GONE, widget="select", raises="config", description="Symmetric or asymmetric."
+    enabled: bool = _gone(False, description="Quantize weights. Needs `different_groups`.")
+    quantizer_kernel: bool = _gone(False, description="Use the CUDA quantizer kernel.")
+    schedule_offset: int = _gone(0, unit="steps", description="Step at which quantization starts.")
+    quantize_groups: int = _gone(1, description="Quantization groups per tensor.")
+    quantize_verbose: bool = _gone(False, description="Log the quantization.")
+    quantization_type: Literal["symmetric", "asymmetric"] = _gone(
+        "symmetric", widget="select", raises="config", description="Symmetric or asymmetric."
     )
-    rounding: Literal["nearest", "stochastic"] = ds_field(
-        "nearest", removed=_GONE, widget="select", raises="config", description="Rounding mode."
+    rounding: Literal["nearest", "stochastic"] = _gone(
+        "nearest", widget="select", raises="config", description="Rounding mode."
     )
-    quantize_weight_in_forward: bool = ds_field(
-        False, removed=_GONE, description="Quantize in the forward pass instead of in the optimizer step."
+    quantize_weight_in_forward: bool = _gone(
+        False, description="Quantize in the forward pass instead of in the optimizer step."
     )
-    fp16_mixed_quantize: FP16MixedQuantizeConfig = ds_field(
-        default_factory=FP16MixedQuantizeConfig, removed=_GONE, description="fp16 mixed quantization."
+    fp16_mixed_quantize: FP16MixedQuantizeConfig = _gone(
+        default_factory=FP16MixedQuantizeConfig, description="fp16 mixed quantization."
     )
 
 
 class ActivationQuantizationSharedConfig(LenientSection):
     """Shared parameters of activation quantization."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Quantize activations. Needs `different_groups`.")
-    quantization_type: Literal["symmetric", "asymmetric"] = ds_field(
-        "symmetric", removed=_GONE, widget="select", raises="config", description="Symmetric or asymmetric."
+    enabled: bool = _gone(False, description="Quantize activations. Needs `different_groups`.")
+    quantization_type: Literal["symmetric", "asymmetric"] = _gone(
+        "symmetric", widget="select", raises="config", description="Symmetric or asymmetric."
     )
-    range_calibration: Literal["dynamic", "static"] = ds_field(
-        "dynamic", removed=_GONE, widget="select", raises="config", description="Range calibration."
+    range_calibration: Literal["dynamic", "static"] = _gone(
+        "dynamic", widget="select", raises="config", description="Range calibration."
     )
-    schedule_offset: int = ds_field(1000, removed=_GONE, unit="steps", description="Step at which it starts.")
+    schedule_offset: int = _gone(1000, unit="steps", description="Step at which it starts.")
 
 
 class SparsePruningSharedConfig(LenientSection):
     """Shared parameters of sparse pruning."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Prune weights sparsely. Needs `different_groups`.")
-    method: Literal["l1", "topk", "snip_momentum"] = ds_field(
-        "l1", removed=_GONE, widget="select", raises="config", description="Pruning method."
+    enabled: bool = _gone(False, description="Prune weights sparsely. Needs `different_groups`.")
+    method: Literal["l1", "topk", "snip_momentum"] = _gone(
+        "l1", widget="select", raises="config", description="Pruning method."
     )
-    schedule_offset: int = ds_field(1000, removed=_GONE, unit="steps", description="Step at which pruning starts.")
-    schedule_offset_end: int | None = ds_field(
-        None, removed=_GONE, unit="steps", description="snip_momentum: end step (≥ schedule_offset; unset: same)."
+    schedule_offset: int = _gone(1000, unit="steps", description="Step at which pruning starts.")
+    schedule_offset_end: int | None = _gone(
+        None, unit="steps", description="snip_momentum: end step (≥ schedule_offset; unset: same)."
     )
-    schedule_offset_stride: int = ds_field(1, removed=_GONE, description="snip_momentum: stride of the schedule.")
-    block_pattern: str = ds_field("4x1", removed=_GONE, description="snip_momentum: block pattern, e.g. 4x1.")
-    dense_ratio: float = ds_field(
-        0.1, gt=0, lt=1, removed=_GONE, raises="config", description="snip_momentum: fraction kept (0 < r < 1)."
+    schedule_offset_stride: int = _gone(1, description="snip_momentum: stride of the schedule.")
+    block_pattern: str = _gone("4x1", description="snip_momentum: block pattern, e.g. 4x1.")
+    dense_ratio: float = _gone(
+        0.1, gt=0, lt=1, raises="config", description="snip_momentum: fraction kept (0 < r < 1)."
     )
-    excluded_modules: list[str] = ds_field(
-        default_factory=list, removed=_GONE, description="snip_momentum: modules never pruned."
-    )
+    excluded_modules: list[str] = _gone(default_factory=list, description="snip_momentum: modules never pruned.")
 
 
 class PruningSharedConfig(LenientSection):
     """Shared parameters of row and channel pruning."""
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Turn this pruning on. Needs `different_groups`.")
-    method: Literal["l1", "topk"] = ds_field(
-        "l1", removed=_GONE, widget="select", raises="config", description="Pruning method: l1 or topk."
+    enabled: bool = _gone(False, description="Turn this pruning on. Needs `different_groups`.")
+    method: Literal["l1", "topk"] = _gone(
+        "l1", widget="select", raises="config", description="Pruning method: l1 or topk."
     )
-    schedule_offset: int = ds_field(1000, removed=_GONE, unit="steps", description="Step at which pruning starts.")
+    schedule_offset: int = _gone(1000, unit="steps", description="Step at which pruning starts.")
 
 
 class HeadPruningSharedConfig(PruningSharedConfig):
     """Shared parameters of head pruning."""
 
-    method: Literal["l1", "topk"] = ds_field(
-        "topk", removed=_GONE, widget="select", raises="config", description="Pruning method: topk or l1."
+    method: Literal["l1", "topk"] = _gone(
+        "topk", widget="select", raises="config", description="Pruning method: topk or l1."
     )
-    num_heads: int | None = ds_field(
-        None,
-        removed=_GONE,
-        description="Number of attention heads. Required when enabled.",
-    )
+    num_heads: int | None = _gone(None, description="Number of attention heads. Required when enabled.")
 
 
 def _technique(shared: type[LenientSection], what: str) -> Any:
     class Technique(LenientSection):
-        shared_parameters: shared = ds_field(
-            default_factory=shared, removed=_GONE, description=f"Parameters shared by all {what} groups."
+        shared_parameters: shared = _gone(
+            default_factory=shared, description=f"Parameters shared by all {what} groups."
         )
-        different_groups: dict[str, CompressionGroupConfig] = ds_field(
+        different_groups: dict[str, CompressionGroupConfig] = _gone(
             default_factory=dict,
-            removed=_GONE,
             widget="json",
             description=f"Named {what} groups, each with `params` and `modules`. Required when enabled.",
         )
@@ -422,25 +382,17 @@ HeadPruningConfig = _technique(HeadPruningSharedConfig, "head pruning")
 class CompressionTrainingConfig(LenientSection):
     """DeepSpeed Compression (removed in 0.19.8): quantization-aware training, pruning and layer reduction."""
 
-    weight_quantization: WeightQuantizationCompressionConfig = ds_field(
-        default_factory=WeightQuantizationCompressionConfig, removed=_GONE, description="Weight quantization."
+    weight_quantization: WeightQuantizationCompressionConfig = _gone(
+        default_factory=WeightQuantizationCompressionConfig, description="Weight quantization."
     )
-    activation_quantization: ActivationQuantizationConfig = ds_field(
-        default_factory=ActivationQuantizationConfig, removed=_GONE, description="Activation quantization."
+    activation_quantization: ActivationQuantizationConfig = _gone(
+        default_factory=ActivationQuantizationConfig, description="Activation quantization."
     )
-    sparse_pruning: SparsePruningConfig = ds_field(
-        default_factory=SparsePruningConfig, removed=_GONE, description="Sparse pruning."
-    )
-    row_pruning: PruningConfig = ds_field(default_factory=PruningConfig, removed=_GONE, description="Row pruning.")
-    head_pruning: HeadPruningConfig = ds_field(
-        default_factory=HeadPruningConfig, removed=_GONE, description="Head pruning."
-    )
-    channel_pruning: PruningConfig = ds_field(
-        default_factory=PruningConfig, removed=_GONE, description="Channel pruning."
-    )
-    layer_reduction: LayerReductionConfig = ds_field(
-        default_factory=LayerReductionConfig, removed=_GONE, description="Layer reduction."
-    )
+    sparse_pruning: SparsePruningConfig = _gone(default_factory=SparsePruningConfig, description="Sparse pruning.")
+    row_pruning: PruningConfig = _gone(default_factory=PruningConfig, description="Row pruning.")
+    head_pruning: HeadPruningConfig = _gone(default_factory=HeadPruningConfig, description="Head pruning.")
+    channel_pruning: PruningConfig = _gone(default_factory=PruningConfig, description="Channel pruning.")
+    layer_reduction: LayerReductionConfig = _gone(default_factory=LayerReductionConfig, description="Layer reduction.")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -451,29 +403,28 @@ class CompressionTrainingConfig(LenientSection):
 class EigenvalueConfig(LenientSection):
     """Eigenvalue computation for MoQ (removed in 0.19.8)."""
 
-    enabled: bool = ds_field(
+    enabled: bool = _gone(
         False,
-        removed=_GONE,
         description="Compute eigenvalues of the parameter blocks to adapt the MoQ schedule.",
         doc_note="The docs show a top-level `eigenvalue` block; DeepSpeed 0.19.5 only reads "
         "`quantize_training.eigenvalue` (and only with compression weight quantization on), and then "
         'asserts it is disabled ("Eigenvalue based MoQ is temporarily disabled"). A top-level block is '
         "ignored by 0.19.5 and rejected by 0.19.8.",
     )
-    verbose: bool = ds_field(False, removed=_GONE, description="Print the eigenvalues.")
-    max_iter: int = ds_field(100, removed=_GONE, description="Maximum power iterations.")
-    tol: float = ds_field(1e-2, removed=_GONE, description="Convergence tolerance.")
-    stability: float = ds_field(1e-6, removed=_GONE, description="Numerical stability term.")
-    gas_boundary_resolution: int = ds_field(1, removed=_GONE, description="Compute every N accumulation boundaries.")
-    layer_name: str = ds_field("bert.encoder.layer", removed=_GONE, description="Name prefix of the layers.")
-    layer_num: int = ds_field(0, removed=_GONE, description="Number of layers.")
+    verbose: bool = _gone(False, description="Print the eigenvalues.")
+    max_iter: int = _gone(100, description="Maximum power iterations.")
+    tol: float = _gone(1e-2, description="Convergence tolerance.")
+    stability: float = _gone(1e-6, description="Numerical stability term.")
+    gas_boundary_resolution: int = _gone(1, description="Compute every N accumulation boundaries.")
+    layer_name: str = _gone("bert.encoder.layer", description="Name prefix of the layers.")
+    layer_num: int = _gone(0, description="Number of layers.")
 
 
 class QuantizeTrainingConfig(LenientSection):
     """MoQ (mixture-of-quantization) training settings (removed in 0.19.8). 0.19.5 only reads
     `eigenvalue` from here."""
 
-    eigenvalue: EigenvalueConfig | None = ds_field(None, removed=_GONE, description="Eigenvalue settings of MoQ.")
+    eigenvalue: EigenvalueConfig | None = _gone(None, description="Eigenvalue settings of MoQ.")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -486,27 +437,21 @@ class CurriculumLearningLegacyConfig(LenientSection):
 
     model_config = ConfigDict(json_schema_extra=_RAISES)
 
-    enabled: bool = ds_field(
-        False, removed=_GONE, description="Turn legacy curriculum learning on. Required key in 0.19.5."
-    )
-    curriculum_type: str | None = ds_field(
+    enabled: bool = _gone(False, description="Turn legacy curriculum learning on. Required key in 0.19.5.")
+    curriculum_type: str | None = _gone(
         None,
-        removed=_GONE,
         choices=("seqlen",),
         description="What the difficulty is; `seqlen` truncates sequences (the engine handles it).",
     )
-    min_difficulty: int | None = ds_field(None, removed=_GONE, description="Difficulty at the first step.")
-    max_difficulty: int | None = ds_field(None, removed=_GONE, description="Final difficulty.")
-    schedule_type: str | None = ds_field(
+    min_difficulty: int | None = _gone(None, description="Difficulty at the first step.")
+    max_difficulty: int | None = _gone(None, description="Final difficulty.")
+    schedule_type: str | None = _gone(
         None,
-        removed=_GONE,
         choices=("fixed_linear", "fixed_root", "fixed_discrete", "custom"),
         widget="select",
         description="Pacing function.",
     )
-    schedule_config: CurriculumScheduleConfig | None = ds_field(
-        None, removed=_GONE, description="Parameters of the pacing function."
-    )
+    schedule_config: CurriculumScheduleConfig | None = _gone(None, description="Parameters of the pacing function.")
 
     @model_validator(mode="before")
     @classmethod
@@ -520,9 +465,9 @@ class ProgressiveLayerDropConfig(LenientSection):
 
     model_config = ConfigDict(json_schema_extra=_RAISES)
 
-    enabled: bool = ds_field(False, removed=_GONE, description="Turn PLD on. Required key in 0.19.5.")
-    theta: float = ds_field(1.0, removed=_GONE, description="Final keep probability.")
-    gamma: float = ds_field(0.001, removed=_GONE, description="Decay rate of the keep probability.")
+    enabled: bool = _gone(False, description="Turn PLD on. Required key in 0.19.5.")
+    theta: float = _gone(1.0, description="Final keep probability.")
+    gamma: float = _gone(0.001, description="Decay rate of the keep probability.")
 
     @model_validator(mode="before")
     @classmethod
