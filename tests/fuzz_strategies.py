@@ -166,3 +166,12 @@ any_config = st.one_of(
     schema_shaped_configs(),
     st.dictionaries(mutation_keys, json_values, max_size=6),
 )
+
+
+def result_or_refusal(error: type[Exception], fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, or None when it refused the input with ``error`` and a message (anything else fails)."""
+    try:
+        return fn(*args)
+    except error as exc:
+        assert str(exc), f"{error.__name__} without a message"
+        return None

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import models
+from tests.fuzz_strategies import result_or_refusal
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -176,12 +177,8 @@ def test_spec_fields_follow_config():
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200) | st.binary(max_size=50))
 def test_parse_hf_config_never_crashes(text):
-    try:
-        data = models.parse_hf_config(text)
-    except models.ModelConfigError as exc:
-        assert str(exc)
-    else:
-        assert isinstance(data, dict)
+    data = result_or_refusal(models.ModelConfigError, models.parse_hf_config, text)
+    assert data is None or isinstance(data, dict)
 
 
 @settings(max_examples=200, deadline=None)
@@ -212,9 +209,5 @@ def test_parse_hf_config_never_crashes(text):
     )
 )
 def test_describe_only_raises_model_config_error(cfg):
-    try:
-        spec = models.describe(cfg)
-    except models.ModelConfigError as exc:
-        assert str(exc)
-    else:
-        assert spec.total_params > 0
+    spec = result_or_refusal(models.ModelConfigError, models.describe, cfg)
+    assert spec is None or spec.total_params > 0
