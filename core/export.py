@@ -50,6 +50,15 @@ def _same(value: Any, default: Any) -> bool:
     return type(value) is type(default) and value == default
 
 
+def _section_items(config: Mapping[str, Any], model: type[BaseModel]) -> list[tuple[str, Any, Any]] | None:
+    """Each key of a section with its schema field (None for keys the schema does not know); None for a lenient
+    nested section, which DeepSpeed hands on as written."""
+    if model is not DeepSpeedConfig and section_kind(model) == "lenient":
+        return None
+    fields = section_fields(model)
+    return [(key, value, fields.get(key)) for key, value in config.items()]
+
+
 def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeedConfig) -> dict[str, Any]:
     """The config without the values that equal the schema default (unknown keys and "auto" kept).
 
@@ -59,12 +68,11 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
     empty is dropped only where the section itself defaults to its defaults (``fp16``); an optional
     section (``offload_param``, default None) stays, as ``{}``, because its presence can matter.
     """
-    if model is not DeepSpeedConfig and section_kind(model) == "lenient":
+    items = _section_items(config, model)
+    if items is None:
         return copy.deepcopy(dict(config))
-    fields = section_fields(model)
     out: dict[str, Any] = {}
-    for key, value in config.items():
-        field = fields.get(key)
+    for key, value, field in items:
         if field is None:
             out[key] = value
             continue
@@ -144,12 +152,11 @@ def _fill(config: Mapping[str, Any], version: str, model: type[BaseModel], stage
           added: list[str]) -> dict[str, Any]:
     """``explicit_config`` of one section (``prefix`` is its path); the paths of the defaults it writes
     are appended to ``added``."""
-    if model is not DeepSpeedConfig and section_kind(model) == "lenient":
+    items = _section_items(config, model)
+    if items is None:
         return copy.deepcopy(dict(config))
-    fields = section_fields(model)
     out: dict[str, Any] = {}
-    for key, value in config.items():
-        field = fields.get(key)
+    for key, value, field in items:
         if field is not None and field.model is not None and isinstance(value, Mapping):
             out[key] = _fill(value, version, field.model, stage, join_path(prefix, key), added)
         else:
