@@ -59,6 +59,19 @@ def open_app(tab, url: str) -> None:
     idle(tab)
 
 
+def paste(tab, text: str) -> None:
+    """Import ``text`` through the Start page's paste box."""
+    tab.get_by_text("Upload or paste", exact=True).click()
+    idle(tab)
+    area = tab.get_by_role("textbox", name="…or paste it here")
+    area.fill(text)
+    area.press("Control+Enter")
+    idle(tab)
+    tab.get_by_role("button", name="Import").click()
+    tab.get_by_text("Imported a config").wait_for()
+    idle(tab)
+
+
 def idle(tab) -> None:
     """Wait until Streamlit has finished the current rerun."""
     tab.wait_for_timeout(300)
@@ -202,14 +215,7 @@ HJSON = """{
 
 
 def test_import_with_comments_and_unknown_keys_exports_unchanged(page):
-    page.get_by_text("Upload or paste", exact=True).click()
-    idle(page)
-    area = page.get_by_role("textbox", name="…or paste it here")
-    area.fill(HJSON)
-    area.press("Control+Enter")
-    idle(page)
-    page.get_by_role("button", name="Import").click()
-    page.get_by_text("Imported a config").wait_for()
+    paste(page, HJSON)
     shot(page, "import-1-start")
     nav(page, "Advanced")
     shot(page, "import-2-advanced")

@@ -14,8 +14,8 @@ import urllib.parse
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import ARTIFACTS, CHROMIUM, chromium_browser, streamlit_server
-from test_e2e import idle, nav, preset_config, select
+from e2e_support import ARTIFACTS, streamlit_server
+from test_e2e import browser, idle, nav, preset_config, select  # noqa: F401 — browser: the module fixture
 
 from core.models import describe, get_config
 from ui import app_state
@@ -31,14 +31,6 @@ LLAMA70 = "meta-llama/Llama-2-70b-hf"
 def answers_server() -> Iterator[str]:
     with streamlit_server("streamlit-e2e-answers.log") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def answers_browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (Debian's chromium package; make test installs it)")
-    with chromium_browser() as chromium:
-        yield chromium
 
 
 def model_context(name: str, **over) -> dict:
@@ -85,9 +77,9 @@ def share_link_config(tab) -> dict:
     return app_state.decode_state(token)[0]
 
 
-def test_new_user_walk_through_of_issue_16(answers_browser, answers_server):
+def test_new_user_walk_through_of_issue_16(browser, answers_server):  # noqa: F811 — the imported fixture
     server = answers_server
-    context = answers_browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     tab = context.new_page()
     tab.set_default_timeout(30_000)
     try:
