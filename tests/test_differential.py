@@ -56,20 +56,22 @@ UNLOADABLE = [e for e in ENTRIES if e.config is None]
 SAMPLE_0195 = 3
 
 
-@pytest.fixture(scope="module")
-def ds0198() -> str:
-    reason = oracle_available("0.19.8")
+def _release(version: str) -> str:
+    """``version``, once its DeepSpeed oracle is known to run (else the test is skipped, saying why)."""
+    reason = oracle_available(version)
     if reason:
         pytest.skip(reason)
-    return "0.19.8"
+    return version
+
+
+@pytest.fixture(scope="module")
+def ds0198() -> str:
+    return _release("0.19.8")
 
 
 @pytest.fixture(scope="module")
 def ds0195() -> str:
-    reason = oracle_available("0.19.5")
-    if reason:
-        pytest.skip(reason)
-    return "0.19.5"
+    return _release("0.19.5")
 
 
 @pytest.fixture(scope="module")
