@@ -5,9 +5,7 @@ python scripts/bench_memory.py            # prints timings (median of repeats); 
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +13,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core import memory, models
-
-
-def _time(fn, repeat: int = 7) -> float:
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
+from scripts.bench import median_time
 
 
 def main() -> None:
@@ -57,7 +47,7 @@ def main() -> None:
     ]
     print(f"{'benchmark':62s} {'median':>10s}")
     for name, fn in rows:
-        print(f"{name:62s} {_time(fn) * 1e3:8.2f} ms")
+        print(f"{name:62s} {median_time(fn, 7) * 1e3:8.2f} ms")
 
 
 if __name__ == "__main__":
