@@ -12,7 +12,7 @@ from core.memory.estimate import Shape
 from core.models import describe, get_spec
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster, gpu_perf
-from core.perf.measurements import MEASUREMENTS, Measurement
+from core.perf.measurements import MEASUREMENTS, Measurement, deepcompile_flops_per_sample
 from core.perf.predict import predict
 
 
@@ -47,6 +47,9 @@ def measured_step_seconds(m: Measurement, spec: ModelSpec, model_flops_per_token
         return flops / (m.value * 1e12 * gpus)
     if m.metric == "model_tflops":
         return model_flops_per_token * batch * m.seq_len / (m.value * 1e12 * gpus)
+    if m.metric == "deepcompile_tflops":
+        flops = batch * deepcompile_flops_per_sample(m.seq_len, m.recompute == "full")
+        return flops / (m.value * 1e12 * gpus)
     if m.metric == "mfu":
         peak = gpu_perf(m.gpu).peak_tflops
         return model_flops_per_token * batch * m.seq_len / (m.value / 100 * peak * 1e12 * gpus)

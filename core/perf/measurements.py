@@ -9,6 +9,10 @@ quantity that needs no convention, the wall-clock seconds of one optimizer step:
 - ``model_tflops``: TFLOPs per GPU counted as 6N + attention per token without recomputation (the planner's
   own ``tflops_per_gpu``); step seconds = model FLOPs per step / (TFLOPs x GPUs).
 - ``samples_per_s``: step seconds = global batch / samples per second.
+- ``deepcompile_tflops``: TFLOPs per GPU as DeepSpeedExamples benchmarks/deepcompile/plot_common.py counts them
+  (``deepcompile_flops_per_sample``: its own model table, e.g. Llama-3-70B with ffn 32768 and vocabulary 32000,
+  full s^2 attention, an extra forward with activation checkpointing); step seconds = those FLOPs per step /
+  (TFLOPs x GPUs).
 - ``mfu``: MFU in percent of the datasheet peak with the 6N + attention convention (llm-foundry's); step
   seconds = model FLOPs per step / (MFU x peak x GPUs).
 
@@ -42,7 +46,7 @@ class Measurement:
     zero: dict[str, Any]  # the zero_optimization section
     micro_batch: int
     seq_len: int
-    metric: str  # "megatron_hw_tflops" | "model_tflops" | "samples_per_s" | "mfu"
+    metric: str  # "megatron_hw_tflops" | "model_tflops" | "samples_per_s" | "mfu" | "deepcompile_tflops"
     value: float
     grad_accum: int = 1
     precision: str = "fp16"
@@ -143,6 +147,49 @@ FOUNDRY_ROWS: tuple[Measurement, ...] = (
     _foundry("1b", 2048, 512, _H100, 36.65, 12, 1, False, shard="SHARD_GRAD_OP"),
 )
 
+#: The model table of DeepSpeedExamples benchmarks/deepcompile/plot_common.py (``model_info``), as it counts FLOPs
+_DEEPCOMPILE_LLAMA3_70B = {"hidden": 8192, "heads": 64, "kv_heads": 8, "ffn": 32768, "layers": 80, "vocab": 32000}
+
+
+def deepcompile_flops_per_sample(seq: int, checkpointing: bool) -> float:
+    """FLOPs per sequence of Llama-3-70B as DeepCompile's ``throughput_calculator`` counts them (SwiGLU, top-1)."""
+    c = _DEEPCOMPILE_LLAMA3_70B
+    head_dim, gqa = c["hidden"] // c["heads"], c["heads"] // c["kv_heads"]
+    fwd = c["layers"] * (1 + 2 // gqa + 1) * c["hidden"] ** 2 * seq
+    fwd += c["layers"] * 2 * head_dim * c["heads"] * seq**2
+    fwd += c["layers"] * 3 * c["ffn"] * c["hidden"] * seq
+    fwd += c["vocab"] * c["hidden"] * seq
+    return 2 * fwd * (4 if checkpointing else 3)
+
+
+_DEEPCOMPILE = ("DeepCompile blog (DeepSpeed blogs/deepcompile/README.md; Tanaka et al., arXiv 2504.09983), "
+                "'ZeRO3 + Eager' bars read off ")
+_DEEPCOMPILE_HW = dict(model="meta-llama/Meta-Llama-3-70B", gpu="NVIDIA H100 80GB", gpus_per_node=8,
+                       micro_batch=1, metric="deepcompile_tflops", precision="bf16", recompute="full",
+                       assumed="settings of DeepSpeedExamples benchmarks/deepcompile run_bench*.sh (HF model, "
+                               "activation checkpointing, SDPA); 3200 Gbit/s per node (not stated); values read off "
+                               "the bar chart (+-3%)")
+
+
+def _deepcompile(ident: str, figure: str, nodes: int, seq: int, accum: int, value: float, offload: bool) -> Measurement:
+    zero: dict[str, Any] = {"stage": 3, "sub_group_size": 100_000_000}
+    if offload:
+        zero["offload_optimizer"] = {"device": "cpu"}
+    return Measurement(ident, _DEEPCOMPILE + f"{figure}: Llama-3-70B, {nodes * 8} H100, batch 1 x {accum}, seq {seq}"
+                       f"{', optimizer offloaded to the CPU' if offload else ''}: about {value:g} TFLOPs/GPU "
+                       "(their FLOP count)", nodes=nodes, zero=zero, seq_len=seq, grad_accum=accum, value=value,
+                       **_DEEPCOMPILE_HW)
+
+
+DEEPCOMPILE_ROWS: tuple[Measurement, ...] = (
+    _deepcompile("deepcompile-llama3-70b-offload", "Figure 4", 2, 512, 1, 13.0, True),
+    _deepcompile("deepcompile-llama3-70b-offload-s1024", "Figure 4", 2, 1024, 1, 24.0, True),
+    _deepcompile("deepcompile-llama3-70b-offload-s2048", "Figure 4", 2, 2048, 1, 49.0, True),
+    _deepcompile("deepcompile-llama3-70b-z3-acc1", "Figure 3", 4, 1024, 1, 243.0, False),
+    _deepcompile("deepcompile-llama3-70b-z3-acc4", "Figure 3", 4, 1024, 4, 262.0, False),
+    _deepcompile("deepcompile-llama3-70b-z3-acc16", "Figure 3", 4, 1024, 16, 262.0, False),
+)
+
 _HF_AUTOTUNE = ("DeepSpeedExamples training/autotuning/hf/{m}/README.md (HF run_clm, transformers 4.12, fp16, "
                 "16 V100 in one node, block size 1024): ")
 _HF_GPT2 = {"gpt2": gpt(768, 12, 12), "gpt2-medium": gpt(1024, 24, 16), "gpt2-xl": gpt(1600, 48, 25)}
@@ -209,12 +256,7 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 zero={"stage": 3}, micro_batch=8, seq_len=512, metric="samples_per_s", value=64.101,
                 precision="bf16", intra_node_gbyte_s=200.0,
                 assumed="A800 = A100 with 400 GB/s NVLink (200 per direction); SDPA attention; no recomputation"),
-    Measurement("deepcompile-llama3-70b-offload", "DeepCompile (Tanaka et al., 2025, arXiv 2504.09983) offload "
-                "baseline as quoted in issue 14: Llama-3-70B, ZeRO-3 with the optimizer on the CPU, 16 H100, "
-                "seq 512: about 13 TFLOPs/GPU", "meta-llama/Meta-Llama-3-70B", gpu="NVIDIA H100 80GB",
-                gpus_per_node=8, nodes=2, zero={"stage": 3, "offload_optimizer": {"device": "cpu"}}, micro_batch=1,
-                seq_len=512, metric="model_tflops", value=13.0, precision="bf16",
-                assumed="micro batch 1, no gradient accumulation, SDPA attention, 8x400G network"),
+    *DEEPCOMPILE_ROWS,
     *HF_AUTOTUNE_ROWS,
     *FOUNDRY_ROWS,
 )
