@@ -1,14 +1,7 @@
 """Model architectures from Hugging Face config.json dicts: descriptions, exact parameter counts, catalog."""
 
-from core.models.arch import (
-    SUPPORTED_FAMILIES,
-    ModelConfigError,
-    ModelSpec,
-    ModuleParams,
-    UnsupportedModelError,
-    count_params,
-    describe,
-)
+from core.models.arch import ModelConfigError, ModelSpec, ModuleParams, UnsupportedModelError
+from core.models.families import SUPPORTED_FAMILIES, count_params, describe
 
 __all__ = [
     "SUPPORTED_FAMILIES",

@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from core.models.arch import ModelConfigError, ModelSpec, describe
+from core.models.arch import ModelConfigError, ModelSpec
+from core.models.families import describe
 
 
 def _llama(h, inter, layers, heads, kv, vocab, **extra) -> dict[str, Any]:

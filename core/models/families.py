@@ -1,0 +1,410 @@
+"""Per-family module trees: how each Hugging Face ``model_type`` turns into a ``ModelSpec`` (``describe``).
+
+Counting mirrors the module tree ``transformers`` builds for the training head of each family
+(``AutoModelForCausalLM``; ``BertForMaskedLM`` for bert; ``T5ForConditionalGeneration`` for t5). A new family is
+one function ``(ConfigReader, name) -> ModelSpec`` here, added to ``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from core.models.arch import ConfigReader, ModelConfigError, ModelSpec, ModuleParams, UnsupportedModelError
+
+
+def _linear(n_in: int, n_out: int, bias: bool) -> int:
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _layernorm_era_spec(name: str, model_type: str, *, hidden: int, layers: int, heads: int, inter: int, vocab: int,
+                        positions: int, tie: bool, modules: Sequence[ModuleParams], **rest: Any) -> ModelSpec:
+    """A ModelSpec for gpt2, gpt_neox, opt, bloom, falcon, bert and t5: unless ``rest`` says otherwise,
+    multi-head attention (as many KV heads as heads, head_dim = hidden // heads) with biases, an ungated
+    MLP with biases and two LayerNorms per layer."""
+    fields: dict[str, Any] = {"num_kv_heads": heads, "head_dim": hidden // heads, "gated_mlp": False,
+                              "attention_bias": True, "mlp_bias": True, "norm": "layernorm", "norms_per_layer": 2}
+    fields.update(rest)
+    return ModelSpec(name=name, model_type=model_type, hidden_size=hidden, num_layers=layers, num_heads=heads,
+                     intermediate_size=inter, vocab_size=vocab, max_position_embeddings=positions,
+                     tie_word_embeddings=tie, modules=tuple(modules), **fields)
+
+
+# family -> (default vocab, hidden, intermediate, layers, heads, kv heads (None: = heads), head_dim (None: derived),
+#            tie, norms per layer)
+_LLAMA_LIKE: dict[str, dict[str, Any]] = {
+    "llama": dict(vocab=32000, hidden=4096, inter=11008, layers=32, heads=32, kv=None, head_dim=None, tie=False),
+    "mistral": dict(vocab=32000, hidden=4096, inter=14336, layers=32, heads=32, kv=8, head_dim=None, tie=False),
+    "mixtral": dict(vocab=32000, hidden=4096, inter=14336, layers=32, heads=32, kv=8, head_dim=None, tie=False),
+    "qwen2": dict(vocab=151936, hidden=4096, inter=22016, layers=32, heads=32, kv=32, head_dim=None, tie=False),
+    "gemma": dict(vocab=256000, hidden=3072, inter=24576, layers=28, heads=16, kv=16, head_dim=256, tie=True),
+    "gemma2": dict(vocab=256000, hidden=2304, inter=9216, layers=26, heads=8, kv=4, head_dim=256, tie=True),
+    "phi3": dict(vocab=32064, hidden=3072, inter=8192, layers=32, heads=32, kv=None, head_dim=None, tie=False),
+}
+
+
+def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
+    mt = c.model_type
+    d = _LLAMA_LIKE[mt]
+    hidden = c.int("hidden_size", default=d["hidden"])
+    layers = c.int("num_hidden_layers", default=d["layers"])
+    heads = c.int("num_attention_heads", default=d["heads"])
+    kv = c.int("num_key_value_heads", default=d["kv"] or heads)
+    head_dim = c.int("head_dim", default=d["head_dim"] or hidden // heads)
+    inter = c.int("intermediate_size", default=d["inter"])
+    vocab = c.int("vocab_size", default=d["vocab"])
+    tie = c.bool("tie_word_embeddings", default=d["tie"])
+    qkv_bias = out_bias = mlp_bias = False
+    if mt in ("llama", "gemma", "gemma2"):
+        qkv_bias = out_bias = c.bool("attention_bias", default=False)
+    if mt == "llama":
+        mlp_bias = c.bool("mlp_bias", default=False)
+    if mt == "qwen2":
+        qkv_bias = True
+    q, kvd = heads * head_dim, kv * head_dim
+    per_layer: list[ModuleParams] = []
+    if mt == "phi3":
+        per_layer.append(ModuleParams("self_attn.qkv_proj", _linear(hidden, q + 2 * kvd, False), layers))
+    else:
+        per_layer += [
+            ModuleParams("self_attn.q_proj", _linear(hidden, q, qkv_bias), layers),
+            ModuleParams("self_attn.k_proj", _linear(hidden, kvd, qkv_bias), layers),
+            ModuleParams("self_attn.v_proj", _linear(hidden, kvd, qkv_bias), layers),
+        ]
+    per_layer.append(ModuleParams("self_attn.o_proj", _linear(q, hidden, out_bias), layers))
+    experts = top_k = 0
+    if mt == "mixtral":
+        experts = c.int("num_local_experts", default=8)
+        top_k = c.int("num_experts_per_tok", default=2)
+        per_layer += [
+            ModuleParams("mlp.gate (router)", hidden * experts, layers),
+            ModuleParams("mlp.experts", experts * (2 * inter * hidden + hidden * inter), layers),
+        ]
+    elif mt == "phi3":
+        per_layer += [
+            ModuleParams("mlp.gate_up_proj", _linear(hidden, 2 * inter, False), layers),
+            ModuleParams("mlp.down_proj", _linear(inter, hidden, False), layers),
+        ]
+    else:
+        per_layer += [
+            ModuleParams("mlp.gate_proj", _linear(hidden, inter, mlp_bias), layers),
+            ModuleParams("mlp.up_proj", _linear(hidden, inter, mlp_bias), layers),
+            ModuleParams("mlp.down_proj", _linear(inter, hidden, mlp_bias), layers),
+        ]
+    norms = 4 if mt == "gemma2" else 2
+    per_layer.append(ModuleParams("layer norms (RMSNorm)", hidden, layers * norms))
+    modules = (
+        ModuleParams("embed_tokens", vocab * hidden),
+        *per_layer,
+        ModuleParams("norm", hidden),
+        ModuleParams("lm_head", vocab * hidden, tied=tie),
+    )
+    return ModelSpec(
+        name=name,
+        model_type=mt,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=head_dim,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        max_position_embeddings=c.int("max_position_embeddings", default=2048),
+        tie_word_embeddings=tie,
+        gated_mlp=True,
+        attention_bias=qkv_bias,
+        mlp_bias=mlp_bias,
+        norm="rmsnorm",
+        norms_per_layer=norms,
+        num_experts=experts,
+        experts_per_token=top_k,
+        attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("resid_pdrop", default=0.0) if mt == "phi3" else 0.0,
+        fused_qkv=mt == "phi3",
+        attn_logit_softcapping=c.float("attn_logit_softcapping", default=50.0) if mt == "gemma2" else 0.0,
+        final_logit_softcapping=c.float("final_logit_softcapping", default=30.0) if mt == "gemma2" else 0.0,
+        modules=modules,
+    )
+
+
+def _gpt2(c: ConfigReader, name: str) -> ModelSpec:
+    hidden = c.int("n_embd", "hidden_size", default=768)
+    layers = c.int("n_layer", "num_hidden_layers", default=12)
+    heads = c.int("n_head", "num_attention_heads", default=12)
+    inter = c.int("n_inner", default=4 * hidden)
+    vocab = c.int("vocab_size", default=50257)
+    positions = c.int("n_positions", "max_position_embeddings", default=1024)
+    tie = c.bool("tie_word_embeddings", default=True)
+    modules = (
+        ModuleParams("wte", vocab * hidden),
+        ModuleParams("wpe", positions * hidden),
+        ModuleParams("ln_1, ln_2", 2 * hidden, 2 * layers),
+        ModuleParams("attn.c_attn", _linear(hidden, 3 * hidden, True), layers),
+        ModuleParams("attn.c_proj", _linear(hidden, hidden, True), layers),
+        ModuleParams("mlp.c_fc", _linear(hidden, inter, True), layers),
+        ModuleParams("mlp.c_proj", _linear(inter, hidden, True), layers),
+        ModuleParams("ln_f", 2 * hidden),
+        ModuleParams("lm_head", vocab * hidden, tied=tie),
+    )
+    return _layernorm_era_spec(
+        name, "gpt2",
+        hidden=hidden, layers=layers, heads=heads, inter=inter, vocab=vocab, positions=positions, tie=tie,
+        attention_dropout=c.float("attn_pdrop", default=0.1), hidden_dropout=c.float("resid_pdrop", default=0.1),
+        fused_qkv=True, hidden_act=c.str("activation_function", default="gelu_new"), position="learned",
+        modules=modules,
+    )
+
+
+def _gpt_neox(c: ConfigReader, name: str) -> ModelSpec:
+    hidden = c.int("hidden_size", default=6144)
+    layers = c.int("num_hidden_layers", default=44)
+    heads = c.int("num_attention_heads", default=64)
+    inter = c.int("intermediate_size", default=24576)
+    vocab = c.int("vocab_size", default=50432)
+    tie = c.bool("tie_word_embeddings", default=False)
+    bias = c.bool("attention_bias", default=True)
+    modules = (
+        ModuleParams("embed_in", vocab * hidden),
+        ModuleParams("input/post_attention_layernorm", 2 * hidden, 2 * layers),
+        ModuleParams("attention.query_key_value", _linear(hidden, 3 * hidden, bias), layers),
+        ModuleParams("attention.dense", _linear(hidden, hidden, bias), layers),
+        ModuleParams("mlp.dense_h_to_4h", _linear(hidden, inter, True), layers),
+        ModuleParams("mlp.dense_4h_to_h", _linear(inter, hidden, True), layers),
+        ModuleParams("final_layer_norm", 2 * hidden),
+        ModuleParams("lm_head", vocab * hidden, tied=tie),
+    )
+    return _layernorm_era_spec(
+        name, "gpt_neox",
+        hidden=hidden, layers=layers, heads=heads, inter=inter, vocab=vocab,
+        positions=c.int("max_position_embeddings", default=2048), tie=tie, attention_bias=bias,
+        attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("hidden_dropout", default=0.0), fused_qkv=True,
+        hidden_act=c.str("hidden_act", default="gelu"),
+        shared_norm_input=c.bool("use_parallel_residual", default=True), modules=modules,
+    )
+
+
+def _opt(c: ConfigReader, name: str) -> ModelSpec:
+    hidden = c.int("hidden_size", default=768)
+    layers = c.int("num_hidden_layers", default=12)
+    heads = c.int("num_attention_heads", default=12)
+    ffn = c.int("ffn_dim", default=3072)
+    vocab = c.int("vocab_size", default=50272)
+    positions = c.int("max_position_embeddings", default=2048)
+    proj = c.int("word_embed_proj_dim", default=hidden)
+    bias = c.bool("enable_bias", default=True)
+    affine = c.bool("layer_norm_elementwise_affine", default=True)
+    ln = 2 * hidden if affine else 0
+    final_ln = c.bool("do_layer_norm_before", default=True) and not c.bool("_remove_final_layer_norm", default=False)
+    tie = c.bool("tie_word_embeddings", default=True)
+    modules = [
+        ModuleParams("embed_tokens", vocab * proj),
+        ModuleParams("embed_positions", (positions + 2) * hidden),  # OPT offsets positions by 2
+    ]
+    if proj != hidden:
+        modules += [ModuleParams("project_in", proj * hidden), ModuleParams("project_out", hidden * proj)]
+    if final_ln:
+        modules.append(ModuleParams("final_layer_norm", ln))
+    modules += [
+        ModuleParams("self_attn.q/k/v/out_proj", _linear(hidden, hidden, bias), 4 * layers),
+        ModuleParams("self_attn_layer_norm, final_layer_norm", ln, 2 * layers),
+        ModuleParams("fc1", _linear(hidden, ffn, bias), layers),
+        ModuleParams("fc2", _linear(ffn, hidden, bias), layers),
+        ModuleParams("lm_head", proj * vocab, tied=tie),
+    ]
+    return _layernorm_era_spec(
+        name, "opt",
+        hidden=hidden, layers=layers, heads=heads, inter=ffn, vocab=vocab, positions=positions, tie=tie,
+        attention_bias=bias, mlp_bias=bias, attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("dropout", default=0.1), hidden_act=c.str("activation_function", default="relu"),
+        position="learned", modules=modules,
+    )
+
+
+def _bloom(c: ConfigReader, name: str) -> ModelSpec:
+    hidden = c.int("hidden_size", "n_embed", default=64)
+    layers = c.int("n_layer", "num_hidden_layers", default=2)
+    heads = c.int("n_head", "num_attention_heads", default=8)
+    vocab = c.int("vocab_size", default=250880)
+    tie = c.bool("tie_word_embeddings", default=True)
+    modules = (
+        ModuleParams("word_embeddings", vocab * hidden),
+        ModuleParams("word_embeddings_layernorm", 2 * hidden),
+        ModuleParams("input/post_attention_layernorm", 2 * hidden, 2 * layers),
+        ModuleParams("self_attention.query_key_value", _linear(hidden, 3 * hidden, True), layers),
+        ModuleParams("self_attention.dense", _linear(hidden, hidden, True), layers),
+        ModuleParams("mlp.dense_h_to_4h", _linear(hidden, 4 * hidden, True), layers),
+        ModuleParams("mlp.dense_4h_to_h", _linear(4 * hidden, hidden, True), layers),
+        ModuleParams("ln_f", 2 * hidden),
+        ModuleParams("lm_head", vocab * hidden, tied=tie),
+    )
+    return _layernorm_era_spec(
+        name, "bloom",
+        hidden=hidden, layers=layers, heads=heads, inter=4 * hidden, vocab=vocab, positions=0, tie=tie,
+        attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("hidden_dropout", default=0.0), fused_qkv=True, hidden_act="bloom_gelu",
+        position="alibi", modules=modules,
+    )
+
+
+def _falcon(c: ConfigReader, name: str) -> ModelSpec:
+    hidden = c.int("hidden_size", "n_embed", default=4544)
+    layers = c.int("num_hidden_layers", "n_layer", default=32)
+    heads = c.int("num_attention_heads", "n_head", default=71)
+    kv = c.int("num_kv_heads", default=heads)
+    vocab = c.int("vocab_size", default=65024)
+    ffn = c.int("ffn_hidden_size", default=4 * hidden)
+    bias = c.bool("bias", default=False)
+    new_arch = c.bool("new_decoder_architecture", default=False)
+    multi_query = c.bool("multi_query", default=True)
+    parallel = c.bool("parallel_attn", default=True)
+    n_ln = c.int("num_ln_in_parallel_attn", default=2 if new_arch else 1)
+    tie = c.bool("tie_word_embeddings", default=True)
+    head_dim = hidden // heads
+    if new_arch:
+        qkv_out, kv_heads = (2 * kv + heads) * head_dim, kv
+    elif multi_query:
+        qkv_out, kv_heads = hidden + 2 * head_dim, 1
+    else:
+        qkv_out, kv_heads = 3 * hidden, heads
+    norms = 2 if (not parallel or n_ln == 2) else 1
+    modules = (
+        ModuleParams("word_embeddings", vocab * hidden),
+        ModuleParams("self_attention.query_key_value", _linear(hidden, qkv_out, bias), layers),
+        ModuleParams("self_attention.dense", _linear(hidden, hidden, bias), layers),
+        ModuleParams("mlp.dense_h_to_4h", _linear(hidden, ffn, bias), layers),
+        ModuleParams("mlp.dense_4h_to_h", _linear(ffn, hidden, bias), layers),
+        ModuleParams("layer norms", 2 * hidden, norms * layers),
+        ModuleParams("ln_f", 2 * hidden),
+        ModuleParams("lm_head", vocab * hidden, tied=tie),
+    )
+    return _layernorm_era_spec(
+        name, "falcon",
+        hidden=hidden, layers=layers, heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, inter=ffn, vocab=vocab,
+        positions=c.int("max_position_embeddings", default=2048), tie=tie, attention_bias=bias, mlp_bias=bias,
+        norms_per_layer=norms, attention_dropout=c.float("attention_dropout", default=0.0),
+        hidden_dropout=c.float("hidden_dropout", default=0.0), fused_qkv=True,
+        hidden_act=c.str("activation", default="gelu"), shared_norm_input=parallel and norms == 2,
+        position="alibi" if c.bool("alibi", default=False) else "rope", modules=modules,
+    )
+
+
+def _bert(c: ConfigReader, name: str) -> ModelSpec:
+    hidden = c.int("hidden_size", default=768)
+    layers = c.int("num_hidden_layers", default=12)
+    heads = c.int("num_attention_heads", default=12)
+    inter = c.int("intermediate_size", default=3072)
+    vocab = c.int("vocab_size", default=30522)
+    positions = c.int("max_position_embeddings", default=512)
+    types = c.int("type_vocab_size", default=2, minimum=0)
+    tie = c.bool("tie_word_embeddings", default=True)
+    modules = (
+        ModuleParams("embeddings.word_embeddings", vocab * hidden),
+        ModuleParams("embeddings.position_embeddings", positions * hidden),
+        ModuleParams("embeddings.token_type_embeddings", types * hidden),
+        ModuleParams("embeddings.LayerNorm", 2 * hidden),
+        ModuleParams(
+            "attention.self.query/key/value, attention.output.dense", _linear(hidden, hidden, True), 4 * layers
+        ),
+        ModuleParams("attention.output.LayerNorm, output.LayerNorm", 2 * hidden, 2 * layers),
+        ModuleParams("intermediate.dense", _linear(hidden, inter, True), layers),
+        ModuleParams("output.dense", _linear(inter, hidden, True), layers),
+        ModuleParams("cls.predictions.transform.dense", _linear(hidden, hidden, True)),
+        ModuleParams("cls.predictions.transform.LayerNorm", 2 * hidden),
+        ModuleParams("cls.predictions.bias", vocab),
+        # tied: the decoder's weight is the word embedding and its bias is cls.predictions.bias;
+        # untied (transformers ties neither then): both are its own tensors
+        ModuleParams("cls.predictions.decoder", vocab * hidden + vocab, tied=tie),
+    )
+    return _layernorm_era_spec(
+        name, "bert",
+        hidden=hidden, layers=layers, heads=heads, inter=inter, vocab=vocab, positions=positions, tie=tie,
+        causal=False, attention_dropout=c.float("attention_probs_dropout_prob", default=0.1),
+        hidden_dropout=c.float("hidden_dropout_prob", default=0.1), hidden_act=c.str("hidden_act", default="gelu"),
+        position="learned", modules=modules,
+    )
+
+
+def _t5(c: ConfigReader, name: str) -> ModelSpec:
+    d_model = c.int("d_model", "hidden_size", default=512)
+    d_kv = c.int("d_kv", default=64)
+    d_ff = c.int("d_ff", default=2048)
+    enc_layers = c.int("num_layers", "num_hidden_layers", default=6)
+    dec_layers = c.int("num_decoder_layers", default=enc_layers)
+    heads = c.int("num_heads", "num_attention_heads", default=8)
+    vocab = c.int("vocab_size", default=32128)
+    buckets = c.int("relative_attention_num_buckets", default=32)
+    gated = c.str("feed_forward_proj", default="relu").startswith("gated-")
+    # transformers >= 5 ties T5's lm_head to the shared embedding whatever tie_word_embeddings says (it only
+    # uses the flag to decide output scaling); 4.x kept a separate lm_head for t5 v1.1 / flan-t5 checkpoints.
+    c.bool("tie_word_embeddings", default=True)  # still validated
+    tie = True
+    inner = heads * d_kv
+    ff_in = ModuleParams(
+        "DenseReluDense.wi_0/wi_1" if gated else "DenseReluDense.wi",
+        d_model * d_ff,
+        (2 if gated else 1) * (enc_layers + dec_layers),
+    )
+    modules = (
+        ModuleParams("shared", vocab * d_model),
+        ModuleParams("encoder/decoder.embed_tokens", vocab * d_model, 2, tied=True),
+        ModuleParams("SelfAttention.q/k/v", d_model * inner, 3 * (enc_layers + dec_layers)),
+        ModuleParams("SelfAttention.o", inner * d_model, enc_layers + dec_layers),
+        ModuleParams("relative_attention_bias", buckets * heads, 2),
+        ModuleParams("EncDecAttention.q/k/v", d_model * inner, 3 * dec_layers),
+        ModuleParams("EncDecAttention.o", inner * d_model, dec_layers),
+        ff_in,
+        ModuleParams("DenseReluDense.wo", d_ff * d_model, enc_layers + dec_layers),
+        ModuleParams("layer_norm", d_model, 2 * enc_layers + 3 * dec_layers + 2),
+        ModuleParams("lm_head", d_model * vocab, tied=tie),
+    )
+    return _layernorm_era_spec(
+        name, "t5",
+        hidden=d_model, layers=enc_layers, heads=heads, head_dim=d_kv, inter=d_ff, vocab=vocab, positions=0, tie=tie,
+        gated_mlp=gated, attention_bias=False, mlp_bias=False, norm="rmsnorm", encoder_decoder=True,
+        num_decoder_layers=dec_layers, causal=False, attention_dropout=c.float("dropout_rate", default=0.1),
+        hidden_dropout=c.float("dropout_rate", default=0.1),
+        hidden_act="gelu_new" if gated else c.str("dense_act_fn", default="relu"), position="relative",
+        modules=modules,
+    )
+
+
+FAMILIES: dict[str, Callable[[ConfigReader, str], ModelSpec]] = {
+    **dict.fromkeys(_LLAMA_LIKE, _llama_like),
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "opt": _opt,
+    "bloom": _bloom,
+    "falcon": _falcon,
+    "bert": _bert,
+    "t5": _t5,
+}
+SUPPORTED_FAMILIES: tuple[str, ...] = tuple(sorted(FAMILIES))
+
+
+def describe(hf_config: Mapping[str, Any], name: str | None = None) -> ModelSpec:
+    """Describe the architecture of a Hugging Face ``config.json`` dict.
+
+    Raises ``UnsupportedModelError`` for an unknown ``model_type`` and ``ModelConfigError`` for bad values.
+    """
+    if not isinstance(hf_config, Mapping):
+        raise ModelConfigError(f"config.json must be a JSON object, got {type(hf_config).__name__}.")
+    model_type = hf_config.get("model_type")
+    if not model_type:
+        raise UnsupportedModelError(
+            "config.json has no 'model_type'; add it (e.g. \"llama\") or enter the parameter counts by hand."
+        )
+    family = FAMILIES.get(str(model_type))
+    if family is None:
+        raise UnsupportedModelError(
+            f"model_type '{model_type}' is not supported yet (supported: {', '.join(SUPPORTED_FAMILIES)}); "
+            "enter the total and largest-layer parameter counts by hand."
+        )
+    label = name or hf_config.get("_name_or_path") or str(model_type)
+    return family(ConfigReader(hf_config, str(model_type)), str(label))
+
+
+def count_params(hf_config: Mapping[str, Any]) -> tuple[int, int]:
+    """``(total_params, largest_layer_params)`` of the model ``transformers`` builds for this config."""
+    spec = describe(hf_config)
+    return spec.total_params, spec.largest_layer_params
