@@ -8,8 +8,6 @@ config must give the same bytes.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +15,7 @@ import textwrap
 import pytest
 
 from core import memory
+from tests.oracle.oracle import single_rank_env
 
 pytest.importorskip("deepspeed")
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
@@ -43,21 +42,8 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _run_deepspeed(cfg: dict) -> dict:
-    env = {
-        **os.environ,
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "RANK": "0",
-        "WORLD_SIZE": "1",
-        "LOCAL_RANK": "0",
-    }
+    env = single_rank_env()
     proc = subprocess.run(
         [sys.executable, "-c", WORKER, json.dumps(cfg)],
         capture_output=True,

@@ -842,6 +842,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def single_rank_env() -> dict[str, str]:
+    """This process's environment for a one-rank torch.distributed run (DeepSpeed on the CPU) on a free port."""
+    return {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RANK": "0",
+            "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+
+
 @dataclass(frozen=True)
 class InitializeRun:
     """One run of the initialize cases: what DeepSpeed's accelerator said the host supports, and each
@@ -901,17 +907,7 @@ def run_initialize_cases(
     """Run ``deepspeed.initialize`` for every case in ONE fresh single-rank CPU subprocess (so no
     torch.distributed state leaks into the caller); returns what the host supports and each case's
     outcome (see ``ds0195_worker.run_initialize_case_on_host``)."""
-    import os
-
-    env = {
-        **os.environ,
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "RANK": "0",
-        "WORLD_SIZE": "1",
-        "LOCAL_RANK": "0",
-        "LOCAL_WORLD_SIZE": "1",
-    }
+    env = single_rank_env()
     request = json.dumps({"cases": {case.id: case.config for case in cases}})
     proc = subprocess.run(
         [python, str(WORKER_SCRIPT), "--initialize"],
