@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.models.families import training_head
 
 
 def measure_saved_bytes(
@@ -30,12 +36,7 @@ def measure_saved_bytes(
     torch.manual_seed(seed)
     config = transformers.AutoConfig.for_model(**hf_config)
     config._attn_implementation = attn_implementation
-    if hf_config["model_type"] == "t5":
-        auto = transformers.AutoModelForSeq2SeqLM
-    elif hf_config["model_type"] == "bert":
-        auto = transformers.AutoModelForMaskedLM
-    else:
-        auto = transformers.AutoModelForCausalLM
+    auto = getattr(transformers, training_head(hf_config["model_type"]))
     model = auto.from_config(config, attn_implementation=attn_implementation).to(getattr(torch, dtype))
     model.train()
     param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import models
+from core.models.families import training_head
 from tests.fuzz_strategies import result_or_refusal
 
 torch = pytest.importorskip("torch")
@@ -86,12 +87,7 @@ FAMILY_CONFIGS = {
 
 def _build(cfg: dict):
     config = transformers.AutoConfig.for_model(**cfg)
-    if cfg["model_type"] == "t5":
-        auto = transformers.AutoModelForSeq2SeqLM
-    elif cfg["model_type"] == "bert":
-        auto = transformers.AutoModelForMaskedLM
-    else:
-        auto = transformers.AutoModelForCausalLM
+    auto = getattr(transformers, training_head(cfg["model_type"]))
     with torch.device("meta"):
         return auto.from_config(config)
 

@@ -380,6 +380,14 @@ FAMILIES: dict[str, Callable[[ConfigReader, str], ModelSpec]] = {
     "t5": _t5,
 }
 SUPPORTED_FAMILIES: tuple[str, ...] = tuple(sorted(FAMILIES))
+#: The ``transformers`` auto class that builds the model whose parameters ``describe`` counts (causal LM unless
+#: listed): what the tests and ``scripts/measure_activations.py`` instantiate to check the counts.
+TRAINING_HEADS: dict[str, str] = {"t5": "AutoModelForSeq2SeqLM", "bert": "AutoModelForMaskedLM"}
+
+
+def training_head(model_type: str) -> str:
+    """Name of the ``transformers`` auto class for ``model_type``'s training model."""
+    return TRAINING_HEADS.get(model_type, "AutoModelForCausalLM")
 
 
 def describe(hf_config: Mapping[str, Any], name: str | None = None) -> ModelSpec:
