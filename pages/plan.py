@@ -34,11 +34,11 @@ network at 80% of line rate; DeepSpeed's overlapped communication hides behind c
 optimizer (offload) updates 2e9 parameters per second per node. Pipeline parallelism, torch.compile and MoE
 expert parallelism are not modelled.
 
-**How far to trust it.** Against 55 published runs (DeepSpeed ZeRO-3 at up to 1,024 A100s, ZeRO++ and
+**How far to trust it.** Against 65 published runs (DeepSpeed ZeRO-3 at up to 1,024 A100s, ZeRO++ and
 Hugging Face GPT-2 on V100s, ZeRO-3 and CPU offload on H100s, and MosaicML's FSDP runs on 8 to 512 A100s and
-H100s) the median error is 13.5%, and 8.8% on the 37 A100/H100 runs (worst 1.4x: DeepSpeed ZeRO-3 across
-H100 nodes is predicted about 25% too fast). The worst rows are 2021-era DeepSpeed on V100s (up to 2.6x too
-fast). Use it to choose between configs that differ a lot; measure the close ones, then
+H100s) the median error is 13%, and 9% on the 37 A100/H100 runs (worst 1.3x; CPU offload and DeepSpeed
+ZeRO-3 across H100 nodes are predicted 10-25% too fast). The worst rows are 2021-era DeepSpeed on V100s (up to
+2.6x too fast). Use it to choose between configs that differ a lot; measure the close ones, then
 calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
     expanded=False,
 )

@@ -171,6 +171,11 @@ class Efficiency:
     #: Fixed cost of one collective call (NCCL launch and ring/tree latency: tens of microseconds in a node,
     #: more across nodes); it makes small buckets and per-module ZeRO-3 fetches cost more than their bytes.
     collective_latency_s: float = 5.0e-5
+    #: Latency of one step of a ring collective (a ring over N GPUs takes N-1 steps per all-gather or
+    #: reduce-scatter, 2(N-1) per all-reduce): NCCL's own tuning model (src/graph/tuning.cc, hwLat, Ring/Simple,
+    #: the protocol of large messages) charges 5.7 microseconds per NVLink or PCIe hop and 6.6 per network hop.
+    #: At hundreds of GPUs it makes every small per-module ZeRO-3 all-gather cost milliseconds.
+    ring_hop_latency_s: float = 6.0e-6
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,32 @@ HF_AUTOTUNE_ROWS: tuple[Measurement, ...] = (
     _hf_autotune("gpt2-xl", 1, 1, 27.462, "throughput table 'HF + DS hand-tuned' z1 mbs 1: 27.462 samples/s (e2e)"),
 )
 
+_ZEROPP_BLOG = ("DeepSpeed ZeRO++ blog (blogs/zeropp/README.md, 2023-06-22), bars of {fig} (384 V100 in 24 DGX-2 "
+                "nodes, {gbit:g} Gbit/s per node, 18B model, {tokens}K tokens per GPU): {what} {value:g} TFLOPs/GPU")
+_ZEROPP_ON = {"stage": 3, "zero_quantized_weights": True, "zero_quantized_gradients": True,
+              "zero_hpz_partition_size": 16}
+
+
+def _zeropp(fig: str, gbit: float, tokens: int, value: float, zeropp: bool) -> Measurement:
+    """A bar of the ZeRO++ blog's Figures 6-8 (the 18B model of the existing rows, sequence 1024)."""
+    what = "ZeRO++" if zeropp else "ZeRO-3 baseline"
+    hw = {**_ZEROPP_HW, "micro_batch": tokens, "inter_node_gbit_s": gbit,
+          "assumed": f"{tokens}K tokens per GPU as micro batch {tokens} x 1024; GPT-style 18B as 6144 hidden x 40 "
+                     "layers; activation recomputation, Megatron FLOP formula; ZeRO++ = qwZ + qgZ + hpZ over the "
+                     "16 GPUs of a node"}
+    return Measurement(f"zeropp-18b-{'zeropp' if zeropp else 'zero3'}-{gbit:g}g-{tokens}k",
+                       _ZEROPP_BLOG.format(fig=fig, gbit=gbit, tokens=tokens, what=what, value=value),
+                       zero=_ZEROPP_ON if zeropp else {"stage": 3}, value=value, **hw)
+
+
+ZEROPP_ROWS: tuple[Measurement, ...] = tuple(
+    _zeropp(fig, gbit, tokens, value, zeropp)
+    for fig, gbit, tokens, base, plus in (("Figure 6", 400.0, 1, 25.0, 35.0), ("Figure 6", 400.0, 2, 40.0, 53.0),
+                                          ("Figure 7", 100.0, 2, 26.0, 46.0), ("Figure 8", 200.0, 2, 37.0, 50.0),
+                                          ("Figure 8", 800.0, 2, 47.0, 54.0))
+    for zeropp, value in ((False, base), (True, plus))
+)
+
 MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("azure-175b-256gpu", _AZURE + "Fig. 5a: 204.49 TFLOPs/GPU, 175B, 256 A100, micro batch 32, seq 512",
                 gpt(12288, 96, 96), nodes=32, zero=_AZURE_ZERO, micro_batch=32, seq_len=512, value=204.49,
@@ -256,6 +282,7 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 zero={"stage": 3}, micro_batch=8, seq_len=512, metric="samples_per_s", value=64.101,
                 precision="bf16", intra_node_gbyte_s=200.0,
                 assumed="A800 = A100 with 400 GB/s NVLink (200 per direction); SDPA attention; no recomputation"),
+    *ZEROPP_ROWS,
     *DEEPCOMPILE_ROWS,
     *HF_AUTOTUNE_ROWS,
     *FOUNDRY_ROWS,

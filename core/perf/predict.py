@@ -158,10 +158,17 @@ class _Parts:
             d[name] = d.get(name, 0.0) + seconds
 
 
+def linear_modules_per_layer(spec: ModelSpec) -> int:
+    """nn.Linear modules of one layer as Hugging Face builds them (q, k, v apart unless fused; gate and up apart):
+    what ZeRO-3 fetches and hooks module by module."""
+    mlp = (3 if spec.gated_mlp else 2) * max(1, spec.num_experts) + (1 if spec.num_experts else 0)
+    return (1 if spec.fused_qkv else 3) + 1 + mlp
+
+
 def param_tensors_per_layer(spec: ModelSpec) -> int:
     """Parameter tensors of one layer (weights, biases, norm scales and shifts): what per-parameter hooks visit."""
     attention = (1 if spec.fused_qkv else 3) + 1
-    mlp = (3 if spec.gated_mlp else 2) * max(1, spec.num_experts)
+    mlp = linear_modules_per_layer(spec) - attention
     norm = 2 if spec.norm == "layernorm" else 1
     return (attention * (2 if spec.attention_bias else 1) + mlp * (2 if spec.mlp_bias else 1)
             + spec.norms_per_layer * norm)
@@ -216,7 +223,7 @@ def _compute(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, shap
         recompute = layers * attn_core
     else:
         recompute = 0.0
-    modules = len(_linears(model)) + model.norms_per_layer
+    modules = linear_modules_per_layer(model) + model.norms_per_layer
     return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": modules, "lin_f": lin_f,
             "attn_f": attn_f, "elementwise": elementwise * layers}
 
@@ -233,7 +240,13 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
     ring = lambda nbytes, factor, intra_only=False: _ring(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only)  # noqa: E731
     pcie = cl.pcie_bytes_s * cl.efficiency.link
     part = params / zero_ranks  # parameters this rank owns
-    alpha = cl.efficiency.collective_latency_s
+    hop = cl.efficiency.ring_hop_latency_s
+
+    def alpha_of(ranks: int, steps_per_rank: int = 1) -> float:
+        """Latency of one ring collective over ``ranks`` GPUs: a fixed cost plus one hop per ring step."""
+        return cl.efficiency.collective_latency_s + steps_per_rank * max(0, ranks - 1) * hop
+
+    alpha = alpha_of(zero_ranks)
 
     def calls(nbytes: float, bucket_elems: int, elem_bytes: int) -> float:
         return max(1.0, math.ceil(nbytes / max(1, bucket_elems * elem_bytes))) if nbytes > 0 else 0.0
@@ -251,7 +264,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
 
     if m.stage == 0:
         parts.add(parts.step_serial, "gradient all-reduce",
-                  ring(wire, 2) + calls(wire, 500_000_000, st.comm_bytes) * alpha)
+                  ring(wire, 2) + calls(wire, 500_000_000, st.comm_bytes) * alpha_of(zero_ranks, 2))
     elif m.stage in (1, 2):
         grads = ring(wire, 1)
         if m.stage == 2 or overlap:
@@ -268,7 +281,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
         if isinstance(model, ModelSpec):
             persistent = sum(x.params * x.count for x in model.modules
                              if not x.tied and x.params < m.param_persistence_threshold) / st.tp
-            fetches = (model.num_layers + model.num_decoder_layers) * len(_linears(model)) + 2
+            fetches = (model.num_layers + model.num_decoder_layers) * linear_modules_per_layer(model) + 2
         gathered = max(0.0, params - persistent) * m.bytes_per_param
         fwd_bytes = gathered * (0.5 if st.quantized_weights else 1.0)
         target = parts.micro_overlap if overlap else parts.micro_serial
@@ -277,7 +290,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
         hpz = m.hpz_partition_size
         if hpz > 1:
             parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)",
-                      _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True) + fetches * alpha)
+                      _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True)
+                      + fetches * alpha_of(min(hpz, zero_ranks)))
         else:
             parts.add(target, "ZeRO-3 parameter all-gather (backward)", ring(gathered, 1) + fetches * alpha)
         if st.quantized_gradients:
