@@ -30,6 +30,11 @@ by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS compa
 compute/accelerator/README.md, mamf-finder.py): A100 SXM 85.9-86.9% (revisions of the table), H100 SXM 80.1-80.3%,
 B200 77.6%, MI250X 76.7% (one GCD), MI300X 60.1%. GPUs the table does not list take ``DEFAULT_MATMUL_FRACTION``.
 
+Fused attention kernels (``flash_attention_fraction``): FlashAttention-2, the kernel behind PyTorch SDPA's flash
+backend and flash-attn, reaches 50-73% of the A100's peak (Dao, 2023, abstract): no slower than the A100's GEMMs,
+so the A100 needs no separate figure; on the H100 it reaches only 35% (Shah et al., FlashAttention-3, 2024,
+abstract), well below the H100's GEMMs, so the attention core of a flash/SDPA run is costed at that rate there.
+
 fp32 figures are the datasheet non-tensor FP32 rates (used when neither fp16 nor bf16 is enabled).
 
 Intra-node bandwidth is per GPU and per direction (what a ring step can push to its neighbour). PCIe GB/s per
@@ -56,14 +61,15 @@ class GPUPerf:
     pcie_gen: int  # host link generation (x16)
     fp32_tflops: float  # plain fp32 (CUDA cores; PyTorch keeps TF32 off for matmuls by default)
     matmul_fraction: float | None = None  # best measured matmul / datasheet peak (MAMF table); None: not measured
+    flash_attention_fraction: float | None = None  # FlashAttention-2 / datasheet peak where below the GEMMs
 
 
 PCIE_GBYTE_S: Final = MappingProxyType({3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0})
 
 GPU_PERF: Final = MappingProxyType(
     {
-        "NVIDIA H100 80GB": GPUPerf(989.0, 3350.0, 450.0, 5, 67, 0.80),
-        "NVIDIA H200 141GB": GPUPerf(989.0, 4800.0, 450.0, 5, 67, 0.80),
+        "NVIDIA H100 80GB": GPUPerf(989.0, 3350.0, 450.0, 5, 67, 0.80, 0.35),
+        "NVIDIA H200 141GB": GPUPerf(989.0, 4800.0, 450.0, 5, 67, 0.80, 0.35),
         "NVIDIA B200 180GB": GPUPerf(2250.0, 8000.0, 900.0, 5, 80, 0.776),
         "NVIDIA A100 80GB": GPUPerf(312.0, 2039.0, 300.0, 4, 19.5, 0.86),
         "NVIDIA A100 40GB": GPUPerf(312.0, 1555.0, 300.0, 4, 19.5, 0.86),
