@@ -3,10 +3,12 @@
 The model, per GPU and per micro-step (b sequences of s tokens):
 
 - compute: every linear layer's GEMM (and its two backward GEMMs) takes max(FLOPs / (peak x efficiency.compute),
-  bytes / HBM bandwidth), so small micro-batches and hidden sizes run below peak; the attention core is costed
-  as GEMMs (causal flash/SDPA kernels skip the upper triangle); elementwise kernels (norms, activations,
-  softmax, dropout) move each saved activation byte ``ACTIVATION_PASSES`` times through HBM. Full recomputation
-  repeats the forward; selective recomputation repeats the attention core.
+  bytes / HBM bandwidth), so small micro-batches and hidden sizes run below peak (efficiency.compute defaults to
+  the GPU's measured best matmul fraction x efficiency.gemm_fraction); the attention core is costed as GEMMs
+  (causal flash/SDPA kernels skip the upper triangle; on GPUs where FlashAttention runs below the GEMMs, the H100,
+  at its own rate); elementwise kernels (norms, activations, softmax, dropout) move each saved activation byte
+  ``ACTIVATION_PASSES`` times through HBM, Hugging Face's composite activations (gelu_new) more. Full
+  recomputation repeats the forward; selective recomputation repeats the attention core.
 - communication: ring collectives over the ZeRO group; a ring spanning nodes is bounded by the slower of the
   per-GPU intra-node link and the node's network (which carries the ring's whole crossing traffic).
   Stage 0 all-reduces gradients once per step; stage 1 reduce-scatters them once per step (every micro-step
@@ -14,6 +16,10 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   stage 3 all-gathers parameters in forward and again in backward and reduce-scatters gradients, every
   micro-step. ZeRO++: qwZ halves the forward all-gather (int8), hpZ keeps the backward all-gather inside a
   node, qgZ sends int4 gradients (a quarter of the bytes).
+- latency: every collective call costs efficiency.collective_latency_s plus one efficiency.ring_hop_latency_s
+  per ring step (N-1 for an all-gather over N GPUs), so per-module ZeRO-3 fetches at scale are latency-bound.
+- host: per layer (kernel launches), per ZeRO-3 module (fetch/release hooks) and per parameter tensor (ZeRO's
+  gradient hooks in stages 2-3, and stage 1 with overlap_comm).
 - overlap: communication that DeepSpeed runs on a side stream (overlap_comm, and ZeRO-3's prefetch) hides
   behind compute up to ``efficiency.overlap``; the rest adds to the step.
 - offload: gradients go to the host every micro-step (fp32, over PCIe), the CPU optimizer updates its
