@@ -9,10 +9,10 @@ import streamlit as st
 
 from core import hardware, models
 from core.memory import ATTENTION_IMPLS
-from core.perf import NETWORKS, Cluster
+from core.perf import NETWORKS, Cluster, advice
 from core.perf import gpu_sweep as _gpu_sweep
 from core.perf import recommend as _recommend
-from core.perf.hardware import DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S
+from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from ui import actions, app_state, charts, frame, memory, plan_charts, tables, widgets
 
 # Pure results of the page's inputs, computed once per distinct input (a rerun for any other widget, or a
@@ -21,23 +21,29 @@ recommend = st.cache_data(max_entries=64, show_spinner=False)(_recommend)
 gpu_sweep = st.cache_data(max_entries=64, show_spinner=False)(_gpu_sweep)
 
 frame.begin("Plan")
+_eff, _cpu_adam = Efficiency(), CPU_ADAM_PARAMS_PER_S
+_h100, _a100 = (Cluster(g).compute_efficiency for g in ("NVIDIA H100 80GB", "NVIDIA A100 80GB"))
 widgets.explain(
     "How the planner works and how far to trust it",
-    """The planner predicts the time of one optimizer step for every ZeRO stage, offload choice, ZeRO++,
+    f"""The planner predicts the time of one optimizer step for every ZeRO stage, offload choice, ZeRO++,
 micro-batch / accumulation split and recomputation mode, checks each against the memory model, and ranks
 the ones that fit, fastest first.
 
-**What it assumes.** Matrix multiplies run at the slower of 60% of the GPU's datasheet peak and its memory
-bandwidth (so small micro-batches and hidden sizes run below peak); elementwise kernels move each saved
-activation five times through memory; collectives are rings bounded by the slower of NVLink and the node's
-network at 80% of line rate; DeepSpeed's overlapped communication hides behind compute up to 80%; the CPU
-optimizer (offload) updates 2e9 parameters per second per node. Pipeline parallelism, torch.compile and MoE
-expert parallelism are not modelled.
+**What it assumes.** Matrix multiplies run at the slower of a fraction of the GPU's datasheet peak
+({_eff.gemm_fraction:.0%} of the best matmul rate measured for that GPU: {_h100:.0%} of peak on an H100,
+{_a100:.0%} on an A100) and its memory bandwidth, so small micro-batches and hidden sizes run below peak;
+elementwise kernels move each saved activation five times through memory (composite activations such as
+GPT-2's `gelu_new` kernel by kernel); collectives are rings bounded by the slower of NVLink and the node's
+network at {_eff.link:.0%} of line rate, plus NCCL's per-hop latency; DeepSpeed's overlapped communication hides
+behind compute up to {_eff.overlap:.0%}; ZeRO's hooks cost a fixed host time per module and per gradient; the CPU
+optimizer (offload) updates {_cpu_adam / 1e9:.1f}e9 parameters per second per node. The exact figures used for
+your cluster are under the ranked table. Pipeline parallelism, torch.compile and MoE expert parallelism are not
+modelled.
 
 **How far to trust it.** Against 65 published runs (DeepSpeed ZeRO-3 at up to 1,024 A100s, ZeRO++ and
 Hugging Face GPT-2 on V100s, ZeRO-3 and CPU offload on H100s, and MosaicML's FSDP runs on 8 to 512 A100s and
-H100s) the median error is 13%, and 9% on the 37 A100/H100 runs (worst 1.3x; CPU offload and DeepSpeed
-ZeRO-3 across H100 nodes are predicted 10-25% too fast). The worst rows are 2021-era DeepSpeed on V100s (up to
+H100s) the median error is 12%, and 8% on the 37 A100/H100 runs (worst 1.2x; CPU offload and DeepSpeed
+ZeRO-3 across H100 nodes are predicted 8-17% too fast). The worst rows are 2021-era DeepSpeed on V100s (up to
 2.6x too fast). Use it to choose between configs that differ a lot; measure the close ones, then
 calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
     expanded=False,
@@ -114,6 +120,7 @@ else:
         view["Cost USD"] = shown["cost"].round(0)
     tables.small_table(view, {"GPU GiB": ".1f", "Step s": ".3f", "Tokens/s": ",.0f", "TFLOPs/GPU": ".1f",
                               "MFU": ".0f", "Hours": ".1f", "Cost USD": ",.0f"})
+    st.caption("Assumed for this cluster: " + advice.assumptions_text(cluster))
     best = shown.iloc[0]
     st.info(f"**Fastest fitting:** ZeRO-{best['stage']}"
             f"{' + ZeRO++' if best['zeropp'] else ''}, micro batch {best['micro_batch']} x "

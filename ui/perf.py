@@ -10,6 +10,7 @@ import streamlit as st
 
 from core import perf
 from core.findings import Report
+from core.perf import advice
 from ui import memory, tables
 
 
@@ -32,16 +33,6 @@ def current_step(config: Mapping[str, Any], context: Mapping[str, Any],
     return perf.predict(config, model, cluster, memory.shape_for(context, config, report))
 
 
-def assumptions_text(cluster: perf.Cluster) -> str:
-    """What the prediction assumed about the hardware and the model's constants, in one sentence."""
-    eff = cluster.efficiency
-    return (f"{cluster.total_gpus} × {cluster.gpu} ({cluster.nodes} node{'s' if cluster.nodes > 1 else ''}), "
-            f"{cluster.inter_bytes_s * 8 / 1e9:g} Gbit/s network per node, "
-            f"{cluster.intra_bytes_s / 1e9:g} GB/s GPU-to-GPU, {cluster.pcie_bytes_s / 1e9:g} GB/s PCIe; "
-            f"matrix multiplies at {eff.compute:.0%} of the datasheet peak, links at {eff.link:.0%} of line rate, "
-            f"{eff.overlap:.0%} of overlappable communication hidden behind compute.")
-
-
 def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None) -> None:
     """Predicted step time, throughput and bottleneck of the current config, with its breakdown on demand."""
     cluster = cluster_for(context)
@@ -55,7 +46,7 @@ def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Re
     st.metric("Predicted step time", f"{estimate.step_seconds:.3g} s",
               help=f"One optimizer step ({estimate.gradient_accumulation_steps} micro-step(s) of "
                    f"{estimate.micro_batch} sequences per GPU), the planner's estimate. "
-                   + assumptions_text(cluster))
+                   + advice.assumptions_text(cluster))
     st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
                f"TFLOPs per GPU (MFU {estimate.mfu:.0%}). **Bottleneck:** {estimate.bottleneck}")
     with st.popover("Where the step time goes", icon=":material/speed:"):
@@ -65,7 +56,7 @@ def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Re
         }), {"Seconds": ".4f", "Share": ".0%"})
         if estimate.hidden:
             st.caption("Hidden behind compute: " + ", ".join(f"{k} {v:.3g} s" for k, v in estimate.hidden.items()))
-        st.caption("Assumed: " + assumptions_text(cluster) + " The Plan page ranks every stage and offload "
+        st.caption("Assumed: " + advice.assumptions_text(cluster) + " The Plan page ranks every stage and offload "
                    "option by this model.")
         for note in estimate.notes:
             st.caption(f"ℹ️ {note}")

@@ -1,6 +1,12 @@
-"""The bottleneck of a predicted step in plain words, with the change that would help."""
+"""The bottleneck of a predicted step in plain words, with the change that would help, and what a prediction
+assumed about the cluster."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.perf.hardware import Cluster
 
 _ADVICE = {
     "compute": "the GPUs are busy computing: larger micro-batches, fewer recomputations or faster GPUs help",
@@ -41,3 +47,16 @@ def bottleneck_text(breakdown: dict[str, float], total: float) -> str:
     share = 100 * seconds / total
     advice = _advice(name)
     return f"{name} takes {share:.0f}% of the step" + (f"; {advice}." if advice else ".")
+
+
+def assumptions_text(cluster: Cluster) -> str:
+    """What a prediction on ``cluster`` assumes (its rates with the catalog defaults filled in and the model's
+    constants), in one paragraph for the user."""
+    eff, rates = cluster.efficiency, cluster.resolved()
+    nodes = f"{cluster.nodes} node{'s' if cluster.nodes > 1 else ''}"
+    return (f"{cluster.total_gpus} × {cluster.gpu} ({nodes}): {rates['peak_tflops']:g} TFLOPs peak, "
+            f"{rates['hbm_gbyte_s']:g} GB/s memory, {rates['intra_node_gbyte_s']:g} GB/s GPU-to-GPU, "
+            f"{rates['inter_node_gbit_s']:g} Gbit/s network per node, {rates['pcie_gbyte_s']:g} GB/s PCIe; "
+            f"matrix multiplies at {cluster.compute_efficiency:.0%} of the peak (at most), links at {eff.link:.0%} "
+            f"of line rate, {eff.overlap:.0%} of overlappable communication hidden behind compute, the CPU "
+            f"optimizer at {rates['cpu_adam_params_per_s'] / 1e9:.1f}e9 parameters per second per node.")

@@ -124,7 +124,7 @@ FALLBACK_NETWORK_GBIT_S: Final = 100.0  # PCIe-card servers (L40S, A10G, L4, 409
 #: (https://github.com/deepspeedai/DeepSpeed/issues/6834, maintainer's reading of the wall_clock_breakdown):
 #: 18e9 parameters per node in about 10 s. ``--bind_cores_to_rank`` gains about 1.3x
 #: (https://github.com/deepspeedai/DeepSpeed/pull/7474). Override it per cluster when you know yours.
-CPU_ADAM_PARAMS_PER_S: Final = 2.0e9
+CPU_ADAM_PARAMS_PER_S: Final = 1.8e9
 
 #: NVMe bandwidth per node (GB/s, read and write alike, all drives striped). ZeRO-Infinity (Rajbhandari et al.,
 #: SC'21, section 6.1) used DGX-2 nodes with about 25 GB/s of aggregate NVMe read; DeepNVMe blog (2024) shows
