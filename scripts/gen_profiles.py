@@ -13,9 +13,11 @@ current interpreter. That subprocess imports the release's ``DeepSpeedConfig`` a
 - the pydantic sections: which top-level key builds which model (a probe key makes each model name itself
   in its ``extra_forbidden`` error), and per model its fields (name, alias, type, default, bounds,
   deprecated/new_param) and ``extra`` policy, nested models included;
-- top-level keys the release refuses on presence (``_REMOVED_TOP_LEVEL_CONFIG_KEYS``);
+- top-level keys the release refuses on presence (``_REMOVED_TOP_LEVEL_CONFIG_KEYS``), and which top-level
+  keys fail to parse when their value is not an object (null, a list, a string, a number, a boolean);
 - ``DEEPSPEED_OPTIMIZERS`` and the constructor keywords of each optimizer class, whether the engine refuses
-  ``max_grad_norm``; the LR schedulers and their constructor keywords;
+  ``max_grad_norm``, which optimizers' ``params`` the engine picks keys from instead of passing them all to a
+  constructor (Muon: unknown keys are ignored); the LR schedulers and their constructor keywords;
 - the assertion messages of ``DeepSpeedConfig``'s checks (batch, fp16/bf16, stage rules).
 
 The result is written to ``core/versions/profiles/<release>.json`` (sorted keys, one item per line) and the
@@ -36,6 +38,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import textwrap
 import typing
 from pathlib import Path
 from typing import Any
@@ -290,9 +293,15 @@ def _model_profile(model: type, sections: dict[str, Any], path: str) -> None:
                 _model_profile(nested, sections, sub)
     decorators = model.__pydantic_decorators__
     checked = sorted({f for d in decorators.field_validators.values() for f in d.info.fields if f in fields})
+    messages: set[str] = set()
+    for group in (decorators.field_validators, decorators.model_validators):
+        for decorator in group.values():
+            with contextlib.suppress(OSError, TypeError, SyntaxError):
+                messages.update(_messages(inspect.getsource(decorator.func)))
     sections[path] = {"model": model.__name__, "extra": model.model_config.get("extra") or "ignore",
                       "fields": fields, "field_validators": checked,
-                      "model_validators": bool(decorators.model_validators)}
+                      "model_validators": bool(decorators.model_validators),
+                      "validator_messages": sorted(messages)}
 
 
 def _pydantic_roots(top_keys: set[str]) -> dict[str, type]:
@@ -350,7 +359,12 @@ def _signature(dotted: str) -> dict[str, Any] | None:
 
 def _assert_messages(cls: type) -> list[str]:
     """The assertion/raise messages of DeepSpeedConfig's own checks, as text with {…} placeholders."""
-    tree = ast.parse(inspect.getsource(cls))
+    return _messages(inspect.getsource(cls))
+
+
+def _messages(source: str) -> list[str]:
+    """The assert/raise messages in ``source`` (a class or function), as text with {…} placeholders."""
+    tree = ast.parse(textwrap.dedent(source))
     out: list[str] = []
 
     def text(node: ast.AST | None) -> str | None:
@@ -373,6 +387,40 @@ def _assert_messages(cls: type) -> list[str]:
         if message:
             out.append(" ".join(message.split()))
     return sorted(set(out))
+
+
+def _optimizers_picking_params(engine: Any, config_module: Any) -> list[str]:
+    """Optimizer names whose branch of the engine's ``_configure_basic_optimizer`` never passes
+    ``**optimizer_parameters`` to a constructor: the engine picks the keys it knows (Muon's param groups)
+    and ignores the rest."""
+    source = inspect.getsource(engine.DeepSpeedEngine._configure_basic_optimizer)
+    tree = ast.parse(textwrap.dedent(source))
+    picked = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and "optimizer_name()" in ast.unparse(node.test.left)):
+            continue
+        compared = node.test.comparators[0]
+        name = getattr(config_module, compared.id, None) if isinstance(compared, ast.Name) else None
+        if not isinstance(name, str):
+            continue
+        splats = any(isinstance(call, ast.Call) and any(k.arg is None and ast.unparse(k.value) == "optimizer_parameters"
+                                                        for k in call.keywords)
+                     for stmt in node.body for call in ast.walk(stmt))
+        if not splats:
+            picked.append(name)
+    return sorted(set(picked))
+
+
+#: One value of each JSON kind that is not an object, tried as every top-level key the release reads.
+TOP_LEVEL_PROBES: dict[str, Any] = {"null": None, "list": [], "string": "x", "number": -1, "bool": True}
+
+
+def _top_level_probes(top_keys: set[str]) -> dict[str, list[str]]:
+    """Per kind of non-object value: the top-level keys whose parse fails with it (a section read with
+    ``.get`` or a pydantic model fails on ``null``; one read only under a switch does not)."""
+    return {kind: sorted(k for k in top_keys if _parse({"train_batch_size": 1, k: value}) is not None)
+            for kind, value in TOP_LEVEL_PROBES.items()}
 
 
 def extract(release: str) -> dict[str, Any]:
@@ -409,9 +457,12 @@ def extract(release: str) -> dict[str, Any]:
         "schema": SCHEMA_VERSION,
         "release": release,
         "top_level_keys": sorted(top_keys),
+        "top_level_probes": _top_level_probes(top_keys),
         "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},
         "sections": dict(sorted(sections.items())),
         "optimizers": optimizers,
+        "optimizers_picking_params": _optimizers_picking_params(importlib.import_module("deepspeed.runtime.engine"),
+                                                                config_module),
         "optimizer_max_grad_norm_refused": "'max_grad_norm' is not supported as an optimizer parameter"
         in engine_source,
         "schedulers": schedulers,

@@ -195,6 +195,14 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
         if param is None:
             if not spec.params_complete or (keywords is not None and key in keywords):
                 continue
+            if versions.optimizer_picks_params(ctx.version, spec.name):
+                yield Finding(
+                    "warning", "keys.unknown-ignored", path,
+                    f"Unknown key `{key}` in `optimizer.params`: DeepSpeed {ctx.version} builds {spec.display_name} "
+                    "from the parameters it knows and silently ignores the others.",
+                    suggestion=f"Accepted: {', '.join(sorted(accepted))}.", fix=delete_fix(path), page="optimizer",
+                )
+                continue
             if key in everything:
                 where = {"gpu": "the fused GPU", "cpu": "the CPU (offload)", "torch": "the torch.optim"}[backend]
                 message = (f"`{key}` is not accepted by {where} implementation of {spec.display_name} that this "

@@ -47,10 +47,12 @@ def precision(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("fp16.enabled", False, "Keep bf16, disable fp16"), page="precision",
         )
     stage = ctx.stage
+    # DeepSpeed reads the old spelling `bfloat16` when `bf16` is not set
+    read = "bfloat16" if bf16 is None and isinstance(ctx.config.get("bfloat16"), dict) else "bf16"
     checks = (
         ("fp16", "fp16_master_weights_and_grads", "Fp16_master_weights_and_grads"),
-        ("bf16", "bf16_master_weights_and_grads", "Bf16_master_weights_and_grads"),
-        ("bf16", "bf16_optimizer_states", "bf16_optimizer_states"),
+        (read, "bf16_master_weights_and_grads", "Bf16_master_weights_and_grads"),
+        (read, "bf16_optimizer_states", "bf16_optimizer_states"),
     )
     for section, key, label in checks:
         value = ctx.get(f"{section}.{key}")
@@ -65,13 +67,13 @@ def precision(ctx: Context) -> Iterator[Finding]:
                 fix=set_fix("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}"),
                 page="precision",
             )
+    states_check = "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled."
     if isinstance(bf16, dict) and lax_bool(bf16.get("bf16_optimizer_states")) and stage != 0 and not lax_bool(
         bf16.get("bf16_master_weights_and_grads")
-    ):
+    ) and versions.has_check(ctx.version, states_check):
         yield Finding(
             "error", "precision.bf16-optimizer-states", "bf16.bf16_optimizer_states",
-            "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled.",
-            fix=set_fix("bf16.bf16_master_weights_and_grads", True), page="precision",
+            states_check, fix=set_fix("bf16.bf16_master_weights_and_grads", True), page="precision",
         )
     if isinstance(fp16, dict) and not ctx.meaning.fp16:
         scale_keys = [k for k in ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",

@@ -12,7 +12,6 @@ from core import versions
 from core.findings import Finding
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
-from core.schema.base import version_tuple
 from core.schema.walk import SchemaField, is_strict, section_fields, section_meta
 
 
@@ -35,39 +34,47 @@ _BOUND_CODES = {"ge": ("greater_than_equal", "≥"), "gt": ("greater_than", ">")
                 "lt": ("less_than", "<")}
 
 
-def check_profile_bounds(ctx: Context) -> Iterator[Finding]:
-    """Bounds of this release's pydantic fields (from its profile) that the schema's own bounds miss."""
+def _profile_fields(ctx: Context) -> Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]]:
+    """(prefix, the config's section, field name, profile entry) for every field of this release's pydantic
+    sections that the config holds as an object."""
     for prefix, entry in versions.profile(ctx.version)["sections"].items():
         section = ctx.get(prefix) if "[" not in prefix and "{" not in prefix else None
-        if not isinstance(section, dict):
+        if isinstance(section, dict):
+            for name, info in entry["fields"].items():
+                yield prefix, section, name, info
+
+
+def check_profile_bounds(ctx: Context) -> Iterator[Finding]:
+    """Bounds of this release's pydantic fields (from its profile) that the schema's own bounds miss."""
+    for prefix, section, name, info in _profile_fields(ctx):
+        key = info.get("alias", name)
+        value = section.get(key, section.get(name))
+        if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        for name, info in entry["fields"].items():
-            key = info.get("alias", name)
-            value = section.get(key, section.get(name))
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            for bound, (code, symbol) in _BOUND_CODES.items():
-                if bound in info and isinstance(info[bound], int | float) and not _within(value, {bound: info[bound]}):
-                    path = _join(prefix, key)
-                    yield Finding(
-                        "error", f"type.{code}", path,
-                        f"`{path}` is {_short(value)}: DeepSpeed {ctx.version} requires a value {symbol} "
-                        f"{info[bound]}.",
-                        f"Allowed: {symbol} {info[bound]}." + (f" Default: {info['default']!r}." if "default" in info
-                                                               else ""),
-                        None, _page_of(path),
-                    )
-                    break
+        for bound, (code, symbol) in _BOUND_CODES.items():
+            if bound in info and isinstance(info[bound], int | float) and not _within(value, {bound: info[bound]}):
+                path = _join(prefix, key)
+                yield Finding(
+                    "error", f"type.{code}", path,
+                    f"`{path}` is {_short(value)}: DeepSpeed {ctx.version} requires a value {symbol} "
+                    f"{info[bound]}.",
+                    f"Allowed: {symbol} {info[bound]}." + (f" Default: {info['default']!r}." if "default" in info
+                                                           else ""),
+                    None, _page_of(path),
+                )
+                break
 
 
 def check_types(ctx: Context) -> Iterator[Finding]:
     """Types, bounds and the sections' own validators, every error collected."""
+    reported: set[str] = set()
     try:
         ROOT.model_validate(_prepared(ctx))
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
             finding = _finding_from_error(ctx, error)
             if finding is not None:
+                reported.add(finding.path)
                 yield finding
     except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
         # A section's own validator failed outside pydantic's error handling (DeepSpeed's would too).
@@ -75,6 +82,47 @@ def check_types(ctx: Context) -> Iterator[Finding]:
             "error", "type.unreadable", "",
             f"DeepSpeed cannot read this config: {type(exc).__name__}: {exc}.",
             suggestion="Look for absurd values (numbers with hundreds of digits, deeply nested objects).",
+        )
+    yield from _null_sections(ctx, reported)
+    yield from _null_fields(ctx, reported)
+
+
+#: Top-level sections whose null the precision rules report (precision.null).
+_NULL_REPORTED_ELSEWHERE = frozenset({"fp16", "bf16"})
+
+
+def _null_sections(ctx: Context, reported: set[str]) -> Iterator[Finding]:
+    """A top-level section set to null that the schema lets through but this release's parser fails on
+    (the profile's probe: it calls ``.get`` / ``.keys()`` on it)."""
+    for key, value in ctx.config.items():
+        field = section_fields(ROOT).get(key)
+        if value is not None or field is None or field.model is None or key in reported \
+                or key in _NULL_REPORTED_ELSEWHERE:
+            continue
+        if versions.top_level_value_fails(ctx.version, key, None):
+            yield Finding(
+                "error", "type.model_type", key,
+                f"`{key}` is null; DeepSpeed {ctx.version} fails when it reads it (it expects an object).",
+                "Write it as a JSON object, or remove it to use the defaults.", None, _page_of(key),
+            )
+
+
+_PYDANTIC_TYPE_CODES = {"bool": "bool_type", "int": "int_type", "float": "float_type", "str": "string_type"}
+
+
+def _null_fields(ctx: Context, reported: set[str]) -> Iterator[Finding]:
+    """A null where this release's pydantic field takes a plain bool/int/float/str (from its profile), when
+    the schema allows null (another release's field is Optional)."""
+    for prefix, section, name, info in _profile_fields(ctx):
+        key = info.get("alias", name)
+        path = _join(prefix, key)
+        code = _PYDANTIC_TYPE_CODES.get(info.get("type", ""))
+        if code is None or key not in section or section[key] is not None or path in reported:
+            continue
+        yield Finding(
+            "error", f"type.{code}", path,
+            f"`{path}` is null; DeepSpeed {ctx.version} requires a {info['type']} here.",
+            f"Default: {info['default']!r}." if "default" in info else "", None, _page_of(path),
         )
 
 
@@ -118,7 +166,10 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         message = message[len("Value error, "):]
     if message.startswith("Assertion failed, "):
         message = message[len("Assertion failed, "):]
-    if _check_not_in_version(ctx, field, owner, message):
+    model_level = field is not None and field.model is not None
+    if kind in ("value_error", "assertion_error") and _check_not_in_version(
+        ctx, path if model_level else prefix, message
+    ) and (model_level or _release_type_accepts(ctx, prefix, key, value)):
         return None
     raises = _raises(field, owner, kind)
     holds_section = field is not None and (field.model is not None or field.item_model is not None)
@@ -146,6 +197,9 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         kind in ("value_error", "assertion_error") and not _release_validates(ctx, section_path, key, field, value)
     ):
         strict = raises = False  # this release does not check this while parsing
+    fails = versions.top_level_value_fails(ctx.version, key, value) if container else None
+    if fails is not None:  # this release's own parser, tried with such a value (the profile's probe)
+        strict, raises = fails, raises if fails else None
     if strict:
         return Finding("error", f"type.{kind}", path, text, hint, None, _page_of(path))
     if raises == "engine":
@@ -206,13 +260,16 @@ def _within(value: Any, bounds: dict[str, float]) -> bool:
     return all(checks.values())
 
 
-def _check_not_in_version(ctx: Context, field: SchemaField | None, owner: type[BaseModel], message: str) -> bool:
-    """Whether a section validator's check was only added after ``ctx.version``."""
-    model = field.model if field is not None and field.model is not None else owner
-    for text, added in section_meta(model).get("checks_added", {}).items():
-        if message.startswith(text) and version_tuple(ctx.version) < version_tuple(added):
-            return True
-    return False
+def _check_not_in_version(ctx: Context, section_path: str, message: str) -> bool:
+    """Whether the section validator's check ``message`` is one other releases make but ``ctx.version``'s
+    does not (read from the generated profiles)."""
+    return versions.validator_checks(ctx.version, _profile_prefix(section_path), message) is False
+
+
+def _release_type_accepts(ctx: Context, prefix: str, key: str, value: Any) -> bool:
+    """Whether ``ctx.version``'s own field type lets ``value`` through (True when the profile has no field)."""
+    entry = versions.field_entry(ctx.version, _profile_prefix(prefix), key)
+    return entry is None or _passes_type(entry.get("type", ""), value)
 
 
 def _raises(field: SchemaField | None, owner: type[BaseModel], kind: str) -> str | None:

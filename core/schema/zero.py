@@ -171,9 +171,7 @@ _UPDATE_INTERVAL_MIN = "If update_interval is a number, it must be at least 1"
 class ZenFlowConfig(Section):
     """ZenFlow: stall-free offloading that updates only the most important gradient columns on the GPU."""
 
-    model_config = ConfigDict(
-        json_schema_extra={META_KEY: {"kind": "strict", "checks_added": {_UPDATE_INTERVAL_MIN: "0.19.8"}}}
-    )
+    model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "strict"}})
 
     topk_ratio: float = ds_field(
         0.1, gt=0.0, lt=1.0, description="Fraction of the most important gradient columns updated on the GPU.",

@@ -10,6 +10,7 @@ for descriptions, UI metadata and the rules no code can derive.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import metadata, resources
 from typing import Any
@@ -128,14 +129,35 @@ def removed_top_level_keys(version: str) -> dict[str, str]:
     return profile(version)["removed_top_level_keys"]
 
 
+def top_level_value_fails(version: str, key: str, value: Any) -> bool | None:
+    """Whether ``version``'s parser fails when the top-level ``key`` holds ``value`` that is not an object
+    (the profile's probe with a value of the same JSON kind); None when the profile cannot say."""
+    probes = profile(version).get("top_level_probes")
+    kind = ("null" if value is None else "bool" if isinstance(value, bool) else "number"
+            if isinstance(value, int | float) else "string" if isinstance(value, str) else "list"
+            if isinstance(value, list) else None)
+    if probes is None or kind is None or key not in profile(version)["top_level_keys"]:
+        return None
+    return key in probes[kind]
+
+
 def optimizer_names(version: str) -> tuple[str, ...]:
     """DEEPSPEED_OPTIMIZERS of ``version`` (lower-case)."""
     return tuple(profile(version)["optimizers"])
 
 
+def optimizer_picks_params(version: str, name: str) -> bool:
+    """Whether ``version``'s engine builds optimizer ``name`` from the ``params`` keys it knows, ignoring the
+    others, instead of passing them all to a constructor (Muon)."""
+    return name in profile(version).get("optimizers_picking_params", ())
+
+
 def optimizer_keywords(version: str, name: str, backend: str) -> frozenset[str] | None:
     """Constructor keywords of the class ``version`` builds for optimizer ``name`` on ``backend``
-    (None when the profile has no signature for it, e.g. a class from an optional package)."""
+    (None when the profile has no signature for it, e.g. a class from an optional package, or when the
+    engine picks the keys it knows from ``params`` and ignores the rest, as for Muon)."""
+    if optimizer_picks_params(version, name):
+        return None
     classes = profile(version)["optimizers"].get(name, {})
     sig = classes.get(backend) or (classes.get("gpu") if backend == "torch" else None)
     if sig is None or sig.get("var_keyword"):
@@ -171,3 +193,25 @@ def supported_stages(version: str, option: str) -> frozenset[int] | None:
         if text.startswith(f"{option} is only supported with ZeRO Stage"):
             return frozenset(int(d) for d in re.findall(r"\d", text.split("Stage", 1)[1]))
     return None
+
+
+@cache
+def _message_pattern(text: str) -> re.Pattern[str]:
+    return re.compile(".*?".join(re.escape(part) for part in text.split("{}")))
+
+
+def _validator_says(version: str, prefix: str, message: str) -> bool | None:
+    entry = section(version, prefix)
+    if entry is None or "validator_messages" not in entry:
+        return None
+    return any(_message_pattern(text).match(message) for text in entry["validator_messages"])
+
+
+def validator_checks(version: str, prefix: str, message: str) -> bool | None:
+    """Whether a validator of ``version``'s pydantic model at ``prefix`` raises ``message`` (its own text,
+    ``{}`` for placeholders): True, False when only other releases do, None when no release's profile
+    has that message (the schema's own wording: the profiles cannot say)."""
+    says = _validator_says(version, prefix, message)
+    if says is not False:
+        return says
+    return False if any(_validator_says(r, prefix, message) for r in RELEASES) else None
