@@ -17,7 +17,7 @@ fi
 # --- versions block (owner: DeepSpeed release profiles; tests/test_versions_differential.py) ---------------
 # Older releases side by side, sharing this venv's torch and dependencies: pure-Python installs without
 # dependencies or build isolation (DS_BUILD_OPS=0: no ops are compiled), a few seconds each.
-for ds_release in 0.16.9 0.17.6 0.18.9; do
+for ds_release in 0.16.9 0.17.6 0.18.9 0.19.6 0.19.7; do
     if [ ! -f ".venv-ds/$ds_release/deepspeed/__init__.py" ]; then
         rm -rf ".venv-ds/$ds_release"
         DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-deps --no-build-isolation \

@@ -30,7 +30,7 @@ WORKER_PYTHONS: dict[str, Path] = {"0.19.5": REPO_ROOT / ".venv-ds0195" / "bin" 
 # Releases installed side by side (``pip install --no-deps --target .venv-ds/<release>``, see
 # scripts/install-test-deps.sh): run by this interpreter, sharing its torch, with the folder first on the path.
 SIDE_BY_SIDE_ROOT = REPO_ROOT / ".venv-ds"
-SIDE_BY_SIDE: tuple[str, ...] = ("0.16.9", "0.17.6", "0.18.9")
+SIDE_BY_SIDE: tuple[str, ...] = ("0.16.9", "0.17.6", "0.18.9", "0.19.6", "0.19.7")
 SUPPORTED_VERSIONS = (IN_PROCESS_VERSION, *WORKER_PYTHONS, *SIDE_BY_SIDE)
 WORKER_BATCH = 500
 
@@ -74,16 +74,10 @@ class _Worker:
     """One worker subprocess for one DeepSpeed version; requests are serialised by a lock."""
 
     def __init__(self, version: str) -> None:
-        python = WORKER_PYTHONS.get(version)
-        env = None
-        if version in SIDE_BY_SIDE:
-            python, folder = Path(sys.executable), SIDE_BY_SIDE_ROOT / version
-            if not (folder / "deepspeed").is_dir():
-                raise OracleUnavailable(f"{folder} not found (scripts/install-test-deps.sh creates it)")
-            env = {**os.environ, "PYTHONPATH": str(folder),
-                   "TORCH_EXTENSIONS_DIR": str(torch_extensions_dir(version))}
-        if python is None:
-            raise OracleUnavailable(f"no DeepSpeed {version} profile; supported: {', '.join(SUPPORTED_VERSIONS)}")
+        if version not in SUPPORTED_VERSIONS or version == IN_PROCESS_VERSION:
+            raise OracleUnavailable(f"no DeepSpeed {version} worker; supported: {', '.join(SUPPORTED_VERSIONS)}")
+        executable, extra = release_interpreter(version)
+        python, env = Path(executable), ({**os.environ, **extra} if extra else None)
         if not python.exists():
             raise OracleUnavailable(f"{python} not found (scripts/install-test-deps.sh creates it)")
         self.version = version
@@ -901,14 +895,42 @@ def initialize_outcome_problems(case: InitializeCase, got: dict[str, Any], host:
     return problems + _outcome_problems(case, stand_in, f"{case.id} (stand-in without {unsupported})")
 
 
+def release_interpreter(version: str) -> tuple[str, dict[str, str]]:
+    """(python, extra environment) that imports DeepSpeed ``version``: the main interpreter for the
+    in-process and side-by-side releases (the latter first on PYTHONPATH, own JIT ops folder), else the
+    release's own venv."""
+    if version in SIDE_BY_SIDE:
+        folder = SIDE_BY_SIDE_ROOT / version
+        if not (folder / "deepspeed").is_dir():
+            raise OracleUnavailable(f"{folder} not found (scripts/install-test-deps.sh creates it)")
+        return sys.executable, {"PYTHONPATH": str(folder), "TORCH_EXTENSIONS_DIR": str(torch_extensions_dir(version))}
+    if version in WORKER_PYTHONS:
+        return str(WORKER_PYTHONS[version]), {}
+    return sys.executable, {}
+
+
+def run_initialize_configs(
+    configs: dict[str, dict[str, Any]], version: str = IN_PROCESS_VERSION, timeout: float = 1500
+) -> InitializeRun:
+    """``run_initialize_cases`` for plain ``{id: config}`` under DeepSpeed ``version`` (one rank: DeepSpeed's
+    shared-memory all-reduce op is not built)."""
+    python, extra = release_interpreter(version)
+    return _run_initialize(configs, python, {**extra, "DSCONFIG_NO_SHM_OP": "1"}, timeout)
+
+
 def run_initialize_cases(
     cases: Sequence[InitializeCase] = INITIALIZE_CASES, python: str = sys.executable, timeout: float = 1500
 ) -> InitializeRun:
     """Run ``deepspeed.initialize`` for every case in ONE fresh single-rank CPU subprocess (so no
     torch.distributed state leaks into the caller); returns what the host supports and each case's
     outcome (see ``ds0195_worker.run_initialize_case_on_host``)."""
-    env = single_rank_env()
-    request = json.dumps({"cases": {case.id: case.config for case in cases}})
+    return _run_initialize({case.id: case.config for case in cases}, python, {}, timeout)
+
+
+def _run_initialize(configs: dict[str, dict[str, Any]], python: str, extra: dict[str, str],
+                    timeout: float) -> InitializeRun:
+    env = {**single_rank_env(), **extra}
+    request = json.dumps({"cases": configs})
     proc = subprocess.run(
         [python, str(WORKER_SCRIPT), "--initialize"],
         input=request,

@@ -1,0 +1,143 @@
+"""Proof that a config the project rejects although a release's parser accepts it really fails there.
+
+For one DeepSpeed release: the configs whose ``DeepSpeedConfig`` verdict is "accepted" while the validator
+reports errors (outcomes "initialize-time" and "false-alarm") are grouped by their errors (code and path);
+one config per group (the shortest) is run through that release's real ``deepspeed.initialize`` on a tiny
+model on the CPU, then two training steps, together with its *repair*: the same config with exactly the
+flagged keys taken out (or, for an optimizer or scheduler the release cannot build, that section replaced
+with one it can). The rejection is proven when the config fails and its repair trains: the only difference
+is what the validator flagged, so the failure is the config's and not the machine's. When the host lacks a
+half precision the config enables (fp16 on most x86 CPUs: DeepSpeed's accelerator says so), both runs use
+the worker's stand-in with a precision the host has, as the other initialize tests do.
+When the repair fails too, the config still fails for a reason of its own ("fails") unless the error is the
+machine's (``MACHINE_FAILURES``: an op with no CPU build, a half precision the host lacks, a missing optional
+package), which is reported as "machine" and never counted as proof.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tests.oracle.oracle import Comparison, run_differential, run_initialize_configs
+
+Signature = tuple[tuple[str, str], ...]
+#: What the repair puts in place of an optimizer / scheduler section the release cannot build.
+SAFE_OPTIMIZER = {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": True}}  # torch's AdamW: no op to build
+
+
+@dataclass(frozen=True)
+class Proof:
+    """One group's evidence. ``status``: "proven" (the config fails, its repair trains), "fails" (the config
+    and its repair both fail for a reason of the config: something else in it is wrong as well), "machine"
+    (the failure is this CPU machine's: not counted as proof), "accepted" (the config trains: the validator's
+    error is wrong)."""
+
+    signature: Signature
+    label: str
+    status: str
+    failure: str
+    repair_failure: str
+    size: int
+
+    def describe(self) -> str:
+        errors = ", ".join(f"{code} @ {path or '<root>'}" for code, path in self.signature)
+        return (f"[{self.status}] {errors} ({self.size} configs) e.g. {self.label}\n    config: {self.failure}\n"
+                f"    repair: {self.repair_failure or 'trains'}")
+
+
+def _delete(config: dict[str, Any], path: str) -> None:
+    parts = path.split(".")
+    node: Any = config
+    for part in parts[:-1]:
+        if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+            return
+        node = node[part]
+    if isinstance(node, dict):
+        node.pop(parts[-1], None)
+
+
+def with_an_optimizer(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with an optimizer section when it has none: the caller of ``deepspeed.initialize`` would pass
+    its own optimizer then (without one, ZeRO and ``backward`` refuse to run at all)."""
+    return config if "optimizer" in config else {**config, "optimizer": copy.deepcopy(SAFE_OPTIMIZER)}
+
+
+def repaired(config: dict[str, Any], errors: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+    """``config`` without what the errors point at: the flagged keys removed; an optimizer or scheduler
+    whose name or required arguments are at fault replaced (optimizer) or dropped (scheduler)."""
+    out = copy.deepcopy(config)
+    for _, path, _ in errors:
+        section = path.split(".")[0]
+        if section == "optimizer" and not path.startswith("optimizer.params."):
+            out["optimizer"] = copy.deepcopy(SAFE_OPTIMIZER)
+        elif section == "scheduler" and not path.startswith("scheduler.params."):
+            out.pop("scheduler", None)
+        elif path:
+            _delete(out, path)
+    return out
+
+
+#: Words of a failure that is this CPU machine's, not the config's: an op DeepSpeed has no CPU build of, a
+#: half precision the processor lacks, a missing optional package, a GPU-only backend.
+MACHINE_FAILURES = ("CPU backend", "not supported on your device", "CUDA", "cuda", "NCCL", "nccl",
+                    "Error building extension", "ninja", "Please install", "No module named", "Half")
+
+
+def machine_failure(failure: str) -> bool:
+    """Whether ``failure`` (initialize/step error text) is the machine's (see MACHINE_FAILURES)."""
+    return any(word in failure for word in MACHINE_FAILURES)
+
+
+def _failure(result: dict[str, Any]) -> str:
+    """"" when the run trained, else where and what it raised (the stand-in's outcome when the host lacks
+    the config's half precision)."""
+    if result.get("unsupported") and result.get("stand_in") is not None:
+        result = result["stand_in"]
+    if result["raised"]:
+        return f"initialize: {result['error_type']}: {result['message']}"
+    step = result.get("step") or {}
+    if step.get("raised"):
+        return f"step: {step['error_type']}: {step['message']}"
+    return ""
+
+
+def rejected_but_parsed(
+    cases: Sequence[tuple[str, dict[str, Any]]], comparisons: Sequence[Comparison]
+) -> dict[Signature, list[tuple[Comparison, dict[str, Any]]]]:
+    """The cases the parser accepts and the validator rejects (one comparison per case), grouped by the
+    (code, path) of the errors."""
+    groups: dict[Signature, list[tuple[Comparison, dict[str, Any]]]] = {}
+    for (_, config), comparison in zip(cases, comparisons, strict=True):
+        if comparison.outcome in ("initialize-time", "false-alarm") and comparison.verdict.accepted:
+            signature = tuple(sorted({(code, path) for code, path, _ in comparison.errors}))
+            groups.setdefault(signature, []).append((comparison, config))
+    return groups
+
+
+def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int | None = None) -> list[Proof]:
+    """Judge ``cases`` at world size 1 under ``release``, and prove each rejected-but-parsed group (the
+    first ``limit`` groups, all when None) with that release's ``deepspeed.initialize``."""
+    groups = rejected_but_parsed(cases, run_differential(cases, (1,), release))
+    chosen = sorted(groups.items())[:limit] if limit is not None else sorted(groups.items())
+    configs: dict[str, dict[str, Any]] = {}
+    picked: list[tuple[Signature, Comparison, int]] = []
+    for i, (signature, members) in enumerate(chosen):
+        shortest, config = min(members, key=lambda member: len(json.dumps(member[1])))
+        config = with_an_optimizer(config)
+        configs[f"{i}"] = config
+        configs[f"{i}-repair"] = repaired(config, shortest.errors)
+        picked.append((signature, shortest, len(members)))
+    if not configs:
+        return []
+    run = run_initialize_configs(configs, release)
+    proofs = []
+    for i, (signature, comparison, size) in enumerate(picked):
+        failure, repair_failure = _failure(run.results[f"{i}"]), _failure(run.results[f"{i}-repair"])
+        status = ("accepted" if not failure else "proven" if not repair_failure
+                  else "machine" if machine_failure(failure) else "fails")
+        proofs.append(Proof(signature, comparison.label, status, failure, repair_failure, size))
+    return proofs
