@@ -75,7 +75,7 @@ class _Worker:
 
     def __init__(self, version: str) -> None:
         if version not in SUPPORTED_VERSIONS or version == IN_PROCESS_VERSION:
-            raise OracleUnavailable(f"no DeepSpeed {version} worker; supported: {', '.join(SUPPORTED_VERSIONS)}")
+            raise OracleUnavailable(f"no DeepSpeed {version} profile; supported: {', '.join(SUPPORTED_VERSIONS)}")
         executable, extra = release_interpreter(version)
         python, env = Path(executable), ({**os.environ, **extra} if extra else None)
         if not python.exists():
