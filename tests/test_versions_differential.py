@@ -19,7 +19,6 @@ from core import versions
 from core.validate import validate
 from tests.conftest import REPO_ROOT
 from tests.oracle.mutations import corpus_entries, edge_configs, mutate
-from tests.oracle.release_drift import drift_cases
 from tests.oracle.oracle import (
     SIDE_BY_SIDE,
     SIDE_BY_SIDE_ROOT,
@@ -28,6 +27,7 @@ from tests.oracle.oracle import (
     oracle_available,
     run_differential,
 )
+from tests.oracle.release_drift import drift_cases
 
 pytestmark = pytest.mark.deepspeed
 
