@@ -165,17 +165,16 @@ def _drop_auto(data: Any) -> Any:
     return data
 
 
+def _section_config(extra: Literal["forbid", "allow"], kind: SectionKind) -> ConfigDict:
+    """The pydantic settings of every section; ``extra`` and ``kind`` tell a strict section from a lenient one."""
+    return ConfigDict(extra=extra, populate_by_name=True, validate_default=False, use_enum_values=True,
+                      protected_namespaces=(), json_schema_extra={META_KEY: {"kind": kind}})
+
+
 class Section(BaseModel):
     """A section DeepSpeed parses with pydantic (``DeepSpeedConfigModel``): strict."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        populate_by_name=True,
-        validate_default=False,
-        use_enum_values=True,
-        protected_namespaces=(),
-        json_schema_extra={META_KEY: {"kind": "strict"}},
-    )
+    model_config = _section_config("forbid", "strict")
 
     @model_validator(mode="before")
     @classmethod
@@ -191,14 +190,7 @@ class LenientSection(BaseModel):
     "auto" here verbatim, so it is validated like any other value (the "auto" rule explains it).
     """
 
-    model_config = ConfigDict(
-        extra="allow",
-        populate_by_name=True,
-        validate_default=False,
-        use_enum_values=True,
-        protected_namespaces=(),
-        json_schema_extra={META_KEY: {"kind": "lenient"}},
-    )
+    model_config = _section_config("allow", "lenient")
 
 
 class OpenSection(LenientSection):
