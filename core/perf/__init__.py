@@ -1,8 +1,9 @@
 """Planner: predict the step time of a DeepSpeed config on a cluster, rank configs, calibrate from a measurement."""
 
 from core.perf.calibrate import LogSummary, calibrate, parse_log, step_seconds_from_log
+from core.perf.compute import flops_per_token
 from core.perf.hardware import GPU_PERF, NETWORKS, Cluster, Efficiency, GPUPerf, gpu_perf
-from core.perf.predict import StepEstimate, flops_per_token, predict
+from core.perf.predict import StepEstimate, predict
 from core.perf.recommend import build_config, gpu_sweep, recommend
 from core.perf.settings import PerfSettings, read_settings
 

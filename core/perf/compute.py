@@ -1,0 +1,133 @@
+"""Compute time of one micro-step on one GPU: FLOPs per token, each GEMM on the roofline of the GPU's achievable
+matmul rate and its memory bandwidth, the attention core, elementwise traffic, recomputation (``predict`` adds
+communication, offload and host costs; its module docstring describes the whole model)."""
+
+from __future__ import annotations
+
+from core.hardware import GPU_BY_NAME
+from core.memory.activations import layer_terms, sum_terms
+from core.memory.estimate import ModelCounts, Shape
+from core.models.arch import ModelSpec
+from core.perf.hardware import Cluster
+from core.perf.settings import PerfSettings
+
+#: Elementwise kernels move each saved activation byte this many times through HBM: written by its producer
+#: and read by its consumer in forward, read again in backward, its gradient written and read once.
+ACTIVATION_PASSES = 5
+#: Activations that Hugging Face writes as a chain of PyTorch ops instead of one kernel: tensor passes through
+#: HBM over forward and backward (each pass reads or writes the b x s x intermediate tensor once). gelu_new
+#: (GPT-2, GPT-J, CodeGen, Phi-1/2, T5 v1.1): forward pow, 0.044715*, +x, sqrt(2/pi)*, tanh, 1+, 0.5*x, * = 18
+#: passes; autograd's backward of those ops and the sum of the three gradients into x = 28 passes. A fused
+#: activation (nn.GELU, SiLU, ReLU) is 5 passes, which ACTIVATION_PASSES already counts.
+COMPOSITE_ACTIVATION_PASSES = {"gelu_new": 46}
+#: Families whose eager attention runs the softmax in fp32 (as core.memory.activations models them).
+_FP32_SOFTMAX = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt_neox", "opt", "bloom")
+
+def _linears(spec: ModelSpec) -> list[tuple[int, int, float]]:
+    """(in, out, count per layer) of every linear layer that runs per token (MoE: the active experts)."""
+    h, q, kv, inter = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.intermediate_size
+    active = spec.experts_per_token if spec.num_experts else 1
+    out = [(h, q + 2 * kv, 1.0), (q, h, 1.0)]
+    if spec.gated_mlp:
+        out += [(h, 2 * inter, active), (inter, h, active)]
+    else:
+        out += [(h, inter, active), (inter, h, active)]
+    if spec.num_experts:
+        out.append((h, spec.num_experts, 1.0))
+    return out
+
+
+def flops_per_token(model: ModelSpec | ModelCounts, seq_len: int) -> tuple[float, float]:
+    """Forward FLOPs per token: (linear layers incl. the LM head, attention scores and values). Attention is
+    counted over the full s x s matrix, as the Megatron/DeepSpeed formulas do."""
+    if not isinstance(model, ModelSpec):
+        return 2.0 * model.total_params, 0.0
+    layers = model.num_layers + model.num_decoder_layers
+    linear = sum(i * o * c for i, o, c in _linears(model)) * layers + model.vocab_size * model.hidden_size
+    if model.encoder_decoder:
+        linear += model.num_decoder_layers * 2 * model.hidden_size * model.q_dim * 2  # cross-attention q/o, k/v
+    attention = 4.0 * seq_len * model.q_dim * layers
+    return 2.0 * linear, attention
+
+
+def linear_modules_per_layer(spec: ModelSpec) -> int:
+    """nn.Linear modules of one layer as Hugging Face builds them (q, k, v apart unless fused; gate and up apart):
+    what ZeRO-3 fetches and hooks module by module."""
+    mlp = (3 if spec.gated_mlp else 2) * max(1, spec.num_experts) + (1 if spec.num_experts else 0)
+    return (1 if spec.fused_qkv else 3) + 1 + mlp
+
+
+def param_tensors_per_layer(spec: ModelSpec) -> int:
+    """Parameter tensors of one layer (weights, biases, norm scales and shifts): what per-parameter hooks visit."""
+    attention = (1 if spec.fused_qkv else 3) + 1
+    mlp = linear_modules_per_layer(spec) - attention
+    norm = 2 if spec.norm == "layernorm" else 1
+    return (attention * (2 if spec.attention_bias else 1) + mlp * (2 if spec.mlp_bias else 1)
+            + spec.norms_per_layer * norm)
+
+
+def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, shape: Shape, peak: float) -> dict:
+    """Per-GPU seconds of one micro-step's forward, backward and recomputation, and FLOPs."""
+    b, s = shape.micro_batch, shape.seq_len
+    e = st.memory.bytes_per_param
+    tp, sp = st.tp, st.sp
+    tokens = b * s / sp  # tokens this GPU processes per micro-step
+    eff = cl.compute_efficiency
+    hbm = cl.hbm_bytes_s
+    lin_f, attn_f = flops_per_token(model, s)
+    if not isinstance(model, ModelSpec):
+        fwd = tokens * lin_f / tp / (peak * eff)
+        return {"fwd": fwd, "recompute": fwd if shape.recompute == "full" else 0.0, "layers": 0, "modules": 0,
+                "lin_f": lin_f, "attn_f": 0.0, "elementwise": 0.0}
+    layers = model.num_layers + model.num_decoder_layers
+    gemm = 0.0
+    for n_in, n_out, count in _linears(model):
+        k, n = n_in, n_out / tp
+        flops = 2 * tokens * k * n
+        moved = e * (tokens * k + k * n + tokens * n)
+        gemm += count * max(flops / (peak * eff), moved / hbm)
+    head = max(2 * tokens * model.hidden_size * model.vocab_size / tp / (peak * eff),
+               e * model.vocab_size * model.hidden_size / tp / hbm)
+    # attention core per layer: QK^T and AV, local heads (tp) over the full sequence (Ulysses gathers it)
+    causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
+    attn_eff = eff
+    if shape.attention != "eager" and cl.perf.flash_attention_fraction:
+        attn_eff = min(eff, cl.perf.flash_attention_fraction)  # the fused kernel runs below the GEMMs (H100)
+    attn_core = 4 * b * s * s * model.q_dim / tp / sp * causal_skip / (peak * attn_eff)
+    # elementwise traffic: the saved activations without the attention scores (SDPA terms), then the eager
+    # score matrix explicitly: scale/mask, softmax (fp32 in llama-like models), cast and dropout each read and
+    # write the b x a x s^2 matrix in forward, and twice as much happens in backward
+    per_layer_saved = sum_terms(layer_terms(model, b, s / sp, e, "sdpa", "none")) / tp
+    elementwise = ACTIVATION_PASSES * per_layer_saved / hbm
+    extra_passes = COMPOSITE_ACTIVATION_PASSES.get(model.hidden_act, ACTIVATION_PASSES) - ACTIVATION_PASSES
+    if extra_passes > 0:
+        active = model.experts_per_token if model.num_experts else 1
+        elementwise += extra_passes * e * tokens * model.intermediate_size * active / tp / hbm
+    if shape.attention == "eager" or model.position == "relative":
+        kernels = 3 + (1 if model.attention_dropout > 0 else 0)
+        score_bytes = 4 if model.model_type in _FP32_SOFTMAX else e
+        scores = b * model.num_heads / tp * (s / sp) * s
+        elementwise += 3 * kernels * 2 * score_bytes * scores / hbm
+    logits = b * s / sp * model.vocab_size / tp
+    head += ACTIVATION_PASSES * (e + 8) * logits / hbm / 3  # logits, fp32 log-softmax and its gradient
+    fwd_layer = gemm + attn_core + elementwise / 3  # forward does a third of the elementwise traffic
+    fwd = layers * fwd_layer + head
+    if shape.recompute == "full":
+        recompute = layers * fwd_layer
+    elif shape.recompute == "selective":
+        recompute = layers * attn_core
+    else:
+        recompute = 0.0
+    modules = linear_modules_per_layer(model) + model.norms_per_layer
+    return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": modules, "lin_f": lin_f,
+            "attn_f": attn_f, "elementwise": elementwise * layers}
+
+
+def peak_flops(cl: Cluster, precision: str, notes: list[str]) -> float:
+    if precision == "fp32":
+        notes.append("fp32 training: costed at the plain fp32 rate (PyTorch leaves TF32 matmuls off by default).")
+        return cl.perf.fp32_tflops * 1e12
+    if precision == "bf16" and not GPU_BY_NAME[cl.gpu].bf16:
+        notes.append(f"{cl.gpu} has no bf16 tensor cores: bf16 is emulated, costed at the fp32 rate; use fp16.")
+        return cl.perf.fp32_tflops * 1e12
+    return cl.peak_flops
