@@ -234,15 +234,24 @@ async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: 
     return stats
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20, help="concurrent browser sessions (default 20)")
+def room_arguments(description: str, *, kind: str, sessions: int, timeout: float,
+                   ramp: float) -> argparse.ArgumentParser:
+    """The options every room driver shares (sessions, duration, time-out, ramp, pace), with its defaults."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--sessions", type=int, default=sessions,
+                        help=f"concurrent {kind} sessions (default {sessions})")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of stage changes per session")
-    parser.add_argument("--timeout", type=float, default=90.0, help="seconds one step may take before it is an error")
-    parser.add_argument("--ramp", type=float, default=0.5, help="seconds between session starts")
+    parser.add_argument("--timeout", type=float, default=timeout,
+                        help="seconds one step may take before it is an error")
+    parser.add_argument("--ramp", type=float, default=ramp, help="seconds between session starts")
     parser.add_argument("--pace", type=float, default=0.0,
                         help="mean seconds a session waits after a change shows before the next, "
                              "uniformly 0.5–1.5× (0: at once)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = room_arguments(__doc__.splitlines()[0], kind="browser", sessions=20, timeout=90.0, ramp=0.5)
     parser.add_argument("--tour", type=int, default=0, metavar="N",
                         help="after the changes, visit every page N times from the sidebar, timing each switch")
     args = parser.parse_args(argv)

@@ -18,7 +18,6 @@ resident memory before, with all N held, and per session (``make load-memory``).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import random
@@ -39,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from e2e_support import streamlit_server  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from load_test import MODELS, PRESETS, Stats, report, think_time  # noqa: E402
+from load_test import MODELS, PRESETS, Stats, report, room_arguments, think_time  # noqa: E402
 
 STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage selectbox's options (schema-generated)
 
@@ -235,14 +234,7 @@ def _cmdline(pid: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=50, help="concurrent websocket sessions (default 50)")
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of stage changes per session")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one rerun may take before it is an error")
-    parser.add_argument("--ramp", type=float, default=0.2, help="seconds between session starts")
-    parser.add_argument("--pace", type=float, default=0.0,
-                        help="mean seconds a session waits after a change finished before the next, "
-                             "uniformly 0.5–1.5× (0: at once)")
+    parser = room_arguments(__doc__.split("\n\n")[0], kind="websocket", sessions=50, timeout=120.0, ramp=0.2)
     parser.add_argument("--hold-idle", type=int, default=0, metavar="N",
                         help="instead: hold N idle sessions and print the server's memory per session")
     args = parser.parse_args(argv)
