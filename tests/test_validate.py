@@ -156,6 +156,8 @@ CASES = [
      "optimizer.param-type", "error", "optimizer.params.lr"),
     ("optimizer-param-range", cfg(optimizer={"type": "AdamW", "params": {"lr": -1.0}}), {},
      "optimizer.param-range", "warning", "optimizer.params.lr"),
+    ("optimizer-param-bool", cfg(optimizer={"type": "AdamW", "params": {"lr": False}}), {},
+     "optimizer.param-bool", "warning", "optimizer.params.lr"),
     ("scheduler-not-object", cfg(scheduler=[1]), {}, "scheduler.not-object", "error", "scheduler"),
     ("scheduler-no-type", cfg(scheduler={"params": {"warmup_num_steps": 10}}), {}, "scheduler.no-type", "warning",
      "scheduler.type"),

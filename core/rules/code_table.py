@@ -284,6 +284,10 @@ TABLE: tuple[Code, ...] = (
        "default.",
        {**B, "optimizer": {"type": "OneBitAdam", "params": {"comm_backend_name": "gloo"}}},
        settings={"version": "0.19.5"}),
+    _c("optimizer.param-bool", "warning", "n/a", False, "A boolean where an optimizer takes a number.",
+       "Python's bool is an int, so the optimizer trains with 0 or 1 (lr false trains nothing). The fix writes the "
+       "default.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": False}}}),
     _c("optimizer.param-range", "warning", "initialize", False, "An optimizer parameter out of range.",
        "For example a negative learning rate, which torch optimizers refuse. The fix writes the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": -1.0}}}),

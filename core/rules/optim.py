@@ -168,7 +168,13 @@ def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Findi
                 suggestion=f"Did you mean `{guess}`?" if guess else f"{name} takes: {', '.join(accepted)}.",
                 fix=delete_fix(path), page="optimizer",
             )
-        elif key == "lr" and (isinstance(value, bool) or not isinstance(value, int | float)):
+        elif key == "lr" and isinstance(value, bool):
+            yield Finding(  # Python's bool is an int: torch trains with 0 or 1
+                "warning", "optimizer.param-bool", path,
+                f"`{path}` is {str(value).lower()}; torch.optim.{name} reads it as the number {int(value)}.",
+                suggestion="Write a number.", page="optimizer",
+            )
+        elif key == "lr" and not isinstance(value, int | float):
             yield Finding(
                 "error", "optimizer.param-type", path,
                 f"`{path}` is {value!r}; torch.optim.{name} needs a number and deepspeed.initialize fails.",
@@ -223,6 +229,14 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
 
 
 def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Finding]:
+    if kind == "optimizer" and isinstance(value, bool) and not param.type_ok(value) and param.type_ok(int(value)):
+        yield Finding(  # Python's bool is an int: the optimizer trains with 0 or 1
+            "warning", "optimizer.param-bool", path,
+            f"`{path}` is {str(value).lower()}; the optimizer reads it as the number {int(value)} and trains with it.",
+            suggestion="Write a number" + (f" (default {param.default!r})." if param.default is not None else "."),
+            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+        )
+        return
     if not param.type_ok(value):
         yield Finding(
             "error", f"{kind}.param-type", path,
