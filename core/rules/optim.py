@@ -46,18 +46,23 @@ def _backend(ctx: Context) -> str:
     return ctx.meaning.optimizer_backend or "gpu"
 
 
+def _not_object(code: str, key: str, section: Any, suggestion: str | None) -> Finding:
+    """The error for an ``optimizer`` or ``scheduler`` section that is not an object."""
+    return Finding(
+        "error", code, key,
+        f"`{key}` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
+        suggestion=suggestion, fix=delete_fix(key), page="optimizer",
+    )
+
+
 def optimizer(ctx: Context) -> Iterator[Finding]:
     """optimizer.type and optimizer.params as DeepSpeed parses and then builds them."""
     if "optimizer" not in ctx.config:
         return
     section = ctx.config["optimizer"]
     if not isinstance(section, dict):
-        yield Finding(
-            "error", "optimizer.not-object", "optimizer",
-            f"`optimizer` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
-            suggestion="Remove it to pass your own optimizer, or write {\"type\": \"AdamW\", \"params\": {...}}.",
-            fix=delete_fix("optimizer"), page="optimizer",
-        )
+        yield _not_object("optimizer.not-object", "optimizer", section,
+                          "Remove it to pass your own optimizer, or write {\"type\": \"AdamW\", \"params\": {...}}.")
         return
     name = section.get("type")
     params = section.get("params")
@@ -274,11 +279,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
         return
     section = ctx.config["scheduler"]
     if not isinstance(section, dict):
-        yield Finding(
-            "error", "scheduler.not-object", "scheduler",
-            f"`scheduler` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
-            fix=delete_fix("scheduler"), page="optimizer",
-        )
+        yield _not_object("scheduler.not-object", "scheduler", section, None)
         return
     name = section.get("type")
     if name is None or name == "auto":
