@@ -252,13 +252,17 @@ class Report:
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
 
+    def counts(self) -> dict[str, int]:
+        """How many findings of each severity (error, warning, info)."""
+        return {s: sum(f.severity == s for f in self.findings) for s in ("error", "warning", "info")}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "version": self.version,
             "target": self.target,
             "world_size": self.world_size,
-            "counts": {s: sum(f.severity == s for f in self.findings) for s in ("error", "warning", "info")},
+            "counts": self.counts(),
             "batch": asdict(self.batch) if self.batch else None,
             "findings": [f.to_dict() for f in self.findings],
         }

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.effective import effective, pydantic_bool
-from core.rules.context import lax_int
+from core.rules.context import TARGETS, lax_int
 
 
 def _builtin_dir() -> Path:
@@ -37,7 +37,6 @@ NAME_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}"
 _NAME_RE = re.compile(NAME_PATTERN)
 #: Largest preset file read or written (a real config is a few KB).
 MAX_PRESET_BYTES = 512 * 1024
-TARGETS = ("deepspeed", "hf")
 #: Metadata every vetted preset carries.
 META_TEXT_FIELDS = ("title", "description", "when_to_use", "when_not_to_use", "hardware")
 JUSTIFICATION_FIELDS = ("key", "doc", "section", "why")

@@ -29,7 +29,7 @@ ctx = app_state.get_context()
 # ------------------------------------------------------------------ findings
 st.subheader("Findings")
 report = form.report
-counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warning", "info")}
+counts = report.counts()
 st.markdown(f"**{counts['error']}** errors · **{counts['warning']}** warnings · **{counts['info']}** notes "
             f"(DeepSpeed {form.version}, {form.target}, {app_state.world_size(ctx)} GPUs)")
 safe = [f for f in report.findings if f.fix is not None and f.fix.safe and f.severity in ("error", "warning")]

@@ -28,7 +28,6 @@ FUZZ_SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-TARGETS = ("deepspeed", "hf")
 VERSIONS = ("0.19.5", "0.19.8")
 
 #: Every key spelling the schema knows, at any depth (derived, not listed).

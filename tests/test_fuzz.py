@@ -23,11 +23,11 @@ from core.autofill import HF_DEFAULTS, TRAINING_VALUES, AutoFillError, resolve_a
 from core.cli import main as cli_main
 from core.memory import Hardware, Shape, estimate, evaluate_arrays
 from core.models import catalog_names, get_spec
+from core.rules.context import TARGETS
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema
 from tests.fuzz_strategies import (
     FUZZ_SETTINGS,
-    TARGETS,
     VERSIONS,
     any_config,
     corpus_configs,

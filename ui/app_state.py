@@ -20,7 +20,7 @@ import streamlit as st
 import core
 from core import hardware, memory
 from core.findings import Report
-from core.rules.context import Context
+from core.rules.context import TARGETS, Context
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
 from core.schema.root import empty_config
 
@@ -35,7 +35,6 @@ SHARE_PARAM = "s"
 #: Session key remembering which shared state was already restored (so edits are not overwritten).
 RESTORED = "restored_share"
 
-TARGETS: tuple[str, ...] = ("deepspeed", "hf")
 TARGET_LABELS: Mapping[str, str] = MappingProxyType(
     {"deepspeed": "Plain DeepSpeed (deepspeed.initialize)", "hf": "HF Trainer / Accelerate (\"auto\" allowed)"}
 )

@@ -31,7 +31,7 @@ from core.versions import RELEASES, resolve_version
 
 
 def _print_report(name: str, report: Any, out: TextIO) -> None:
-    counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warning", "info")}
+    counts = report.counts()
     status = "OK" if report.ok else "FAILED"
     out.write(
         f"{name}: {status} — {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "

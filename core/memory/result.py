@@ -11,9 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from core.hardware import GIB
 from core.memory.settings import TrainingSettings
-
-GIB = 2**30
 
 
 @dataclass(frozen=True)
