@@ -625,7 +625,7 @@ def test_optimizer_registry_params_match_implementations():
             if pname == "weight_decay" and backend == "torch":
                 # torch.optim.AdamW's default is 0.01, DeepSpeed's kernels' 0; the registry gives 0 and
                 # says so in a doc_note.
-                assert param.doc_note and "0.01" in param.doc_note
+                assert param.meta.doc_note and "0.01" in param.meta.doc_note
                 continue
             assert param.default == default, f"{where}.{pname}: {param.default!r} != {default!r}"
         for param in spec.params:

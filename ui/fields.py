@@ -22,6 +22,7 @@ from core.findings import Finding, Report, join_path, split_path
 from core.rules import codes
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
+from core.schema.base import FieldMeta
 from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
 
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
@@ -174,13 +175,12 @@ def page_fields(page: str) -> list[str]:
     return [f.name for f in unique_fields(DeepSpeedConfig) if f.meta.page == page]
 
 
-def help_text(field: SchemaField) -> str:
-    """Help text of a widget: description, unit, default, notes — all from the schema."""
-    parts = [field.info.description or ""]
-    meta = field.meta
-    default = plain_default(field)
-    if field.model is None:
-        parts.append(f"Default: `{json.dumps(default)}`" + (f" {meta.unit}" if meta.unit else "") + ".")
+def _help(description: str, meta: FieldMeta, default_line: str | None) -> str:
+    """Help text from a description, a default (or "Required.") and the metadata config fields and optimizer or
+    scheduler parameters share (``FieldMeta``)."""
+    parts = [description]
+    if default_line is not None:
+        parts.append(default_line)
     elif meta.unit:
         parts.append(f"Unit: {meta.unit}.")
     if meta.stages is not None:
@@ -196,6 +196,16 @@ def help_text(field: SchemaField) -> str:
     if meta.doc_note:
         parts.append(f"Note: {meta.doc_note}")
     return "\n\n".join(p for p in parts if p)
+
+
+def _default_line(default: Any, meta: FieldMeta) -> str:
+    return f"Default: `{json.dumps(default)}`" + (f" {meta.unit}" if meta.unit else "") + "."
+
+
+def help_text(field: SchemaField) -> str:
+    """Help text of a widget: description, unit, default, notes — all from the schema."""
+    default_line = _default_line(plain_default(field), field.meta) if field.model is None else None
+    return _help(field.info.description or "", field.meta, default_line)
 
 
 def _join(keys: list[str]) -> str:
@@ -304,13 +314,13 @@ def param_kind(param: Any, value: Any) -> FieldKind:
     """How to draw an optimizer/scheduler ``Param`` (from ``core.schema.optimizer``) holding ``value``."""
     types_ = set(param.types)
     optional = True  # a parameter can always be left out of ``params`` (required ones are then a finding)
-    if param.choices:
-        return FieldKind("choice", tuple(param.choices), optional)
+    if param.meta.choices:
+        return FieldKind("choice", tuple(param.meta.choices), optional)
     if "array" in types_ and (isinstance(value, list) or types_ <= {"array", "null"}):
         return FieldKind("json", (), optional)
     if "boolean" in types_:
         return FieldKind("bool", (), optional)
-    if ("integer" in types_ and "number" not in types_) or ("number" in types_ and param.unit == "steps"):
+    if ("integer" in types_ and "number" not in types_) or ("number" in types_ and param.meta.unit == "steps"):
         return FieldKind("int", (), optional)  # a step count is an integer even where DeepSpeed takes a float
     if "number" in types_:
         return FieldKind("float", (), optional)
@@ -325,15 +335,9 @@ def param_bounds(param: Any, kind: Kind) -> Bounds:
 
 
 def param_help(param: Any) -> str:
-    """Help text of a parameter's widget: description, required or default, notes."""
-    parts = [param.description]
-    if param.required:
-        parts.append("Required.")
-    else:
-        parts.append(f"Default: `{json.dumps(param.default)}`" + (f" {param.unit}" if param.unit else "") + ".")
-    if param.doc_note:
-        parts.append(f"Note: {param.doc_note}")
-    return "\n\n".join(parts)
+    """Help text of a parameter's widget: description, required or default, notes (as a field's)."""
+    return _help(param.description, param.meta,
+                 "Required." if param.required else _default_line(param.default, param.meta))
 
 
 # --------------------------------------------------------------------------- typed text

@@ -257,10 +257,10 @@ def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Fin
             fix=set_fix(path, list(param.default)) if param.default is not None else None, page="optimizer",
         )
         return
-    if param.choices and value not in param.choices:
+    if param.meta.choices and value not in param.meta.choices:
         yield Finding(
             "warning", f"{kind}.param-choice", path,
-            f"`{path}` is {value!r}; expected one of {', '.join(map(repr, param.choices))}.",
+            f"`{path}` is {value!r}; expected one of {', '.join(map(repr, param.meta.choices))}.",
             fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
     problem = param.bound_problem(value)

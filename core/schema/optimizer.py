@@ -14,11 +14,11 @@ and ``doc_note`` says what the docstring claims).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core import versions
-from core.schema.base import LenientSection, ds_field
+from core.schema.base import FieldMeta, LenientSection, ds_field
 
 #: JSON types a parameter value may have (JSON Schema's names).
 JsonType = Literal["number", "integer", "boolean", "string", "array", "null"]
@@ -53,15 +53,15 @@ class Param:
     le: float | None = None
     lt: float | None = None
     """Bounds: values outside fail (DeepSpeed or torch raise) or make no sense (negative lr)."""
-    choices: tuple[Any, ...] | None = None
     length: int | None = None
     """For arrays of fixed length (``betas``: 2)."""
     backends: tuple[Backend, ...] | None = None
     """Optimizers only: the implementations that accept it (None: all). Others fail with TypeError."""
     consumed: bool = False
     """Read and removed by DeepSpeed itself; never passed to the constructor."""
-    doc_note: str | None = None
-    unit: str | None = None
+    meta: FieldMeta = field(default_factory=FieldMeta)
+    """What the product knows beyond type, default and bounds (choices, unit, doc notes): the same metadata as a
+    config field's (``core.schema.base.FieldMeta``), so widgets, help texts and rules read both one way."""
 
     def type_ok(self, value: Any) -> bool:
         """Whether ``value`` (parsed JSON) has one of the accepted types."""
@@ -195,7 +195,7 @@ _ONEBIT_ADAM_STYLE: tuple[Param, ...] = (
     Param("bias_correction", _BOOL, "Correct the moment estimates for their zero initialisation.", default=True),
     Param("eps_inside_sqrt", _BOOL, "Add eps inside the square root.", default=False),
     Param("amsgrad", _BOOL, "Not supported: the constructor raises RuntimeError when true.", default=False,
-          choices=(False,)),
+          meta=FieldMeta(choices=(False,))),
 )
 
 
@@ -248,9 +248,8 @@ def _adam_params() -> tuple[Param, ...]:
             "Weight decay (decoupled in AdamW mode). 0.01-0.1 is typical for transformers.",
             default=0.0,
             ge=0.0,
-            doc_note="Default 0 with DeepSpeed's fused and CPU Adam; with `torch_adam` (torch.optim.AdamW) "
-            "the default is 0.01.",
-        ),
+            meta=FieldMeta(doc_note="Default 0 with DeepSpeed's fused and CPU Adam; with `torch_adam` "
+                           "(torch.optim.AdamW) the default is 0.01.")),
         Param(
             "amsgrad",
             _BOOL,
@@ -400,8 +399,7 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                     ("string",),
                     "Newton-Schulz orthogonalisation variant.",
                     default="gram",
-                    choices=("gram", "standard"),
-                ),
+                    meta=FieldMeta(choices=("gram", "standard"))),
                 _betas((0.9, 0.95)),
                 _eps(1e-10),
                 Param("adam_w_mode", _BOOL, "Decoupled weight decay for the Adam half.", default=True, consumed=True),
@@ -474,16 +472,14 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
                             ("integer",),
                             "Warm-up steps before 1-bit compression starts.",
                             default=100000,
-                            unit="steps",
-                        ),
+                            meta=FieldMeta(unit="steps")),
                         Param("cuda_aware", _BOOL, "The MPI library is CUDA-aware.", default=False),
                         Param(
                             "comm_backend_name",
                             ("string",),
                             "Communication backend.",
                             default="nccl",
-                            choices=("nccl", "mpi", "hccl", "compressed"),
-                        ),
+                            meta=FieldMeta(choices=("nccl", "mpi", "hccl", "compressed"))),
                     ),
                 ),
                 (
@@ -767,23 +763,20 @@ _WARMUP_NUM_STEPS = Param(
     "rejected); values below 2 act as 2.",
     default=1000,
     gt=0,
-    unit="steps",
-)
+    meta=FieldMeta(unit="steps"))
 _WARMUP_TYPE = Param(
     "warmup_type",
     ("string",),
     "Shape of the warm-up curve: `log` (fast start) or `linear`. Any other value falls back to `log` with a warning.",
     default="log",
-    choices=("log", "linear"),
-)
+    meta=FieldMeta(choices=("log", "linear")))
 _TOTAL_NUM_STEPS = Param(
     "total_num_steps",
     _NUM,
     "Total training steps (optimizer steps): the schedule reaches its end value here. Required. A value "
     "below `warmup_num_steps` only warns.",
     required=True,
-    unit="steps",
-)
+    meta=FieldMeta(unit="steps"))
 _LR_OR_LIST: tuple[JsonType, ...] = ("number", "array")
 
 SCHEDULERS: dict[str, SchedulerSpec] = {
@@ -804,9 +797,8 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     ("number", "array", "null"),
                     "Learning rate reached after warm-up. Unset: each parameter group's `lr` from the optimizer.",
                     default=None,
-                    doc_note="The docstring says the default is 0.001; the signature's default is None "
-                    "(the optimizer's lr).",
-                ),
+                    meta=FieldMeta(doc_note="The docstring says the default is 0.001; the signature's default is None "
+                    "(the optimizer's lr).")),
                 _WARMUP_NUM_STEPS,
                 _WARMUP_TYPE,
                 _LAST_BATCH,
@@ -835,8 +827,7 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     _NUM,
                     "Starting learning rate as a fraction of the optimizer's lr.",
                     default=0.0,
-                    doc_note="The docstring says 'float or list'; the code uses it as one number.",
-                ),
+                    meta=FieldMeta(doc_note="The docstring says 'float or list'; the code uses it as one number.")),
                 _WARMUP_NUM_STEPS,
                 Param(
                     "cos_min_ratio", _NUM, "Final learning rate as a fraction of the optimizer's lr.", default=0.0001
@@ -859,16 +850,14 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     "Steps of the rising half of the cycle. Must be > 0.",
                     default=2000,
                     gt=0,
-                    unit="steps",
-                ),
+                    meta=FieldMeta(unit="steps")),
                 Param(
                     "cycle_second_step_size",
                     ("number", "null"),
                     "Steps of the falling half. Unset: same as `cycle_first_step_size`. Must be >= 0.",
                     default=None,
                     ge=0,
-                    unit="steps",
-                ),
+                    meta=FieldMeta(unit="steps")),
                 Param(
                     "cycle_first_stair_count",
                     ("integer",),
@@ -880,16 +869,14 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     ("integer", "null"),
                     "Stairs in the second half. Unset: same as `cycle_first_stair_count`.",
                     default=None,
-                    doc_note="The docstring says the default is 0; the signature's default is None "
-                    "(= cycle_first_stair_count).",
-                ),
+                    meta=FieldMeta(doc_note="The docstring says the default is 0; the signature's default is None "
+                    "(= cycle_first_stair_count).")),
                 Param(
                     "decay_step_size",
                     _NUM,
                     "Interval of the decay steps after the cycle (0: no decay).",
                     default=0,
-                    unit="steps",
-                ),
+                    meta=FieldMeta(unit="steps")),
                 Param(
                     "cycle_momentum",
                     _BOOL,
@@ -913,16 +900,14 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     _LR_OR_LIST,
                     "Starting learning rate.",
                     default=0.001,
-                    doc_note="The docstring gives no default; the signature's is 0.001.",
-                ),
+                    meta=FieldMeta(doc_note="The docstring gives no default; the signature's is 0.001.")),
                 Param(
                     "lr_range_test_step_size",
                     ("integer",),
                     "Steps between lr increases. Must be a positive integer.",
                     default=2000,
                     gt=0,
-                    unit="steps",
-                ),
+                    meta=FieldMeta(unit="steps")),
                 Param("lr_range_test_step_rate", _NUM, "Scaling rate of the increase.", default=1.0),
                 Param(
                     "lr_range_test_staircase",
