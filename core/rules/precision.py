@@ -68,12 +68,13 @@ def precision(ctx: Context) -> Iterator[Finding]:
                 page="precision",
             )
     states_check = "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled."
-    if isinstance(bf16, dict) and lax_bool(bf16.get("bf16_optimizer_states")) and stage != 0 and not lax_bool(
-        bf16.get("bf16_master_weights_and_grads")
+    read_bf16 = ctx.config.get(read)
+    if isinstance(read_bf16, dict) and lax_bool(read_bf16.get("bf16_optimizer_states")) and stage != 0 and not lax_bool(
+        read_bf16.get("bf16_master_weights_and_grads")
     ) and versions.has_check(ctx.version, states_check):
         yield Finding(
-            "error", "precision.bf16-optimizer-states", "bf16.bf16_optimizer_states",
-            states_check, fix=set_fix("bf16.bf16_master_weights_and_grads", True), page="precision",
+            "error", "precision.bf16-optimizer-states", f"{read}.bf16_optimizer_states",
+            states_check, fix=set_fix(f"{read}.bf16_master_weights_and_grads", True), page="precision",
         )
     if isinstance(fp16, dict) and not ctx.meaning.fp16:
         scale_keys = [k for k in ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",

@@ -39,6 +39,8 @@ def _profile_fields(ctx: Context) -> Iterator[tuple[str, dict[str, Any], str, di
     sections that the config holds as an object."""
     for prefix, entry in versions.profile(ctx.version)["sections"].items():
         section = ctx.get(prefix) if "[" not in prefix and "{" not in prefix else None
+        if prefix.split(".")[0] == "bfloat16" and ctx.config.get("bf16") is not None:
+            continue  # only read when bf16 is absent
         if isinstance(section, dict):
             for name, info in entry["fields"].items():
                 yield prefix, section, name, info
