@@ -7,7 +7,7 @@ import streamlit as st
 import core
 from core import autofill, export
 from core.autofix import fix_until_stable
-from core.cli.versions import works_with
+from core.versions.matrix import works_with
 from ui import app_state, fields, focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")

@@ -174,9 +174,9 @@ def test_every_page_draws_a_config_at_the_size_limit_with_huge_parts_summarised(
 
 def test_works_with_gives_the_same_verdicts_without_the_keys_no_release_reads():
     from core import validate
-    from core.cli.versions import _without_ignored_everywhere, works_with
     from core.io import ConfigLoadError, load_config
     from core.versions import RELEASES
+    from core.versions.matrix import _without_ignored_everywhere, works_with
 
     releases = (RELEASES[0], RELEASES[len(RELEASES) // 2], RELEASES[-1])
     corpus = sorted((ROOT.parent / "shared" / "corpus").rglob("*.json"))[:40]

@@ -9,8 +9,8 @@ import pytest
 
 from core import versions
 from core.cli import main
-from core.cli.versions import ReleaseVerdict, summarise, works_with
 from core.validate import validate
+from core.versions.matrix import ReleaseVerdict, summarise, works_with
 
 #: Every patch release on PyPI from 0.16.0 to 0.19.8.
 EXPECTED = tuple(f"0.16.{i}" for i in range(10)) + tuple(f"0.17.{i}" for i in range(7)) + tuple(
