@@ -38,6 +38,13 @@ pytest: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(PY) scripts/bench.py
 
+.PHONY: bench-versions versions-parity
+bench-versions: $(VENV)/.test-installed  ## validation time per config for each release profile
+	$(PY) scripts/bench_versions.py $(BENCH_ARGS)
+
+versions-parity: $(VENV)/.test-installed  ## held-out parity with the seven installed releases, with the initialize proof
+	$(PY) scripts/versions_parity.py --first-seed 1000 --seeds 3 --corpus --prove $(PARITY_ARGS)
+
 fuzz-long: $(VENV)/.test-installed
 	$(PY) scripts/fuzz_long.py $(FUZZ_ARGS)
 
