@@ -13,7 +13,32 @@ from core.models import describe, get_spec
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster, gpu_perf
 from core.perf.measurements import MEASUREMENTS, Measurement, deepcompile_flops_per_sample
+from core.perf.measurements_docs import NEW_ROWS
 from core.perf.predict import predict
+
+#: Every published row: the first round's and the held-out second round's (``measurements_docs``).
+ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS)
+
+#: Groups for the accuracy report: (name, id prefixes; "e2e" matches the end-to-end rows), first match wins.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("DeepSpeed 0.5.7 ZeRO-3 (blocking per-module fetch; not the ZeRO-3 modelled)", ("autotune-gpt2-xl-z3",)),
+    ("A100/H100 DeepSpeed (Azure, ColossalAI issue, DeepCompile)", ("azure-", "colossalai-", "deepcompile-")),
+    ("A100/H100 llm-foundry FSDP", ("foundry-",)),
+    ("ZeRO++ 18B, 384 V100 (blog/paper)", ("zeropp-18b-",)),
+    ("ZeRO++ 49B-138B, 384 V100 (blog; new)", ("zeropp-",)),
+    ("DeepSpeed tutorials' training logs, V100 (new)", ("tutorial-",)),
+    ("HF autotuning BERT/DistilBERT fp32, 16 V100 (new)", ("autotune-bert", "autotune-distilbert")),
+    ("HF autotuning GPT-2 end to end (HF Trainer loop)", ("e2e",)),
+    ("HF autotuning GPT-2, DeepSpeed's timers", ("autotune-",)),
+)
+
+
+def group_of(ident: str) -> str:
+    """The report group of a measurement id."""
+    for name, keys in GROUPS:
+        if any(ident.startswith(k) or (k == "e2e" and ident.endswith("-e2e")) for k in keys):
+            return name
+    return "other"
 
 
 def measurement_config(m: Measurement) -> dict[str, Any]:
@@ -76,5 +101,15 @@ def evaluate(rows: Iterable[Measurement] = MEASUREMENTS, cluster_kwargs: dict[st
             "predicted_tflops": est.tflops_per_gpu,
             "bottleneck": est.bottleneck.split(";")[0],
             "source": m.source,
+            "group": group_of(m.id),
         })
+    return pd.DataFrame(out)
+
+
+def group_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows, median error, worst factor and rows beyond 1.5x per group (and all rows)."""
+    out = []
+    for name, part in [("all", table), *table.groupby("group", sort=False)]:
+        out.append({"group": name, "rows": len(part), "median_error": part["error"].median(),
+                    "worst": part["off_by"].max(), "beyond_1.5x": int((part["off_by"] > 1.5).sum())})
     return pd.DataFrame(out)
