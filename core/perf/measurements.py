@@ -195,15 +195,22 @@ _HF_AUTOTUNE = ("DeepSpeedExamples training/autotuning/hf/{m}/README.md (HF run_
 _HF_GPT2 = {"gpt2": gpt(768, 12, 12), "gpt2-medium": gpt(1024, 24, 16), "gpt2-xl": gpt(1600, 48, 25)}
 
 
-def _hf_autotune(name: str, stage: int, micro: int, value: float, what: str) -> Measurement:
-    """A row of the DeepSpeedExamples HF autotuning READMEs (same setup as the GPT2-large tutorial)."""
+def hf_autotune_row(name: str, stage: int, micro: int, value: float, what: str, *, model: dict[str, Any],
+                    source: str, seq_len: int = 1024, precision: str = "fp16",
+                    assumed: str = "V100 32GB (the README says V100); DeepSpeed's default config otherwise"
+                    ) -> Measurement:
+    """A row of the DeepSpeedExamples HF autotuning READMEs (16 V100 in one node, DeepSpeed's default config)."""
     e2e = "e2e" in what
     return Measurement(
-        f"autotune-{name}-z{stage}-mbs{micro}{'-e2e' if e2e else ''}", _HF_AUTOTUNE.format(m=name) + what,
-        {**_HF_GPT2[name], "vocab_size": 50257, "n_positions": 1024, "attn_pdrop": 0.1, "resid_pdrop": 0.1},
-        gpu="NVIDIA V100 32GB", gpus_per_node=16, nodes=1, zero={"stage": stage}, micro_batch=micro, seq_len=1024,
-        metric="samples_per_s", value=value, precision="fp16", attention="eager",
-        assumed="V100 32GB (the README says V100); DeepSpeed's default config otherwise")
+        f"autotune-{name}-z{stage}-mbs{micro}{'-e2e' if e2e else ''}", source.format(m=name) + what, model,
+        gpu="NVIDIA V100 32GB", gpus_per_node=16, nodes=1, zero={"stage": stage}, micro_batch=micro, seq_len=seq_len,
+        metric="samples_per_s", value=value, precision=precision, attention="eager", assumed=assumed)
+
+
+def _hf_autotune(name: str, stage: int, micro: int, value: float, what: str) -> Measurement:
+    """A GPT-2 row of the autotuning READMEs (same setup as the GPT2-large tutorial)."""
+    model = {**_HF_GPT2[name], "vocab_size": 50257, "n_positions": 1024, "attn_pdrop": 0.1, "resid_pdrop": 0.1}
+    return hf_autotune_row(name, stage, micro, value, what, model=model, source=_HF_AUTOTUNE)
 
 
 HF_AUTOTUNE_ROWS: tuple[Measurement, ...] = (

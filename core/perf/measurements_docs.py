@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.perf.measurements import _ZEROPP_BLOG, _ZEROPP_ON, Measurement, gpt
+from core.perf.measurements import _ZEROPP_BLOG, _ZEROPP_ON, Measurement, gpt, hf_autotune_row
 
 # --- ZeRO++ blog, Figures 6-8: the other model sizes ------------------------------------------------------
 #: The blog names the sizes only; assumed GPT shapes of 40 layers (the 18B's depth) with the hidden size that
@@ -110,11 +110,8 @@ def _hf_bert(name: str, stage: int, micro: int, value: float, what: str) -> Meas
     h = _BERT[name]["hidden_size"]
     model = {"model_type": "bert", "intermediate_size": 4 * h, "max_position_embeddings": 512, "type_vocab_size": 2,
              "hidden_act": "gelu", "attention_probs_dropout_prob": 0.1, **_BERT[name]}
-    e2e = "e2e" in what
-    return Measurement(
-        f"autotune-{name}-z{stage}-mbs{micro}{'-e2e' if e2e else ''}", _HF_BERT.format(m=name) + what, model,
-        gpu="NVIDIA V100 32GB", gpus_per_node=16, nodes=1, zero={"stage": stage}, micro_batch=micro, seq_len=128,
-        metric="samples_per_s", value=value, precision="fp32", attention="eager",
+    return hf_autotune_row(
+        name, stage, micro, value, what, model=model, source=_HF_BERT, seq_len=128, precision="fp32",
         assumed="V100 32GB; sequences padded to 128 (run_glue's default); the planner costs a language-model head "
                 "over the vocabulary where run_glue has a 3-way classifier"
                 + ("; DistilBERT as a 6-layer BERT" if name == "distilbert" else ""))
