@@ -37,6 +37,12 @@ def _linears(spec: ModelSpec) -> list[tuple[int, int, float]]:
     return out
 
 
+def layer_module_params(spec: ModelSpec) -> list[float]:
+    """Parameters of each linear module of one layer in forward order (q/k/v or fused qkv, o, the MLP's input
+    projections, its output projection): the order ZeRO-3 fetches them in."""
+    return [i * o * c for i, o, c in _linears(spec)]
+
+
 def flops_per_token(model: ModelSpec | ModelCounts, seq_len: int) -> tuple[float, float]:
     """Forward FLOPs per token: (linear layers incl. the LM head, attention scores and values). Attention is
     counted over the full s x s matrix, as the Megatron/DeepSpeed formulas do."""

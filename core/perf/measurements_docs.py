@@ -73,7 +73,10 @@ TUTORIAL_ROWS: tuple[Measurement, ...] = (
         "overlap_comm and 5e8 buckets: SamplesPerSec 6.931 (4.6 s per iteration)", _megatron(4096, 50, 32), nodes=2,
         zero={"stage": 2, "overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": 500_000_000,
               "allgather_bucket_size": 500_000_000}, micro_batch=1, seq_len=1024, value=6.931,
-        assumed="2 DGX-2 nodes with the catalog's 800 Gbit/s per node (the tutorial does not say); sequence 1024",
+        inter_node_gbit_s=100.0,
+        assumed="2 DGX-2 nodes at 100 Gbit/s per node: the tutorial does not say, but its own log times the "
+                "optimizer at 2.08 s, which only the post-step all-gather of 20.6 GB of fp16 parameters across the "
+                "two nodes can take (10 GB/s; the Adam step itself is ~10 ms); sequence 1024",
         **_MEGATRON_V100),
     Measurement(
         "tutorial-zero-offload-gpt2-10b-1gpu",

@@ -14,17 +14,26 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   Stage 0 all-reduces gradients once per step; stage 1 reduce-scatters them once per step (every micro-step
   with overlap_comm); stage 2 every micro-step; stages 1-2 all-gather the updated parameters after the step;
   stage 3 all-gathers parameters in forward and again in backward and reduce-scatters gradients, every
-  micro-step. ZeRO++: qwZ halves the forward all-gather (int8), hpZ keeps the backward all-gather inside a
-  node, qgZ sends int4 gradients (a quarter of the bytes).
+  micro-step. Which backward gathers happen follows DeepSpeed's release rule (``stage3_max_reuse_distance``):
+  a module's parameters stay gathered when fewer parameters than that distance are fetched before their next
+  use, so the last modules of a model skip the backward gather, and with full recomputation the backward runs
+  the recomputation's gather plus a second one for the modules whose reuse lies beyond the distance.
+  ZeRO++: qwZ halves the forward all-gather (int8), hpZ keeps the backward all-gathers (and the forward ones
+  of later micro-steps, until the step invalidates its copy) inside a node, qgZ sends int4 gradients (a
+  quarter of the bytes).
 - latency: every collective call costs efficiency.collective_latency_s plus one efficiency.ring_hop_latency_s
   per ring step (N-1 for an all-gather over N GPUs), so per-module ZeRO-3 fetches at scale are latency-bound.
 - host: per layer (kernel launches), per ZeRO-3 module (fetch/release hooks) and per parameter tensor (ZeRO's
   gradient hooks in stages 2-3, and stage 1 with overlap_comm).
 - overlap: communication that DeepSpeed runs on a side stream (overlap_comm, and ZeRO-3's prefetch) hides
-  behind compute up to ``efficiency.overlap``; the rest adds to the step.
+  behind the compute of its own phase up to ``efficiency.overlap`` (forward gathers behind the forward,
+  backward gathers and gradient reductions behind the recomputation and backward); the rest adds to the step.
 - offload: gradients go to the host every micro-step (fp32, over PCIe), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
+- optimizer: fused Adam on the GPU moves ``ADAM_BYTES_PER_PARAM``; fp16 at stage 0 without a DeepSpeed
+  Adam/AdamW section runs DeepSpeed's unfused fp16 optimizer (``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and
+  a host-side loop over the parameter tensors).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from core.models.arch import ModelSpec
 from core.perf.advice import bottleneck_text
 from core.perf.compute import (
     ACTIVATION_PASSES,
+    layer_module_params,
     linear_modules_per_layer,
     micro_step,
     param_tensors_per_layer,
@@ -51,6 +61,13 @@ from core.perf.settings import PerfSettings, read_settings
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
 #: fp32 gradient read (4), the 16-bit parameter written (2), rounded up for the norm and the overflow check.
 ADAM_BYTES_PER_PARAM = 34
+#: Bytes per parameter of DeepSpeed's unfused fp16 optimizer (runtime/fp16/unfused_optimizer.py, used at stage 0
+#: when the optimizer is not DeepSpeed's FusedAdam, e.g. the Hugging Face Trainer's): the overflow check
+#: (fp16 gradient to fp32 and summed: 10), the per-tensor gradient norm (10), the fp32 gradient copy (6), the
+#: unscale (8), a non-fused AdamW as one pass per operation (PyTorch's foreach AdamW: 84) and the copy back to
+#: the fp16 parameters (6). Per tensor it also synchronises with the host twice (overflow check, norm), which is
+#: charged ``efficiency.grad_hook_overhead_s`` per parameter tensor, the measured cost of ZeRO's per-tensor hook.
+UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM = 124
 
 
 @dataclass(frozen=True)
@@ -119,7 +136,8 @@ class _Parts:
     """Seconds per micro-step / per step, split into overlappable and serial parts."""
 
     micro_serial: dict[str, float] = field(default_factory=dict)
-    micro_overlap: dict[str, float] = field(default_factory=dict)
+    micro_overlap: dict[str, float] = field(default_factory=dict)  # hides behind recomputation + backward
+    micro_overlap_fwd: dict[str, float] = field(default_factory=dict)  # hides behind the forward
     step_serial: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
@@ -128,7 +146,25 @@ class _Parts:
             d[name] = d.get(name, 0.0) + seconds
 
 
-def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
+def backward_gathers(model: ModelSpec | ModelCounts, st: PerfSettings, recompute: str) -> float:
+    """All-gathers of each parameter in the backward phase of one ZeRO-3 micro-step, averaged over the
+    parameters. DeepSpeed (PartitionedParameterCoordinator, ``stage3_max_reuse_distance``) keeps a module's
+    parameters after use when the modules traced before their next use hold fewer parameters than the distance:
+    without recomputation the next use is the module's backward, 2 x (parameters after it) away, so the last
+    distance/2 parameters of the model skip the backward gather; with full recomputation each layer is gathered
+    for its recomputation and a module again for its backward when 2 x (parameters after it in its layer) reach
+    the distance (large layers)."""
+    if not isinstance(model, ModelSpec):
+        return 1.0
+    dist = st.max_reuse_distance
+    mods = layer_module_params(model)
+    if recompute == "full":
+        again = sum(p for i, p in enumerate(mods) if 2 * sum(mods[i + 1:]) >= dist)
+        return 1.0 + again / sum(mods)
+    return 1.0 - min(1.0, dist / 2 / model.total_params)
+
+
+def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recompute: str = "none", gas: int = 1) -> None:
     """Add every collective and offload transfer to ``parts``."""
     m = st.memory
     g, n_nodes = cl.gpus_per_node, cl.nodes
@@ -185,15 +221,20 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
         gathered = max(0.0, params - persistent) * m.bytes_per_param
         fwd_bytes = gathered * (0.5 if st.quantized_weights else 1.0)
         target = parts.micro_overlap if overlap else parts.micro_serial
+        target_fwd = parts.micro_overlap_fwd if overlap else parts.micro_serial
         # one all-gather per parameterised module (DeepSpeed fetches module by module, prefetching ahead)
-        parts.add(target, "ZeRO-3 parameter all-gather (forward)", ring(fwd_bytes, 1) + fetches * alpha)
+        fwd_gather = ring(fwd_bytes, 1) + fetches * alpha
         hpz = m.hpz_partition_size
+        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True) + \
+            fetches * alpha_of(min(hpz, zero_ranks))
+        if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
+            fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
+        parts.add(target_fwd, "ZeRO-3 parameter all-gather (forward)", fwd_gather)
+        again = backward_gathers(model, st, recompute)
         if hpz > 1:
-            parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)",
-                      _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True)
-                      + fetches * alpha_of(min(hpz, zero_ranks)))
+            parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)", again * in_node)
         else:
-            parts.add(target, "ZeRO-3 parameter all-gather (backward)", ring(gathered, 1) + fetches * alpha)
+            parts.add(target, "ZeRO-3 parameter all-gather (backward)", again * (ring(gathered, 1) + fetches * alpha))
         if st.quantized_gradients:
             # qgZ: int4 all-to-all inside the node, then across nodes on the node's reduced share
             grad_t = _ring(wire * 0.25, 1, min(gpn_zero, zero_ranks), gpn_zero, cl, intra_only=True)
@@ -204,10 +245,13 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
             reduce_bucketed(target, "gradient reduce-scatter", ring(wire, 1), wire)
         if m.offload_param != "none":
             # each forward and backward fetches the partition from the host before the all-gather
-            parts.add(target, "parameter upload over PCIe (offload_param)", 2 * part * m.bytes_per_param / pcie)
+            upload = part * m.bytes_per_param / pcie
+            parts.add(target_fwd, "parameter upload over PCIe (offload_param)", upload)
+            parts.add(target, "parameter upload over PCIe (offload_param)", upload)
             if m.offload_param == "nvme":
-                node_bytes = 2 * params * m.bytes_per_param / n_nodes
-                parts.add(target, "parameter reads from NVMe", node_bytes / (cl.nvme_bytes_s * cl.efficiency.link))
+                node_read = params * m.bytes_per_param / n_nodes / (cl.nvme_bytes_s * cl.efficiency.link)
+                parts.add(target_fwd, "parameter reads from NVMe", node_read)
+                parts.add(target, "parameter reads from NVMe", node_read)
     if m.stage >= 1 and m.offload_optimizer != "none":
         grad_copy = 4 * part / pcie
         if m.stage == 1:
@@ -222,7 +266,14 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts) -> None:
             state_bytes = (4 + 4 * m.optimizer_states) * node_params
             parts.add(parts.step_serial, "optimizer state NVMe read + write",
                       2 * state_bytes / (cl.nvme_bytes_s * cl.efficiency.link))
-    elif m.stage >= 0:
+    elif m.stage == 0 and m.precision == "fp16" and not st.fused_optimizer:
+        parts.add(parts.step_serial, "optimizer step (GPU, DeepSpeed's unfused fp16 optimizer)",
+                  UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM * params / cl.hbm_bytes_s)
+        if isinstance(model, ModelSpec):
+            tensors = (model.num_layers + model.num_decoder_layers) * param_tensors_per_layer(model) + 3
+            parts.add(parts.step_serial, "unfused fp16 optimizer loop over parameter tensors (host)",
+                      tensors * cl.efficiency.grad_hook_overhead_s)
+    else:
         owned = params if m.stage == 0 else part
         parts.add(parts.step_serial, "optimizer step (GPU)", ADAM_BYTES_PER_PARAM * owned / cl.hbm_bytes_s)
 
@@ -285,22 +336,21 @@ def predict(
         # per-parameter gradient hooks (stage 3 has them as well as its module fetch/release hooks)
         overhead += comp["layers"] * param_tensors_per_layer(model) * cluster.efficiency.grad_hook_overhead_s
     parts.add(parts.micro_serial, "host overhead (kernel launches, hooks)", overhead)
-    _communication(model, st, cluster, parts)
+    _communication(model, st, cluster, parts, shape.recompute, gas)
     _tensor_sequence_parallel(model, st, cluster, shape, parts)
 
-    # overlappable communication hides behind this micro-step's compute (backward only for stage 1/2 buckets)
-    compute_micro = 3 * fwd + comp["recompute"]
-    window = compute_micro if m.stage == 3 else 2 * fwd + comp["recompute"]
-    comm = sum(parts.micro_overlap.values())
-    hidden_total = cluster.efficiency.overlap * min(comm, window)
-    exposed_fraction = (comm - hidden_total) / comm if comm > 0 else 0.0
+    # overlappable communication hides behind the compute of its phase: ZeRO-3's forward gathers behind the
+    # forward, everything else (backward gathers, gradient reductions) behind recomputation + backward
     breakdown: dict[str, float] = {}
     hidden: dict[str, float] = {}
     for name, sec in parts.micro_serial.items():
         breakdown[name] = gas * sec
-    for name, sec in parts.micro_overlap.items():
-        breakdown[name + " (exposed)"] = gas * sec * exposed_fraction
-        hidden[name] = gas * sec * (1 - exposed_fraction)
+    for pool, window in ((parts.micro_overlap_fwd, fwd), (parts.micro_overlap, 2 * fwd + comp["recompute"])):
+        comm = sum(pool.values())
+        exposed_fraction = (comm - cluster.efficiency.overlap * min(comm, window)) / comm if comm > 0 else 0.0
+        for name, sec in pool.items():
+            breakdown[name + " (exposed)"] = breakdown.get(name + " (exposed)", 0.0) + gas * sec * exposed_fraction
+            hidden[name] = hidden.get(name, 0.0) + gas * sec * (1 - exposed_fraction)
     for name, sec in parts.step_serial.items():
         breakdown[name] = breakdown.get(name, 0.0) + sec
     step = sum(breakdown.values())

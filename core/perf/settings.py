@@ -46,6 +46,8 @@ class PerfSettings:
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
+    fused_optimizer: bool = True  # DeepSpeed builds FusedAdam (or a 1-bit Adam) from the config's optimizer section
+    max_reuse_distance: int = 1_000_000_000  # zero_optimization.stage3_max_reuse_distance (parameters)
     notes: tuple[str, ...] = ()
 
     @property
@@ -93,6 +95,18 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append("Not modelled: the PCIe time of cpu_checkpointing (checkpoints copied to the host).")
     if _flag(zero, "zero_quantized_nontrainable_weights"):
         notes.append("Not modelled: zero_quantized_nontrainable_weights (only frozen weights are affected).")
+    opt = cfg.get("optimizer") if isinstance(cfg.get("optimizer"), Mapping) else {}
+    opt_params = opt.get("params") if isinstance(opt.get("params"), Mapping) else {}
+    opt_type = str(opt.get("type", "")).lower()
+    # engine._configure_basic_optimizer: Adam/AdamW become FusedAdam unless torch_adam; a client optimizer
+    # (no optimizer section, e.g. the HF Trainer's) and the other types are not fused
+    fused = (opt_type in ("adam", "adamw") and not pydantic_bool(opt_params, "torch_adam", False)) or \
+        opt_type in ("onebitadam", "zerooneadam")
+    if mem.stage == 0 and mem.precision == "fp16" and not fused:
+        notes.append("fp16 at stage 0 without a DeepSpeed Adam/AdamW optimizer section: DeepSpeed wraps the "
+                     "optimizer in its unfused fp16 optimizer (a loop over parameter tensors with a host "
+                     "synchronisation per tensor), costed as such.")
+    reuse = zero.get("stage3_max_reuse_distance", zero.get("max_reuse_distance"))
     return PerfSettings(
         memory=mem,
         quantized_weights=qw,
@@ -103,5 +117,8 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         grad_accum=grad_accum,
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
+        fused_optimizer=fused,
+        max_reuse_distance=int(reuse) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
+        and reuse >= 0 else 1_000_000_000,
         notes=tuple(notes),
     )
