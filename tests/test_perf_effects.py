@@ -1,0 +1,103 @@
+"""The planner's second-round effects (DeepSpeed's unfused fp16 optimizer, ZeRO-3's reuse-distance gathers,
+per-phase overlap, hpZ across micro-steps) and its accuracy on the held-out rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.memory import Shape
+from core.models import describe, get_spec
+from core.perf import Cluster, predict, read_settings
+from core.perf.accuracy import ALL_ROWS, evaluate, group_table
+from core.perf.measurements import MEASUREMENTS
+from core.perf.measurements_docs import NEW_ROWS
+from core.perf.predict import backward_gathers
+
+LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
+GPT2L = describe({"model_type": "gpt2", "n_embd": 1280, "n_layer": 36, "n_head": 20, "vocab_size": 50257}, name="l")
+
+
+def cfg(stage=0, micro=1, gas=1, world=8, precision="bf16", optimizer=None, **zero):
+    out = {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": gas,
+           "train_batch_size": micro * gas * world, precision: {"enabled": True},
+           "zero_optimization": {"stage": stage, **zero}}
+    if optimizer:
+        out["optimizer"] = {"type": optimizer}
+    return out
+
+
+def test_fp16_stage0_without_a_deepspeed_adam_runs_the_unfused_optimizer():
+    cl, shape = Cluster("NVIDIA V100 32GB", 16), Shape(2, 1024, "eager")
+    client = predict(cfg(0, 2, 1, 16, "fp16"), GPT2L, cl, shape)
+    fused = predict(cfg(0, 2, 1, 16, "fp16", optimizer="AdamW"), GPT2L, cl, shape)
+    assert client.step_seconds > fused.step_seconds + 0.05  # ~0.14 s for 774M parameters on a V100
+    assert any("unfused" in k for k in client.breakdown) and not any("unfused" in k for k in fused.breakdown)
+    assert any("unfused fp16 optimizer" in n for n in client.notes)
+    # torch_adam also bypasses FusedAdam; bf16 and ZeRO-1 never use the unfused wrapper
+    torch_adam = cfg(0, 2, 1, 16, "fp16", optimizer="AdamW")
+    torch_adam["optimizer"]["params"] = {"torch_adam": True}
+    assert not read_settings(torch_adam, 16).fused_optimizer
+    for other in (cfg(0, 2, 1, 16, "bf16"), cfg(1, 2, 1, 16, "fp16")):
+        assert not any("unfused" in k for k in predict(other, GPT2L, cl, shape).breakdown)
+
+
+def test_reuse_distance_decides_the_backward_gathers():
+    big_layers = describe({"model_type": "gpt2", "n_embd": 12288, "n_layer": 8, "n_head": 96}, name="wide")
+    st = read_settings(cfg(3), 8)
+    # no recomputation: only the last distance/2 parameters of the model skip the backward gather
+    assert backward_gathers(LLAMA7, st, "none") == pytest.approx(1 - 0.5e9 / LLAMA7.total_params)
+    assert backward_gathers(get_spec("openai-community/gpt2"), st, "none") == 0.0  # a small model stays gathered
+    # full recomputation: a layer of ~1.8e9 parameters is gathered again for its backward (all but the last MLP
+    # projection), one of 0.2e9 parameters (Llama-2-7B) is not
+    assert backward_gathers(LLAMA7, st, "full") == 1.0
+    assert 1.5 < backward_gathers(big_layers, st, "full") < 2.0
+    far = read_settings(cfg(3, stage3_max_reuse_distance=10**12), 8)
+    assert backward_gathers(big_layers, far, "full") == 1.0 and backward_gathers(LLAMA7, far, "none") == 0.0
+    cl, shape = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=200), Shape(1, 2048, "flash", "full")
+    near, keep = (predict(c, big_layers, cl, shape) for c in (cfg(3, 1, 1, 32), cfg(3, 1, 1, 32,
+                                                                                   stage3_max_reuse_distance=10**12)))
+    assert near.step_seconds > keep.step_seconds
+
+
+def test_forward_gathers_hide_only_behind_the_forward():
+    """A ZeRO-3 forward all-gather longer than the forward compute is partly exposed even when the whole
+    micro-step's compute could hide it."""
+    cl, shape = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=400), Shape(2, 2048, "flash")
+    est = predict(cfg(3, 2, 1, 32), LLAMA7, cl, shape)
+    fwd = est.breakdown["forward + backward compute"] / 3
+    gather = est.breakdown["ZeRO-3 parameter all-gather (forward) (exposed)"] + \
+        est.hidden["ZeRO-3 parameter all-gather (forward)"]
+    assert gather > fwd  # the premise of the test
+    assert est.breakdown["ZeRO-3 parameter all-gather (forward) (exposed)"] >= gather - 0.8 * fwd - 1e-9
+
+
+def test_hpz_copy_serves_later_micro_steps():
+    cl, shape = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=100), Shape(1, 2048, "flash")
+    zpp = dict(zero_quantized_weights=True, zero_hpz_partition_size=8)
+    one, four = (predict(cfg(3, 1, gas, 32, **zpp), LLAMA7, cl, shape) for gas in (1, 4))
+
+    def fwd(e):
+        return sum(v for k, v in {**e.breakdown, **e.hidden}.items() if "all-gather (forward)" in k)
+    assert fwd(four) < 0.5 * 4 * fwd(one)  # only the first micro-step crosses the network
+    plain = predict(cfg(3, 1, 4, 32, zero_quantized_weights=True), LLAMA7, cl, shape)
+    assert fwd(plain) > 3.9 * fwd(one)
+
+
+def test_held_out_rows_are_cited_and_grouped():
+    assert len(NEW_ROWS) >= 40 and len({m.id for m in ALL_ROWS}) == len(ALL_ROWS) == len(MEASUREMENTS) + len(NEW_ROWS)
+    table = evaluate(ALL_ROWS)
+    assert table["source"].str.len().min() > 40 and "other" not in set(table["group"])
+    groups = group_table(table).set_index("group")
+    assert groups.loc["all", "rows"] == len(ALL_ROWS)
+    # the documented figures (BENCHMARKS.md): the overall median within the 20% target; every A100/H100 row
+    # within 1.5x; the rows beyond 1.5x are only in the groups the README names as outside the model or open
+    assert table["error"].median() <= 0.20
+    assert groups.loc["A100/H100 DeepSpeed (Azure, ColossalAI issue, DeepCompile)", "worst"] <= 1.5
+    assert groups.loc["A100/H100 llm-foundry FSDP", "worst"] <= 1.5
+    assert groups.loc["HF autotuning GPT-2, DeepSpeed's timers", "worst"] <= 1.5
+    assert groups.loc["ZeRO++ 18B, 384 V100 (blog/paper)", "worst"] <= 1.5
+    by_id = table.set_index("id")["predicted_step_s"]
+    for size in ("49b", "91b", "138b"):  # ZeRO++ beats ZeRO-3 on every network and size of the blog
+        for net in ("400g-1k", "400g-2k", "100g-1k", "100g-2k"):
+            assert by_id[f"zeropp-{size}-zeropp-{net}"] < by_id[f"zeropp-{size}-zero3-{net}"]
+    assert by_id["tutorial-zeropp-gpt-18b-64gpu"] < by_id["tutorial-zero3-gpt-18b-64gpu"]
