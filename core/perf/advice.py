@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.perf.constants import ADAM_BYTES_PER_PARAM, UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM
+
 if TYPE_CHECKING:
     from core.perf.hardware import Cluster
 
@@ -58,5 +60,11 @@ def assumptions_text(cluster: Cluster) -> str:
             f"{rates['hbm_gbyte_s']:g} GB/s memory, {rates['intra_node_gbyte_s']:g} GB/s GPU-to-GPU, "
             f"{rates['inter_node_gbit_s']:g} Gbit/s network per node, {rates['pcie_gbyte_s']:g} GB/s PCIe; "
             f"matrix multiplies at {cluster.compute_efficiency:.0%} of the peak (at most), links at {eff.link:.0%} "
-            f"of line rate, {eff.overlap:.0%} of overlappable communication hidden behind compute, the CPU "
-            f"optimizer at {rates['cpu_adam_params_per_s'] / 1e9:.1f}e9 parameters per second per node.")
+            f"of line rate, {eff.overlap:.0%} of overlappable communication hidden behind the compute of its "
+            f"phase, {eff.ring_hop_latency_s * 1e6:g} µs per ring step, host costs of "
+            f"{eff.layer_overhead_s * 1e6:g} µs per layer, {eff.zero3_module_overhead_s * 1e6:g} µs per ZeRO-3 "
+            f"module and "
+            f"{eff.grad_hook_overhead_s * 1e6:g} µs per parameter tensor (ZeRO's gradient hooks, DeepSpeed's "
+            f"unfused fp16 optimizer), the GPU optimizer step at {ADAM_BYTES_PER_PARAM} bytes per parameter "
+            f"({UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM} unfused), the CPU optimizer at "
+            f"{rates['cpu_adam_params_per_s'] / 1e9:.1f}e9 parameters per second per node.")

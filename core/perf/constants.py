@@ -1,0 +1,12 @@
+"""Memory-traffic constants of the optimizer step (shown to the user by ``advice.assumptions_text``)."""
+
+#: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
+#: fp32 gradient read (4), the 16-bit parameter written (2), rounded up for the norm and the overflow check.
+ADAM_BYTES_PER_PARAM = 34
+#: Bytes per parameter of DeepSpeed's unfused fp16 optimizer (runtime/fp16/unfused_optimizer.py, used at stage 0
+#: when the optimizer is not DeepSpeed's FusedAdam, e.g. the Hugging Face Trainer's): the overflow check
+#: (fp16 gradient to fp32 and summed: 10), the per-tensor gradient norm (10), the fp32 gradient copy (6), the
+#: unscale (8), a non-fused AdamW as one pass per operation (PyTorch's foreach AdamW: 84) and the copy back to
+#: the fp16 parameters (6). Per tensor it also synchronises with the host twice (overflow check, norm), which is
+#: charged ``efficiency.grad_hook_overhead_s`` per parameter tensor, the measured cost of ZeRO's per-tensor hook.
+UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM = 124
