@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -57,7 +58,10 @@ def measurement_config(m: Measurement) -> dict[str, Any]:
 
 
 def measurement_model(m: Measurement) -> ModelSpec:
-    return get_spec(m.model) if isinstance(m.model, str) else describe(m.model, name=m.id)
+    """The model a measurement trained; a sequence classifier's head has its labels as outputs instead of the
+    vocabulary (the embedding table keeps its parameters)."""
+    spec = get_spec(m.model) if isinstance(m.model, str) else describe(m.model, name=m.id)
+    return replace(spec, vocab_size=m.classifier_labels) if m.classifier_labels else spec
 
 
 def measured_step_seconds(m: Measurement, spec: ModelSpec, model_flops_per_token: float) -> float:

@@ -56,6 +56,9 @@ class Measurement:
     intra_node_gbyte_s: float | None = None
     assumed: str = ""
     extra_config: dict[str, Any] = field(default_factory=dict)
+    #: outputs of the model's head: None for a language model (a projection over the vocabulary), a number of
+    #: labels for a sequence classifier (run_glue's BertForSequenceClassification)
+    classifier_labels: int | None = None
 
 
 _AZURE = "DeepSpeed blog 'Azure empowers ... hyperscale model training' (2022-07-26), "
@@ -197,14 +200,15 @@ _HF_GPT2 = {"gpt2": gpt(768, 12, 12), "gpt2-medium": gpt(1024, 24, 16), "gpt2-xl
 
 def hf_autotune_row(name: str, stage: int, micro: int, value: float, what: str, *, model: dict[str, Any],
                     source: str, seq_len: int = 1024, precision: str = "fp16",
-                    assumed: str = "V100 32GB (the README says V100); DeepSpeed's default config otherwise"
-                    ) -> Measurement:
+                    assumed: str = "V100 32GB (the README says V100); DeepSpeed's default config otherwise",
+                    classifier_labels: int | None = None) -> Measurement:
     """A row of the DeepSpeedExamples HF autotuning READMEs (16 V100 in one node, DeepSpeed's default config)."""
     e2e = "e2e" in what
     return Measurement(
         f"autotune-{name}-z{stage}-mbs{micro}{'-e2e' if e2e else ''}", source.format(m=name) + what, model,
         gpu="NVIDIA V100 32GB", gpus_per_node=16, nodes=1, zero={"stage": stage}, micro_batch=micro, seq_len=seq_len,
-        metric="samples_per_s", value=value, precision=precision, attention="eager", assumed=assumed)
+        metric="samples_per_s", value=value, precision=precision, attention="eager", assumed=assumed,
+        classifier_labels=classifier_labels)
 
 
 def _hf_autotune(name: str, stage: int, micro: int, value: float, what: str) -> Measurement:

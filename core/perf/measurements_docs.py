@@ -115,9 +115,9 @@ def _hf_bert(name: str, stage: int, micro: int, value: float, what: str) -> Meas
              "hidden_act": "gelu", "attention_probs_dropout_prob": 0.1, **_BERT[name]}
     return hf_autotune_row(
         name, stage, micro, value, what, model=model, source=_HF_BERT, seq_len=128, precision="fp32",
-        assumed="V100 32GB; sequences padded to 128 (run_glue's default); the planner costs a language-model head "
-                "over the vocabulary where run_glue has a 3-way classifier"
-                + ("; DistilBERT as a 6-layer BERT" if name == "distilbert" else ""))
+        assumed="V100 32GB; sequences padded to 128 (run_glue's default); run_glue's model is "
+                "BertForSequenceClassification, a 3-way classifier head for MNLI instead of a vocabulary head"
+                + ("; DistilBERT as a 6-layer BERT" if name == "distilbert" else ""), classifier_labels=3)
 
 
 HF_BERT_ROWS: tuple[Measurement, ...] = (
