@@ -28,6 +28,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ZeRO++ 18B, 384 V100 (blog/paper)", ("zeropp-18b-",)),
     ("ZeRO++ 49B-138B, 384 V100 (blog; new)", ("zeropp-",)),
     ("DeepSpeed tutorials' training logs, V100 (new)", ("tutorial-",)),
+    ("Megatron-LM 2019, DGX-2H V100 (pre-v1.0 kernels; new)", ("megatron2019-",)),
+    ("Megatron-LM v1.0 on a DGX-2H V100 (new)", ("megatronv1-",)),
     ("HF autotuning BERT/DistilBERT fp32, 16 V100 (new)", ("autotune-bert", "autotune-distilbert")),
     ("HF autotuning GPT-2 end to end (HF Trainer loop)", ("e2e",)),
     ("HF autotuning GPT-2, DeepSpeed's timers", ("autotune-",)),
@@ -42,9 +44,15 @@ def group_of(ident: str) -> str:
     return "other"
 
 
+def data_parallel(m: Measurement) -> int:
+    """Model replicas: the GPUs over the tensor-parallel degree (``tensor_parallel.autotp_size``)."""
+    tp = m.extra_config.get("tensor_parallel", {}).get("autotp_size", 1)
+    return m.gpus_per_node * m.nodes // tp
+
+
 def measurement_config(m: Measurement) -> dict[str, Any]:
     """The ds_config a measurement ran with (as far as its source says)."""
-    dp = m.gpus_per_node * m.nodes
+    dp = data_parallel(m)
     cfg: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": m.micro_batch,
         "gradient_accumulation_steps": m.grad_accum,
@@ -67,7 +75,9 @@ def measurement_model(m: Measurement) -> ModelSpec:
 def measured_step_seconds(m: Measurement, spec: ModelSpec, model_flops_per_token: float) -> float:
     """The measurement converted to seconds per optimizer step (see the module docstring of measurements)."""
     gpus = m.gpus_per_node * m.nodes
-    batch = m.micro_batch * m.grad_accum * gpus
+    batch = m.micro_batch * m.grad_accum * data_parallel(m)
+    if m.metric == "step_seconds":
+        return m.value
     if m.metric == "samples_per_s":
         return batch / m.value
     if m.metric == "megatron_hw_tflops":

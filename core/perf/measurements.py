@@ -9,6 +9,7 @@ quantity that needs no convention, the wall-clock seconds of one optimizer step:
 - ``model_tflops``: TFLOPs per GPU counted as 6N + attention per token without recomputation (the planner's
   own ``tflops_per_gpu``); step seconds = model FLOPs per step / (TFLOPs x GPUs).
 - ``samples_per_s``: step seconds = global batch / samples per second.
+- ``step_seconds``: the source gives the iteration time itself.
 - ``deepcompile_tflops``: TFLOPs per GPU as DeepSpeedExamples benchmarks/deepcompile/plot_common.py counts them
   (``deepcompile_flops_per_sample``: its own model table, e.g. Llama-3-70B with ffn 32768 and vocabulary 32000,
   full s^2 attention, an extra forward with activation checkpointing); step seconds = those FLOPs per step /
@@ -46,7 +47,7 @@ class Measurement:
     zero: dict[str, Any]  # the zero_optimization section
     micro_batch: int
     seq_len: int
-    metric: str  # "megatron_hw_tflops" | "model_tflops" | "samples_per_s" | "mfu" | "deepcompile_tflops"
+    metric: str  # megatron_hw_tflops | model_tflops | samples_per_s | mfu | deepcompile_tflops | step_seconds
     value: float
     grad_accum: int = 1
     precision: str = "fp16"

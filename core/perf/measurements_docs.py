@@ -5,7 +5,9 @@ The same conventions as ``core.perf.measurements`` (every row normalised to seco
 - the remaining bars of the ZeRO++ blog's Figures 6-8 (49B, 91B and 138B next to the 18B of the first round);
 - the training logs that DeepSpeed's own tutorials show (ZeRO stage 1 and 2, ZeRO-Offload, ZeRO++), each a
   screenshot of a real run with its launch flags in the tutorial text;
-- the BERT and DistilBERT rows of DeepSpeedExamples' Hugging Face autotuning READMEs (fp32, 16 V100).
+- the BERT and DistilBERT rows of DeepSpeedExamples' Hugging Face autotuning READMEs (fp32, 16 V100);
+- Megatron-LM on DGX-2H V100 (NVIDIA's 2019 paper and its v1.0 blog): the V100 compute of the same GPT code
+  DeepSpeed's tutorials use, alone and with tensor parallelism (costed as autotp) and data parallelism.
 """
 
 from __future__ import annotations
@@ -138,4 +140,35 @@ HF_BERT_ROWS: tuple[Measurement, ...] = (
              "samples/s (e2e)"),
 )
 
-NEW_ROWS: tuple[Measurement, ...] = (*ZEROPP_SIZE_ROWS, *TUTORIAL_ROWS, *HF_BERT_ROWS)
+# --- Megatron-LM on DGX-2H (16 V100 32GB per node), fp16, sequence 1024, activation checkpointing --------------
+_MEGATRON_2019 = ("Megatron-LM (Shoeybi et al., arXiv 1909.08053), abstract and Table 1 (1.2B: 40 layers x 1536, "
+                  "16 heads; 8.3B: 72 x 3072, 32 heads; batch 8 per model replica): ")
+_MEGATRON_V1 = ("NVIDIA ADLR blog 'MegatronLM's Supercharged V1.0' (nv-adlr.github.io/MegatronLMV1), Table 1 weak "
+                "model-parallel scaling, batch 8: ")
+
+
+def _megatron_row(ident: str, source: str, hidden: int, layers: int, heads: int, tp: int, nodes: int, gpn: int,
+                  metric: str, value: float) -> Measurement:
+    extra: dict[str, Any] = {"optimizer": {"type": "Adam"}}  # Megatron's own fused Adam (apex)
+    if tp > 1:
+        extra["tensor_parallel"] = {"autotp_size": tp}
+    return Measurement(ident, source, _megatron(hidden, layers, heads), gpu="NVIDIA V100 32GB", gpus_per_node=gpn,
+                       nodes=nodes, zero={"stage": 0}, micro_batch=8, seq_len=1024, metric=metric, value=value,
+                       precision="fp16", attention="eager", recompute="full", extra_config=extra,
+                       assumed="Megatron's data parallelism as ZeRO stage 0 (one all-reduce per step), its tensor "
+                               "parallelism as autotp; the datasheet's 125 TFLOPs (the DGX-2H clocks its V100s "
+                               "higher: Megatron quotes 30% of peak for 39 TFLOPs); activation checkpointing; "
+                               "800 Gbit/s per node")
+
+
+MEGATRON_ROWS: tuple[Measurement, ...] = (
+    _megatron_row("megatron2019-gpt2-1.2b-1gpu", _MEGATRON_2019 + "single-GPU baseline, 39 TFLOPs (30% of peak)",
+                  1536, 40, 16, 1, 1, 1, "megatron_hw_tflops", 39.0),
+    _megatron_row("megatron2019-gpt2-8.3b-512gpu", _MEGATRON_2019 + "8.3B with 8-way model and 64-way data "
+                  "parallelism on 512 GPUs (32 DGX-2H): 15.1 PFLOPs, i.e. 29.49 TFLOPs per GPU",
+                  3072, 72, 32, 8, 32, 16, "megatron_hw_tflops", 15100 / 512),
+    _megatron_row("megatronv1-gpt2-1.2b-1gpu", _MEGATRON_V1 + "1.2B on 1 GPU: 1288 ms per iteration (62.4 TFLOPs)",
+                  1536, 40, 16, 1, 1, 1, "step_seconds", 1.288),
+)
+
+NEW_ROWS: tuple[Measurement, ...] = (*ZEROPP_SIZE_ROWS, *TUTORIAL_ROWS, *HF_BERT_ROWS, *MEGATRON_ROWS)
