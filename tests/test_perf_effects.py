@@ -8,7 +8,7 @@ import pytest
 from core.memory import Shape
 from core.models import describe, get_spec
 from core.perf import Cluster, predict, read_settings
-from core.perf.accuracy import ALL_ROWS, evaluate, group_table
+from core.perf.accuracy import ALL_ROWS, data_parallel, evaluate, group_table, measurement_config
 from core.perf.measurements import MEASUREMENTS
 from core.perf.measurements_docs import NEW_ROWS
 from core.perf.predict import backward_gathers
@@ -101,3 +101,15 @@ def test_held_out_rows_are_cited_and_grouped():
         for net in ("400g-1k", "400g-2k", "100g-1k", "100g-2k"):
             assert by_id[f"zeropp-{size}-zeropp-{net}"] < by_id[f"zeropp-{size}-zero3-{net}"]
     assert by_id["tutorial-zeropp-gpt-18b-64gpu"] < by_id["tutorial-zero3-gpt-18b-64gpu"]
+
+
+def test_tensor_parallel_rows_count_model_replicas():
+    """Megatron's 8.3B ran 8-way tensor parallel x 64-way data parallel on 512 GPUs: the batch is per replica."""
+    row = next(m for m in ALL_ROWS if m.id == "megatron2019-gpt2-8.3b-512gpu")
+    assert data_parallel(row) == 64
+    cfg = measurement_config(row)
+    assert cfg["train_batch_size"] == 8 * 64 and cfg["tensor_parallel"]["autotp_size"] == 8
+    est = evaluate([row]).iloc[0]
+    assert "tensor-parallel" in " ".join(predict(cfg, describe(row.model, name="m"), Cluster(
+        row.gpu, row.gpus_per_node, row.nodes), Shape(8, 1024, "eager", "full")).breakdown)
+    assert 1.0 < est["measured_step_s"] < 5.0  # 96 B s l h^2 (...) / (29.5 TFLOPs x 512): about 2.4 s
