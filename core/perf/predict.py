@@ -146,7 +146,7 @@ def backward_gathers(model: ModelSpec | ModelCounts, st: PerfSettings, recompute
     the distance (large layers)."""
     if not isinstance(model, ModelSpec):
         return 1.0
-    dist = st.max_reuse_distance
+    dist = st.max_reuse_distance * st.tp  # the distance counts a rank's (tensor-parallel) shard of each tensor
     mods = layer_module_params(model)
     if recompute == "full":
         again = sum(p for i, p in enumerate(mods) if 2 * sum(mods[i + 1:]) >= dist)
@@ -260,6 +260,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         parts.add(parts.step_serial, "optimizer step (GPU, DeepSpeed's unfused fp16 optimizer)",
                   UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM * params / cl.hbm_bytes_s)
         if isinstance(model, ModelSpec):
+            # the layers' tensors plus the embeddings and the final norm
             tensors = (model.num_layers + model.num_decoder_layers) * param_tensors_per_layer(model) + 3
             parts.add(parts.step_serial, "unfused fp16 optimizer loop over parameter tensors (host)",
                       tensors * cl.efficiency.grad_hook_overhead_s)
