@@ -122,22 +122,21 @@ def _hf_bert(name: str, stage: int, micro: int, value: float, what: str) -> Meas
                 + ("; DistilBERT as a 6-layer BERT" if name == "distilbert" else ""), classifier_labels=3)
 
 
-HF_BERT_ROWS: tuple[Measurement, ...] = (
-    _hf_bert("bert-base", 0, 235, 2930.18, "autotuning summary z0_gas1_tmbspg235: 2930.18 samples/s (timers)"),
-    _hf_bert("bert-base", 2, 235, 2744.16, "autotuning summary z2_gas1_tmbspg235: 2744.16 samples/s (timers)"),
-    _hf_bert("bert-base", 3, 238, 2479.47, "autotuning summary z3_gas1_tmbspg238: 2479.47 samples/s (timers)"),
-    _hf_bert("bert-base", 0, 128, 2523.684, "throughput table 'HF + DS handtuned' z0 mbs 128: 2523.684 samples/s "
-             "(e2e)"),
-    _hf_bert("bert-large", 0, 93, 835.244, "autotuning summary z0_gas1_tmbspg93: 835.244 samples/s (timers)"),
-    _hf_bert("bert-large", 1, 93, 842.243, "autotuning summary z1_gas1_tmbspg93: 842.243 samples/s (timers)"),
-    _hf_bert("bert-large", 2, 94, 764.524, "autotuning summary z2_gas1_tmbspg94: 764.524 samples/s (timers)"),
-    _hf_bert("bert-large", 1, 64, 766.929, "throughput table 'HF + DS handtuned' z1 mbs 64: 766.929 samples/s "
-             "(e2e)"),
-    _hf_bert("distilbert", 0, 256, 5759.96, "autotuning summary z0_gas1_tmbspg256: 5759.96 samples/s (timers)"),
-    _hf_bert("distilbert", 2, 256, 5366.97, "autotuning summary z2_gas1_tmbspg256: 5366.97 samples/s (timers)"),
-    _hf_bert("distilbert", 3, 256, 4892.49, "autotuning summary z3_gas1_tmbspg256: 4892.49 samples/s (timers)"),
-    _hf_bert("distilbert", 0, 256, 5305.067, "throughput table 'HF + DS hand-tuned' z0 mbs 256: 5305.067 "
-             "samples/s (e2e)"),
+#: (model, stage, micro batch, samples/s, end to end): the best experiment of each tuning space in the READMEs'
+#: autotuning summaries (DeepSpeed's timers) and the 'HF + DS hand-tuned' column of their throughput tables
+_BERT_RESULTS = (
+    ("bert-base", 0, 235, 2930.18, False), ("bert-base", 2, 235, 2744.16, False),
+    ("bert-base", 3, 238, 2479.47, False), ("bert-base", 0, 128, 2523.684, True),
+    ("bert-large", 0, 93, 835.244, False), ("bert-large", 1, 93, 842.243, False),
+    ("bert-large", 2, 94, 764.524, False), ("bert-large", 1, 64, 766.929, True),
+    ("distilbert", 0, 256, 5759.96, False), ("distilbert", 2, 256, 5366.97, False),
+    ("distilbert", 3, 256, 4892.49, False), ("distilbert", 0, 256, 5305.067, True),
+)
+HF_BERT_ROWS: tuple[Measurement, ...] = tuple(
+    _hf_bert(name, stage, micro, value,
+             f"throughput table 'HF + DS hand-tuned' z{stage} mbs {micro}: {value:g} samples/s (e2e)" if e2e else
+             f"autotuning summary z{stage}_gas1_tmbspg{micro}: {value:g} samples/s (timers)")
+    for name, stage, micro, value, e2e in _BERT_RESULTS
 )
 
 # --- Megatron-LM on DGX-2H (16 V100 32GB per node), fp16, sequence 1024, activation checkpointing --------------
