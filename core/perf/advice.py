@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.perf.constants import ADAM_BYTES_PER_PARAM, UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM
+from core.perf.constants import (
+    ADAM_BYTES_PER_PARAM,
+    UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
+    ZEROPP_QGZ_BYTES_PER_PARAM,
+    ZEROPP_QWZ_BYTES_PER_PARAM,
+)
 
 if TYPE_CHECKING:
     from core.perf.hardware import Cluster
@@ -66,5 +71,7 @@ def assumptions_text(cluster: Cluster) -> str:
             f"module and "
             f"{eff.grad_hook_overhead_s * 1e6:g} µs per parameter tensor (ZeRO's gradient hooks, DeepSpeed's "
             f"unfused fp16 optimizer), the GPU optimizer step at {ADAM_BYTES_PER_PARAM} bytes per parameter "
-            f"({UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM} unfused), the CPU optimizer at "
+            f"({UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM} unfused), ZeRO++'s quantization kernels at "
+            f"{ZEROPP_QWZ_BYTES_PER_PARAM} (qwZ) and {ZEROPP_QGZ_BYTES_PER_PARAM} (qgZ) bytes per parameter, the CPU "
+            f"optimizer at "
             f"{rates['cpu_adam_params_per_s'] / 1e9:.1f}e9 parameters per second per node.")

@@ -1,4 +1,5 @@
-"""Memory-traffic constants of the optimizer step (shown to the user by ``advice.assumptions_text``)."""
+"""Memory-traffic constants of the optimizer step and of ZeRO++'s quantization kernels (shown to the user by
+``advice.assumptions_text``)."""
 
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
 #: fp32 gradient read (4), the 16-bit parameter written (2), rounded up for the norm and the overflow check.
@@ -10,3 +11,10 @@ ADAM_BYTES_PER_PARAM = 34
 #: the fp16 parameters (6). Per tensor it also synchronises with the host twice (overflow check, norm), which is
 #: charged ``efficiency.grad_hook_overhead_s`` per parameter tensor, the measured cost of ZeRO's per-tensor hook.
 UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM = 124
+#: Bytes per parameter that ZeRO++'s quantization kernels move through HBM (deepspeed/ops quantizer, called from
+#: partition_parameters and runtime/comm/coalesced_collectives.all_to_all_quant_reduce), on the GPU's own stream:
+#: qwZ dequantizes every gathered int8 weight to fp16 (read 1, write 2; quantizing the rank's own shard is
+#: 1/GPUs of that); qgZ's swizzle_quant reads the fp16 gradient and writes int4 (2.5) and quantized_reduction
+#: reads the int4 the intra-node all-to-all delivered (0.5; what follows acts on 1/GPUs-per-node of it).
+ZEROPP_QWZ_BYTES_PER_PARAM = 3
+ZEROPP_QGZ_BYTES_PER_PARAM = 3

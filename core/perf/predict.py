@@ -55,7 +55,12 @@ from core.perf.compute import (
     param_tensors_per_layer,
     peak_flops,
 )
-from core.perf.constants import ADAM_BYTES_PER_PARAM, UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM
+from core.perf.constants import (
+    ADAM_BYTES_PER_PARAM,
+    UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
+    ZEROPP_QGZ_BYTES_PER_PARAM,
+    ZEROPP_QWZ_BYTES_PER_PARAM,
+)
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings, read_settings
 
@@ -220,6 +225,11 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
             fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
         parts.add(target_fwd, "ZeRO-3 parameter all-gather (forward)", fwd_gather)
+        # ZeRO++'s quantization kernels run on the compute stream (qwZ: the inter-node forward gathers only)
+        quant = ZEROPP_QWZ_BYTES_PER_PARAM * gathered / m.bytes_per_param / (gas if hpz > 1 else 1) \
+            if st.quantized_weights else 0.0
+        quant += ZEROPP_QGZ_BYTES_PER_PARAM * params if st.quantized_gradients else 0.0
+        parts.add(parts.micro_serial, "ZeRO++ quantization kernels (HBM)", quant / cl.hbm_bytes_s)
         again = backward_gathers(model, st, recompute)
         if hpz > 1:
             parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)", again * in_node)
@@ -387,5 +397,7 @@ def predict(
                      "efficiency": cluster.efficiency.__dict__.copy(), "activation_passes": ACTIVATION_PASSES,
                      "adam_bytes_per_param": ADAM_BYTES_PER_PARAM,
                      "unfused_fp16_optimizer_bytes_per_param": UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
+                     "zeropp_qwz_bytes_per_param": ZEROPP_QWZ_BYTES_PER_PARAM,
+                     "zeropp_qgz_bytes_per_param": ZEROPP_QGZ_BYTES_PER_PARAM,
                      "stage3_max_reuse_distance": st.max_reuse_distance},
     )
