@@ -7,7 +7,8 @@ The same conventions as ``core.perf.measurements`` (every row normalised to seco
   screenshot of a real run with its launch flags in the tutorial text;
 - the BERT and DistilBERT rows of DeepSpeedExamples' Hugging Face autotuning READMEs (fp32, 16 V100);
 - Megatron-LM on DGX-2H V100 (NVIDIA's 2019 paper and its v1.0 blog): the V100 compute of the same GPT code
-  DeepSpeed's tutorials use, alone and with tensor parallelism (costed as autotp) and data parallelism.
+  DeepSpeed's tutorials use, alone and with tensor parallelism (costed as autotp) and data parallelism;
+- the Hugging Face blog's DeepSpeed ZeRO-3 step of Granite 7B on four A100 (2024).
 """
 
 from __future__ import annotations
@@ -170,4 +171,19 @@ MEGATRON_ROWS: tuple[Measurement, ...] = (
                   1536, 40, 16, 1, 1, 1, "step_seconds", 1.288),
 )
 
-NEW_ROWS: tuple[Measurement, ...] = (*ZEROPP_SIZE_ROWS, *TUTORIAL_ROWS, *HF_BERT_ROWS, *MEGATRON_ROWS)
+# --- Hugging Face blog 'From DeepSpeed to FSDP and Back Again with Hugging Face Accelerate' (June 2024) --------
+_GRANITE_7B = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 11008,
+               "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32008,
+               "max_position_embeddings": 4096}
+HF_BLOG_ROWS: tuple[Measurement, ...] = (
+    Measurement("hfblog-granite7b-z3-4gpu",
+                "huggingface/blog deepspeed-to-fsdp-and-back.md, Table 3: IBM Granite 7B (Llama-2 architecture), "
+                "DeepSpeed ZeRO-3 through Accelerate, four A100, batch size 8, bf16: 3094.5 tokens/s/device, step "
+                "time 10.6 s (MFU 0.40)", _GRANITE_7B, gpu="NVIDIA A100 80GB", gpus_per_node=4, nodes=1,
+                zero={"stage": 3, "overlap_comm": True}, micro_batch=8, seq_len=4096, metric="step_seconds",
+                value=10.6, precision="bf16", attention="sdpa", recompute="full",
+                assumed="A100 80GB; 8 sequences of 4096 tokens per GPU (3094.5 tokens/s x 10.6 s = 32.8k tokens); "
+                        "gradient checkpointing (without it the activations of 32k tokens exceed 80 GB); SDPA"),
+)
+
+NEW_ROWS: tuple[Measurement, ...] = (*ZEROPP_SIZE_ROWS, *TUTORIAL_ROWS, *HF_BERT_ROWS, *MEGATRON_ROWS, *HF_BLOG_ROWS)
