@@ -23,8 +23,8 @@ ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS)
 #: Groups for the accuracy report: (name, id prefixes; "e2e" matches the end-to-end rows), first match wins.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("DeepSpeed 0.5.7 ZeRO-3 (blocking per-module fetch; not the ZeRO-3 modelled)", ("autotune-gpt2-xl-z3",)),
-    ("A100/H100 DeepSpeed (Azure, ColossalAI issue, DeepCompile, HF blog)",
-     ("azure-", "colossalai-", "deepcompile-", "hfblog-")),
+    ("A100/H100 DeepSpeed (Azure, ColossalAI, DeepCompile, HF blog, Megatron-DS)",
+     ("azure-", "colossalai-", "deepcompile-", "hfblog-", "mds-")),
     ("A100/H100 llm-foundry FSDP", ("foundry-",)),
     ("ZeRO++ 18B, 384 V100 (blog/paper)", ("zeropp-18b-",)),
     ("ZeRO++ 49B-138B, 384 V100 (blog; new)", ("zeropp-",)),

@@ -8,7 +8,8 @@ The same conventions as ``core.perf.measurements`` (every row normalised to seco
 - the BERT and DistilBERT rows of DeepSpeedExamples' Hugging Face autotuning READMEs (fp32, 16 V100);
 - Megatron-LM on DGX-2H V100 (NVIDIA's 2019 paper and its v1.0 blog): the V100 compute of the same GPT code
   DeepSpeed's tutorials use, alone and with tensor parallelism (costed as autotp) and data parallelism;
-- the Hugging Face blog's DeepSpeed ZeRO-3 step of Granite 7B on four A100 (2024).
+- A100: the Hugging Face blog's DeepSpeed ZeRO-3 step of Granite 7B on four A100 (2024) and Megatron-DeepSpeed's
+  1.3B BERT with ZeRO-1 on 64 A100 (its README).
 """
 
 from __future__ import annotations
@@ -171,11 +172,11 @@ MEGATRON_ROWS: tuple[Measurement, ...] = (
                   1536, 40, 16, 1, 1, 1, "step_seconds", 1.288),
 )
 
-# --- Hugging Face blog 'From DeepSpeed to FSDP and Back Again with Hugging Face Accelerate' (June 2024) --------
+# --- A100: the Hugging Face blog 'From DeepSpeed to FSDP and Back Again' (2024), Megatron-DeepSpeed's BERT (2022)
 _GRANITE_7B = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 11008,
                "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32008,
                "max_position_embeddings": 4096}
-HF_BLOG_ROWS: tuple[Measurement, ...] = (
+A100_ROWS: tuple[Measurement, ...] = (
     Measurement("hfblog-granite7b-z3-4gpu",
                 "huggingface/blog deepspeed-to-fsdp-and-back.md, Table 3: IBM Granite 7B (Llama-2 architecture), "
                 "DeepSpeed ZeRO-3 through Accelerate, four A100, batch size 8, bf16: 3094.5 tokens/s/device, step "
@@ -184,6 +185,17 @@ HF_BLOG_ROWS: tuple[Measurement, ...] = (
                 value=10.6, precision="bf16", attention="sdpa", recompute="full",
                 assumed="A100 80GB; 8 sequences of 4096 tokens per GPU (3094.5 tokens/s x 10.6 s = 32.8k tokens); "
                         "gradient checkpointing (without it the activations of 32k tokens exceed 80 GB); SDPA"),
+    Measurement("mds-bert-1.3b-64gpu",
+                "microsoft/Megatron-DeepSpeed examples_deepspeed/bert_with_pile/README.md: up to 145 TFLOPs per GPU "
+                "pre-training a 1.3B BERT (ds_pretrain_bert.sh's 'BERT 1.3B': 24 layers x 2048, 32 heads, seq 512) "
+                "with ZeRO stage 1, no model parallelism, 64 A100, batch 4096 (64 per GPU), activation checkpointing",
+                {"model_type": "bert", "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 32,
+                 "intermediate_size": 8192, "vocab_size": 30522, "max_position_embeddings": 512,
+                 "type_vocab_size": 2, "hidden_act": "gelu"}, gpu="NVIDIA A100 80GB", gpus_per_node=8, nodes=8,
+                zero={"stage": 1}, micro_batch=64, seq_len=512, metric="megatron_hw_tflops", value=145.0,
+                precision="fp16", attention="eager", recompute="full", extra_config={"optimizer": {"type": "Adam"}},
+                assumed="A100 80GB, 8 per node (the README says A100); Megatron's fused-softmax attention costed as "
+                        "eager; fp16; Megatron-DeepSpeed's TFLOPs are Megatron's formula (its throughput_calculator)"),
 )
 
-NEW_ROWS: tuple[Measurement, ...] = (*ZEROPP_SIZE_ROWS, *TUTORIAL_ROWS, *HF_BERT_ROWS, *MEGATRON_ROWS, *HF_BLOG_ROWS)
+NEW_ROWS: tuple[Measurement, ...] = (*ZEROPP_SIZE_ROWS, *TUTORIAL_ROWS, *HF_BERT_ROWS, *MEGATRON_ROWS, *A100_ROWS)
