@@ -9,6 +9,7 @@ from core.memory import Shape
 from core.models import describe, get_spec
 from core.perf import Cluster, predict, read_settings
 from core.perf.accuracy import ALL_ROWS, data_parallel, evaluate, group_table, measurement_config
+from core.perf.compute import micro_step
 from core.perf.measurements import MEASUREMENTS
 from core.perf.measurements_docs import NEW_ROWS
 from core.perf.predict import backward_gathers
@@ -96,6 +97,19 @@ def test_zeropp_quantization_kernels_cost_gpu_time():
     # 3 + 3 bytes per parameter through 900 GB/s: ~45 ms for 6.7e9 parameters (persistent ones aside)
     assert both.breakdown[kernels] == pytest.approx(6 * LLAMA7.total_params / 900e9, rel=0.05)
     assert both.assumptions["zeropp_qgz_bytes_per_param"] == 3
+
+
+def test_fused_attention_backward_recomputes_the_scores():
+    """FlashAttention/SDPA's backward costs 2.5x its forward in the attention core (eager: 2x): long sequences
+    pay it, the GEMM-bound short ones hardly."""
+    cl, st = Cluster("NVIDIA A100 80GB", 8), read_settings(cfg(2, 1, 1, 8), 8)
+    long, short, eager = (micro_step(LLAMA7, st, cl, Shape(1, s, att), cl.peak_flops)
+                          for s, att in ((16384, "flash"), (1024, "flash"), (16384, "eager")))
+    assert long["bwd_extra"] > 0.05 * long["fwd"] and short["bwd_extra"] < 0.02 * short["fwd"]
+    assert eager["bwd_extra"] == 0.0
+    est = predict(cfg(2, 1, 1, 8), LLAMA7, cl, Shape(1, 16384, "flash"))
+    assert est.breakdown["forward + backward compute"] == pytest.approx(3 * long["fwd"] + long["bwd_extra"])
+    assert est.assumptions["fused_attention_backward_factor"] == 2.5
 
 
 def test_held_out_rows_are_cited_and_grouped():

@@ -23,6 +23,7 @@ ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS)
 #: Groups for the accuracy report: (name, id prefixes; "e2e" matches the end-to-end rows), first match wins.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("DeepSpeed 0.5.7 ZeRO-3 (blocking per-module fetch; not the ZeRO-3 modelled)", ("autotune-gpt2-xl-z3",)),
+    ("Megatron-DeepSpeed long sequences, Triton FlashAttention, A100 (new)", ("mds-longseq-",)),
     ("A100/H100 DeepSpeed (Azure, ColossalAI, DeepCompile, HF blog, Megatron-DS)",
      ("azure-", "colossalai-", "deepcompile-", "hfblog-", "mds-")),
     ("A100/H100 llm-foundry FSDP", ("foundry-",)),

@@ -8,6 +8,7 @@ from core.hardware import GPU_BY_NAME
 from core.memory.activations import layer_terms, sum_terms
 from core.memory.estimate import ModelCounts, Shape
 from core.models.arch import ModelSpec
+from core.perf.constants import FUSED_ATTENTION_BACKWARD_FACTOR
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings
 
@@ -84,7 +85,7 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     if not isinstance(model, ModelSpec):
         fwd = tokens * lin_f / tp / (peak * eff)
         return {"fwd": fwd, "recompute": fwd if shape.recompute == "full" else 0.0, "layers": 0, "modules": 0,
-                "lin_f": lin_f, "attn_f": 0.0, "elementwise": 0.0}
+                "lin_f": lin_f, "attn_f": 0.0, "elementwise": 0.0, "bwd_extra": 0.0}
     layers = model.num_layers + model.num_decoder_layers
     gemm = 0.0
     for n_in, n_out, count in _linears(model):
@@ -125,8 +126,10 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     else:
         recompute = 0.0
     modules = linear_modules_per_layer(model) + model.norms_per_layer
+    fused = shape.attention != "eager" and model.position != "relative"
+    bwd_extra = layers * attn_core * (FUSED_ATTENTION_BACKWARD_FACTOR - 2) if fused else 0.0
     return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": modules, "lin_f": lin_f,
-            "attn_f": attn_f, "elementwise": elementwise * layers}
+            "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra}
 
 
 def peak_flops(cl: Cluster, precision: str, notes: list[str]) -> float:

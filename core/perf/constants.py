@@ -1,5 +1,5 @@
-"""Memory-traffic constants of the optimizer step and of ZeRO++'s quantization kernels (shown to the user by
-``advice.assumptions_text``)."""
+"""Constants of the optimizer step, ZeRO++'s quantization kernels and fused attention's backward (shown to the user
+by ``advice.assumptions_text``)."""
 
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
 #: fp32 gradient read (4), the 16-bit parameter written (2), rounded up for the norm and the overflow check.
@@ -18,3 +18,8 @@ UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM = 124
 #: reads the int4 the intra-node all-to-all delivered (0.5; what follows acts on 1/GPUs-per-node of it).
 ZEROPP_QWZ_BYTES_PER_PARAM = 3
 ZEROPP_QGZ_BYTES_PER_PARAM = 3
+#: Backward FLOPs of a fused attention kernel (FlashAttention, PyTorch SDPA's flash and memory-efficient kernels)
+#: per forward FLOP: it recomputes the scores and probabilities from the saved statistics instead of reading a
+#: saved s x s matrix, five matrix products against the forward's two (Dao, FlashAttention-2, 2023, Algorithm 2;
+#: flash-attention's benchmarks count the backward as 2.5x the forward). Eager attention's backward is 2x.
+FUSED_ATTENTION_BACKWARD_FACTOR = 2.5

@@ -6,7 +6,8 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   bytes / HBM bandwidth), so small micro-batches and hidden sizes run below peak (efficiency.compute defaults to
   the GPU's measured best matmul fraction x efficiency.gemm_fraction); the attention core is costed as GEMMs
   (causal flash/SDPA kernels skip the upper triangle; on GPUs where FlashAttention runs below the GEMMs, the H100,
-  at its own rate); elementwise kernels (norms, activations, softmax, dropout) move each saved activation byte
+  at its own rate; their backward recomputes the scores, ``FUSED_ATTENTION_BACKWARD_FACTOR`` x the forward);
+  elementwise kernels (norms, activations, softmax, dropout) move each saved activation byte
   ``ACTIVATION_PASSES`` times through HBM, Hugging Face's composite activations (gelu_new) more. Full
   recomputation repeats the forward; selective recomputation repeats the attention core.
 - communication: ring collectives over the ZeRO group; a ring spanning nodes is bounded by the slower of the
@@ -57,6 +58,7 @@ from core.perf.compute import (
 )
 from core.perf.constants import (
     ADAM_BYTES_PER_PARAM,
+    FUSED_ATTENTION_BACKWARD_FACTOR,
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
     ZEROPP_QGZ_BYTES_PER_PARAM,
     ZEROPP_QWZ_BYTES_PER_PARAM,
@@ -328,7 +330,7 @@ def predict(
     comp = micro_step(model, st, cluster, shape, peak)
     parts = _Parts()
     fwd = comp["fwd"]
-    parts.add(parts.micro_serial, "forward + backward compute", 3 * fwd)
+    parts.add(parts.micro_serial, "forward + backward compute", 3 * fwd + comp["bwd_extra"])
     parts.add(parts.micro_serial, "recomputation", comp["recompute"])
     overhead = comp["layers"] * cluster.efficiency.layer_overhead_s * (4 / 3 if shape.recompute == "full" else 1)
     if m.stage == 3:
@@ -346,7 +348,8 @@ def predict(
     hidden: dict[str, float] = {}
     for name, sec in parts.micro_serial.items():
         breakdown[name] = gas * sec
-    for pool, window in ((parts.micro_overlap_fwd, fwd), (parts.micro_overlap, 2 * fwd + comp["recompute"])):
+    backward = 2 * fwd + comp["bwd_extra"] + comp["recompute"]
+    for pool, window in ((parts.micro_overlap_fwd, fwd), (parts.micro_overlap, backward)):
         comm = sum(pool.values())
         exposed_fraction = (comm - cluster.efficiency.overlap * min(comm, window)) / comm if comm > 0 else 0.0
         for name, sec in pool.items():
@@ -395,6 +398,7 @@ def predict(
         hidden=hidden,
         assumptions={**cluster.resolved(), "peak_tflops_used": peak / 1e12,
                      "efficiency": cluster.efficiency.__dict__.copy(), "activation_passes": ACTIVATION_PASSES,
+                     "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
                      "adam_bytes_per_param": ADAM_BYTES_PER_PARAM,
                      "unfused_fp16_optimizer_bytes_per_param": UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
                      "zeropp_qwz_bytes_per_param": ZEROPP_QWZ_BYTES_PER_PARAM,
