@@ -112,6 +112,18 @@ def test_fused_attention_backward_recomputes_the_scores():
     assert est.assumptions["fused_attention_backward_factor"] == 2.5
 
 
+def test_recomputation_reruns_the_forward_collectives():
+    """Full recomputation reruns each layer's forward, its tensor-parallel all-reduces and Ulysses all-to-alls
+    included: 6 all-reduces per layer instead of 4, 12 all-to-alls instead of 8."""
+    cl = Cluster("NVIDIA A100 80GB", 8)
+    tp = {**cfg(1, 1, 1, 8), "tensor_parallel": {"autotp_size": 4}}
+    sp = {**cfg(3, 1, 1, 8), "sequence_parallel_size": 4}
+    for config, name in ((tp, "tensor-parallel all-reduce (autotp)"), (sp, "sequence-parallel all-to-all (Ulysses)")):
+        plain, rerun = (predict(config, LLAMA7, cl, Shape(1, 4096, "flash", rc)).breakdown[name]
+                        for rc in ("none", "full"))
+        assert rerun == pytest.approx(1.5 * plain)
+
+
 def test_held_out_rows_are_cited_and_grouped():
     assert len(NEW_ROWS) >= 40 and len({m.id for m in ALL_ROWS}) == len(ALL_ROWS) == len(MEASUREMENTS) + len(NEW_ROWS)
     table = evaluate(ALL_ROWS)

@@ -282,19 +282,22 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
 
 
 def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape, parts: _Parts) -> None:
+    """Tensor-parallel all-reduces and Ulysses all-to-alls; full recomputation reruns the forward's ones."""
     if not isinstance(model, ModelSpec):
         return
     layers = model.num_layers + model.num_decoder_layers
     e = st.memory.bytes_per_param
     act = shape.micro_batch * shape.seq_len / st.sp * model.hidden_size * e
+    rerun = shape.recompute == "full"
     if st.tp > 1:
-        # two all-reduces of b*s*h per layer in forward and two in backward, inside the node
-        t = 4 * layers * _ring(act, 2, st.tp, cl.gpus_per_node, cl)
+        # two all-reduces of b*s*h per layer in forward (again in the recomputation) and two in backward
+        t = (6 if rerun else 4) * layers * _ring(act, 2, st.tp, cl.gpus_per_node, cl)
         parts.add(parts.micro_serial, "tensor-parallel all-reduce (autotp)", t)
     if st.sp > 1:
-        # Ulysses: q, k, v and the output re-sharded by all-to-all in forward, and again in backward
+        # Ulysses: q, k, v and the output re-sharded by all-to-all in forward (and the recomputation), and again
+        # in backward
         ranks = st.sp
-        volume = 8 * layers * act * (ranks - 1) / ranks
+        volume = (12 if rerun else 8) * layers * act * (ranks - 1) / ranks
         bw = cl.intra_bytes_s if ranks * st.tp <= cl.gpus_per_node else min(cl.intra_bytes_s,
                                                                             cl.inter_bytes_s / cl.gpus_per_node)
         parts.add(parts.micro_serial, "sequence-parallel all-to-all (Ulysses)", volume / (bw * cl.efficiency.link))
