@@ -52,6 +52,8 @@ def test_reuse_distance_decides_the_backward_gathers():
     # projection), one of 0.2e9 parameters (Llama-2-7B) is not
     assert backward_gathers(LLAMA7, st, "full") == 1.0
     assert 1.5 < backward_gathers(big_layers, st, "full") < 2.0
+    for junk in (float("inf"), float("nan"), -1, "1e9", True):  # never raises; junk falls back to the default
+        assert read_settings(cfg(3, stage3_max_reuse_distance=junk), 8).max_reuse_distance in (10**9, 10**18)
     far = read_settings(cfg(3, stage3_max_reuse_distance=10**12), 8)
     assert backward_gathers(big_layers, far, "full") == 1.0 and backward_gathers(LLAMA7, far, "none") == 0.0
     cl, shape = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=200), Shape(1, 2048, "flash", "full")

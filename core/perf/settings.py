@@ -118,7 +118,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         fused_optimizer=fused,
-        max_reuse_distance=int(reuse) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
+        max_reuse_distance=int(min(reuse, 1e18)) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
         and reuse >= 0 else 1_000_000_000,
         notes=tuple(notes),
     )
