@@ -23,9 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.oracle.corpus import corpus_entries
+from tests.oracle.differential import disagreement_message, run_differential
+from tests.oracle.edge_configs import edge_configs
 from tests.oracle.initialize_proof import prove
-from tests.oracle.mutations import corpus_entries, edge_configs, mutate
-from tests.oracle.oracle import disagreement_message, oracle_available, run_differential
+from tests.oracle.mutations import mutate
+from tests.oracle.oracle import oracle_available
 from tests.oracle.release_drift import drift_cases
 from tests.test_versions_differential import RELEASES
 

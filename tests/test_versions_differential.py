@@ -18,15 +18,11 @@ import pytest
 from core import versions
 from core.validate import validate
 from tests.conftest import REPO_ROOT
-from tests.oracle.mutations import corpus_entries, edge_configs, mutate
-from tests.oracle.oracle import (
-    SIDE_BY_SIDE,
-    SIDE_BY_SIDE_ROOT,
-    WORKER_PYTHONS,
-    disagreement_message,
-    oracle_available,
-    run_differential,
-)
+from tests.oracle.corpus import corpus_entries
+from tests.oracle.differential import disagreement_message, run_differential
+from tests.oracle.edge_configs import edge_configs
+from tests.oracle.mutations import mutate
+from tests.oracle.oracle import SIDE_BY_SIDE, SIDE_BY_SIDE_ROOT, WORKER_PYTHONS, oracle_available
 from tests.oracle.release_drift import drift_cases
 
 pytestmark = pytest.mark.deepspeed

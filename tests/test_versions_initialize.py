@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.oracle.edge_configs import edge_configs
 from tests.oracle.initialize_proof import prove
-from tests.oracle.mutations import edge_configs
 from tests.oracle.oracle import oracle_available
 from tests.oracle.release_drift import drift_cases
 from tests.test_versions_differential import KNOWN_FALSE_ALARMS, RELEASES

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.oracle.oracle import Comparison, run_differential, run_initialize_configs
+from tests.oracle.differential import Comparison, run_differential
+from tests.oracle.initialize import run_initialize_configs
 
 Signature = tuple[tuple[str, str], ...]
 #: What the repair puts in place of an optimizer / scheduler section the release cannot build.
