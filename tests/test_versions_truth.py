@@ -1,9 +1,11 @@
-"""Regression tests for two truth bugs, each checked against the real release.
+"""Regression tests for truth bugs, each checked against the real release.
 
 - DeepSpeed 0.19.5's OnebitAdam, ZeroOneAdam and OnebitLamb accept ``bias_correction``, ``eps_inside_sqrt``
   and ``amsgrad`` (their constructors in ``runtime/fp16/onebit/``); the validator called them unknown.
 - ``target="hf"``: "auto" in a pydantic field the HF Trainer does not fill is dropped by DeepSpeed, which
   then uses the default; the validator called it the error ``auto.not-filled``.
+- the legacy ``cpu_offload`` / ``cpu_offload_param`` booleans are offload sections to DeepSpeed; the offload
+  rule read only the sections.
 """
 
 from __future__ import annotations
@@ -130,3 +132,23 @@ def test_auto_where_deepspeed_keeps_the_string_is_still_an_error_with_hf():
     report = validate({"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto"}, target="hf")
     assert [(f.severity, f.code) for f in report.findings if f.path == "steps_per_print"] == [
         ("error", "auto.not-filled")]
+
+
+@pytest.mark.parametrize(("stage", "legacy", "section", "code"), [
+    (0, "cpu_offload", "offload_optimizer", "zero.offload-optimizer-stage-0"),
+    (2, "cpu_offload_param", "offload_param", "zero.offload-param-below-3"),
+])
+def test_legacy_offload_booleans_are_offload_to_the_rules_as_to_deepspeed(stage, legacy, section, code):
+    """``cpu_offload`` / ``cpu_offload_param`` true is a CPU offload section to DeepSpeed 0.19.8 (its
+    deprecated-field mapping); the offload rule reads it through core.effective, not from the raw key."""
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": stage, legacy: True}}
+    cls = ds0195_worker._deepspeed_config_class()
+    with ds0195_worker._quiet():
+        parsed = cls(json.loads(json.dumps(config)), 1)
+    assert getattr(parsed.zero_config, section).device == "cpu"
+    findings = {f.code: f for f in validate(config).findings}
+    assert findings[code].path == f"zero_optimization.{section}"
+    off = {**config, "zero_optimization": {"stage": stage, legacy: False}}
+    assert code not in {f.code for f in validate(off).findings}

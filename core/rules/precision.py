@@ -47,8 +47,7 @@ def precision(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("fp16.enabled", False, "Keep bf16, disable fp16"), page="precision",
         )
     stage = ctx.stage
-    # DeepSpeed reads the old spelling `bfloat16` when `bf16` is not set
-    read = "bfloat16" if bf16 is None and isinstance(ctx.config.get("bfloat16"), dict) else "bf16"
+    read = ctx.meaning.bf16_section  # the old spelling `bfloat16` when `bf16` is not set
     checks = (
         ("fp16", "fp16_master_weights_and_grads", "Fp16_master_weights_and_grads"),
         (read, "bf16_master_weights_and_grads", "Bf16_master_weights_and_grads"),
