@@ -40,6 +40,16 @@ def _hf_fills(path: str) -> bool:
     return bool(field and field.meta.hf_auto)
 
 
+def _unread_params(config: dict[str, Any], path: str) -> bool:
+    """Whether ``path`` is under ``optimizer.params`` / ``scheduler.params`` of a section without a type:
+    DeepSpeed reads the params only with the type (``get_optimizer_params`` / ``get_scheduler_params``)."""
+    section, _, rest = path.partition(".")
+    if section not in ("optimizer", "scheduler") or not rest.startswith("params."):
+        return False
+    value = config.get(section)
+    return isinstance(value, dict) and value.get("type") is None
+
+
 def auto_values(ctx: Context) -> Iterator[Finding]:
     """"auto": fine where the HF Trainer fills it in (target hf); otherwise what DeepSpeed makes of it."""
     from core.schema.walk import resolve
@@ -58,6 +68,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         dropped = field is not None and behaviour == "default" and is_strict(field.owner)
         if ctx.is_hf and _hf_fills(path):
             continue
+        if _unread_params(ctx.config, path):
+            continue  # no type: DeepSpeed builds nothing from these params (optimizer/scheduler.no-type say so)
         if ctx.is_hf and not dropped:
             yield Finding(
                 "error", "auto.not-filled", path,

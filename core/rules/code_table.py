@@ -288,6 +288,13 @@ TABLE: tuple[Code, ...] = (
        "Python's bool is an int, so the optimizer trains with 0 or 1 (lr false trains nothing). The fix writes the "
        "default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": False}}}),
+    _c("optimizer.param-truthy", "warning", "n/a", True, "A value that is not true/false where an optimizer "
+       "takes a boolean.",
+       "DeepSpeed passes optimizer.params on as they are, and the optimizers use a boolean parameter as a Python "
+       "truth value (\"1 if bias_correction else 0\", \"if amsgrad:\"), so \"false\" or [0] count as true. Only "
+       "the C++ kernel of the CPU Adam refuses a string or list for bias_correction (a type error). The fix writes "
+       "the truth value the optimizer already uses.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": "yes"}}}),
     _c("optimizer.param-range", "warning", "initialize", False, "An optimizer parameter out of range.",
        "For example a negative learning rate, which torch optimizers refuse. The fix writes the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": -1.0}}}),
@@ -336,6 +343,10 @@ TABLE: tuple[Code, ...] = (
        "For example WarmupLR's warmup_type, which is \"log\" or \"linear\"; DeepSpeed warns and uses \"log\". "
        "The fix writes the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}}),
+    _c("scheduler.param-bool", "warning", "n/a", False, "A boolean where a scheduler takes a number.",
+       "Python's bool is an int: the scheduler's own check (isinstance(value, int)) passes and it reads true as 1. "
+       "The fix writes the default.",
+       {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": True}}}),
     _c("scheduler.param-range", "error", "initialize", False, "A scheduler parameter out of range.",
        "For example warmup_num_steps 0, which the scheduler divides by. The fix writes the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}}}),

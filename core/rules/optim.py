@@ -230,16 +230,37 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
                 page="optimizer",
             )
             continue
-        yield from _param_value(param, value, path, "optimizer")
+        yield from _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS)
 
 
-def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Finding]:
-    if kind == "optimizer" and isinstance(value, bool) and not param.type_ok(value) and param.type_ok(int(value)):
-        yield Finding(  # Python's bool is an int: the optimizer trains with 0 or 1
-            "warning", "optimizer.param-bool", path,
-            f"`{path}` is {str(value).lower()}; the optimizer reads it as the number {int(value)} and trains with it.",
+#: Boolean parameters a CPU optimizer hands to its C++ kernel as a ``bool`` (``DeepSpeedCPUAdam.step`` passes
+#: ``group["bias_correction"]`` to ``adam_update``): pybind converts a number or null there and refuses
+#: anything else (TypeError at the first optimizer step). Every other boolean parameter is used as a Python
+#: truth value (``1 if group["bias_correction"] else 0`` in the fused kernels, ``if amsgrad:``, torch.optim).
+_CPP_BOOL_PARAMS = frozenset({("adam", "cpu", "bias_correction"), ("adamw", "cpu", "bias_correction")})
+
+
+def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool = False) -> Iterator[Finding]:
+    if isinstance(value, bool) and not param.type_ok(value) and param.type_ok(int(value)):
+        # Python's bool is an int: the optimizer trains with 0 or 1, a scheduler's isinstance(value, int) passes
+        yield Finding(
+            "warning", f"{kind}.param-bool", path,
+            f"`{path}` is {str(value).lower()}; the {kind} reads it as the number {int(value)}"
+            + (" and trains with it." if kind == "optimizer" else "."),
             suggestion="Write a number" + (f" (default {param.default!r})." if param.default is not None else "."),
             fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+        )
+        if kind == "optimizer":
+            return
+        value = int(value)
+    elif kind == "optimizer" and "boolean" in param.types and not param.type_ok(value) and not (
+        cpp_bool and not (value is None or isinstance(value, int | float))
+    ):
+        yield Finding(
+            "warning", "optimizer.param-truthy", path,
+            f"`{path}` is {value!r}, not true or false; DeepSpeed passes it on and the optimizer uses its "
+            f"truth value, so it counts as {str(bool(value)).lower()}.",
+            suggestion="Write true or false.", fix=set_fix(path, bool(value)), page="optimizer",
         )
         return
     if not param.type_ok(value):

@@ -101,6 +101,8 @@ def _null_sections(ctx: Context, reported: set[str]) -> Iterator[Finding]:
         if value is not None or field is None or field.model is None or key in reported \
                 or key in _NULL_REPORTED_ELSEWHERE:
             continue
+        if key == "bfloat16" and ctx.meaning.bf16_section != "bfloat16":
+            continue  # only read when bf16 is absent
         if versions.top_level_value_fails(ctx.version, key, None):
             yield Finding(
                 "error", "type.model_type", key,

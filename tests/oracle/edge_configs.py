@@ -87,6 +87,7 @@ def edge_configs() -> list[Mutation]:
         ("fp16 loss_scale string number", {**_BASE, "fp16": {"enabled": True, "loss_scale": "128"}}),
         ("bf16 null falls back to bfloat16", {**_BASE, "bf16": None, "bfloat16": {"enabled": True}}),
         ("fp16 enabled, bfloat16 enabled", {**_BASE, "fp16": {"enabled": True}, "bfloat16": {"enabled": True}}),
+        ("bfloat16 null beside bf16 (never read)", {**_BASE, "bf16": {"enabled": True}, "bfloat16": None}),
         (
             "torch_autocast with bad module list",
             {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}},

@@ -30,7 +30,7 @@ class InitializeCase:
     ``config_rule``: the failure is the config's fault (a validator rule, an error). ``config_rule=False``:
     it is this CPU machine's (a CUDA cluster accepts it) or the caller's (e.g. no client optimizer passed),
     and the validator must not make it an error.
-    Cases with ``raises=False`` are controls: the same shape that works (initialize and two training steps),
+    Cases with ``raises=False`` are controls: the same shape that works (initialize and two optimizer steps),
     so a failure is the one key's doing. ``phase="step"``: initialize succeeds and the first training
     steps raise (still nothing DeepSpeedConfig catches).
     """

@@ -17,6 +17,13 @@ OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "control-optimizer-truthy-booleans",
+        "non-boolean values of boolean optimizer parameters are read as truth values (torch_adam [true] is "
+        "torch's AdamW, amsgrad 'yes' is AMSGrad)",
+        {**TINY, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "torch_adam": [True], "amsgrad": "yes"}}},
+        False,
+    ),
+    InitializeCase(
         "unknown-optimizer",
         "optimizer.type not a DeepSpeed optimizer nor a torch.optim class",
         {**TINY, "optimizer": {"type": "AdamQ", "params": {"lr": 0.01}}},

@@ -193,6 +193,38 @@ SCHEDULER_AND_STEP_CASES: tuple[InitializeCase, ...] = (
         phase="step",
     ),
     InitializeCase(
+        "gradient-clipping-auto-accumulation",
+        "gradient_clipping 'auto' with 4 micro steps per optimizer step: the failure waits for the first boundary",
+        {**TINY, "gradient_accumulation_steps": 4, "optimizer": SGD, "gradient_clipping": "auto"},
+        True,
+        "TypeError",
+        "'>' not supported between instances of 'str' and 'float'",
+        phase="step",
+    ),
+    InitializeCase(
+        "onecycle-late-phase-list",
+        "OneCycle cycle_second_stair_count a list: read only in the cycle's second phase (schedule walk)",
+        {**TINY, "optimizer": SGD, "scheduler": {"type": "OneCycle", "params": {
+            "cycle_min_lr": 0.004, "cycle_max_lr": 0.015, "cycle_first_step_size": 10, "cycle_momentum": False,
+            "cycle_second_stair_count": [100]}}},
+        True,
+        "TypeError",
+        "'>' not supported between instances of 'list' and 'int'",
+        phase="step",
+    ),
+    InitializeCase(
+        "control-scheduler-params-without-type",
+        "scheduler.params without scheduler.type: DeepSpeed builds no scheduler, so their 'auto' is never read",
+        {**TINY, "optimizer": SGD, "scheduler": {"params": {"warmup_num_steps": "auto"}}},
+        False,
+    ),
+    InitializeCase(
+        "control-scheduler-steps-bool",
+        "WarmupLR warmup_num_steps true: Python's bool is an int, WarmupLR's isinstance(value, int) passes",
+        {**TINY, "optimizer": SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": True}}},
+        False,
+    ),
+    InitializeCase(
         "control-fp16-on-cpu",
         "fp16 with dynamic loss scaling initializes on this CPU accelerator (FP16_UnfusedOptimizer)",
         {**TINY, "optimizer": SGD, "fp16": {"enabled": True}},
