@@ -64,11 +64,7 @@ def _available(release: str) -> None:
 
 
 #: False alarms known and not yet fixed, each with its reason (a new one fails the test).
-KNOWN_FALSE_ALARMS: dict[tuple[str, str], str] = {
-    ("0.16.9", "edge :: checkpoint writer bad data_parallel"):
-        "0.16.9 does not read checkpoint.writer at all; the profiles do not record dict.get sections below "
-        "the top level yet, so the writer rule runs for every release.",
-}
+KNOWN_FALSE_ALARMS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("release", RELEASES)
