@@ -63,9 +63,13 @@ def _delete(config: dict[str, Any], path: str) -> None:
 
 
 def with_an_optimizer(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with an optimizer section when it has none: the caller of ``deepspeed.initialize`` would pass
-    its own optimizer then (without one, ZeRO and ``backward`` refuse to run at all)."""
-    return config if "optimizer" in config else {**config, "optimizer": copy.deepcopy(SAFE_OPTIMIZER)}
+    """``config`` with an optimizer section when it builds none (no section, or one without a type): the
+    caller of ``deepspeed.initialize`` would pass its own optimizer then (without one, ZeRO and ``backward``
+    refuse to run at all)."""
+    section = config.get("optimizer")
+    if "optimizer" in config and not (isinstance(section, dict) and section.get("type") is None):
+        return config
+    return {**config, "optimizer": copy.deepcopy(SAFE_OPTIMIZER)}
 
 
 def repaired(config: dict[str, Any], errors: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
