@@ -267,6 +267,40 @@ def _signature(dotted: str) -> dict[str, Any] | None:
     return {"class": dotted, "params": params, "var_keyword": var_kw}
 
 
+def _unread_params(source: str, params: dict[str, Any]) -> list[str]:
+    """Constructor parameters of a class whose value the class never uses: every use of the name only
+    stores it (``self.x = ...``, possibly through a helper method taking the same name) into attributes that
+    nothing of the class reads (e.g. OneCycle's stair counts before 0.19.5)."""
+    tree = ast.parse(textwrap.dedent(source))
+    loaded = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Load)}
+    parents: dict[ast.AST, ast.AST] = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    method_params = {f.name: {a.arg for a in f.args.args} for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+
+    def harmless(use: ast.Name) -> bool:
+        node: ast.AST = use
+        while node in parents:
+            node = parents[node]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+                # handed on to a helper method whose parameter has the same name (its uses are checked too)
+                return use.id in method_params.get(node.func.attr, set())
+            if isinstance(node, ast.Assign):
+                stored = [t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                          and isinstance(t.value, ast.Name) and t.value.id == "self"]
+                return bool(stored) and len(stored) == len(node.targets) and not set(stored) & loaded
+            if isinstance(node, ast.stmt):
+                return False
+        return False
+
+    unread = []
+    for name in params:
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        if uses and all(harmless(use) for use in uses):
+            unread.append(name)
+    return sorted(unread)
+
+
 def _assert_messages(cls: type) -> list[str]:
     """The assertion/raise messages of DeepSpeedConfig's own checks, as text with {…} placeholders."""
     return _messages(inspect.getsource(cls))
@@ -360,9 +394,16 @@ def extract(release: str) -> dict[str, Any]:
         optimizers[name] = classes
     engine_source = Path(importlib.import_module("deepspeed.runtime.engine").__file__).read_text()
     schedulers = {}
+    scheduler_facts = {}
     for name in sorted(getattr(lr_schedules, "VALID_LR_SCHEDULES", [])):
         sig = _signature(f"deepspeed.runtime.lr_schedules.{name}")
         schedulers[name] = sig["params"] if sig else {}
+        cls = getattr(lr_schedules, name, None)
+        if sig and cls is not None:
+            # the checks of the base classes run too (WarmupDecayLR calls WarmupLR.__init__)
+            own = [c for c in cls.__mro__ if c.__module__ == lr_schedules.__name__]
+            checks = sorted({m for c in own for m in _messages(inspect.getsource(c))})
+            scheduler_facts[name] = {"checks": checks, "unread": _unread_params(inspect.getsource(cls), sig["params"])}
     return {
         "schema": SCHEMA_VERSION,
         "release": release,
@@ -376,6 +417,7 @@ def extract(release: str) -> dict[str, Any]:
         "optimizer_max_grad_norm_refused": "'max_grad_norm' is not supported as an optimizer parameter"
         in engine_source,
         "schedulers": schedulers,
+        "scheduler_facts": scheduler_facts,
         "checks": _assert_messages(config_module.DeepSpeedConfig),
     }
 
