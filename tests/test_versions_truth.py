@@ -6,6 +6,8 @@
   then uses the default; the validator called it the error ``auto.not-filled``.
 - the legacy ``cpu_offload`` / ``cpu_offload_param`` booleans are offload sections to DeepSpeed; the offload
   rule read only the sections.
+- scheduler values: a number of the wrong kind or out of range is an error only in releases whose scheduler
+  checks it; 0.17.6 trains with them (and never reads OneCycle's stair counts).
 """
 
 from __future__ import annotations
@@ -152,3 +154,30 @@ def test_legacy_offload_booleans_are_offload_to_the_rules_as_to_deepspeed(stage,
     assert findings[code].path == f"zero_optimization.{section}"
     off = {**config, "zero_optimization": {"stage": stage, legacy: False}}
     assert code not in {f.code for f in validate(off).findings}
+
+
+_SCHEDULERS = {
+    "warmup-steps-float": {"type": "WarmupLR", "params": {"warmup_num_steps": 1e30}},
+    "onecycle-stairs-list": {"type": "OneCycle", "params": {
+        "cycle_min_lr": 0.004, "cycle_max_lr": 0.015, "cycle_first_step_size": 10, "cycle_momentum": False,
+        "cycle_second_stair_count": [100]}},
+}
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(("release", "trains"), [("0.17.6", True), ("0.19.8", False)])
+def test_scheduler_values_are_errors_only_where_the_release_checks_or_reads_them(release, trains):
+    """0.17.6's WarmupLR takes any number of steps and its OneCycle never reads the stair counts; 0.19.8
+    checks the first and steps its stairs (the profiles' scheduler_facts say so). Real initialize + training."""
+    from tests.oracle.initialize import run_initialize_configs
+
+    if oracle_available(release):
+        pytest.skip(oracle_available(release))
+    configs = {key: {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "SGD", "params": {"lr": 0.01}},
+                     "scheduler": scheduler} for key, scheduler in _SCHEDULERS.items()}
+    run = run_initialize_configs(configs, release)
+    for key, config in configs.items():
+        result = run.results[key]
+        assert (result["raised"] or result["step"]["raised"]) == (not trains), (release, key, result)
+        errors = [f.code for f in validate(config, version=release).errors]
+        assert bool(errors) == (not trains), (release, key, errors)
