@@ -165,6 +165,8 @@ CASES = [
      {}, "optimizer.param-type", "error", "optimizer.params.bias_correction"),
     ("scheduler-param-bool", cfg(scheduler={"type": "WarmupLR", "params": {"warmup_num_steps": True}}), {},
      "scheduler.param-bool", "warning", "scheduler.params.warmup_num_steps"),
+    ("scale-power-0169", cfg(fp16={"enabled": True, "initial_scale_power": [12]}), {"version": "0.16.9"},
+     "precision.scale-power", "error", "fp16.initial_scale_power"),
     ("scheduler-not-object", cfg(scheduler=[1]), {}, "scheduler.not-object", "error", "scheduler"),
     ("scheduler-no-type", cfg(scheduler={"params": {"warmup_num_steps": 10}}), {}, "scheduler.no-type", "warning",
      "scheduler.type"),

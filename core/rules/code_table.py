@@ -187,6 +187,11 @@ TABLE: tuple[Code, ...] = (
     _c("precision.null", "error", "parse", False, "fp16 (or bf16 in releases that read it with dict.get) is null.",
        "DeepSpeed calls .get on the section and fails on null.",
        {**B, "fp16": None}),
+    _c("precision.scale-power", "error", "parse", False, "fp16.initial_scale_power that 2** cannot take (0.16).",
+       "DeepSpeed 0.16 reads fp16 with dict.get and computes 2**initial_scale_power while parsing when fp16 is on: a "
+       "string, list or null fails (TypeError), a float above 1023 overflows, and a huge integer never finishes. "
+       "Later releases refuse such values in their pydantic fp16 model. The fix writes the default, 16.",
+       {**B, "fp16": {"enabled": True, "initial_scale_power": "16"}}, settings={"version": "0.16.9"}),
     _c("precision.master-weights-stage", "error", "parse", False, "Master-weight options at an unsupported stage.",
        "fp16/bf16_master_weights_and_grads and bf16_optimizer_states work only with some ZeRO stages, as the "
        "release's own check says. The fix switches the ZeRO stage.",
