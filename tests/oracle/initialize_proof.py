@@ -74,17 +74,27 @@ def with_an_optimizer(config: dict[str, Any]) -> dict[str, Any]:
 
 def repaired(config: dict[str, Any], errors: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
     """``config`` without what the errors point at: the flagged keys removed; an optimizer or scheduler
-    whose name or required arguments are at fault replaced (optimizer) or dropped (scheduler)."""
+    whose name or a missing required argument is at fault replaced (optimizer) or dropped (scheduler)."""
     out = copy.deepcopy(config)
     for _, path, _ in errors:
         section = path.split(".")[0]
-        if section == "optimizer" and not path.startswith("optimizer.params."):
+        missing = not _has(out, path)  # a required parameter that is not there: nothing to take out
+        if section == "optimizer" and (missing or not path.startswith("optimizer.params.")):
             out["optimizer"] = copy.deepcopy(SAFE_OPTIMIZER)
-        elif section == "scheduler" and not path.startswith("scheduler.params."):
+        elif section == "scheduler" and (missing or not path.startswith("scheduler.params.")):
             out.pop("scheduler", None)
         elif path:
             _delete(out, path)
     return out
+
+
+def _has(config: dict[str, Any], path: str) -> bool:
+    node: Any = config
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 #: Words of a failure that is this CPU machine's, not the config's: an op DeepSpeed has no CPU build of, a
