@@ -28,7 +28,7 @@ from tests.oracle.differential import disagreement_message, run_differential
 from tests.oracle.edge_configs import edge_configs
 from tests.oracle.initialize_proof import prove
 from tests.oracle.mutations import mutate
-from tests.oracle.oracle import oracle_available
+from tests.oracle.oracle import oracle_available, parser_cannot_finish
 from tests.oracle.release_drift import drift_cases
 from tests.test_versions_differential import RELEASES
 
@@ -49,15 +49,6 @@ def cases(seeds: int, pairs: int, corpus: bool, first_seed: int = 0) -> list[tup
                 found.update({f"{entry.rel} :: [{m.kind}] {m.label}": m.config
                               for m in mutate(entry.config, seed=seed)})
     return list(found.items())
-
-
-def parser_cannot_finish(release: str, config: dict) -> bool:
-    """Whether ``release``'s own parser cannot judge ``config`` on any machine: 0.16.x computes
-    ``2**fp16.initial_scale_power`` while parsing (``get_initial_dynamic_scale`` in runtime/config.py), so an
-    exponent like 10**20 runs for hours and exhausts memory (the worker was killed after 15 minutes)."""
-    fp16 = config.get("fp16")
-    power = fp16.get("initial_scale_power") if isinstance(fp16, dict) else None
-    return release.startswith("0.16.") and isinstance(power, int) and not isinstance(power, bool) and power > 2**24
 
 
 def main(argv: list[str] | None = None) -> int:

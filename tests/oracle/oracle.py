@@ -205,6 +205,15 @@ def deepspeed_file_verdicts(path: Path, world_sizes: Sequence[int], version: str
     return deepspeed_verdicts([(str(path), ws) for ws in world_sizes], version)
 
 
+def parser_cannot_finish(release: str, config: dict) -> bool:
+    """Whether ``release``'s own parser cannot judge ``config`` on any machine: 0.16.x computes
+    ``2**fp16.initial_scale_power`` while parsing (``get_initial_dynamic_scale`` in runtime/config.py), so an
+    exponent like 10**20 runs for hours and exhausts memory (the worker was killed after 15 minutes)."""
+    fp16 = config.get("fp16")
+    power = fp16.get("initial_scale_power") if isinstance(fp16, dict) else None
+    return release.startswith("0.16.") and isinstance(power, int) and not isinstance(power, bool) and power > 2**24
+
+
 # --------------------------------------------------------------------------- interpreters
 def release_interpreter(version: str) -> tuple[str, dict[str, str]]:
     """(python, extra environment) that imports DeepSpeed ``version``: the main interpreter for the
