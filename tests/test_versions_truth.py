@@ -181,3 +181,25 @@ def test_scheduler_values_are_errors_only_where_the_release_checks_or_reads_them
         assert (result["raised"] or result["step"]["raised"]) == (not trains), (release, key, result)
         errors = [f.code for f in validate(config, version=release).errors]
         assert bool(errors) == (not trains), (release, key, errors)
+
+
+@pytest.mark.long
+def test_auto_learning_rate_is_an_error_only_where_no_scheduler_replaces_it():
+    """DeepSpeed's fused Adam keeps lr "auto"; OneCycle writes its own lr before the first step (trains),
+    WarmupCosineLR scales the optimizer's lr (fails). Real initialize + training on 0.19.8."""
+    from tests.oracle.initialize import run_initialize_configs
+
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+    base = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"lr": "auto"}}}
+    configs = {
+        "onecycle": {**base, "scheduler": {"type": "OneCycle",
+                                           "params": {"cycle_min_lr": 0.004, "cycle_max_lr": 0.015}}},
+        "cosine": {**base, "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 100}}},
+    }
+    run = run_initialize_configs(configs, "0.19.8")
+    for key, trains in (("onecycle", True), ("cosine", False)):
+        result = run.results[key]
+        assert (result["raised"] or result["step"]["raised"]) == (not trains), (key, result)
+        codes = {f.code for f in validate(configs[key]).errors}
+        assert ("auto.kept-optimizer" in codes) == (not trains), (key, codes)
