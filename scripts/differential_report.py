@@ -20,19 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.oracle.mutations import corpus_entries, edge_configs, mutate, random_edit_mutations, repaired
-from tests.oracle.oracle import (
-    DISAGREEMENTS,
-    INITIALIZE_CASES,
-    OUTCOMES,
-    SUPPORTED_VERSIONS,
-    WORLD_SIZES,
-    Comparison,
-    initialize_outcome_problems,
-    run_differential,
-    run_initialize_cases,
-    validator_api,
-)
+from tests.oracle.corpus import corpus_entries
+from tests.oracle.differential import DISAGREEMENTS, OUTCOMES, WORLD_SIZES, Comparison, run_differential, validator_api
+from tests.oracle.edge_configs import edge_configs
+from tests.oracle.initialize import initialize_outcome_problems, run_initialize_cases
+from tests.oracle.initialize_cases import INITIALIZE_CASES
+from tests.oracle.mutations import mutate, random_edit_mutations, repaired
+from tests.oracle.oracle import SUPPORTED_VERSIONS
 
 
 def _cases(full: bool, random_edits: int) -> tuple[list[tuple[str, str, dict]], list[str]]:
@@ -150,7 +144,7 @@ def report(version: str, full: bool, show: int, random_edits: int = 0) -> int:
 
 def initialize_report() -> None:
     """Run every INITIALIZE_CASES config through deepspeed.initialize and print what really happened."""
-    run = run_initialize_cases()
+    run = run_initialize_cases(INITIALIZE_CASES)
     validate, codes = validator_api()
     print(f"\n## deepspeed.initialize cases (tiny CPU model, one rank; the accelerator supports {run.host})")
     for case in INITIALIZE_CASES:

@@ -5,8 +5,8 @@
 
 For each release it downloads the source distribution from PyPI (``pip download --no-deps --no-binary
 :all:``, cached in ``~/.cache/dsconfig/sdists``), unpacks it into a temporary directory and runs this file
-again in a subprocess (``--extract``) with the unpacked tree first on ``sys.path`` and the torch of the
-current interpreter. That subprocess imports the release's ``DeepSpeedConfig`` and reads:
+``scripts/profile_extract.py`` in a subprocess with the unpacked tree first on ``sys.path`` and the torch of
+the current interpreter. That subprocess imports the release's ``DeepSpeedConfig`` and reads:
 
 - the top-level keys ``DeepSpeedConfig`` reads: a recording dict is passed to it, plus every constant named
   in a ``get_scalar_param`` / ``param_dict.get`` / ``in param_dict`` call of ``runtime/config.py`` (ast);
@@ -27,19 +27,12 @@ release is added to ``core/versions/releases.json``. Nothing of DeepSpeed's code
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
-import importlib
-import inspect
-import io
 import json
 import os
 import subprocess
 import sys
 import tarfile
 import tempfile
-import textwrap
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -47,31 +40,10 @@ REPO = Path(__file__).resolve().parents[1]
 PROFILES = REPO / "core" / "versions" / "profiles"
 RELEASES = REPO / "core" / "versions" / "releases.json"
 CACHE = Path(os.environ.get("DSCONFIG_SDIST_CACHE", Path.home() / ".cache" / "dsconfig" / "sdists"))
-SCHEMA_VERSION = 1
 
-# Where each optimizer name of DEEPSPEED_OPTIMIZERS is implemented (engine._configure_basic_optimizer);
-# classes a release does not have are skipped. "gpu" is the default path, "cpu" ZeRO-Offload.
-OPTIMIZER_CLASSES: dict[str, dict[str, str]] = {
-    "adam": {"gpu": "deepspeed.ops.adam.FusedAdam", "cpu": "deepspeed.ops.adam.DeepSpeedCPUAdam"},
-    "adamw": {"gpu": "deepspeed.ops.adam.FusedAdam", "cpu": "deepspeed.ops.adam.DeepSpeedCPUAdam"},
-    "lamb": {"gpu": "deepspeed.ops.lamb.FusedLamb"},
-    "adagrad": {"gpu": "torch.optim.Adagrad", "cpu": "deepspeed.ops.adagrad.DeepSpeedCPUAdagrad"},
-    "lion": {"gpu": "deepspeed.ops.lion.FusedLion", "cpu": "deepspeed.ops.lion.DeepSpeedCPULion"},
-    "onebitadam": {"gpu": "deepspeed.runtime.fp16.onebit.adam.OnebitAdam"},
-    "zerooneadam": {"gpu": "deepspeed.runtime.fp16.onebit.zoadam.ZeroOneAdam"},
-    "onebitlamb": {"gpu": "deepspeed.runtime.fp16.onebit.lamb.OnebitLamb"},
-    "muadam": {"gpu": "mup.MuAdam"},
-    "muadamw": {"gpu": "mup.MuAdamW"},
-    "musgd": {"gpu": "mup.MuSGD"},
-    "muon": {"gpu": "deepspeed.runtime.zero.muon.muon_optimizer.MuonWithAuxAdam"},
-}
-# Keywords the engine passes itself, never from optimizer.params.
-_ENGINE_KEYWORDS = {"self", "params", "deepspeed", "model_params", "optimizer", "adamw_mode", "adam_w_mode",
-                    "fp32_optimizer_states", "overlap_step"}
-_PROBE = "__dsconfig_probe__"
+EXTRACT = Path(__file__).resolve().with_name("profile_extract.py")
 
 
-# ----------------------------------------------------------------------------------------------- driver
 def sdist(release: str) -> Path:
     """The cached source distribution of ``release`` (downloaded with pip when missing)."""
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -95,7 +67,7 @@ def generate(release: str) -> dict[str, Any]:
         root = next(Path(tmp).iterdir())
         env = {**os.environ, "PYTHONPATH": str(root), "DS_ACCELERATOR": "cpu", "PYTHONWARNINGS": "ignore"}
         done = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--extract", release],
+            [sys.executable, str(EXTRACT), release],
             capture_output=True, text=True, env=env, cwd=tmp, timeout=600,
         )
         if done.returncode != 0:
@@ -118,11 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("releases", nargs="*", help="DeepSpeed releases, e.g. 0.19.8")
     parser.add_argument("--all", action="store_true", help="regenerate every release in releases.json")
-    parser.add_argument("--extract", metavar="RELEASE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.extract:
-        print(json.dumps(extract(args.extract), sort_keys=True))
-        return 0
     releases = list(args.releases)
     if args.all:
         releases += json.loads(RELEASES.read_text())
@@ -132,342 +100,6 @@ def main(argv: list[str] | None = None) -> int:
         path = write_profile(generate(release))
         print(f"{release}: {path.relative_to(REPO)}")
     return 0
-
-
-# ------------------------------------------------------------------------------------ extraction (child)
-@contextlib.contextmanager
-def _quiet():
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        yield
-
-
-class _Recorder(dict):
-    """A dict that remembers every key looked up in it."""
-
-    def __init__(self, data: dict, seen: set[str]) -> None:
-        super().__init__(data)
-        self.seen = seen
-
-    def get(self, key, default=None):
-        self.seen.add(key)
-        return super().get(key, default)
-
-    def __getitem__(self, key):
-        self.seen.add(key)
-        return super().__getitem__(key)
-
-    def __contains__(self, key):
-        self.seen.add(key)
-        return super().__contains__(key)
-
-    def keys(self):
-        recorder = self
-
-        class _Keys(set):
-            def __contains__(self, key):
-                recorder.seen.add(key)
-                return super().__contains__(key)
-
-        return _Keys(super().keys())
-
-
-def _config_class():
-    with _quiet():
-        from deepspeed.runtime.config import DeepSpeedConfig
-    return DeepSpeedConfig
-
-
-def _parse(config: dict) -> Exception | None:
-    cls = _config_class()
-    try:
-        with _quiet():
-            cls(config)
-    except Exception as exc:
-        return exc
-    return None
-
-
-def _static_keys(module: Any) -> set[str]:
-    """Constants named in get_*_param(param_dict, X) / param_dict.get(X) / X in param_dict calls."""
-    tree = ast.parse(inspect.getsource(module))
-    keys: set[str] = set()
-
-    def resolve(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
-        if isinstance(node, ast.Name) and isinstance(getattr(module, node.id, None), str):
-            return getattr(module, node.id)
-        return None
-
-    # Only membership tests on the whole config (``X in param_dict`` / ``X in config``): keys read under a
-    # condition the recording dict cannot meet (e.g. ``sequence_parallel_size`` with torch.distributed up).
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In) for op in node.ops):
-            text = ast.unparse(node.comparators[0])
-            if text in ("param_dict", "param_dict.keys()", "config", "config.keys()"):
-                key = resolve(node.left)
-                if key:
-                    keys.add(key)
-    return keys
-
-
-def _jsonable(value: Any) -> Any:
-    import enum
-    from pathlib import PurePath
-
-    from pydantic import BaseModel
-
-    if isinstance(value, enum.Enum):
-        return _jsonable(value.value)
-    if isinstance(value, BaseModel):
-        return {k: _jsonable(getattr(value, k)) for k in type(value).model_fields}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, PurePath):
-        return str(value)
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else repr(value)
-    return repr(value)
-
-
-def _type_text(annotation: Any) -> str:
-    text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
-    for noise in ("typing.", "pydantic.types.", "deepspeed.", "pathlib.", "<class '", "'>"):
-        text = text.replace(noise, "")
-    return text
-
-
-def _nested_models(annotation: Any) -> list[tuple[str, type]]:
-    """(container, model) for the pydantic models an annotation holds: "" direct, "list", "dict"."""
-    from pydantic import BaseModel
-
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [("", annotation)]
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    out: list[tuple[str, type]] = []
-    for arg in args:
-        for container, model in _nested_models(arg):
-            if origin in (list, tuple, set):
-                out.append(("list", model))
-            elif origin is dict:
-                out.append(("dict", model))
-            else:
-                out.append((container, model))
-    return out
-
-
-def _model_profile(model: type, sections: dict[str, Any], path: str) -> None:
-    from pydantic_core import PydanticUndefined
-
-    fields: dict[str, Any] = {}
-    for name, info in model.model_fields.items():
-        entry: dict[str, Any] = {"type": _type_text(info.annotation)}
-        if info.alias and info.alias != name:
-            entry["alias"] = info.alias
-        if info.default is not PydanticUndefined:
-            entry["default"] = _jsonable(info.default)
-        elif info.default_factory is not None:
-            with contextlib.suppress(Exception):
-                entry["default"] = _jsonable(info.default_factory())
-        else:
-            entry["required"] = True
-        for meta in info.metadata:
-            for bound in ("ge", "gt", "le", "lt"):
-                value = getattr(meta, bound, None)
-                if value is not None:
-                    entry[bound] = _jsonable(value)
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        if extra.get("deprecated"):
-            entry["deprecated"] = True
-            if extra.get("new_param"):
-                entry["new_param"] = extra["new_param"]
-        fields[name] = entry
-        for container, nested in _nested_models(info.annotation):
-            sub = f"{path}.{info.alias or name}" + {"": "", "list": "[]", "dict": "{}"}[container]
-            if sub not in sections:
-                _model_profile(nested, sections, sub)
-    decorators = model.__pydantic_decorators__
-    checked = sorted({f for d in decorators.field_validators.values() for f in d.info.fields if f in fields})
-    messages: set[str] = set()
-    for group in (decorators.field_validators, decorators.model_validators):
-        for decorator in group.values():
-            with contextlib.suppress(OSError, TypeError, SyntaxError):
-                messages.update(_messages(inspect.getsource(decorator.func)))
-    sections[path] = {"model": model.__name__, "extra": model.model_config.get("extra") or "ignore",
-                      "fields": fields, "field_validators": checked,
-                      "model_validators": bool(decorators.model_validators),
-                      "validator_messages": sorted(messages)}
-
-
-def _pydantic_roots(top_keys: set[str]) -> dict[str, type]:
-    """Which top-level key builds which pydantic model: a probe key makes the model name itself."""
-    from deepspeed.runtime.config_utils import DeepSpeedConfigModel
-    from pydantic import BaseModel, ValidationError
-
-    def all_models(cls: type) -> list[type]:
-        out = [cls]
-        for sub in cls.__subclasses__():
-            out += all_models(sub)
-        return out
-
-    roots: dict[str, type] = {}
-    for key in sorted(top_keys):
-        error = _parse({"train_batch_size": 1, key: {_PROBE: 1}})
-        if not isinstance(error, ValidationError):
-            continue
-        if not any(e["type"] == "extra_forbidden" and _PROBE in map(str, e["loc"]) for e in error.errors()):
-            continue
-        loc = next(tuple(map(str, e["loc"])) for e in error.errors() if _PROBE in map(str, e["loc"]))
-        candidates = [m for m in all_models(DeepSpeedConfigModel) + all_models(BaseModel)
-                      if m.__name__ == error.title and _PROBE not in m.model_fields]
-        model = candidates[0] if candidates else None
-        # A model built from the whole config (the monitors) names the section in the location.
-        for part in loc[:-1]:
-            fields = {(i.alias or n): i for n, i in model.model_fields.items()} if model else {}
-            nested = _nested_models(fields[part].annotation) if part in fields else []
-            model = nested[0][1] if nested else None
-        if model is not None:
-            roots[key] = model
-    return roots
-
-
-def _signature(dotted: str) -> dict[str, Any] | None:
-    module_name, _, name = dotted.rpartition(".")
-    try:
-        with _quiet():
-            cls = getattr(importlib.import_module(module_name), name)
-    except Exception:
-        return None
-    params: dict[str, Any] = {}
-    var_kw = False
-    for param in inspect.signature(cls.__init__).parameters.values():
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            var_kw = True
-            continue
-        if param.name in _ENGINE_KEYWORDS or param.kind is inspect.Parameter.VAR_POSITIONAL:
-            continue
-        default = None if param.default is inspect.Parameter.empty else _jsonable(param.default)
-        params[param.name] = {"default": default} if param.default is not inspect.Parameter.empty else {
-            "required": True}
-    return {"class": dotted, "params": params, "var_keyword": var_kw}
-
-
-def _assert_messages(cls: type) -> list[str]:
-    """The assertion/raise messages of DeepSpeedConfig's own checks, as text with {…} placeholders."""
-    return _messages(inspect.getsource(cls))
-
-
-def _messages(source: str) -> list[str]:
-    """The assert/raise messages in ``source`` (a class or function), as text with {…} placeholders."""
-    tree = ast.parse(textwrap.dedent(source))
-    out: list[str] = []
-
-    def text(node: ast.AST | None) -> str | None:
-        if node is None:
-            return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
-        if isinstance(node, ast.JoinedStr):
-            return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
-        if isinstance(node, ast.BinOp):
-            left, right = text(node.left), text(node.right)
-            return (left or "{}") + (right or "{}") if left or right else None
-        if isinstance(node, ast.Call) and node.args:
-            return text(node.args[0]) if not isinstance(node.func, ast.Attribute) else text(node.func.value)
-        return None
-
-    for node in ast.walk(tree):
-        message = text(node.msg) if isinstance(node, ast.Assert) else (
-            text(node.exc) if isinstance(node, ast.Raise) else None)
-        if message:
-            out.append(" ".join(message.split()))
-    return sorted(set(out))
-
-
-def _optimizers_picking_params(engine: Any, config_module: Any) -> list[str]:
-    """Optimizer names whose branch of the engine's ``_configure_basic_optimizer`` never passes
-    ``**optimizer_parameters`` to a constructor: the engine picks the keys it knows (Muon's param groups)
-    and ignores the rest."""
-    source = inspect.getsource(engine.DeepSpeedEngine._configure_basic_optimizer)
-    tree = ast.parse(textwrap.dedent(source))
-    picked = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-                and "optimizer_name()" in ast.unparse(node.test.left)):
-            continue
-        compared = node.test.comparators[0]
-        name = getattr(config_module, compared.id, None) if isinstance(compared, ast.Name) else None
-        if not isinstance(name, str):
-            continue
-        splats = any(isinstance(call, ast.Call) and any(k.arg is None and ast.unparse(k.value) == "optimizer_parameters"
-                                                        for k in call.keywords)
-                     for stmt in node.body for call in ast.walk(stmt))
-        if not splats:
-            picked.append(name)
-    return sorted(set(picked))
-
-
-#: One value of each JSON kind that is not an object, tried as every top-level key the release reads.
-TOP_LEVEL_PROBES: dict[str, Any] = {"null": None, "list": [], "string": "x", "number": -1, "bool": True}
-
-
-def _top_level_probes(top_keys: set[str]) -> dict[str, list[str]]:
-    """Per kind of non-object value: the top-level keys whose parse fails with it (a section read with
-    ``.get`` or a pydantic model fails on ``null``; one read only under a switch does not)."""
-    return {kind: sorted(k for k in top_keys if _parse({"train_batch_size": 1, k: value}) is not None)
-            for kind, value in TOP_LEVEL_PROBES.items()}
-
-
-def extract(release: str) -> dict[str, Any]:
-    """Everything the validator needs from the DeepSpeed importable in this process."""
-    import deepspeed
-
-    with _quiet():
-        import deepspeed.runtime.config as config_module
-        import deepspeed.runtime.lr_schedules as lr_schedules
-
-    found = str(deepspeed.__version__).split("+")[0].strip()
-    if found != release:
-        raise SystemExit(f"expected DeepSpeed {release}, imported {found} from {deepspeed.__file__}")
-    seen: set[str] = set()
-    _parse(_Recorder({"train_batch_size": 1}, seen))
-    top_keys = {k for k in seen | _static_keys(config_module) if isinstance(k, str)}
-    removed = dict(getattr(config_module, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {}) or {})
-    top_keys -= set(removed)
-    roots = _pydantic_roots(top_keys)
-    sections: dict[str, Any] = {}
-    for key, model in sorted(roots.items()):
-        _model_profile(model, sections, key)
-    optimizers = {}
-    for name in sorted(getattr(config_module, "DEEPSPEED_OPTIMIZERS", [])):
-        classes = {backend: sig for backend, dotted in OPTIMIZER_CLASSES.get(name, {}).items()
-                   if (sig := _signature(dotted)) is not None}
-        optimizers[name] = classes
-    engine_source = Path(importlib.import_module("deepspeed.runtime.engine").__file__).read_text()
-    schedulers = {}
-    for name in sorted(getattr(lr_schedules, "VALID_LR_SCHEDULES", [])):
-        sig = _signature(f"deepspeed.runtime.lr_schedules.{name}")
-        schedulers[name] = sig["params"] if sig else {}
-    return {
-        "schema": SCHEMA_VERSION,
-        "release": release,
-        "top_level_keys": sorted(top_keys),
-        "top_level_probes": _top_level_probes(top_keys),
-        "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},
-        "sections": dict(sorted(sections.items())),
-        "optimizers": optimizers,
-        "optimizers_picking_params": _optimizers_picking_params(importlib.import_module("deepspeed.runtime.engine"),
-                                                                config_module),
-        "optimizer_max_grad_norm_refused": "'max_grad_norm' is not supported as an optimizer parameter"
-        in engine_source,
-        "schedulers": schedulers,
-        "checks": _assert_messages(config_module.DeepSpeedConfig),
-    }
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ For every corpus file and its generated mutations (``tests/oracle/mutations.py``
 and 64: no config DeepSpeed rejects passes without an error, and no config DeepSpeed accepts gets an
 error, except errors whose code is in ``core.validate.INITIALIZE_TIME_CODES`` (DeepSpeed only rejects
 those at ``deepspeed.initialize``; ``tests/test_initialize_failures.py`` proves each) and the documented
-divergences in ``tests.oracle.oracle.DOCUMENTED_DIVERGENCES``. DeepSpeed 0.19.8 runs in-process; 0.19.5
+divergences in ``tests.oracle.differential.DOCUMENTED_DIVERGENCES``. DeepSpeed 0.19.8 runs in-process; 0.19.5
 runs in a worker subprocess on every corpus file and a deterministic sample of the mutations.
 
 One test per corpus file (all its mutations and world sizes); a failure lists every disagreement of
@@ -21,30 +21,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.oracle.mutations import (
-    CORPUS_DIR,
-    EDIT_VALUE_POOL,
-    MUTATION_KINDS,
-    apply_edits,
-    corpus_entries,
-    edge_configs,
-    edit_paths,
-    mutate,
-    repaired,
-    typo_variants,
-)
-from tests.oracle.oracle import (
+from tests.oracle.corpus import CORPUS_DIR, corpus_entries
+from tests.oracle.differential import (
     DISAGREEMENTS,
     WORLD_SIZES,
-    Verdict,
     compare,
+    disagreement_message,
+    run_differential,
+    validator_api,
+)
+from tests.oracle.edge_configs import edge_configs
+from tests.oracle.mutation_tables import MUTATION_KINDS
+from tests.oracle.mutations import EDIT_VALUE_POOL, apply_edits, edit_paths, mutate, repaired, typo_variants
+from tests.oracle.oracle import (
+    Verdict,
     deepspeed_file_verdicts,
     deepspeed_verdict,
     deepspeed_verdicts,
-    disagreement_message,
     oracle_available,
-    run_differential,
-    validator_api,
 )
 
 pytestmark = pytest.mark.deepspeed

@@ -1,6 +1,6 @@
 """Proof of the "fails at initialize" rules: configs DeepSpeedConfig accepts but ``deepspeed.initialize`` rejects.
 
-Every case in ``tests.oracle.oracle.INITIALIZE_CASES`` runs ``deepspeed.initialize`` on a tiny model on
+Every case in ``tests.oracle.initialize_cases.INITIALIZE_CASES`` runs ``deepspeed.initialize`` on a tiny model on
 the CPU, all in one fresh single-rank subprocess (no torch.distributed state leaks into pytest). A case
 either raises (the exception type and message are checked; a few "step" cases pass initialize and fail
 in the first two training steps) or is a control that initializes and trains, so each failure is shown
@@ -20,14 +20,9 @@ import importlib
 import pytest
 
 from tests.oracle.ds0195_worker import precision_stand_in
-from tests.oracle.oracle import (
-    INITIALIZE_CASES,
-    InitializeRun,
-    deepspeed_verdict,
-    initialize_outcome_problems,
-    oracle_available,
-    run_initialize_cases,
-)
+from tests.oracle.initialize import InitializeRun, initialize_outcome_problems, run_initialize_cases
+from tests.oracle.initialize_cases import INITIALIZE_CASES
+from tests.oracle.oracle import deepspeed_verdict, oracle_available
 
 # one worker runs the whole module, so the module fixture's DeepSpeed subprocess runs once per session
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow, pytest.mark.xdist_group("initialize")]
@@ -41,7 +36,7 @@ def results() -> InitializeRun:
     reason = oracle_available("0.19.8")
     if reason:
         pytest.skip(reason)
-    return run_initialize_cases()
+    return run_initialize_cases(INITIALIZE_CASES)
 
 
 def _validator():

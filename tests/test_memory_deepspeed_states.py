@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from core import memory
-from tests.oracle.oracle import single_rank_env
+from tests.oracle.initialize import single_rank_env
 
 pytest.importorskip("deepspeed")
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]

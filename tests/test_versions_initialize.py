@@ -3,20 +3,20 @@
 For each release installed for the tests, the generated drift configs and the edge configs that the
 release's ``DeepSpeedConfig`` accepts and the validator rejects are grouped by their errors; one config
 per group and its repair (the flagged keys taken out) run through that release's real
-``deepspeed.initialize`` and two training steps on the CPU (``tests/oracle/initialize_proof.py``). The
+``deepspeed.initialize``, two optimizer steps and the LR schedule on the CPU (``tests/oracle/initialize_proof.py``). The
 config must fail; its repair must train, so the failure is what the validator flagged and not the
 machine's; a config whose repair fails too must fail for a reason of the config. A failure of the machine
 (an op with no CPU build in that release, fp16 on a CPU without it) cannot prove anything here: it is
 listed, not counted. The whole corpus with its mutations is
-``scripts/versions_proof.py`` (figures in BENCHMARKS.md).
+``scripts/versions_parity.py --prove`` (figures in BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.oracle.edge_configs import edge_configs
 from tests.oracle.initialize_proof import prove
-from tests.oracle.mutations import edge_configs
 from tests.oracle.oracle import oracle_available
 from tests.oracle.release_drift import drift_cases
 from tests.test_versions_differential import KNOWN_FALSE_ALARMS, RELEASES

@@ -1,9 +1,13 @@
-"""Regression tests for two truth bugs, each checked against the real release.
+"""Regression tests for truth bugs, each checked against the real release.
 
 - DeepSpeed 0.19.5's OnebitAdam, ZeroOneAdam and OnebitLamb accept ``bias_correction``, ``eps_inside_sqrt``
   and ``amsgrad`` (their constructors in ``runtime/fp16/onebit/``); the validator called them unknown.
 - ``target="hf"``: "auto" in a pydantic field the HF Trainer does not fill is dropped by DeepSpeed, which
   then uses the default; the validator called it the error ``auto.not-filled``.
+- the legacy ``cpu_offload`` / ``cpu_offload_param`` booleans are offload sections to DeepSpeed; the offload
+  rule read only the sections.
+- scheduler values: a number of the wrong kind or out of range is an error only in releases whose scheduler
+  checks it; 0.17.6 trains with them (and never reads OneCycle's stair counts).
 """
 
 from __future__ import annotations
@@ -130,3 +134,72 @@ def test_auto_where_deepspeed_keeps_the_string_is_still_an_error_with_hf():
     report = validate({"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto"}, target="hf")
     assert [(f.severity, f.code) for f in report.findings if f.path == "steps_per_print"] == [
         ("error", "auto.not-filled")]
+
+
+@pytest.mark.parametrize(("stage", "legacy", "section", "code"), [
+    (0, "cpu_offload", "offload_optimizer", "zero.offload-optimizer-stage-0"),
+    (2, "cpu_offload_param", "offload_param", "zero.offload-param-below-3"),
+])
+def test_legacy_offload_booleans_are_offload_to_the_rules_as_to_deepspeed(stage, legacy, section, code):
+    """``cpu_offload`` / ``cpu_offload_param`` true is a CPU offload section to DeepSpeed 0.19.8 (its
+    deprecated-field mapping); the offload rule reads it through core.effective, not from the raw key."""
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": stage, legacy: True}}
+    cls = ds0195_worker._deepspeed_config_class()
+    with ds0195_worker._quiet():
+        parsed = cls(json.loads(json.dumps(config)), 1)
+    assert getattr(parsed.zero_config, section).device == "cpu"
+    findings = {f.code: f for f in validate(config).findings}
+    assert findings[code].path == f"zero_optimization.{section}"
+    off = {**config, "zero_optimization": {"stage": stage, legacy: False}}
+    assert code not in {f.code for f in validate(off).findings}
+
+
+_SCHEDULERS = {
+    "warmup-steps-float": {"type": "WarmupLR", "params": {"warmup_num_steps": 1e30}},
+    "onecycle-stairs-list": {"type": "OneCycle", "params": {
+        "cycle_min_lr": 0.004, "cycle_max_lr": 0.015, "cycle_first_step_size": 10, "cycle_momentum": False,
+        "cycle_second_stair_count": [100]}},
+}
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(("release", "trains"), [("0.17.6", True), ("0.19.8", False)])
+def test_scheduler_values_are_errors_only_where_the_release_checks_or_reads_them(release, trains):
+    """0.17.6's WarmupLR takes any number of steps and its OneCycle never reads the stair counts; 0.19.8
+    checks the first and steps its stairs (the profiles' scheduler_facts say so). Real initialize + training."""
+    from tests.oracle.initialize import run_initialize_configs
+
+    if oracle_available(release):
+        pytest.skip(oracle_available(release))
+    configs = {key: {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "SGD", "params": {"lr": 0.01}},
+                     "scheduler": scheduler} for key, scheduler in _SCHEDULERS.items()}
+    run = run_initialize_configs(configs, release)
+    for key, config in configs.items():
+        result = run.results[key]
+        assert (result["raised"] or result["step"]["raised"]) == (not trains), (release, key, result)
+        errors = [f.code for f in validate(config, version=release).errors]
+        assert bool(errors) == (not trains), (release, key, errors)
+
+
+@pytest.mark.long
+def test_auto_learning_rate_is_an_error_only_where_no_scheduler_replaces_it():
+    """DeepSpeed's fused Adam keeps lr "auto"; OneCycle writes its own lr before the first step (trains),
+    WarmupCosineLR scales the optimizer's lr (fails). Real initialize + training on 0.19.8."""
+    from tests.oracle.initialize import run_initialize_configs
+
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+    base = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"lr": "auto"}}}
+    configs = {
+        "onecycle": {**base, "scheduler": {"type": "OneCycle",
+                                           "params": {"cycle_min_lr": 0.004, "cycle_max_lr": 0.015}}},
+        "cosine": {**base, "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 100}}},
+    }
+    run = run_initialize_configs(configs, "0.19.8")
+    for key, trains in (("onecycle", True), ("cosine", False)):
+        result = run.results[key]
+        assert (result["raised"] or result["step"]["raised"]) == (not trains), (key, result)
+        codes = {f.code for f in validate(configs[key]).errors}
+        assert ("auto.kept-optimizer" in codes) == (not trains), (key, codes)

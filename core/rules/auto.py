@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from core import versions
 from core.findings import Finding, join_path
 from core.rules.context import Context
 from core.rules.fixes import set_fix
@@ -40,6 +41,35 @@ def _hf_fills(path: str) -> bool:
     return bool(field and field.meta.hf_auto)
 
 
+def _unread_params(config: dict[str, Any], path: str) -> bool:
+    """Whether ``path`` is under ``optimizer.params`` / ``scheduler.params`` of a section without a type:
+    DeepSpeed reads the params only with the type (``get_optimizer_params`` / ``get_scheduler_params``)."""
+    section, _, rest = path.partition(".")
+    if section not in ("optimizer", "scheduler") or not rest.startswith("params."):
+        return False
+    value = config.get(section)
+    return isinstance(value, dict) and value.get("type") is None
+
+
+def _scheduler_sets_lr(ctx: Context) -> bool:
+    """Whether an "auto" learning rate never reaches a computation: DeepSpeed's fused optimizer classes take
+    any lr without checking it, and a DeepSpeed scheduler whose learning-rate parameters (``*_lr``, from this
+    release's profile: given, or defaulting to a number) all have values writes the lr into the optimizer when
+    it is built (OneCycle, LRRangeTest, WarmupDecayLR; WarmupLR once ``warmup_max_lr`` is set). Schedulers
+    scaling the optimizer's own lr (WarmupCosineLR's ratios, torch's) read the string and fail."""
+    cls = ctx.meaning.optimizer_class or ""
+    if ctx.meaning.optimizer_backend != "gpu" or not cls.startswith("deepspeed."):
+        return False
+    section = ctx.config.get("scheduler")
+    name = section.get("type") if isinstance(section, dict) else None
+    given = section.get("params") if isinstance(section, dict) else None
+    signature = versions.profile(ctx.version)["schedulers"].get(name) if isinstance(name, str) else None
+    if not signature or not isinstance(given, dict):
+        return False
+    own = [key for key in signature if key.endswith("_lr")]
+    return bool(own) and all(given.get(key, signature[key].get("default")) not in (None, "auto") for key in own)
+
+
 def auto_values(ctx: Context) -> Iterator[Finding]:
     """"auto": fine where the HF Trainer fills it in (target hf); otherwise what DeepSpeed makes of it."""
     from core.schema.walk import resolve
@@ -58,6 +88,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         dropped = field is not None and behaviour == "default" and is_strict(field.owner)
         if ctx.is_hf and _hf_fills(path):
             continue
+        if _unread_params(ctx.config, path):
+            continue  # no type: DeepSpeed builds nothing from these params (optimizer/scheduler.no-type say so)
         if ctx.is_hf and not dropped:
             yield Finding(
                 "error", "auto.not-filled", path,
@@ -85,6 +117,15 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                                                  else "") + ", or choose the HF target if the HF Trainer fills it in.",
                 fix=set_fix(path, field.default) if field and field.default is not None else None,
                 page=field.meta.page if field else None,
+            )
+        elif behaviour == "kept" and path == "optimizer.params.lr" and _scheduler_sets_lr(ctx):
+            yield Finding(
+                "warning", "auto.kept", path,
+                f"`{path}` is \"auto\": plain DeepSpeed passes the string to {ctx.meaning.optimizer_class}, which "
+                f"keeps it, and then the {ctx.config['scheduler']['type']} scheduler sets the learning rate from "
+                "its own parameters before the first step, so training runs; without that scheduler it fails.",
+                suggestion="Write the value, or choose the HF target if the HF Trainer fills it in.",
+                page="optimizer",
             )
         elif behaviour == "kept" and path.startswith(("optimizer.", "scheduler.")):
             yield Finding(

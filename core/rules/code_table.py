@@ -187,6 +187,11 @@ TABLE: tuple[Code, ...] = (
     _c("precision.null", "error", "parse", False, "fp16 (or bf16 in releases that read it with dict.get) is null.",
        "DeepSpeed calls .get on the section and fails on null.",
        {**B, "fp16": None}),
+    _c("precision.scale-power", "error", "parse", False, "fp16.initial_scale_power that 2** cannot take (0.16).",
+       "DeepSpeed 0.16 reads fp16 with dict.get and computes 2**initial_scale_power while parsing when fp16 is on: a "
+       "string, list or null fails (TypeError), a float above 1023 overflows, and a huge integer never finishes. "
+       "Later releases refuse such values in their pydantic fp16 model. The fix writes the default, 16.",
+       {**B, "fp16": {"enabled": True, "initial_scale_power": "16"}}, settings={"version": "0.16.9"}),
     _c("precision.master-weights-stage", "error", "parse", False, "Master-weight options at an unsupported stage.",
        "fp16/bf16_master_weights_and_grads and bf16_optimizer_states work only with some ZeRO stages, as the "
        "release's own check says. The fix switches the ZeRO stage.",
@@ -288,6 +293,13 @@ TABLE: tuple[Code, ...] = (
        "Python's bool is an int, so the optimizer trains with 0 or 1 (lr false trains nothing). The fix writes the "
        "default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": False}}}),
+    _c("optimizer.param-truthy", "warning", "n/a", True, "A value that is not true/false where an optimizer "
+       "takes a boolean.",
+       "DeepSpeed passes optimizer.params on as they are, and the optimizers use a boolean parameter as a Python "
+       "truth value (\"1 if bias_correction else 0\", \"if amsgrad:\"), so \"false\" or [0] count as true. Only "
+       "the C++ kernel of the CPU Adam refuses a string or list for bias_correction (a type error). The fix writes "
+       "the truth value the optimizer already uses.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": "yes"}}}),
     _c("optimizer.param-range", "warning", "initialize", False, "An optimizer parameter out of range.",
        "For example a negative learning rate, which torch optimizers refuse. The fix writes the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": -1.0}}}),
@@ -336,6 +348,10 @@ TABLE: tuple[Code, ...] = (
        "For example WarmupLR's warmup_type, which is \"log\" or \"linear\"; DeepSpeed warns and uses \"log\". "
        "The fix writes the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}}),
+    _c("scheduler.param-bool", "warning", "n/a", False, "A boolean where a scheduler takes a number.",
+       "Python's bool is an int: the scheduler's own check (isinstance(value, int)) passes and it reads true as 1. "
+       "The fix writes the default.",
+       {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": True}}}),
     _c("scheduler.param-range", "error", "initialize", False, "A scheduler parameter out of range.",
        "For example warmup_num_steps 0, which the scheduler divides by. The fix writes the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}}}),

@@ -9,9 +9,10 @@ from core import versions
 from core.findings import Finding
 from core.rules.context import Context, lax_bool, lax_float
 from core.rules.fixes import delete_fix, set_fix
+from core.schema.advanced import CheckpointConfig
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import section_fields
+from core.schema.walk import field_exists, section_fields
 from core.schema.zero import ZeroConfig
 
 ISSUE_8489 = "https://github.com/deepspeedai/DeepSpeed/issues/8489"
@@ -86,7 +87,7 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("checkpoint.parallel_write.pipeline_stage", False), page="advanced",
         )
     writer = section.get("writer")
-    if isinstance(writer, dict):
+    if isinstance(writer, dict) and field_exists(section_fields(CheckpointConfig)["writer"], "checkpoint", ctx.version):
         for key, allowed in (("type", ("MOCK", "PYTHON", "FAST")), ("data_parallel", ("REPLICA", "SOCKET", "MACHINE"))):
             if writer.get(key) is not None:
                 value = writer[key]

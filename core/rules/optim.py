@@ -230,15 +230,50 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
                 page="optimizer",
             )
             continue
-        yield from _param_value(param, value, path, "optimizer")
+        yield from _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS)
 
 
-def _param_value(param: Param, value: Any, path: str, kind: str) -> Iterator[Finding]:
-    if kind == "optimizer" and isinstance(value, bool) and not param.type_ok(value) and param.type_ok(int(value)):
-        yield Finding(  # Python's bool is an int: the optimizer trains with 0 or 1
-            "warning", "optimizer.param-bool", path,
-            f"`{path}` is {str(value).lower()}; the optimizer reads it as the number {int(value)} and trains with it.",
+#: Boolean parameters a CPU optimizer hands to its C++ kernel as a ``bool`` (``DeepSpeedCPUAdam.step`` passes
+#: ``group["bias_correction"]`` to ``adam_update``): pybind converts a number or null there and refuses
+#: anything else (TypeError at the first optimizer step). Every other boolean parameter is used as a Python
+#: truth value (``1 if group["bias_correction"] else 0`` in the fused kernels, ``if amsgrad:``, torch.optim).
+_CPP_BOOL_PARAMS = frozenset({("adam", "cpu", "bias_correction"), ("adamw", "cpu", "bias_correction")})
+
+
+def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool = False, checked: bool = True,
+                 release: str = "") -> Iterator[Finding]:
+    """Type, length, choice and bound findings of one optimizer/scheduler parameter. ``checked=False``: the
+    release's scheduler does not check this parameter and uses any number as it is, so a number of the wrong
+    kind or out of range is a warning (type.unchecked), not an initialize-time error."""
+    if isinstance(value, bool) and not param.type_ok(value) and param.type_ok(int(value)):
+        # Python's bool is an int: the optimizer trains with 0 or 1, a scheduler's isinstance(value, int) passes
+        yield Finding(
+            "warning", f"{kind}.param-bool", path,
+            f"`{path}` is {str(value).lower()}; the {kind} reads it as the number {int(value)}"
+            + (" and trains with it." if kind == "optimizer" else "."),
             suggestion="Write a number" + (f" (default {param.default!r})." if param.default is not None else "."),
+            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+        )
+        if kind == "optimizer":
+            return
+        value = int(value)
+    elif kind == "optimizer" and "boolean" in param.types and not param.type_ok(value) and not (
+        cpp_bool and not (value is None or isinstance(value, int | float))
+    ):
+        yield Finding(
+            "warning", "optimizer.param-truthy", path,
+            f"`{path}` is {value!r}, not true or false; DeepSpeed passes it on and the optimizer uses its "
+            f"truth value, so it counts as {str(bool(value)).lower()}.",
+            suggestion="Write true or false.", fix=set_fix(path, bool(value)), page="optimizer",
+        )
+        return
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not checked and number and (not param.type_ok(value) or param.bound_problem(value)):
+        yield Finding(
+            "warning", "type.unchecked", path,
+            f"`{path}` is {value!r} ({param.bound_problem(value) or 'expected ' + ' or '.join(param.types)}); "
+            f"DeepSpeed {release} does not check it and uses the number as it is.",
+            suggestion=f"Default: {param.default!r}." if param.default is not None else param.description,
             fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
         return
@@ -339,8 +374,10 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
                 if guess and guess not in params else delete_fix(path),
                 page="optimizer",
             )
-        elif value != "auto":
-            yield from _param_value(param, value, path, "scheduler")
+        elif value != "auto" and key not in versions.scheduler_unread(ctx.version, name):
+            checks = versions.scheduler_checks(ctx.version, name)
+            checked = checks is None or any(check.startswith(f"{key} must") for check in checks)
+            yield from _param_value(param, value, path, "scheduler", checked=checked, release=ctx.version)
     for required in spec.required:
         if required not in params:
             yield Finding(

@@ -4,6 +4,7 @@ communication data types."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from core import versions
 from core.findings import Finding, Fix, FixOp
@@ -27,6 +28,17 @@ def _on(ctx: Context, section: str) -> bool:
     return bool(getattr(ctx.meaning, section))
 
 
+def _power_fails(value: Any) -> bool:
+    """Whether Python's ``2**value`` fails (not a number, a float overflow) or cannot finish (a huge int)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 2**24
+    try:
+        2**value  # only whether it raises matters
+    except (TypeError, OverflowError):
+        return True
+    return False
+
+
 def precision(ctx: Context) -> Iterator[Finding]:
     """fp16/bf16 exclusivity, master-weights options, loss-scale keys without fp16."""
     fp16 = ctx.config.get("fp16")
@@ -47,16 +59,18 @@ def precision(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("fp16.enabled", False, "Keep bf16, disable fp16"), page="precision",
         )
     stage = ctx.stage
-    # DeepSpeed reads the old spelling `bfloat16` when `bf16` is not set
-    read = "bfloat16" if bf16 is None and isinstance(ctx.config.get("bfloat16"), dict) else "bf16"
+    read = ctx.meaning.bf16_section  # the old spelling `bfloat16` when `bf16` is not set
     checks = (
         ("fp16", "fp16_master_weights_and_grads", "Fp16_master_weights_and_grads"),
         (read, "bf16_master_weights_and_grads", "Bf16_master_weights_and_grads"),
         (read, "bf16_optimizer_states", "bf16_optimizer_states"),
     )
+    lenient_fp16 = versions.section_strict(ctx.version, "fp16") is False
     for section, key, label in checks:
         value = ctx.get(f"{section}.{key}")
         allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
+        if section == "fp16" and lenient_fp16 and not _on(ctx, "fp16"):
+            continue  # dict.get releases read it only when fp16 is on (get_fp16_master_weights_and_grads_enabled)
         if isinstance(ctx.config.get(section), dict) and lax_bool(value) and allowed and stage not in allowed:
             names = " or ".join(map(str, sorted(allowed)))
             yield Finding(
@@ -75,6 +89,15 @@ def precision(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "error", "precision.bf16-optimizer-states", f"{read}.bf16_optimizer_states",
             states_check, fix=set_fix(f"{read}.bf16_master_weights_and_grads", True), page="precision",
+        )
+    power = fp16.get("initial_scale_power") if isinstance(fp16, dict) else None
+    if lenient_fp16 and _on(ctx, "fp16") and "initial_scale_power" in fp16 and _power_fails(power):
+        yield Finding(
+            "error", "precision.scale-power", "fp16.initial_scale_power",
+            f"fp16.initial_scale_power is {power!r}: DeepSpeed {ctx.version} computes 2**initial_scale_power while "
+            "it reads the config (get_initial_dynamic_scale), which fails or never finishes with this value.",
+            suggestion="The default is 16 (a loss scale of 65536).", fix=set_fix("fp16.initial_scale_power", 16),
+            page="precision",
         )
     if isinstance(fp16, dict) and not ctx.meaning.fp16:
         scale_keys = [k for k in ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",

@@ -12,7 +12,7 @@ from core import versions
 from core.findings import Finding
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
-from core.schema.walk import SchemaField, is_strict, section_fields, section_meta
+from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
 
 
 def _prepared(ctx: Context) -> dict[str, Any]:
@@ -101,6 +101,8 @@ def _null_sections(ctx: Context, reported: set[str]) -> Iterator[Finding]:
         if value is not None or field is None or field.model is None or key in reported \
                 or key in _NULL_REPORTED_ELSEWHERE:
             continue
+        if key == "bfloat16" and ctx.meaning.bf16_section != "bfloat16":
+            continue  # only read when bf16 is absent
         if versions.top_level_value_fails(ctx.version, key, None):
             yield Finding(
                 "error", "type.model_type", key,
@@ -148,6 +150,19 @@ def _locate(loc: tuple[Any, ...]) -> tuple[str, SchemaField | None, type[BaseMod
     return "".join(parts), field, owner
 
 
+def _section_not_read(ctx: Context, prefix: str) -> bool:
+    """Whether a section at or above ``prefix`` is one this release does not read (e.g. checkpoint.writer
+    before 0.17.1): what is inside it is never checked there."""
+    parts = prefix.split("[")[0].split(".") if prefix else []
+    for i in range(1, len(parts) + 1):
+        path = ".".join(parts[:i])
+        parent, _, key = path.rpartition(".")
+        field = resolve(ROOT, path)
+        if field is not None and not _exists(ctx, parent, field, key):
+            return True
+    return False
+
+
 def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -157,7 +172,7 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     prefix, _, key = path.split("[")[0].rpartition(".") if field is not None and path.endswith("]") \
         else path.rpartition(".")
     key = key.split("[")[0]
-    if field is not None and not _exists(ctx, prefix, field, key):
+    if (field is not None and not _exists(ctx, prefix, field, key)) or _section_not_read(ctx, prefix):
         return None  # a key this version does not have: check_keys reports that instead
     if kind in _BOUND_KINDS and field is not None:
         entry = versions.field_entry(ctx.version, _profile_prefix(prefix), key)

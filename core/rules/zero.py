@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from core import versions
 from core.findings import Finding, Fix, FixOp
@@ -38,19 +37,11 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
         )
 
 
-def _device(section: Any) -> str | None:
-    if isinstance(section, dict):
-        device = section.get("device", "none")
-        return device if isinstance(device, str) else None
-    return None
-
-
 def offload(ctx: Context) -> Iterator[Finding]:
     """Offload settings DeepSpeed accepts but that do nothing or will fail later."""
     zero = ctx.zero
     stage = ctx.stage
-    param_dev = _device(zero.get("offload_param"))
-    opt_dev = _device(zero.get("offload_optimizer"))
+    param_dev, opt_dev = ctx.meaning.offload_param, ctx.meaning.offload_optimizer  # the legacy cpu_offload too
     if param_dev in ("cpu", "nvme") and stage != 3:
         yield Finding(
             "warning", "zero.offload-param-below-3", "zero_optimization.offload_param",

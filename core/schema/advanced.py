@@ -150,12 +150,16 @@ class CheckpointConfig(LenientSection):
     parallel_write: ParallelWriteConfig = ds_field(
         default_factory=ParallelWriteConfig, description="Parallel checkpoint writing."
     )
+    # Both read since 0.17.1 (runtime/model_checkpointing/, absent from the 0.17.0 sdist); the profiles do not
+    # record the keys of dict.get sections below the top level, so the release is written here.
     checkpoint_serialization: bool = ds_field(
         True,
         description="Serialise tensors with torch's zip format (false: legacy format, faster for the fast writer).",
+        added="0.17.1",
     )
     writer: CheckpointWriterConfig | None = ds_field(
-        None, description="Use DeepSpeed's checkpoint writer (e.g. the fast asynchronous one). Unset: torch.save."
+        None, description="Use DeepSpeed's checkpoint writer (e.g. the fast asynchronous one). Unset: torch.save.",
+        added="0.17.1",
     )
 
     # --------------------------------------------------------------------------------------------------

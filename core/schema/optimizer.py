@@ -563,7 +563,7 @@ TORCH_OPTIMIZER_STATE_TENSORS: dict[str, int] = {
 }
 
 #: Keyword parameters of the torch.optim classes DeepSpeed may build (``cls(params, **optimizer.params)``),
-#: checked against ``inspect.signature`` by tests/test_schema_parity.py (torch 2.13).
+#: checked against ``inspect.signature`` by tests/test_schema_parity_registries.py (torch 2.13).
 TORCH_OPTIMIZER_PARAMS: dict[str, tuple[str, ...]] = {
     "ASGD": ("lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize", "differentiable", "capturable"),
     "Adadelta": ("lr", "rho", "eps", "weight_decay", "foreach", "capturable", "maximize", "differentiable"),

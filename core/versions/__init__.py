@@ -169,6 +169,19 @@ def scheduler_names(version: str) -> tuple[str, ...]:
     return tuple(profile(version)["schedulers"])
 
 
+def scheduler_checks(version: str, name: str) -> tuple[str, ...] | None:
+    """The messages DeepSpeed ``version``'s scheduler class ``name`` (and its base classes) raise, e.g.
+    "warmup_num_steps must be a positive integer, got {}"; None when the profile does not record them."""
+    facts = profile(version).get("scheduler_facts", {}).get(name)
+    return None if facts is None else tuple(facts["checks"])
+
+
+def scheduler_unread(version: str, name: str) -> frozenset[str]:
+    """Constructor parameters of scheduler ``name`` whose value DeepSpeed ``version`` never uses."""
+    facts = profile(version).get("scheduler_facts", {}).get(name)
+    return frozenset(facts["unread"]) if facts else frozenset()
+
+
 def has_check(version: str, fragment: str) -> bool:
     """Whether one of ``DeepSpeedConfig``'s own assertion messages in ``version`` contains ``fragment``."""
     return any(fragment in text for text in profile(version)["checks"])

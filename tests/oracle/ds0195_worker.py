@@ -231,7 +231,8 @@ def run_initialize_case_on_host(config: dict[str, Any], host: dict[str, bool]) -
 
 def run_initialize_case(config: dict[str, Any]) -> dict[str, Any]:
     """``deepspeed.initialize`` on a tiny CPU model with ``config``: did it raise, and with what? When it
-    did not, ``"step"`` says whether two training steps then raise.
+    did not, ``"step"`` says whether training then raises (two optimizer steps and the LR schedule walked
+    through, see ``_train_steps``).
 
     Expects MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE / LOCAL_RANK in the environment (one process).
     """
@@ -264,15 +265,37 @@ def run_initialize_case(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _train_steps(engine: Any, torch: Any, steps: int = 2) -> dict[str, Any]:
-    """Two forward/backward/step rounds on random data: some settings only fail once training runs."""
+#: Micro steps per optimizer step the training run goes to at most (a config's gradient_accumulation_steps).
+MAX_ACCUMULATION = 1024
+#: Scheduler steps the schedule walk takes at most.
+MAX_SCHEDULE_WALK = 20_000
+
+
+def schedule_horizon(params: Any) -> int:
+    """How many scheduler steps reach every phase of a schedule: twice its largest step count (any number
+    >= 1 among its parameters: warm-up, cycle, decay, total steps), capped at ``MAX_SCHEDULE_WALK``."""
+    values = params.values() if isinstance(params, dict) else ()
+    counts = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool) and v >= 1]
+    return int(min(MAX_SCHEDULE_WALK, 2 * max(counts, default=0) + 10))
+
+
+def _train_steps(engine: Any, torch: Any, optimizer_steps: int = 2) -> dict[str, Any]:
+    """Forward/backward/step on random data until the optimizer has stepped ``optimizer_steps`` times
+    (``gradient_accumulation_steps`` micro steps each), then the LR scheduler on through its schedule (the
+    engine steps it once per optimizer step): some settings only fail once training runs, some only in a
+    later phase of the schedule."""
     try:
         dtype = next(engine.module.parameters()).dtype
+        accumulation = min(MAX_ACCUMULATION, max(1, int(engine.gradient_accumulation_steps())))
         with _quiet():
-            for _ in range(steps):
+            for _ in range(optimizer_steps * accumulation):
                 loss = engine(torch.randn(1, 4, dtype=dtype)).float().pow(2).mean()
                 engine.backward(loss)
                 engine.step()
+            scheduler = getattr(engine, "lr_scheduler", None)
+            if scheduler is not None:
+                for _ in range(schedule_horizon(engine.scheduler_params() or {})):
+                    scheduler.step()
     except Exception as exc:  # recorded, like initialize's exceptions
         return {"raised": True, "error_type": type(exc).__name__, "message": _short(str(exc))}
     return {"raised": False, "error_type": None, "message": None}

@@ -1,0 +1,178 @@
+"""Hand-written corner cases for the differential tests, each a complete config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.oracle.corpus import Mutation
+
+_BASE = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1}
+
+
+def edge_configs() -> list[Mutation]:
+    """Hand-written corner cases, each a complete config."""
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("empty config", {}),
+        ("only train_batch_size 8", {"train_batch_size": 8}),
+        ("minimal micro batch", dict(_BASE)),
+        ("all batch keys null", {"train_batch_size": None, "train_micro_batch_size_per_gpu": None}),
+        ("unknown top-level key", {**_BASE, "bogus_top_level": 1}),
+        ("British zero_optimisation at top level", {**_BASE, "zero_optimisation": {"stage": 3}}),
+        ("unknown key inside zero_optimization", {**_BASE, "zero_optimization": {"stage": 2, "stagee": 3}}),
+        ("unknown key inside fp16", {**_BASE, "fp16": {"enabled": False, "loss_scal": 0}}),
+        ("unknown key inside bf16 (check_overflow)", {**_BASE, "bf16": {"enabled": True, "check_overflow": True}}),
+        ("unknown key inside optimizer (ignored)", {**_BASE, "optimizer": {"type": "AdamW", "parms": {"lr": 1e-3}}}),
+        (
+            "unknown key inside activation_checkpointing",
+            {**_BASE, "activation_checkpointing": {"partition_activation": True}},
+        ),
+        ("unknown key inside tensorboard", {**_BASE, "tensorboard": {"enabled": True, "output": "x"}}),
+        ("unknown key inside wandb", {**_BASE, "wandb": {"enabled": False, "entity": "me"}}),
+        (
+            "unknown key inside offload_param",
+            {**_BASE, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "pin": True}}},
+        ),
+        ("unknown key inside hybrid_engine", {**_BASE, "hybrid_engine": {"enabled": False, "max_tokens": 5}}),
+        ("unknown key inside comms_logger", {**_BASE, "comms_logger": {"enabled": True, "prof_al": True}}),
+        ("unknown key inside compile", {**_BASE, "compile": {"deepcompile": False, "backend": "inductor"}}),
+        ("unknown key inside timers.throughput", {**_BASE, "timers": {"throughput": {"enabled": True, "x": 1}}}),
+        ("unknown key inside weight_quantization", {**_BASE, "weight_quantization": {"num_bit": 8}}),
+        ("unknown key inside tensor_parallel", {**_BASE, "tensor_parallel": {"autotp_size": 1, "tp_sise": 2}}),
+        ("tensor_parallel tp block", {**_BASE, "tensor_parallel": {"tp": {"tp_size": 1}}}),
+        (
+            "zero stage 3 with every alias",
+            {
+                **_BASE,
+                "zero_optimization": {
+                    "stage": 3,
+                    "stage3_prefetch_bucket_size": 5e7,
+                    "stage3_param_persistence_threshold": 1e5,
+                    "stage3_max_live_parameters": 1e9,
+                    "stage3_max_reuse_distance": 1e9,
+                    "stage3_gather_16bit_weights_on_model_save": True,
+                },
+            },
+        ),
+        (
+            "zero field name and alias both",
+            {**_BASE, "zero_optimization": {"stage": 3, "stage3_max_live_parameters": 1e9, "max_live_parameters": 1e9}},
+        ),
+        ("stage as bool true", {**_BASE, "zero_optimization": {"stage": True}}),
+        ("stage as integral float", {**_BASE, "zero_optimization": {"stage": 2.0}}),
+        ("stage null", {**_BASE, "zero_optimization": {"stage": None}}),
+        ("reduce_bucket_size as float 5e8", {**_BASE, "zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8}}),
+        (
+            "reduce_bucket_size as digit string",
+            {**_BASE, "zero_optimization": {"stage": 2, "reduce_bucket_size": "100"}},
+        ),
+        ("overlap_comm 'yes' (lax bool)", {**_BASE, "zero_optimization": {"stage": 2, "overlap_comm": "yes"}}),
+        ("overlap_comm 2", {**_BASE, "zero_optimization": {"stage": 2, "overlap_comm": 2}}),
+        ("overlap_comm null", {**_BASE, "zero_optimization": {"stage": 2, "overlap_comm": None}}),
+        ("offload_param null", {**_BASE, "zero_optimization": {"stage": 3, "offload_param": None}}),
+        ("offload device 'auto'", {**_BASE, "zero_optimization": {"stage": 3, "offload_param": {"device": "auto"}}}),
+        (
+            "offload nvme with path",
+            {
+                **_BASE,
+                "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/local_nvme"}},
+            },
+        ),
+        ("leaf_module as string", {**_BASE, "zero_optimization": {"stage": 3, "leaf_module": {"classes": "MyMoE"}}}),
+        (
+            "fp16 loss_scale 0 and window 0 (dynamic)",
+            {**_BASE, "fp16": {"enabled": True, "loss_scale": 0, "loss_scale_window": 0}},
+        ),
+        ("fp16 disabled, window 0", {**_BASE, "fp16": {"enabled": False, "loss_scale_window": 0}}),
+        ("fp16 loss_scale NaN", {**_BASE, "fp16": {"enabled": True, "loss_scale": float("nan")}}),
+        ("fp16 loss_scale string number", {**_BASE, "fp16": {"enabled": True, "loss_scale": "128"}}),
+        ("bf16 null falls back to bfloat16", {**_BASE, "bf16": None, "bfloat16": {"enabled": True}}),
+        ("fp16 enabled, bfloat16 enabled", {**_BASE, "fp16": {"enabled": True}, "bfloat16": {"enabled": True}}),
+        ("bfloat16 null beside bf16 (never read)", {**_BASE, "bf16": {"enabled": True}, "bfloat16": None}),
+        ("fp16 initial_scale_power a digit string (0.16 computes 2** of it)",
+         {**_BASE, "fp16": {"enabled": True, "initial_scale_power": "12"}}),
+        ("fp16 master weights with fp16 off at stage 0 (0.16 reads it only with fp16 on)",
+         {**_BASE, "fp16": {"enabled": False, "fp16_master_weights_and_grads": True},
+          "zero_optimization": {"stage": 0}}),
+        (
+            "torch_autocast with bad module list",
+            {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}},
+        ),
+        (
+            "torch_autocast dtype torch.bfloat16",
+            {**_BASE, "torch_autocast": {"enabled": True, "dtype": "torch.bfloat16"}},
+        ),
+        ("optimizer type int", {**_BASE, "optimizer": {"type": 3}}),
+        ("optimizer without type", {**_BASE, "optimizer": {"params": {"lr": 1e-3}}}),
+        ("scheduler without type", {**_BASE, "scheduler": {"params": {"warmup_num_steps": 10}}}),
+        ("scheduler params null", {**_BASE, "scheduler": {"type": "WarmupLR", "params": None}}),
+        (
+            "optimizer max_grad_norm 'auto'",
+            {**_BASE, "optimizer": {"type": "AdamW", "params": {"max_grad_norm": "auto"}}},
+        ),
+        ("communication_data_type null", {**_BASE, "communication_data_type": None}),
+        ("communication_data_type 16", {**_BASE, "communication_data_type": 16}),
+        ("gradient_allreduce_op null", {**_BASE, "gradient_allreduce_op": None}),
+        (
+            "gradient_allreduce_op 'Sum' with stage 3",
+            {**_BASE, "gradient_allreduce_op": "Sum", "zero_optimization": {"stage": 3}},
+        ),
+        ("checkpoint tag_validation 3", {**_BASE, "checkpoint": {"tag_validation": 3}}),
+        (
+            "checkpoint parallel_write pipeline_stage 1",
+            {**_BASE, "checkpoint": {"parallel_write": {"pipeline_stage": 1}}},
+        ),
+        (
+            "checkpoint writer bad data_parallel",
+            {**_BASE, "checkpoint": {"writer": {"type": "fast", "data_parallel": "rack"}}},
+        ),
+        ("keep_in_fp32_modules list of str", {**_BASE, "data_types": {"keep_in_fp32_modules": ["lm_head"]}}),
+        ("keep_in_fp32_modules list with int", {**_BASE, "data_types": {"keep_in_fp32_modules": ["lm_head", 3]}}),
+        (
+            "dynamic batching without max_tokens",
+            {**_BASE, "data_efficiency": {"enabled": True, "data_sampling": {"dynamic_batching": {"enabled": True}}}},
+        ),
+        ("datastates_ckpt null", {**_BASE, "datastates_ckpt": None}),
+        (
+            "sequence_parallel_size 2",
+            {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 2},
+        ),
+        ("sequence_parallel_size 0", {**_BASE, "sequence_parallel_size": 0}),
+        ("vocabulary_size not a multiple of 8", {**_BASE, "vocabulary_size": 50257}),
+        ("wall_clock_breakdown 'auto'", {**_BASE, "wall_clock_breakdown": "auto"}),
+        ("flops_profiler enabled", {**_BASE, "flops_profiler": {"enabled": True, "profile_step": 2}}),
+        ("pipeline with arbitrary keys", {**_BASE, "pipeline": {"stages": 4, "anything": [1, 2]}}),
+        (
+            "zenflow block",
+            {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": 0.05, "update_interval": 4}}},
+        ),
+        (
+            "zenflow pt_reserved_cores_perc int",
+            {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"pt_reserved_cores_perc": 1}}},
+        ),
+        ("compile passes autotp", {**_BASE, "compile": {"deepcompile": True, "passes": ["autotp"]}}),
+        ("expert_parallel unknown key", {**_BASE, "expert_parallel": {"whatever": 1}}),
+        (
+            "deep unknown nesting",
+            {**_BASE, "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu", "x": {"y": {"z": 1}}}}},
+        ),
+        ("unicode key", {**_BASE, "zéro_optimization": {"stage": 2}}),
+        ("amp disabled (removed key even when off)", {**_BASE, "amp": {"enabled": False}}),
+        (
+            "elasticity with batch info",
+            {**_BASE, "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]}},
+        ),
+        (
+            "hf-style auto config",
+            {
+                "train_batch_size": "auto",
+                "train_micro_batch_size_per_gpu": "auto",
+                "gradient_accumulation_steps": "auto",
+                "gradient_clipping": "auto",
+                "fp16": {"enabled": "auto"},
+                "bf16": {"enabled": "auto"},
+                "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto"},
+                "optimizer": {"type": "AdamW", "params": {"lr": "auto"}},
+            },
+        ),
+    ]
+    return [Mutation("edge", label, config) for label, config in cases]
