@@ -36,8 +36,8 @@ DURATIONS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDur
 ARM_JS = """([want, heading]) => { window.__changeStart = null; window.__changeShown = null; window.__lastChange = null;
   document.addEventListener('mousedown', () => { window.__changeStart = performance.now(); },
                             {once: true, capture: true});
-  const shown = () => heading ? [...document.querySelectorAll('h1')].some(h => h.innerText.includes(want))
-                              : document.body.innerText.includes(want);
+  const shown = () => heading ? [...document.querySelectorAll('h1')].some(h => h.textContent.includes(want))
+                              : document.body.textContent.includes(want);
   const observer = new MutationObserver(() => {
     if (window.__changeShown === null && shown()) window.__changeShown = performance.now();
     if (window.__changeShown !== null) window.__lastChange = performance.now();
@@ -57,7 +57,7 @@ async def _step(tab, cdp, action, done_js: str) -> dict[str, float]:
     """Run ``action`` (which arms the page's timer and clicks), wait for ``done_js``; the step's figures."""
     before = await _metrics(cdp)
     await action()
-    await tab.wait_for_function(done_js)
+    await tab.wait_for_function(done_js, polling=lt.POLL_MS)
     shown = await tab.evaluate("() => (window.__lastChange ?? window.__changeShown) - window.__changeStart")
     after = await _metrics(cdp)
     row = {name: (after[name] - before[name]) * 1000 for name in DURATIONS}
@@ -76,7 +76,7 @@ def _print(label: str, rows: list[dict[str, float]]) -> None:
           f"canvas {med['canvas']:.0f} markdown {med['markdown']:.0f} cells {med['cells']:.0f}", flush=True)
 
 
-async def run(url: str, rounds: int, changes: int, idle: float) -> None:
+async def run(url: str, rounds: int, changes: int, idle: float, pages: list[str]) -> None:
     """Measure one session's stage flips and page switches (see the module docstring)."""
     from playwright.async_api import async_playwright
 
@@ -137,7 +137,7 @@ async def run(url: str, rounds: int, changes: int, idle: float) -> None:
                   f"{per_s['ScriptDuration']:.1f} ms", flush=True)
         visits: dict[str, list[dict[str, float]]] = {}
         for _ in range(rounds):
-            for title in PAGE_TITLES.values():
+            for title in pages:
                 visits.setdefault(title, []).append(await visit(title))
         for title, rows in visits.items():
             _print(title, rows)
@@ -150,12 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="visits of every page")
     parser.add_argument("--changes", type=int, default=10, help="stage flips on the ZeRO page")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of an idle ZeRO tab to measure (0: none)")
+    parser.add_argument("--pages", default=",".join(PAGE_TITLES.values()),
+                        help="comma-separated page titles to visit (default: every page)")
     args = parser.parse_args(argv)
     if CHROMIUM is None:
         print("Chromium is not on PATH (install Debian's chromium package)", file=sys.stderr)
         return 2
     with streamlit_server("streamlit-bench-browser.log") as url:
-        asyncio.run(run(url, args.rounds, args.changes, args.idle))
+        asyncio.run(run(url, args.rounds, args.changes, args.idle, args.pages.split(",")))
     return 0
 
 

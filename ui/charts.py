@@ -9,8 +9,9 @@ the named datasets into Arrow as it does for ``st.altair_chart``; the browser ge
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Hashable, Mapping
+import contextlib
+import json
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
 import altair as alt
@@ -23,16 +24,17 @@ Builder = Callable[..., alt.TopLevelMixin]
 
 
 @st.cache_resource(show_spinner=False, max_entries=512)
-def _spec_template(name: str, _builder: Builder, settings: tuple[tuple[str, Hashable], ...]) -> dict[str, Any]:
-    # ``name`` and ``settings`` are the cache key; the builder itself is looked up through ``name``.
-    return _builder(**dict(settings)).to_dict()
+def _spec_template(name: str, _builder: Builder, settings: tuple[tuple[str, Hashable], ...]) -> str:
+    # ``name`` and ``settings`` are the cache key; the builder itself is looked up through ``name``. Kept as
+    # JSON: parsing it is ~50x cheaper than a deep copy of the dict, and each caller gets its own.
+    return json.dumps(_builder(**dict(settings)).to_dict())
 
 
 def spec(builder: Builder, datasets: Mapping[str, pd.DataFrame], **settings: Hashable) -> dict[str, Any]:
     """The vega-lite spec of ``builder(**settings)`` with ``datasets`` as its named data (a fresh dict)."""
     name = f"{builder.__module__}.{builder.__qualname__}"
     template = _spec_template(name, builder, tuple(sorted(settings.items())))
-    filled = copy.deepcopy(template)  # Streamlit edits the spec it is given; the cached one stays clean
+    filled = json.loads(template)  # Streamlit edits the spec it is given; the cached one stays clean
     filled["datasets"] = dict(datasets)
     return filled
 
@@ -40,3 +42,14 @@ def spec(builder: Builder, datasets: Mapping[str, pd.DataFrame], **settings: Has
 def draw(builder: Builder, datasets: Mapping[str, pd.DataFrame], **settings: Hashable) -> None:
     """Draw ``builder``'s chart with ``datasets`` at the container's width."""
     st.vega_lite_chart(spec=spec(builder, datasets, **settings), width="stretch")
+
+
+@contextlib.contextmanager
+def on_demand(label: str, key: str) -> Iterator[bool]:
+    """A collapsed expander whose chart is drawn only while it is open; yields whether it is.
+
+    For a chart that repeats a table beside it: every vega-lite view costs the browser a chart compile and
+    draw on each page switch and an update on each change (measured in BENCHMARKS.md, issue 15), so one that
+    nobody opened should cost nothing. Opening it reruns the page (a tracked expander) and draws it."""
+    with st.expander(label, icon=":material/bar_chart:", key=key, on_change="rerun") as box:
+        yield box.open

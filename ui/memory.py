@@ -7,11 +7,13 @@ tables the charts draw.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
 import pandas as pd
+import streamlit as st
 
 from core import memory
 from core.effective import effective
@@ -94,13 +96,39 @@ def shape_for(context: Mapping[str, Any], config: Mapping[str, Any], report: Rep
     )
 
 
+#: The context entries the memory model reads (model, cluster); the cache keys below are built from these only.
+_MODEL_AND_HARDWARE = ("model", "model_config", "total_params", "largest_layer_params", "gpus_per_node", "nodes",
+                       "gpu_memory_gib", "cpu_ram_gib", "nvme_gib")
+
+
+def _keys(config: Mapping[str, Any], context: Mapping[str, Any], shape: memory.Shape) -> tuple[str, str, tuple]:
+    """Hashable stand-ins of (config, context, shape) for the caches: JSON text and a tuple."""
+    used = {k: context.get(k) for k in _MODEL_AND_HARDWARE}
+    return (json.dumps(config, sort_keys=True, default=str), json.dumps(used, sort_keys=True, default=str),
+            (shape.micro_batch, shape.seq_len, shape.attention, shape.recompute))
+
+
+def _shape(key: tuple) -> memory.Shape:
+    return memory.Shape(micro_batch=key[0], seq_len=key[1], attention=key[2], recompute=key[3])
+
+
+# The estimates are pure functions of (config, model, hardware, shape). A page asks for the current one three
+# times per rerun (headline, sidebar, page), the ZeRO page for 14 options more; every session of a room shares
+# these caches, and a stage flip finds the 14 options already computed (see ``options_components``).
+@st.cache_data(max_entries=512, show_spinner=False)
+def _estimate(config_json: str, context_json: str, shape: tuple) -> memory.MemoryEstimate | None:
+    context = json.loads(context_json)
+    model = model_for(context)
+    return None if model is None else memory.estimate(json.loads(config_json), model, hardware_for(context),
+                                                      _shape(shape))
+
+
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
                      report: Report | None = None) -> memory.MemoryEstimate | None:
     """The full estimate for the session's config, or None when no model is chosen."""
-    model = model_for(context)
-    if model is None:
+    if model_params(context) is None and not isinstance(context.get("model_config"), Mapping):
         return None
-    return memory.estimate(config, model, hardware_for(context), shape_for(context, config, report))
+    return _estimate(*_keys(config, context, shape_for(context, config, report)))
 
 
 def option_label(stage: int, offload_optimizer: str, offload_param: str) -> str:
@@ -122,10 +150,20 @@ def current_option(config: Mapping[str, Any], stage: int) -> str:
 def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
                        report: Report | None = None) -> pd.DataFrame | None:
     """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals."""
+    # every option replaces the stage and the offload devices, so configs that differ only in those share one
+    # entry: a stage flip on the ZeRO page costs no estimate here
+    base = memory.with_zero_option(config, 0, "none", "none")
+    return _options(*_keys(base, context, shape_for(context, config, report)))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _options(config_json: str, context_json: str, shape_key: tuple) -> pd.DataFrame | None:
+    context = json.loads(context_json)
+    config = json.loads(config_json)
     model = model_for(context)
     if model is None:
         return None
-    hardware, shape = hardware_for(context), shape_for(context, config, report)
+    hardware, shape = hardware_for(context), _shape(shape_key)
     rows = []
     for stage, opt, param in memory.zero_options():
         est = memory.estimate(memory.with_zero_option(config, stage, opt, param), model, hardware, shape)
@@ -149,6 +187,20 @@ def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0
             for row in memory.zero_paper_breakdown(total_params, world_size, stages=stages)
             for part, label in PAPER_LABELS]
     return pd.DataFrame(rows)
+
+
+def sweep(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None, axis: str,
+          current: int) -> pd.DataFrame:
+    """``core.memory.sweep_totals`` of the session's config along ``axis`` around ``current`` (needs a model)."""
+    return _sweep(*_keys(config, context, shape_for(context, config, report)), axis,
+                  tuple(sweep_values(axis, context, current)))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _sweep(config_json: str, context_json: str, shape: tuple, axis: str, values: tuple[int, ...]) -> pd.DataFrame:
+    context = json.loads(context_json)
+    return memory.sweep_totals(json.loads(config_json), model_for(context), hardware_for(context), _shape(shape),
+                               axis, list(values))
 
 
 def sweep_values(axis: str, context: Mapping[str, Any], current: int) -> list[int]:

@@ -47,11 +47,12 @@ def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) ->
     """``frame`` without its index as an HTML table; ``formats`` maps a column to a format spec (``".1f"``)."""
     formats = formats or {}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    specs = [formats.get(c) for c in frame.columns]
     rows = []
-    for values in zip(*(frame[c].tolist() for c in frame.columns), strict=True):
+    for values in frame.astype(object).to_numpy().tolist():  # by position: column names may repeat
         cells = []
-        for column, value in zip(frame.columns, values, strict=True):
-            text, number = _cell(value, formats.get(column))
+        for spec, value in zip(specs, values, strict=True):
+            text, number = _cell(value, spec)
             cells.append((_NUMBER_CELL if number else "<td>") + html.escape(text) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     body = "".join(rows)
