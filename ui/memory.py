@@ -7,13 +7,13 @@ tables the charts draw.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
 import pandas as pd
-import streamlit as st
 
 from core import memory
 from core.effective import effective
@@ -114,8 +114,10 @@ def _shape(key: tuple) -> memory.Shape:
 
 # The estimates are pure functions of (config, model, hardware, shape). A page asks for the current one three
 # times per rerun (headline, sidebar, page), the ZeRO page for 14 options more; every session of a room shares
-# these caches, and a stage flip finds the 14 options already computed (see ``options_components``).
-@st.cache_data(max_entries=512, show_spinner=False)
+# these caches, and a stage flip finds the 14 options already computed (see ``options_components``). Keyed on
+# text, in-process (``functools.lru_cache``: no pickling of the results on every hit, as ``st.cache_data`` does);
+# the cached objects are shared, so the frames are copied before a page edits them.
+@functools.lru_cache(maxsize=512)
 def _estimate(config_json: str, context_json: str, shape: tuple) -> memory.MemoryEstimate | None:
     context = json.loads(context_json)
     model = model_for(context)
@@ -153,10 +155,11 @@ def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
     # every option replaces the stage and the offload devices, so configs that differ only in those share one
     # entry: a stage flip on the ZeRO page costs no estimate here
     base = memory.with_zero_option(config, 0, "none", "none")
-    return _options(*_keys(base, context, shape_for(context, config, report)))
+    found = _options(*_keys(base, context, shape_for(context, config, report)))
+    return None if found is None else found.copy()
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@functools.lru_cache(maxsize=256)
 def _options(config_json: str, context_json: str, shape_key: tuple) -> pd.DataFrame | None:
     context = json.loads(context_json)
     config = json.loads(config_json)
@@ -193,10 +196,10 @@ def sweep(config: Mapping[str, Any], context: Mapping[str, Any], report: Report 
           current: int) -> pd.DataFrame:
     """``core.memory.sweep_totals`` of the session's config along ``axis`` around ``current`` (needs a model)."""
     return _sweep(*_keys(config, context, shape_for(context, config, report)), axis,
-                  tuple(sweep_values(axis, context, current)))
+                  tuple(sweep_values(axis, context, current))).copy()
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@functools.lru_cache(maxsize=256)
 def _sweep(config_json: str, context_json: str, shape: tuple, axis: str, values: tuple[int, ...]) -> pd.DataFrame:
     context = json.loads(context_json)
     return memory.sweep_totals(json.loads(config_json), model_for(context), hardware_for(context), _shape(shape),
