@@ -250,3 +250,22 @@ def test_plan_page_charts_carry_the_ranked_rows():
     assert set(candidates["Fits"]) <= {"fits", "does not fit"} and "fits" in set(candidates["Fits"])
     sweep = next(frames["sweep"] for _, frames in drawn if "sweep" in frames)
     assert set(sweep["Metric"]) == {"training hours", "cost (USD)"}
+
+
+def test_lr_curve_is_drawn_from_fewer_points_with_its_peaks_and_ends():
+    import numpy as np
+
+    from ui import lr_chart
+
+    steps = np.arange(5000)
+    lr = np.where(steps < 137, steps / 137 * 2e-3, 2e-3 * (1 - (steps - 137) / 4863))
+    lr[2613:] *= 0.5  # a step down inside a bucket
+    curve = pd.DataFrame({"step": steps, "lr": lr, "momentum": 0.9 - 0.05 * np.sin(steps / 40)})
+    shown = lr_chart.decimate(curve, ["lr", "momentum"])
+    assert len(shown) <= 6 * 2 * lr_chart.BUCKETS < len(curve)
+    assert shown.equals(curve.loc[shown.index])  # rows of the curve, unchanged
+    for name in ("lr", "momentum"):
+        assert shown[name].max() == curve[name].max() and shown[name].min() == curve[name].min()
+    assert {0, 137, 2612, 2613, 4999} <= set(shown["step"])  # start, warm-up peak, both sides of the drop, end
+    short = curve.head(300)
+    assert lr_chart.decimate(short, ["lr"]) is short
