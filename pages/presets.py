@@ -105,8 +105,10 @@ else:
                                         columns=list(presets.JUSTIFICATION_FIELDS)).rename(columns=str.capitalize))
     for problem in presets.meta_problems(meta, vetted=preset.builtin):
         st.warning(md_escape(problem))
-    with st.expander("JSON", icon=":material/data_object:"):
-        st.code(json.dumps(preset.config, indent=2), language="json")
+    # drawn only while open: a highlighted code block is one of the heaviest elements for the browser
+    with st.expander("JSON", icon=":material/data_object:", key="presets_json_box", on_change="rerun") as json_box:
+        if json_box.open:
+            st.code(json.dumps(preset.config, indent=2), language="json")
     st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
     try:
         reports = presets.validate_preset(preset, world_size=app_state.world_size(app_state.get_context()))

@@ -250,6 +250,11 @@ def test_plan_page_charts_carry_the_ranked_rows():
     assert set(candidates["Fits"]) <= {"fits", "does not fit"} and "fits" in set(candidates["Fits"])
     sweep = next(frames["sweep"] for _, frames in drawn if "sweep" in frames)
     assert set(sweep["Metric"]) == {"training hours", "cost (USD)"}
+    # the chosen row's ds_config is drawn once its expander is opened
+    assert not at.json
+    at.session_state["plan_config_box"] = True
+    at.run()
+    assert json.loads(at.json[0].value)["zero_optimization"]["stage"] == ranked["Stage"].iloc[0]
 
 
 def test_lr_curve_is_drawn_from_fewer_points_with_its_peaks_and_ends():
