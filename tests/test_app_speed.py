@@ -274,3 +274,22 @@ def test_lr_curve_is_drawn_from_fewer_points_with_its_peaks_and_ends():
     assert {0, 137, 2612, 2613, 4999} <= set(shown["step"])  # start, warm-up peak, both sides of the drop, end
     short = curve.head(300)
     assert lr_chart.decimate(short, ["lr"]) is short
+
+
+def test_release_verdicts_are_computed_once_per_distinct_input_in_a_session(monkeypatch):
+    from ui import app_state
+
+    calls = []
+    real = app_state.works_with
+    monkeypatch.setattr(app_state, "works_with", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/review.py")
+    assert len(calls) == 1
+    at.radio(key="review_variant").set_value("Only what differs from defaults").run()
+    assert len(calls) == 1  # a rerun for another widget: the 36 validations are not repeated
+    before = next(m.value for m in at.markdown if m.value.startswith("**Works with releases:**"))
+    at.session_state["config"] = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+                                  "zero_optimization": {"stage": 3, "zeropp_loco_param": {"err_beta": 0.8}}}
+    at.run()
+    assert len(calls) == 2
+    after = next(m.value for m in at.markdown if m.value.startswith("**Works with releases:**"))
+    assert after != before  # the verdicts follow the config
