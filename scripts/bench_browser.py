@@ -1,6 +1,6 @@
 """Where a page switch and a change cost the browser its time: Chrome DevTools' own counters per step.
 
-Usage: ``python scripts/bench_browser.py [--rounds 5] [--changes 10]`` (``make bench-browser``). One headless
+Usage: ``python scripts/bench_browser.py [--rounds 5] [--changes 10] [--pages ...]``. One headless
 Chromium session loads the preset ``zero2-bf16`` and Llama-2-7B (as ``make load-one``), flips the ZeRO stage
 ``--changes`` times, then visits every page ``--rounds`` times from the sidebar. For every step it reads
 ``Performance.getMetrics`` over the Chrome DevTools Protocol before and after, and prints per page (median over
