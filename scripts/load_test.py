@@ -321,7 +321,8 @@ def process_cpu() -> dict[str, float]:
             group = "driver (python)"
         else:
             continue
-        groups[group] = groups.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        # its own time and that of its exited children (a closed tab's renderer is reaped by Chromium's zygote)
+        groups[group] = groups.get(group, 0.0) + sum(int(f) for f in fields[11:15]) / tick
     return groups
 
 
