@@ -73,16 +73,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reruns", type=int, default=10, help="reruns per page (median)")
     parser.add_argument("--no-limit", action="store_true", help="skip the configs at the size limit")
+    parser.add_argument("--limit-only", action="store_true", help="only the configs at the size limit")
     args = parser.parse_args(argv)
+    if not args.limit_only:
+        reruns(args.reruns)
+    if not args.no_limit:
+        at_the_limit()
+    return 0
+
+
+def reruns(count: int) -> None:
+    """Print the median rerun of every page, a trivial page and the ZeRO stage flip."""
     preset = json.loads((ROOT / "presets" / "zero3-offload-cpu.json").read_text())["config"]
     with tempfile.TemporaryDirectory() as tmp:
         trivial = Path(tmp) / "trivial.py"
         trivial.write_text('import streamlit as st\n\nst.title("trivial")\nst.number_input("x", value=1)\n')
         at = AppTest.from_file(str(trivial), default_timeout=30).run()
-        print(f"{'trivial one-line page':28s} {_median_ms(at.run, args.reruns):7.1f} ms", flush=True)
+        print(f"{'trivial one-line page':28s} {_median_ms(at.run, count):7.1f} ms", flush=True)
     for page in app_state.PAGES:
         at = app(json.loads(json.dumps(preset)), page=f"pages/{page}.py", **_context())
-        print(f"{app_state.PAGE_TITLES[page]:28s} {_median_ms(at.run, args.reruns):7.1f} ms", flush=True)
+        print(f"{app_state.PAGE_TITLES[page]:28s} {_median_ms(at.run, count):7.1f} ms", flush=True)
     at = app(json.loads(json.dumps(preset)), page="pages/zero.py", **_context())
     stage = [2, 3]
 
@@ -90,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         stage.reverse()
         at.selectbox(key=widget_key("zero_optimization.stage")).set_value(stage[0]).run()
 
-    print(f"{'ZeRO page, stage flip':28s} {_median_ms(flip, args.reruns):7.1f} ms", flush=True)
-    if args.no_limit:
-        return 0
+    print(f"{'ZeRO page, stage flip':28s} {_median_ms(flip, count):7.1f} ms", flush=True)
+
+
+def at_the_limit() -> None:
+    """Print the time of switching to every page with a config at the size limit of each shape."""
     for shape, config in limit_configs().items():
         at = app(config, **_context())
         at.default_timeout = 300
@@ -104,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
             if at.exception:
                 row[-1] += " (exception)"
         print(f"size limit, {shape}: " + ", ".join(row) + " s", flush=True)
-    return 0
 
 
 if __name__ == "__main__":

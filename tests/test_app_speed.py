@@ -293,3 +293,15 @@ def test_release_verdicts_are_computed_once_per_distinct_input_in_a_session(monk
     assert len(calls) == 2
     after = next(m.value for m in at.markdown if m.value.startswith("**Works with releases:**"))
     assert after != before  # the verdicts follow the config
+
+
+def test_every_option_replaces_only_the_zero_section_as_core_does():
+    from core import memory as core_memory
+    from ui import memory
+
+    configs = [{}, {"zero_optimization": 5}, {"zero_optimization": {"offload_optimizer": "x"}},
+               {"zero_optimization": {"stage": 3, "cpu_offload": True, "offload_param": {"device": "cpu", "pin_memory":
+                True}}, "bf16": {"enabled": True}, "k": [1, {"a": 2}]}]
+    for config in configs:
+        for option in core_memory.zero_options():
+            assert memory._with_zero_option(config, *option) == core_memory.with_zero_option(config, *option)

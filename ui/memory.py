@@ -154,9 +154,18 @@ def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
     """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals."""
     # every option replaces the stage and the offload devices, so configs that differ only in those share one
     # entry: a stage flip on the ZeRO page costs no estimate here
-    base = memory.with_zero_option(config, 0, "none", "none")
+    base = _with_zero_option(config, 0, "none", "none")
     found = _options(*_keys(base, context, shape_for(context, config, report)))
     return None if found is None else found.copy()
+
+
+def _with_zero_option(config: Mapping[str, Any], stage: int, offload_optimizer: str,
+                      offload_param: str) -> dict[str, Any]:
+    """``core.memory.with_zero_option`` without copying the rest of the config: it only replaces the ZeRO section,
+    and a deep copy of a 1 MB config for each of 14 options was most of the ZeRO page's time at the size limit."""
+    zero = memory.with_zero_option({"zero_optimization": config.get("zero_optimization")}, stage, offload_optimizer,
+                                   offload_param)
+    return {**config, **zero}
 
 
 @functools.lru_cache(maxsize=256)
@@ -169,7 +178,7 @@ def _options(config_json: str, context_json: str, shape_key: tuple) -> pd.DataFr
     hardware, shape = hardware_for(context), _shape(shape_key)
     rows = []
     for stage, opt, param in memory.zero_options():
-        est = memory.estimate(memory.with_zero_option(config, stage, opt, param), model, hardware, shape)
+        est = memory.estimate(_with_zero_option(config, stage, opt, param), model, hardware, shape)
         label = option_label(stage, opt, param)
         for category, size in sorted(est.gpu_peak_by_category().items()):
             rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB,
