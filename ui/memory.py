@@ -112,25 +112,14 @@ def _shape(key: tuple) -> memory.Shape:
     return memory.Shape(micro_batch=key[0], seq_len=key[1], attention=key[2], recompute=key[3])
 
 
-# The estimates are pure functions of (config, model, hardware, shape). A page asks for the current one three
-# times per rerun (headline, sidebar, page), the ZeRO page for 14 options more; every session of a room shares
-# these caches, and a stage flip finds the 14 options already computed (see ``options_components``). Keyed on
-# text, in-process (``functools.lru_cache``: no pickling of the results on every hit, as ``st.cache_data`` does);
-# the cached objects are shared, so the frames are copied before a page edits them.
-@functools.lru_cache(maxsize=512)
-def _estimate(config_json: str, context_json: str, shape: tuple) -> memory.MemoryEstimate | None:
-    context = json.loads(context_json)
-    model = model_for(context)
-    return None if model is None else memory.estimate(json.loads(config_json), model, hardware_for(context),
-                                                      _shape(shape))
-
-
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
                      report: Report | None = None) -> memory.MemoryEstimate | None:
     """The full estimate for the session's config, or None when no model is chosen."""
-    if model_params(context) is None and not isinstance(context.get("model_config"), Mapping):
+    # not cached: one estimate takes well under a millisecond, less than the JSON key of a large config would
+    model = model_for(context)
+    if model is None:
         return None
-    return _estimate(*_keys(config, context, shape_for(context, config, report)))
+    return memory.estimate(config, model, hardware_for(context), shape_for(context, config, report))
 
 
 def option_label(stage: int, offload_optimizer: str, offload_param: str) -> str:
@@ -152,8 +141,10 @@ def current_option(config: Mapping[str, Any], stage: int) -> str:
 def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
                        report: Report | None = None) -> pd.DataFrame | None:
     """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals."""
-    # every option replaces the stage and the offload devices, so configs that differ only in those share one
-    # entry: a stage flip on the ZeRO page costs no estimate here
+    # Cached in-process on text keys (shared by a room's sessions; ``functools.lru_cache``, so a hit does not
+    # unpickle the frame as ``st.cache_data`` would; it is copied before the page edits it). Every option replaces
+    # the stage and the offload devices, so configs that differ only in those share one entry: a stage flip on
+    # the ZeRO page computes none of the 14 estimates again.
     base = _with_zero_option(config, 0, "none", "none")
     found = _options(*_keys(base, context, shape_for(context, config, report)))
     return None if found is None else found.copy()
