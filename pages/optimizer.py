@@ -81,7 +81,7 @@ if sched is not None:
     steps = int(ctx.get("train_steps") or 1000)
     widgets.context_widget(st.number_input, "train_steps", "Steps to chart", step=1000)
     try:
-        curve = lr_schedules.config_schedule_curve(config, steps)
+        curve = lr_chart.schedule_curve(config, steps)
     except lr_schedules.ScheduleError as exc:
         where = f" (`scheduler.params.{exc.param}`)" if exc.param and exc.param != "steps" else ""
         st.error(f"No curve{where}: {exc}", icon=":material/error:")

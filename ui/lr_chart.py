@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
 import altair as alt
 import numpy as np
 import pandas as pd
+
+from core import lr_schedules
 
 #: The chart is ~700 px wide: 100 buckets of (first, last, lowest, highest, sharpest change) points draw the line every
 #: step draws. The browser's cost grows with the points (vega evaluates each one's encodings and tooltip; 2,000
@@ -43,3 +50,15 @@ def decimate(curve: pd.DataFrame, series: list[str], buckets: int = BUCKETS) -> 
         jump = pd.Series(np.abs(np.diff(values, prepend=values[0]))).groupby(bucket).idxmax().to_numpy()
         keep[jump] = keep[np.maximum(jump - 1, 0)] = True
     return curve[keep]
+
+
+def schedule_curve(config: Mapping[str, Any], steps: int) -> pd.DataFrame:
+    """``core.lr_schedules.config_schedule_curve`` of ``config`` (a copy, attrs included), computed once per
+    distinct (config, steps) in the process: stepping the schedule through every step was about half of the
+    Optimizer page's rerun, repeated when nothing it depends on had changed. Raises what it raises."""
+    return _curve(json.dumps(config, sort_keys=True, default=str), steps).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _curve(config_json: str, steps: int) -> pd.DataFrame:
+    return lr_schedules.config_schedule_curve(json.loads(config_json), steps)
