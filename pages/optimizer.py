@@ -81,7 +81,7 @@ if sched is not None:
     steps = int(ctx.get("train_steps") or 1000)
     widgets.context_widget(st.number_input, "train_steps", "Steps to chart", step=1000)
     try:
-        curve = lr_schedules.config_schedule_curve(config, steps)
+        curve = lr_chart.schedule_curve(config, steps)
     except lr_schedules.ScheduleError as exc:
         where = f" (`scheduler.params.{exc.param}`)" if exc.param and exc.param != "steps" else ""
         st.error(f"No curve{where}: {exc}", icon=":material/error:")
@@ -89,9 +89,9 @@ if sched is not None:
     if curve is not None:
         for warning in curve.attrs.get("warnings", []):
             st.warning(f"DeepSpeed would warn: {warning}")
-        every = max(1, len(curve) // 2000)
-        shown = curve.iloc[::every]
-        long = shown.melt("step", [c for c in ("lr", "momentum") if c in shown], "series", "value")
+        series = [c for c in ("lr", "momentum") if c in curve]
+        shown = lr_chart.decimate(curve, series)
+        long = shown.melt("step", series, "series", "value")
         charts.draw(lr_chart.lr_curve, {"curve": long}, with_momentum="momentum" in shown)
         final = pd.DataFrame({"Optimizer step": [0, steps // 2, steps - 1],
                               "Learning rate": [curve["lr"].iloc[0], curve["lr"].iloc[steps // 2],

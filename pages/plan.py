@@ -147,8 +147,11 @@ else:
     if st.session_state.get("plan_message"):
         st.success(st.session_state["plan_message"], icon=":material/check:")
         actions.undo_button("plan")
-    with st.expander("Its ds_config", icon=":material/data_object:"):
-        st.json(shown.iloc[rank - 1]["config"])
+    # drawn only while open: the JSON viewer is one of the page's heaviest elements in the browser
+    with st.expander("Its ds_config", icon=":material/data_object:", key="plan_config_box",
+                     on_change="rerun") as config_box:
+        if config_box.open:
+            st.json(shown.iloc[rank - 1]["config"])
 
     # ---- charts
     st.subheader("Where the time goes")

@@ -55,15 +55,12 @@ for col, (key, label) in zip(cols, FILTERS.items(), strict=True):
     options = sorted({str(f[key]) for f in facet.values()})
     chosen[key] = col.multiselect(label, options, key=f"presets_filter_{key}", placeholder="any")
 shown = [p for p in found if all(not sel or str(facet[p.name][k]) in sel for k, sel in chosen.items())]
-st.dataframe(
-    pd.DataFrame(
-        [{"Name": p.name, "Title": p.title, **{label: str(facet[p.name][k]) for k, label in FILTERS.items()},
-          "ZeRO++": facet[p.name]["zeropp"], "Source": "built-in" if p.builtin else str(p.path.parent)}
-         for p in shown],
-        columns=["Name", "Title", *FILTERS.values(), "ZeRO++", "Source"],
-    ),
-    hide_index=True, key="presets_gallery", height=min(38 + 35 * max(len(shown), 1), 600),
-)
+tables.small_table(pd.DataFrame(
+    [{"Name": p.name, "Title": p.title, **{label: str(facet[p.name][k]) for k, label in FILTERS.items()},
+      "ZeRO++": facet[p.name]["zeropp"], "Source": "built-in" if p.builtin else str(p.path.parent)}
+     for p in shown],
+    columns=["Name", "Title", *FILTERS.values(), "ZeRO++", "Source"],
+))
 st.caption(f"{len(shown)} of {len(found)} presets shown · folders searched: "
            + ", ".join(md_escape(f) for f in folders))
 
@@ -104,13 +101,14 @@ else:
     justifications = meta.get("justifications")
     if isinstance(justifications, list) and justifications:
         st.markdown("**Why each non-default choice** (the DeepSpeed documentation file and section cited)")
-        st.dataframe(pd.DataFrame([j for j in justifications if isinstance(j, dict)],
-                                  columns=list(presets.JUSTIFICATION_FIELDS)).rename(columns=str.capitalize),
-                     hide_index=True, key="presets_justifications")
+        tables.small_table(pd.DataFrame([j for j in justifications if isinstance(j, dict)],
+                                        columns=list(presets.JUSTIFICATION_FIELDS)).rename(columns=str.capitalize))
     for problem in presets.meta_problems(meta, vetted=preset.builtin):
         st.warning(md_escape(problem))
-    with st.expander("JSON", icon=":material/data_object:"):
-        st.code(json.dumps(preset.config, indent=2), language="json")
+    # drawn only while open: a highlighted code block is one of the heaviest elements for the browser
+    with st.expander("JSON", icon=":material/data_object:", key="presets_json_box", on_change="rerun") as json_box:
+        if json_box.open:
+            st.code(json.dumps(preset.config, indent=2), language="json")
     st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
     try:
         reports = presets.validate_preset(preset, world_size=app_state.world_size(app_state.get_context()))
@@ -148,8 +146,7 @@ right = cols[1].selectbox("Right", names, index=min(1, len(names) - 1), key="pre
 # keys and values as safe text: the current config may hold anything (even lone surrogates)
 rows = [{k: fields.safe_text(v) for k, v in row.items()} for row in key_differences(sides[left], sides[right])]
 if rows:
-    st.dataframe(pd.DataFrame(rows).rename(columns={"key": "Key", "left": left, "right": right}), hide_index=True,
-                 key="presets_diff")
+    tables.small_table(pd.DataFrame(rows).rename(columns={"key": "Key", "left": left, "right": right}))
 else:
     st.info("The two configs are identical.")
 ctx = app_state.get_context()

@@ -7,7 +7,6 @@ import streamlit as st
 import core
 from core import autofill, export
 from core.autofix import fix_until_stable
-from core.versions.matrix import works_with
 from ui import app_state, fields, focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")
@@ -82,7 +81,7 @@ if not report.errors:
     show(f"{accepted}\n\nMemory: {fit_text}", icon=":material/check_circle:")
 
 # ------------------------------------------------------------------ releases
-releases = works_with(config, world_size=app_state.world_size(ctx), target=form.target)
+releases = app_state.releases()
 ok_count = sum(v.ok for v in releases.verdicts)
 st.markdown(f"**Works with releases:** {fields.safe_text(releases.summary)} "
             f"({ok_count} of {len(releases.verdicts)} profiled DeepSpeed releases accept it).")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core import memory as core_memory
 from core.findings import get_path
 from ui import actions, app_state, charts, fields, frame, headline, memory, perf, tables, widgets, zero_charts
 
@@ -47,8 +46,7 @@ def sweep_section(config: dict, ctx: dict, report, micro_batch: int, seq_len: in
     st.subheader("Memory against micro batch, sequence length or GPU count")
     axis = st.radio("Sweep", list(SWEEP_AXES), format_func=SWEEP_AXES.get, horizontal=True, key="zero_sweep_axis")
     now = {"micro_batch": micro_batch, "seq_len": seq_len, "total_gpus": world}[axis]
-    sweep = core_memory.sweep_totals(config, memory.model_for(ctx), memory.hardware_for(ctx),
-                                     memory.shape_for(ctx, config, report), axis, memory.sweep_values(axis, ctx, now))
+    sweep = memory.sweep(config, ctx, report, axis, now)
     sweep["current"] = sweep[axis] == now
     sweep["verdict"] = sweep["fits"].map(memory.fit_label)
     charts.draw(zero_charts.sweep, {"sweep": sweep[[axis, "gpu_gib", "verdict"]], zero_charts.CAPACITY: capacity_row},
@@ -162,13 +160,15 @@ if estimate is not None:
     options["category"] = options["category"].str.replace("_", " ")
     totals = options.drop_duplicates("option")
     option_columns = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict", "current"]
-    charts.draw(zero_charts.every_option, {"options": options[option_columns], "totals": totals[option_columns],
-                                           zero_charts.CAPACITY: capacity_row})
     tables.small_table(pd.DataFrame({
         "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
         "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
         "Fits": totals["verdict"], "Current": totals["current"].map({True: "◀ current", False: ""}),
     }), dict.fromkeys(("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node"), ".1f"))
+    with charts.on_demand("Chart of every option, by category", key="zero_options_chart") as shown:
+        if shown:
+            charts.draw(zero_charts.every_option, {"options": options[option_columns], "totals": totals[option_columns],
+                                                   zero_charts.CAPACITY: capacity_row})
 
     sweep_section(config, ctx, form.report, estimate.shape.micro_batch, estimate.shape.seq_len, world, capacity_row)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import re
 import statistics
@@ -35,8 +36,20 @@ PRESETS = ("zero2-bf16", "zero2-offload-cpu")  # all ZeRO-2, so the first change
 #: showed another session's model (mixed-up state) or lost its own is an error.
 MODELS = ("meta-llama/Llama-2-7b-hf", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen2-7B", "tiiuae/falcon-7b",
           "EleutherAI/pythia-6.9b")
-IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-           " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')")
+#: How often (ms) a driver that polls re-checks a condition in the page (``bench_browser``, the tests).
+#: Playwright's default polls on every animation frame, which keeps a waiting tab drawing frames (measured: 16%
+#: of a core per tab polling ``innerText``, 2% polling every 100 ms). The room driver here does not poll at
+#: all: the page resolves a promise when its own MutationObserver sees the state, and the driver awaits it.
+POLL_MS = 50
+#: Resolves once the status widget no longer says "Running" (at once if it does not now).
+IDLE_WAIT_JS = """() => new Promise((resolve) => {
+  const busy = () => { const w = document.querySelector('[data-testid="stStatusWidget"]');
+                       return !!w && w.textContent.includes('Running'); };
+  if (!busy()) { resolve(); return; }
+  const observer = new MutationObserver(() => { if (!busy()) { observer.disconnect(); resolve(); } });
+  observer.observe(document.body, {subtree: true, childList: true, characterData: true}); })"""
+#: Seconds any single wait in the page may take before it is an error of the run.
+WAIT_S = 90.0
 
 
 @dataclass
@@ -50,11 +63,20 @@ class Stats:
     setup: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     changes: int = 0
+    #: times a session's open stage list closed before its option could be clicked, and was opened again
+    reopened: int = 0
+    #: CPU seconds by process group while the sessions ran (``process_cpu``), when measured
+    cpu: dict[str, float] = field(default_factory=dict)
+
+
+async def _until(tab, expression: str, arg: object = None, timeout: float = WAIT_S) -> object:
+    """Await a promise the page resolves itself (no polling by the driver); TimeoutError after ``timeout`` s."""
+    return await asyncio.wait_for(tab.evaluate(expression, arg), timeout)
 
 
 async def _idle(tab) -> None:
     await tab.wait_for_timeout(200)
-    await tab.wait_for_function(IDLE_JS)
+    await _until(tab, IDLE_WAIT_JS)
 
 
 async def _nav(tab, title: str) -> None:
@@ -63,11 +85,15 @@ async def _nav(tab, title: str) -> None:
     await _idle(tab)
 
 
+#: Arms a change's timer: the next mousedown starts it, the DOM showing ``text`` stops it and resolves
+#: ``window.__changeDone`` (which the driver awaits).
 WATCH_JS = """(text) => { window.__changeStart = null; window.__changeShown = null;
+  window.__changeDone = new Promise((resolve) => { window.__resolveChange = resolve; });
   document.addEventListener('mousedown', () => { window.__changeStart = performance.now(); },
                             {once: true, capture: true});
   const observer = new MutationObserver(() => {
-    if (document.body.innerText.includes(text)) { window.__changeShown = performance.now(); observer.disconnect(); }
+    if (document.body.textContent.includes(text)) {
+      window.__changeShown = performance.now(); observer.disconnect(); window.__resolveChange(); }
   });
   observer.observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
 
@@ -77,13 +103,18 @@ WATCH_JS = """(text) => { window.__changeStart = null; window.__changeShown = nu
 PAGE_SHOWN_JS = """(title) => { window.__changeStart = null; window.__changeShown = null; window.__lastChange = null;
   document.addEventListener('mousedown', () => { window.__changeStart = performance.now(); },
                             {once: true, capture: true});
-  const shown = () => [...document.querySelectorAll('h1')].some(h => h.innerText.includes(title));
+  const shown = () => [...document.querySelectorAll('h1')].some(h => h.textContent.includes(title));
   const observer = new MutationObserver(() => {
     if (window.__changeShown === null && shown()) window.__changeShown = performance.now();
     if (window.__changeShown !== null) window.__lastChange = performance.now();
   });
   observer.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true}); }"""
 DRAWN_JS = "() => window.__changeShown !== null && performance.now() - window.__lastChange > 300"
+#: The same end as ``DRAWN_JS``, as a promise: resolves once the title is shown and 300 ms passed without a change.
+DRAWN_WAIT_JS = """() => new Promise((resolve) => {
+  const check = () => { if (window.__changeShown !== null && performance.now() - window.__lastChange > 300) {
+                          resolve(); } else { setTimeout(check, 100); } };
+  check(); })"""
 
 
 async def _tour(tab, rounds: int, stats: Stats) -> None:
@@ -93,7 +124,7 @@ async def _tour(tab, rounds: int, stats: Stats) -> None:
             link = tab.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first
             await tab.evaluate(PAGE_SHOWN_JS, title)
             await link.click()
-            await tab.wait_for_function(DRAWN_JS)
+            await _until(tab, DRAWN_WAIT_JS)
             drawn = await tab.evaluate("() => window.__lastChange - window.__changeStart")
             stats.page_switch.setdefault(title, []).append(drawn / 1000)
             await _idle(tab)
@@ -140,19 +171,13 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
         step = "stage change"
         while time.monotonic() < deadline:
             stage = 3 if stage == 2 else 2
-            stage_box = tab.get_by_role("combobox", name="stage", exact=True)
-            await stage_box.click()
-            option = tab.get_by_role("option").filter(has_text=re.compile(rf"^\s*{stage}\b")).first
-            await option.wait_for()
-            await tab.evaluate(WATCH_JS, f"Current config: ZeRO-{stage}")
-            clicked = time.perf_counter()
-            await option.click()
-            await tab.wait_for_function("() => window.__changeShown !== null")
+            clicked = await _choose_stage(tab, stage, stats)
+            await _until(tab, "() => window.__changeDone", timeout=timeout_ms / 1000)
             stats.latencies.append(time.perf_counter() - clicked)
             shown = await tab.evaluate("() => window.__changeShown - window.__changeStart")
             stats.in_page.append(shown / 1000)
             stats.changes += 1
-            if own_model not in await tab.evaluate("() => document.body.innerText"):
+            if own_model not in await tab.evaluate("() => document.body.textContent"):
                 stats.errors.append(f"session {index}: after a change the page no longer shows its model {model}")
                 break
             if await tab.locator('[data-testid="stException"]').count():
@@ -166,6 +191,34 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
         stats.errors.append(f"session {index} at {step}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
     finally:
         await context.close()
+
+
+#: How long the driver waits for the open stage list (its option, then the click on it) before it closes the list
+#: and opens it again, as a person would whose list closed under them; and how often it tries.
+REOPEN_AFTER_MS = 15_000
+REOPEN_TRIES = 5
+
+
+async def _choose_stage(tab, stage: int, stats: Stats) -> float:
+    """Open the stage box and click the option ``stage``, arming the page's timer just before; the driver's
+    clock at the click. A rerun that lands while the list is open re-renders the box and closes the list (seen
+    under load: the option never appeared); the list is then opened again, and each reopening is counted."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(REOPEN_TRIES):
+        await tab.get_by_role("combobox", name="stage", exact=True).click()
+        option = tab.get_by_role("option").filter(has_text=re.compile(rf"^\s*{stage}\b")).first
+        try:
+            await option.wait_for(timeout=REOPEN_AFTER_MS)
+            await tab.evaluate(WATCH_JS, f"Current config: ZeRO-{stage}")
+            clicked = time.perf_counter()
+            await option.click(timeout=REOPEN_AFTER_MS)
+            return clicked
+        except PlaywrightTimeout:
+            stats.reopened += 1
+            await tab.keyboard.press("Escape")
+            await _idle(tab)
+    raise TimeoutError(f"the stage list did not offer {stage} in {REOPEN_TRIES} openings")
 
 
 def think_time(pace: float, rng: random.Random) -> float:
@@ -200,10 +253,15 @@ def report(stats: Stats, sessions: int, setup_steps: str, change_seen: str, wall
         shown = sorted(stats.in_page)
         print(f"  in the page (mousedown -> DOM shows it): p50 {_pct(shown, 50) * 1000:.0f} ms"
               f"  p95 {_pct(shown, 95) * 1000:.0f} ms  max {shown[-1] * 1000:.0f} ms")
+    if stats.reopened:
+        print(f"stage list opened again (closed by a late rerun before the click): {stats.reopened}")
     print(f"errors: {len(stats.errors)}")
     for title, times in stats.page_switch.items():
         print(f"  switch to {title} (until drawn): p50 {_pct(times, 50) * 1000:.0f} ms"
               f"  p95 {_pct(times, 95) * 1000:.0f} ms  max {max(times) * 1000:.0f} ms  ({len(times)} visits)")
+    if stats.cpu:
+        spent = ", ".join(f"{group} {sec:.0f} s" for group, sec in sorted(stats.cpu.items(), key=lambda kv: -kv[1]))
+        print(f"CPU while the sessions ran: {spent} (the machine has {os.cpu_count()} cores)")
     for error in stats.errors[:20]:
         print(f"  {error}")
     print(f"wall time: {wall:.1f} s")
@@ -224,14 +282,48 @@ async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: 
             await tab.goto(url)
             await tab.locator("h1").first.wait_for(timeout=120_000)
             await warm.close()
+            before = process_cpu()
             tasks = []
             for i in range(sessions):
                 tasks.append(asyncio.create_task(_session(i, browser, url, duration, stats, timeout_ms, pace, tour)))
                 await asyncio.sleep(ramp)
             await asyncio.gather(*tasks)
+            after = process_cpu()
+            stats.cpu = {group: after.get(group, 0.0) - before.get(group, 0.0) for group in after}
         finally:
             await browser.close()
     return stats
+
+
+def process_cpu() -> dict[str, float]:
+    """CPU seconds used so far by the processes of a run, by group: the app server (``streamlit run``), the
+    browser (every Chromium process), the Playwright driver (node) and this script; from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    groups: dict[str, float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if not args:
+            continue
+        command = " ".join(args)
+        if "streamlit" in command and " run " in f" {command} ":
+            group = "app server"
+        elif "chrom" in Path(args[0]).name:
+            group = "browser"
+        elif "playwright" in command and "node" in Path(args[0]).name:
+            group = "driver (node)"
+        elif int(pid) == os.getpid():
+            group = "driver (python)"
+        else:
+            continue
+        # its own time and that of its exited children (a closed tab's renderer is reaped by Chromium's zygote)
+        groups[group] = groups.get(group, 0.0) + sum(int(f) for f in fields[11:15]) / tick
+    return groups
 
 
 def room_arguments(description: str, *, kind: str, sessions: int, timeout: float,

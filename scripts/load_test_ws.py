@@ -19,8 +19,10 @@ resident memory before, with all N held, and per session (``make load-memory``).
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -101,6 +103,9 @@ class Client:
                     run.texts.append(inner.body)
                 elif element_type in ("dataframe", "table"):
                     run.tables.append(_columns(inner.arrow_data.data))
+                elif element_type == "html":  # the app's small tables (ui.tables): the header cells
+                    run.tables += [[html.unescape(c) for c in _HEADER_CELL.findall(head)]
+                                   for head in _HEADER_ROW.findall(inner.body)]
                 elif element_type == "exception":
                     run.exceptions.append(f"{inner.type}: {inner.message}")
             elif kind == "script_finished":
@@ -119,6 +124,10 @@ class Client:
 
     def click(self, key: str) -> WidgetState:
         return WidgetState(id=self.widgets[key][1].id, trigger_value=True)
+
+
+_HEADER_ROW = re.compile(r"<thead><tr>(.*?)</tr></thead>", re.S)
+_HEADER_CELL = re.compile(r"<th>(.*?)</th>", re.S)
 
 
 def _columns(arrow_ipc: bytes) -> list[str]:

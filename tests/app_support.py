@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
@@ -53,12 +54,49 @@ def sidebar_text(at: AppTest) -> str:
     return "\n".join(text for text, _ in sidebar_findings(at))
 
 
-def shown_tables(at: AppTest) -> list[pd.DataFrame]:
-    """Every table on the page (HTML ``st.table`` and ``st.dataframe`` grids alike) as the user reads it, with
-    the columns whose every cell is a number as written ("1,234.5") turned back into numbers."""
+class _TableReader(HTMLParser):
+    """The header and body rows of every ``<table>`` in a piece of HTML, as the cells' text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def html_tables(at: AppTest) -> list[pd.DataFrame]:
+    """The tables ``ui.tables.small_table`` drew (``st.html``), each cell as the text the user reads."""
     frames = []
-    for element in [*at.table, *at.dataframe]:
-        frame = element.value.copy()
+    for element in at.html:
+        reader = _TableReader()
+        reader.feed(element.value)
+        frames += [pd.DataFrame(rows[1:], columns=rows[0]) for rows in reader.tables]
+    return frames
+
+
+def shown_tables(at: AppTest) -> list[pd.DataFrame]:
+    """Every table on the page (the HTML tables of ``ui.tables``, ``st.table`` and ``st.dataframe`` grids alike)
+    as the user reads it, with the columns whose every cell is a number as written ("1,234.5") turned back into
+    numbers."""
+    frames = []
+    for value in [*html_tables(at), *(e.value for e in [*at.table, *at.dataframe])]:
+        frame = value.copy()
         for column in frame.columns:
             if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column]):
                 numbers = pd.to_numeric(frame[column].astype(str).str.replace(",", "", regex=False), errors="coerce")

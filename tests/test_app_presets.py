@@ -67,6 +67,9 @@ def test_details_show_metadata_json_and_validation():
         assert preset.meta[key] in shown, key
     cites = table(at, "Key", "Why")
     assert list(cites["Key"]) == [j["key"] for j in preset.meta["justifications"]]
+    assert not [c for c in at.code if c.language == "json"]  # the JSON is drawn once its expander is opened
+    at.session_state["presets_json_box"] = True  # what opening it does
+    at.run()
     code = next(c.value for c in at.code if c.language == "json")
     assert json.loads(code) == preset.config
     oks = [plain(s.value) for s in at.main.success]

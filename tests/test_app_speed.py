@@ -77,6 +77,10 @@ def vega_charts(at) -> list[tuple[dict, dict[str, pd.DataFrame]]]:
 
 def test_zero_page_charts_carry_the_current_rows_after_a_stage_flip():
     at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}}, page="pages/zero.py", **MODEL)
+    # the chart of every option repeats the table above it: drawn only once its expander is opened
+    assert len(vega_charts(at)) == 3 and not any("totals" in frames for _, frames in vega_charts(at))
+    at.session_state["zero_options_chart"] = True  # what opening the expander does
+    at.run()
     drawn = vega_charts(at)
     assert len(drawn) == 4
     for spec, frames in drawn:
@@ -246,3 +250,58 @@ def test_plan_page_charts_carry_the_ranked_rows():
     assert set(candidates["Fits"]) <= {"fits", "does not fit"} and "fits" in set(candidates["Fits"])
     sweep = next(frames["sweep"] for _, frames in drawn if "sweep" in frames)
     assert set(sweep["Metric"]) == {"training hours", "cost (USD)"}
+    # the chosen row's ds_config is drawn once its expander is opened
+    assert not at.json
+    at.session_state["plan_config_box"] = True
+    at.run()
+    assert json.loads(at.json[0].value)["zero_optimization"]["stage"] == ranked["Stage"].iloc[0]
+
+
+def test_lr_curve_is_drawn_from_fewer_points_with_its_peaks_and_ends():
+    import numpy as np
+
+    from ui import lr_chart
+
+    steps = np.arange(5000)
+    lr = np.where(steps < 137, steps / 137 * 2e-3, 2e-3 * (1 - (steps - 137) / 4863))
+    lr[2613:] *= 0.5  # a step down inside a bucket
+    curve = pd.DataFrame({"step": steps, "lr": lr, "momentum": 0.9 - 0.05 * np.sin(steps / 40)})
+    shown = lr_chart.decimate(curve, ["lr", "momentum"])
+    assert len(shown) <= 6 * 2 * lr_chart.BUCKETS < len(curve)
+    assert shown.equals(curve.loc[shown.index])  # rows of the curve, unchanged
+    for name in ("lr", "momentum"):
+        assert shown[name].max() == curve[name].max() and shown[name].min() == curve[name].min()
+    assert {0, 137, 2612, 2613, 4999} <= set(shown["step"])  # start, warm-up peak, both sides of the drop, end
+    short = curve.head(300)
+    assert lr_chart.decimate(short, ["lr"]) is short
+
+
+def test_release_verdicts_are_computed_once_per_distinct_input_in_a_session(monkeypatch):
+    from ui import app_state
+
+    calls = []
+    real = app_state.works_with
+    monkeypatch.setattr(app_state, "works_with", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/review.py")
+    assert len(calls) == 1
+    at.radio(key="review_variant").set_value("Only what differs from defaults").run()
+    assert len(calls) == 1  # a rerun for another widget: the 36 validations are not repeated
+    before = next(m.value for m in at.markdown if m.value.startswith("**Works with releases:**"))
+    at.session_state["config"] = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+                                  "zero_optimization": {"stage": 3, "zeropp_loco_param": {"err_beta": 0.8}}}
+    at.run()
+    assert len(calls) == 2
+    after = next(m.value for m in at.markdown if m.value.startswith("**Works with releases:**"))
+    assert after != before  # the verdicts follow the config
+
+
+def test_every_option_replaces_only_the_zero_section_as_core_does():
+    from core import memory as core_memory
+    from ui import memory
+
+    configs = [{}, {"zero_optimization": 5}, {"zero_optimization": {"offload_optimizer": "x"}},
+               {"zero_optimization": {"stage": 3, "cpu_offload": True, "offload_param": {"device": "cpu", "pin_memory":
+                True}}, "bf16": {"enabled": True}, "k": [1, {"a": 2}]}]
+    for config in configs:
+        for option in core_memory.zero_options():
+            assert memory._with_zero_option(config, *option) == core_memory.with_zero_option(config, *option)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_support import ROOT, app, sidebar_findings, sidebar_text, texts
+from app_support import ROOT, app, html_tables, sidebar_findings, sidebar_text, texts
 
 from ui import app_state
 from ui.widgets import widget_key
@@ -98,7 +98,7 @@ def test_batch_widget_changes_config_and_keeps_unknown_keys():
 def test_batch_shows_derived_values():
     at = app({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}, page="pages/batch.py",
              nodes=1, gpus_per_node=4)
-    table = at.table[0].value
+    (table,) = html_tables(at)
     row = table.set_index("Setting").loc["train_batch_size"]
     assert row["Value"] == "24"  # shown as text: a config may hold ints beyond int64
     assert row["Source"] == "derived by DeepSpeed"

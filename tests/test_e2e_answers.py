@@ -142,14 +142,11 @@ def test_new_user_walk_through_of_issue_16(browser, answers_server):  # noqa: F8
         nav(tab, "Presets")
         select(tab, "Left", "Your current config")
         select(tab, "Right", "(hf-auto-zero3)")
-        table = tab.locator('[data-testid="stDataFrame"]').first
-        table.wait_for()
-        # the grid's accessible rows (the cells themselves are drawn on a canvas)
-        row = tab.locator('[role="row"]').filter(has=tab.locator('[role="gridcell"]', has_text=re.compile(
+        # the key differences, an HTML table (ui.tables): the row of the key, cell by cell
+        row = tab.locator("table.ds-table tr").filter(has=tab.locator("td", has_text=re.compile(
             "^gradient_accumulation_steps$"))).filter(has_text='"auto"').first
         expect(row).to_contain_text("1")
-        assert [c.inner_text() for c in row.locator('[role="gridcell"]').all()] == \
-            ["gradient_accumulation_steps", "1", '"auto"']
+        assert [c.inner_text() for c in row.locator("td").all()] == ["gradient_accumulation_steps", "1", '"auto"']
 
         # ---- 4. "auto" is honest: hf-auto-zero3 with the HF target
         hf_auto = preset_config("hf-auto-zero3")

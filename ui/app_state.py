@@ -11,9 +11,9 @@ import base64
 import copy
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
@@ -23,6 +23,7 @@ from core.findings import Report
 from core.rules.context import TARGETS, Context
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
 from core.schema.root import empty_config
+from core.versions.matrix import WorksWith, works_with
 
 #: Session-state keys.
 CONFIG = "config"
@@ -167,8 +168,29 @@ def replace_config(config: dict[str, Any], *, baseline: bool = False) -> None:
     clear_widgets()
 
 
-#: Session key of the last validation: (what it was computed from, the report).
+#: Session keys of the last validation and of the last verdict of every release: (what it was computed from,
+#: the result).
 REPORT_MEMO = "report_memo"
+RELEASES_MEMO = "releases_memo"
+T = TypeVar("T")
+
+
+def _memoised(slot: str, compute: Callable[[dict[str, Any], dict[str, Any]], T]) -> T:
+    """``compute(config, context)`` for the current config and context, kept in the session under ``slot`` and
+    computed again only when the config, GPU count, target or version changed."""
+    ctx = get_context()
+    config = get_config()
+    try:
+        key = (json.dumps(config, ensure_ascii=False), world_size(ctx), ctx["target"], ctx["version"])
+    except (TypeError, ValueError):  # not JSON (never from the app's own widgets): compute without a memo
+        key = None
+    memo = st.session_state.get(slot)
+    if key is not None and memo is not None and memo[0] == key:
+        return memo[1]
+    result = compute(config, ctx)
+    if key is not None:
+        st.session_state[slot] = (key, result)
+    return result
 
 
 def report() -> Report:
@@ -176,19 +198,15 @@ def report() -> Report:
 
     The sidebar, the headline and the page all ask within one rerun, and a page switch or a change elsewhere
     (a chart axis, the model) does not change it; a 1 MB config takes seconds to validate."""
-    ctx = get_context()
-    config = get_config()
-    try:
-        key = (json.dumps(config, ensure_ascii=False), world_size(ctx), ctx["target"], ctx["version"])
-    except (TypeError, ValueError):  # not JSON (never from the app's own widgets): validate without a memo
-        key = None
-    memo = st.session_state.get(REPORT_MEMO)
-    if key is not None and memo is not None and memo[0] == key:
-        return memo[1]
-    result = core.validate(config, world_size=world_size(ctx), target=ctx["target"], version=ctx["version"])
-    if key is not None:
-        st.session_state[REPORT_MEMO] = (key, result)
-    return result
+    return _memoised(REPORT_MEMO, lambda config, ctx: core.validate(
+        config, world_size=world_size(ctx), target=ctx["target"], version=ctx["version"]))
+
+
+def releases() -> WorksWith:
+    """``works_with`` of the current config (its verdict under every profiled release), once per distinct input:
+    36 validations, most of the Review page's rerun when computed on every rerun."""
+    return _memoised(RELEASES_MEMO, lambda config, ctx: works_with(
+        config, world_size=world_size(ctx), target=ctx["target"]))
 
 
 def zero_stage(config: Mapping[str, Any]) -> int:

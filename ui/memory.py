@@ -7,6 +7,8 @@ tables the charts draw.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,9 +96,26 @@ def shape_for(context: Mapping[str, Any], config: Mapping[str, Any], report: Rep
     )
 
 
+#: The context entries the memory model reads (model, cluster); the cache keys below are built from these only.
+_MODEL_AND_HARDWARE = ("model", "model_config", "total_params", "largest_layer_params", "gpus_per_node", "nodes",
+                       "gpu_memory_gib", "cpu_ram_gib", "nvme_gib")
+
+
+def _keys(config: Mapping[str, Any], context: Mapping[str, Any], shape: memory.Shape) -> tuple[str, str, tuple]:
+    """Hashable stand-ins of (config, context, shape) for the caches: JSON text and a tuple."""
+    used = {k: context.get(k) for k in _MODEL_AND_HARDWARE}
+    return (json.dumps(config, sort_keys=True, default=str), json.dumps(used, sort_keys=True, default=str),
+            (shape.micro_batch, shape.seq_len, shape.attention, shape.recompute))
+
+
+def _shape(key: tuple) -> memory.Shape:
+    return memory.Shape(micro_batch=key[0], seq_len=key[1], attention=key[2], recompute=key[3])
+
+
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
                      report: Report | None = None) -> memory.MemoryEstimate | None:
     """The full estimate for the session's config, or None when no model is chosen."""
+    # not cached: one estimate takes well under a millisecond, less than the JSON key of a large config would
     model = model_for(context)
     if model is None:
         return None
@@ -122,13 +141,35 @@ def current_option(config: Mapping[str, Any], stage: int) -> str:
 def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
                        report: Report | None = None) -> pd.DataFrame | None:
     """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals."""
+    # Cached in-process on text keys (shared by a room's sessions; ``functools.lru_cache``, so a hit does not
+    # unpickle the frame as ``st.cache_data`` would; it is copied before the page edits it). Every option replaces
+    # the stage and the offload devices, so configs that differ only in those share one entry: a stage flip on
+    # the ZeRO page computes none of the 14 estimates again.
+    base = _with_zero_option(config, 0, "none", "none")
+    found = _options(*_keys(base, context, shape_for(context, config, report)))
+    return None if found is None else found.copy()
+
+
+def _with_zero_option(config: Mapping[str, Any], stage: int, offload_optimizer: str,
+                      offload_param: str) -> dict[str, Any]:
+    """``core.memory.with_zero_option`` without copying the rest of the config: it only replaces the ZeRO section,
+    and a deep copy of a 1 MB config for each of 14 options was most of the ZeRO page's time at the size limit."""
+    zero = memory.with_zero_option({"zero_optimization": config.get("zero_optimization")}, stage, offload_optimizer,
+                                   offload_param)
+    return {**config, **zero}
+
+
+@functools.lru_cache(maxsize=256)
+def _options(config_json: str, context_json: str, shape_key: tuple) -> pd.DataFrame | None:
+    context = json.loads(context_json)
+    config = json.loads(config_json)
     model = model_for(context)
     if model is None:
         return None
-    hardware, shape = hardware_for(context), shape_for(context, config, report)
+    hardware, shape = hardware_for(context), _shape(shape_key)
     rows = []
     for stage, opt, param in memory.zero_options():
-        est = memory.estimate(memory.with_zero_option(config, stage, opt, param), model, hardware, shape)
+        est = memory.estimate(_with_zero_option(config, stage, opt, param), model, hardware, shape)
         label = option_label(stage, opt, param)
         for category, size in sorted(est.gpu_peak_by_category().items()):
             rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB,
@@ -149,6 +190,20 @@ def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0
             for row in memory.zero_paper_breakdown(total_params, world_size, stages=stages)
             for part, label in PAPER_LABELS]
     return pd.DataFrame(rows)
+
+
+def sweep(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None, axis: str,
+          current: int) -> pd.DataFrame:
+    """``core.memory.sweep_totals`` of the session's config along ``axis`` around ``current`` (needs a model)."""
+    return _sweep(*_keys(config, context, shape_for(context, config, report)), axis,
+                  tuple(sweep_values(axis, context, current))).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _sweep(config_json: str, context_json: str, shape: tuple, axis: str, values: tuple[int, ...]) -> pd.DataFrame:
+    context = json.loads(context_json)
+    return memory.sweep_totals(json.loads(config_json), model_for(context), hardware_for(context), _shape(shape),
+                               axis, list(values))
 
 
 def sweep_values(axis: str, context: Mapping[str, Any], current: int) -> list[int]:

@@ -27,7 +27,9 @@ def speed_memory() -> alt.LayerChart:
         tooltip=["Candidate:N", alt.Tooltip("gpu_peak_gib:Q", format=".1f"),
                  alt.Tooltip("tokens_per_second:Q", format=",.0f"), alt.Tooltip("step_seconds:Q", format=".3f")],
     )
-    return points + alt.Chart(alt.NamedData("limit")).mark_rule(strokeDash=[4, 4]).encode(x="gib:Q")
+    # ~500 points: on a canvas rather than as 500 SVG elements the browser creates, styles and lays out
+    return (points + alt.Chart(alt.NamedData("limit")).mark_rule(strokeDash=[4, 4]).encode(x="gib:Q")).properties(
+        usermeta={"embedOptions": {"renderer": "canvas"}})
 
 
 def time_and_cost() -> alt.Chart:

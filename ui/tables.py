@@ -1,12 +1,16 @@
-"""Small read-only tables drawn as plain HTML (``st.table``) instead of the interactive data grid.
+"""Small read-only tables drawn as one static HTML element instead of a data grid or ``st.table``.
 
-``st.dataframe`` loads and draws a canvas data grid that measures, resizes and redraws itself: measured in
-headless Chromium, a five-row grid kept the Batch page changing for about 300 ms more than the same rows as an
-HTML table (BENCHMARKS.md, issue 15). Tables of a few dozen rows that are read, not sorted or searched, use this.
+``st.dataframe`` loads and draws a canvas data grid that measures, resizes and redraws itself, and ``st.table``
+renders every cell as its own Markdown component (Streamlit parses each cell as Markdown): measured in headless
+Chromium, the Plan page's 20 × 15 ranking alone cost the browser more than the rest of the page. A table here
+is one ``st.html`` element, a plain ``<table>`` that the browser lays out once (BENCHMARKS.md, issue 15).
+Tables of a few dozen rows that are read, not sorted or searched, use this; longer ones stay a data grid.
 """
 
 from __future__ import annotations
 
+import html
+import numbers
 from collections.abc import Mapping
 
 import pandas as pd
@@ -14,21 +18,53 @@ import streamlit as st
 
 #: Above this many rows a table is a data grid (scrolls, sorts, searches) rather than a page-long HTML table.
 MAX_HTML_ROWS = 40
+#: Marks the tables this module draws (tests read them back with ``TABLE_CLASS``).
+TABLE_CLASS = "ds-table"
+#: The look of ``st.table`` (theme colours through Streamlit's CSS variables where it has them).
+_STYLE = (f"<style>table.{TABLE_CLASS}{{border-collapse:collapse;font-size:0.875rem;margin-bottom:1rem;"
+          "width:100%}"
+          f"table.{TABLE_CLASS} th,table.{TABLE_CLASS} td{{border:1px solid rgba(49,51,63,0.1);"
+          "padding:0.25rem 0.375rem;text-align:left;vertical-align:top}"
+          f"table.{TABLE_CLASS} th{{font-weight:400;color:rgba(49,51,63,0.6)}}"
+          f"table.{TABLE_CLASS} td.n{{text-align:right;font-variant-numeric:tabular-nums}}</style>")
+
+
+_NUMBER_CELL = '<td class="n">'
+
+
+def _cell(value: object, spec: str | None) -> tuple[str, bool]:
+    """The text of one cell and whether it is a number (right-aligned)."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "—", False
+    if isinstance(value, bool):
+        return str(value), False
+    if isinstance(value, numbers.Number):
+        return format(value, spec) if spec else str(value), True
+    return str(value), False
+
+
+def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> str:
+    """``frame`` without its index as an HTML table; ``formats`` maps a column to a format spec (``".1f"``)."""
+    formats = formats or {}
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    specs = [formats.get(c) for c in frame.columns]
+    rows = []
+    for values in frame.astype(object).to_numpy().tolist():  # by position: column names may repeat
+        cells = []
+        for spec, value in zip(specs, values, strict=True):
+            text, number = _cell(value, spec)
+            cells.append((_NUMBER_CELL if number else "<td>") + html.escape(text) + "</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    body = "".join(rows)
+    return f"{_STYLE}<table class=\"{TABLE_CLASS}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def small_table(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> None:
     """Draw ``frame`` without its index; ``formats`` maps a column to a format spec (e.g. ``".1f"``) for how
-    its numbers are shown (st.table would show every float with four decimals)."""
+    its numbers are shown."""
     if len(frame) > MAX_HTML_ROWS:
         st.dataframe(frame, hide_index=True, column_config={
             column: st.column_config.NumberColumn(format=f"%{spec}") for column, spec in (formats or {}).items()
             if column in frame.columns})
         return
-    shown = frame
-    present = {c: spec for c, spec in (formats or {}).items() if c in frame.columns}
-    if present:
-        # plain strings: pandas' Styler would do the same but costs ~3 ms a table in Streamlit's marshalling
-        shown = frame.copy()
-        for column, spec in present.items():
-            shown[column] = ["—" if pd.isna(value) else format(value, spec) for value in frame[column]]
-    st.table(shown, hide_index=True)
+    st.html(table_html(frame, formats))
