@@ -45,6 +45,10 @@ bench-versions: $(VENV)/.test-installed  ## validation time per config for each 
 versions-parity: $(VENV)/.test-installed  ## held-out parity with the seven installed releases, with the initialize proof
 	$(PY) scripts/versions_parity.py --first-seed 1000 --seeds 3 --corpus --prove $(PARITY_ARGS)
 
+.PHONY: presets-releases
+presets-releases: $(VENV)/.test-installed  ## every preset trained on every release of its verified_with (CI: a slice)
+	DSCONFIG_ALL_RELEASES=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests/test_presets_deepspeed.py
+
 fuzz-long: $(VENV)/.test-installed
 	$(PY) scripts/fuzz_long.py $(FUZZ_ARGS)
 

@@ -131,7 +131,7 @@ async def _tour(tab, rounds: int, stats: Stats) -> None:
 
 
 async def _session(index: int, browser, url: str, duration: float, stats: Stats, timeout_ms: int,
-                   pace: float = 0.0, tour: int = 0) -> None:
+                   pace: float = 0.0, tour: int = 0, min_changes: int = 0) -> None:
     context = await browser.new_context(viewport={"width": 1280, "height": 1400})
     tab = await context.new_page()
     tab.set_default_timeout(timeout_ms)
@@ -169,7 +169,9 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
         deadline = time.monotonic() + duration  # every session changes the stage for the same time
         stage = 2
         step = "stage change"
-        while time.monotonic() < deadline:
+        own_changes = 0
+        # a slow machine still gets min_changes per session: the count a test asserts does not depend on speed
+        while time.monotonic() < deadline or own_changes < min_changes:
             stage = 3 if stage == 2 else 2
             clicked = await _choose_stage(tab, stage, stats)
             await _until(tab, "() => window.__changeDone", timeout=timeout_ms / 1000)
@@ -177,6 +179,7 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
             shown = await tab.evaluate("() => window.__changeShown - window.__changeStart")
             stats.in_page.append(shown / 1000)
             stats.changes += 1
+            own_changes += 1
             if own_model not in await tab.evaluate("() => document.body.textContent"):
                 stats.errors.append(f"session {index}: after a change the page no longer shows its model {model}")
                 break
@@ -269,7 +272,7 @@ def report(stats: Stats, sessions: int, setup_steps: str, change_seen: str, wall
 
 
 async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: float, pace: float,
-               tour: int = 0) -> Stats:
+               tour: int = 0, min_changes: int = 0) -> Stats:
     from playwright.async_api import async_playwright
 
     stats = Stats()
@@ -285,7 +288,8 @@ async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: 
             before = process_cpu()
             tasks = []
             for i in range(sessions):
-                tasks.append(asyncio.create_task(_session(i, browser, url, duration, stats, timeout_ms, pace, tour)))
+                tasks.append(asyncio.create_task(_session(i, browser, url, duration, stats, timeout_ms, pace, tour,
+                                                         min_changes)))
                 await asyncio.sleep(ramp)
             await asyncio.gather(*tasks)
             after = process_cpu()
@@ -346,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = room_arguments(__doc__.splitlines()[0], kind="browser", sessions=20, timeout=90.0, ramp=0.5)
     parser.add_argument("--tour", type=int, default=0, metavar="N",
                         help="after the changes, visit every page N times from the sidebar, timing each switch")
+    parser.add_argument("--min-changes", type=int, default=0, metavar="N",
+                        help="each session keeps changing past --duration until it has made N changes")
     args = parser.parse_args(argv)
     if CHROMIUM is None:
         print("Chromium is not on PATH (install Debian's chromium package)", file=sys.stderr)
@@ -354,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     with streamlit_server("streamlit-load.log") as url:
         print(f"app at {url}; {args.sessions} sessions for {args.duration:g} s", flush=True)
         stats = asyncio.run(_run(url, args.sessions, args.duration, int(args.timeout * 1000), args.ramp,
-                                args.pace, args.tour))
+                                args.pace, args.tour, args.min_changes))
     return report(stats, args.sessions, "open + load preset + ZeRO page", "page shows it",
                   time.perf_counter() - wall)
 
