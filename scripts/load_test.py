@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from e2e_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
 from core.models import get_spec  # noqa: E402
 from ui.app_state import PAGE_TITLES  # noqa: E402
@@ -65,6 +65,8 @@ class Stats:
     changes: int = 0
     #: times a session's open stage list closed before its option could be clicked, and was opened again
     reopened: int = 0
+    #: times a sidebar link was clicked again because its page had not opened (the click landed during a rerun)
+    renavigated: int = 0
     #: CPU seconds by process group while the sessions ran (``process_cpu``), when measured
     cpu: dict[str, float] = field(default_factory=dict)
 
@@ -79,9 +81,28 @@ async def _idle(tab) -> None:
     await _until(tab, IDLE_WAIT_JS)
 
 
-async def _nav(tab, title: str) -> None:
-    await tab.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).click()
-    await tab.locator("h1").filter(has_text=title).wait_for()
+#: How long the driver waits for a page's title after clicking its sidebar link before clicking it again, as a
+#: person would; and how often it tries.
+RENAV_AFTER_MS = 30_000
+RENAV_TRIES = 5
+
+
+async def _nav(tab, title: str, stats: Stats | None = None) -> None:
+    """Open the page ``title`` from the sidebar. Under load a click can land while a rerun redraws the sidebar
+    and be lost (seen on CI: the ZeRO page never opened); the link is then clicked again, and each retry counted."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    heading = tab.locator("h1").filter(has_text=title)
+    for attempt in range(RENAV_TRIES):
+        await tab.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).click()
+        try:
+            await heading.wait_for(timeout=RENAV_AFTER_MS)
+            break
+        except PlaywrightTimeout:
+            if attempt == RENAV_TRIES - 1:
+                raise
+            if stats is not None:
+                stats.renavigated += 1
     await _idle(tab)
 
 
@@ -162,8 +183,10 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
         await tab.get_by_text(f"{get_spec(model).total_params / 1e9:.2f} B parameters").first.wait_for()
         await _idle(tab)
         step = "ZeRO page"
-        await _nav(tab, "ZeRO & offload")
+        await _nav(tab, "ZeRO & offload", stats)
+        step = "ZeRO page shows the preset's stage"
         await tab.get_by_text("Current config: ZeRO-2").first.wait_for()
+        step = "ZeRO page shows the session's model"
         await tab.get_by_text(own_model).first.wait_for()
         stats.setup.append(time.perf_counter() - started)
         deadline = time.monotonic() + duration  # every session changes the stage for the same time
@@ -192,6 +215,11 @@ async def _session(index: int, browser, url: str, duration: float, stats: Stats,
         await _tour(tab, tour, stats)
     except Exception as exc:  # a timeout or a broken page is an error of the run, counted and reported
         stats.errors.append(f"session {index} at {step}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+        try:  # what the page showed when it failed, for whoever reads the failure
+            ARTIFACTS.mkdir(exist_ok=True)
+            await tab.screenshot(path=str(ARTIFACTS / f"load-session-{index}-error.png"), full_page=True)
+        except Exception as shot_error:  # a closed or crashed tab cannot be photographed; the error above stands
+            stats.errors.append(f"session {index}: no screenshot ({type(shot_error).__name__})")
     finally:
         await context.close()
 
@@ -258,6 +286,9 @@ def report(stats: Stats, sessions: int, setup_steps: str, change_seen: str, wall
               f"  p95 {_pct(shown, 95) * 1000:.0f} ms  max {shown[-1] * 1000:.0f} ms")
     if stats.reopened:
         print(f"stage list opened again (closed by a late rerun before the click): {stats.reopened}")
+    if stats.renavigated:
+        print(f"sidebar link clicked again (its page had not opened after {RENAV_AFTER_MS / 1000:g} s): "
+              f"{stats.renavigated}")
     print(f"errors: {len(stats.errors)}")
     for title, times in stats.page_switch.items():
         print(f"  switch to {title} (until drawn): p50 {_pct(times, 50) * 1000:.0f} ms"
