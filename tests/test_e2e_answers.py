@@ -93,6 +93,9 @@ def test_new_user_walk_through_of_issue_16(browser, answers_server):  # noqa: F8
 
         # ---- 8. upload, then paste: the last one given wins and the page says which; the limit is in the label
         radio(tab, "Upload or paste")
+        # under load the rerun that draws the uploader can start after idle() has looked (CI once read the page
+        # before it): wait for the uploader itself, then read its label
+        tab.locator('[data-testid="stFileUploader"]').wait_for()
         assert re.search(r"up to \d+ MB", main_text(tab)), "upload limit in the label, not only on hover"
         tab.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
             files=[{"name": "mine.json", "mimeType": "application/json",
@@ -185,6 +188,7 @@ def test_new_user_walk_through_of_issue_16(browser, answers_server):  # noqa: F8
                        and '"auto"' in c)
         assert hf_file["train_micro_batch_size_per_gpu"] == "auto" and hf_file["optimizer"]["params"]["lr"] == "auto"
         radio(tab, "values in the config, repeated in TrainingArguments")
+        tab.locator('[data-testid="stCode"]').filter(has_text='"gradient_accumulation_steps": 8').first.wait_for()
         # the HF tab's file (after the main file; the Lightning file has no accumulation)
         hf_file = next(json.loads(c) for c in code_blocks(tab)[1:] if c.lstrip().startswith("{")
                        and '"gradient_accumulation_steps": 8' in c)
