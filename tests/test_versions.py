@@ -26,6 +26,16 @@ def test_every_release_in_the_range_has_a_profile():
         assert data["optimizers"] and data["schedulers"]
 
 
+def test_keys_read_anywhere_are_the_union_of_every_release_and_only_that():
+    anywhere = versions.top_level_keys_anywhere()
+    for release in versions.RELEASES:
+        for key in versions.profile(release)["top_level_keys"]:
+            assert key in anywhere and versions.key_known(release, "", key)
+    assert all(any(versions.key_known(r, "", key) for r in versions.RELEASES) for key in anywhere)
+    assert "train_batch_size" in anywhere and "no_release_reads_this" not in anywhere
+    assert versions.key_known(versions.NEWEST, "", "no_release_reads_this") is False
+
+
 def test_profiles_record_what_changed_between_releases():
     # the 1-bit optimizers exist up to 0.19.7's predecessor and are gone in 0.19.8
     assert "onebitadam" in versions.optimizer_names("0.19.5")

@@ -87,6 +87,17 @@ def section(version: str, prefix: str) -> dict[str, Any] | None:
 
 
 @cache
+def _top_level_keys(version: str) -> frozenset[str]:
+    return frozenset(profile(version)["top_level_keys"])
+
+
+@cache
+def top_level_keys_anywhere() -> frozenset[str]:
+    """Every top-level key some profiled release reads (a key outside it is ignored by all of them)."""
+    return frozenset().union(*(_top_level_keys(r) for r in RELEASES))
+
+
+@cache
 def _ever_pydantic() -> frozenset[str]:
     return frozenset(p for r in RELEASES for p in profile(r)["sections"])
 
@@ -105,10 +116,10 @@ def key_known(version: str, prefix: str, key: str) -> bool | None:
     (a dict.get section below the top level)."""
     data = profile(version)
     if prefix == "":
-        return key in data["top_level_keys"]
+        return key in _top_level_keys(version)
     entry = data["sections"].get(prefix)
     if entry is None:
-        return False if prefix in _ever_pydantic() and prefix not in data["top_level_keys"] and "." not in prefix \
+        return False if prefix in _ever_pydantic() and prefix not in _top_level_keys(version) and "." not in prefix \
             else None
     return any(key == name or key == f.get("alias") for name, f in entry["fields"].items())
 
@@ -136,7 +147,7 @@ def top_level_value_fails(version: str, key: str, value: Any) -> bool | None:
     kind = ("null" if value is None else "bool" if isinstance(value, bool) else "number"
             if isinstance(value, int | float) else "string" if isinstance(value, str) else "list"
             if isinstance(value, list) else None)
-    if probes is None or kind is None or key not in profile(version)["top_level_keys"]:
+    if probes is None or kind is None or key not in _top_level_keys(version):
         return None
     return key in probes[kind]
 

@@ -62,13 +62,14 @@ def _without_ignored_everywhere(config: Any) -> Any:
 
     schema_keys = section_fields(DeepSpeedConfig)
     doc_only = section_meta(DeepSpeedConfig).get("doc_only", {})
+    read_by_a_release = versions.top_level_keys_anywhere()
 
     def read_somewhere(key: Any, value: Any) -> bool:
         if not isinstance(key, str) or key in schema_keys or key in doc_only or value == "auto":
             return True
         if isinstance(value, dict | list):
             return True
-        return any(versions.key_known(version, "", key) for version in versions.RELEASES)
+        return key in read_by_a_release
 
     return {key: value for key, value in config.items() if read_somewhere(key, value)}
 
