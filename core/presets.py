@@ -142,6 +142,16 @@ def _reject_constant(token: str) -> Any:
     raise PresetError(f"{token} is not valid JSON")
 
 
+#: The top-level keys of a preset file: its metadata and the DeepSpeed config it vets.
+PRESET_KEYS = frozenset({"meta", "config"})
+
+
+def is_preset_document(data: Any) -> bool:
+    """Whether ``data`` has the shape of a preset file (``{"meta": {...}, "config": {...}}``), not a ds_config."""
+    return (isinstance(data, dict) and set(data) == PRESET_KEYS
+            and isinstance(data["meta"], dict) and isinstance(data["config"], dict))
+
+
 def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, builtin: bool = False) -> Preset:
     """Parse the text of a preset file into a Preset (raises PresetError on any problem)."""
     where = str(path) if path else name
@@ -153,7 +163,7 @@ def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, built
         raise PresetError(f"{where}: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise PresetError(f"{where}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or set(data) != {"meta", "config"}:
+    if not isinstance(data, dict) or set(data) != PRESET_KEYS:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise PresetError(f'{where}: a preset file is {{"meta": {{...}}, "config": {{...}}}}, found {keys}')
     meta, config = data["meta"], data["config"]

@@ -28,6 +28,18 @@ def test_validate_ok_and_errors(tmp_path):
     assert code == 1 and "16 ≠" in text
 
 
+def test_a_preset_file_is_named_as_one_with_the_way_to_its_config():
+    from core.presets import BUILTIN_DIR
+
+    preset = BUILTIN_DIR / "zero2-bf16.json"
+    code, text = run(["validate", str(preset)])
+    assert code == 1 and "config.preset-file" in text and "dsconfig export --preset" in text
+    code, text = run(["versions", str(preset)])
+    assert "config.preset-file" in text
+    code, text = run(["export", "--preset", "zero2-bf16"])
+    assert code == 0 and "meta" not in json.loads(text)
+
+
 def test_unreadable_input_exit_2(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"train_batch_size": 16,,}')

@@ -20,6 +20,7 @@ def cfg(**extra):
 # (id, config, validate kwargs, code, severity, path)
 CASES = [
     ("not-object", [1, 2], {}, "config.not-object", "error", ""),
+    ("preset-file", {"meta": {"title": "t"}, "config": BASE}, {}, "config.preset-file", "error", "config"),
     ("unknown-top", cfg(zero_optimisation={"stage": 2}), {}, "keys.unknown-top-level", "warning", "zero_optimisation"),
     ("unknown-strict", cfg(zero_optimization={"stage": 2, "stag": 1}), {}, "keys.unknown", "error",
      "zero_optimization.stag"),
@@ -272,6 +273,15 @@ def test_unexpected_validator_failure_is_a_finding(monkeypatch):
     monkeypatch.setattr(structure.ROOT, "model_validate", explode)
     report = validate(cfg())
     assert "type.unreadable" in report.codes() and not report.ok
+
+
+def test_only_the_preset_shape_is_called_a_preset_file():
+    # a ds_config that happens to hold a `config` or `meta` key beside real ones is not a preset file
+    for config in ({**BASE, "config": {}}, {"meta": {}, "config": {}, **BASE}, {"meta": "x", "config": BASE},
+                   {"config": BASE}):
+        assert "config.preset-file" not in validate(config).codes()
+    preset = validate({"meta": {}, "config": BASE})
+    assert preset.errors[0].code == "config.preset-file" and "dsconfig export --preset" in preset.errors[0].suggestion
 
 
 def test_every_rule_code_has_a_case():

@@ -17,7 +17,7 @@ Rule = Callable[[Context], Iterable[Finding]]
 #: The order matters twice: a finding with the same (code, path) as an earlier one is dropped, and findings of
 #: one severity keep this order in the report.
 RULES: tuple[Rule, ...] = (
-    structure.check_keys, typecheck.check_types, typecheck.check_profile_bounds,
+    structure.preset_file, structure.check_keys, typecheck.check_types, typecheck.check_profile_bounds,
     batch.sequence_parallel, misc.compile_passes, batch.elasticity,
     misc.removed_keys, batch.batch_triangle, batch.batch_types, auto.auto_values,
     precision.precision, precision.torch_autocast, precision.communication,

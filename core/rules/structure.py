@@ -68,6 +68,20 @@ def _version_label(version: str) -> str:
     return f"DeepSpeed {version}"
 
 
+def preset_file(ctx: Context) -> Iterator[Finding]:
+    """A preset file (metadata + config) given where a ds_config belongs: DeepSpeed reads neither key."""
+    from core.presets import is_preset_document
+
+    if is_preset_document(ctx.config):
+        yield Finding(
+            "error", "config.preset-file", "config",
+            "This is a Config Studio preset file ({\"meta\": ..., \"config\": ...}), not a DeepSpeed config: "
+            "DeepSpeed ignores both top-level keys and would run with none of the settings under `config`.",
+            suggestion="Give DeepSpeed the object under `config`: `dsconfig export --preset NAME` writes it "
+            "(the preset's folder on DSCONFIG_PRESETS_PATH), or open the preset on the Presets page.",
+        )
+
+
 def check_keys(ctx: Context) -> Iterator[Finding]:
     """Unknown keys at any depth, misplaced keys, keys of another version, alias clashes."""
     yield from _walk_keys(ctx, ctx.config, ROOT, "")
