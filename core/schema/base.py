@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
 from core import versions
+from core.versions import version_tuple  # the one parser of release numbers; also re-exported from here
 
 #: DeepSpeed releases with a validation profile (generated, see core/versions), oldest first.
 KNOWN_VERSIONS: tuple[str, ...] = versions.RELEASES
@@ -38,14 +39,6 @@ SectionKind = Literal["strict", "lenient"]
 
 #: The pages of the app (the app maps them to page files).
 Page = Literal["start", "batch", "precision", "optimizer", "zero", "monitoring", "advanced"]
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """``"0.19.8"`` → ``(0, 19, 8)``; raises ValueError for anything else."""
-    parts = version.strip().split(".")
-    if not parts or not all(p.isdigit() for p in parts):
-        raise ValueError(f"not a version number: {version!r}")
-    return tuple(int(p) for p in parts)
 
 
 @dataclass(frozen=True)

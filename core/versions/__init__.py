@@ -18,12 +18,16 @@ from typing import Any
 _DATA = resources.files(__package__)
 
 
-def _vt(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"0.19.8"`` → ``(0, 19, 8)``; raises ValueError for anything else."""
+    parts = version.strip().split(".")
+    if not parts or not all(p.isdigit() for p in parts):
+        raise ValueError(f"not a version number: {version!r}")
+    return tuple(int(p) for p in parts)
 
 
 #: Every DeepSpeed release with a profile, oldest first.
-RELEASES: tuple[str, ...] = tuple(sorted(json.loads((_DATA / "releases.json").read_text()), key=_vt))
+RELEASES: tuple[str, ...] = tuple(sorted(json.loads((_DATA / "releases.json").read_text()), key=version_tuple))
 NEWEST: str = RELEASES[-1]
 
 
@@ -37,10 +41,10 @@ def profile(version: str) -> dict[str, Any]:
 def nearest(version: str) -> str:
     """The profiled release closest to ``version`` (by release number)."""
     try:
-        wanted = _vt(version)
+        wanted = version_tuple(version)
     except ValueError:
         return NEWEST
-    below = [r for r in RELEASES if _vt(r) <= wanted]
+    below = [r for r in RELEASES if version_tuple(r) <= wanted]
     return below[-1] if below else RELEASES[0]
 
 
@@ -204,7 +208,7 @@ def history(prefix: str, key: str) -> tuple[str | None, str | None]:
     if not present:
         return None, None
     added = present[0] if present[0] != RELEASES[0] else None
-    after = [r for r in RELEASES if _vt(r) > _vt(present[-1])]
+    after = [r for r in RELEASES if version_tuple(r) > version_tuple(present[-1])]
     return added, after[0] if after else None
 
 
