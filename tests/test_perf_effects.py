@@ -114,6 +114,33 @@ def test_fused_attention_backward_recomputes_the_scores():
     assert est.assumptions["fused_attention_backward_factor"] == 2.5
 
 
+def test_first_generation_flash_attention_runs_below_flashattention_2():
+    """flash-attn 1.x and its Triton kernel run the attention core at FLASH1_ATTENTION_SPEED of FlashAttention-2's
+    rate (FA2 paper, Figure 4): the gap is the attention core's, so it grows with the sequence length; the
+    memory is the same (both save q, k, v, the output and the log-sum-exp)."""
+    from core.memory import estimate
+    from core.perf.constants import FLASH1_ATTENTION_SPEED
+    from core.perf.recommend import hardware_for
+
+    assert 0.3 < FLASH1_ATTENTION_SPEED < 0.6
+    for gpu in ("NVIDIA A100 80GB", "NVIDIA H100 80GB"):
+        cl = Cluster(gpu, 8)
+        assert cl.attention_efficiency("flash1") == pytest.approx(FLASH1_ATTENTION_SPEED * cl.attention_efficiency(
+            "flash")) and cl.attention_efficiency("flash") <= cl.attention_efficiency("eager")
+    cl, st = Cluster("NVIDIA A100 80GB", 8), read_settings(cfg(2, 1, 1, 8), 8)
+    gaps = []
+    for s in (2048, 32768):
+        fa2, fa1 = (micro_step(LLAMA7, st, cl, Shape(1, s, att), cl.peak_flops) for att in ("flash", "flash1"))
+        assert fa1["fwd"] > fa2["fwd"] and fa1["bwd_extra"] == pytest.approx(fa2["bwd_extra"] / FLASH1_ATTENTION_SPEED)
+        gaps.append(fa1["fwd"] / fa2["fwd"])
+    assert gaps[0] < 1.15 < 1.4 < gaps[1]  # at 2K the GEMMs dominate; at 32K the attention core
+    est = predict(cfg(2, 1, 1, 8), LLAMA7, cl, Shape(1, 8192, "flash1"))
+    assert est.assumptions["flash1_attention_speed"] == FLASH1_ATTENTION_SPEED and any("flash1" in n for n in est.notes)
+    hw = hardware_for(cl)
+    assert (estimate(cfg(2, 1, 1, 8), LLAMA7, hw, Shape(1, 8192, "flash1")).gpu_bytes
+            == estimate(cfg(2, 1, 1, 8), LLAMA7, hw, Shape(1, 8192, "flash")).gpu_bytes)
+
+
 def test_recomputation_reruns_the_forward_collectives():
     """Full recomputation reruns each layer's forward, its tensor-parallel all-reduces and Ulysses all-to-alls
     included: 6 all-reduces per layer instead of 4, 12 all-to-alls instead of 8."""

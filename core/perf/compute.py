@@ -97,9 +97,7 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
                e * model.vocab_size * model.hidden_size / tp / hbm)
     # attention core per layer: QK^T and AV, local heads (tp) over the full sequence (Ulysses gathers it)
     causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
-    attn_eff = eff
-    if shape.attention != "eager" and cl.perf.flash_attention_fraction:
-        attn_eff = min(eff, cl.perf.flash_attention_fraction)  # the fused kernel runs below the GEMMs (H100)
+    attn_eff = cl.attention_efficiency(shape.attention)  # fused kernels can run below the GEMMs (H100, flash1)
     attn_core = 4 * b * s * s * model.q_dim / tp / sp * causal_skip / (peak * attn_eff)
     # elementwise traffic: the saved activations without the attention scores (SDPA terms), then the eager
     # score matrix explicitly: scale/mask, softmax (fp32 in llama-like models), cast and dropout each read and

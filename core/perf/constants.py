@@ -1,4 +1,4 @@
-"""Constants of the optimizer step, ZeRO++'s quantization kernels and fused attention's backward (shown to the user
+"""Constants of the optimizer step, ZeRO++'s quantization kernels and fused attention's kernels (shown to the user
 by ``advice.assumptions_text``)."""
 
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
@@ -23,3 +23,10 @@ ZEROPP_QGZ_BYTES_PER_PARAM = 3
 #: saved s x s matrix, five matrix products against the forward's two (Dao, FlashAttention-2, 2023, Algorithm 2;
 #: flash-attention's benchmarks count the backward as 2.5x the forward). Eager attention's backward is 2x.
 FUSED_ATTENTION_BACKWARD_FACTOR = 2.5
+#: Speed of the first-generation fused attention kernels (flash-attn 1.x, CUDA, and its Triton kernel
+#: ``flash_attn_triton``, e.g. Megatron-DeepSpeed's ``--use-flash-attn-v1`` / ``--use-flash-attn-triton``; the
+#: planner's ``flash1``) relative to FlashAttention-2 (``flash``) on the same GPU, forward + backward, measured by
+#: Dao, FlashAttention-2 (2023), Figure 4(d) (A100 80GB, causal, head dimension 128): 83 (FlashAttention) and 80
+#: (FlashAttention Triton) against 189 TFLOPs at 16K tokens, 76 / 74 against 173 at 4K; and its H100 figure
+#: (flash-attention's assets/flash2_h100_fwd_bwd_benchmark.png, same panel): 137 against 328 at 16K. All 0.42-0.44.
+FLASH1_ATTENTION_SPEED = 0.43
