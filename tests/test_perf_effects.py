@@ -141,6 +141,24 @@ def test_first_generation_flash_attention_runs_below_flashattention_2():
             == estimate(cfg(2, 1, 1, 8), LLAMA7, hw, Shape(1, 8192, "flash")).gpu_bytes)
 
 
+def test_fused_attention_pads_the_head_dimension_to_its_kernels():
+    """A head dimension between the compiled ones runs the next one up: 96 is native for FlashAttention-2 but
+    padded to 128 by flash-attn 1.x (attention core x 4/3); 112 pads to 128 for both; eager attention never pads."""
+    from core.perf.compute import padded_head_dim
+
+    assert [padded_head_dim(d, "flash") for d in (64, 80, 96, 112, 128, 160)] == [64, 96, 96, 128, 128, 192]
+    assert [padded_head_dim(d, "flash1") for d in (64, 80, 96, 128)] == [64, 128, 128, 128]
+    assert padded_head_dim(96, "eager") == 96 and padded_head_dim(512, "flash") == 512
+    cl, st = Cluster("NVIDIA A100 80GB", 8), read_settings(cfg(2, 1, 1, 8), 8)
+    d96 = describe({"model_type": "gpt2", "n_embd": 3072, "n_layer": 4, "n_head": 32}, name="d96")
+    d128 = describe({"model_type": "gpt2", "n_embd": 3072, "n_layer": 4, "n_head": 24}, name="d128")
+    def extra(spec, att):
+        return micro_step(spec, st, cl, Shape(1, 16384, att), cl.peak_flops)["bwd_extra"]
+
+    ratio = {att: extra(d96, att) / extra(d128, att) for att in ("flash", "flash1")}
+    assert ratio["flash"] == pytest.approx(1.0) and ratio["flash1"] == pytest.approx(128 / 96)
+
+
 def test_recomputation_reruns_the_forward_collectives():
     """Full recomputation reruns each layer's forward, its tensor-parallel all-reduces and Ulysses all-to-alls
     included: 6 all-reduces per layer instead of 4, 12 all-to-alls instead of 8."""

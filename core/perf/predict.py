@@ -6,7 +6,8 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   bytes / HBM bandwidth), so small micro-batches and hidden sizes run below peak (efficiency.compute defaults to
   the GPU's measured best matmul fraction x efficiency.gemm_fraction); the attention core is costed as GEMMs
   (causal flash/SDPA kernels skip the upper triangle; on GPUs where FlashAttention runs below the GEMMs, the H100,
-  at its own rate; flash-attn 1.x and its Triton kernel (``flash1``) at ``FLASH1_ATTENTION_SPEED`` of that; their
+  at its own rate; flash-attn 1.x and its Triton kernel (``flash1``) at ``FLASH1_ATTENTION_SPEED`` of that; a
+  fused kernel pads the head dimension to the next one it is compiled for, ``FUSED_ATTENTION_HEAD_DIMS``; their
   backward recomputes the scores, ``FUSED_ATTENTION_BACKWARD_FACTOR`` x the forward);
   elementwise kernels (norms, activations, softmax, dropout) move each saved activation byte
   ``ACTIVATION_PASSES`` times through HBM, Hugging Face's composite activations (gelu_new) more. Full
