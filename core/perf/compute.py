@@ -105,7 +105,8 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
     attn_eff = cl.attention_efficiency(shape.attention)  # fused kernels can run below the GEMMs (H100, flash1)
     attn_core = 4 * b * s * s * model.q_dim / tp / sp * causal_skip / (peak * attn_eff)
-    attn_core *= padded_head_dim(model.head_dim, shape.attention) / model.head_dim
+    if shape.attention == "flash1" or GPU_BY_NAME[cl.gpu].bf16:  # before Ampere SDPA runs its mem-efficient kernel
+        attn_core *= padded_head_dim(model.head_dim, shape.attention) / model.head_dim
     # elementwise traffic: the saved activations without the attention scores (SDPA terms), then the eager
     # score matrix explicitly: scale/mask, softmax (fp32 in llama-like models), cast and dropout each read and
     # write the b x a x s^2 matrix in forward, and twice as much happens in backward

@@ -32,7 +32,8 @@ FUSED_ATTENTION_BACKWARD_FACTOR = 2.5
 FLASH1_ATTENTION_SPEED = 0.43
 #: Head dimensions the fused attention kernels are compiled for: a head dimension between two runs the next one up,
 #: its matrix products padded to that width (masked loads, the tensor cores still do the full tile). FlashAttention-2
-#: (and PyTorch SDPA's flash backend, the same kernels): 32, 64, 96, 128, 192, 256 (flash-attn csrc/flash_attn/src
+#: (and PyTorch SDPA's flash backend, the same kernels; Ampere and newer, before it SDPA runs its memory-efficient
+#: kernel, costed unpadded): 32, 64, 96, 128, 192, 256 (flash-attn csrc/flash_attn/src
 #: flash_*_hdim*.cu; flash_api.cpp rounds the head size up to a multiple of 32, of 64 beyond 128). flash-attn 1.x:
 #: 32, 64, 128 (v1.0.4 fmha_api.cpp: d <= 32 / 64 / 128 pick the hdim32 / 64 / 128 kernels) and its Triton kernel
 #: the next power of two (flash_attn_triton.py: BLOCK_HEADDIM = max(next_power_of_2(d), 16)), the same for d > 16.
