@@ -28,7 +28,9 @@ GPU has no bf16):
 Achievable matmul fraction (``matmul_fraction``): the best bf16 matmul rate measured over many shapes divided
 by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS comparison table" (ml-engineering,
 compute/accelerator/README.md, mamf-finder.py): A100 SXM 85.9-86.9% (revisions of the table), H100 SXM 80.1-80.3%,
-B200 77.6%, MI250X 76.7% (one GCD), MI300X 60.1%. GPUs the table does not list take ``DEFAULT_MATMUL_FRACTION``.
+B200 77.6%, MI250X 76.7% (one GCD), MI300X 51.4% (torch 2.5.1 + ROCm 6.3 with PYTORCH_TUNABLEOP_ENABLED=1, the
+table since January 2025; its first revision, ROCm 6.2, had 60.1%). GPUs the table does not list take
+``DEFAULT_MATMUL_FRACTION``.
 
 Fused attention kernels (``flash_attention_fraction``): FlashAttention-2, the kernel behind PyTorch SDPA's flash
 backend and flash-attn, reaches 50-73% of the A100's peak (Dao, 2023, abstract; forward + backward 55-61% at long
@@ -84,7 +86,7 @@ GPU_PERF: Final = MappingProxyType(
         "NVIDIA V100 16GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
         "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
         "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
-        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.601),
+        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.514),
         "AMD MI250X 128GB": GPUPerf(383.0, 3200.0, 200.0, 4, 95.7, 0.767),
     }
 )
