@@ -114,6 +114,59 @@ def test_fused_attention_backward_recomputes_the_scores():
     assert est.assumptions["fused_attention_backward_factor"] == 2.5
 
 
+def test_first_generation_flash_attention_runs_below_flashattention_2():
+    """flash-attn 1.x and its Triton kernel run the attention core at FLASH1_ATTENTION_SPEED of FlashAttention-2's
+    rate (FA2 paper, Figure 4): the gap is the attention core's, so it grows with the sequence length; the
+    memory is the same (both save q, k, v, the output and the log-sum-exp)."""
+    from core.memory import estimate
+    from core.perf.constants import FLASH1_ATTENTION_SPEED
+    from core.perf.recommend import hardware_for
+
+    assert 0.3 < FLASH1_ATTENTION_SPEED < 0.6
+    for gpu in ("NVIDIA A100 80GB", "NVIDIA H100 80GB"):
+        cl = Cluster(gpu, 8)
+        assert cl.attention_efficiency("flash1") == pytest.approx(FLASH1_ATTENTION_SPEED * cl.attention_efficiency(
+            "flash")) and cl.attention_efficiency("flash") <= cl.attention_efficiency("eager")
+    cl, st = Cluster("NVIDIA A100 80GB", 8), read_settings(cfg(2, 1, 1, 8), 8)
+    gaps = []
+    for s in (2048, 32768):
+        fa2, fa1 = (micro_step(LLAMA7, st, cl, Shape(1, s, att), cl.peak_flops) for att in ("flash", "flash1"))
+        assert fa1["fwd"] > fa2["fwd"] and fa1["bwd_extra"] == pytest.approx(fa2["bwd_extra"] / FLASH1_ATTENTION_SPEED)
+        gaps.append(fa1["fwd"] / fa2["fwd"])
+    assert gaps[0] < 1.15 < 1.4 < gaps[1]  # at 2K the GEMMs dominate; at 32K the attention core
+    est = predict(cfg(2, 1, 1, 8), LLAMA7, cl, Shape(1, 8192, "flash1"))
+    assert est.assumptions["flash1_attention_speed"] == FLASH1_ATTENTION_SPEED and any("flash1" in n for n in est.notes)
+    hw = hardware_for(cl)
+    assert (estimate(cfg(2, 1, 1, 8), LLAMA7, hw, Shape(1, 8192, "flash1")).gpu_bytes
+            == estimate(cfg(2, 1, 1, 8), LLAMA7, hw, Shape(1, 8192, "flash")).gpu_bytes)
+
+
+def test_fused_attention_pads_the_head_dimension_to_its_kernels():
+    """A head dimension between the compiled ones runs the next one up: 96 is native for FlashAttention-2 but
+    padded to 128 by flash-attn 1.x (attention core x 4/3); 112 pads to 128 for both; eager attention never pads."""
+    from core.perf.compute import padded_head_dim
+
+    assert [padded_head_dim(d, "flash") for d in (64, 80, 96, 112, 128, 160)] == [64, 96, 96, 128, 128, 192]
+    assert [padded_head_dim(d, "flash1") for d in (64, 80, 96, 128)] == [64, 128, 128, 128]
+    assert padded_head_dim(96, "eager") == 96 and padded_head_dim(512, "flash") == 512
+    cl, st = Cluster("NVIDIA A100 80GB", 8), read_settings(cfg(2, 1, 1, 8), 8)
+    d96 = describe({"model_type": "gpt2", "n_embd": 3072, "n_layer": 4, "n_head": 32}, name="d96")
+    d128 = describe({"model_type": "gpt2", "n_embd": 3072, "n_layer": 4, "n_head": 24}, name="d128")
+    def extra(spec, att):
+        return micro_step(spec, st, cl, Shape(1, 16384, att), cl.peak_flops)["bwd_extra"]
+
+    ratio = {att: extra(d96, att) / extra(d128, att) for att in ("flash", "flash1")}
+    assert ratio["flash"] == pytest.approx(1.0) and ratio["flash1"] == pytest.approx(128 / 96)
+    # head dimension 112 (MPT-30B) runs FlashAttention-2's 128 kernel on an A100; a V100 has no FlashAttention-2
+    # (SDPA's memory-efficient kernel runs), so nothing is padded there
+    d112 = describe({"model_type": "gpt2", "n_embd": 3584, "n_layer": 4, "n_head": 32}, name="d112")
+    for gpu, factor in (("NVIDIA A100 80GB", 128 / 112), ("NVIDIA V100 32GB", 1.0)):
+        c, s = Cluster(gpu, 8), 16384
+        core = micro_step(d112, st, c, Shape(1, s, "sdpa", "selective"), c.peak_flops)["recompute"]  # attention core
+        unpadded = 4 * 4 * s * s * 3584 * 0.5 / (c.peak_flops * c.attention_efficiency("sdpa"))
+        assert core == pytest.approx(factor * unpadded)
+
+
 def test_recomputation_reruns_the_forward_collectives():
     """Full recomputation reruns each layer's forward, its tensor-parallel all-reduces and Ulysses all-to-alls
     included: 6 all-reduces per layer instead of 4, 12 all-to-alls instead of 8."""
@@ -139,6 +192,7 @@ def test_held_out_rows_are_cited_and_grouped():
     assert groups.loc["A100/H100 llm-foundry FSDP", "worst"] <= 1.5
     assert groups.loc["HF autotuning GPT-2, DeepSpeed's timers", "worst"] <= 1.5
     assert groups.loc["ZeRO++ 18B, 384 V100 (blog/paper)", "worst"] <= 1.5
+    assert groups.loc["Megatron-DeepSpeed long sequences, Triton FlashAttention, A100 (new)", "worst"] <= 1.5
     by_id = table.set_index("id")["predicted_step_s"]
     for size in ("49b", "91b", "138b"):  # ZeRO++ beats ZeRO-3 on every network and size of the blog
         for net in ("400g-1k", "400g-2k", "100g-1k", "100g-2k"):

@@ -19,7 +19,7 @@ from typing import Any
 from core.memory.parts import Inputs, Part
 from core.models.arch import ModelSpec
 
-ATTENTION_IMPLS = ("eager", "sdpa", "flash")
+ATTENTION_IMPLS = ("eager", "sdpa", "flash", "flash1")
 RECOMPUTE_MODES = ("none", "full", "selective")
 
 # activation functions written as several elementwise ops in transformers: number of I-sized tensors they
@@ -100,8 +100,8 @@ def attention_terms(spec: ModelSpec, b, s, e: int, attention: str, recompute: st
             terms.append(Term("attn: softmax probabilities", sm, text))
         terms.append(Term("attn: output projection input", e * b * s * qd, "e*b*s*a*d"))
     else:
-        # SDPA (CPU flash / CUDA flash or mem-efficient) and flash_attention_2: q, k, v unrepeated (GQA done
-        # in-kernel), the output (also the o_proj input) and the fp32 log-sum-exp
+        # SDPA (CPU flash / CUDA flash or mem-efficient), flash_attention_2 and flash-attn 1.x (flash1): q, k, v
+        # unrepeated (GQA done in-kernel), the output (also the o_proj input) and the fp32 log-sum-exp
         if spec.fused_qkv and not _llama_like(spec):
             # k stays a view of the fused projection output (keeping all of it alive); q and v are copied
             terms.append(

@@ -36,7 +36,7 @@ class Shape:
 
     micro_batch: int = 1
     seq_len: int = 2048
-    attention: str = "sdpa"  # "eager" | "sdpa" | "flash"
+    attention: str = "sdpa"  # "eager" | "sdpa" | "flash" (FlashAttention-2) | "flash1" (flash-attn 1.x / Triton)
     recompute: str = "none"  # "none" | "full" | "selective"
 
 

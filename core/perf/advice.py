@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from core.perf.constants import (
     ADAM_BYTES_PER_PARAM,
+    FLASH1_ATTENTION_SPEED,
     FUSED_ATTENTION_BACKWARD_FACTOR,
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
     ZEROPP_QGZ_BYTES_PER_PARAM,
@@ -65,7 +66,9 @@ def assumptions_text(cluster: Cluster) -> str:
     return (f"{cluster.total_gpus} × {cluster.gpu} ({nodes}): {rates['peak_tflops']:g} TFLOPs peak, "
             f"{rates['hbm_gbyte_s']:g} GB/s memory, {rates['intra_node_gbyte_s']:g} GB/s GPU-to-GPU, "
             f"{rates['inter_node_gbit_s']:g} Gbit/s network per node, {rates['pcie_gbyte_s']:g} GB/s PCIe; "
-            f"matrix multiplies at {cluster.compute_efficiency:.0%} of the peak (at most), fused attention's "
+            f"matrix multiplies at {cluster.compute_efficiency:.0%} of the peak (at most), FlashAttention-2 / SDPA "
+            f"at {cluster.attention_efficiency('flash'):.0%} (flash-attn 1.x and its Triton kernel at "
+            f"{FLASH1_ATTENTION_SPEED:g}x that), fused attention's "
             f"backward at {FUSED_ATTENTION_BACKWARD_FACTOR:g}x its forward, links at {eff.link:.0%} "
             f"of line rate, {eff.overlap:.0%} of overlappable communication hidden behind the compute of its "
             f"phase, {eff.ring_hop_latency_s * 1e6:g} µs per ring step, host costs of "

@@ -8,7 +8,7 @@ from core.hardware import GPU_BY_NAME
 from core.memory.activations import layer_terms, sum_terms
 from core.memory.estimate import ModelCounts, Shape
 from core.models.arch import ModelSpec
-from core.perf.constants import FUSED_ATTENTION_BACKWARD_FACTOR
+from core.perf.constants import FUSED_ATTENTION_BACKWARD_FACTOR, FUSED_ATTENTION_HEAD_DIMS
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings
 
@@ -57,6 +57,12 @@ def flops_per_token(model: ModelSpec | ModelCounts, seq_len: int) -> tuple[float
     return 2.0 * linear, attention
 
 
+def padded_head_dim(head_dim: int, attention: str) -> int:
+    """The head dimension a fused attention kernel computes with (``FUSED_ATTENTION_HEAD_DIMS``: the smallest
+    compiled one that holds ``head_dim``); eager attention and head dimensions beyond the kernels' run unpadded."""
+    return next((d for d in FUSED_ATTENTION_HEAD_DIMS.get(attention, ()) if d >= head_dim), head_dim)
+
+
 def linear_modules_per_layer(spec: ModelSpec) -> int:
     """nn.Linear modules of one layer as Hugging Face builds them (q, k, v apart unless fused; gate and up apart):
     what ZeRO-3 fetches and hooks module by module."""
@@ -97,10 +103,10 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
                e * model.vocab_size * model.hidden_size / tp / hbm)
     # attention core per layer: QK^T and AV, local heads (tp) over the full sequence (Ulysses gathers it)
     causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
-    attn_eff = eff
-    if shape.attention != "eager" and cl.perf.flash_attention_fraction:
-        attn_eff = min(eff, cl.perf.flash_attention_fraction)  # the fused kernel runs below the GEMMs (H100)
+    attn_eff = cl.attention_efficiency(shape.attention)  # fused kernels can run below the GEMMs (H100, flash1)
     attn_core = 4 * b * s * s * model.q_dim / tp / sp * causal_skip / (peak * attn_eff)
+    if shape.attention == "flash1" or GPU_BY_NAME[cl.gpu].bf16:  # before Ampere SDPA runs its mem-efficient kernel
+        attn_core *= padded_head_dim(model.head_dim, shape.attention) / model.head_dim
     # elementwise traffic: the saved activations without the attention scores (SDPA terms), then the eager
     # score matrix explicitly: scale/mask, softmax (fp32 in llama-like models), cast and dropout each read and
     # write the b x a x s^2 matrix in forward, and twice as much happens in backward

@@ -1,4 +1,4 @@
-"""Constants of the optimizer step, ZeRO++'s quantization kernels and fused attention's backward (shown to the user
+"""Constants of the optimizer step, ZeRO++'s quantization kernels and fused attention's kernels (shown to the user
 by ``advice.assumptions_text``)."""
 
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
@@ -23,3 +23,19 @@ ZEROPP_QGZ_BYTES_PER_PARAM = 3
 #: saved s x s matrix, five matrix products against the forward's two (Dao, FlashAttention-2, 2023, Algorithm 2;
 #: flash-attention's benchmarks count the backward as 2.5x the forward). Eager attention's backward is 2x.
 FUSED_ATTENTION_BACKWARD_FACTOR = 2.5
+#: Speed of the first-generation fused attention kernels (flash-attn 1.x, CUDA, and its Triton kernel
+#: ``flash_attn_triton``, e.g. Megatron-DeepSpeed's ``--use-flash-attn-v1`` / ``--use-flash-attn-triton``; the
+#: planner's ``flash1``) relative to FlashAttention-2 (``flash``) on the same GPU, forward + backward, measured by
+#: Dao, FlashAttention-2 (2023), Figure 4(d) (A100 80GB, causal, head dimension 128): 83 (FlashAttention) and 80
+#: (FlashAttention Triton) against 189 TFLOPs at 16K tokens, 76 / 74 against 173 at 4K; and its H100 figure
+#: (flash-attention's assets/flash2_h100_fwd_bwd_benchmark.png, same panel): 137 against 328 at 16K. All 0.42-0.44.
+FLASH1_ATTENTION_SPEED = 0.43
+#: Head dimensions the fused attention kernels are compiled for: a head dimension between two runs the next one up,
+#: its matrix products padded to that width (masked loads, the tensor cores still do the full tile). FlashAttention-2
+#: (and PyTorch SDPA's flash backend, the same kernels; Ampere and newer, before it SDPA runs its memory-efficient
+#: kernel, costed unpadded): 32, 64, 96, 128, 192, 256 (flash-attn csrc/flash_attn/src
+#: flash_*_hdim*.cu; flash_api.cpp rounds the head size up to a multiple of 32, of 64 beyond 128). flash-attn 1.x:
+#: 32, 64, 128 (v1.0.4 fmha_api.cpp: d <= 32 / 64 / 128 pick the hdim32 / 64 / 128 kernels) and its Triton kernel
+#: the next power of two (flash_attn_triton.py: BLOCK_HEADDIM = max(next_power_of_2(d), 16)), the same for d > 16.
+FUSED_ATTENTION_HEAD_DIMS = {"flash": (32, 64, 96, 128, 192, 256), "sdpa": (32, 64, 96, 128, 192, 256),
+                             "flash1": (32, 64, 128)}

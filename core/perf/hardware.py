@@ -28,12 +28,17 @@ GPU has no bf16):
 Achievable matmul fraction (``matmul_fraction``): the best bf16 matmul rate measured over many shapes divided
 by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS comparison table" (ml-engineering,
 compute/accelerator/README.md, mamf-finder.py): A100 SXM 85.9-86.9% (revisions of the table), H100 SXM 80.1-80.3%,
-B200 77.6%, MI250X 76.7% (one GCD), MI300X 60.1%. GPUs the table does not list take ``DEFAULT_MATMUL_FRACTION``.
+B200 77.6%, MI250X 76.7% (one GCD), MI300X 51.4% (torch 2.5.1 + ROCm 6.3 with PYTORCH_TUNABLEOP_ENABLED=1, the
+table since January 2025; its first revision, ROCm 6.2, had 60.1%). GPUs the table does not list take
+``DEFAULT_MATMUL_FRACTION``.
 
 Fused attention kernels (``flash_attention_fraction``): FlashAttention-2, the kernel behind PyTorch SDPA's flash
-backend and flash-attn, reaches 50-73% of the A100's peak (Dao, 2023, abstract): no slower than the A100's GEMMs,
-so the A100 needs no separate figure; on the H100 it reaches only 35% (Shah et al., FlashAttention-3, 2024,
-abstract), well below the H100's GEMMs, so the attention core of a flash/SDPA run is costed at that rate there.
+backend and flash-attn, reaches 50-73% of the A100's peak (Dao, 2023, abstract; forward + backward 55-61% at long
+causal sequences, its Figure 4(c, d): 171 and 189 TFLOPs at 16K tokens, head dimension 64 and 128): about the A100's
+GEMM rate in the model (0.86 x 0.75 = 0.645), so the A100 needs no separate figure; on the H100 it reaches only 35%
+(Shah et al., FlashAttention-3, 2024, abstract), well below the H100's GEMMs, so the attention core of a flash/SDPA
+run is costed at that rate there. The first-generation kernels (flash-attn 1.x and its Triton kernel, ``flash1``)
+run at ``constants.FLASH1_ATTENTION_SPEED`` (0.43) of FlashAttention-2's rate on the A100 and the H100 alike.
 
 fp32 figures are the datasheet non-tensor FP32 rates (used when neither fp16 nor bf16 is enabled).
 
@@ -49,6 +54,7 @@ from typing import Final
 
 from core.hardware import GPU_BY_NAME, find_gpu
 from core.memory.estimate import Allowances
+from core.perf.constants import FLASH1_ATTENTION_SPEED
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ GPU_PERF: Final = MappingProxyType(
         "NVIDIA V100 16GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
         "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
         "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
-        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.601),
+        "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.514),
         "AMD MI250X 128GB": GPUPerf(383.0, 3200.0, 200.0, 4, 95.7, 0.767),
     }
 )
@@ -246,6 +252,17 @@ class Cluster:
     def compute_efficiency(self) -> float:
         """``efficiency.compute`` as resolved for this GPU."""
         return self.efficiency.compute or DEFAULT_MATMUL_FRACTION * self.efficiency.gemm_fraction
+
+    def attention_efficiency(self, attention: str) -> float:
+        """Fraction of the peak the attention core (QK^T, softmax, AV) runs at for an attention implementation:
+        eager attention and FlashAttention-2 / SDPA as the GEMMs, or FlashAttention-2's own measured rate where that
+        is lower (the H100); the first-generation kernels (``flash1``) at ``FLASH1_ATTENTION_SPEED`` of that."""
+        eff = self.compute_efficiency
+        if attention == "eager":
+            return eff
+        if self.perf.flash_attention_fraction:
+            eff = min(eff, self.perf.flash_attention_fraction)
+        return eff * FLASH1_ATTENTION_SPEED if attention == "flash1" else eff
 
     @property
     def peak_flops(self) -> float:

@@ -10,7 +10,7 @@ The same conventions as ``core.perf.measurements`` (every row normalised to seco
   DeepSpeed's tutorials use, alone and with tensor parallelism (costed as autotp) and data parallelism;
 - A100: the Hugging Face blog's DeepSpeed ZeRO-3 step of Granite 7B on four A100 (2024) and Megatron-DeepSpeed's
   1.3B BERT with ZeRO-1 on 64 A100 (its README), and its long-sequence table (GPT-30B, 32-way tensor and
-  sequence parallelism over 4 A100 nodes, 2K-256K tokens, Triton FlashAttention).
+  sequence parallelism over 4 A100 nodes, 2K-256K tokens, flash-attn 1.0.4's Triton kernel).
 """
 
 from __future__ import annotations
@@ -208,11 +208,13 @@ LONG_SEQ_ROWS: tuple[Measurement, ...] = tuple(
     Measurement(f"mds-longseq-gpt30b-tp32-s{k}k", _LONG_SEQ + f"sequence {k}k: {v} TFLOPs per GPU",
                 _megatron(6144, 64, 64), gpu="NVIDIA A100 40GB", gpus_per_node=8, nodes=4, zero={"stage": 0},
                 micro_batch=1, grad_accum=2, seq_len=k * 1024, metric="megatron_hw_tflops", value=float(v),
-                precision="fp16", attention="flash", recompute="full", inter_node_gbit_s=1600.0,
+                precision="fp16", attention="flash1", recompute="full", inter_node_gbit_s=1600.0,
                 extra_config={"optimizer": {"type": "Adam"}, "tensor_parallel": {"autotp_size": 32}},
                 assumed="Megatron's tensor + sequence parallelism across the 4 nodes costed as autotp (the same "
-                        "bytes); the Triton FlashAttention of FA 1.0.4 costed as the FlashAttention-2 the planner "
-                        "knows; Megatron-DeepSpeed's TFLOPs are Megatron's formula (full s^2 attention)")
+                        "bytes); --use-flash-attn-triton is the Triton kernel of flash-attn v1.0.4 (the README's "
+                        "install steps), the planner's flash1, called causal (megatron/model/transformer.py "
+                        "FlashSelfAttentionTriton(causal=True)); Megatron-DeepSpeed's TFLOPs are Megatron's formula "
+                        "(full s^2 attention)")
     for k, v in ((2, 68), (4, 80), (8, 86), (16, 92), (32, 100), (64, 106), (128, 119), (256, 94))
 )
 

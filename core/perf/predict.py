@@ -6,7 +6,9 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   bytes / HBM bandwidth), so small micro-batches and hidden sizes run below peak (efficiency.compute defaults to
   the GPU's measured best matmul fraction x efficiency.gemm_fraction); the attention core is costed as GEMMs
   (causal flash/SDPA kernels skip the upper triangle; on GPUs where FlashAttention runs below the GEMMs, the H100,
-  at its own rate; their backward recomputes the scores, ``FUSED_ATTENTION_BACKWARD_FACTOR`` x the forward);
+  at its own rate; flash-attn 1.x and its Triton kernel (``flash1``) at ``FLASH1_ATTENTION_SPEED`` of that; a
+  fused kernel pads the head dimension to the next one it is compiled for, ``FUSED_ATTENTION_HEAD_DIMS``; their
+  backward recomputes the scores, ``FUSED_ATTENTION_BACKWARD_FACTOR`` x the forward);
   elementwise kernels (norms, activations, softmax, dropout) move each saved activation byte
   ``ACTIVATION_PASSES`` times through HBM, Hugging Face's composite activations (gelu_new) more. Full
   recomputation repeats the forward; selective recomputation repeats the attention core.
@@ -58,6 +60,7 @@ from core.perf.compute import (
 )
 from core.perf.constants import (
     ADAM_BYTES_PER_PARAM,
+    FLASH1_ATTENTION_SPEED,
     FUSED_ATTENTION_BACKWARD_FACTOR,
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
     ZEROPP_QGZ_BYTES_PER_PARAM,
@@ -379,6 +382,9 @@ def predict(
         pinned = m.offload_optimizer_pin_memory and m.offload_param_pin_memory
         if not pinned:
             notes.append("pin_memory is off: host copies run at about half the PCIe rate (not modelled).")
+    if shape.attention == "flash1":
+        notes.append(f"flash1 (flash-attn 1.x or its Triton kernel): the attention core at {FLASH1_ATTENTION_SPEED:g}x "
+                     "FlashAttention-2's rate (FlashAttention-2 paper, Figure 4).")
     if shape.attention == "flash" and not GPU_BY_NAME[cluster.gpu].bf16:
         notes.append(f"FlashAttention-2 needs an Ampere or newer GPU; on the {cluster.gpu} SDPA's memory-efficient "
                      "kernel runs instead (costed the same).")
@@ -402,6 +408,8 @@ def predict(
         assumptions={**cluster.resolved(), "peak_tflops_used": peak / 1e12,
                      "efficiency": cluster.efficiency.__dict__.copy(), "activation_passes": ACTIVATION_PASSES,
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
+                     "attention_efficiency": cluster.attention_efficiency(shape.attention),
+                     "flash1_attention_speed": FLASH1_ATTENTION_SPEED,
                      "adam_bytes_per_param": ADAM_BYTES_PER_PARAM,
                      "unfused_fp16_optimizer_bytes_per_param": UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
                      "zeropp_qwz_bytes_per_param": ZEROPP_QWZ_BYTES_PER_PARAM,
