@@ -1,0 +1,90 @@
+"""The pages' in-process caches of prepared results (``ui.zero_view``, ``ui.perf``, ``ui.plan_view``) never show a
+stale result: after each change, a session that was cached along the way shows exactly what a fresh session
+opened on the same state shows (tables, chart rows, metrics, captions)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from app_support import ROOT, app, shown_tables, vega_charts
+
+from core.models import get_config, get_spec
+from ui import memory, perf, zero_view
+from ui.widgets import widget_key
+
+NAME = "meta-llama/Llama-2-7b-hf"
+SPEC = get_spec(NAME)
+MODEL = {"model": NAME, "total_params": SPEC.total_params, "largest_layer_params": SPEC.largest_layer_params,
+         "model_config": get_config(NAME)}
+PRESET = json.loads((ROOT / "presets" / "zero3-offload-cpu.json").read_text())["config"]
+
+
+def seen(at) -> dict:
+    """Everything the page shows that comes from the caches, as plain values."""
+    charts = [{name: frame.to_dict("list") for name, frame in sorted(frames.items())} for _, frames in vega_charts(at)]
+    return {"tables": [frame.to_dict("list") for frame in shown_tables(at)],
+            "charts": sorted(charts, key=lambda c: json.dumps(c, sort_keys=True, default=str)),
+            "metrics": [(m.label, m.value, m.proto.delta) for m in at.metric],
+            "captions": [c.value for c in at.caption], "subheaders": [s.value for s in at.subheader]}
+
+
+def clear_caches() -> None:
+    """Empty every in-process cache of the app's modules (they are shared by all sessions of a process)."""
+    for module in (memory, perf, zero_view):
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
+                value.cache_clear()
+
+
+def fresh(at, page: str) -> dict:
+    """What a new session opened on ``at``'s config, context and page shows, computed without the caches."""
+    clear_caches()
+    other = app(copy.deepcopy(at.session_state["config"]), page=page,
+                **copy.deepcopy(dict(at.session_state["context"])))
+    for key in ("zero_sweep_axis",):
+        if key in at.session_state:
+            other.session_state[key] = at.session_state[key]
+    other.run()
+    return seen(other)
+
+
+def test_zero_page_after_each_change_shows_what_a_fresh_session_shows():
+    page = "pages/zero.py"
+    at = app(copy.deepcopy(PRESET), page=page, **MODEL)
+    assert at.metric and len(vega_charts(at)) == 3, "the estimate, its chart and the sweep are drawn"
+    before = seen(at)
+    assert before == fresh(at, page)
+
+    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(2).run()  # a flip
+    after_flip = seen(at)
+    assert after_flip != before and after_flip == fresh(at, page)
+    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()  # and back: served from the caches
+    assert seen(at) == before
+
+    at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).set_value("none").run()
+    shown = seen(at)
+    assert shown != before and shown == fresh(at, page)
+
+    at.session_state["context"].update(gpu_memory_gib=40.0, gpu="NVIDIA A100 40GB")  # the capacity and the GPU
+    at.run()
+    shown = seen(at)
+    assert shown == fresh(at, page)
+    at.session_state["config"]["train_micro_batch_size_per_gpu"] = 4  # the shape: micro batch
+    at.run()
+    shown = seen(at)
+    assert shown == fresh(at, page)
+
+    at.radio(key="zero_sweep_axis").set_value("total_gpus").run()  # the sweep's fragment alone
+    shown = seen(at)
+    assert shown == fresh(at, page)
+
+
+def test_cached_views_are_shared_and_left_as_they_were():
+    at = app(copy.deepcopy(PRESET), page="pages/zero.py", **MODEL)
+    info = zero_view.estimate_view.cache_info()
+    at.run()
+    assert zero_view.estimate_view.cache_info().hits > info.hits, "a rerun with the same input is a cache hit"
+    # the page reads the shared frames; a second session on the same input sees the same numbers
+    other = app(copy.deepcopy(PRESET), page="pages/zero.py", **MODEL)
+    assert seen(other) == seen(at)
