@@ -10,7 +10,7 @@ import json
 from app_support import ROOT, app, shown_tables, vega_charts
 
 from core.models import get_config, get_spec
-from ui import memory, perf, zero_view
+from ui import memory, perf, plan_view, zero_view
 from ui.widgets import widget_key
 
 NAME = "meta-llama/Llama-2-7b-hf"
@@ -26,12 +26,16 @@ def seen(at) -> dict:
     return {"tables": [frame.to_dict("list") for frame in shown_tables(at)],
             "charts": sorted(charts, key=lambda c: json.dumps(c, sort_keys=True, default=str)),
             "metrics": [(m.label, m.value, m.proto.delta) for m in at.metric],
-            "captions": [c.value for c in at.caption], "subheaders": [s.value for s in at.subheader]}
+            "captions": [c.value for c in at.caption], "subheaders": [s.value for s in at.subheader],
+            "notes": [e.value for e in (*at.info, *at.error, *at.success)]}
+
+
+PLAN_WIDGETS = ("plan_model", "plan_gpu", "plan_gpn", "plan_nodes", "plan_tokens", "plan_price", "plan_seq")
 
 
 def clear_caches() -> None:
     """Empty every in-process cache of the app's modules (they are shared by all sessions of a process)."""
-    for module in (memory, perf, zero_view):
+    for module in (memory, perf, plan_view, zero_view):
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
                 value.cache_clear()
@@ -42,7 +46,7 @@ def fresh(at, page: str) -> dict:
     clear_caches()
     other = app(copy.deepcopy(at.session_state["config"]), page=page,
                 **copy.deepcopy(dict(at.session_state["context"])))
-    for key in ("zero_sweep_axis",):
+    for key in ("zero_sweep_axis", *PLAN_WIDGETS):
         if key in at.session_state:
             other.session_state[key] = at.session_state[key]
     other.run()
@@ -88,3 +92,19 @@ def test_cached_views_are_shared_and_left_as_they_were():
     # the page reads the shared frames; a second session on the same input sees the same numbers
     other = app(copy.deepcopy(PRESET), page="pages/zero.py", **MODEL)
     assert seen(other) == seen(at)
+
+
+def test_plan_page_after_each_change_shows_what_a_fresh_session_shows():
+    page = "pages/plan.py"
+    at = app(copy.deepcopy(PRESET), page=page, **MODEL)
+    before = seen(at)
+    assert before["tables"] and len(before["charts"]) == 3, "the ranking, its breakdown and both sweeps are drawn"
+    assert before == fresh(at, page)
+    for key, value in (("plan_nodes", 2), ("plan_price", 4.0), ("plan_tokens", 0.0), ("plan_gpu", "NVIDIA H100 80GB"),
+                       ("plan_seq", 4096), ("plan_model", "meta-llama/Llama-2-13b-hf")):
+        widget = at.number_input(key=key) if key not in ("plan_gpu", "plan_model") else at.selectbox(key=key)
+        widget.set_value(value).run()
+        shown = seen(at)
+        assert shown != before, key
+        assert shown == fresh(at, page), key
+        before = shown
