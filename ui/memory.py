@@ -112,6 +112,13 @@ def cache_keys(config: Mapping[str, Any], context: Mapping[str, Any], shape: mem
             (shape.micro_batch, shape.seq_len, shape.attention, shape.recompute))
 
 
+@functools.lru_cache(maxsize=4)
+def parsed(config_json: str) -> dict[str, Any]:
+    """The config a cache key stands for, parsed once for all the caches that miss on it (a 1 MB config takes
+    tens of milliseconds to parse); shared, so read only."""
+    return json.loads(config_json)
+
+
 def shape_of(key: tuple) -> memory.Shape:
     """The ``memory.Shape`` a key's shape tuple stands for."""
     return memory.Shape(micro_batch=key[0], seq_len=key[1], attention=key[2], recompute=key[3])
@@ -168,7 +175,7 @@ def options_table(config_json: str, context_json: str, shape_key: tuple) -> pd.D
     ``functools.lru_cache``, so a hit does not unpickle the frame as ``st.cache_data`` would): the frame is
     shared, callers must not edit it."""
     context = json.loads(context_json)
-    config = json.loads(config_json)
+    config = parsed(config_json)
     model = model_for(context)
     if model is None:
         return None
@@ -203,7 +210,7 @@ def sweep_table(config_json: str, context_json: str, shape: tuple, axis: str, va
     """``core.memory.sweep_totals`` of a config along ``axis`` at ``values`` (needs a model), on the text keys of
     ``cache_keys``; the frame is shared, callers must not edit it."""
     context = json.loads(context_json)
-    return memory.sweep_totals(json.loads(config_json), model_for(context), hardware_for(context), shape_of(shape),
+    return memory.sweep_totals(parsed(config_json), model_for(context), hardware_for(context), shape_of(shape),
                                axis, list(values))
 
 

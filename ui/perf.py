@@ -34,7 +34,7 @@ def _step_view(keys: memory.Keys, gpu: str) -> tuple[perf.Cluster, perf.StepEsti
     model, cluster = memory.model_for(context), cluster_for(context)
     if model is None or cluster is None:
         return None
-    estimate = perf.predict(json.loads(config_json), model, cluster, memory.shape_of(shape_key))
+    estimate = perf.predict(memory.parsed(config_json), model, cluster, memory.shape_of(shape_key))
     breakdown = tables.prepare(pd.DataFrame({
         "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
         "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],

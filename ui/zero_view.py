@@ -107,7 +107,7 @@ def estimate_view(keys: memory.Keys) -> EstimateView | None:
     model = memory.model_for(context)
     if model is None:
         return None
-    estimate = core_memory.estimate(json.loads(config_json), model, memory.hardware_for(context),
+    estimate = core_memory.estimate(memory.parsed(config_json), model, memory.hardware_for(context),
                                     memory.shape_of(shape_key))
     parts = estimate.components_frame()
     parts["category"] = parts["category"].str.replace("_", " ")
