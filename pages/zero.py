@@ -147,7 +147,8 @@ if view is not None:
     tables.draw(full.table)
     with charts.on_demand("Chart of every option, by category", key="zero_options_chart") as shown:
         if shown:
-            charts.draw(zero_charts.every_option, {"options": full.options, "totals": full.totals,
+            options, totals = full.chart_rows()
+            charts.draw(zero_charts.every_option, {"options": options, "totals": totals,
                                                    zero_charts.CAPACITY: capacity_row})
 
     sweep_section(keys, estimate.shape.micro_batch, estimate.shape.seq_len, world, capacity_row)

@@ -184,10 +184,11 @@ def options_table(config_json: str, context_json: str, shape_key: tuple) -> pd.D
     for stage, opt, param in memory.zero_options():
         est = memory.estimate(_with_zero_option(config, stage, opt, param), model, hardware, shape)
         label = option_label(stage, opt, param)
+        # each total sums the components again: once per option, not once per category
+        totals = {"total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
+                  "nvme_gib": est.nvme_bytes_per_node / GIB, "fits": est.fits}
         for category, size in sorted(est.gpu_peak_by_category().items()):
-            rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB,
-                         "total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
-                         "nvme_gib": est.nvme_bytes_per_node / GIB, "fits": est.fits})
+            rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB, **totals})
     return pd.DataFrame(rows)
 
 

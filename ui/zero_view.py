@@ -24,10 +24,6 @@ OPTION_COLUMNS = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict"
 _GIB_COLUMNS = ("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node")
 
 
-def _current_mark(flags: pd.Series) -> pd.Series:
-    return flags.map({True: "◀ current", False: ""})
-
-
 @functools.lru_cache(maxsize=64)
 def capacity(gib: float) -> bytes:
     """The one-row ``capacity`` dataset of every chart (the red line at the GPU's memory)."""
@@ -59,12 +55,22 @@ def stage_view(total_params: int, world: int, stage: int, verdicts: tuple[tuple[
 
 @dataclass(frozen=True)
 class OptionsView:
-    """Every stage × offload option: the table, each stage's verdict without offload, the on-demand chart's rows."""
+    """Every stage × offload option: the table, and each stage's verdict without offload."""
 
     table: tables.Table
     verdicts: tuple[tuple[int, bool | None], ...]
-    options: pd.DataFrame
-    totals: pd.DataFrame
+    keys: memory.Keys
+    current_label: str
+
+    def chart_rows(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The rows of the chart of every option, by category and per option (drawn on demand only)."""
+        found = memory.options_table(*self.keys)
+        assert found is not None  # noqa: S101 — a view exists only for a model
+        options = found.copy()
+        options["current"] = options["option"] == self.current_label
+        options["verdict"] = options["fits"].map(memory.fit_label)
+        options["category"] = options["category"].str.replace("_", " ")
+        return options[OPTION_COLUMNS], options.drop_duplicates("option")[OPTION_COLUMNS]
 
 
 @functools.lru_cache(maxsize=256)
@@ -73,19 +79,16 @@ def options_view(keys: memory.Keys, current_label: str) -> OptionsView | None:
     found = memory.options_table(*keys)
     if found is None:
         return None
-    options = found.copy()
-    options["current"] = options["option"] == current_label
-    options["verdict"] = options["fits"].map(memory.fit_label)
-    options["category"] = options["category"].str.replace("_", " ")
-    totals = options.drop_duplicates("option")
+    totals = found.drop_duplicates("option")
     verdicts = tuple((int(r.stage), r.fits) for r in totals.itertuples()
                      if r.option == memory.option_label(int(r.stage), "none", "none"))
     table = tables.prepare(pd.DataFrame({
         "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
         "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
-        "Fits": totals["verdict"], "Current": _current_mark(totals["current"]),
+        "Fits": [memory.fit_label(f) for f in totals["fits"]],
+        "Current": ["◀ current" if o == current_label else "" for o in totals["option"]],
     }), dict.fromkeys(_GIB_COLUMNS, ".1f"))
-    return OptionsView(table, verdicts, options[OPTION_COLUMNS], totals[OPTION_COLUMNS])
+    return OptionsView(table, verdicts, keys, current_label)
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,14 @@ def estimate_view(keys: memory.Keys) -> EstimateView | None:
         return None
     estimate = core_memory.estimate(memory.parsed(config_json), model, memory.hardware_for(context),
                                     memory.shape_of(shape_key))
-    parts = estimate.components_frame()
-    parts["category"] = parts["category"].str.replace("_", " ")
+    # the columns of ``MemoryEstimate.components_frame`` read from the components directly (it converts each
+    # component with ``dataclasses.asdict``, a tenth of this function)
+    parts = pd.DataFrame({
+        "name": [c.name for c in estimate.components], "device": [c.device for c in estimate.components],
+        "formula": [c.formula for c in estimate.components],
+        "category": [c.category.replace("_", " ") for c in estimate.components],
+        "phase": [c.phase for c in estimate.components],
+        "gib": [c.bytes / core_memory.GIB for c in estimate.components]})
     transient = "step" if estimate.gpu_peak_phase == "optimizer step" else "forward_backward"
     peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
     components = tables.prepare(parts[["name", "device", "phase", "gib", "formula"]].rename(columns={
@@ -136,5 +145,5 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     sweep["verdict"] = sweep["fits"].map(memory.fit_label)
     return SweepView(charts.arrow(sweep[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
         SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
-        "Fits": sweep["verdict"], "Current": _current_mark(sweep["current"]),
+        "Fits": sweep["verdict"], "Current": ["◀ current" if c else "" for c in sweep["current"]],
     }), {"GPU, GiB per GPU": ".1f"}))
