@@ -92,6 +92,15 @@ def test_cached_views_are_shared_and_left_as_they_were():
     # the page reads the shared frames; a second session on the same input sees the same numbers
     other = app(copy.deepcopy(PRESET), page="pages/zero.py", **MODEL)
     assert seen(other) == seen(at)
+    # nothing the caches hand out was edited by a page: the shared parsed config is still what its JSON says
+    ctx = dict(at.session_state["context"])
+    keys = memory.cache_keys(at.session_state["config"], ctx, memory.shape_for(ctx, at.session_state["config"], None))
+    hits = memory.parsed.cache_info().hits
+    assert memory.parsed(keys[0]) == json.loads(keys[0])
+    assert memory.parsed.cache_info().hits == hits + 1, "the page's own key: the object the caches shared"
+    found = memory.options_table(*memory.options_keys(at.session_state["config"], ctx))
+    assert "current" not in found.columns and set(found["category"]) <= {"model_states", "activations", "buffers",
+                                                                         "overhead"}
 
 
 def test_plan_page_after_each_change_shows_what_a_fresh_session_shows():
