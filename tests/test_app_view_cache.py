@@ -1,4 +1,5 @@
-"""The pages' in-process caches of prepared results (``ui.zero_view``, ``ui.perf``, ``ui.plan_view``) never show a
+"""The pages' in-process caches of prepared results (``ui.zero_view``, ``ui.perf``, ``ui.plan_view``, the ways to
+fit of ``ui.headline``) never show a
 stale result: after each change, a session that was cached along the way shows exactly what a fresh session
 opened on the same state shows (tables, chart rows, metrics, captions)."""
 
@@ -10,7 +11,7 @@ import json
 from app_support import ROOT, app, shown_tables, vega_charts
 
 from core.models import get_config, get_spec
-from ui import memory, perf, plan_view, zero_view
+from ui import headline, memory, perf, plan_view, zero_view
 from ui.widgets import widget_key
 
 NAME = "meta-llama/Llama-2-7b-hf"
@@ -27,7 +28,8 @@ def seen(at) -> dict:
             "charts": sorted(charts, key=lambda c: json.dumps(c, sort_keys=True, default=str)),
             "metrics": [(m.label, m.value, m.proto.delta) for m in at.metric],
             "captions": [c.value for c in at.caption], "subheaders": [s.value for s in at.subheader],
-            "notes": [e.value for e in (*at.info, *at.error, *at.success)]}
+            "notes": [e.value for e in (*at.info, *at.error, *at.success)],
+            "markdown": [m.value for m in at.markdown], "buttons": [(b.label, b.proto.help) for b in at.button]}
 
 
 PLAN_WIDGETS = ("plan_model", "plan_gpu", "plan_gpn", "plan_nodes", "plan_tokens", "plan_price", "plan_seq")
@@ -35,7 +37,7 @@ PLAN_WIDGETS = ("plan_model", "plan_gpu", "plan_gpn", "plan_nodes", "plan_tokens
 
 def clear_caches() -> None:
     """Empty every in-process cache of the app's modules (they are shared by all sessions of a process)."""
-    for module in (memory, perf, plan_view, zero_view):
+    for module in (headline, memory, perf, plan_view, zero_view):
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info"):
                 value.cache_clear()
@@ -117,3 +119,29 @@ def test_plan_page_after_each_change_shows_what_a_fresh_session_shows():
         assert shown != before, key
         assert shown == fresh(at, page), key
         before = shown
+
+
+def test_ways_to_fit_after_each_change_show_what_a_fresh_session_shows():
+    page = "pages/zero.py"
+    preset = json.loads((ROOT / "presets" / "zero2-bf16.json").read_text())["config"]
+    at = app(copy.deepcopy(preset), page=page, **MODEL, gpus_per_node=1)
+    before = seen(at)
+    assert any(b.startswith("Make it fit") for b, _ in before["buttons"]), "the headline offers a way to fit"
+    assert "Make it fit" in before["subheaders"], "the ZeRO page lists the ways"
+    assert before == fresh(at, page)
+    for change in ({"seq_len": 4096}, {"hf_grad_accum": 4}, {"gpu": "NVIDIA H100 80GB"}, {"micro": 2}, {"stage": 1},
+                   {"offload": "cpu"}):
+        if "micro" in change:
+            at.session_state["config"]["train_micro_batch_size_per_gpu"] = change["micro"]
+            at.run()
+        elif "stage" in change:
+            at.selectbox(key=widget_key("zero_optimization.stage")).set_value(change["stage"]).run()
+        elif "offload" in change:
+            at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).set_value("cpu").run()
+        else:
+            at.session_state["context"].update(change)
+            at.run()
+        shown = seen(at)
+        assert shown == fresh(at, page), change
+        if "offload" not in change:
+            assert "Make it fit" in shown["subheaders"], f"{change}: still does not fit"
