@@ -1,7 +1,7 @@
 """The pages' in-process caches of prepared results (``ui.zero_view``, ``ui.perf``, ``ui.plan_view``, the ways to
-fit of ``ui.headline``) never show a
-stale result: after each change, a session that was cached along the way shows exactly what a fresh session
-opened on the same state shows (tables, chart rows, metrics, captions)."""
+fit of ``ui.headline``) never show a stale result: after each change, a session that was cached along the way shows
+exactly what a fresh session opened on the same state shows with every cache emptied (tables, chart rows, metrics,
+captions, alerts, buttons)."""
 
 from __future__ import annotations
 
