@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import copy
 
-import pandas as pd
 import streamlit as st
 
 from core import hardware, models
 from core.memory import ATTENTION_IMPLS
 from core.perf import NETWORKS, Cluster, advice
-from core.perf import gpu_sweep as _gpu_sweep
-from core.perf import recommend as _recommend
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
-from ui import actions, app_state, charts, frame, memory, plan_charts, tables, widgets
-
-# Pure results of the page's inputs, computed once per distinct input (a rerun for any other widget, or a
-# second visit, costs nothing): the ranking of ~500 candidates and the node sweep are most of this page's time.
-recommend = st.cache_data(max_entries=64, show_spinner=False)(_recommend)
-gpu_sweep = st.cache_data(max_entries=64, show_spinner=False)(_gpu_sweep)
+from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 
 frame.begin("Plan")
 _eff, _cpu_adam = Efficiency(), CPU_ADAM_PARAMS_PER_S
@@ -94,32 +86,20 @@ if global_batch % world:
     frame.end()
     st.stop()
 
-table = recommend(spec, cluster, seq_len=int(seq_len), global_batch=int(global_batch), tokens=tokens * 1e9 or None,
-                  price_per_gpu_hour=price or None, attention=attention, precision=precision)
-fitting = table[table["fits"]]
+# The ranking of ~500 candidates, the node sweep and what the page draws of them, once per distinct input (a
+# rerun for any other widget, or a second visit, only sends them): ui.plan_view.
+settings = plan_view.Settings(int(seq_len), int(global_batch), tokens * 1e9 or None, price or None, attention,
+                              precision)
+ranked = plan_view.ranking(spec, cluster, settings)
 st.subheader("Ranked configs")
-st.caption(f"{len(fitting)} of {len(table)} candidates fit in {table.attrs['gpu_memory_gib']:.0f} GiB with "
-           f"{table.attrs['memory_headroom']:.0%} kept free. Recompute is the model's gradient checkpointing "
+st.caption(f"{ranked.fitting} of {ranked.candidates} candidates fit in {ranked.gpu_memory_gib:.0f} GiB with "
+           f"{ranked.memory_headroom:.0%} kept free. Recompute is the model's gradient checkpointing "
            "(set in your training script, not in the ds_config).")
-if fitting.empty:
+if ranked.table is None:
     st.error("Nothing fits on this cluster: add GPUs or nodes, shorten the sequence, or use a smaller model.")
 else:
-    shown = fitting.head(20).reset_index(drop=True)
-    view = pd.DataFrame({
-        "Rank": range(1, len(shown) + 1), "Stage": shown["stage"],
-        "Offload optimizer": shown["offload_optimizer"], "Offload params": shown["offload_param"],
-        "ZeRO++": shown["zeropp"], "Micro batch": shown["micro_batch"],
-        "Accumulation": shown["gradient_accumulation_steps"], "Recompute": shown["recompute"],
-        "GPU GiB": shown["gpu_peak_gib"].round(1), "Step s": shown["step_seconds"].round(3),
-        "Tokens/s": shown["tokens_per_second"].round(0), "TFLOPs/GPU": shown["tflops_per_gpu"].round(1),
-        "MFU": (shown["mfu"] * 100).round(0),
-    })
-    if "hours" in shown:
-        view["Hours"] = shown["hours"].round(1)
-    if "cost" in shown:
-        view["Cost USD"] = shown["cost"].round(0)
-    tables.small_table(view, {"GPU GiB": ".1f", "Step s": ".3f", "Tokens/s": ",.0f", "TFLOPs/GPU": ".1f",
-                              "MFU": ".0f", "Hours": ".1f", "Cost USD": ",.0f"})
+    shown = ranked.shown
+    tables.draw(ranked.table)
     st.caption("Assumed for this cluster: " + advice.assumptions_text(cluster))
     best = shown.iloc[0]
     st.info(f"**Fastest fitting:** ZeRO-{best['stage']}"
@@ -155,42 +135,19 @@ else:
 
     # ---- charts
     st.subheader("Where the time goes")
-    top = shown.head(10)
-    parts = pd.DataFrame([
-        {"Candidate": f"#{i + 1} Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
-                      f"mb{r.micro_batch} {r.recompute}",
-         "Part": name, "Seconds": sec}
-        for i, r in enumerate(top.itertuples()) for name, sec in r.breakdown.items()
-    ])
-    charts.draw(plan_charts.breakdown, {"parts": parts})
+    charts.draw(plan_charts.breakdown, {"parts": ranked.parts})
 
 st.subheader("Speed against memory")
-candidates = pd.DataFrame({
-    "Candidate": [f"Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
-                  f"mb{r.micro_batch} {r.recompute}" for r in table.itertuples()],
-    "gpu_peak_gib": table["gpu_peak_gib"], "tokens_per_second": table["tokens_per_second"],
-    "step_seconds": table["step_seconds"], "Fits": table["fits"].map(memory.fit_label),
-})
-charts.draw(plan_charts.speed_memory, {"candidates": candidates,
-                                       "limit": pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]})})
+charts.draw(plan_charts.speed_memory, {"candidates": ranked.speed_memory, "limit": ranked.limit})
 
 st.subheader("Time and cost against the number of nodes")
-node_counts = sorted({1, 2, 4, 8, 16, 32, int(nodes)})
-sweep = gpu_sweep(spec, cluster, seq_len=int(seq_len), global_batch=int(global_batch), node_counts=node_counts,
-                  tokens=tokens * 1e9 or None, price_per_gpu_hour=price or None, attention=attention,
-                  precision=precision)
-usable = sweep[sweep["fits"]] if not sweep.empty else sweep
-if usable.empty or "hours" not in usable:
+sweep = plan_view.node_sweep(spec, cluster, settings, tuple(sorted({1, 2, 4, 8, 16, 32, int(nodes)})))
+if sweep.rows is None:
     st.caption("Give the tokens to train to see time and cost against the GPU count."
-               if not usable.empty else "No cluster size in the sweep fits.")
+               if sweep.any_fits else "No cluster size in the sweep fits.")
 else:
-    long = pd.concat([
-        usable.assign(Metric="training hours", Value=usable["hours"]),
-        *([usable.assign(Metric="cost (USD)", Value=usable["cost"])] if "cost" in usable else []),
-    ])
-    charts.draw(plan_charts.time_and_cost,
-                {"sweep": long[["total_gpus", "stage", "micro_batch", "Metric", "Value"]]})
-    st.caption(f"Smallest cluster in the sweep where something fits: {sweep.attrs.get('min_gpus')} GPUs. Sizes "
+    charts.draw(plan_charts.time_and_cost, {"sweep": sweep.rows})
+    st.caption(f"Smallest cluster in the sweep where something fits: {sweep.min_gpus} GPUs. Sizes "
                f"whose GPU count does not divide the global batch of {global_batch} are left out.")
 
 frame.end()

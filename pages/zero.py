@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from core.findings import get_path
-from ui import actions, app_state, charts, fields, frame, headline, memory, perf, tables, widgets, zero_charts
+from ui import (
+    actions,
+    app_state,
+    charts,
+    fields,
+    frame,
+    headline,
+    memory,
+    perf,
+    tables,
+    widgets,
+    zero_charts,
+    zero_view,
+)
 
 frame.begin("ZeRO & offload")
 widgets.explain(
@@ -32,34 +44,28 @@ config = form.config
 ctx = app_state.get_context()
 world = app_state.world_size(ctx)
 capacity = float(ctx["gpu_memory_gib"])
-capacity_row = pd.DataFrame({"capacity": [capacity]})
+capacity_row = zero_view.capacity(capacity)
 
 
 SWEEP_AXES = {"micro_batch": "micro batch", "seq_len": "sequence length", "total_gpus": "GPU count"}
-SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
 
 
 @st.fragment
-def sweep_section(config: dict, ctx: dict, report, micro_batch: int, seq_len: int, world: int,
-                  capacity_row: pd.DataFrame) -> None:
+def sweep_section(keys: memory.Keys, micro_batch: int, seq_len: int, world: int, capacity_row: bytes) -> None:
     """Memory against one axis; choosing the axis reruns this part only (the config does not change)."""
     st.subheader("Memory against micro batch, sequence length or GPU count")
     axis = st.radio("Sweep", list(SWEEP_AXES), format_func=SWEEP_AXES.get, horizontal=True, key="zero_sweep_axis")
     now = {"micro_batch": micro_batch, "seq_len": seq_len, "total_gpus": world}[axis]
-    sweep = memory.sweep(config, ctx, report, axis, now)
-    sweep["current"] = sweep[axis] == now
-    sweep["verdict"] = sweep["fits"].map(memory.fit_label)
-    charts.draw(zero_charts.sweep, {"sweep": sweep[[axis, "gpu_gib", "verdict"]], zero_charts.CAPACITY: capacity_row},
+    sweep = zero_view.sweep_view(keys, axis, now)
+    charts.draw(zero_charts.sweep, {"sweep": sweep.rows, zero_charts.CAPACITY: capacity_row},
                 axis=axis, axis_title=SWEEP_AXES[axis])
-    tables.small_table(pd.DataFrame({
-        SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
-        "Fits": sweep["verdict"], "Current": sweep["current"].map({True: "◀ current", False: ""}),
-    }), {"GPU, GiB per GPU": ".1f"})
+    tables.draw(sweep.table)
 
 widgets.render_field("zero_optimization.stage", form)
 stage = form.stage
 params = memory.model_params(ctx)
-full = memory.options_components(config, ctx, form.report)  # every stage × offload option (None without a model)
+# every stage × offload option (None without a model)
+full = zero_view.options_view(memory.options_keys(config, ctx, form.report), memory.current_option(config, stage))
 
 # ------------------------------------------------------------------ the paper's Figure 1, live
 st.subheader("What one GPU holds under each stage")
@@ -67,23 +73,13 @@ if params is None:
     st.info("Choose a model on the Start page to see the memory charts.")
     st.page_link(app_state.PAGES["start"], label="Choose a model", icon=":material/arrow_back:")
 else:
-    figure = memory.zero_figure(params[0], world)
-    figure["current"] = figure["stage"] == stage
-    charts.draw(zero_charts.stage_figure, {"figure": figure, zero_charts.CAPACITY: capacity_row})
-    totals = figure.groupby("stage", as_index=False)["gib_per_gpu"].sum()
+    figure = zero_view.stage_view(params[0], world, stage, () if full is None else full.verdicts)
+    charts.draw(zero_charts.stage_figure, {"figure": figure.figure, zero_charts.CAPACITY: capacity_row})
     st.caption(f"{ctx.get('model') or 'Your model'} ({params[0] / 1e9:.2f} B parameters) on {world} GPUs; "
                f"red line: {capacity:g} GiB per GPU. Model states only (16 bytes per parameter, the ZeRO "
                "paper's accounting); activations come on top, so whether a stage fits is the full estimate's "
                "verdict (the same as in the table of every option below).")
-    verdict = {} if full is None else {
-        int(r.stage): r.fits for r in full.drop_duplicates("option").itertuples()
-        if r.option == memory.option_label(int(r.stage), "none", "none")}
-    tables.small_table(pd.DataFrame({
-        "ZeRO stage": totals["stage"],
-        "Model states, GiB per GPU": totals["gib_per_gpu"],
-        "Fits (full estimate, no offload)": [memory.fit_label(verdict.get(int(s))) for s in totals["stage"]],
-        "Current": ["◀ current" if s == stage else "" for s in totals["stage"]],
-    }), {"Model states, GiB per GPU": ".1f"})
+    tables.draw(figure.totals)
 
 # ------------------------------------------------------------------ offload
 st.subheader("Offload")
@@ -99,17 +95,14 @@ if "nvme" in (get_path(config, "zero_optimization.offload_optimizer.device"),
     with st.container(border=True):
         widgets.render_section("aio", form, columns=3)
 
-estimate = memory.current_estimate(config, ctx, form.report)
-if estimate is not None:
+keys = memory.cache_keys(config, ctx, memory.shape_for(ctx, config, form.report))
+view = zero_view.estimate_view(keys)
+if view is not None:
+    estimate = view.estimate
     st.subheader("This config on one GPU")
-    parts = estimate.components_frame()
-    parts["category"] = parts["category"].str.replace("_", " ")
-    transient = "step" if estimate.gpu_peak_phase == "optimizer step" else "forward_backward"
-    peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
     cols = st.columns([3, 2])
     with cols[0]:
-        charts.draw(zero_charts.peak_components, {"peak": peak[["name", "gib", "category", "phase", "formula"]]},
-                    height=max(140, 34 * len(peak)))
+        charts.draw(zero_charts.peak_components, {"peak": view.peak}, height=max(140, 34 * view.peak_rows))
     with cols[1]:
         def margin(free_gib: float) -> str:  # the sign sets the arrow and colour; the words say which way
             return f"{free_gib:+.1f} GiB " + ("free" if free_gib >= 0 else "over capacity")
@@ -120,7 +113,7 @@ if estimate is not None:
         st.metric("CPU RAM per node", f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB",
                   delta=margin(float(ctx["cpu_ram_gib"]) - estimate.cpu_bytes_per_node / memory.GIB),
                   help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.1f} GiB.")
-        perf.step_panel(config, ctx, form.report)
+        perf.step_panel(keys, ctx)
     st.caption(f"Current config: {memory.current_option(config, stage)} — "
                f"{estimate.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
                f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB CPU RAM per node "
@@ -130,9 +123,7 @@ if estimate is not None:
     for note in [*([assumed[0].upper() + assumed[1:] + "."] if assumed else []), *estimate.notes]:
         st.caption(f"ℹ️ {note}")
     with st.expander("Every component with its formula", icon=":material/functions:"):
-        tables.small_table(parts[["name", "device", "phase", "gib", "formula"]].rename(columns={
-            "name": "Component", "device": "Where", "phase": "When", "gib": "GiB", "formula": "Formula"}),
-            {"GiB": ".1f"})
+        tables.draw(view.components)
 
     if not estimate.fits:
         st.subheader("Make it fit")
@@ -153,24 +144,14 @@ if estimate is not None:
                           icon=":material/build:", type="primary" if i == 0 and way.fits else "secondary")
 
     st.subheader("Every ZeRO stage and offload option")
-    options = full
-    current_label = memory.current_option(config, stage)
-    options["current"] = options["option"] == current_label
-    options["verdict"] = options["fits"].map(memory.fit_label)
-    options["category"] = options["category"].str.replace("_", " ")
-    totals = options.drop_duplicates("option")
-    option_columns = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict", "current"]
-    tables.small_table(pd.DataFrame({
-        "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
-        "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
-        "Fits": totals["verdict"], "Current": totals["current"].map({True: "◀ current", False: ""}),
-    }), dict.fromkeys(("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node"), ".1f"))
+    tables.draw(full.table)
     with charts.on_demand("Chart of every option, by category", key="zero_options_chart") as shown:
         if shown:
-            charts.draw(zero_charts.every_option, {"options": options[option_columns], "totals": totals[option_columns],
+            options, totals = full.chart_rows()
+            charts.draw(zero_charts.every_option, {"options": options, "totals": totals,
                                                    zero_charts.CAPACITY: capacity_row})
 
-    sweep_section(config, ctx, form.report, estimate.shape.micro_batch, estimate.shape.seq_len, world, capacity_row)
+    sweep_section(keys, estimate.shape.micro_batch, estimate.shape.seq_len, world, capacity_row)
 
 # ------------------------------------------------------------------ everything else in zero_optimization
 OWN_WIDGETS = ("stage", "offload_optimizer", "offload_param")  # drawn above

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,3 +107,18 @@ def shown_tables(at: AppTest) -> list[pd.DataFrame]:
                     frame[column] = numbers
         frames.append(frame)
     return frames
+
+
+def vega_charts(at) -> list[tuple[dict, dict[str, pd.DataFrame]]]:
+    """(spec, datasets by name) of every vega-lite chart on the page, as the browser receives them."""
+    out, stack = [], [at._tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(getattr(node, "children", None), dict):
+            stack.extend(node.children.values())
+        if getattr(node, "type", None) == "vega_lite_chart":
+            proto = node.proto
+            frames = {d.name: pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
+                      for d in proto.datasets}
+            out.append((json.loads(proto.spec), frames))
+    return out

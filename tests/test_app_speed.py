@@ -3,13 +3,11 @@ Advanced sections the config does not use drawn only while open."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import altair as alt
 import pandas as pd
-import pyarrow as pa
-from app_support import ROOT, app, shown_tables
+from app_support import ROOT, app, shown_tables, vega_charts
 
 from core.models import get_config, get_spec
 from ui import charts, zero_charts
@@ -58,21 +56,6 @@ def named_data(spec: dict) -> set[str]:
 
     visit(spec)
     return found
-
-
-def vega_charts(at) -> list[tuple[dict, dict[str, pd.DataFrame]]]:
-    """(spec, datasets by name) of every vega-lite chart on the page, as the browser receives them."""
-    out, stack = [], [at._tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(getattr(node, "children", None), dict):
-            stack.extend(node.children.values())
-        if getattr(node, "type", None) == "vega_lite_chart":
-            proto = node.proto
-            frames = {d.name: pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
-                      for d in proto.datasets}
-            out.append((json.loads(proto.spec), frames))
-    return out
 
 
 def test_zero_page_charts_carry_the_current_rows_after_a_stage_flip():

@@ -3,6 +3,8 @@ that matters most in words, and a button for its safe fix. Drawn in the main are
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,21 +91,44 @@ def fit_sentence(estimate: Any, assumption: str | None) -> str:
 
 def ways(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> list[fit.Way]:
     """``core.fit.ways_to_fit`` for the session's config and context ([] when it fits or no model is chosen)."""
-    model = memory.model_for(ctx)
-    if model is None:
-        return []
-    return fit.ways_to_fit(config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report),
-                           trainer_accum=int(ctx.get("hf_grad_accum") or 1))
+    return list(_ways(_keys(config, ctx, report), int(ctx.get("hf_grad_accum") or 1)))
 
 
 def speeds(found: list[fit.Way], config: Mapping[str, Any], ctx: Mapping[str, Any],
            report: Report) -> list[float | None]:
-    """Each way's speed per GPU relative to now (``core.fit.speed_costs``); None for a custom GPU or no model."""
-    model = memory.model_for(ctx)
+    """Each way's speed per GPU relative to now (``core.fit.speed_costs``); None for a custom GPU or no model.
+    ``found`` is ``ways`` of the same config and context."""
+    if not found:
+        return []
+    return list(_speeds(_keys(config, ctx, report), int(ctx.get("hf_grad_accum") or 1), str(ctx.get("gpu"))))
+
+
+def _keys(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> memory.Keys:
+    return memory.cache_keys(config, ctx, memory.shape_for(ctx, config, report))
+
+
+# Both are shown on every page of a job that does not fit (the headline, and the ZeRO page's list): computed once
+# per distinct input and shared by the process's sessions (read only: ``fit.apply_patch`` copies what it applies).
+@functools.lru_cache(maxsize=256)
+def _ways(keys: memory.Keys, trainer_accum: int) -> tuple[fit.Way, ...]:
+    config_json, context_json, shape_key = keys
+    context = json.loads(context_json)
+    model = memory.model_for(context)
+    if model is None:
+        return ()
+    return tuple(fit.ways_to_fit(memory.parsed(config_json), model, memory.hardware_for(context),
+                                 memory.shape_of(shape_key), trainer_accum=trainer_accum))
+
+
+@functools.lru_cache(maxsize=256)
+def _speeds(keys: memory.Keys, trainer_accum: int, gpu: str) -> tuple[float | None, ...]:
+    found = _ways(keys, trainer_accum)
+    context = json.loads(keys[1])
+    model = memory.model_for(context)
     if model is None or not found:
-        return [None] * len(found)
-    return fit.speed_costs(found, config, model, memory.hardware_for(ctx), memory.shape_for(ctx, config, report),
-                           str(ctx.get("gpu")))
+        return (None,) * len(found)
+    return tuple(fit.speed_costs(list(found), memory.parsed(keys[0]), model, memory.hardware_for(context),
+                                 memory.shape_of(keys[2]), gpu))
 
 
 def _apply_finding_fix(finding: Finding) -> None:

@@ -101,14 +101,26 @@ _MODEL_AND_HARDWARE = ("model", "model_config", "total_params", "largest_layer_p
                        "gpu_memory_gib", "cpu_ram_gib", "nvme_gib")
 
 
-def _keys(config: Mapping[str, Any], context: Mapping[str, Any], shape: memory.Shape) -> tuple[str, str, tuple]:
+#: (config JSON, JSON of the context entries above, shape tuple): what the in-process caches are keyed on.
+Keys = tuple[str, str, tuple]
+
+
+def cache_keys(config: Mapping[str, Any], context: Mapping[str, Any], shape: memory.Shape) -> Keys:
     """Hashable stand-ins of (config, context, shape) for the caches: JSON text and a tuple."""
     used = {k: context.get(k) for k in _MODEL_AND_HARDWARE}
     return (json.dumps(config, sort_keys=True, default=str), json.dumps(used, sort_keys=True, default=str),
             (shape.micro_batch, shape.seq_len, shape.attention, shape.recompute))
 
 
-def _shape(key: tuple) -> memory.Shape:
+@functools.lru_cache(maxsize=4)
+def parsed(config_json: str) -> dict[str, Any]:
+    """The config a cache key stands for, parsed once for all the caches that miss on it (a 1 MB config takes
+    tens of milliseconds to parse); shared, so read only."""
+    return json.loads(config_json)
+
+
+def shape_of(key: tuple) -> memory.Shape:
+    """The ``memory.Shape`` a key's shape tuple stands for."""
     return memory.Shape(micro_batch=key[0], seq_len=key[1], attention=key[2], recompute=key[3])
 
 
@@ -138,16 +150,13 @@ def current_option(config: Mapping[str, Any], stage: int) -> str:
     return option_label(stage, opt, param)
 
 
-def options_components(config: Mapping[str, Any], context: Mapping[str, Any],
-                       report: Report | None = None) -> pd.DataFrame | None:
-    """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals."""
-    # Cached in-process on text keys (shared by a room's sessions; ``functools.lru_cache``, so a hit does not
-    # unpickle the frame as ``st.cache_data`` would; it is copied before the page edits it). Every option replaces
-    # the stage and the offload devices, so configs that differ only in those share one entry: a stage flip on
-    # the ZeRO page computes none of the 14 estimates again.
+def options_keys(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None = None) -> Keys:
+    """The cache keys of ``options_table`` for the session's config.
+
+    Every option replaces the stage and the offload devices, so configs that differ only in those share one
+    key: a stage flip on the ZeRO page computes none of the 14 estimates again."""
     base = _with_zero_option(config, 0, "none", "none")
-    found = _options(*_keys(base, context, shape_for(context, config, report)))
-    return None if found is None else found.copy()
+    return cache_keys(base, context, shape_for(context, config, report))
 
 
 def _with_zero_option(config: Mapping[str, Any], stage: int, offload_optimizer: str,
@@ -160,21 +169,26 @@ def _with_zero_option(config: Mapping[str, Any], stage: int, offload_optimizer: 
 
 
 @functools.lru_cache(maxsize=256)
-def _options(config_json: str, context_json: str, shape_key: tuple) -> pd.DataFrame | None:
+def options_table(config_json: str, context_json: str, shape_key: tuple) -> pd.DataFrame | None:
+    """Per-GPU bytes by category for every ZeRO stage / offload option (long format, GiB), plus totals; None
+    without a model. Cached in-process on the text keys of ``options_keys`` (shared by a room's sessions; an
+    ``functools.lru_cache``, so a hit does not unpickle the frame as ``st.cache_data`` would): the frame is
+    shared, callers must not edit it."""
     context = json.loads(context_json)
-    config = json.loads(config_json)
+    config = parsed(config_json)
     model = model_for(context)
     if model is None:
         return None
-    hardware, shape = hardware_for(context), _shape(shape_key)
+    hardware, shape = hardware_for(context), shape_of(shape_key)
     rows = []
     for stage, opt, param in memory.zero_options():
         est = memory.estimate(_with_zero_option(config, stage, opt, param), model, hardware, shape)
         label = option_label(stage, opt, param)
+        # each total sums the components again: once per option, not once per category
+        totals = {"total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
+                  "nvme_gib": est.nvme_bytes_per_node / GIB, "fits": est.fits}
         for category, size in sorted(est.gpu_peak_by_category().items()):
-            rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB,
-                         "total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
-                         "nvme_gib": est.nvme_bytes_per_node / GIB, "fits": est.fits})
+            rows.append({"option": label, "stage": stage, "category": category, "gib": size / GIB, **totals})
     return pd.DataFrame(rows)
 
 
@@ -192,17 +206,12 @@ def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0
     return pd.DataFrame(rows)
 
 
-def sweep(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None, axis: str,
-          current: int) -> pd.DataFrame:
-    """``core.memory.sweep_totals`` of the session's config along ``axis`` around ``current`` (needs a model)."""
-    return _sweep(*_keys(config, context, shape_for(context, config, report)), axis,
-                  tuple(sweep_values(axis, context, current))).copy()
-
-
 @functools.lru_cache(maxsize=256)
-def _sweep(config_json: str, context_json: str, shape: tuple, axis: str, values: tuple[int, ...]) -> pd.DataFrame:
+def sweep_table(config_json: str, context_json: str, shape: tuple, axis: str, values: tuple[int, ...]) -> pd.DataFrame:
+    """``core.memory.sweep_totals`` of a config along ``axis`` at ``values`` (needs a model), on the text keys of
+    ``cache_keys``; the frame is shared, callers must not edit it."""
     context = json.loads(context_json)
-    return memory.sweep_totals(json.loads(config_json), model_for(context), hardware_for(context), _shape(shape),
+    return memory.sweep_totals(parsed(config_json), model_for(context), hardware_for(context), shape_of(shape),
                                axis, list(values))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from core import perf
-from core.findings import Report
 from core.perf import advice
 from ui import memory, tables
 
@@ -24,25 +25,34 @@ def cluster_for(context: Mapping[str, Any]) -> perf.Cluster | None:
         return None
 
 
-def current_step(config: Mapping[str, Any], context: Mapping[str, Any],
-                 report: Report | None = None) -> perf.StepEstimate | None:
-    """The predicted step of the session's config, or None without a model or for a custom GPU."""
+@functools.lru_cache(maxsize=256)
+def _step_view(keys: memory.Keys, gpu: str) -> tuple[perf.Cluster, perf.StepEstimate, tables.Table] | None:
+    """The prediction and its breakdown table for ``memory.cache_keys`` of the session and its GPU, computed once
+    per distinct input and shared by the process's sessions (they only read it)."""
+    config_json, context_json, shape_key = keys
+    context = {**json.loads(context_json), "gpu": gpu}
     model, cluster = memory.model_for(context), cluster_for(context)
     if model is None or cluster is None:
         return None
-    return perf.predict(config, model, cluster, memory.shape_for(context, config, report))
+    estimate = perf.predict(memory.parsed(config_json), model, cluster, memory.shape_of(shape_key))
+    breakdown = tables.prepare(pd.DataFrame({
+        "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
+        "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],
+    }), {"Seconds": ".4f", "Share": ".0%"})
+    return cluster, estimate, breakdown
 
 
-def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Report | None) -> None:
-    """Predicted step time, throughput and bottleneck of the current config, with its breakdown on demand."""
-    cluster = cluster_for(context)
-    if cluster is None:
+def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
+    """Predicted step time, throughput and bottleneck of the current config, with its breakdown on demand;
+    ``keys`` are ``memory.cache_keys`` of the session's config, context and shape."""
+    if cluster_for(context) is None:
         st.caption("ℹ️ No step-time prediction: the planner has no datasheet for a custom GPU (pick a catalog GPU "
                    "on the Start page).")
         return
-    estimate = current_step(config, context, report)
-    if estimate is None:
+    view = _step_view(keys, str(context.get("gpu")))
+    if view is None:
         return
+    cluster, estimate, breakdown = view
     st.metric("Predicted step time", f"{estimate.step_seconds:.3g} s",
               help=f"One optimizer step ({estimate.gradient_accumulation_steps} micro-step(s) of "
                    f"{estimate.micro_batch} sequences per GPU), the planner's estimate. "
@@ -50,10 +60,7 @@ def step_panel(config: Mapping[str, Any], context: Mapping[str, Any], report: Re
     st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
                f"TFLOPs per GPU (MFU {estimate.mfu:.0%}). **Bottleneck:** {estimate.bottleneck}")
     with st.popover("Where the step time goes", icon=":material/speed:"):
-        tables.small_table(pd.DataFrame({
-            "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
-            "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],
-        }), {"Seconds": ".4f", "Share": ".0%"})
+        tables.draw(breakdown)
         if estimate.hidden:
             st.caption("Hidden behind compute: " + ", ".join(f"{k} {v:.3g} s" for k, v in estimate.hidden.items()))
         st.caption("Assumed: " + advice.assumptions_text(cluster) + " The Plan page ranks every stage and offload "

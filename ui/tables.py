@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import numbers
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
@@ -59,12 +60,36 @@ def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) ->
     return f"{_STYLE}<table class=\"{TABLE_CLASS}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table ready to draw (``draw``): the HTML of a small one, or the frame of a long one and its formats.
+
+    Preparing is the costly part (pandas and formatting); a page whose rows come from a cache keeps the prepared
+    table there too, so a rerun with the same rows only sends it."""
+
+    html: str | None
+    frame: pd.DataFrame | None = None
+    formats: tuple[tuple[str, str], ...] = ()
+
+
+def prepare(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> Table:
+    """``frame`` without its index, ready to draw; ``formats`` maps a column to a format spec (e.g. ``".1f"``)."""
+    if len(frame) > MAX_HTML_ROWS:
+        return Table(None, frame, tuple((formats or {}).items()))
+    return Table(table_html(frame, formats))
+
+
+def draw(table: Table) -> None:
+    """Draw a prepared table: one HTML element, or a data grid for a long one."""
+    if table.html is not None:
+        st.html(table.html)
+        return
+    st.dataframe(table.frame, hide_index=True, column_config={
+        column: st.column_config.NumberColumn(format=f"%{spec}") for column, spec in table.formats
+        if table.frame is not None and column in table.frame.columns})
+
+
 def small_table(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> None:
     """Draw ``frame`` without its index; ``formats`` maps a column to a format spec (e.g. ``".1f"``) for how
     its numbers are shown."""
-    if len(frame) > MAX_HTML_ROWS:
-        st.dataframe(frame, hide_index=True, column_config={
-            column: st.column_config.NumberColumn(format=f"%{spec}") for column, spec in (formats or {}).items()
-            if column in frame.columns})
-        return
-    st.html(table_html(frame, formats))
+    draw(prepare(frame, formats))

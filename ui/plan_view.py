@@ -1,0 +1,128 @@
+"""What the Plan page draws from the planner, prepared once per distinct input and kept in-process.
+
+``core.perf.recommend`` ranks ~500 candidates and ``gpu_sweep`` ranks them again per node count; the page then
+shaped the result into a table and three charts' rows. As ``st.cache_data`` on the page, every rerun still paid
+for hashing the arguments, unpickling the 500-row result and building the cached function itself again (the page
+script runs anew each time): ~20 ms of a ~50 ms rerun, plus ~10 ms of pandas for the table and charts. Here each
+result is a ``functools.lru_cache`` entry on the (hashable, frozen) model, cluster and settings, shared by the
+process's sessions, which only read it; a change to any input is a different key, so nothing stale is shown.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from core.models.arch import ModelSpec
+from core.perf import Cluster, gpu_sweep, recommend
+from ui import charts, memory, tables
+
+#: Rows of the ranked table (and the choices of "Use this config").
+SHOWN = 20
+#: Candidates in the chart of where the time goes.
+BROKEN_DOWN = 10
+_FORMATS = {"GPU GiB": ".1f", "Step s": ".3f", "Tokens/s": ",.0f", "TFLOPs/GPU": ".1f", "MFU": ".0f", "Hours": ".1f",
+            "Cost USD": ",.0f"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The page's inputs to the planner besides the model and the cluster."""
+
+    seq_len: int
+    global_batch: int
+    tokens: float | None
+    price_per_gpu_hour: float | None
+    attention: str
+    precision: str
+
+
+def _candidate(r: Any, rank: str = "") -> str:
+    """A candidate's short name (a row of the ranking, from ``itertuples``)."""
+    return (f"{rank}Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
+            f"mb{r.micro_batch} {r.recompute}")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The ranking and what the page draws of it: ``shown`` (the first fitting rows, with their configs), its
+    table and the rows of the breakdown chart (None when nothing fits), and the rows of the speed-memory chart."""
+
+    candidates: int
+    fitting: int
+    gpu_memory_gib: float
+    memory_headroom: float
+    shown: pd.DataFrame
+    table: tables.Table | None
+    parts: bytes | None
+    speed_memory: bytes
+    limit: bytes
+
+
+@functools.lru_cache(maxsize=64)
+def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
+    """``core.perf.recommend`` of the page's inputs, and what the page draws of it."""
+    table = recommend(model, cluster, seq_len=settings.seq_len, global_batch=settings.global_batch,
+                      tokens=settings.tokens, price_per_gpu_hour=settings.price_per_gpu_hour,
+                      attention=settings.attention, precision=settings.precision)
+    fitting = table[table["fits"]]
+    shown = fitting.head(SHOWN).reset_index(drop=True)
+    view, parts = None, None
+    if not shown.empty:
+        frame = pd.DataFrame({
+            "Rank": range(1, len(shown) + 1), "Stage": shown["stage"],
+            "Offload optimizer": shown["offload_optimizer"], "Offload params": shown["offload_param"],
+            "ZeRO++": shown["zeropp"], "Micro batch": shown["micro_batch"],
+            "Accumulation": shown["gradient_accumulation_steps"], "Recompute": shown["recompute"],
+            "GPU GiB": shown["gpu_peak_gib"].round(1), "Step s": shown["step_seconds"].round(3),
+            "Tokens/s": shown["tokens_per_second"].round(0), "TFLOPs/GPU": shown["tflops_per_gpu"].round(1),
+            "MFU": (shown["mfu"] * 100).round(0),
+        })
+        if "hours" in shown:
+            frame["Hours"] = shown["hours"].round(1)
+        if "cost" in shown:
+            frame["Cost USD"] = shown["cost"].round(0)
+        view = tables.prepare(frame, _FORMATS)
+        parts = charts.arrow(pd.DataFrame([
+            {"Candidate": _candidate(r, f"#{i + 1} "), "Part": name, "Seconds": sec}
+            for i, r in enumerate(shown.head(BROKEN_DOWN).itertuples()) for name, sec in r.breakdown.items()
+        ]))
+    speed_memory = charts.arrow(pd.DataFrame({
+        "Candidate": [_candidate(r) for r in table.itertuples()],
+        "gpu_peak_gib": table["gpu_peak_gib"], "tokens_per_second": table["tokens_per_second"],
+        "step_seconds": table["step_seconds"], "Fits": table["fits"].map(memory.fit_label),
+    }))
+    limit = charts.arrow(pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]}))
+    return Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
+                   view, parts, speed_memory, limit)
+
+
+@dataclass(frozen=True)
+class NodeSweep:
+    """Time and cost against the node count: the chart's rows (None when nothing fits or no tokens are given),
+    whether any size fits, and the smallest GPU count that does."""
+
+    rows: bytes | None
+    any_fits: bool
+    min_gpus: int | None
+
+
+@functools.lru_cache(maxsize=64)
+def node_sweep(model: ModelSpec, cluster: Cluster, settings: Settings, node_counts: tuple[int, ...]) -> NodeSweep:
+    """``core.perf.gpu_sweep`` of the page's inputs at ``node_counts``, and the rows of its chart."""
+    sweep = gpu_sweep(model, cluster, seq_len=settings.seq_len, global_batch=settings.global_batch,
+                      node_counts=list(node_counts), tokens=settings.tokens,
+                      price_per_gpu_hour=settings.price_per_gpu_hour, attention=settings.attention,
+                      precision=settings.precision)
+    usable = sweep[sweep["fits"]] if not sweep.empty else sweep
+    if usable.empty or "hours" not in usable:
+        return NodeSweep(None, not usable.empty, sweep.attrs.get("min_gpus"))
+    long = pd.concat([
+        usable.assign(Metric="training hours", Value=usable["hours"]),
+        *([usable.assign(Metric="cost (USD)", Value=usable["cost"])] if "cost" in usable else []),
+    ])
+    return NodeSweep(charts.arrow(long[["total_gpus", "stage", "micro_batch", "Metric", "Value"]]), True,
+                     sweep.attrs.get("min_gpus"))

@@ -1,0 +1,149 @@
+"""What the ZeRO page draws from the memory model, prepared once per distinct input and kept in-process.
+
+A rerun of the ZeRO page used to rebuild the same pandas frames, HTML tables and Arrow rows from the same numbers
+on every click (about a third of its server time, BENCHMARKS.md issue 15). Each function here is a pure result
+of hashable keys (the config's JSON, the context entries the memory model reads, the training shape, and what
+the page marks as current), cached with ``functools.lru_cache`` and shared by every session of the process; a
+change to any input is a different key, so nothing stale is shown. The results are shared: callers only read them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+from core import memory as core_memory
+from ui import charts, memory, tables
+
+SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
+#: Columns of the chart of every option (drawn on demand).
+OPTION_COLUMNS = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict", "current"]
+_GIB_COLUMNS = ("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node")
+
+
+@functools.lru_cache(maxsize=64)
+def capacity(gib: float) -> bytes:
+    """The one-row ``capacity`` dataset of every chart (the red line at the GPU's memory)."""
+    return charts.arrow(pd.DataFrame({"capacity": [gib]}))
+
+
+@dataclass(frozen=True)
+class StageView:
+    """The paper's Figure 1 for this model and GPU count: the chart's rows and the table of stage totals."""
+
+    figure: bytes
+    totals: tables.Table
+
+
+@functools.lru_cache(maxsize=256)
+def stage_view(total_params: int, world: int, stage: int, verdicts: tuple[tuple[int, bool | None], ...]) -> StageView:
+    """``verdicts``: (stage, fits without offload) from the full estimate of every option."""
+    figure = memory.zero_figure(total_params, world)
+    figure["current"] = figure["stage"] == stage
+    totals = figure.groupby("stage", as_index=False)["gib_per_gpu"].sum()
+    fits = dict(verdicts)
+    return StageView(charts.arrow(figure), tables.prepare(pd.DataFrame({
+        "ZeRO stage": totals["stage"],
+        "Model states, GiB per GPU": totals["gib_per_gpu"],
+        "Fits (full estimate, no offload)": [memory.fit_label(fits.get(int(s))) for s in totals["stage"]],
+        "Current": ["◀ current" if s == stage else "" for s in totals["stage"]],
+    }), {"Model states, GiB per GPU": ".1f"}))
+
+
+@dataclass(frozen=True)
+class OptionsView:
+    """Every stage × offload option: the table, and each stage's verdict without offload."""
+
+    table: tables.Table
+    verdicts: tuple[tuple[int, bool | None], ...]
+    keys: memory.Keys
+    current_label: str
+
+    def chart_rows(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The rows of the chart of every option, by category and per option (drawn on demand only)."""
+        found = memory.options_table(*self.keys)
+        assert found is not None  # noqa: S101 — a view exists only for a model
+        options = found.copy()
+        options["current"] = options["option"] == self.current_label
+        options["verdict"] = options["fits"].map(memory.fit_label)
+        options["category"] = options["category"].str.replace("_", " ")
+        return options[OPTION_COLUMNS], options.drop_duplicates("option")[OPTION_COLUMNS]
+
+
+@functools.lru_cache(maxsize=256)
+def options_view(keys: memory.Keys, current_label: str) -> OptionsView | None:
+    """``keys``: ``memory.options_keys`` of the config; ``current_label``: ``memory.current_option`` of it."""
+    found = memory.options_table(*keys)
+    if found is None:
+        return None
+    totals = found.drop_duplicates("option")
+    verdicts = tuple((int(r.stage), r.fits) for r in totals.itertuples()
+                     if r.option == memory.option_label(int(r.stage), "none", "none"))
+    table = tables.prepare(pd.DataFrame({
+        "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
+        "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
+        "Fits": [memory.fit_label(f) for f in totals["fits"]],
+        "Current": ["◀ current" if o == current_label else "" for o in totals["option"]],
+    }), dict.fromkeys(_GIB_COLUMNS, ".1f"))
+    return OptionsView(table, verdicts, keys, current_label)
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """The full estimate of the config, the rows of its chart of GPU components at the peak, and the table of
+    every component with its formula."""
+
+    estimate: core_memory.MemoryEstimate
+    peak: bytes
+    peak_rows: int
+    components: tables.Table
+
+
+@functools.lru_cache(maxsize=256)
+def estimate_view(keys: memory.Keys) -> EstimateView | None:
+    """``keys``: ``memory.cache_keys`` of the config, context and shape; None without a model."""
+    config_json, context_json, shape_key = keys
+    context = json.loads(context_json)
+    model = memory.model_for(context)
+    if model is None:
+        return None
+    estimate = core_memory.estimate(memory.parsed(config_json), model, memory.hardware_for(context),
+                                    memory.shape_of(shape_key))
+    # the columns of ``MemoryEstimate.components_frame`` read from the components directly (it converts each
+    # component with ``dataclasses.asdict``, a tenth of this function)
+    parts = pd.DataFrame({
+        "name": [c.name for c in estimate.components], "device": [c.device for c in estimate.components],
+        "formula": [c.formula for c in estimate.components],
+        "category": [c.category.replace("_", " ") for c in estimate.components],
+        "phase": [c.phase for c in estimate.components],
+        "gib": [c.bytes / core_memory.GIB for c in estimate.components]})
+    transient = "step" if estimate.gpu_peak_phase == "optimizer step" else "forward_backward"
+    peak = parts[(parts["device"] == "gpu") & parts["phase"].isin(["persistent", transient])]
+    components = tables.prepare(parts[["name", "device", "phase", "gib", "formula"]].rename(columns={
+        "name": "Component", "device": "Where", "phase": "When", "gib": "GiB", "formula": "Formula"}), {"GiB": ".1f"})
+    return EstimateView(estimate, charts.arrow(peak[["name", "gib", "category", "phase", "formula"]]), len(peak),
+                        components)
+
+
+@dataclass(frozen=True)
+class SweepView:
+    """Memory against one axis: the chart's rows and the table."""
+
+    rows: bytes
+    table: tables.Table
+
+
+@functools.lru_cache(maxsize=256)
+def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
+    """``keys``: ``memory.cache_keys`` of the config (a model chosen); ``now``: the current value on ``axis``."""
+    values = tuple(memory.sweep_values(axis, json.loads(keys[1]), now))
+    sweep = memory.sweep_table(*keys, axis, values).copy()
+    sweep["current"] = sweep[axis] == now
+    sweep["verdict"] = sweep["fits"].map(memory.fit_label)
+    return SweepView(charts.arrow(sweep[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
+        SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
+        "Fits": sweep["verdict"], "Current": ["◀ current" if c else "" for c in sweep["current"]],
+    }), {"GPU, GiB per GPU": ".1f"}))
