@@ -4,7 +4,6 @@ that matters most in words, and a button for its safe fix. Drawn in the main are
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -111,24 +110,18 @@ def _keys(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> 
 # per distinct input and shared by the process's sessions (read only: ``fit.apply_patch`` copies what it applies).
 @functools.lru_cache(maxsize=256)
 def _ways(keys: memory.Keys, trainer_accum: int) -> tuple[fit.Way, ...]:
-    config_json, context_json, shape_key = keys
-    context = json.loads(context_json)
-    model = memory.model_for(context)
-    if model is None:
+    found = memory.inputs(keys)
+    if found is None:
         return ()
-    return tuple(fit.ways_to_fit(memory.parsed(config_json), model, memory.hardware_for(context),
-                                 memory.shape_of(shape_key), trainer_accum=trainer_accum))
+    return tuple(fit.ways_to_fit(found.config, found.model, found.hardware, found.shape, trainer_accum=trainer_accum))
 
 
 @functools.lru_cache(maxsize=256)
 def _speeds(keys: memory.Keys, trainer_accum: int, gpu: str) -> tuple[float | None, ...]:
-    found = _ways(keys, trainer_accum)
-    context = json.loads(keys[1])
-    model = memory.model_for(context)
-    if model is None or not found:
-        return (None,) * len(found)
-    return tuple(fit.speed_costs(list(found), memory.parsed(keys[0]), model, memory.hardware_for(context),
-                                 memory.shape_of(keys[2]), gpu))
+    ways_found, found = _ways(keys, trainer_accum), memory.inputs(keys)
+    if found is None or not ways_found:
+        return (None,) * len(ways_found)
+    return tuple(fit.speed_costs(list(ways_found), found.config, found.model, found.hardware, found.shape, gpu))
 
 
 def _apply_finding_fix(finding: Finding) -> None:

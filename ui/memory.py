@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import altair as alt
 import pandas as pd
@@ -124,6 +124,26 @@ def shape_of(key: tuple) -> memory.Shape:
     return memory.Shape(micro_batch=key[0], seq_len=key[1], attention=key[2], recompute=key[3])
 
 
+class Inputs(NamedTuple):
+    """What ``cache_keys`` stand for, rebuilt by a cached function that missed (the config is shared: read only)."""
+
+    config: dict[str, Any]
+    context: dict[str, Any]
+    model: ModelSpec | memory.ModelCounts
+    hardware: memory.Hardware
+    shape: memory.Shape
+
+
+def inputs(keys: Keys) -> Inputs | None:
+    """The config, context, model, hardware and shape ``keys`` stand for; None when no model is chosen."""
+    config_json, context_json, shape_key = keys
+    context = json.loads(context_json)
+    model = model_for(context)
+    if model is None:
+        return None
+    return Inputs(parsed(config_json), context, model, hardware_for(context), shape_of(shape_key))
+
+
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
                      report: Report | None = None) -> memory.MemoryEstimate | None:
     """The full estimate for the session's config, or None when no model is chosen."""
@@ -174,15 +194,13 @@ def options_table(config_json: str, context_json: str, shape_key: tuple) -> pd.D
     without a model. Cached in-process on the text keys of ``options_keys`` (shared by a room's sessions; an
     ``functools.lru_cache``, so a hit does not unpickle the frame as ``st.cache_data`` would): the frame is
     shared, callers must not edit it."""
-    context = json.loads(context_json)
-    config = parsed(config_json)
-    model = model_for(context)
-    if model is None:
+    found = inputs((config_json, context_json, shape_key))
+    if found is None:
         return None
-    hardware, shape = hardware_for(context), shape_of(shape_key)
     rows = []
     for stage, opt, param in memory.zero_options():
-        est = memory.estimate(_with_zero_option(config, stage, opt, param), model, hardware, shape)
+        est = memory.estimate(_with_zero_option(found.config, stage, opt, param), found.model, found.hardware,
+                              found.shape)
         label = option_label(stage, opt, param)
         # each total sums the components again: once per option, not once per category
         totals = {"total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,
@@ -210,9 +228,10 @@ def zero_figure(total_params: int, world_size: int, stages: tuple[int, ...] = (0
 def sweep_table(config_json: str, context_json: str, shape: tuple, axis: str, values: tuple[int, ...]) -> pd.DataFrame:
     """``core.memory.sweep_totals`` of a config along ``axis`` at ``values`` (needs a model), on the text keys of
     ``cache_keys``; the frame is shared, callers must not edit it."""
-    context = json.loads(context_json)
-    return memory.sweep_totals(parsed(config_json), model_for(context), hardware_for(context), shape_of(shape),
-                               axis, list(values))
+    found = inputs((config_json, context_json, shape))
+    if found is None:
+        raise ValueError("the memory sweep needs a model: choose one on the Start page")
+    return memory.sweep_totals(found.config, found.model, found.hardware, found.shape, axis, list(values))
 
 
 def sweep_values(axis: str, context: Mapping[str, Any], current: int) -> list[int]:

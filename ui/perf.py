@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,12 +28,11 @@ def cluster_for(context: Mapping[str, Any]) -> perf.Cluster | None:
 def _step_view(keys: memory.Keys, gpu: str) -> tuple[perf.Cluster, perf.StepEstimate, tables.Table] | None:
     """The prediction and its breakdown table for ``memory.cache_keys`` of the session and its GPU, computed once
     per distinct input and shared by the process's sessions (they only read it)."""
-    config_json, context_json, shape_key = keys
-    context = {**json.loads(context_json), "gpu": gpu}
-    model, cluster = memory.model_for(context), cluster_for(context)
-    if model is None or cluster is None:
+    found = memory.inputs(keys)
+    cluster = None if found is None else cluster_for({**found.context, "gpu": gpu})
+    if found is None or cluster is None:
         return None
-    estimate = perf.predict(memory.parsed(config_json), model, cluster, memory.shape_of(shape_key))
+    estimate = perf.predict(found.config, found.model, cluster, found.shape)
     breakdown = tables.prepare(pd.DataFrame({
         "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
         "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],

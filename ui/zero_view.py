@@ -105,13 +105,10 @@ class EstimateView:
 @functools.lru_cache(maxsize=256)
 def estimate_view(keys: memory.Keys) -> EstimateView | None:
     """``keys``: ``memory.cache_keys`` of the config, context and shape; None without a model."""
-    config_json, context_json, shape_key = keys
-    context = json.loads(context_json)
-    model = memory.model_for(context)
-    if model is None:
+    found = memory.inputs(keys)
+    if found is None:
         return None
-    estimate = core_memory.estimate(memory.parsed(config_json), model, memory.hardware_for(context),
-                                    memory.shape_of(shape_key))
+    estimate = core_memory.estimate(found.config, found.model, found.hardware, found.shape)
     # the columns of ``MemoryEstimate.components_frame`` read from the components directly (it converts each
     # component with ``dataclasses.asdict``, a tenth of this function)
     parts = pd.DataFrame({
