@@ -7,7 +7,7 @@ import copy
 import streamlit as st
 
 from core import hardware, models
-from core.memory import ATTENTION_IMPLS
+from core.memory import ATTENTION_IMPLS, attention_help
 from core.perf import NETWORKS, Cluster, advice
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
@@ -65,7 +65,7 @@ network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_0
                                key=f"plan_network_{gpu}",
                                help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))
 attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, index=ATTENTION_IMPLS.index("flash"),
-                              key="plan_attention")
+                              key="plan_attention", help=attention_help("\n\n"))
 precisions = ["bf16", "fp16", "fp32"] if hardware.GPU_BY_NAME[gpu].bf16 else ["fp16", "fp32", "bf16"]
 precision = cols[3].selectbox("Precision", precisions, key=f"plan_precision_{gpu}",
                               help="The GPUs without bf16 (V100, T4) train in fp16.")

@@ -242,7 +242,7 @@ with cols[0]:
     widgets.context_widget(st.number_input, "seq_len", "Sequence length (tokens)", step=256)
 with cols[1]:
     widgets.context_widget(st.selectbox, "attention", "Attention implementation", options=list(memory.ATTENTION_IMPLS),
-                           help="eager stores the attention scores; sdpa/flash do not (less activation memory).")
+                           help=memory.attention_help("\n\n"))
 with cols[2]:
     widgets.context_widget(st.selectbox, "recompute", "Activation recompute", options=list(memory.RECOMPUTE_MODES),
                            help="Gradient (activation) checkpointing in the model: `full` recomputes each layer in "

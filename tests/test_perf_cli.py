@@ -107,3 +107,15 @@ def test_predict_bad_files(tmp_path, capsys):
     code, _ = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch",
                    "-3"])
     assert code == 2
+
+
+@pytest.mark.parametrize("command", ["plan", "predict", "estimate", "fit"])
+def test_attention_choices_say_what_each_one_is(command, capsys):
+    from core.memory.activations import ATTENTION_KINDS
+
+    out = io.StringIO()
+    assert main([command, "--help"], out=out) == 0
+    text = " ".join((out.getvalue() + capsys.readouterr().out).split())  # argparse wraps the help
+    for name in ATTENTION_KINDS:
+        assert f"{name}: " in text, (command, name)
+    assert "flash-attn 1.x or its Triton kernel" in text

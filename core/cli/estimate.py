@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="default: the config's train_micro_batch_size_per_gpu if it is a number, else 1",
     )
     shape.add_argument("--seq-len", type=positive_int, default=2048)
-    shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa")
+    shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
     shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
     shape.add_argument(
         "--precision",

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from core import models
 from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
-from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape
+from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
 from core.perf import NETWORKS, Cluster, calibrate, gpu_sweep, parse_log, predict, recommend, step_seconds_from_log
 
 
@@ -40,7 +40,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--nvme-bandwidth", type=positive(float), metavar="GB_S", help="NVMe GB/s per node")
     hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB", help="CPU RAM per node (default 1024)")
     p.add_argument("--seq-len", type=positive(int), default=2048)
-    p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash")
+    p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_help())
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 

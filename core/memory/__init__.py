@@ -5,6 +5,7 @@ from core.memory.activations import (
     RECOMPUTE_MODES,
     ActivationBreakdown,
     activation_breakdown,
+    attention_help,
 )
 from core.memory.deepspeed_parity import (
     estimate_zero2_model_states_mem_needs,
@@ -53,6 +54,7 @@ __all__ = [
     "Shape",
     "TrainingSettings",
     "activation_breakdown",
+    "attention_help",
     "estimate",
     "estimate_zero2_model_states_mem_needs",
     "estimate_zero3_model_states_mem_needs",

@@ -19,7 +19,22 @@ from typing import Any
 from core.memory.parts import Inputs, Part
 from core.models.arch import ModelSpec
 
-ATTENTION_IMPLS = ("eager", "sdpa", "flash", "flash1")
+#: The attention implementations the models know, each with what it is (the app's and the CLI's help say it).
+ATTENTION_KINDS = {
+    "eager": "PyTorch ops; the score matrix is kept for the backward (the most activation memory)",
+    "sdpa": "PyTorch scaled_dot_product_attention: a fused kernel, no score matrix kept",
+    "flash": "FlashAttention-2 (transformers' flash_attention_2)",
+    "flash1": "flash-attn 1.x or its Triton kernel (e.g. Megatron-DeepSpeed's --use-flash-attn-triton): the "
+              "memory of flash; the planner costs it slower",
+}
+ATTENTION_IMPLS = tuple(ATTENTION_KINDS)
+
+
+def attention_help(separator: str = "; ") -> str:
+    """Every attention implementation with what it is, for a widget's or an option's help."""
+    return separator.join(f"{name}: {what}" for name, what in ATTENTION_KINDS.items())
+
+
 RECOMPUTE_MODES = ("none", "full", "selective")
 
 # activation functions written as several elementwise ops in transformers: number of I-sized tensors they
