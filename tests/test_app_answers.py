@@ -77,6 +77,15 @@ def test_misspelt_section_is_the_headline_problem_with_did_you_mean_and_a_fix():
     assert "did you mean `bf16`?" in headline(at)
 
 
+def test_a_preset_file_imported_as_a_config_is_named_and_unwrapped_with_one_click():
+    preset = presets.load_preset("zero2-bf16", [presets.BUILTIN_DIR])
+    at = app({"meta": preset.meta, "config": preset.config}, page="pages/start.py")
+    assert "config.preset-file" in headline(at)
+    at.button(key="headline_fix").click().run()
+    assert at.session_state["config"] == preset.config
+    assert "config.preset-file" not in headline(at)
+
+
 def test_switching_to_warmup_cosine_adapts_the_params_and_keeps_step_counts_integers():
     config = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
               "scheduler": {"type": "WarmupLR",

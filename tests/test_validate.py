@@ -284,6 +284,23 @@ def test_only_the_preset_shape_is_called_a_preset_file():
     assert preset.errors[0].code == "config.preset-file" and "dsconfig export --preset" in preset.errors[0].suggestion
 
 
+def test_the_preset_file_fix_gives_back_the_config_under_it_key_for_key():
+    from core.presets import BUILTIN_DIR, list_presets
+
+    for preset in list_presets([BUILTIN_DIR])[0]:
+        wrapped = {"meta": preset.meta, "config": preset.config}
+        finding = next(f for f in validate(wrapped).errors if f.code == "config.preset-file")
+        assert finding.fix is not None and not finding.fix.safe
+        fixed = finding.fix.apply(wrapped)
+        assert fixed == preset.config and list(fixed) == list(preset.config), preset.name
+    dotted = {"meta": {}, "config": {**BASE, "a.b": 1, "c[0]": 2}}
+    fix = next(f.fix for f in validate(dotted).errors if f.code == "config.preset-file")
+    assert fix.apply(dotted) == {**BASE, "a.b": 1, "c[0]": 2}
+    # a config that itself holds `config` would collide with the wrapper: the finding stands, with no fix
+    colliding = validate({"meta": {}, "config": {**BASE, "config": {}}})
+    assert next(f for f in colliding.errors if f.code == "config.preset-file").fix is None
+
+
 def test_every_rule_code_has_a_case():
     """Every finding code written in the rule modules is exercised above."""
     sources = "".join(p.read_text() for p in Path("core/rules").glob("*.py"))

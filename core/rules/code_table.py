@@ -55,10 +55,11 @@ TABLE: tuple[Code, ...] = (
     _c("config.not-object", "error", "parse", None, "The config is not a JSON object.",
        "DeepSpeed reads a config as a dict; a list, string or number is refused before anything else.",
        None),
-    _c("config.preset-file", "error", "ignored", None, "A preset file given where a ds_config belongs.",
+    _c("config.preset-file", "error", "ignored", False, "A preset file given where a ds_config belongs.",
        "A Config Studio preset is {\"meta\": ..., \"config\": ...}: DeepSpeed reads neither key, so the run would "
        "train with none of the preset's settings (and usually stops at the missing batch size). The DeepSpeed "
-       "config is the object under `config`; `dsconfig export --preset NAME` writes it.",
+       "config is the object under `config`: the fix lifts it out (unsafe: DeepSpeed then reads the preset's settings, "
+       "which it ignored before) and drops `meta`; `dsconfig export --preset NAME` writes it too.",
        {"meta": {"title": "ZeRO-2, bf16"}, "config": {**B, "zero_optimization": {"stage": 2}}}),
     # ---- keys
     _c("keys.unknown", "error", "parse", False, "Unknown key in a section DeepSpeed checks strictly.",

@@ -70,16 +70,24 @@ def _version_label(version: str) -> str:
 
 def preset_file(ctx: Context) -> Iterator[Finding]:
     """A preset file (metadata + config) given where a ds_config belongs: DeepSpeed reads neither key."""
-    from core.presets import is_preset_document
+    from core.presets import PRESET_KEYS, is_preset_document
 
-    if is_preset_document(ctx.config):
-        yield Finding(
-            "error", "config.preset-file", "config",
-            "This is a Config Studio preset file ({\"meta\": ..., \"config\": ...}), not a DeepSpeed config: "
-            "DeepSpeed ignores both top-level keys and would run with none of the settings under `config`.",
-            suggestion="Give DeepSpeed the object under `config`: `dsconfig export --preset NAME` writes it "
-            "(the preset's folder on DSCONFIG_PRESETS_PATH), or open the preset on the Presets page.",
-        )
+    if not is_preset_document(ctx.config):
+        return
+    inner = ctx.config["config"]
+    # the fix lifts the config out of the wrapper; a config that itself holds `meta` or `config` would collide
+    fix = None if PRESET_KEYS & set(inner) else Fix(
+        "Keep only the `config` object",
+        (*(FixOp("move", join_path("config", key), to=join_path("", key)) for key in inner),
+         FixOp("delete", "config"), FixOp("delete", "meta")))
+    yield Finding(
+        "error", "config.preset-file", "config",
+        "This is a Config Studio preset file ({\"meta\": ..., \"config\": ...}), not a DeepSpeed config: "
+        "DeepSpeed ignores both top-level keys and would run with none of the settings under `config`.",
+        suggestion="Give DeepSpeed the object under `config` (the fix below does; `dsconfig export --preset NAME` "
+        "writes it too, with the preset's folder on DSCONFIG_PRESETS_PATH), or open the preset on the Presets page.",
+        fix=fix,
+    )
 
 
 def check_keys(ctx: Context) -> Iterator[Finding]:
