@@ -6,8 +6,6 @@ import streamlit as st
 
 from ui import app_state
 
-st.set_page_config(page_title="DeepSpeed Config Studio", page_icon=":material/memory:", layout="wide")
-
 app_state.init_state()
 share_error = app_state.restore_from_query()
 
