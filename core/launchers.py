@@ -220,10 +220,15 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     return out, kwargs, notes
 
 
+def job_world_size(context: Mapping[str, Any]) -> int:
+    """GPUs in the job the app's ``context`` describes: nodes × GPUs per node (at least 1)."""
+    return max(1, int(context.get("nodes") or 1)) * max(1, int(context.get("gpus_per_node") or 1))
+
+
 def launch_values(context: Mapping[str, Any], trainer_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Training values for ``resolved_export`` from the app's context: the GPU count, the planned step count,
     the model's hidden size when a model is chosen, and the Trainer batch the app assumed (``trainer_values``)."""
-    values: dict[str, Any] = {"world_size": int(context["nodes"]) * int(context["gpus_per_node"])}
+    values: dict[str, Any] = {"world_size": job_world_size(context)}
     if context.get("train_steps"):
         values["num_training_steps"] = int(context["train_steps"])
     model = context.get("model_config")
@@ -255,9 +260,8 @@ def launcher_exports(config: Mapping[str, Any], context: Mapping[str, Any], hf_m
                      trainer_values: Mapping[str, Any] | None = None) -> LauncherExports:
     """The three launchers' exports of ``config`` for the app's ``context`` (GPU count, steps, model)."""
     values = launch_values(context, trainer_values)
-    world = int(context["nodes"]) * int(context["gpus_per_node"])
     return LauncherExports(hf_trainer_export(config, hf_mode, trainer_values), accelerate_export(config, values),
-                           lightning_export(config, values, world))
+                           lightning_export(config, values, int(values["world_size"])))
 
 
 def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
@@ -271,7 +275,7 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
     if config is not None and exports is None:
         exports = launcher_exports(config, context, hf_mode, trainer_values)
     nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
-    world = nodes * gpus
+    world = job_world_size(context)
     if nodes > 1:
         hosts = "\n".join(f"node{i + 1} slots={gpus}" for i in range(nodes))
         deepspeed = (

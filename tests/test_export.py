@@ -412,3 +412,19 @@ def test_launcher_exports_are_the_exports_and_give_the_same_snippets(config):
         assert launch_snippets(LAUNCH_CONTEXT, 0, config=config, hf_mode=mode, trainer_values=PLANNED_TRAINER,
                                exports=exports) == launch_snippets(LAUNCH_CONTEXT, 0, config=config, hf_mode=mode,
                                                                    trainer_values=PLANNED_TRAINER)
+
+
+@pytest.mark.parametrize(("nodes", "gpus", "world"), [(1, 8, 8), (4, 8, 32), (3, 2, 6), (0, 8, 8), (None, 4, 4)])
+def test_one_gpu_count_for_every_launcher(nodes, gpus, world):
+    """The GPU count the snippets print, the one Lightning's file is derived at and the one the sidebar shows
+    are one computation (``job_world_size``); a missing or zero count reads as 1."""
+    from core.launchers import job_world_size, launch_values, launcher_exports
+    from ui.app_state import world_size
+
+    context = LAUNCH_CONTEXT | {"nodes": nodes, "gpus_per_node": gpus}
+    assert job_world_size(context) == world == world_size(context) == launch_values(context)["world_size"]
+    config = {"train_batch_size": 4 * 3 * world, "train_micro_batch_size_per_gpu": 4}
+    _, lightning_args, _ = launcher_exports(config, context).lightning
+    assert lightning_args["accumulate_grad_batches"] == 3
+    if nodes:
+        assert f"num_processes: {world}" in launch_snippets(context, 0, config=config)["accelerate launch"]

@@ -20,6 +20,7 @@ import streamlit as st
 import core
 from core import hardware, memory
 from core.findings import Report
+from core.launchers import job_world_size
 from core.rules.context import TARGETS, Context
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
 from core.schema.root import empty_config
@@ -151,7 +152,7 @@ def get_baseline() -> dict[str, Any]:
 
 def world_size(context: Mapping[str, Any]) -> int:
     """GPUs in the job: nodes × GPUs per node (at least 1)."""
-    return max(1, int(context.get("nodes") or 1)) * max(1, int(context.get("gpus_per_node") or 1))
+    return job_world_size(context)
 
 
 def clear_widgets() -> None:
