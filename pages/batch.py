@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import core
@@ -88,7 +87,7 @@ if batch is not None:
                   "derived by DeepSpeed" if key in batch.derived else "set in the config")
         rows.append({"Setting": key, "Value": f"{value:g}" if isinstance(value, float) else str(value),
                      "Source": source})  # text: ints may exceed int64
-    tables.small_table(pd.DataFrame(rows))
+    tables.small_table(rows)
     derived = ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
     st.caption(
         f"On {batch.world_size:g} data-parallel GPUs: {batch.train_batch_size} = "

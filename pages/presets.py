@@ -12,7 +12,7 @@ import streamlit as st
 
 from core import presets
 from core.export import key_differences
-from ui import actions, app_state, charts, fields, frame, memory, tables, widgets, zero_charts
+from ui import actions, app_state, charts, fields, frame, memory, preset_cache, tables, widgets, zero_charts
 
 frame.begin("Presets")
 widgets.explain(
@@ -41,7 +41,7 @@ def md_escape(text: Any) -> str:
 
 folders = presets.env_search_path()
 team_folders = folders[1:]
-found, problems = presets.list_presets(folders)
+found, problems = preset_cache.listing(folders)
 by_name = {p.name: p for p in found}
 facet = {p.name: presets.facets(p) for p in found}
 
@@ -55,12 +55,12 @@ for col, (key, label) in zip(cols, FILTERS.items(), strict=True):
     options = sorted({str(f[key]) for f in facet.values()})
     chosen[key] = col.multiselect(label, options, key=f"presets_filter_{key}", placeholder="any")
 shown = [p for p in found if all(not sel or str(facet[p.name][k]) in sel for k, sel in chosen.items())]
-tables.small_table(pd.DataFrame(
+tables.small_table(
     [{"Name": p.name, "Title": p.title, **{label: str(facet[p.name][k]) for k, label in FILTERS.items()},
       "ZeRO++": facet[p.name]["zeropp"], "Source": "built-in" if p.builtin else str(p.path.parent)}
      for p in shown],
     columns=["Name", "Title", *FILTERS.values(), "ZeRO++", "Source"],
-))
+)
 st.caption(f"{len(shown)} of {len(found)} presets shown · folders searched: "
            + ", ".join(md_escape(f) for f in folders))
 
@@ -101,8 +101,8 @@ else:
     justifications = meta.get("justifications")
     if isinstance(justifications, list) and justifications:
         st.markdown("**Why each non-default choice** (the DeepSpeed documentation file and section cited)")
-        tables.small_table(pd.DataFrame([j for j in justifications if isinstance(j, dict)],
-                                        columns=list(presets.JUSTIFICATION_FIELDS)).rename(columns=str.capitalize))
+        tables.small_table([{name.capitalize(): j.get(name) for name in presets.JUSTIFICATION_FIELDS}
+                            for j in justifications if isinstance(j, dict)])
     for problem in presets.meta_problems(meta, vetted=preset.builtin):
         st.warning(md_escape(problem))
     # drawn only while open: a highlighted code block is one of the heaviest elements for the browser
@@ -111,7 +111,7 @@ else:
             st.code(json.dumps(preset.config, indent=2), language="json")
     st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
     try:
-        reports = presets.validate_preset(preset, world_size=app_state.world_size(app_state.get_context()))
+        reports = preset_cache.reports(preset, app_state.world_size(app_state.get_context()))
     except ValueError as exc:  # a team preset's meta names an unknown target or version
         st.error(f"Cannot validate this preset: {md_escape(exc)}. Fix meta.target / meta.verified_with in its file.")
         reports = []
@@ -146,7 +146,7 @@ right = cols[1].selectbox("Right", names, index=min(1, len(names) - 1), key="pre
 # keys and values as safe text: the current config may hold anything (even lone surrogates)
 rows = [{k: fields.safe_text(v) for k, v in row.items()} for row in key_differences(sides[left], sides[right])]
 if rows:
-    tables.small_table(pd.DataFrame(rows).rename(columns={"key": "Key", "left": left, "right": right}))
+    tables.small_table(rows, columns={"key": "Key", "left": left, "right": right})  # left may equal right
 else:
     st.info("The two configs are identical.")
 ctx = app_state.get_context()
@@ -169,7 +169,7 @@ else:
     capacity = float(ctx["gpu_memory_gib"])
     charts.draw(zero_charts.config_comparison,
                 {"compare": mem, zero_charts.CAPACITY: pd.DataFrame({"capacity": [capacity]})})
-    tables.small_table(pd.DataFrame(totals), {"GPU GiB per GPU (peak)": ".1f"})
+    tables.small_table(totals, {"GPU GiB per GPU (peak)": ".1f"})
     notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")

@@ -12,7 +12,7 @@ from core import hardware, memory, presets
 from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
-from ui import actions, app_state, fields, frame, widgets
+from ui import actions, app_state, fields, frame, preset_cache, widgets
 
 frame.begin("Start")
 widgets.explain(
@@ -97,7 +97,7 @@ def _blank() -> None:
 
 
 if source == "Preset":
-    found, problems = presets.list_presets(presets.env_search_path())
+    found, problems = preset_cache.listing(presets.env_search_path())
     for problem in problems:
         st.warning(problem)
     if found:

@@ -219,3 +219,53 @@ def test_odd_team_preset_never_crashes_the_page(tmp_path: Path, monkeypatch):
     assert "zero_optimization.stage" in set(table(at, "Key", without="Why")["Key"])
     assert any("Cannot validate" in plain(e.value) and "nowhere" in plain(e.value) for e in at.error)
     assert len(table(at, "Config", "GPU GiB per GPU (peak)")) == 2
+
+
+def test_listing_is_read_again_only_when_a_folder_changes(tmp_path: Path, monkeypatch):
+    """``ui.preset_cache.listing``: the same folders with the same files are not read again; a new, rewritten
+    (same size, new time) or removed file is seen at the next call."""
+    import os
+
+    from ui import preset_cache
+
+    reads = []
+    real = presets.list_presets
+    monkeypatch.setattr(presets, "list_presets", lambda folders: reads.append(1) or real(folders))
+    folders = [presets.BUILTIN_DIR, tmp_path]
+    first = preset_cache.listing(folders)
+    assert preset_cache.listing(folders) == first and len(reads) <= 1
+    reads.clear()
+    assert preset_cache.listing(folders) == first and reads == []
+    text = presets.preset_text({"title": "T", "description": "d", "target": "deepspeed"}, {"gradient_clipping": 1})
+    (tmp_path / "ours.json").write_text(text)
+    assert "ours" in [p.name for p in preset_cache.listing(folders)[0]] and reads == [1]
+    (tmp_path / "ours.json").write_text(text.replace('"T"', '"U"'))
+    os.utime(tmp_path / "ours.json", ns=(1, 1))  # a new modification time, the same size
+    assert [p.title for p in preset_cache.listing(folders)[0] if p.name == "ours"] == ["U"]
+    (tmp_path / "ours.json").unlink()
+    assert "ours" not in [p.name for p in preset_cache.listing(folders)[0]]
+    assert preset_cache.listing([tmp_path / "missing"])[1] == (f"{tmp_path / 'missing'}: preset folder does not exist",)
+
+
+def test_preset_reports_are_computed_once_per_content_and_gpu_count(monkeypatch):
+    """``ui.preset_cache.reports`` gives ``validate_preset``'s reports, validating once per preset content and
+    GPU count (the Presets page asked on every rerun), and raises its ValueError for an unknown release."""
+    from ui import preset_cache
+
+    calls = []
+    real = presets.validate_preset
+    monkeypatch.setattr(presets, "validate_preset", lambda p, **kw: calls.append(kw) or real(p, **kw))
+    preset = presets.load_preset("zero2-bf16", [presets.BUILTIN_DIR])
+    odd = presets.Preset(name="odd", meta=preset.meta | {"title": "renamed"},
+                         config=preset.config | {"train_micro_batch_size_per_gpu": 3}, path=preset.path,
+                         builtin=True)
+    expected = [(v, r.findings) for v, r in real(odd, world_size=7)]
+    got = [(v, r.findings) for v, r in preset_cache.reports(odd, 7)]
+    assert got == expected and len(calls) == 1
+    assert [(v, r.findings) for v, r in preset_cache.reports(odd, 7)] == expected and len(calls) == 1
+    preset_cache.reports(odd, 8)
+    assert len(calls) == 2
+    bad = presets.Preset(name="bad", meta=preset.meta | {"verified_with": ["0.0.1"]}, config=preset.config,
+                         path=preset.path, builtin=False)
+    with pytest.raises(ValueError):
+        preset_cache.reports(bad, 8)

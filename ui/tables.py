@@ -10,8 +10,9 @@ Tables of a few dozen rows that are read, not sorted or searched, use this; long
 from __future__ import annotations
 
 import html
+import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -33,9 +34,24 @@ _STYLE = (f"<style>table.{TABLE_CLASS}{{border-collapse:collapse;font-size:0.875
 _NUMBER_CELL = '<td class="n">'
 
 
+#: What a small table is drawn from: a frame, or its rows as mappings (column → value; no pandas on the way).
+Rows = Sequence[Mapping[str, object]]
+
+
+def _missing(value: object) -> bool:
+    """None, NaN, ``pd.NA`` or ``NaT``: a cell shown as a dash."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, str | bool | int) or not pd.api.types.is_scalar(value):
+        return False
+    return bool(pd.isna(value))
+
+
 def _cell(value: object, spec: str | None) -> tuple[str, bool]:
     """The text of one cell and whether it is a number (right-aligned)."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    if _missing(value):
         return "—", False
     if isinstance(value, bool):
         return str(value), False
@@ -44,13 +60,32 @@ def _cell(value: object, spec: str | None) -> tuple[str, bool]:
     return str(value), False
 
 
-def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> str:
-    """``frame`` without its index as an HTML table; ``formats`` maps a column to a format spec (``".1f"``)."""
+def _row_columns(rows: Rows) -> list[str]:
+    """The columns of ``rows`` as pandas would name them: every key, in the order first seen."""
+    return list(dict.fromkeys(key for row in rows for key in row))
+
+
+#: The columns of rows to show: keys in order, or key → heading (headings may repeat; a frame's may too).
+Columns = Sequence[str] | Mapping[str, str]
+
+
+def table_html(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = None,
+               columns: Columns | None = None) -> str:
+    """``data`` (a frame without its index, or rows) as an HTML table; ``formats`` maps a column heading to a
+    format spec (``".1f"``); ``columns`` chooses, orders and may rename the columns of rows (a key a row lacks
+    shows a dash)."""
     formats = formats or {}
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    specs = [formats.get(c) for c in frame.columns]
+    if isinstance(data, pd.DataFrame):
+        names = list(data.columns)
+        values_by_row = data.astype(object).to_numpy().tolist()  # by position: column names may repeat
+    else:
+        keys = list(columns) if columns is not None else _row_columns(data)
+        names = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
+        values_by_row = [[row.get(key) for key in keys] for row in data]
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in names)
+    specs = [formats.get(c) for c in names]
     rows = []
-    for values in frame.astype(object).to_numpy().tolist():  # by position: column names may repeat
+    for values in values_by_row:
         cells = []
         for spec, value in zip(specs, values, strict=True):
             text, number = _cell(value, spec)
@@ -72,11 +107,23 @@ class Table:
     formats: tuple[tuple[str, str], ...] = ()
 
 
-def prepare(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> Table:
-    """``frame`` without its index, ready to draw; ``formats`` maps a column to a format spec (e.g. ``".1f"``)."""
-    if len(frame) > MAX_HTML_ROWS:
+def prepare(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = None,
+            columns: Columns | None = None) -> Table:
+    """``data`` (a frame without its index, or rows) ready to draw; ``formats`` maps a column heading to a
+    format spec (e.g. ``".1f"``), ``columns`` chooses, orders and may rename the columns of rows."""
+    if len(data) > MAX_HTML_ROWS:
+        frame = data if isinstance(data, pd.DataFrame) else _frame(data, columns)
         return Table(None, frame, tuple((formats or {}).items()))
-    return Table(table_html(frame, formats))
+    return Table(table_html(data, formats, columns))
+
+
+def _frame(rows: Rows, columns: Columns | None) -> pd.DataFrame:
+    """``rows`` as a frame for the data grid, with the columns and headings ``table_html`` would show."""
+    keys = list(columns) if columns is not None else _row_columns(rows)
+    frame = pd.DataFrame([[row.get(key) for key in keys] for row in rows], columns=keys)
+    if isinstance(columns, Mapping):
+        frame.columns = [columns[k] for k in keys]
+    return frame
 
 
 def draw(table: Table) -> None:
@@ -89,7 +136,9 @@ def draw(table: Table) -> None:
         if table.frame is not None and column in table.frame.columns})
 
 
-def small_table(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> None:
-    """Draw ``frame`` without its index; ``formats`` maps a column to a format spec (e.g. ``".1f"``) for how
-    its numbers are shown."""
-    draw(prepare(frame, formats))
+def small_table(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = None,
+                columns: Columns | None = None) -> None:
+    """Draw ``data`` (a frame without its index, or rows as mappings); ``formats`` maps a column heading to a
+    format spec (e.g. ``".1f"``) for how its numbers are shown, ``columns`` chooses, orders and may rename the
+    columns of rows."""
+    draw(prepare(data, formats, columns))

@@ -1,0 +1,49 @@
+"""The preset folders' listing and each preset's validation, computed once per distinct input for every session.
+
+The Start and Presets pages list the preset folders on every rerun, and the Presets page validated the chosen
+preset for each release it was verified with on every rerun (a fifth of that page's rerun). A listing is kept
+while the folders' files keep their names, sizes and modification times (``core.presets.folders_signature``),
+so a preset saved from the app or copied into a team folder shows at the next rerun; a report is kept per
+preset config, target, releases and GPU count.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from core import presets
+from core.findings import Report
+from ui.shared_cache import ConfigKey, shared_cache
+
+
+def listing(folders: Sequence[Path]) -> tuple[tuple[presets.Preset, ...], tuple[str, ...]]:
+    """``core.presets.list_presets(folders)`` as tuples, read again only when a folder's files changed.
+
+    The presets are shared by every session: read them, copy before changing (as loading one does)."""
+    return _listing(tuple(folders), presets.folders_signature(folders))
+
+
+@functools.lru_cache(maxsize=16)
+def _listing(folders: tuple[Path, ...], signature: tuple) -> tuple[tuple[presets.Preset, ...], tuple[str, ...]]:
+    found, problems = presets.list_presets(folders)
+    return tuple(found), tuple(problems)
+
+
+def reports(preset: presets.Preset, world_size: int) -> list[tuple[str, Report]]:
+    """``core.presets.validate_preset(preset, world_size=...)``, once per preset content and GPU count.
+
+    Raises ``ValueError`` as ``validate_preset`` does (a team preset's meta names an unknown target or version).
+    Keyed on the preset's meta and config (what ``validate_preset`` reads), not on its name or file."""
+    text = json.dumps({"meta": preset.meta, "config": preset.config}, ensure_ascii=False)
+    return list(_reports(ConfigKey(text), world_size))
+
+
+@shared_cache(maxsize=64)
+def _reports(content: ConfigKey, world_size: int) -> tuple[tuple[str, Report], ...]:
+    data = json.loads(content.text)  # a preset file's JSON: it reads back exactly, key order included
+    preset = presets.Preset(name="cached", meta=data["meta"], config=data["config"], path=Path("cached.json"),
+                            builtin=False)
+    return tuple(presets.validate_preset(preset, world_size=world_size))
