@@ -190,6 +190,23 @@ def test_recommend_ranks_fitting_configs_that_validate():
     assert table["cost"].iloc[0] == pytest.approx(table["hours"].iloc[0] * 16 * 2.0)
 
 
+@pytest.mark.parametrize(("model", "cluster", "seq_len", "global_batch", "precision"), [
+    ("meta-llama/Llama-2-7b-hf", Cluster("NVIDIA A100 80GB", 8, 2), 4096, 64, "bf16"),
+    ("meta-llama/Llama-2-70b-hf", Cluster("NVIDIA H100 80GB", 8, 4, inter_node_gbit_s=400.0), 2048, 128, "bf16"),
+    ("openai-community/gpt2", Cluster("NVIDIA V100 32GB", 16, 1), 1024, 96, "fp16"),
+])
+def test_recommend_predicts_each_candidate_as_its_own_config_reads(model, cluster, seq_len, global_batch, precision):
+    """``recommend`` reads each option's config once and gives every micro batch that reading with its own batch
+    keys: each row is exactly ``predict`` of the row's own config, read afresh."""
+    spec = get_spec(model)
+    table = recommend(spec, cluster, seq_len=seq_len, global_batch=global_batch, precision=precision)
+    assert len(table) > 20 and table["micro_batch"].nunique() > 1
+    for row in table.itertuples():
+        est = predict(row.config, spec, cluster, Shape(row.micro_batch, seq_len, "flash", row.recompute))
+        assert (est.step_seconds, est.bottleneck, est.breakdown, est.tflops_per_gpu) == (
+            row.step_seconds, row.bottleneck, row.breakdown, row.tflops_per_gpu)
+
+
 def test_recommend_rejects_an_unsplittable_batch():
     with pytest.raises(ValueError, match="multiple of 16"):
         recommend(LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), seq_len=1024, global_batch=20)

@@ -14,6 +14,7 @@ from core.memory.solve import min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
+from core.perf.settings import read_settings
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
 #: see (allocator spikes, NCCL buffers growing with the cluster, library versions).
@@ -101,12 +102,15 @@ def recommend(
     zeropp: bool = True,
     nvme: bool = True,
     memory_headroom: float = DEFAULT_MEMORY_HEADROOM,
+    fitting_only: bool = False,
 ) -> pd.DataFrame:
     """Every candidate config with its predicted speed and whether it fits, fastest fitting first.
 
     ``global_batch`` is in sequences per optimizer step; it must split into micro batch x accumulation x GPUs.
     Adds ``hours`` (and ``cost``) when ``tokens`` (and ``price_per_gpu_hour``) are given. The frame's ``attrs``
-    record the assumptions (memory headroom, attention kernel, cluster rates).
+    record the assumptions (memory headroom, attention kernel, cluster rates). ``fitting_only`` leaves out the
+    candidates that do not fit, without predicting them (what a sweep for the fastest fitting config needs); the
+    frame is then empty when nothing fits.
     """
     if precision not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"precision must be bf16, fp16 or fp32, got {precision!r}.")
@@ -125,10 +129,13 @@ def recommend(
     rows: list[dict[str, Any]] = []
     mb_array = np.asarray(micro_batches, dtype=np.float64)
     for stage, opt, param, pp in _options(cluster, zeropp, nvme):
+        probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
+                             grad_accum=per_gpu, world_size=world, precision=precision,
+                             gpus_per_node=cluster.gpus_per_node)
+        # the candidates of one option differ only in their batch keys: the config is read once, and each
+        # candidate's reading is that one with its own micro batch and accumulation (half of predict's time)
+        probe_settings = read_settings(probe, world)
         for rc in recompute:
-            probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
-                                 grad_accum=per_gpu, world_size=world, precision=precision,
-                                 gpus_per_node=cluster.gpus_per_node)
             shape = Shape(1, seq_len, attention, rc)
             mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array,
                                   allowances=cluster.memory_allowances)
@@ -136,12 +143,15 @@ def recommend(
             cpu_bytes = np.broadcast_to(mem["cpu_bytes_per_node"], mb_array.shape)
             nvme_bytes = np.broadcast_to(mem["nvme_bytes_per_node"], mb_array.shape)
             for i, mb in enumerate(micro_batches):
+                fits = bool(gpu_bytes[i] <= limit and cpu_bytes[i] <= hardware.cpu_ram_per_node_bytes
+                            and (hardware.nvme_bytes_per_node is None or nvme_bytes[i] <= hardware.nvme_bytes_per_node))
+                if fitting_only and not fits:
+                    continue
                 cfg = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp,
                                    micro_batch=mb, grad_accum=per_gpu // mb, world_size=world, precision=precision,
                                    gpus_per_node=cluster.gpus_per_node)
-                est = predict(cfg, model, cluster, replace(shape, micro_batch=mb))
-                fits = bool(gpu_bytes[i] <= limit and cpu_bytes[i] <= hardware.cpu_ram_per_node_bytes
-                            and (hardware.nvme_bytes_per_node is None or nvme_bytes[i] <= hardware.nvme_bytes_per_node))
+                est = predict(cfg, model, cluster, replace(shape, micro_batch=mb),
+                              settings=replace(probe_settings, grad_accum=per_gpu // mb, config_micro_batch=mb))
                 rows.append({
                     "stage": stage, "offload_optimizer": opt, "offload_param": param, "zeropp": pp,
                     "micro_batch": mb, "gradient_accumulation_steps": per_gpu // mb, "recompute": rc,
@@ -152,6 +162,8 @@ def recommend(
                     "breakdown": est.breakdown, "config": cfg,
                 })
     frame = pd.DataFrame(rows)
+    if frame.empty:  # fitting_only, and nothing fits
+        return frame
     if tokens is not None:
         frame["hours"] = tokens / frame["tokens_per_second"] / 3600
         if price_per_gpu_hour is not None:
@@ -190,13 +202,15 @@ def gpu_sweep(
         if global_batch % sized.total_gpus:
             continue
         table = recommend(model, sized, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
-                          price_per_gpu_hour=price_per_gpu_hour, **kwargs)
-        best = table.iloc[0]
-        row = {"nodes": nodes, "total_gpus": sized.total_gpus, "fits": bool(best["fits"])}
+                          price_per_gpu_hour=price_per_gpu_hour, fitting_only=True, **kwargs)
+        row = {"nodes": nodes, "total_gpus": sized.total_gpus, "fits": not table.empty}
         for key in ("stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "recompute",
                     "step_seconds", "tokens_per_second", "tflops_per_gpu", "hours", "cost"):
-            if key in best:
-                row[key] = best[key] if best["fits"] else None
+            if key in table:
+                row[key] = table[key].iloc[0]
+            elif table.empty and (key != "hours" or tokens is not None) and (
+                    key != "cost" or (tokens is not None and price_per_gpu_hour is not None)):
+                row[key] = None  # the columns a fitting size has, empty
         rows.append(row)
     frame = pd.DataFrame(rows)
     fitting = frame[frame["fits"]] if not frame.empty else frame
