@@ -229,6 +229,29 @@ def test_gpu_sweep_finds_the_smallest_cluster():
     assert list(fitting["hours"]) == sorted(fitting["hours"], reverse=True)
 
 
+@pytest.mark.parametrize(("tokens", "price"), [(1e9, 3.0), (1e9, None), (None, None)])
+def test_gpu_sweep_rows_are_the_fastest_fitting_rows_of_recommend(tokens, price):
+    """Each size's row is the first row of the full ``recommend`` at that size (the sweep predicts only the
+    configs that fit), and a size where nothing fits has the same columns, empty."""
+    cluster = Cluster("NVIDIA A100 40GB", 8)
+    counts = [1, 2, 4]
+    sweep = gpu_sweep(LLAMA70, cluster, seq_len=2048, global_batch=64, node_counts=counts, tokens=tokens,
+                      price_per_gpu_hour=price, nvme=False)
+    assert not sweep["fits"].iloc[0] and sweep["fits"].iloc[-1]  # 70B does not fit 8 x 40 GB without NVMe
+    for (_, row), nodes in zip(sweep.iterrows(), counts, strict=True):
+        full = recommend(LLAMA70, Cluster("NVIDIA A100 40GB", 8, nodes), seq_len=2048, global_batch=64,
+                         tokens=tokens, price_per_gpu_hour=price, nvme=False)
+        best = full.iloc[0]
+        assert row["fits"] == best["fits"]
+        for key in ("stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "recompute",
+                    "step_seconds", "tokens_per_second", "tflops_per_gpu", "hours", "cost"):
+            assert (key in row) == (key in best), key
+            if key in best and best["fits"]:
+                assert row[key] == best[key], key
+            elif key in best:
+                assert row[key] is None or math.isnan(row[key]), key
+
+
 def test_accuracy_against_published_measurements():
     table = evaluate()
     assert len(table) >= 10 and table["source"].str.len().min() > 20
