@@ -53,3 +53,23 @@ def test_long_rows_become_a_data_grid_with_the_chosen_headings():
     assert table.html is None and list(table.frame.columns) == ["K", "V"]
     assert table.frame["V"].iloc[-1] == rows[-1]["v"] and table.formats == (("V", ".1f"),)
     assert tables.prepare(rows[:3]).html is not None
+
+
+def test_a_page_carries_the_table_style_once_and_its_tables_none():
+    """The ZeRO page draws five tables; their look is one style element per page (``frame.end``), so a table a
+    rerun redraws brings no style sheet of its own."""
+    import json
+
+    from app_support import ROOT, app
+
+    from core.models import get_spec
+
+    spec = get_spec("meta-llama/Llama-2-7b-hf")
+    preset = json.loads((ROOT / "presets" / "zero2-bf16.json").read_text())["config"]
+    at = app(preset, page="pages/zero.py", model="meta-llama/Llama-2-7b-hf", total_params=spec.total_params,
+             largest_layer_params=spec.largest_layer_params)
+    assert not at.exception
+    values = [element.value for element in at.html]
+    table_elements = [v for v in values if f'class="{tables.TABLE_CLASS}"' in v]
+    assert len(table_elements) >= 4 and not any("<style" in v for v in table_elements)
+    assert [v for v in values if f"table.{tables.TABLE_CLASS}" in v] == [tables._STYLE]

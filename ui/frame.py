@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import app_state, charts, headline, sidebar, widgets
+from ui import app_state, charts, headline, sidebar, tables, widgets
 
 #: Session key of this run's headline slot (a container under the title, filled by ``end``).
 _SLOT = "_headline_slot"
@@ -33,6 +33,7 @@ def end() -> None:
     with slot if slot is not None else st.container():
         headline.render()
     sidebar.render(app_state.report())
+    tables.draw_style()
     with st.sidebar:
         charts.preload_library()
 

@@ -92,7 +92,7 @@ def table_html(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = No
             cells.append((_NUMBER_CELL if number else "<td>") + html.escape(text) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     body = "".join(rows)
-    return f"{_STYLE}<table class=\"{TABLE_CLASS}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table class=\"{TABLE_CLASS}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,12 @@ def prepare(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = None,
         frame = data if isinstance(data, pd.DataFrame) else _frame(data, columns)
         return Table(None, frame, tuple((formats or {}).items()))
     return Table(table_html(data, formats, columns))
+
+
+def draw_style() -> None:
+    """The tables' look, once per page (``ui.frame.end``): a table redrawn by a rerun then carries no style sheet
+    of its own for the browser to sanitise and apply again."""
+    st.html(_STYLE)
 
 
 def _frame(rows: Rows, columns: Columns | None) -> pd.DataFrame:
