@@ -445,3 +445,44 @@ def test_export_output_into_missing_folder(tmp_path, capsys):
     code, out, err = run_cli(["export", "--preset", _first_preset(capsys), "-o", str(target)], capsys)
     assert "Traceback" not in out + err
     assert code == 2 and "cannot write" in err and not target.exists()
+
+
+# ---------------------------------------------------------------- sizing commands: arguments and huge batches
+
+LLAMA = ["--model", "meta-llama/Llama-2-7b-hf"]
+H100 = ["--gpu", "NVIDIA H100 80GB"]
+OK_CONFIG = '{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}'
+#: A micro batch DeepSpeed parses (any positive int) but whose activations exceed 2**63 bytes.
+HUGE_MICRO = '{"train_micro_batch_size_per_gpu": 100000000000000000000, "gradient_accumulation_steps": 1}'
+
+#: (id, argv with {cfg} for the config file, config text, exit code, fragments of stderr)
+SIZING_ROWS = [
+    ("estimate-empty-model-name", ["estimate", "--model", ""], OK_CONFIG, 2, ("Unknown model ''",)),
+    ("plan-empty-model-name", ["plan", "--model", "", *H100, "--global-batch", "8"], OK_CONFIG, 2,
+     ("Unknown model ''",)),
+    ("estimate-params-with-config", ["estimate", "--params", "7e9", "--config", "{cfg}"], "{", 2,
+     ("--config goes with --model or --hf-config",)),
+    ("estimate-buffer-factor-nan", ["estimate", "--params", "7e9", "--buffer-factor", "nan"], OK_CONFIG, 2,
+     ("--buffer-factor", "positive")),
+    ("estimate-buffer-factor-negative", ["estimate", "--params", "7e9", "--buffer-factor", "-1"], OK_CONFIG, 2,
+     ("--buffer-factor", "positive")),
+    ("estimate-huge-micro-batch", ["estimate", *LLAMA, "--config", "{cfg}"], HUGE_MICRO, 2,
+     ("train_micro_batch_size_per_gpu", "too large to estimate")),
+    ("fit-huge-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], HUGE_MICRO, 2,
+     ("train_micro_batch_size_per_gpu", "too large to estimate")),
+    # a train_batch_size of 10**30: the micro-batch way searches a bounded range and the speed of the ways is
+    # not predicted for 10**29 micro-steps (was: "Maximum allowed size exceeded", then an OverflowError)
+    ("fit-huge-train-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], '{"train_batch_size": 1' + "0" * 30 + "}",
+     1, ()),
+]
+
+
+@pytest.mark.parametrize(("argv", "content", "code", "fragments"), [r[1:] for r in SIZING_ROWS],
+                         ids=[r[0] for r in SIZING_ROWS])
+def test_sizing_commands_bad_input(argv, content, code, fragments, tmp_path, capsys):
+    path = _write(tmp_path, content)
+    got, out, err = run_cli([str(path) if a == "{cfg}" else a for a in argv], capsys)
+    assert "Traceback" not in out + err, err
+    assert got == code, (got, err)
+    for fragment in fragments:
+        assert fragment in err, err

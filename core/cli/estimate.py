@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
-from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive_int, read_config_file
+from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive, positive_int, read_config_file
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
     hw.add_argument("--cpu-ram", type=gib, default=1024 * memory.GIB, metavar="GIB", help="per node (default 1024)")
     hw.add_argument("--nvme", type=gib, default=None, metavar="GIB", help="NVMe capacity per node")
-    hw.add_argument("--buffer-factor", type=float, default=1.5, help="DeepSpeed tables' additional_buffer_factor")
+    hw.add_argument("--buffer-factor", type=positive(float), default=1.5,
+                    help="DeepSpeed tables' additional_buffer_factor")
     shape = p.add_argument_group("training shape")
     shape.add_argument(
         "--micro-batch",
@@ -86,7 +87,7 @@ def _load_json(path: Path, what: str) -> Any:
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:
-    if args.model:
+    if args.model is not None:
         return models.get_spec(args.model)
     cfg = _load_json(args.hf_config, "--hf-config")
     if not isinstance(cfg, dict):
@@ -212,6 +213,8 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("give exactly one of --params, --model or --hf-config")
     if args.largest_layer is not None and args.params is None:
         raise UsageError("--largest-layer goes with --params")
+    if args.params is not None and args.config is not None:
+        raise UsageError("--config goes with --model or --hf-config: DeepSpeed's --params tables do not read a config")
     if args.params is not None:
         return _ds_tables(args, out)
     return _full(args, out)

@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _model(args: argparse.Namespace) -> models.ModelSpec:
     if (args.model is None) == (args.hf_config is None):
         raise UsageError("give exactly one of --model or --hf-config")
-    if args.model:
+    if args.model is not None:
         return models.get_spec(args.model)
     cfg = read_config_file(args.hf_config, "--hf-config")
     if not isinstance(cfg, dict):

@@ -74,7 +74,16 @@ def estimate(
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
         st = replace(st, precision=precision)
-    raws = _parts(model, st, hardware.gpus_per_node, hardware.nodes, shape.micro_batch, shape.seq_len, shape, allow)
+    try:
+        raws = _parts(model, st, hardware.gpus_per_node, hardware.nodes, shape.micro_batch, shape.seq_len, shape,
+                      allow)
+    except OverflowError:
+        # the vectorised parts count bytes in int64: beyond 2**63 bytes (8 EiB) no GPU is anywhere near
+        raise ValueError(
+            f"micro batch {shape.micro_batch} x sequence length {shape.seq_len} with {model.total_params:,} "
+            "parameters needs more than 2**63 bytes per GPU: too large to estimate; check "
+            "train_micro_batch_size_per_gpu, the sequence length and the model's sizes"
+        ) from None
     components = tuple(
         Component(r.name, r.device, round(float(r.value)), r.formula, r.category, r.phase, r.pinned) for r in raws
     )
