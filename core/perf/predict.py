@@ -42,6 +42,7 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,10 +117,6 @@ class StepEstimate:
 # ---------------------------------------------------------------------------------------------------------
 # collectives
 
-
-#: Micro-steps per optimizer step beyond which no prediction is made (a step of 10**12 micro-steps is no
-#: training run; far larger counts overflow the float arithmetic).
-MAX_MICRO_STEPS = 10**12
 
 def _ring(bytes_total: float, factor: float, ranks: int, gpus_per_node: int, cl: Cluster, intra_only=False) -> float:
     """Seconds for a ring collective moving ``factor`` x (ranks-1)/ranks x bytes per GPU (1: reduce-scatter or
@@ -333,9 +330,9 @@ def predict(
         gas = 1
         notes.append("The config's batch keys do not resolve for this cluster: 1 micro-step per optimizer step "
                      "assumed.")
-    elif gas > MAX_MICRO_STEPS:
-        raise ValueError(f"the config's batch keys give more than {MAX_MICRO_STEPS:.0e} micro-steps per optimizer "
-                         "step: too many to predict; check train_batch_size and gradient_accumulation_steps")
+    elif gas > sys.float_info.max:
+        raise ValueError(f"the config's batch keys give a {len(str(gas))}-digit number of micro-steps per "
+                         "optimizer step: too many to predict; check train_batch_size and gradient_accumulation_steps")
     if st.config_micro_batch is not None and st.config_micro_batch != shape.micro_batch:
         notes.append(f"The config's micro batch ({st.config_micro_batch}) differs from the shape's "
                      f"({shape.micro_batch}): the shape's is used.")
