@@ -452,8 +452,9 @@ def test_export_output_into_missing_folder(tmp_path, capsys):
 LLAMA = ["--model", "meta-llama/Llama-2-7b-hf"]
 H100 = ["--gpu", "NVIDIA H100 80GB"]
 OK_CONFIG = '{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}'
-#: A micro batch DeepSpeed parses (any positive int) but whose activations exceed 2**63 bytes.
+#: Micro batches DeepSpeed parses (any positive int) whose activations exceed 2**63 bytes, and float range.
 HUGE_MICRO = '{"train_micro_batch_size_per_gpu": 100000000000000000000, "gradient_accumulation_steps": 1}'
+BEYOND_FLOAT_MICRO = '{"train_micro_batch_size_per_gpu": 1' + "0" * 400 + ', "gradient_accumulation_steps": 1}'
 
 #: (id, argv with {cfg} for the config file, config text, exit code, fragments of stderr)
 SIZING_ROWS = [
@@ -466,9 +467,11 @@ SIZING_ROWS = [
      ("--buffer-factor", "positive")),
     ("estimate-buffer-factor-negative", ["estimate", "--params", "7e9", "--buffer-factor", "-1"], OK_CONFIG, 2,
      ("--buffer-factor", "positive")),
-    ("estimate-huge-micro-batch", ["estimate", *LLAMA, "--config", "{cfg}"], HUGE_MICRO, 2,
-     ("train_micro_batch_size_per_gpu", "too large to estimate")),
-    ("fit-huge-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], HUGE_MICRO, 2,
+    # more than 2**63 bytes: an answer all the same (was an OverflowError)
+    ("estimate-huge-micro-batch", ["estimate", *LLAMA, "--config", "{cfg}"], HUGE_MICRO, 0,
+     ("micro batch 100000000000000000000", "DOES NOT FIT")),
+    ("fit-huge-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], HUGE_MICRO, 1, ("DOES NOT FIT (GPU)",)),
+    ("estimate-micro-batch-beyond-float", ["estimate", *LLAMA, "--config", "{cfg}"], BEYOND_FLOAT_MICRO, 2,
      ("train_micro_batch_size_per_gpu", "too large to estimate")),
     # a train_batch_size of 10**30: the micro-batch way searches a bounded range and the speed of the ways is
     # not predicted for 10**29 micro-steps (was: "Maximum allowed size exceeded", then an OverflowError)
@@ -485,4 +488,15 @@ def test_sizing_commands_bad_input(argv, content, code, fragments, tmp_path, cap
     assert "Traceback" not in out + err, err
     assert got == code, (got, err)
     for fragment in fragments:
-        assert fragment in err, err
+        assert fragment in out + err, out + err
+
+
+@pytest.mark.parametrize("command", [["fix", "{cfg}"], ["schema"]], ids=["fix", "schema"])
+def test_output_dash_is_standard_output(command, tmp_path, capsys, monkeypatch):
+    """``-o -`` prints, as ``export -o -`` does and ``-`` means standard input (was: a file named "-")."""
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, OK_CONFIG)
+    code, out, err = run_cli([str(path) if a == "{cfg}" else a for a in command] + ["-o", "-"], capsys)
+    assert code == 0, err
+    assert not (tmp_path / "-").exists()
+    assert json.loads(out)
