@@ -141,6 +141,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(sweep.to_string(index=False) + "\n")
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
                   f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
+    for note in table.attrs["notes"]:
+        out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
     return EXIT_OK
 
