@@ -475,6 +475,17 @@ SIZING_ROWS = [
      ("train_micro_batch_size_per_gpu", "too large to estimate")),
     # a train_batch_size of 10**30: the micro-batch way searches a bounded range and the speed of the ways is
     # not predicted for 10**29 micro-steps (was: "Maximum allowed size exceeded", then an OverflowError)
+    # an int in e-notation is read exactly (was int(float(text)): 2.5e0 silently became 2, 1e30 became
+    # 1000000000000000019884624838656)
+    ("plan-global-batch-fraction-e-notation", ["plan", *LLAMA, *H100, "--global-batch", "8.5e0"], OK_CONFIG, 2,
+     ("--global-batch", "'8.5e0'")),
+    ("predict-micro-batch-fraction-e-notation", ["predict", "{cfg}", *LLAMA, *H100, "--micro-batch", "2.5e0"],
+     OK_CONFIG, 2, ("--micro-batch", "'2.5e0'")),
+    ("predict-micro-batch-1e30-exact", ["predict", "{cfg}", *LLAMA, *H100, "--micro-batch", "1e30"], OK_CONFIG, 0,
+     ("micro batch 1" + "0" * 30 + " x",)),
+    # tokens per step beyond float range (was: OverflowError)
+    ("plan-global-batch-1e308", ["plan", *LLAMA, *H100, "--global-batch", "1e308"], OK_CONFIG, 2,
+     ("too many to predict",)),
     ("fit-huge-train-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], '{"train_batch_size": 1' + "0" * 30 + "}",
      1, ()),
 ]

@@ -330,9 +330,10 @@ def predict(
         gas = 1
         notes.append("The config's batch keys do not resolve for this cluster: 1 micro-step per optimizer step "
                      "assumed.")
-    elif gas > sys.float_info.max:
-        raise ValueError(f"the config's batch keys give a {len(str(gas))}-digit number of micro-steps per "
-                         "optimizer step: too many to predict; check train_batch_size and gradient_accumulation_steps")
+    tokens = shape.micro_batch * shape.seq_len * gas * cluster.total_gpus
+    if tokens > sys.float_info.max:
+        raise ValueError(f"one optimizer step is a {len(str(tokens))}-digit number of tokens: too many to predict; "
+                         "check train_batch_size (the global batch), gradient_accumulation_steps and the micro batch")
     if st.config_micro_batch is not None and st.config_micro_batch != shape.micro_batch:
         notes.append(f"The config's micro batch ({st.config_micro_batch}) differs from the shape's "
                      f"({shape.micro_batch}): the shape's is used.")
