@@ -454,6 +454,7 @@ H100 = ["--gpu", "NVIDIA H100 80GB"]
 OK_CONFIG = '{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}'
 #: Micro batches DeepSpeed parses (any positive int) whose activations exceed 2**63 bytes, and float range.
 HUGE_MICRO = '{"train_micro_batch_size_per_gpu": 100000000000000000000, "gradient_accumulation_steps": 1}'
+TB_AND_GA = '{"train_batch_size": 64, "gradient_accumulation_steps": 2}'
 BEYOND_FLOAT_MICRO = '{"train_micro_batch_size_per_gpu": 1' + "0" * 400 + ', "gradient_accumulation_steps": 1}'
 
 #: (id, argv with {cfg} for the config file, config text, exit code, fragments of stderr)
@@ -486,6 +487,14 @@ SIZING_ROWS = [
     # tokens per step beyond float range (was: OverflowError)
     ("plan-global-batch-1e308", ["plan", *LLAMA, *H100, "--global-batch", "1e308"], OK_CONFIG, 2,
      ("too many to predict",)),
+    # train_batch_size 64 and accumulation 2 on 8 GPUs: DeepSpeed runs micro batch 4 (predict refused the config,
+    # fit and estimate sized micro batch 1, 4x less activation memory)
+    ("predict-derived-micro-batch", ["predict", "{cfg}", *LLAMA, *H100], TB_AND_GA, 0,
+     ("micro batch 4 x 2 accumulation",)),
+    ("fit-derived-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], TB_AND_GA, 1, (", micro batch 4, 2048",)),
+    ("estimate-derived-micro-batch", ["estimate", *LLAMA, "--config", "{cfg}"], TB_AND_GA, 0, ("micro batch 4,",)),
+    ("predict-negative-micro-batch", ["predict", "{cfg}", *LLAMA, *H100],
+     '{"train_micro_batch_size_per_gpu": -1}', 2, ("train_micro_batch_size_per_gpu is -1", "--micro-batch")),
     ("fit-huge-train-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], '{"train_batch_size": 1' + "0" * 30 + "}",
      1, ()),
 ]

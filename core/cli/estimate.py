@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
+from core.batch import micro_batch_of
 from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive, positive_int, read_config_file
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--micro-batch",
         type=positive_int,
         default=None,
-        help="default: the config's train_micro_batch_size_per_gpu if it is a number, else 1",
+        help="default: the config's micro batch (written, or derived from train_batch_size), else 1",
     )
     shape.add_argument("--seq-len", type=positive_int, default=2048)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
@@ -174,9 +175,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
     micro_batch = args.micro_batch
     if micro_batch is None:
-        from_config = ds_config.get("train_micro_batch_size_per_gpu")
-        ok = isinstance(from_config, int) and not isinstance(from_config, bool) and from_config >= 1
-        micro_batch = from_config if ok else 1
+        micro_batch = micro_batch_of(ds_config, hw.total_gpus) or 1
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
     est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision)
     table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import models
+from core.batch import micro_batch_of
 from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
@@ -152,9 +153,12 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if not isinstance(config, dict):
         raise UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
     spec, cluster = _model(args), _cluster(args)
-    micro = args.micro_batch or config.get("train_micro_batch_size_per_gpu")
-    if not isinstance(micro, int) or isinstance(micro, bool) or micro < 1:
-        raise UsageError("the config has no integer train_micro_batch_size_per_gpu: pass --micro-batch")
+    micro = args.micro_batch or micro_batch_of(config, cluster.total_gpus)
+    if micro is None:
+        written = json.dumps(config.get("train_micro_batch_size_per_gpu"))
+        raise UsageError(f"the config gives no micro batch on {cluster.total_gpus} GPUs "
+                         f"(train_micro_batch_size_per_gpu is {written}, and train_batch_size does not resolve it): "
+                         "pass --micro-batch")
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
     if args.log is not None:
