@@ -122,6 +122,13 @@ def _as_positive_int(value: Any) -> int | None:
     return int(value) if value > 0 else None
 
 
+def micro_batch_of(config: dict[str, Any], world_size: int) -> int | None:
+    """The micro batch per GPU DeepSpeed runs ``config`` with on ``world_size`` GPUs: written, or derived from
+    train_batch_size and gradient_accumulation_steps; None when neither gives a positive whole number."""
+    resolved = resolve_batch(config, world_size)
+    return _as_positive_int(resolved.micro_batch if resolved.ok else config.get(MB))
+
+
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:
     """Complete trios that satisfy DeepSpeed for ``world_size``, closest to what the user wrote first.
 

@@ -42,6 +42,8 @@ calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
 )
 
 FROM_START = "(the model chosen on Start)"
+#: The Global batch widget's largest value (sequences per optimizer step).
+MAX_GLOBAL_BATCH = 1_000_000
 
 
 # Every widget here is an input of the planner only (the config changes through "Use this config" alone), so a
@@ -80,8 +82,10 @@ def planner() -> None:
                                   help="The GPUs without bf16 (V100, T4) train in fp16.")
     cols = st.columns(4)
     seq_len = cols[0].number_input("Sequence length", 1, 1_048_576, int(ctx.get("seq_len") or 2048), key="plan_seq")
-    global_batch = cols[1].number_input("Global batch (sequences per step)", 1, 1_000_000,
-                                        max(256, int(gpus_per_node * nodes)), key="plan_batch")
+    job_gpus = int(gpus_per_node * nodes)
+    # the first value offered splits over the GPUs: the smallest multiple of their count from 256 sequences
+    global_batch = cols[1].number_input("Global batch (sequences per step)", 1, MAX_GLOBAL_BATCH,
+                                        -(-256 // job_gpus) * job_gpus, key="plan_batch")
     tokens = cols[2].number_input("Tokens to train (billions)", 0.0, 1e6, 2.0, key="plan_tokens")
     price = cols[3].number_input("Price per GPU-hour (USD)", 0.0, 1000.0, 2.5, key="plan_price")
 
@@ -90,8 +94,9 @@ def planner() -> None:
                       cpu_ram_gib=float(ctx.get("cpu_ram_gib") or 1024))
     world = cluster.total_gpus
     if global_batch % world:
+        example = min(max(world, round(global_batch / world) * world), MAX_GLOBAL_BATCH // world * world)
         st.error(f"A global batch of {global_batch} sequences cannot be split over {world} GPUs: pick a multiple of "
-                 f"{world} (for example {max(world, round(global_batch / world) * world)}).")
+                 f"{world} (for example {example}).")
         return
 
     # The ranking of ~500 candidates, the node sweep and what the page draws of them, once per distinct input (a

@@ -418,3 +418,35 @@ def test_reloaded_app_modules_carry_no_config_between_sessions():
     assert second.session_state["config"] == {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
     first.run()
     assert first.session_state["config"] == {"train_micro_batch_size_per_gpu": 13}
+
+
+def test_share_link_with_absurd_model_config_keeps_every_page_usable():
+    """A shared link's model_config with sizes no model has (4e47 parameters) crashed every page with an
+    OverflowError from the memory model; it is now refused like any config.json that cannot be described."""
+    model_config = {"model_type": "llama", "hidden_size": 10**20, "num_hidden_layers": 10**10,
+                    "vocab_size": 10**12, "intermediate_size": 10**15, "num_attention_heads": 1}
+    state = {"c": {"train_micro_batch_size_per_gpu": 7}, "x": {"model_config": model_config}, "b": {}}
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["s"] = _token(json.dumps(state).encode())
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 7}
+    _visit_every_page(at)
+
+
+@pytest.mark.parametrize("config", [
+    {"train_micro_batch_size_per_gpu": 10**26, "gradient_accumulation_steps": 10**20},
+    {"train_batch_size": 10**400},
+], ids=["micro-1e26", "train-batch-1e400"])
+def test_absurd_batch_with_a_model_on_every_page(config):
+    """Batch sizes DeepSpeed parses but no GPU holds, with a catalog model chosen: every page says "does not fit"
+    (was: OverflowError on every page; for 1e400 the micro batch is capped and the assumption said)."""
+    at = app(copy.deepcopy(BEFORE))
+    at.radio(key="start_model_source").set_value("Catalog").run()
+    at.selectbox(key="start_model").set_value("meta-llama/Llama-2-7b-hf").run()
+    _paste(at, json.dumps(config))
+    assert not at.exception, at.exception
+    assert at.session_state["config"] == config
+    _visit_every_page(at)
+    assert at.session_state["config"] == config
+    assert any("Does not fit" in e.value for e in at.error), [e.value for e in at.error]

@@ -445,3 +445,78 @@ def test_export_output_into_missing_folder(tmp_path, capsys):
     code, out, err = run_cli(["export", "--preset", _first_preset(capsys), "-o", str(target)], capsys)
     assert "Traceback" not in out + err
     assert code == 2 and "cannot write" in err and not target.exists()
+
+
+# ---------------------------------------------------------------- sizing commands: arguments and huge batches
+
+LLAMA = ["--model", "meta-llama/Llama-2-7b-hf"]
+H100 = ["--gpu", "NVIDIA H100 80GB"]
+OK_CONFIG = '{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}'
+#: Micro batches DeepSpeed parses (any positive int) whose activations exceed 2**63 bytes, and float range.
+HUGE_MICRO = '{"train_micro_batch_size_per_gpu": 100000000000000000000, "gradient_accumulation_steps": 1}'
+TB_AND_GA = '{"train_batch_size": 64, "gradient_accumulation_steps": 2}'
+BEYOND_FLOAT_MICRO = '{"train_micro_batch_size_per_gpu": 1' + "0" * 400 + ', "gradient_accumulation_steps": 1}'
+
+#: (id, argv with {cfg} for the config file, config text, exit code, fragments of stderr)
+SIZING_ROWS = [
+    ("estimate-empty-model-name", ["estimate", "--model", ""], OK_CONFIG, 2, ("Unknown model ''",)),
+    ("plan-empty-model-name", ["plan", "--model", "", *H100, "--global-batch", "8"], OK_CONFIG, 2,
+     ("Unknown model ''",)),
+    ("estimate-params-with-config", ["estimate", "--params", "7e9", "--config", "{cfg}"], "{", 2,
+     ("--config goes with --model or --hf-config",)),
+    ("estimate-buffer-factor-nan", ["estimate", "--params", "7e9", "--buffer-factor", "nan"], OK_CONFIG, 2,
+     ("--buffer-factor", "positive")),
+    ("estimate-buffer-factor-negative", ["estimate", "--params", "7e9", "--buffer-factor", "-1"], OK_CONFIG, 2,
+     ("--buffer-factor", "positive")),
+    # more than 2**63 bytes: an answer all the same (was an OverflowError)
+    ("estimate-huge-micro-batch", ["estimate", *LLAMA, "--config", "{cfg}"], HUGE_MICRO, 0,
+     ("micro batch 100000000000000000000", "DOES NOT FIT")),
+    ("fit-huge-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], HUGE_MICRO, 1, ("DOES NOT FIT (GPU)",)),
+    ("estimate-micro-batch-beyond-float", ["estimate", *LLAMA, "--config", "{cfg}"], BEYOND_FLOAT_MICRO, 2,
+     ("train_micro_batch_size_per_gpu", "too large to estimate")),
+    # a train_batch_size of 10**30: the micro-batch way searches a bounded range and the speed of the ways is
+    # not predicted for 10**29 micro-steps (was: "Maximum allowed size exceeded", then an OverflowError)
+    # an int in e-notation is read exactly (was int(float(text)): 2.5e0 silently became 2, 1e30 became
+    # 1000000000000000019884624838656)
+    ("plan-global-batch-fraction-e-notation", ["plan", *LLAMA, *H100, "--global-batch", "8.5e0"], OK_CONFIG, 2,
+     ("--global-batch", "'8.5e0'")),
+    ("predict-micro-batch-fraction-e-notation", ["predict", "{cfg}", *LLAMA, *H100, "--micro-batch", "2.5e0"],
+     OK_CONFIG, 2, ("--micro-batch", "'2.5e0'")),
+    ("predict-micro-batch-1e30-exact", ["predict", "{cfg}", *LLAMA, *H100, "--micro-batch", "1e30"], OK_CONFIG, 0,
+     ("micro batch 1" + "0" * 30 + " x",)),
+    # tokens per step beyond float range (was: OverflowError)
+    ("plan-global-batch-1e308", ["plan", *LLAMA, *H100, "--global-batch", "1e308"], OK_CONFIG, 2,
+     ("too many to predict",)),
+    # train_batch_size 64 and accumulation 2 on 8 GPUs: DeepSpeed runs micro batch 4 (predict refused the config,
+    # fit and estimate sized micro batch 1, 4x less activation memory)
+    ("predict-derived-micro-batch", ["predict", "{cfg}", *LLAMA, *H100], TB_AND_GA, 0,
+     ("micro batch 4 x 2 accumulation",)),
+    ("fit-derived-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], TB_AND_GA, 1, (", micro batch 4, 2048",)),
+    ("estimate-derived-micro-batch", ["estimate", *LLAMA, "--config", "{cfg}"], TB_AND_GA, 0, ("micro batch 4,",)),
+    ("predict-negative-micro-batch", ["predict", "{cfg}", *LLAMA, *H100],
+     '{"train_micro_batch_size_per_gpu": -1}', 2, ("train_micro_batch_size_per_gpu is -1", "--micro-batch")),
+    ("fit-huge-train-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], '{"train_batch_size": 1' + "0" * 30 + "}",
+     1, ()),
+]
+
+
+@pytest.mark.parametrize(("argv", "content", "code", "fragments"), [r[1:] for r in SIZING_ROWS],
+                         ids=[r[0] for r in SIZING_ROWS])
+def test_sizing_commands_bad_input(argv, content, code, fragments, tmp_path, capsys):
+    path = _write(tmp_path, content)
+    got, out, err = run_cli([str(path) if a == "{cfg}" else a for a in argv], capsys)
+    assert "Traceback" not in out + err, err
+    assert got == code, (got, err)
+    for fragment in fragments:
+        assert fragment in out + err, out + err
+
+
+@pytest.mark.parametrize("command", [["fix", "{cfg}"], ["schema"]], ids=["fix", "schema"])
+def test_output_dash_is_standard_output(command, tmp_path, capsys, monkeypatch):
+    """``-o -`` prints, as ``export -o -`` does and ``-`` means standard input (was: a file named "-")."""
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, OK_CONFIG)
+    code, out, err = run_cli([str(path) if a == "{cfg}" else a for a in command] + ["-o", "-"], capsys)
+    assert code == 0, err
+    assert not (tmp_path / "-").exists()
+    assert json.loads(out)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.batch import batch_suggestions, effective_world_size, resolve_batch, valid_world_sizes
+from core.batch import batch_suggestions, effective_world_size, micro_batch_of, resolve_batch, valid_world_sizes
 
 
 @pytest.mark.parametrize(
@@ -74,3 +74,14 @@ def test_suggestions_always_work(tb, mb, ga, w):
         assert resolve_batch(trio, w).ok, trio
     if tb or mb:
         assert batch_suggestions(config, w), "there is always a trio that works"
+
+
+@pytest.mark.parametrize(("config", "world", "micro"), [
+    ({"train_batch_size": 64, "gradient_accumulation_steps": 2}, 8, 4),  # derived as DeepSpeed does
+    ({"train_micro_batch_size_per_gpu": 3}, 8, 3),
+    ({"train_batch_size": 64, "gradient_accumulation_steps": 3}, 8, None),  # 64 is not 3 x 8 x a whole micro batch
+    ({"train_micro_batch_size_per_gpu": "auto"}, 8, None),
+    ({"train_micro_batch_size_per_gpu": -1}, 8, None),
+])
+def test_micro_batch_of(config, world, micro):
+    assert micro_batch_of(config, world) == micro

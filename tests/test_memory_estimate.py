@@ -353,3 +353,29 @@ def test_gpu_peak_by_category_adds_up_to_the_peak(stage, opt, param):
     assert sum(by_category.values()) == est.gpu_bytes
     assert by_category["model_states"] == est.model_states_gpu_bytes()
     assert set(by_category) <= {"model_states", "activations", "buffers", "overhead"}
+
+
+@pytest.mark.parametrize("micro_batch", [10**8, 10**20, 10**290], ids=["1e8", "1e20", "1e290"])
+def test_absurd_micro_batch_is_an_honest_does_not_fit(micro_batch):
+    """Past 2**63 bytes the estimate counts in floats (was an OverflowError from the int64 arithmetic)."""
+    spec = models.get_spec("meta-llama/Llama-2-70b-hf")
+    small = m.estimate({}, spec, m.Hardware(8, 1), m.Shape(1, 2048))
+    est = m.estimate({}, spec, m.Hardware(8, 1), m.Shape(micro_batch, 2048))
+    assert not est.fits_gpu
+    # activations grow linearly with the micro batch: the total is at least micro_batch x the one-sequence part
+    act = next(c.bytes for c in small.components if c.name == "activations (saved for backward)")
+    assert est.gpu_bytes >= micro_batch * act
+
+
+def test_micro_batch_beyond_float_range_is_a_clear_error():
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    with pytest.raises(ValueError, match="too large to estimate; check train_micro_batch_size_per_gpu"):
+        m.estimate({}, spec, m.Hardware(8, 1), m.Shape(10**400, 2048))
+
+
+def test_max_micro_batch_search_is_bounded():
+    """A config's micro batch of 1e30 asks for a search up to 1e30 - 1: searched up to the bound instead (was
+    numpy's "Maximum allowed size exceeded")."""
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    hw = m.Hardware(8, 1, gpu_memory_bytes=10**6 * m.GIB)
+    assert m.max_micro_batch({}, spec, hw, m.Shape(1, 16), limit=10**30) == m.solve.MAX_MICRO_BATCH_SEARCH

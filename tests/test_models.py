@@ -207,3 +207,12 @@ def test_parse_hf_config_never_crashes(text):
 def test_describe_only_raises_model_config_error(cfg):
     spec = result_or_refusal(models.ModelConfigError, models.describe, cfg)
     assert spec is None or spec.total_params > 0
+
+
+def test_absurd_sizes_are_refused_not_described():
+    """A config.json (e.g. from a shared link) with sizes no model has: refused with the fields to check, rather
+    than a spec whose memory estimate overflows (it crashed every page of the app)."""
+    cfg = {"model_type": "llama", "hidden_size": 10**20, "num_hidden_layers": 10**10, "vocab_size": 10**12,
+           "intermediate_size": 10**15, "num_attention_heads": 1}
+    with pytest.raises(models.ModelConfigError, match="hidden_size"):
+        models.describe(cfg)

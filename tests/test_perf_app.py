@@ -60,3 +60,23 @@ def test_nothing_fits_is_said_in_words():
     at.number_input(key="plan_batch").set_value(4).run()
     assert not at.exception, at.exception
     assert any("Nothing fits" in e.value for e in at.error)
+
+
+def test_first_global_batch_splits_over_the_start_pages_cluster():
+    """3 nodes x 8 GPUs on Start: the Plan page opened with 256, which 24 GPUs cannot split (an error before any
+    input); it offers 264, the smallest multiple of 24 from 256, and ranks."""
+    at = app(page=PAGE, nodes=3, gpus_per_node=8)
+    assert at.number_input(key="plan_batch").value == 264
+    assert not at.error, [e.value for e in at.error]
+    assert len(ranked(at)) > 0
+
+
+def test_suggested_global_batch_is_one_the_widget_takes():
+    """4096 nodes x 64 GPUs and a global batch of 1,000,000: the example multiple was 1,048,576, above the widget's
+    maximum; it is now the nearest multiple the widget accepts."""
+    at = app(page=PAGE)
+    at.number_input(key="plan_batch").set_value(1_000_000).run()
+    at.number_input(key="plan_nodes").set_value(4096).run()
+    at.number_input(key="plan_gpn").set_value(64).run()
+    message = next(e.value for e in at.error if "cannot be split over 262144 GPUs" in e.value)
+    assert "(for example 786432)" in message

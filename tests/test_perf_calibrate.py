@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import socket
 import subprocess
@@ -14,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.cli import main
 from core.memory import Hardware, Shape, estimate
 from core.models import get_spec
 from core.perf import Cluster, calibrate, parse_log, predict, step_seconds_from_log
@@ -160,3 +163,30 @@ def test_parse_log_reads_what_deepspeed_writes_now(tmp_path):
     assert len(summary.step_seconds) == 4 and len(summary.micro_step_seconds) == 8
     assert summary.samples_per_second and summary.profiler["batch_size_per_gpu"] == 4
     assert summary.typical_step_seconds() > 0
+
+
+@pytest.mark.parametrize("line", [
+    "time (ms) | fwd: nan | bwd: 1 | step: 1",
+    "time (ms) | fwd: inf | bwd: 1 | step: 1",  # was: calibrated to a measured inf s
+    "time (ms) | fwd: -500 | bwd: 1 | step: 1",
+    "time (ms) | fwd: 0 | bwd: 0 | step: 0",
+    "global_step=10, RunningAvgSamplesPerSec=1e5e5, CurrSamplesPerSec=...",  # was: could not convert string...
+    "elapsed time per iteration (ms): 1.2.3",
+    "elapsed time per iteration (ms): .",
+    "DeepSpeed Flops Profiler\nfwd latency: 1.2.3 ms\nFLOPS per GPU = x: 1.2.3 T",
+], ids=["nan", "inf", "negative", "zero", "garbled-throughput", "megatron-1.2.3", "megatron-dot", "profiler"])
+def test_garbled_log_lines_measure_nothing(line, tmp_path):
+    """A truncated or garbled line is no measurement: parse_log keeps none of it, so predict --log says it found
+    no step times, naming the file, instead of a bare float() error or a calibration to inf."""
+    summary = parse_log(line + "\n")
+    assert summary.typical_step_seconds() is None and not summary.samples_per_second
+    assert not summary.profiler
+    config = tmp_path / "ds.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}')
+    log = tmp_path / "train.log"
+    log.write_text(line + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB",
+                     "--log", str(log)], out=out)
+    assert code == 2 and f"--log {log}: no step times found" in err.getvalue()

@@ -119,3 +119,28 @@ def test_attention_choices_say_what_each_one_is(command, capsys):
     for name in ATTENTION_KINDS:
         assert f"{name}: " in text, (command, name)
     assert "flash-attn 1.x or its Triton kernel" in text
+
+
+def test_plan_says_what_the_prediction_assumed():
+    """bf16 asked for on a V100 (no bf16 tensor cores): the plan says it is emulated at the fp32 rate, as predict
+    does (was: a bf16 config recommended without a word); a GPU with bf16 gets no such note."""
+    argv = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpus-per-node", "8", "--global-batch", "8",
+            "--precision", "bf16"]
+    code, text = run([*argv, "--gpu", "NVIDIA V100 32GB"])
+    assert code == 0 and "note: NVIDIA V100 32GB has no bf16 tensor cores" in text
+    code, text = run([*argv, "--gpu", "NVIDIA V100 32GB", "--format", "json"])
+    assert any("no bf16 tensor cores" in n for n in json.loads(text)["assumptions"]["notes"])
+    code, text = run([*argv, "--gpu", "NVIDIA H100 80GB"])
+    assert code == 0 and "bf16 tensor cores" not in text
+
+
+def test_plan_huge_global_batch_answers_quickly():
+    """--global-batch 8e10 listed 1e10 micro-batch candidates (minutes of CPU); the candidates stop at the memory
+    search's bound, so the largest micro batch in the table is at most that bound."""
+    from core.memory.solve import MAX_MICRO_BATCH_SEARCH
+
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB",
+                      "--global-batch", "8e10", "--format", "json", "--top", "2000"])
+    assert code == 0
+    rows = json.loads(text)["rows"]
+    assert rows and max(r["micro_batch"] for r in rows) <= MAX_MICRO_BATCH_SEARCH

@@ -25,6 +25,8 @@ GIB = memory.GIB
 #: The one colour scale of "fits" / "does not fit" in every chart.
 FIT_LABELS = ("fits", "does not fit")
 FIT_COLORS = alt.Scale(domain=list(FIT_LABELS), range=["#2e7d32", "#c62828"])
+#: The largest micro batch the memory charts estimate (2**53 - 1: already exabytes, so "does not fit" stays true).
+MAX_MICRO_BATCH = 2**53 - 1
 
 
 def fit_label(fits: object) -> str:
@@ -75,6 +77,9 @@ def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
     else:
         value = config.get("train_micro_batch_size_per_gpu")
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1:
+        if value > MAX_MICRO_BATCH:  # DeepSpeed parses any int; the memory model cannot count past float range
+            return MAX_MICRO_BATCH, (f"micro batch {MAX_MICRO_BATCH:,} assumed: the config's "
+                                     f"({len(str(int(value)))} digits) is too large to estimate")
         return int(value), None
     hf_value = (context or {}).get("hf_micro_batch")
     if value == "auto" and isinstance(hf_value, int) and hf_value >= 1:

@@ -47,7 +47,11 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
         st.caption("ℹ️ No step-time prediction: the planner has no datasheet for a custom GPU (pick a catalog GPU "
                    "on the Start page).")
         return
-    view = _step_view(keys, str(context.get("gpu")))
+    try:
+        view = _step_view(keys, str(context.get("gpu")))
+    except ValueError as exc:  # e.g. a train_batch_size beyond float range: no step to predict
+        st.caption(f"ℹ️ No step-time prediction: {exc}")
+        return
     if view is None:
         return
     cluster, estimate, breakdown = view

@@ -126,7 +126,7 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
     if args.diff:
         out.writelines(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                             args.file, f"{args.file} (fixed)"))
-    elif args.output:
+    elif args.output and args.output != "-":  # -o -: standard output, as for export
         write_text(args.output, after)
         sys.stderr.write(f"wrote {args.output}\n")
     else:
@@ -152,7 +152,7 @@ def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
     from core.jsonschema import json_schema
 
     text = json.dumps(json_schema(resolve_version(args.deepspeed_version), args.target), indent=2) + "\n"
-    if args.output:
+    if args.output and args.output != "-":
         write_text(args.output, text)
     else:
         out.write(text)

@@ -4,6 +4,7 @@ and the argument types."""
 from __future__ import annotations
 
 import argparse
+import decimal
 import math
 import sys
 from collections.abc import Callable
@@ -73,12 +74,20 @@ def gpu_count(text: str) -> int:
 
 
 def positive(kind: type) -> Callable[[str], Any]:
-    """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3``)."""
+    """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3``, exactly: ``1e30`` is 10**30 and
+    ``2.5e0`` is refused, not truncated)."""
 
     def parse(text: str) -> Any:
         try:
-            value = kind(float(text)) if kind is int and "e" in text.lower() else kind(text)
-        except (ValueError, OverflowError):
+            if kind is int and "e" in text.lower():
+                exact = decimal.Decimal(text)
+                # no farther than floats go (what int(float(text)) accepted)
+                if not exact.is_finite() or exact != exact.to_integral_value() or exact.adjusted() > 308:
+                    raise ValueError(text)
+                value = int(exact)
+            else:
+                value = kind(text)
+        except (ValueError, OverflowError, decimal.InvalidOperation):
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
         if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
-from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive_int, read_config_file
+from core.batch import micro_batch_of
+from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive, positive_int, read_config_file
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -57,13 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
     hw.add_argument("--cpu-ram", type=gib, default=1024 * memory.GIB, metavar="GIB", help="per node (default 1024)")
     hw.add_argument("--nvme", type=gib, default=None, metavar="GIB", help="NVMe capacity per node")
-    hw.add_argument("--buffer-factor", type=float, default=1.5, help="DeepSpeed tables' additional_buffer_factor")
+    hw.add_argument("--buffer-factor", type=positive(float), default=1.5,
+                    help="DeepSpeed tables' additional_buffer_factor")
     shape = p.add_argument_group("training shape")
     shape.add_argument(
         "--micro-batch",
         type=positive_int,
         default=None,
-        help="default: the config's train_micro_batch_size_per_gpu if it is a number, else 1",
+        help="default: the config's micro batch (written, or derived from train_batch_size), else 1",
     )
     shape.add_argument("--seq-len", type=positive_int, default=2048)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
@@ -86,7 +88,7 @@ def _load_json(path: Path, what: str) -> Any:
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:
-    if args.model:
+    if args.model is not None:
         return models.get_spec(args.model)
     cfg = _load_json(args.hf_config, "--hf-config")
     if not isinstance(cfg, dict):
@@ -173,9 +175,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
     micro_batch = args.micro_batch
     if micro_batch is None:
-        from_config = ds_config.get("train_micro_batch_size_per_gpu")
-        ok = isinstance(from_config, int) and not isinstance(from_config, bool) and from_config >= 1
-        micro_batch = from_config if ok else 1
+        micro_batch = micro_batch_of(ds_config, hw.total_gpus) or 1
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
     est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision)
     table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
@@ -212,6 +212,8 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("give exactly one of --params, --model or --hf-config")
     if args.largest_layer is not None and args.params is None:
         raise UsageError("--largest-layer goes with --params")
+    if args.params is not None and args.config is not None:
+        raise UsageError("--config goes with --model or --hf-config: DeepSpeed's --params tables do not read a config")
     if args.params is not None:
         return _ds_tables(args, out)
     return _full(args, out)

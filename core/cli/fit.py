@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import fit, hardware, memory, models
+from core.batch import micro_batch_of
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gib, guarded, positive_int, read_config_file
 
 
@@ -66,9 +67,9 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
     hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
                          args.nvme)
     written = config.get("train_micro_batch_size_per_gpu")
-    usable = isinstance(written, int) and not isinstance(written, bool) and written >= 1
-    micro = args.micro_batch or (written if usable else 1)
-    assumed = "" if usable and not args.micro_batch else f" (assumed: the config says {json.dumps(written)})"
+    resolved = micro_batch_of(config, args.gpus)  # written, or derived from train_batch_size as DeepSpeed does
+    micro = args.micro_batch or resolved or 1
+    assumed = "" if resolved and not args.micro_batch else f" (assumed: the config says {json.dumps(written)})"
     return (config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed,
             gpu.name if gpu else None)
 

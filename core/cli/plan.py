@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import models
+from core.batch import micro_batch_of
 from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
@@ -74,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _model(args: argparse.Namespace) -> models.ModelSpec:
     if (args.model is None) == (args.hf_config is None):
         raise UsageError("give exactly one of --model or --hf-config")
-    if args.model:
+    if args.model is not None:
         return models.get_spec(args.model)
     cfg = read_config_file(args.hf_config, "--hf-config")
     if not isinstance(cfg, dict):
@@ -141,6 +142,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(sweep.to_string(index=False) + "\n")
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
                   f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
+    for note in table.attrs["notes"]:
+        out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
     return EXIT_OK
 
@@ -150,9 +153,12 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if not isinstance(config, dict):
         raise UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
     spec, cluster = _model(args), _cluster(args)
-    micro = args.micro_batch or config.get("train_micro_batch_size_per_gpu")
-    if not isinstance(micro, int) or isinstance(micro, bool) or micro < 1:
-        raise UsageError("the config has no integer train_micro_batch_size_per_gpu: pass --micro-batch")
+    micro = args.micro_batch or micro_batch_of(config, cluster.total_gpus)
+    if micro is None:
+        written = json.dumps(config.get("train_micro_batch_size_per_gpu"))
+        raise UsageError(f"the config gives no micro batch on {cluster.total_gpus} GPUs "
+                         f"(train_micro_batch_size_per_gpu is {written}, and train_batch_size does not resolve it): "
+                         "pass --micro-batch")
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
     if args.log is not None:

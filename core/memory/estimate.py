@@ -50,6 +50,31 @@ def _check_shape(shape: Shape) -> None:
         raise ValueError("micro_batch and seq_len must be >= 1.")
 
 
+def _components(model: ModelSpec | ModelCounts, st: TrainingSettings, hardware: Hardware, shape: Shape,
+                allow: Allowances) -> tuple[Component, ...]:
+    """The parts as rounded ``Component`` rows, counted exactly in integers; past 2**63 bytes (an absurd micro
+    batch or model size) in floats, so the answer is an honest "does not fit"; past float range, a ValueError."""
+    try:
+        raws = _parts(model, st, hardware.gpus_per_node, hardware.nodes, shape.micro_batch, shape.seq_len, shape,
+                      allow)
+    except OverflowError:
+        raws = None
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if raws is None:
+                raws = _parts(model, st, *(np.asarray(v, dtype=np.float64) for v in (
+                    hardware.gpus_per_node, hardware.nodes, shape.micro_batch, shape.seq_len)), shape, allow)
+            return tuple(Component(r.name, r.device, round(float(r.value)), r.formula, r.category, r.phase,
+                                   r.pinned) for r in raws)
+    except OverflowError:
+        size = " x ".join(f"{n:.3g}" if n < 1e300 else f"a {len(str(n))}-digit number"
+                          for n in (shape.micro_batch, shape.seq_len, model.total_params))
+        raise ValueError(
+            f"micro batch x sequence length x parameters = {size}: more bytes than can be counted, too large to "
+            "estimate; check train_micro_batch_size_per_gpu, the sequence length and the model's sizes"
+        ) from None
+
+
 def estimate(
     ds_config: Mapping[str, Any] | None,
     model: ModelSpec | ModelCounts,
@@ -74,10 +99,7 @@ def estimate(
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
         st = replace(st, precision=precision)
-    raws = _parts(model, st, hardware.gpus_per_node, hardware.nodes, shape.micro_batch, shape.seq_len, shape, allow)
-    components = tuple(
-        Component(r.name, r.device, round(float(r.value)), r.formula, r.category, r.phase, r.pinned) for r in raws
-    )
+    components = _components(model, st, hardware, shape, allow)
     notes = list(st.notes)
     if not isinstance(model, ModelSpec):
         notes.append(

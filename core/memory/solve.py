@@ -22,6 +22,9 @@ from core.memory.estimate import (
 from core.models.arch import ModelSpec
 
 SWEEP_AXES = ("micro_batch", "seq_len", "total_gpus")
+#: The largest micro batch ``max_micro_batch`` tries (a config's micro batch may be any integer; the search
+#: evaluates every candidate at once, so its range is bounded). The app accepts HF micro batches up to this too.
+MAX_MICRO_BATCH_SEARCH = 65_536
 
 
 def _fits(res: dict[str, np.ndarray], hardware: Hardware) -> np.ndarray:
@@ -36,8 +39,9 @@ def _fits(res: dict[str, np.ndarray], hardware: Hardware) -> np.ndarray:
 def max_micro_batch(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
                     shape: Shape, *, limit: int = 4096, precision: str | None = None,
                     allowances: Allowances | None = None) -> int:
-    """Largest micro batch per GPU (1..limit) that fits GPU, CPU and NVMe; 0 if even 1 does not fit."""
-    batches = np.arange(1, limit + 1)
+    """Largest micro batch per GPU (1..limit, searched up to ``MAX_MICRO_BATCH_SEARCH``) that fits GPU, CPU and
+    NVMe; 0 if even 1 does not fit."""
+    batches = np.arange(1, min(limit, MAX_MICRO_BATCH_SEARCH) + 1)
     res = evaluate_arrays(
         ds_config, model, hardware, shape, micro_batch=batches, precision=precision, allowances=allowances
     )

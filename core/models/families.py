@@ -390,6 +390,11 @@ def training_head(model_type: str) -> str:
     return TRAINING_HEADS.get(model_type, "AutoModelForCausalLM")
 
 
+#: The most parameters a described model may have (2**53 - 1, as for counts typed by hand in the app): the
+#: largest trained models have ~2e12; sizes beyond this are typos, and overflow the memory model's arithmetic.
+MAX_PARAMS = 2**53 - 1
+
+
 def describe(hf_config: Mapping[str, Any], name: str | None = None) -> ModelSpec:
     """Describe the architecture of a Hugging Face ``config.json`` dict.
 
@@ -409,7 +414,13 @@ def describe(hf_config: Mapping[str, Any], name: str | None = None) -> ModelSpec
             "enter the total and largest-layer parameter counts by hand."
         )
     label = name or hf_config.get("_name_or_path") or str(model_type)
-    return family(ConfigReader(hf_config, str(model_type)), str(label))
+    spec = family(ConfigReader(hf_config, str(model_type)), str(label))
+    if spec.total_params > MAX_PARAMS:
+        raise ModelConfigError(
+            f"config.json describes a model with a {len(str(spec.total_params))}-digit parameter count, more than "
+            f"{MAX_PARAMS:,}: check hidden_size, intermediate_size, num_hidden_layers and vocab_size."
+        )
+    return spec
 
 
 def count_params(hf_config: Mapping[str, Any]) -> tuple[int, int]:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Mapping
@@ -68,20 +69,30 @@ class LogSummary:
         }
 
 
+def _measured(text: str | None) -> float | None:
+    """A number the log states: finite and >= 0, else None (a garbled or truncated line, "nan", "1.2.3" or "inf"
+    measures nothing)."""
+    try:
+        value = float(text) if text is not None else math.nan
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 def _timer_fields(body: str) -> dict[str, float]:
     out = {}
     for part in body.split("|"):
         name, _, value = part.partition(":")
-        try:
-            out[name.strip()] = float(value) / 1000
-        except ValueError:
-            continue
+        ms = _measured(value)
+        if ms is not None:
+            out[name.strip()] = ms / 1000
     return out
 
 
 def _number_with_scale(text: str) -> float | None:
     match = re.match(r"\s*([\d.]+)\s*([KMGTP]?)", text)
-    return float(match.group(1)) * _SCALE[match.group(2)] if match else None
+    value = _measured(match.group(1)) if match else None
+    return None if value is None else value * _SCALE[match.group(2)]
 
 
 def parse_log(text: str) -> LogSummary:
@@ -93,39 +104,39 @@ def parse_log(text: str) -> LogSummary:
     optimizer: list[float] = []
     for match in _TIMERS.finditer(text):
         f = _timer_fields(match.group("body"))
-        if {"fwd", "bwd", "step"} <= f.keys():
-            steps.append(f["fwd"] + f["bwd"] + f["step"])
-        elif {"fwd_microstep", "bwd_microstep", "step_microstep"} <= f.keys():
-            micro.append(f["fwd_microstep"] + f["bwd_microstep"] + f["step_microstep"])
-        elif "forward" in f and "backward" in f and "step" in f:  # older releases' names
-            steps.append(f["forward"] + f["backward"] + f["step"])
+        for series, names in ((steps, ("fwd", "bwd", "step")), (micro, ("fwd_microstep", "bwd_microstep",
+                              "step_microstep")), (steps, ("forward", "backward", "step"))):  # older releases' names
+            if set(names) <= f.keys():
+                if sum(f[n] for n in names) > 0:  # a step of 0 ms measures nothing
+                    series.append(sum(f[n] for n in names))
+                break
         if "optimizer_step" in f:
             optimizer.append(f["optimizer_step"])
     current: list[float] = []
     running = max_mem = None
     for match in _THROUGHPUT.finditer(text):
-        current.append(float(match.group("cur")))
-        running = float(match.group("avg"))
-        if match.group("maxmem"):
-            max_mem = float(match.group("maxmem"))
+        if (cur := _measured(match.group("cur"))) is not None:
+            current.append(cur)
+        running = _measured(match.group("avg"))
+        max_mem = _measured(match.group("maxmem")) or max_mem
     profiler: dict[str, float] = {}
     summaries = text.split("DeepSpeed Flops Profiler")
     if len(summaries) > 1:
         last = summaries[-1]
         for key, pattern in _PROFILER.items():
             m = re.search(pattern, last, re.M)
-            if m:
-                profiler[key] = float(m.group(1)) * _UNITS[m.group(2)]
+            if m and (value := _measured(m.group(1))) is not None:
+                profiler[key] = value * _UNITS[m.group(2)]
         for key, pattern in (("samples_per_second", r"^samples/second:\s+([\d.]+)"),
                              ("batch_size_per_gpu", r"^batch size per GPU:\s+(\d+)")):
             m = re.search(pattern, last, re.M)
-            if m:
-                profiler[key] = float(m.group(1))
+            if m and (value := _measured(m.group(1))) is not None:
+                profiler[key] = value
         m = re.search(r"^FLOPS per GPU = [^:]*:\s+(.+)$", last, re.M)
         if m and (flops := _number_with_scale(m.group(1))) is not None:
             profiler["flops_per_gpu"] = flops
-    mega_s = [float(m.group("ms")) / 1000 for m in _MEGATRON.finditer(text)]
-    mega_tf = [float(m.group("tflops")) for m in _MEGATRON.finditer(text) if m.group("tflops")]
+    mega_s = [ms / 1000 for m in _MEGATRON.finditer(text) if (ms := _measured(m.group("ms")))]
+    mega_tf = [tf for m in _MEGATRON.finditer(text) if (tf := _measured(m.group("tflops"))) is not None]
     return LogSummary(tuple(steps), tuple(micro), tuple(optimizer), tuple(current), running, max_mem, profiler,
                       tuple(mega_s), tuple(mega_tf))
 

@@ -42,6 +42,7 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -329,6 +330,10 @@ def predict(
         gas = 1
         notes.append("The config's batch keys do not resolve for this cluster: 1 micro-step per optimizer step "
                      "assumed.")
+    tokens = shape.micro_batch * shape.seq_len * gas * cluster.total_gpus
+    if tokens > sys.float_info.max:
+        raise ValueError(f"one optimizer step is a {len(str(tokens))}-digit number of tokens: too many to predict; "
+                         "check train_batch_size (the global batch), gradient_accumulation_steps and the micro batch")
     if st.config_micro_batch is not None and st.config_micro_batch != shape.micro_batch:
         notes.append(f"The config's micro batch ({st.config_micro_batch}) differs from the shape's "
                      f"({shape.micro_batch}): the shape's is used.")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, evaluate_arrays
-from core.memory.solve import min_gpus, zero_options
+from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
@@ -123,7 +123,9 @@ def recommend(
         raise ValueError(f"global_batch={global_batch} sequences cannot be split over {world} GPUs: pick a multiple "
                          f"of {world}.")
     per_gpu = global_batch // world
-    micro_batches = [m for m in range(1, per_gpu + 1) if per_gpu % m == 0]
+    # the micro batches that divide the per-GPU batch, up to the memory search's bound (a global batch of 8e10
+    # listed 1e10 candidates)
+    micro_batches = [m for m in range(1, min(per_gpu, MAX_MICRO_BATCH_SEARCH) + 1) if per_gpu % m == 0]
     hardware = hardware_for(cluster)
     limit = hardware.gpu_memory_bytes * (1 - memory_headroom)
     rows: list[dict[str, Any]] = []
@@ -159,7 +161,7 @@ def recommend(
                     "cpu_gib_per_node": float(cpu_bytes[i]) / GIB,
                     "step_seconds": est.step_seconds, "tokens_per_second": est.tokens_per_second,
                     "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu, "bottleneck": est.bottleneck,
-                    "breakdown": est.breakdown, "config": cfg,
+                    "breakdown": est.breakdown, "config": cfg, "notes": est.notes,
                 })
     frame = pd.DataFrame(rows)
     if frame.empty:  # fitting_only, and nothing fits
@@ -169,7 +171,11 @@ def recommend(
         if price_per_gpu_hour is not None:
             frame["cost"] = frame["hours"] * world * price_per_gpu_hour
     frame = frame.sort_values(["fits", "step_seconds"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row's cluster
+    notes = list(frame["notes"].iloc[0]) if len(frame) else []
+    frame = frame.drop(columns=["notes"])
     frame.attrs.update(
+        notes=notes,
         memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB, attention=attention,
         seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.resolved(),
         recompute_note="recompute is the model's gradient checkpointing (e.g. HF gradient_checkpointing_enable); "
