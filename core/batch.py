@@ -125,7 +125,7 @@ def _as_positive_int(value: Any) -> int | None:
 def micro_batch_of(config: dict[str, Any], world_size: int) -> int | None:
     """The micro batch per GPU DeepSpeed runs ``config`` with on ``world_size`` GPUs: written, or derived from
     train_batch_size and gradient_accumulation_steps; None when neither gives a positive whole number."""
-    resolved = resolve_batch(config, world_size)
+    resolved = resolve_batch(config, effective_world_size(config, world_size))  # data-parallel ranks, as DeepSpeed
     return _as_positive_int(resolved.micro_batch if resolved.ok else config.get(MB))
 
 

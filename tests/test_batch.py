@@ -82,6 +82,8 @@ def test_suggestions_always_work(tb, mb, ga, w):
     ({"train_batch_size": 64, "gradient_accumulation_steps": 3}, 8, None),  # 64 is not 3 x 8 x a whole micro batch
     ({"train_micro_batch_size_per_gpu": "auto"}, 8, None),
     ({"train_micro_batch_size_per_gpu": -1}, 8, None),
+    # Ulysses: 8 GPUs in groups of 4 are 2 data-parallel ranks, 64 = 2 accumulation x 2 ranks x micro batch 16
+    ({"train_batch_size": 64, "gradient_accumulation_steps": 2, "sequence_parallel_size": 4}, 8, 16),
 ])
 def test_micro_batch_of(config, world, micro):
     assert micro_batch_of(config, world) == micro
