@@ -342,3 +342,26 @@ def test_headline_visible_without_scrolling_on_phone_and_laptop(browser, server,
         shot(tab, f"zero-{width}x{height}")
     finally:
         context.close()
+
+
+def test_a_deep_link_as_a_fresh_servers_first_visit_gets_the_apps_navigation(browser):
+    """The first visit of a freshly started server is a link to a page (``/presets``): Streamlit would run it as
+    an old ``pages/``-folder app, listing the files (app, advanced, batch …) in the sidebar, for every session
+    until someone opened ``/``. The page gets the app's own navigation, stays on the page it was asked for, and a
+    second session's deep link does too."""
+    titles = list(app_state.PAGE_TITLES.values())
+    nav_js = "() => [...document.querySelectorAll('[data-testid=stSidebarNav] a')].map(a => a.innerText.trim())"
+    with streamlit_server("streamlit-e2e-deep-link.log") as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 1800})
+        try:
+            for path, title in (("/presets", "Presets"), ("/zero", "ZeRO & offload")):
+                tab = context.new_page()
+                tab.set_default_timeout(30_000)
+                tab.goto(url + path)
+                tab.locator("h1").filter(has_text=title).wait_for(timeout=90_000)
+                tab.wait_for_function(f"() => ({nav_js})().length === {len(titles)}")
+                links = tab.evaluate(nav_js)
+                assert [link.splitlines()[-1] for link in links] == titles, links
+                assert tab.url.endswith(path)
+        finally:
+            context.close()

@@ -8,6 +8,7 @@ navigation (the first run of a fresh server on a deep link, and every ``AppTest`
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from ui import app_state, charts, headline, sidebar, tables, widgets
 
@@ -15,8 +16,20 @@ from ui import app_state, charts, headline, sidebar, tables, widgets
 _SLOT = "_headline_slot"
 
 
+def _leave_folder_navigation() -> None:
+    """On a fresh server whose first visit is a deep link (``/zero``), Streamlit runs the page as an old
+    ``pages/``-folder app: the sidebar lists the files (``app``, ``advanced``, ``batch`` …) and ``app.py`` never
+    runs, for that session and every later one, until someone opens ``/``. ``st.navigation`` turns that mode off
+    process-wide; this page does the same and reruns, so the session gets ``app.py``'s navigation on the page it
+    asked for (the rerun keeps the page: both modes name it by its URL path)."""
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def begin(title: str) -> None:
     """Page setup: session defaults, the title and the slot of the headline (filled in ``end``)."""
+    _leave_folder_navigation()
     st.set_page_config(page_title=f"{title} · DeepSpeed Config Studio", page_icon=":material/memory:",
                        layout="wide")
     app_state.init_state()
