@@ -126,3 +126,14 @@ def test_python_m_core_fix(tmp_path):
                           cwd=ROOT, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}}
+
+
+def test_a_rename_fix_keeps_the_key_where_it_was():
+    """``bfloat16`` -> ``bf16`` and a misspelt key renamed in its section stay in place; the rest keeps its order."""
+    config = {"train_batch_size": 8, "bfloat16": {"enabled": True}, "zero_optimization": {
+        "stage": 3, "stage3_gather_fp16_weights_on_model_save": True, "overlap_comm": True}, "steps_per_print": 10}
+    result = fix_until_stable(config)
+    assert [f.code for f in result.applied] == ["deprecated.key", "deprecated.key"]
+    assert list(result.config) == ["train_batch_size", "bf16", "zero_optimization", "steps_per_print"]
+    assert list(result.config["zero_optimization"]) == [
+        "stage", "stage3_gather_16bit_weights_on_model_save", "overlap_comm"]
