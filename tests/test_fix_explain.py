@@ -73,7 +73,7 @@ def test_cli_fix_prints_the_fixed_config_and_exits_1_while_errors_are_left(tmp_p
 
 def test_cli_fix_unsafe_in_place_and_diff(tmp_path):
     path = tmp_path / "ds.json"
-    path.write_text(json.dumps(MIXED))
+    path.write_text(json.dumps(MIXED, indent=2) + "\n")  # already in dsconfig's layout: the diff is the fixes alone
     code, diff = _run(tmp_path, "fix", str(path), "--world-size", "2", "--diff")
     assert code == 1 and '-  "amp": {' in diff and '+  "zero_optimization": {' in diff
     assert '-  "train_batch_size"' not in diff
@@ -137,3 +137,15 @@ def test_a_rename_fix_keeps_the_key_where_it_was():
     assert list(result.config) == ["train_batch_size", "bf16", "zero_optimization", "steps_per_print"]
     assert list(result.config["zero_optimization"]) == [
         "stage", "stage3_gather_16bit_weights_on_model_save", "overlap_comm"]
+
+
+def test_cli_fix_diff_shows_exactly_what_fix_writes(tmp_path):
+    """The diff starts from the file as it is (4-space indent, 1e-8), not from a re-dump that hides the reformatting."""
+    path = tmp_path / "ds.json"
+    original = '{\n    "bfloat16": {"enabled": true},\n    "optimizer": {"params": {"eps": 1e-8}}\n}\n'
+    path.write_text(original)
+    _, diff = _run(tmp_path, "fix", str(path), "--diff")
+    _, written = _run(tmp_path, "fix", str(path))
+    lines = [line for line in diff.splitlines(keepends=True) if not line.startswith(("---", "+++", "@@"))]
+    assert "".join(line[1:] for line in lines if line[0] in " -") == original
+    assert "".join(line[1:] for line in lines if line[0] in " +") == written
