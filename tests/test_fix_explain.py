@@ -149,3 +149,12 @@ def test_cli_fix_diff_shows_exactly_what_fix_writes(tmp_path):
     lines = [line for line in diff.splitlines(keepends=True) if not line.startswith(("---", "+++", "@@"))]
     assert "".join(line[1:] for line in lines if line[0] in " -") == original
     assert "".join(line[1:] for line in lines if line[0] in " +") == written
+
+
+def test_auto_not_filled_without_a_default_value_is_removed_not_set_to_none():
+    """steps_per_print's default is None: the advice is not "Default: None." and the fix removes the key."""
+    config = {"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto"}
+    finding = next(f for f in validate(config, target="hf").findings if f.code == "auto.not-filled")
+    assert "None" not in finding.suggestion and finding.fix is not None
+    fixed = fix_until_stable(config, target="hf", unsafe=True)
+    assert fixed.config == {"train_micro_batch_size_per_gpu": 1} and fixed.report.ok
