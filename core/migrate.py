@@ -27,7 +27,8 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
         new["zero_optimization"] = zero
         changes.append(f"zero_optimization: true/false → {{\"stage\": {stage}}}")
     if "bfloat16" in new and new.get("bf16") is None:
-        new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items()}
+        # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section
+        new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items() if k != "bf16"}
         changes.append("bfloat16 → bf16")
     zero = new.get("zero_optimization")
     if isinstance(zero, dict):

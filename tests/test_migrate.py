@@ -35,6 +35,12 @@ def test_bool_zero_and_bfloat16():
     assert len(changes) == 2
 
 
+def test_bfloat16_next_to_a_null_bf16_is_kept():
+    """DeepSpeed reads `bfloat16` when `bf16` is null; migrating must not let the null overwrite it."""
+    new, changes = migrate({"bfloat16": {"enabled": True}, "bf16": None, "steps_per_print": 5})
+    assert new == {"bf16": {"enabled": True}, "steps_per_print": 5} and changes == ["bfloat16 → bf16"]
+
+
 def test_clash_left_for_the_validator():
     config = {"zero_optimization": {"stage": 2, "cpu_offload": True, "offload_optimizer": {"device": "none"}}}
     new, changes = migrate(config)
