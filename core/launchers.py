@@ -210,7 +210,10 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if accum is None:
         accum = _derived_accumulation(out, world_size)
     total = out.pop("train_batch_size", None)
-    if accum is not None:
+    if accum is not None and not isinstance(accum, int):  # an "auto" resolved_export could not fill
+        notes.append(f"gradient_accumulation_steps {accum!r} could not be resolved: set the Trainer's "
+                     "accumulate_grad_batches (a whole number) yourself.")
+    elif accum is not None:
         kwargs["accumulate_grad_batches"] = accum
         notes.append(f"gradient_accumulation_steps {accum} is passed as the Trainer's accumulate_grad_batches: "
                      "Lightning refuses it in the DeepSpeed config.")
