@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from core.rules.context import lax_bool
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
 
@@ -57,7 +58,12 @@ def _migrate_zero(zero: dict[str, Any]) -> list[str]:
             continue
         target_key = new_field.alias or new_field.name
         # cpu_offload / cpu_offload_param become an offload section; others carry the value over.
-        replacement = ({"device": "cpu"} if value else None) if new_field.model is not None else value
+        replacement = value
+        if new_field.model is not None:
+            on = lax_bool(value)  # as DeepSpeed reads it: "false" is off, though a non-empty string
+            if on is None:
+                continue  # DeepSpeed refuses the value: left for the validator to report
+            replacement = {"device": "cpu"} if on else None
         items = list(zero.items())
         zero.clear()
         for k, v in items:
