@@ -89,6 +89,11 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
         if mode == "auto" or path == "train_batch_size":
             set_path(out, path, AUTO)
     _require_zero_section(out, notes)
+    total = config.get("train_batch_size")
+    if _number(total) and "per_device_train_batch_size" not in args:
+        notes.append(f"train_batch_size {total} is now \"auto\" and nothing sets per_device_train_batch_size: the "
+                     "HF Trainer uses its default (8), so the batch is 8 × gradient_accumulation_steps × GPUs; set "
+                     f"per_device_train_batch_size (and gradient_accumulation_steps) so the product is {total}.")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
     if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)

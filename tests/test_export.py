@@ -441,3 +441,16 @@ def test_lightning_export_never_passes_an_unresolved_auto_to_the_trainer():
     out, kwargs, notes = lightning_export(config, values, 8)
     assert "auto" not in kwargs.values() and "gradient_accumulation_steps" not in out
     assert any("accumulate_grad_batches" in note and "could not be resolved" in note for note in notes)
+
+
+def test_hf_export_of_a_config_with_only_train_batch_size_says_the_trainer_default_batch_replaces_it():
+    """{"train_batch_size": 400} alone: the export makes it "auto" and no argument carries a batch, so the Trainer
+    trains with its default per-device batch (64 on 8 GPUs, checked with transformers' own code); a note says so."""
+    from core.export import hf_trainer_export
+
+    config = {"train_batch_size": 400, "zero_optimization": {"stage": 1}}
+    out, kwargs, notes = hf_trainer_export(config, "match")
+    assert _trainer_accepts(out, kwargs)["train_batch_size"] == 64  # not 400: what the note must warn about
+    assert any("train_batch_size 400" in note and "per_device_train_batch_size" in note for note in notes)
+    planned = hf_trainer_export(config, "match", {"per_device_train_batch_size": 50})[2]
+    assert not any("train_batch_size 400" in note for note in planned)
