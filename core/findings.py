@@ -127,7 +127,7 @@ class Fix:
                 _delete(new, keys)
             elif op.op == "move":
                 value = get_path(new, op.path, _MISSING)
-                if value is not _MISSING and op.to:
+                if value is not _MISSING and op.to and not _rename(new, keys, split_path(op.to)):
                     _delete(new, keys)
                     _set(new, split_path(op.to), value)
         return new
@@ -187,6 +187,25 @@ def _set(config: dict[str, Any], keys: list[Key], value: Any) -> None:
             node[last] = value
     elif isinstance(node, dict):
         node[last] = value
+
+
+def _rename(config: dict[str, Any], keys: list[Key], to: list[Key]) -> bool:
+    """Rename a key inside its own section, keeping its place (a move would append it at the end of the section).
+
+    False when ``to`` is in another section or already set: the caller then moves the value.
+    """
+    if not keys or len(keys) != len(to) or keys[:-1] != to[:-1]:
+        return False
+    node: Any = config
+    for key in keys[:-1]:
+        node = _child(node, key)
+    old, new = keys[-1], to[-1]
+    if not isinstance(node, dict) or isinstance(new, int) or old not in node or new in node:
+        return False
+    items = [(new if key == old else key, value) for key, value in node.items()]
+    node.clear()
+    node.update(items)
+    return True
 
 
 def _delete(config: dict[str, Any], keys: list[Key]) -> None:

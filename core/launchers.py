@@ -89,6 +89,11 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
         if mode == "auto" or path == "train_batch_size":
             set_path(out, path, AUTO)
     _require_zero_section(out, notes)
+    total = config.get("train_batch_size")
+    if _number(total) and "per_device_train_batch_size" not in args:
+        notes.append(f"train_batch_size {total} is now \"auto\" and nothing sets per_device_train_batch_size: the "
+                     "HF Trainer uses its default (8), so the batch is 8 × gradient_accumulation_steps × GPUs; set "
+                     f"per_device_train_batch_size (and gradient_accumulation_steps) so the product is {total}.")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
     if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)
@@ -210,7 +215,10 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if accum is None:
         accum = _derived_accumulation(out, world_size)
     total = out.pop("train_batch_size", None)
-    if accum is not None:
+    if accum is not None and not isinstance(accum, int):  # an "auto" resolved_export could not fill
+        notes.append(f"gradient_accumulation_steps {accum!r} could not be resolved: set the Trainer's "
+                     "accumulate_grad_batches (a whole number) yourself.")
+    elif accum is not None:
         kwargs["accumulate_grad_batches"] = accum
         notes.append(f"gradient_accumulation_steps {accum} is passed as the Trainer's accumulate_grad_batches: "
                      "Lightning refuses it in the DeepSpeed config.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from core.rules.context import lax_bool
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
 
@@ -27,7 +28,8 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
         new["zero_optimization"] = zero
         changes.append(f"zero_optimization: true/false → {{\"stage\": {stage}}}")
     if "bfloat16" in new and new.get("bf16") is None:
-        new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items()}
+        # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section
+        new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items() if k != "bf16"}
         changes.append("bfloat16 → bf16")
     zero = new.get("zero_optimization")
     if isinstance(zero, dict):
@@ -56,7 +58,12 @@ def _migrate_zero(zero: dict[str, Any]) -> list[str]:
             continue
         target_key = new_field.alias or new_field.name
         # cpu_offload / cpu_offload_param become an offload section; others carry the value over.
-        replacement = ({"device": "cpu"} if value else None) if new_field.model is not None else value
+        replacement = value
+        if new_field.model is not None:
+            on = lax_bool(value)  # as DeepSpeed reads it: "false" is off, though a non-empty string
+            if on is None:
+                continue  # DeepSpeed refuses the value: left for the validator to report
+            replacement = {"device": "cpu"} if on else None
         items = list(zero.items())
         zero.clear()
         for k, v in items:

@@ -428,3 +428,29 @@ def test_one_gpu_count_for_every_launcher(nodes, gpus, world):
     assert lightning_args["accumulate_grad_batches"] == 3
     if nodes:
         assert f"num_processes: {world}" in launch_snippets(context, 0, config=config)["accelerate launch"]
+
+
+def test_lightning_export_never_passes_an_unresolved_auto_to_the_trainer():
+    """When "auto" cannot be resolved (the training values disagree with train_batch_size), the accumulation "auto"
+    is not handed to Lightning's accumulate_grad_batches, which needs a whole number; a note says to set it."""
+    from core.export import lightning_export
+
+    config = {"train_batch_size": 32, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "zero_optimization": {"stage": 2}}
+    values = {"world_size": 8, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4}
+    out, kwargs, notes = lightning_export(config, values, 8)
+    assert "auto" not in kwargs.values() and "gradient_accumulation_steps" not in out
+    assert any("accumulate_grad_batches" in note and "could not be resolved" in note for note in notes)
+
+
+def test_hf_export_of_a_config_with_only_train_batch_size_says_the_trainer_default_batch_replaces_it():
+    """{"train_batch_size": 400} alone: the export makes it "auto" and no argument carries a batch, so the Trainer
+    trains with its default per-device batch (64 on 8 GPUs, checked with transformers' own code); a note says so."""
+    from core.export import hf_trainer_export
+
+    config = {"train_batch_size": 400, "zero_optimization": {"stage": 1}}
+    out, kwargs, notes = hf_trainer_export(config, "match")
+    assert _trainer_accepts(out, kwargs)["train_batch_size"] == 64  # not 400: what the note must warn about
+    assert any("train_batch_size 400" in note and "per_device_train_batch_size" in note for note in notes)
+    planned = hf_trainer_export(config, "match", {"per_device_train_batch_size": 50})[2]
+    assert not any("train_batch_size 400" in note for note in planned)

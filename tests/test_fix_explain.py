@@ -73,7 +73,7 @@ def test_cli_fix_prints_the_fixed_config_and_exits_1_while_errors_are_left(tmp_p
 
 def test_cli_fix_unsafe_in_place_and_diff(tmp_path):
     path = tmp_path / "ds.json"
-    path.write_text(json.dumps(MIXED))
+    path.write_text(json.dumps(MIXED, indent=2) + "\n")  # already in dsconfig's layout: the diff is the fixes alone
     code, diff = _run(tmp_path, "fix", str(path), "--world-size", "2", "--diff")
     assert code == 1 and '-  "amp": {' in diff and '+  "zero_optimization": {' in diff
     assert '-  "train_batch_size"' not in diff
@@ -126,3 +126,35 @@ def test_python_m_core_fix(tmp_path):
                           cwd=ROOT, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}}
+
+
+def test_a_rename_fix_keeps_the_key_where_it_was():
+    """``bfloat16`` -> ``bf16`` and a misspelt key renamed in its section stay in place; the rest keeps its order."""
+    config = {"train_batch_size": 8, "bfloat16": {"enabled": True}, "zero_optimization": {
+        "stage": 3, "stage3_gather_fp16_weights_on_model_save": True, "overlap_comm": True}, "steps_per_print": 10}
+    result = fix_until_stable(config)
+    assert [f.code for f in result.applied] == ["deprecated.key", "deprecated.key"]
+    assert list(result.config) == ["train_batch_size", "bf16", "zero_optimization", "steps_per_print"]
+    assert list(result.config["zero_optimization"]) == [
+        "stage", "stage3_gather_16bit_weights_on_model_save", "overlap_comm"]
+
+
+def test_cli_fix_diff_shows_exactly_what_fix_writes(tmp_path):
+    """The diff starts from the file as it is (4-space indent, 1e-8), not from a re-dump that hides the reformatting."""
+    path = tmp_path / "ds.json"
+    original = '{\n    "bfloat16": {"enabled": true},\n    "optimizer": {"params": {"eps": 1e-8}}\n}\n'
+    path.write_text(original)
+    _, diff = _run(tmp_path, "fix", str(path), "--diff")
+    _, written = _run(tmp_path, "fix", str(path))
+    lines = [line for line in diff.splitlines(keepends=True) if not line.startswith(("---", "+++", "@@"))]
+    assert "".join(line[1:] for line in lines if line[0] in " -") == original
+    assert "".join(line[1:] for line in lines if line[0] in " +") == written
+
+
+def test_auto_not_filled_without_a_default_value_is_removed_not_set_to_none():
+    """steps_per_print's default is None: the advice is not "Default: None." and the fix removes the key."""
+    config = {"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto"}
+    finding = next(f for f in validate(config, target="hf").findings if f.code == "auto.not-filled")
+    assert "None" not in finding.suggestion and finding.fix is not None
+    fixed = fix_until_stable(config, target="hf", unsafe=True)
+    assert fixed.config == {"train_micro_batch_size_per_gpu": 1} and fixed.report.ok

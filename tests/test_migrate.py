@@ -35,6 +35,24 @@ def test_bool_zero_and_bfloat16():
     assert len(changes) == 2
 
 
+def test_bfloat16_next_to_a_null_bf16_is_kept():
+    """DeepSpeed reads `bfloat16` when `bf16` is null; migrating must not let the null overwrite it."""
+    new, changes = migrate({"bfloat16": {"enabled": True}, "bf16": None, "steps_per_print": 5})
+    assert new == {"bf16": {"enabled": True}, "steps_per_print": 5} and changes == ["bfloat16 → bf16"]
+
+
+def test_cpu_offload_is_read_as_deepspeed_reads_a_bool():
+    """DeepSpeed's pydantic reads "false" and "0" as False: no offload section appears for them; a value it
+    refuses is left for the validator."""
+    for off in ("false", "0", "off", 0):
+        new, changes = migrate({"zero_optimization": {"stage": 2, "cpu_offload": off}})
+        assert new == {"zero_optimization": {"stage": 2}} and "removed (it was off)" in changes[0], off
+    new, _ = migrate({"zero_optimization": {"stage": 2, "cpu_offload": "yes"}})
+    assert new["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
+    config = {"zero_optimization": {"stage": 2, "cpu_offload": "maybe"}}
+    assert migrate(config) == (config, [])
+
+
 def test_clash_left_for_the_validator():
     config = {"zero_optimization": {"stage": 2, "cpu_offload": True, "offload_optimizer": {"device": "none"}}}
     new, changes = migrate(config)

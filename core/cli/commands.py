@@ -23,6 +23,7 @@ from core.cli.common import (
     UsageError,
     gpu_count,
     guarded,
+    read_config_and_text,
     read_config_file,
     write_text,
 )
@@ -108,7 +109,7 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
 
     from core.autofix import fix_until_stable
 
-    config = read_config_file(args.file)
+    config, text = read_config_and_text(args.file)
     result = fix_until_stable(config, unsafe=args.unsafe, world_size=args.world_size, target=args.target,
                               version=args.deepspeed_version)
     for finding in result.applied:
@@ -122,7 +123,7 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
     left = result.report
     sys.stderr.write(f"{args.file}: {len(result.applied)} fix(es) applied; {len(left.errors)} error(s), "
                      f"{len(left.warnings)} warning(s) left\n")
-    before, after = dump_config(config), dump_config(result.config)
+    before, after = text, dump_config(result.config)  # the diff shows the reformatting the write does too
     if args.diff:
         out.writelines(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                             args.file, f"{args.file} (fixed)"))

@@ -34,10 +34,17 @@ def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None)
 
 def read_config_file(path: str | Path, what: str = "") -> Any:
     """Read and parse a config file (``-``: standard input); failures become a ``UsageError`` naming it."""
+    return read_config_and_text(path, what)[0]
+
+
+def read_config_and_text(path: str | Path, what: str = "") -> tuple[Any, str]:
+    """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
     try:
         if str(path) == "-":
-            return load_config(sys.stdin.read(MAX_CONFIG_BYTES + 1))
-        return load_config_file(path)
+            text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
+            return load_config(text), text
+        config = load_config_file(path)
+        return config, Path(path).read_bytes().decode("utf-8-sig")
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
         raise UsageError(f"{what} {text}" if what else text) from None

@@ -183,7 +183,8 @@ TABLE: tuple[Code, ...] = (
        {**B, "zero_optimization": {"parameter_alignment": "auto"}}),
     _c("auto.not-filled", "error", "parse", False, "\"auto\" the HF Trainer does not fill in.",
        "With the HF target, \"auto\" is fine only where the HF Trainer / Accelerate replace it; elsewhere "
-       "DeepSpeed sees the literal string. The fix writes the default.",
+       "DeepSpeed sees the literal string. The fix writes the default, or removes the key when DeepSpeed's "
+       "default is no value.",
        {**B, "steps_per_print": "auto"}, settings={"target": "hf"}),
     # ---- precision and communication
     _c("precision.fp16-and-bf16", "error", "parse", False, "fp16 and bf16 are both enabled.",

@@ -148,7 +148,10 @@ def _migration_fix(ctx: Context, key: str) -> Fix | None:
     new_config, changes = migrate({"zero_optimization": {key: ctx.zero[key]}})
     if not changes:
         return None
-    ops = [FixOp("delete", f"zero_optimization.{key}")]
-    for new_key, value in new_config.get("zero_optimization", {}).items():
-        ops.append(FixOp("set", f"zero_optimization.{new_key}", value))
+    path = f"zero_optimization.{key}"
+    ops = [FixOp("delete", path)]
+    for new_key, value in new_config.get("zero_optimization", {}).items():  # the one key the old one became
+        # moved first, so it takes the old key's place instead of going to the end of the section
+        new_path = f"zero_optimization.{new_key}"
+        ops = [FixOp("move", path, to=new_path), FixOp("set", new_path, value)]
     return Fix(changes[0], tuple(ops))
