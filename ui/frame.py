@@ -12,6 +12,8 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from ui import app_state, charts, headline, sidebar, tables, widgets
 
+#: Session key: this session's first run has left the ``pages/``-folder navigation (``_leave_folder_navigation``).
+_NAVIGATION_FIXED = "_navigation_fixed"
 #: Session key of this run's headline slot (a container under the title, filled by ``end``).
 _SLOT = "_headline_slot"
 
@@ -21,10 +23,13 @@ def _leave_folder_navigation() -> None:
     ``pages/``-folder app: the sidebar lists the files (``app``, ``advanced``, ``batch`` …) and ``app.py`` never
     runs, for that session and every later one, until someone opens ``/``. ``st.navigation`` turns that mode off
     process-wide; this page does the same and reruns, so the session gets ``app.py``'s navigation on the page it
-    asked for (the rerun keeps the page: both modes name it by its URL path)."""
+    asked for (the rerun keeps the page: both modes name it by its URL path). Once per session: ``AppTest`` sets
+    the mode again before each of its runs, and a rerun on every one of them would run every page twice there."""
     if getattr(PagesManager, "uses_pages_directory", False):
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if not st.session_state.get(_NAVIGATION_FIXED):
+            st.session_state[_NAVIGATION_FIXED] = True
+            st.rerun()
 
 
 def begin(title: str) -> None:
