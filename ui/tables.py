@@ -60,13 +60,16 @@ def _cell(value: object, spec: str | None) -> tuple[str, bool]:
     return str(value), False
 
 
-def _row_columns(rows: Rows) -> list[str]:
-    """The columns of ``rows`` as pandas would name them: every key, in the order first seen."""
-    return list(dict.fromkeys(key for row in rows for key in row))
-
-
 #: The columns of rows to show: keys in order, or key → heading (headings may repeat; a frame's may too).
 Columns = Sequence[str] | Mapping[str, str]
+
+
+def _grid(rows: Rows, columns: Columns | None) -> tuple[list[str], list[list[object]]]:
+    """The headings and the cell values (row by row) that ``rows`` show: ``columns`` in order, or every key in
+    the order first seen, as pandas would name them; a key a row lacks is None."""
+    keys = list(columns) if columns is not None else list(dict.fromkeys(key for row in rows for key in row))
+    headings = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
+    return headings, [[row.get(key) for key in keys] for row in rows]
 
 
 def table_html(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = None,
@@ -79,9 +82,7 @@ def table_html(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = No
         names = list(data.columns)
         values_by_row = data.astype(object).to_numpy().tolist()  # by position: column names may repeat
     else:
-        keys = list(columns) if columns is not None else _row_columns(data)
-        names = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
-        values_by_row = [[row.get(key) for key in keys] for row in data]
+        names, values_by_row = _grid(data, columns)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in names)
     specs = [formats.get(c) for c in names]
     rows = []
@@ -125,11 +126,8 @@ def draw_style() -> None:
 
 def _frame(rows: Rows, columns: Columns | None) -> pd.DataFrame:
     """``rows`` as a frame for the data grid, with the columns and headings ``table_html`` would show."""
-    keys = list(columns) if columns is not None else _row_columns(rows)
-    frame = pd.DataFrame([[row.get(key) for key in keys] for row in rows], columns=keys)
-    if isinstance(columns, Mapping):
-        frame.columns = [columns[k] for k in keys]
-    return frame
+    headings, values_by_row = _grid(rows, columns)
+    return pd.DataFrame(values_by_row, columns=headings)
 
 
 def draw(table: Table) -> None:
