@@ -252,6 +252,15 @@ def test_gpu_sweep_rows_are_the_fastest_fitting_rows_of_recommend(tokens, price)
                 assert row[key] is None or math.isnan(row[key]), key
 
 
+def test_recommend_fitting_only_with_nothing_fitting_is_empty_and_says_what_it_assumed():
+    """70B on one node of 40 GB without NVMe fits nowhere: the empty table still carries the assumptions."""
+    cluster = Cluster("NVIDIA A100 40GB", 8)
+    table = recommend(LLAMA70, cluster, seq_len=2048, global_batch=64, nvme=False, fitting_only=True)
+    assert table.empty
+    assert table.attrs["notes"] == [] and table.attrs["seq_len"] == 2048 and table.attrs["global_batch"] == 64
+    assert table.attrs["cluster"] == cluster.resolved() and table.attrs["gpu_memory_gib"] == pytest.approx(40, rel=0.1)
+
+
 def test_accuracy_against_published_measurements():
     table = evaluate()
     assert len(table) >= 10 and table["source"].str.len().min() > 20

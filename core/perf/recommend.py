@@ -164,16 +164,17 @@ def recommend(
                     "breakdown": est.breakdown, "config": cfg, "notes": est.notes,
                 })
     frame = pd.DataFrame(rows)
-    if frame.empty:  # fitting_only, and nothing fits
-        return frame
-    if tokens is not None:
-        frame["hours"] = tokens / frame["tokens_per_second"] / 3600
-        if price_per_gpu_hour is not None:
-            frame["cost"] = frame["hours"] * world * price_per_gpu_hour
-    frame = frame.sort_values(["fits", "step_seconds"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row's cluster
-    notes = list(frame["notes"].iloc[0]) if len(frame) else []
-    frame = frame.drop(columns=["notes"])
+    notes: list[str] = []
+    if not frame.empty:  # empty: fitting_only, and nothing fits
+        if tokens is not None:
+            frame["hours"] = tokens / frame["tokens_per_second"] / 3600
+            if price_per_gpu_hour is not None:
+                frame["cost"] = frame["hours"] * world * price_per_gpu_hour
+        frame = frame.sort_values(["fits", "step_seconds"], ascending=[False, True],
+                                  kind="stable").reset_index(drop=True)
+        # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row
+        notes = list(frame["notes"].iloc[0])
+        frame = frame.drop(columns=["notes"])
     frame.attrs.update(
         notes=notes,
         memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB, attention=attention,
