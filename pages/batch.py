@@ -8,6 +8,7 @@ import core
 from core import autofill
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.findings import BatchValues
+from core.launchers import job_world_size
 from ui import app_state, fields, frame, tables, widgets
 
 
@@ -36,7 +37,7 @@ add up exactly, or DeepSpeed refuses to start.""",
 
 form = widgets.Form.current()
 ctx = app_state.get_context()
-world = app_state.world_size(ctx)
+world = job_world_size(ctx)
 
 st.subheader("World size")
 cols = st.columns(3)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from core import presets
 from core.export import key_differences
+from core.launchers import job_world_size
 from ui import actions, app_state, charts, fields, frame, memory, preset_cache, tables, widgets, zero_charts
 
 frame.begin("Presets")
@@ -111,7 +112,7 @@ else:
             st.code(json.dumps(preset.config, indent=2), language="json")
     st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
     try:
-        reports = preset_cache.reports(preset, app_state.world_size(app_state.get_context()))
+        reports = preset_cache.reports(preset, job_world_size(app_state.get_context()))
     except ValueError as exc:  # a team preset's meta names an unknown target or version
         st.error(f"Cannot validate this preset: {md_escape(exc)}. Fix meta.target / meta.verified_with in its file.")
         reports = []
@@ -173,7 +174,7 @@ else:
     notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")
-    st.caption(f"{md_escape(ctx.get('model') or 'Your model')} on {app_state.world_size(ctx)} GPUs "
+    st.caption(f"{md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "
                f"(context of the Start page); red line: {capacity:g} GiB per GPU.")
 
 # ------------------------------------------------------------------ save

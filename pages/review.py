@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core import autofill, export
 from core.autofix import fix_until_stable
+from core.launchers import job_world_size
 from ui import app_state, fields, focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")
@@ -30,13 +31,13 @@ st.subheader("Findings")
 report = form.report
 counts = report.counts()
 st.markdown(f"**{counts['error']}** errors · **{counts['warning']}** warnings · **{counts['info']}** notes "
-            f"(DeepSpeed {form.version}, {form.target}, {app_state.world_size(ctx)} GPUs)")
+            f"(DeepSpeed {form.version}, {form.target}, {job_world_size(ctx)} GPUs)")
 safe = [f for f in report.findings if f.fix is not None and f.fix.safe and f.severity in ("error", "warning")]
 UNSAFE_LEFT = "review_unsafe_left"
 
 
 def _fix_all() -> None:
-    result = fix_until_stable(app_state.get_config(), world_size=app_state.world_size(ctx), target=ctx["target"],
+    result = fix_until_stable(app_state.get_config(), world_size=job_world_size(ctx), target=ctx["target"],
                               version=ctx["version"])
     if result.applied:
         app_state.replace_config(result.config)
@@ -109,7 +110,7 @@ if autos:
     with st.expander(f'Resolve the {len(autos)} "auto" values as the HF Trainer would', icon=":material/auto_fix:"):
         st.caption("For a plain DeepSpeed launch (or to see what the Trainer will use): give the training values "
                    "the Trainer would take from TrainingArguments, the launcher and the model.")
-        guesses = dict(autofill.HF_DEFAULTS) | {"world_size": app_state.world_size(ctx),
+        guesses = dict(autofill.HF_DEFAULTS) | {"world_size": job_world_size(ctx),
                                                 "num_training_steps": int(ctx.get("train_steps") or 1)}
         hf_model = ctx.get("model_config")
         if isinstance(hf_model, dict):

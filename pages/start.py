@@ -10,6 +10,7 @@ import streamlit as st
 import core
 from core import hardware, memory, presets
 from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB
+from core.launchers import job_world_size
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
 from ui import actions, app_state, fields, frame, preset_cache, widgets
@@ -187,7 +188,7 @@ with cols[0]:
 with cols[1]:
     widgets.context_widget(st.number_input, "nvme_gib", "NVMe per node (GiB)", step=100.0)
 with cols[2]:
-    st.metric("World size (GPUs)", app_state.world_size(ctx))
+    st.metric("World size (GPUs)", job_world_size(ctx))
 
 # ------------------------------------------------------------------ model
 st.subheader("4. Model and training shape")

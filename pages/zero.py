@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.findings import get_path
+from core.launchers import job_world_size
 from ui import (
     actions,
     app_state,
@@ -42,7 +43,7 @@ under each stage, for *your* model and GPU count.""",
 form = widgets.Form.current()
 config = form.config
 ctx = app_state.get_context()
-world = app_state.world_size(ctx)
+world = job_world_size(ctx)
 capacity = float(ctx["gpu_memory_gib"])
 capacity_row = zero_view.capacity(capacity)
 

@@ -150,11 +150,6 @@ def get_baseline() -> dict[str, Any]:
     return st.session_state[BASELINE]
 
 
-def world_size(context: Mapping[str, Any]) -> int:
-    """GPUs in the job: nodes × GPUs per node (at least 1)."""
-    return job_world_size(context)
-
-
 def clear_widgets() -> None:
     """Forget every config-bound widget's own state, so widgets re-read the config on the next run."""
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith((WIDGET_PREFIX, "ctx:"))]:
@@ -195,7 +190,7 @@ def _memoised(slot: str, compute: Callable[[dict[str, Any], dict[str, Any]], T])
     ctx = get_context()
     config = get_config()
     try:
-        key = (json.dumps(config, ensure_ascii=False), world_size(ctx), ctx["target"], ctx["version"])
+        key = (json.dumps(config, ensure_ascii=False), job_world_size(ctx), ctx["target"], ctx["version"])
     except (TypeError, ValueError):  # not JSON (never from the app's own widgets): compute without a memo
         key = None
     memo = st.session_state.get(slot)
@@ -213,14 +208,14 @@ def report() -> Report:
     The sidebar, the headline and the page all ask within one rerun, and a page switch or a change elsewhere
     (a chart axis, the model) does not change it; a 1 MB config takes seconds to validate."""
     return _memoised(REPORT_MEMO, lambda config, ctx: core.validate(
-        config, world_size=world_size(ctx), target=ctx["target"], version=ctx["version"]))
+        config, world_size=job_world_size(ctx), target=ctx["target"], version=ctx["version"]))
 
 
 def releases() -> WorksWith:
     """``works_with`` of the current config (its verdict under every profiled release), once per distinct input:
     36 validations, most of the Review page's rerun when computed on every rerun."""
     return _memoised(RELEASES_MEMO, lambda config, ctx: works_with(
-        config, world_size=world_size(ctx), target=ctx["target"]))
+        config, world_size=job_world_size(ctx), target=ctx["target"]))
 
 
 def zero_stage(config: Mapping[str, Any]) -> int:

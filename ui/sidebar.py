@@ -6,6 +6,7 @@ import streamlit as st
 
 import core
 from core.findings import Finding, Report
+from core.launchers import job_world_size
 from ui import app_state, fields, focus, memory
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
@@ -28,7 +29,7 @@ def render(report: Report) -> None:
     with st.sidebar:
         st.caption(
             f"Target **{ctx['target']}** · DeepSpeed **{ctx['version']}** · "
-            f"**{app_state.world_size(ctx)}** GPUs ({ctx['nodes']} × {ctx['gpus_per_node']})"
+            f"**{job_world_size(ctx)}** GPUs ({ctx['nodes']} × {ctx['gpus_per_node']})"
         )
         errors, warnings = report.errors, report.warnings
         if errors:
