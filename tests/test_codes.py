@@ -48,6 +48,14 @@ def test_every_entry_example_gets_its_code(entry):
             assert finding.fix.safe is entry.fix_safe
 
 
+@pytest.mark.parametrize("entry", [c for c in CODES.values() if c.fix_safe is not None and c.example is not None],
+                         ids=lambda c: c.code)
+def test_an_entry_with_a_fix_shows_it_on_its_example(entry):
+    """``dsconfig explain`` announces the fix: the example is one the fix applies to."""
+    report = validate(entry.example, **entry.example_settings())
+    assert any(f.fix is not None for f in report.findings if lookup(f.code) is entry), entry.code
+
+
 def test_examples_exist_except_for_defensive_codes():
     assert {c.code for c in CODES.values() if c.example is None} == DEFENSIVE | {"config.not-object"}
 

@@ -128,8 +128,9 @@ TABLE: tuple[Code, ...] = (
        {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1},
        settings={"world_size": 3}),
     _c("batch.tb-positive", "error", "parse", False, "train_batch_size is not positive.",
-       "DeepSpeed asserts train_batch_size > 0 while reading the config.",
-       {"train_batch_size": -8}),
+       "DeepSpeed asserts train_batch_size > 0 while reading the config. The fix picks batch values that work on "
+       "the GPU count from the valid ones (here the micro batch), which sets the training batch.",
+       {"train_batch_size": -8, "train_micro_batch_size_per_gpu": 2}),
     _c("batch.mb-positive", "error", "parse", False, "The micro batch per GPU is not positive.",
        "Set directly or derived (train_batch_size ÷ GPUs ÷ accumulation), the micro batch must be > 0: "
        "train_batch_size 2 on 4 GPUs gives 0.",
@@ -146,7 +147,7 @@ TABLE: tuple[Code, ...] = (
     _c("batch.type", "error", "parse", False, "A batch value is not a number.",
        "DeepSpeed does arithmetic with the batch values while reading the config; a string such as \"8\" or "
        "\"eight\" fails. The fix writes the number without quotes when it is one.",
-       {"train_batch_size": "eight"}),
+       {"train_batch_size": "8"}),
     _c("batch.not-integer", "warning", "n/a", None, "A batch value is not a whole number.",
        "DeepSpeed accepts 1.5 as a micro batch, but data loaders need whole numbers.",
        {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}),
