@@ -113,6 +113,8 @@ def test_hf_config_file_and_unsupported_family(tmp_path):
         (["--hf-config", "/nonexistent/config.json"], "--hf-config /nonexistent/config.json: no such file"),
         (["--model", "openai-community/gpt2", "--config", "/nonexistent/ds.json"],
          "--config /nonexistent/ds.json: no such file"),
+        (["--params", "0"], "--params is 0"),
+        (["--params", "0B", "--format", "json"], "--params is 0"),
     ],
 )
 def test_bad_input_exit_2_with_message(argv, message):

@@ -101,8 +101,8 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
 
 def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
     gpn = args.gpus_per_node or 1
-    if args.params < 0 or (args.largest_layer is not None and args.largest_layer < 0):
-        raise UsageError("--params and --largest-layer must be >= 0")
+    if args.params == 0:  # parse_count already refuses a negative count
+        raise UsageError("--params is 0: give the model's parameter count (e.g. --params 7B)")
     if args.format == "json":
         data: dict[str, Any] = {
             "zero2": memory.zero2_all_cold_table(args.params, gpn, args.nodes, args.buffer_factor).to_dict("records")
