@@ -418,6 +418,15 @@ def test_real_process_stdin_and_limit():
     assert proc.returncode == 2 and "MB" in text
 
 
+def test_real_process_migrate_write_to_stdin_is_refused_before_reading_or_printing():
+    """``migrate - --write`` cannot write anywhere: the refusal is all it prints, whatever standard input holds."""
+    proc = subprocess.run([sys.executable, "-m", "core", "migrate", "-", "--write"], cwd=ROOT, capture_output=True,
+                          input=b'{"zero_optimization": {"stage": 2, "cpu_offload": true}}', timeout=120, check=False)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().splitlines()[-1] == "dsconfig migrate: error: --write needs a file, not standard input"
+    assert "migrated" not in proc.stderr.decode()
+
+
 # ---------------------------------------------------------------- outputs that cannot be written
 
 

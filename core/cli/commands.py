@@ -87,6 +87,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from core.migrate import migrate
 
+    if args.write and args.file == "-":  # refused before standard input is read or anything is printed
+        raise UsageError("--write needs a file, not standard input")
     config = read_config_file(args.file)
     new, changes = migrate(config)
     for change in changes:
@@ -94,8 +96,6 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     if not changes:
         sys.stderr.write(f"{args.file}: nothing to migrate\n")
     if args.write:
-        if args.file == "-":
-            raise UsageError("--write needs a file, not standard input")
         if changes:
             write_text(args.file, dump_config(new))
             sys.stderr.write(f"wrote {args.file}\n")
