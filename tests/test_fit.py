@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 
 import pytest
 
 from core import cli, fit, memory, models
+from core.cli.common import catalog_gpu
 
 A100 = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * memory.GIB,
                        cpu_ram_per_node_bytes=512 * memory.GIB)
@@ -105,6 +107,19 @@ def test_cli_fit_bad_input_is_a_message(tmp_path, capsys):
     assert code == 2 and "matches" in capsys.readouterr().err
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "80")
     assert code in (0, 1) and '(assumed: the config says "auto")' in text
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("NVIDIA H100 80GB", "NVIDIA H100 80GB"), ("nvidia  h100 80gb", "NVIDIA H100 80GB"), ("h100", "NVIDIA H100 80GB"),
+    ("A100 40", "NVIDIA A100 40GB"), ("mi300x", "AMD MI300X 192GB"), ("A100", None), ("", None), ("TPU", None)])
+def test_catalog_gpu_takes_the_name_in_any_case_or_a_part_only_one_gpu_has(text, name):
+    """The one reading of ``--gpu`` that fit, plan and predict share."""
+    if name is not None:
+        assert catalog_gpu(text) == name
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="matches NVIDIA A100 80GB, NVIDIA A100 40GB"
+                           if text == "A100" else "pick one of: NVIDIA H100 80GB"):
+            catalog_gpu(text)
 
 
 def test_speed_costs_are_per_gpu_and_none_for_an_unknown_gpu(llama70b, llama8b):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from core.hardware import gpu_names
 from core.io import MAX_CONFIG_BYTES, ConfigLoadError, load_config, load_config_file
 
 #: 0: done, no errors; 1: the answer is "no" (errors found, does not fit, no release accepts it);
@@ -78,6 +79,19 @@ def gpu_count(text: str) -> int:
     if value < 1 or value > 1_000_000:
         raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
     return value
+
+
+def catalog_gpu(text: str) -> str:
+    """argparse type: the catalog name of the GPU ``text`` names: its name (any case) or a part only it has
+    (``H100`` when one H100 is listed, ``a100 80``)."""
+    names = gpu_names()
+    wanted = " ".join(text.split()).lower()
+    exact = [name for name in names if name.lower() == wanted]
+    matches = exact or ([name for name in names if wanted in name.lower()] if wanted else [])
+    if len(matches) == 1:
+        return matches[0]
+    hint = f"it matches {', '.join(matches)}" if matches else f"pick one of: {', '.join(names)}"
+    raise argparse.ArgumentTypeError(f"{text!r} is not one GPU of the catalog ({hint})")
 
 
 def positive(kind: type) -> Callable[[str], Any]:

@@ -14,7 +14,16 @@ from typing import Any, TextIO
 
 from core import fit, hardware, memory, models
 from core.batch import micro_batch_of
-from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gib, guarded, positive_int, read_config_file
+from core.cli.common import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    UsageError,
+    catalog_gpu,
+    gib,
+    guarded,
+    positive_int,
+    read_config_file,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -23,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, help="the DeepSpeed config (JSON or HJSON)")
     p.add_argument("--model", required=True, help="a catalog model name (dsconfig estimate --list-models)")
-    p.add_argument("--gpu", default="NVIDIA A100 80GB",
+    p.add_argument("--gpu", default="NVIDIA A100 80GB", type=catalog_gpu,
                    help="a GPU of the catalog (a unique part of its name is enough), or --gpu-memory")
     p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
     p.add_argument("--gpus", type=positive_int, default=8, help="GPUs in the job (default 8)")
@@ -44,14 +53,7 @@ def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
     """The catalog GPU --gpu names (a unique part of its name is enough); None with --gpu-memory."""
     if args.gpu_memory is not None:
         return None
-    found = hardware.find_gpu(args.gpu)
-    if found is None:
-        matches = [n for n in hardware.gpu_names() if args.gpu.lower() in n.lower()]
-        if len(matches) != 1:
-            hint = f"it matches {', '.join(matches)}" if matches else f"known: {', '.join(hardware.gpu_names())}"
-            raise UsageError(f"--gpu {args.gpu!r} is not one GPU of the catalog ({hint}); or give --gpu-memory")
-        found = hardware.find_gpu(matches[0])
-    return found
+    return hardware.find_gpu(args.gpu)  # catalog_gpu made it a catalog name
 
 
 def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
