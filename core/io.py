@@ -240,7 +240,9 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     try:
         return load_config(data)
     except ConfigLoadError as exc:
-        raise ConfigLoadError(f"{path}: {exc}") from None
+        named = ConfigLoadError(f"{path}: {exc}")  # the message has the position already
+        named.line, named.column = exc.line, exc.column
+        raise named from None
 
 
 def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:

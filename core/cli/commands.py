@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from core.cli import estimate as cli_estimate
@@ -28,18 +28,23 @@ from core.cli.common import (
     write_text,
 )
 from core.io import dump_config
+from core.source_map import Position, key_positions, locate
 from core.versions import RELEASES, resolve_version
 
 
-def _print_report(name: str, report: Any, out: TextIO) -> None:
+def _summary(name: str, report: Any) -> str:
     counts = report.counts()
     status = "OK" if report.ok else "FAILED"
-    out.write(
-        f"{name}: {status} — {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
-        f"(DeepSpeed {report.version}, target {report.target}, {report.world_size} GPU(s))\n"
-    )
+    return (f"{name}: {status} — {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
+            f"(DeepSpeed {report.version}, target {report.target}, {report.world_size} GPU(s))\n")
+
+
+def _print_report(name: str, report: Any, where: Callable[[str], Position | None], out: TextIO) -> None:
+    out.write(_summary(name, report))
     for finding in report.findings:
-        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}\n")
+        position = where(finding.path)
+        at = f"  {name}:{position[0]}:{position[1]}" if position else ""
+        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{at}\n")
         out.write(f"          {finding.message}\n")
         if finding.suggestion:
             out.write(f"          → {finding.suggestion}\n")
@@ -57,6 +62,30 @@ def _print_report(name: str, report: Any, out: TextIO) -> None:
         )
 
 
+#: GitHub Actions' annotation levels (workflow commands ::error, ::warning, ::notice).
+_GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _github_data(text: str) -> str:
+    """A workflow command's message, escaped as the runner reads it."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_annotation(level: str, file: str, position: Position | None, title: str, message: str) -> str:
+    fields = [("file", file)] + ([("line", str(position[0])), ("col", str(position[1]))] if position else [])
+    properties = ",".join(f"{key}={_github_data(value).replace(':', '%3A').replace(',', '%2C')}"
+                          for key, value in [*fields, ("title", title)])
+    return f"::{level} {properties}::{_github_data(message)}\n"
+
+
+def _print_github(name: str, report: Any, where: Callable[[str], Position | None], out: TextIO) -> None:
+    out.write(_summary(name, report))
+    for finding in report.findings:
+        message = finding.message + (f" → {finding.suggestion}" if finding.suggestion else "")
+        out.write(_github_annotation(_GITHUB_LEVEL[finding.severity], name, where(finding.path),
+                                     f"dsconfig {finding.code}", message))
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from core.validate import validate
 
@@ -64,21 +93,35 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     worst = EXIT_OK
     for path in args.files:
         try:
-            config = read_config_file(path)
+            config, text = read_config_and_text(path)
         except UsageError as exc:
             worst = EXIT_USAGE
             if args.format == "json":
                 results.append({"file": path, "ok": False, "unreadable": True, "message": str(exc)})
+            elif args.format == "github":
+                out.write(_github_annotation("error", path, exc.position, "dsconfig unreadable", str(exc)))
             else:
                 out.write(f"{exc}\n")
             continue
         report = validate(config, world_size=args.world_size, target=args.target, version=args.deepspeed_version)
         if not report.ok and worst == EXIT_OK:
             worst = EXIT_ERRORS
+        positions: dict[str, Position] = {}
+        if report.findings:  # only then is the text read for where each key is
+            positions = key_positions(text)
+
+        def where(finding_path: str, positions: dict[str, Position] = positions) -> Position | None:
+            return locate(positions, finding_path)
+
         if args.format == "json":
-            results.append({"file": path, **report.to_dict()})
+            data = report.to_dict()
+            for finding, item in zip(report.findings, data["findings"], strict=True):
+                item["line"], item["column"] = where(finding.path) or (None, None)
+            results.append({"file": path, **data})
+        elif args.format == "github":
+            _print_github(path, report, where, out)
         else:
-            _print_report(path, report, out)
+            _print_report(path, report, where, out)
     if args.format == "json":
         out.write(json.dumps(results, indent=2, default=str) + "\n")
     return worst
@@ -178,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
     p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")
     p.add_argument("--world-size", type=gpu_count, default=1, help="data-parallel GPU count (default 1)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "github"), default="text",
+                   help="text (each finding with FILE:LINE:COLUMN), json (with line and column), or github: "
+                   "annotations on the lines of a pull request in GitHub Actions")
     common(p)
     p.set_defaults(handler=cmd_validate)
 

@@ -20,7 +20,13 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(ValueError):
-    """A user-facing problem with the arguments or the input: printed as one message, exit code 2."""
+    """A user-facing problem with the arguments or the input: printed as one message, exit code 2.
+
+    ``position`` is the (line, column) of the input where it went wrong, when the input was a file's text."""
+
+    def __init__(self, message: str, *, position: tuple[int, int] | None = None) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None) -> int:
@@ -48,7 +54,8 @@ def read_config_and_text(path: str | Path, what: str = "") -> tuple[Any, str]:
         return config, Path(path).read_bytes().decode("utf-8-sig")
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
-        raise UsageError(f"{what} {text}" if what else text) from None
+        position = (exc.line, exc.column or 1) if exc.line is not None else None
+        raise UsageError(f"{what} {text}" if what else text, position=position) from None
 
 
 def write_text(path: str | Path, text: str) -> None:
