@@ -42,6 +42,20 @@ def test_fp16_stage0_without_a_deepspeed_adam_runs_the_unfused_optimizer():
         assert not any("unfused" in k for k in predict(other, GPT2L, cl, shape).breakdown)
 
 
+
+@pytest.mark.parametrize("written", ["false", "0", "off", "auto"])
+def test_torch_adam_is_read_as_deepspeed_reads_it(written):
+    """get_optimizer_configuration pops torch_adam and uses it as a Python truth value: any non-empty string
+    builds torch.optim.AdamW, so fp16 at stage 0 runs the unfused wrapper (DeepSpeed 0.19.8 on the CPU with
+    "torch_adam": "false": basic optimizer AdamW, final FP16_UnfusedOptimizer)."""
+    cl, shape = Cluster("NVIDIA V100 32GB", 16), Shape(2, 1024, "eager")
+    config = cfg(0, 2, 1, 16, "fp16", optimizer="AdamW")
+    config["optimizer"]["params"] = {"torch_adam": written}
+    assert not read_settings(config, 16).fused_optimizer
+    assert any("unfused" in k for k in predict(config, GPT2L, cl, shape).breakdown)
+    config["optimizer"]["params"] = {"torch_adam": False}
+    assert read_settings(config, 16).fused_optimizer
+
 def test_reuse_distance_decides_the_backward_gathers():
     big_layers = describe({"model_type": "gpt2", "n_embd": 12288, "n_layer": 8, "n_head": 96}, name="wide")
     st = read_settings(cfg(3), 8)

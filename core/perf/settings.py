@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.batch import resolve_batch
-from core.effective import pydantic_bool, read_bool, section_enabled
+from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
+from core.schema.optimizer import OPTIMIZERS
 
 #: Config sections the performance model reads; anything else that changes speed is named in the notes.
 _UNMODELLED = {
@@ -23,6 +24,10 @@ _UNMODELLED = {
     "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
     "amp": "apex AMP (costed as fp16)",
 }
+
+
+#: The class DeepSpeed builds for an Adam/AdamW section on the GPU.
+_FUSED_ADAM = OPTIMIZERS["adamw"].implementations["gpu"]
 
 
 def _flag(section: Mapping[str, Any], key: str) -> bool:
@@ -46,7 +51,7 @@ class PerfSettings:
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
-    fused_optimizer: bool = True  # DeepSpeed builds FusedAdam (or a 1-bit Adam) from the config's optimizer section
+    fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
     max_reuse_distance: int = 1_000_000_000  # zero_optimization.stage3_max_reuse_distance (parameters)
     notes: tuple[str, ...] = ()
 
@@ -95,17 +100,14 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append("Not modelled: the PCIe time of cpu_checkpointing (checkpoints copied to the host).")
     if _flag(zero, "zero_quantized_nontrainable_weights"):
         notes.append("Not modelled: zero_quantized_nontrainable_weights (only frozen weights are affected).")
-    opt = cfg.get("optimizer") if isinstance(cfg.get("optimizer"), Mapping) else {}
-    opt_params = opt.get("params") if isinstance(opt.get("params"), Mapping) else {}
-    opt_type = str(opt.get("type", "")).lower()
-    # engine._configure_basic_optimizer: Adam/AdamW become FusedAdam unless torch_adam; a client optimizer
-    # (no optimizer section, e.g. the HF Trainer's) and the other types are not fused
-    fused = (opt_type in ("adam", "adamw") and not pydantic_bool(opt_params, "torch_adam", False)) or \
-        opt_type in ("onebitadam", "zerooneadam")
+    # engine._configure_fp16_optimizer wraps only a FusedAdam in the fused fp16 optimizer; which class the
+    # engine builds (torch_adam read as a Python truth value, a client optimizer without a section) is
+    # core.effective's reading
+    fused = effective(cfg).optimizer_class == _FUSED_ADAM
     if mem.stage == 0 and mem.precision == "fp16" and not fused:
-        notes.append("fp16 at stage 0 without a DeepSpeed Adam/AdamW optimizer section: DeepSpeed wraps the "
-                     "optimizer in its unfused fp16 optimizer (a loop over parameter tensors with a host "
-                     "synchronisation per tensor), costed as such.")
+        notes.append("fp16 at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or torch_adam): "
+                     "DeepSpeed wraps the optimizer in its unfused fp16 optimizer (a loop over parameter tensors "
+                     "with a host synchronisation per tensor), costed as such.")
     reuse = zero.get("stage3_max_reuse_distance", zero.get("max_reuse_distance"))
     return PerfSettings(
         memory=mem,
