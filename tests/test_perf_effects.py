@@ -34,12 +34,24 @@ def test_fp16_stage0_without_a_deepspeed_adam_runs_the_unfused_optimizer():
     assert client.step_seconds > fused.step_seconds + 0.05  # ~0.14 s for 774M parameters on a V100
     assert any("unfused" in k for k in client.breakdown) and not any("unfused" in k for k in fused.breakdown)
     assert any("unfused fp16 optimizer" in n for n in client.notes)
-    # torch_adam also bypasses FusedAdam; bf16 and ZeRO-1 never use the unfused wrapper
+    # torch_adam also bypasses FusedAdam; ZeRO-1 and fp32 never use the unfused wrapper
     torch_adam = cfg(0, 2, 1, 16, "fp16", optimizer="AdamW")
     torch_adam["optimizer"]["params"] = {"torch_adam": True}
     assert not read_settings(torch_adam, 16).fused_optimizer
-    for other in (cfg(0, 2, 1, 16, "bf16"), cfg(1, 2, 1, 16, "fp16")):
+    for other in (cfg(1, 2, 1, 16, "fp16"), cfg(0, 2, 1, 16, "fp32"), cfg(0, 2, 1, 16, "bf16", optimizer="AdamW")):
         assert not any("unfused" in k for k in predict(other, GPT2L, cl, shape).breakdown)
+
+
+def test_bf16_stage0_without_fused_adam_runs_the_unfused_optimizer_too():
+    """DeepSpeed 0.19.8 (deepspeed.initialize on the CPU, bf16, no ZeRO, the client's torch AdamW): final optimizer
+    FP16_UnfusedOptimizer (_do_optimizer_sanity_check returns DDP_BFLOAT16, wrapped by _configure_fp16_optimizer;
+    with grad_accum_dtype fp32 it raises NotImplementedError instead)."""
+    cl, shape = Cluster("NVIDIA A100 80GB", 16), Shape(2, 1024, "flash")
+    client = predict(cfg(0, 2, 1, 16, "bf16"), GPT2L, cl, shape)
+    fused = predict(cfg(0, 2, 1, 16, "bf16", optimizer="AdamW"), GPT2L, cl, shape)
+    assert any("unfused" in k for k in client.breakdown) and not any("unfused" in k for k in fused.breakdown)
+    assert any(n.startswith("bf16 at stage 0") and "unfused fp16 optimizer" in n for n in client.notes)
+    assert client.step_seconds > fused.step_seconds
 
 
 

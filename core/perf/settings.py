@@ -26,6 +26,10 @@ _UNMODELLED = {
 }
 
 
+#: Without ZeRO, _do_optimizer_sanity_check wraps a 16-bit model's optimizer with _configure_fp16_optimizer
+#: (FP16 for fp16; DDP_BFLOAT16 for bf16, whose gradients accumulate in bf16 since get_data_types defaults
+#: grad_accum_dtype to the model's dtype), which is FP16_UnfusedOptimizer unless the optimizer is a FusedAdam.
+UNFUSED_PRECISIONS = ("fp16", "bf16")
 #: The class DeepSpeed builds for an Adam/AdamW section on the GPU.
 _FUSED_ADAM = OPTIMIZERS["adamw"].implementations["gpu"]
 
@@ -52,6 +56,7 @@ class PerfSettings:
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
     fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
+    unfused_optimizer: bool = False  # DeepSpeed runs FP16_UnfusedOptimizer (see UNFUSED_PRECISIONS)
     max_reuse_distance: int = 1_000_000_000  # zero_optimization.stage3_max_reuse_distance (parameters)
     notes: tuple[str, ...] = ()
 
@@ -104,10 +109,11 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     # engine builds (torch_adam read as a Python truth value, a client optimizer without a section) is
     # core.effective's reading
     fused = effective(cfg).optimizer_class == _FUSED_ADAM
-    if mem.stage == 0 and mem.precision == "fp16" and not fused:
-        notes.append("fp16 at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or torch_adam): "
-                     "DeepSpeed wraps the optimizer in its unfused fp16 optimizer (a loop over parameter tensors "
-                     "with a host synchronisation per tensor), costed as such.")
+    unfused = mem.stage == 0 and mem.precision in UNFUSED_PRECISIONS and not fused
+    if unfused:
+        notes.append(f"{mem.precision} at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or "
+                     "torch_adam): DeepSpeed wraps the optimizer in its unfused fp16 optimizer (a loop over "
+                     "parameter tensors with a host synchronisation per tensor), costed as such.")
     reuse = zero.get("stage3_max_reuse_distance", zero.get("max_reuse_distance"))
     return PerfSettings(
         memory=mem,
@@ -120,6 +126,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         fused_optimizer=fused,
+        unfused_optimizer=unfused,
         max_reuse_distance=int(min(reuse, 1e18)) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
         and reuse >= 0 else 1_000_000_000,
         notes=tuple(notes),
