@@ -19,6 +19,9 @@ _UNMODELLED = {
     "curriculum_learning": "curriculum learning (changes the sequence length during training)",
     "data_efficiency": "data efficiency (random-LTD / curriculum)",
     "moe": "MoE expert parallelism (experts are costed as dense compute of the active experts)",
+    "expert_parallel": "AutoEP expert parallelism (experts are costed as dense compute of the active experts, "
+    "without the all-to-alls)",
+    "hybrid_engine": "the hybrid engine's generation phase (RLHF; only the training step is costed)",
     "sparse_attention": "sparse attention (costed as dense attention)",
     "compile": "torch.compile (can be faster than eager PyTorch, which is what the model assumes)",
     "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
@@ -98,6 +101,9 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         section = cfg.get(key)
         if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
             notes.append(f"Not modelled: {what}.")
+    if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
+        notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
+                     "asynchronously): costed as plain ZeRO-Offload.")
     off_opt = zero.get("offload_optimizer")
     if isinstance(off_opt, Mapping) and off_opt.get("ratio") not in (None, 1, 1.0):
         notes.append("Not modelled: partial optimizer offload (ratio): costed as a full offload.")
