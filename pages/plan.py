@@ -32,12 +32,8 @@ optimizer (offload) updates {_cpu_adam / 1e9:.1f}e9 parameters per second per no
 your cluster are under the ranked table. Pipeline parallelism, torch.compile and MoE expert parallelism are not
 modelled.
 
-**How far to trust it.** Against 65 published runs (DeepSpeed ZeRO-3 at up to 1,024 A100s, ZeRO++ and
-Hugging Face GPT-2 on V100s, ZeRO-3 and CPU offload on H100s, and MosaicML's FSDP runs on 8 to 512 A100s and
-H100s) the median error is 12%, and 8% on the 37 A100/H100 runs (worst 1.2x; CPU offload and DeepSpeed
-ZeRO-3 across H100 nodes are predicted 8-17% too fast). The worst rows are 2021-era DeepSpeed on V100s (up to
-2.6x too fast). Use it to choose between configs that differ a lot; measure the close ones, then
-calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
+**How far to trust it.** {advice.trust_text()} Use it to choose between configs that differ a lot; measure the
+close ones, then calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
     expanded=False,
 )
 
