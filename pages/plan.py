@@ -11,6 +11,7 @@ from core.memory import ATTENTION_IMPLS, attention_help
 from core.perf import NETWORKS, Cluster, advice
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
+from ui import perf as ui_perf
 
 frame.begin("Plan")
 _eff, _cpu_adam = Efficiency(), CPU_ADAM_PARAMS_PER_S
@@ -32,12 +33,8 @@ optimizer (offload) updates {_cpu_adam / 1e9:.1f}e9 parameters per second per no
 your cluster are under the ranked table. Pipeline parallelism, torch.compile and MoE expert parallelism are not
 modelled.
 
-**How far to trust it.** Against 65 published runs (DeepSpeed ZeRO-3 at up to 1,024 A100s, ZeRO++ and
-Hugging Face GPT-2 on V100s, ZeRO-3 and CPU offload on H100s, and MosaicML's FSDP runs on 8 to 512 A100s and
-H100s) the median error is 12%, and 8% on the 37 A100/H100 runs (worst 1.2x; CPU offload and DeepSpeed
-ZeRO-3 across H100 nodes are predicted 8-17% too fast). The worst rows are 2021-era DeepSpeed on V100s (up to
-2.6x too fast). Use it to choose between configs that differ a lot; measure the close ones, then
-calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
+**How far to trust it.** {advice.trust_text()} Use it to choose between configs that differ a lot; measure the
+close ones, then calibrate with `dsconfig predict --calibrate-step` or `--log`.""",
     expanded=False,
 )
 
@@ -72,7 +69,8 @@ def planner() -> None:
     cols = st.columns(4)
     nodes = cols[0].number_input("Nodes", 1, 4096, int(ctx.get("nodes") or 1), key="plan_nodes")
     default_net = DEFAULT_NETWORK_GBIT_S.get(gpu, FALLBACK_NETWORK_GBIT_S)
-    network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_000.0, float(default_net),
+    network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_000.0,
+                                   ui_perf.network_for({**ctx, "gpu": gpu}) or float(default_net),
                                    step=100.0, key=f"plan_network_{gpu}",
                                    help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))
     attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, index=ATTENTION_IMPLS.index("flash"),
@@ -123,7 +121,9 @@ def planner() -> None:
         def _use(rank: int) -> None:
             row = shown.iloc[rank - 1]
             actions.remember(f"plan row {rank}")
+            # the network too: the ZeRO page predicts the loaded config on the cluster it was ranked on
             ctx.update(gpu=gpu, gpu_memory_gib=hardware.GPU_BY_NAME[gpu].memory_gib, nodes=int(nodes),
+                       network_gbit_s=float(network), network_gpu=gpu,
                        gpus_per_node=int(gpus_per_node), seq_len=int(seq_len), recompute=row["recompute"],
                        attention=attention)
             if model_name != FROM_START:

@@ -153,6 +153,16 @@ def test_notes_name_what_is_not_modelled():
     est = predict(odd, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024))
     text = " ".join(est.notes)
     assert "pipeline" in text and "torch.compile" in text
+    # DeepSpeed 0.19.8's own switches for MoE (AutoEP), RLHF generation and ZenFlow's asynchronous CPU step
+    for extra, word in (({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
+                        ({"hybrid_engine": {"enabled": "true"}}, "hybrid engine"),
+                        ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
+                                                "zenflow": {"topk_ratio": 0.1}}}, "ZenFlow")):
+        noted = predict({**cfg(), **extra}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes
+        assert any(word in n for n in noted), (extra, noted)
+    off = {**cfg(), "expert_parallel": {"enabled": False}, "hybrid_engine": {"enabled": "false"}}
+    assert not any("AutoEP" in n or "hybrid" in n for n in predict(off, LLAMA7, Cluster("NVIDIA H100 80GB"),
+                                                                      Shape(1, 1024)).notes)
     counts = predict(cfg(), ModelCounts(7_000_000_000, 500_000_000), Cluster("NVIDIA H100 80GB"), Shape(1, 1024))
     assert counts.step_seconds > 0 and any("counts only" in n for n in counts.notes)
     v100 = predict(cfg(), LLAMA7, Cluster("NVIDIA V100 32GB"), Shape(1, 1024))

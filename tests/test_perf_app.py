@@ -80,3 +80,25 @@ def test_suggested_global_batch_is_one_the_widget_takes():
     at.number_input(key="plan_gpn").set_value(64).run()
     message = next(e.value for e in at.error if "cannot be split over 262144 GPUs" in e.value)
     assert "(for example 786432)" in message
+
+
+def test_the_zero_page_predicts_a_used_row_on_the_plans_network():
+    """A row used on the Plan page is predicted on the ZeRO page with the network it was ranked on (the ZeRO
+    page used the GPU's catalog network, so a row ranked at 100 Gbit/s showed another step time there)."""
+    at = app(page=PAGE)
+    at.selectbox(key="plan_gpu").set_value("NVIDIA H100 80GB").run()
+    at.number_input(key="plan_nodes").set_value(2).run()
+    at.number_input(key="plan_network_NVIDIA H100 80GB").set_value(100.0).run()
+    step = ranked(at)["Step s"].iloc[0]
+    at.button(key="plan_use").click().run()
+    assert at.session_state["context"]["network_gbit_s"] == 100.0
+    at.switch_page("pages/zero.py").run()
+    assert not at.exception, at.exception
+    metric = next(m for m in at.metric if m.label == "Predicted step time")
+    assert metric.value == f"{step:.3g} s"
+    assert "100 Gbit/s network per node" in metric.help
+    # another GPU chosen later is predicted on its own catalog network again
+    from ui.perf import network_for
+
+    ctx = at.session_state["context"]
+    assert network_for(ctx) == 100.0 and network_for({**ctx, "gpu": "NVIDIA A100 80GB"}) is None

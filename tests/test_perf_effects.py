@@ -9,6 +9,7 @@ from core.memory import Shape
 from core.models import describe, get_spec
 from core.perf import Cluster, predict, read_settings
 from core.perf.accuracy import ALL_ROWS, data_parallel, evaluate, group_table, measurement_config
+from core.perf.advice import ACCURACY, Accuracy, trust_text
 from core.perf.compute import micro_step
 from core.perf.measurements import MEASUREMENTS
 from core.perf.measurements_docs import NEW_ROWS
@@ -34,13 +35,39 @@ def test_fp16_stage0_without_a_deepspeed_adam_runs_the_unfused_optimizer():
     assert client.step_seconds > fused.step_seconds + 0.05  # ~0.14 s for 774M parameters on a V100
     assert any("unfused" in k for k in client.breakdown) and not any("unfused" in k for k in fused.breakdown)
     assert any("unfused fp16 optimizer" in n for n in client.notes)
-    # torch_adam also bypasses FusedAdam; bf16 and ZeRO-1 never use the unfused wrapper
+    # torch_adam also bypasses FusedAdam; ZeRO-1 and fp32 never use the unfused wrapper
     torch_adam = cfg(0, 2, 1, 16, "fp16", optimizer="AdamW")
     torch_adam["optimizer"]["params"] = {"torch_adam": True}
     assert not read_settings(torch_adam, 16).fused_optimizer
-    for other in (cfg(0, 2, 1, 16, "bf16"), cfg(1, 2, 1, 16, "fp16")):
+    for other in (cfg(1, 2, 1, 16, "fp16"), cfg(0, 2, 1, 16, "fp32"), cfg(0, 2, 1, 16, "bf16", optimizer="AdamW")):
         assert not any("unfused" in k for k in predict(other, GPT2L, cl, shape).breakdown)
 
+
+def test_bf16_stage0_without_fused_adam_runs_the_unfused_optimizer_too():
+    """DeepSpeed 0.19.8 (deepspeed.initialize on the CPU, bf16, no ZeRO, the client's torch AdamW): final optimizer
+    FP16_UnfusedOptimizer (_do_optimizer_sanity_check returns DDP_BFLOAT16, wrapped by _configure_fp16_optimizer;
+    with grad_accum_dtype fp32 it raises NotImplementedError instead)."""
+    cl, shape = Cluster("NVIDIA A100 80GB", 16), Shape(2, 1024, "flash")
+    client = predict(cfg(0, 2, 1, 16, "bf16"), GPT2L, cl, shape)
+    fused = predict(cfg(0, 2, 1, 16, "bf16", optimizer="AdamW"), GPT2L, cl, shape)
+    assert any("unfused" in k for k in client.breakdown) and not any("unfused" in k for k in fused.breakdown)
+    assert any(n.startswith("bf16 at stage 0") and "unfused fp16 optimizer" in n for n in client.notes)
+    assert client.step_seconds > fused.step_seconds
+
+
+
+@pytest.mark.parametrize("written", ["false", "0", "off", "auto"])
+def test_torch_adam_is_read_as_deepspeed_reads_it(written):
+    """get_optimizer_configuration pops torch_adam and uses it as a Python truth value: any non-empty string
+    builds torch.optim.AdamW, so fp16 at stage 0 runs the unfused wrapper (DeepSpeed 0.19.8 on the CPU with
+    "torch_adam": "false": basic optimizer AdamW, final FP16_UnfusedOptimizer)."""
+    cl, shape = Cluster("NVIDIA V100 32GB", 16), Shape(2, 1024, "eager")
+    config = cfg(0, 2, 1, 16, "fp16", optimizer="AdamW")
+    config["optimizer"]["params"] = {"torch_adam": written}
+    assert not read_settings(config, 16).fused_optimizer
+    assert any("unfused" in k for k in predict(config, GPT2L, cl, shape).breakdown)
+    config["optimizer"]["params"] = {"torch_adam": False}
+    assert read_settings(config, 16).fused_optimizer
 
 def test_reuse_distance_decides_the_backward_gathers():
     big_layers = describe({"model_type": "gpt2", "n_embd": 12288, "n_layer": 8, "n_head": 96}, name="wide")
@@ -199,6 +226,25 @@ def test_held_out_rows_are_cited_and_grouped():
             assert by_id[f"zeropp-{size}-zeropp-{net}"] < by_id[f"zeropp-{size}-zero3-{net}"]
     assert by_id["tutorial-zeropp-gpt-18b-64gpu"] < by_id["tutorial-zero3-gpt-18b-64gpu"]
 
+
+
+def test_the_accuracy_the_pages_quote_is_the_measured_one():
+    """The Plan page's help quotes advice.ACCURACY: it is what the table gives (it quoted 65 runs at 12% median
+    long after the 123-row table measured 13.8%)."""
+    table = evaluate(ALL_ROWS)
+    first = table.iloc[:len(MEASUREMENTS)]
+    gpus = {m.id: m.gpu for m in ALL_ROWS}
+    ampere_hopper = table[table["id"].map(gpus).str.contains("A100|H100")]
+    measured = Accuracy(rows=len(table), median_error=round(table["error"].median(), 3),
+                        first_round_rows=len(first), first_round_median=round(first["error"].median(), 3),
+                        held_out_median=round(table["error"].iloc[len(MEASUREMENTS):].median(), 3),
+                        a100_h100_rows=len(ampere_hopper),
+                        a100_h100_median=round(ampere_hopper["error"].median(), 3),
+                        a100_h100_worst=round(ampere_hopper["off_by"].max(), 2), worst=round(table["off_by"].max(), 2),
+                        beyond_1_5x=int((table["off_by"] > 1.5).sum()))
+    assert measured == ACCURACY
+    text = trust_text()
+    assert f"{len(table)} published runs" in text and f"{ACCURACY.median_error:.1%}" in text
 
 def test_tensor_parallel_rows_count_model_replicas():
     """Megatron's 8.3B ran 8-way tensor parallel x 64-way data parallel on 512 GPUs: the batch is per replica."""

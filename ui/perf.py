@@ -14,22 +14,33 @@ from ui import memory, tables
 from ui.shared_cache import shared_cache
 
 
+def network_for(context: Mapping[str, Any]) -> float | None:
+    """The network per node a Plan row was used with (``network_gbit_s``) while the session's GPU is still the
+    one it was ranked for (``network_gpu``); None: the GPU's catalog network."""
+    network = context.get("network_gbit_s")
+    return float(network) if network and context.get("network_gpu") == context.get("gpu") else None
+
+
 def cluster_for(context: Mapping[str, Any]) -> perf.Cluster | None:
-    """The cluster of the session's GPU, node count and GPUs per node (catalog network and links), or None for
-    a GPU the planner has no datasheet for (a custom GPU)."""
+    """The cluster of the session's GPU, node count and GPUs per node (network: ``network_for``; catalog links),
+    or None for a GPU the planner has no datasheet for (a custom GPU)."""
+    network = network_for(context)
     try:
         return perf.Cluster(str(context.get("gpu")), int(context["gpus_per_node"]), int(context["nodes"]),
+                            inter_node_gbit_s=network,
                             cpu_ram_gib=float(context.get("cpu_ram_gib") or 1024))
     except (ValueError, KeyError, TypeError):
         return None
 
 
 @shared_cache(maxsize=256)
-def _step_view(keys: memory.Keys, gpu: str) -> tuple[perf.Cluster, perf.StepEstimate, tables.Table] | None:
-    """The prediction and its breakdown table for ``memory.cache_keys`` of the session and its GPU, computed once
-    per distinct input and shared by the process's sessions (they only read it)."""
+def _step_view(keys: memory.Keys, gpu: str, network: float | None
+               ) -> tuple[perf.Cluster, perf.StepEstimate, tables.Table] | None:
+    """The prediction and its breakdown table for ``memory.cache_keys`` of the session, its GPU and network,
+    computed once per distinct input and shared by the process's sessions (they only read it)."""
     found = memory.inputs(keys)
-    cluster = None if found is None else cluster_for({**found.context, "gpu": gpu})
+    cluster = None if found is None else cluster_for({**found.context, "gpu": gpu, "network_gbit_s": network,
+                                                      "network_gpu": gpu})
     if found is None or cluster is None:
         return None
     estimate = perf.predict(found.config, found.model, cluster, found.shape)
@@ -48,7 +59,7 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
                    "on the Start page).")
         return
     try:
-        view = _step_view(keys, str(context.get("gpu")))
+        view = _step_view(keys, str(context.get("gpu")), network_for(context))
     except ValueError as exc:  # e.g. a train_batch_size beyond float range: no step to predict
         st.caption(f"ℹ️ No step-time prediction: {exc}")
         return

@@ -3,6 +3,7 @@ assumed about the cluster."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.perf.constants import (
@@ -16,6 +17,43 @@ from core.perf.constants import (
 
 if TYPE_CHECKING:
     from core.perf.hardware import Cluster
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """The planner against the published runs (``core.perf.accuracy``, printed by scripts/perf_accuracy.py):
+    errors are |predicted / measured - 1| of the step time, ``worst`` the largest factor off."""
+
+    rows: int
+    median_error: float
+    first_round_rows: int
+    first_round_median: float
+    held_out_median: float
+    a100_h100_rows: int
+    a100_h100_median: float
+    a100_h100_worst: float
+    worst: float
+    beyond_1_5x: int
+
+
+#: The figures the page help quotes; tests/test_perf_effects.py recomputes them, so a model change that moves
+#: them fails until they are updated here (README and BENCHMARKS.md state the same figures).
+ACCURACY = Accuracy(rows=123, median_error=0.138, first_round_rows=65, first_round_median=0.095,
+                    held_out_median=0.250, a100_h100_rows=47, a100_h100_median=0.080, a100_h100_worst=1.22,
+                    worst=2.60, beyond_1_5x=17)
+
+
+def trust_text(acc: Accuracy = ACCURACY) -> str:
+    """How far to trust a prediction, in one paragraph for the user."""
+    return (f"Against {acc.rows} published runs (DeepSpeed ZeRO-3 at up to 1,024 A100s, ZeRO++ and Hugging Face "
+            "GPT-2 on V100s, ZeRO-3 and CPU offload on H100s, Megatron-DeepSpeed long sequences and MosaicML's FSDP "
+            f"runs on 8 to 512 A100s and H100s) the median error is {acc.median_error:.1%} "
+            f"({acc.first_round_median:.1%} on the {acc.first_round_rows} runs it was built on, "
+            f"{acc.held_out_median:.1%} on the "
+            f"{acc.rows - acc.first_round_rows} held out), and {acc.a100_h100_median:.1%} on the "
+            f"{acc.a100_h100_rows} A100/H100 runs (worst {acc.a100_h100_worst:.2f}x). {acc.beyond_1_5x} runs are "
+            f"off by more than 1.5x (worst {acc.worst:.2f}x): 2020-2021 DeepSpeed and Megatron releases on V100s, "
+            "Hugging Face end-to-end throughput and the ZeRO++ blog's 49B-138B models (BENCHMARKS.md lists each).")
 
 _ADVICE = {
     "compute": "the GPUs are busy computing: larger micro-batches, fewer recomputations or faster GPUs help",

@@ -34,9 +34,9 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 - offload: gradients go to the host every micro-step (fp32, over PCIe), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
-- optimizer: fused Adam on the GPU moves ``ADAM_BYTES_PER_PARAM``; fp16 at stage 0 without a DeepSpeed
-  Adam/AdamW section runs DeepSpeed's unfused fp16 optimizer (``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and
-  a host-side loop over the parameter tensors).
+- optimizer: fused Adam on the GPU moves ``ADAM_BYTES_PER_PARAM``; fp16 or bf16 at stage 0 without FusedAdam
+  runs DeepSpeed's unfused fp16 optimizer (``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and a host-side loop
+  over the parameter tensors).
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
             state_bytes = (4 + 4 * m.optimizer_states) * node_params
             parts.add(parts.step_serial, "optimizer state NVMe read + write",
                       2 * state_bytes / (cl.nvme_bytes_s * cl.efficiency.link))
-    elif m.stage == 0 and m.precision == "fp16" and not st.fused_optimizer:
+    elif st.unfused_optimizer:
         parts.add(parts.step_serial, "optimizer step (GPU, DeepSpeed's unfused fp16 optimizer)",
                   UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM * params / cl.hbm_bytes_s)
         if isinstance(model, ModelSpec):

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.batch import resolve_batch
-from core.effective import pydantic_bool, read_bool, section_enabled
+from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
+from core.schema.optimizer import OPTIMIZERS
 
 #: Config sections the performance model reads; anything else that changes speed is named in the notes.
 _UNMODELLED = {
@@ -18,11 +19,22 @@ _UNMODELLED = {
     "curriculum_learning": "curriculum learning (changes the sequence length during training)",
     "data_efficiency": "data efficiency (random-LTD / curriculum)",
     "moe": "MoE expert parallelism (experts are costed as dense compute of the active experts)",
+    "expert_parallel": "AutoEP expert parallelism (experts are costed as dense compute of the active experts, "
+    "without the all-to-alls)",
+    "hybrid_engine": "the hybrid engine's generation phase (RLHF; only the training step is costed)",
     "sparse_attention": "sparse attention (costed as dense attention)",
     "compile": "torch.compile (can be faster than eager PyTorch, which is what the model assumes)",
     "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
     "amp": "apex AMP (costed as fp16)",
 }
+
+
+#: Without ZeRO, _do_optimizer_sanity_check wraps a 16-bit model's optimizer with _configure_fp16_optimizer
+#: (FP16 for fp16; DDP_BFLOAT16 for bf16, whose gradients accumulate in bf16 since get_data_types defaults
+#: grad_accum_dtype to the model's dtype), which is FP16_UnfusedOptimizer unless the optimizer is a FusedAdam.
+UNFUSED_PRECISIONS = ("fp16", "bf16")
+#: The class DeepSpeed builds for an Adam/AdamW section on the GPU.
+_FUSED_ADAM = OPTIMIZERS["adamw"].implementations["gpu"]
 
 
 def _flag(section: Mapping[str, Any], key: str) -> bool:
@@ -46,7 +58,8 @@ class PerfSettings:
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
-    fused_optimizer: bool = True  # DeepSpeed builds FusedAdam (or a 1-bit Adam) from the config's optimizer section
+    fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
+    unfused_optimizer: bool = False  # DeepSpeed runs FP16_UnfusedOptimizer (see UNFUSED_PRECISIONS)
     max_reuse_distance: int = 1_000_000_000  # zero_optimization.stage3_max_reuse_distance (parameters)
     notes: tuple[str, ...] = ()
 
@@ -88,6 +101,9 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         section = cfg.get(key)
         if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
             notes.append(f"Not modelled: {what}.")
+    if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
+        notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
+                     "asynchronously): costed as plain ZeRO-Offload.")
     off_opt = zero.get("offload_optimizer")
     if isinstance(off_opt, Mapping) and off_opt.get("ratio") not in (None, 1, 1.0):
         notes.append("Not modelled: partial optimizer offload (ratio): costed as a full offload.")
@@ -95,17 +111,15 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append("Not modelled: the PCIe time of cpu_checkpointing (checkpoints copied to the host).")
     if _flag(zero, "zero_quantized_nontrainable_weights"):
         notes.append("Not modelled: zero_quantized_nontrainable_weights (only frozen weights are affected).")
-    opt = cfg.get("optimizer") if isinstance(cfg.get("optimizer"), Mapping) else {}
-    opt_params = opt.get("params") if isinstance(opt.get("params"), Mapping) else {}
-    opt_type = str(opt.get("type", "")).lower()
-    # engine._configure_basic_optimizer: Adam/AdamW become FusedAdam unless torch_adam; a client optimizer
-    # (no optimizer section, e.g. the HF Trainer's) and the other types are not fused
-    fused = (opt_type in ("adam", "adamw") and not pydantic_bool(opt_params, "torch_adam", False)) or \
-        opt_type in ("onebitadam", "zerooneadam")
-    if mem.stage == 0 and mem.precision == "fp16" and not fused:
-        notes.append("fp16 at stage 0 without a DeepSpeed Adam/AdamW optimizer section: DeepSpeed wraps the "
-                     "optimizer in its unfused fp16 optimizer (a loop over parameter tensors with a host "
-                     "synchronisation per tensor), costed as such.")
+    # engine._configure_fp16_optimizer wraps only a FusedAdam in the fused fp16 optimizer; which class the
+    # engine builds (torch_adam read as a Python truth value, a client optimizer without a section) is
+    # core.effective's reading
+    fused = effective(cfg).optimizer_class == _FUSED_ADAM
+    unfused = mem.stage == 0 and mem.precision in UNFUSED_PRECISIONS and not fused
+    if unfused:
+        notes.append(f"{mem.precision} at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or "
+                     "torch_adam): DeepSpeed wraps the optimizer in its unfused fp16 optimizer (a loop over "
+                     "parameter tensors with a host synchronisation per tensor), costed as such.")
     reuse = zero.get("stage3_max_reuse_distance", zero.get("max_reuse_distance"))
     return PerfSettings(
         memory=mem,
@@ -118,6 +132,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         fused_optimizer=fused,
+        unfused_optimizer=unfused,
         max_reuse_distance=int(min(reuse, 1e18)) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
         and reuse >= 0 else 1_000_000_000,
         notes=tuple(notes),
