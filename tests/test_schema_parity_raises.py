@@ -28,6 +28,8 @@ _RAISES_CASES: dict[str, dict[str, Any]] = {
     "data_types.keep_in_fp32_modules": {"data_types": {"keep_in_fp32_modules": "x"}},
     "optimizer.type": {"optimizer": {"type": 1}},
     "checkpoint.tag_validation": {"checkpoint": {"tag_validation": "bogus"}},
+    "checkpoint.parallel_write": {"checkpoint": {"parallel_write": None}},
+    "checkpoint.writer": {"checkpoint": {"writer": "fast"}},
     "checkpoint.parallel_write.pipeline_stage": {"checkpoint": {"parallel_write": {"pipeline_stage": "yes"}}},
     "checkpoint.writer.type": {"checkpoint": {"writer": {"type": "slow"}}},
     "checkpoint.writer.data_parallel": {"checkpoint": {"writer": {"data_parallel": "bogus"}}},

@@ -125,6 +125,11 @@ def edge_configs() -> list[Mutation]:
             "checkpoint writer bad data_parallel",
             {**_BASE, "checkpoint": {"writer": {"type": "fast", "data_parallel": "rack"}}},
         ),
+        # get_checkpoint_parallel_write_pipeline / get_checkpoint_writer_config call .get on these sub-sections.
+        ("checkpoint parallel_write null", {**_BASE, "checkpoint": {"parallel_write": None}}),
+        ("checkpoint parallel_write true", {**_BASE, "checkpoint": {"parallel_write": True}}),
+        ("checkpoint writer a string", {**_BASE, "checkpoint": {"writer": "fast"}}),
+        ("checkpoint writer a list", {**_BASE, "checkpoint": {"writer": ["fast"]}}),
         ("keep_in_fp32_modules list of str", {**_BASE, "data_types": {"keep_in_fp32_modules": ["lm_head"]}}),
         ("keep_in_fp32_modules list with int", {**_BASE, "data_types": {"keep_in_fp32_modules": ["lm_head", 3]}}),
         (
