@@ -57,6 +57,13 @@ def edge_configs() -> list[Mutation]:
             "zero field name and alias both",
             {**_BASE, "zero_optimization": {"stage": 3, "stage3_max_live_parameters": 1e9, "max_live_parameters": 1e9}},
         ),
+        # read_zero_config_deprecated: with `"zero_optimization": true` the top-level allgather_size is
+        # DeepSpeedZeroConfig's allgather_bucket_size (checked there); with false it is not read.
+        ("bool zero true with allgather_size -1", {**_BASE, "zero_optimization": True, "allgather_size": -1}),
+        ("bool zero true with allgather_size 'x'", {**_BASE, "zero_optimization": True, "allgather_size": "x"}),
+        ("bool zero true with allgather_size null", {**_BASE, "zero_optimization": True, "allgather_size": None}),
+        ("bool zero true with allgather_size 1e3", {**_BASE, "zero_optimization": True, "allgather_size": 1e3}),
+        ("bool zero false with allgather_size 'x'", {**_BASE, "zero_optimization": False, "allgather_size": "x"}),
         ("stage as bool true", {**_BASE, "zero_optimization": {"stage": True}}),
         ("stage as integral float", {**_BASE, "zero_optimization": {"stage": 2.0}}),
         ("stage null", {**_BASE, "zero_optimization": {"stage": None}}),
