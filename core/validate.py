@@ -87,8 +87,8 @@ def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
     """A generic type error where a specific rule already explains the same path is noise."""
     specific = [f.path for f in findings if f.severity == "error" and not f.code.startswith("type.")]
 
-    def shadowed(path: str) -> bool:
-        return any(p == path or p.startswith(path + ".") for p in specific)
+    def shadowed(path: str) -> bool:  # the same path, a key below it, or an item of a list the rule explains
+        return any(p == path or p.startswith(path + ".") or path.startswith(p + "[") for p in specific)
 
     return [f for f in findings if not (f.code.startswith("type.") and shadowed(f.path))]
 

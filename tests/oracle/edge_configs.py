@@ -104,6 +104,19 @@ def edge_configs() -> list[Mutation]:
             "torch_autocast with bad module list",
             {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}},
         ),
+        # get_lower_precision_safe_modules iterates the value whenever the key is written, enabled or not.
+        (
+            "torch_autocast lower_precision_safe_modules null",
+            {**_BASE, "torch_autocast": {"enabled": False, "lower_precision_safe_modules": None}},
+        ),
+        (
+            "torch_autocast lower_precision_safe_modules a number",
+            {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": 3}},
+        ),
+        (
+            "torch_autocast lower_precision_safe_modules a string (iterated as characters; fails at initialize)",
+            {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": "Linear"}},
+        ),
         (
             "torch_autocast dtype torch.bfloat16",
             {**_BASE, "torch_autocast": {"enabled": True, "dtype": "torch.bfloat16"}},
