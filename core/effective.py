@@ -73,6 +73,29 @@ def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.1
     return read_bool(config, section, "enabled", False, version)
 
 
+#: The top-level key the boolean form reads as ``allgather_bucket_size`` (``read_zero_config_deprecated``).
+LEGACY_ALLGATHER_KEY = "allgather_size"
+
+
+def legacy_zero(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``zero_optimization`` section DeepSpeed builds from the deprecated boolean form
+    (``read_zero_config_deprecated``): true is stage 1 and takes the top-level ``allgather_size``, when written,
+    as ``allgather_bucket_size`` (checked there like any ZeRO field); false is stage 0 and reads nothing more.
+    None when ``zero_optimization`` is not a bool."""
+    raw = config.get("zero_optimization")
+    if not isinstance(raw, bool):
+        return None
+    if raw and LEGACY_ALLGATHER_KEY in config:
+        return {"stage": 1, "allgather_bucket_size": config[LEGACY_ALLGATHER_KEY]}
+    return {"stage": 1 if raw else 0}
+
+
+def legacy_zero_keys(config: Mapping[str, Any]) -> frozenset[str]:
+    """Top-level keys DeepSpeed reads only through the boolean ``zero_optimization`` (none for a section)."""
+    section = legacy_zero(config) or {}
+    return frozenset({LEGACY_ALLGATHER_KEY}) if "allgather_bucket_size" in section else frozenset()
+
+
 def _zero(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], int, Any]:
     """The zero section as DeepSpeed sees it, the stage, and the raw stage value as written."""
     raw = config.get("zero_optimization")

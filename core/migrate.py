@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.rules.context import lax_bool
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
@@ -20,13 +21,12 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
         return config, []
     new = copy.deepcopy(config)
     changes: list[str] = []
-    if isinstance(new.get("zero_optimization"), bool):
-        stage = 1 if new["zero_optimization"] else 0
-        zero: dict[str, Any] = {"stage": stage}
-        if stage and "allgather_size" in new:
-            zero["allgather_bucket_size"] = new.pop("allgather_size")
-        new["zero_optimization"] = zero
-        changes.append(f"zero_optimization: true/false → {{\"stage\": {stage}}}")
+    legacy = legacy_zero(new)
+    if legacy is not None:
+        if "allgather_bucket_size" in legacy:
+            del new[LEGACY_ALLGATHER_KEY]
+        new["zero_optimization"] = legacy
+        changes.append(f"zero_optimization: true/false → {{\"stage\": {legacy['stage']}}}")
     if "bfloat16" in new and new.get("bf16") is None:
         # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section
         new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items() if k != "bf16"}

@@ -7,6 +7,7 @@ from typing import Any
 
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.effective import legacy_zero_keys
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
 from core.rules.codes import INITIALIZE_TIME_CODES, lookup
 from core.rules.context import TARGETS, Context
@@ -49,7 +50,7 @@ def validate(
             if key not in seen:
                 seen.add(key)
                 findings.append(finding)
-    findings = _with_fix_safety(_drop_shadowed_type_errors(_drop_unread_sections(findings, version)))
+    findings = _with_fix_safety(_drop_shadowed_type_errors(_drop_unread_sections(findings, version, config)))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
 
@@ -66,12 +67,12 @@ def _with_fix_safety(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _drop_unread_sections(findings: list[Finding], version: str) -> list[Finding]:
+def _drop_unread_sections(findings: list[Finding], version: str, config: dict[str, Any]) -> list[Finding]:
     """Rules about a section this release does not read at all say nothing true (the key is reported)."""
     from core.schema.root import DeepSpeedConfig
     from core.schema.walk import section_fields
 
-    root = section_fields(DeepSpeedConfig)
+    root = {k: v for k, v in section_fields(DeepSpeedConfig).items() if k not in legacy_zero_keys(config)}
 
     def unread(finding: Finding) -> bool:
         top = finding.path.split(".")[0].split("[")[0]
@@ -86,8 +87,8 @@ def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
     """A generic type error where a specific rule already explains the same path is noise."""
     specific = [f.path for f in findings if f.severity == "error" and not f.code.startswith("type.")]
 
-    def shadowed(path: str) -> bool:
-        return any(p == path or p.startswith(path + ".") for p in specific)
+    def shadowed(path: str) -> bool:  # the same path, a key below it, or an item of a list the rule explains
+        return any(p == path or p.startswith(path + ".") or path.startswith(p + "[") for p in specific)
 
     return [f for f in findings if not (f.code.startswith("type.") and shadowed(f.path))]
 

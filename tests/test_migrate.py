@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,6 +53,28 @@ def test_cpu_offload_is_read_as_deepspeed_reads_a_bool():
     assert new["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
     config = {"zero_optimization": {"stage": 2, "cpu_offload": "maybe"}}
     assert migrate(config) == (config, [])
+
+
+@pytest.mark.deepspeed
+def test_bool_zero_fix_and_migrate_keep_the_allgather_size_deepspeed_reads():
+    """With `"zero_optimization": true` DeepSpeed reads the top-level allgather_size as allgather_bucket_size
+    (read_zero_config_deprecated); the safe fix of deprecated.zero-bool and migrate must carry it over, so
+    DeepSpeed parses the rewritten config into the same ZeRO settings."""
+    pytest.importorskip("deepspeed")
+    from tests.oracle import ds0195_worker as oracle
+
+    def zero(config: dict) -> dict:
+        with oracle._quiet():
+            return oracle._deepspeed_config_class()(copy.deepcopy(config), 1).zero_config.model_dump()
+
+    config = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": True, "allgather_size": 1000}
+    finding = next(f for f in validate(config).findings if f.code == "deprecated.zero-bool")
+    want = zero(config)
+    assert (want["stage"], want["allgather_bucket_size"]) == (1, 1000)
+    assert finding.fix.safe and zero(finding.fix.apply(config)) == want
+    assert zero(migrate(config)[0]) == want
+    said = [f.message for f in validate(config).findings if f.path == "allgather_size"]
+    assert not said, f"DeepSpeed reads allgather_size here, yet: {said}"
 
 
 def test_clash_left_for_the_validator():

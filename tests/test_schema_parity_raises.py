@@ -24,10 +24,11 @@ pytestmark = pytest.mark.deepspeed
 #: For every lenient field marked raises="config" (current sections): a config fragment with a bad value.
 _RAISES_CASES: dict[str, dict[str, Any]] = {
     "torch_autocast.dtype": {"torch_autocast": {"dtype": "bogus"}},
-    "torch_autocast.lower_precision_safe_modules": {"torch_autocast": {"lower_precision_safe_modules": [1]}},
     "data_types.keep_in_fp32_modules": {"data_types": {"keep_in_fp32_modules": "x"}},
     "optimizer.type": {"optimizer": {"type": 1}},
     "checkpoint.tag_validation": {"checkpoint": {"tag_validation": "bogus"}},
+    "checkpoint.parallel_write": {"checkpoint": {"parallel_write": None}},
+    "checkpoint.writer": {"checkpoint": {"writer": "fast"}},
     "checkpoint.parallel_write.pipeline_stage": {"checkpoint": {"parallel_write": {"pipeline_stage": "yes"}}},
     "checkpoint.writer.type": {"checkpoint": {"writer": {"type": "slow"}}},
     "checkpoint.writer.data_parallel": {"checkpoint": {"writer": {"data_parallel": "bogus"}}},
@@ -59,6 +60,8 @@ _RAISES_CASES: dict[str, dict[str, Any]] = {
 _RULE_CASES: dict[str, dict[str, Any]] = {
     "optimizer.params": {"optimizer": {"type": "Adam", "params": "on"}},  # only read when type is set
     "flops_profiler.enabled": {"flops_profiler": {"enabled": "maybe"}},
+    # iterated when written: null fails, a string passes (its characters are strings) and fails at initialize
+    "torch_autocast.lower_precision_safe_modules": {"torch_autocast": {"lower_precision_safe_modules": None}},
     "autotuning.results_dir": {"autotuning": {"results_dir": ""}},
     "autotuning.exps_dir": {"autotuning": {"exps_dir": None}},
 }

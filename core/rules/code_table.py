@@ -112,7 +112,7 @@ TABLE: tuple[Code, ...] = (
     _c("type.unchecked", "warning", "training", None, "A wrong value DeepSpeed does not check.",
        "The section is read with dict.get and the value is carried along unchecked; the mistake surfaces later, "
        "in training, if the value is used.",
-       {**B, "checkpoint": {"parallel_write": None}}),
+       {**B, "activation_checkpointing": {"number_checkpoints": "four"}}),
     _c("type.unreadable", "error", "parse", None, "DeepSpeed cannot read the config at all.",
        "A section's own validator failed outside pydantic's error handling (absurd numbers, deep nesting). No "
        "known config triggers it; it keeps such a failure a finding rather than a crash.",

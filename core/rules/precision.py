@@ -123,13 +123,16 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
                 f"torch_autocast.dtype {value!r} is not a dtype DeepSpeed knows; it fails reading the config.",
                 suggestion="Use \"bf16\" or \"fp16\".", fix=set_fix("torch_autocast.dtype", "bf16"), page="precision",
             )
+    # get_lower_precision_safe_modules iterates a written value (null included, enabled or not) and wants strings;
+    # a string or an object passes there (its characters / keys are strings) and fails only at initialize.
     modules = section.get("lower_precision_safe_modules")
-    if modules is not None and not (isinstance(modules, list | tuple | dict | str)
-                                    and all(isinstance(m, str) for m in modules)):
+    if "lower_precision_safe_modules" in section and not (isinstance(modules, list | tuple | dict | str)
+                                                          and all(isinstance(m, str) for m in modules)):
         yield Finding(
             "error", "precision.autocast-modules", "torch_autocast.lower_precision_safe_modules",
             f"lower_precision_safe_modules must be a list of module class names (strings), not {modules!r}.",
-            suggestion="Write e.g. [\"torch.nn.Linear\"].", page="precision",
+            suggestion="Write e.g. [\"torch.nn.Linear\"], or remove the key to use the default modules.",
+            page="precision",
         )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import versions
+from core.effective import legacy_zero_keys
 from core.findings import Finding, Fix, FixOp, join_index, join_path
 from core.rules.context import Context
 from core.schema.base import version_tuple
@@ -148,6 +149,8 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
             continue
         if not prefix and key == "bfloat16" and data.get("bf16") is not None:
             continue  # DeepSpeed ignores `bfloat16` when `bf16` is set (reported by a rule)
+        if not prefix and key in legacy_zero_keys(data):
+            continue  # the boolean zero_optimization reads it; the type check judges its value
         if not _exists(ctx, prefix, field, key):
             yield from _wrong_version(ctx, field, path, strict and value != "auto", prefix, key)
             continue

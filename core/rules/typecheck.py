@@ -9,10 +9,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from core import versions
+from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
 from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
+from core.schema.zero import ZeroConfig
 
 
 def _prepared(ctx: Context) -> dict[str, Any]:
@@ -87,6 +89,27 @@ def check_types(ctx: Context) -> Iterator[Finding]:
         )
     yield from _null_sections(ctx, reported)
     yield from _null_fields(ctx, reported)
+    yield from _legacy_allgather_size(ctx)
+
+
+def _legacy_allgather_size(ctx: Context) -> Iterator[Finding]:
+    """With ``"zero_optimization": true`` DeepSpeed passes the top-level ``allgather_size`` to its ZeRO model
+    as ``allgather_bucket_size``, which checks it like the field itself."""
+    section = legacy_zero(ctx.config)
+    if section is None or "allgather_bucket_size" not in section:
+        return
+    field = section_fields(ZeroConfig)["allgather_bucket_size"]
+    try:
+        ZeroConfig.model_validate(section)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            value = section["allgather_bucket_size"]
+            yield Finding(
+                "error", f"type.{error['type']}", LEGACY_ALLGATHER_KEY,
+                f"`{LEGACY_ALLGATHER_KEY}` is {_short(value)}: with `\"zero_optimization\": true` DeepSpeed reads "
+                f"it as `zero_optimization.allgather_bucket_size`, and {error['msg'][0].lower()}{error['msg'][1:]}.",
+                _hint(field), None, "zero",
+            )
 
 
 #: Top-level sections whose null the precision rules report (precision.null).

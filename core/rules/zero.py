@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from core import versions
+from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, Fix, FixOp
 from core.rules.context import Context, lax_bool, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -20,14 +22,18 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
     if "zero_optimization" not in ctx.config:
         return
     value = ctx.config["zero_optimization"]
-    if isinstance(value, bool):
-        stage = 1 if value else 0
+    legacy = legacy_zero(ctx.config)
+    if legacy is not None:
+        stage = legacy["stage"]
+        ops = [FixOp("set", "zero_optimization", legacy)]
+        if "allgather_bucket_size" in legacy:  # the top-level key moves into the section that now reads it
+            ops.append(FixOp("delete", LEGACY_ALLGATHER_KEY))
         yield Finding(
             "warning", "deprecated.zero-bool", "zero_optimization",
             f"`\"zero_optimization\": {str(value).lower()}` is the deprecated form; DeepSpeed reads it as stage "
-            f"{stage}.",
-            suggestion=f"Write {{\"stage\": {stage}}}.",
-            fix=set_fix("zero_optimization", {"stage": stage}), page="zero",
+            f"{stage}" + (f" with `allgather_bucket_size` from `{LEGACY_ALLGATHER_KEY}`." if len(ops) > 1 else "."),
+            suggestion=f"Write {json.dumps(legacy, default=repr)}.",
+            fix=Fix(f"Set `zero_optimization` to {legacy!r}", tuple(ops)), page="zero",
         )
     elif value is None:
         yield Finding(

@@ -147,8 +147,9 @@ class CheckpointConfig(LenientSection):
         description="Save and load by local rank, so checkpoints work without a shared filesystem (each "
         "node keeps its own part).",
     )
+    # Both sub-sections are read with `.get` while the config is parsed: anything but an object fails there.
     parallel_write: ParallelWriteConfig = ds_field(
-        default_factory=ParallelWriteConfig, description="Parallel checkpoint writing."
+        default_factory=ParallelWriteConfig, raises="config", description="Parallel checkpoint writing."
     )
     # Both read since 0.17.1 (runtime/model_checkpointing/, absent from the 0.17.0 sdist); the profiles do not
     # record the keys of dict.get sections below the top level, so the release is written here.
@@ -158,8 +159,8 @@ class CheckpointConfig(LenientSection):
         added="0.17.1",
     )
     writer: CheckpointWriterConfig | None = ds_field(
-        None, description="Use DeepSpeed's checkpoint writer (e.g. the fast asynchronous one). Unset: torch.save.",
-        added="0.17.1",
+        None, raises="config", added="0.17.1",
+        description="Use DeepSpeed's checkpoint writer (e.g. the fast asynchronous one). Unset: torch.save.",
     )
 
     # --------------------------------------------------------------------------------------------------

@@ -235,8 +235,8 @@ class TorchAutocastConfig(LenientSection):
         None,
         description="Fully qualified module classes whose gradients/parameters are communicated in the "
         "lower precision (e.g. `torch.nn.Linear`). Unset: Linear and Conv1d/2d/3d.",
-        doc_note='Each element must be a string, else DeepSpeed raises "Invalid module names for torch autocast".',
-        raises="config",
+        doc_note='Each element must be a string, else DeepSpeed raises "Invalid module names for torch autocast"; '
+        "a written null fails too (rule precision.autocast-modules).",
     )
 
 

@@ -57,6 +57,13 @@ def edge_configs() -> list[Mutation]:
             "zero field name and alias both",
             {**_BASE, "zero_optimization": {"stage": 3, "stage3_max_live_parameters": 1e9, "max_live_parameters": 1e9}},
         ),
+        # read_zero_config_deprecated: with `"zero_optimization": true` the top-level allgather_size is
+        # DeepSpeedZeroConfig's allgather_bucket_size (checked there); with false it is not read.
+        ("bool zero true with allgather_size -1", {**_BASE, "zero_optimization": True, "allgather_size": -1}),
+        ("bool zero true with allgather_size 'x'", {**_BASE, "zero_optimization": True, "allgather_size": "x"}),
+        ("bool zero true with allgather_size null", {**_BASE, "zero_optimization": True, "allgather_size": None}),
+        ("bool zero true with allgather_size 1e3", {**_BASE, "zero_optimization": True, "allgather_size": 1e3}),
+        ("bool zero false with allgather_size 'x'", {**_BASE, "zero_optimization": False, "allgather_size": "x"}),
         ("stage as bool true", {**_BASE, "zero_optimization": {"stage": True}}),
         ("stage as integral float", {**_BASE, "zero_optimization": {"stage": 2.0}}),
         ("stage null", {**_BASE, "zero_optimization": {"stage": None}}),
@@ -97,6 +104,19 @@ def edge_configs() -> list[Mutation]:
             "torch_autocast with bad module list",
             {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}},
         ),
+        # get_lower_precision_safe_modules iterates the value whenever the key is written, enabled or not.
+        (
+            "torch_autocast lower_precision_safe_modules null",
+            {**_BASE, "torch_autocast": {"enabled": False, "lower_precision_safe_modules": None}},
+        ),
+        (
+            "torch_autocast lower_precision_safe_modules a number",
+            {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": 3}},
+        ),
+        (
+            "torch_autocast lower_precision_safe_modules a string (iterated as characters; fails at initialize)",
+            {**_BASE, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": "Linear"}},
+        ),
         (
             "torch_autocast dtype torch.bfloat16",
             {**_BASE, "torch_autocast": {"enabled": True, "dtype": "torch.bfloat16"}},
@@ -125,6 +145,11 @@ def edge_configs() -> list[Mutation]:
             "checkpoint writer bad data_parallel",
             {**_BASE, "checkpoint": {"writer": {"type": "fast", "data_parallel": "rack"}}},
         ),
+        # get_checkpoint_parallel_write_pipeline / get_checkpoint_writer_config call .get on these sub-sections.
+        ("checkpoint parallel_write null", {**_BASE, "checkpoint": {"parallel_write": None}}),
+        ("checkpoint parallel_write true", {**_BASE, "checkpoint": {"parallel_write": True}}),
+        ("checkpoint writer a string", {**_BASE, "checkpoint": {"writer": "fast"}}),
+        ("checkpoint writer a list", {**_BASE, "checkpoint": {"writer": ["fast"]}}),
         ("keep_in_fp32_modules list of str", {**_BASE, "data_types": {"keep_in_fp32_modules": ["lm_head"]}}),
         ("keep_in_fp32_modules list with int", {**_BASE, "data_types": {"keep_in_fp32_modules": ["lm_head", 3]}}),
         (
