@@ -423,7 +423,7 @@ def test_real_process_migrate_write_to_stdin_is_refused_before_reading_or_printi
     proc = subprocess.run([sys.executable, "-m", "core", "migrate", "-", "--write"], cwd=ROOT, capture_output=True,
                           input=b'{"zero_optimization": {"stage": 2, "cpu_offload": true}}', timeout=120, check=False)
     assert proc.returncode == 2 and proc.stdout == b""
-    assert proc.stderr.decode().splitlines()[-1] == "dsconfig migrate: error: --write needs a file, not standard input"
+    assert proc.stderr.decode().splitlines()[-1] == "dsconfig migrate: error: --write needs files, not standard input"
     assert "migrated" not in proc.stderr.decode()
 
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shlex
 import subprocess
 import sys
+from pathlib import Path
+
+import yaml
 
 from core.cli import main
 
@@ -74,8 +79,12 @@ def test_migrate_prints_and_writes(tmp_path):
     code, text = run(["migrate", str(path)])
     assert code == 0 and json.loads(text)["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
     assert "cpu_offload" in path.read_text()
+    before = path.read_text()
+    assert run(["migrate", str(path), "--check"]) == (1, "") and path.read_text() == before
     assert run(["migrate", str(path), "--write"])[0] == 0
     assert json.loads(path.read_text())["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu"}}
+    assert run(["migrate", str(path), "--check"]) == (0, "")
+    assert run(["migrate", str(path), str(path)])[0] == 2  # printing takes one file
 
 
 def test_schema_command(tmp_path):
@@ -101,3 +110,32 @@ def test_estimate_and_presets_are_wired_into_dsconfig():
     code, text = run(["export", "--preset", "zero3-bf16", "--set", "zero_optimization.stage=2"])
     assert code == 0 and json.loads(text)["zero_optimization"]["stage"] == 2
     assert run(["export", "--preset", "../../etc/passwd"])[0] == 2
+
+
+def test_the_pre_commit_hooks_fail_exactly_on_what_they_describe(tmp_path):
+    """Each hook of .pre-commit-hooks.yaml run as pre-commit runs it: its entry, then the staged files its
+    ``files`` pattern matches. The validate hook fails on errors; the migrate check on deprecated keys only."""
+    root = Path(__file__).resolve().parent.parent
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    files = {
+        "ds_config_ok.json": {"train_batch_size": 8, "zero_optimization": {"stage": 2}},
+        "ds_config_deprecated.json": {"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": True}},
+        "ds_config_error.json": {"train_batch_size": 8, "zero_optimization": {"stge": 2}},
+        "README.json": {"not": "a config"},
+    }
+    for name, config in files.items():
+        (tmp_path / name).write_text(json.dumps(config))
+
+    def run(hook_id: str, *names: str) -> int:
+        hook = hooks[hook_id]
+        staged = [n for n in names if re.search(hook["files"], n)]
+        assert staged == [n for n in names if n.startswith("ds_config")]
+        entry = shlex.split(hook["entry"])
+        command = [sys.executable, "-m", "core", *entry[1:]] if entry[0] == "dsconfig" else entry
+        return subprocess.run([*command, *staged], cwd=tmp_path, capture_output=True, timeout=120).returncode
+
+    assert set(hooks) == {"dsconfig-validate", "dsconfig-migrate-check"}
+    assert run("dsconfig-validate", "ds_config_ok.json", "ds_config_deprecated.json", "README.json") == 0
+    assert run("dsconfig-validate", "ds_config_ok.json", "ds_config_error.json") == 1
+    assert run("dsconfig-migrate-check", "ds_config_ok.json", "ds_config_error.json", "README.json") == 0
+    assert run("dsconfig-migrate-check", "ds_config_ok.json", "ds_config_deprecated.json") == 1

@@ -130,20 +130,27 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from core.migrate import migrate
 
-    if args.write and args.file == "-":  # refused before standard input is read or anything is printed
-        raise UsageError("--write needs a file, not standard input")
-    config = read_config_file(args.file)
-    new, changes = migrate(config)
-    for change in changes:
-        sys.stderr.write(f"migrated: {change}\n")
-    if not changes:
-        sys.stderr.write(f"{args.file}: nothing to migrate\n")
-    if args.write:
-        if changes:
-            write_text(args.file, dump_config(new))
-            sys.stderr.write(f"wrote {args.file}\n")
-    else:
-        out.write(dump_config(new))
+    # refused before standard input is read or anything is printed
+    if (args.write or args.check) and "-" in args.files:
+        raise UsageError(f"{'--write' if args.write else '--check'} needs files, not standard input")
+    if not (args.write or args.check) and len(args.files) > 1:
+        raise UsageError("printing the result takes one FILE; give --write or --check for several")
+    stale = 0
+    for name in args.files:
+        new, changes = migrate(read_config_file(name))
+        for change in changes:
+            sys.stderr.write(f"{'would migrate' if args.check else 'migrated'}: {name}: {change}\n")
+        if not changes:
+            sys.stderr.write(f"{name}: nothing to migrate\n")
+        stale += bool(changes)
+        if args.write and changes:
+            write_text(name, dump_config(new))
+            sys.stderr.write(f"wrote {name}\n")
+        elif not (args.write or args.check):
+            out.write(dump_config(new))
+    if args.check and stale:
+        sys.stderr.write(f"{stale} file(s) with deprecated keys: `dsconfig migrate --write FILE` rewrites them\n")
+        return EXIT_ERRORS
     return EXIT_OK
 
 
@@ -227,9 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(handler=cmd_validate)
 
-    p = sub.add_parser("migrate", help="rewrite deprecated keys into their current form")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--write", action="store_true", help="rewrite FILE in place (default: print the result)")
+    p = sub.add_parser("migrate", help="rewrite deprecated keys into their current form; --check: exit 1 if "
+                       "any would change")
+    p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin (printing only)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite each FILE in place (default: print the result)")
+    mode.add_argument("--check", action="store_true",
+                      help="change nothing; exit 1 if a FILE has deprecated keys (for CI and pre-commit)")
     p.set_defaults(handler=cmd_migrate)
 
     p = sub.add_parser("fix", help="apply the validator's safe fixes until the config is stable; exit 1 if "
