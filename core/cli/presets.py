@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.autofill import TRAINING_VALUES, find_auto, resolve_auto
-from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, guarded, write_text
+from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
 from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
 from core.presets import Preset, env_search_path, facets, list_presets, load_preset
@@ -152,6 +152,37 @@ def cmd_presets_show(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+@_guard
+def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
+    """Check that every preset in the folders is vetted; exit 1 on any problem (for a team's CI)."""
+    from core.preset_vetting import vetting_problems
+    from core.source_map import key_positions, locate
+
+    folders = [Path(f) for f in args.folders] if args.folders else _folders(args)
+    for folder in folders:
+        if args.folders and not folder.is_dir():
+            raise UsageError(f"{folder}: no such folder of presets")
+    reference = Path(args.reference) if args.reference else None
+    if reference is not None and not reference.is_dir():
+        raise UsageError(f"--reference {reference}: no such folder")
+    presets, unreadable = list_presets(folders)
+    lines = [f"{problem}" for problem in unreadable]
+    failing = 0
+    for preset in presets:
+        problems = vetting_problems(preset, world_sizes=args.world_size or (1,), reference_dir=reference)
+        failing += bool(problems)
+        positions = key_positions(preset.path.read_text(encoding="utf-8-sig")) if problems else {}
+        for problem in problems:
+            position = locate(positions, problem.path)
+            at = f":{position[0]}:{position[1]}" if position else ""
+            lines.append(f"{preset.path}{at}: {problem.message}")
+    for line in lines:
+        out.write(line + "\n")
+    out.write(f"{len(presets)} preset(s) checked: {len(presets) - failing} vetted, {failing} with problems"
+              f"{f', {len(unreadable)} file(s) unreadable' if unreadable else ''}\n")
+    return EXIT_ERRORS if failing or unreadable else EXIT_OK
+
+
 def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, world_size: int | None
                  ) -> tuple[dict[str, Any], str, list[str]]:
     """The exported config, its target and notes for stderr (pure: no I/O)."""
@@ -207,16 +238,6 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
 # ---------------------------------------------------------------- registration
 
 
-def _world_size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs, got {text!r}") from None
-    if not 1 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add ``presets`` (list, show) and ``export`` to an ``argparse`` sub-parser set."""
     versions, default_version = _versions()
@@ -229,12 +250,21 @@ def register(subparsers: Any) -> None:
     q.add_argument("name", metavar="NAME")
     q.add_argument("--format", choices=("text", "json"), default="text")
     q.set_defaults(handler=cmd_presets_show)
+    q = sub.add_parser("check", help="check that every preset is vetted (exit 1 if not): metadata, releases, "
+                       "justifications, and no validation error on each release it names")
+    q.add_argument("folders", nargs="*", metavar="FOLDER",
+                   help="folders of presets (default: the built-in folder and DSCONFIG_PRESETS_PATH)")
+    q.add_argument("--world-size", type=gpu_count, action="append", metavar="N",
+                   help="GPU count to validate for; repeat for several (default 1)")
+    q.add_argument("--reference", metavar="DIR",
+                   help="DeepSpeed's documentation: also check each justification's doc file and section heading")
+    q.set_defaults(handler=cmd_presets_check)
 
     p = subparsers.add_parser("export", help="write a preset as ds_config.json, optionally changed and resolved")
     p.add_argument("--preset", required=True, metavar="NAME", help="preset name (see: dsconfig presets list)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="change a key, e.g. --set zero_optimization.stage=3 (VALUE parsed as JSON when possible)")
-    p.add_argument("--world-size", type=_world_size, default=None, metavar="N",
+    p.add_argument("--world-size", type=gpu_count, default=None, metavar="N",
                    help="GPU count to validate for (and world_size for --resolve-auto)")
     p.add_argument("--resolve-auto", action="append", nargs="*", metavar="KEY=VALUE",
                    help="fill \"auto\" as the HF Trainer would, from training values such as "

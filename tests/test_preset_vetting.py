@@ -1,0 +1,109 @@
+"""What "vetted" means for a preset (core.preset_vetting) and ``dsconfig presets check`` over a team's folder."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+from core.preset_vetting import vetting_problems
+from core.presets import BUILTIN_DIR, list_presets, parse_preset
+from core.schema.base import KNOWN_VERSIONS
+from tests.conftest import REFERENCE_DIR
+
+BUILTINS, _ = list_presets([BUILTIN_DIR])
+GOOD = json.loads((BUILTIN_DIR / "zero2-bf16.json").read_text())
+
+
+def _preset(document: dict, name: str = "team") -> object:
+    return parse_preset(json.dumps(document), name=name)
+
+
+@pytest.mark.parametrize("preset", BUILTINS, ids=lambda p: p.name)
+def test_every_builtin_preset_is_vetted(preset):
+    assert vetting_problems(preset, world_sizes=(1, 8, 16), reference_dir=REFERENCE_DIR) == []
+
+
+def _broken() -> dict:
+    bad = copy.deepcopy(GOOD)
+    bad["meta"]["verified_with"] = [KNOWN_VERSIONS[-1], "0.99.0"]
+    del bad["meta"]["hardware"]
+    bad["meta"]["justifications"][0]["key"] = "no_such_key"
+    bad["meta"]["justifications"][1]["section"] = "A heading nobody wrote"
+    bad["meta"]["justifications"][2]["doc"] = "../etc/passwd"
+    bad["config"]["zero_optimization"]["stge"] = 2
+    bad["config"]["wall_clock_breakdown"] = False
+    return bad
+
+
+def test_each_kind_of_problem_is_named_at_its_path():
+    problems = vetting_problems(_preset(_broken()), world_sizes=(1, 8), reference_dir=REFERENCE_DIR)
+    by_path = {problem.path: problem.message for problem in problems}
+    assert "meta.hardware" in by_path
+    assert "'0.99.0' is not a DeepSpeed release" in by_path["meta.verified_with[1]"]
+    assert "'no_such_key' is not in the config" in by_path["meta.justifications[0].key"]
+    assert "does not appear in" in by_path["meta.justifications[1].section"]
+    assert "is not a file of" in by_path["meta.justifications[2].doc"]
+    assert "no justification" in by_path["config.wall_clock_breakdown"]
+    assert "no justification" in by_path["config.train_micro_batch_size_per_gpu"]  # its one was renamed away
+    # one problem for the typo, with every release and GPU count it fails on (0.99.0 is not validated)
+    typo = by_path["config.zero_optimization.stge"]
+    assert typo.startswith("keys.unknown: ") and f"DeepSpeed {KNOWN_VERSIONS[-1]} on 1 GPU, " \
+        f"{KNOWN_VERSIONS[-1]} on 8 GPUs)" in typo
+    assert len(problems) == 8
+
+
+def test_without_the_reference_the_citations_are_not_checked_and_the_rest_is():
+    paths = {problem.path for problem in vetting_problems(_preset(_broken()))}
+    assert not {"meta.justifications[1].section", "meta.justifications[2].doc"} & paths
+    assert {"meta.justifications[0].key", "config.zero_optimization.stge"} <= paths
+
+
+def test_a_preset_that_fails_only_on_some_gpu_counts_says_which():
+    document = copy.deepcopy(GOOD)  # micro batch 4 x accumulation 4: 128 sequences need 8 GPUs
+    document["config"]["train_batch_size"] = 128
+    document["meta"]["justifications"].append({**document["meta"]["justifications"][0], "key": "train_batch_size"})
+    problems = vetting_problems(_preset(document), world_sizes=(1, 8, 3))
+    assert problems and {p.path for p in problems} == {"config.train_batch_size"}
+    runs = " ".join(p.message for p in problems)
+    assert "on 1 GPU" in runs and "on 3 GPUs" in runs and "on 8 GPUs" not in runs
+
+
+def _check(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(["presets", "check", *argv], out=out), out.getvalue()
+
+
+def test_cli_builtins_pass_and_a_team_folder_fails_with_file_line_column(tmp_path):
+    code, out = _check(str(BUILTIN_DIR), "--reference", str(REFERENCE_DIR), "--world-size", "8")
+    assert code == 0 and out.endswith(f"{len(BUILTINS)} preset(s) checked: {len(BUILTINS)} vetted, 0 with problems\n")
+    (tmp_path / "team-good.json").write_text(json.dumps(GOOD, indent=2))
+    (tmp_path / "team-bad.json").write_text(json.dumps(_broken(), indent=2))
+    (tmp_path / "broken.json").write_text("{")
+    code, out = _check(str(tmp_path), "--reference", str(REFERENCE_DIR))
+    assert code == 1
+    text = (tmp_path / "team-bad.json").read_text().split("\n")
+    stge = next(i for i, line in enumerate(text, 1) if '"stge"' in line)
+    assert f"{tmp_path / 'team-bad.json'}:{stge}:7: keys.unknown: Unknown key `stge`" in out
+    assert f"{tmp_path / 'broken.json'}: not valid JSON" in out
+    assert "team-good" not in out
+    assert out.endswith("2 preset(s) checked: 1 vetted, 1 with problems, 1 file(s) unreadable\n")
+
+
+def test_cli_bad_folders_are_usage_errors(tmp_path, capsys):
+    assert _check(str(tmp_path / "missing"))[0] == 2
+    assert "no such folder of presets" in capsys.readouterr().err
+    assert _check(str(tmp_path), "--reference", str(tmp_path / "nope"))[0] == 2
+    assert _check(str(tmp_path))[1] == "0 preset(s) checked: 0 vetted, 0 with problems\n"
+
+
+def test_the_default_folders_are_the_builtins_and_the_team_path(tmp_path, monkeypatch):
+    (tmp_path / "team-bad.json").write_text(json.dumps(_broken()))
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    code, out = _check()
+    assert code == 1 and f"{len(BUILTINS) + 1} preset(s) checked: {len(BUILTINS)} vetted, 1 with problems" in out
+    assert Path(out.split(":", 1)[0]) == tmp_path / "team-bad.json"
