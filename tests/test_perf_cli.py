@@ -75,6 +75,23 @@ def test_predict_reads_a_deepspeed_log(config_file):
     assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(0.20387)
 
 
+
+@pytest.mark.parametrize("batch_keys", [{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4},
+                                        {"train_batch_size": 128, "gradient_accumulation_steps": 4},
+                                        {"train_batch_size": 128.0, "train_micro_batch_size_per_gpu": 2}])
+def test_predict_reads_the_throughput_timer_with_the_batch_deepspeed_derives(batch_keys, tmp_path):
+    """The throughput timer divides DeepSpeed's train_batch_size (ThroughputTimer(batch_size=train_batch_size()))
+    by the step time; without a written integer train_batch_size the log measured nothing."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({**batch_keys, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}))
+    log = tmp_path / "train.log"
+    log.write_text("[INFO] [timer.py:264:stop] epoch=0/micro_step=40/global_step=10, RunningAvgSamplesPerSec=60.0, "
+                   "CurrSamplesPerSec=64.0, MemAllocated=11.2GB, MaxMemAllocated=20.5GB\n")
+    code, text = run(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--log", str(log),
+                      "--format", "json"])
+    assert code == 0, text
+    assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(128 / 64.0)
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import models
-from core.batch import micro_batch_of
+from core.batch import micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
@@ -166,11 +166,11 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             text = args.log.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise UsageError(f"--log {args.log}: cannot read it ({exc.strerror or exc})") from None
-        batch = config.get("train_batch_size") if isinstance(config.get("train_batch_size"), int) else None
-        measured = step_seconds_from_log(parse_log(text), batch)
+        # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
+        measured = step_seconds_from_log(parse_log(text), train_batch_of(config, cluster.total_gpus))
         if measured is None:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
-                              "throughput timer with train_batch_size in the config)")
+                              "throughput timer with a batch that resolves on this cluster)")
     before = predict(config, spec, cluster, shape)
     if measured is not None:
         cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
