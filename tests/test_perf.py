@@ -160,6 +160,10 @@ def test_notes_name_what_is_not_modelled():
                                                 "zenflow": {"topk_ratio": 0.1}}}, "ZenFlow")):
         noted = predict({**cfg(), **extra}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes
         assert any(word in n for n in noted), (extra, noted)
+    for zeropp in ({"zero_hpz_partition_size": 8}, {"zero_quantized_weights": True}):
+        below = predict({**cfg(), "zero_optimization": {"stage": 2, **zeropp}}, LLAMA7,
+                        Cluster("NVIDIA H100 80GB", 8, 2), Shape(1, 1024))
+        assert any(f"ZeRO++ ({next(iter(zeropp))})" in n and "stage 3" in n for n in below.notes), below.notes
     off = {**cfg(), "expert_parallel": {"enabled": False}, "hybrid_engine": {"enabled": "false"}}
     assert not any("AutoEP" in n or "hybrid" in n for n in predict(off, LLAMA7, Cluster("NVIDIA H100 80GB"),
                                                                       Shape(1, 1024)).notes)

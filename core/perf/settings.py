@@ -89,8 +89,11 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         comm_bytes = 2
     qw = _flag(zero, "zero_quantized_weights") and mem.stage == 3
     qg = _flag(zero, "zero_quantized_gradients") and mem.stage == 3
-    if (_flag(zero, "zero_quantized_weights") or _flag(zero, "zero_quantized_gradients")) and mem.stage != 3:
-        notes.append("ZeRO++ quantized weights/gradients only act with ZeRO stage 3: ignored.")
+    zeropp = [key for key in ("zero_quantized_weights", "zero_quantized_gradients") if _flag(zero, key)]
+    if mem.hpz_partition_size > 1:
+        zeropp.append("zero_hpz_partition_size")
+    if zeropp and mem.stage != 3:  # stage3.py / partition_parameters.py are the only readers
+        notes.append(f"ZeRO++ ({', '.join(zeropp)}) only acts with ZeRO stage 3: ignored.")
     dp = max(1, total_gpus // (tp * sp))
     batch = resolve_batch(dict(cfg), dp)
     grad_accum = micro = None
