@@ -164,6 +164,10 @@ def test_notes_name_what_is_not_modelled():
         below = predict({**cfg(), "zero_optimization": {"stage": 2, **zeropp}}, LLAMA7,
                         Cluster("NVIDIA H100 80GB", 8, 2), Shape(1, 1024))
         assert any(f"ZeRO++ ({next(iter(zeropp))})" in n and "stage 3" in n for n in below.notes), below.notes
+    gpt2 = get_spec("openai-community/gpt2")  # 1,024 learned positions
+    assert any("cannot run it" in n for n in predict(cfg(), gpt2, Cluster("NVIDIA H100 80GB"), Shape(1, 4096)).notes)
+    assert not any("positions" in n for n in predict(cfg(), gpt2, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes)
+    assert any("RoPE scaling" in n for n in predict(cfg(), LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 8192)).notes)
     off = {**cfg(), "expert_parallel": {"enabled": False}, "hybrid_engine": {"enabled": "false"}}
     assert not any("AutoEP" in n or "hybrid" in n for n in predict(off, LLAMA7, Cluster("NVIDIA H100 80GB"),
                                                                       Shape(1, 1024)).notes)

@@ -381,8 +381,16 @@ def predict(
     if not isinstance(model, ModelSpec):
         notes.append("Model given by counts only: 6 FLOPs per parameter per token, no attention, no per-layer "
                      "overheads.")
-    elif model.encoder_decoder:
-        notes.append("Encoder-decoder model: encoder and decoder are costed at the same sequence length.")
+    else:
+        if model.encoder_decoder:
+            notes.append("Encoder-decoder model: encoder and decoder are costed at the same sequence length.")
+        beyond = f"Sequence length {shape.seq_len} is beyond the model's {model.max_position_embeddings} "
+        if shape.seq_len > model.max_position_embeddings and model.position == "learned":
+            notes.append(beyond + "learned positions: the model cannot run it (its position table has no row for "
+                         "them); costed as if it could.")
+        elif shape.seq_len > model.max_position_embeddings and model.position == "rope":
+            notes.append(beyond + "positions (max_position_embeddings): it runs, but needs RoPE scaling to train "
+                         "well; costed as is.")
     if m.offload_optimizer != "none" or m.offload_param != "none":
         pinned = m.offload_optimizer_pin_memory and m.offload_param_pin_memory
         if not pinned:
