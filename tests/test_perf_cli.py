@@ -92,6 +92,22 @@ def test_predict_reads_the_throughput_timer_with_the_batch_deepspeed_derives(bat
     assert code == 0, text
     assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(128 / 64.0)
 
+
+def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
+    """70B on A100 40GB with 32 GiB of host RAM per node fits on 8 nodes only: the sizes that do not fit have
+    empty columns, which were written as NaN (not JSON: jq and JSON.parse refuse it)."""
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA A100 40GB", "--global-batch",
+                      "64", "--cpu-ram", "32", "--sweep", "--format", "json", "--top", "1"])
+    assert code == 0
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    data = json.loads(text, parse_constant=refuse)
+    fits = [row["fits"] for row in data["gpu_sweep"]]
+    assert True in fits and False in fits
+    assert all(row["step_seconds"] is None for row in data["gpu_sweep"] if not row["fits"])
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+import pandas as pd
+
 from core import models
 from core.batch import micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
@@ -92,6 +94,12 @@ def _cluster(args: argparse.Namespace) -> Cluster:
                    nvme_gbyte_s=args.nvme_bandwidth, cpu_adam_params_per_s=args.cpu_adam, cpu_ram_gib=args.cpu_ram)
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows for JSON: pandas stores a missing number (a sweep size where nothing fits) as NaN, which
+    is not JSON; it is null here."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+
+
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     spec, cluster = _model(args), _cluster(args)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
@@ -101,14 +109,14 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                       price_per_gpu_hour=args.price, precision=args.precision,
                       attention=args.attention) if args.sweep else None
     if args.format == "json":
-        rows = table.drop(columns=["breakdown"]).head(args.top).to_dict(orient="records")
+        rows = _records(table.drop(columns=["breakdown"]).head(args.top))
         data: dict[str, Any] = {"model": spec.name, "cluster": cluster.resolved(), "assumptions": table.attrs,
                                 "candidates": len(table), "fitting": int(table["fits"].sum()), "rows": rows}
         if sweep is not None:
-            data["gpu_sweep"] = sweep.to_dict(orient="records")
+            data["gpu_sweep"] = _records(sweep)
             data["min_gpus"] = sweep.attrs.get("min_gpus")
             data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
-        out.write(json.dumps(data, indent=2, default=str) + "\n")
+        out.write(json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node), seq {args.seq_len}, global batch "
