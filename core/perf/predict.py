@@ -290,7 +290,7 @@ def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape
     if not isinstance(model, ModelSpec):
         return
     layers = model.num_layers + model.num_decoder_layers
-    e = st.memory.bytes_per_param
+    e = st.compute_bytes
     act = shape.micro_batch * shape.seq_len / st.sp * model.hidden_size * e
     rerun = shape.recompute == "full"
     if st.tp > 1:
@@ -337,7 +337,7 @@ def predict(
     if st.config_micro_batch is not None and st.config_micro_batch != shape.micro_batch:
         notes.append(f"The config's micro batch ({st.config_micro_batch}) differs from the shape's "
                      f"({shape.micro_batch}): the shape's is used.")
-    peak = peak_flops(cluster, m.precision, notes)
+    peak = peak_flops(cluster, st.compute_precision, notes)
     comp = micro_step(model, st, cluster, shape, peak)
     parts = _Parts()
     fwd = comp["fwd"]

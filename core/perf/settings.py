@@ -55,6 +55,8 @@ class PerfSettings:
     tp: int = 1  # tensor_parallel.autotp_size
     sp: int = 1  # sequence_parallel_size (Ulysses)
     comm_bytes: int = 2  # bytes per element on the wire (communication_data_type)
+    compute_precision: str = "bf16"  # the dtype matmuls run in (torch_autocast: its dtype)
+    compute_bytes: int = 2  # bytes per activation element
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
@@ -81,8 +83,18 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
                      "tensor/sequence parallelism ignored.")
         tp = sp = 1
+    meaning = effective(cfg)
+    compute, compute_bytes = mem.precision, mem.bytes_per_param
+    if meaning.precision == "torch_autocast":
+        # parameters, gradients and optimizer states stay fp32 (the memory model's reading); the forward runs
+        # under torch.autocast, and init_autocast_params sets the Linear/Conv parameters' comm_dtype to its dtype
+        compute = meaning.torch_autocast_dtype or "fp16"
+        compute_bytes = 4 if compute == "fp32" else 2
+        notes.append(f"torch_autocast: matmuls and activations costed in {compute} (its dtype; unset is "
+                     "PyTorch's CUDA default, fp16), parameters and optimizer states in fp32, gradients reduced in "
+                     f"{compute}.")
     dtype = cfg.get("communication_data_type")
-    comm_bytes = mem.bytes_per_param
+    comm_bytes = compute_bytes
     if isinstance(dtype, str) and dtype.lower() in ("fp32", "float32"):
         comm_bytes = 4
     elif isinstance(dtype, str) and dtype.lower() in ("fp16", "bf16", "float16", "bfloat16"):
@@ -117,7 +129,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     # engine._configure_fp16_optimizer wraps only a FusedAdam in the fused fp16 optimizer; which class the
     # engine builds (torch_adam read as a Python truth value, a client optimizer without a section) is
     # core.effective's reading
-    fused = effective(cfg).optimizer_class == _FUSED_ADAM
+    fused = meaning.optimizer_class == _FUSED_ADAM
     unfused = mem.stage == 0 and mem.precision in UNFUSED_PRECISIONS and not fused
     if unfused:
         notes.append(f"{mem.precision} at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or "
@@ -131,6 +143,8 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         tp=tp,
         sp=sp,
         comm_bytes=comm_bytes,
+        compute_precision=compute,
+        compute_bytes=compute_bytes,
         grad_accum=grad_accum,
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
