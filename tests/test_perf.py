@@ -149,12 +149,14 @@ def test_small_hidden_sizes_run_below_peak():
 
 
 def test_notes_name_what_is_not_modelled():
-    odd = {**cfg(), "pipeline": {"stages": 2}, "compile": {"enabled": True}}
+    odd = {**cfg(), "pipeline": {"stages": 2}, "compile": {"offload_activation": True}}
     est = predict(odd, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024))
     text = " ".join(est.notes)
     assert "pipeline" in text and "torch.compile" in text
-    # DeepSpeed 0.19.8's own switches for MoE (AutoEP), RLHF generation and ZenFlow's asynchronous CPU step
-    for extra, word in (({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
+    # DeepSpeed 0.19.8's own switches for MoE (AutoEP), RLHF generation, ZenFlow's asynchronous CPU step and
+    # DeepCompile (its compile section has no "enabled": DeepSpeed refuses one; the note only fired for it)
+    for extra, word in (({"compile": {"deepcompile": True}}, "DeepCompile"),
+                        ({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
                         ({"hybrid_engine": {"enabled": "true"}}, "hybrid engine"),
                         ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                                                 "zenflow": {"topk_ratio": 0.1}}}, "ZenFlow")):

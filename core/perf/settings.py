@@ -23,7 +23,6 @@ _UNMODELLED = {
     "without the all-to-alls)",
     "hybrid_engine": "the hybrid engine's generation phase (RLHF; only the training step is costed)",
     "sparse_attention": "sparse attention (costed as dense attention)",
-    "compile": "torch.compile (can be faster than eager PyTorch, which is what the model assumes)",
     "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
     "amp": "apex AMP (costed as fp16)",
 }
@@ -116,6 +115,12 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         section = cfg.get(key)
         if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
             notes.append(f"Not modelled: {what}.")
+    compile_sec = cfg.get("compile")
+    if isinstance(compile_sec, Mapping):  # CompileConfig has no "enabled": engine.compile() turns it on
+        notes.append("Not modelled: DeepCompile (compile.deepcompile: the compiler schedules ZeRO's gathers and "
+                     "frees; eager DeepSpeed is costed)." if pydantic_bool(compile_sec, "deepcompile", False) else
+                     "Not modelled: torch.compile (the compile section acts once the script calls engine.compile(); "
+                     "it can be faster than eager PyTorch, which is what the model assumes).")
     if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
         notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
                      "asynchronously): costed as plain ZeRO-Offload.")
