@@ -328,8 +328,10 @@ def predict(
     gas = st.grad_accum
     if gas is None:
         gas = 1
-        notes.append("The config's batch keys do not resolve for this cluster: 1 micro-step per optimizer step "
-                     "assumed.")
+        why = st.batch_problem or "no whole number of accumulation steps"
+        notes.append(f"The config's batch keys do not resolve on this cluster ({why}): 1 micro-step per optimizer "
+                     "step assumed; write gradient_accumulation_steps and the micro batch to predict the step you "
+                     "run.")
     tokens = shape.micro_batch * shape.seq_len * gas * cluster.total_gpus
     if tokens > sys.float_info.max:
         raise ValueError(f"one optimizer step is a {len(str(tokens))}-digit number of tokens: too many to predict; "

@@ -57,6 +57,7 @@ class PerfSettings:
     compute_precision: str = "bf16"  # the dtype matmuls run in (torch_autocast: its dtype)
     compute_bytes: int = 2  # bytes per activation element
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
+    batch_problem: str = ""  # why they do not (core.batch's message)
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
     fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
@@ -151,6 +152,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         compute_precision=compute,
         compute_bytes=compute_bytes,
         grad_accum=grad_accum,
+        batch_problem="" if grad_accum is not None else batch.message,
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         fused_optimizer=fused,
