@@ -275,3 +275,17 @@ def test_torch_autocast_runs_the_matmuls_in_its_dtype(autocast, compute):
     assert mixed.step_seconds == pytest.approx(bf16.step_seconds, rel=0.1)
     assert any(n.startswith(f"torch_autocast: matmuls and activations costed in {compute}") for n in mixed.notes)
     assert not any("fp32 training" in n for n in mixed.notes)
+
+
+def test_an_hpz_group_wider_than_a_node_gathers_over_the_network():
+    """zero_hpz_partition_size beyond the GPUs of a node puts the secondary copy on several nodes: its gathers
+    cross the network (it was costed at NVLink speed: hpZ over all 32 GPUs of 4 nodes, which is the primary
+    partition again, predicted Llama-2-70B 2.3x faster than plain ZeRO-3: 78.6 s against 177.3 s)."""
+    cl, shape = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=100), Shape(1, 2048, "flash", "full")
+    llama70 = get_spec("meta-llama/Llama-2-70b-hf")
+    step = {hpz: predict(cfg(3, 1, 4, 32, optimizer="AdamW", zero_hpz_partition_size=hpz), llama70, cl, shape)
+            for hpz in (1, 8, 16, 32)}
+    assert step[32].step_seconds == pytest.approx(step[1].step_seconds, rel=0.01)
+    assert step[8].step_seconds < 0.5 * step[16].step_seconds < step[16].step_seconds <= step[32].step_seconds
+    assert "ZeRO-3 parameter all-gather (backward, hpZ in-node) (exposed)" in step[8].breakdown
+    assert "ZeRO-3 parameter all-gather (backward, hpZ over 16 GPUs across nodes) (exposed)" in step[16].breakdown

@@ -226,7 +226,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         # one all-gather per parameterised module (DeepSpeed fetches module by module, prefetching ahead)
         fwd_gather = ring(fwd_bytes, 1) + fetches * alpha
         hpz = m.hpz_partition_size
-        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True) + \
+        # hpZ's secondary group: inside a node when zero_hpz_partition_size <= GPUs per node, else across nodes
+        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl) + \
             fetches * alpha_of(min(hpz, zero_ranks))
         if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
             fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
@@ -238,7 +239,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         parts.add(parts.micro_serial, "ZeRO++ quantization kernels (HBM)", quant / cl.hbm_bytes_s)
         again = backward_gathers(model, st, recompute)
         if hpz > 1:
-            parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)", again * in_node)
+            where = "in-node" if min(hpz, zero_ranks) <= gpn_zero else f"over {hpz} GPUs across nodes"
+            parts.add(target, f"ZeRO-3 parameter all-gather (backward, hpZ {where})", again * in_node)
         else:
             parts.add(target, "ZeRO-3 parameter all-gather (backward)", again * (ring(gathered, 1) + fetches * alpha))
         if st.quantized_gradients:
