@@ -116,6 +116,9 @@ def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
         (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch", "12"],
          "multiple of 8"),
         (["plan", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8"], "exactly one of --model"),
+        # a cost beyond float range: was "Infinity" in --format json (not JSON), "inf" in the table
+        (["plan", "--model", "openai-community/gpt2", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8",
+          "--tokens", "1e308", "--price", "1e300", "--format", "json"], "price_per_gpu_hour=1e+300"),
     ],
 )
 def test_bad_input_is_a_clear_message(argv, message, capsys):
