@@ -180,3 +180,15 @@ def test_plan_huge_global_batch_answers_quickly():
     assert code == 0
     rows = json.loads(text)["rows"]
     assert rows and max(r["micro_batch"] for r in rows) <= MAX_MICRO_BATCH_SEARCH
+
+
+def test_predict_refuses_a_step_beyond_float_range(tmp_path, capsys):
+    """--cpu-adam 1e-300 with an offloaded optimizer: the step was "Infinity" in --format json (not JSON) and a
+    300-digit number of seconds in the text."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True},
+                                  "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}))
+    code, text = run(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA A100 80GB",
+                      "--cpu-adam", "1e-300", "--format", "json"])
+    assert code == 2 and "Infinity" not in text
+    assert "CPU optimizer step takes longer than a number can hold" in capsys.readouterr().err

@@ -373,6 +373,10 @@ def predict(
     for name, sec in parts.step_serial.items():
         breakdown[name] = breakdown.get(name, 0.0) + sec
     step = sum(breakdown.values())
+    if not math.isfinite(step):
+        worst = max(breakdown, key=lambda k: breakdown[k])
+        raise ValueError(f"the {worst} takes longer than a number can hold: check the cluster's rates (network, "
+                         "PCIe, NVMe, CPU-Adam) and the sizes")
     dp = cluster.total_gpus // (st.tp * st.sp)
     tokens_per_step = shape.micro_batch * shape.seq_len * gas * dp
     lin_f, attn_f = comp["lin_f"], comp["attn_f"]
