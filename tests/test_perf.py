@@ -413,3 +413,19 @@ def test_an_unresolved_batch_note_names_the_keys_and_the_fix():
         note = next(n for n in est.notes if "batch keys" in n)
         assert named in note and "write gradient_accumulation_steps" in note
         assert est.gradient_accumulation_steps == 1
+
+
+def test_an_hf_config_with_auto_batch_keys_keeps_its_written_accumulation():
+    """{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 8}
+    (7 corpus configs): the HF Trainer fills the autos and must match the 8, so a step is 8 micro-steps; the
+    planner assumed 1."""
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 8,
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    est = predict(config, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(2, 1024))
+    assert est.gradient_accumulation_steps == 8 and est.tokens_per_step == 2 * 1024 * 8 * 8
+    assert any("written gradient_accumulation_steps (8)" in n for n in est.notes)
+    assert not any("do not resolve" in n for n in est.notes)
+    everything_auto = predict({**config, "gradient_accumulation_steps": "auto"}, LLAMA7, Cluster("NVIDIA H100 80GB"),
+                              Shape(2, 1024))
+    assert everything_auto.gradient_accumulation_steps == 1
+    assert any("do not resolve" in n for n in everything_auto.notes)

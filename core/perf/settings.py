@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import resolve_batch
+from core.batch import GA, MB, TB, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
@@ -112,6 +112,12 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     if batch.ok and isinstance(batch.grad_accum, int) and batch.grad_accum >= 1:
         grad_accum = int(batch.grad_accum)
         micro = int(batch.micro_batch) if isinstance(batch.micro_batch, int) else None
+    elif "auto" in (cfg.get(TB), cfg.get(MB)) and _int(cfg.get(GA), 0):
+        # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
+        # (trainer_config_process fill_match): that written count is the run's
+        grad_accum = _int(cfg.get(GA), 0)
+        notes.append(f'train_batch_size / the micro batch are "auto" (the HF Trainer fills them): the written '
+                     f"gradient_accumulation_steps ({grad_accum}) is used.")
     for key, what in _UNMODELLED.items():
         section = cfg.get(key)
         if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
