@@ -158,6 +158,8 @@ def test_notes_name_what_is_not_modelled():
     for extra, word in (({"compile": {"deepcompile": True}}, "DeepCompile"),
                         ({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
                         ({"hybrid_engine": {"enabled": "true"}}, "hybrid engine"),
+                        ({"bf16": {"enabled": True, "bf16_master_weights_and_grads": True,
+                                   "bf16_optimizer_states": "true"}}, "bf16_master_weights_and_grads, bf16_optimizer"),
                         ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                                                 "zenflow": {"topk_ratio": 0.1}}}, "ZenFlow")):
         noted = predict({**cfg(), **extra}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes

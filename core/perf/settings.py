@@ -128,6 +128,13 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
                      "frees; eager DeepSpeed is costed)." if pydantic_bool(compile_sec, "deepcompile", False) else
                      "Not modelled: torch.compile (the compile section acts once the script calls engine.compile(); "
                      "it can be faster than eager PyTorch, which is what the model assumes).")
+    low_master = [key for section, key in (("fp16", "fp16_master_weights_and_grads"),
+                                           (meaning.bf16_section, "bf16_master_weights_and_grads"),
+                                           (meaning.bf16_section, "bf16_optimizer_states"))
+                  if pydantic_bool(cfg.get(section) if isinstance(cfg.get(section), Mapping) else {}, key, False)]
+    if low_master:
+        notes.append(f"Not modelled: {', '.join(low_master)} (16-bit master weights, gradients or optimizer "
+                     "states): the optimizer step and gradient copies are costed in fp32.")
     if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
         notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
                      "asynchronously): costed as plain ZeRO-Offload.")
