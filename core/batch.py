@@ -129,6 +129,13 @@ def micro_batch_of(config: dict[str, Any], world_size: int) -> int | None:
     return _as_positive_int(resolved.micro_batch if resolved.ok else config.get(MB))
 
 
+def train_batch_of(config: dict[str, Any], world_size: int) -> int | None:
+    """The global batch (samples per optimizer step) DeepSpeed runs ``config`` with on ``world_size`` GPUs:
+    written, or derived from the micro batch and accumulation; None when neither gives a positive whole number."""
+    resolved = resolve_batch(config, effective_world_size(config, world_size))
+    return _as_positive_int(resolved.train_batch_size if resolved.ok else config.get(TB))
+
+
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:
     """Complete trios that satisfy DeepSpeed for ``world_size``, closest to what the user wrote first.
 

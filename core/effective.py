@@ -10,7 +10,8 @@ own code:
 - ``"zero_optimization": true`` is the legacy form, stage 1 (``read_zero_config_deprecated``);
 - ``bfloat16`` is read only when ``bf16`` is absent (``get_bfloat16_config``);
 - ``torch_autocast.enabled`` is read with ``get_scalar_param`` (a plain ``dict.get``) and then used as a
-  Python truth value, so any non-empty string counts as on;
+  Python truth value, so any non-empty string counts as on; its ``dtype`` goes to ``torch.autocast`` (unset:
+  PyTorch's default for the device, float16 on CUDA);
 - ``optimizer.params.torch_adam`` is popped and used as a Python truth value (``get_optimizer_configuration``);
   the optimizer class follows ``_configure_basic_optimizer``: for Adam/AdamW ``torch_adam`` wins, then the
   CPU optimizer when ``offload_optimizer.device`` is cpu or nvme (``zero_use_cpu_optimizer``, whatever the
@@ -33,6 +34,7 @@ from core.schema.optimizer import (
     OptimizerSpec,
     resolve_optimizer,
 )
+from core.schema.precision import canonical_dtype
 
 #: Offload devices DeepSpeed's ``OffloadDeviceEnum`` accepts (exact spelling).
 OFFLOAD_DEVICES: tuple[str, ...] = ("none", "cpu", "nvme")
@@ -130,6 +132,8 @@ class Effective:
     bf16: bool
     """``bf16.enabled`` (``bfloat16.enabled`` when ``bf16`` is absent)."""
     torch_autocast: bool
+    torch_autocast_dtype: str | None
+    """``torch_autocast.dtype`` as "fp16", "bf16", "fp32" (None: unset, or a spelling DeepSpeed refuses)."""
     fp16_auto: bool
     bf16_auto: bool
     """``enabled: "auto"``: off to DeepSpeed, filled by the HF Trainer."""
@@ -244,6 +248,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         fp16=pydantic_bool(fp16_section, "enabled", False),
         bf16=pydantic_bool(bf16_section, "enabled", False),
         torch_autocast=bool(autocast.get("enabled", False)),
+        torch_autocast_dtype=canonical_dtype(autocast.get("dtype")),
         fp16_auto=fp16_section.get("enabled") == "auto",
         bf16_auto=bf16_section.get("enabled") == "auto",
         bf16_section=bf16_name,

@@ -112,6 +112,8 @@ def planner() -> None:
         shown = ranked.shown
         tables.draw(ranked.table)
         st.caption("Assumed for this cluster: " + advice.assumptions_text(cluster))
+        for note in ranked.notes:  # as dsconfig plan prints them (e.g. bf16 emulated on a V100)
+            st.caption(f"ℹ️ {note}")
         best = shown.iloc[0]
         st.info(f"**Fastest fitting:** ZeRO-{best['stage']}"
                 f"{' + ZeRO++' if best['zeropp'] else ''}, micro batch {best['micro_batch']} x "

@@ -206,6 +206,7 @@ class Reading:
     fp16: bool
     bf16: bool
     torch_autocast: bool
+    torch_autocast_dtype: str | None
     offload_optimizer: str
     offload_param: str
     overlap_comm: bool
@@ -245,6 +246,8 @@ def _reading(parsed: Any, engine_cls: type) -> Reading:
         fp16=bool(parsed.float16_config.enabled),
         bf16=bool(parsed.bfloat16_config.enabled),
         torch_autocast=bool(parsed.torch_autocast_enabled),
+        torch_autocast_dtype={"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32",
+                              "torch.int8": "int8"}.get(str(parsed.torch_autocast_dtype)),
         offload_optimizer=_device(zero.offload_optimizer),
         offload_param=_device(zero.offload_param),
         overlap_comm=bool(zero.overlap_comm),
@@ -304,6 +307,7 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "effective.precision": (meaning.precision, ds_precision),
         "validator.model_dtype": (model_dtype(ctx), ds_dtype),
         "estimator.precision": (settings.precision, ds_dtype),
+        "effective.torch_autocast_dtype": (meaning.torch_autocast_dtype, ds.torch_autocast_dtype),
         "effective.offload_optimizer": (meaning.offload_optimizer, ds.offload_optimizer),
         "effective.offload_param": (meaning.offload_param, ds.offload_param),
         "effective.overlap_comm": (meaning.overlap_comm, ds.overlap_comm),
@@ -327,6 +331,9 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "planner.stage": (planner.stage, ds.stage),
         "planner.precision": (planner.memory.precision, ds_dtype),
         "planner.overlap_comm": (planner.memory.overlap_comm, ds.overlap_comm),
+        # FusedAdam: an Adam/AdamW section on the GPU without torch_adam (what the fp16/bf16 wrapper checks)
+        "planner.fused_optimizer": (planner.fused_optimizer,
+                                    ds.optimizer_name in ("adam", "adamw") and ds.optimizer_backend == "gpu"),
         # the fit advisor offers the next ZeRO stage up from the one DeepSpeed would run
         "fit.next_stage": (_fit_next_stage(fit, config), ds.stage + 1 if ds.stage < 3 else None),
     })

@@ -149,17 +149,29 @@ def test_small_hidden_sizes_run_below_peak():
 
 
 def test_notes_name_what_is_not_modelled():
-    odd = {**cfg(), "pipeline": {"stages": 2}, "compile": {"enabled": True}}
+    odd = {**cfg(), "pipeline": {"stages": 2}, "compile": {"offload_activation": True}}
     est = predict(odd, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024))
     text = " ".join(est.notes)
     assert "pipeline" in text and "torch.compile" in text
-    # DeepSpeed 0.19.8's own switches for MoE (AutoEP), RLHF generation and ZenFlow's asynchronous CPU step
-    for extra, word in (({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
+    # DeepSpeed 0.19.8's own switches for MoE (AutoEP), RLHF generation, ZenFlow's asynchronous CPU step and
+    # DeepCompile (its compile section has no "enabled": DeepSpeed refuses one; the note only fired for it)
+    for extra, word in (({"compile": {"deepcompile": True}}, "DeepCompile"),
+                        ({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
                         ({"hybrid_engine": {"enabled": "true"}}, "hybrid engine"),
+                        ({"bf16": {"enabled": True, "bf16_master_weights_and_grads": True,
+                                   "bf16_optimizer_states": "true"}}, "bf16_master_weights_and_grads, bf16_optimizer"),
                         ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                                                 "zenflow": {"topk_ratio": 0.1}}}, "ZenFlow")):
         noted = predict({**cfg(), **extra}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes
         assert any(word in n for n in noted), (extra, noted)
+    for zeropp in ({"zero_hpz_partition_size": 8}, {"zero_quantized_weights": True}):
+        below = predict({**cfg(), "zero_optimization": {"stage": 2, **zeropp}}, LLAMA7,
+                        Cluster("NVIDIA H100 80GB", 8, 2), Shape(1, 1024))
+        assert any(f"ZeRO++ ({next(iter(zeropp))})" in n and "stage 3" in n for n in below.notes), below.notes
+    gpt2 = get_spec("openai-community/gpt2")  # 1,024 learned positions
+    assert any("cannot run it" in n for n in predict(cfg(), gpt2, Cluster("NVIDIA H100 80GB"), Shape(1, 4096)).notes)
+    assert not any("positions" in n for n in predict(cfg(), gpt2, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes)
+    assert any("RoPE scaling" in n for n in predict(cfg(), LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 8192)).notes)
     off = {**cfg(), "expert_parallel": {"enabled": False}, "hybrid_engine": {"enabled": "false"}}
     assert not any("AutoEP" in n or "hybrid" in n for n in predict(off, LLAMA7, Cluster("NVIDIA H100 80GB"),
                                                                       Shape(1, 1024)).notes)
@@ -399,3 +411,32 @@ def test_flash_attention_runs_below_the_gemms_on_h100():
                        for mb, seq in ((4, 2048), (1, 8192)))
         growth[gpu] = long / short
     assert growth["NVIDIA H100 80GB"] > growth["NVIDIA A100 80GB"] > 1
+
+
+def test_an_unresolved_batch_note_names_the_keys_and_the_fix():
+    """An HF config's "auto" batch keys (or a train_batch_size that does not split) gave "do not resolve for this
+    cluster" without saying which key or what to write."""
+    for batch, named in (({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+                           "gradient_accumulation_steps": "auto"}, "train_batch_size='auto'"),
+                         ({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 2,
+                           "gradient_accumulation_steps": 2}, "train_batch_size 30")):
+        est = predict({**batch, "bf16": {"enabled": True}}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024))
+        note = next(n for n in est.notes if "batch keys" in n)
+        assert named in note and "write gradient_accumulation_steps" in note
+        assert est.gradient_accumulation_steps == 1
+
+
+def test_an_hf_config_with_auto_batch_keys_keeps_its_written_accumulation():
+    """{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 8}
+    (7 corpus configs): the HF Trainer fills the autos and must match the 8, so a step is 8 micro-steps; the
+    planner assumed 1."""
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 8,
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    est = predict(config, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(2, 1024))
+    assert est.gradient_accumulation_steps == 8 and est.tokens_per_step == 2 * 1024 * 8 * 8
+    assert any("written gradient_accumulation_steps (8)" in n for n in est.notes)
+    assert not any("do not resolve" in n for n in est.notes)
+    everything_auto = predict({**config, "gradient_accumulation_steps": "auto"}, LLAMA7, Cluster("NVIDIA H100 80GB"),
+                              Shape(2, 1024))
+    assert everything_auto.gradient_accumulation_steps == 1
+    assert any("do not resolve" in n for n in everything_auto.notes)

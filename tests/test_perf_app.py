@@ -102,3 +102,12 @@ def test_the_zero_page_predicts_a_used_row_on_the_plans_network():
 
     ctx = at.session_state["context"]
     assert network_for(ctx) == 100.0 and network_for({**ctx, "gpu": "NVIDIA A100 80GB"}) is None
+
+
+def test_the_page_says_what_the_prediction_assumed_as_the_cli_does():
+    """bf16 on a V100 is emulated at the fp32 rate: dsconfig plan says so (its notes), the page said nothing."""
+    at = app(page=PAGE)
+    at.selectbox(key="plan_gpu").set_value("NVIDIA V100 32GB").run()
+    at.selectbox(key="plan_precision_NVIDIA V100 32GB").set_value("bf16").run()
+    assert not at.exception, at.exception
+    assert any("no bf16 tensor cores" in c.value for c in at.caption)

@@ -75,6 +75,39 @@ def test_predict_reads_a_deepspeed_log(config_file):
     assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(0.20387)
 
 
+
+@pytest.mark.parametrize("batch_keys", [{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4},
+                                        {"train_batch_size": 128, "gradient_accumulation_steps": 4},
+                                        {"train_batch_size": 128.0, "train_micro_batch_size_per_gpu": 2}])
+def test_predict_reads_the_throughput_timer_with_the_batch_deepspeed_derives(batch_keys, tmp_path):
+    """The throughput timer divides DeepSpeed's train_batch_size (ThroughputTimer(batch_size=train_batch_size()))
+    by the step time; without a written integer train_batch_size the log measured nothing."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({**batch_keys, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}))
+    log = tmp_path / "train.log"
+    log.write_text("[INFO] [timer.py:264:stop] epoch=0/micro_step=40/global_step=10, RunningAvgSamplesPerSec=60.0, "
+                   "CurrSamplesPerSec=64.0, MemAllocated=11.2GB, MaxMemAllocated=20.5GB\n")
+    code, text = run(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--log", str(log),
+                      "--format", "json"])
+    assert code == 0, text
+    assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(128 / 64.0)
+
+
+def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
+    """70B on A100 40GB with 32 GiB of host RAM per node fits on 8 nodes only: the sizes that do not fit have
+    empty columns, which were written as NaN (not JSON: jq and JSON.parse refuse it)."""
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA A100 40GB", "--global-batch",
+                      "64", "--cpu-ram", "32", "--sweep", "--format", "json", "--top", "1"])
+    assert code == 0
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    data = json.loads(text, parse_constant=refuse)
+    fits = [row["fits"] for row in data["gpu_sweep"]]
+    assert True in fits and False in fits
+    assert all(row["step_seconds"] is None for row in data["gpu_sweep"] if not row["fits"])
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -83,6 +116,9 @@ def test_predict_reads_a_deepspeed_log(config_file):
         (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch", "12"],
          "multiple of 8"),
         (["plan", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8"], "exactly one of --model"),
+        # a cost beyond float range: was "Infinity" in --format json (not JSON), "inf" in the table
+        (["plan", "--model", "openai-community/gpt2", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8",
+          "--tokens", "1e308", "--price", "1e300", "--format", "json"], "price_per_gpu_hour=1e+300"),
     ],
 )
 def test_bad_input_is_a_clear_message(argv, message, capsys):
@@ -144,3 +180,15 @@ def test_plan_huge_global_batch_answers_quickly():
     assert code == 0
     rows = json.loads(text)["rows"]
     assert rows and max(r["micro_batch"] for r in rows) <= MAX_MICRO_BATCH_SEARCH
+
+
+def test_predict_refuses_a_step_beyond_float_range(tmp_path, capsys):
+    """--cpu-adam 1e-300 with an offloaded optimizer: the step was "Infinity" in --format json (not JSON) and a
+    300-digit number of seconds in the text."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True},
+                                  "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}))
+    code, text = run(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA A100 80GB",
+                      "--cpu-adam", "1e-300", "--format", "json"])
+    assert code == 2 and "Infinity" not in text
+    assert "CPU optimizer step takes longer than a number can hold" in capsys.readouterr().err

@@ -60,6 +60,8 @@ class Ranking:
     parts: bytes | None
     speed_memory: bytes
     limit: bytes
+    notes: tuple[str, ...] = ()
+    """What the best row's prediction assumed (``recommend``'s ``attrs["notes"]``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -97,7 +99,7 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
     }))
     limit = charts.arrow(pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]}))
     return Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
-                   view, parts, speed_memory, limit)
+                   view, parts, speed_memory, limit, tuple(table.attrs["notes"]))
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+import pandas as pd
+
 from core import models
-from core.batch import micro_batch_of
+from core.batch import micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
@@ -92,6 +94,12 @@ def _cluster(args: argparse.Namespace) -> Cluster:
                    nvme_gbyte_s=args.nvme_bandwidth, cpu_adam_params_per_s=args.cpu_adam, cpu_ram_gib=args.cpu_ram)
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows for JSON: pandas stores a missing number (a sweep size where nothing fits) as NaN, which
+    is not JSON; it is null here."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+
+
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     spec, cluster = _model(args), _cluster(args)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
@@ -101,14 +109,14 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                       price_per_gpu_hour=args.price, precision=args.precision,
                       attention=args.attention) if args.sweep else None
     if args.format == "json":
-        rows = table.drop(columns=["breakdown"]).head(args.top).to_dict(orient="records")
+        rows = _records(table.drop(columns=["breakdown"]).head(args.top))
         data: dict[str, Any] = {"model": spec.name, "cluster": cluster.resolved(), "assumptions": table.attrs,
                                 "candidates": len(table), "fitting": int(table["fits"].sum()), "rows": rows}
         if sweep is not None:
-            data["gpu_sweep"] = sweep.to_dict(orient="records")
+            data["gpu_sweep"] = _records(sweep)
             data["min_gpus"] = sweep.attrs.get("min_gpus")
             data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
-        out.write(json.dumps(data, indent=2, default=str) + "\n")
+        out.write(json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node), seq {args.seq_len}, global batch "
@@ -166,11 +174,11 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             text = args.log.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise UsageError(f"--log {args.log}: cannot read it ({exc.strerror or exc})") from None
-        batch = config.get("train_batch_size") if isinstance(config.get("train_batch_size"), int) else None
-        measured = step_seconds_from_log(parse_log(text), batch)
+        # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
+        measured = step_seconds_from_log(parse_log(text), train_batch_of(config, cluster.total_gpus))
         if measured is None:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
-                              "throughput timer with train_batch_size in the config)")
+                              "throughput timer with a batch that resolves on this cluster)")
     before = predict(config, spec, cluster, shape)
     if measured is not None:
         cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)

@@ -82,7 +82,7 @@ def param_tensors_per_layer(spec: ModelSpec) -> int:
 def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, shape: Shape, peak: float) -> dict:
     """Per-GPU seconds of one micro-step's forward, backward and recomputation, and FLOPs."""
     b, s = shape.micro_batch, shape.seq_len
-    e = st.memory.bytes_per_param
+    e = st.compute_bytes
     tp, sp = st.tp, st.sp
     tokens = b * s / sp  # tokens this GPU processes per micro-step
     eff = cl.compute_efficiency

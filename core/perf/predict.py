@@ -226,7 +226,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         # one all-gather per parameterised module (DeepSpeed fetches module by module, prefetching ahead)
         fwd_gather = ring(fwd_bytes, 1) + fetches * alpha
         hpz = m.hpz_partition_size
-        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, intra_only=True) + \
+        # hpZ's secondary group: inside a node when zero_hpz_partition_size <= GPUs per node, else across nodes
+        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl) + \
             fetches * alpha_of(min(hpz, zero_ranks))
         if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
             fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
@@ -238,7 +239,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         parts.add(parts.micro_serial, "ZeRO++ quantization kernels (HBM)", quant / cl.hbm_bytes_s)
         again = backward_gathers(model, st, recompute)
         if hpz > 1:
-            parts.add(target, "ZeRO-3 parameter all-gather (backward, hpZ in-node)", again * in_node)
+            where = "in-node" if min(hpz, zero_ranks) <= gpn_zero else f"over {hpz} GPUs across nodes"
+            parts.add(target, f"ZeRO-3 parameter all-gather (backward, hpZ {where})", again * in_node)
         else:
             parts.add(target, "ZeRO-3 parameter all-gather (backward)", again * (ring(gathered, 1) + fetches * alpha))
         if st.quantized_gradients:
@@ -290,7 +292,7 @@ def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape
     if not isinstance(model, ModelSpec):
         return
     layers = model.num_layers + model.num_decoder_layers
-    e = st.memory.bytes_per_param
+    e = st.compute_bytes
     act = shape.micro_batch * shape.seq_len / st.sp * model.hidden_size * e
     rerun = shape.recompute == "full"
     if st.tp > 1:
@@ -328,8 +330,10 @@ def predict(
     gas = st.grad_accum
     if gas is None:
         gas = 1
-        notes.append("The config's batch keys do not resolve for this cluster: 1 micro-step per optimizer step "
-                     "assumed.")
+        why = st.batch_problem or "no whole number of accumulation steps"
+        notes.append(f"The config's batch keys do not resolve on this cluster ({why}): 1 micro-step per optimizer "
+                     "step assumed; write gradient_accumulation_steps and the micro batch to predict the step you "
+                     "run.")
     tokens = shape.micro_batch * shape.seq_len * gas * cluster.total_gpus
     if tokens > sys.float_info.max:
         raise ValueError(f"one optimizer step is a {len(str(tokens))}-digit number of tokens: too many to predict; "
@@ -337,7 +341,7 @@ def predict(
     if st.config_micro_batch is not None and st.config_micro_batch != shape.micro_batch:
         notes.append(f"The config's micro batch ({st.config_micro_batch}) differs from the shape's "
                      f"({shape.micro_batch}): the shape's is used.")
-    peak = peak_flops(cluster, m.precision, notes)
+    peak = peak_flops(cluster, st.compute_precision, notes)
     comp = micro_step(model, st, cluster, shape, peak)
     parts = _Parts()
     fwd = comp["fwd"]
@@ -369,6 +373,10 @@ def predict(
     for name, sec in parts.step_serial.items():
         breakdown[name] = breakdown.get(name, 0.0) + sec
     step = sum(breakdown.values())
+    if not math.isfinite(step):
+        worst = max(breakdown, key=lambda k: breakdown[k])
+        raise ValueError(f"the {worst} takes longer than a number can hold: check the cluster's rates (network, "
+                         "PCIe, NVMe, CPU-Adam) and the sizes")
     dp = cluster.total_gpus // (st.tp * st.sp)
     tokens_per_step = shape.micro_batch * shape.seq_len * gas * dp
     lin_f, attn_f = comp["lin_f"], comp["attn_f"]
@@ -381,8 +389,16 @@ def predict(
     if not isinstance(model, ModelSpec):
         notes.append("Model given by counts only: 6 FLOPs per parameter per token, no attention, no per-layer "
                      "overheads.")
-    elif model.encoder_decoder:
-        notes.append("Encoder-decoder model: encoder and decoder are costed at the same sequence length.")
+    else:
+        if model.encoder_decoder:
+            notes.append("Encoder-decoder model: encoder and decoder are costed at the same sequence length.")
+        beyond = f"Sequence length {shape.seq_len} is beyond the model's {model.max_position_embeddings} "
+        if shape.seq_len > model.max_position_embeddings and model.position == "learned":
+            notes.append(beyond + "learned positions: the model cannot run it (its position table has no row for "
+                         "them); costed as if it could.")
+        elif shape.seq_len > model.max_position_embeddings and model.position == "rope":
+            notes.append(beyond + "positions (max_position_embeddings): it runs, but needs RoPE scaling to train "
+                         "well; costed as is.")
     if m.offload_optimizer != "none" or m.offload_param != "none":
         pinned = m.offload_optimizer_pin_memory and m.offload_param_pin_memory
         if not pinned:

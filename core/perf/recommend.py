@@ -170,6 +170,11 @@ def recommend(
             frame["hours"] = tokens / frame["tokens_per_second"] / 3600
             if price_per_gpu_hour is not None:
                 frame["cost"] = frame["hours"] * world * price_per_gpu_hour
+            for key, what in (("hours", f"tokens={tokens:g}"), ("cost", f"tokens={tokens:g} x price_per_gpu_hour="
+                                                                 f"{price_per_gpu_hour or 0:g} x {world} GPUs")):
+                if key in frame and not np.isfinite(frame[key]).all():
+                    raise ValueError(f"{what}: the training {key} is beyond floating-point range; give the tokens "
+                                     "to train (e.g. 2e9) and a price per GPU-hour (e.g. 2.5).")
         frame = frame.sort_values(["fits", "step_seconds"], ascending=[False, True],
                                   kind="stable").reset_index(drop=True)
         # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row

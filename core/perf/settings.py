@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import resolve_batch
+from core.batch import GA, MB, TB, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
@@ -23,7 +23,6 @@ _UNMODELLED = {
     "without the all-to-alls)",
     "hybrid_engine": "the hybrid engine's generation phase (RLHF; only the training step is costed)",
     "sparse_attention": "sparse attention (costed as dense attention)",
-    "compile": "torch.compile (can be faster than eager PyTorch, which is what the model assumes)",
     "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
     "amp": "apex AMP (costed as fp16)",
 }
@@ -55,7 +54,10 @@ class PerfSettings:
     tp: int = 1  # tensor_parallel.autotp_size
     sp: int = 1  # sequence_parallel_size (Ulysses)
     comm_bytes: int = 2  # bytes per element on the wire (communication_data_type)
+    compute_precision: str = "bf16"  # the dtype matmuls run in (torch_autocast: its dtype)
+    compute_bytes: int = 2  # bytes per activation element
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
+    batch_problem: str = ""  # why they do not (core.batch's message)
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
     fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
@@ -81,26 +83,58 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
                      "tensor/sequence parallelism ignored.")
         tp = sp = 1
+    meaning = effective(cfg)
+    compute, compute_bytes = mem.precision, mem.bytes_per_param
+    if meaning.precision == "torch_autocast":
+        # parameters, gradients and optimizer states stay fp32 (the memory model's reading); the forward runs
+        # under torch.autocast, and init_autocast_params sets the Linear/Conv parameters' comm_dtype to its dtype
+        compute = meaning.torch_autocast_dtype or "fp16"
+        compute_bytes = 4 if compute == "fp32" else 2
+        notes.append(f"torch_autocast: matmuls and activations costed in {compute} (its dtype; unset is "
+                     "PyTorch's CUDA default, fp16), parameters and optimizer states in fp32, gradients reduced in "
+                     f"{compute}.")
     dtype = cfg.get("communication_data_type")
-    comm_bytes = mem.bytes_per_param
+    comm_bytes = compute_bytes
     if isinstance(dtype, str) and dtype.lower() in ("fp32", "float32"):
         comm_bytes = 4
     elif isinstance(dtype, str) and dtype.lower() in ("fp16", "bf16", "float16", "bfloat16"):
         comm_bytes = 2
     qw = _flag(zero, "zero_quantized_weights") and mem.stage == 3
     qg = _flag(zero, "zero_quantized_gradients") and mem.stage == 3
-    if (_flag(zero, "zero_quantized_weights") or _flag(zero, "zero_quantized_gradients")) and mem.stage != 3:
-        notes.append("ZeRO++ quantized weights/gradients only act with ZeRO stage 3: ignored.")
+    zeropp = [key for key in ("zero_quantized_weights", "zero_quantized_gradients") if _flag(zero, key)]
+    if mem.hpz_partition_size > 1:
+        zeropp.append("zero_hpz_partition_size")
+    if zeropp and mem.stage != 3:  # stage3.py / partition_parameters.py are the only readers
+        notes.append(f"ZeRO++ ({', '.join(zeropp)}) only acts with ZeRO stage 3: ignored.")
     dp = max(1, total_gpus // (tp * sp))
     batch = resolve_batch(dict(cfg), dp)
     grad_accum = micro = None
     if batch.ok and isinstance(batch.grad_accum, int) and batch.grad_accum >= 1:
         grad_accum = int(batch.grad_accum)
         micro = int(batch.micro_batch) if isinstance(batch.micro_batch, int) else None
+    elif "auto" in (cfg.get(TB), cfg.get(MB)) and _int(cfg.get(GA), 0):
+        # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
+        # (trainer_config_process fill_match): that written count is the run's
+        grad_accum = _int(cfg.get(GA), 0)
+        notes.append(f'train_batch_size / the micro batch are "auto" (the HF Trainer fills them): the written '
+                     f"gradient_accumulation_steps ({grad_accum}) is used.")
     for key, what in _UNMODELLED.items():
         section = cfg.get(key)
         if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
             notes.append(f"Not modelled: {what}.")
+    compile_sec = cfg.get("compile")
+    if isinstance(compile_sec, Mapping):  # CompileConfig has no "enabled": engine.compile() turns it on
+        notes.append("Not modelled: DeepCompile (compile.deepcompile: the compiler schedules ZeRO's gathers and "
+                     "frees; eager DeepSpeed is costed)." if pydantic_bool(compile_sec, "deepcompile", False) else
+                     "Not modelled: torch.compile (the compile section acts once the script calls engine.compile(); "
+                     "it can be faster than eager PyTorch, which is what the model assumes).")
+    low_master = [key for section, key in (("fp16", "fp16_master_weights_and_grads"),
+                                           (meaning.bf16_section, "bf16_master_weights_and_grads"),
+                                           (meaning.bf16_section, "bf16_optimizer_states"))
+                  if pydantic_bool(cfg.get(section) if isinstance(cfg.get(section), Mapping) else {}, key, False)]
+    if low_master:
+        notes.append(f"Not modelled: {', '.join(low_master)} (16-bit master weights, gradients or optimizer "
+                     "states): the optimizer step and gradient copies are costed in fp32.")
     if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
         notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
                      "asynchronously): costed as plain ZeRO-Offload.")
@@ -114,7 +148,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     # engine._configure_fp16_optimizer wraps only a FusedAdam in the fused fp16 optimizer; which class the
     # engine builds (torch_adam read as a Python truth value, a client optimizer without a section) is
     # core.effective's reading
-    fused = effective(cfg).optimizer_class == _FUSED_ADAM
+    fused = meaning.optimizer_class == _FUSED_ADAM
     unfused = mem.stage == 0 and mem.precision in UNFUSED_PRECISIONS and not fused
     if unfused:
         notes.append(f"{mem.precision} at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or "
@@ -128,7 +162,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         tp=tp,
         sp=sp,
         comm_bytes=comm_bytes,
+        compute_precision=compute,
+        compute_bytes=compute_bytes,
         grad_accum=grad_accum,
+        batch_problem="" if grad_accum is not None else batch.message,
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         fused_optimizer=fused,
