@@ -108,10 +108,19 @@ def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
     assert True in fits and False in fits
     assert all(row["step_seconds"] is None for row in data["gpu_sweep"] if not row["fits"])
 
+
+def test_gpu_is_read_as_fit_reads_it(capsys):
+    """plan and predict take the name in any case, or a part only one GPU has (core.cli.common.catalog_gpu)."""
+    code, text = run(["plan", "--model", "openai-community/gpt2", "--gpu", "h100", "--global-batch", "8"])
+    assert code == 0 and text.startswith("openai-community/gpt2 on 1 x 8 NVIDIA H100 80GB")
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "8"], "Did you mean"),
+        (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100", "--global-batch", "8"],
+         "it matches NVIDIA A100 80GB, NVIDIA A100 40GB"),
+        (["predict", "x.json", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "TPU v5"], "pick one of: NVIDIA H100"),
         (["plan", "--model", "nope/nope", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8"], "Unknown model"),
         (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch", "12"],
          "multiple of 8"),

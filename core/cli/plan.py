@@ -21,7 +21,7 @@ import pandas as pd
 
 from core import models
 from core.batch import micro_batch_of, train_batch_of
-from core.cli.common import EXIT_OK, UsageError, guarded, positive, read_config_file
+from core.cli.common import EXIT_OK, UsageError, catalog_gpu, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
 from core.perf import NETWORKS, Cluster, calibrate, gpu_sweep, parse_log, predict, recommend, step_seconds_from_log
@@ -32,7 +32,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     src.add_argument("--model", help="a catalog model name (dsconfig estimate --list-models)")
     src.add_argument("--hf-config", type=Path, help="a Hugging Face config.json")
     hw = p.add_argument_group("cluster")
-    hw.add_argument("--gpu", required=True, metavar="NAME", help=f"one of: {', '.join(gpu_names())}")
+    hw.add_argument("--gpu", required=True, metavar="NAME", type=catalog_gpu,
+                    help=f"one of: {', '.join(gpu_names())} (a part only one has is enough, e.g. H100)")
     hw.add_argument("--gpus-per-node", type=positive(int), default=8)
     hw.add_argument("--nodes", type=positive(int), default=1)
     hw.add_argument("--network", type=positive(float), metavar="GBIT",
@@ -86,10 +87,6 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:
-    if args.gpu not in gpu_names():
-        close = [g for g in gpu_names() if args.gpu.lower() in g.lower()]
-        hint = f" Did you mean: {', '.join(close)}?" if close else f" Pick one of: {', '.join(gpu_names())}."
-        raise UsageError(f"--gpu: unknown GPU {args.gpu!r}.{hint}")
     return Cluster(args.gpu, args.gpus_per_node, args.nodes, inter_node_gbit_s=args.network,
                    nvme_gbyte_s=args.nvme_bandwidth, cpu_adam_params_per_s=args.cpu_adam, cpu_ram_gib=args.cpu_ram)
 
