@@ -69,7 +69,7 @@ def planner() -> None:
     cols = st.columns(4)
     nodes = cols[0].number_input("Nodes", 1, 4096, int(ctx.get("nodes") or 1), key="plan_nodes")
     default_net = DEFAULT_NETWORK_GBIT_S.get(gpu, FALLBACK_NETWORK_GBIT_S)
-    network = cols[1].number_input("Network per node (Gbit/s, all NICs)", 1.0, 100_000.0,
+    network = cols[1].number_input("Network per node (Gbit/s, all NICs)", *app_state.CONTEXT_LIMITS["network_gbit_s"],
                                    ui_perf.network_for({**ctx, "gpu": gpu}) or float(default_net),
                                    step=100.0, key=f"plan_network_{gpu}",
                                    help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from app_support import app, shown_tables
 
 from core.validate import validate
+from ui import app_state
+from ui.perf import network_for
 
 PAGE = "pages/plan.py"
 
@@ -98,10 +101,19 @@ def test_the_zero_page_predicts_a_used_row_on_the_plans_network():
     assert metric.value == f"{step:.3g} s"
     assert "100 Gbit/s network per node" in metric.help
     # another GPU chosen later is predicted on its own catalog network again
-    from ui.perf import network_for
-
     ctx = at.session_state["context"]
     assert network_for(ctx) == 100.0 and network_for({**ctx, "gpu": "NVIDIA A100 80GB"}) is None
+    # a shared link carries it: the receiver's ZeRO page predicts on the same network
+    token = app_state.encode_state(at.session_state["config"], ctx, at.session_state["config"])
+    shared = app_state.decode_state(token)[1]
+    assert (shared["network_gbit_s"], shared["network_gpu"]) == (100.0, "NVIDIA H100 80GB")
+
+
+@pytest.mark.parametrize(("network", "gpu"), [("fast", "NVIDIA H100 80GB"), (1e9, "NVIDIA H100 80GB"),
+                                              (True, "NVIDIA H100 80GB"), (100.0, "My GPU"), (100.0, ["x"])])
+def test_a_shared_links_network_is_kept_only_when_it_is_a_network_for_a_catalog_gpu(network, gpu):
+    ctx = app_state.clean_context({"gpu": "NVIDIA H100 80GB", "network_gbit_s": network, "network_gpu": gpu})
+    assert network_for(ctx) is None
 
 
 def test_the_page_says_what_the_prediction_assumed_as_the_cli_does():

@@ -97,6 +97,7 @@ CONTEXT_LIMITS: Mapping[str, tuple[Any, Any]] = MappingProxyType({
     "train_steps": (1, 2_000_000),
     "hf_micro_batch": (1, 65_536),
     "hf_grad_accum": (1, 65_536),
+    "network_gbit_s": (1.0, 100_000.0),
 })
 
 
@@ -123,6 +124,10 @@ def default_context() -> dict[str, Any]:
         # gradient_accumulation_steps); asked on the Batch page, used wherever "auto" needs a number.
         "hf_micro_batch": 8,
         "hf_grad_accum": 1,
+        # the network per node a Plan row was ranked on, and for which GPU (ui.perf.network_for); None: the
+        # GPU's catalog network
+        "network_gbit_s": None,
+        "network_gpu": None,
     }
 
 
@@ -285,6 +290,8 @@ def clean_context(raw: Mapping[str, Any]) -> dict[str, Any]:
         context[key] = _number(raw.get(key), context[key], key)
     gpu = raw.get("gpu", context["gpu"])
     context["gpu"] = gpu if hardware.find_gpu(gpu) is not None or gpu == CUSTOM_GPU else CUSTOM_GPU
+    network_gpu = raw.get("network_gpu")
+    context["network_gpu"] = network_gpu if hardware.find_gpu(network_gpu) is not None else None
     model = raw.get("model")
     context["model"] = model[:200] if isinstance(model, str) else None
     model_config = raw.get("model_config")
