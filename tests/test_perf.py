@@ -440,3 +440,17 @@ def test_an_hf_config_with_auto_batch_keys_keeps_its_written_accumulation():
                               Shape(2, 1024))
     assert everything_auto.gradient_accumulation_steps == 1
     assert any("do not resolve" in n for n in everything_auto.notes)
+
+
+def test_tensor_parallel_ranks_share_the_nodes_network_for_their_data_parallel_rings():
+    """With autotp 8 on 2 nodes of 8, the 8 data-parallel rings (one per tensor-parallel rank, 1/8 of the gradients
+    each) cross each node's network at once: together they move what one ring of all 16 GPUs would, so the
+    all-reduce takes (1/2) / (15/16) of the tp=1 one, not an eighth of that."""
+    cluster = Cluster("NVIDIA H100 80GB", 8, 2, inter_node_gbit_s=400)
+    seconds = {}
+    for tp in (1, 8):
+        config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                  "zero_optimization": {"stage": 0}, "bf16": {"enabled": True},
+                  **({"tensor_parallel": {"autotp_size": tp}} if tp > 1 else {})}
+        seconds[tp] = predict(config, LLAMA7, cluster, Shape(1, 2048, "flash", "none")).breakdown["gradient all-reduce"]
+    assert seconds[8] / seconds[1] == pytest.approx((1 / 2) / (15 / 16), rel=0.02)

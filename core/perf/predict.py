@@ -118,9 +118,11 @@ class StepEstimate:
 # collectives
 
 
-def _ring(bytes_total: float, factor: float, ranks: int, gpus_per_node: int, cl: Cluster, intra_only=False) -> float:
+def _ring(bytes_total: float, factor: float, ranks: int, gpus_per_node: int, cl: Cluster, intra_only=False,
+          rings_per_node: int = 1) -> float:
     """Seconds for a ring collective moving ``factor`` x (ranks-1)/ranks x bytes per GPU (1: reduce-scatter or
-    all-gather, 2: all-reduce) over ``ranks`` GPUs filled node by node."""
+    all-gather, 2: all-reduce) over ``ranks`` GPUs filled node by node, while ``rings_per_node`` such rings
+    (one per tensor-parallel rank in the node) cross each node's network at once and share it."""
     if ranks <= 1 or bytes_total <= 0:
         return 0.0
     volume = factor * (ranks - 1) / ranks * bytes_total
@@ -128,7 +130,7 @@ def _ring(bytes_total: float, factor: float, ranks: int, gpus_per_node: int, cl:
     in_node = min(ranks, gpus_per_node)
     t = volume / (cl.intra_bytes_s * link) if in_node > 1 else 0.0
     if ranks > gpus_per_node and not intra_only:
-        t = max(t, volume / (cl.inter_bytes_s * link))
+        t = max(t, volume * rings_per_node / (cl.inter_bytes_s * link))
     return t
 
 
@@ -174,7 +176,10 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     params = model.total_params / st.tp
     wire = params * st.comm_bytes
     overlap = m.overlap_comm
-    ring = lambda nbytes, factor, intra_only=False: _ring(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only)  # noqa: E731
+    # each tensor-parallel rank of a node has its own data-parallel ring, and they share the node's network
+    rings = min(st.tp, g)
+    ring = lambda nbytes, factor, intra_only=False: _ring(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only,  # noqa: E731
+                                                          rings)
     pcie = cl.pcie_bytes_s * cl.efficiency.link
     part = params / zero_ranks  # parameters this rank owns
     hop = cl.efficiency.ring_hop_latency_s
@@ -227,7 +232,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         fwd_gather = ring(fwd_bytes, 1) + fetches * alpha
         hpz = m.hpz_partition_size
         # hpZ's secondary group: inside a node when zero_hpz_partition_size <= GPUs per node, else across nodes
-        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl) + \
+        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, rings_per_node=rings) + \
             fetches * alpha_of(min(hpz, zero_ranks))
         if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
             fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
@@ -247,7 +252,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
             # qgZ: int4 all-to-all inside the node, then across nodes on the node's reduced share
             grad_t = _ring(wire * 0.25, 1, min(gpn_zero, zero_ranks), gpn_zero, cl, intra_only=True)
             if zero_ranks > gpn_zero:
-                grad_t += wire * 0.25 * (n_nodes - 1) / n_nodes / (cl.inter_bytes_s * cl.efficiency.link)
+                grad_t += wire * 0.25 * (n_nodes - 1) / n_nodes * rings / (cl.inter_bytes_s * cl.efficiency.link)
             reduce_bucketed(target, "gradient reduce-scatter (qgZ int4)", grad_t, wire)
         else:
             reduce_bucketed(target, "gradient reduce-scatter", ring(wire, 1), wire)
