@@ -9,6 +9,10 @@ from tests.oracle.corpus import Mutation
 _BASE = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1}
 
 
+def _dynamic(section: dict[str, Any]) -> dict[str, Any]:
+    return {**_BASE, "data_efficiency": {"data_sampling": {"dynamic_batching": section}}}
+
+
 def edge_configs() -> list[Mutation]:
     """Hand-written corner cases, each a complete config."""
     cases: list[tuple[str, dict[str, Any]]] = [
@@ -156,6 +160,15 @@ def edge_configs() -> list[Mutation]:
             "dynamic batching without max_tokens",
             {**_BASE, "data_efficiency": {"enabled": True, "data_sampling": {"dynamic_batching": {"enabled": True}}}},
         ),
+        # get_dynamic_batching: bool() of enabled, int() of the sizes (max_tokens only when enabled).
+        ("dynamic batching min_batch_size 1.5 (int() truncates)", _dynamic({"min_batch_size": 1.5})),
+        ("dynamic batching max_batch_size ' 8 '", _dynamic({"max_batch_size": " 8 "})),
+        ("dynamic batching max_batch_size null", _dynamic({"max_batch_size": None})),
+        ("dynamic batching max_batch_size '1.5'", _dynamic({"max_batch_size": "1.5"})),
+        ("dynamic batching off, max_tokens 'x' (not read)", _dynamic({"enabled": False, "max_tokens": "x"})),
+        ("dynamic batching on, max_tokens 4096.0", _dynamic({"enabled": True, "max_tokens": 4096.0})),
+        ("dynamic batching on, max_tokens null", _dynamic({"enabled": True, "max_tokens": None})),
+        ("dynamic batching enabled 'false' (a true string)", _dynamic({"enabled": "false", "max_tokens": 64})),
         ("datastates_ckpt null", {**_BASE, "datastates_ckpt": None}),
         (
             "sequence_parallel_size 2",
