@@ -183,6 +183,10 @@ def edge_configs() -> list[Mutation]:
             "zenflow block",
             {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": 0.05, "update_interval": 4}}},
         ),
+        (  # 0.19.5 allows 0 <= topk_ratio <= 1, 0.19.8 requires 0 < x < 1: the release's bound, read from "1"
+            "zenflow topk_ratio '1' (a string)",
+            {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": "1"}}},
+        ),
         (
             "zenflow pt_reserved_cores_perc int",
             {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"pt_reserved_cores_perc": 1}}},
