@@ -192,6 +192,10 @@ def edge_configs() -> list[Mutation]:
             {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"pt_reserved_cores_perc": 1}}},
         ),
         ("compile passes autotp", {**_BASE, "compile": {"deepcompile": True, "passes": ["autotp"]}}),
+        # parse_autoep_config returns the defaults for any falsy value and calls .get on anything else.
+        ("expert_parallel false", {**_BASE, "expert_parallel": False}),
+        ("expert_parallel empty string", {**_BASE, "expert_parallel": ""}),
+        ("expert_parallel a list", {**_BASE, "expert_parallel": ["enabled"]}),
         ("expert_parallel unknown key", {**_BASE, "expert_parallel": {"whatever": 1}}),
         (
             "deep unknown nesting",
