@@ -70,6 +70,15 @@ def edge_configs() -> list[Mutation]:
         ("bool zero false with allgather_size 'x'", {**_BASE, "zero_optimization": False, "allgather_size": "x"}),
         ("stage as bool true", {**_BASE, "zero_optimization": {"stage": True}}),
         ("stage as integral float", {**_BASE, "zero_optimization": {"stage": 2.0}}),
+        # pydantic's lax int reads "3.0", " 3 ", "1_000": the stage (and so the stage-3-only rules) follow it
+        (
+            "stage '3.0' with partial optimizer offload",
+            {**_BASE, "zero_optimization": {"stage": "3.0", "offload_optimizer": {"device": "cpu", "ratio": 0.5}}},
+        ),
+        ("stage ' 1 ' with compute_grad_norm false", {**_BASE, "zero_optimization": {"stage": " 1 ",
+                                                                                     "compute_grad_norm": False}}),
+        ("fp16 min_loss_scale '1.0' (a plain int field before 0.19.5)",
+         {**_BASE, "fp16": {"enabled": True, "min_loss_scale": "1.0"}}),
         ("stage null", {**_BASE, "zero_optimization": {"stage": None}}),
         ("reduce_bucket_size as float 5e8", {**_BASE, "zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8}}),
         (
