@@ -110,6 +110,8 @@ def edge_configs() -> list[Mutation]:
         ("bfloat16 null beside bf16 (never read)", {**_BASE, "bf16": {"enabled": True}, "bfloat16": None}),
         ("fp16 initial_scale_power a digit string (0.16 computes 2** of it)",
          {**_BASE, "fp16": {"enabled": True, "initial_scale_power": "12"}}),
+        ("fp16 master weights 'false' with fp16 on at stage 0 (0.16 uses the string's truth: on)",
+         {**_BASE, "fp16": {"enabled": True, "fp16_master_weights_and_grads": "false"}}),
         ("fp16 master weights with fp16 off at stage 0 (0.16 reads it only with fp16 on)",
          {**_BASE, "fp16": {"enabled": False, "fp16_master_weights_and_grads": True},
           "zero_optimization": {"stage": 0}}),
