@@ -213,6 +213,13 @@ def edge_configs() -> list[Mutation]:
             {**_BASE, "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu", "x": {"y": {"z": 1}}}}},
         ),
         ("unicode key", {**_BASE, "zéro_optimization": {"stage": 2}}),
+        # compression/config.py (0.16-0.19.7) indexes different_groups of every technique that is written.
+        ("compression technique without different_groups",
+         {**_BASE, "compression_training": {"activation_quantization": {"shared_parameters": {"enabled": False}}}}),
+        ("compression technique different_groups a list",
+         {**_BASE, "compression_training": {"weight_quantization": {"shared_parameters": {}, "different_groups": []}}}),
+        ("compression technique with empty different_groups",
+         {**_BASE, "compression_training": {"sparse_pruning": {"shared_parameters": {}, "different_groups": {}}}}),
         ("amp disabled (removed key even when off)", {**_BASE, "amp": {"enabled": False}}),
         (
             "elasticity with batch info",
