@@ -380,6 +380,11 @@ PruningConfig = _technique(PruningSharedConfig, "pruning")
 HeadPruningConfig = _technique(HeadPruningSharedConfig, "head pruning")
 
 
+def _part(model: type[LenientSection], description: str) -> Any:
+    """A part of compression_training: read with .keys() / .get, so anything but an object fails while parsing."""
+    return _gone(default_factory=model, raises="config", description=description)
+
+
 class CompressionTrainingConfig(LenientSection):
     """DeepSpeed Compression (removed in 0.19.8): quantization-aware training, pruning and layer reduction."""
 
@@ -403,17 +408,17 @@ class CompressionTrainingConfig(LenientSection):
                     )
         return data
 
-    weight_quantization: WeightQuantizationCompressionConfig = _gone(
-        default_factory=WeightQuantizationCompressionConfig, description="Weight quantization."
+    weight_quantization: WeightQuantizationCompressionConfig = _part(
+        WeightQuantizationCompressionConfig, "Weight quantization."
     )
-    activation_quantization: ActivationQuantizationConfig = _gone(
-        default_factory=ActivationQuantizationConfig, description="Activation quantization."
+    activation_quantization: ActivationQuantizationConfig = _part(
+        ActivationQuantizationConfig, "Activation quantization."
     )
-    sparse_pruning: SparsePruningConfig = _gone(default_factory=SparsePruningConfig, description="Sparse pruning.")
-    row_pruning: PruningConfig = _gone(default_factory=PruningConfig, description="Row pruning.")
-    head_pruning: HeadPruningConfig = _gone(default_factory=HeadPruningConfig, description="Head pruning.")
-    channel_pruning: PruningConfig = _gone(default_factory=PruningConfig, description="Channel pruning.")
-    layer_reduction: LayerReductionConfig = _gone(default_factory=LayerReductionConfig, description="Layer reduction.")
+    sparse_pruning: SparsePruningConfig = _part(SparsePruningConfig, "Sparse pruning.")
+    row_pruning: PruningConfig = _part(PruningConfig, "Row pruning.")
+    head_pruning: HeadPruningConfig = _part(HeadPruningConfig, "Head pruning.")
+    channel_pruning: PruningConfig = _part(PruningConfig, "Channel pruning.")
+    layer_reduction: LayerReductionConfig = _part(LayerReductionConfig, "Layer reduction.")
 
 
 # --------------------------------------------------------------------------------------------------

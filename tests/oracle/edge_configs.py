@@ -218,6 +218,8 @@ def edge_configs() -> list[Mutation]:
          {**_BASE, "compression_training": {"activation_quantization": {"shared_parameters": {"enabled": False}}}}),
         ("compression technique different_groups a list",
          {**_BASE, "compression_training": {"weight_quantization": {"shared_parameters": {}, "different_groups": []}}}),
+        ("compression technique null", {**_BASE, "compression_training": {"head_pruning": None}}),
+        ("compression layer_reduction a string", {**_BASE, "compression_training": {"layer_reduction": "on"}}),
         ("compression technique with empty different_groups",
          {**_BASE, "compression_training": {"sparse_pruning": {"shared_parameters": {}, "different_groups": {}}}}),
         ("amp disabled (removed key even when off)", {**_BASE, "amp": {"enabled": False}}),
