@@ -14,7 +14,8 @@ the current interpreter. That subprocess imports the release's ``DeepSpeedConfig
   in its ``extra_forbidden`` error), and per model its fields (name, alias, type, default, bounds,
   deprecated/new_param) and ``extra`` policy, nested models included;
 - top-level keys the release refuses on presence (``_REMOVED_TOP_LEVEL_CONFIG_KEYS``), and which top-level
-  keys fail to parse when their value is not an object (null, a list, a string, a number, a boolean);
+  keys fail to parse when their value is not an object (null, a list, a string, a number, a boolean, each empty
+  and not);
 - ``DEEPSPEED_OPTIMIZERS`` and the constructor keywords of each optimizer class, whether the engine refuses
   ``max_grad_norm``, which optimizers' ``params`` the engine picks keys from instead of passing them all to a
   constructor (Muon: unknown keys are ignored); the LR schedulers and their constructor keywords;

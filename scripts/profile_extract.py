@@ -356,8 +356,10 @@ def _optimizers_picking_params(engine: Any, config_module: Any) -> list[str]:
     return sorted(set(picked))
 
 
-#: One value of each JSON kind that is not an object, tried as every top-level key the release reads.
-TOP_LEVEL_PROBES: dict[str, Any] = {"null": None, "list": [], "string": "x", "number": -1, "bool": True}
+#: One value of each JSON kind that is not an object, tried as every top-level key the release reads; each kind
+#: empty too, since a section may be read under `if not value` (expert_parallel: defaults for any falsy value).
+TOP_LEVEL_PROBES: dict[str, Any] = {"null": None, "list": ["x"], "string": "x", "number": -1, "bool": True,
+                                    "empty list": [], "empty string": "", "zero": 0, "false": False}
 
 
 def _top_level_probes(top_keys: set[str]) -> dict[str, list[str]]:

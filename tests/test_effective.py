@@ -50,6 +50,28 @@ def test_stage(config, stage):
     assert Context(config).stage == stage
 
 
+_INT_SPELLINGS = ("3", " 3 ", "+3", "3.0", "3.00", "0_3", "1_000", "1.5", "3.", ".0", "5e8", "0x3", "3_", "", "-2")
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("spelling", _INT_SPELLINGS)
+def test_lax_int_reads_a_string_as_deepspeeds_pydantic_does(spelling):
+    """The stage (and every int the rules read) as DeepSpeed 0.19.8's DeepSpeedZeroConfig reads it: "3.0" is
+    stage 3 there, so it is stage 3 here."""
+    zero_config = pytest.importorskip("deepspeed.runtime.zero.config")
+    from pydantic import ValidationError
+
+    from core.rules.context import lax_int
+
+    try:
+        theirs = zero_config.DeepSpeedZeroConfig(module_granularity_threshold=spelling).module_granularity_threshold
+    except ValidationError:
+        theirs = None
+    assert lax_int(spelling) == theirs
+    if theirs in (0, 1, 2, 3):
+        assert effective({"zero_optimization": {"stage": spelling}}).stage == theirs
+
+
 @pytest.mark.parametrize("spelling", _TRUE_SPELLINGS)
 def test_pydantic_sections_read_lax_true(spelling):
     meaning = effective({"fp16": {"enabled": spelling}, "zero_optimization": {"overlap_comm": spelling}})

@@ -4,6 +4,7 @@ that interpret values the way DeepSpeed's pydantic models would."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,6 +36,11 @@ def lax_bool(value: Any) -> bool | None:
     return None
 
 
+#: A string pydantic's lax int accepts: ASCII digits (underscores between them, as int() allows), an optional sign,
+#: and a decimal point only when nothing but zeros follow it ("3.0" is 3, "3.5" and "3." are refused).
+_INT_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
+
+
 def lax_int(value: Any) -> int | None:
     """An int as pydantic's lax mode reads it; None when it would be rejected."""
     if isinstance(value, bool):
@@ -43,8 +49,8 @@ def lax_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+        return int(value.strip().split(".")[0])
     return None
 
 

@@ -69,9 +69,11 @@ def precision(ctx: Context) -> Iterator[Finding]:
     for section, key, label in checks:
         value = ctx.get(f"{section}.{key}")
         allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
-        if section == "fp16" and lenient_fp16 and not _on(ctx, "fp16"):
+        lenient = versions.section_strict(ctx.version, section) is False
+        if section == "fp16" and lenient and not _on(ctx, "fp16"):
             continue  # dict.get releases read it only when fp16 is on (get_fp16_master_weights_and_grads_enabled)
-        if isinstance(ctx.config.get(section), dict) and lax_bool(value) and allowed and stage not in allowed:
+        on = bool(value) if lenient else lax_bool(value)  # dict.get releases use the truth value: "false" is on
+        if isinstance(ctx.config.get(section), dict) and on and allowed and stage not in allowed:
             names = " or ".join(map(str, sorted(allowed)))
             yield Finding(
                 "error", "precision.master-weights-stage", f"{section}.{key}",

@@ -293,6 +293,8 @@ _BOUND_KINDS = frozenset({"greater_than", "greater_than_equal", "less_than", "le
 
 
 def _within(value: Any, bounds: dict[str, float]) -> bool:
+    if isinstance(value, str):  # pydantic's lax mode reads a numeric string ("1"), then checks the number
+        value = lax_float(value)
     if not isinstance(value, int | float):  # bools included: pydantic reads them as 0 / 1
         return False
     checks = {"ge": value >= bounds.get("ge", value), "gt": "gt" not in bounds or value > bounds["gt"],

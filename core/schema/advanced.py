@@ -519,6 +519,24 @@ class DynamicBatchingConfig(LenientSection):
     )
     verbose: bool = ds_field(False, description="Log the batches.")
 
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _truth_value(cls, value: Any) -> bool:
+        # get_dynamic_batching: bool(value), so the string "false" turns it on and [] leaves it off.
+        return bool(value)
+
+    @field_validator("min_batch_size", "max_batch_size", "max_tokens", mode="before")
+    @classmethod
+    def _python_int(cls, value: Any, info: ValidationInfo) -> Any:
+        # get_dynamic_batching converts these with int() (max_tokens only when enabled): 1.5 is read as 1 and
+        # " 8 " as 8; null, a list or "1.5" fail there.
+        if info.field_name == "max_tokens" and not info.data.get("enabled"):
+            return value if isinstance(value, int) else None  # not read
+        try:
+            return int(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"DeepSpeed reads it with int(), which fails: {exc}") from None
+
     @model_validator(mode="after")
     def _max_tokens_when_enabled(self) -> DynamicBatchingConfig:
         # data_pipeline/config.py get_dynamic_batching: an assert while the config is parsed.

@@ -364,6 +364,7 @@ def _technique(shared: type[LenientSection], what: str) -> Any:
         different_groups: dict[str, CompressionGroupConfig] = _gone(
             default_factory=dict,
             widget="json",
+            raises="config",  # iterated with .items() while the config is parsed
             description=f"Named {what} groups, each with `params` and `modules`. Required when enabled.",
         )
 
@@ -379,20 +380,45 @@ PruningConfig = _technique(PruningSharedConfig, "pruning")
 HeadPruningConfig = _technique(HeadPruningSharedConfig, "head pruning")
 
 
+def _part(model: type[LenientSection], description: str) -> Any:
+    """A part of compression_training: read with .keys() / .get, so anything but an object fails while parsing."""
+    return _gone(default_factory=model, raises="config", description=description)
+
+
 class CompressionTrainingConfig(LenientSection):
     """DeepSpeed Compression (removed in 0.19.8): quantization-aware training, pruning and layer reduction."""
 
-    weight_quantization: WeightQuantizationCompressionConfig = _gone(
-        default_factory=WeightQuantizationCompressionConfig, description="Weight quantization."
+    model_config = ConfigDict(json_schema_extra=_RAISES)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _groups_of_each_written_technique(cls, data: Any) -> Any:
+        # compression/config.py get_<technique>_different_groups: param_dict[DIFFERENT_GROUPS] for every technique
+        # that is written, enabled or not (KeyError: 'different_groups').
+        if isinstance(data, dict):
+            for name, section in data.items():
+                field = cls.model_fields.get(name)
+                model = getattr(field, "annotation", None) if field is not None else None
+                if isinstance(section, dict) and "different_groups" in getattr(model, "model_fields", {}) \
+                        and "different_groups" not in section:
+                    raise ValueError(
+                        f"compression_training.{name} has no different_groups; DeepSpeed reads it whenever "
+                        f"{name} is written (KeyError: 'different_groups'): add \"different_groups\": {{}} "
+                        "or remove the section"
+                    )
+        return data
+
+    weight_quantization: WeightQuantizationCompressionConfig = _part(
+        WeightQuantizationCompressionConfig, "Weight quantization."
     )
-    activation_quantization: ActivationQuantizationConfig = _gone(
-        default_factory=ActivationQuantizationConfig, description="Activation quantization."
+    activation_quantization: ActivationQuantizationConfig = _part(
+        ActivationQuantizationConfig, "Activation quantization."
     )
-    sparse_pruning: SparsePruningConfig = _gone(default_factory=SparsePruningConfig, description="Sparse pruning.")
-    row_pruning: PruningConfig = _gone(default_factory=PruningConfig, description="Row pruning.")
-    head_pruning: HeadPruningConfig = _gone(default_factory=HeadPruningConfig, description="Head pruning.")
-    channel_pruning: PruningConfig = _gone(default_factory=PruningConfig, description="Channel pruning.")
-    layer_reduction: LayerReductionConfig = _gone(default_factory=LayerReductionConfig, description="Layer reduction.")
+    sparse_pruning: SparsePruningConfig = _part(SparsePruningConfig, "Sparse pruning.")
+    row_pruning: PruningConfig = _part(PruningConfig, "Row pruning.")
+    head_pruning: HeadPruningConfig = _part(HeadPruningConfig, "Head pruning.")
+    channel_pruning: PruningConfig = _part(PruningConfig, "Channel pruning.")
+    layer_reduction: LayerReductionConfig = _part(LayerReductionConfig, "Layer reduction.")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -144,14 +144,20 @@ def removed_top_level_keys(version: str) -> dict[str, str]:
     return profile(version)["removed_top_level_keys"]
 
 
+#: The probe of the empty (falsy) value of each kind (scripts/profile_extract.py TOP_LEVEL_PROBES).
+_EMPTY_KIND = {"list": "empty list", "string": "empty string", "number": "zero", "bool": "false"}
+
+
 def top_level_value_fails(version: str, key: str, value: Any) -> bool | None:
     """Whether ``version``'s parser fails when the top-level ``key`` holds ``value`` that is not an object
-    (the profile's probe with a value of the same JSON kind); None when the profile cannot say."""
+    (the profile's probe with a value of the same JSON kind, empty or not); None when the profile cannot say."""
     probes = profile(version).get("top_level_probes")
     kind = ("null" if value is None else "bool" if isinstance(value, bool) else "number"
             if isinstance(value, int | float) else "string" if isinstance(value, str) else "list"
             if isinstance(value, list) else None)
-    if probes is None or kind is None or key not in _top_level_keys(version):
+    if kind in _EMPTY_KIND and not value:  # a falsy value has its own probe (a section read under `if not value`)
+        kind = _EMPTY_KIND[kind]
+    if probes is None or kind not in probes or key not in _top_level_keys(version):
         return None
     return key in probes[kind]
 

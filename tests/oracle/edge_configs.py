@@ -9,6 +9,10 @@ from tests.oracle.corpus import Mutation
 _BASE = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1}
 
 
+def _dynamic(section: dict[str, Any]) -> dict[str, Any]:
+    return {**_BASE, "data_efficiency": {"data_sampling": {"dynamic_batching": section}}}
+
+
 def edge_configs() -> list[Mutation]:
     """Hand-written corner cases, each a complete config."""
     cases: list[tuple[str, dict[str, Any]]] = [
@@ -66,6 +70,15 @@ def edge_configs() -> list[Mutation]:
         ("bool zero false with allgather_size 'x'", {**_BASE, "zero_optimization": False, "allgather_size": "x"}),
         ("stage as bool true", {**_BASE, "zero_optimization": {"stage": True}}),
         ("stage as integral float", {**_BASE, "zero_optimization": {"stage": 2.0}}),
+        # pydantic's lax int reads "3.0", " 3 ", "1_000": the stage (and so the stage-3-only rules) follow it
+        (
+            "stage '3.0' with partial optimizer offload",
+            {**_BASE, "zero_optimization": {"stage": "3.0", "offload_optimizer": {"device": "cpu", "ratio": 0.5}}},
+        ),
+        ("stage ' 1 ' with compute_grad_norm false", {**_BASE, "zero_optimization": {"stage": " 1 ",
+                                                                                     "compute_grad_norm": False}}),
+        ("fp16 min_loss_scale '1.0' (a plain int field before 0.19.5)",
+         {**_BASE, "fp16": {"enabled": True, "min_loss_scale": "1.0"}}),
         ("stage null", {**_BASE, "zero_optimization": {"stage": None}}),
         ("reduce_bucket_size as float 5e8", {**_BASE, "zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8}}),
         (
@@ -97,6 +110,8 @@ def edge_configs() -> list[Mutation]:
         ("bfloat16 null beside bf16 (never read)", {**_BASE, "bf16": {"enabled": True}, "bfloat16": None}),
         ("fp16 initial_scale_power a digit string (0.16 computes 2** of it)",
          {**_BASE, "fp16": {"enabled": True, "initial_scale_power": "12"}}),
+        ("fp16 master weights 'false' with fp16 on at stage 0 (0.16 uses the string's truth: on)",
+         {**_BASE, "fp16": {"enabled": True, "fp16_master_weights_and_grads": "false"}}),
         ("fp16 master weights with fp16 off at stage 0 (0.16 reads it only with fp16 on)",
          {**_BASE, "fp16": {"enabled": False, "fp16_master_weights_and_grads": True},
           "zero_optimization": {"stage": 0}}),
@@ -156,6 +171,15 @@ def edge_configs() -> list[Mutation]:
             "dynamic batching without max_tokens",
             {**_BASE, "data_efficiency": {"enabled": True, "data_sampling": {"dynamic_batching": {"enabled": True}}}},
         ),
+        # get_dynamic_batching: bool() of enabled, int() of the sizes (max_tokens only when enabled).
+        ("dynamic batching min_batch_size 1.5 (int() truncates)", _dynamic({"min_batch_size": 1.5})),
+        ("dynamic batching max_batch_size ' 8 '", _dynamic({"max_batch_size": " 8 "})),
+        ("dynamic batching max_batch_size null", _dynamic({"max_batch_size": None})),
+        ("dynamic batching max_batch_size '1.5'", _dynamic({"max_batch_size": "1.5"})),
+        ("dynamic batching off, max_tokens 'x' (not read)", _dynamic({"enabled": False, "max_tokens": "x"})),
+        ("dynamic batching on, max_tokens 4096.0", _dynamic({"enabled": True, "max_tokens": 4096.0})),
+        ("dynamic batching on, max_tokens null", _dynamic({"enabled": True, "max_tokens": None})),
+        ("dynamic batching enabled 'false' (a true string)", _dynamic({"enabled": "false", "max_tokens": 64})),
         ("datastates_ckpt null", {**_BASE, "datastates_ckpt": None}),
         (
             "sequence_parallel_size 2",
@@ -170,17 +194,34 @@ def edge_configs() -> list[Mutation]:
             "zenflow block",
             {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": 0.05, "update_interval": 4}}},
         ),
+        (  # 0.19.5 allows 0 <= topk_ratio <= 1, 0.19.8 requires 0 < x < 1: the release's bound, read from "1"
+            "zenflow topk_ratio '1' (a string)",
+            {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": "1"}}},
+        ),
         (
             "zenflow pt_reserved_cores_perc int",
             {**_BASE, "zero_optimization": {"stage": 2, "zenflow": {"pt_reserved_cores_perc": 1}}},
         ),
         ("compile passes autotp", {**_BASE, "compile": {"deepcompile": True, "passes": ["autotp"]}}),
+        # parse_autoep_config returns the defaults for any falsy value and calls .get on anything else.
+        ("expert_parallel false", {**_BASE, "expert_parallel": False}),
+        ("expert_parallel empty string", {**_BASE, "expert_parallel": ""}),
+        ("expert_parallel a list", {**_BASE, "expert_parallel": ["enabled"]}),
         ("expert_parallel unknown key", {**_BASE, "expert_parallel": {"whatever": 1}}),
         (
             "deep unknown nesting",
             {**_BASE, "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu", "x": {"y": {"z": 1}}}}},
         ),
         ("unicode key", {**_BASE, "zéro_optimization": {"stage": 2}}),
+        # compression/config.py (0.16-0.19.7) indexes different_groups of every technique that is written.
+        ("compression technique without different_groups",
+         {**_BASE, "compression_training": {"activation_quantization": {"shared_parameters": {"enabled": False}}}}),
+        ("compression technique different_groups a list",
+         {**_BASE, "compression_training": {"weight_quantization": {"shared_parameters": {}, "different_groups": []}}}),
+        ("compression technique null", {**_BASE, "compression_training": {"head_pruning": None}}),
+        ("compression layer_reduction a string", {**_BASE, "compression_training": {"layer_reduction": "on"}}),
+        ("compression technique with empty different_groups",
+         {**_BASE, "compression_training": {"sparse_pruning": {"shared_parameters": {}, "different_groups": {}}}}),
         ("amp disabled (removed key even when off)", {**_BASE, "amp": {"enabled": False}}),
         (
             "elasticity with batch info",
