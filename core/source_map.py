@@ -16,7 +16,8 @@ from core.findings import join_index, join_path, split_path
 #: Line and column, both from 1.
 Position = tuple[int, int]
 
-_SPACE = re.compile(r"[ \t\r\n\ufeff]*")
+#: Whitespace and comments, in one match: the reader's hottest step.
+_SPACE = re.compile(r"(?:[ \t\r\n\ufeff]+|#[^\n]*|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
 #: A JSON number or literal where a value ends (HJSON reads anything else up to the line's end as a string).
 _SCALAR = re.compile(r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
                      r"(?=[ \t\r]*(?:$|[,}\]\n#]|//|/\*))", re.MULTILINE)
@@ -34,19 +35,9 @@ class _Reader:
 
     def skip(self) -> None:
         """Past whitespace and comments (#, //, /* */)."""
-        text = self.text
-        while True:
-            self.pos = _SPACE.match(text, self.pos).end()
-            if text.startswith(("#", "//"), self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    raise _Unreadable("unclosed comment")
-                self.pos = end + 2
-            else:
-                return
+        self.pos = _SPACE.match(self.text, self.pos).end()
+        if self.text.startswith("/*", self.pos):
+            raise _Unreadable("unclosed comment")
 
     def peek(self) -> str:
         self.skip()
