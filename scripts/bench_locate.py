@@ -7,26 +7,16 @@ Run: ``.venv/bin/python scripts/bench_locate.py``
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from bench import median_time  # scripts/ is on the path when run as a script
 
 from core import validate
 from core.io import MAX_CONFIG_BYTES, load_config
 from core.source_map import key_positions
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def timed(run: Callable[[], object], runs: int = 5) -> float:
-    """Median seconds of ``runs`` calls."""
-    seconds = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
 
 
 def at_the_limit(make: Callable[[int], str]) -> str:
@@ -50,8 +40,8 @@ def main() -> None:
     }
     for name, text in texts.items():
         config = load_config(text)
-        locate_s = timed(lambda text=text: key_positions(text))
-        validate_s = timed(lambda config=config: validate(config, world_size=8))
+        locate_s = median_time(lambda text=text: key_positions(text), 5)
+        validate_s = median_time(lambda config=config: validate(config, world_size=8), 5)
         print(f"{name}: {len(text.encode()) / 1e6:.2f} MB, {len(key_positions(text))} paths: "
               f"key_positions {locate_s * 1000:.1f} ms, validate {validate_s * 1000:.1f} ms")
 
