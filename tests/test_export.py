@@ -419,10 +419,9 @@ def test_one_gpu_count_for_every_launcher(nodes, gpus, world):
     """The GPU count the snippets print, the one Lightning's file is derived at and the one the sidebar shows
     are one computation (``job_world_size``); a missing or zero count reads as 1."""
     from core.launchers import job_world_size, launch_values, launcher_exports
-    from ui.app_state import world_size
 
     context = LAUNCH_CONTEXT | {"nodes": nodes, "gpus_per_node": gpus}
-    assert job_world_size(context) == world == world_size(context) == launch_values(context)["world_size"]
+    assert job_world_size(context) == world == launch_values(context)["world_size"]
     config = {"train_batch_size": 4 * 3 * world, "train_micro_batch_size_per_gpu": 4}
     _, lightning_args, _ = launcher_exports(config, context).lightning
     assert lightning_args["accumulate_grad_batches"] == 3
