@@ -225,6 +225,12 @@ def _duplicate_error(text: str, key: str) -> ConfigLoadError:
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read and parse a config file; every failure is a ``ConfigLoadError`` whose message names the file."""
+    return load_config_file_and_text(path)[0]
+
+
+def load_config_file_and_text(path: str | Path) -> tuple[dict[str, Any], str]:
+    """``load_config_file`` and the file's text (read once), for what must start from the text: a diff, the
+    line and column of each key."""
     file = Path(path)
     try:
         if file.is_dir():
@@ -238,7 +244,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigLoadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
-        return load_config(data)
+        return load_config(data), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
     except ConfigLoadError as exc:
         named = ConfigLoadError(f"{path}: {exc}")  # the message has the position already
         named.line, named.column = exc.line, exc.column

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.hardware import gpu_names
-from core.io import MAX_CONFIG_BYTES, ConfigLoadError, load_config, load_config_file
+from core.io import MAX_CONFIG_BYTES, ConfigLoadError, load_config, load_config_file_and_text
 
 #: 0: done, no errors; 1: the answer is "no" (errors found, does not fit, no release accepts it);
 #: 2: bad usage or unreadable input (a message on stderr, never a traceback).
@@ -50,8 +50,7 @@ def read_config_and_text(path: str | Path, what: str = "") -> tuple[Any, str]:
         if str(path) == "-":
             text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
             return load_config(text), text
-        config = load_config_file(path)
-        return config, Path(path).read_bytes().decode("utf-8-sig")
+        return load_config_file_and_text(path)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
         position = (exc.line, exc.column or 1) if exc.line is not None else None
