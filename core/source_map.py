@@ -166,3 +166,8 @@ def locate(positions: dict[str, Position], path: str) -> Position | None:
             return positions[prefix]
         keys.pop()
     return None
+
+
+def at(name: str, position: Position | None) -> str:
+    """``FILE:LINE:COLUMN`` (what editors and terminals open at the place), or the file alone without a position."""
+    return f"{name}:{position[0]}:{position[1]}" if position else name

@@ -6,6 +6,7 @@ Exit codes (``core.cli.common``): 0 no errors, 1 errors found, 2 unreadable inpu
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from core.cli.common import (
     write_text,
 )
 from core.io import dump_config
-from core.source_map import Position, key_positions, locate
+from core.source_map import Position, at, key_positions, locate
 from core.versions import RELEASES, resolve_version
 
 
@@ -43,8 +44,8 @@ def _print_report(name: str, report: Any, where: Callable[[str], Position | None
     out.write(_summary(name, report))
     for finding in report.findings:
         position = where(finding.path)
-        at = f"  {name}:{position[0]}:{position[1]}" if position else ""
-        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{at}\n")
+        place = f"  {at(name, position)}" if position else ""
+        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{place}\n")
         out.write(f"          {finding.message}\n")
         if finding.suggestion:
             out.write(f"          → {finding.suggestion}\n")
@@ -106,12 +107,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         report = validate(config, world_size=args.world_size, target=args.target, version=args.deepspeed_version)
         if not report.ok and worst == EXIT_OK:
             worst = EXIT_ERRORS
-        positions: dict[str, Position] = {}
-        if report.findings:  # only then is the text read for where each key is
-            positions = key_positions(text)
-
-        def where(finding_path: str, positions: dict[str, Position] = positions) -> Position | None:
-            return locate(positions, finding_path)
+        # the text is read for where each key is only when there is a finding to place
+        where = functools.partial(locate, key_positions(text) if report.findings else {})
 
         if args.format == "json":
             data = report.to_dict()

@@ -156,7 +156,7 @@ def cmd_presets_show(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     """Check that every preset in the folders is vetted; exit 1 on any problem (for a team's CI)."""
     from core.preset_vetting import vetting_problems
-    from core.source_map import key_positions, locate
+    from core.source_map import at, key_positions, locate
 
     folders = [Path(f) for f in args.folders] if args.folders else _folders(args)
     for folder in folders:
@@ -172,10 +172,8 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
         problems = vetting_problems(preset, world_sizes=args.world_size or (1,), reference_dir=reference)
         failing += bool(problems)
         positions = key_positions(preset.path.read_text(encoding="utf-8-sig")) if problems else {}
-        for problem in problems:
-            position = locate(positions, problem.path)
-            at = f":{position[0]}:{position[1]}" if position else ""
-            lines.append(f"{preset.path}{at}: {problem.message}")
+        lines += [f"{at(str(preset.path), locate(positions, problem.path))}: {problem.message}"
+                  for problem in problems]
     for line in lines:
         out.write(line + "\n")
     out.write(f"{len(presets)} preset(s) checked: {len(presets) - failing} vetted, {failing} with problems"
