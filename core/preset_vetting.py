@@ -7,9 +7,8 @@ every top-level section justified, and no validation error for its target on eac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from core.findings import has_path, join_index, join_path
 from core.presets import Preset, meta_problems
@@ -31,10 +30,10 @@ def _meta_path(message: str) -> str:
 
 
 def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
-                     reference_dir: Path | None = None) -> list[Problem]:
-    """Everything that keeps ``preset`` from being vetted; [] when it is. ``reference_dir`` (DeepSpeed's
-    documentation, e.g. ``../shared/reference``) also checks that each justification's ``doc`` is a file there
-    and its ``section`` a heading in it."""
+                     reference: Mapping[str, str] | None = None) -> list[Problem]:
+    """Everything that keeps ``preset`` from being vetted; [] when it is. ``reference`` (DeepSpeed's
+    documentation, file name → text: ``core.presets.read_reference``) also checks that each justification's
+    ``doc`` is one of its files and its ``section`` a heading in it."""
     from core.schema.base import KNOWN_VERSIONS  # the schema is heavy: imported when a preset is checked
     from core.validate import validate
 
@@ -51,7 +50,6 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
                                         f"meta.verified_with: {version!r} is not a DeepSpeed release this checker "
                                         f"knows ({KNOWN_VERSIONS[0]} … {KNOWN_VERSIONS[-1]})"))
     justified: set[str] = set()
-    docs: dict[str, str | None] = {}
     for index, item in enumerate(meta.get("justifications") or []):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
             continue  # meta_problems named it
@@ -62,13 +60,11 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
             problems.append(Problem(f"{where}.key", f"{where}.key: {key!r} is not in the config; justify a key "
                                                     "the config sets"))
         doc, section = item.get("doc"), item.get("section")
-        if reference_dir is not None and isinstance(doc, str) and isinstance(section, str):
-            if doc not in docs:
-                file = reference_dir / doc
-                docs[doc] = file.read_text(encoding="utf-8") if "/" not in doc and file.is_file() else None
-            if docs[doc] is None:
-                problems.append(Problem(f"{where}.doc", f"{where}.doc: {doc!r} is not a file of {reference_dir}"))
-            elif section not in docs[doc]:
+        if reference is not None and isinstance(doc, str) and isinstance(section, str):
+            if doc not in reference:
+                problems.append(Problem(f"{where}.doc", f"{where}.doc: {doc!r} is not a file of the reference "
+                                                        "documentation"))
+            elif section not in reference[doc]:
                 problems.append(Problem(f"{where}.section",
                                         f"{where}.section: {section!r} does not appear in {doc}; quote its heading"))
     for section in config:

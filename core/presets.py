@@ -235,6 +235,12 @@ def load_preset(name: str, folders: Sequence[Path], *, builtin_dir: Path = BUILT
 # ---------------------------------------------------------------- checking
 
 
+def read_reference(folder: Path) -> dict[str, str]:
+    """The reference documentation presets cite (``justifications[].doc``): each file of ``folder`` by name."""
+    return {file.name: file.read_text(encoding="utf-8", errors="replace")
+            for file in sorted(folder.iterdir()) if file.is_file()}
+
+
 def meta_problems(meta: Mapping[str, Any], *, vetted: bool = True) -> list[str]:
     """What is missing or malformed in a preset's metadata.
 

@@ -11,11 +11,12 @@ import pytest
 
 from core.cli import main
 from core.preset_vetting import vetting_problems
-from core.presets import BUILTIN_DIR, list_presets, parse_preset
+from core.presets import BUILTIN_DIR, list_presets, parse_preset, read_reference
 from core.schema.base import KNOWN_VERSIONS
 from tests.conftest import REFERENCE_DIR
 
 BUILTINS, _ = list_presets([BUILTIN_DIR])
+REFERENCE = read_reference(REFERENCE_DIR)
 GOOD = json.loads((BUILTIN_DIR / "zero2-bf16.json").read_text())
 
 
@@ -25,7 +26,7 @@ def _preset(document: dict, name: str = "team") -> object:
 
 @pytest.mark.parametrize("preset", BUILTINS, ids=lambda p: p.name)
 def test_every_builtin_preset_is_vetted(preset):
-    assert vetting_problems(preset, world_sizes=(1, 8, 16), reference_dir=REFERENCE_DIR) == []
+    assert vetting_problems(preset, world_sizes=(1, 8, 16), reference=REFERENCE) == []
 
 
 def _broken() -> dict:
@@ -41,7 +42,7 @@ def _broken() -> dict:
 
 
 def test_each_kind_of_problem_is_named_at_its_path():
-    problems = vetting_problems(_preset(_broken()), world_sizes=(1, 8), reference_dir=REFERENCE_DIR)
+    problems = vetting_problems(_preset(_broken()), world_sizes=(1, 8), reference=REFERENCE)
     by_path = {problem.path: problem.message for problem in problems}
     assert "meta.hardware" in by_path
     assert "'0.99.0' is not a DeepSpeed release" in by_path["meta.verified_with[1]"]

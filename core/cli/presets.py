@@ -17,7 +17,7 @@ from core.autofill import TRAINING_VALUES, find_auto, resolve_auto
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
 from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
-from core.presets import Preset, env_search_path, facets, list_presets, load_preset
+from core.presets import Preset, env_search_path, facets, list_presets, load_preset, read_reference
 
 __all__ = ["UsageError", "parse_value", "register", "set_path"]
 
@@ -162,14 +162,16 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     for folder in folders:
         if args.folders and not folder.is_dir():
             raise UsageError(f"{folder}: no such folder of presets")
-    reference = Path(args.reference) if args.reference else None
-    if reference is not None and not reference.is_dir():
-        raise UsageError(f"--reference {reference}: no such folder")
+    reference = None
+    if args.reference:
+        if not Path(args.reference).is_dir():
+            raise UsageError(f"--reference {args.reference}: no such folder")
+        reference = read_reference(Path(args.reference))
     presets, unreadable = list_presets(folders)
     lines = [f"{problem}" for problem in unreadable]
     failing = 0
     for preset in presets:
-        problems = vetting_problems(preset, world_sizes=args.world_size or (1,), reference_dir=reference)
+        problems = vetting_problems(preset, world_sizes=args.world_size or (1,), reference=reference)
         failing += bool(problems)
         positions = key_positions(preset.path.read_text(encoding="utf-8-sig")) if problems else {}
         lines += [f"{at(str(preset.path), locate(positions, problem.path))}: {problem.message}"
