@@ -21,10 +21,9 @@ def network_for(context: Mapping[str, Any]) -> float | None:
     return float(network) if network and context.get("network_gpu") == context.get("gpu") else None
 
 
-def cluster_for(context: Mapping[str, Any]) -> perf.Cluster | None:
-    """The cluster of the session's GPU, node count and GPUs per node (network: ``network_for``; catalog links),
-    or None for a GPU the planner has no datasheet for (a custom GPU)."""
-    network = network_for(context)
+def cluster_for(context: Mapping[str, Any], network: float | None = None) -> perf.Cluster | None:
+    """The cluster of the session's GPU, node count and GPUs per node (``network`` Gbit/s per node, None: the
+    catalog's; catalog links), or None for a GPU the planner has no datasheet for (a custom GPU)."""
     try:
         return perf.Cluster(str(context.get("gpu")), int(context["gpus_per_node"]), int(context["nodes"]),
                             inter_node_gbit_s=network,
@@ -39,8 +38,7 @@ def _step_view(keys: memory.Keys, gpu: str, network: float | None
     """The prediction and its breakdown table for ``memory.cache_keys`` of the session, its GPU and network,
     computed once per distinct input and shared by the process's sessions (they only read it)."""
     found = memory.inputs(keys)
-    cluster = None if found is None else cluster_for({**found.context, "gpu": gpu, "network_gbit_s": network,
-                                                      "network_gpu": gpu})
+    cluster = None if found is None else cluster_for({**found.context, "gpu": gpu}, network)
     if found is None or cluster is None:
         return None
     estimate = perf.predict(found.config, found.model, cluster, found.shape)
