@@ -394,3 +394,28 @@ def test_bad_arguments_raise_value_error():
         validate({}, version="9.9")
     with pytest.raises(ValueError, match="world_size"):
         validate({}, world_size=0)
+
+
+@pytest.mark.parametrize(("section", "path", "fixed_to"), [
+    ({"tag_validation": "failed"}, "checkpoint.tag_validation", "Fail"),
+    ({"tag_validation": 3}, "checkpoint.tag_validation", "Warn"),
+    ({"writer": {"type": "fst"}}, "checkpoint.writer.type", "FAST"),
+    ({"writer": {"type": "pyhton"}}, "checkpoint.writer.type", "PYTHON"),
+    ({"writer": {"type": "slow"}}, "checkpoint.writer.type", "FAST"),
+    ({"writer": {"data_parallel": "machin"}}, "checkpoint.writer.data_parallel", "MACHINE"),
+    ({"writer": {"data_parallel": "node"}}, "checkpoint.writer.data_parallel", None),
+])
+def test_a_checkpoint_value_outside_its_choices_gets_the_closest_one_or_the_default(section, path, fixed_to):
+    report = validate(cfg(checkpoint=section))
+    finding = next(f for f in report.findings if f.path == path)
+    assert finding.severity == "error" and finding.suggestion and finding.fix is not None
+    fixed = finding.fix.apply(cfg(checkpoint=section))
+    leaf = path.split(".")[-1]
+    holder = fixed["checkpoint"]["writer"] if ".writer." in path else fixed["checkpoint"]
+    assert holder.get(leaf) == fixed_to if fixed_to is not None else leaf not in holder
+    assert validate(fixed).ok
+
+
+def test_checkpoint_choices_in_any_case_are_accepted():
+    config = cfg(checkpoint={"tag_validation": "fail", "writer": {"type": "Python", "data_parallel": "socket"}})
+    assert validate(config).ok

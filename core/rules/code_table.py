@@ -393,13 +393,15 @@ TABLE: tuple[Code, ...] = (
        {**B, "zero_optimization": {"stage": 1, "legacy_stage1": True}}),
     # ---- misc parse-time checks
     _c("checkpoint.tag-validation", "error", "parse", False, "checkpoint.tag_validation is not Warn, Ignore or "
-       "Fail.", "DeepSpeed accepts only these values.",
+       "Fail.", "DeepSpeed upper-cases the value and accepts only these. The fix sets the closest one (\"failed\" "
+       "-> Fail), else the default Warn.",
        {**B, "checkpoint": {"tag_validation": "Sometimes"}}),
     _c("checkpoint.pipeline-stage", "error", "parse", False, "parallel_write.pipeline_stage is not a boolean.",
        "DeepSpeed requires true or false.",
        {**B, "checkpoint": {"parallel_write": {"pipeline_stage": "yes"}}}),
-    _c("checkpoint.writer", "error", "parse", None, "checkpoint.writer type or data_parallel unknown.",
-       "DeepSpeed accepts MOCK/PYTHON/FAST and REPLICA/SOCKET/MACHINE.",
+    _c("checkpoint.writer", "error", "parse", False, "checkpoint.writer type or data_parallel unknown.",
+       "DeepSpeed upper-cases them and accepts MOCK/PYTHON/FAST and REPLICA/SOCKET/MACHINE. The fix sets the "
+       "closest one, else the default (type FAST; data_parallel removed, i.e. rank 0 of each replica writes).",
        {**B, "checkpoint": {"writer": {"type": "slow"}}}),
     _c("data-types.keep-in-fp32", "error", "parse", False, "keep_in_fp32_modules is not \"auto\" or a list.",
        "DeepSpeed requires \"auto\" or a list of name patterns.",

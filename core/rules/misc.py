@@ -4,13 +4,16 @@ autotuning, compile passes, and other top-level values."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
 
 from core import versions
 from core.findings import Finding
 from core.rules.context import Context, lax_bool, lax_float
-from core.rules.fixes import delete_fix, set_fix
-from core.schema.advanced import CheckpointConfig
-from core.schema.base import version_tuple
+from core.rules.fixes import closest_choice, delete_fix, set_fix
+from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig
+from core.schema.base import field_meta, version_tuple
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, section_fields
 from core.schema.zero import ZeroConfig
@@ -72,13 +75,9 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
     section = ctx.config.get("checkpoint")
     if not isinstance(section, dict):
         return
-    mode = section.get("tag_validation")
-    if "tag_validation" in section and not (isinstance(mode, str) and mode.upper() in ("WARN", "IGNORE", "FAIL")):
-        yield Finding(
-            "error", "checkpoint.tag-validation", "checkpoint.tag_validation",
-            f"checkpoint.tag_validation is {mode!r}; DeepSpeed accepts \"Warn\", \"Ignore\" or \"Fail\".",
-            fix=set_fix("checkpoint.tag_validation", "Warn"), page="advanced",
-        )
+    if "tag_validation" in section:
+        yield from _choice(section["tag_validation"], CheckpointConfig, "tag_validation", "checkpoint",
+                           "checkpoint.tag-validation")
     parallel = section.get("parallel_write")
     if isinstance(parallel, dict) and "pipeline_stage" in parallel and parallel["pipeline_stage"] not in (True, False):
         yield Finding(
@@ -88,15 +87,35 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
         )
     writer = section.get("writer")
     if isinstance(writer, dict) and field_exists(section_fields(CheckpointConfig)["writer"], "checkpoint", ctx.version):
-        for key, allowed in (("type", ("MOCK", "PYTHON", "FAST")), ("data_parallel", ("REPLICA", "SOCKET", "MACHINE"))):
+        for key in ("type", "data_parallel"):
             if writer.get(key) is not None:
-                value = writer[key]
-                if not (isinstance(value, str) and value.upper() in allowed):
-                    yield Finding(
-                        "error", "checkpoint.writer", f"checkpoint.writer.{key}",
-                        f"checkpoint.writer.{key} is {value!r}; expected one of {', '.join(allowed)}.",
-                        page="advanced",
-                    )
+                yield from _choice(writer[key], CheckpointWriterConfig, key, "checkpoint.writer", "checkpoint.writer")
+
+
+def _choice(value: Any, section: type[BaseModel], key: str, prefix: str, code: str) -> Iterator[Finding]:
+    """A value DeepSpeed upper-cases and looks up among the field's choices (the schema's list): the error, with
+    the choice the user most likely meant, else the field's default (removing the key when that is unset)."""
+    info = section.model_fields[key]
+    choices = field_meta(info).choices or ()
+    if isinstance(value, str) and value.upper() in (c.upper() for c in choices):
+        return
+    path = f"{prefix}.{key}"
+    guess = closest_choice(value, choices) if isinstance(value, str) else None
+    if guess is not None:
+        fix = set_fix(path, guess)
+        suggestion = f"Did you mean {guess!r}? Case does not matter."
+    elif info.default is not None:
+        fix = set_fix(path, info.default)
+        suggestion = f"Use one of {', '.join(choices)} (case does not matter); {info.default!r} is the default."
+    else:
+        fix = delete_fix(path)
+        suggestion = (f"Use one of {', '.join(choices)} (case does not matter), or remove it to keep DeepSpeed's "
+                      "default.")
+    yield Finding(
+        "error", code, path,
+        f"{path} is {value!r}; DeepSpeed accepts {', '.join(choices)} (in any case) and stops on anything else.",
+        suggestion=suggestion, fix=fix, page="advanced",
+    )
 
 
 def data_types(ctx: Context) -> Iterator[Finding]:

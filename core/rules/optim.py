@@ -7,14 +7,13 @@ scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
 from core import versions
 from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_float
-from core.rules.fixes import delete_fix, set_fix
+from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
@@ -32,14 +31,6 @@ from core.schema.optimizer import (
 _TORCH_ZERO_SUPPORTED = frozenset({"Adam", "AdamW", "Adagrad"})
 
 TORCH_SCHEDULERS: tuple[str, ...] = tuple(TORCH_SCHEDULER_PARAMS)
-
-
-def _closest(name: str, candidates: list[str]) -> str | None:
-    lower = {c.lower(): c for c in candidates}
-    if name.lower() in lower:
-        return lower[name.lower()]
-    match = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.6)
-    return lower[match[0]] if match else None
 
 
 def _backend(ctx: Context) -> str:
@@ -98,7 +89,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
     spec = resolve_optimizer(name, ctx.version)
     if spec is None:
         known = [s.display_name for s in OPTIMIZERS.values() if s.exists_in(ctx.version)] + list(TORCH_OPTIMIZERS)
-        guess = _closest(name, known)
+        guess = closest_choice(name, known)
         other = OPTIMIZERS.get(name.lower())
         releases = [r for r in versions.RELEASES if other and other.exists_in(r)]
         why = (f" It exists in DeepSpeed {releases[0]} – {releases[-1]} but not in {ctx.version}."
@@ -165,7 +156,7 @@ def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Findi
             continue
         path = join_path("optimizer.params", key)
         if key not in accepted:
-            guess = _closest(key, list(accepted))
+            guess = closest_choice(key, list(accepted))
             yield Finding(
                 "error", "optimizer.unknown-param", path,
                 f"torch.optim.{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword "
@@ -221,7 +212,7 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
             else:
                 message = (f"{spec.display_name} has no parameter `{key}`; deepspeed.initialize fails "
                            "(unexpected keyword argument).")
-            guess = _closest(key, list(accepted))
+            guess = closest_choice(key, list(accepted))
             yield Finding(
                 "error", "optimizer.unknown-param", path, message,
                 suggestion=f"Did you mean `{guess}`?" if guess else f"Accepted: {', '.join(sorted(accepted))}.",
@@ -326,7 +317,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
             )
         return
     if not isinstance(name, str) or (name not in SCHEDULERS and name not in TORCH_SCHEDULERS):
-        guess = _closest(str(name), list(SCHEDULERS) + list(TORCH_SCHEDULERS))
+        guess = closest_choice(str(name), list(SCHEDULERS) + list(TORCH_SCHEDULERS))
         yield Finding(
             "error", "scheduler.unknown", "scheduler.type",
             f"DeepSpeed does not recognize the LR scheduler {name!r} (names are case-sensitive); "
@@ -364,7 +355,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
         path = join_path("scheduler.params", key)
         param = spec.param(key)
         if param is None:
-            guess = _closest(key, [p.name for p in spec.params])
+            guess = closest_choice(key, [p.name for p in spec.params])
             yield Finding(
                 "error", "scheduler.unknown-param", path,
                 f"{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",
@@ -401,7 +392,7 @@ def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Findi
     for key in params:
         if key not in accepted:
             path = join_path("scheduler.params", key)
-            guess = _closest(key, list(accepted))
+            guess = closest_choice(key, list(accepted))
             yield Finding(
                 "error", "scheduler.unknown-param", path,
                 f"torch's {name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",
