@@ -37,6 +37,13 @@ def _provided(config: dict[str, Any], key: str) -> bool:
     return config.get(key) is not None
 
 
+def shown(value: Any) -> str:
+    """A batch value as the user wrote it in JSON, saying how DeepSpeed reads a boolean (as 0 or 1)."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (DeepSpeed reads it as {int(value)})"
+    return repr(value)
+
+
 def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
     """Resolve the trio exactly as DeepSpeed does for ``world_size`` data-parallel ranks."""
     tb, mb, ga = (config.get(k) for k in BATCH_KEYS)
@@ -78,9 +85,9 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
                 "at least one of them",
             )
         checks = (
-            (tb, "tb-positive", f"train_batch_size is {tb!r}; it has to be greater than 0"),
-            (mb, "mb-positive", f"the micro batch per GPU is {mb!r}; it has to be greater than 0"),
-            (ga, "ga-positive", f"gradient_accumulation_steps is {ga!r}; it has to be greater than 0"),
+            (tb, "tb-positive", f"train_batch_size is {shown(tb)}; it has to be greater than 0"),
+            (mb, "mb-positive", f"the micro batch per GPU is {shown(mb)}; it has to be greater than 0"),
+            (ga, "ga-positive", f"gradient_accumulation_steps is {shown(ga)}; it has to be greater than 0"),
         )
         for value, problem, message in checks:
             if not value > 0:
@@ -96,9 +103,11 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
             "the batch values are too large to compute with (a number beyond the floating-point range)",
         )
     except ZeroDivisionError:
+        zeros = [f"{k} is {shown(config[k])}" for k in (MB, GA) if _provided(config, k) and config[k] == 0]
+        culprit = " and ".join(zeros) or "a batch value is 0"
         return BatchResolution(
             False, tb, mb, ga, w, derived, "zero-division",
-            "a batch value of 0 makes DeepSpeed divide by zero while deriving the missing one",
+            f"{culprit}, and DeepSpeed divides by it while deriving the missing value",
         )
     except TypeError:
         bad = [k for k, v in zip(BATCH_KEYS, (config.get(k) for k in BATCH_KEYS), strict=True)
@@ -112,6 +121,16 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
 
 def _fmt(w: float) -> str:
     return str(int(w)) if isinstance(w, float) and w.is_integer() else str(w)
+
+
+def _whole_seed(value: Any) -> int | None:
+    """What a suggestion starts from: a positive whole number as DeepSpeed reads the value (true is 1), a
+    fractional one cut to its whole part (32.5 -> 32); None when there is nothing positive to keep."""
+    if isinstance(value, bool):
+        return 1 if value else None
+    if not isinstance(value, int | float) or not value >= 1 or value == float("inf"):
+        return None
+    return int(value)
 
 
 def _as_positive_int(value: Any) -> int | None:
@@ -139,13 +158,14 @@ def train_batch_of(config: dict[str, Any], world_size: int) -> int | None:
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:
     """Complete trios that satisfy DeepSpeed for ``world_size``, closest to what the user wrote first.
 
-    Each suggestion keeps as much of the user's input as possible: keep micro batch and
+    A fractional value counts as its whole part, a boolean as DeepSpeed reads it. Each suggestion keeps as much
+    of the user's input as possible: keep micro batch and
     accumulation (recompute the global batch); keep the global batch and micro batch
     (recompute accumulation, if it divides); keep the global batch and accumulation
     (recompute the micro batch); keep the global batch (largest micro batch ≤ the user's
     that divides it).
     """
-    tb, mb, ga = (_as_positive_int(config.get(k)) for k in BATCH_KEYS)
+    tb, mb, ga = (_whole_seed(config.get(k)) for k in BATCH_KEYS)
     w = max(1, int(world_size))
     out: list[dict[str, int]] = []
 
@@ -162,11 +182,9 @@ def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str,
         add(tb, tb // (ga * w), ga)
     if tb and tb % w == 0:
         per_gpu = tb // w
-        cap = mb or per_gpu
-        for m in range(min(cap, per_gpu), 0, -1):
-            if per_gpu % m == 0:
-                add(tb, m, per_gpu // m)
-                break
+        m = _largest_divisor_at_most(per_gpu, mb or per_gpu)
+        if m:
+            add(tb, m, per_gpu // m)
     if tb and not out:
         # Round the global batch to the nearest multiple that works.
         step = (mb or 1) * w
@@ -176,6 +194,28 @@ def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str,
     if not out and mb:
         add(mb * w, mb, 1)
     return out
+
+
+#: Beyond this many samples per GPU the divisor search (square-root time) is skipped: no real batch is near it,
+#: and a typed 1e18 must not stall validation.
+_DIVISOR_SEARCH_LIMIT = 10**10
+
+
+def _largest_divisor_at_most(n: int, cap: int) -> int | None:
+    """The largest divisor of ``n`` that is at most ``cap`` (None when ``n`` is too large to search)."""
+    if cap >= n:
+        return n
+    if n > _DIVISOR_SEARCH_LIMIT:
+        return None
+    best = 1
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            for d in (i, n // i):
+                if best < d <= cap:
+                    best = d
+        i += 1
+    return best
 
 
 def effective_world_size(config: dict[str, Any], world_size: int) -> float:

@@ -87,3 +87,34 @@ def test_suggestions_always_work(tb, mb, ga, w):
 ])
 def test_micro_batch_of(config, world, micro):
     assert micro_batch_of(config, world) == micro
+
+
+def test_a_fractional_global_batch_gets_suggestions_from_its_whole_part():
+    assert batch_suggestions({"train_batch_size": 32.5}, 1)[0] == {
+        "train_batch_size": 32, "train_micro_batch_size_per_gpu": 32, "gradient_accumulation_steps": 1}
+    trio = batch_suggestions({"train_micro_batch_size_per_gpu": 2.5, "gradient_accumulation_steps": 2}, 4)[0]
+    assert trio == {"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2}
+
+
+def test_a_false_divisor_is_named_as_written_and_read():
+    result = resolve_batch({"train_batch_size": 32, "train_micro_batch_size_per_gpu": False}, 1)
+    assert result.problem == "zero-division"
+    assert "train_micro_batch_size_per_gpu is false (DeepSpeed reads it as 0)" in result.message
+    result = resolve_batch({"train_batch_size": False}, 1)
+    assert result.problem == "tb-positive" and "is false (DeepSpeed reads it as 0)" in result.message
+    assert "False" not in result.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 5000))
+def test_largest_divisor_at_most_is_the_brute_force_one(n, cap):
+    from core.batch import _largest_divisor_at_most
+
+    assert _largest_divisor_at_most(n, cap) == max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def test_suggestions_for_a_huge_prime_global_batch_keep_it_and_use_micro_batch_one():
+    # The old search counted down from the micro batch one by one: ~10^9 steps for this config.
+    trio = batch_suggestions({"train_batch_size": 1_000_000_007, "train_micro_batch_size_per_gpu": 999_999_999}, 1)
+    assert {"train_batch_size": 1_000_000_007, "train_micro_batch_size_per_gpu": 1,
+            "gradient_accumulation_steps": 1_000_000_007} in trio

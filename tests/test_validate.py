@@ -419,3 +419,17 @@ def test_a_checkpoint_value_outside_its_choices_gets_the_closest_one_or_the_defa
 def test_checkpoint_choices_in_any_case_are_accepted():
     config = cfg(checkpoint={"tag_validation": "fail", "writer": {"type": "Python", "data_parallel": "socket"}})
     assert validate(config).ok
+
+
+@pytest.mark.parametrize("config", [
+    {"train_micro_batch_size_per_gpu": 2.5, "gradient_accumulation_steps": 2},
+    {"train_micro_batch_size_per_gpu": True},
+    {"train_batch_size": 10.0, "train_micro_batch_size_per_gpu": 2.5, "gradient_accumulation_steps": 2},
+])
+def test_a_batch_value_that_is_not_a_whole_number_gets_whole_numbers_that_work(config):
+    finding = next(f for f in validate(config, world_size=2).findings if f.code == "batch.not-integer")
+    assert "True" not in finding.message and finding.fix is not None and "Whole numbers" in finding.suggestion
+    fixed = finding.fix.apply(config)
+    assert all(isinstance(fixed[k], int) and not isinstance(fixed[k], bool) for k in
+               ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"))
+    assert not [f for f in validate(fixed, world_size=2).findings if f.code.startswith("batch.")]

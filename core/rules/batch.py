@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from core import versions
-from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch
+from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch, shown
 from core.findings import Finding, Fix, FixOp
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -25,30 +25,26 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     if versions.key_known(ctx.version, "", "elasticity") and isinstance(elastic, dict) and elastic.get("enabled"):
         return  # DeepSpeed 0.19.5's elastic training computes the batch values itself
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size))
+    w = ctx.world_size
+    gpus = f"{w} GPU{'s' if w != 1 else ''}"
     if result.ok:
         for key in BATCH_KEYS:
             value = values[key]
             if (isinstance(value, float) and not value.is_integer()) or isinstance(value, bool):
+                fixes = _trio_fixes(ctx)
+                options = "; ".join(f.description[4:] for f in fixes)
                 yield Finding(
                     "warning", "batch.not-integer", key,
-                    f"`{key}` is {value!r}; DeepSpeed accepts it but data loaders need a whole number.",
-                    suggestion="Use a positive integer.", page="batch",
+                    f"`{key}` is {shown(value)}; DeepSpeed accepts it but data loaders need a whole number.",
+                    suggestion=f"Whole numbers that work on {gpus}: {options}." if options
+                    else "Use a positive integer.",
+                    fix=fixes[0] if fixes else None, page="batch",
                 )
         return
-    w = ctx.world_size
-    data_parallel = effective_world_size(ctx.config, w)
-    # Suggestions need a whole data-parallel size (GPUs ÷ sequence_parallel_size).
-    usable = data_parallel >= 1 and float(data_parallel).is_integer()
-    suggestions = batch_suggestions(ctx.config, int(data_parallel)) if usable else []
-    fixes = [
-        Fix(
-            "Use " + ", ".join(f"{k}={v}" for k, v in s.items()),
-            tuple(FixOp("set", k, v) for k, v in s.items()),
-        )
-        for s in suggestions[:3]
-    ]
+    fixes = _trio_fixes(ctx)
     options = "; ".join(f.description[4:] for f in fixes)
-    suggestion = f"Values that work on {w} GPU{'s' if w != 1 else ''}: {options}." if options else ""
+    suggestion = (f"Values that work on {gpus}: {options}." if options else
+                  f"Write positive whole numbers with train_batch_size = micro batch × accumulation × {gpus}.")
     if result.problem == "missing":
         yield Finding(
             "error", "batch.missing", TB, f"The batch size is not set: {result.message}.",
@@ -63,14 +59,25 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     how = f" (DeepSpeed derives {derived} from the others)" if derived else ""
     if result.problem == "product":
         message = (
-            f"The batch sizes do not add up on {w} GPU{'s' if w != 1 else ''}: {result.message}{how}. "
+            f"The batch sizes do not add up on {gpus}: {result.message}{how}. "
             "DeepSpeed stops with \"Check batch related parameters\"."
         )
     else:
-        message = f"With {w} GPU{'s' if w != 1 else ''}, {result.message}{how}. DeepSpeed stops at start-up."
+        message = f"With {gpus}, {result.message}{how}. DeepSpeed stops at start-up."
     yield Finding(
         "error", f"batch.{result.problem}", TB, message, suggestion, fixes[0] if fixes else None, page="batch"
     )
+
+
+def _trio_fixes(ctx: Context) -> list[Fix]:
+    """Up to three complete batch trios that work for the data-parallel GPU count, closest to the config first."""
+    data_parallel = effective_world_size(ctx.config, ctx.world_size)
+    if not (data_parallel >= 1 and float(data_parallel).is_integer()):
+        return []  # suggestions need a whole data-parallel size (GPUs ÷ sequence_parallel_size)
+    return [
+        Fix("Use " + ", ".join(f"{k}={v}" for k, v in trio.items()), tuple(FixOp("set", k, v) for k, v in trio.items()))
+        for trio in batch_suggestions(ctx.config, int(data_parallel))[:3]
+    ]
 
 
 def batch_types(ctx: Context) -> Iterator[Finding]:

@@ -148,8 +148,9 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed does arithmetic with the batch values while reading the config; a string such as \"8\" or "
        "\"eight\" fails. The fix writes the number without quotes when it is one.",
        {"train_batch_size": "8"}),
-    _c("batch.not-integer", "warning", "n/a", None, "A batch value is not a whole number.",
-       "DeepSpeed accepts 1.5 as a micro batch, but data loaders need whole numbers.",
+    _c("batch.not-integer", "warning", "n/a", False, "A batch value is not a whole number.",
+       "DeepSpeed accepts 1.5 as a micro batch (and true as 1), but data loaders need whole numbers. The fix "
+       "writes the closest whole trio that adds up on the GPU count (unsafe: it changes the batch).",
        {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}),
     _c("misc.sequence-parallel-invalid", "error", "parse", False, "sequence_parallel_size is not positive.",
        "DeepSpeed divides the GPU count by sequence_parallel_size to get the data-parallel size.",
