@@ -185,3 +185,22 @@ def test_raises_engine_markers_are_exactly_the_tested_fields():
 @pytest.mark.parametrize("path", sorted(_ENGINE_CASES))
 def test_raises_engine_fields_pass_deepspeeds_config_parsing(path):
     assert _deepspeed_0198_rejects(_ENGINE_CASES[path]) is None
+
+
+def test_deepspeed_reads_an_integral_float_as_an_integer_from_a_file_and_keeps_the_float_from_a_dict(tmp_path):
+    """What the scheduler.param-type message for 1000.0 says: hjson (DeepSpeed's file loader) gives an int."""
+    import json
+
+    from core import validate
+
+    config = {"train_batch_size": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+              "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 1000.0}}}
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(config))
+    from_file = ds_config_mod.DeepSpeedConfig(str(path)).scheduler_params["warmup_num_steps"]
+    from_dict = ds_config_mod.DeepSpeedConfig(copy.deepcopy(config)).scheduler_params["warmup_num_steps"]
+    assert type(from_file) is int and from_file == 1000
+    assert type(from_dict) is float
+    finding = next(f for f in validate(config).findings if f.path == "scheduler.params.warmup_num_steps")
+    assert "reads it as 1000 when it loads this file itself" in finding.message and "as a dict" in finding.message
+    assert finding.fix.apply(config)["scheduler"]["params"]["warmup_num_steps"] == 1000

@@ -433,3 +433,13 @@ def test_a_batch_value_that_is_not_a_whole_number_gets_whole_numbers_that_work(c
     assert all(isinstance(fixed[k], int) and not isinstance(fixed[k], bool) for k in
                ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"))
     assert not [f for f in validate(fixed, world_size=2).findings if f.code.startswith("batch.")]
+
+
+@pytest.mark.parametrize(("value", "written"), [(500.0, 500), (500.5, 500), (2.6, 3), (1e300, 1000)])
+def test_an_integer_scheduler_parameter_written_as_a_float_is_fixed_to_its_whole_number(value, written):
+    config = cfg(optimizer={"type": "AdamW", "params": {"lr": 1e-4}},
+                 scheduler={"type": "WarmupLR", "params": {"warmup_num_steps": value}})
+    finding = next(f for f in validate(config).findings if f.path == "scheduler.params.warmup_num_steps")
+    fixed = finding.fix.apply(config)
+    assert fixed["scheduler"]["params"]["warmup_num_steps"] == written
+    assert type(fixed["scheduler"]["params"]["warmup_num_steps"]) is int

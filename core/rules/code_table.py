@@ -291,7 +291,10 @@ TABLE: tuple[Code, ...] = (
        "deepspeed.initialize. The fix renames it to the closest parameter or removes it.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "beta": [0.9, 0.99]}}}),
     _c("optimizer.param-type", "error", "initialize", False, "An optimizer parameter of the wrong type.",
-       "The optimizer constructor fails on it at deepspeed.initialize. The fix writes the default.",
+       "The optimizer constructor fails on it at deepspeed.initialize. A whole number written as a float "
+       "(1000.0) fails only when the config is passed as a dict (HF Trainer, Accelerate): DeepSpeed's "
+       "own file loader (hjson) reads it as an integer. "
+       "The fix writes the whole number a float was meant as (100.5 -> 100), else the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": "fast"}}}),
     _c("optimizer.param-choice", "warning", "n/a", False, "An optimizer parameter outside its choices.",
        "The parameter accepts a fixed set of values, e.g. OneBitAdam's comm_backend_name. The fix writes the "
@@ -351,7 +354,10 @@ TABLE: tuple[Code, ...] = (
        "For example WarmupDecayLR's total_num_steps or StepLR's step_size.",
        {**B, "scheduler": {"type": "StepLR", "params": {"gamma": 0.5}}}),
     _c("scheduler.param-type", "error", "initialize", False, "A scheduler parameter of the wrong type.",
-       "The scheduler fails on it at deepspeed.initialize. The fix writes the default.",
+       "The scheduler fails on it at deepspeed.initialize. A whole number written as a float "
+       "(1000.0) fails only when the config is passed as a dict (HF Trainer, Accelerate): DeepSpeed's "
+       "own file loader (hjson) reads it as an integer. "
+       "The fix writes the whole number a float was meant as (100.5 -> 100), else the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100.5}}}),
     _c("scheduler.param-choice", "warning", "ignored", False, "A scheduler parameter outside its choices.",
        "For example WarmupLR's warmup_type, which is \"log\" or \"linear\"; DeepSpeed warns and uses \"log\". "

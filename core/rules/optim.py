@@ -7,6 +7,7 @@ scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,18 @@ from core.schema.optimizer import (
 _TORCH_ZERO_SUPPORTED = frozenset({"Adam", "AdamW", "Adagrad"})
 
 TORCH_SCHEDULERS: tuple[str, ...] = tuple(TORCH_SCHEDULER_PARAMS)
+
+
+def _whole_number_for(param: Param, value: Any) -> int | None:
+    """The whole number a float was meant as, for a parameter that takes integers (500.0 -> 500, 2.6 -> 3);
+    None when the parameter takes floats, the float is not finite or beyond 2**53, or the rounded value is out of
+    bounds."""
+    if not isinstance(value, float) or "integer" not in param.types or "number" in param.types:
+        return None
+    if not math.isfinite(value) or abs(value) > 2**53:  # beyond 2**53 a float is no one's intended count
+        return None
+    whole = round(value)
+    return whole if param.bound_problem(whole) is None else None
 
 
 def _backend(ctx: Context) -> str:
@@ -259,22 +272,32 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
         )
         return
     number = isinstance(value, int | float) and not isinstance(value, bool)
+    whole = _whole_number_for(param, value)
+    if whole is not None:
+        suggestion, fix = f"Write {whole}.", set_fix(path, whole)
+    else:
+        suggestion = f"Default: {param.default!r}." if param.default is not None else param.description
+        fix = set_fix(path, param.default) if param.default is not None else None
     if not checked and number and (not param.type_ok(value) or param.bound_problem(value)):
         yield Finding(
             "warning", "type.unchecked", path,
             f"`{path}` is {value!r} ({param.bound_problem(value) or 'expected ' + ' or '.join(param.types)}); "
             f"DeepSpeed {release} does not check it and uses the number as it is.",
-            suggestion=f"Default: {param.default!r}." if param.default is not None else param.description,
-            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+            suggestion=suggestion, fix=fix, page="optimizer",
         )
         return
     if not param.type_ok(value):
-        yield Finding(
-            "error", f"{kind}.param-type", path,
-            f"`{path}` is {value!r}; it must be {' or '.join(param.types)}. deepspeed.initialize fails.",
-            suggestion=f"Default: {param.default!r}." if param.default is not None else param.description,
-            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
-        )
+        if whole is not None and whole == value:
+            # DeepSpeed opens a config path with hjson, which reads 1000.0 as the integer 1000; a dict keeps it.
+            message = (
+                f"`{path}` is {value!r}; it must be an integer. DeepSpeed reads it as {whole} when it loads this "
+                "file itself (a path given to deepspeed.initialize or the launcher), but a config passed as a "
+                "dict (the HF Trainer, Accelerate, deepspeed.initialize(config=dict)) keeps the float and "
+                "deepspeed.initialize fails."
+            )
+        else:
+            message = f"`{path}` is {value!r}; it must be {' or '.join(param.types)}. deepspeed.initialize fails."
+        yield Finding("error", f"{kind}.param-type", path, message, suggestion=suggestion, fix=fix, page="optimizer")
         return
     if param.length is not None and isinstance(value, list | tuple) and len(value) != param.length:
         yield Finding(
