@@ -8,25 +8,9 @@ every top-level section justified, and no validation error for its target on eac
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from core.findings import has_path, join_index, join_path
-from core.presets import Preset, meta_problems
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One reason a preset is not vetted: ``path`` in the preset file (``config.zero_optimization.stage``,
-    ``meta.verified_with``) and what to change."""
-
-    path: str
-    message: str
-
-
-def _meta_path(message: str) -> str:
-    """The path a ``meta_problems`` message starts with (``meta.title must …`` → ``meta.title``)."""
-    head = message.split(" ", 1)[0]
-    return head if head.startswith("meta") else "meta"
+from core.presets import Preset, Problem, meta_problem_paths
 
 
 def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
@@ -38,7 +22,7 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
     from core.validate import validate
 
     meta, config = preset.meta, preset.config
-    problems = [Problem(_meta_path(text), text) for text in meta_problems(meta, vetted=True)]
+    problems = meta_problem_paths(meta, vetted=True)
     versions = meta.get("verified_with")
     releases: list[str] = []
     if isinstance(versions, list):
@@ -52,7 +36,7 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
     justified: set[str] = set()
     for index, item in enumerate(meta.get("justifications") or []):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
-            continue  # meta_problems named it
+            continue  # meta_problem_paths named it
         where = join_index("meta.justifications", index)
         key = item["key"]
         justified.add(key.split(".", 1)[0])

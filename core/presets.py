@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.effective import effective, pydantic_bool
+from core.findings import join_index
 from core.rules.context import TARGETS, lax_int
 
 
@@ -241,38 +242,55 @@ def read_reference(folder: Path) -> dict[str, str]:
             for file in sorted(folder.iterdir()) if file.is_file()}
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One reason a preset is not vetted: ``path`` in the preset file (``config.zero_optimization.stage``,
+    ``meta.verified_with``) and what to change."""
+
+    path: str
+    message: str
+
+
 def meta_problems(meta: Mapping[str, Any], *, vetted: bool = True) -> list[str]:
-    """What is missing or malformed in a preset's metadata.
+    """What is missing or malformed in a preset's metadata, as messages (``meta_problem_paths`` has each one's
+    path)."""
+    return [problem.message for problem in meta_problem_paths(meta, vetted=vetted)]
+
+
+def meta_problem_paths(meta: Mapping[str, Any], *, vetted: bool = True) -> list[Problem]:
+    """What is missing or malformed in a preset's metadata, each with the path of the metadata it concerns.
 
     ``vetted`` demands everything a vetted preset documents (when to use, hardware, the versions it
     was verified with and a documentation reference per choice); a team's quick save needs only a
     title, a description and a target.
     """
-    problems: list[str] = []
+    problems: list[Problem] = []
     required = META_TEXT_FIELDS if vetted else ("title", "description")
     for key in required:
         value = meta.get(key)
         if not isinstance(value, str) or not value.strip():
-            problems.append(f"meta.{key} must be a non-empty text")
+            problems.append(Problem(f"meta.{key}", f"meta.{key} must be a non-empty text"))
     if meta.get("target") not in TARGETS:
-        problems.append(f"meta.target must be one of {', '.join(TARGETS)}")
+        problems.append(Problem("meta.target", f"meta.target must be one of {', '.join(TARGETS)}"))
     versions = meta.get("verified_with", [])
     if not isinstance(versions, list) or not all(isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)*", v)
                                                  for v in versions):
-        problems.append('meta.verified_with must be a list of versions like "0.19.8"')
+        problems.append(Problem("meta.verified_with", 'meta.verified_with must be a list of versions like "0.19.8"'))
     elif vetted and not versions:
-        problems.append("meta.verified_with must name at least one DeepSpeed version")
+        problems.append(Problem("meta.verified_with", "meta.verified_with must name at least one DeepSpeed version"))
     justifications = meta.get("justifications", [])
     if not isinstance(justifications, list):
-        problems.append("meta.justifications must be a list")
+        problems.append(Problem("meta.justifications", "meta.justifications must be a list"))
     else:
         for i, item in enumerate(justifications):
             if not isinstance(item, dict) or any(
                 not isinstance(item.get(k), str) or not item.get(k, "").strip() for k in JUSTIFICATION_FIELDS
             ):
-                problems.append(f"meta.justifications[{i}] needs non-empty {', '.join(JUSTIFICATION_FIELDS)}")
+                where = join_index("meta.justifications", i)
+                problems.append(Problem(where, f"{where} needs non-empty {', '.join(JUSTIFICATION_FIELDS)}"))
         if vetted and not justifications:
-            problems.append("meta.justifications must cite the documentation for the preset's choices")
+            problems.append(Problem("meta.justifications",
+                                    "meta.justifications must cite the documentation for the preset's choices"))
     return problems
 
 

@@ -108,3 +108,14 @@ def test_the_default_folders_are_the_builtins_and_the_team_path(tmp_path, monkey
     code, out = _check()
     assert code == 1 and f"{len(BUILTINS) + 1} preset(s) checked: {len(BUILTINS)} vetted, 1 with problems" in out
     assert Path(out.split(":", 1)[0]) == tmp_path / "team-bad.json"
+
+
+def test_each_metadata_problem_carries_the_path_it_concerns():
+    from core.presets import meta_problem_paths
+
+    meta = {"title": "", "target": "nope", "verified_with": "0.19.8", "justifications": [{"key": "x"}, "y"]}
+    paths = [p.path for p in meta_problem_paths(meta, vetted=True)]
+    assert paths[:1] == ["meta.title"] and "meta.target" in paths and "meta.verified_with" in paths
+    assert "meta.justifications[0]" in paths and "meta.justifications[1]" in paths
+    meta["verified_with"] = []
+    assert "meta.verified_with" in [p.path for p in meta_problem_paths(meta, vetted=True)]
