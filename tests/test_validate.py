@@ -41,6 +41,7 @@ CASES = [
     ("section-not-object", cfg(fp16=[1]), {}, "type.model_type", "error", "fp16"),
     ("type-lenient", cfg(gradient_clipping="one"), {}, "type.unchecked", "warning", "gradient_clipping"),
     ("removed", cfg(amp={"enabled": False}), {}, "removed.key", "error", "amp"),
+    ("removed-on", cfg(amp={"enabled": True}), {}, "removed.enabled-section", "error", "amp"),
     ("removed-zero", cfg(zero_optimization={"stage": 3, "mics_shard_size": 8}), {}, "removed.key", "error",
      "zero_optimization.mics_shard_size"),
     ("batch-missing", {"gradient_accumulation_steps": 4}, {}, "batch.missing", "error", "train_batch_size"),
@@ -443,3 +444,21 @@ def test_an_integer_scheduler_parameter_written_as_a_float_is_fixed_to_its_whole
     fixed = finding.fix.apply(config)
     assert fixed["scheduler"]["params"]["warmup_num_steps"] == written
     assert type(fixed["scheduler"]["params"]["warmup_num_steps"]) is int
+
+
+@pytest.mark.parametrize(("section", "code", "safe"), [
+    ({"amp": {"enabled": False}}, "removed.key", True),
+    ({"amp": {"enabled": True, "opt_level": "O1"}}, "removed.enabled-section", False),
+    ({"amp": {}}, "removed.key", True),
+])
+def test_removing_a_switched_on_removed_section_is_an_unsafe_fix(section, code, safe):
+    finding = next(f for f in validate(cfg(**section)).findings if f.path == "amp")
+    assert finding.code == code and finding.fix is not None and finding.fix.safe is safe
+
+
+def test_works_with_names_an_enabled_removed_section_as_removed():
+    from core.versions.matrix import summarise, works_with
+
+    result = works_with(cfg(amp={"enabled": True}))
+    assert "removed `amp`" in result.summary
+    assert result.summary == summarise(result.verdicts)

@@ -100,6 +100,11 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed 0.19.8 refuses any config that contains a removed section such as `amp` or `elasticity`, "
        "even a disabled one (deepspeedai/DeepSpeed#8489). Removing it is safe: this release gives it no meaning.",
        {**B, "amp": {"enabled": False}}),
+    _c("removed.enabled-section", "error", "parse", False, "A removed section that is switched on.",
+       "As removed.key, but the section has `enabled: true`: earlier releases ran it (amp's mixed precision, "
+       "elastic batch sizes). Removing it lets the config load, but training runs without what it asked for, so "
+       "the fix is unsafe: set up the replacement the message names (e.g. bf16 or fp16 for amp).",
+       {**B, "amp": {"enabled": True}}),
     # ---- types and values
     _c("type.<pydantic error type>", "error", "parse", None, "A value of the wrong type or out of bounds.",
        "DeepSpeed's pydantic models check types and bounds while reading the config; the code names pydantic's "

@@ -30,7 +30,7 @@ def removed_keys(ctx: Context) -> Iterator[Finding]:
     for key, reason in versions.removed_top_level_keys(ctx.version).items():
         if key in ctx.config:
             field = section_fields(DeepSpeedConfig).get(key)
-            yield _removed(ctx, key, reason, field.meta.page if field else None)
+            yield _removed(ctx, key, reason, field.meta.page if field else None, ctx.config[key])
     if not isinstance(ctx.config.get("zero_optimization"), dict):
         return
     for key in ctx.zero:
@@ -41,10 +41,20 @@ def removed_keys(ctx: Context) -> Iterator[Finding]:
             field = section_fields(ZeroConfig).get(key)
             reason = (field.meta.extra.get("removed_message") if field else None) or (
                 f"`{key}` was removed in DeepSpeed {removed}; the ZeRO section rejects it as an unknown key.")
-            yield _removed(ctx, f"zero_optimization.{key}", reason, "zero")
+            yield _removed(ctx, f"zero_optimization.{key}", reason, "zero", ctx.zero[key])
 
 
-def _removed(ctx: Context, path: str, reason: str, page: str | None) -> Finding:
+def _removed(ctx: Context, path: str, reason: str, page: str | None, value: Any) -> Finding:
+    if isinstance(value, dict) and value.get("enabled"):
+        # Earlier releases ran this block; removing it loads the config but trains without what it asked for.
+        return Finding(
+            "error", "removed.enabled-section", path,
+            f"DeepSpeed {ctx.version} refuses any config containing `{path}`, and this one is switched on: "
+            f"{reason} Removing it lets the config load, but training then runs without it.",
+            suggestion=f"Remove `{path}` and set up its replacement (see {ISSUE_8489}), or validate for the "
+            "DeepSpeed release you run.",
+            fix=delete_fix(path), page=page,
+        )
     return Finding(
         "error", "removed.key", path,
         f"DeepSpeed {ctx.version} refuses any config containing `{path}` — even a disabled one: {reason}",

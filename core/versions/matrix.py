@@ -91,8 +91,9 @@ def _ranges(verdicts: list[ReleaseVerdict]) -> list[tuple[str, str]]:
 
 
 def _reason(verdict: ReleaseVerdict) -> str:
-    if verdict.code in ("removed.key", "keys.not-in-version") and verdict.path:
-        return f"{verdict.version} {'removed' if verdict.code == 'removed.key' else 'does not have'} `{verdict.path}`"
+    if verdict.code in ("removed.key", "removed.enabled-section", "keys.not-in-version") and verdict.path:
+        how = "does not have" if verdict.code == "keys.not-in-version" else "removed"
+        return f"{verdict.version} {how} `{verdict.path}`"
     return f"{verdict.version}: {verdict.code} at `{verdict.path or '(config)'}`"
 
 
