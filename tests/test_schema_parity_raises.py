@@ -204,3 +204,11 @@ def test_deepspeed_reads_an_integral_float_as_an_integer_from_a_file_and_keeps_t
     finding = next(f for f in validate(config).findings if f.path == "scheduler.params.warmup_num_steps")
     assert "reads it as 1000 when it loads this file itself" in finding.message and "as a dict" in finding.message
     assert finding.fix.apply(config)["scheduler"]["params"]["warmup_num_steps"] == 1000
+
+
+def test_deepspeed_ignores_comment_keys_at_the_top_level_and_rejects_them_in_a_strict_section():
+    """keys.comment is an info where DeepSpeed ignores the key; the fix's destination (the top level) loads."""
+    top = {"train_batch_size": 1, "_comment": "x", "//": "y", "description": "z"}
+    ds_config_mod.DeepSpeedConfig(copy.deepcopy(top))  # accepted
+    with pytest.raises(Exception, match="Extra inputs are not permitted"):
+        ds_config_mod.DeepSpeedConfig({"train_batch_size": 1, "zero_optimization": {"stage": 2, "_comment": "x"}})

@@ -42,6 +42,7 @@ CASES = [
     ("type-lenient", cfg(gradient_clipping="one"), {}, "type.unchecked", "warning", "gradient_clipping"),
     ("removed", cfg(amp={"enabled": False}), {}, "removed.key", "error", "amp"),
     ("removed-on", cfg(amp={"enabled": True}), {}, "removed.enabled-section", "error", "amp"),
+    ("comment", cfg(_comment="why"), {}, "keys.comment", "info", "_comment"),
     ("removed-zero", cfg(zero_optimization={"stage": 3, "mics_shard_size": 8}), {}, "removed.key", "error",
      "zero_optimization.mics_shard_size"),
     ("batch-missing", {"gradient_accumulation_steps": 4}, {}, "batch.missing", "error", "train_batch_size"),
@@ -462,3 +463,24 @@ def test_works_with_names_an_enabled_removed_section_as_removed():
     result = works_with(cfg(amp={"enabled": True}))
     assert "removed `amp`" in result.summary
     assert result.summary == summarise(result.verdicts)
+
+
+@pytest.mark.parametrize("key", ["_comment", "comment", "//", "# why", "Description", "_note"])
+def test_a_comment_key_where_deepspeed_ignores_it_is_an_info_and_never_renamed(key):
+    config = cfg(**{key: "ZeRO-2 for the 7B runs"}, activation_checkpointing={key: "x"})
+    found = [f for f in validate(config).findings if f.path.endswith(key)]
+    assert [f.code for f in found] == ["keys.comment", "keys.comment"]
+    assert all(f.severity == "info" and f.fix is None for f in found)
+
+
+def test_a_comment_key_in_a_strict_section_is_moved_to_the_top_level_keeping_its_text():
+    from core.autofix import fix_until_stable
+
+    config = cfg(_comment="top", zero_optimization={"stage": 2, "_comment": "zero", "//": "slashes"})
+    errors = [f for f in validate(config).findings if f.severity == "error"]
+    assert {f.path for f in errors} == {"zero_optimization._comment", "zero_optimization.//"}
+    assert all("looks like a comment" in f.message and "rename" not in f.fix.description.lower() for f in errors)
+    fixed = fix_until_stable(config, unsafe=True).config
+    assert fixed["zero_optimization"] == {"stage": 2}
+    assert (fixed["_comment"], fixed["_comment_zero_optimization"], fixed["//"]) == ("top", "zero", "slashes")
+    assert validate(fixed).ok

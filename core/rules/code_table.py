@@ -71,6 +71,12 @@ TABLE: tuple[Code, ...] = (
        "Sections read with dict.get (activation_checkpointing, ...) ignore keys they do not know, so a typo "
        "silently leaves the setting at its default.",
        {**B, "activation_checkpointing": {"partition_activation": True}}),
+    _c("keys.comment", "info", "ignored", None, "A comment key (`_comment`, `//`, `description`, ...).",
+       "JSON has no comments, so people write them as keys. Where DeepSpeed ignores unknown keys (the top level, "
+       "sections read with dict.get) such a key is harmless and is never offered a rename (`_comment` is not a "
+       "misspelt `comet`); in a section that rejects unknown keys it is a keys.unknown error whose fix moves it "
+       "to the top level.",
+       {**B, "_comment": "ZeRO-2 for the 7B runs"}),
     _c("keys.unknown-top-level", "warning", "ignored", False, "Unknown top-level key.",
        "DeepSpeed ignores top-level keys it does not know: `zero_optimisation` configures nothing, and the run "
        "trains without ZeRO. The fix renames it to the closest known key or moves it where it belongs.",

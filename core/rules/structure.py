@@ -232,10 +232,43 @@ def _unknown_key(
             f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it: {doc_only[key]}",
             suggestion="Remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
         )
+    if is_comment_key(key):
+        return _comment_key(ctx, key, path, prefix, strict)
     guess = did_you_mean(key, _known_keys(ctx.version, prefix, model)) if suggest else None
     if prefix == "":
         return _unknown_top_level(key, guess)
     return _unknown_nested(key, path, prefix, value, strict, guess)
+
+
+#: Keys people write as comments in JSON, which has none ("_comment", "//", "# note", "description").
+_COMMENT_NAMES = frozenset({"comment", "comments", "note", "notes", "description", "desc", "remark", "remarks"})
+
+
+def is_comment_key(key: str) -> bool:
+    """Whether ``key`` is a comment by the usual JSON conventions (never a misspelt setting to rename)."""
+    return key.startswith(("_", "#", "//")) or key.strip().lower() in _COMMENT_NAMES
+
+
+def _comment_key(ctx: Context, key: str, path: str, prefix: str, strict: bool) -> Finding:
+    if not strict:
+        where = f"in `{prefix}`" if prefix else "at the top level"
+        return Finding(
+            "info", "keys.comment", path,
+            f"`{key}` {where} looks like a comment: DeepSpeed ignores keys it does not know here, so it changes "
+            "nothing.", page=_page_of(path),
+        )
+    # A strict section rejects it like any unknown key; the top level ignores it, so the comment can live there
+    # (under a name of its own when the top level already has that key).
+    dest = next((name for name in (key, f"{key}_{prefix.replace('.', '_')}") if name not in ctx.config), None)
+    fix = (Fix(f"Move `{path}` to the top level", (FixOp("move", path, to=_join("", dest)),)) if dest
+           else Fix(f"Remove `{path}`", (FixOp("delete", path),)))
+    return Finding(
+        "error", "keys.unknown", path,
+        f"Unknown key `{key}` in `{prefix}`: it looks like a comment, but this section rejects keys it does not "
+        "know (\"Extra inputs are not permitted\").",
+        suggestion="Keep comments at the top level, where DeepSpeed ignores unknown keys.", fix=fix,
+        page=_page_of(path),
+    )
 
 
 # Bounded: the keys are the user's. Checked against all 36 releases (``core.versions.matrix.works_with``), a config
