@@ -52,6 +52,10 @@ presets-releases: $(VENV)/.test-installed  ## every preset trained on every rele
 fuzz-long: $(VENV)/.test-installed
 	$(PY) scripts/fuzz_long.py $(FUZZ_ARGS)
 
+.PHONY: fix-differential
+fix-differential: $(VENV)/.test-installed  ## every corpus mutation fixed (safe / all) and judged by DeepSpeed 0.19.8 (CI: a slice)
+	$(PY) scripts/fix_differential.py
+
 clean:
 	rm -rf $(VENV) .venv-ds0195 .venv-ds .pytest_cache .torch_extensions
 

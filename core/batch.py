@@ -125,12 +125,13 @@ def _fmt(w: float) -> str:
 
 def _whole_seed(value: Any) -> int | None:
     """What a suggestion starts from: a positive whole number as DeepSpeed reads the value (true is 1), a
-    fractional one cut to its whole part (32.5 -> 32); None when there is nothing positive to keep."""
+    fractional one cut to its whole part (32.5 -> 32), a negative one's magnitude (-8 -> 8); None when there is
+    nothing to keep."""
     if isinstance(value, bool):
         return 1 if value else None
-    if not isinstance(value, int | float) or not value >= 1 or value == float("inf"):
+    if not isinstance(value, int | float) or not abs(value) >= 1 or abs(value) == float("inf"):
         return None
-    return int(value)
+    return int(abs(value))
 
 
 def _as_positive_int(value: Any) -> int | None:
@@ -158,7 +159,8 @@ def train_batch_of(config: dict[str, Any], world_size: int) -> int | None:
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:
     """Complete trios that satisfy DeepSpeed for ``world_size``, closest to what the user wrote first.
 
-    A fractional value counts as its whole part, a boolean as DeepSpeed reads it. Each suggestion keeps as much
+    A fractional value counts as its whole part, a negative one as its magnitude, a boolean as DeepSpeed reads
+    it. Each suggestion keeps as much
     of the user's input as possible: keep micro batch and
     accumulation (recompute the global batch); keep the global batch and micro batch
     (recompute accumulation, if it divides); keep the global batch and accumulation

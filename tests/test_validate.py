@@ -437,7 +437,7 @@ def test_a_batch_value_that_is_not_a_whole_number_gets_whole_numbers_that_work(c
     assert not [f for f in validate(fixed, world_size=2).findings if f.code.startswith("batch.")]
 
 
-@pytest.mark.parametrize(("value", "written"), [(500.0, 500), (500.5, 500), (2.6, 3), (1e300, 1000)])
+@pytest.mark.parametrize(("value", "written"), [(500.0, 500), (500.5, 501), (2.4, 2), (1e300, 1000)])
 def test_an_integer_scheduler_parameter_written_as_a_float_is_fixed_to_its_whole_number(value, written):
     config = cfg(optimizer={"type": "AdamW", "params": {"lr": 1e-4}},
                  scheduler={"type": "WarmupLR", "params": {"warmup_num_steps": value}})
@@ -484,3 +484,51 @@ def test_a_comment_key_in_a_strict_section_is_moved_to_the_top_level_keeping_its
     assert fixed["zero_optimization"] == {"stage": 2}
     assert (fixed["_comment"], fixed["_comment_zero_optimization"], fixed["//"]) == ("top", "zero", "slashes")
     assert validate(fixed).ok
+
+
+@pytest.mark.parametrize(("section", "path", "fixed_to"), [
+    ({"fp16": {"enabled": True, "hysteresis": [2]}}, "fp16.hysteresis", 2),
+    ({"fp16": {"enabled": True, "min_loss_scale": 0.5}}, "fp16.min_loss_scale", 1),
+    ({"fp16": {"enabled": True, "loss_scale": -1}}, "fp16.loss_scale", 0.0),
+    ({"zero_optimization": {"stage": 2, "reduce_bucket_size": "5e8"}}, "zero_optimization.reduce_bucket_size",
+     500_000_000),
+    ({"zero_optimization": {"stage": 2, "overlap_comm": [False]}}, "zero_optimization.overlap_comm", False),
+    ({"zero_optimization": {"stage": 3, "stage3_max_reuse_distance": "many"}},
+     "zero_optimization.stage3_max_reuse_distance", 1_000_000_000),
+    ({"timers": {"throughput": {"enabled": "sometimes"}}}, "timers.throughput.enabled", True),
+])
+def test_a_value_of_the_wrong_type_gets_what_it_most_likely_meant_or_the_default(section, path, fixed_to):
+    from core.findings import get_path
+
+    config = cfg(**section)
+    finding = next(f for f in validate(config).findings if f.path == path)
+    assert finding.fix is not None and not finding.fix.safe
+    fixed = finding.fix.apply(config)
+    assert get_path(fixed, path) == fixed_to and type(get_path(fixed, path)) is type(fixed_to)
+    assert path not in {f.path for f in validate(fixed).findings if f.severity == "error"}
+
+
+def test_a_section_that_is_not_an_object_gets_no_value_fix():
+    finding = next(f for f in validate(cfg(fp16=[1])).findings if f.path == "fp16")
+    assert finding.code == "type.model_type" and finding.fix is None
+
+
+def test_negative_and_one_item_list_batch_values_get_whole_trios():
+    finding = next(f for f in validate({"train_batch_size": -8}).findings if f.code == "batch.tb-positive")
+    assert finding.fix.apply({"train_batch_size": -8})["train_batch_size"] == 8
+    config = {"train_micro_batch_size_per_gpu": [8], "gradient_accumulation_steps": 2}
+    finding = next(f for f in validate(config).findings if f.code == "batch.type")
+    assert finding.fix.apply(config)["train_micro_batch_size_per_gpu"] == 8
+
+
+def test_parameter_offload_below_stage_3_with_compute_grad_norm_false_removes_the_offload_not_the_stage():
+    # DeepSpeed refuses compute_grad_norm false at stage 3, so switching to stage 3 would break the config.
+    config = cfg(gradient_clipping=0.0, zero_optimization={"stage": 2, "compute_grad_norm": False,
+                                                           "offload_param": {"device": "cpu"}})
+    finding = next(f for f in validate(config).findings if f.code == "zero.offload-param-below-3")
+    fixed = finding.fix.apply(config)
+    assert fixed["zero_optimization"] == {"stage": 2, "compute_grad_norm": False}
+    assert validate(fixed).ok
+    plain = cfg(zero_optimization={"stage": 2, "offload_param": {"device": "cpu"}})
+    finding = next(f for f in validate(plain).findings if f.code == "zero.offload-param-below-3")
+    assert finding.fix.apply(plain)["zero_optimization"]["stage"] == 3

@@ -86,7 +86,8 @@ def batch_types(ctx: Context) -> Iterator[Finding]:
         value = ctx.config.get(key)
         if value is None or value == "auto" or isinstance(value, int | float):
             continue
-        as_int = lax_int(value)
+        item = value[0] if isinstance(value, list) and len(value) == 1 else value  # [8] -> 8
+        as_int = lax_int(item)
         fix = set_fix(key, as_int) if as_int and as_int > 0 else None
         yield Finding(
             "error", "batch.type", key,

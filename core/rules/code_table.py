@@ -112,17 +112,21 @@ TABLE: tuple[Code, ...] = (
        "the fix is unsafe: set up the replacement the message names (e.g. bf16 or fp16 for amp).",
        {**B, "amp": {"enabled": True}}),
     # ---- types and values
-    _c("type.<pydantic error type>", "error", "parse", None, "A value of the wrong type or out of bounds.",
+    _c("type.<pydantic error type>", "error", "parse", False, "A value of the wrong type or out of bounds.",
        "DeepSpeed's pydantic models check types and bounds while reading the config; the code names pydantic's "
        "error type (type.int_parsing, type.bool_parsing, type.greater_than, type.literal_error, type.enum, "
-       "type.model_type, type.value_error, ...). Every such error is collected, not only the first.",
+       "type.model_type, type.value_error, ...). Every such error is collected, not only the first. For a "
+       "single value the fix writes what it most likely meant (the item of [2], the number in \"5e8\", the "
+       "nearest whole number of 0.5), else the field's default; a section that is not an object gets no fix.",
        {**B, "zero_optimization": {"stage": 2, "reduce_bucket_size": "lots"}}, family=True),
-    _c("type.engine", "error", "initialize", None, "A wrong value DeepSpeed only notices at initialize.",
-       "The section is read leniently, so the value passes parsing; deepspeed.initialize then fails using it.",
+    _c("type.engine", "error", "initialize", False, "A wrong value DeepSpeed only notices at initialize.",
+       "The section is read leniently, so the value passes parsing; deepspeed.initialize then fails using it. "
+       "The fix is the type error's (what the value most likely meant, else the default).",
        {**B, "expert_parallel": {"score_apply": None}}),
-    _c("type.unchecked", "warning", "training", None, "A wrong value DeepSpeed does not check.",
+    _c("type.unchecked", "warning", "training", False, "A wrong value DeepSpeed does not check.",
        "The section is read with dict.get and the value is carried along unchecked; the mistake surfaces later, "
-       "in training, if the value is used.",
+       "in training, if the value is used. The fix is the type error's (what the value most likely meant, else "
+       "the default).",
        {**B, "activation_checkpointing": {"number_checkpoints": "four"}}),
     _c("type.unreadable", "error", "parse", None, "DeepSpeed cannot read the config at all.",
        "A section's own validator failed outside pydantic's error handling (absurd numbers, deep nesting). No "

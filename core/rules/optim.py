@@ -7,14 +7,13 @@ scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
 from core import versions
 from core.findings import Finding, Fix, FixOp, join_path
 from core.rules.context import Context, lax_float
-from core.rules.fixes import closest_choice, delete_fix, set_fix
+from core.rules.fixes import closest_choice, delete_fix, nearest_whole, set_fix
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
@@ -35,15 +34,13 @@ TORCH_SCHEDULERS: tuple[str, ...] = tuple(TORCH_SCHEDULER_PARAMS)
 
 
 def _whole_number_for(param: Param, value: Any) -> int | None:
-    """The whole number a float was meant as, for a parameter that takes integers (500.0 -> 500, 2.6 -> 3);
+    """The whole number a float was meant as (``nearest_whole``), for a parameter that takes integers;
     None when the parameter takes floats, the float is not finite or beyond 2**53, or the rounded value is out of
     bounds."""
-    if not isinstance(value, float) or "integer" not in param.types or "number" in param.types:
+    if "integer" not in param.types or "number" in param.types:
         return None
-    if not math.isfinite(value) or abs(value) > 2**53:  # beyond 2**53 a float is no one's intended count
-        return None
-    whole = round(value)
-    return whole if param.bound_problem(whole) is None else None
+    whole = nearest_whole(value)
+    return whole if whole is not None and param.bound_problem(whole) is None else None
 
 
 def _backend(ctx: Context) -> str:

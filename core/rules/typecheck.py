@@ -12,6 +12,7 @@ from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding
 from core.rules.context import Context, lax_bool, lax_float, lax_int
+from core.rules.fixes import value_fix
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
 from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
 from core.schema.zero import ZeroConfig
@@ -240,19 +241,20 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     fails = versions.top_level_value_fails(ctx.version, key, value) if container else None
     if fails is not None:  # this release's own parser, tried with such a value (the profile's probe)
         strict, raises = fails, raises if fails else None
+    fix = value_fix(field, path, value) if kind not in container_kinds else None
     if strict:
-        return Finding("error", f"type.{kind}", path, text, hint, None, _page_of(path))
+        return Finding("error", f"type.{kind}", path, text, hint, fix, _page_of(path))
     if raises == "engine":
         return Finding(
             "error", "type.engine", path,
             f"{text[:-1]} — DeepSpeed reads the config but fails when deepspeed.initialize uses this value.",
-            hint, None, _page_of(path),
+            hint, fix, _page_of(path),
         )
     return Finding(
         "warning", "type.unchecked", path,
         f"{text[:-1]} — DeepSpeed does not check this when it reads the config, so the mistake surfaces "
         "later, in training.",
-        hint, None, _page_of(path),
+        hint, fix, _page_of(path),
     )
 
 

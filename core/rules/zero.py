@@ -49,12 +49,16 @@ def offload(ctx: Context) -> Iterator[Finding]:
     stage = ctx.stage
     param_dev, opt_dev = ctx.meaning.offload_param, ctx.meaning.offload_optimizer  # the legacy cpu_offload too
     if param_dev in ("cpu", "nvme") and stage != 3:
+        # DeepSpeed refuses compute_grad_norm false at stage 3: then the offload goes, not the stage.
+        stage3_refused = lax_bool(zero.get("compute_grad_norm", True)) is False
         yield Finding(
             "warning", "zero.offload-param-below-3", "zero_optimization.offload_param",
             f"Parameter offload is set but ZeRO stage is {stage}; only stage 3 offloads parameters, so this "
             "does nothing.",
-            suggestion="Use stage 3, or remove offload_param.",
-            fix=set_fix("zero_optimization.stage", 3, "Switch to ZeRO stage 3"), page="zero",
+            suggestion="Remove offload_param (compute_grad_norm false rules out stage 3)." if stage3_refused
+            else "Use stage 3, or remove offload_param.",
+            fix=delete_fix("zero_optimization.offload_param") if stage3_refused
+            else set_fix("zero_optimization.stage", 3, "Switch to ZeRO stage 3"), page="zero",
         )
     if opt_dev in ("cpu", "nvme") and stage == 0:
         yield Finding(
