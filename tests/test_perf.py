@@ -158,8 +158,9 @@ def test_notes_name_what_is_not_modelled():
     for extra, word in (({"compile": {"deepcompile": True}}, "DeepCompile"),
                         ({"expert_parallel": {"enabled": True, "autoep_size": 8}}, "AutoEP"),
                         ({"hybrid_engine": {"enabled": "true"}}, "hybrid engine"),
-                        ({"bf16": {"enabled": True, "bf16_master_weights_and_grads": True,
-                                   "bf16_optimizer_states": "true"}}, "bf16_master_weights_and_grads, bf16_optimizer"),
+                        ({"bf16": {"enabled": True, "bf16_master_weights_and_grads": True},
+                          "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+                         "DeepSpeedCPUAdam's speed with 16-bit master weights"),
                         ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                                                 "zenflow": {"topk_ratio": 0.1}}}, "ZenFlow")):
         noted = predict({**cfg(), **extra}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024)).notes
@@ -454,3 +455,16 @@ def test_tensor_parallel_ranks_share_the_nodes_network_for_their_data_parallel_r
                   **({"tensor_parallel": {"autotp_size": tp}} if tp > 1 else {})}
         seconds[tp] = predict(config, LLAMA7, cluster, Shape(1, 2048, "flash", "none")).breakdown["gradient all-reduce"]
     assert seconds[8] / seconds[1] == pytest.approx((1 / 2) / (15 / 16), rel=0.02)
+
+
+def test_16bit_master_weights_and_optimizer_states_shrink_the_gpu_step():
+    """With bf16 master weights, gradients and optimizer states (bf16_master_weights_and_grads +
+    bf16_optimizer_states) fused Adam reads and writes 2-byte tensors: 20 bytes per parameter against 34."""
+    cl, shape = Cluster("NVIDIA H100 80GB", 8), Shape(1, 1024)
+    fp32 = predict(cfg(2), LLAMA7, cl, shape)
+    low = predict({**cfg(2), "bf16": {"enabled": True, "bf16_master_weights_and_grads": True,
+                                      "bf16_optimizer_states": True}}, LLAMA7, cl, shape)
+    step = "optimizer step (GPU)"
+    assert low.breakdown[step] == pytest.approx(fp32.breakdown[step] * 20 / 34)
+    assert low.assumptions["adam_bytes_per_param"] == 20 and fp32.assumptions["adam_bytes_per_param"] == 34
+    assert not any("16-bit" in n for n in low.notes)

@@ -31,10 +31,10 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 - overlap: communication that DeepSpeed runs on a side stream (overlap_comm, and ZeRO-3's prefetch) hides
   behind the compute of its own phase up to ``efficiency.overlap`` (forward gathers behind the forward,
   backward gathers and gradient reductions behind the recomputation and backward); the rest adds to the step.
-- offload: gradients go to the host every micro-step (fp32, over PCIe), the CPU optimizer updates its
+- offload: gradients go to the host every micro-step (master dtype, over PCIe), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
-- optimizer: fused Adam on the GPU moves ``ADAM_BYTES_PER_PARAM``; fp16 or bf16 at stage 0 without FusedAdam
+- optimizer: fused Adam on the GPU moves ``adam_step_bytes_per_param``; fp16 or bf16 at stage 0 without FusedAdam
   runs DeepSpeed's unfused fp16 optimizer (``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and a host-side loop
   over the parameter tensors).
 """
@@ -60,12 +60,12 @@ from core.perf.compute import (
     peak_flops,
 )
 from core.perf.constants import (
-    ADAM_BYTES_PER_PARAM,
     FLASH1_ATTENTION_SPEED,
     FUSED_ATTENTION_BACKWARD_FACTOR,
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
     ZEROPP_QGZ_BYTES_PER_PARAM,
     ZEROPP_QWZ_BYTES_PER_PARAM,
+    adam_step_bytes_per_param,
 )
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings, read_settings
@@ -266,7 +266,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                 parts.add(target_fwd, "parameter reads from NVMe", node_read)
                 parts.add(target, "parameter reads from NVMe", node_read)
     if m.stage >= 1 and m.offload_optimizer != "none":
-        grad_copy = 4 * part / pcie
+        grad_copy = m.master_bytes * part / pcie  # the partition is cast to the master weights' dtype
         if m.stage == 1:
             parts.add(parts.step_serial, "gradient download to the host (PCIe)", grad_copy)
         else:
@@ -276,7 +276,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         parts.add(parts.step_serial, "CPU optimizer step", node_params / cl.cpu_adam_rate)
         parts.add(parts.step_serial, "parameter upload after the step (PCIe)", part * m.bytes_per_param / pcie)
         if m.offload_optimizer == "nvme":
-            state_bytes = (4 + 4 * m.optimizer_states) * node_params
+            state_bytes = (m.master_bytes + m.state_bytes * m.optimizer_states) * node_params
             parts.add(parts.step_serial, "optimizer state NVMe read + write",
                       2 * state_bytes / (cl.nvme_bytes_s * cl.efficiency.link))
     elif st.unfused_optimizer:
@@ -289,7 +289,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                       tensors * cl.efficiency.grad_hook_overhead_s)
     else:
         owned = params if m.stage == 0 else part
-        parts.add(parts.step_serial, "optimizer step (GPU)", ADAM_BYTES_PER_PARAM * owned / cl.hbm_bytes_s)
+        parts.add(parts.step_serial, "optimizer step (GPU)",
+                  adam_step_bytes_per_param(m.master_bytes, m.state_bytes) * owned / cl.hbm_bytes_s)
 
 
 def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape, parts: _Parts) -> None:
@@ -436,7 +437,8 @@ def predict(
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
                      "attention_efficiency": cluster.attention_efficiency(shape.attention),
                      "flash1_attention_speed": FLASH1_ATTENTION_SPEED,
-                     "adam_bytes_per_param": ADAM_BYTES_PER_PARAM,
+                     "adam_bytes_per_param": adam_step_bytes_per_param(st.memory.master_bytes,
+                                                                        st.memory.state_bytes),
                      "unfused_fp16_optimizer_bytes_per_param": UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
                      "zeropp_qwz_bytes_per_param": ZEROPP_QWZ_BYTES_PER_PARAM,
                      "zeropp_qgz_bytes_per_param": ZEROPP_QGZ_BYTES_PER_PARAM,

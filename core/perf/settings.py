@@ -128,13 +128,9 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
                      "frees; eager DeepSpeed is costed)." if pydantic_bool(compile_sec, "deepcompile", False) else
                      "Not modelled: torch.compile (the compile section acts once the script calls engine.compile(); "
                      "it can be faster than eager PyTorch, which is what the model assumes).")
-    low_master = [key for section, key in (("fp16", "fp16_master_weights_and_grads"),
-                                           (meaning.bf16_section, "bf16_master_weights_and_grads"),
-                                           (meaning.bf16_section, "bf16_optimizer_states"))
-                  if pydantic_bool(cfg.get(section) if isinstance(cfg.get(section), Mapping) else {}, key, False)]
-    if low_master:
-        notes.append(f"Not modelled: {', '.join(low_master)} (16-bit master weights, gradients or optimizer "
-                     "states): the optimizer step and gradient copies are costed in fp32.")
+    if mem.master_bytes < 4 and mem.offload_optimizer != "none":  # the step's bytes follow the dtypes otherwise
+        notes.append("Not modelled: DeepSpeedCPUAdam's speed with 16-bit master weights"
+                     f"{' and optimizer states' if mem.state_bytes < 4 else ''}: costed at its fp32 rate.")
     if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
         notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
                      "asynchronously): costed as plain ZeRO-Offload.")
