@@ -66,6 +66,14 @@ def pydantic_bool(section: Mapping[str, Any], key: str, default: bool) -> bool:
     return default if read is None else read
 
 
+def _pydantic_int(section: Mapping[str, Any], key: str, default: int) -> int:
+    """``section[key]`` as a pydantic section reads an int (lax: 2.0 and "2" are 2); "auto"/absent/rejected:
+    the default."""
+    value = section.get(key, "auto")
+    read = None if value == "auto" else lax_int(value)
+    return default if read is None else read
+
+
 def read_bool(config: Mapping[str, Any], section: str, key: str, default: bool, version: str = "0.19.8") -> bool:
     """``config[section][key]`` as DeepSpeed ``version`` reads it: pydantic's lax bool in a section that
     release parses with pydantic (its profile says which), else a ``dict.get`` used as a Python truth value
@@ -167,6 +175,10 @@ class Effective:
     """The 16-bit master-weight flags as pydantic reads them (``bf16_section`` holds the bf16 ones)."""
     fp32_optimizer_states: bool = True
     """Whether ``DeepSpeedCPUAdam`` keeps its states fp32 (``get_optimizer_configuration``)."""
+    autotp_size: int = 0
+    """``tensor_parallel.autotp_size`` as ``TPTrainingConfig`` (pydantic, lax int) reads it: 2.0 and "2" are 2,
+    "auto" is the default 0; a value it rejects (2.5, "two") is 0 here (the validator reports it). AutoTP is on
+    when it is above 1 (``engine.autotp_size() > 1``)."""
 
     @property
     def master_dtype(self) -> str:
@@ -299,4 +311,5 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         bf16_optimizer_states=bf16_states,
         # popped from the params; None is True, bf16_optimizer_states forces False, else a Python truth value
         fp32_optimizer_states=not bf16_states and bool(params.get("fp32_optimizer_states", True)),
+        autotp_size=_pydantic_int(_section(cfg, "tensor_parallel"), "autotp_size", 0),
     )

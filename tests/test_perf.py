@@ -468,3 +468,13 @@ def test_16bit_master_weights_and_optimizer_states_shrink_the_gpu_step():
     assert low.breakdown[step] == pytest.approx(fp32.breakdown[step] * 20 / 34)
     assert low.assumptions["adam_bytes_per_param"] == 20 and fp32.assumptions["adam_bytes_per_param"] == 34
     assert not any("16-bit" in n for n in low.notes)
+
+
+@pytest.mark.parametrize("written", [2.0, "2", " 2"])
+def test_autotp_size_is_read_as_deepspeeds_pydantic_reads_it(written):
+    """TPTrainingConfig reads autotp_size in pydantic's lax mode: 2.0 and "2" are 2 (2.5 is refused)."""
+    cl, shape = Cluster("NVIDIA H100 80GB", 8), Shape(1, 1024)
+    as_int = predict({**cfg(3), "tensor_parallel": {"autotp_size": 2}}, LLAMA7, cl, shape)
+    other = predict({**cfg(3), "tensor_parallel": {"autotp_size": written}}, LLAMA7, cl, shape)
+    assert other.step_seconds == as_int.step_seconds and other.breakdown == as_int.breakdown
+    assert any("tensor-parallel" in name for name in other.breakdown)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.effective import effective
 from core.memory.estimate import Shape
 from core.models import describe, get_spec
 from core.models.arch import ModelSpec
@@ -48,8 +49,7 @@ def group_of(ident: str) -> str:
 
 def data_parallel(m: Measurement) -> int:
     """Model replicas: the GPUs over the tensor-parallel degree (``tensor_parallel.autotp_size``)."""
-    tp = m.extra_config.get("tensor_parallel", {}).get("autotp_size", 1)
-    return m.gpus_per_node * m.nodes // tp
+    return m.gpus_per_node * m.nodes // max(1, effective(m.extra_config).autotp_size)
 
 
 def measurement_config(m: Measurement) -> dict[str, Any]:

@@ -76,14 +76,13 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     mem = TrainingSettings.from_ds_config(cfg)
     notes = list(mem.notes)
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), Mapping) else {}
-    tp_sec = cfg.get("tensor_parallel") if isinstance(cfg.get("tensor_parallel"), Mapping) else {}
-    tp = _int(tp_sec.get("autotp_size"), 1)
+    meaning = effective(cfg)
+    tp = max(1, meaning.autotp_size)  # AutoTP is off at 0 or 1 (engine: autotp_size() > 1)
     sp = _int(cfg.get("sequence_parallel_size"), 1)
     if total_gpus % (tp * sp):
         notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
                      "tensor/sequence parallelism ignored.")
         tp = sp = 1
-    meaning = effective(cfg)
     compute, compute_bytes = mem.precision, mem.bytes_per_param
     if meaning.precision == "torch_autocast":
         # parameters, gradients and optimizer states stay fp32 (the memory model's reading); the forward runs
