@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -272,7 +273,7 @@ def test_gpu_sweep_rows_are_the_fastest_fitting_rows_of_recommend(tokens, price)
             if key in best and best["fits"]:
                 assert row[key] == best[key], key
             elif key in best:
-                assert row[key] is None or math.isnan(row[key]), key
+                assert pd.isna(row[key]), key
 
 
 def test_recommend_fitting_only_with_nothing_fitting_is_empty_and_says_what_it_assumed():

@@ -107,6 +107,14 @@ def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
     fits = [row["fits"] for row in data["gpu_sweep"]]
     assert True in fits and False in fits
     assert all(row["step_seconds"] is None for row in data["gpu_sweep"] if not row["fits"])
+    # the integer columns stay integers next to the empty rows (pandas made them floats: "stage": 3.0)
+    assert all(type(row[key]) is int for row in data["gpu_sweep"] if row["fits"] for key in ("stage", "micro_batch"))
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA A100 40GB", "--global-batch",
+                      "64", "--cpu-ram", "32", "--sweep", "--top", "1"])
+    sweep = text.split("node count")[1].split("Smallest")[0].splitlines()[2:]
+    assert code == 0 and sweep and not any("NaN" in line or ".0 " in line for line in sweep)
+    assert any(line.split()[2] == "True" and line.split()[3] == "3" for line in sweep)
+    assert any(line.split()[2:4] == ["False", "-"] for line in sweep)
 
 
 def test_gpu_is_read_as_fit_reads_it(capsys):

@@ -103,6 +103,16 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
 
 
+def _table_text(frame: pd.DataFrame) -> str:
+    """A frame as a text table where a missing value (a sweep size where nothing fits) is "-" in every column
+    and integer columns print as integers."""
+    shown = frame.copy()
+    for col in shown.columns:
+        if not pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = shown[col].astype(object).where(shown[col].notna(), "-")
+    return shown.to_string(index=False, na_rep="-")
+
+
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     spec, cluster = _model(args), _cluster(args)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
@@ -150,7 +160,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\nNothing fits: add GPUs or nodes, allow CPU/NVMe offload, or shorten the sequence.\n")
     if sweep is not None:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
-        out.write(sweep.to_string(index=False) + "\n")
+        out.write(_table_text(sweep) + "\n")
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
                   f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
     for note in table.attrs["notes"]:
