@@ -289,3 +289,19 @@ def test_an_hpz_group_wider_than_a_node_gathers_over_the_network():
     assert step[8].step_seconds < 0.5 * step[16].step_seconds < step[16].step_seconds <= step[32].step_seconds
     assert "ZeRO-3 parameter all-gather (backward, hpZ in-node) (exposed)" in step[8].breakdown
     assert "ZeRO-3 parameter all-gather (backward, hpZ over 16 GPUs across nodes) (exposed)" in step[16].breakdown
+
+
+def test_qgz_reduction_is_an_int4_all_to_all_in_the_node_then_the_nodes_share_across():
+    """qgz_reduce_seconds (all_to_all_quant_reduce): a quarter of the bytes of the 16-bit reduce-scatter inside a
+    node; across nodes each GPU also sends (nodes-1)/nodes of its int4 bytes over the node's network."""
+    from core.perf.collectives import qgz_reduce_seconds, ring_seconds
+
+    wire = 14e9  # 7B parameters' bf16 gradients
+    one = Cluster("NVIDIA H100 80GB", 8, 1)
+    assert qgz_reduce_seconds(wire, 8, 8, 1, one) == pytest.approx(ring_seconds(wire, 1, 8, 8, one) / 4)
+    four = Cluster("NVIDIA H100 80GB", 8, 4)
+    across = wire / 4 * 3 / 4 / (four.inter_bytes_s * four.efficiency.link)
+    assert qgz_reduce_seconds(wire, 32, 8, 4, four) == pytest.approx(ring_seconds(wire / 4, 1, 8, 8, four) + across)
+    # two tensor-parallel ranks per node: two exchanges share the network
+    assert qgz_reduce_seconds(wire, 32, 8, 4, four, rings_per_node=2) == pytest.approx(
+        ring_seconds(wire / 4, 1, 8, 8, four) + 2 * across)
