@@ -179,6 +179,9 @@ class Effective:
     """``tensor_parallel.autotp_size`` as ``TPTrainingConfig`` (pydantic, lax int) reads it: 2.0 and "2" are 2,
     "auto" is the default 0; a value it rejects (2.5, "two") is 0 here (the validator reports it). AutoTP is on
     when it is above 1 (``engine.autotp_size() > 1``)."""
+    autotp_size_string: bool = False
+    """``autotp_size`` is written as a string (also "auto"): ``deepspeed.initialize`` compares the raw value with 0
+    (``autotp_size and autotp_size > 0``, deepspeed/__init__.py) before the parser reads it, and raises TypeError."""
 
     @property
     def master_dtype(self) -> str:
@@ -312,4 +315,5 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         # popped from the params; None is True, bf16_optimizer_states forces False, else a Python truth value
         fp32_optimizer_states=not bf16_states and bool(params.get("fp32_optimizer_states", True)),
         autotp_size=_pydantic_int(_section(cfg, "tensor_parallel"), "autotp_size", 0),
+        autotp_size_string=isinstance(_section(cfg, "tensor_parallel").get("autotp_size"), str),
     )

@@ -78,6 +78,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), Mapping) else {}
     meaning = effective(cfg)
     tp = max(1, meaning.autotp_size)  # AutoTP is off at 0 or 1 (engine: autotp_size() > 1)
+    if meaning.autotp_size_string:
+        notes.append(f"tensor_parallel.autotp_size is a string: deepspeed.initialize compares it with 0 before "
+                     f"parsing and fails (TypeError); costed as its parser reads it ({meaning.autotp_size}). Write "
+                     "a number.")
     sp = _int(cfg.get("sequence_parallel_size"), 1)
     if total_gpus % (tp * sp):
         notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
