@@ -482,3 +482,19 @@ def test_autotp_size_is_read_as_deepspeeds_pydantic_reads_it(written):
     assert any("tensor-parallel" in name for name in other.breakdown)
     # deepspeed.initialize tests `autotp_size > 0` on the raw value first: a string raises TypeError there
     assert any("TypeError" in n for n in other.notes) == isinstance(written, str)
+
+
+def test_autotp_batch_keys_count_every_gpu_as_deepspeed_does():
+    """Without an mpu DeepSpeedConfig checks train_batch_size = micro x accumulation x dist.get_world_size()
+    (runtime/config.py; AutoTP's groups are built later, in the engine), so with autotp_size 2 on 16 GPUs a
+    train_batch_size of 64 at micro batch 2 is 2 accumulation steps (the planner divided by autotp: 4), and the
+    trio the validator accepts resolves; the samples per step are still micro x accumulation x 8 replicas."""
+    cl, shape = Cluster("NVIDIA A100 80GB", 8, 2), Shape(2, 1024)
+    tp = {"tensor_parallel": {"autotp_size": 2}, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
+    derived = predict({**tp, "train_batch_size": 64, "train_micro_batch_size_per_gpu": 2}, LLAMA7, cl, shape)
+    assert derived.gradient_accumulation_steps == 2
+    trio = {**tp, "train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2}
+    assert not [f for f in validate(trio, world_size=16).findings if f.code.startswith("batch.")]
+    written = predict(trio, LLAMA7, cl, shape)
+    assert written.gradient_accumulation_steps == 2 and not any("resolve" in n for n in written.notes)
+    assert written.tokens_per_step == 2 * 2 * 8 * 1024

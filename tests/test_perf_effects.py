@@ -247,14 +247,18 @@ def test_the_accuracy_the_pages_quote_is_the_measured_one():
     assert f"{len(table)} published runs" in text and f"{ACCURACY.median_error:.1%}" in text
 
 def test_tensor_parallel_rows_count_model_replicas():
-    """Megatron's 8.3B ran 8-way tensor parallel x 64-way data parallel on 512 GPUs: the batch is per replica."""
+    """Megatron's 8.3B ran 8-way tensor parallel x 64-way data parallel on 512 GPUs: the batch is per replica
+    (8 x 64 samples a step), while the AutoTP config that stands for it writes DeepSpeed's train_batch_size, which
+    counts all 512 GPUs (DeepSpeedConfig without an mpu)."""
     row = next(m for m in ALL_ROWS if m.id == "megatron2019-gpt2-8.3b-512gpu")
     assert data_parallel(row) == 64
     cfg = measurement_config(row)
-    assert cfg["train_batch_size"] == 8 * 64 and cfg["tensor_parallel"]["autotp_size"] == 8
+    assert cfg["train_batch_size"] == 8 * 512 and cfg["tensor_parallel"]["autotp_size"] == 8
     est = evaluate([row]).iloc[0]
-    assert "tensor-parallel" in " ".join(predict(cfg, describe(row.model, name="m"), Cluster(
-        row.gpu, row.gpus_per_node, row.nodes), Shape(8, 1024, "eager", "full")).breakdown)
+    step = predict(cfg, describe(row.model, name="m"), Cluster(row.gpu, row.gpus_per_node, row.nodes),
+                   Shape(8, 1024, "eager", "full"))
+    assert "tensor-parallel" in " ".join(step.breakdown)
+    assert step.gradient_accumulation_steps == 1 and step.tokens_per_step == 8 * 64 * 1024
     assert 1.0 < est["measured_step_s"] < 5.0  # 96 B s l h^2 (...) / (29.5 TFLOPs x 512): about 2.4 s
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import GA, MB, TB, resolve_batch
+from core.batch import GA, MB, TB, effective_world_size, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
@@ -109,8 +109,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         zeropp.append("zero_hpz_partition_size")
     if zeropp and mem.stage != 3:  # stage3.py / partition_parameters.py are the only readers
         notes.append(f"ZeRO++ ({', '.join(zeropp)}) only acts with ZeRO stage 3: ignored.")
-    dp = max(1, total_gpus // (tp * sp))
-    batch = resolve_batch(dict(cfg), dp)
+    # DeepSpeedConfig checks the batch keys against dist.get_world_size() (/ sequence_parallel_size) when no mpu
+    # is passed, which AutoTP is not: its groups come later (engine._configure_tensor_parallel_states), so
+    # train_batch_size counts every tensor-parallel rank (core.batch.effective_world_size, as the validator)
+    batch = resolve_batch(dict(cfg), effective_world_size(dict(cfg), total_gpus))
     grad_accum = micro = None
     if batch.ok and isinstance(batch.grad_accum, int) and batch.grad_accum >= 1:
         grad_accum = int(batch.grad_accum)
