@@ -16,7 +16,13 @@ own code:
   the optimizer class follows ``_configure_basic_optimizer``: for Adam/AdamW ``torch_adam`` wins, then the
   CPU optimizer when ``offload_optimizer.device`` is cpu or nvme (``zero_use_cpu_optimizer``, whatever the
   stage), then the fused GPU kernel;
-- ``overlap_comm`` unset (or ``"auto"``) defaults to ``stage == 3`` (``overlap_comm_valid``).
+- ``overlap_comm`` unset (or ``"auto"``) defaults to ``stage == 3`` (``overlap_comm_valid``);
+- ``fp16.fp16_master_weights_and_grads``, ``bf16.bf16_master_weights_and_grads`` and ``bf16.bf16_optimizer_states``
+  are pydantic booleans (``DeepSpeedFP16Config`` / ``DeepSpeedBF16Config``); the ZeRO optimizers (stage 1-3) keep
+  their master weights and gradient partition in that dtype (``ZeROOptimizer._configure_master_weights``), and the
+  optimizer's states follow the master weights (``FusedAdam``: ``zeros_like``), except that ``DeepSpeedCPUAdam``
+  keeps them fp32 unless its ``fp32_optimizer_states`` is false, which ``bf16_optimizer_states`` forces
+  (``get_optimizer_configuration``; otherwise ``optimizer.params.fp32_optimizer_states`` as a truth value).
 """
 
 from __future__ import annotations
@@ -57,6 +63,14 @@ def pydantic_bool(section: Mapping[str, Any], key: str, default: bool) -> bool:
     if value == "auto":
         return default
     read = lax_bool(value)
+    return default if read is None else read
+
+
+def _pydantic_int(section: Mapping[str, Any], key: str, default: int) -> int:
+    """``section[key]`` as a pydantic section reads an int (lax: 2.0 and "2" are 2); "auto"/absent/rejected:
+    the default."""
+    value = section.get(key, "auto")
+    read = None if value == "auto" else lax_int(value)
     return default if read is None else read
 
 
@@ -155,6 +169,37 @@ class Effective:
     """fp32 state tensors per parameter (None: not known for this optimizer)."""
     zero_allow_untested_optimizer: bool
     """A top-level ``get_scalar_param`` key used as a Python truth value (``"false"`` allows it)."""
+    fp16_master_weights_and_grads: bool = False
+    bf16_master_weights_and_grads: bool = False
+    bf16_optimizer_states: bool = False
+    """The 16-bit master-weight flags as pydantic reads them (``bf16_section`` holds the bf16 ones)."""
+    fp32_optimizer_states: bool = True
+    """Whether ``DeepSpeedCPUAdam`` keeps its states fp32 (``get_optimizer_configuration``)."""
+    autotp_size: int = 0
+    """``tensor_parallel.autotp_size`` as ``TPTrainingConfig`` (pydantic, lax int) reads it: 2.0 and "2" are 2,
+    "auto" is the default 0; a value it rejects (2.5, "two") is 0 here (the validator reports it). AutoTP is on
+    when it is above 1 (``engine.autotp_size() > 1``)."""
+    autotp_size_string: bool = False
+    """``autotp_size`` is written as a string (also "auto"): ``deepspeed.initialize`` compares the raw value with 0
+    (``autotp_size and autotp_size > 0``, deepspeed/__init__.py) before the parser reads it, and raises TypeError."""
+
+    @property
+    def master_dtype(self) -> str:
+        """The dtype of the ZeRO optimizer's master weights and gradient partition, "fp32", "fp16" or "bf16"
+        (``master_weights_and_grads_dtype``; the flags act at stage 1-3 only, stage 0 refuses them)."""
+        if self.stage == 0:
+            return "fp32"
+        if self.fp16_master_weights_and_grads:
+            return "fp16"
+        return "bf16" if self.bf16_master_weights_and_grads else "fp32"
+
+    @property
+    def optimizer_states_dtype(self) -> str:
+        """The dtype of the optimizer's state tensors: the master weights' (the GPU optimizers allocate them
+        ``zeros_like`` the master partition), fp32 for ``DeepSpeedCPUAdam`` unless ``fp32_optimizer_states`` is off."""
+        if self.optimizer_backend == "cpu" and self.fp32_optimizer_states:
+            return "fp32"
+        return self.master_dtype
 
     @property
     def precision(self) -> str:
@@ -210,6 +255,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
     bf16_name = "bfloat16" if "bfloat16" in cfg and cfg.get("bf16") is None else "bf16"
     bf16_section = _section(cfg, bf16_name)
     autocast = _section(cfg, "torch_autocast")
+    bf16_states = pydantic_bool(bf16_section, "bf16_optimizer_states", False)
     off_opt = _device(zero, "offload_optimizer", "cpu_offload")[0]
     off_param = _device(zero, "offload_param", "cpu_offload_param")[0]
 
@@ -263,4 +309,11 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         optimizer_class=cls,
         optimizer_states=states,
         zero_allow_untested_optimizer=bool(cfg.get("zero_allow_untested_optimizer", False)),
+        fp16_master_weights_and_grads=pydantic_bool(fp16_section, "fp16_master_weights_and_grads", False),
+        bf16_master_weights_and_grads=pydantic_bool(bf16_section, "bf16_master_weights_and_grads", False),
+        bf16_optimizer_states=bf16_states,
+        # popped from the params; None is True, bf16_optimizer_states forces False, else a Python truth value
+        fp32_optimizer_states=not bf16_states and bool(params.get("fp32_optimizer_states", True)),
+        autotp_size=_pydantic_int(_section(cfg, "tensor_parallel"), "autotp_size", 0),
+        autotp_size_string=isinstance(_section(cfg, "tensor_parallel").get("autotp_size"), str),
     )

@@ -170,7 +170,7 @@ def test_consumers_agree_on_any_config(config, enabled):
 # ------------------------------------------------------------------------------- against real DeepSpeed
 def _generated_configs(count: int) -> list[dict[str, Any]]:
     """Seeded configs that vary every reading effective makes (stage forms, bool spellings, devices ...)."""
-    rng = random.Random(20261123)
+    rng, extra = random.Random(20261123), random.Random(20261125)
     bools = (*_TRUE_SPELLINGS, *_FALSE_SPELLINGS, "auto")
     out: list[dict[str, Any]] = []
     for _ in range(count):
@@ -207,8 +207,23 @@ def _generated_configs(count: int) -> list[dict[str, Any]]:
             cfg["optimizer"] = {"type": name, "params": params}
         if rng.random() < 0.3:
             cfg["zero_allow_untested_optimizer"] = rng.choice((True, False, "false", 0, 1, "yes"))
+        _vary_autotp_and_master_weights(cfg, extra, bools)
         out.append(cfg)
     return out
+
+
+def _vary_autotp_and_master_weights(cfg: dict[str, Any], rng: random.Random, bools: tuple[Any, ...]) -> None:
+    """AutoTP's size in the spellings pydantic reads (and one it rejects), and the 16-bit master-weight flags in
+    whichever precision section the config has (drawn from their own generator: the configs above stay as they
+    were)."""
+    if rng.random() < 0.3:
+        cfg["tensor_parallel"] = {"autotp_size": rng.choice((2, 2.0, "2", "4", 4.0, " 8", "auto", 1, 0, 2.5))}
+    section = next((cfg[k] for k in ("fp16", "bf16", "bfloat16") if isinstance(cfg.get(k), dict)), None)
+    if section is not None and effective(cfg).stage >= 1 and rng.random() < 0.4:
+        prefix = "fp16" if section is cfg.get("fp16") else "bf16"
+        section[f"{prefix}_master_weights_and_grads"] = rng.choice(bools)
+        if prefix == "bf16" and rng.random() < 0.5:
+            section["bf16_optimizer_states"] = rng.choice(bools)
 
 
 def _for_parsing(config: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +251,10 @@ class Reading:
     optimizer_name: str | None
     optimizer_backend: str | None
     zero_allow_untested_optimizer: bool
+    autotp_size: int
+    fp16_master_weights_and_grads: bool
+    bf16_master_weights_and_grads: bool
+    bf16_optimizer_states: bool
 
 
 def _deepspeed_backend(ds_config: Any, engine_cls: type) -> str | None:
@@ -278,6 +297,10 @@ def _reading(parsed: Any, engine_cls: type) -> Reading:
         optimizer_backend=_deepspeed_backend(parsed, engine_cls),
         # read with get_scalar_param, then `assert self.zero_allow_untested_optimizer()` at initialize
         zero_allow_untested_optimizer=bool(parsed.zero_allow_untested_optimizer),
+        autotp_size=int(parsed.tensor_parallel_config.autotp_size),
+        fp16_master_weights_and_grads=bool(parsed.float16_config.fp16_master_weights_and_grads),
+        bf16_master_weights_and_grads=bool(parsed.bfloat16_config.bf16_master_weights_and_grads),
+        bf16_optimizer_states=bool(parsed.bfloat16_config.bf16_optimizer_states),
     )
 
 
@@ -338,6 +361,12 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "estimator.contiguous_gradients": (settings.contiguous_gradients, ds.contiguous_gradients),
         "effective.zero_allow_untested_optimizer": (meaning.zero_allow_untested_optimizer,
                                                      ds.zero_allow_untested_optimizer),
+        "effective.autotp_size": (meaning.autotp_size, ds.autotp_size),
+        "effective.fp16_master_weights_and_grads": (meaning.fp16_master_weights_and_grads,
+                                                     ds.fp16_master_weights_and_grads),
+        "effective.bf16_master_weights_and_grads": (meaning.bf16_master_weights_and_grads,
+                                                     ds.bf16_master_weights_and_grads),
+        "effective.bf16_optimizer_states": (meaning.bf16_optimizer_states, ds.bf16_optimizer_states),
     }
     from pathlib import Path
 
@@ -353,6 +382,8 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "planner.stage": (planner.stage, ds.stage),
         "planner.precision": (planner.memory.precision, ds_dtype),
         "planner.overlap_comm": (planner.memory.overlap_comm, ds.overlap_comm),
+        # AutoTP on (size > 1) and dividing the 8 GPUs (else the planner notes it and ignores it)
+        "planner.tp": (planner.tp, ds.autotp_size if ds.autotp_size > 1 and 8 % ds.autotp_size == 0 else 1),
         # FusedAdam: an Adam/AdamW section on the GPU without torch_adam (what the fp16/bf16 wrapper checks)
         "planner.fused_optimizer": (planner.fused_optimizer,
                                     ds.optimizer_name in ("adam", "adamw") and ds.optimizer_backend == "gpu"),
@@ -417,6 +448,13 @@ def test_every_consumer_reads_configs_as_deepspeed_does(deepspeed_readings, kind
     {"zero_optimization": {"stage": 2, "overlap_comm": "true", "contiguous_gradients": "off"}},
     # the validator read the top-level "false" as false; DeepSpeed's assert sees a non-empty string
     {"zero_allow_untested_optimizer": "false", "optimizer": {"type": "Lamb"}, "zero_optimization": {"stage": 1}},
+    # the planner ignored an autotp_size written as a float or a string (pydantic reads both as 2; for a string
+    # deepspeed.initialize fails before it parses, which the planner notes)
+    {"tensor_parallel": {"autotp_size": 2.0}},
+    {"tensor_parallel": {"autotp_size": "2"}},
+    # the estimator ignored the 16-bit master-weight flags (read as pydantic bools, also in `bfloat16`)
+    {"bfloat16": {"enabled": True, "bf16_master_weights_and_grads": "on", "bf16_optimizer_states": 1},
+     "zero_optimization": {"stage": 2}},
 ])
 def test_fixed_disagreements_against_deepspeed(deepspeed_readings, config):
     assert _disagreements(config, deepspeed_readings["parse"](config)) == []

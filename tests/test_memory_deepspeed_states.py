@@ -74,9 +74,35 @@ def test_optimizer_states_and_master_weights_match_deepspeed(stage, optimizer, p
         "zero_allow_untested_optimizer": True,
         "optimizer": {"type": optimizer, "params": {"lr": 1e-3, **params}},
     }
+    _assert_estimate_matches(cfg, "fp32 master weights")
+
+
+def _assert_estimate_matches(cfg: dict, master_name: str) -> None:
     real = _run_deepspeed(cfg)
     est = memory.estimate(cfg, memory.ModelCounts(real["P"], 0), memory.Hardware(gpus_per_node=1), memory.Shape())
     states = next(c for c in est.components if c.name.startswith("optimizer states"))
-    master = next(c for c in est.components if c.name.startswith("fp32 master weights"))
+    master = next(c for c in est.components if c.name.startswith(master_name))
     assert states.bytes == real["states"]
     assert master.bytes == real["master"]
+
+
+_ADAMW = {"type": "AdamW", "params": {"lr": 1e-3}}
+_BF16_MASTER = {"enabled": True, "bf16_master_weights_and_grads": True}
+
+
+@pytest.mark.parametrize(
+    ("bf16", "zero", "optimizer"),
+    [
+        # bf16 master weights need CPU offload with DeepSpeedCPUAdam, whose states stay fp32 by default
+        (_BF16_MASTER, {"stage": 2, "offload_optimizer": {"device": "cpu"}}, _ADAMW),
+        # with bf16_optimizer_states the states take the master weights' dtype on the GPU (zeros_like) ...
+        ({**_BF16_MASTER, "bf16_optimizer_states": True}, {"stage": 2},
+         {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}),
+        # ... and DeepSpeedCPUAdam is built with fp32_optimizer_states=False
+        ({**_BF16_MASTER, "bf16_optimizer_states": True}, {"stage": 3, "offload_optimizer": {"device": "cpu"}},
+         _ADAMW),
+    ],
+)
+def test_bf16_master_weights_and_optimizer_states_match_deepspeed(bf16, zero, optimizer):
+    cfg = {"train_micro_batch_size_per_gpu": 1, "bf16": bf16, "zero_optimization": zero, "optimizer": optimizer}
+    _assert_estimate_matches(cfg, "16-bit master weights")

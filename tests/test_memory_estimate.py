@@ -379,3 +379,46 @@ def test_max_micro_batch_search_is_bounded():
     spec = models.get_spec("meta-llama/Llama-2-7b-hf")
     hw = m.Hardware(8, 1, gpu_memory_bytes=10**6 * m.GIB)
     assert m.max_micro_batch({}, spec, hw, m.Shape(1, 16), limit=10**30) == m.solve.MAX_MICRO_BATCH_SEARCH
+
+
+def _states_of(est: m.MemoryEstimate) -> dict[str, int]:
+    return {c.name: c.bytes for c in est.components}
+
+
+def test_16bit_master_weights_and_optimizer_states_are_sized_as_deepspeed_keeps_them():
+    """bf16_master_weights_and_grads keeps the master weights and the gradient partition in bf16
+    (_configure_master_weights); bf16_optimizer_states also the states, on the GPU (zeros_like the master) or
+    in DeepSpeedCPUAdam (fp32_optimizer_states forced off). Read as pydantic's lax bool: "true" is on."""
+    part = -(-LLAMA7.total_params // 8)
+    master_on = {"enabled": True, "bf16_master_weights_and_grads": "true"}
+    offload = m.estimate({**_cfg(2, "cpu", precision="bf16"), "bf16": master_on}, LLAMA7, HW, m.Shape())
+    parts = _states_of(offload)
+    assert parts["16-bit master weights (offloaded)"] == 2 * part * 8
+    assert parts["16-bit gradients (partition, offloaded)"] == 2 * part * 8
+    assert parts["optimizer states (adam, offloaded)"] == 2 * 4 * part * 8  # DeepSpeedCPUAdam: fp32 by default
+    assert not any("refuses" in n for n in offload.notes)
+    both = {**master_on, "bf16_optimizer_states": True}
+    on_gpu = m.estimate({**_cfg(2, precision="bf16"), "bf16": both}, LLAMA7, HW, m.Shape())
+    parts = _states_of(on_gpu)
+    assert parts["16-bit master weights"] == 2 * part
+    assert parts["optimizer states (adam: 2 16-bit tensors)"] == 2 * 2 * part
+    assert parts["16-bit gradient partition during step"] == 2 * part
+    cpu_adam = m.estimate({**_cfg(3, "cpu", precision="bf16"), "bf16": both}, LLAMA7, HW, m.Shape())
+    assert _states_of(cpu_adam)["optimizer states (adam, offloaded: 2 16-bit tensors)"] == 2 * 2 * part * 8
+    nvme = m.estimate({**_cfg(3, "nvme", precision="bf16"), "bf16": both}, LLAMA7, HW, m.Shape())
+    assert nvme.nvme_bytes_per_node == (2 + 2 * 2) * part * 8
+
+
+def test_16bit_master_weights_refused_or_ignored_say_so():
+    master_on = {"enabled": True, "bf16_master_weights_and_grads": True}
+    # without offload (and without bf16_optimizer_states) DeepSpeed's ZeRO optimizer refuses the flag
+    refused = m.estimate({**_cfg(2, precision="bf16"), "bf16": master_on}, LLAMA7, HW, m.Shape())
+    assert any("refuses" in n and "DeepSpeedCPUAdam" in n for n in refused.notes)
+    # bf16 + ZeRO-1 + fp32 accumulation runs BF16_Optimizer, which is not given the flag: fp32 master weights
+    bf16_opt = {**_cfg(1, precision="bf16"), "bf16": master_on, "data_types": {"grad_accum_dtype": "fp32"}}
+    est = m.estimate(bf16_opt, LLAMA7, HW, m.Shape())
+    assert "fp32 master weights" in _states_of(est) and any("BF16_Optimizer" in n for n in est.notes)
+    # "auto" is the field's default (off), stage 0 refuses the flag at config time: both fp32
+    for cfg in ({**_cfg(2, precision="bf16"), "bf16": {"enabled": True, "bf16_master_weights_and_grads": "auto"}},
+                {**_cfg(0, precision="bf16"), "bf16": master_on}):
+        assert "fp32 master weights" in _states_of(m.estimate(cfg, LLAMA7, HW, m.Shape()))

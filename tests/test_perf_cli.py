@@ -107,6 +107,14 @@ def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
     fits = [row["fits"] for row in data["gpu_sweep"]]
     assert True in fits and False in fits
     assert all(row["step_seconds"] is None for row in data["gpu_sweep"] if not row["fits"])
+    # the integer columns stay integers next to the empty rows (pandas made them floats: "stage": 3.0)
+    assert all(type(row[key]) is int for row in data["gpu_sweep"] if row["fits"] for key in ("stage", "micro_batch"))
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA A100 40GB", "--global-batch",
+                      "64", "--cpu-ram", "32", "--sweep", "--top", "1"])
+    sweep = text.split("node count")[1].split("Smallest")[0].splitlines()[2:]
+    assert code == 0 and sweep and not any("NaN" in line or ".0 " in line for line in sweep)
+    assert any(line.split()[2] == "True" and line.split()[3] == "3" for line in sweep)
+    assert any(line.split()[2:4] == ["False", "-"] for line in sweep)
 
 
 def test_gpu_is_read_as_fit_reads_it(capsys):
@@ -201,3 +209,34 @@ def test_predict_refuses_a_step_beyond_float_range(tmp_path, capsys):
                       "--cpu-adam", "1e-300", "--format", "json"])
     assert code == 2 and "Infinity" not in text
     assert "CPU optimizer step takes longer than a number can hold" in capsys.readouterr().err
+
+
+def test_predict_fills_an_auto_accumulation_as_the_hf_trainer_does(tmp_path, capsys):
+    """A fully-"auto" HF config: --gradient-accumulation-steps fills gradient_accumulation_steps (and the "auto"
+    train_batch_size: 2 x 4 x 16 GPUs) as the Trainer does; written values that disagree are refused."""
+    auto = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+            "train_batch_size": "auto", "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}}
+    path = tmp_path / "hf.json"
+    path.write_text(json.dumps(auto))
+    base = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--seq-len", "1024",
+            "--micro-batch", "2", "--format", "json"]
+    code, text = run(base)
+    one = json.loads(text)
+    assert code == 0 and one["gradient_accumulation_steps"] == 1
+    assert any("1 micro-step" in n for n in one["notes"])
+    code, text = run([*base, "--gradient-accumulation-steps", "4"])
+    four = json.loads(text)
+    assert code == 0 and four["gradient_accumulation_steps"] == 4
+    assert four["tokens_per_step"] == 2 * 4 * 16 * 1024 and not any("micro-step" in n for n in four["notes"])
+    assert four["step_seconds"] > one["step_seconds"]
+    for written, message in (({"gradient_accumulation_steps": 8}, "gradient_accumulation_steps=8 vs hf"),
+                             ({"train_batch_size": 64}, "train_batch_size=64 vs hf"),
+                             ({"train_micro_batch_size_per_gpu": 1}, "train_micro_batch_size_per_gpu=1 vs hf"),
+                             # no accumulation or global batch key: the Trainer fills neither, DeepSpeed derives 1
+                             ({"gradient_accumulation_steps": None, "train_batch_size": None}, "runs 1 accumulation")):
+        path.write_text(json.dumps({k: v for k, v in {**auto, **written}.items() if v is not None}))
+        code, _ = run([*base, "--gradient-accumulation-steps", "4"])
+        assert code == 2 and message in capsys.readouterr().err, written
+    path.write_text(json.dumps({**auto, "gradient_accumulation_steps": 4}))  # the same value is accepted
+    code, text = run([*base, "--gradient-accumulation-steps", "4"])
+    assert code == 0 and json.loads(text)["gradient_accumulation_steps"] == 4

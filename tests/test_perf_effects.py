@@ -247,14 +247,18 @@ def test_the_accuracy_the_pages_quote_is_the_measured_one():
     assert f"{len(table)} published runs" in text and f"{ACCURACY.median_error:.1%}" in text
 
 def test_tensor_parallel_rows_count_model_replicas():
-    """Megatron's 8.3B ran 8-way tensor parallel x 64-way data parallel on 512 GPUs: the batch is per replica."""
+    """Megatron's 8.3B ran 8-way tensor parallel x 64-way data parallel on 512 GPUs: the batch is per replica
+    (8 x 64 samples a step), while the AutoTP config that stands for it writes DeepSpeed's train_batch_size, which
+    counts all 512 GPUs (DeepSpeedConfig without an mpu)."""
     row = next(m for m in ALL_ROWS if m.id == "megatron2019-gpt2-8.3b-512gpu")
     assert data_parallel(row) == 64
     cfg = measurement_config(row)
-    assert cfg["train_batch_size"] == 8 * 64 and cfg["tensor_parallel"]["autotp_size"] == 8
+    assert cfg["train_batch_size"] == 8 * 512 and cfg["tensor_parallel"]["autotp_size"] == 8
     est = evaluate([row]).iloc[0]
-    assert "tensor-parallel" in " ".join(predict(cfg, describe(row.model, name="m"), Cluster(
-        row.gpu, row.gpus_per_node, row.nodes), Shape(8, 1024, "eager", "full")).breakdown)
+    step = predict(cfg, describe(row.model, name="m"), Cluster(row.gpu, row.gpus_per_node, row.nodes),
+                   Shape(8, 1024, "eager", "full"))
+    assert "tensor-parallel" in " ".join(step.breakdown)
+    assert step.gradient_accumulation_steps == 1 and step.tokens_per_step == 8 * 64 * 1024
     assert 1.0 < est["measured_step_s"] < 5.0  # 96 B s l h^2 (...) / (29.5 TFLOPs x 512): about 2.4 s
 
 
@@ -289,3 +293,19 @@ def test_an_hpz_group_wider_than_a_node_gathers_over_the_network():
     assert step[8].step_seconds < 0.5 * step[16].step_seconds < step[16].step_seconds <= step[32].step_seconds
     assert "ZeRO-3 parameter all-gather (backward, hpZ in-node) (exposed)" in step[8].breakdown
     assert "ZeRO-3 parameter all-gather (backward, hpZ over 16 GPUs across nodes) (exposed)" in step[16].breakdown
+
+
+def test_qgz_reduction_is_an_int4_all_to_all_in_the_node_then_the_nodes_share_across():
+    """qgz_reduce_seconds (all_to_all_quant_reduce): a quarter of the bytes of the 16-bit reduce-scatter inside a
+    node; across nodes each GPU also sends (nodes-1)/nodes of its int4 bytes over the node's network."""
+    from core.perf.collectives import qgz_reduce_seconds, ring_seconds
+
+    wire = 14e9  # 7B parameters' bf16 gradients
+    one = Cluster("NVIDIA H100 80GB", 8, 1)
+    assert qgz_reduce_seconds(wire, 8, 8, 1, one) == pytest.approx(ring_seconds(wire, 1, 8, 8, one) / 4)
+    four = Cluster("NVIDIA H100 80GB", 8, 4)
+    across = wire / 4 * 3 / 4 / (four.inter_bytes_s * four.efficiency.link)
+    assert qgz_reduce_seconds(wire, 32, 8, 4, four) == pytest.approx(ring_seconds(wire / 4, 1, 8, 8, four) + across)
+    # two tensor-parallel ranks per node: two exchanges share the network
+    assert qgz_reduce_seconds(wire, 32, 8, 4, four, rings_per_node=2) == pytest.approx(
+        ring_seconds(wire / 4, 1, 8, 8, four) + 2 * across)

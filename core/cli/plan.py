@@ -20,11 +20,14 @@ from typing import Any, TextIO
 import pandas as pd
 
 from core import models
-from core.batch import micro_batch_of, train_batch_of
+from core.autofill import AutoFillError, resolve_auto
+from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, catalog_gpu, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
 from core.perf import NETWORKS, Cluster, calibrate, gpu_sweep, parse_log, predict, recommend, step_seconds_from_log
+
+_BATCH_KEYS = (MB, GA, TB)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -67,6 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("config", type=Path, metavar="CONFIG", help="ds_config.json")
     _common(p)
     p.add_argument("--micro-batch", type=positive(int), help="default: the config's train_micro_batch_size_per_gpu")
+    p.add_argument("--gradient-accumulation-steps", type=positive(int), metavar="N",
+                   help='the HF Trainer\'s --gradient_accumulation_steps: fills "auto" batch keys as the Trainer '
+                        "does (refused when the config writes values that disagree)")
     p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none")
     cal = p.add_mutually_exclusive_group()
     cal.add_argument("--calibrate-step", type=positive(float), metavar="SECONDS",
@@ -95,6 +101,16 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame's rows for JSON: pandas stores a missing number (a sweep size where nothing fits) as NaN, which
     is not JSON; it is null here."""
     return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+
+
+def _table_text(frame: pd.DataFrame) -> str:
+    """A frame as a text table where a missing value (a sweep size where nothing fits) is "-" in every column
+    and integer columns print as integers."""
+    shown = frame.copy()
+    for col in shown.columns:
+        if not pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = shown[col].astype(object).where(shown[col].notna(), "-")
+    return shown.to_string(index=False, na_rep="-")
 
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
@@ -144,7 +160,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\nNothing fits: add GPUs or nodes, allow CPU/NVMe offload, or shorten the sequence.\n")
     if sweep is not None:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
-        out.write(sweep.to_string(index=False) + "\n")
+        out.write(_table_text(sweep) + "\n")
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
                   f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
     for note in table.attrs["notes"]:
@@ -164,6 +180,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"the config gives no micro batch on {cluster.total_gpus} GPUs "
                          f"(train_micro_batch_size_per_gpu is {written}, and train_batch_size does not resolve it): "
                          "pass --micro-batch")
+    if args.gradient_accumulation_steps is not None:
+        config = _hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
     if args.log is not None:
@@ -177,6 +195,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
                               "throughput timer with a batch that resolves on this cluster)")
     before = predict(config, spec, cluster, shape)
+    if args.gradient_accumulation_steps not in (None, before.gradient_accumulation_steps):
+        raise UsageError(f"--gradient-accumulation-steps {args.gradient_accumulation_steps}: DeepSpeed runs "
+                         f"{before.gradient_accumulation_steps} accumulation step(s) with this config's batch keys "
+                         "(the HF Trainer fills only \"auto\" ones); write gradient_accumulation_steps as \"auto\"")
     if measured is not None:
         cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
     est = predict(config, spec, cluster, shape)
@@ -211,6 +233,19 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     for note in est.notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
+
+
+def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: int) -> dict[str, Any]:
+    """``config`` with its batch keys as the HF Trainer fills them for ``--gradient-accumulation-steps``
+    (core.autofill: "auto" filled, written values that disagree refused as the Trainer refuses them)."""
+    batch = {key: config[key] for key in _BATCH_KEYS if key in config}
+    try:
+        filled = resolve_auto(batch, world_size=world_size, per_device_train_batch_size=micro,
+                              gradient_accumulation_steps=grad_accum)
+    except AutoFillError as exc:
+        raise UsageError(f"--gradient-accumulation-steps {grad_accum} with micro batch {micro} on {world_size} GPUs: "
+                         f"{exc}") from None
+    return {**config, **filled}
 
 
 def run_plan(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.memory.parts import Inputs, Part
+from core.memory.parts import Inputs, Part, dtype_label
 from core.memory.result import GIB, Allowances
 
 
@@ -17,11 +17,15 @@ def step_buffers(x: Inputs) -> list[Part]:
         if st.stage == 0 and x.mixed:
             out.append(Part("fp32 gradient copy during step", "gpu", 4 * p + 0 * n,
                             "4*P (FP16_Optimizer flat fp32 grads)", "buffers", "step"))
-        elif st.stage in (1, 2):
-            out.append(Part("fp32 gradient partition during step", "gpu", 4 * part, "4*P/N", "buffers", "step"))
+        # the gradient partition is cast to the master weights' dtype for the step (fp32 unless 16-bit master)
+        mb, dtype = st.master_bytes, dtype_label(st.master_bytes)
+        if st.stage in (1, 2):
+            out.append(Part(f"{dtype} gradient partition during step", "gpu", mb * part, f"{mb}*P/N", "buffers",
+                            "step"))
         elif st.stage == 3:
-            out.append(Part("fp32 gradients of one sub-group during step", "gpu",
-                            4 * np.minimum(st.sub_group_size, part), "4*min(sub_group_size, P/N)", "buffers", "step"))
+            out.append(Part(f"{dtype} gradients of one sub-group during step", "gpu",
+                            mb * np.minimum(st.sub_group_size, part), f"{mb}*min(sub_group_size, P/N)", "buffers",
+                            "step"))
     if st.stage in (1, 2):
         out.append(Part("all-gather bucket after step", "gpu", e * np.minimum(st.allgather_bucket_size, p) + 0 * n,
                         f"{e}*min(allgather_bucket_size, P)", "buffers", "step"))

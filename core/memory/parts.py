@@ -16,6 +16,11 @@ from core.memory.settings import TrainingSettings
 from core.models.arch import ModelSpec
 
 
+def dtype_label(nbytes: int) -> str:
+    """How a part's name calls an element of ``nbytes`` bytes: fp32, or 16-bit (fp16 / bf16)."""
+    return "fp32" if nbytes == 4 else "16-bit"
+
+
 @dataclass(frozen=True)
 class Part:
     """One memory consumer before rounding: ``value`` bytes (scalar or array) and the formula behind it."""

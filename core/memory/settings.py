@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.effective import effective, pydantic_bool
+from core.effective import Effective, effective, pydantic_bool
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+_CPU_ADAM = "deepspeed.ops.adam.DeepSpeedCPUAdam"
 
 _SATURATE = 2**53
 
@@ -69,7 +71,14 @@ class TrainingSettings:
     cpu_checkpointing: bool = False
     hpz_partition_size: int = 1  # ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
     grad_accum_fp32: bool = False  # data_types.grad_accum_dtype == "fp32"
+    master_bytes: int = 4  # master weights and the optimizer's gradient partition (16-bit master-weight flags)
+    state_bytes: int = 4  # one element of an optimizer state tensor
     notes: tuple[str, ...] = ()
+
+    @property
+    def bf16_optimizer(self) -> bool:
+        """Whether DeepSpeed wraps the optimizer in BF16_Optimizer (see :func:`uses_bf16_optimizer`)."""
+        return uses_bf16_optimizer(self.stage, self.precision, self.grad_accum_fp32, self.offload_optimizer)
 
     @property
     def bytes_per_param(self) -> int:
@@ -119,6 +128,8 @@ class TrainingSettings:
         if name in ("onebitadam", "zerooneadam", "onebitlamb"):
             notes.append("1-bit optimizers also keep error-feedback buffers (not counted).")
 
+        grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in ("fp32", "float32")
+        master, state_dtype = _master_dtypes(meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
         return cls(
             stage=stage,
@@ -145,9 +156,34 @@ class TrainingSettings:
             offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), 1e8)),
             offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), 4)),
             partition_activations=_flag(ac.get("partition_activations"), False),
-            grad_accum_fp32=_section(cfg, "data_types").get("grad_accum_dtype") in ("fp32", "float32"),
+            grad_accum_fp32=grad_accum_fp32,
+            master_bytes=_DTYPE_BYTES[master],
+            state_bytes=_DTYPE_BYTES[state_dtype],
             hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
             notes=tuple(notes),
         )
 
+def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offload_optimizer: str) -> bool:
+    """bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` without offload: ``_do_optimizer_sanity_check`` picks
+    BF16_Optimizer (fp32 gradient accumulation buffer and master weights) instead of the ZeRO optimizer."""
+    return stage == 1 and precision == "bf16" and grad_accum_fp32 and offload_optimizer == "none"
+
+
+def _master_dtypes(meaning: Effective, precision: str, off_opt: str, grad_accum_fp32: bool,
+                   notes: list[str]) -> tuple[str, str]:
+    """The dtypes of the master weights (and gradient partition) and of the optimizer states, as built."""
+    master = meaning.master_dtype
+    if master == "fp32":
+        return "fp32", "fp32"
+    if uses_bf16_optimizer(meaning.stage, precision, grad_accum_fp32, off_opt):  # not given the flags
+        notes.append("16-bit master weights are ignored by BF16_Optimizer (bf16 + ZeRO-1 + fp32 grad_accum_dtype): "
+                     "estimated in fp32.")
+        return "fp32", "fp32"
+    states = meaning.optimizer_states_dtype
+    needs_offload = not meaning.bf16_optimizer_states or off_opt != "none"
+    if needs_offload and (off_opt == "none" or meaning.optimizer_class != _CPU_ADAM):
+        notes.append(f"{master} master weights{'' if meaning.bf16_optimizer_states else ' with fp32 optimizer states'} "
+                     "need optimizer offload with DeepSpeedCPUAdam: deepspeed.initialize refuses this config "
+                     "(_configure_master_weights); estimated as DeepSpeed would keep them.")
+    return master, states

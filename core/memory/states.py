@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.memory.parts import Inputs, Part
+from core.memory.parts import Inputs, Part, dtype_label
 from core.models.arch import ModelSpec
 
 
@@ -60,7 +60,7 @@ def parameters(x: Inputs) -> list[Part]:
 def gradients(x: Inputs) -> list[Part]:
     """Gradients in the compute dtype; the fp32 copy is a step transient or lives with the offload."""
     st, e, n, p = x.st, x.e, x.n, x.p
-    if st.stage == 1 and st.precision == "bf16" and st.grad_accum_fp32 and st.offload_optimizer == "none":
+    if st.bf16_optimizer:
         return [Part("gradients (fp32 accumulation buffer, BF16_Optimizer)", "gpu", 4 * p + 0 * n,
                      "4*P (bf16 + ZeRO-1 + grad_accum_dtype fp32 selects BF16_Optimizer)", "model_states",
                      "persistent")]
@@ -73,38 +73,44 @@ def gradients(x: Inputs) -> list[Part]:
 
 
 def _offloaded_fp32_grads(x: Inputs) -> Part:
-    return Part("fp32 gradients (partition, offloaded)", "cpu", 4 * x.part * x.gpn, "4*P/N per rank x gpus_per_node",
-                "model_states", "persistent", pinned=x.st.offload_optimizer_pin_memory)
+    mb = x.st.master_bytes  # the gradient partition has the master weights' dtype
+    return Part(f"{dtype_label(mb)} gradients (partition, offloaded)", "cpu", mb * x.part * x.gpn,
+                f"{mb}*P/N per rank x gpus_per_node", "model_states", "persistent",
+                pinned=x.st.offload_optimizer_pin_memory)
 
 
 def optimizer_states(x: Inputs) -> list[Part]:
-    """fp32 master weights and the optimizer's state tensors, where the optimizer runs."""
+    """Master weights and the optimizer's state tensors, where the optimizer runs (fp32 unless the config asks
+    for 16-bit master weights / optimizer states)."""
     st, k, part = x.st, x.k, x.part
+    mb, sb = st.master_bytes, st.state_bytes
+    master, states = f"{dtype_label(mb)} master weights", f"{k} {dtype_label(sb)} tensors"
     master_elems = x.p + 0 * x.n if st.stage == 0 else part
     master_text = "P" if st.stage == 0 else "P/N"
     opt_dev = st.offload_optimizer if st.stage >= 1 else "none"
     out: list[Part] = []
     if opt_dev == "none":
         if x.mixed:
-            out.append(Part("fp32 master weights", "gpu", 4 * master_elems, f"4*{master_text}", "model_states",
-                            "persistent"))
-        out.append(Part(f"optimizer states ({st.optimizer}: {k} fp32 tensors)", "gpu", 4 * k * master_elems,
-                        f"{k}*4*{master_text}", "model_states", "persistent"))
+            out.append(Part(master, "gpu", mb * master_elems, f"{mb}*{master_text}", "model_states", "persistent"))
+        out.append(Part(f"optimizer states ({st.optimizer}: {states})", "gpu", sb * k * master_elems,
+                        f"{k}*{sb}*{master_text}", "model_states", "persistent"))
         return out
     mult = x.gpn
     if opt_dev == "cpu":
         pinned = st.offload_optimizer_pin_memory
-        out.append(Part("fp32 master weights (offloaded)", "cpu", 4 * part * mult, "4*P/N per rank x gpus_per_node",
+        out.append(Part(f"{master} (offloaded)", "cpu", mb * part * mult, f"{mb}*P/N per rank x gpus_per_node",
                         "model_states", "persistent", pinned=pinned))
-        out.append(Part(f"optimizer states ({st.optimizer}, offloaded)", "cpu", 4 * k * part * mult,
-                        f"{k}*4*P/N per rank x gpus_per_node", "model_states", "persistent", pinned=pinned))
+        out.append(Part(f"optimizer states ({st.optimizer}, offloaded{'' if sb == 4 else ': ' + states})", "cpu",
+                        sb * k * part * mult,
+                        f"{k}*{sb}*P/N per rank x gpus_per_node", "model_states", "persistent", pinned=pinned))
     else:
-        out.append(Part("fp32 master weights + optimizer states (on NVMe)", "nvme", (4 + 4 * k) * part * mult,
-                        f"(4+{k}*4)*P/N per rank x gpus_per_node", "model_states", "persistent"))
+        out.append(Part(f"{master} + optimizer states (on NVMe)", "nvme", (mb + sb * k) * part * mult,
+                        f"({mb}+{k}*{sb})*P/N per rank x gpus_per_node", "model_states", "persistent"))
         swap = np.minimum(st.sub_group_size, part)
-        out.append(Part("optimizer swap buffers (pinned)", "cpu", st.offload_optimizer_buffer_count * 4 * swap * mult,
-                        "buffer_count*4*min(sub_group_size, P/N) per rank x gpus_per_node", "buffers", "persistent",
-                        pinned=True))
+        # the swapper's buffers have the master weights' dtype (stage3.py: OptimizerSwapper dtype)
+        out.append(Part("optimizer swap buffers (pinned)", "cpu", st.offload_optimizer_buffer_count * mb * swap * mult,
+                        f"buffer_count*{mb}*min(sub_group_size, P/N) per rank x gpus_per_node", "buffers",
+                        "persistent", pinned=True))
     if not grads_offloaded(x):
         # stage 1 with offload: fp32 gradient partition is copied to the CPU too
         out.append(_offloaded_fp32_grads(x))

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from core.batch import effective_world_size
+from core.effective import effective
 from core.memory.estimate import Shape
 from core.models import describe, get_spec
 from core.models.arch import ModelSpec
@@ -48,17 +50,18 @@ def group_of(ident: str) -> str:
 
 def data_parallel(m: Measurement) -> int:
     """Model replicas: the GPUs over the tensor-parallel degree (``tensor_parallel.autotp_size``)."""
-    tp = m.extra_config.get("tensor_parallel", {}).get("autotp_size", 1)
-    return m.gpus_per_node * m.nodes // tp
+    return m.gpus_per_node * m.nodes // max(1, effective(m.extra_config).autotp_size)
 
 
 def measurement_config(m: Measurement) -> dict[str, Any]:
     """The ds_config a measurement ran with (as far as its source says)."""
-    dp = data_parallel(m)
+    # DeepSpeed's train_batch_size counts every GPU, tensor-parallel ranks included (no mpu with AutoTP), while
+    # the samples per step are micro x accumulation x data_parallel
     cfg: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": m.micro_batch,
         "gradient_accumulation_steps": m.grad_accum,
-        "train_batch_size": m.micro_batch * m.grad_accum * dp,
+        "train_batch_size": int(m.micro_batch * m.grad_accum
+                                * effective_world_size(dict(m.extra_config), m.gpus_per_node * m.nodes)),
         "zero_optimization": dict(m.zero),
         **m.extra_config,
     }

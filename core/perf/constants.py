@@ -4,6 +4,15 @@ by ``advice.assumptions_text``)."""
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
 #: fp32 gradient read (4), the 16-bit parameter written (2), rounded up for the norm and the overflow check.
 ADAM_BYTES_PER_PARAM = 34
+
+
+def adam_step_bytes_per_param(master_bytes: int = 4, state_bytes: int = 4) -> int:
+    """:data:`ADAM_BYTES_PER_PARAM` with the master weights and the gradient partition in ``master_bytes`` and m, v
+    in ``state_bytes`` per element, as ``fp16/bf16_master_weights_and_grads`` / ``bf16_optimizer_states`` keep
+    them (the ZeRO optimizers cast the gradient partition to the master weights' dtype before the step): master
+    read and written, m and v read and written, the gradient read; the 16-bit parameter write and the
+    norm/overflow allowance stay (34 for fp32, 20 with bf16 master weights and optimizer states)."""
+    return ADAM_BYTES_PER_PARAM - 3 * 4 - 4 * 4 + 3 * master_bytes + 4 * state_bytes
 #: Bytes per parameter of DeepSpeed's unfused fp16 optimizer (runtime/fp16/unfused_optimizer.py, used at stage 0
 #: when the optimizer is not DeepSpeed's FusedAdam, e.g. the Hugging Face Trainer's): the overflow check
 #: (fp16 gradient to fp32 and summed: 10), the per-tensor gradient norm (10), the fp32 gradient copy (6), the

@@ -31,10 +31,10 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 - overlap: communication that DeepSpeed runs on a side stream (overlap_comm, and ZeRO-3's prefetch) hides
   behind the compute of its own phase up to ``efficiency.overlap`` (forward gathers behind the forward,
   backward gathers and gradient reductions behind the recomputation and backward); the rest adds to the step.
-- offload: gradients go to the host every micro-step (fp32, over PCIe), the CPU optimizer updates its
+- offload: gradients go to the host every micro-step (master dtype, over PCIe), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
-- optimizer: fused Adam on the GPU moves ``ADAM_BYTES_PER_PARAM``; fp16 or bf16 at stage 0 without FusedAdam
+- optimizer: fused Adam on the GPU moves ``adam_step_bytes_per_param``; fp16 or bf16 at stage 0 without FusedAdam
   runs DeepSpeed's unfused fp16 optimizer (``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and a host-side loop
   over the parameter tensors).
 """
@@ -51,6 +51,7 @@ from core.hardware import GPU_BY_NAME
 from core.memory.estimate import ModelCounts, Shape, _check_shape
 from core.models.arch import ModelSpec
 from core.perf.advice import bottleneck_text
+from core.perf.collectives import qgz_reduce_seconds, ring_seconds
 from core.perf.compute import (
     ACTIVATION_PASSES,
     layer_module_params,
@@ -60,12 +61,12 @@ from core.perf.compute import (
     peak_flops,
 )
 from core.perf.constants import (
-    ADAM_BYTES_PER_PARAM,
     FLASH1_ATTENTION_SPEED,
     FUSED_ATTENTION_BACKWARD_FACTOR,
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
     ZEROPP_QGZ_BYTES_PER_PARAM,
     ZEROPP_QWZ_BYTES_PER_PARAM,
+    adam_step_bytes_per_param,
 )
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings, read_settings
@@ -114,26 +115,6 @@ class StepEstimate:
         }
 
 
-# ---------------------------------------------------------------------------------------------------------
-# collectives
-
-
-def _ring(bytes_total: float, factor: float, ranks: int, gpus_per_node: int, cl: Cluster, intra_only=False,
-          rings_per_node: int = 1) -> float:
-    """Seconds for a ring collective moving ``factor`` x (ranks-1)/ranks x bytes per GPU (1: reduce-scatter or
-    all-gather, 2: all-reduce) over ``ranks`` GPUs filled node by node, while ``rings_per_node`` such rings
-    (one per tensor-parallel rank in the node) cross each node's network at once and share it."""
-    if ranks <= 1 or bytes_total <= 0:
-        return 0.0
-    volume = factor * (ranks - 1) / ranks * bytes_total
-    link = cl.efficiency.link
-    in_node = min(ranks, gpus_per_node)
-    t = volume / (cl.intra_bytes_s * link) if in_node > 1 else 0.0
-    if ranks > gpus_per_node and not intra_only:
-        t = max(t, volume * rings_per_node / (cl.inter_bytes_s * link))
-    return t
-
-
 @dataclass
 class _Parts:
     """Seconds per micro-step / per step, split into overlappable and serial parts."""
@@ -178,7 +159,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     overlap = m.overlap_comm
     # each tensor-parallel rank of a node has its own data-parallel ring, and they share the node's network
     rings = min(st.tp, g)
-    ring = lambda nbytes, factor, intra_only=False: _ring(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only,  # noqa: E731
+    ring = lambda nbytes, factor, intra_only=False: ring_seconds(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only,  # noqa: E731
                                                           rings)
     pcie = cl.pcie_bytes_s * cl.efficiency.link
     part = params / zero_ranks  # parameters this rank owns
@@ -232,7 +213,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         fwd_gather = ring(fwd_bytes, 1) + fetches * alpha
         hpz = m.hpz_partition_size
         # hpZ's secondary group: inside a node when zero_hpz_partition_size <= GPUs per node, else across nodes
-        in_node = _ring(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, rings_per_node=rings) + \
+        in_node = ring_seconds(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, rings_per_node=rings) + \
             fetches * alpha_of(min(hpz, zero_ranks))
         if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
             fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
@@ -249,11 +230,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         else:
             parts.add(target, "ZeRO-3 parameter all-gather (backward)", again * (ring(gathered, 1) + fetches * alpha))
         if st.quantized_gradients:
-            # qgZ: int4 all-to-all inside the node, then across nodes on the node's reduced share
-            grad_t = _ring(wire * 0.25, 1, min(gpn_zero, zero_ranks), gpn_zero, cl, intra_only=True)
-            if zero_ranks > gpn_zero:
-                grad_t += wire * 0.25 * (n_nodes - 1) / n_nodes * rings / (cl.inter_bytes_s * cl.efficiency.link)
-            reduce_bucketed(target, "gradient reduce-scatter (qgZ int4)", grad_t, wire)
+            reduce_bucketed(target, "gradient reduce-scatter (qgZ int4)",
+                            qgz_reduce_seconds(wire, zero_ranks, gpn_zero, n_nodes, cl, rings), wire)
         else:
             reduce_bucketed(target, "gradient reduce-scatter", ring(wire, 1), wire)
         if m.offload_param != "none":
@@ -266,7 +244,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                 parts.add(target_fwd, "parameter reads from NVMe", node_read)
                 parts.add(target, "parameter reads from NVMe", node_read)
     if m.stage >= 1 and m.offload_optimizer != "none":
-        grad_copy = 4 * part / pcie
+        grad_copy = m.master_bytes * part / pcie  # the partition is cast to the master weights' dtype
         if m.stage == 1:
             parts.add(parts.step_serial, "gradient download to the host (PCIe)", grad_copy)
         else:
@@ -276,7 +254,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         parts.add(parts.step_serial, "CPU optimizer step", node_params / cl.cpu_adam_rate)
         parts.add(parts.step_serial, "parameter upload after the step (PCIe)", part * m.bytes_per_param / pcie)
         if m.offload_optimizer == "nvme":
-            state_bytes = (4 + 4 * m.optimizer_states) * node_params
+            state_bytes = (m.master_bytes + m.state_bytes * m.optimizer_states) * node_params
             parts.add(parts.step_serial, "optimizer state NVMe read + write",
                       2 * state_bytes / (cl.nvme_bytes_s * cl.efficiency.link))
     elif st.unfused_optimizer:
@@ -289,7 +267,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                       tensors * cl.efficiency.grad_hook_overhead_s)
     else:
         owned = params if m.stage == 0 else part
-        parts.add(parts.step_serial, "optimizer step (GPU)", ADAM_BYTES_PER_PARAM * owned / cl.hbm_bytes_s)
+        parts.add(parts.step_serial, "optimizer step (GPU)",
+                  adam_step_bytes_per_param(m.master_bytes, m.state_bytes) * owned / cl.hbm_bytes_s)
 
 
 def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape, parts: _Parts) -> None:
@@ -302,7 +281,7 @@ def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape
     rerun = shape.recompute == "full"
     if st.tp > 1:
         # two all-reduces of b*s*h per layer in forward (again in the recomputation) and two in backward
-        t = (6 if rerun else 4) * layers * _ring(act, 2, st.tp, cl.gpus_per_node, cl)
+        t = (6 if rerun else 4) * layers * ring_seconds(act, 2, st.tp, cl.gpus_per_node, cl)
         parts.add(parts.micro_serial, "tensor-parallel all-reduce (autotp)", t)
     if st.sp > 1:
         # Ulysses: q, k, v and the output re-sharded by all-to-all in forward (and the recomputation), and again
@@ -436,7 +415,8 @@ def predict(
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
                      "attention_efficiency": cluster.attention_efficiency(shape.attention),
                      "flash1_attention_speed": FLASH1_ATTENTION_SPEED,
-                     "adam_bytes_per_param": ADAM_BYTES_PER_PARAM,
+                     "adam_bytes_per_param": adam_step_bytes_per_param(st.memory.master_bytes,
+                                                                        st.memory.state_bytes),
                      "unfused_fp16_optimizer_bytes_per_param": UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
                      "zeropp_qwz_bytes_per_param": ZEROPP_QWZ_BYTES_PER_PARAM,
                      "zeropp_qgz_bytes_per_param": ZEROPP_QGZ_BYTES_PER_PARAM,

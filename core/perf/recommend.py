@@ -190,6 +190,9 @@ def recommend(
     return frame
 
 
+_INT_COLUMNS = ("stage", "micro_batch")
+
+
 def gpu_sweep(
     model: ModelSpec | ModelCounts,
     cluster: Cluster,
@@ -224,7 +227,10 @@ def gpu_sweep(
                     key != "cost" or (tokens is not None and price_per_gpu_hour is not None)):
                 row[key] = None  # the columns a fitting size has, empty
         rows.append(row)
+    # a size where nothing fits has no stage or micro batch: a nullable integer column keeps the others
+    # integers (a plain one turns into floats around the NaN)
     frame = pd.DataFrame(rows)
+    frame = frame.astype({key: "Int64" for key in _INT_COLUMNS if key in frame})
     fitting = frame[frame["fits"]] if not frame.empty else frame
     frame.attrs["min_gpus"] = int(fitting["total_gpus"].min()) if not fitting.empty else None
     # the memory model's floor: the most frugal config (ZeRO-3, everything offloaded, micro batch 1, full

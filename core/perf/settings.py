@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import GA, MB, TB, resolve_batch
+from core.batch import GA, MB, TB, effective_world_size, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
@@ -76,14 +76,17 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     mem = TrainingSettings.from_ds_config(cfg)
     notes = list(mem.notes)
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), Mapping) else {}
-    tp_sec = cfg.get("tensor_parallel") if isinstance(cfg.get("tensor_parallel"), Mapping) else {}
-    tp = _int(tp_sec.get("autotp_size"), 1)
+    meaning = effective(cfg)
+    tp = max(1, meaning.autotp_size)  # AutoTP is off at 0 or 1 (engine: autotp_size() > 1)
+    if meaning.autotp_size_string:
+        notes.append(f"tensor_parallel.autotp_size is a string: deepspeed.initialize compares it with 0 before "
+                     f"parsing and fails (TypeError); costed as its parser reads it ({meaning.autotp_size}). Write "
+                     "a number.")
     sp = _int(cfg.get("sequence_parallel_size"), 1)
     if total_gpus % (tp * sp):
         notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
                      "tensor/sequence parallelism ignored.")
         tp = sp = 1
-    meaning = effective(cfg)
     compute, compute_bytes = mem.precision, mem.bytes_per_param
     if meaning.precision == "torch_autocast":
         # parameters, gradients and optimizer states stay fp32 (the memory model's reading); the forward runs
@@ -106,8 +109,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         zeropp.append("zero_hpz_partition_size")
     if zeropp and mem.stage != 3:  # stage3.py / partition_parameters.py are the only readers
         notes.append(f"ZeRO++ ({', '.join(zeropp)}) only acts with ZeRO stage 3: ignored.")
-    dp = max(1, total_gpus // (tp * sp))
-    batch = resolve_batch(dict(cfg), dp)
+    # DeepSpeedConfig checks the batch keys against dist.get_world_size() (/ sequence_parallel_size) when no mpu
+    # is passed, which AutoTP is not: its groups come later (engine._configure_tensor_parallel_states), so
+    # train_batch_size counts every tensor-parallel rank (core.batch.effective_world_size, as the validator)
+    batch = resolve_batch(dict(cfg), effective_world_size(dict(cfg), total_gpus))
     grad_accum = micro = None
     if batch.ok and isinstance(batch.grad_accum, int) and batch.grad_accum >= 1:
         grad_accum = int(batch.grad_accum)
@@ -128,13 +133,9 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
                      "frees; eager DeepSpeed is costed)." if pydantic_bool(compile_sec, "deepcompile", False) else
                      "Not modelled: torch.compile (the compile section acts once the script calls engine.compile(); "
                      "it can be faster than eager PyTorch, which is what the model assumes).")
-    low_master = [key for section, key in (("fp16", "fp16_master_weights_and_grads"),
-                                           (meaning.bf16_section, "bf16_master_weights_and_grads"),
-                                           (meaning.bf16_section, "bf16_optimizer_states"))
-                  if pydantic_bool(cfg.get(section) if isinstance(cfg.get(section), Mapping) else {}, key, False)]
-    if low_master:
-        notes.append(f"Not modelled: {', '.join(low_master)} (16-bit master weights, gradients or optimizer "
-                     "states): the optimizer step and gradient copies are costed in fp32.")
+    if mem.master_bytes < 4 and mem.offload_optimizer != "none":  # the step's bytes follow the dtypes otherwise
+        notes.append("Not modelled: DeepSpeedCPUAdam's speed with 16-bit master weights"
+                     f"{' and optimizer states' if mem.state_bytes < 4 else ''}: costed at its fp32 rate.")
     if isinstance(zero.get("zenflow"), Mapping):  # configure_zenflow: on whenever the section is given
         notes.append("Not modelled: ZenFlow (important gradients updated on the GPU, the rest on the CPU "
                      "asynchronously): costed as plain ZeRO-Offload.")
