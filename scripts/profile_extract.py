@@ -369,6 +369,16 @@ def _top_level_probes(top_keys: set[str]) -> dict[str, list[str]]:
             for kind, value in TOP_LEVEL_PROBES.items()}
 
 
+def _initialize_compares_autotp_size(init_source: str) -> bool:
+    """Whether ``deepspeed.initialize`` compares ``tensor_parallel.autotp_size`` with a number before the config is
+    parsed (``if autotp_size and autotp_size > 0``): a string there ("2", "auto") is a TypeError."""
+    for node in ast.walk(ast.parse(init_source)):
+        if isinstance(node, ast.FunctionDef) and node.name == "initialize":
+            return any(isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == "autotp_size"
+                       for n in ast.walk(node))
+    return False
+
+
 def extract(release: str) -> dict[str, Any]:
     """Everything the validator needs from the DeepSpeed importable in this process."""
     import deepspeed
@@ -418,6 +428,7 @@ def extract(release: str) -> dict[str, Any]:
                                                                 config_module),
         "optimizer_max_grad_norm_refused": "'max_grad_norm' is not supported as an optimizer parameter"
         in engine_source,
+        "initialize_compares_autotp_size": _initialize_compares_autotp_size(Path(deepspeed.__file__).read_text()),
         "schedulers": schedulers,
         "scheduler_facts": scheduler_facts,
         "checks": _assert_messages(config_module.DeepSpeedConfig),

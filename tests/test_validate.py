@@ -235,6 +235,8 @@ CASES = [
      {}, "engine.managed-accumulation-overlap", "error", "managed_gradient_accumulation"),
     ("legacy-stage1", cfg(zero_optimization={"stage": 1, "legacy_stage1": True}), {}, "engine.legacy-stage1",
      "error", "zero_optimization.legacy_stage1"),
+    ("autotp-size-string", cfg(tensor_parallel={"autotp_size": "2"}), {"world_size": 2},
+     "engine.autotp-size-string", "error", "tensor_parallel.autotp_size"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]
@@ -532,3 +534,26 @@ def test_parameter_offload_below_stage_3_with_compute_grad_norm_false_removes_th
     plain = cfg(zero_optimization={"stage": 2, "offload_param": {"device": "cpu"}})
     finding = next(f for f in validate(plain).findings if f.code == "zero.offload-param-below-3")
     assert finding.fix.apply(plain)["zero_optimization"]["stage"] == 3
+
+
+@pytest.mark.parametrize(("value", "target", "fixed"), [("2", "deepspeed", 2), ("auto", "deepspeed", None),
+                                                          ("2", "hf", 2), ("auto", "hf", None)])
+def test_a_string_autotp_size_fails_before_the_parser_and_auto_is_not_called_the_default(value, target, fixed):
+    config = cfg(tensor_parallel={"autotp_size": value})
+    report = validate(config, world_size=2, target=target)
+    finding = next(f for f in report.findings if f.path == "tensor_parallel.autotp_size")
+    assert finding.code == "engine.autotp-size-string" and "auto.default" not in report.codes()
+    after = finding.fix.apply(config)
+    assert after.get("tensor_parallel", {}).get("autotp_size") == fixed
+
+
+def test_a_string_autotp_size_is_fine_for_a_release_that_does_not_compare_it():
+    from core import versions
+
+    older = [r for r in versions.RELEASES
+             if not versions.profile(r).get("initialize_compares_autotp_size")
+             and versions.key_known(r, "tensor_parallel", "autotp_size")]
+    assert older, "no profiled release reads autotp_size without comparing it"
+    report = validate(cfg(tensor_parallel={"autotp_size": "2"}), world_size=2, version=older[-1])
+    assert "engine.autotp-size-string" not in report.codes()
+

@@ -9,6 +9,7 @@ from core import versions
 from core.findings import Finding, join_path
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, set_fix
+from core.rules.initialize import autotp_size_string
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, is_strict
 
@@ -88,6 +89,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         dropped = field is not None and behaviour == "default" and is_strict(field.owner)
         if ctx.is_hf and _hf_fills(path):
             continue
+        if path == "tensor_parallel.autotp_size" and autotp_size_string(ctx):
+            continue  # compared with a number before DeepSpeed's parser drops "auto": its own rule says so
         if _unread_params(ctx.config, path):
             continue  # no type: DeepSpeed builds nothing from these params (optimizer/scheduler.no-type say so)
         if ctx.is_hf and not dropped:

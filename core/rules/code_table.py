@@ -410,6 +410,12 @@ TABLE: tuple[Code, ...] = (
        "managed_gradient_accumulation false with overlap_comm below stage 2.",
        "deepspeed.initialize supports this only with ZeRO stage 2. The fix turns overlap_comm off.",
        {**B, "managed_gradient_accumulation": False, "zero_optimization": {"stage": 1, "overlap_comm": True}}),
+    _c("engine.autotp-size-string", "error", "initialize", False, "tensor_parallel.autotp_size is a string.",
+       "deepspeed.initialize (in the releases whose profile records the comparison) compares autotp_size "
+       "with 0 before the config is parsed, and the HF Trainer compares it with 1: \"2\" or \"auto\" is a "
+       "TypeError there, although DeepSpeed's parser alone reads \"2\" as 2 and drops \"auto\". The fix "
+       "writes the number, or removes \"auto\" (no AutoTP).",
+       {**B, "tensor_parallel": {"autotp_size": "1"}}),
     _c("engine.legacy-stage1", "error", "initialize", False, "legacy_stage1 is set.",
        "The old ZeRO stage 1 is gone; deepspeed.initialize fails.",
        {**B, "zero_optimization": {"stage": 1, "legacy_stage1": True}}),

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from core import versions
 from core.findings import Finding, Fix, FixOp
-from core.rules.context import Context, lax_bool, lax_float
-from core.rules.fixes import set_fix
+from core.rules.context import Context, lax_bool, lax_float, lax_int
+from core.rules.fixes import delete_fix, set_fix
 from core.schema.precision import canonical_dtype
 
 
@@ -85,3 +86,34 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
         )
+
+
+def autotp_size_string(ctx: Context) -> str | None:
+    """``tensor_parallel.autotp_size`` when it is a string that fails before the config is read: ``deepspeed.
+    initialize`` compares it with 0 first (the releases whose profile records it) and the HF Trainer with 1, and
+    a string there is a TypeError; None otherwise (numbers, booleans and empty values compare or are skipped)."""
+    section = ctx.config.get("tensor_parallel")
+    value = section.get("autotp_size") if isinstance(section, dict) else None
+    if not isinstance(value, str) or not value:
+        return None
+    compares = ctx.is_hf or versions.profile(ctx.version).get("initialize_compares_autotp_size", False)
+    return value if compares else None
+
+
+def autotp_size(ctx: Context) -> Iterator[Finding]:
+    """A string ``autotp_size`` ("2", "auto"): deepspeed.initialize or the HF Trainer fail comparing it."""
+    value = autotp_size_string(ctx)
+    if value is None:
+        return
+    path = "tensor_parallel.autotp_size"
+    who = "the HF Trainer compares" if ctx.is_hf else f"deepspeed.initialize (DeepSpeed {ctx.version}) compares"
+    number = lax_int(value)
+    yield Finding(
+        "error", "engine.autotp-size-string", path,
+        f"`{path}` is {value!r}, a string: {who} it with a number before the config is read, and fails "
+        "(TypeError: '>' not supported between 'str' and 'int')"
+        + (f"; DeepSpeed's parser alone would read {number}." if number is not None else "; nothing fills it in."),
+        suggestion="Write the number without quotes." if number is not None
+        else "Write the tensor-parallel degree as a number (e.g. 2), or remove the key to train without AutoTP.",
+        fix=set_fix(path, number) if number is not None else delete_fix(path),
+    )

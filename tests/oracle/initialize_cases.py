@@ -266,6 +266,20 @@ OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
         "The deprecated version of ZeRO Stage 1 is not supported",
     ),
     InitializeCase(
+        "control-autotp-size-number",
+        "tensor_parallel.autotp_size 1 as a number: compared with 0, AutoTP mode on, training runs",
+        {**TINY, "optimizer": SGD, "tensor_parallel": {"autotp_size": 1}},
+        False,
+    ),
+    InitializeCase(
+        "autotp-size-string",
+        "tensor_parallel.autotp_size '1' as a string: initialize compares it with 0 before the parser reads it",
+        {**TINY, "optimizer": SGD, "tensor_parallel": {"autotp_size": "1"}},
+        True,
+        "TypeError",
+        "'>' not supported between instances of 'str' and 'int'",
+    ),
+    InitializeCase(
         "zero-without-optimizer",
         "ZeRO stage 1/2 with no optimizer: fails only when the caller passes no optimizer either "
         "(HF Trainer / Accelerate pass their own), so not the config's fault alone",
