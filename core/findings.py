@@ -216,6 +216,8 @@ def _delete(config: dict[str, Any], keys: list[Key]) -> None:
             return
     if isinstance(node, dict) and keys:
         node.pop(keys[-1], None)
+    elif isinstance(node, list) and keys and isinstance(keys[-1], int) and 0 <= keys[-1] < len(node):
+        node.pop(keys[-1])  # "Remove `ids[1]`": the item goes, the ones after it move up
 
 
 @dataclass(frozen=True)

@@ -557,3 +557,43 @@ def test_a_string_autotp_size_is_fine_for_a_release_that_does_not_compare_it():
     report = validate(cfg(tensor_parallel={"autotp_size": "2"}), world_size=2, version=older[-1])
     assert "engine.autotp-size-string" not in report.codes()
 
+
+def test_a_wrong_value_inside_a_named_curriculum_metric_is_reported_at_its_own_path_and_fixed_there():
+    # curriculum_metrics maps a metric's name to its settings: the finding's path must include the name, or the
+    # fix removes a key that is not there and the finding stays (found by test_fuzz on a corpus template)
+    metric = {"index_to_sample_path": "s", "index_to_metric_path": "m", "difficulty_type": "value",
+              "clustering_type": "single_cluster", "min_difficulty": "CL_MIN", "max_difficulty": 100,
+              "schedule_type": "fixed_linear", "schedule_config": {"total_curriculum_step": 10, "difficulty_step": 1}}
+    config = cfg(data_efficiency={"enabled": True, "data_sampling": {"enabled": True, "curriculum_learning": {
+        "enabled": True, "curriculum_metrics": {"seq.len": metric}}}})
+    path = "data_efficiency.data_sampling.curriculum_learning.curriculum_metrics.seq\\.len.min_difficulty"
+    finding = next(f for f in validate(config).findings if f.path.endswith("min_difficulty"))
+    assert finding.path == path and finding.fix is not None
+    fixed = finding.fix.apply(config)
+    metrics = fixed["data_efficiency"]["data_sampling"]["curriculum_learning"]["curriculum_metrics"]
+    assert "min_difficulty" not in metrics["seq.len"] and metrics["seq.len"]["max_difficulty"] == 100
+    assert path not in {f.path for f in validate(fixed).findings}
+
+
+@pytest.mark.parametrize(("items", "left"), [([None], []), ([None, None], []), ([4, None, "x", 7], [4, 7])])
+def test_items_of_a_list_that_cannot_be_read_are_removed_together(items, left):
+    # a delete of "ids[0]" did nothing (only dict keys were deleted), and removing one of two bad items left the
+    # other under the same index: the fix now removes every such item of the list at once
+    config = cfg(data_efficiency={"data_routing": {"random_ltd": {"random_ltd_layer_id": items}}})
+    findings = [f for f in validate(config).findings if f.path.startswith(
+        "data_efficiency.data_routing.random_ltd.random_ltd_layer_id[")]
+    assert findings and all(f.fix is not None for f in findings)
+    for finding in findings:
+        fixed = finding.fix.apply(config)
+        assert fixed["data_efficiency"]["data_routing"]["random_ltd"]["random_ltd_layer_id"] == left
+        assert not [f for f in validate(fixed).findings if "random_ltd_layer_id" in f.path]
+
+
+def test_a_field_whose_default_json_cannot_write_is_fixed_by_removing_it():
+    # tensor_parallel.dtype refuses every JSON value (DeepSpeed wants a torch.dtype): setting it to its default
+    # "torch.float16" was refused again; the fix now takes the key out
+    config = cfg(tensor_parallel={"dtype": None})
+    finding = next(f for f in validate(config).findings if f.path == "tensor_parallel.dtype")
+    fixed = finding.fix.apply(config)
+    assert "dtype" not in fixed["tensor_parallel"]
+    assert not [f for f in validate(fixed).findings if f.path == "tensor_parallel.dtype"]

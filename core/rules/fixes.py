@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import types
+import typing
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -32,13 +35,48 @@ def closest_choice(value: str, choices: list[str] | tuple[str, ...]) -> str | No
     return lower[match[0]] if match else None
 
 
-def value_fix(field: SchemaField | None, path: str, value: Any) -> Fix | None:
+def value_fix(field: SchemaField | None, path: str, value: Any, items: Sequence[Any] | None = None) -> Fix | None:
     """For a scalar field whose value its type or bounds refuse: the value the user most likely meant (the item of
     a one-item list, a number written as text, the whole number of a float), else the field's default (removing
-    the key when the default is unset). None for sections, collections, or when nothing fits the field's type."""
+    the key when the default is unset). None for sections, collections, or when nothing fits the field's type.
+
+    For one item of a list field (``path`` ends in ``[i]``; ``items`` is the whole list) the item's type judges,
+    and an item that means nothing goes, together with every other such item of the list (one fix, so applying
+    it does not leave the next bad item under the same index)."""
     if field is None or field.model is not None or field.item_model is not None:
         return None
-    accepts = _acceptor(field.owner, field.name)
+    item = path.endswith("]")  # one item of a list field ("random_ltd_layer_id[0]"): judged by the item's type
+    accepts = _item_acceptor(field.owner, field.name) if item else _acceptor(field.owner, field.name)
+    if accepts is None:
+        return None
+    meant = _meant(value, accepts)
+    if meant is not _NOTHING:
+        return set_fix(path, meant, f"Set `{path}` to {meant!r} (was {_short(value)})")
+    if item:
+        list_path = path[:path.rindex("[")]
+        gone = [i for i, other in enumerate(items or ()) if not accepts(other) and _meant(other, accepts) is _NOTHING]
+        if len(gone) <= 1:
+            return delete_fix(path)  # an item has no default: what it cannot be read as goes
+        where = ", ".join(f"[{i}]" for i in gone)
+        return Fix(f"Remove the items of `{list_path}` that it cannot read: {where}",
+                   tuple(FixOp("delete", f"{list_path}[{i}]") for i in reversed(gone)))  # last first: no shifts
+    default = field.default
+    if default is None:
+        return delete_fix(path) if accepts(None) else None
+    if isinstance(default, dict | list):
+        return None
+    if not accepts(default):  # a default JSON cannot write (tensor_parallel.dtype's torch.float16): leave it out
+        return delete_fix(path) if not field.info.is_required() else None
+    return set_fix(path, default, f"Set `{path}` to its default, {default!r}")
+
+
+#: ``_meant`` found no value the user could have meant.
+_NOTHING = object()
+
+
+def _meant(value: Any, accepts: Callable[[Any], bool]) -> Any:
+    """The accepted value ``value`` was most likely meant as (the item of a one-item list, a number written as
+    text, the whole number of a float), or ``_NOTHING``."""
     candidates: list[Any] = []
     if isinstance(value, list) and len(value) == 1:
         candidates.append(value[0])
@@ -54,13 +92,8 @@ def value_fix(field: SchemaField | None, path: str, value: Any) -> Fix | None:
         candidates.append(whole)
     for candidate in candidates:
         if candidate != value and accepts(candidate):
-            return set_fix(path, candidate, f"Set `{path}` to {candidate!r} (was {_short(value)})")
-    default = field.default
-    if default is None:
-        return delete_fix(path) if accepts(None) else None
-    if isinstance(default, dict | list) or not accepts(default):
-        return None
-    return set_fix(path, default, f"Set `{path}` to its default, {default!r}")
+            return candidate
+    return _NOTHING
 
 
 def nearest_whole(value: Any) -> int | None:
@@ -77,6 +110,33 @@ def _acceptor(owner: type[BaseModel], name: str) -> Any:
     info = owner.model_fields[name]
     annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
     adapter = TypeAdapter(annotation)
+    has_validators = any(name in decorator.info.fields
+                         for decorator in owner.__pydantic_decorators__.field_validators.values())
+
+    def accepts(candidate: Any) -> bool:
+        try:
+            adapter.validate_python(candidate)
+        except (ValidationError, TypeError, ValueError):
+            return False
+        if has_validators:  # the section's own validators of this field (e.g. one that refuses every JSON value)
+            try:
+                owner.__pydantic_validator__.validate_assignment(owner.model_construct(), name, candidate)
+            except ValidationError as error:  # only the field's own errors count, not the section's cross-checks
+                return not any(tuple(e["loc"][:1]) == (name,) for e in error.errors())
+            except (TypeError, ValueError):
+                return False
+        return True
+
+    return accepts
+
+
+@lru_cache(maxsize=1024)
+def _item_acceptor(owner: type[BaseModel], name: str) -> Any:
+    """Whether a value is a valid item of the list field ``owner.name`` (None when the field holds no list)."""
+    item_type = _list_item_type(owner.model_fields[name].annotation)
+    if item_type is None:
+        return None
+    adapter = TypeAdapter(item_type)
 
     def accepts(candidate: Any) -> bool:
         try:
@@ -86,6 +146,18 @@ def _acceptor(owner: type[BaseModel], name: str) -> Any:
         return True
 
     return accepts
+
+
+def _list_item_type(annotation: Any) -> Any:
+    """``X`` of ``list[X]``, ``list[X] | None`` or ``tuple[X, ...]``; None otherwise."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        found = [_list_item_type(arg) for arg in typing.get_args(annotation) if arg is not type(None)]
+        return found[0] if len(found) == 1 else None
+    if origin in (list, tuple):
+        args = typing.get_args(annotation)
+        return args[0] if args else Any
+    return None
 
 
 def _short(value: Any) -> str:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
-from core.findings import Finding
+from core.findings import Finding, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import value_fix
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
@@ -160,16 +160,22 @@ def _locate(loc: tuple[Any, ...]) -> tuple[str, SchemaField | None, type[BaseMod
     owner: type[BaseModel] = ROOT
     parts: list[str] = []
     field: SchemaField | None = None
+    dict_key_next = False  # the item after a dict-of-sections field is the entry's own key (a metric's name)
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
+            continue
+        if dict_key_next:
+            dict_key_next = False
+            parts = [join_path("".join(parts), item)]
             continue
         fields = section_fields(model) if model is not None else {}
         if item in fields:
             owner = model  # type: ignore[assignment]
             field = fields[item]
-            parts.append(("." if parts else "") + item)
+            parts = [join_path("".join(parts), item)]
             model = field.model or field.item_model
+            dict_key_next = field.container == "dict"
         # anything else is a union member tag such as "int" or "function-after[...]"
     return "".join(parts), field, owner
 
@@ -241,7 +247,9 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     fails = versions.top_level_value_fails(ctx.version, key, value) if container else None
     if fails is not None:  # this release's own parser, tried with such a value (the profile's probe)
         strict, raises = fails, raises if fails else None
-    fix = value_fix(field, path, value) if kind not in container_kinds else None
+    items = get_path(ctx.config, path[:path.rindex("[")], None) if path.endswith("]") else None
+    fix = value_fix(field, path, value, items if isinstance(items, list) else None) \
+        if kind not in container_kinds else None
     if strict:
         return Finding("error", f"type.{kind}", path, text, hint, fix, _page_of(path))
     if raises == "engine":
