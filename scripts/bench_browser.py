@@ -99,13 +99,12 @@ async def prepare(tab, url: str) -> None:
 
 
 async def stage_options(tab, changes: int) -> AsyncIterator[tuple[int, Any]]:
-    """For each of ``changes`` ZeRO stage flips (2 -> 3 -> 2 ...): opens the stage list and yields the stage and
-    its option, shown and not yet clicked."""
+    """For each of ``changes`` ZeRO stage flips (2 -> 3 -> 2 ...): yields the stage and its button in the stage
+    control, shown and not yet clicked."""
     stage = 2
     for _ in range(changes):
         stage = 3 if stage == 2 else 2
-        await tab.get_by_role("combobox", name="stage", exact=True).click()
-        option = tab.get_by_role("option").filter(has_text=f"{stage}").first
+        option = lt.stage_button(tab, stage)
         await option.wait_for()
         yield stage, option
 

@@ -98,7 +98,7 @@ def reruns(count: int) -> None:
 
     def flip() -> None:
         stage.reverse()
-        at.selectbox(key=widget_key("zero_optimization.stage")).set_value(stage[0]).run()
+        at.button_group(key=widget_key("zero_optimization.stage")).set_value(stage[0]).run()
 
     print(f"{'ZeRO page, stage flip':28s} {_median_ms(flip, count):7.1f} ms", flush=True)
 

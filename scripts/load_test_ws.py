@@ -42,7 +42,7 @@ from e2e_support import streamlit_server  # noqa: E402
 sys.path.insert(0, str(ROOT / "scripts"))
 from load_test import MODELS, PRESETS, Stats, report, room_arguments, think_time  # noqa: E402
 
-STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage selectbox's options (schema-generated)
+STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage control's options (schema-generated)
 
 
 @dataclass
@@ -120,11 +120,18 @@ class Client:
                 return run
 
     def option(self, key: str, containing: str) -> WidgetState:
-        """A selectbox change to the option whose label contains ``containing``."""
-        inner = self.widgets[key][1]
-        label = next((o for o in inner.options if containing in o), None)
+        """A change of a selectbox or a row of buttons (segmented control) to the option whose label contains
+        ``containing``."""
+        element_type, inner = self.widgets[key]
+        buttons = element_type == "button_group"
+        labels = [o.content for o in inner.options] if buttons else list(inner.options)
+        label = next((o for o in labels if containing in o), None)
         if label is None:
             raise LookupError(f"{key} has no option containing {containing!r}")
+        if buttons:  # the frontend sends the chosen option's label in a string array
+            state = WidgetState(id=inner.id)
+            state.string_array_value.data[:] = [label]
+            return state
         return WidgetState(id=inner.id, string_value=label)
 
     def click(self, key: str) -> WidgetState:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -94,3 +95,13 @@ def streamlit_server(log_name: str = "streamlit-e2e-extra.log", env: Mapping[str
             yield url
         finally:
             stop_process(proc)
+
+
+#: The ZeRO page's stage control: one row of buttons ("0 — disabled" … "3 — weights"), one click to choose.
+STAGE_CONTROL = '[data-testid="stButtonGroup"]'
+
+
+def stage_button(page: Any, stage: int) -> Any:
+    """The button of ``stage`` in the ZeRO page's stage control (``page`` sync or async Playwright, or a locator
+    inside it)."""
+    return page.locator(f"{STAGE_CONTROL} button").filter(has_text=re.compile(rf"^\s*{stage} —"))

@@ -72,7 +72,7 @@ def test_zero_page_charts_carry_the_current_rows_after_a_stage_flip():
     figures = [frames["figure"] for _, frames in drawn if "figure" in frames]
     assert sorted(figures[0].loc[figures[0]["current"], "stage"].unique()) == [1]
 
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()
     drawn = vega_charts(at)
     figure = next(frames["figure"] for _, frames in drawn if "figure" in frames)
     assert sorted(figure.loc[figure["current"], "stage"].unique()) == [3]
@@ -300,7 +300,7 @@ def test_a_stage_flip_keeps_every_zero_chart_spec_and_only_swaps_rows():
     # differs between ZeRO-2 and ZeRO-3, so every flip rebuilt it
     at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}}, page="pages/zero.py", **MODEL)
     before = vega_charts(at)
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()
     after = vega_charts(at)
     assert [spec for spec, _ in before] == [spec for spec, _ in after]
     peak = [(frames["peak"], spec) for spec, frames in before + after if "peak" in frames]

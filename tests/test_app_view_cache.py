@@ -63,10 +63,10 @@ def test_zero_page_after_each_change_shows_what_a_fresh_session_shows():
     before = seen(at)
     assert before == fresh(at, page)
 
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(2).run()  # a flip
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(2).run()  # a flip
     after_flip = seen(at)
     assert after_flip != before and after_flip == fresh(at, page)
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()  # and back: served from the caches
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()  # and back: served from the caches
     assert seen(at) == before
 
     at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).set_value("none").run()
@@ -138,7 +138,7 @@ def test_ways_to_fit_after_each_change_show_what_a_fresh_session_shows():
             at.session_state["config"]["train_micro_batch_size_per_gpu"] = change["micro"]
             at.run()
         elif "stage" in change:
-            at.selectbox(key=widget_key("zero_optimization.stage")).set_value(change["stage"]).run()
+            at.button_group(key=widget_key("zero_optimization.stage")).set_value(change["stage"]).run()
         elif "offload" in change:
             at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).set_value("cpu").run()
         else:

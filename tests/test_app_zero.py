@@ -34,7 +34,7 @@ def test_stage_widget_changes_config_and_charts():
     options = table(at, "Option")
     assert list(options.loc[options["Current"] != "", "Option"]) == ["ZeRO-1"]
     sweep_before = table(at, "Micro batch").copy()
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()
     assert at.session_state["config"] == {"train_micro_batch_size_per_gpu": 1,
                                           "zero_optimization": {"stage": 3, "team_key": "x"}, "keep_me": [1, 2]}
     totals = table(at, STAGE_FITS)
@@ -118,7 +118,7 @@ def test_stage3_options_disabled_with_reason_below_stage3():
     knob = at.number_input(key=widget_key("zero_optimization.stage3_prefetch_bucket_size"))
     assert knob.disabled
     assert not at.selectbox(key=widget_key("zero_optimization.offload_optimizer.device")).disabled
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()
     assert not at.selectbox(key=widget_key("zero_optimization.offload_param.device")).disabled
     assert not at.number_input(key=widget_key("zero_optimization.stage3_prefetch_bucket_size")).disabled
 
@@ -134,8 +134,10 @@ def test_invalid_stage_shows_error_on_page_and_sidebar():
     assert any("zero_optimization.stage" in e.value and "5" in e.value for e in at.main.error)
     assert any("`zero_optimization.stage`" in text and link.startswith("Fix on ZeRO & offload")
                for text, link in sidebar_findings(at))
+    # a value outside the choices is shown as it is, in a drop-down that offers the choices too
     assert at.selectbox(key=widget_key("zero_optimization.stage")).value == 5
     at.selectbox(key=widget_key("zero_optimization.stage")).set_value(2).run()
+    assert at.button_group(key=widget_key("zero_optimization.stage")).value == 2
     assert not any("type.enum" in e for e in texts(at.main.error))
 
 
@@ -144,7 +146,7 @@ def test_param_offload_below_stage3_fix_switches_stage():
     assert any("zero.offload-param-below-3" in w.value for w in at.main.warning)
     click_fix(at, "Fix: Switch to ZeRO stage 3")
     assert at.session_state["config"]["zero_optimization"]["stage"] == 3
-    assert at.selectbox(key=widget_key("zero_optimization.stage")).value == 3
+    assert at.button_group(key=widget_key("zero_optimization.stage")).value == 3
     assert not any("zero.offload-param-below-3" in w.value for w in at.main.warning)
 
 
@@ -189,7 +191,7 @@ def test_predicted_step_time_and_bottleneck_beside_the_memory_numbers():
                                     spec, cluster, shape) for stage in (2, 3)}
     assert _step_metric(at).value == f"{expected[2].step_seconds:.3g} s"
     assert any(expected[2].bottleneck in c.value for c in at.caption)
-    at.selectbox(key=widget_key("zero_optimization.stage")).set_value(3).run()
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()
     assert _step_metric(at).value == f"{expected[3].step_seconds:.3g} s"
     assert expected[3].breakdown != expected[2].breakdown  # the stage changes what is communicated
     assert any(expected[3].bottleneck in c.value for c in at.caption)

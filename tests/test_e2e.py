@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import ARTIFACTS, CHROMIUM, ROOT, chromium_browser, streamlit_server
+from e2e_support import ARTIFACTS, CHROMIUM, ROOT, chromium_browser, stage_button, streamlit_server
 
 import core
 from ui import app_state
@@ -164,8 +164,7 @@ def test_new_user_journey(page):
     before = current.inner_text()
     assert "ZeRO-2" in before
     # Timed (recorded, never asserted): widget change → updated memory chart caption in the browser.
-    page.get_by_role("combobox", name="stage", exact=True).click()
-    option = page.get_by_role("option").filter(has_text="3").first
+    option = stage_button(page, 3)
     started = time.perf_counter()
     option.click()
     page.wait_for_function("() => document.body.innerText.includes('Current config: ZeRO-3')")
@@ -212,6 +211,18 @@ HJSON = """{
   }
   my_launcher_settings: {"retries": 3}
 }"""
+
+
+def test_pages_first_visits_find_their_elements_code_already_loaded(page):
+    # ui.preload imports every element module the app uses while the first page is idle; before it, the first
+    # visit of Review fetched and compiled a 1.5 MB highlighter (and Optimizer, Monitoring, Presets their widgets)
+    page.wait_for_function("() => window.__dsPreload === 'drawn'", timeout=60_000)
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url.rsplit("/", 1)[-1]))
+    load_preset(page, "zero3-offload-cpu")
+    for title in ("Optimizer & scheduler", "Monitoring", "Review & export", "Presets", "ZeRO & offload", "Plan"):
+        nav(page, title)
+    assert not [name for name in fetched if name.endswith(".js")], fetched
 
 
 def test_import_with_comments_and_unknown_keys_exports_unchanged(page):

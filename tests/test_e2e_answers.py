@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import ARTIFACTS, streamlit_server
+from e2e_support import ARTIFACTS, stage_button, streamlit_server
 from test_e2e import browser, idle, nav, preset_config, select  # noqa: F401 — browser: the module fixture
 
 from core.models import describe, get_config
@@ -240,7 +240,7 @@ def test_new_user_walk_through_of_issue_16(browser, answers_server):  # noqa: F8
         landing = tab.locator(".st-key-focus_widget")
         landing.wait_for()
         expect(landing).to_contain_text("The field you came to change")
-        expect(landing.get_by_role("combobox", name="stage")).to_be_visible()
+        expect(stage_button(landing, 3)).to_be_visible()
         tab.wait_for_timeout(800)  # the box scrolls itself into view
         expect(landing).to_be_in_viewport()
         shot(tab, "4-fix-link-landing")

@@ -26,5 +26,5 @@ def test_floor_app_offers_the_rooms_flow():
     at.switch_page("pages/zero.py").run()
     assert not at.exception and at.title[0].value == "ZeRO & offload"
     assert [c.value for c in at.caption] == ["Current config: ZeRO-2", shown]
-    at.selectbox(key="stage").set_value(3).run()
+    at.button_group(key="stage").set_value(3).run()
     assert at.caption[0].value == "Current config: ZeRO-3"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -65,49 +64,3 @@ def on_demand(label: str, key: str) -> Iterator[bool]:
     nobody opened should cost nothing. Opening it reruns the page (a tracked expander) and draws it."""
     with st.expander(label, icon=":material/bar_chart:", key=key, on_change="rerun") as box:
         yield box.open
-
-
-def _chunk(prefix: str) -> str | None:
-    """The file name of one of Streamlit's script modules in its static assets, or None if not exactly one file
-    matches (another Streamlit layout: then nothing is preloaded and the first chart loads it as before)."""
-    found = list((Path(st.__file__).parent / "static" / "static" / "js").glob(f"{prefix}.*.js"))
-    return found[0].name if len(found) == 1 else None
-
-
-_CHUNKS = (_chunk("ArrowVegaLiteChart"), _chunk("loadVegaEmbed"))
-#: A chart shaped like the app's (layered bars, a rule, a legend, a tooltip): drawing it off-screen once makes the
-#: browser compile the chart code a first real chart would otherwise compile while the user waits.
-_WARM_SPEC = {"data": {"values": [{"a": "x", "b": 1.0}, {"a": "y", "b": 2.0}]}, "layer": [
-    {"mark": "bar", "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"},
-                                 "color": {"field": "a", "type": "nominal"}, "tooltip": [{"field": "b"}]}},
-    {"mark": {"type": "rule", "strokeDash": [4, 4]}, "encoding": {"y": {"datum": 1.5}}}]}
-#: Imports the chart modules, resolved against the app's own entry script as Streamlit's lazy imports resolve
-#: them (so both name the same modules and Streamlit's later import finds them loaded), then draws the warm-up
-#: chart into a detached element and discards it; deferred until the tab is idle, and silent on any failure.
-_PRELOAD = """<script>(() => { const entry = document.querySelector('script[src*="static/js/index"]');
-  if (!entry || window.__dsChartsPreloaded) return; window.__dsChartsPreloaded = true;
-  const url = (name) => new URL("./" + name, entry.src).href;
-  const warm = async () => { await import(url("CHART"));
-    const load = Object.values(await import(url("LOADER"))).find((v) => typeof v === "function");
-    if (!load) return;
-    const {embed, expressionInterpreter} = await load();
-    const drawn = await embed(document.createElement("div"), SPEC,
-                              {actions: false, ast: true, expr: expressionInterpreter, renderer: "svg"});
-    drawn.finalize(); window.__dsChartsWarm = "drawn"; };
-  const later = () => { warm().catch((e) => { window.__dsChartsWarm = String(e); }); };
-  if (window.requestIdleCallback) requestIdleCallback(later, {timeout: 4000}); else setTimeout(later, 1000); })();
-</script>"""
-
-
-def preload_library() -> None:
-    """Have the browser load the chart library, and draw one chart off-screen, once the first page is drawn and
-    the tab is idle.
-
-    Streamlit loads vega-lite (~0.8 MB of script) only when a page first shows a chart, and the browser compiles
-    its code as the first charts draw: the first visit to a chart page took about 0.5 s more than the next ones
-    (BENCHMARKS.md, issue 15). Done while the user reads the first page, it is ready when they go to one. Only
-    this fixed script runs (no user data)."""
-    chart, loader = _CHUNKS
-    if chart is not None and loader is not None:
-        script = _PRELOAD.replace("CHART", chart).replace("LOADER", loader).replace("SPEC", json.dumps(_WARM_SPEC))
-        st.html(script, unsafe_allow_javascript=True, width="content")

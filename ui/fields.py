@@ -51,6 +51,8 @@ class FieldKind:
     """None is accepted (shown as "not set")."""
     allows_auto: bool = False
     """The type itself accepts the string "auto" (``int | Literal["auto"]``)."""
+    segmented: bool = False
+    """Drawn as a row of buttons, one click to choose (the schema's ``widget="segmented"``), not a drop-down."""
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,13 @@ def field_kind(field: SchemaField) -> FieldKind:
         literals.remove("auto")
     if field.model is not None:
         return FieldKind("section", optional=optional)
+    segmented = field.meta.widget == "segmented"
     if field.meta.choices:
-        return FieldKind("choice", tuple(field.meta.choices), optional, allows_auto)
+        return FieldKind("choice", tuple(field.meta.choices), optional, allows_auto, segmented)
     if len(plain) == 1 and isinstance(plain[0], type) and issubclass(plain[0], enum.Enum):
-        return FieldKind("choice", tuple(m.value for m in plain[0]), optional, allows_auto)
+        return FieldKind("choice", tuple(m.value for m in plain[0]), optional, allows_auto, segmented)
     if literals and not plain:
-        return FieldKind("choice", tuple(literals), optional, allows_auto)
+        return FieldKind("choice", tuple(literals), optional, allows_auto, segmented)
     if plain == [bool]:
         return FieldKind("bool", (), optional, allows_auto)
     if plain == [int]:

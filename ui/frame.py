@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from ui import app_state, charts, headline, sidebar, tables, widgets
+from ui import app_state, headline, preload, sidebar, tables, widgets
 
 #: Session key: this session's first run has left the ``pages/``-folder navigation (``_leave_folder_navigation``).
 _NAVIGATION_FIXED = "_navigation_fixed"
@@ -53,7 +53,7 @@ def end() -> None:
     sidebar.render(app_state.report())
     tables.draw_style()
     with st.sidebar:
-        charts.preload_library()
+        preload.render()
 
 
 __all__ = ["begin", "end", "widgets"]

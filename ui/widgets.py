@@ -154,6 +154,9 @@ def _value_widget(path: str, label: str, value: Any, kind: FieldKind, bounds: fi
     elif kind.kind in ("int", "float"):
         number_box(label, value, key, integer=kind.kind == "int", low=low, high=high, help_=help_,
                    disabled=disabled, args=args, placeholder=placeholder)
+    elif kind.kind == "choice" and kind.segmented and not kind.optional and value in kind.choices:
+        st.segmented_control(label, list(kind.choices), default=value, required=True, key=key, help=help_,
+                             disabled=disabled, on_change=_on_change, kwargs=args, format_func=format_func)
     elif kind.kind == "choice":
         options = fields.choice_options(kind, value)
         st.selectbox(label, options, index=options.index(value), key=key, help=help_, disabled=disabled,

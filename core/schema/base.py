@@ -61,7 +61,7 @@ class FieldMeta:
     """Where the docs disagree with the code, or anything else users should know."""
     page: Page | None = None
     widget: str | None = None
-    """Hint for the app: "slider", "select", "text", "json", "path" ..."""
+    """Hint for the app: "select", "segmented" (a few choices as one row of buttons), "json", "path" ..."""
     unit: str | None = None
     """"elements", "bytes", "steps" ..."""
     choices: tuple[Any, ...] | None = None

@@ -243,7 +243,7 @@ class ZeroConfig(Section):
         ZeroStage.disabled,
         description="0: off (plain data parallel). 1: partition optimizer states. 2: also gradients. "
         "3: also parameters (each GPU holds 1/N of the model).",
-        widget="select",
+        widget="segmented",
         page="zero",
         hf_auto=True,
     )

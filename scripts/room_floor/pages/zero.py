@@ -1,4 +1,4 @@
-"""ZeRO page of the floor app: the stage box and the two captions the room driver reads, nothing else."""
+"""ZeRO page of the floor app: the stage control and the two captions the room driver reads, nothing else."""
 
 import streamlit as st
 
@@ -6,7 +6,9 @@ from core.models import get_spec
 
 st.title("ZeRO & offload")
 st.session_state.setdefault("stage", 2)
-stage = st.selectbox("stage", [0, 1, 2, 3], key="stage")
+STAGES = {0: "disabled", 1: "optimizer states", 2: "gradients", 3: "weights"}  # labelled as the app labels them
+stage = st.segmented_control("stage", list(STAGES), format_func=lambda s: f"{s} — {STAGES[s]}", required=True,
+                             key="stage")
 st.caption(f"Current config: ZeRO-{stage}")
 model = st.session_state.get("model")
 if model:
