@@ -498,3 +498,35 @@ def test_autotp_batch_keys_count_every_gpu_as_deepspeed_does():
     written = predict(trio, LLAMA7, cl, shape)
     assert written.gradient_accumulation_steps == 2 and not any("resolve" in n for n in written.notes)
     assert written.tokens_per_step == 2 * 2 * 8 * 1024
+
+
+#: (model, GPU, GPUs per node, nodes, sequence length, sequences per GPU): clusters where offload, ZeRO-3 and plain
+#: data parallelism each win somewhere, and micro batches from 1 to 32
+SWEPT = [(model, gpu, gpn, nodes, seq, per_gpu)
+         for model in ("meta-llama/Llama-2-7b-hf", "meta-llama/Meta-Llama-3-70B", "openai-community/gpt2-xl",
+                   "mistralai/Mixtral-8x7B-v0.1")
+         for gpu, gpn, nodes in (("NVIDIA A100 80GB", 8, 1), ("NVIDIA H100 80GB", 8, 4), ("NVIDIA V100 32GB", 4, 2))
+         for seq, per_gpu in ((2048, 8), (8192, 4), (512, 32))]
+
+
+@pytest.mark.parametrize(("model", "gpu", "gpn", "nodes", "seq", "per_gpu"), SWEPT[::3])
+def test_a_larger_micro_batch_is_never_slower_and_the_fastest_only_ranking_starts_with_the_full_ones_best(
+        model, gpu, gpn, nodes, seq, per_gpu):
+    # recommend(fastest_only=True), behind the Plan page's node sweep, predicts each option's micro batches from the
+    # largest fitting one down and stops at the first slower one: exact only while the model keeps this property
+    cluster = Cluster(gpu, gpn, nodes)
+    spec = get_spec(model)
+    precision = "fp16" if gpu.startswith("NVIDIA V100") else "bf16"
+    kwargs = {"seq_len": seq, "global_batch": per_gpu * cluster.total_gpus, "precision": precision}
+    full = recommend(spec, cluster, **kwargs)
+    fitting = full[full["fits"]]
+    for _, group in fitting.groupby(["stage", "offload_optimizer", "offload_param", "zeropp", "recompute"]):
+        steps = group.sort_values("micro_batch")["step_seconds"].to_numpy()
+        assert all(later <= earlier for earlier, later in zip(steps, steps[1:], strict=False)), group
+    fastest = recommend(spec, cluster, fastest_only=True, **kwargs)
+    assert len(fastest) <= len(fitting)
+    if fitting.empty:
+        assert fastest.empty
+        return
+    for key in ("stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "recompute", "step_seconds"):
+        assert fastest.iloc[0][key] == fitting.iloc[0][key], key

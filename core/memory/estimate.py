@@ -163,15 +163,18 @@ def evaluate_arrays(
     nodes=None,
     precision: str | None = None,
     allowances: Allowances | None = None,
+    settings: TrainingSettings | None = None,
+    components: bool = True,
 ) -> dict[str, np.ndarray]:
     """Vectorised totals: any of micro_batch / seq_len / gpus_per_node / nodes may be numpy arrays.
 
-    Returns arrays ``gpu_bytes``, ``cpu_bytes_per_node``, ``nvme_bytes_per_node`` and one ``gpu:<component>``
-    array per GPU component.
+    Returns arrays ``gpu_bytes``, ``cpu_bytes_per_node``, ``nvme_bytes_per_node`` and, unless ``components`` is
+    False, one ``gpu:<component>`` array per GPU component. ``settings``: ``ds_config`` already read by
+    ``TrainingSettings.from_ds_config`` (a caller evaluating one config for several shapes reads it once).
     """
     allow = allowances or Allowances()
     _check_shape(shape)
-    st = TrainingSettings.from_ds_config(ds_config)
+    st = settings if settings is not None else TrainingSettings.from_ds_config(ds_config)
     if precision is not None:
         st = replace(st, precision=precision)
     b = np.asarray(shape.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
@@ -194,7 +197,7 @@ def evaluate_arrays(
         + np.maximum(total("cpu", "load"), total("cpu", "forward_backward")),
         "nvme_bytes_per_node": total("nvme", "persistent"),
     }
-    for r in raws:
+    for r in raws if components else ():
         if r.device == "gpu":
             result[f"gpu:{r.name}"] = np.broadcast_to(np.asarray(r.value, dtype=np.float64), shape_all)
     return result

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, evaluate_arrays
+from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, TrainingSettings, evaluate_arrays
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
@@ -103,15 +103,21 @@ def recommend(
     nvme: bool = True,
     memory_headroom: float = DEFAULT_MEMORY_HEADROOM,
     fitting_only: bool = False,
+    fastest_only: bool = False,
 ) -> pd.DataFrame:
     """Every candidate config with its predicted speed and whether it fits, fastest fitting first.
 
     ``global_batch`` is in sequences per optimizer step; it must split into micro batch x accumulation x GPUs.
     Adds ``hours`` (and ``cost``) when ``tokens`` (and ``price_per_gpu_hour``) are given. The frame's ``attrs``
     record the assumptions (memory headroom, attention kernel, cluster rates). ``fitting_only`` leaves out the
-    candidates that do not fit, without predicting them (what a sweep for the fastest fitting config needs); the
-    frame is then empty when nothing fits.
+    candidates that do not fit, without predicting them; the frame is then empty when nothing fits.
+    ``fastest_only`` (which implies ``fitting_only``; what a sweep for the fastest fitting config needs) also
+    leaves out, per ZeRO/offload option and recompute mode, the micro batches that are slower than a larger one:
+    at a fixed global batch the predicted step never gets slower with a larger micro batch (fewer micro-steps,
+    larger GEMMs; ``tests/test_perf.py`` holds the model to it), so they are predicted from the largest fitting
+    one down only while the step time stays the same, and the first row is the full ranking's first row.
     """
+    fitting_only = fitting_only or fastest_only
     if precision not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"precision must be bf16, fp16 or fp32, got {precision!r}.")
     if seq_len < 1 or global_batch < 1:
@@ -137,32 +143,38 @@ def recommend(
         # the candidates of one option differ only in their batch keys: the config is read once, and each
         # candidate's reading is that one with its own micro batch and accumulation (half of predict's time)
         probe_settings = read_settings(probe, world)
+        memory_settings = TrainingSettings.from_ds_config(probe)
         for rc in recompute:
             shape = Shape(1, seq_len, attention, rc)
             mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array,
-                                  allowances=cluster.memory_allowances)
+                                  allowances=cluster.memory_allowances, settings=memory_settings, components=False)
             gpu_bytes = np.broadcast_to(mem["gpu_bytes"], mb_array.shape)
             cpu_bytes = np.broadcast_to(mem["cpu_bytes_per_node"], mb_array.shape)
             nvme_bytes = np.broadcast_to(mem["nvme_bytes_per_node"], mb_array.shape)
-            for i, mb in enumerate(micro_batches):
-                fits = bool(gpu_bytes[i] <= limit and cpu_bytes[i] <= hardware.cpu_ram_per_node_bytes
-                            and (hardware.nvme_bytes_per_node is None or nvme_bytes[i] <= hardware.nvme_bytes_per_node))
-                if fitting_only and not fits:
-                    continue
+            fitting = (gpu_bytes <= limit) & (cpu_bytes <= hardware.cpu_ram_per_node_bytes)
+            if hardware.nvme_bytes_per_node is not None:
+                fitting &= nvme_bytes <= hardware.nvme_bytes_per_node
+            order = [i for i in range(len(micro_batches)) if fitting[i] or not fitting_only]
+            group: list[dict[str, Any]] = []
+            for i in reversed(order) if fastest_only else order:
+                mb = micro_batches[i]
                 cfg = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp,
                                    micro_batch=mb, grad_accum=per_gpu // mb, world_size=world, precision=precision,
                                    gpus_per_node=cluster.gpus_per_node)
                 est = predict(cfg, model, cluster, replace(shape, micro_batch=mb),
                               settings=replace(probe_settings, grad_accum=per_gpu // mb, config_micro_batch=mb))
-                rows.append({
+                if fastest_only and group and est.step_seconds > group[0]["step_seconds"]:
+                    break  # slower than a larger micro batch, and so are the smaller ones
+                group.append({
                     "stage": stage, "offload_optimizer": opt, "offload_param": param, "zeropp": pp,
                     "micro_batch": mb, "gradient_accumulation_steps": per_gpu // mb, "recompute": rc,
-                    "fits": fits, "gpu_peak_gib": float(gpu_bytes[i]) / GIB,
+                    "fits": bool(fitting[i]), "gpu_peak_gib": float(gpu_bytes[i]) / GIB,
                     "cpu_gib_per_node": float(cpu_bytes[i]) / GIB,
                     "step_seconds": est.step_seconds, "tokens_per_second": est.tokens_per_second,
                     "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu, "bottleneck": est.bottleneck,
                     "breakdown": est.breakdown, "config": cfg, "notes": est.notes,
                 })
+            rows.extend(reversed(group) if fastest_only else group)  # micro batches in ascending order either way
     frame = pd.DataFrame(rows)
     notes: list[str] = []
     if not frame.empty:  # empty: fitting_only, and nothing fits
@@ -217,7 +229,7 @@ def gpu_sweep(
         if global_batch % sized.total_gpus:
             continue
         table = recommend(model, sized, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
-                          price_per_gpu_hour=price_per_gpu_hour, fitting_only=True, **kwargs)
+                          price_per_gpu_hour=price_per_gpu_hour, fastest_only=True, **kwargs)
         row = {"nodes": nodes, "total_gpus": sized.total_gpus, "fits": not table.empty}
         for key in ("stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "recompute",
                     "step_seconds", "tokens_per_second", "tflops_per_gpu", "hours", "cost"):
