@@ -13,8 +13,8 @@ preset = st.selectbox("Preset", list(titles), format_func=lambda n: f"{titles[n]
 if st.button("Load this preset"):
     st.session_state["stage"] = next(p for p in found if p.name == preset).config["zero_optimization"]["stage"]
     st.session_state["loaded"] = preset
-if "loaded" in st.session_state:
-    st.success(f"Loaded the preset {st.session_state['loaded']}")
+if "loaded" in st.session_state:  # worded as the app's Start page words it: the driver reads "(name)"
+    st.success(f"Loaded the preset **{titles[st.session_state['loaded']]}** ({st.session_state['loaded']}).")
 model = st.selectbox("Model from the catalog", catalog_names(), index=None)
 if model:
     st.session_state["model"] = model
