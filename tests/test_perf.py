@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pandas as pd
@@ -522,7 +523,7 @@ def test_a_larger_micro_batch_is_never_slower_and_the_fastest_only_ranking_start
     fitting = full[full["fits"]]
     for _, group in fitting.groupby(["stage", "offload_optimizer", "offload_param", "zeropp", "recompute"]):
         steps = group.sort_values("micro_batch")["step_seconds"].to_numpy()
-        assert all(later <= earlier for earlier, later in zip(steps, steps[1:], strict=False)), group
+        assert all(later <= earlier for earlier, later in itertools.pairwise(steps)), group
     fastest = recommend(spec, cluster, fastest_only=True, **kwargs)
     assert len(fastest) <= len(fitting)
     if fitting.empty:
