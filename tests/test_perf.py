@@ -510,7 +510,7 @@ SWEPT = [(model, gpu, gpn, nodes, seq, per_gpu)
          for seq, per_gpu in ((2048, 8), (8192, 4), (512, 32))]
 
 
-@pytest.mark.parametrize(("model", "gpu", "gpn", "nodes", "seq", "per_gpu"), SWEPT[::3])
+@pytest.mark.parametrize(("model", "gpu", "gpn", "nodes", "seq", "per_gpu"), SWEPT)
 def test_a_larger_micro_batch_is_never_slower_and_the_fastest_only_ranking_starts_with_the_full_ones_best(
         model, gpu, gpn, nodes, seq, per_gpu):
     # recommend(fastest_only=True), behind the Plan page's node sweep, predicts each option's micro batches from the
