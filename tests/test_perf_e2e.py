@@ -48,3 +48,30 @@ def test_plan_use_the_recommended_config_and_export_it(browser, server):  # noqa
                                                                       inter_node_gbit_s=3200.0),
                       seq_len=2048, global_batch=256, tokens=2e9, price_per_gpu_hour=2.5, attention="flash")
     assert exported == table[table["fits"]].iloc[0]["config"]
+
+
+def test_the_ranked_table_stays_inside_the_page_at_1280_px(browser, server):  # noqa: F811 — the imported fixture
+    # the ranking has 15 columns: wider than the content at 1280 px, it ran past the page's right edge; it now
+    # scrolls sideways in its own box
+    from test_e2e import idle, nav, open_app
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        open_app(tab, server)
+        nav(tab, "Plan")
+        tab.get_by_text("Fastest fitting").wait_for()
+        idle(tab)  # the tables' style sheet comes last in the page
+        # every table ends inside the content, or sits in a box of its own that scrolls sideways and does
+        past_the_edge = tab.locator('[data-testid="stMainBlockContainer"]').evaluate("""c => {
+            const edge = c.getBoundingClientRect().right - parseFloat(getComputedStyle(c).paddingRight) + 1;
+            return [...c.querySelectorAll('table')].filter((t) => {
+                const box = t.parentElement;
+                const scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX);
+                return (scrolls ? box : t).getBoundingClientRect().right > edge; }).length; }""")
+        assert past_the_edge == 0
+        assert tab.locator("table.ds-table").first.evaluate(
+            "t => t.parentElement.scrollWidth > t.parentElement.clientWidth")  # the ranking is wider: it scrolls
+    finally:
+        context.close()

@@ -23,8 +23,8 @@ MAX_HTML_ROWS = 40
 #: Marks the tables this module draws (tests read them back with ``TABLE_CLASS``).
 TABLE_CLASS = "ds-table"
 #: The look of ``st.table`` (theme colours through Streamlit's CSS variables where it has them).
-_STYLE = (f"<style>table.{TABLE_CLASS}{{border-collapse:collapse;font-size:0.875rem;margin-bottom:1rem;"
-          "width:100%}"
+_STYLE = (f"<style>div.{TABLE_CLASS}-wrap{{overflow-x:auto;margin-bottom:1rem}}"
+          f"table.{TABLE_CLASS}{{border-collapse:collapse;font-size:0.875rem;width:100%}}"
           f"table.{TABLE_CLASS} th,table.{TABLE_CLASS} td{{border:1px solid rgba(49,51,63,0.1);"
           "padding:0.25rem 0.375rem;text-align:left;vertical-align:top}"
           f"table.{TABLE_CLASS} th{{font-weight:400;color:rgba(49,51,63,0.6)}}"
@@ -93,7 +93,9 @@ def table_html(data: pd.DataFrame | Rows, formats: Mapping[str, str] | None = No
             cells.append((_NUMBER_CELL if number else "<td>") + html.escape(text) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     body = "".join(rows)
-    return f"<table class=\"{TABLE_CLASS}\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # in a box that scrolls sideways: a table wider than the page (the Plan ranking at 1280 px) stays inside it
+    return (f"<div class=\"{TABLE_CLASS}-wrap\"><table class=\"{TABLE_CLASS}\"><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 @dataclass(frozen=True)
