@@ -38,9 +38,9 @@ class Accuracy:
 
 #: The figures the page help quotes; tests/test_perf_effects.py recomputes them, so a model change that moves
 #: them fails until they are updated here (README and BENCHMARKS.md state the same figures).
-ACCURACY = Accuracy(rows=123, median_error=0.138, first_round_rows=65, first_round_median=0.095,
-                    held_out_median=0.248, a100_h100_rows=47, a100_h100_median=0.080, a100_h100_worst=1.22,
-                    worst=2.60, beyond_1_5x=16)
+ACCURACY = Accuracy(rows=123, median_error=0.101, first_round_rows=65, first_round_median=0.082,
+                    held_out_median=0.176, a100_h100_rows=47, a100_h100_median=0.080, a100_h100_worst=1.22,
+                    worst=2.45, beyond_1_5x=10)
 
 
 def trust_text(acc: Accuracy = ACCURACY) -> str:
@@ -101,11 +101,14 @@ def assumptions_text(cluster: Cluster) -> str:
     constants), in one paragraph for the user."""
     eff, rates = cluster.efficiency, cluster.resolved()
     nodes = f"{cluster.nodes} node{'s' if cluster.nodes > 1 else ''}"
+    cuda_cores = "" if cluster.cuda_core_scale == 1 else (
+        f"; {cluster.compute_efficiency * cluster.cuda_core_scale:.0%} of the fp32 peak on the CUDA cores")
     return (f"{cluster.total_gpus} × {cluster.gpu} ({nodes}): {rates['peak_tflops']:g} TFLOPs peak, "
             f"{rates['hbm_gbyte_s']:g} GB/s memory, {rates['intra_node_gbyte_s']:g} GB/s GPU-to-GPU, "
             f"{rates['inter_node_gbit_s']:g} Gbit/s network per node, {rates['pcie_gbyte_s']:g} GB/s PCIe; "
-            f"matrix multiplies at {cluster.compute_efficiency:.0%} of the peak (at most), FlashAttention-2 / SDPA "
-            f"at {cluster.attention_efficiency('flash'):.0%} (flash-attn 1.x and its Triton kernel at "
+            f"matrix multiplies at {cluster.compute_efficiency:.0%} of the peak (at most{cuda_cores}), "
+            f"FlashAttention-2 / SDPA at {cluster.attention_efficiency('flash'):.0%} (flash-attn 1.x and its Triton "
+            "kernel at "
             f"{FLASH1_ATTENTION_SPEED:g}x that), fused attention's "
             f"backward at {FUSED_ATTENTION_BACKWARD_FACTOR:g}x its forward, links at {eff.link:.0%} "
             f"of line rate, {eff.overlap:.0%} of overlappable communication hidden behind the compute of its "

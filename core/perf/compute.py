@@ -85,7 +85,8 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     e = st.compute_bytes
     tp, sp = st.tp, st.sp
     tokens = b * s / sp  # tokens this GPU processes per micro-step
-    eff = cl.compute_efficiency
+    cuda_cores = cl.cuda_core_scale if on_cuda_cores(cl, st.compute_precision) else 1.0
+    eff = cl.compute_efficiency * cuda_cores
     hbm = cl.hbm_bytes_s
     lin_f, attn_f = flops_per_token(model, s)
     if not isinstance(model, ModelSpec):
@@ -103,7 +104,7 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
                e * model.vocab_size * model.hidden_size / tp / hbm)
     # attention core per layer: QK^T and AV, local heads (tp) over the full sequence (Ulysses gathers it)
     causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
-    attn_eff = cl.attention_efficiency(shape.attention)  # fused kernels can run below the GEMMs (H100, flash1)
+    attn_eff = cl.attention_efficiency(shape.attention) * cuda_cores  # fused kernels can run below the GEMMs
     attn_core = 4 * b * s * s * model.q_dim / tp / sp * causal_skip / (peak * attn_eff)
     if shape.attention == "flash1" or GPU_BY_NAME[cl.gpu].bf16:  # before Ampere SDPA runs its mem-efficient kernel
         attn_core *= padded_head_dim(model.head_dim, shape.attention) / model.head_dim
@@ -138,11 +139,14 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
             "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra}
 
 
+def on_cuda_cores(cl: Cluster, precision: str) -> bool:
+    """Whether the matmuls run on the CUDA cores (fp32, or bf16 on a GPU without bf16 tensor cores)."""
+    return precision == "fp32" or (precision == "bf16" and not GPU_BY_NAME[cl.gpu].bf16)
+
+
 def peak_flops(cl: Cluster, precision: str, notes: list[str]) -> float:
     if precision == "fp32":
         notes.append("fp32 training: costed at the plain fp32 rate (PyTorch leaves TF32 matmuls off by default).")
-        return cl.perf.fp32_tflops * 1e12
-    if precision == "bf16" and not GPU_BY_NAME[cl.gpu].bf16:
+    elif on_cuda_cores(cl, precision):
         notes.append(f"{cl.gpu} has no bf16 tensor cores: bf16 is emulated, costed at the fp32 rate; use fp16.")
-        return cl.perf.fp32_tflops * 1e12
-    return cl.peak_flops
+    return cl.perf.fp32_tflops * 1e12 if on_cuda_cores(cl, precision) else cl.peak_flops

@@ -29,8 +29,12 @@ Achievable matmul fraction (``matmul_fraction``): the best bf16 matmul rate meas
 by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS comparison table" (ml-engineering,
 compute/accelerator/README.md, mamf-finder.py): A100 SXM 85.9-86.9% (revisions of the table), H100 SXM 80.1-80.3%,
 B200 77.6%, MI250X 76.7% (one GCD), MI300X 51.4% (torch 2.5.1 + ROCm 6.3 with PYTORCH_TUNABLEOP_ENABLED=1, the
-table since January 2025; its first revision, ROCm 6.2, had 60.1%). GPUs the table does not list take
-``DEFAULT_MATMUL_FRACTION``.
+table since January 2025; its first revision, ROCm 6.2, had 60.1%). The V100, which the table does not list: cuBLAS
+mixed-precision GEMM on the tensor cores "up to 83 Tflops/s" of the 125 peak, 66.4% (Markidis, Chien, Laure, Peng and
+Vetter, "NVIDIA Tensor Core Programmability, Performance & Precision", IPDPS workshops 2018, abstract; the best over
+the matrix sizes they ran, CUDA 9). GPUs neither source lists take ``DEFAULT_MATMUL_FRACTION``. These are tensor-core
+fractions: a matmul on the CUDA cores (fp32, or bf16 emulated where the GPU has no bf16) has no measured fraction
+here and runs at ``DEFAULT_MATMUL_FRACTION`` of the fp32 peak (``Cluster.cuda_core_scale``).
 
 Fused attention kernels (``flash_attention_fraction``): FlashAttention-2, the kernel behind PyTorch SDPA's flash
 backend and flash-attn, reaches 50-73% of the A100's peak (Dao, 2023, abstract; forward + backward 55-61% at long
@@ -66,7 +70,7 @@ class GPUPerf:
     intra_node_gbyte_s: float  # GPU-to-GPU link, per direction (NVLink/NVSwitch/Infinity Fabric, or PCIe)
     pcie_gen: int  # host link generation (x16)
     fp32_tflops: float  # plain fp32 (CUDA cores; PyTorch keeps TF32 off for matmuls by default)
-    matmul_fraction: float | None = None  # best measured matmul / datasheet peak (MAMF table); None: not measured
+    matmul_fraction: float | None = None  # best measured tensor-core matmul / datasheet peak; None: not measured
     flash_attention_fraction: float | None = None  # FlashAttention-2 / datasheet peak where below the GEMMs
 
 
@@ -82,8 +86,8 @@ GPU_PERF: Final = MappingProxyType(
         "NVIDIA L40S 48GB": GPUPerf(362.0, 864.0, 31.5, 4, 91.6),
         "NVIDIA A10G 24GB": GPUPerf(70.0, 600.0, 31.5, 4, 31.2),
         "NVIDIA L4 24GB": GPUPerf(121.0, 300.0, 31.5, 4, 30.3),
-        "NVIDIA V100 32GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
-        "NVIDIA V100 16GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7),
+        "NVIDIA V100 32GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7, 0.664),
+        "NVIDIA V100 16GB": GPUPerf(125.0, 900.0, 150.0, 3, 15.7, 0.664),
         "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
         "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
         "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.514),
@@ -256,6 +260,14 @@ class Cluster:
     def compute_efficiency(self) -> float:
         """``efficiency.compute`` as resolved for this GPU."""
         return self.efficiency.compute or DEFAULT_MATMUL_FRACTION * self.efficiency.gemm_fraction
+
+    @property
+    def cuda_core_scale(self) -> float:
+        """What ``compute_efficiency`` is multiplied by for a matmul on the CUDA cores (fp32, emulated bf16):
+        ``efficiency.compute`` is a fraction of the tensor-core peak, built from (or fitted against) the GPU's
+        tensor-core matmul fraction, while a CUDA-core matmul reaches ``DEFAULT_MATMUL_FRACTION`` of the fp32 peak
+        (no GPU's fp32 matmul fraction is measured here); 1 where the two fractions are the same."""
+        return DEFAULT_MATMUL_FRACTION / (self.perf.matmul_fraction or DEFAULT_MATMUL_FRACTION)
 
     def attention_efficiency(self, attention: str) -> float:
         """Fraction of the peak the attention core (QK^T, softmax, AV) runs at for an attention implementation:
