@@ -274,8 +274,9 @@ def test_a_fix_link_lands_on_the_finding_and_the_widget_of_its_field():
     assert focused and "Did you mean `zero_optimization`?" in focused[0]
     # the widget the user changes is in the landing box, which says so (and the browser scrolls to it)
     box = landing_box(at)
-    assert [getattr(e, "key", None) for e in box if type(e).__name__ == "Selectbox"] == \
-        [widgets.widget_key("zero_optimization.stage")]
+    # the stage is one row of buttons (a ButtonGroup in AppTest); only that field's widget is in the box
+    assert [(type(e).__name__, e.key) for e in box if (getattr(e, "key", None) or "").startswith(
+        widgets.widget_key(""))] == [("ButtonGroup", widgets.widget_key("zero_optimization.stage"))]
     assert "The field you came to change" in box[0].value
     at.button(key="focus_fix").click().run()
     assert at.session_state["config"]["zero_optimization"] == {"stage": 3}
