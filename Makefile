@@ -63,7 +63,7 @@ clean:
 ROOM_ARGS ?= --sessions 20 --duration 60 --pace 5 --ramp 1.5
 WS_ARGS ?= --sessions 50 --duration 60 --pace 5 --ramp 0.6
 
-.PHONY: load load-floor load-ws load-memory load-one load-paste
+.PHONY: load load-floor load-ws load-memory load-one load-paste session-cost
 load: $(VENV)/.test-installed  ## 20 headless-Chromium sessions on one server (a room); LOAD_ARGS to change
 	$(PY) scripts/load_test.py $(or $(LOAD_ARGS),$(ROOM_ARGS))
 
@@ -78,6 +78,10 @@ load-memory: $(VENV)/.test-installed  ## server memory with 100 idle sessions he
 
 load-one: $(VENV)/.test-installed  ## one Chromium user: stage flips for 30 s, then every page 5 times
 	$(PY) scripts/load_test.py --sessions 1 --duration 30 --tour 5
+
+session-cost: $(VENV)/.test-installed  ## a room session's main-thread cost per step (setup, flips), app then floor
+	$(PY) scripts/session_cost.py --runs 2
+	$(PY) scripts/session_cost.py --runs 2 --app scripts/room_floor/app.py
 
 load-paste: $(VENV)/.test-installed  ## the tab while a config at the size limit is pasted, typed into and imported
 	$(PY) scripts/paste_test.py $(LOAD_ARGS)
