@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, TrainingSettings, evaluate_arrays
+from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
@@ -143,11 +143,11 @@ def recommend(
         # the candidates of one option differ only in their batch keys: the config is read once, and each
         # candidate's reading is that one with its own micro batch and accumulation (half of predict's time)
         probe_settings = read_settings(probe, world)
-        memory_settings = TrainingSettings.from_ds_config(probe)
         for rc in recompute:
             shape = Shape(1, seq_len, attention, rc)
             mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array,
-                                  allowances=cluster.memory_allowances, settings=memory_settings, components=False)
+                                  allowances=cluster.memory_allowances, settings=probe_settings.memory,
+                                  components=False)
             gpu_bytes = np.broadcast_to(mem["gpu_bytes"], mb_array.shape)
             cpu_bytes = np.broadcast_to(mem["cpu_bytes_per_node"], mb_array.shape)
             nvme_bytes = np.broadcast_to(mem["nvme_bytes_per_node"], mb_array.shape)
