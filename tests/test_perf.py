@@ -549,14 +549,13 @@ def test_a_larger_micro_batch_is_never_slower_and_the_fastest_only_ranking_start
 def test_matmuls_on_the_cuda_cores_run_at_the_default_fraction_of_the_fp32_peak():
     # the matmul fractions are tensor-core ones: fp32 (and bf16 emulated on a GPU without it) runs on the CUDA cores,
     # whose fraction nobody measured here, at the default; the V100's lower tensor-core fraction must not slow it
-    from core.perf.compute import micro_step, on_cuda_cores
+    from core.perf.compute import flops_per_token, micro_step, on_cuda_cores
 
     v100, a100 = Cluster("NVIDIA V100 32GB", 8), Cluster("NVIDIA A100 80GB", 8)
     assert on_cuda_cores(v100, "fp32") and on_cuda_cores(v100, "bf16") and not on_cuda_cores(v100, "fp16")
     assert not on_cuda_cores(a100, "bf16")
     for cl in (v100, a100):
         assert cl.compute_efficiency * cl.cuda_core_scale == pytest.approx(0.80 * 0.75)
-    from core.perf.compute import flops_per_token
 
     counts = ModelCounts(7e9, 2e8)  # bare counts: the forward is its FLOPs at the rate, nothing memory-bound
     shape = Shape(4, 2048, "sdpa")

@@ -145,8 +145,9 @@ def on_cuda_cores(cl: Cluster, precision: str) -> bool:
 
 
 def peak_flops(cl: Cluster, precision: str, notes: list[str]) -> float:
-    if precision == "fp32":
-        notes.append("fp32 training: costed at the plain fp32 rate (PyTorch leaves TF32 matmuls off by default).")
-    elif on_cuda_cores(cl, precision):
-        notes.append(f"{cl.gpu} has no bf16 tensor cores: bf16 is emulated, costed at the fp32 rate; use fp16.")
-    return cl.perf.fp32_tflops * 1e12 if on_cuda_cores(cl, precision) else cl.peak_flops
+    if not on_cuda_cores(cl, precision):
+        return cl.peak_flops
+    notes.append("fp32 training: costed at the plain fp32 rate (PyTorch leaves TF32 matmuls off by default)."
+                 if precision == "fp32" else
+                 f"{cl.gpu} has no bf16 tensor cores: bf16 is emulated, costed at the fp32 rate; use fp16.")
+    return cl.perf.fp32_tflops * 1e12
