@@ -36,13 +36,18 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from e2e_support import streamlit_server  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from load_test import MODELS, PRESETS, Stats, report, room_arguments, think_time  # noqa: E402
 
-STAGE_LABELS = {2: "2 — gradients", 3: "3 — weights"}  # the stage control's options (schema-generated)
+from ui import fields  # noqa: E402
+
+_STAGE = fields.field_for("zero_optimization.stage")
+#: the stage control's option labels, as the app draws them (from the schema)
+STAGE_LABELS = {s: fields.choice_label(s, _STAGE, fields.plain_default(_STAGE)) for s in (2, 3)}
 
 
 @dataclass

@@ -3,12 +3,16 @@
 import streamlit as st
 
 from core.models import get_spec
+from ui import fields
+
+STAGE = fields.field_for("zero_optimization.stage")
+STAGE_KIND = fields.field_kind(STAGE)
 
 st.title("ZeRO & offload")
 st.session_state.setdefault("stage", 2)
-STAGES = {0: "disabled", 1: "optimizer states", 2: "gradients", 3: "weights"}  # labelled as the app labels them
-stage = st.segmented_control("stage", list(STAGES), format_func=lambda s: f"{s} — {STAGES[s]}", required=True,
-                             key="stage")
+# the choices and their labels are the app's own (the schema's), so the driver clicks the same buttons
+stage = st.segmented_control("stage", list(STAGE_KIND.choices), required=True, key="stage",
+                             format_func=lambda s: fields.choice_label(s, STAGE, fields.plain_default(STAGE)))
 st.caption(f"Current config: ZeRO-{stage}")
 model = st.session_state.get("model")
 if model:
