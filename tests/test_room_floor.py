@@ -29,3 +29,14 @@ def test_floor_app_offers_the_rooms_flow():
     assert [c.value for c in at.caption] == ["Current config: ZeRO-2", shown]
     at.button_group(key="stage").set_value(3).run()
     assert at.caption[0].value == "Current config: ZeRO-3"
+
+
+def test_floor_stage_buttons_read_as_the_apps():
+    # the floor draws its stage control without the app's ui package; the driver clicks buttons by their label,
+    # so the floor's labels must be the ones the app's widget draws for the schema's choices
+    from ui import fields
+
+    stage = fields.field_for("zero_optimization.stage")
+    at = AppTest.from_file(str(FLOOR.parent / "pages" / "zero.py"), default_timeout=30).run()
+    assert at.button_group(key="stage").options == [
+        fields.choice_label(choice, stage, fields.plain_default(stage)) for choice in fields.field_kind(stage).choices]

@@ -3,16 +3,14 @@
 import streamlit as st
 
 from core.models import get_spec
-from ui import fields
-
-STAGE = fields.field_for("zero_optimization.stage")
-STAGE_KIND = fields.field_kind(STAGE)
+from core.schema.zero import ZeroStage
 
 st.title("ZeRO & offload")
 st.session_state.setdefault("stage", 2)
-# the choices and their labels are the app's own (the schema's), so the driver clicks the same buttons
-stage = st.segmented_control("stage", list(STAGE_KIND.choices), required=True, key="stage",
-                             format_func=lambda s: fields.choice_label(s, STAGE, fields.plain_default(STAGE)))
+# the schema's stages, labelled as the app's widget labels an enum choice (ui.fields.choice_label: "2 — gradients";
+# this page runs without the app's ui package), so the driver clicks the same buttons
+stage = st.segmented_control("stage", [s.value for s in ZeroStage], required=True, key="stage",
+                             format_func=lambda s: f"{s} — {ZeroStage(s).name.replace('_', ' ')}")
 st.caption(f"Current config: ZeRO-{stage}")
 model = st.session_state.get("model")
 if model:
