@@ -40,7 +40,9 @@ async def _task_ms(cdp) -> float:
     return 1000 * next(m["value"] for m in metrics["metrics"] if m["name"] == "TaskDuration")
 
 
-async def _one_run(url: str, flips: int) -> dict[str, float | list[float]]:
+async def _one_run(url: str, flips: int) -> tuple[dict[str, float], list[float]]:
+    """One fresh browser down the room's path: main-thread ms per setup step (and idle ms per second), and per
+    flip."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -52,44 +54,41 @@ async def _one_run(url: str, flips: int) -> dict[str, float | list[float]]:
             cdp = await context.new_cdp_session(tab)
             await cdp.send("Performance.enable")
             stats = load_test.Stats()
-            costs: dict[str, float | list[float]] = {}
             last = 0.0
 
-            async def step_done(name: str, settle: float = SETTLE_S) -> float:
+            async def spent(settle: float = SETTLE_S) -> float:
+                """Main-thread ms since the last reading, read once the page is idle and ``settle`` s later."""
                 nonlocal last
                 await load_test._idle(tab)
                 await asyncio.sleep(settle)
                 now = await _task_ms(cdp)
-                spent, last = now - last, now
-                costs[name] = round(spent)
-                return spent
+                ms, last = now - last, now
+                return ms
 
+            steps: dict[str, float] = {}
             await tab.goto(url)
             await tab.locator("h1").first.wait_for()
-            await step_done("open the Start page (drawn)", settle=0.0)
-            await step_done("the first idle moments (element preload)")
+            steps["open the Start page (drawn)"] = await spent(settle=0.0)
+            steps["the first idle moments (element preload)"] = await spent()
             await load_test._load_preset(tab, "zero2-bf16", stats)
-            await step_done("load the preset")
+            steps["load the preset"] = await spent()
             await tab.get_by_role("combobox", name="Model from the catalog", exact=True).click()
             await tab.keyboard.type(MODEL)
             await tab.get_by_role("option").filter(has_text=MODEL).first.click()
-            await step_done("pick the model")
+            steps["pick the model"] = await spent()
             await load_test._nav(tab, "ZeRO & offload", stats)
             await tab.get_by_text("Current config: ZeRO-2").first.wait_for()
-            await step_done("open the ZeRO page")
-            costs["setup total"] = round(sum(v for v in costs.values() if isinstance(v, (int, float))))
-            idle = await step_done("idle on the ZeRO page", settle=IDLE_S)
-            costs["idle on the ZeRO page"] = round(idle / IDLE_S)  # ms per second
+            steps["open the ZeRO page"] = await spent()
+            steps["setup total"] = sum(steps.values())
+            steps["idle on the ZeRO page"] = await spent(settle=IDLE_S) / IDLE_S  # ms per second
             flip_ms: list[float] = []
             stage = 2
             for _ in range(flips):
                 stage = 3 if stage == 2 else 2
                 await stage_button(tab, stage).click()
                 await tab.get_by_text(f"Current config: ZeRO-{stage}").first.wait_for()
-                flip_ms.append(await step_done("flip"))
-            del costs["flip"]
-            costs["flips"] = [round(x) for x in flip_ms]
-            return costs
+                flip_ms.append(await spent())
+            return steps, flip_ms
         finally:
             await browser.close()
 
@@ -106,10 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with streamlit_server("session-cost.log", app=args.app) as url:
         for run in range(args.runs):
-            costs = asyncio.run(_one_run(url, args.flips))
-            flips = costs.pop("flips")
+            steps, flips = asyncio.run(_one_run(url, args.flips))
             print(f"{args.app}, run {run + 1}: main-thread task ms per step")
-            for name, value in costs.items():
+            for name, value in steps.items():
                 unit = "ms/s" if name.startswith("idle") else "ms"
                 print(f"  {name:42} {value:7.0f} {unit}")
             print(f"  {'stage flip, median of ' + str(len(flips)):42} {statistics.median(flips):7.0f} ms  "
