@@ -205,6 +205,23 @@ def test_tensor_and_sequence_parallel_are_costed():
 def test_bad_shape_is_a_clear_error():
     with pytest.raises(ValueError, match="attention"):
         predict(cfg(), LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024, "magic"))
+    for shape in (Shape(1.5, 1024), Shape(1, 1024.0), Shape(True, 1024)):
+        with pytest.raises(ValueError, match="must be a whole number"):
+            predict(cfg(), LLAMA7, Cluster("NVIDIA H100 80GB"), shape)
+    with pytest.raises(ValueError, match="at least one"):
+        predict(cfg(), ModelCounts(0, 0), Cluster("NVIDIA H100 80GB"), Shape())
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"seq_len": 2048.5}, "seq_len must be a whole number"),
+    ({"global_batch": 8.0}, "global_batch must be a whole number"),
+    ({"tokens": -2e9}, "tokens must be a number >= 0"),
+    ({"tokens": 2e9, "price_per_gpu_hour": -2.5}, "price_per_gpu_hour must be a number >= 0"),
+])
+def test_recommend_rejects_what_is_not_a_count_or_a_price(kwargs, message):
+    """Negative tokens or prices gave negative hours and cost; a float batch a raw TypeError from ``range``."""
+    with pytest.raises(ValueError, match=message):
+        recommend(LLAMA7, Cluster("NVIDIA A100 80GB"), **{"seq_len": 2048, "global_batch": 8, **kwargs})
 
 
 def test_recommend_ranks_fitting_configs_that_validate():

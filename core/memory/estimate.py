@@ -12,6 +12,7 @@ Data parallelism only: N = gpus_per_node * nodes ranks, no tensor or pipeline pa
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -46,6 +47,10 @@ def _check_shape(shape: Shape) -> None:
         raise ValueError(f"attention must be one of {', '.join(ATTENTION_IMPLS)}, got {shape.attention!r}.")
     if shape.recompute not in RECOMPUTE_MODES:
         raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {shape.recompute!r}.")
+    for name in ("micro_batch", "seq_len"):
+        value = getattr(shape, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name} must be a whole number (sequences per GPU, tokens per sequence), got {value!r}.")
     if shape.micro_batch < 1 or shape.seq_len < 1:
         raise ValueError("micro_batch and seq_len must be >= 1.")
 

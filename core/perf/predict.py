@@ -308,6 +308,9 @@ def predict(
     """
     shape = shape or Shape()
     _check_shape(shape)
+    if not model.total_params >= 1:
+        raise ValueError(f"the model has {model.total_params!r} parameters: a step needs at least one (give the "
+                         "model's total parameter count)")
     st = settings or read_settings(ds_config, cluster.total_gpus)
     notes = list(st.notes)
     m = st.memory

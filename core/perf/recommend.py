@@ -3,6 +3,7 @@ the GPU count (time and cost against cluster size)."""
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import replace
 from typing import Any
 
@@ -120,8 +121,14 @@ def recommend(
     fitting_only = fitting_only or fastest_only
     if precision not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"precision must be bf16, fp16 or fp32, got {precision!r}.")
+    for name, value in (("seq_len", seq_len), ("global_batch", global_batch)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name} must be a whole number, got {value!r}.")
     if seq_len < 1 or global_batch < 1:
         raise ValueError("seq_len and global_batch must be >= 1.")
+    for name, value in (("tokens", tokens), ("price_per_gpu_hour", price_per_gpu_hour)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0):
+            raise ValueError(f"{name} must be a number >= 0 (or None), got {value!r}.")
     if not 0 <= memory_headroom < 1:
         raise ValueError("memory_headroom must be a fraction in [0, 1).")
     world = cluster.total_gpus
