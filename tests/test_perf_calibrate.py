@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from core.cli import main
 from core.memory import Hardware, Shape, estimate
 from core.models import get_spec
-from core.perf import Cluster, calibrate, parse_log, predict, step_seconds_from_log
+from core.perf import CalibrationError, Cluster, calibrate, parse_log, predict, step_seconds_from_log
 from core.perf.recommend import hardware_for
 from tests.conftest import stale_op_locks
 
@@ -83,6 +83,24 @@ def test_step_seconds_from_throughput_and_megatron_lines():
     assert mega.typical_step_seconds() == pytest.approx(1.4)
 
 
+def test_a_throughput_of_zero_measures_nothing():
+    """A stalled interval prints CurrSamplesPerSec=0.0: it is no step time (dividing by it was a ZeroDivisionError
+    that reached `dsconfig predict --log` as a traceback)."""
+    summary = parse_log("epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=0.0, CurrSamplesPerSec=0.0\n")
+    assert summary.samples_per_second == () and summary.running_avg_samples_per_second is None
+    assert step_seconds_from_log(summary, 64) is None
+    with pytest.raises(ValueError, match="global_batch must be a positive number"):
+        step_seconds_from_log(parse_log("global_step=1, RunningAvgSamplesPerSec=2.0, CurrSamplesPerSec=2.0"), -4)
+
+
+def test_profiler_durations_of_a_thousand_seconds_and_more():
+    """DeepSpeed's duration_to_string prints 1,200 s as '1.2 Ks' (number_to_string's prefixes)."""
+    profiler = parse_log("DeepSpeed Flops Profiler\nfwd latency:      400 s\nbwd latency:      1.2 Ks\n"
+                         "step latency:     3 ms\niter latency:     1.6 Ks\n").profiler
+    assert profiler == pytest.approx({"fwd_latency_s": 400.0, "bwd_latency_s": 1200.0, "step_latency_s": 0.003,
+                                      "iter_latency_s": 1600.0})
+
+
 @given(st.text(max_size=400))
 def test_parse_log_never_raises(text):
     summary = parse_log(text)
@@ -124,17 +142,70 @@ def test_calibrate_fits_the_memory_allowance_to_a_measured_peak():
     fitted = calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=measured)
     est = estimate(CONFIG, LLAMA7, hardware_for(fitted), shape, allowances=fitted.memory_allowances)
     assert est.gpu_bytes == pytest.approx(measured, rel=1e-6)
-    small = calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=5 * 2**30)
+    # below the estimate, but above what the tensors themselves take: the CUDA context allowance shrinks
+    context = cluster.memory_allowances.cuda_context_bytes
+    small = calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=bare - context // 2)
     assert small.memory_allowances.allocator_fraction == 0
-    assert small.memory_allowances.cuda_context_bytes < cluster.memory_allowances.cuda_context_bytes
+    assert small.memory_allowances.cuda_context_bytes == pytest.approx(context // 2, abs=1)
     assert isinstance(hardware_for(small), Hardware)
 
 
-def test_calibrate_rejects_nonsense():
-    with pytest.raises(ValueError, match="measured_step_seconds"):
-        calibrate(CONFIG, LLAMA7, Cluster("NVIDIA A100 80GB"), Shape(), measured_step_seconds=-1)
-    with pytest.raises(ValueError, match="measured_peak_bytes"):
-        calibrate(CONFIG, LLAMA7, replace(Cluster("NVIDIA A100 80GB")), Shape(), measured_peak_bytes=0)
+@pytest.mark.parametrize("measured", [-1, 0, float("nan"), float("inf"), True, "2"])
+def test_calibrate_rejects_a_step_that_is_not_a_positive_number(measured):
+    with pytest.raises(ValueError, match="measured_step_seconds must be a positive, finite number"):
+        calibrate(CONFIG, LLAMA7, Cluster("NVIDIA A100 80GB"), Shape(), measured_step_seconds=measured)
+
+
+@pytest.mark.parametrize("measured", [0, -5, float("inf"), True])
+def test_calibrate_rejects_a_peak_that_is_not_a_positive_number(measured):
+    with pytest.raises(ValueError, match="measured_peak_bytes must be a positive, finite number"):
+        calibrate(CONFIG, LLAMA7, Cluster("NVIDIA A100 80GB"), Shape(), measured_peak_bytes=measured)
+
+
+def test_calibrate_refuses_what_the_model_cannot_reproduce():
+    """A step faster than the config can run at every efficiency 1, or 20x slower than predicted, and a peak below
+    the model's own tensors or above twice the estimate, are measurements of other inputs: a clear error, not a
+    cluster with clamped constants that predicts nonsense from then on."""
+    cluster, shape = Cluster("NVIDIA A100 80GB", 8, 2), Shape(2, 4096, "flash")
+    before = predict(CONFIG, LLAMA7, cluster, shape).step_seconds
+    with pytest.raises(CalibrationError, match="faster than this config can run"):
+        calibrate(CONFIG, LLAMA7, cluster, shape, measured_step_seconds=before / 10)
+    with pytest.raises(CalibrationError, match="over 20x the prediction"):
+        calibrate(CONFIG, LLAMA7, cluster, shape, measured_step_seconds=1e9)
+    with pytest.raises(CalibrationError, match="below what the model's own tensors take"):
+        calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=1)
+    with pytest.raises(CalibrationError, match="more than twice"):
+        calibrate(CONFIG, LLAMA7, cluster, shape, measured_peak_bytes=10**30)
+
+
+def test_calibrate_reaches_a_step_the_cpu_optimizer_dominates():
+    """ZeRO-3 with optimizer and parameters offloaded to the CPU: the CPU optimizer's rate is fitted with the rest
+    (fitting the GEMM rate alone could not make the step faster and missed by 21%)."""
+    config = {**CONFIG, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                              "offload_param": {"device": "cpu"}}}
+    cluster, shape = Cluster("NVIDIA A100 80GB"), Shape(2, 2048, "flash")
+    before = predict(config, LLAMA7, cluster, shape).step_seconds
+    for ratio in (0.8, 1.25, 5.0):
+        fitted = calibrate(config, LLAMA7, cluster, shape, measured_step_seconds=ratio * before)
+        assert predict(config, LLAMA7, fitted, shape).step_seconds == pytest.approx(ratio * before, rel=0.02)
+
+
+def test_a_communication_bound_measurement_does_not_wreck_compute_bound_predictions():
+    """A ZeRO-3 step over a slow network measured 25% slower than predicted: one factor on every rate, so the
+    GEMM efficiency stays near its default (fitting it alone put it at 3% of peak, and a one-node ZeRO-2 config on
+    the same GPUs was then predicted 16x too slow)."""
+    slow = Cluster("NVIDIA H100 80GB", 8, 2, inter_node_gbit_s=100)
+    shape = Shape(1, 2048, "flash", "full")
+    before = predict(CONFIG, LLAMA7, slow, shape).step_seconds
+    fitted = calibrate(CONFIG, LLAMA7, slow, shape, measured_step_seconds=1.25 * before)
+    assert predict(CONFIG, LLAMA7, fitted, shape).step_seconds == pytest.approx(1.25 * before, rel=0.02)
+    assert fitted.efficiency.compute > 0.7 * slow.efficiency.compute
+    one_node = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+                "zero_optimization": {"stage": 2}}
+    node, fitted_node = replace(slow, nodes=1), replace(fitted, nodes=1)
+    ratio = (predict(one_node, LLAMA7, fitted_node, Shape(8, 2048, "flash")).step_seconds
+             / predict(one_node, LLAMA7, node, Shape(8, 2048, "flash")).step_seconds)
+    assert 1.0 < ratio < 1.5
 
 
 @pytest.mark.deepspeed

@@ -76,6 +76,23 @@ def test_predict_reads_a_deepspeed_log(config_file):
 
 
 
+def test_predict_refuses_a_calibration_it_cannot_reproduce(config_file, capsys):
+    """The fixture log is a tiny CPU model's: 0.2 s is faster than a 7B step can run on 16 A100s. The prediction is
+    printed uncalibrated, with a warning that says why and what to check (it used to print constants clamped at
+    their bounds as if calibrated)."""
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
+                      "--seq-len", "2048", "--log", str(FIXTURE_LOG), "--format", "json"])
+    data = json.loads(text)
+    assert code == 0 and data["calibration"]["reached"] is False
+    assert data["step_seconds"] == pytest.approx(data["calibration"]["uncalibrated_step_seconds"])
+    assert "faster than this config can run" in data["calibration"]["refused"]
+    assert "not calibrated" in capsys.readouterr().err
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
+                      "--seq-len", "2048", "--calibrate-step", "1e9"])
+    assert code == 0 and "calibrated to a measured" not in text
+    assert "over 20x the prediction" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("batch_keys", [{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4},
                                         {"train_batch_size": 128, "gradient_accumulation_steps": 4},
                                         {"train_batch_size": 128.0, "train_micro_batch_size_per_gpu": 2}])

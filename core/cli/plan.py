@@ -25,7 +25,17 @@ from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, catalog_gpu, guarded, positive, read_config_file
 from core.hardware import GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
-from core.perf import NETWORKS, Cluster, calibrate, gpu_sweep, parse_log, predict, recommend, step_seconds_from_log
+from core.perf import (
+    NETWORKS,
+    CalibrationError,
+    Cluster,
+    calibrate,
+    gpu_sweep,
+    parse_log,
+    predict,
+    recommend,
+    step_seconds_from_log,
+)
 
 _BATCH_KEYS = (MB, GA, TB)
 
@@ -199,29 +209,32 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--gradient-accumulation-steps {args.gradient_accumulation_steps}: DeepSpeed runs "
                          f"{before.gradient_accumulation_steps} accumulation step(s) with this config's batch keys "
                          "(the HF Trainer fills only \"auto\" ones); write gradient_accumulation_steps as \"auto\"")
+    refused = None
     if measured is not None:
-        cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
+        try:
+            cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
+        except CalibrationError as exc:
+            refused = str(exc)
+            sys.stderr.write(f"dsconfig predict: warning: not calibrated, {refused}; the prediction below is "
+                             "uncalibrated.\n")
     est = predict(config, spec, cluster, shape)
-    unreachable = measured is not None and abs(est.step_seconds / measured - 1) > 0.02
-    if unreachable:
-        sys.stderr.write(f"dsconfig predict: warning: the model cannot reach the measured {measured:.3f} s with "
-                         f"efficiencies in [0.02, 1] (closest: {est.step_seconds:.3f} s); check the micro batch, "
-                         "sequence length, accumulation and cluster you passed.\n")
     if args.format == "json":
         data = {"model": spec.name, **est.to_dict()}
         if measured is not None:
             data["calibration"] = {"measured_step_seconds": measured, "uncalibrated_step_seconds": before.step_seconds,
-                                   "efficiency": cluster.efficiency.__dict__, "reached": not unreachable}
+                                   "efficiency": cluster.efficiency.__dict__,
+                                   "cpu_adam_params_per_s": cluster.cpu_adam_rate, "reached": refused is None,
+                                   **({"refused": refused} if refused else {})}
         out.write(json.dumps(data, indent=2, default=str) + "\n")
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu}; micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}\n")
     out.write(f"step: {est.step_seconds:.3f} s   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
               f"{est.tflops_per_gpu:.1f} (hardware {est.hardware_tflops_per_gpu:.1f})   MFU: {est.mfu:.0%}\n")
-    if measured is not None:
+    if measured is not None and refused is None:
         out.write(f"calibrated to a measured {measured:.3f} s (uncalibrated prediction {before.step_seconds:.3f} s): "
                   f"compute efficiency {cluster.efficiency.compute:.2f}, link efficiency "
-                  f"{cluster.efficiency.link:.2f}\n")
+                  f"{cluster.efficiency.link:.2f}, CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node\n")
     out.write("\nCritical path:\n")
     for name, sec in sorted(est.breakdown.items(), key=lambda kv: -kv[1]):
         out.write(f"  {name:58s} {sec:9.3f} s  {sec / est.step_seconds:5.1%}\n")

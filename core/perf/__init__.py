@@ -1,6 +1,6 @@
 """Planner: predict the step time of a DeepSpeed config on a cluster, rank configs, calibrate from a measurement."""
 
-from core.perf.calibrate import LogSummary, calibrate, parse_log, step_seconds_from_log
+from core.perf.calibrate import CalibrationError, LogSummary, calibrate, parse_log, step_seconds_from_log
 from core.perf.compute import flops_per_token
 from core.perf.hardware import GPU_PERF, NETWORKS, Cluster, Efficiency, GPUPerf, gpu_perf
 from core.perf.predict import StepEstimate, predict
@@ -10,6 +10,7 @@ from core.perf.settings import PerfSettings, read_settings
 __all__ = [
     "GPU_PERF",
     "NETWORKS",
+    "CalibrationError",
     "Cluster",
     "Efficiency",
     "GPUPerf",

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import statistics
 from collections.abc import Mapping
@@ -25,19 +26,17 @@ from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
 
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0}
-_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+#: The prefixes DeepSpeed's flops profiler prints a number with (profiler.number_to_string: u, m, none, K, M, G, T).
+_SCALE = {"u": 1e-6, "m": 1e-3, "": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _TIMERS = re.compile(r"time \(ms\) \|(?P<body>.*)$", re.M)
 _THROUGHPUT = re.compile(
     r"global_step=(?P<step>\d+), RunningAvgSamplesPerSec=(?P<avg>[\d.eE+-]+), CurrSamplesPerSec=(?P<cur>[\d.eE+-]+)"
     r"(?:, MemAllocated=(?P<mem>[\d.]+)GB, MaxMemAllocated=(?P<maxmem>[\d.]+)GB)?"
 )
-_PROFILER = {
-    "fwd_latency_s": r"^fwd latency:\s+([\d.]+)\s*(us|ms|s)\b",
-    "bwd_latency_s": r"^bwd latency:\s+([\d.]+)\s*(us|ms|s)\b",
-    "step_latency_s": r"^step latency:\s+([\d.]+)\s*(us|ms|s)\b",
-    "iter_latency_s": r"^iter latency:\s+([\d.]+)\s*(us|ms|s)\b",
-}
+#: Durations as profiler.duration_to_string writes them: "20.96 ms", "15.74 us", "400 s", "1.2 Ks" (1,000 s or more).
+_PROFILER = {key: rf"^{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([umKMGT]?)s\b"
+             for key, name in (("fwd_latency_s", "fwd"), ("bwd_latency_s", "bwd"), ("step_latency_s", "step"),
+                               ("iter_latency_s", "iter"))}
 _MEGATRON = re.compile(r"elapsed time per iteration \(ms\): (?P<ms>[\d.]+)(?:.*?TFLOPs: (?P<tflops>[\d.]+))?")
 
 
@@ -115,9 +114,9 @@ def parse_log(text: str) -> LogSummary:
     current: list[float] = []
     running = max_mem = None
     for match in _THROUGHPUT.finditer(text):
-        if (cur := _measured(match.group("cur"))) is not None:
+        if cur := _measured(match.group("cur")):  # 0 samples/s (a stalled or first interval) measures nothing
             current.append(cur)
-        running = _measured(match.group("avg"))
+        running = _measured(match.group("avg")) or None
         max_mem = _measured(match.group("maxmem")) or max_mem
     profiler: dict[str, float] = {}
     summaries = text.split("DeepSpeed Flops Profiler")
@@ -126,7 +125,7 @@ def parse_log(text: str) -> LogSummary:
         for key, pattern in _PROFILER.items():
             m = re.search(pattern, last, re.M)
             if m and (value := _measured(m.group(1))) is not None:
-                profiler[key] = value * _UNITS[m.group(2)]
+                profiler[key] = value * _SCALE[m.group(2)]
         for key, pattern in (("samples_per_second", r"^samples/second:\s+([\d.]+)"),
                              ("batch_size_per_gpu", r"^batch size per GPU:\s+(\d+)")):
             m = re.search(pattern, last, re.M)
@@ -144,6 +143,9 @@ def parse_log(text: str) -> LogSummary:
 def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) -> float | None:
     """One optimizer step's seconds from a parsed log: the wall-clock timers, else Megatron's iteration time,
     else the throughput timer with ``global_batch`` (samples per step)."""
+    if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, numbers.Real)
+                                     or not global_batch > 0):
+        raise ValueError(f"global_batch must be a positive number of samples per step, got {global_batch!r}.")
     step = summary.typical_step_seconds()
     if step is None and summary.samples_per_second and global_batch:
         step = global_batch / statistics.median(summary.samples_per_second)
@@ -151,19 +153,47 @@ def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) 
 
 
 def _solve(fn, lo: float, hi: float, target: float) -> float:
-    """Bisection for a decreasing fn(x) == target on [lo, hi] (clamped to the ends)."""
-    f_lo, f_hi = fn(lo), fn(hi)
-    if target >= f_lo:
+    """Bisection (in log space) for a decreasing fn(x) == target on [lo, hi] (clamped to the ends)."""
+    if target >= fn(lo):
         return lo
-    if target <= f_hi:
+    if target <= fn(hi):
         return hi
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        if fn(mid) > target:
-            lo = mid
+    lo_log, hi_log = math.log(lo), math.log(hi)
+    for _ in range(60):
+        mid = (lo_log + hi_log) / 2
+        if fn(math.exp(mid)) > target:
+            lo_log = mid
         else:
-            hi = mid
-    return (lo + hi) / 2
+            hi_log = mid
+    return math.exp((lo_log + hi_log) / 2)
+
+
+#: How much slower than the model's defaults a calibrated cluster may run (one factor on every rate): a
+#: measurement beyond 20x the prediction is not a slow cluster but different inputs (micro batch, accumulation,
+#: sequence length, GPU count) or a step that includes what the model does not (data loading, evaluation,
+#: checkpointing).
+SLOWEST_RATE_FACTOR = 0.05
+#: How far a calibrated prediction may miss the measurement before ``calibrate`` refuses it.
+CALIBRATION_TOLERANCE = 0.02
+
+
+class CalibrationError(ValueError):
+    """A measurement the model cannot reproduce on this config and cluster (the message says what to check)."""
+
+
+def _number(name: str, value: object, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or not value > 0:
+        raise ValueError(f"{name} must be a positive, finite number of {unit}, got {value!r}.")
+    return float(value)
+
+
+def _rates_scaled(cluster: Cluster, factor: float) -> Cluster:
+    """``cluster`` with every rate the step depends on times ``factor``: the GEMM and link efficiencies (capped at
+    1, the datasheet) and the CPU optimizer's rate."""
+    eff = cluster.efficiency
+    return replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate * factor,
+                   efficiency=replace(eff, compute=min(1.0, cluster.compute_efficiency * factor),
+                                      link=min(1.0, eff.link * factor)))
 
 
 def calibrate(
@@ -177,41 +207,65 @@ def calibrate(
 ) -> Cluster:
     """A copy of ``cluster`` whose constants reproduce the measurement.
 
-    The step time fits ``efficiency.compute`` (the GEMM fraction of peak) in [0.02, 1]; when even that cannot
-    reach the measurement (a communication-bound step), ``efficiency.link`` is fitted too. A measured peak fits
-    the memory model's allocator allowance (``memory_allowances.allocator_fraction``).
+    A measured step fits one factor on every rate the step depends on: ``efficiency.compute`` and
+    ``efficiency.link`` (each at most 1, the datasheet) and ``cpu_adam_params_per_s``. One factor, because one
+    step time cannot tell which part of the step ran slower or faster than assumed; fitting only the GEMM rate
+    to a step that the network or the CPU optimizer dominates put it at a few percent of peak, which then
+    predicted every compute-bound config on the cluster many times too slow. A measured peak fits the memory
+    model's allocator allowance (``memory_allowances.allocator_fraction``), or the CUDA context allowance when the
+    model's estimate is already above the measurement.
+
+    Raises ``ValueError`` for a measurement that is not a positive finite number, and ``CalibrationError`` (a
+    ``ValueError``) for one the model cannot
+    reproduce within ``CALIBRATION_TOLERANCE``: a step faster than the config can run with every efficiency at 1,
+    or more than 1 / ``SLOWEST_RATE_FACTOR`` times the prediction; a peak below what the model's own tensors take
+    or above twice the estimate. Those are measurements of other inputs, and the message says which to check.
     """
     out = cluster
     if measured_step_seconds is not None:
-        if not measured_step_seconds > 0:
-            raise ValueError("measured_step_seconds must be a positive number of seconds.")
+        measured = _number("measured_step_seconds", measured_step_seconds, "seconds")
+        # the most a rate can rise: until both efficiencies reach 1
+        fastest = 1.0 / min(cluster.compute_efficiency, cluster.efficiency.link)
 
-        def step_with(**eff: float) -> float:
-            return predict(ds_config, model, replace(cluster, efficiency=replace(cluster.efficiency, **eff)),
-                           shape).step_seconds
+        def step_with(factor: float) -> float:
+            return predict(ds_config, model, _rates_scaled(cluster, factor), shape).step_seconds
 
-        compute = _solve(lambda c: step_with(compute=c), 0.02, 1.0, measured_step_seconds)
-        eff = replace(cluster.efficiency, compute=compute)
-        if compute in (0.02, 1.0):
-            link = _solve(lambda x: step_with(compute=compute, link=x), 0.02, 1.0, measured_step_seconds)
-            eff = replace(eff, link=link)
-        out = replace(out, efficiency=eff)
+        factor = _solve(step_with, SLOWEST_RATE_FACTOR, fastest, measured)
+        reached = step_with(factor)
+        if abs(reached / measured - 1) > CALIBRATION_TOLERANCE:
+            before = predict(ds_config, model, cluster, shape).step_seconds
+            if measured < reached:
+                why = (f"faster than this config can run on this cluster with every efficiency at 1 ({reached:.3g} s; "
+                       f"the uncalibrated prediction is {before:.3g} s)")
+            else:
+                why = (f"over {1 / SLOWEST_RATE_FACTOR:g}x the prediction ({before:.3g} s), more than a slower cluster "
+                       "explains (data loading, evaluation or checkpointing inside the timed step?)")
+            raise CalibrationError(f"measured_step_seconds={measured:g} is {why}: check that the micro batch, gradient "
+                                   "accumulation, sequence length, GPU count and precision are the measured run's")
+        out = _rates_scaled(cluster, factor)
     if measured_peak_bytes is not None:
-        if not measured_peak_bytes > 0:
-            raise ValueError("measured_peak_bytes must be a positive number of bytes.")
+        peak = _number("measured_peak_bytes", measured_peak_bytes, "bytes")
         from core.perf.recommend import hardware_for
 
         base = replace(out.memory_allowances, allocator_fraction=0.0)
         est = estimate(ds_config, model, hardware_for(out), shape, allowances=base)
         without = est.gpu_bytes - base.cuda_context_bytes
-        fraction = (measured_peak_bytes - est.gpu_bytes) / without if without > 0 else 0.0
+        fraction = (peak - est.gpu_bytes) / without if without > 0 else 0.0
+        gib = 2**30
+        if peak < without or fraction > 1:
+            side = ("below what the model's own tensors take" if peak < without
+                    else "more than twice the memory model's estimate")
+            raise CalibrationError(f"measured_peak_bytes={peak:.4g} ({peak / gib:.2f} GiB) is {side} "
+                                   f"({without / gib:.2f} GiB without the CUDA context and allocator): check that "
+                                   "the config, model, micro batch, sequence length and recompute are the measured "
+                                   "run's, and that the figure is torch.cuda.max_memory_reserved() of one GPU")
         if fraction < 0:
             # the model overestimates even without the allocator: shrink the fixed context allowance instead
-            context = max(0, base.cuda_context_bytes + (measured_peak_bytes - est.gpu_bytes))
+            context = base.cuda_context_bytes + (peak - est.gpu_bytes)
             out = replace(out, memory_allowances=replace(base, cuda_context_bytes=int(context)))
         else:
-            out = replace(out, memory_allowances=replace(base, allocator_fraction=min(fraction, 1.0)))
+            out = replace(out, memory_allowances=replace(base, allocator_fraction=fraction))
     return out
 
 
-__all__ = ["LogSummary", "calibrate", "parse_log", "step_seconds_from_log"]
+__all__ = ["CalibrationError", "LogSummary", "calibrate", "parse_log", "step_seconds_from_log"]
