@@ -582,3 +582,17 @@ def test_matmuls_on_the_cuda_cores_run_at_the_default_fraction_of_the_fp32_peak(
                                         gpus_per_node=8), 8)
         forward = micro_step(counts, st, v100, shape, peak)["fwd"]
         assert forward == pytest.approx(4 * 2048 * flops_per_token(counts, 2048)[0] / (peak * eff)), precision
+
+
+def test_a_zero3_first_ranking_says_why_and_how_far_to_trust_it():
+    """On PCIe GPUs with long compute the model can rank ZeRO-3 above ZeRO-2 (ZeRO-2's all-gather after the step
+    cannot overlap); most measurements disagree, so the ranking says so instead of recommending it silently."""
+    falcon = get_spec("tiiuae/falcon-7b")
+    table = recommend(falcon, Cluster("NVIDIA L40S 48GB"), seq_len=4096, global_batch=8, recompute=("full",),
+                      zeropp=False, nvme=False)
+    fitting = table[table["fits"]]
+    assert fitting["stage"].iloc[0] == 3 and (fitting["stage"] == 2).any()
+    assert any(note.startswith("ZeRO-3 ranks") for note in table.attrs["notes"])
+    plain = recommend(LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), seq_len=2048, global_batch=64)
+    assert plain[plain["fits"]]["stage"].iloc[0] != 3
+    assert not any(note.startswith("ZeRO-3 ranks") for note in plain.attrs["notes"])
