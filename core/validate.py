@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import legacy_zero_keys
-from core.findings import SEVERITY_ORDER, BatchValues, Finding, Report
+from core.findings import SEVERITY_ORDER, BatchValues, Finding, Fix, FixOp, Report, get_path
 from core.rules.codes import INITIALIZE_TIME_CODES, lookup
 from core.rules.context import TARGETS, Context
 from core.rules.registry import RULES
@@ -50,9 +51,32 @@ def validate(
             if key not in seen:
                 seen.add(key)
                 findings.append(finding)
-    findings = _with_fix_safety(_drop_shadowed_type_errors(_drop_unread_sections(findings, version, config)))
+    findings = _with_fix_safety(_without_overwrites(
+        _drop_shadowed_type_errors(_drop_unread_sections(findings, version, config)), config))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
+
+
+def _without_overwrites(findings: list[Finding], config: dict[str, Any]) -> list[Finding]:
+    """A fix that renames or moves a key onto one the config already has would overwrite the value there (the
+    one DeepSpeed reads, e.g. ``zero_optimisation`` renamed onto ``zero_optimization``): it removes the key
+    instead, and the suggestion says which value stays."""
+    out = []
+    for finding in findings:
+        ops = finding.fix.ops if finding.fix else ()
+        kept = get_path(config, ops[0].to, _ABSENT) if len(ops) == 1 and ops[0].op == "move" and ops[0].to else _ABSENT
+        if kept is not _ABSENT:
+            dest = ops[0].to
+            shown = json.dumps(kept) if kept is None or isinstance(kept, str | int | float | bool) else "a section"
+            finding = replace(finding, fix=Fix(f"Remove `{finding.path}`", (FixOp("delete", finding.path),)),
+                              suggestion=f"`{dest}` is already set (to {shown}): remove `{finding.path}` to keep "
+                                         f"that value, or copy what you meant from it into `{dest}` by hand.")
+        out.append(finding)
+    return out
+
+
+#: A path's absence (a None value is a value).
+_ABSENT = object()
 
 
 def _with_fix_safety(findings: list[Finding]) -> list[Finding]:

@@ -158,3 +158,29 @@ def test_auto_not_filled_without_a_default_value_is_removed_not_set_to_none():
     assert "None" not in finding.suggestion and finding.fix is not None
     fixed = fix_until_stable(config, target="hf", unsafe=True)
     assert fixed.config == {"train_micro_batch_size_per_gpu": 1} and fixed.report.ok
+
+
+def test_a_rename_never_overwrites_a_key_the_config_has():
+    """``zero_optimisation`` beside ``zero_optimization``: renaming it would replace the section DeepSpeed reads
+    (stage 1 became stage 3, and `fix` reported 0 errors). A typo of a key that is set, a misspelt optimizer
+    parameter beside the real one, and two typos of one absent key behave the same way: the value that is there
+    stays."""
+    cases = [
+        ({"train_batch_size": 8, "zero_optimisation": {"stage": 3}, "zero_optimization": {"stage": 1}},
+         {"train_batch_size": 8, "zero_optimization": {"stage": 1}}),
+        ({"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 50_000_000,
+                                                       "stage3_prefetch_bucket_siz": 1}},
+         {"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 50_000_000}}),
+        ({"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"lr": 0.001, "lrr": 5}}},
+         {"train_batch_size": 8, "optimizer": {"type": "Adam", "params": {"lr": 0.001}}}),
+        ({"train_batch_size": 8,
+          "zero_optimization": {"stage": 2, "reduce_bucket_siz": 1000, "reduce_bucket_sze": 2000}},
+         {"train_batch_size": 8, "zero_optimization": {"stage": 2, "reduce_bucket_size": 1000}}),
+    ]
+    for config, fixed in cases:
+        result = fix_until_stable(config, unsafe=True)
+        assert result.config == fixed
+        assert result.report.ok
+    finding = next(f for f in validate(cases[0][0]).findings if f.path == "zero_optimisation")
+    assert finding.fix.ops[0].op == "delete"
+    assert finding.suggestion.startswith("`zero_optimization` is already set (to a section)")
