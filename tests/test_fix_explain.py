@@ -184,3 +184,12 @@ def test_a_rename_never_overwrites_a_key_the_config_has():
     finding = next(f for f in validate(cases[0][0]).findings if f.path == "zero_optimisation")
     assert finding.fix.ops[0].op == "delete"
     assert finding.suggestion.startswith("`zero_optimization` is already set (to a section)")
+
+
+def test_a_default_is_shown_as_json_writes_it():
+    """An enum default was shown as Python's repr: 'Default: <ZeroStage.disabled: 0>.'"""
+    finding = next(f for f in validate({"train_batch_size": 8, "zero_optimization": {"stage": 4}}).findings
+                   if f.path == "zero_optimization.stage")
+    assert "<" not in finding.suggestion + finding.fix.description
+    assert finding.suggestion.endswith("Default: 0.") and finding.fix.ops[0].value == 0
+    assert type(finding.fix.ops[0].value) is int

@@ -8,7 +8,7 @@ from typing import Any
 from core import versions
 from core.findings import Finding, join_path
 from core.rules.context import Context
-from core.rules.fixes import delete_fix, set_fix
+from core.rules.fixes import delete_fix, plain_default, set_fix
 from core.rules.initialize import autotp_size_string
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, is_strict
@@ -99,9 +99,9 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
                 "sees the literal string \"auto\".",
                 suggestion="Write an explicit value." + (
-                    "" if field is None else f" Default: {field.default!r}." if field.default is not None
+                    "" if field is None else f" Default: {plain_default(field)!r}." if field.default is not None
                     else " Or remove the key: DeepSpeed then uses its default."),
-                fix=None if field is None else set_fix(path, field.default) if field.default is not None
+                fix=None if field is None else set_fix(path, plain_default(field)) if field.default is not None
                 else delete_fix(path),
                 page=field.meta.page if field else None,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import enum
 import math
 import types
 import typing
@@ -60,7 +61,7 @@ def value_fix(field: SchemaField | None, path: str, value: Any, items: Sequence[
         where = ", ".join(f"[{i}]" for i in gone)
         return Fix(f"Remove the items of `{list_path}` that it cannot read: {where}",
                    tuple(FixOp("delete", f"{list_path}[{i}]") for i in reversed(gone)))  # last first: no shifts
-    default = field.default
+    default = plain_default(field)
     if default is None:
         return delete_fix(path) if accepts(None) else None
     if isinstance(default, dict | list):
@@ -68,6 +69,12 @@ def value_fix(field: SchemaField | None, path: str, value: Any, items: Sequence[
     if not accepts(default):  # a default JSON cannot write (tensor_parallel.dtype's torch.float16): leave it out
         return delete_fix(path) if not field.info.is_required() else None
     return set_fix(path, default, f"Set `{path}` to its default, {default!r}")
+
+
+def plain_default(field: SchemaField) -> Any:
+    """A field's default as JSON writes it: an enum member's value (``ZeroStage.disabled`` is 0), else as is."""
+    default = field.default
+    return default.value if isinstance(default, enum.Enum) else default
 
 
 #: ``_meant`` found no value the user could have meant.

@@ -12,7 +12,7 @@ from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
-from core.rules.fixes import value_fix
+from core.rules.fixes import plain_default, value_fix
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
 from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
 from core.schema.zero import ZeroConfig
@@ -345,7 +345,7 @@ def _hint(field: SchemaField | None) -> str:
             bound = getattr(meta, name, None)
             if bound is not None:
                 bounds.append(f"{symbol} {bound}")
-    default = field.default
+    default = plain_default(field)
     parts = []
     if bounds:
         parts.append("Allowed: " + ", ".join(bounds) + ".")
