@@ -138,6 +138,14 @@ def test_gpu_is_read_as_fit_reads_it(capsys):
     """plan and predict take the name in any case, or a part only one GPU has (core.cli.common.catalog_gpu)."""
     code, text = run(["plan", "--model", "openai-community/gpt2", "--gpu", "h100", "--global-batch", "8"])
     assert code == 0 and text.startswith("openai-community/gpt2 on 1 x 8 NVIDIA H100 80GB")
+    # a whole word before a part of one: "L4" also occurs in "L40S", which made the L4 impossible to name
+    code, text = run(["plan", "--model", "openai-community/gpt2", "--gpu", "L4", "--global-batch", "8"])
+    assert code == 0 and text.startswith("openai-community/gpt2 on 1 x 8 NVIDIA L4 24GB")
+
+
+def test_a_fractional_count_is_asked_for_as_a_whole_number(capsys):
+    code, _ = run(["predict", "x.json", "--model", "openai-community/gpt2", "--gpu", "H100", "--nodes", "0.5"])
+    assert code == 2 and "--nodes: expected a positive whole number, got '0.5'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

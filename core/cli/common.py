@@ -93,7 +93,9 @@ def catalog_gpu(text: str) -> str:
     names = gpu_names()
     wanted = " ".join(text.split()).lower()
     exact = [name for name in names if name.lower() == wanted]
-    matches = exact or ([name for name in names if wanted in name.lower()] if wanted else [])
+    # whole words before parts of words: "L4" is the L4, not also the L40S
+    words = [name for name in names if wanted and f" {wanted} " in f" {name.lower()} "]
+    matches = exact or words or ([name for name in names if wanted in name.lower()] if wanted else [])
     if len(matches) == 1:
         return matches[0]
     hint = f"it matches {', '.join(matches)}" if matches else f"pick one of: {', '.join(names)}"
@@ -115,7 +117,8 @@ def positive(kind: type) -> Callable[[str], Any]:
             else:
                 value = kind(text)
         except (ValueError, OverflowError, decimal.InvalidOperation):
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+            what = "a positive whole number" if kind is int else "a positive number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
         if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
         return value
