@@ -265,3 +265,13 @@ def test_predict_fills_an_auto_accumulation_as_the_hf_trainer_does(tmp_path, cap
     path.write_text(json.dumps({**auto, "gradient_accumulation_steps": 4}))  # the same value is accepted
     code, text = run([*base, "--gradient-accumulation-steps", "4"])
     assert code == 0 and json.loads(text)["gradient_accumulation_steps"] == 4
+
+
+def test_predict_says_the_network_and_attention_it_assumed(config_file):
+    """The network alone changes a 2-node ZeRO-3 step ~7x: the text names the one assumed (the GPU's default)."""
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER])
+    first = text.splitlines()[0]
+    assert code == 0 and "(1600 Gbit/s per node)" in first and "flash attention, recompute none" in first
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--network",
+                      "100", "--attention", "eager"])
+    assert "(100 Gbit/s per node)" in text.splitlines()[0] and "eager attention" in text.splitlines()[0]

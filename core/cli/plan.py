@@ -227,8 +227,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                                    **({"refused": refused} if refused else {})}
         out.write(json.dumps(data, indent=2, default=str) + "\n")
         return EXIT_OK
-    out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu}; micro batch {micro} x "
-              f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}\n")
+    out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
+              f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node); micro batch {micro} x "
+              f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}, {args.attention} attention, "
+              f"recompute {args.recompute}\n")
     out.write(f"step: {est.step_seconds:.3f} s   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
               f"{est.tflops_per_gpu:.1f} (hardware {est.hardware_tflops_per_gpu:.1f})   MFU: {est.mfu:.0%}\n")
     if measured is not None and refused is None:
