@@ -109,6 +109,21 @@ def test_cli_fit_bad_input_is_a_message(tmp_path, capsys):
     assert code in (0, 1) and '(assumed: the config says "auto")' in text
 
 
+def test_cli_fit_refuses_batch_keys_deepspeed_refuses_on_that_gpu_count(tmp_path, capsys):
+    """train_batch_size 8 on 16 GPUs is a micro batch of 0, which DeepSpeed refuses: fit said 'fits' with a micro
+    batch of 1 'assumed: the config says null'."""
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps({"train_batch_size": 8, "zero_optimization": {"stage": 2}}))
+    code, _ = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100", "--gpus", "16")
+    err = capsys.readouterr().err
+    assert code == 2 and "do not work on 16 GPUs (the micro batch per GPU is 0" in err and "--micro-batch" in err
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100", "--gpus", "8")
+    assert code == 0 and "micro batch 1, " in text and "assumed" not in text
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100", "--gpus", "16",
+                      "--micro-batch", "2")
+    assert code == 0 and "micro batch 2" in text
+
+
 @pytest.mark.parametrize(("text", "name"), [
     ("NVIDIA H100 80GB", "NVIDIA H100 80GB"), ("nvidia  h100 80gb", "NVIDIA H100 80GB"), ("h100", "NVIDIA H100 80GB"),
     ("A100 40", "NVIDIA A100 40GB"), ("mi300x", "AMD MI300X 192GB"), ("A100", None), ("", None), ("TPU", None)])
