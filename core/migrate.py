@@ -37,6 +37,31 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
     return new, changes
 
 
+def left_behind(migrated: Any) -> list[str]:
+    """The deprecated keys ``migrate`` left in ``migrated`` (its result), each with why and what to do by hand."""
+    if not isinstance(migrated, dict):
+        return []
+    left = []
+    if "bfloat16" in migrated:
+        left.append("bfloat16: left in place, because bf16 is set too (DeepSpeed reads bf16): remove bfloat16, or "
+                    "move what it says into bf16")
+    zero = migrated.get("zero_optimization")
+    fields = section_fields(ZeroConfig)
+    for key in zero if isinstance(zero, dict) else ():
+        field = fields.get(key)
+        if field is None or key != field.name or not field.meta.deprecated or field.meta.replaced_by is None:
+            continue
+        new_field = fields[field.meta.replaced_by]
+        target = new_field.alias or new_field.name
+        if any(k in zero for k in new_field.keys):
+            left.append(f"zero_optimization.{key}: left in place, because {target} is set too and DeepSpeed refuses "
+                        f"both together: remove {key}, or merge it into {target} by hand")
+        else:
+            left.append(f"zero_optimization.{key}: left in place, because DeepSpeed refuses its value "
+                        f"{zero[key]!r}: write true or false, then migrate again")
+    return left
+
+
 def _migrate_zero(zero: dict[str, Any]) -> list[str]:
     changes: list[str] = []
     fields = section_fields(ZeroConfig)

@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import load_config, migrate, validate
+from core.cli import main
 from core.io import ConfigLoadError
+from core.migrate import left_behind
 from tests.conftest import corpus_files
 
 
@@ -81,6 +83,25 @@ def test_clash_left_for_the_validator():
     config = {"zero_optimization": {"stage": 2, "cpu_offload": True, "offload_optimizer": {"device": "none"}}}
     new, changes = migrate(config)
     assert new == config and changes == []
+    assert left_behind(new) == ["zero_optimization.cpu_offload: left in place, because offload_optimizer is set too "
+                                "and DeepSpeed refuses both together: remove cpu_offload, or merge it into "
+                                "offload_optimizer by hand"]
+
+
+def test_migrate_check_fails_on_a_deprecated_key_it_cannot_migrate(tmp_path, capsys):
+    """`migrate --check` said "nothing to migrate" (exit 0) for cpu_offload beside offload_optimizer, which
+    DeepSpeed refuses; it now exits 1 and says why the key stays."""
+    path = tmp_path / "c.json"
+    path.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": true, '
+                    '"offload_optimizer": {"device": "nvme", "nvme_path": "/x"}}}')
+    assert main(["migrate", "--check", str(path)]) == 1
+    assert "cannot migrate" in capsys.readouterr().err
+    path.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": "maybe"}}')
+    assert main(["migrate", "--check", str(path)]) == 1
+    assert "DeepSpeed refuses its value 'maybe'" in capsys.readouterr().err
+    path.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}')
+    assert main(["migrate", "--check", str(path)]) == 0
+    assert "nothing to migrate" in capsys.readouterr().err
 
 
 def test_input_not_mutated_and_non_dict_passthrough():

@@ -125,7 +125,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from core.migrate import migrate
+    from core.migrate import left_behind, migrate
 
     # refused before standard input is read or anything is printed
     if (args.write or args.check) and "-" in args.files:
@@ -135,18 +135,22 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     stale = 0
     for name in args.files:
         new, changes = migrate(read_config_file(name))
+        left = left_behind(new)
         for change in changes:
             sys.stderr.write(f"{'would migrate' if args.check else 'migrated'}: {name}: {change}\n")
-        if not changes:
+        for why in left:
+            sys.stderr.write(f"cannot migrate: {name}: {why}\n")
+        if not changes and not left:
             sys.stderr.write(f"{name}: nothing to migrate\n")
-        stale += bool(changes)
+        stale += bool(changes or left)
         if args.write and changes:
             write_text(name, dump_config(new))
             sys.stderr.write(f"wrote {name}\n")
         elif not (args.write or args.check):
             out.write(dump_config(new))
     if args.check and stale:
-        sys.stderr.write(f"{stale} file(s) with deprecated keys: `dsconfig migrate --write FILE` rewrites them\n")
+        sys.stderr.write(f"{stale} file(s) with deprecated keys: `dsconfig migrate --write FILE` rewrites them "
+                         "(those it cannot migrate are said above)\n")
         return EXIT_ERRORS
     return EXIT_OK
 
