@@ -125,7 +125,15 @@ def key_known(version: str, prefix: str, key: str) -> bool | None:
     if entry is None:
         return False if prefix in _ever_pydantic() and prefix not in _top_level_keys(version) and "." not in prefix \
             else None
-    return any(key == name or key == f.get("alias") for name, f in entry["fields"].items())
+    return key in _section_names(version, prefix)
+
+
+@cache
+def _section_names(version: str, prefix: str) -> frozenset[str]:
+    """The names and aliases of a pydantic section's fields in ``version`` (a config with thousands of keys asked
+    for each key by scanning the fields, in each of the 36 releases)."""
+    entry = profile(version)["sections"][prefix]
+    return frozenset(n for name, f in entry["fields"].items() for n in (name, f.get("alias")) if n is not None)
 
 
 def field_entry(version: str, prefix: str, key: str) -> dict[str, Any] | None:
@@ -210,12 +218,29 @@ def has_check(version: str, fragment: str) -> bool:
 
 def history(prefix: str, key: str) -> tuple[str | None, str | None]:
     """(first release that reads ``key`` at ``prefix``, first later release that no longer does)."""
-    present = [r for r in RELEASES if key_known(r, prefix, key)]
+    present = _releases_reading(prefix).get(key)
     if not present:
         return None, None
     added = present[0] if present[0] != RELEASES[0] else None
     after = [r for r in RELEASES if version_tuple(r) > version_tuple(present[-1])]
     return added, after[0] if after else None
+
+
+@cache
+def _releases_reading(prefix: str) -> dict[str, tuple[str, ...]]:
+    """Every key some release reads at ``prefix`` → those releases, oldest first (``history`` of a config with
+    thousands of unknown keys asked every release about each, in each of the 36 validations of ``versions``)."""
+    reading: dict[str, list[str]] = {}
+    for release in RELEASES:
+        if prefix == "":
+            names = _top_level_keys(release)
+        elif prefix in profile(release)["sections"]:
+            names = _section_names(release, prefix)
+        else:
+            continue
+        for name in names:
+            reading.setdefault(name, []).append(release)
+    return {name: tuple(releases) for name, releases in reading.items()}
 
 
 def supported_stages(version: str, option: str) -> frozenset[int] | None:
