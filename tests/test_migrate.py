@@ -153,3 +153,24 @@ def test_property_migrate_never_adds_errors(zero, world_size):
     new, _ = migrate(config)
     if validate(config, world_size=world_size).ok:
         assert validate(new, world_size=world_size).ok
+
+
+def test_an_in_place_rewrite_keeps_the_comments_it_cannot_write(tmp_path, capsys):
+    """`migrate --write` and `fix -o` onto the input rewrite it as strict JSON: an HJSON file's comments were lost
+    without a word. The original text is kept as FILE.orig and a warning says so; with a FILE.orig already there,
+    the rewrite is refused rather than overwriting either."""
+    hjson = ('{\n  // why stage 2\n  "train_batch_size": 8, # note\n'
+             '  "zero_optimization": {"stage": 2, "cpu_offload": true}\n}\n')
+    path = tmp_path / "c.json"
+    path.write_text(hjson)
+    assert main(["migrate", "--write", str(path)]) == 0
+    assert (tmp_path / "c.json.orig").read_text() == hjson
+    assert "saved as" in capsys.readouterr().err
+    assert load_config(path.read_text())["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
+    path.write_text(hjson.replace('"cpu_offload": true', '"cpu_offload": true, "reduce_bucket_siz": 5'))
+    assert main(["fix", "--unsafe", str(path), "-o", str(path)]) == 2
+    assert "exists already" in capsys.readouterr().err and "// why stage 2" in path.read_text()
+    strict = tmp_path / "s.json"
+    strict.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": true}}')
+    assert main(["migrate", "--write", str(strict)]) == 0
+    assert not (tmp_path / "s.json.orig").exists() and "saved as" not in capsys.readouterr().err

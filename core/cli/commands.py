@@ -10,6 +10,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from core.cli import estimate as cli_estimate
@@ -26,6 +27,7 @@ from core.cli.common import (
     guarded,
     read_config_and_text,
     read_config_file,
+    rewrite_config_file,
     write_text,
 )
 from core.io import dump_config
@@ -144,7 +146,7 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
             sys.stderr.write(f"{name}: nothing to migrate\n")
         stale += bool(changes or left)
         if args.write and changes:
-            write_text(name, dump_config(new))
+            rewrite_config_file(name, dump_config(new))
             sys.stderr.write(f"wrote {name}\n")
         elif not (args.write or args.check):
             out.write(dump_config(new))
@@ -179,7 +181,8 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
         out.writelines(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                             args.file, f"{args.file} (fixed)"))
     elif args.output and args.output != "-":  # -o -: standard output, as for export
-        write_text(args.output, after)
+        same = args.file != "-" and Path(args.output).resolve() == Path(args.file).resolve()
+        (rewrite_config_file if same else write_text)(args.output, after)
         sys.stderr.write(f"wrote {args.output}\n")
     else:
         out.write(after)

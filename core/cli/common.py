@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import decimal
+import json
 import math
 import sys
 from collections.abc import Callable
@@ -63,6 +64,34 @@ def write_text(path: str | Path, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def rewrite_config_file(path: str | Path, text: str) -> None:
+    """Write ``text`` (strict JSON) over the config file ``path``. When the file held what strict JSON cannot keep
+    (comments, trailing commas, unquoted keys: HJSON), its original text is kept beside it as ``PATH.orig`` first,
+    and a warning says so: an in-place rewrite would lose it silently."""
+    target = Path(path)
+    try:
+        original = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        original = None
+    if original is not None and not _strict_json(original):
+        backup = target.with_name(target.name + ".orig")
+        if backup.exists():
+            raise UsageError(f"{path} has comments or other HJSON syntax that the rewrite (strict JSON) drops, and "
+                             f"{backup} exists already: move it away, or write the result elsewhere")
+        write_text(backup, original)
+        sys.stderr.write(f"warning: {path} has comments or other HJSON syntax that strict JSON cannot keep; its "
+                         f"original text is saved as {backup}\n")
+    write_text(path, text)
+
+
+def _strict_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def positive_int(text: str) -> int:
