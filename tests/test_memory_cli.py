@@ -180,3 +180,8 @@ def test_micro_batch_defaults_to_the_config(tmp_path):
         ["--model", "openai-community/gpt2", "--config", str(ds), "--micro-batch", "3", "--format", "json"]
     )
     assert json.loads(out)["shape"]["micro_batch"] == 3
+
+
+def test_a_largest_layer_beyond_the_model_is_refused():
+    code, _, err = _run(["--params", "7e9", "--largest-layer", "8e9"])
+    assert code == 2 and "--largest-layer 8,000,000,000 is more than the whole model's --params 7,000,000,000" in err
