@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 
+from core import versions
 from core.schema.base import DEFAULT_VERSION, META_KEY, version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import is_strict, nested_model, unique_fields
+from core.schema.walk import is_strict, iter_schema, nested_model, unique_fields
 
 SCHEMA_ID = "https://deepspeed-config-studio.local/ds_config.schema.json"
 _AUTO = {"const": "auto", "description": "Filled in by the HF Trainer / Accelerate, or the default."}
@@ -70,9 +72,45 @@ def _adjust(node: dict[str, Any], model: type[BaseModel], version: str, target: 
             prop["markdownDescription"] = prop["description"] + (
                 f"\n\n*Note:* {meta.doc_note}" if meta.doc_note else ""
             )
+        _bounds(prop, version, _prefixes().get(model, ()), key, xds)
         auto_ok = strict or (target == "hf" and meta.hf_auto) or meta.auto == "default"
         if auto_ok and field.model is None:
             outer = ("description", "markdownDescription", "deprecationMessage")
             props[key] = {"anyOf": [prop, _AUTO], **{k: prop[k] for k in outer if k in prop}}
         if field.alias and field.name not in props:
             props[field.name] = copy.deepcopy(props[key])
+
+
+@cache
+def _prefixes() -> dict[type[BaseModel], tuple[str, ...]]:
+    """Where each section model sits in the config (its dotted paths; the root at "")."""
+    found: dict[type[BaseModel], tuple[str, ...]] = {DeepSpeedConfig: ("",)}
+    for path, field in iter_schema(DeepSpeedConfig):
+        if field.model is not None:
+            found[field.model] = (*found.get(field.model, ()), path)
+    return found
+
+
+_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+
+
+def _bounds(prop: dict[str, Any], version: str, prefixes: tuple[str, ...], key: str, xds: dict[str, Any]) -> None:
+    """The numeric bounds ``version`` itself checks (its profile's pydantic constraints: 0.19.8 requires
+    ``reduce_bucket_size`` > 0 where 0.19.5 took 0), or the schema's own ``x-ds`` minimum, as JSON Schema keywords
+    an editor applies (bounds kept only under ``x-ds`` were not checked)."""
+    entries = [versions.field_entry(version, prefix, key) for prefix in prefixes]
+    found = {(k, entry[k]) for entry in entries if entry for k in _BOUNDS if k in entry}
+    if len({k for k, _ in found}) != len(found):
+        return  # two places with different bounds: keep the schema's
+    wanted = {_BOUNDS[k]: v for k, v in found}
+    if not wanted and "minimum" in xds:
+        wanted = {"minimum": xds["minimum"]}
+    if not wanted:
+        return
+    for branch in [prop, *prop.get("anyOf", ())]:
+        if branch.get("type") in ("integer", "number"):
+            for name in ("minimum", "exclusiveMinimum") if {"minimum", "exclusiveMinimum"} & wanted.keys() else ():
+                branch.pop(name, None)
+            for name in ("maximum", "exclusiveMaximum") if {"maximum", "exclusiveMaximum"} & wanted.keys() else ():
+                branch.pop(name, None)
+            branch.update(wanted)

@@ -53,3 +53,19 @@ def test_schema_accepts_configs_the_validator_accepts(path, validator):
         errors = [e.message for e in validator.iter_errors(config)]
         hf_validator = jsonschema.Draft202012Validator(json_schema(target="hf"))
         assert hf_validator.is_valid(config), errors
+
+
+@pytest.mark.parametrize(("config", "refused_by"), [
+    ({"zero_optimization": {"stage": 2, "reduce_bucket_size": 0}}, {"0.19.8"}),  # > 0 since 0.19.8; 0.19.5 took 0
+    ({"fp16": {"enabled": True, "loss_scale": -1}}, {"0.19.8", "0.19.5"}),
+    ({"zero_optimization": {"stage": 2, "reduce_bucket_size": 5}, "fp16": {"enabled": True, "loss_scale": 0}}, set()),
+])
+def test_an_editor_checks_the_bounds_each_release_checks(config, refused_by):
+    """Bounds the release's own pydantic models check (from its profile), and the schema's own minimums, are JSON
+    Schema keywords: they were only in ``x-ds`` or looser (minimum 0 where 0.19.8 requires > 0), so VS Code
+    accepted what DeepSpeed and ``validate`` refuse."""
+    config = {"train_batch_size": 8, **config}
+    for version in ("0.19.8", "0.19.5"):
+        editor = jsonschema.Draft202012Validator(json_schema(version))
+        assert (not editor.is_valid(config)) == (version in refused_by)
+        assert validate(config, version=version).ok == (version not in refused_by)
