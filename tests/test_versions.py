@@ -60,6 +60,11 @@ def test_version_selection_accepts_any_release_and_names_the_nearest_otherwise()
         validate({}, version="0.20.1")
     with pytest.raises(ValueError, match=r"nearest profile is 0\.17\.6"):
         validate({}, version="0.17.9")
+    # a series names its newest release (it named 0.18.9, the release before the series, for "0.19")
+    with pytest.raises(ValueError, match=r"nearest profile is 0\.19\.8"):
+        validate({}, version="0.19")
+    with pytest.raises(ValueError, match=r"nearest profile is 0\.16\.9"):
+        validate({}, version="0.16")
 
 
 def test_default_version_is_the_installed_deepspeed_from_metadata(monkeypatch):

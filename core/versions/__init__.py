@@ -44,6 +44,10 @@ def nearest(version: str) -> str:
         wanted = version_tuple(version)
     except ValueError:
         return NEWEST
+    # a series ("0.19") means its newest release, not the one before the series began
+    series = [r for r in RELEASES if version_tuple(r)[:len(wanted)] == wanted]
+    if series:
+        return series[-1]
     below = [r for r in RELEASES if version_tuple(r) <= wanted]
     return below[-1] if below else RELEASES[0]
 
