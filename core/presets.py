@@ -75,9 +75,11 @@ def check_name(name: Any) -> str:
         raise PresetError(f"a preset name must be text, not {type(name).__name__}")
     if not _NAME_RE.fullmatch(name):
         shown = name if len(name) <= 80 else name[:77] + "..."
+        lower = name.lower()
+        hint = f"; did you mean {lower!r}?" if lower != name and _NAME_RE.fullmatch(lower) else ""
         raise PresetError(
             f"invalid preset name {shown!r}: use 1-64 characters a-z, 0-9, '-' and '_', starting with a letter "
-            "or digit (no paths, dots, slashes or spaces)"
+            f"or digit (no paths, dots, slashes or spaces){hint}"
         )
     return name
 

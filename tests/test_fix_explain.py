@@ -193,3 +193,13 @@ def test_a_default_is_shown_as_json_writes_it():
     assert "<" not in finding.suggestion + finding.fix.description
     assert finding.suggestion.endswith("Default: 0.") and finding.fix.ops[0].value == 0
     assert type(finding.fix.ops[0].value) is int
+
+
+def test_explain_suggests_the_code_that_was_meant(capsys):
+    """A misspelt code, a code in capitals and a family name got 'no finding code' and nothing more."""
+    assert main(["explain", "REMOVED.KEY"]) == 0 and capsys.readouterr().out.startswith("removed.key — ")
+    assert main(["explain", "removed.kye"]) == 2
+    assert "(did you mean removed.key?)" in capsys.readouterr().err
+    assert main(["explain", "batch"]) == 2
+    assert "did you mean batch.ga-positive, batch.mb-positive" in capsys.readouterr().err
+    assert main(["explain", "zzz"]) == 2 and "did you mean" not in capsys.readouterr().err

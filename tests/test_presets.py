@@ -278,6 +278,14 @@ def test_hostile_names_refused(name, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_name_in_capitals_is_refused_with_its_lower_case():
+    with pytest.raises(PresetError, match="did you mean 'zero3-bf16'"):
+        check_name("ZERO3-BF16")
+    with pytest.raises(PresetError) as refused:
+        check_name("../ZERO3")
+    assert "did you mean" not in str(refused.value)
+
+
 @pytest.mark.parametrize("name", [None, 3, b"abc", ["a"]])
 def test_non_text_names_refused(name):
     with pytest.raises(PresetError, match="must be text"):

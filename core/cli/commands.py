@@ -196,11 +196,24 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
     if args.code is None:
         out.write(explain.index())
         return EXIT_OK
-    entry = lookup(args.code)
+    entry = lookup(args.code) or lookup(args.code.lower())
     if entry is None:
-        raise UsageError(f"no finding code {args.code!r}; `dsconfig explain` lists them all")
+        raise UsageError(f"no finding code {args.code!r}{_code_hint(args.code)}; `dsconfig explain` lists them all")
     out.write(explain.text(entry))
     return EXIT_OK
+
+
+def _code_hint(text: str) -> str:
+    """The codes a mistyped one may have meant: those of a family (``batch``), else the closest spellings."""
+    import difflib
+
+    from core.rules.codes import CODES
+
+    wanted = text.lower().rstrip(".")
+    family = sorted(code for code in CODES if code.startswith(wanted + "."))
+    close = family[:8] or difflib.get_close_matches(wanted, list(CODES), n=3, cutoff=0.75)
+    more = f" and {len(family) - 8} more" if len(family) > 8 else ""
+    return f" (did you mean {', '.join(close)}{more}?)" if close else ""
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
