@@ -118,7 +118,7 @@ def test_cli_fit_refuses_batch_keys_deepspeed_refuses_on_that_gpu_count(tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "do not work on 16 GPUs (the micro batch per GPU is 0" in err and "--micro-batch" in err
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100", "--gpus", "8")
-    assert code == 0 and "micro batch 1, " in text and "assumed" not in text
+    assert code == 0 and "micro batch 1, " in text and "(assumed" not in text
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100", "--gpus", "16",
                       "--micro-batch", "2")
     assert code == 0 and "micro batch 2" in text
@@ -167,3 +167,20 @@ def test_an_auto_micro_batch_is_changed_in_the_trainer_arguments(llama8b):
     patched, _, trial = fit.way_inputs(way, config, A100, shape)
     assert trial.micro_batch == way.context_patch["hf_micro_batch"]
     assert memory.estimate(patched, llama8b, A100, trial).gpu_bytes == way.gpu_bytes
+
+
+def test_cli_fit_states_what_it_assumed(tmp_path, capsys):
+    """A stage outside 0-3 estimated as stage 0 and the assumed AdamW were said by estimate and predict, never by
+    fit; --gpu-memory silently won over --gpu."""
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps({"train_batch_size": 8, "zero_optimization": {"stage": 7}, "bf16": {"enabled": True}}))
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100")
+    assert code in (0, 1) and "NVIDIA H100 80GB" in text.splitlines()[0]
+    assert "note: zero_optimization.stage=7 is not 0-3; estimated as stage 0." in text
+    assert "assumed AdamW" in text
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "H100", "--gpu-memory", "40",
+                      "--format", "json")
+    assert code in (0, 1)
+    assert json.loads(text)["notes"][0] == "--gpu-memory 40 GiB is used instead of --gpu NVIDIA H100 80GB's memory"
+    code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "40")
+    assert code in (0, 1) and "40.0 GiB GPUs" in text.splitlines()[0] and "instead of --gpu" not in text

@@ -32,8 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, help="the DeepSpeed config (JSON or HJSON)")
     p.add_argument("--model", required=True, help="a catalog model name (dsconfig estimate --list-models)")
-    p.add_argument("--gpu", default="NVIDIA A100 80GB", type=catalog_gpu,
-                   help="a GPU of the catalog (a unique part of its name is enough), or --gpu-memory")
+    p.add_argument("--gpu", default=None, type=catalog_gpu,
+                   help=f"a GPU of the catalog (a unique part of its name is enough; default {DEFAULT_GPU}), or "
+                   "--gpu-memory")
     p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
     p.add_argument("--gpus", type=positive_int, default=8, help="GPUs in the job (default 8)")
     p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
@@ -49,11 +50,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+#: The GPU without --gpu or --gpu-memory.
+DEFAULT_GPU = "NVIDIA A100 80GB"
+
+
 def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
     """The catalog GPU --gpu names (a unique part of its name is enough); None with --gpu-memory."""
     if args.gpu_memory is not None:
         return None
-    return hardware.find_gpu(args.gpu)  # catalog_gpu made it a catalog name
+    return hardware.find_gpu(args.gpu or DEFAULT_GPU)  # catalog_gpu made it a catalog name
 
 
 def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
@@ -95,6 +100,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 def _fit(args: argparse.Namespace, out: TextIO) -> int:
     config, spec, hw, shape, assumed, gpu_name = _inputs(args)
     est = memory.estimate(config, spec, hw, shape)
+    notes = list(est.notes)
+    if args.gpu_memory is not None and args.gpu is not None:
+        notes.insert(0, f"--gpu-memory {args.gpu_memory / memory.GIB:g} GiB is used instead of --gpu {args.gpu}'s "
+                        "memory")
     ways = fit.ways_to_fit(config, spec, hw, shape)
     speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
     if args.format == "json":
@@ -102,11 +111,12 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
                               "nvme_bytes_per_node": est.nvme_bytes_per_node, "micro_batch": shape.micro_batch,
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
-                                                                                                  strict=True)]},
-                             indent=2) + "\n")
+                                                                                                  strict=True)],
+                              "notes": notes}, indent=2) + "\n")
         return EXIT_OK if est.fits else EXIT_ERRORS
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
-    out.write(f"{spec.name} on {hw.total_gpus} GPUs ({hw.nodes} × {hw.gpus_per_node}), micro batch "
+    which = gpu_name or f"{_gib_text(hw.gpu_memory_bytes)} GPUs"
+    out.write(f"{spec.name} on {hw.total_gpus} × {which} ({hw.nodes} × {hw.gpus_per_node}), micro batch "
               f"{shape.micro_batch}{assumed}, {shape.seq_len} tokens: {verdict}\n")
     out.write(f"  GPU {_gib_text(est.gpu_bytes)} of {_gib_text(hw.gpu_memory_bytes)} per GPU; CPU RAM "
               f"{_gib_text(est.cpu_bytes_per_node)} of {_gib_text(hw.cpu_ram_per_node_bytes)} per node")
@@ -114,6 +124,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         f"; NVMe {_gib_text(est.nvme_bytes_per_node)} of "
         f"{_gib_text(hw.nvme_bytes_per_node) if hw.nvme_bytes_per_node else '0 GiB (none given: --nvme)'}")
     out.write(nvme + "\n")
+    for note in notes:
+        out.write(f"  note: {note}\n")
     if ways:
         out.write("\nWays to make it fit (best first):\n")
     for i, (way, speed) in enumerate(zip(ways, speeds, strict=True), 1):
