@@ -216,3 +216,19 @@ def test_absurd_sizes_are_refused_not_described():
            "intermediate_size": 10**15, "num_attention_heads": 1}
     with pytest.raises(models.ModelConfigError, match="hidden_size"):
         models.describe(cfg)
+
+
+def test_sizes_taken_from_the_family_defaults_are_said():
+    """{"model_type": "llama"} is a 6.7B model by LlamaConfig's defaults: the estimate says which sizes were not
+    in the file; no catalog config leaves one out."""
+    from core.memory import Hardware, estimate
+
+    describe, get_spec, catalog_names = models.describe, models.get_spec, models.catalog_names
+    spec = describe({"model_type": "llama"})
+    assert spec.defaulted == ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                              "vocab_size")
+    notes = estimate({}, spec, Hardware(8, 1, 80 * 2**30)).notes
+    assert any(n.startswith("The model's config.json does not give hidden_size, num_hidden_layers") for n in notes)
+    assert not any(get_spec(name).defaulted for name in catalog_names())
+    assert describe({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "intermediate_size": 128, "vocab_size": 100}).defaulted == ()

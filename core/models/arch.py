@@ -68,6 +68,8 @@ class ModelSpec:
     final_logit_softcapping: float = 0.0  # gemma2: tanh soft-capping of the logits
     position: str = "rope"  # "rope" | "learned" | "alibi" | "relative"
     modules: tuple[ModuleParams, ...] = field(default=(), repr=False)
+    #: The size keys the config.json did not give, taken from the family's ``transformers`` defaults.
+    defaulted: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def total_params(self) -> int:
@@ -95,12 +97,21 @@ class ModelSpec:
         return out
 
 
+#: The keys that set a model's size (each family's spelling): one missing from a config.json is taken from the
+#: family's ``transformers`` defaults (a 7B Llama for ``{"model_type": "llama"}``), which the estimate says.
+#: Keys derived from these (head_dim, num_key_value_heads, n_inner) are not listed: their default is the derivation.
+SIZE_KEYS = frozenset({"hidden_size", "n_embd", "d_model", "num_hidden_layers", "n_layer", "num_layers",
+                       "num_attention_heads", "n_head", "intermediate_size", "d_ff", "ffn_dim", "vocab_size"})
+
+
 class ConfigReader:
     """Typed reads from a config dict with family defaults; bad values raise ModelConfigError."""
 
     def __init__(self, cfg: Mapping[str, Any], model_type: str):
         self.cfg = cfg
         self.model_type = model_type
+        #: the integer keys read from the family's defaults (the file did not give them), in reading order
+        self.defaulted: list[str] = []
 
     def _raw(self, keys: tuple[str, ...]) -> Any:
         for k in keys:
@@ -121,6 +132,8 @@ class ConfigReader:
                     f"{self.model_type} config.json: '{keys[0]}' is missing and derives to {default} from the other "
                     f"sizes; set it explicitly (>= {minimum})."
                 )
+            if keys[0] in SIZE_KEYS and keys[0] not in self.defaulted:
+                self.defaulted.append(keys[0])
             return default
         if (
             isinstance(value, bool)

@@ -8,6 +8,7 @@ one function ``(ConfigReader, name) -> ModelSpec`` here, added to ``FAMILIES``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.models.arch import ConfigReader, ModelConfigError, ModelSpec, ModuleParams, UnsupportedModelError
@@ -414,7 +415,8 @@ def describe(hf_config: Mapping[str, Any], name: str | None = None) -> ModelSpec
             "enter the total and largest-layer parameter counts by hand."
         )
     label = name or hf_config.get("_name_or_path") or str(model_type)
-    spec = family(ConfigReader(hf_config, str(model_type)), str(label))
+    reader = ConfigReader(hf_config, str(model_type))
+    spec = replace(family(reader, str(label)), defaulted=tuple(reader.defaulted))
     if spec.total_params > MAX_PARAMS:
         raise ModelConfigError(
             f"config.json describes a model with a {len(str(spec.total_params))}-digit parameter count, more than "
