@@ -118,7 +118,10 @@ class Fix:
 
     def apply(self, config: dict[str, Any]) -> dict[str, Any]:
         """A new config with the fix applied (the input is not modified)."""
-        new = copy.deepcopy(config)
+        return self.apply_in_place(copy.deepcopy(config))
+
+    def apply_in_place(self, new: dict[str, Any]) -> dict[str, Any]:
+        """``new`` with the fix applied to it, modified in place (for a caller that owns a copy already)."""
         for op in self.ops:
             keys = split_path(op.path)
             if op.op == "set":

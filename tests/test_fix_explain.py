@@ -203,3 +203,18 @@ def test_explain_suggests_the_code_that_was_meant(capsys):
     assert main(["explain", "batch"]) == 2
     assert "did you mean batch.ga-positive, batch.mb-positive" in capsys.readouterr().err
     assert main(["explain", "zzz"]) == 2 and "did you mean" not in capsys.readouterr().err
+
+
+def test_fixes_of_unknown_keys_go_together_and_others_one_at_a_time(monkeypatch):
+    """1,000 misspelt ZeRO keys were fixed one validation each (and only 100 of them: the cap); unknown-key fixes
+    whose paths do not overlap now go in one round. The first rename still goes alone onto its destination, and
+    the rest are removed once it exists (never renamed onto it)."""
+    from core import autofix
+
+    calls = []
+    monkeypatch.setattr(autofix, "validate", lambda *a, **k: calls.append(1) or validate(*a, **k))
+    zero = {"stage": 3, **{f"stage3_prefetch_bucket_siz{i}": i for i in range(1000)}}
+    result = fix_until_stable({"train_batch_size": 8, "zero_optimization": zero}, unsafe=True)
+    assert result.report.ok and len(result.applied) == 1000
+    assert len(calls) <= 12
+    assert result.config["zero_optimization"] == {"stage": 3, "stage3_prefetch_bucket_size": 0}
