@@ -114,6 +114,16 @@ def parse_json_value(text: str) -> Any:
     return value
 
 
+def is_strict_json(text: str | bytes) -> bool:
+    """Whether ``text`` is strict JSON (no comments, trailing commas or unquoted keys), as ``json.load`` in the HF
+    Trainer and Accelerate requires; DeepSpeed itself reads HJSON too."""
+    try:
+        json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
 def load_config(text: str | bytes) -> dict[str, Any]:
     """Parse a DeepSpeed config from JSON or HJSON text.
 

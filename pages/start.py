@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import streamlit as st
 
 import core
 from core import hardware, memory, presets
-from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB
+from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB, is_strict_json
 from core.launchers import job_world_size
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
 from core.schema.root import empty_config
@@ -77,19 +76,11 @@ def _import() -> None:
     st.session_state["start_message"] = (
         f"Imported a config with {len(loaded)} top-level keys; it is the baseline the Review page compares against."
     )
-    if not _strict_json(raw):
+    if not is_strict_json(raw):
         st.session_state["start_message"] += (
             "\n\n**Not strict JSON** (comments, trailing commas or unquoted keys): DeepSpeed reads it, but strict "
             "JSON readers refuse it — the HF Trainer's `json.load` and Accelerate among them. Every export of this "
             "app is strict JSON: use the downloaded file.")
-
-
-def _strict_json(raw: str | bytes) -> bool:
-    try:
-        json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return True
 
 
 def _blank() -> None:

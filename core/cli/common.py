@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import decimal
-import json
 import math
 import sys
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.hardware import gpu_names
-from core.io import MAX_CONFIG_BYTES, ConfigLoadError, load_config, load_config_file_and_text
+from core.io import MAX_CONFIG_BYTES, ConfigLoadError, is_strict_json, load_config, load_config_file_and_text
 
 #: 0: done, no errors; 1: the answer is "no" (errors found, does not fit, no release accepts it);
 #: 2: bad usage or unreadable input (a message on stderr, never a traceback).
@@ -75,7 +74,7 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
         original = target.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         original = None
-    if original is not None and not _strict_json(original):
+    if original is not None and not is_strict_json(original):
         backup = target.with_name(target.name + ".orig")
         if backup.exists():
             raise UsageError(f"{path} has comments or other HJSON syntax that the rewrite (strict JSON) drops, and "
@@ -84,14 +83,6 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
         sys.stderr.write(f"warning: {path} has comments or other HJSON syntax that strict JSON cannot keep; its "
                          f"original text is saved as {backup}\n")
     write_text(path, text)
-
-
-def _strict_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 def positive_int(text: str) -> int:
