@@ -11,7 +11,7 @@ Prints, for the rows of the ZeRO++ blog's Figures 6-8 (core/perf/measurements_do
 4. what the bars themselves say, taking each size's ZeRO-3 and ZeRO++ steps at 100 Gbit/s as C + V and C + V/4
    (ZeRO++'s 4x smaller cross-node volume, the paper's claim): the bandwidth-independent part C against the
    planner's compute, and C + V/4 (ZeRO-3) / C + V/16 (ZeRO++) against the 400 Gbit/s bars;
-5. every row (all 123) with other values of the overlap constant (``Efficiency.overlap``, 0.8 by default);
+5. every row of the accuracy table with other values of the overlap constant (``Efficiency.overlap``, 0.8 by default);
 6. the 384-GPU ZeRO++ rows with the ZeRO++ tutorial's config (reduce_bucket_size 1e7, overlap_comm).
 """
 

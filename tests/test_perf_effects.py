@@ -3,6 +3,8 @@ per-phase overlap, hpZ across micro-steps) and its accuracy on the held-out rows
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from core.memory import Shape
@@ -13,6 +15,7 @@ from core.perf.advice import ACCURACY, Accuracy, trust_text
 from core.perf.compute import micro_step
 from core.perf.measurements import MEASUREMENTS
 from core.perf.measurements_docs import NEW_ROWS
+from core.perf.measurements_third import THIRD_ROWS
 from core.perf.predict import backward_gathers
 
 LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
@@ -208,7 +211,8 @@ def test_recomputation_reruns_the_forward_collectives():
 
 
 def test_held_out_rows_are_cited_and_grouped():
-    assert len(NEW_ROWS) >= 40 and len({m.id for m in ALL_ROWS}) == len(ALL_ROWS) == len(MEASUREMENTS) + len(NEW_ROWS)
+    assert len(NEW_ROWS) >= 40 and len({m.id for m in ALL_ROWS}) == len(ALL_ROWS) == len(MEASUREMENTS) + len(NEW_ROWS) \
+        + len(THIRD_ROWS)
     table = evaluate(ALL_ROWS)
     assert table["source"].str.len().min() > 40 and "other" not in set(table["group"])
     groups = group_table(table).set_index("group")
@@ -239,6 +243,8 @@ def test_the_accuracy_the_pages_quote_is_the_measured_one():
     measured = Accuracy(rows=len(table), median_error=round(table["error"].median(), 3),
                         first_round_rows=len(first), first_round_median=round(first["error"].median(), 3),
                         held_out_median=round(table["error"].iloc[len(MEASUREMENTS):].median(), 3),
+                        third_round_rows=len(THIRD_ROWS),
+                        third_round_median=round(table["error"].iloc[len(table) - len(THIRD_ROWS):].median(), 3),
                         a100_h100_rows=len(ampere_hopper),
                         a100_h100_median=round(ampere_hopper["error"].median(), 3),
                         a100_h100_worst=round(ampere_hopper["off_by"].max(), 2), worst=round(table["off_by"].max(), 2),
@@ -261,6 +267,25 @@ def test_tensor_parallel_rows_count_model_replicas():
     assert "tensor-parallel" in " ".join(step.breakdown)
     assert step.gradient_accumulation_steps == 1 and step.tokens_per_step == 8 * 64 * 1024
     assert 1.0 < est["measured_step_s"] < 5.0  # 96 B s l h^2 (...) / (29.5 TFLOPs x 512): about 2.4 s
+
+
+def test_sequence_parallel_rows_count_model_replicas():
+    """Ulysses ranks share one sample: 4 GPUs at sequence_parallel_size 4 are one replica, so a samples-per-second
+    row over them counts the 8 samples of a step, not 32 (every GPU a replica, as before)."""
+    row = next(m for m in THIRD_ROWS if m.id == "hfblog-ulysses-qwen3-4b-sp4-s8k")
+    assert data_parallel(row) == 1
+    as_samples = replace(row, metric="samples_per_s", value=2.0)
+    assert evaluate([as_samples]).iloc[0]["measured_step_s"] == pytest.approx(8 / 2.0)  # 8 samples a step
+    assert measurement_config(row)["train_batch_size"] == 8  # DeepSpeed divides the world by the SP degree
+
+
+def test_a_precision_section_given_by_a_row_keeps_its_keys():
+    """A row's own bf16 section (bf16 master weights) reaches the config; it was replaced by {"enabled": true}."""
+    row = next(m for m in THIRD_ROWS if m.id == "dsx-bf16mw-7b-z3-bf16master-4xh100")
+    assert measurement_config(row)["bf16"] == {"enabled": True, "bf16_master_weights_and_grads": True,
+                                               "bf16_optimizer_states": True}
+    fp32_master = next(m for m in THIRD_ROWS if m.id == "dsx-bf16mw-7b-z3-fp32master-4xh100")
+    assert measurement_config(fp32_master)["bf16"] == {"enabled": True}
 
 
 @pytest.mark.parametrize(("autocast", "compute"), [({"enabled": True}, "fp16"),

@@ -17,13 +17,18 @@ from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster, gpu_perf
 from core.perf.measurements import MEASUREMENTS, Measurement, deepcompile_flops_per_sample
 from core.perf.measurements_docs import NEW_ROWS
+from core.perf.measurements_third import THIRD_ROWS
 from core.perf.predict import predict
 
-#: Every published row: the first round's and the held-out second round's (``measurements_docs``).
-ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS)
+#: Every published row: the first round's, the held-out second round's (``measurements_docs``) and the held-out
+#: third round's (``measurements_third``, collected by a session that saw no prediction; the model is unchanged).
+ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS, *THIRD_ROWS)
 
 #: Groups for the accuracy report: (name, id prefixes; "e2e" matches the end-to-end rows), first match wins.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("3rd round: DeepSpeedExamples bf16 master weights, ZeRO-3, 4 H100 (held out)", ("dsx-bf16mw-",)),
+    ("3rd round: BigScience 20B, Megatron TP 8, 8 A100 (held out)", ("bigscience-",)),
+    ("3rd round: HF blog Ulysses SP, Qwen3-4B, ZeRO-3 + CPU Adam, TRL loop (held out)", ("hfblog-ulysses-",)),
     ("DeepSpeed 0.5.7 ZeRO-3 (blocking per-module fetch; not the ZeRO-3 modelled)", ("autotune-gpt2-xl-z3",)),
     ("Megatron-DeepSpeed long sequences, Triton FlashAttention, A100 (new)", ("mds-longseq-",)),
     ("A100/H100 DeepSpeed (Azure, ColossalAI, DeepCompile, HF blog, Megatron-DS)",
@@ -49,8 +54,10 @@ def group_of(ident: str) -> str:
 
 
 def data_parallel(m: Measurement) -> int:
-    """Model replicas: the GPUs over the tensor-parallel degree (``tensor_parallel.autotp_size``)."""
-    return m.gpus_per_node * m.nodes // max(1, effective(m.extra_config).autotp_size)
+    """Model replicas: the GPUs over the tensor-parallel degree (``tensor_parallel.autotp_size``) and the
+    sequence-parallel degree (``sequence_parallel_size``: its ranks share one sample), as DeepSpeed counts them."""
+    replicas = effective_world_size(dict(m.extra_config), m.gpus_per_node * m.nodes)
+    return int(replicas) // max(1, effective(m.extra_config).autotp_size)
 
 
 def measurement_config(m: Measurement) -> dict[str, Any]:
@@ -65,8 +72,8 @@ def measurement_config(m: Measurement) -> dict[str, Any]:
         "zero_optimization": dict(m.zero),
         **m.extra_config,
     }
-    if m.precision in ("fp16", "bf16"):
-        cfg[m.precision] = {"enabled": True}
+    if m.precision in ("fp16", "bf16"):  # a section in extra_config (e.g. bf16 master weights) keeps its keys
+        cfg[m.precision] = {**m.extra_config.get(m.precision, {}), "enabled": True}
     return cfg
 
 
