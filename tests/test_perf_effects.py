@@ -3,6 +3,7 @@ per-phase overlap, hpZ across micro-steps) and its accuracy on the held-out rows
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,7 @@ from core.memory import Shape
 from core.models import describe, get_spec
 from core.perf import Cluster, predict, read_settings
 from core.perf.accuracy import ALL_ROWS, data_parallel, evaluate, group_table, measurement_config
-from core.perf.advice import ACCURACY, Accuracy, trust_text
+from core.perf.advice import ACCURACY, ZERO3_SMALL_WORK, Accuracy, SmallWorkEvidence, trust_text
 from core.perf.compute import micro_step
 from core.perf.measurements import MEASUREMENTS
 from core.perf.measurements_docs import NEW_ROWS
@@ -335,3 +336,37 @@ def test_qgz_reduction_is_an_int4_all_to_all_in_the_node_then_the_nodes_share_ac
     # two tensor-parallel ranks per node: two exchanges share the network
     assert qgz_reduce_seconds(wire, 32, 8, 4, four, rings_per_node=2) == pytest.approx(
         ring_seconds(wire / 4, 1, 8, 8, four) + 2 * across)
+
+
+def test_the_small_work_zero3_evidence_is_the_measured_one():
+    """The caveat a ZeRO-3 prediction carries at little work per GPU quotes the table: the ZeRO-3 runs at 1,024
+    tokens or fewer per GPU per micro-step against the rest."""
+    ev = ZERO3_SMALL_WORK
+    slowdown = (1 / evaluate(ALL_ROWS).set_index("id")["ratio"]).to_dict()
+
+    def tokens(m):
+        return m.micro_batch * m.seq_len // m.extra_config.get("sequence_parallel_size", 1)
+
+    zero3 = [m for m in ALL_ROWS if m.zero.get("stage") == 3]
+    small = [slowdown[m.id] for m in zero3 if tokens(m) <= ev.max_tokens]
+    other = [slowdown[m.id] for m in zero3 if tokens(m) > ev.max_tokens]
+    assert ev == SmallWorkEvidence(max_tokens=ev.max_tokens, rows=len(small),
+                                   median_slowdown=round(statistics.median(small), 2),
+                                   beyond_1_5x=sum(s > 1.5 for s in small), other_rows=len(other),
+                                   other_median_slowdown=round(statistics.median(other), 2))
+
+
+def test_a_zero3_step_with_little_work_per_gpu_says_it_is_optimistic():
+    cl = Cluster("NVIDIA H100 80GB", 8, 1)
+    spec = get_spec("meta-llama/Llama-2-7b-hf")
+
+    def notes(stage, micro, seq, **extra):
+        cfg = {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+               "zero_optimization": {"stage": stage}, **extra}
+        return " ".join(predict(cfg, spec, cl, Shape(micro, seq, "flash", "full")).notes)
+
+    assert "ZeRO-3 with 512 tokens per GPU per micro-step" in notes(3, 1, 512) and "lower bound" in notes(3, 1, 512)
+    assert "ZeRO-3 with 1,024 tokens" in notes(3, 2, 512)
+    assert "lower bound" not in notes(3, 1, 2048) and "lower bound" not in notes(2, 1, 512)
+    # Ulysses ranks split the sequence: 4 x 1,024 tokens over 4 ranks is 1,024 per GPU
+    assert "ZeRO-3 with 1,024 tokens" in notes(3, 1, 4096, sequence_parallel_size=4)

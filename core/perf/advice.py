@@ -60,6 +60,37 @@ def trust_text(acc: Accuracy = ACCURACY) -> str:
             "model at 512 tokens per H100 ran 2.3-2.5x slower than predicted). Treat a prediction as the speed a "
             "well-tuned run reaches, and ZeRO-3 at small micro batches as optimistic (BENCHMARKS.md lists each run).")
 
+@dataclass(frozen=True)
+class SmallWorkEvidence:
+    """How the published ZeRO-3 runs with little work per GPU compare with the model (``core.perf.accuracy``):
+    the runs at ``max_tokens`` tokens or fewer per GPU per micro-step against the other ZeRO-3 runs."""
+
+    max_tokens: int
+    rows: int
+    median_slowdown: float  # measured / predicted step time, the median over those runs
+    beyond_1_5x: int  # of them, runs more than 1.5x slower than predicted
+    other_rows: int
+    other_median_slowdown: float
+
+
+#: Recomputed by tests/test_perf_effects.py from the accuracy table (a model change that moves it fails there).
+ZERO3_SMALL_WORK = SmallWorkEvidence(max_tokens=1024, rows=26, median_slowdown=1.31, beyond_1_5x=9, other_rows=61,
+                                     other_median_slowdown=1.01)
+
+
+def small_work_note(tokens_per_gpu: float, ev: SmallWorkEvidence = ZERO3_SMALL_WORK) -> str | None:
+    """The caveat for a ZeRO-3 step with ``tokens_per_gpu`` tokens per GPU per micro-step, or None above the
+    evidence's bound: the model's ZeRO-3 is a well-tuned one, and real runs with this little work per GPU were
+    slower than it (fixed per-module costs and exposed gathers weigh more)."""
+    if tokens_per_gpu > ev.max_tokens:
+        return None
+    return (f"ZeRO-3 with {tokens_per_gpu:,.0f} tokens per GPU per micro-step: the {ev.rows} published ZeRO-3 runs "
+            f"at {ev.max_tokens:,} tokens or fewer ran a median {ev.median_slowdown:.2f}x slower than this model "
+            f"predicts them, {ev.beyond_1_5x} of them more than 1.5x (the {ev.other_rows} with more work per GPU: "
+            f"{ev.other_median_slowdown:.2f}x; BENCHMARKS.md). Read this step time as a lower bound, prefer a "
+            "larger micro batch where memory allows, and measure before relying on it.")
+
+
 _ADVICE = {
     "compute": "the GPUs are busy computing: larger micro-batches, fewer recomputations or faster GPUs help",
     "recomputation": "activation recomputation repeats the forward: turn it off or use selective recompute "

@@ -50,7 +50,7 @@ from typing import Any
 from core.hardware import GPU_BY_NAME
 from core.memory.estimate import ModelCounts, Shape, _check_shape
 from core.models.arch import ModelSpec
-from core.perf.advice import bottleneck_text
+from core.perf.advice import bottleneck_text, small_work_note
 from core.perf.collectives import qgz_reduce_seconds, ring_seconds
 from core.perf.compute import (
     ACTIVATION_PASSES,
@@ -399,6 +399,8 @@ def predict(
     if cluster.nodes > 1:
         notes.append("Inter-node rings are costed at the node's total network bandwidth; NCCL tree algorithms "
                      "and topology effects are not modelled.")
+    if m.stage == 3 and (small := small_work_note(shape.micro_batch * shape.seq_len / st.sp)):
+        notes.append(small)
     return StepEstimate(
         step_seconds=step,
         tokens_per_second=tokens_per_step / step,
