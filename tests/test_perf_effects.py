@@ -3,8 +3,10 @@ per-phase overlap, hpZ across micro-steps) and its accuracy on the held-out rows
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -370,3 +372,15 @@ def test_a_zero3_step_with_little_work_per_gpu_says_it_is_optimistic():
     assert "lower bound" not in notes(3, 1, 2048) and "lower bound" not in notes(2, 1, 512)
     # Ulysses ranks split the sequence: 4 x 1,024 tokens over 4 ranks is 1,024 per GPU
     assert "ZeRO-3 with 1,024 tokens" in notes(3, 1, 4096, sequence_parallel_size=4)
+
+
+def test_the_accuracy_script_prints_each_set(capsys):
+    """scripts/perf_accuracy.py: every row by default, the first round or the third held-out set on request."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / "perf_accuracy.py"
+    spec = importlib.util.spec_from_file_location("perf_accuracy", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for args, rows in (([], len(ALL_ROWS)), (["--first-round"], len(MEASUREMENTS)), (["--third-set"], len(THIRD_ROWS))):
+        assert script.main(args) == 0
+        out = capsys.readouterr().out
+        assert f"rows: {rows} " in out
