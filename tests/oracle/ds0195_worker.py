@@ -311,6 +311,10 @@ def initialize_main() -> None:
     results = {case_id: run_initialize_case_on_host(config, host) for case_id, config in request["cases"].items()}
     protocol.write(json.dumps({"host": host, "results": results}) + "\n")
     protocol.flush()
+    sys.stderr.flush()
+    # The answer is out: skip the interpreter's teardown, where native threads of the engines built above can
+    # abort the process ("terminate called without an active exception") and turn a finished run into a failure.
+    os._exit(0)
 
 
 if __name__ == "__main__":
