@@ -345,13 +345,12 @@ def test_the_small_work_zero3_evidence_is_the_measured_one():
     tokens or fewer per GPU per micro-step against the rest."""
     ev = ZERO3_SMALL_WORK
     slowdown = (1 / evaluate(ALL_ROWS).set_index("id")["ratio"]).to_dict()
-
-    def tokens(m):
-        return m.micro_batch * m.seq_len // m.extra_config.get("sequence_parallel_size", 1)
-
-    zero3 = [m for m in ALL_ROWS if m.zero.get("stage") == 3]
-    small = [slowdown[m.id] for m in zero3 if tokens(m) <= ev.max_tokens]
-    other = [slowdown[m.id] for m in zero3 if tokens(m) > ev.max_tokens]
+    # the stage and the sequence-parallel degree as predict reads them from each row's config
+    settings = {m.id: read_settings(measurement_config(m), m.gpus_per_node * m.nodes) for m in ALL_ROWS}
+    tokens = {m.id: m.micro_batch * m.seq_len / settings[m.id].sp for m in ALL_ROWS}
+    zero3 = [m.id for m in ALL_ROWS if settings[m.id].stage == 3]
+    small = [slowdown[i] for i in zero3 if tokens[i] <= ev.max_tokens]
+    other = [slowdown[i] for i in zero3 if tokens[i] > ev.max_tokens]
     assert ev == SmallWorkEvidence(max_tokens=ev.max_tokens, rows=len(small),
                                    median_slowdown=round(statistics.median(small), 2),
                                    beyond_1_5x=sum(s > 1.5 for s in small), other_rows=len(other),

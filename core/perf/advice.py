@@ -60,6 +60,7 @@ def trust_text(acc: Accuracy = ACCURACY) -> str:
             "model at 512 tokens per H100 ran 2.3-2.5x slower than predicted). Treat a prediction as the speed a "
             "well-tuned run reaches, and ZeRO-3 at small micro batches as optimistic (BENCHMARKS.md lists each run).")
 
+
 @dataclass(frozen=True)
 class SmallWorkEvidence:
     """How the published ZeRO-3 runs with little work per GPU compare with the model (``core.perf.accuracy``):
