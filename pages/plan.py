@@ -119,6 +119,8 @@ def planner() -> None:
                 f"{' + ZeRO++' if best['zeropp'] else ''}, micro batch {best['micro_batch']} x "
                 f"{best['gradient_accumulation_steps']} accumulation, recompute {best['recompute']}: "
                 f"{best['step_seconds']:.2f} s per step. Bottleneck: {best['bottleneck']}", icon=":material/speed:")
+        for caveat in ranked.caveats:
+            st.warning(caveat, icon=":material/warning:")
 
         def _use(rank: int) -> None:
             row = shown.iloc[rank - 1]

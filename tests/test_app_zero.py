@@ -204,3 +204,18 @@ def test_no_step_prediction_for_a_custom_gpu_says_why():
     at = zero_app({"stage": 2}, gpu="Custom", gpu_memory_gib=48.0)
     assert not [m for m in at.metric if m.label == "Predicted step time"]
     assert any("no datasheet for a custom GPU" in c.value for c in at.caption)
+
+
+def test_a_zero3_step_with_little_work_says_so_beside_the_step_time():
+    """ZeRO-3 at 512 tokens per GPU: the published runs of that kind were slower than the model, and the page
+    says so as a warning next to the figure (it was one caption among the breakdown's notes, in a popover)."""
+    context = {"nodes": 1, "gpus_per_node": 8, "gpu": "NVIDIA H100 80GB", "seq_len": 512}
+    at = zero_app({"stage": 3}, **context)
+    assert _step_metric(at)
+    warned = [w.value for w in at.warning if "lower bound" in w.value]
+    assert len(warned) == 1 and "ZeRO-3 with 512 tokens per GPU per micro-step" in warned[0]
+    assert not any("lower bound" in c.value for c in at.caption)  # not repeated in the popover
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(2).run()
+    assert not [w for w in at.warning if "lower bound" in w.value]
+    at = zero_app({"stage": 3}, **(context | {"seq_len": 4096}))
+    assert not [w for w in at.warning if "lower bound" in w.value]

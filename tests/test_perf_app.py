@@ -123,3 +123,23 @@ def test_the_page_says_what_the_prediction_assumed_as_the_cli_does():
     at.selectbox(key="plan_precision_NVIDIA V100 32GB").set_value("bf16").run()
     assert not at.exception, at.exception
     assert any("no bf16 tensor cores" in c.value for c in at.caption)
+
+
+def test_the_fastest_fitting_rows_caveat_is_a_warning_beside_it():
+    """A 70B model on 32 GPUs with one 512-token sequence each: the fastest fitting row is ZeRO-3 with little work
+    per GPU, and the page shows the caveat recommend gives it (as dsconfig plan prints it)."""
+    from core.models import get_spec
+    from core.perf import Cluster, recommend
+
+    at = app(page=PAGE)
+    at.selectbox(key="plan_model").set_value("meta-llama/Llama-2-70b-hf").run()
+    at.selectbox(key="plan_gpu").set_value("NVIDIA H100 80GB").run()
+    at.number_input(key="plan_nodes").set_value(4).run()
+    at.number_input(key="plan_seq").set_value(512).run()
+    at.number_input(key="plan_batch").set_value(32).run()
+    assert not at.exception, at.exception
+    table = recommend(get_spec("meta-llama/Llama-2-70b-hf"), Cluster("NVIDIA H100 80GB", 8, 4),
+                      seq_len=512, global_batch=32)
+    assert table.attrs["caveats"], "the case must have a ZeRO-3 small-work best row"
+    warned = [w.value for w in at.warning if "lower bound" in w.value]
+    assert warned == table.attrs["caveats"]

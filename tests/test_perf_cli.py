@@ -275,3 +275,24 @@ def test_predict_says_the_network_and_attention_it_assumed(config_file):
     code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--network",
                       "100", "--attention", "eager"])
     assert "(100 Gbit/s per node)" in text.splitlines()[0] and "eager attention" in text.splitlines()[0]
+
+
+def test_predict_and_plan_print_the_small_work_caveat(tmp_path):
+    """ZeRO-3 at 512 tokens per GPU: predict prints the caveat on its figure (and its JSON holds it), plan prints
+    the fastest fitting row's; ZeRO-2 has none."""
+    def predict_text(stage: int, fmt: str = "text") -> str:
+        path = tmp_path / f"z{stage}.json"
+        path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                    "bf16": {"enabled": True}, "zero_optimization": {"stage": stage}}))
+        code, text = run(["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu",
+                          "NVIDIA H100 80GB", "--seq-len", "512", "--format", fmt])
+        assert code == 0
+        return text
+
+    caveats = [line for line in predict_text(3).splitlines() if line.startswith("caveat: ZeRO-3 with 512 tokens")]
+    assert len(caveats) == 1 and "lower bound" in caveats[0]
+    assert json.loads(predict_text(3, "json"))["caveats"] == [caveats[0].removeprefix("caveat: ")]
+    assert "caveat" not in predict_text(2)
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA H100 80GB", "--nodes", "4",
+                      "--seq-len", "512", "--global-batch", "32"])
+    assert code == 0 and "caveat (fastest fitting config): ZeRO-3 with 512 tokens per GPU" in text

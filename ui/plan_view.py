@@ -62,6 +62,8 @@ class Ranking:
     limit: bytes
     notes: tuple[str, ...] = ()
     """What the best row's prediction assumed (``recommend``'s ``attrs["notes"]``)."""
+    caveats: tuple[str, ...] = ()
+    """Where measurements say the best row's figure is optimistic (``recommend``'s ``attrs["caveats"]``)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -99,7 +101,8 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
     }))
     limit = charts.arrow(pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]}))
     return Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
-                   view, parts, speed_memory, limit, tuple(table.attrs["notes"]))
+                   view, parts, speed_memory, limit, tuple(table.attrs["notes"]),
+                   tuple(table.attrs["caveats"]))
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(_table_text(sweep) + "\n")
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
                   f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
+    for caveat in table.attrs["caveats"]:
+        out.write(f"caveat (fastest fitting config): {caveat}\n")
     for note in table.attrs["notes"]:
         out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
@@ -245,6 +247,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         for name, sec in est.hidden.items():
             out.write(f"  {name:58s} {sec:9.3f} s\n")
     out.write(f"\nBottleneck: {est.bottleneck}\n")
+    for caveat in est.caveats:
+        out.write(f"caveat: {caveat}\n")
     for note in est.notes:
         out.write(f"note: {note}\n")
     return EXIT_OK

@@ -94,6 +94,9 @@ class StepEstimate:
     model_flops_per_token: float
     hidden: dict[str, float] = field(default_factory=dict)
     assumptions: dict[str, Any] = field(default_factory=dict)
+    #: Where the published measurements say this very figure is optimistic (e.g. ZeRO-3 with little work per GPU):
+    #: shown beside the step time, not among the notes.
+    caveats: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable."""
@@ -107,6 +110,7 @@ class StepEstimate:
             "hidden_behind_compute": dict(self.hidden),
             "bottleneck": self.bottleneck,
             "notes": list(self.notes),
+            "caveats": list(self.caveats),
             "micro_batch": self.micro_batch,
             "gradient_accumulation_steps": self.gradient_accumulation_steps,
             "tokens_per_step": self.tokens_per_step,
@@ -399,8 +403,7 @@ def predict(
     if cluster.nodes > 1:
         notes.append("Inter-node rings are costed at the node's total network bandwidth; NCCL tree algorithms "
                      "and topology effects are not modelled.")
-    if m.stage == 3 and (small := small_work_note(shape.micro_batch * shape.seq_len / st.sp)):
-        notes.append(small)
+    small = small_work_note(shape.micro_batch * shape.seq_len / st.sp) if m.stage == 3 else None
     return StepEstimate(
         step_seconds=step,
         tokens_per_second=tokens_per_step / step,
@@ -415,6 +418,7 @@ def predict(
         tokens_per_step=tokens_per_step,
         model_flops_per_token=model_flops,
         hidden=hidden,
+        caveats=(small,) if small else (),
         assumptions={**cluster.resolved(), "peak_tflops_used": peak / 1e12,
                      "efficiency": cluster.efficiency.__dict__.copy(), "activation_passes": ACTIVATION_PASSES,
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,

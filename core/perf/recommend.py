@@ -180,10 +180,12 @@ def recommend(
                     "step_seconds": est.step_seconds, "tokens_per_second": est.tokens_per_second,
                     "tflops_per_gpu": est.tflops_per_gpu, "mfu": est.mfu, "bottleneck": est.bottleneck,
                     "breakdown": est.breakdown, "config": cfg, "notes": est.notes,
+                    "caveats": est.caveats,
                 })
             rows.extend(reversed(group) if fastest_only else group)  # micro batches in ascending order either way
     frame = pd.DataFrame(rows)
     notes: list[str] = []
+    caveats: list[str] = []
     if not frame.empty:  # empty: fitting_only, and nothing fits
         if tokens is not None:
             frame["hours"] = tokens / frame["tokens_per_second"] / 3600
@@ -199,9 +201,12 @@ def recommend(
         # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row
         notes = list(frame["notes"].iloc[0])
         notes += _zero3_first_note(frame)
-        frame = frame.drop(columns=["notes"])
+        # the fastest fitting row's limits, as the page and the CLI recommend it
+        fitting_rows = frame[frame["fits"]]
+        caveats = list(fitting_rows["caveats"].iloc[0]) if not fitting_rows.empty else []
+        frame = frame.drop(columns=["notes", "caveats"])
     frame.attrs.update(
-        notes=notes,
+        notes=notes, caveats=caveats,
         memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB, attention=attention,
         seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.resolved(),
         recompute_note="recompute is the model's gradient checkpointing (e.g. HF gradient_checkpointing_enable); "
