@@ -12,10 +12,12 @@ import difflib
 import enum
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
 
+from core.effective import Effective, effective
 from core.findings import delete_path, join_path, split_path
 from core.io import dump_config
 from core.launchers import (  # noqa: F401 — the launch exports, here too for callers of core.export
@@ -37,6 +39,8 @@ from core.schema import DEFAULT_VERSION, DeepSpeedConfig
 from core.schema.base import section_kind
 from core.schema.walk import SchemaField, field_exists, section_fields, unique_fields
 from core.validate import validate
+
+_MISSING = object()
 
 
 def _plain(value: Any) -> Any:
@@ -68,7 +72,10 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
     and in strict (pydantic) sections. Lenient nested sections are kept as written, because DeepSpeed
     hands some of them on as raw dicts that later code indexes (``data_efficiency``). A section left
     empty is dropped only where the section itself defaults to its defaults (``fp16``); an optional
-    section (``offload_param``, default None) stays, as ``{}``, because its presence can matter.
+    section (``offload_param``, default None) stays, as ``{}``, because its presence can matter, and so does
+    one whose mere presence DeepSpeed reads (``comms_logger``: the schema's ``presence_matters``). A section
+    DeepSpeed reads instead of another only while that one is absent keeps the other (``bf16`` before
+    ``bfloat16``: the reading of ``core.effective`` must not change).
     """
     items = _section_items(config, model)
     if items is None:
@@ -80,12 +87,34 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
             continue
         if field.model is not None and isinstance(value, Mapping):
             inner = strip_defaults(value, field.model)
-            if inner or field.default is None:
+            if inner or field.default is None or field.meta.extra.get("presence_matters"):
                 out[key] = inner
             continue
         if field.info.is_required() or not _same(value, field.default):
             out[key] = value
+    if model is DeepSpeedConfig:
+        out = _same_reading(config, out)
     return out
+
+
+def _reading(config: Mapping[str, Any]) -> Effective:
+    return replace(effective(config), stage_written=None)  # the written spelling may go; the meaning may not
+
+
+def _same_reading(config: Mapping[str, Any], stripped: dict[str, Any]) -> dict[str, Any]:
+    """``stripped`` with top-level sections of ``config`` put back, in file order, until DeepSpeed reads it as it
+    reads ``config``: a section of defaults can still matter by being there (``"bf16": {"enabled": false}``
+    shadows a legacy ``bfloat16`` section, which DeepSpeed reads only when ``bf16`` is absent)."""
+    want = _reading(config)
+    if _reading(stripped) == want:
+        return stripped
+    out = dict(stripped)
+    for key, value in config.items():
+        if out.get(key, _MISSING) is not value:
+            out[key] = value
+            if _reading(out) == want:
+                break
+    return {key: out[key] for key in config if key in out}  # the file's key order
 
 
 def _json_default(field: SchemaField) -> tuple[bool, Any]:

@@ -39,9 +39,31 @@ def parsed(config: dict) -> dict:
     return out
 
 
+#: Sections whose presence or spelling matters to DeepSpeed beyond their values (a QA pass's cases): a ``bf16``
+#: section of defaults shadows the legacy ``bfloat16``, the legacy boolean ZeRO, a stage as a string, null values.
+CRAFTED = {
+    "bf16-off-shadows-bfloat16": {"bf16": {"enabled": False}, "bfloat16": {"enabled": True}},
+    "bf16-null-bfloat16-on": {"bf16": None, "bfloat16": {"enabled": True}},
+    "zero-bool": {"zero_optimization": True},
+    "zero-stage-string": {"zero_optimization": {"stage": "2"}},
+    "overlap-null-stage3": {"zero_optimization": {"stage": 3, "overlap_comm": None}},
+    "offload-param-none": {"zero_optimization": {"stage": 3, "offload_param": {"device": "none"}}},
+    "profilers": {"wall_clock_breakdown": False, "flops_profiler": {"enabled": True}},
+    "comms-logger-off": {"comms_logger": {"enabled": False}},
+    "checkpoint-warn": {"checkpoint": {"tag_validation": "Warn"}},
+    "clipping-int": {"gradient_clipping": 1},
+    "autotp-0": {"tensor_parallel": {"autotp_size": 0}},
+    "fp16-off-loss-scale": {"fp16": {"enabled": False, "loss_scale": 0}},
+    "stage0-offload-none": {"zero_optimization": {"stage": 0, "offload_optimizer": {"device": "none"}}},
+    "activation-checkpointing": {"activation_checkpointing": {"partition_activations": False}},
+}
+
+
 def _configs() -> list:
     out = [pytest.param(json.loads(p.read_text())["config"], id=f"preset:{p.stem}")
            for p in sorted((ROOT / "presets").glob("*.json"))]
+    out += [pytest.param({"train_micro_batch_size_per_gpu": 1, **config}, id=f"crafted:{name}")
+            for name, config in CRAFTED.items()]
     for path in sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in ("SOURCES.tsv", "README.md")):
         try:
             out.append(pytest.param(core.load_config(path.read_bytes()), id=f"{path.parent.name}/{path.name}"))

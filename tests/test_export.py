@@ -453,3 +453,15 @@ def test_hf_export_of_a_config_with_only_train_batch_size_says_the_trainer_defau
     assert any("train_batch_size 400" in note and "per_device_train_batch_size" in note for note in notes)
     planned = hf_trainer_export(config, "match", {"per_device_train_batch_size": 50})[2]
     assert not any("train_batch_size 400" in note for note in planned)
+
+
+def test_minimal_export_keeps_a_section_whose_presence_matters():
+    """A bf16 section of defaults shadows the legacy bfloat16 (DeepSpeed reads bfloat16 only when bf16 is
+    absent): dropping it turned bf16 training on. comms_logger is read by presence (comms_logger_enabled)."""
+    shadowed = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": False}, "bfloat16": {"enabled": True}}
+    assert strip_defaults(shadowed) == shadowed
+    assert strip_defaults({"bf16": {"enabled": False}, "fp16": {"enabled": False}}) == {}
+    assert strip_defaults({"comms_logger": {"enabled": False, "verbose": False}}) == {"comms_logger": {}}
+    # the file's key order survives a section put back
+    assert list(strip_defaults({"bfloat16": {"enabled": True}, "gradient_clipping": 1.0, "bf16": {}})) == [
+        "bfloat16", "bf16"]

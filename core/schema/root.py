@@ -191,7 +191,8 @@ class DeepSpeedConfig(LenientSection):
     )
     comet: CometConfig = ds_field(default_factory=CometConfig, page="monitoring", description="Log to Comet.")
     comms_logger: CommsLoggerConfig = ds_field(
-        default_factory=CommsLoggerConfig, page="monitoring", description="Log collective communication."
+        default_factory=CommsLoggerConfig, page="monitoring", description="Log collective communication.",
+        presence_matters=True,  # DeepSpeedCommsConfig: comms_logger_enabled = 'comms_logger' in ds_config
     )
     flops_profiler: FlopsProfilerConfig = ds_field(
         default_factory=FlopsProfilerConfig, page="monitoring",
