@@ -108,12 +108,10 @@ def _same_reading(config: Mapping[str, Any], stripped: dict[str, Any]) -> dict[s
     want = _reading(config)
     if _reading(stripped) == want:
         return stripped
-    out = dict(stripped)
-    for key, value in config.items():
-        if out.get(key, _MISSING) is not value:
-            out[key] = value
-            if _reading(out) == want:
-                break
+    changed = [key for key, value in config.items() if stripped.get(key, _MISSING) is not value]
+    # one section put back is the usual mend; if none does it alone, every changed one goes back as written
+    mends = [{key: config[key]} for key in changed] + [{key: config[key] for key in changed}]
+    out = next((o for o in ({**stripped, **mend} for mend in mends) if _reading(o) == want), dict(config))
     return {key: out[key] for key in config if key in out}  # the file's key order
 
 
