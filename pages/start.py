@@ -217,18 +217,24 @@ elif model_source == "Upload config.json":
             if ctx["model"] != hf_file.name or ctx["model_config"] != hf_config:
                 _set_model(hf_file.name, spec.total_params, spec.largest_layer_params, hf_config)
 else:
+    def _counts_by_hand() -> None:
+        # counts typed by hand describe no architecture (no activation estimate) and no named model any more;
+        # merely looking at this option keeps the chosen model
+        ctx.update(model=None, model_config=None)
+
     cols = st.columns(2)
     with cols[0]:
         widgets.context_widget(st.number_input, "total_params", "Total parameters", step=1_000_000,
-                               placeholder="e.g. 7000000000")
+                               placeholder="e.g. 7000000000", then=_counts_by_hand)
     with cols[1]:
         widgets.context_widget(st.number_input, "largest_layer_params", "Largest layer's parameters",
-                               step=1_000_000, help="Usually the embedding: vocab size × hidden size.")
-    if ctx.get("model_config") is not None:
-        ctx["model_config"] = None  # counts by hand: no architecture, so no activation estimate
+                               step=1_000_000, help="Usually the embedding: vocab size × hidden size.",
+                               then=_counts_by_hand)
 if ctx.get("total_params"):
+    largest = ctx.get("largest_layer_params")
     st.caption(f"Model: **{ctx.get('model') or 'by hand'}** — {ctx['total_params'] / 1e9:.2f} B parameters, "
-               f"largest layer {ctx['largest_layer_params'] / 1e6:.1f} M.")
+               + (f"largest layer {largest / 1e6:.1f} M." if largest else
+                  "largest layer not given: enter **Largest layer's parameters** too for a memory estimate."))
 cols = st.columns(4)
 with cols[0]:
     widgets.context_widget(st.number_input, "seq_len", "Sequence length (tokens)", step=256)

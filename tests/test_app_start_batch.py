@@ -202,3 +202,52 @@ def test_upload_a_model_config_json_sets_the_architecture():
     at.file_uploader(key="start_hf_config").upload("config.json", b'{"model_type": "nope"}', "application/json").run()
     assert any("Could not read the model config" in e.value for e in at.error)
     assert at.session_state["context"]["total_params"] == spec.total_params
+
+
+def test_a_total_without_the_largest_layer_asks_for_it():
+    """Typing the total first (or a shared link with only the total) crashed the Start page on its caption."""
+    at = app({"train_micro_batch_size_per_gpu": 1})
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    at.number_input(key="ctx:total_params").set_value(7_000_000_000).run()
+    assert not at.exception, at.exception
+    assert any("enter **Largest layer's parameters** too" in c.value for c in at.caption)
+    token = app_state.encode_state({"train_micro_batch_size_per_gpu": 1}, {"total_params": 7_000_000_000}, {})
+    shared = app()
+    shared.query_params["s"] = token
+    shared.run()
+    assert not shared.exception, shared.exception
+
+
+def test_looking_at_counts_by_hand_keeps_the_catalog_models_architecture():
+    """Clicking "Parameter counts by hand" and back dropped the architecture (activations no longer counted);
+    only typing a count does, and the count then describes no named model."""
+    def fit(at):
+        return [e.value for e in [*at.sidebar.success, *at.sidebar.error] if "GiB per GPU" in e.value]
+
+    at = app({"train_micro_batch_size_per_gpu": 4})
+    at.selectbox(key="start_model").set_value("meta-llama/Llama-2-7b-hf").run()
+    before = fit(at)
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    assert fit(at) == before
+    at.radio(key="start_model_source").set_value("Catalog").run()
+    ctx = at.session_state["context"]
+    assert ctx["model"] == "meta-llama/Llama-2-7b-hf" and ctx["model_config"] is not None
+    assert fit(at) == before and "model states only" not in before[0]
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    at.number_input(key="ctx:total_params").set_value(13_000_000_000).run()
+    ctx = at.session_state["context"]
+    assert (ctx["model"], ctx["model_config"], ctx["total_params"]) == (None, None, 13_000_000_000)
+
+
+def test_a_figure_from_counts_by_hand_says_activations_are_left_out():
+    """Sidebar, headline and Review named a micro batch and a sequence length for a figure without activations."""
+    at = app({"train_micro_batch_size_per_gpu": 4})
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    at.number_input(key="ctx:total_params").set_value(6_738_415_616).run()
+    at.number_input(key="ctx:largest_layer_params").set_value(131_072_000).run()
+    fit = [e.value for e in [*at.sidebar.success, *at.sidebar.error] if "GiB per GPU" in e.value]
+    assert len(fit) == 1 and "model states only: activations not estimated" in fit[0]
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    shown = [*texts(at.success), *texts(at.warning), *texts(at.error), *texts(at.markdown)]
+    assert any("Memory:" in s and "model states only" in s for s in shown)

@@ -82,7 +82,8 @@ def fit_sentence(estimate: Any, assumption: str | None) -> str:
     if estimate is None:
         return ":gray[:material/help: **Fit unknown**]: choose a model on the Start page"
     shape = estimate.shape
-    extra = f"micro batch {shape.micro_batch}, {shape.seq_len} tokens" + (f"; {assumption}" if assumption else "")
+    extra = f"micro batch {shape.micro_batch}, {shape.seq_len} tokens" + "".join(
+        f"; {said}" for said in (assumption, estimate.scope) if said)
     verdict = (":green[:material/check_circle: **Fits**]" if estimate.fits
                else f":red[:material/error: **Does not fit**] ({', '.join(fit.short_of(estimate))})")
     return f"{verdict}: {fit_numbers(estimate)} — {extra}"

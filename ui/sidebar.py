@@ -71,9 +71,9 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
         text += f"; NVMe {estimate.nvme_bytes_per_node / memory.GIB:.0f} GiB per node"
     shape = estimate.shape
     text += f" — micro batch {shape.micro_batch}, {shape.seq_len} tokens."
-    assumed = memory.micro_batch_and_assumption(config, report, ctx)[1]
-    if assumed:
-        text += f" ({assumed}.)"
+    for assumed in (memory.micro_batch_and_assumption(config, report, ctx)[1], estimate.scope):
+        if assumed:
+            text += f" ({assumed}.)"
     if estimate.fits:
         st.success(f"Fits: {text}", icon=":material/memory:")
     else:

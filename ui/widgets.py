@@ -11,7 +11,7 @@ widget for, is left as it is.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -341,12 +341,16 @@ def show_rest(rest: Mapping[str, list[Finding]]) -> None:
 CONTEXT_PREFIX = "ctx:"
 
 
-def _on_context(name: str) -> None:
+def _on_context(name: str, then: Callable[[], None] | None = None) -> None:
     app_state.get_context()[name] = st.session_state[CONTEXT_PREFIX + name]
+    if then is not None:
+        then()
 
 
-def context_widget(factory: Any, name: str, label: str, **kwargs: Any) -> Any:
-    """A widget bound to ``context[name]`` (target, hardware, model, training shape)."""
+def context_widget(factory: Any, name: str, label: str, *, then: Callable[[], None] | None = None,
+                   **kwargs: Any) -> Any:
+    """A widget bound to ``context[name]`` (target, hardware, model, training shape); ``then`` runs after the
+    user changes it."""
     value = app_state.get_context().get(name)
     if factory is st.number_input and name in app_state.CONTEXT_LIMITS:
         low, high = app_state.CONTEXT_LIMITS[name]
@@ -357,7 +361,7 @@ def context_widget(factory: Any, name: str, label: str, **kwargs: Any) -> Any:
         kwargs["index"] = options.index(value) if value in options else 0
     else:
         kwargs["value"] = value
-    return factory(label, key=CONTEXT_PREFIX + name, on_change=_on_context, args=(name,), **kwargs)
+    return factory(label, key=CONTEXT_PREFIX + name, on_change=_on_context, args=(name, then), **kwargs)
 
 
 def cluster_widgets(cols: list[Any]) -> None:

@@ -156,6 +156,7 @@ def estimate(
         components,
         tuple(notes),
         tuple(symbols.items()),
+        states_only=not isinstance(model, ModelSpec),
     )
 
 

@@ -85,6 +85,15 @@ class MemoryEstimate:
     components: tuple[Component, ...]
     notes: tuple[str, ...] = field(default=())
     symbols: tuple[tuple[str, float], ...] = field(default=())  # values of the letters used in the formulas
+    states_only: bool = False
+    """The model is given by parameter counts only: activations, logits and persistent small parameters are not
+    in the totals (see :attr:`scope`)."""
+
+    @property
+    def scope(self) -> str | None:
+        """What the totals leave out, for every place that shows them (None: nothing)."""
+        return ("model states only: activations not estimated (the model is given by parameter counts; pick it "
+                "from the catalog or upload its config.json for them)") if self.states_only else None
 
     def _sum(self, device: str, phase: str | None = None) -> int:
         return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase))
@@ -174,5 +183,6 @@ class MemoryEstimate:
             "fits": {"gpu": self.fits_gpu, "cpu": self.fits_cpu, "nvme": self.fits_nvme, "all": self.fits},
             "notes": list(self.notes),
             "symbols": dict(self.symbols),
+            "states_only": self.states_only,
         }
 
