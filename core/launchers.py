@@ -32,6 +32,11 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _short(value: float) -> str:
+    """A number in a note, compactly (an integer beyond float range as written)."""
+    return str(value) if isinstance(value, int) and abs(value) > 2**53 else f"{value:g}"
+
+
 def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
     """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks)."""
     args: dict[str, Any] = {}
@@ -56,7 +61,7 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
     total = get_path(config, "scheduler.params.total_num_steps")
     if isinstance(warmup, int) and not isinstance(warmup, bool):
         args["warmup_steps"] = warmup
-    if _number(total) and float(total).is_integer():
+    if (isinstance(total, int) and not isinstance(total, bool)) or (isinstance(total, float) and total.is_integer()):
         args["max_steps"] = int(total)
     for section in ("fp16", "bf16"):
         if get_path(config, f"{section}.enabled") is True:
@@ -97,8 +102,9 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     peak = get_path(config, "scheduler.params.warmup_max_lr")
     if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)
-        notes.append(f"scheduler.params.warmup_max_lr {peak:g} differed from the learning rate "
-                     f"{args['learning_rate']:g}; the HF Trainer requires them equal, so it now follows learning_rate.")
+        notes.append(f"scheduler.params.warmup_max_lr {_short(peak)} differed from the learning rate "
+                     f"{_short(args['learning_rate'])}; the HF Trainer requires them equal, so it now follows "
+                     "learning_rate.")
     return out, args, notes
 
 

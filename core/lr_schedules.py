@@ -110,6 +110,19 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _finite(value: int | float) -> bool:
+    """A finite float, or an integer a float can hold (DeepSpeed's arithmetic turns it into one)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond float range
+        return False
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
+
+
 def _scalar(name: str, value: Any) -> Any:
     """DeepSpeed accepts a list (one value per param group); a chart has one group."""
     if isinstance(value, list | tuple):
@@ -138,8 +151,8 @@ def _number(name: str, value: Any) -> float:
         value = _scalar(name, value)
     if value == "auto":
         raise ScheduleError(_auto_message(name), name)
-    if not _is_number(value) or not math.isfinite(value):
-        raise ScheduleError(f"{name} must be a finite number, got {value!r}", name)
+    if not _is_number(value) or not _finite(value):
+        raise ScheduleError(f"{name} must be a finite number within float range, got {_shown(value)}", name)
     return value
 
 
@@ -196,8 +209,9 @@ def _warmup_type(value: Any, warnings: list[str]) -> str:
 def _need_base_lr(base_lr: float | None, why: str) -> float:
     if base_lr is None or base_lr == "auto":
         raise ScheduleError(f"the optimizer's lr is needed ({why}); set optimizer.params.lr", "lr")
-    if not _is_number(base_lr) or not math.isfinite(base_lr):
-        raise ScheduleError(f"optimizer lr must be a finite number, got {base_lr!r}", "lr")
+    if not _is_number(base_lr) or not _finite(base_lr):
+        raise ScheduleError(f"optimizer lr must be a finite number within float range, got {_shown(base_lr)}",
+                            "lr")
     return base_lr
 
 
@@ -341,7 +355,15 @@ def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: 
         elif skip_lr_decay:
             lr = min_lr
         else:
-            lr = min_lr / (1 + decay_lr_rate * ((it - total_size + 1) / decay_step_size))
+            divisor = 1 + decay_lr_rate * ((it - total_size + 1) / decay_step_size)
+            if divisor <= 0:  # DeepSpeed's _get_decay_lr divides by it: ZeroDivisionError, or a negative lr
+                raise ScheduleError(
+                    f"decay_lr_rate {decay_lr_rate:g} with decay_step_size {decay_step_size:g} makes OneCycle's "
+                    f"decay divisor 1 + decay_lr_rate × (steps after the cycle / decay_step_size) "
+                    f"{'zero' if divisor == 0 else 'negative'} at step {it} (DeepSpeed then "
+                    f"{'divides by zero' if divisor == 0 else 'sets a negative learning rate'}); give both a "
+                    "positive value, or decay_step_size 0 for no decay", "decay_lr_rate")
+            lr = min_lr / divisor
         if not cycle_momentum:
             return _Point(lr)
         if in_cycle:
@@ -398,7 +420,15 @@ def schedule_curve(
         if initial.momentum is not None:
             warnings.append("momentum at step 0 is the optimizer's own beta1 (resumed scheduler)")
     points = [initial] + [at(lbi0 + k) for k in range(1, steps)]
-    data: dict[str, list[Any]] = {"step": list(range(steps)), "lr": [p.lr for p in points]}
+    lrs = [float(p.lr) for p in points]  # an integer lr (2**64) as the float DeepSpeed's arithmetic makes it
+    moms = [p.momentum for p in points]
+    for series, values in (("learning rate", lrs), ("momentum", moms)):
+        step = next((i for i, v in enumerate(values) if v is not None and not _finite(v) and not (
+            i == 0 and lbi0 != -1)), None)  # a resumed scheduler's step 0 momentum is unknown (nan) on purpose
+        if step is not None:
+            raise ScheduleError(f"the {series} leaves float range at step {step} (bounds too far apart to "
+                                "interpolate between, or a decay that overflows): give values of a trainable size")
+    data: dict[str, list[Any]] = {"step": list(range(steps)), "lr": lrs}
     if initial.momentum is not None or any(p.momentum is not None for p in points[1:]):
         data["momentum"] = [math.nan if p.momentum is None else p.momentum for p in points]
     frame = pd.DataFrame(data)

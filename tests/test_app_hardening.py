@@ -450,3 +450,24 @@ def test_absurd_batch_with_a_model_on_every_page(config):
     _visit_every_page(at)
     assert at.session_state["config"] == config
     assert any("Does not fit" in e.value for e in at.error), [e.value for e in at.error]
+
+
+HUGE = 10 ** 400  # an integer the importer takes (Python parses up to 4,300 digits) and no float can hold
+
+
+@pytest.mark.parametrize("config", [
+    {"gradient_clipping": HUGE}, {"fp16": {"enabled": False, "loss_scale": HUGE}},
+    {"optimizer": {"type": "AdamW", "params": {"lr": HUGE, "eps": HUGE, "weight_decay": HUGE}}},
+    {"optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+     "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": HUGE, "warmup_num_steps": 10}}},
+    {"scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": HUGE, "warmup_num_steps": 10}}},
+], ids=["clipping", "loss-scale", "optimizer-params", "warmup-peak", "total-steps"])
+def test_an_integer_beyond_float_range_in_a_float_field_is_shown_as_json(config):
+    """Float boxes called float() on it and crashed Precision and Optimizer; Review's HF export crashed too."""
+    config = {"train_micro_batch_size_per_gpu": 1, **config}
+    for target in ("deepspeed", "hf"):
+        at = app(copy.deepcopy(config), target=target)
+        _visit_every_page(at)
+        assert at.session_state["config"] == config
+    at.switch_page(app_state.PAGES["review"]).run()
+    assert str(HUGE) in "\n".join(c.value for c in at.code)

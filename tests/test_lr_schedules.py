@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -303,3 +304,28 @@ def test_config_schedule_curve_reads_optimizer():
     assert "momentum" not in config_schedule_curve(cfg, 5)
     with pytest.raises(ScheduleError):
         config_schedule_curve({}, 5)
+
+
+CYCLE = {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_first_step_size": 2}
+
+
+@pytest.mark.parametrize(("scheduler", "fragment"), [
+    ({"type": "OneCycle", "params": {**CYCLE, "decay_lr_rate": -1, "decay_step_size": 1}},
+     "divisor 1 + decay_lr_rate × (steps after the cycle / decay_step_size) zero at step 4"),
+    ({"type": "OneCycle", "params": {**CYCLE, "decay_lr_rate": 0.5, "decay_step_size": -3}},
+     "zero at step 9 (DeepSpeed then divides by zero)"),
+    ({"type": "WarmupLR", "params": {"warmup_min_lr": 1e308, "warmup_max_lr": -1e308}},
+     "learning rate leaves float range at step 1"),
+    ({"type": "WarmupLR", "params": {"warmup_max_lr": 10 ** 400}}, "within float range, got 10000000000000000000…"),
+])
+def test_a_schedule_deepspeed_would_crash_on_or_overflow_is_a_schedule_error(scheduler, fragment):
+    """These crashed the Optimizer page's chart (ZeroDivisionError, NaN, OverflowError) instead of saying why."""
+    config = {"optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "scheduler": scheduler}
+    with pytest.raises(ScheduleError, match=re.escape(fragment)):
+        config_schedule_curve(config, 50)
+
+
+def test_an_integer_learning_rate_beyond_int64_is_charted_as_a_float():
+    config = {"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 2 ** 64, "warmup_max_lr": 2 ** 65}}}
+    curve = config_schedule_curve(config, 5)
+    assert curve["lr"].dtype == float and curve["lr"].iloc[0] == float(2 ** 64)

@@ -279,8 +279,10 @@ def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
     if kind.kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
-        if kind.kind == "int" and (not isinstance(value, int) or abs(value) > JS_MAX_SAFE_INT):
-            return False  # the browser cannot hold it exactly: edit it as JSON text
+        if kind.kind == "int" and not isinstance(value, int):
+            return False
+        if isinstance(value, int) and abs(value) > JS_MAX_SAFE_INT:
+            return False  # the browser cannot hold it exactly (nor a float box one beyond float range): JSON text
         return (low is None or value >= low) and (high is None or value <= high)
     if kind.kind == "str":
         return isinstance(value, str)
