@@ -105,13 +105,18 @@ widgets.code_preview(text, language="json")
 st.download_button("Download ds_config.json", data=text, file_name="ds_config.json", mime="application/json",
                    key="review_download", type="primary", icon=":material/download:")
 
+#: The Trainer's batch arguments, the context keys the Batch page keeps them in, and the config key each fills.
+HF_BATCH_ARGUMENTS = (("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),
+                      ("gradient_accumulation_steps", "hf_grad_accum", "gradient_accumulation_steps"))
 autos = autofill.find_auto(config)
 if autos:
     with st.expander(f'Resolve the {len(autos)} "auto" values as the HF Trainer would', icon=":material/auto_fix:"):
         st.caption("For a plain DeepSpeed launch (or to see what the Trainer will use): give the training values "
                    "the Trainer would take from TrainingArguments, the launcher and the model.")
+        # the Trainer's batch as the Batch page set it (the memory figures assume it), else its defaults
         guesses = dict(autofill.HF_DEFAULTS) | {"world_size": job_world_size(ctx),
-                                                "num_training_steps": int(ctx.get("train_steps") or 1)}
+                                                "num_training_steps": int(ctx.get("train_steps") or 1)} | {
+            name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS if ctx.get(key)}
         hf_model = ctx.get("model_config")
         if isinstance(hf_model, dict):
             hidden = hf_model.get("hidden_size") or hf_model.get("d_model") or hf_model.get("n_embd")
@@ -164,9 +169,7 @@ hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MOD
                         "warm-up or precision differ from its TrainingArguments: either leave them to the Trainer "
                         '("auto") or pass the same values both ways.')
 # the Trainer's batch arguments where the config says "auto": the values the Batch page and the memory use
-trainer_values = {name: int(ctx[key]) for name, key, path in (
-    ("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),
-    ("gradient_accumulation_steps", "hf_grad_accum", "gradient_accumulation_steps")) if final.get(path) == "auto"}
+trainer_values = {name: int(ctx[key]) for name, key, path in HF_BATCH_ARGUMENTS if final.get(path) == "auto"}
 # each launcher's file once, for its snippet and for the file shown under it
 exports = export.launcher_exports(final, ctx, hf_mode, trainer_values)
 LAUNCHER_FILES = {"accelerate launch": ("accelerate", *exports.accelerate),

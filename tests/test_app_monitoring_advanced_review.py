@@ -246,3 +246,17 @@ def test_review_resolves_each_launchers_file_once(monkeypatch):
     calls.clear()
     at.run()
     assert not at.exception and len(calls) == 2, calls
+
+
+def test_resolving_auto_starts_from_the_batch_pages_trainer_values():
+    """The resolve box started from the Trainer's defaults (8 x 1) while the Batch page, the memory figures and
+    the Trainer snippet used 2 x 4: the resolved file was one the figures did not describe."""
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "train_batch_size": "auto", "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    at = app(config, target="hf", hf_micro_batch=2, hf_grad_accum=4, nodes=1, gpus_per_node=8)
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="review_auto_per_device_train_batch_size").value == 2
+    assert at.number_input(key="review_auto_gradient_accumulation_steps").value == 4
+    resolved = next(json.loads(c.value) for c in at.code if '"train_batch_size": 64' in c.value)
+    assert (resolved["train_micro_batch_size_per_gpu"], resolved["gradient_accumulation_steps"]) == (2, 4)
