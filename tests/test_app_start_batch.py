@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -139,7 +140,24 @@ def test_hf_target_offers_auto(target):
     toggle.set_value(True).run()
     assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == "auto"
     at.toggle(key=widget_key("train_micro_batch_size_per_gpu") + ":auto").set_value(False).run()
+    assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == 2  # what "auto" replaced (it was lost)
+    # a key that was "auto" from the start has no value of the user's to restore: it goes
+    at = app({"train_micro_batch_size_per_gpu": "auto"}, page="pages/batch.py", target=target)
+    at.toggle(key=widget_key("train_micro_batch_size_per_gpu") + ":auto").set_value(False).run()
     assert "train_micro_batch_size_per_gpu" not in at.session_state["config"]
+
+
+def test_switching_auto_off_restores_each_value_it_replaced():
+    """Clipping 0.3 came back as the default 1.0, and lr 3e-5 was deleted (its emptied params pruned)."""
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 0.3,
+              "optimizer": {"type": "AdamW", "params": {"lr": 3e-5}}}
+    at = app(copy.deepcopy(config), target="hf")
+    for page, path in (("precision", "gradient_clipping"), ("optimizer", "optimizer.params.lr")):
+        at.switch_page(f"pages/{page}.py").run()
+        at.toggle(key=widget_key(path) + ":auto").set_value(True).run()
+        at.toggle(key=widget_key(path) + ":auto").set_value(False).run()
+        assert not at.exception, at.exception
+    assert at.session_state["config"] == config
 
 
 def test_version_choice_hides_or_disables_fields_the_version_lacks():

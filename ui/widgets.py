@@ -91,10 +91,17 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
 
 def _on_auto(path: str, default: Any) -> None:
     on = st.session_state.get(widget_key(path) + ":auto")
+    # what "auto" replaced comes back when it is switched off (a config replacement forgets it: clear_widgets)
+    before_key = widget_key(path) + ":before_auto"
     config = app_state.get_config()
     _forget_raw_editor(path)
     if on:
+        before = get_path(config, path, _MISSING)
+        if before is not _MISSING and before != "auto":
+            st.session_state[before_key] = before
         set_path(config, path, "auto")
+    elif (before := st.session_state.pop(before_key, _MISSING)) is not _MISSING:
+        set_path(config, path, before)
     elif default is None:
         delete_path(config, path, prune=True)
     else:
