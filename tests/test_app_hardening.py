@@ -471,3 +471,22 @@ def test_an_integer_beyond_float_range_in_a_float_field_is_shown_as_json(config)
         assert at.session_state["config"] == config
     at.switch_page(app_state.PAGES["review"]).run()
     assert str(HUGE) in "\n".join(c.value for c in at.code)
+
+
+def test_a_share_link_cannot_contradict_the_catalog():
+    """An A100 80GB with 1 GiB (the Start page's box disabled at 1.0, every verdict against 1 GiB) and a catalog
+    model name carrying GPT-2's architecture ("Llama-2-70b-hf — 0.12 B parameters") were taken as given."""
+    from core.models import get_config, get_spec
+
+    gpt2 = get_spec("openai-community/gpt2")
+    raw = {"gpu": "NVIDIA A100 80GB", "gpu_memory_gib": 1, "model": "meta-llama/Llama-2-70b-hf",
+           "model_config": get_config("openai-community/gpt2"), "total_params": gpt2.total_params,
+           "largest_layer_params": gpt2.largest_layer_params}
+    context = app_state.clean_context(raw)
+    llama = get_spec("meta-llama/Llama-2-70b-hf")
+    assert context["gpu_memory_gib"] == 80
+    assert (context["model_config"], context["total_params"], context["largest_layer_params"]) == (
+        get_config("meta-llama/Llama-2-70b-hf"), llama.total_params, llama.largest_layer_params)
+    # a custom GPU keeps its size, and a model that is not in the catalog keeps what the link says
+    custom = app_state.clean_context({**raw, "gpu": "Custom", "model": "config.json"})
+    assert custom["gpu_memory_gib"] == 1 and custom["total_params"] == gpt2.total_params

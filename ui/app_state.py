@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 import core
-from core import hardware, memory
+from core import hardware, memory, models
 from core.findings import Report
 from core.launchers import job_world_size
 from core.rules.context import TARGETS, Context
@@ -290,12 +290,19 @@ def clean_context(raw: Mapping[str, Any]) -> dict[str, Any]:
         context[key] = _number(raw.get(key), context[key], key)
     gpu = raw.get("gpu", context["gpu"])
     context["gpu"] = gpu if hardware.find_gpu(gpu) is not None or gpu == CUSTOM_GPU else CUSTOM_GPU
+    if (catalog_gpu := hardware.find_gpu(context["gpu"])) is not None:
+        # the Start page holds a catalog GPU's memory fixed (its box disabled); a link cannot say otherwise
+        context["gpu_memory_gib"] = catalog_gpu.memory_gib
     network_gpu = raw.get("network_gpu")
     context["network_gpu"] = network_gpu if hardware.find_gpu(network_gpu) is not None else None
     model = raw.get("model")
     context["model"] = model[:200] if isinstance(model, str) else None
     model_config = raw.get("model_config")
     context["model_config"] = model_config if isinstance(model_config, dict) else None
+    if context["model"] in models.CATALOG:  # a catalog name means the catalog's model: its architecture, counts
+        spec = models.get_spec(context["model"])
+        context.update(model_config=models.get_config(context["model"]), total_params=spec.total_params,
+                       largest_layer_params=spec.largest_layer_params)
     for key, allowed in (("attention", memory.ATTENTION_IMPLS), ("recompute", memory.RECOMPUTE_MODES)):
         context[key] = raw.get(key) if raw.get(key) in allowed else context[key]
     return context
