@@ -157,7 +157,9 @@ def test_share_decode_cleans_out_of_range_and_mistyped_context_values():
     defaults = app_state.default_context()
     assert context["nodes"] == defaults["nodes"]
     assert context["gpus_per_node"] == 2 and isinstance(context["gpus_per_node"], int)
-    assert context["gpu_memory_gib"] == 80.0 and isinstance(context["gpu_memory_gib"], float)
+    assert context["gpu_memory_gib"] == 16.0 and isinstance(context["gpu_memory_gib"], float)  # the T4's own
+    custom = app_state.decode_state(app_state.encode_state({}, {**raw, "gpu": "Custom"}, {}))[1]
+    assert custom["gpu_memory_gib"] == 80.0 and isinstance(custom["gpu_memory_gib"], float)
     assert context["cpu_ram_gib"] == defaults["cpu_ram_gib"]
     assert context["seq_len"] == defaults["seq_len"]
     assert context["total_params"] == 7_000_000_000 and isinstance(context["total_params"], int)
