@@ -264,7 +264,7 @@ def test_a_figure_from_counts_by_hand_says_activations_are_left_out():
     at.number_input(key="ctx:total_params").set_value(6_738_415_616).run()
     at.number_input(key="ctx:largest_layer_params").set_value(131_072_000).run()
     fit = [e.value for e in [*at.sidebar.success, *at.sidebar.error] if "GiB per GPU" in e.value]
-    assert len(fit) == 1 and "model states only: activations not estimated" in fit[0]
+    assert len(fit) == 1 and "model states only: no activations for a model given by parameter counts" in fit[0]
     at.switch_page("pages/review.py").run()
     assert not at.exception, at.exception
     shown = [*texts(at.success), *texts(at.warning), *texts(at.error), *texts(at.markdown)]

@@ -92,8 +92,8 @@ class MemoryEstimate:
     @property
     def scope(self) -> str | None:
         """What the totals leave out, for every place that shows them (None: nothing)."""
-        return ("model states only: activations not estimated (the model is given by parameter counts; pick it "
-                "from the catalog or upload its config.json for them)") if self.states_only else None
+        return ("model states only: no activations for a model given by parameter counts (pick it from the "
+                "catalog or upload its config.json)") if self.states_only else None
 
     def _sum(self, device: str, phase: str | None = None) -> int:
         return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase))
