@@ -21,8 +21,9 @@ from core.autofill import (
     find_auto,
     resolve_auto,
 )
+from core.effective import effective
 from core.findings import delete_path, get_path, set_path
-from core.rules.context import Context
+from core.rules.context import Context, lax_bool
 
 #: How the HF Trainer export keeps the config and TrainingArguments in agreement.
 HF_MODES = ("auto", "match")
@@ -37,13 +38,27 @@ def _short(value: float) -> str:
     return str(value) if isinstance(value, int) and abs(value) > 2**53 else f"{value:g}"
 
 
+def _whole(value: Any) -> int | None:
+    """A count as DeepSpeed's arithmetic takes it: an int, or a float without a fraction (4.0 is 4)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, float) and value.is_integer() else None
+
+
+#: Trainer-filled counts the config may write as a whole float, which the Trainer's arguments need as ints.
+_COUNTS = ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "scheduler.params.warmup_num_steps",
+           "scheduler.params.total_num_steps")
+
+
 def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks)."""
+    """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks), each read
+    as DeepSpeed reads it: ``"bf16": {"enabled": 1}`` is bf16 (``core.effective``), a micro batch of 4.0 is 4."""
     args: dict[str, Any] = {}
-    micro, accum = config.get("train_micro_batch_size_per_gpu"), config.get("gradient_accumulation_steps")
-    if isinstance(micro, int) and not isinstance(micro, bool):
+    micro = _whole(config.get("train_micro_batch_size_per_gpu"))
+    accum = _whole(config.get("gradient_accumulation_steps"))
+    if micro is not None:
         args["per_device_train_batch_size"] = micro
-    if isinstance(accum, int) and not isinstance(accum, bool):
+    if accum is not None:
         args["gradient_accumulation_steps"] = accum
     if _number(config.get("gradient_clipping")):
         args["max_grad_norm"] = config["gradient_clipping"]
@@ -59,12 +74,13 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
             args[name] = get_path(config, path)
     warmup = get_path(config, "scheduler.params.warmup_num_steps")
     total = get_path(config, "scheduler.params.total_num_steps")
-    if isinstance(warmup, int) and not isinstance(warmup, bool):
-        args["warmup_steps"] = warmup
-    if (isinstance(total, int) and not isinstance(total, bool)) or (isinstance(total, float) and total.is_integer()):
-        args["max_steps"] = int(total)
-    for section in ("fp16", "bf16"):
-        if get_path(config, f"{section}.enabled") is True:
+    if _whole(warmup) is not None:
+        args["warmup_steps"] = _whole(warmup)
+    if _whole(total) is not None:
+        args["max_steps"] = _whole(total)
+    reading = effective(config)
+    for section, enabled in (("fp16", reading.fp16), ("bf16", reading.bf16)):
+        if enabled:
             args[section] = True
     return args
 
@@ -93,6 +109,14 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
             continue
         if mode == "auto" or path == "train_batch_size":
             set_path(out, path, AUTO)
+            continue
+        # "match": the Trainer compares each value with its argument by ==, so a spelling DeepSpeed reads the same
+        # way but the Trainer does not ("true", 4.0 is fine, "4" is not a count) is written as the argument is
+        canonical = (lax_bool(value) if path.endswith(".enabled") else _whole(value) if path in _COUNTS else value)
+        if canonical is not None and (type(canonical) is not type(value) or canonical != value):
+            set_path(out, path, canonical)
+            notes.append(f"{path} {json.dumps(value)} is written as {json.dumps(canonical)}: the same to DeepSpeed, "
+                         "and the form the HF Trainer compares with its argument.")
     _require_zero_section(out, notes)
     total = config.get("train_batch_size")
     if _number(total) and "per_device_train_batch_size" not in args:

@@ -219,6 +219,32 @@ def test_hf_export_is_accepted_by_the_trainer_and_trains_the_same(config, mode):
                    for p in ("train_micro_batch_size_per_gpu", "optimizer.params.lr", "bf16.enabled"))
 
 
+LAX = {"train_micro_batch_size_per_gpu": 4.0, "gradient_accumulation_steps": 2.0, "bf16": {"enabled": 1},
+       "zero_optimization": {"stage": 2}, "optimizer": {"type": "AdamW", "params": {"lr": 3e-4}},
+       "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 1000.0, "warmup_num_steps": 10.0}}}
+
+
+@pytest.mark.parametrize("mode", ["auto", "match"])
+@pytest.mark.parametrize("config", [LAX, {**LAX, "bf16": {"enabled": "true"}}, {**LAX, "bf16": {"enabled": "off"},
+                                                                                 "fp16": {"enabled": "yes"}}],
+                         ids=["one", "true-string", "fp16-yes"])
+def test_hf_export_of_values_deepspeed_reads_laxly_trains_the_same(config, mode):
+    """bf16 enabled 1 (pydantic's lax bool) was exported as "auto" without bf16=True: the Trainer filled false and
+    trained in fp32; a micro batch of 4.0 became "auto" without per_device_train_batch_size: the Trainer's 8. In
+    "match" mode the Trainer refused them. The pair must train as DeepSpeed reads the config as written."""
+    from core.effective import effective
+    from core.export import hf_trainer_export
+
+    out, kwargs, notes = hf_trainer_export(config, mode)
+    given = _trainer_accepts(out, kwargs)
+    before, after = effective(config), effective(given)
+    assert (after.fp16, after.bf16) == (before.fp16, before.bf16)
+    assert (given["train_micro_batch_size_per_gpu"], given["gradient_accumulation_steps"]) == (4, 2)
+    assert given["scheduler"]["params"]["total_num_steps"] == 1000
+    if mode == "match":
+        assert any("the form the HF Trainer compares" in n for n in notes)
+
+
 def test_the_old_hf_snippet_was_refused_by_the_trainer():
     # what the export wrote before: the config as it is, TrainingArguments without the values
     with pytest.raises(ValueError, match="mismatch"):
