@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 from core.effective import effective, pydantic_bool
 from core.findings import join_index
+from core.io import ConfigLoadError, parse_json_value
 from core.rules.context import TARGETS, lax_int
 
 
@@ -64,6 +66,18 @@ class Preset:
     @property
     def target(self) -> str:
         return str(self.meta.get("target", "deepspeed"))
+
+    @property
+    def verified_with(self) -> list[str]:
+        """``meta.verified_with`` as text, whatever a team file holds (``meta_problems`` says what is wrong)."""
+        versions = self.meta.get("verified_with")
+        return [str(v) for v in versions] if isinstance(versions, list) else []
+
+    @property
+    def justifications(self) -> list[dict[str, Any]]:
+        """The well-formed items of ``meta.justifications`` (objects); ``meta_problems`` names the others."""
+        items = self.meta.get("justifications")
+        return [j for j in items if isinstance(j, dict)] if isinstance(items, list) else []
 
 
 # ---------------------------------------------------------------- names and folders
@@ -129,7 +143,10 @@ def _read(path: Path, name: str, builtin: bool) -> Preset:
     if path.is_symlink():
         raise PresetError(f"{path}: preset files may not be symbolic links")
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block the read (a directory fails it)
+            raise PresetError(f"{path}: not a regular file")
+        size = info.st_size
         if size > MAX_PRESET_BYTES:
             raise PresetError(f"{path}: {size} bytes is larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
         with path.open("rb") as handle:
@@ -139,10 +156,6 @@ def _read(path: Path, name: str, builtin: bool) -> Preset:
     if len(raw) > MAX_PRESET_BYTES:
         raise PresetError(f"{path}: larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
     return parse_preset(raw, name=name, path=path, builtin=builtin)
-
-
-def _reject_constant(token: str) -> Any:
-    raise PresetError(f"{token} is not valid JSON")
 
 
 #: The top-level keys of a preset file: its metadata and the DeepSpeed config it vets.
@@ -161,11 +174,14 @@ def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, built
     if len(raw) > MAX_PRESET_BYTES:
         raise PresetError(f"{where}: larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
     try:
-        data = json.loads(raw, parse_constant=_reject_constant)
-    except PresetError as exc:
+        # strict JSON as a config file is read: duplicate keys (the last would silently win), NaN, depth
+        # bytes decoded as json.loads decodes them (UTF-8 with or without a BOM, UTF-16, UTF-32)
+        text = raw.decode(json.detect_encoding(raw), "strict").removeprefix("\ufeff") if isinstance(raw, bytes) else raw
+        data = parse_json_value(text)
+    except UnicodeDecodeError as exc:
+        raise PresetError(f"{where}: not readable text (byte {exc.start}); save the preset as UTF-8") from None
+    except ConfigLoadError as exc:
         raise PresetError(f"{where}: {exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise PresetError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(data, dict) or set(data) != PRESET_KEYS:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise PresetError(f'{where}: a preset file is {{"meta": {{...}}, "config": {{...}}}}, found {keys}')
@@ -303,7 +319,7 @@ def validate_preset(preset: Preset, *, version: str | None = None, world_size: i
     """
     from core.validate import validate  # imported here: core.validate imports the whole schema
 
-    versions = [version] if version else list(preset.meta.get("verified_with") or ["0.19.8"])
+    versions = [version] if version else (preset.verified_with or ["0.19.8"])
     return [(v, validate(preset.config, world_size=world_size, target=preset.target, version=v)) for v in versions]
 
 

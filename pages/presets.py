@@ -95,15 +95,12 @@ else:
         st.text(str(meta.get("when_not_to_use", "—")))
     st.markdown("**Hardware assumptions**")
     st.text(str(meta.get("hardware", "—")))
-    versions = meta.get("verified_with")
     st.caption(f"Target: {md_escape(preset.target)} · verified with DeepSpeed "
-               f"{md_escape(', '.join(map(str, versions)) if isinstance(versions, list) and versions else '—')}"
-               f" · file: {md_escape(preset.path)}")
-    justifications = meta.get("justifications")
-    if isinstance(justifications, list) and justifications:
+               f"{md_escape(', '.join(preset.verified_with) or '—')} · file: {md_escape(preset.path)}")
+    if preset.justifications:
         st.markdown("**Why each non-default choice** (the DeepSpeed documentation file and section cited)")
         tables.small_table([{name.capitalize(): j.get(name) for name in presets.JUSTIFICATION_FIELDS}
-                            for j in justifications if isinstance(j, dict)])
+                            for j in preset.justifications])
     for problem in presets.meta_problems(meta, vetted=preset.builtin):
         st.warning(md_escape(problem))
     # drawn only while open: a highlighted code block is one of the heaviest elements for the browser

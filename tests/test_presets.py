@@ -230,11 +230,16 @@ def test_broken_files_are_reported_not_raised(tmp_path):
     (tmp_path / "huge.json").write_text(" " * (MAX_PRESET_BYTES + 1))
     (tmp_path / "nan.json").write_text('{"meta": {}, "config": {"x": NaN}}')
     (tmp_path / "link.json").symlink_to("/etc/hostname")
+    # the last of two values silently won; a named pipe blocked the listing (and the app's Start page) for ever
+    (tmp_path / "dup.json").write_text('{"meta": {}, "config": {"train_batch_size": 8, "train_batch_size": 16}}')
+    os.mkfifo(tmp_path / "pipe.json")
     (tmp_path / "good.json").write_text(json.dumps({"meta": META, "config": {}}))
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps({"meta": META, "config": {}}).encode())
     presets, problems = list_presets([tmp_path])
-    assert [p.name for p in presets] == ["good"]
-    assert len(problems) == 6
-    for fragment in ("not valid JSON", '"meta"', "not a valid preset name", "limit", "NaN", "symbolic link"):
+    assert [p.name for p in presets] == ["bom", "good"]
+    assert len(problems) == 8
+    for fragment in ("not valid JSON", '"meta"', "not a valid preset name", "limit", "NaN", "symbolic link",
+                     "the key 'train_batch_size' appears twice", "pipe.json: not a regular file"):
         assert any(fragment in p for p in problems), fragment
     with pytest.raises(PresetError, match="limit"):
         load_preset("huge", [tmp_path])

@@ -185,3 +185,18 @@ def test_set_never_crashes(key, value):
     for part in parts[:-1]:
         node = node[part]
     assert parts[-1] in node
+
+
+def test_show_names_malformed_team_metadata_instead_of_crashing(tmp_path, monkeypatch, capsys):
+    """A justification that is not an object, or a version that is not text, raised a traceback in show."""
+    meta = {"title": "T", "description": "d", "target": "deepspeed"}
+    for name, extra in (("just-bad", {"justifications": ["x", {"key": "train_batch_size", "why": "w"}]}),
+                        ("versions-bad", {"verified_with": [0.19]})):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"meta": {**meta, **extra},
+                                                           "config": {"train_batch_size": 8}}))
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    code, out, err = run(["presets", "show", "just-bad"], capsys)
+    assert code == 0 and err == ""
+    assert "train_batch_size: w" in out and "problem: meta.justifications[0]" in out
+    code, out, err = run(["presets", "show", "versions-bad"], capsys)
+    assert code == 0 and "verified with DeepSpeed 0.19\n" in out and "problem: meta.verified_with" in out

@@ -17,7 +17,15 @@ from core.autofill import TRAINING_VALUES, find_auto, resolve_auto
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
 from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
-from core.presets import Preset, env_search_path, facets, list_presets, load_preset, read_reference
+from core.presets import (
+    Preset,
+    env_search_path,
+    facets,
+    list_presets,
+    load_preset,
+    meta_problems,
+    read_reference,
+)
 
 __all__ = ["UsageError", "parse_value", "register", "set_path"]
 
@@ -133,11 +141,14 @@ def _show_text(p: Preset, out: TextIO) -> None:
                        ("hardware", "Hardware")):
         if m.get(key):
             out.write(f"{label + ': ' if label else ''}{m[key]}\n\n")
-    out.write(f"Target runtime: {p.target}; verified with DeepSpeed {', '.join(m.get('verified_with') or ['-'])}\n")
-    if m.get("justifications"):
+    out.write(f"Target runtime: {p.target}; verified with DeepSpeed {', '.join(p.verified_with) or '-'}\n")
+    if p.justifications:
         out.write("\nWhy each choice:\n")
-        for j in m["justifications"]:
+        for j in p.justifications:
             out.write(f"  {j.get('key')}: {j.get('why')}  [{j.get('doc')} § {j.get('section')}]\n")
+    problems = meta_problems(m, vetted=p.builtin)  # a team file's malformed metadata is named, not a traceback
+    if problems:
+        out.write("\n" + "".join(f"problem: {problem}\n" for problem in problems))
     out.write("\nConfig:\n" + json.dumps(p.config, indent=2) + "\n")
 
 
