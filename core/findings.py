@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import enum
+import json
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -13,6 +15,16 @@ _MISSING = object()
 
 
 Key = str | int
+
+
+def plain(value: Any) -> Any:
+    """A value as a config holds it: an enum member's value (the schema's ``ZeroStage.disabled`` is 0)."""
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def shown(value: Any) -> str:
+    """A value as the config file writes it (JSON: true, "cpu", 0, {"device": "cpu"}), not as Python prints it."""
+    return json.dumps(plain(value), ensure_ascii=False, default=lambda v: str(plain(v)))
 
 
 def join_path(prefix: str, key: object) -> str:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
+from core.findings import shown
 from core.rules.context import lax_bool
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
@@ -38,11 +38,6 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
     return new, changes
 
 
-def _shown(value: Any) -> str:
-    """A value as the config file writes it (JSON: true, "yes", {"device": "cpu"}), not as Python prints it."""
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 def left_behind(migrated: Any) -> list[str]:
     """The deprecated keys ``migrate`` left in ``migrated`` (its result), each with why and what to do by hand."""
     if not isinstance(migrated, dict):
@@ -64,7 +59,7 @@ def left_behind(migrated: Any) -> list[str]:
                         f"both together: remove {key}, or merge it into {target} by hand")
         else:
             left.append(f"zero_optimization.{key}: left in place, because DeepSpeed refuses its value "
-                        f"{_shown(zero[key])}: write true or false, then migrate again")
+                        f"{shown(zero[key])}: write true or false, then migrate again")
     return left
 
 
@@ -103,6 +98,6 @@ def _migrate_zero(zero: dict[str, Any]) -> list[str]:
                     zero[target_key] = replacement
             else:
                 zero[k] = v
-        shown = "removed (it was off)" if replacement is None else f"→ {target_key}: {_shown(replacement)}"
-        changes.append(f"zero_optimization.{key}: {_shown(value)} {shown}")
+        became = "removed (it was off)" if replacement is None else f"→ {target_key}: {shown(replacement)}"
+        changes.append(f"zero_optimization.{key}: {shown(value)} {became}")
     return changes

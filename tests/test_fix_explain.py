@@ -218,3 +218,20 @@ def test_fixes_of_unknown_keys_go_together_and_others_one_at_a_time(monkeypatch)
     assert result.report.ok and len(result.applied) == 1000
     assert len(calls) <= 12
     assert result.config["zero_optimization"] == {"stage": 3, "stage3_prefetch_bucket_size": 0}
+
+
+def test_validate_counts_only_the_fixes_fix_applies_and_info_fixes_need_info(tmp_path, capsys):
+    """validate advertised "1 safe fix(es): `dsconfig fix FILE` applies them" for an info finding that fix never
+    applied ("0 fix(es) applied"), and showed the default as <ZeroStage.disabled: 0>, the enum the fix stored."""
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_batch_size": 8, "zero_optimization": {"stage": "auto"}}))
+    code, text = _run(tmp_path, "validate", str(path))
+    assert code == 0 and "safe fix(es): `dsconfig fix" not in text
+    assert f"1 safe fix(es) of info findings: `dsconfig fix --info {path}` applies them" in text
+    assert "uses the default (0)." in text and "fix (safe): Set `zero_optimization.stage` to 0" in text
+    assert "ZeroStage" not in text
+    assert load_config(_run(tmp_path, "fix", str(path))[1])["zero_optimization"]["stage"] == "auto"
+    fixed = load_config(_run(tmp_path, "fix", "--info", str(path))[1])
+    assert fixed["zero_optimization"]["stage"] == 0 and type(fixed["zero_optimization"]["stage"]) is int
+    finding = next(f for f in validate({"zero_optimization": {"stage": "auto"}}).findings if f.code == "auto.default")
+    assert [op.value for op in finding.fix.ops] == [0] and type(finding.fix.ops[0].value) is int

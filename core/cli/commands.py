@@ -9,6 +9,7 @@ import argparse
 import functools
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -53,10 +54,12 @@ def _print_report(name: str, report: Any, where: Callable[[str], Position | None
             out.write(f"          → {finding.suggestion}\n")
         if finding.fix is not None:
             out.write(f"          fix ({'safe' if finding.fix.safe else 'unsafe'}): {finding.fix.description}\n")
-    safe = sum(f.fix is not None and f.fix.safe for f in report.findings)
-    if safe:
-        out.write(f"  {safe} safe fix(es): `dsconfig fix {name}` applies them; `dsconfig explain CODE` explains a "
-                  "code\n")
+    safe = Counter(f.severity == "info" for f in report.findings if f.fix is not None and f.fix.safe)
+    if safe[False]:
+        out.write(f"  {safe[False]} safe fix(es): `dsconfig fix {name}` applies them; `dsconfig explain CODE` "
+                  "explains a code\n")
+    if safe[True]:
+        out.write(f"  {safe[True]} safe fix(es) of info findings: `dsconfig fix --info {name}` applies them\n")
     if report.batch is not None:
         b = report.batch
         out.write(
@@ -157,6 +160,10 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+#: The severities whose fixes ``dsconfig fix`` applies, without and with ``--info``.
+FIXED_SEVERITIES = {False: ("error", "warning"), True: ("error", "warning", "info")}
+
+
 def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
     import difflib
 
@@ -164,7 +171,7 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
 
     config, text = read_config_and_text(args.file)
     result = fix_until_stable(config, unsafe=args.unsafe, world_size=args.world_size, target=args.target,
-                              version=args.deepspeed_version)
+                              version=args.deepspeed_version, severities=FIXED_SEVERITIES[args.info])
     for finding in result.applied:
         kind = "safe" if finding.fix and finding.fix.safe else "unsafe"
         sys.stderr.write(f"fixed ({kind}): {finding.code} {finding.path or '(config)'}: "
@@ -265,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="config file (JSON or HJSON); - for stdin")
     p.add_argument("--unsafe", action="store_true",
                    help="also apply unsafe fixes (they choose values or change what DeepSpeed does)")
+    p.add_argument("--info", action="store_true",
+                   help='also apply the fixes of info findings (e.g. write the default an "auto" stands for)')
     where = p.add_mutually_exclusive_group()
     where.add_argument("--diff", action="store_true", help="print a unified diff instead of the fixed config")
     where.add_argument("-o", "--output", metavar="OUT", help="write the fixed config to OUT (may be FILE itself)")

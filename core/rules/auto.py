@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.findings import Finding, join_path
+from core.findings import Finding, join_path, shown
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, plain_default, set_fix
 from core.rules.initialize import autotp_size_string
@@ -150,13 +150,13 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 page=field.meta.page if field else "optimizer",
             )
         else:
-            default = field.default if field else None
+            default = plain_default(field) if field else None
             yield Finding(
                 "info", "auto.default", path,
                 f"`{path}` is \"auto\": "
                 + ("the HF Trainer does not fill this key in, and " if ctx.is_hf else "plain ")
                 + "DeepSpeed drops it and uses the default"
-                + (f" ({default!r})." if default is not None else "."),
+                + (f" ({shown(default)})." if default is not None else "."),
                 suggestion="Write the value explicitly to make the config self-explanatory.",
                 fix=set_fix(path, default) if default is not None else None,
                 page=field.meta.page if field else None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import enum
 import math
 import types
 import typing
@@ -13,13 +12,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from core.findings import Fix, FixOp
+from core.findings import Fix, FixOp, plain, shown
 from core.schema.walk import SchemaField
 
 
 def set_fix(path: str, value: Any, description: str | None = None) -> Fix:
     """A fix that sets ``path`` to ``value``."""
-    return Fix(description or f"Set `{path}` to {value!r}", (FixOp("set", path, value),))
+    value = plain(value)  # the config holds JSON values, never the schema's enum members
+    return Fix(description or f"Set `{path}` to {shown(value)}", (FixOp("set", path, value),))
 
 
 def delete_fix(path: str) -> Fix:
@@ -68,13 +68,12 @@ def value_fix(field: SchemaField | None, path: str, value: Any, items: Sequence[
         return None
     if not accepts(default):  # a default JSON cannot write (tensor_parallel.dtype's torch.float16): leave it out
         return delete_fix(path) if not field.info.is_required() else None
-    return set_fix(path, default, f"Set `{path}` to its default, {default!r}")
+    return set_fix(path, default, f"Set `{path}` to its default, {shown(default)}")
 
 
 def plain_default(field: SchemaField) -> Any:
     """A field's default as JSON writes it: an enum member's value (``ZeroStage.disabled`` is 0), else as is."""
-    default = field.default
-    return default.value if isinstance(default, enum.Enum) else default
+    return plain(field.default)
 
 
 #: ``_meant`` found no value the user could have meant.
