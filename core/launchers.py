@@ -21,6 +21,7 @@ from core.autofill import (
     find_auto,
     resolve_auto,
 )
+from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import effective
 from core.findings import delete_path, get_path, set_path
 from core.rules.context import Context, lax_bool
@@ -165,6 +166,7 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tup
     explicit = hf_training_arguments(config)
     if "max_steps" in explicit:
         explicit["num_training_steps"] = explicit.pop("max_steps")
+    explicit = _batch_deepspeed_derives(config, values.get("world_size")) | explicit
     given = {**HF_DEFAULTS, **values, **explicit}  # what the config says wins over what the app assumed
     given = {k: v for k, v in given.items() if v is not None and k in TRAINING_VALUES}
     out = copy.deepcopy(dict(config))
@@ -192,6 +194,20 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tup
         notes.append('"auto" filled as the HF Trainer would (this launcher does not fill it; change any you want '
                      "different): " + ", ".join(f"`{p}` = {json.dumps(get_path(resolved, p))}" for p in filled))
     return resolved, notes
+
+
+def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any) -> dict[str, int]:
+    """The Trainer batch arguments for the micro batch and accumulation DeepSpeed derives from the config's own
+    batch keys on ``world_size`` GPUs (``train_batch_size`` 16 on 8 GPUs is 2 x 1), so no launcher but the HF
+    Trainer is held to the Trainer's default batch of 8; {} while a batch key is "auto" or the trio fails."""
+    if not isinstance(world_size, int) or world_size < 1 or AUTO in (config.get(key) for key in BATCH_KEYS):
+        return {}
+    resolved = resolve_batch(dict(config), effective_world_size(dict(config), world_size))
+    if not resolved.ok:
+        return {}
+    derived = {"per_device_train_batch_size": _whole(resolved.micro_batch),
+               "gradient_accumulation_steps": _whole(resolved.grad_accum)}
+    return {name: value for name, value in derived.items() if value is not None}
 
 
 def _needs(path: str, param: str) -> bool:
@@ -238,12 +254,19 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     none), and the Trainer's precision follows the config's half precision."""
     out, notes = resolved_export(config, values)
     kwargs: dict[str, Any] = {}
+    reading = effective(out)  # "enabled": 1 or "true" is on, as DeepSpeed reads it
     for section, precision in _LIGHTNING_PRECISION.items():
-        if get_path(out, f"{section}.enabled") is True:
+        if getattr(reading, section):
             kwargs["precision"] = precision
+    derived = _batch_deepspeed_derives(out, world_size)
+    if "train_micro_batch_size_per_gpu" not in out and "per_device_train_batch_size" in derived:
+        # without it Lightning takes the micro batch from the training DataLoader, not from this config
+        out["train_micro_batch_size_per_gpu"] = derived["per_device_train_batch_size"]
+        notes.append(f"Added train_micro_batch_size_per_gpu {out['train_micro_batch_size_per_gpu']} (what DeepSpeed "
+                     f"derives on {world_size} GPUs): Lightning would otherwise take it from the DataLoader.")
     accum = out.pop("gradient_accumulation_steps", None)
     if accum is None:
-        accum = _derived_accumulation(out, world_size)
+        accum = derived.get("gradient_accumulation_steps", _derived_accumulation(out, world_size))
     total = out.pop("train_batch_size", None)
     if accum is not None and not isinstance(accum, int):  # an "auto" resolved_export could not fill
         notes.append(f"gradient_accumulation_steps {accum!r} could not be resolved: set the Trainer's "

@@ -288,8 +288,12 @@ LAUNCH_CONTEXT = {"nodes": 2, "gpus_per_node": 4, "train_steps": 1000, "model_co
 PLANNED_TRAINER = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4}
 NO_ZERO = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True},
            "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
-LAUNCH_CASES = [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS, NO_ZERO]
-LAUNCH_IDS = [*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "no-zero"]
+#: Only the global batch (DeepSpeed derives 2 x 1 on 8 GPUs) and a lax bool: the exports held the batch to the HF
+#: Trainer's default 8 ("cannot be resolved", the bucket "auto" left for the launcher), and Lightning ran fp32.
+BATCH_ONLY = {"train_batch_size": 16, "bf16": {"enabled": 1},
+              "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
+LAUNCH_CASES = [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS, NO_ZERO, BATCH_ONLY]
+LAUNCH_IDS = [*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "no-zero", "batch-only"]
 
 
 def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
@@ -387,6 +391,8 @@ def test_lightning_snippet_is_accepted_by_lightning(config, tmp_path, monkeypatc
     assert verdict.accepted, verdict.describe()
     if isinstance(config.get("gradient_accumulation_steps"), int):
         assert given["gradient_accumulation_steps"] == config["gradient_accumulation_steps"]
+    if config is BATCH_ONLY:
+        assert kwargs["precision"] == "bf16-mixed" and given["train_micro_batch_size_per_gpu"] == 2
 
 
 @pytest.mark.deepspeed
@@ -491,3 +497,11 @@ def test_minimal_export_keeps_a_section_whose_presence_matters():
     # the file's key order survives a section put back
     assert list(strip_defaults({"bfloat16": {"enabled": True}, "gradient_clipping": 1.0, "bf16": {}})) == [
         "bfloat16", "bf16"]
+
+
+def test_launcher_exports_follow_the_batch_deepspeed_derives():
+    from core.export import accelerate_export, launch_values
+
+    out, notes = accelerate_export(BATCH_ONLY, launch_values(LAUNCH_CONTEXT))
+    assert not any("cannot be resolved" in n for n in notes), notes
+    assert out["train_batch_size"] == 16 and out["zero_optimization"]["reduce_bucket_size"] == 1024 * 1024
