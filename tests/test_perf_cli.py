@@ -296,3 +296,21 @@ def test_predict_and_plan_print_the_small_work_caveat(tmp_path):
     code, text = run(["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA H100 80GB", "--nodes", "4",
                       "--seq-len", "512", "--global-batch", "32"])
     assert code == 0 and "caveat (fastest fitting config): ZeRO-3 with 512 tokens per GPU" in text
+
+
+def test_predict_says_when_the_config_does_not_fit(tmp_path):
+    """A step time for Llama-2-70B with CPU offload on a node with too little RAM came without a word, while fit
+    and estimate said DOES NOT FIT for the same input."""
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                                      "offload_param": {"device": "cpu"}}}))
+    argv = ["predict", str(path), "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA A100 80GB"]
+    code, text = run([*argv, "--cpu-ram", "256"])
+    assert code == 0
+    caveat = next(line for line in text.splitlines() if line.startswith("caveat: does not fit (CPU RAM)"))
+    assert "of 256 GiB per node; the step time assumes it runs" in caveat
+    data = json.loads(run([*argv, "--cpu-ram", "256", "--format", "json"])[1])
+    assert data["memory"]["fits"] is False and data["memory"]["short"] == ["CPU RAM"]
+    assert data["caveats"][0] == caveat.removeprefix("caveat: ")
+    assert "does not fit" not in run([*argv, "--cpu-ram", "4096"])[1]

@@ -23,8 +23,10 @@ from core import models
 from core.autofill import AutoFillError, resolve_auto
 from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, catalog_gpu, guarded, positive, read_config_file
+from core.fit import short_of
 from core.hardware import GPU_BY_NAME, gpu_names
-from core.memory import ATTENTION_IMPLS, RECOMPUTE_MODES, Shape, attention_help
+from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
+from core.memory import estimate as memory_estimate
 from core.perf import (
     NETWORKS,
     CalibrationError,
@@ -36,6 +38,7 @@ from core.perf import (
     recommend,
     step_seconds_from_log,
 )
+from core.perf.recommend import hardware_for
 
 _BATCH_KEYS = (MB, GA, TB)
 
@@ -220,8 +223,19 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             sys.stderr.write(f"dsconfig predict: warning: not calibrated, {refused}; the prediction below is "
                              "uncalibrated.\n")
     est = predict(config, spec, cluster, shape)
+    # a step time for a config that cannot run says so, as fit and estimate do for the same input
+    mem = memory_estimate(config, spec, hardware_for(cluster), shape, allowances=cluster.memory_allowances)
+    caveats = list(est.caveats)
+    if not mem.fits:
+        hw = mem.hardware
+        caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): GPU {mem.gpu_bytes / GIB:.1f} of "
+                          f"{hw.gpu_memory_bytes / GIB:g} GiB, CPU RAM {mem.cpu_bytes_per_node / GIB:.1f} of "
+                          f"{hw.cpu_ram_per_node_bytes / GIB:g} GiB per node; the step time assumes it runs "
+                          "(dsconfig fit lists ways to make it fit)")
     if args.format == "json":
-        data = {"model": spec.name, **est.to_dict()}
+        data = {"model": spec.name, **est.to_dict(), "caveats": caveats,
+                "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
+                           "cpu_bytes_per_node": mem.cpu_bytes_per_node}}
         if measured is not None:
             data["calibration"] = {"measured_step_seconds": measured, "uncalibrated_step_seconds": before.step_seconds,
                                    "efficiency": cluster.efficiency.__dict__,
@@ -247,7 +261,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         for name, sec in est.hidden.items():
             out.write(f"  {name:58s} {sec:9.3f} s\n")
     out.write(f"\nBottleneck: {est.bottleneck}\n")
-    for caveat in est.caveats:
+    for caveat in caveats:
         out.write(f"caveat: {caveat}\n")
     for note in est.notes:
         out.write(f"note: {note}\n")
