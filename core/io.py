@@ -124,6 +124,14 @@ def is_strict_json(text: str | bytes) -> bool:
     return True
 
 
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def load_config(text: str | bytes) -> dict[str, Any]:
     """Parse a DeepSpeed config from JSON or HJSON text.
 
@@ -134,12 +142,21 @@ def load_config(text: str | bytes) -> dict[str, Any]:
     if isinstance(text, bytes):
         if len(text) > MAX_CONFIG_BYTES:
             raise ConfigLoadError(_too_big(len(text)))
+        encoding = json.detect_encoding(text)  # how json tells UTF-16/32 text (BOM or NUL pattern) from UTF-8
+        if encoding.startswith(("utf-16", "utf-32")) and _decodes(text, encoding):
+            width = encoding[4:6]
+            raise ConfigLoadError(
+                f"the file is UTF-{width} text"
+                + (" (what Windows PowerShell's > writes)" if width == "16" else "")
+                + ", and DeepSpeed reads UTF-8: save it as UTF-8 (your editor's encoding setting, or PowerShell's "
+                "Out-File -Encoding utf8)"
+            )
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ConfigLoadError(
-                f"the file is not UTF-8 text (byte {exc.start} is 0x{text[exc.start]:02x}); "
-                "upload the JSON config itself, not a binary file"
+                f"the file is not UTF-8 text (byte {exc.start} is 0x{text[exc.start]:02x}): a binary file, or text "
+                "in another encoding? Give the JSON config itself, saved as UTF-8"
             ) from None
     if not isinstance(text, str):
         raise ConfigLoadError(f"expected config text, got {type(text).__name__}")

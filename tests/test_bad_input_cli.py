@@ -83,8 +83,8 @@ ROWS: list[Row] = [
     Row("png-header", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), 2, ("not UTF-8", "byte 0")),
     Row("random-bytes", random.Random(0).randbytes(4096), 2, ("not UTF-8",)),
     Row("gzip-json", gzip.compress(b'{"train_batch_size": 8}', mtime=0), 2, ("not UTF-8",)),
-    Row("utf16-with-bom", '{"train_batch_size": 8}'.encode("utf-16"), 2, ("not UTF-8",)),
-    Row("utf16-le-no-bom", '{"train_batch_size": 8}'.encode("utf-16-le"), 2, ("NUL", "line 1")),
+    Row("utf16-with-bom", '{"train_batch_size": 8}'.encode("utf-16"), 2, ("UTF-16 text", "save it as UTF-8")),
+    Row("utf16-le-no-bom", '{"train_batch_size": 8}'.encode("utf-16-le"), 2, ("UTF-16 text", "save it as UTF-8")),
     Row("nul-in-text", '{"train_batch_size": 8}\x00', 2, ("NUL",)),
     Row("utf8-bom-accepted", b'\xef\xbb\xbf{"train_batch_size": 8}', 0, ("OK",)),
     # --- empty

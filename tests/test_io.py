@@ -171,3 +171,12 @@ def test_a_json_value_is_read_as_strictly_as_a_config(text, fragment):
     with pytest.raises(ConfigLoadError, match=re.escape(fragment)):
         parse_json_value(text)
     assert parse_json_value('[1, "a", {"b": null}]') == [1, "a", {"b": None}]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_utf16_and_utf32_text_is_named_with_the_fix(encoding):
+    """PowerShell's > writes UTF-16: the message called it "not UTF-8 ... not a binary file" (or a NUL byte)."""
+    width = encoding[4:6]
+    with pytest.raises(ConfigLoadError, match=f"the file is UTF-{width} text.*save it as UTF-8"):
+        load_config('{"train_micro_batch_size_per_gpu": 1}'.encode(encoding))
+    assert load_config('{"a": "é"}'.encode("utf-8-sig")) == {"a": "é"}
