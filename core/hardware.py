@@ -13,6 +13,8 @@ from types import MappingProxyType
 from typing import Final
 
 GIB: Final = 2**30
+#: CPU RAM per node when none is given (the app's Start page, every dsconfig command and the planner agree).
+DEFAULT_CPU_RAM_GIB: Final = 512.0
 
 
 @dataclass(frozen=True)

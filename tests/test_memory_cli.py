@@ -185,3 +185,26 @@ def test_micro_batch_defaults_to_the_config(tmp_path):
 def test_a_largest_layer_beyond_the_model_is_refused():
     code, _, err = _run(["--params", "7e9", "--largest-layer", "8e9"])
     assert code == 2 and "--largest-layer 8,000,000,000 is more than the whole model's --params 7,000,000,000" in err
+
+
+def test_every_command_assumes_the_same_cpu_ram_as_the_app():
+    """estimate assumed 1024 GiB per node, fit 512, plan and predict 1024: the same input got different verdicts."""
+    import argparse
+
+    from core.cli import estimate as cli_estimate
+    from core.cli import fit as cli_fit
+    from core.hardware import DEFAULT_CPU_RAM_GIB
+    from core.memory import GIB
+    from core.perf import Cluster
+    from core.perf.recommend import hardware_for
+    from ui.app_state import default_context
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    cli_estimate.register(sub)
+    cli_fit.register(sub)
+    for command, extra in (("estimate", ["--params", "7e9"]),
+                           ("fit", ["ds.json", "--model", "meta-llama/Llama-2-7b-hf"])):
+        assert parser.parse_args([command, *extra]).cpu_ram == DEFAULT_CPU_RAM_GIB * GIB, command
+    assert hardware_for(Cluster("NVIDIA H100 80GB")).cpu_ram_per_node_bytes == DEFAULT_CPU_RAM_GIB * GIB
+    assert default_context()["cpu_ram_gib"] == DEFAULT_CPU_RAM_GIB

@@ -277,6 +277,13 @@ def test_gpu_sweep_finds_the_smallest_cluster():
     assert list(sweep["total_gpus"]) == [8, 16, 32]
     assert sweep.attrs["min_gpus"] in (8, 16, 32)
     assert 1 <= sweep.attrs["memory_min_gpus"] <= sweep.attrs["min_gpus"]
+    # the floor is the fewest GPUs over every offload choice: with little CPU RAM offloading everything needs
+    # more GPUs than offloading the parameters only (the floor was 24 against a fitting 16 at 512 GiB)
+    for ram in (128.0, 512.0, 4096.0):
+        small = gpu_sweep(LLAMA70, Cluster("NVIDIA H100 80GB", 8, cpu_ram_gib=ram), seq_len=2048, global_batch=64,
+                          node_counts=[1, 2, 4], recompute=("full",), nvme=False)
+        if small.attrs["min_gpus"] is not None:
+            assert small.attrs["memory_min_gpus"] <= small.attrs["min_gpus"], ram
     fitting = sweep[sweep["fits"]]
     assert list(fitting["hours"]) == sorted(fitting["hours"], reverse=True)
 

@@ -110,7 +110,7 @@ def default_context() -> dict[str, Any]:
         "gpus_per_node": 8,
         "gpu": "NVIDIA A100 80GB",
         "gpu_memory_gib": 80.0,
-        "cpu_ram_gib": 512.0,
+        "cpu_ram_gib": hardware.DEFAULT_CPU_RAM_GIB,
         "nvme_gib": 0.0,
         "model": None,
         "model_config": None,

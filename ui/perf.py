@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import perf
+from core import hardware, perf
 from core.perf import advice
 from ui import memory, tables
 from ui.shared_cache import shared_cache
@@ -27,7 +27,7 @@ def cluster_for(context: Mapping[str, Any], network: float | None = None) -> per
     try:
         return perf.Cluster(str(context.get("gpu")), int(context["gpus_per_node"]), int(context["nodes"]),
                             inter_node_gbit_s=network,
-                            cpu_ram_gib=float(context.get("cpu_ram_gib") or 1024))
+                            cpu_ram_gib=float(context.get("cpu_ram_gib") or hardware.DEFAULT_CPU_RAM_GIB))
     except (ValueError, KeyError, TypeError):
         return None
 

@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
     p.add_argument("--gpus", type=positive_int, default=8, help="GPUs in the job (default 8)")
     p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
-    p.add_argument("--cpu-ram", type=gib, default=512 * memory.GIB, metavar="GIB", help="per node (default 512)")
+    p.add_argument("--cpu-ram", type=gib, default=int(hardware.DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
+                   help=f"per node (default {hardware.DEFAULT_CPU_RAM_GIB:g})")
     p.add_argument("--nvme", type=gib, default=None, metavar="GIB", help="NVMe per node (default: none)")
     p.add_argument("--micro-batch", type=positive_int, default=None,
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')

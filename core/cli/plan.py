@@ -24,7 +24,7 @@ from core.autofill import AutoFillError, resolve_auto
 from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, catalog_gpu, guarded, positive, read_config_file
 from core.fit import short_of
-from core.hardware import GPU_BY_NAME, gpu_names
+from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
 from core.memory import estimate as memory_estimate
 from core.perf import (
@@ -58,7 +58,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--cpu-adam", type=positive(float), metavar="PARAMS_PER_S",
                     help="CPU optimizer updates per second per node (offload)")
     hw.add_argument("--nvme-bandwidth", type=positive(float), metavar="GB_S", help="NVMe GB/s per node")
-    hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB", help="CPU RAM per node (default 1024)")
+    hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB",
+                    help=f"CPU RAM per node (default {DEFAULT_CPU_RAM_GIB:g})")
     p.add_argument("--seq-len", type=positive(int), default=2048)
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_help())
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -175,7 +176,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
         out.write(_table_text(sweep) + "\n")
         out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
-                  f"ZeRO-3 and everything offloaded: {sweep.attrs.get('memory_min_gpus')} GPUs)\n")
+                  "ZeRO-3, micro batch 1, full recompute and the offload that needs fewest: "
+                  f"{sweep.attrs.get('memory_min_gpus')} GPUs)\n")
     for caveat in table.attrs["caveats"]:
         out.write(f"caveat (fastest fitting config): {caveat}\n")
     for note in table.attrs["notes"]:

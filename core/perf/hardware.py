@@ -209,7 +209,8 @@ class Cluster:
     - ``nvme_gbyte_s``: NVMe GB/s per node (offload to nvme).
     - ``cpu_adam_params_per_s``: CPU optimizer updates per second per node (offload_optimizer).
     - ``peak_tflops`` / ``hbm_gbyte_s``: override the datasheet (clocks, power caps).
-    - ``cpu_ram_gib`` / ``nvme_gib``: per node, for the memory check (None: 1024 GiB RAM, NVMe unlimited).
+    - ``cpu_ram_gib`` / ``nvme_gib``: per node, for the memory check (None: ``core.hardware.DEFAULT_CPU_RAM_GIB``
+      of RAM, NVMe unlimited).
     - ``efficiency``: the model's constants (``calibrate`` returns a cluster with fitted ones).
     - ``memory_allowances``: the memory model's allowances used by ``recommend`` (``calibrate`` fits them to a
       measured peak).

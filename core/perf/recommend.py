@@ -30,9 +30,9 @@ COLUMNS = (
 
 def hardware_for(cluster: Cluster) -> Hardware:
     """The memory model's view of the cluster."""
-    from core.hardware import GPU_BY_NAME
+    from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME
 
-    ram = cluster.cpu_ram_gib if cluster.cpu_ram_gib is not None else 1024
+    ram = cluster.cpu_ram_gib if cluster.cpu_ram_gib is not None else DEFAULT_CPU_RAM_GIB
     nvme = int(cluster.nvme_gib * GIB) if cluster.nvme_gib is not None else None
     return Hardware(cluster.gpus_per_node, cluster.nodes, GPU_BY_NAME[cluster.gpu].memory_bytes, int(ram * GIB), nvme)
 
@@ -275,13 +275,19 @@ def gpu_sweep(
     frame = frame.astype({key: "Int64" for key in _INT_COLUMNS if key in frame})
     fitting = frame[frame["fits"]] if not frame.empty else frame
     frame.attrs["min_gpus"] = int(fitting["total_gpus"].min()) if not fitting.empty else None
-    # the memory model's floor: the most frugal config (ZeRO-3, everything offloaded, micro batch 1, full
-    # recomputation) on the fewest GPUs, whatever the global batch
-    device = "nvme" if kwargs.get("nvme", True) else "cpu"
-    frugal = build_config(stage=3, offload_optimizer=device, offload_param=device, zeropp=False, micro_batch=1,
-                          grad_accum=1, world_size=1, precision=kwargs.get("precision", "bf16"),
-                          gpus_per_node=cluster.gpus_per_node)
-    floor = min_gpus(frugal, model, hardware_for(cluster), Shape(1, seq_len, kwargs.get("attention", "flash"), "full"),
-                     allowances=cluster.memory_allowances)
-    frame.attrs["memory_min_gpus"] = floor.total_gpus if floor is not None else None
+    # the memory model's floor: the most frugal config (ZeRO-3, micro batch 1, full recomputation) on the fewest
+    # GPUs, whatever the global batch, with whichever offload needs fewest (offloading to a node with little CPU
+    # RAM can need more GPUs than keeping everything on them)
+    floors = []
+    for stage, opt, param, _zeropp in _options(cluster, zeropp=False, nvme=kwargs.get("nvme", True)):
+        if stage != 3:
+            continue
+        frugal = build_config(stage=3, offload_optimizer=opt, offload_param=param, zeropp=False, micro_batch=1,
+                              grad_accum=1, world_size=1, precision=kwargs.get("precision", "bf16"),
+                              gpus_per_node=cluster.gpus_per_node)
+        floor = min_gpus(frugal, model, hardware_for(cluster), Shape(1, seq_len, kwargs.get("attention", "flash"),
+                                                                      "full"), allowances=cluster.memory_allowances)
+        if floor is not None:
+            floors.append(floor.total_gpus)
+    frame.attrs["memory_min_gpus"] = min(floors, default=None)
     return frame
