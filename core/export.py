@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import enum
 import json
 from collections.abc import Mapping
 from dataclasses import replace
@@ -18,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.effective import Effective, effective
-from core.findings import delete_path, join_path, split_path
+from core.findings import delete_path, join_path, plain, split_path
 from core.io import dump_config
 from core.launchers import (  # noqa: F401 — the launch exports, here too for callers of core.export
     HF_MODES,
@@ -43,12 +42,8 @@ from core.validate import validate
 _MISSING = object()
 
 
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, enum.Enum) else value
-
-
 def _same(value: Any, default: Any) -> bool:
-    default = _plain(default)
+    default = plain(default)
     if isinstance(value, bool) or isinstance(default, bool):
         return type(value) is type(default) and value == default
     if isinstance(value, int | float) and isinstance(default, int | float):
@@ -102,9 +97,9 @@ def _reading(config: Mapping[str, Any]) -> Effective:
 
 
 def _same_reading(config: Mapping[str, Any], stripped: dict[str, Any]) -> dict[str, Any]:
-    """``stripped`` with top-level sections of ``config`` put back, in file order, until DeepSpeed reads it as it
-    reads ``config``: a section of defaults can still matter by being there (``"bf16": {"enabled": false}``
-    shadows a legacy ``bfloat16`` section, which DeepSpeed reads only when ``bf16`` is absent)."""
+    """``stripped`` with the top-level sections of ``config`` it changed put back (one if one is enough, else all)
+    so that DeepSpeed reads it as it reads ``config``: a section of defaults can still matter by being there
+    (``"bf16": {"enabled": false}`` shadows a legacy ``bfloat16``, read only when ``bf16`` is absent)."""
     want = _reading(config)
     if _reading(stripped) == want:
         return stripped
@@ -119,7 +114,7 @@ def _json_default(field: SchemaField) -> tuple[bool, Any]:
     """(True, the default as JSON data) when the field has a default worth writing out, else (False, None)."""
     if field.info.is_required():
         return False, None
-    default = _plain(field.default)
+    default = plain(field.default)
     if default is None:
         return False, None  # "not set" is not a value one can write; null may mean something else
     try:
