@@ -224,20 +224,12 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> t
     out, notes = resolved_export(config, values)
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
-        accum = _derived_accumulation(out, int(values.get("world_size") or 1))
+        accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")
         if accum is not None:
             out["gradient_accumulation_steps"] = accum
             notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
                          "accelerate would otherwise write 1 and DeepSpeed would refuse the batch sizes.")
     return out, notes
-
-
-def _derived_accumulation(config: Mapping[str, Any], world_size: int) -> int | None:
-    """The accumulation DeepSpeed derives from train_batch_size and the micro batch at ``world_size``, if whole."""
-    total, micro = config.get("train_batch_size"), config.get("train_micro_batch_size_per_gpu")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (total, micro)):
-        return None
-    return total // (micro * world_size) if total % (micro * world_size) == 0 else None
 
 
 #: Lightning's Trainer precision for the config's half precision.
@@ -266,7 +258,7 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
                      f"derives on {world_size} GPUs): Lightning would otherwise take it from the DataLoader.")
     accum = out.pop("gradient_accumulation_steps", None)
     if accum is None:
-        accum = derived.get("gradient_accumulation_steps", _derived_accumulation(out, world_size))
+        accum = derived.get("gradient_accumulation_steps")
     total = out.pop("train_batch_size", None)
     if accum is not None and not isinstance(accum, int):  # an "auto" resolved_export could not fill
         notes.append(f"gradient_accumulation_steps {accum!r} could not be resolved: set the Trainer's "
