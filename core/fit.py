@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core import memory
-from core.batch import resolve_batch
+from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import effective
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
@@ -62,7 +62,38 @@ def apply_patch(config: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
 
 
 def _int(value: Any) -> int | None:
+    """A positive count, as DeepSpeed's batch arithmetic takes it (a derived 2.0 is 2)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _ranks(config: Mapping[str, Any], gpus: int) -> float:
+    """Data-parallel ranks of ``gpus`` GPUs, as DeepSpeed's batch check counts them."""
+    return effective_world_size(dict(config), gpus)
+
+
+def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict[str, Any], str]:
+    """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
+    ``gpus``, and what they do in words: with a written train_batch_size the same global batch through another
+    accumulation when it divides, else the global batch grows with the GPU count (a written train_batch_size kept
+    as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto"."""
+    tb = config.get("train_batch_size")
+    if _int(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
+        return {}, ("" if tb is None else " an explicit train_batch_size must then be changed to match.")
+    batch = resolve_batch(dict(config), _ranks(config, gpus))
+    micro, accum = (_int(batch.micro_batch), _int(batch.grad_accum)) if batch.ok else (None, None)
+    if micro is None or accum is None:
+        return {}, " an explicit train_batch_size must then be changed to match."
+    ranks = _ranks(config, new_gpus)
+    if (tb / (micro * ranks)).is_integer() and tb // (micro * ranks) >= 1:
+        new_accum = int(tb // (micro * ranks))
+        return ({"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": new_accum},
+                f" train_batch_size stays {tb}: gradient accumulation {accum} → {new_accum}.")
+    new_tb = int(micro * accum * ranks)
+    return ({"train_batch_size": new_tb, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
+            f" {tb} does not divide over {ranks:g} data-parallel ranks with micro batch {micro}: train_batch_size "
+            f"{tb} → {new_tb}, the global batch grows with the GPU count.")
 
 
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
@@ -91,7 +122,8 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     With an "auto" micro batch (the HF Trainer fills it) the change goes to TrainingArguments instead:
     ``shape.micro_batch`` is the Trainer's per-device batch and ``trainer_accum`` its accumulation."""
     world = hardware.total_gpus
-    batch = resolve_batch(dict(config), world)
+    ranks = _ranks(config, world)  # data-parallel: sequence-parallel ranks share one sample
+    batch = resolve_batch(dict(config), ranks)
     trainer = config.get("train_micro_batch_size_per_gpu") == "auto"
     if trainer:
         micro = shape.micro_batch
@@ -106,8 +138,9 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     # the largest that fits and keeps the global batch; when none fits, 1 still saves the most activations
     new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
     new_accum = per_gpu // new_micro
+    on = f"{world} GPUs" + (f" ({ranks:g} data-parallel ranks)" if ranks != world else "")
     detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: the global batch "
-              f"stays {per_gpu * world} on {world} GPUs; each optimizer step takes {new_accum} smaller passes.")
+              f"stays {per_gpu * ranks:g} on {on}; each optimizer step takes {new_accum} smaller passes.")
     patch: dict[str, Any] = {}
     context: dict[str, Any] = {}
     if trainer:
@@ -170,21 +203,23 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     if smallest is not None and smallest.total_gpus != hardware.total_gpus:
         est = memory.estimate(config, model, smallest, shape)
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
+        batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus)
         ways.append(_from_estimate(
             "gpus", f"{smallest.total_gpus} GPUs ({nodes})",
             f"The smallest GPU count of this kind that fits as configured ({smallest.total_gpus} instead of "
-            f"{hardware.total_gpus}); an explicit train_batch_size must then be changed to match.",
-            est, {}, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
+            f"{hardware.total_gpus});{batch_said or ' the global batch grows with the GPU count.'}",
+            est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
         enough = memory.min_gpus(apply_patch(config, stage3), model, hardware, shape, max_nodes=max_nodes)
         if enough is not None and enough.total_gpus != hardware.total_gpus:
             est = memory.estimate(apply_patch(config, stage3), model, enough, shape)
+            batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest GPU count that fits with ZeRO-3 and no offload ({enough.total_gpus} instead of "
-                f"{hardware.total_gpus}); the global batch grows with the GPU count.",
-                est, stage3, {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
+                f"{hardware.total_gpus});{batch_said or ' the global batch grows with the GPU count.'}",
+                est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways)
     if combined is not None:
         ways.append(combined)
@@ -219,6 +254,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     patch: dict[str, Any] = {}
     context: dict[str, Any] = {}
     names: list[str] = []
+    said = ""
     for name, config_step, context_step in ladder:
         patch = apply_patch(patch, config_step)
         context.update(context_step)
@@ -235,9 +271,12 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             context.update(nodes=bigger.nodes, gpus_per_node=bigger.gpus_per_node)
             names.append(f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})")
             est = memory.estimate(apply_patch(config, patch), model, bigger, trial)
+            batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
+            patch = apply_patch(patch, batch_patch)
+            said = batch_said
     return _from_estimate("combined", "Together: " + ", ".join(names),
                           "No single change fits: these changes together, cheapest first, up to the first that "
-                          "fits.", est, patch, context)
+                          "fits." + said, est, patch, context)
 
 
 def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,

@@ -184,3 +184,35 @@ def test_cli_fit_states_what_it_assumed(tmp_path, capsys):
     assert json.loads(text)["notes"][0] == "--gpu-memory 40 GiB is used instead of --gpu NVIDIA H100 80GB's memory"
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "40")
     assert code in (0, 1) and "40.0 GiB GPUs" in text.splitlines()[0] and "instead of --gpu" not in text
+
+
+@pytest.mark.parametrize(("config", "model", "gpus"), [
+    # sequence parallelism: 8 GPUs are 4 data-parallel ranks (the micro-batch way wrote accumulation 4 for 32)
+    ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": 2,
+      "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}, "meta-llama/Llama-2-13b-hf", 8),
+    # a written global batch and ways that add GPUs (they kept train_batch_size 64 on 24 GPUs)
+    ({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8, "bf16": {"enabled": True},
+      "zero_optimization": {"stage": 3}}, "meta-llama/Meta-Llama-3-70B", 8),
+    ({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8, "bf16": {"enabled": True},
+      "zero_optimization": {"stage": 1}}, "meta-llama/Meta-Llama-3-70B", 8),
+    ({"train_batch_size": 48, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+      "zero_optimization": {"stage": 0}}, "meta-llama/Llama-2-70b-hf", 8),
+], ids=["sequence-parallel", "zero3-more-gpus", "zero1-more-gpus", "derived-micro"])
+def test_every_way_gives_a_config_deepspeed_accepts_on_its_gpu_count(config, model, gpus):
+    """Each way's patch, applied with its context (more GPUs included), passes the batch check at its world size;
+    a way that keeps the global batch says so truthfully, one that cannot says the batch grows."""
+    from core import validate
+
+    spec = models.get_spec(model)
+    hardware = memory.Hardware(gpus, 1, 80 * memory.GIB, 512 * memory.GIB)
+    ways = fit.ways_to_fit(config, spec, hardware, memory.Shape(8, 4096, "sdpa", "full"))
+    assert ways
+    for way in ways:
+        world = way.context_patch.get("nodes", 1) * way.context_patch.get("gpus_per_node", gpus)
+        patched = fit.apply_patch(config, way.config_patch)
+        batch_errors = [f for f in validate(patched, world_size=world).errors if f.code.startswith("batch.")]
+        assert not batch_errors, (way.title, patched, world, [f.message for f in batch_errors])
+        if world != gpus and "train_batch_size" in config:
+            kept = patched["train_batch_size"] == config["train_batch_size"]
+            assert (f"train_batch_size stays {config['train_batch_size']}" in way.detail) == kept, way.detail
+            assert ("grows with the GPU count" in way.detail) != kept, way.detail
