@@ -216,3 +216,20 @@ def test_every_way_gives_a_config_deepspeed_accepts_on_its_gpu_count(config, mod
             kept = patched["train_batch_size"] == config["train_batch_size"]
             assert (f"train_batch_size stays {config['train_batch_size']}" in way.detail) == kept, way.detail
             assert ("grows with the GPU count" in way.detail) != kept, way.detail
+
+
+def test_no_nvme_given_means_none_as_in_the_app(tmp_path, capsys):
+    """fit said "fits" beside "NVMe 169.7 GiB of 0 GiB" (no --nvme was unlimited) and refused --nvme 0, while the
+    app (NVMe 0 GiB on Start) said it does not fit."""
+    from core.presets import BUILTIN_DIR, load_preset
+
+    path = tmp_path / "nvme.json"
+    path.write_text(json.dumps(load_preset("zero-infinity-nvme", [BUILTIN_DIR]).config))
+    argv = ["fit", str(path), "--model", "meta-llama/Llama-2-13b-hf"]
+    for extra in ([], ["--nvme", "0"]):
+        code = cli.main([*argv, *extra], out=io.StringIO())
+        assert code == 1, extra
+    assert cli.main([*argv, "--nvme", "2000"], out=io.StringIO()) == 0
+    est_out = io.StringIO()
+    cli.main(["estimate", "--model", "meta-llama/Llama-2-13b-hf", "--config", str(path)], out=est_out)
+    assert "of unknown capacity" not in est_out.getvalue()

@@ -143,3 +143,22 @@ def test_the_fastest_fitting_rows_caveat_is_a_warning_beside_it():
     assert table.attrs["caveats"], "the case must have a ZeRO-3 small-work best row"
     warned = [w.value for w in at.warning if "lower bound" in w.value]
     assert warned == table.attrs["caveats"]
+
+
+def test_nvme_rows_fit_only_with_the_start_pages_nvme_and_agree_after_use():
+    """The planner took NVMe as unlimited: an NVMe row ranked as fitting did not fit after "Use this config"
+    (the Start page's NVMe is 0 GiB, none)."""
+    def nvme_rows(at):
+        return ranked(at)[ranked(at)["Offload params"] == "nvme"]
+
+    for nvme, expected in ((0.0, False), (4000.0, True)):
+        at = app(page=PAGE, nvme_gib=nvme)
+        at.selectbox(key="plan_model").set_value("meta-llama/Llama-2-13b-hf").run()
+        at.selectbox(key="plan_gpu").set_value("NVIDIA V100 32GB").run()
+        at.number_input(key="plan_nodes").set_value(2).run()
+        rows = nvme_rows(at)
+        assert (not rows.empty) == expected, nvme
+    at.selectbox(key="plan_row").set_value(int(rows.iloc[0]["Rank"])).run()
+    at.button(key="plan_use").click().run()
+    assert at.session_state["config"]["zero_optimization"]["offload_param"]["device"] == "nvme"
+    assert not at.sidebar.error and any(s.value.startswith("Fits") for s in at.sidebar.success)

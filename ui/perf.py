@@ -27,7 +27,8 @@ def cluster_for(context: Mapping[str, Any], network: float | None = None) -> per
     try:
         return perf.Cluster(str(context.get("gpu")), int(context["gpus_per_node"]), int(context["nodes"]),
                             inter_node_gbit_s=network,
-                            cpu_ram_gib=float(context.get("cpu_ram_gib") or hardware.DEFAULT_CPU_RAM_GIB))
+                            cpu_ram_gib=float(context.get("cpu_ram_gib") or hardware.DEFAULT_CPU_RAM_GIB),
+                            nvme_gib=float(context.get("nvme_gib") or 0))
     except (ValueError, KeyError, TypeError):
         return None
 

@@ -146,6 +146,11 @@ def positive(kind: type) -> Callable[[str], Any]:
     return parse
 
 
+def gib_or_none(text: str) -> int:
+    """argparse type: a size in GiB that may be 0 (none: no NVMe), returned in bytes."""
+    return 0 if text.strip() in ("0", "0.0") else gib(text)
+
+
 def gib(text: str) -> int:
     """argparse type: a size in GiB, returned in bytes."""
     from core.memory import GIB

@@ -17,7 +17,16 @@ from typing import Any, TextIO
 
 from core import memory, models
 from core.batch import micro_batch_of
-from core.cli.common import EXIT_OK, UsageError, gib, guarded, positive, positive_int, read_config_file
+from core.cli.common import (
+    EXIT_OK,
+    UsageError,
+    gib,
+    gib_or_none,
+    guarded,
+    positive,
+    positive_int,
+    read_config_file,
+)
 from core.hardware import DEFAULT_CPU_RAM_GIB
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -59,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
     hw.add_argument("--cpu-ram", type=gib, default=int(DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                     help=f"per node (default {DEFAULT_CPU_RAM_GIB:g})")
-    hw.add_argument("--nvme", type=gib, default=None, metavar="GIB", help="NVMe capacity per node")
+    hw.add_argument("--nvme", type=gib_or_none, default=0, metavar="GIB",
+                    help="NVMe capacity per node (default 0: none, as on the app's Start page)")
     hw.add_argument("--buffer-factor", type=positive(float), default=1.5,
                     help="DeepSpeed tables' additional_buffer_factor")
     shape = p.add_argument_group("training shape")

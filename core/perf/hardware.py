@@ -210,7 +210,7 @@ class Cluster:
     - ``cpu_adam_params_per_s``: CPU optimizer updates per second per node (offload_optimizer).
     - ``peak_tflops`` / ``hbm_gbyte_s``: override the datasheet (clocks, power caps).
     - ``cpu_ram_gib`` / ``nvme_gib``: per node, for the memory check (None: ``core.hardware.DEFAULT_CPU_RAM_GIB``
-      of RAM, NVMe unlimited).
+      of RAM, NVMe unlimited; ``nvme_gib`` 0: no NVMe, as the CLI and the app's Start page default to).
     - ``efficiency``: the model's constants (``calibrate`` returns a cluster with fitted ones).
     - ``memory_allowances``: the memory model's allowances used by ``recommend`` (``calibrate`` fits them to a
       measured peak).
@@ -245,8 +245,11 @@ class Cluster:
         for f in fields(self):
             value = getattr(self, f.name)
             bad = isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            if f.name == "nvme_gib" and value == 0 and not isinstance(value, bool):
+                continue  # no NVMe: offloading to it does not fit
             if f.name.endswith(("_s", "_tflops", "_gib")) and value is not None and bad:
-                raise ValueError(f"Cluster.{f.name} must be a positive number or None, got {value!r}.")
+                raise ValueError(f"Cluster.{f.name} must be a positive number or None, got {value!r}"
+                                 + (" (0: no NVMe)." if f.name == "nvme_gib" else "."))
 
     @property
     def total_gpus(self) -> int:
