@@ -73,6 +73,21 @@ def _ranks(config: Mapping[str, Any], gpus: int) -> float:
     return effective_world_size(dict(config), gpus)
 
 
+def _whole_ranks(config: Mapping[str, Any], found: Hardware | None, node_size: int) -> Hardware | None:
+    """``found`` (``memory.min_gpus``'s: 1..``node_size`` GPUs on one node, then whole nodes) grown to the next
+    GPU count that ``sequence_parallel_size`` divides (DeepSpeed needs whole data-parallel ranks; more GPUs need
+    no more memory each), or None when no layout of these nodes gives one."""
+    if found is None or float(_ranks(config, found.total_gpus)).is_integer():
+        return found
+    sp = found.total_gpus / _ranks(config, found.total_gpus)
+    if not float(sp).is_integer():
+        return None
+    needed = -(-found.total_gpus // int(sp)) * int(sp)
+    grown = (replace(found, gpus_per_node=needed, nodes=1) if needed <= node_size
+             else replace(found, gpus_per_node=node_size, nodes=-(-needed // node_size)))
+    return grown if float(_ranks(config, grown.total_gpus)).is_integer() else None
+
+
 def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict[str, Any], str]:
     """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
     ``gpus``, and what they do in words: with a written train_batch_size the same global batch through another
@@ -86,13 +101,16 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict
     if micro is None or accum is None:
         return {}, " an explicit train_batch_size must then be changed to match."
     ranks = _ranks(config, new_gpus)
-    if (tb / (micro * ranks)).is_integer() and tb // (micro * ranks) >= 1:
-        new_accum = int(tb // (micro * ranks))
+    if not float(ranks).is_integer():  # the sequence-parallel size does not divide the GPUs: a rule says so
+        return {}, " an explicit train_batch_size must then be changed to match."
+    ranks = int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
+    if tb % (micro * ranks) == 0:
+        new_accum = tb // (micro * ranks)
         return ({"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": new_accum},
                 f" train_batch_size stays {tb}: gradient accumulation {accum} → {new_accum}.")
-    new_tb = int(micro * accum * ranks)
+    new_tb = micro * accum * ranks
     return ({"train_batch_size": new_tb, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
-            f" {tb} does not divide over {ranks:g} data-parallel ranks with micro batch {micro}: train_batch_size "
+            f" {tb} does not divide over {ranks} data-parallel ranks with micro batch {micro}: train_batch_size "
             f"{tb} → {new_tb}, the global batch grows with the GPU count.")
 
 
@@ -139,8 +157,9 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
     new_accum = per_gpu // new_micro
     on = f"{world} GPUs" + (f" ({ranks:g} data-parallel ranks)" if ranks != world else "")
+    global_batch = per_gpu * int(ranks) if float(ranks).is_integer() else per_gpu * ranks  # exact while whole
     detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: the global batch "
-              f"stays {per_gpu * ranks:g} on {on}; each optimizer step takes {new_accum} smaller passes.")
+              f"stays {global_batch} on {on}; each optimizer step takes {new_accum} smaller passes.")
     patch: dict[str, Any] = {}
     context: dict[str, Any] = {}
     if trainer:
@@ -199,7 +218,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": opt if opt != "none" else "cpu",
                                                                       "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}))
-    smallest = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes)
+    smallest = _whole_ranks(config, memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes),
+                            hardware.gpus_per_node)
     if smallest is not None and smallest.total_gpus != hardware.total_gpus:
         est = memory.estimate(config, model, smallest, shape)
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
@@ -211,7 +231,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
-        enough = memory.min_gpus(apply_patch(config, stage3), model, hardware, shape, max_nodes=max_nodes)
+        enough = _whole_ranks(config, memory.min_gpus(apply_patch(config, stage3), model, hardware, shape,
+                                                      max_nodes=max_nodes), hardware.gpus_per_node)
         if enough is not None and enough.total_gpus != hardware.total_gpus:
             est = memory.estimate(apply_patch(config, stage3), model, enough, shape)
             batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus)
@@ -266,7 +287,8 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         if est.fits:
             break
     else:
-        bigger = memory.min_gpus(apply_patch(config, patch), model, hardware, trial)
+        bigger = _whole_ranks(config, memory.min_gpus(apply_patch(config, patch), model, hardware, trial),
+                              hardware.gpus_per_node)
         if bigger is not None:
             context.update(nodes=bigger.nodes, gpus_per_node=bigger.gpus_per_node)
             names.append(f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})")

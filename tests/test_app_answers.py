@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import urllib.parse
 
 from app_support import app, shown_tables
 
+import core
 from core import presets
 from core.models import describe, get_config
 from ui import app_state, focus, widgets
@@ -336,3 +338,24 @@ def test_zero_page_metrics_say_over_capacity_in_gib_with_one_decimal():
     gpu, cpu = metrics["Peak per GPU"], metrics["CPU RAM per node"]
     assert gpu.value == "630.6 GiB" and gpu.proto.delta == "-550.6 GiB over capacity"
     assert re.fullmatch(r"\d+\.\d GiB", cpu.value) and cpu.proto.delta.endswith(("GiB free", "GiB over capacity"))
+
+
+def test_two_findings_on_one_path_each_link_lands_on_its_own_finding_and_fix():
+    """A micro batch of 1.5 has type.unchecked and batch.not-integer on one path: the link under the second landed
+    on the first, and its button applied the other finding's fix."""
+    config = {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}
+    at = app(config)
+    links = [e for e in at.sidebar if type(e).__name__ == "PageLink" and "focus=train_micro_batch_size_per_gpu"
+             in e.proto.query_string]
+    codes = {urllib.parse.parse_qs(link.proto.query_string)["code"][0]: link for link in links}
+    assert {"type.unchecked", "batch.not-integer"} <= set(codes)
+    for code in ("batch.not-integer", "type.unchecked"):
+        at = app(copy.deepcopy(config))
+        follow(at, next(e for e in at.sidebar if type(e).__name__ == "PageLink"
+                        and f"code={urllib.parse.quote_plus(code)}" in e.proto.query_string))
+        focused = [m.value for m in at.main.markdown if "You came here to fix" in m.value]
+        assert focused and code in focused[0], (code, focused)
+        expected = next(f for f in core.validate(config, world_size=8).findings if f.code == code)
+        assert at.button(key="focus_fix").label == f"Fix: {expected.fix.description}"
+        at.button(key="focus_fix").click().run()
+        assert at.session_state["config"] == expected.fix.apply(config)

@@ -20,6 +20,9 @@ from core.schema.walk import resolve, unique_fields
 
 #: Query parameter: the finding the user came to fix (its path).
 FOCUS = "focus"
+#: Query parameter: the finding's code, which tells apart two findings on one path (type.unchecked and
+#: batch.not-integer on a micro batch of 1.5: the link of one landed on the other, and its fix was applied).
+CODE = "code"
 #: Query parameter: the path of the widget to land on.
 FIELD = "field"
 #: Key of the box drawn around the widget a link landed on (CSS class ``st-key-focus_widget`` in the page).
@@ -65,7 +68,7 @@ def link_params(finding: Finding, config: Mapping[str, Any]) -> dict[str, str]:
     """Query parameters for a link to the page AND widget where ``finding`` is fixed."""
     if not finding.path:
         return {}
-    return {FOCUS: finding.path, FIELD: field_of(finding, config)}
+    return {FOCUS: finding.path, FIELD: field_of(finding, config), CODE: finding.code}
 
 
 def wanted() -> str | None:
