@@ -96,6 +96,13 @@ if batch is not None:
         + (f" Derived: {derived}." if derived else "")
         + (f' "auto" filled as the Trainer would: {", ".join(f"`{k}`" for k in autos)}.' if autos else "")
     )
+elif autos:
+    # the config alone is valid (the validator has no Trainer values); with the ones given it is not
+    why = resolve_batch(config_used, effective_world_size(config_used, world)).message.rstrip(".") + "."
+    st.error(f"With per_device_train_batch_size {ctx['hf_micro_batch']} and gradient_accumulation_steps "
+             f"{ctx['hf_grad_accum']}, the batch does not resolve on {world} GPUs: {why} The HF Trainer refuses "
+             "this at launch (\"train_batch_size … vs hf train_batch_size (calculated) …\"): give TrainingArguments "
+             'that multiply to the written values, or write "auto" for them.', icon=":material/error:")
 else:
     st.warning("The batch values do not resolve for this world size; see the errors above and in the headline.")
 

@@ -269,3 +269,14 @@ def test_a_figure_from_counts_by_hand_says_activations_are_left_out():
     assert not at.exception, at.exception
     shown = [*texts(at.success), *texts(at.warning), *texts(at.error), *texts(at.markdown)]
     assert any("Memory:" in s and "model states only" in s for s in shown)
+
+
+def test_trainer_values_that_do_not_add_up_are_named_on_the_batch_page():
+    """train_batch_size 96 with "auto" micro batch and accumulation and Trainer values 3 x 5 on 8 GPUs: the page said
+    "see the errors above and in the headline", where there were none (the Trainer refuses 96 against 120)."""
+    config = {"train_batch_size": 96, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}
+    at = app(config, page="pages/batch.py", target="hf", hf_micro_batch=3, hf_grad_accum=5, nodes=1, gpus_per_node=8)
+    assert not at.exception, at.exception
+    assert not any("see the errors above" in w.value for w in at.warning)
+    error = next(e.value for e in at.error if "per_device_train_batch_size 3" in e.value)
+    assert "gradient_accumulation_steps 5" in error and "on 8 GPUs" in error and "96" in error
