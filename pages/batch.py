@@ -102,7 +102,8 @@ elif autos:
     st.error(f"With per_device_train_batch_size {ctx['hf_micro_batch']} and gradient_accumulation_steps "
              f"{ctx['hf_grad_accum']}, the batch does not resolve on {world} GPUs: {why} The HF Trainer refuses "
              "this at launch (\"train_batch_size … vs hf train_batch_size (calculated) …\"): give TrainingArguments "
-             'that multiply to the written values, or write "auto" for them.', icon=":material/error:")
+             "whose per-device batch × accumulation × data-parallel GPUs is the written train_batch_size, or make "
+             'train_batch_size "auto" too.', icon=":material/error:")
 else:
     st.warning("The batch values do not resolve for this world size; see the errors above and in the headline.")
 
