@@ -134,7 +134,9 @@ def _whole_seed(value: Any) -> int | None:
     return int(abs(value))
 
 
-def _as_positive_int(value: Any) -> int | None:
+def positive_whole(value: Any) -> int | None:
+    """A batch count as DeepSpeed's arithmetic takes it: a positive int, or a float without a fraction (a derived
+    2.0 is 2); None otherwise (booleans included)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(value, float) and not value.is_integer():
@@ -146,14 +148,22 @@ def micro_batch_of(config: dict[str, Any], world_size: int) -> int | None:
     """The micro batch per GPU DeepSpeed runs ``config`` with on ``world_size`` GPUs: written, or derived from
     train_batch_size and gradient_accumulation_steps; None when neither gives a positive whole number."""
     resolved = resolve_batch(config, effective_world_size(config, world_size))  # data-parallel ranks, as DeepSpeed
-    return _as_positive_int(resolved.micro_batch if resolved.ok else config.get(MB))
+    return positive_whole(resolved.micro_batch if resolved.ok else config.get(MB))
+
+
+def micro_and_accum_of(config: dict[str, Any], world_size: int) -> tuple[int, int] | None:
+    """The micro batch and accumulation DeepSpeed resolves ``config`` to on ``world_size`` GPUs (data-parallel
+    ranks, as DeepSpeed counts them), written or derived; None when the batch keys do not resolve to whole ones."""
+    resolved = resolve_batch(config, effective_world_size(config, world_size))
+    micro, accum = positive_whole(resolved.micro_batch), positive_whole(resolved.grad_accum)
+    return (micro, accum) if resolved.ok and micro is not None and accum is not None else None
 
 
 def train_batch_of(config: dict[str, Any], world_size: int) -> int | None:
     """The global batch (samples per optimizer step) DeepSpeed runs ``config`` with on ``world_size`` GPUs:
     written, or derived from the micro batch and accumulation; None when neither gives a positive whole number."""
     resolved = resolve_batch(config, effective_world_size(config, world_size))
-    return _as_positive_int(resolved.train_batch_size if resolved.ok else config.get(TB))
+    return positive_whole(resolved.train_batch_size if resolved.ok else config.get(TB))
 
 
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core import memory
-from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole
 from core.effective import effective
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
@@ -61,13 +61,6 @@ def apply_patch(config: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
     return out
 
 
-def _int(value: Any) -> int | None:
-    """A positive count, as DeepSpeed's batch arithmetic takes it (a derived 2.0 is 2)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
-
-
 def _ranks(config: Mapping[str, Any], gpus: int) -> float:
     """Data-parallel ranks of ``gpus`` GPUs, as DeepSpeed's batch check counts them."""
     return effective_world_size(dict(config), gpus)
@@ -88,21 +81,23 @@ def _whole_ranks(config: Mapping[str, Any], found: Hardware | None, node_size: i
     return grown if float(_ranks(config, grown.total_gpus)).is_integer() else None
 
 
+#: What a way that changes the GPU count says when it cannot carry a written train_batch_size along.
+_CHANGE_BATCH = " an explicit train_batch_size must then be changed to match."
+
+
 def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict[str, Any], str]:
     """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
     ``gpus``, and what they do in words: with a written train_batch_size the same global batch through another
     accumulation when it divides, else the global batch grows with the GPU count (a written train_batch_size kept
     as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto"."""
     tb = config.get("train_batch_size")
-    if _int(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
-        return {}, ("" if tb is None else " an explicit train_batch_size must then be changed to match.")
-    batch = resolve_batch(dict(config), _ranks(config, gpus))
-    micro, accum = (_int(batch.micro_batch), _int(batch.grad_accum)) if batch.ok else (None, None)
-    if micro is None or accum is None:
-        return {}, " an explicit train_batch_size must then be changed to match."
+    if positive_whole(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
+        return {}, ("" if tb is None else _CHANGE_BATCH)
+    trio = micro_and_accum_of(dict(config), gpus)
     ranks = _ranks(config, new_gpus)
-    if not float(ranks).is_integer():  # the sequence-parallel size does not divide the GPUs: a rule says so
-        return {}, " an explicit train_batch_size must then be changed to match."
+    if trio is None or not float(ranks).is_integer():  # not float(ranks): SP does not divide the GPUs, a rule says
+        return {}, _CHANGE_BATCH
+    micro, accum = trio
     ranks = int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
     if tb % (micro * ranks) == 0:
         new_accum = tb // (micro * ranks)
@@ -141,14 +136,15 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     ``shape.micro_batch`` is the Trainer's per-device batch and ``trainer_accum`` its accumulation."""
     world = hardware.total_gpus
     ranks = _ranks(config, world)  # data-parallel: sequence-parallel ranks share one sample
-    batch = resolve_batch(dict(config), ranks)
     trainer = config.get("train_micro_batch_size_per_gpu") == "auto"
     if trainer:
         micro = shape.micro_batch
-        accum = _int(config.get("gradient_accumulation_steps")) or trainer_accum
+        accum = positive_whole(config.get("gradient_accumulation_steps")) or trainer_accum
     else:
-        micro = _int(batch.micro_batch) if batch.ok else _int(config.get("train_micro_batch_size_per_gpu"))
-        accum = (_int(batch.grad_accum) if batch.ok else _int(config.get("gradient_accumulation_steps"))) or 1
+        written = (positive_whole(config.get("train_micro_batch_size_per_gpu")),
+                   positive_whole(config.get("gradient_accumulation_steps")))
+        micro, accum = micro_and_accum_of(dict(config), world) or written
+        accum = accum or 1
     if micro is None or micro < 2:
         return None
     per_gpu = micro * accum  # samples per GPU per optimizer step: what must stay the same
@@ -166,7 +162,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
         detail += (f" The config says \"auto\": pass per_device_train_batch_size={new_micro} and "
                    f"gradient_accumulation_steps={new_accum} to TrainingArguments.")
         context = {"hf_micro_batch": new_micro, "hf_grad_accum": new_accum}
-        if _int(config.get("gradient_accumulation_steps")):
+        if positive_whole(config.get("gradient_accumulation_steps")):
             patch["gradient_accumulation_steps"] = new_accum
     else:
         patch = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}

@@ -21,7 +21,7 @@ from core.autofill import (
     find_auto,
     resolve_auto,
 )
-from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.batch import BATCH_KEYS, micro_and_accum_of
 from core.effective import effective
 from core.findings import delete_path, get_path, set_path
 from core.rules.context import Context, lax_bool
@@ -202,12 +202,9 @@ def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any) -> dict
     Trainer is held to the Trainer's default batch of 8; {} while a batch key is "auto" or the trio fails."""
     if not isinstance(world_size, int) or world_size < 1 or AUTO in (config.get(key) for key in BATCH_KEYS):
         return {}
-    resolved = resolve_batch(dict(config), effective_world_size(dict(config), world_size))
-    if not resolved.ok:
-        return {}
-    derived = {"per_device_train_batch_size": _whole(resolved.micro_batch),
-               "gradient_accumulation_steps": _whole(resolved.grad_accum)}
-    return {name: value for name, value in derived.items() if value is not None}
+    trio = micro_and_accum_of(dict(config), world_size)
+    return {} if trio is None else dict(zip(("per_device_train_batch_size", "gradient_accumulation_steps"), trio,
+                                             strict=True))
 
 
 def _needs(path: str, param: str) -> bool:
