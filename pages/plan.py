@@ -89,8 +89,7 @@ def planner() -> None:
 
     spec = start_model if model_name == FROM_START else models.get_spec(model_name)
     cluster = Cluster(gpu, int(gpus_per_node), int(nodes), inter_node_gbit_s=float(network),
-                      cpu_ram_gib=float(ctx.get("cpu_ram_gib") or hardware.DEFAULT_CPU_RAM_GIB),
-                      nvme_gib=float(ctx.get("nvme_gib") or 0))  # the Start page's: NVMe rows fit only with it
+                      **ui_perf.node_storage(ctx))  # the Start page's: NVMe rows fit only with its NVMe
     world = cluster.total_gpus
     if global_batch % world:
         example = min(max(world, round(global_batch / world) * world), MAX_GLOBAL_BATCH // world * world)

@@ -300,8 +300,9 @@ def clean_context(raw: Mapping[str, Any]) -> dict[str, Any]:
     model_config = raw.get("model_config")
     context["model_config"] = model_config if isinstance(model_config, dict) else None
     if context["model"] in models.CATALOG:  # a catalog name means the catalog's model: its architecture, counts
-        spec = models.get_spec(context["model"])
-        context.update(model_config=models.get_config(context["model"]), total_params=spec.total_params,
+        catalog_config = models.get_config(context["model"])
+        spec = models.describe(catalog_config, name=context["model"])
+        context.update(model_config=catalog_config, total_params=spec.total_params,
                        largest_layer_params=spec.largest_layer_params)
     for key, allowed in (("attention", memory.ATTENTION_IMPLS), ("recompute", memory.RECOMPUTE_MODES)):
         context[key] = raw.get(key) if raw.get(key) in allowed else context[key]

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from core import io
 from core.findings import Finding, Report, join_path, split_path
+from core.findings import plain as json_value
 from core.rules import codes
 from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
@@ -140,10 +141,7 @@ def bounds(field: SchemaField, kind: Kind) -> Bounds:
 
 def plain_default(field: SchemaField) -> Any:
     """The field's default as it would appear in JSON (enums as their value)."""
-    value = field.default
-    if value is Ellipsis:
-        return None
-    return value.value if isinstance(value, enum.Enum) else value
+    return None if field.default is Ellipsis else json_value(field.default)
 
 
 def config_path(config: Mapping[str, Any], path: str) -> str:
