@@ -116,6 +116,23 @@ def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: M
     return _from_estimate(kind, title, detail, est, config_patch or {}, context_patch or {})
 
 
+def fit_numbers(estimate: memory.MemoryEstimate) -> str:
+    """GPU, CPU RAM and NVMe use against capacity, with the margin, in GiB with one decimal."""
+    hw = estimate.hardware
+    gib = memory.GIB
+
+    def part(used: int, cap: int, what: str) -> str:
+        margin = (cap - used) / gib
+        state = f"{margin:.1f} GiB free" if margin >= 0 else f"{-margin:.1f} GiB over"
+        return f"{what} {used / gib:.1f} of {cap / gib:.1f} GiB ({state})"
+
+    parts = [part(estimate.gpu_bytes, hw.gpu_memory_bytes, "GPU"),
+             part(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, "CPU RAM per node")]
+    if estimate.nvme_bytes_per_node:
+        parts.append(part(estimate.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0, "NVMe per node"))
+    return "; ".join(parts)
+
+
 def short_of(est: memory.MemoryEstimate) -> tuple[str, ...]:
     """The resources an estimate does not fit: "GPU", "CPU RAM", "NVMe"."""
     return tuple(name for name, ok in (("GPU", est.fits_gpu), ("CPU RAM", est.fits_cpu), ("NVMe", est.fits_nvme))

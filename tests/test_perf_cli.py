@@ -309,8 +309,16 @@ def test_predict_says_when_the_config_does_not_fit(tmp_path):
     code, text = run([*argv, "--cpu-ram", "256"])
     assert code == 0
     caveat = next(line for line in text.splitlines() if line.startswith("caveat: does not fit (CPU RAM)"))
-    assert "of 256 GiB per node; the step time assumes it runs" in caveat
+    assert "CPU RAM per node " in caveat and "of 256.0 GiB (" in caveat
+    assert "GiB over); the step time assumes it runs" in caveat
     data = json.loads(run([*argv, "--cpu-ram", "256", "--format", "json"])[1])
     assert data["memory"]["fits"] is False and data["memory"]["short"] == ["CPU RAM"]
     assert data["caveats"][0] == caveat.removeprefix("caveat: ")
     assert "does not fit" not in run([*argv, "--cpu-ram", "4096"])[1]
+    # short of NVMe: the caveat shows the NVMe figure too (as the app's headline does)
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"},
+                                                      "offload_param": {"device": "nvme"}}}))
+    text = run([*argv, "--cpu-ram", "4096"])[1]
+    caveat = next(line for line in text.splitlines() if line.startswith("caveat: does not fit (NVMe)"))
+    assert "NVMe per node " in caveat and "of 0.0 GiB (" in caveat

@@ -33,23 +33,6 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tup
     return None
 
 
-def fit_numbers(estimate: Any) -> str:
-    """GPU, CPU RAM and NVMe use against capacity, with the margin, in GiB with one decimal."""
-    hw = estimate.hardware
-    gib = memory.GIB
-
-    def part(used: int, cap: int, what: str) -> str:
-        margin = (cap - used) / gib
-        state = f"{margin:.1f} GiB free" if margin >= 0 else f"{-margin:.1f} GiB over"
-        return f"{what} {used / gib:.1f} of {cap / gib:.1f} GiB ({state})"
-
-    parts = [part(estimate.gpu_bytes, hw.gpu_memory_bytes, "GPU"),
-             part(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, "CPU RAM per node")]
-    if estimate.nvme_bytes_per_node:
-        parts.append(part(estimate.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0, "NVMe per node"))
-    return "; ".join(parts)
-
-
 def shortfall(estimate: Any) -> str:
     """Only what is short, in words: "needs 630.6 GiB per GPU, the GPU has 80.0 GiB"."""
     hw = estimate.hardware
@@ -86,7 +69,7 @@ def fit_sentence(estimate: Any, assumption: str | None) -> str:
         f"; {said}" for said in (assumption, estimate.scope) if said)
     verdict = (":green[:material/check_circle: **Fits**]" if estimate.fits
                else f":red[:material/error: **Does not fit**] ({', '.join(fit.short_of(estimate))})")
-    return f"{verdict}: {fit_numbers(estimate)} — {extra}"
+    return f"{verdict}: {fit.fit_numbers(estimate)} — {extra}"
 
 
 def ways(config: Mapping[str, Any], ctx: Mapping[str, Any], report: Report) -> list[fit.Way]:

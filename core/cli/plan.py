@@ -23,7 +23,7 @@ from core import models
 from core.autofill import AutoFillError, resolve_auto
 from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
 from core.cli.common import EXIT_OK, UsageError, catalog_gpu, gib_or_none, guarded, positive, read_config_file
-from core.fit import short_of
+from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
 from core.memory import estimate as memory_estimate
@@ -231,12 +231,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     # a step time for a config that cannot run says so, as fit and estimate do for the same input
     mem = memory_estimate(config, spec, hardware_for(cluster), shape, allowances=cluster.memory_allowances)
     caveats = list(est.caveats)
-    if not mem.fits:
-        hw = mem.hardware
-        caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): GPU {mem.gpu_bytes / GIB:.1f} of "
-                          f"{hw.gpu_memory_bytes / GIB:g} GiB, CPU RAM {mem.cpu_bytes_per_node / GIB:.1f} of "
-                          f"{hw.cpu_ram_per_node_bytes / GIB:g} GiB per node; the step time assumes it runs "
-                          "(dsconfig fit lists ways to make it fit)")
+    if not mem.fits:  # the app's headline words it the same way (core.fit.fit_numbers)
+        caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
+                          "it runs (dsconfig fit lists ways to make it fit)")
     if args.format == "json":
         data = {"model": spec.name, **est.to_dict(), "caveats": caveats,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
