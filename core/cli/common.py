@@ -146,9 +146,13 @@ def positive(kind: type) -> Callable[[str], Any]:
     return parse
 
 
-def gib_or_none(text: str) -> int:
-    """argparse type: a size in GiB that may be 0 (none: no NVMe), returned in bytes."""
-    return 0 if text.strip() in ("0", "0.0") else gib(text)
+def gib_or_zero(text: str) -> int:
+    """argparse type: a size in GiB that may be 0 (no NVMe), returned in bytes."""
+    try:
+        zero = float(text) == 0
+    except ValueError:
+        zero = False  # gib says what is wrong with it
+    return 0 if zero else gib(text)
 
 
 def gib(text: str) -> int:

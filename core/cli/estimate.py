@@ -21,7 +21,7 @@ from core.cli.common import (
     EXIT_OK,
     UsageError,
     gib,
-    gib_or_none,
+    gib_or_zero,
     guarded,
     positive,
     positive_int,
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
     hw.add_argument("--cpu-ram", type=gib, default=int(DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                     help=f"per node (default {DEFAULT_CPU_RAM_GIB:g})")
-    hw.add_argument("--nvme", type=gib_or_none, default=0, metavar="GIB",
+    hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                     help="NVMe capacity per node (default 0: none, as on the app's Start page)")
     hw.add_argument("--buffer-factor", type=positive(float), default=1.5,
                     help="DeepSpeed tables' additional_buffer_factor")

@@ -20,7 +20,7 @@ from core.cli.common import (
     UsageError,
     catalog_gpu,
     gib,
-    gib_or_none,
+    gib_or_zero,
     guarded,
     positive_int,
     read_config_file,
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
     p.add_argument("--cpu-ram", type=gib, default=int(hardware.DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                    help=f"per node (default {hardware.DEFAULT_CPU_RAM_GIB:g})")
-    p.add_argument("--nvme", type=gib_or_none, default=0, metavar="GIB",
+    p.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                    help="NVMe per node (default 0: none, as on the app's Start page)")
     p.add_argument("--micro-batch", type=positive_int, default=None,
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')

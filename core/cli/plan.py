@@ -22,7 +22,7 @@ import pandas as pd
 from core import models
 from core.autofill import AutoFillError, resolve_auto
 from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
-from core.cli.common import EXIT_OK, UsageError, catalog_gpu, gib_or_none, guarded, positive, read_config_file
+from core.cli.common import EXIT_OK, UsageError, catalog_gpu, gib_or_zero, guarded, positive, read_config_file
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
@@ -58,7 +58,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--cpu-adam", type=positive(float), metavar="PARAMS_PER_S",
                     help="CPU optimizer updates per second per node (offload)")
     hw.add_argument("--nvme-bandwidth", type=positive(float), metavar="GB_S", help="NVMe GB/s per node")
-    hw.add_argument("--nvme", type=gib_or_none, default=0, metavar="GIB",
+    hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                     help="NVMe capacity per node in GiB (default 0: none, so NVMe offload does not fit; as fit)")
     hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB",
                     help=f"CPU RAM per node (default {DEFAULT_CPU_RAM_GIB:g})")
