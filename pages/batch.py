@@ -12,12 +12,12 @@ from core.launchers import job_world_size
 from ui import app_state, fields, frame, tables, widgets
 
 
-def _trainer_batch(config: dict, world_size: int) -> BatchValues | None:
-    """The trio as DeepSpeed resolves ``config`` (its "auto" values already filled), or None if it does not."""
+def _trainer_batch(config: dict, world_size: int) -> tuple[BatchValues | None, str]:
+    """The trio as DeepSpeed resolves ``config`` (its "auto" values already filled), or None with why it does not."""
     res = resolve_batch(config, effective_world_size(config, world_size))
     if not res.ok:
-        return None
-    return BatchValues(res.train_batch_size, res.micro_batch, res.grad_accum, res.world_size, res.derived)
+        return None, res.message
+    return BatchValues(res.train_batch_size, res.micro_batch, res.grad_accum, res.world_size, res.derived), ""
 
 
 frame.begin("Batch size")
@@ -79,7 +79,7 @@ if autos:
                    "the target to the HF Trainer on Start, or write numbers.", icon=":material/warning:")
 
 st.subheader("What DeepSpeed will use")
-batch = _trainer_batch(config_used, world) if autos else form.report.batch
+batch, unresolved = _trainer_batch(config_used, world) if autos else (form.report.batch, "")
 if batch is not None:
     rows = []
     for key in BATCH_KEYS:
@@ -98,7 +98,7 @@ if batch is not None:
     )
 elif autos:
     # the config alone is valid (the validator has no Trainer values); with the ones given it is not
-    why = resolve_batch(config_used, effective_world_size(config_used, world)).message.rstrip(".") + "."
+    why = unresolved.rstrip(".") + "."
     st.error(f"With per_device_train_batch_size {ctx['hf_micro_batch']} and gradient_accumulation_steps "
              f"{ctx['hf_grad_accum']}, the batch does not resolve on {world} GPUs: {why} The HF Trainer refuses "
              "this at launch (\"train_batch_size … vs hf train_batch_size (calculated) …\"): give TrainingArguments "
