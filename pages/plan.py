@@ -11,6 +11,7 @@ from core.memory import ATTENTION_IMPLS, attention_help
 from core.perf import NETWORKS, Cluster, advice
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
+from ui import memory as ui_memory
 from ui import perf as ui_perf
 
 frame.begin("Plan")
@@ -89,7 +90,7 @@ def planner() -> None:
 
     spec = start_model if model_name == FROM_START else models.get_spec(model_name)
     cluster = Cluster(gpu, int(gpus_per_node), int(nodes), inter_node_gbit_s=float(network),
-                      **ui_perf.node_storage(ctx))  # the Start page's: NVMe rows fit only with its NVMe
+                      **ui_memory.node_storage(ctx))  # the Start page's: NVMe rows fit only with its NVMe
     world = cluster.total_gpus
     if global_batch % world:
         example = min(max(world, round(global_batch / world) * world), MAX_GLOBAL_BATCH // world * world)

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import altair as alt
 import pandas as pd
 
-from core import memory
+from core import hardware, memory
 from core.effective import effective
 from core.findings import Report
 from core.models import ModelConfigError, describe
@@ -56,13 +56,20 @@ def model_for(context: Mapping[str, Any]) -> ModelSpec | memory.ModelCounts | No
     return memory.ModelCounts(params[0], params[1], name=str(context.get("model") or "manual counts"))
 
 
+def node_storage(context: Mapping[str, Any]) -> dict[str, float]:
+    """CPU RAM and NVMe per node in GiB from the Start page (NVMe 0: none, not unlimited), as ``perf.Cluster``
+    takes them: the memory figures, the Plan page and the ZeRO page's prediction all judge fitting with these."""
+    return {"cpu_ram_gib": float(context.get("cpu_ram_gib") or hardware.DEFAULT_CPU_RAM_GIB),
+            "nvme_gib": float(context.get("nvme_gib") or 0)}
+
+
 def hardware_for(context: Mapping[str, Any]) -> memory.Hardware:
-    nvme = float(context.get("nvme_gib") or 0)
+    storage = node_storage(context)
     return memory.Hardware(
         gpus_per_node=int(context["gpus_per_node"]), nodes=int(context["nodes"]),
         gpu_memory_bytes=int(float(context["gpu_memory_gib"]) * GIB),
-        cpu_ram_per_node_bytes=int(float(context["cpu_ram_gib"]) * GIB),
-        nvme_bytes_per_node=int(nvme * GIB),  # 0 GiB means no NVMe, not unlimited
+        cpu_ram_per_node_bytes=int(storage["cpu_ram_gib"] * GIB),
+        nvme_bytes_per_node=int(storage["nvme_gib"] * GIB),
     )
 
 

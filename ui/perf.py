@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import hardware, perf
+from core import perf
 from core.perf import advice
 from ui import memory, tables
 from ui.shared_cache import shared_cache
@@ -21,19 +21,12 @@ def network_for(context: Mapping[str, Any]) -> float | None:
     return float(network) if network and context.get("network_gpu") == context.get("gpu") else None
 
 
-def node_storage(context: Mapping[str, Any]) -> dict[str, float]:
-    """``Cluster``'s CPU RAM and NVMe per node from the Start page (no NVMe unless given), for every cluster the
-    app builds, so the Plan page and the ZeRO page's prediction judge fitting as the memory figures do."""
-    return {"cpu_ram_gib": float(context.get("cpu_ram_gib") or hardware.DEFAULT_CPU_RAM_GIB),
-            "nvme_gib": float(context.get("nvme_gib") or 0)}
-
-
 def cluster_for(context: Mapping[str, Any], network: float | None = None) -> perf.Cluster | None:
     """The cluster of the session's GPU, node count and GPUs per node (``network`` Gbit/s per node, None: the
     catalog's; catalog links), or None for a GPU the planner has no datasheet for (a custom GPU)."""
     try:
         return perf.Cluster(str(context.get("gpu")), int(context["gpus_per_node"]), int(context["nodes"]),
-                            inter_node_gbit_s=network, **node_storage(context))
+                            inter_node_gbit_s=network, **memory.node_storage(context))
     except (ValueError, KeyError, TypeError):
         return None
 
