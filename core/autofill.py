@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.batch import sequence_parallel_degree
+
 AUTO = "auto"
 
 
@@ -138,13 +140,14 @@ class _Filler:
         return [self.values[n] for n in names]
 
     def fill(self, dotted: str, names: tuple[str, ...], compute: Callable[..., Any], hf_key: str,
-             must_match: bool = True) -> None:
-        """transformers' ``fill_match``: replace "auto", else record a disagreement."""
+             must_match: bool = True, filled: Callable[..., Any] | None = None) -> None:
+        """transformers' ``fill_match``: replace "auto" (with ``filled`` when what finally reaches DeepSpeed
+        differs from what the Trainer computes), else record a disagreement with ``compute``."""
         node, key = self.node(dotted)
         if not isinstance(node, dict):
             return
         if node.get(key) == AUTO:
-            node[key] = compute(*self.need(dotted, *names))
+            node[key] = (filled or compute)(*self.need(dotted, *names))
             return
         if not must_match or any(n not in self.values for n in names):
             return
@@ -207,7 +210,8 @@ def _process(f: _Filler) -> None:
     f.fill("gradient_accumulation_steps", ("gradient_accumulation_steps",), lambda v: v,
            "gradient_accumulation_steps")
     f.fill("train_batch_size", ("world_size", "per_device_train_batch_size", "gradient_accumulation_steps"),
-           lambda w, m, g: w * m * g, "train_batch_size (calculated)", not auto_batch)
+           lambda w, m, g: w * m * g, "train_batch_size (calculated)", not auto_batch,
+           filled=_sequence_parallel_batch(f.config))
     f.fill("gradient_clipping", ("max_grad_norm",), lambda v: v, "max_grad_norm")
     f.fill("optimizer.params.lr", ("learning_rate",), lambda v: v, "learning_rate")
     f.fill("optimizer.params.betas", ("adam_beta1", "adam_beta2"), lambda b1, b2: [b1, b2],
@@ -228,6 +232,27 @@ def _process(f: _Filler) -> None:
         checkpoint["use_node_local_storage"] = True
     f.fill("fp16.enabled", ("fp16", "fp16_full_eval"), lambda a, b: a or b, "fp16|fp16_full_eval")
     f.fill("bf16.enabled", ("bf16", "bf16_full_eval"), lambda a, b: a or b, "bf16|bf16_full_eval")
+
+
+def _sequence_parallel_batch(config: dict[str, Any]) -> Callable[[int, int, int], int] | None:
+    """The train_batch_size that reaches DeepSpeed under sequence parallelism: the Trainer computes GPUs × micro
+    × accumulation, and accelerate (``Accelerator._prepare_deepspeed``, with the ``ParallelismConfig`` that
+    sequence parallelism needs under the Trainer) replaces it by micro × accumulation × data-parallel ranks
+    (GPUs ÷ ``sequence_parallel_size``), which DeepSpeed checks. None without sequence parallelism."""
+    sp = sequence_parallel_degree(config)
+    if sp is None:
+        return None
+
+    def batch(world: int, micro: int, accum: int) -> int:
+        if world % sp:
+            raise AutoFillError(
+                f"train_batch_size is \"auto\" and sequence_parallel_size {sp} does not divide world_size {world}: "
+                "the data-parallel ranks (GPUs ÷ sequence_parallel_size) must be whole; change one of them",
+                "world_size",
+            )
+        return micro * accum * (world // sp)
+
+    return batch
 
 
 def _finalize(f: _Filler) -> None:

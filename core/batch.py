@@ -240,6 +240,15 @@ def effective_world_size(config: dict[str, Any], world_size: int) -> float:
     return world_size  # not a usable divisor: a rule reports it
 
 
+def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
+    """The ``sequence_parallel_size`` DeepSpeed divides the GPUs by, when it is a whole number above 1 (None when
+    unset, 1, or a value a rule reports): sequence parallelism that changes the data-parallel size."""
+    sp = config.get("sequence_parallel_size")
+    if isinstance(sp, float) and sp.is_integer():
+        sp = int(sp)
+    return sp if isinstance(sp, int) and not isinstance(sp, bool) and sp > 1 else None
+
+
 def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024) -> list[int]:
     """The data-parallel GPU counts (1..max) for which DeepSpeed accepts the batch values."""
     return [w for w in range(1, max_world_size + 1) if resolve_batch(config, effective_world_size(config, w)).ok]

@@ -21,7 +21,7 @@ from core.autofill import (
     find_auto,
     resolve_auto,
 )
-from core.batch import BATCH_KEYS, micro_and_accum_of
+from core.batch import BATCH_KEYS, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
 from core.findings import delete_path, get_path, set_path
 from core.rules.context import Context, lax_bool
@@ -86,22 +86,34 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
+#: The config key each derived Trainer batch argument fills.
+_HF_BATCH_KEYS = {"per_device_train_batch_size": "train_micro_batch_size_per_gpu",
+                  "gradient_accumulation_steps": "gradient_accumulation_steps"}
+
+
 def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_values: Mapping[str, Any] | None = None,
-                      ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+                      world_size: int | None = None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(config, TrainingArguments keyword arguments, notes) that the HF Trainer accepts together.
 
     ``mode`` "auto": every field the Trainer fills that the config sets becomes "auto", and the arguments carry
     the values (same training, one place to change them). "match": the config keeps its values and the
     arguments repeat them. Either way train_batch_size becomes "auto" (the Trainer computes it from the GPU
-    count it is launched on), and a warm-up peak that differs from the learning rate follows the learning rate
-    (the Trainer requires them equal), which a note says. ``trainer_values`` are TrainingArguments for what
-    the config does not say (its "auto" batch: e.g. the per-device batch the memory estimate assumed)."""
+    count it is launched on); on ``world_size`` GPUs the arguments carry the micro batch and accumulation
+    DeepSpeed derives from it, so the Trainer trains the same global batch. A warm-up peak that differs from the
+    learning rate follows the learning rate (the Trainer requires them equal), which a note says.
+    ``trainer_values`` are TrainingArguments for what the config does not say (its "auto" batch: e.g. the
+    per-device batch the memory estimate assumed)."""
     if mode not in HF_MODES:
         raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
     args = hf_training_arguments(config)
+    derived = {} if not _number(config.get("train_batch_size")) else {  # else DeepSpeed's and the Trainer's 1 agree
+        name: value for name, value in _batch_deepspeed_derives(config, world_size).items() if name not in args}
+    args |= derived
     for name, value in (trainer_values or {}).items():
         args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
     out = copy.deepcopy(dict(config))
+    for name, value in derived.items():  # in the config too: accelerate writes a missing accumulation as 1
+        out[_HF_BATCH_KEYS[name]] = value
     notes: list[str] = []
     missing = object()
     for path in HF_TRAINER_FIELDS:
@@ -120,10 +132,24 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                          "and the form the HF Trainer compares with its argument.")
     _require_zero_section(out, notes)
     total = config.get("train_batch_size")
-    if _number(total) and "per_device_train_batch_size" not in args:
-        notes.append(f"train_batch_size {total} is now \"auto\" and nothing sets per_device_train_batch_size: the "
-                     "HF Trainer uses its default (8), so the batch is 8 × gradient_accumulation_steps × GPUs; set "
-                     f"per_device_train_batch_size (and gradient_accumulation_steps) so the product is {total}.")
+    if derived:
+        notes.append(", ".join(f"{_HF_BATCH_KEYS[name]} {value}" for name, value in derived.items())
+                     + f" written (what DeepSpeed derives from train_batch_size {_short(total)} on {world_size} "
+                     "GPUs) and passed to the Trainer: without it the Trainer uses its default, and accelerate "
+                     "writes a missing gradient_accumulation_steps as 1, which trains another global batch or "
+                     "makes DeepSpeed refuse the batch sizes.")
+    elif _number(total) and "per_device_train_batch_size" not in args:
+        notes.append(f"train_batch_size {_short(total)} is now \"auto\" and the Trainer computes it as "
+                     "per_device_train_batch_size × gradient_accumulation_steps × GPUs, with its defaults (8 and 1) "
+                     f"for what is not set; set both so the product is {_short(total)}.")
+    sp = sequence_parallel_degree(dict(config))
+    if sp is not None:
+        notes.append(f"sequence_parallel_size {sp}: the HF Trainer runs DeepSpeed's sequence parallelism only with "
+                     f"TrainingArguments(parallelism_config=ParallelismConfig(sp_backend=\"deepspeed\", sp_size={sp}, "
+                     f"dp_replicate_size=GPUs ÷ {sp})) (transformers' Ulysses guide); accelerate then sets "
+                     f"train_batch_size to micro batch × accumulation × GPUs ÷ {sp}. Without it DeepSpeed divides the "
+                     "GPUs by sequence_parallel_size and refuses the Trainer's train_batch_size (micro batch × "
+                     "accumulation × all GPUs).")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
     if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)
@@ -142,11 +168,26 @@ def _require_zero_section(config: dict[str, Any], notes: list[str]) -> None:
                      "Trainer launches through, refuses a config without that section.")
 
 
-def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json") -> str:
-    """Python for the HF Trainer with these TrainingArguments (the DeepSpeed file passed by name)."""
+def _sequence_parallel_sizes(config: Mapping[str, Any] | None, world: int) -> tuple[int, int] | None:
+    """(sp_size, dp_replicate_size) of accelerate's ``ParallelismConfig`` for the config's sequence parallelism on
+    ``world`` GPUs; None without sequence parallelism or when it does not divide the GPUs (a rule reports that)."""
+    sp = sequence_parallel_degree(dict(config)) if config is not None else None
+    return (sp, world // sp) if sp is not None and world % sp == 0 else None
+
+
+def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json",
+               sequence_parallel: tuple[int, int] | None = None) -> str:
+    """Python for the HF Trainer with these TrainingArguments (the DeepSpeed file passed by name);
+    ``sequence_parallel`` (sp_size, dp_replicate_size) adds the ``ParallelismConfig`` the Trainer needs for it."""
     lines = ['    output_dir="out",', f'    deepspeed="{file_name}",']
     lines += [f"    {name}={value!r}," for name, value in args.items()]
-    return ("from transformers import Trainer, TrainingArguments\n\n"
+    imports = "from transformers import Trainer, TrainingArguments\n"
+    if sequence_parallel is not None:
+        sp, dp = sequence_parallel
+        imports = "from accelerate.utils import ParallelismConfig\n" + imports
+        lines.append(f'    parallelism_config=ParallelismConfig(sp_backend="deepspeed", sp_size={sp}, '
+                     f"dp_replicate_size={dp}),")
+    return (imports + "\n"
             "args = TrainingArguments(\n" + "\n".join(lines) + "\n)\n"
             "trainer = Trainer(model=model, args=args, train_dataset=train_dataset)\n"
             "trainer.train()")
@@ -310,7 +351,8 @@ def launcher_exports(config: Mapping[str, Any], context: Mapping[str, Any], hf_m
                      trainer_values: Mapping[str, Any] | None = None) -> LauncherExports:
     """The three launchers' exports of ``config`` for the app's ``context`` (GPU count, steps, model)."""
     values = launch_values(context, trainer_values)
-    return LauncherExports(hf_trainer_export(config, hf_mode, trainer_values), accelerate_export(config, values),
+    return LauncherExports(hf_trainer_export(config, hf_mode, trainer_values, int(values["world_size"])),
+                           accelerate_export(config, values),
                            lightning_export(config, values, int(values["world_size"])))
 
 
@@ -336,7 +378,8 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
     else:
         deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
     hf_args = exports.hf[1] if exports is not None else {}
-    hf = (hf_snippet(hf_args, file_name)
+    sequence_parallel = _sequence_parallel_sizes(config, world)
+    hf = (hf_snippet(hf_args, file_name, sequence_parallel)
           + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
     accelerate_file, lightning_file, lightning_args = file_name, file_name, {}
     if config is not None and exports is not None:
@@ -356,8 +399,13 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         f"  zero3_init_flag: {'true' if stage == 3 else 'false'}\n"
         f"num_machines: {nodes}\n"
         f"num_processes: {world}\n"
-        "machine_rank: 0\n\n"
-        "accelerate launch --config_file accelerate.yaml train.py"
+        "machine_rank: 0\n"
+        + ("" if sequence_parallel is None else
+           "parallelism_config:\n"
+           "  parallelism_config_sp_backend: deepspeed\n"
+           f"  parallelism_config_sp_size: {sequence_parallel[0]}\n"
+           f"  parallelism_config_dp_replicate_size: {sequence_parallel[1]}\n")
+        + "\naccelerate launch --config_file accelerate.yaml train.py"
     )
     extra = "".join(f" {name}={value!r}," for name, value in lightning_args.items())
     lightning = (

@@ -257,3 +257,25 @@ def test_training_value_names_are_trainer_names():
     fields = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
     extra = set(TRAINING_VALUES) - fields
     assert extra == {"world_size", "hidden_size", "num_training_steps"}
+
+
+def test_auto_train_batch_size_under_sequence_parallelism_is_what_deepspeed_checks():
+    """With sequence_parallel_size 2 on 8 GPUs DeepSpeed checks micro × accumulation × 4; the resolver wrote the
+    Trainer's own 8 × micro × accumulation, which the product's validator and DeepSpeed then refused."""
+    import core
+    from tests.oracle.oracle import deepspeed_verdict
+
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+              "gradient_accumulation_steps": "auto", "sequence_parallel_size": 2}
+    resolved = resolve_auto(config, world_size=8, per_device_train_batch_size=2, gradient_accumulation_steps=3)
+    assert resolved["train_batch_size"] == 2 * 3 * 4
+    assert not [f for f in core.validate(resolved, world_size=8).findings if f.severity == "error"]
+    assert deepspeed_verdict(resolved, world_size=8).accepted
+    with pytest.raises(AutoFillError, match="does not divide world_size 7") as raised:
+        resolve_auto(config, world_size=7, per_device_train_batch_size=2, gradient_accumulation_steps=3)
+    assert raised.value.param == "world_size"
+    # without sequence parallelism (or a degree of 1) it stays the Trainer's product
+    without = {k: v for k, v in config.items() if k != "sequence_parallel_size"}
+    for plain in (without, {**config, "sequence_parallel_size": 1}):
+        assert resolve_auto(plain, world_size=8, per_device_train_batch_size=2,
+                            gradient_accumulation_steps=3)["train_batch_size"] == 48

@@ -438,7 +438,7 @@ def test_launcher_exports_are_the_exports_and_give_the_same_snippets(config):
     values = launch_values(LAUNCH_CONTEXT, PLANNED_TRAINER)
     for mode in HF_MODES:
         exports = launcher_exports(config, LAUNCH_CONTEXT, mode, PLANNED_TRAINER)
-        assert exports.hf == hf_trainer_export(config, mode, PLANNED_TRAINER)
+        assert exports.hf == hf_trainer_export(config, mode, PLANNED_TRAINER, 8)
         assert exports.accelerate == accelerate_export(config, values)
         assert exports.lightning == lightning_export(config, values, 8)
         assert launch_snippets(LAUNCH_CONTEXT, 0, config=config, hf_mode=mode, trainer_values=PLANNED_TRAINER,
@@ -505,3 +505,52 @@ def test_launcher_exports_follow_the_batch_deepspeed_derives():
     out, notes = accelerate_export(BATCH_ONLY, launch_values(LAUNCH_CONTEXT))
     assert not any("cannot be resolved" in n for n in notes), notes
     assert out["train_batch_size"] == 16 and out["zero_optimization"]["reduce_bucket_size"] == 1024 * 1024
+
+
+@pytest.mark.parametrize("config", [{"train_batch_size": 32, "train_micro_batch_size_per_gpu": 2},
+                                    {"train_batch_size": 32},
+                                    {"train_batch_size": 32, "gradient_accumulation_steps": 2}, BATCH_ONLY],
+                         ids=["micro-written", "batch-only", "accum-written", "batch-only-lax-bf16"])
+@pytest.mark.parametrize("mode", ["auto", "match"])
+def test_hf_export_on_a_gpu_count_trains_the_global_batch_deepspeed_derives(config, mode):
+    """train_batch_size 32 and a micro batch of 2 on 8 GPUs is accumulation 2 to DeepSpeed; the export made the
+    global batch "auto" and passed only per_device_train_batch_size=2, so the Trainer (accumulation 1) trained a
+    batch of 16. Judged by transformers' own code on the same GPU count."""
+    from core.batch import train_batch_of
+    from core.launchers import launcher_exports
+    from tests.oracle.oracle import deepspeed_verdict
+
+    out, kwargs, notes = launcher_exports(config, {"nodes": 2, "gpus_per_node": 4}, mode).hf
+    given = _trainer_accepts(out, kwargs, world_size=8)
+    assert given["train_batch_size"] == train_batch_of(dict(config), 8) == config["train_batch_size"]
+    assert any("what DeepSpeed derives from train_batch_size" in note for note in notes)
+    assert deepspeed_verdict(given, world_size=8).accepted
+
+
+def test_hf_export_with_sequence_parallelism_trains_the_global_batch_and_says_what_the_trainer_needs():
+    """sequence_parallel_size 2 on 8 GPUs: DeepSpeed counts 4 data-parallel ranks. The Trainer computes
+    train_batch_size over all 8 processes; accelerate replaces it (``Accelerator._prepare_deepspeed``) by micro ×
+    accumulation × ``ParallelismConfig.data_parallel_size`` when the snippet's ParallelismConfig is passed."""
+    from accelerate.utils import ParallelismConfig
+
+    from core.launchers import launch_snippets, launcher_exports
+    from tests.oracle.oracle import deepspeed_verdict
+
+    config = {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 2,
+              "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    context = {"nodes": 1, "gpus_per_node": 8}
+    out, kwargs, notes = launcher_exports(config, context).hf
+    assert kwargs["per_device_train_batch_size"] == 2 and kwargs["gradient_accumulation_steps"] == 4
+    assert any("ParallelismConfig(sp_backend" in note for note in notes)
+    given = _trainer_accepts(out, kwargs, world_size=8)
+    assert not deepspeed_verdict(given, world_size=8).accepted  # the Trainer's own 64 alone: DeepSpeed refuses
+    snippet = launch_snippets(context, 2, config=config)["HF Trainer"]
+    line = next(line.strip().removesuffix(",") for line in snippet.splitlines() if "parallelism_config=" in line)
+    parallelism = eval(line.partition("=")[2], {"ParallelismConfig": ParallelismConfig})  # noqa: S307 - our snippet
+    given["train_batch_size"] = (given["train_micro_batch_size_per_gpu"] * given["gradient_accumulation_steps"]
+                                 * parallelism.data_parallel_size)  # accelerate's last-moment correction
+    assert given["train_batch_size"] == 32 and deepspeed_verdict(given, world_size=8).accepted
+    yaml_text = launch_snippets(context, 2, config=config)["accelerate launch"]
+    assert "parallelism_config_sp_size: 2" in yaml_text and "parallelism_config_dp_replicate_size: 4" in yaml_text
+    assert "ParallelismConfig" not in launch_snippets(context, 2, config={**config, "sequence_parallel_size": 1})[
+        "HF Trainer"]
