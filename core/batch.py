@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.findings import brief
+
 TB = "train_batch_size"
 MB = "train_micro_batch_size_per_gpu"
 GA = "gradient_accumulation_steps"
@@ -41,7 +43,7 @@ def shown(value: Any) -> str:
     """A batch value as the user wrote it in JSON, saying how DeepSpeed reads a boolean (as 0 or 1)."""
     if isinstance(value, bool):
         return f"{str(value).lower()} (DeepSpeed reads it as {int(value)})"
-    return repr(value)
+    return brief(value)
 
 
 def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
@@ -55,7 +57,7 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
     if not_numbers:
         # DeepSpeed fails on these too (a list even gets repeated by `*` before the comparison fails);
         # never do that arithmetic here.
-        names = ", ".join(f"{k}={config.get(k)!r}" for k in not_numbers)
+        names = ", ".join(f"{k}={brief(config.get(k))}" for k in not_numbers)
         return BatchResolution(False, tb, mb, ga, w, derived, "type",
                                f"{names} is not a number, so DeepSpeed cannot do the arithmetic")
     try:
@@ -112,7 +114,7 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
     except TypeError:
         bad = [k for k, v in zip(BATCH_KEYS, (config.get(k) for k in BATCH_KEYS), strict=True)
                if v is not None and not isinstance(v, int | float)]
-        names = ", ".join(f"{k}={config.get(k)!r}" for k in bad) or "a batch value"
+        names = ", ".join(f"{k}={brief(config.get(k))}" for k in bad) or "a batch value"
         return BatchResolution(
             False, tb, mb, ga, w, derived, "type", f"{names} is not a number, so DeepSpeed cannot do the arithmetic"
         )

@@ -27,6 +27,15 @@ def shown(value: Any) -> str:
     return json.dumps(plain(value), ensure_ascii=False, default=lambda v: str(plain(v)))
 
 
+def brief(value: Any, limit: int = 60) -> str:
+    """``shown``, cut to ``limit`` characters: a value quoted in a message (a 1 MB list is not echoed whole)."""
+    try:
+        text = shown(value)
+    except (ValueError, RecursionError):  # a cycle or nesting json cannot write: not from a parsed file
+        text = "…"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def join_path(prefix: str, key: object) -> str:
     """Append a key to a dotted path; ``.``, ``[`` and ``\\`` inside the key are escaped with a backslash."""
     text = str(key).replace("\\", "\\\\").replace(".", "\\.").replace("[", "\\[")

@@ -24,6 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from core.findings import brief
+
 WARMUP_LR = "WarmupLR"
 WARMUP_DECAY_LR = "WarmupDecayLR"
 WARMUP_COSINE_LR = "WarmupCosineLR"
@@ -161,14 +163,14 @@ def _positive_int(name: str, value: Any) -> int:
         raise ScheduleError(_auto_message(name), name)
     # DeepSpeed checks isinstance(int) and > 0; a bool would pass that check but is never meant.
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ScheduleError(f"{name} must be a positive integer, got {value!r}", name)
+        raise ScheduleError(f"{name} must be a positive integer, got {brief(value)}", name)
     return value
 
 
 def _bound_params(scheduler_type: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     if scheduler_type not in SIGNATURES:
         raise ScheduleError(
-            f"scheduler type {scheduler_type!r} has no chart; DeepSpeed's schedulers are "
+            f"scheduler type {brief(scheduler_type)} has no chart; DeepSpeed's schedulers are "
             f"{', '.join(SCHEDULER_TYPES)} (exact case)",
             "type",
         )
@@ -182,26 +184,26 @@ def _bound_params(scheduler_type: str, params: Mapping[str, Any] | None) -> dict
     unknown = sorted(set(params) - set(signature))
     if unknown:
         raise ScheduleError(
-            f"{scheduler_type} has no parameter {unknown[0]!r} (DeepSpeed raises TypeError); "
+            f"{scheduler_type} has no parameter {brief(unknown[0])} (DeepSpeed raises TypeError); "
             f"its parameters are {', '.join(signature)}",
             unknown[0],
         )
     bound = {**signature, **params}
     for name, value in bound.items():
         if value is _REQUIRED:
-            raise ScheduleError(f"{scheduler_type} needs {name!r} in scheduler.params", name)
+            raise ScheduleError(f"{scheduler_type} needs {brief(name)} in scheduler.params", name)
     lbi = bound["last_batch_iteration"]
     if not isinstance(lbi, int) or isinstance(lbi, bool) or lbi < -1:
-        raise ScheduleError(f"last_batch_iteration must be an integer >= -1, got {lbi!r}",
+        raise ScheduleError(f"last_batch_iteration must be an integer >= -1, got {brief(lbi)}",
                             "last_batch_iteration")
     return bound
 
 
 def _warmup_type(value: Any, warnings: list[str]) -> str:
     if not isinstance(value, str):
-        raise ScheduleError(f"warmup_type must be 'log' or 'linear', got {value!r}", "warmup_type")
+        raise ScheduleError(f"warmup_type must be 'log' or 'linear', got {brief(value)}", "warmup_type")
     if value not in {"log", "linear"}:
-        warnings.append(f"warmup_type {value!r} is unknown: DeepSpeed warns and uses 'log'")
+        warnings.append(f"warmup_type {brief(value)} is unknown: DeepSpeed warns and uses 'log'")
         return "log"
     return value
 
@@ -284,7 +286,7 @@ def _lr_range_test(bound: dict[str, Any], warnings: list[str]):
     step_rate = _number("lr_range_test_step_rate", bound["lr_range_test_step_rate"])
     staircase = bound["lr_range_test_staircase"]
     if not isinstance(staircase, bool):
-        raise ScheduleError(f"lr_range_test_staircase must be true or false, got {staircase!r}",
+        raise ScheduleError(f"lr_range_test_staircase must be true or false, got {brief(staircase)}",
                             "lr_range_test_staircase")
 
     def at(it: int) -> _Point:
@@ -317,7 +319,7 @@ def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: 
         skip_lr_decay = True
     cycle_momentum = bound["cycle_momentum"]
     if not isinstance(cycle_momentum, bool):
-        raise ScheduleError(f"cycle_momentum must be true or false, got {cycle_momentum!r}", "cycle_momentum")
+        raise ScheduleError(f"cycle_momentum must be true or false, got {brief(cycle_momentum)}", "cycle_momentum")
     if cycle_momentum and not optimizer_has_betas:
         warnings.append("cycle_momentum is disabled: the optimizer has no betas (DeepSpeed warns, skips it)")
         cycle_momentum = False
@@ -398,7 +400,7 @@ def schedule_curve(
     names the offending key) for anything DeepSpeed would reject or crash on.
     """
     if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
-        raise ScheduleError(f"steps must be an integer from 1 to {MAX_STEPS}, got {steps!r}", "steps")
+        raise ScheduleError(f"steps must be an integer from 1 to {MAX_STEPS}, got {brief(steps)}", "steps")
     bound = _bound_params(scheduler_type, params)
     warnings: list[str] = []
     at: Callable[[int], _Point]

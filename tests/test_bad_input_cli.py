@@ -111,11 +111,11 @@ ROWS: list[Row] = [
     # --- unknown enum values
     Row("stage-7", "{" + BATCH + ', "zero_optimization": {"stage": 7}}', 1, ("zero_optimization.stage",)),
     Row("offload-device-gpu", "{" + BATCH + ', "zero_optimization": {"stage": 3, "offload_param": {"device": '
-        '"gpu"}}}', 1, ("zero_optimization.offload_param.device", "'gpu'")),
+        '"gpu"}}}', 1, ("zero_optimization.offload_param.device", '"gpu"')),
     Row("optimizer-typo", "{" + BATCH + ', "optimizer": {"type": "Adamm", "params": {}}}', 1,
-        ("optimizer.type", "'Adamm'")),
+        ("optimizer.type", '"Adamm"')),
     Row("scheduler-unknown", "{" + BATCH + ', "scheduler": {"type": "Cosine", "params": {}}}', 1,
-        ("scheduler.type", "'Cosine'")),
+        ("scheduler.type", '"Cosine"')),
     # --- hostile strings: shown verbatim in text, still valid JSON in --format json
     Row("hostile-key", "{" + BATCH + f', "{SCRIPT}": 1}}', 0, (SCRIPT,)),
     Row("hostile-enum-value", "{" + BATCH + f', "zero_optimization": {{"stage": 3, "offload_param": {{"device": '

@@ -115,3 +115,21 @@ def test_safe_fixes_preserve_what_deepspeed_does(entry):
     after = validate(fixed, **settings)
     assert entry.code not in after.codes() or len(after.findings) < len(report.findings)
     assert after.codes() <= report.codes(), "a safe fix introduced a new finding"
+
+
+@pytest.mark.parametrize("config, path, written", [
+    ({"train_micro_batch_size_per_gpu": 1, "communication_data_type": True}, "communication_data_type", "true"),
+    ({"train_micro_batch_size_per_gpu": 1, "optimizer": None}, "optimizer", "null"),
+    ({"train_micro_batch_size_per_gpu": 1, "steps_per_print": False}, "steps_per_print", "false"),
+    ({"train_micro_batch_size_per_gpu": 1, "wall_clock_breakdown": {"enabled": True}}, "wall_clock_breakdown",
+     '{"enabled": true}'),
+    ({"train_micro_batch_size_per_gpu": 1, "scheduler": {"type": "Nope"}}, "scheduler.type", '"Nope"'),
+])
+def test_messages_quote_values_as_the_file_writes_them(config, path, written):
+    """Messages printed Python's reprs (True, None, {'enabled': True}, 'Nope') for values the user wrote in JSON."""
+    import core
+
+    finding = next(f for f in core.validate(config).findings if f.path == path)
+    assert written in finding.message, finding.message
+    for python in ("True", "False", "None", "'"):
+        assert python not in finding.message.replace("DeepSpeed's", ""), finding.message

@@ -457,7 +457,7 @@ def test_an_unresolved_batch_note_names_the_keys_and_the_fix():
     """An HF config's "auto" batch keys (or a train_batch_size that does not split) gave "do not resolve for this
     cluster" without saying which key or what to write."""
     for batch, named in (({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
-                           "gradient_accumulation_steps": "auto"}, "train_batch_size='auto'"),
+                           "gradient_accumulation_steps": "auto"}, 'train_batch_size="auto"'),
                          ({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 2,
                            "gradient_accumulation_steps": 2}, "train_batch_size 30")):
         est = predict({**batch, "bf16": {"enabled": True}}, LLAMA7, Cluster("NVIDIA H100 80GB"), Shape(1, 1024))

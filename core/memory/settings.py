@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.effective import Effective, effective, pydantic_bool
+from core.findings import brief
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 _DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -94,7 +95,7 @@ class TrainingSettings:
         meaning = effective(cfg)
         stage = meaning.stage
         if stage == 0 and meaning.stage_written not in (0, None, False):
-            notes.append(f"zero_optimization.stage={meaning.stage_written!r} is not 0-3; estimated as stage 0.")
+            notes.append(f"zero_optimization.stage={brief(meaning.stage_written)} is not 0-3; estimated as stage 0.")
 
         precision = meaning.precision if meaning.precision != "torch_autocast" else "fp32"
         if meaning.fp16_auto or meaning.bf16_auto:
@@ -124,7 +125,8 @@ class TrainingSettings:
         if states is None:
             states = 2
             if isinstance(opt_type, str) and opt_type != "auto":
-                notes.append(f"Optimizer {opt_type!r} unknown to the estimator: assumed 2 fp32 states per parameter.")
+                notes.append(f"Optimizer {brief(opt_type)} unknown to the estimator: assumed 2 fp32 states per "
+                             "parameter.")
         if name in ("onebitadam", "zerooneadam", "onebitlamb"):
             notes.append("1-bit optimizers also keep error-feedback buffers (not counted).")
 

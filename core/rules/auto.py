@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.findings import Finding, join_path, shown
+from core.findings import Finding, brief, join_path, shown
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, plain_default, set_fix
 from core.rules.initialize import autotp_size_string
@@ -99,7 +99,7 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
                 "sees the literal string \"auto\".",
                 suggestion="Write an explicit value." + (
-                    "" if field is None else f" Default: {plain_default(field)!r}." if field.default is not None
+                    "" if field is None else f" Default: {brief(plain_default(field))}." if field.default is not None
                     else " Or remove the key: DeepSpeed then uses its default."),
                 fix=None if field is None else set_fix(path, plain_default(field)) if field.default is not None
                 else delete_fix(path),
@@ -119,7 +119,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 "error", "auto.fails", path,
                 f"`{path}` is \"auto\": plain DeepSpeed keeps the string and training fails the first time it "
                 "uses the value.",
-                suggestion="Write the value" + (f" (default {field.default!r})" if field and field.default is not None
+                suggestion="Write the value" + (f" (default {brief(field.default)})"
+                                                 if field and field.default is not None
                                                  else "") + ", or choose the HF target if the HF Trainer fills it in.",
                 fix=set_fix(path, field.default) if field and field.default is not None else None,
                 page=field.meta.page if field else None,

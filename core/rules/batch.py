@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from core import versions
 from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch, shown
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
 
@@ -91,7 +91,7 @@ def batch_types(ctx: Context) -> Iterator[Finding]:
         fix = set_fix(key, as_int) if as_int and as_int > 0 else None
         yield Finding(
             "error", "batch.type", key,
-            f"`{key}` is {value!r}, not a number; DeepSpeed fails doing arithmetic with it.",
+            f"`{key}` is {brief(value)}, not a number; DeepSpeed fails doing arithmetic with it.",
             suggestion="Write a positive integer without quotes.", fix=fix, page="batch",
         )
 
@@ -104,7 +104,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     if not isinstance(sp, int | float) or sp <= 0:  # True is 1 to DeepSpeed's division
         yield Finding(
             "error", "misc.sequence-parallel-invalid", "sequence_parallel_size",
-            f"sequence_parallel_size is {sp!r}; DeepSpeed divides the GPU count by it, so it must be a "
+            f"sequence_parallel_size is {brief(sp)}; DeepSpeed divides the GPU count by it, so it must be a "
             "positive number.",
             suggestion="Remove it, or set the sequence-parallel degree (e.g. 2).",
             fix=delete_fix("sequence_parallel_size"), page="batch",

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from core.findings import Fix, FixOp, plain, shown
+from core.findings import Fix, FixOp, brief, plain, shown
 from core.schema.walk import SchemaField
 
 
@@ -52,7 +52,7 @@ def value_fix(field: SchemaField | None, path: str, value: Any, items: Sequence[
         return None
     meant = _meant(value, accepts)
     if meant is not _NOTHING:
-        return set_fix(path, meant, f"Set `{path}` to {meant!r} (was {_short(value)})")
+        return set_fix(path, meant, f"Set `{path}` to {brief(meant)} (was {brief(value)})")
     if item:
         list_path = path[:path.rindex("[")]
         gone = [i for i, other in enumerate(items or ()) if not accepts(other) and _meant(other, accepts) is _NOTHING]
@@ -165,7 +165,3 @@ def _list_item_type(annotation: Any) -> Any:
         return args[0] if args else Any
     return None
 
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

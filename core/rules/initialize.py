@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from core import versions
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.precision import canonical_dtype
@@ -66,7 +66,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
     if param_dtype is not None and canonical_dtype(param_dtype) not in (None, dtype):
         yield Finding(
             "error", "engine.param-dtype-conflict", "data_types.param_dtype",
-            f"data_types.param_dtype is {param_dtype!r} but the enabled precision trains in {dtype}; "
+            f"data_types.param_dtype is {brief(param_dtype)} but the enabled precision trains in {dtype}; "
             "deepspeed.initialize refuses the conflict.",
             suggestion="Enable the matching fp16/bf16 flag, or remove data_types.param_dtype.",
             fix=Fix("Remove data_types.param_dtype", (FixOp("delete", "data_types.param_dtype"),)),
@@ -110,7 +110,7 @@ def autotp_size(ctx: Context) -> Iterator[Finding]:
     number = lax_int(value)
     yield Finding(
         "error", "engine.autotp-size-string", path,
-        f"`{path}` is {value!r}, a string: {who} it with a number before the config is read, and fails "
+        f"`{path}` is {brief(value)}, a string: {who} it with a number before the config is read, and fails "
         "(TypeError: '>' not supported between 'str' and 'int')"
         + (f"; DeepSpeed's parser alone would read {number}." if number is not None else "; nothing fills it in."),
         suggestion="Write the number without quotes." if number is not None

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import versions
-from core.findings import Finding
+from core.findings import Finding, brief
 from core.rules.context import Context, lax_bool, lax_float
 from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig
@@ -92,7 +92,8 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
     if isinstance(parallel, dict) and "pipeline_stage" in parallel and parallel["pipeline_stage"] not in (True, False):
         yield Finding(
             "error", "checkpoint.pipeline-stage", "checkpoint.parallel_write.pipeline_stage",
-            f"checkpoint.parallel_write.pipeline_stage is {parallel['pipeline_stage']!r}; it must be true or false.",
+            f"checkpoint.parallel_write.pipeline_stage is {brief(parallel['pipeline_stage'])}; it must be true or "
+            "false.",
             fix=set_fix("checkpoint.parallel_write.pipeline_stage", False), page="advanced",
         )
     writer = section.get("writer")
@@ -113,17 +114,17 @@ def _choice(value: Any, section: type[BaseModel], key: str, prefix: str, code: s
     guess = closest_choice(value, choices) if isinstance(value, str) else None
     if guess is not None:
         fix = set_fix(path, guess)
-        suggestion = f"Did you mean {guess!r}? Case does not matter."
+        suggestion = f"Did you mean {brief(guess)}? Case does not matter."
     elif info.default is not None:
         fix = set_fix(path, info.default)
-        suggestion = f"Use one of {', '.join(choices)} (case does not matter); {info.default!r} is the default."
+        suggestion = f"Use one of {', '.join(choices)} (case does not matter); {brief(info.default)} is the default."
     else:
         fix = delete_fix(path)
         suggestion = (f"Use one of {', '.join(choices)} (case does not matter), or remove it to keep DeepSpeed's "
                       "default.")
     yield Finding(
         "error", code, path,
-        f"{path} is {value!r}; DeepSpeed accepts {', '.join(choices)} (in any case) and stops on anything else.",
+        f"{path} is {brief(value)}; DeepSpeed accepts {', '.join(choices)} (in any case) and stops on anything else.",
         suggestion=suggestion, fix=fix, page="advanced",
     )
 
@@ -138,7 +139,8 @@ def data_types(ctx: Context) -> Iterator[Finding]:
     if value != "auto" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         yield Finding(
             "error", "data-types.keep-in-fp32", "data_types.keep_in_fp32_modules",
-            f"data_types.keep_in_fp32_modules is {value!r}; DeepSpeed requires \"auto\" or a list of name patterns.",
+            f"data_types.keep_in_fp32_modules is {brief(value)}; DeepSpeed requires \"auto\" or a list of name "
+            "patterns.",
             fix=set_fix("data_types.keep_in_fp32_modules", "auto"), page="advanced",
         )
 
@@ -187,7 +189,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
     except TypeError:
         yield Finding(
             "error", "misc.vocabulary-size-type", "vocabulary_size",
-            f"vocabulary_size is {vocab!r}; DeepSpeed computes `vocabulary_size % 8` while reading the config "
+            f"vocabulary_size is {brief(vocab)}; DeepSpeed computes `vocabulary_size % 8` while reading the config "
             "and fails on anything but a number.",
             suggestion="Write the vocabulary size as a whole number, or remove it.", fix=delete_fix("vocabulary_size"),
             page="advanced",
@@ -205,7 +207,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
     if spp is not None and spp != "auto" and (not isinstance(spp, int | float) or spp == 0):
         yield Finding(
             "error", "misc.steps-per-print", "steps_per_print",
-            f"steps_per_print is {spp!r}; DeepSpeed computes `step % steps_per_print` during training and "
+            f"steps_per_print is {brief(spp)}; DeepSpeed computes `step % steps_per_print` during training and "
             "fails on anything but a positive whole number (0 divides by zero at the first step).",
             suggestion="Use e.g. 10, or remove it to print nothing periodically.",
             fix=set_fix("steps_per_print", 10), page="monitoring",
@@ -215,7 +217,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
     ):
         yield Finding(
             "warning", "misc.steps-per-print-odd", "steps_per_print",
-            f"steps_per_print is {spp!r}; it is meant to be a positive whole number of steps.",
+            f"steps_per_print is {brief(spp)}; it is meant to be a positive whole number of steps.",
             fix=set_fix("steps_per_print", 10), page="monitoring",
         )
     ep = ctx.config.get("expert_parallel")
@@ -264,7 +266,7 @@ def _wall_clock(ctx: Context) -> Iterator[Finding]:
                           else ("flops_profiler.enabled", enabled))
         yield Finding(
             "error", "misc.wall-clock-breakdown", culprit,
-            f"`{culprit}` is {value!r}; DeepSpeed combines wall_clock_breakdown and flops_profiler.enabled "
+            f"`{culprit}` is {brief(value)}; DeepSpeed combines wall_clock_breakdown and flops_profiler.enabled "
             "with `|` while reading the config and fails on anything but true/false.",
             fix=set_fix(culprit, False), page="monitoring",
         )

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.findings import Finding, Fix, FixOp, join_path
+from core.findings import Finding, Fix, FixOp, brief, join_path
 from core.rules.context import Context, lax_float
 from core.rules.fixes import closest_choice, delete_fix, nearest_whole, set_fix
 from core.schema.optimizer import (
@@ -51,7 +51,7 @@ def _not_object(code: str, key: str, section: Any, suggestion: str | None) -> Fi
     """The error for an ``optimizer`` or ``scheduler`` section that is not an object."""
     return Finding(
         "error", code, key,
-        f"`{key}` is {section!r}; DeepSpeed fails reading it (it expects an object with type and params).",
+        f"`{key}` is {brief(section)}; DeepSpeed fails reading it (it expects an object with type and params).",
         suggestion=suggestion, fix=delete_fix(key), page="optimizer",
     )
 
@@ -71,7 +71,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
     if name is not None and params is not None and not isinstance(params, dict):
         yield Finding(
             "error", "optimizer.params-not-object", "optimizer.params",
-            f"optimizer.params is {params!r}; DeepSpeed fails reading it (it expects an object of keyword "
+            f"optimizer.params is {brief(params)}; DeepSpeed fails reading it (it expects an object of keyword "
             "arguments such as {\"lr\": 0.0001}).",
             fix=set_fix("optimizer.params", {}), page="optimizer",
         )
@@ -92,7 +92,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
     if not isinstance(name, str):
         yield Finding(
             "error", "optimizer.type-not-string", "optimizer.type",
-            f"optimizer.type is {name!r}; DeepSpeed calls .lower() on it and fails. Write the name as a string.",
+            f"optimizer.type is {brief(name)}; DeepSpeed calls .lower() on it and fails. Write the name as a string.",
             fix=set_fix("optimizer.type", "AdamW"), page="optimizer",
         )
         return
@@ -106,10 +106,10 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
                if releases else "")
         yield Finding(
             "error", "optimizer.unknown", "optimizer.type",
-            f"DeepSpeed {ctx.version} does not know the optimizer {name!r}: it is neither one of DeepSpeed's "
+            f"DeepSpeed {ctx.version} does not know the optimizer {brief(name)}: it is neither one of DeepSpeed's "
             f"own (any case) nor a torch.optim class (exact case).{why} deepspeed.initialize fails "
             f"(\"{name} is not a supported DeepSpeed Optimizer\").",
-            suggestion=f"Did you mean {guess!r}?" if guess else "Use AdamW, Adam, Lamb, Lion, Adagrad or a "
+            suggestion=f"Did you mean {brief(guess)}?" if guess else "Use AdamW, Adam, Lamb, Lion, Adagrad or a "
             "torch.optim class name such as SGD.",
             fix=set_fix("optimizer.type", guess) if guess else None, page="optimizer",
         )
@@ -149,7 +149,7 @@ def _forbidden_params(params: dict[str, Any]) -> Iterator[Finding]:
                 "error", "optimizer.max-grad-norm-type" if crash else "optimizer.max-grad-norm",
                 join_path("optimizer.params", key),
                 f"{message}. " + ("DeepSpeed compares it with 0 while parsing and fails on "
-                                  f"{value!r}." if crash else "deepspeed.initialize fails (ValueError)."),
+                                  f"{brief(value)}." if crash else "deepspeed.initialize fails (ValueError)."),
                 suggestion=f"Remove it and set gradient_clipping: {value if not crash else 1.0}.",
                 fix=Fix("Move it to gradient_clipping", (
                     FixOp("delete", join_path("optimizer.params", key)),
@@ -183,7 +183,7 @@ def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Findi
         elif key == "lr" and not isinstance(value, int | float):
             yield Finding(
                 "error", "optimizer.param-type", path,
-                f"`{path}` is {value!r}; torch.optim.{name} needs a number and deepspeed.initialize fails.",
+                f"`{path}` is {brief(value)}; torch.optim.{name} needs a number and deepspeed.initialize fails.",
                 page="optimizer",
             )
 
@@ -252,7 +252,7 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
             "warning", f"{kind}.param-bool", path,
             f"`{path}` is {str(value).lower()}; the {kind} reads it as the number {int(value)}"
             + (" and trains with it." if kind == "optimizer" else "."),
-            suggestion="Write a number" + (f" (default {param.default!r})." if param.default is not None else "."),
+            suggestion="Write a number" + (f" (default {brief(param.default)})." if param.default is not None else "."),
             fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
         if kind == "optimizer":
@@ -263,7 +263,7 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
     ):
         yield Finding(
             "warning", "optimizer.param-truthy", path,
-            f"`{path}` is {value!r}, not true or false; DeepSpeed passes it on and the optimizer uses its "
+            f"`{path}` is {brief(value)}, not true or false; DeepSpeed passes it on and the optimizer uses its "
             f"truth value, so it counts as {str(bool(value)).lower()}.",
             suggestion="Write true or false.", fix=set_fix(path, bool(value)), page="optimizer",
         )
@@ -273,12 +273,12 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
     if whole is not None:
         suggestion, fix = f"Write {whole}.", set_fix(path, whole)
     else:
-        suggestion = f"Default: {param.default!r}." if param.default is not None else param.description
+        suggestion = f"Default: {brief(param.default)}." if param.default is not None else param.description
         fix = set_fix(path, param.default) if param.default is not None else None
     if not checked and number and (not param.type_ok(value) or param.bound_problem(value)):
         yield Finding(
             "warning", "type.unchecked", path,
-            f"`{path}` is {value!r} ({param.bound_problem(value) or 'expected ' + ' or '.join(param.types)}); "
+            f"`{path}` is {brief(value)} ({param.bound_problem(value) or 'expected ' + ' or '.join(param.types)}); "
             f"DeepSpeed {release} does not check it and uses the number as it is.",
             suggestion=suggestion, fix=fix, page="optimizer",
         )
@@ -287,13 +287,13 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
         if whole is not None and whole == value:
             # DeepSpeed opens a config path with hjson, which reads 1000.0 as the integer 1000; a dict keeps it.
             message = (
-                f"`{path}` is {value!r}; it must be an integer. DeepSpeed reads it as {whole} when it loads this "
+                f"`{path}` is {brief(value)}; it must be an integer. DeepSpeed reads it as {whole} when it loads this "
                 "file itself (a path given to deepspeed.initialize or the launcher), but a config passed as a "
                 "dict (the HF Trainer, Accelerate, deepspeed.initialize(config=dict)) keeps the float and "
                 "deepspeed.initialize fails."
             )
         else:
-            message = f"`{path}` is {value!r}; it must be {' or '.join(param.types)}. deepspeed.initialize fails."
+            message = f"`{path}` is {brief(value)}; it must be {' or '.join(param.types)}. deepspeed.initialize fails."
         yield Finding("error", f"{kind}.param-type", path, message, suggestion=suggestion, fix=fix, page="optimizer")
         return
     if param.length is not None and isinstance(value, list | tuple) and len(value) != param.length:
@@ -306,7 +306,7 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
     if param.meta.choices and value not in param.meta.choices:
         yield Finding(
             "warning", f"{kind}.param-choice", path,
-            f"`{path}` is {value!r}; expected one of {', '.join(map(repr, param.meta.choices))}.",
+            f"`{path}` is {brief(value)}; expected one of {', '.join(map(brief, param.meta.choices))}.",
             fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
     problem = param.bound_problem(value)
@@ -314,7 +314,7 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
         yield Finding(
             "error" if kind == "scheduler" else "warning",
             f"{kind}.param-range", path, f"{problem}.",
-            suggestion=f"Default: {param.default!r}." if param.default is not None else "",
+            suggestion=f"Default: {brief(param.default)}." if param.default is not None else "",
             fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
         )
 
@@ -340,9 +340,9 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
         guess = closest_choice(str(name), list(SCHEDULERS) + list(TORCH_SCHEDULERS))
         yield Finding(
             "error", "scheduler.unknown", "scheduler.type",
-            f"DeepSpeed does not recognize the LR scheduler {name!r} (names are case-sensitive); "
+            f"DeepSpeed does not recognize the LR scheduler {brief(name)} (names are case-sensitive); "
             "deepspeed.initialize fails.",
-            suggestion=f"Did you mean {guess!r}?" if guess else f"Use one of {', '.join(SCHEDULERS)}.",
+            suggestion=f"Did you mean {brief(guess)}?" if guess else f"Use one of {', '.join(SCHEDULERS)}.",
             fix=set_fix("scheduler.type", guess) if guess else None, page="optimizer",
         )
         return

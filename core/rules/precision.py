@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.precision import canonical_dtype
@@ -96,8 +96,8 @@ def precision(ctx: Context) -> Iterator[Finding]:
     if lenient_fp16 and _on(ctx, "fp16") and "initial_scale_power" in fp16 and _power_fails(power):
         yield Finding(
             "error", "precision.scale-power", "fp16.initial_scale_power",
-            f"fp16.initial_scale_power is {power!r}: DeepSpeed {ctx.version} computes 2**initial_scale_power while "
-            "it reads the config (get_initial_dynamic_scale), which fails or never finishes with this value.",
+            f"fp16.initial_scale_power is {brief(power)}: DeepSpeed {ctx.version} computes 2**initial_scale_power "
+            "while it reads the config (get_initial_dynamic_scale), which fails or never finishes with this value.",
             suggestion="The default is 16 (a loss scale of 65536).", fix=set_fix("fp16.initial_scale_power", 16),
             page="precision",
         )
@@ -122,7 +122,7 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
         if canonical_dtype(value) is None:
             yield Finding(
                 "error", "precision.autocast-dtype", "torch_autocast.dtype",
-                f"torch_autocast.dtype {value!r} is not a dtype DeepSpeed knows; it fails reading the config.",
+                f"torch_autocast.dtype {brief(value)} is not a dtype DeepSpeed knows; it fails reading the config.",
                 suggestion="Use \"bf16\" or \"fp16\".", fix=set_fix("torch_autocast.dtype", "bf16"), page="precision",
             )
     # get_lower_precision_safe_modules iterates a written value (null included, enabled or not) and wants strings;
@@ -132,7 +132,7 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
                                                           and all(isinstance(m, str) for m in modules)):
         yield Finding(
             "error", "precision.autocast-modules", "torch_autocast.lower_precision_safe_modules",
-            f"lower_precision_safe_modules must be a list of module class names (strings), not {modules!r}.",
+            f"lower_precision_safe_modules must be a list of module class names (strings), not {brief(modules)}.",
             suggestion="Write e.g. [\"torch.nn.Linear\"], or remove the key to use the default modules.",
             page="precision",
         )
@@ -168,7 +168,8 @@ def communication(ctx: Context) -> Iterator[Finding]:
         if not isinstance(value, str) or value.lower() not in ("fp32", "fp16", "bf16"):
             yield Finding(
                 "error", "comm.dtype", key,
-                f"`{key}` is {value!r}; DeepSpeed accepts only \"fp32\", \"fp16\" or \"bf16\" and stops otherwise.",
+                f"`{key}` is {brief(value)}; DeepSpeed accepts only \"fp32\", \"fp16\" or \"bf16\" and stops "
+                "otherwise.",
                 suggestion="fp32 is the most accurate; bf16/fp16 halve the traffic.",
                 fix=set_fix(key, "fp32"), page="precision",
             )
@@ -181,7 +182,7 @@ def communication(ctx: Context) -> Iterator[Finding]:
     if low not in ("mean", "sum"):
         yield Finding(
             "error", "comm.allreduce-op", "gradient_allreduce_op",
-            f"gradient_allreduce_op is {op!r}; DeepSpeed accepts only \"mean\" or \"sum\".",
+            f"gradient_allreduce_op is {brief(op)}; DeepSpeed accepts only \"mean\" or \"sum\".",
             fix=set_fix("gradient_allreduce_op", "mean"), page="precision",
         )
     elif low == "sum":

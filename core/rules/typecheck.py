@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
-from core.findings import Finding, get_path, join_path
+from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import plain_default, value_fix
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
@@ -61,9 +61,9 @@ def check_profile_bounds(ctx: Context) -> Iterator[Finding]:
                 path = _join(prefix, key)
                 yield Finding(
                     "error", f"type.{code}", path,
-                    f"`{path}` is {_short(value)}: DeepSpeed {ctx.version} requires a value {symbol} "
+                    f"`{path}` is {brief(value)}: DeepSpeed {ctx.version} requires a value {symbol} "
                     f"{info[bound]}.",
-                    f"Allowed: {symbol} {info[bound]}." + (f" Default: {info['default']!r}." if "default" in info
+                    f"Allowed: {symbol} {info[bound]}." + (f" Default: {brief(info['default'])}." if "default" in info
                                                            else ""),
                     None, _page_of(path),
                 )
@@ -107,7 +107,7 @@ def _legacy_allgather_size(ctx: Context) -> Iterator[Finding]:
             value = section["allgather_bucket_size"]
             yield Finding(
                 "error", f"type.{error['type']}", LEGACY_ALLGATHER_KEY,
-                f"`{LEGACY_ALLGATHER_KEY}` is {_short(value)}: with `\"zero_optimization\": true` DeepSpeed reads "
+                f"`{LEGACY_ALLGATHER_KEY}` is {brief(value)}: with `\"zero_optimization\": true` DeepSpeed reads "
                 f"it as `zero_optimization.allgather_bucket_size`, and {error['msg'][0].lower()}{error['msg'][1:]}.",
                 _hint(field), None, "zero",
             )
@@ -150,7 +150,7 @@ def _null_fields(ctx: Context, reported: set[str]) -> Iterator[Finding]:
         yield Finding(
             "error", f"type.{code}", path,
             f"`{path}` is null; DeepSpeed {ctx.version} requires a {info['type']} here.",
-            f"Default: {info['default']!r}." if "default" in info else "", None, _page_of(path),
+            f"Default: {brief(info['default'])}." if "default" in info else "", None, _page_of(path),
         )
 
 
@@ -228,7 +228,7 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     container = field is not None and field.model is not None and kind in container_kinds and owner is ROOT
     holds_strict = field is not None and field.model is not None and is_strict(field.model)
     strict = _strict(ctx, owner, prefix) or container or holds_strict or field is None or raises == "config"
-    shown = _short(value)
+    shown = brief(value)
     label = f"`{path}`" if path else "The section"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         text = f"{label} must be an object ({{...}}), not {shown}; DeepSpeed fails when it reads it."
@@ -350,10 +350,6 @@ def _hint(field: SchemaField | None) -> str:
     if bounds:
         parts.append("Allowed: " + ", ".join(bounds) + ".")
     if default is not None and not isinstance(default, dict | list):
-        parts.append(f"Default: {default!r}.")
+        parts.append(f"Default: {brief(default)}.")
     return " ".join(parts) or (field.info.description or "")
 
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
-from core.findings import Finding, Fix, FixOp
+from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.walk import iter_schema, section_fields
@@ -33,7 +33,7 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
             f"`\"zero_optimization\": {str(value).lower()}` is the deprecated form; DeepSpeed reads it as stage "
             f"{stage}" + (f" with `allgather_bucket_size` from `{LEGACY_ALLGATHER_KEY}`." if len(ops) > 1 else "."),
             suggestion=f"Write {json.dumps(legacy, default=repr)}.",
-            fix=Fix(f"Set `zero_optimization` to {legacy!r}", tuple(ops)), page="zero",
+            fix=Fix(f"Set `zero_optimization` to {brief(legacy)}", tuple(ops)), page="zero",
         )
     elif value is None:
         yield Finding(
@@ -113,7 +113,7 @@ def offload(ctx: Context) -> Iterator[Finding]:
         if value is not None and value <= 0:
             yield Finding(
                 "error", "zero.reduce-bucket-size", "zero_optimization.reduce_bucket_size",
-                f"reduce_bucket_size is {rbs!r}; DeepSpeed {ctx.version} requires it to be greater than 0.",
+                f"reduce_bucket_size is {brief(rbs)}; DeepSpeed {ctx.version} requires it to be greater than 0.",
                 suggestion="The default is 500000000 (5e8) elements.",
                 fix=set_fix("zero_optimization.reduce_bucket_size", 500_000_000), page="zero",
             )
