@@ -31,8 +31,9 @@ def brief(value: Any, limit: int = 60) -> str:
     """``shown``, cut to ``limit`` characters: a value quoted in a message (a 1 MB list is not echoed whole)."""
     try:
         text = shown(value)
-    except (ValueError, RecursionError):  # a cycle or nesting json cannot write: not from a parsed file
-        text = "…"
+    except (ValueError, RecursionError):  # past Python's int-to-text limit, or nesting json cannot write
+        text = (f"an integer of about {int(abs(value).bit_length() * 0.30103)} digits"
+                if isinstance(value, int) else "…")
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -108,6 +108,17 @@ class _Point:
 # ---------------------------------------------------------------- parameter checking
 
 
+def param_path(param: str | None) -> str | None:
+    """The config path a ``ScheduleError.param`` names (None for the chart's own step count)."""
+    if not param or param == "steps":
+        return None
+    if param == "lr":
+        return "optimizer.params.lr"
+    if param == "params":
+        return "scheduler.params"
+    return param if "." in param else f"scheduler.params.{param}"
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -121,7 +132,7 @@ def _finite(value: int | float) -> bool:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    text = brief(value, 10**9)
     return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
 
 
@@ -402,6 +413,16 @@ def schedule_curve(
     if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
         raise ScheduleError(f"steps must be an integer from 1 to {MAX_STEPS}, got {brief(steps)}", "steps")
     bound = _bound_params(scheduler_type, params)
+    try:
+        return _curve(scheduler_type, bound, steps, base_lr, optimizer_has_betas)
+    except (OverflowError, ZeroDivisionError) as exc:  # the same arithmetic fails in DeepSpeed's scheduler
+        raise ScheduleError(f"DeepSpeed's {scheduler_type} arithmetic fails with these values ({type(exc).__name__}: "
+                            f"{exc}); give step sizes and learning rates of a trainable size") from exc
+
+
+def _curve(scheduler_type: str, bound: dict[str, Any], steps: int, base_lr: float | None,
+           optimizer_has_betas: bool) -> pd.DataFrame:
+    """``schedule_curve`` once the parameters are bound."""
     warnings: list[str] = []
     at: Callable[[int], _Point]
     if scheduler_type in (WARMUP_LR, WARMUP_DECAY_LR):

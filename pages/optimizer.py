@@ -83,7 +83,8 @@ if sched is not None:
     try:
         curve = lr_chart.schedule_curve(config, steps)
     except lr_schedules.ScheduleError as exc:
-        where = f" (`scheduler.params.{exc.param}`)" if exc.param and exc.param != "steps" else ""
+        path = lr_schedules.param_path(exc.param)
+        where = f" (`{path}`)" if path else ""
         st.error(f"No curve{where}: {exc}", icon=":material/error:")
         curve = None
     if curve is not None:

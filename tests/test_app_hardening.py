@@ -180,6 +180,19 @@ HOSTILE: list[tuple[str, dict]] = [
         id="huge-python-int"),
     ("markdown-and-newlines", {"train_micro_batch_size_per_gpu": 1,
                                "wandb": {"enabled": True, "project": "**bold** [x](javascript:alert(1))\n# H"}}),
+    # a lone surrogate in a key of a known section: the finding's "Fix on page" link could not be URL-encoded,
+    # and every page (headline, sidebar, the section's "Kept unchanged" caption) stopped on a traceback
+    ("surrogate-key-in-a-section", {"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True, "\ud800": 1}}),
+    ("surrogate-key-in-a-monitor", {"train_micro_batch_size_per_gpu": 1, "tensorboard": {"\udc80x": 1}}),
+    # scheduler values whose arithmetic overflows or divides by zero stopped the Optimizer page
+    *((f"schedule-arithmetic-{i}", {"train_micro_batch_size_per_gpu": 1,
+                                    "optimizer": {"type": "AdamW", "params": {"lr": 0.001}}, "scheduler": sched})
+      for i, sched in enumerate([
+          {"type": "LRRangeTest", "params": {"lr_range_test_step_size": 10**400}},
+          {"type": "OneCycle", "params": {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_first_step_size": 1e308}},
+          {"type": "OneCycle", "params": {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_first_step_size": 1e-320}},
+          {"type": "OneCycle", "params": {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_first_step_size": 10,
+                                          "cycle_first_stair_count": 1e308}}])),
 ]
 
 
@@ -373,6 +386,23 @@ def test_good_share_link_is_restored_and_a_bad_one_elsewhere_does_not_touch_it()
     assert not good.error
 
 
+def test_a_share_link_of_a_config_with_a_lone_surrogate_opens_the_same_config():
+    """"Create a shareable link" stopped on a traceback: a lone surrogate has no UTF-8."""
+    config = {"train_micro_batch_size_per_gpu": 1, "tensorboard": {"enabled": True, "job_name": "run-\ud800"},
+              "\udc80": 2}
+    token = app_state.encode_state(config, {"nodes": 1}, config)
+    assert app_state.decode_state(token)[0] == config
+    at = app(copy.deepcopy(BEFORE))
+    _paste(at, json.dumps(config))
+    at.switch_page(app_state.PAGES["review"]).run()
+    at.button(key="review_share").click().run()
+    assert not at.exception, at.exception
+    opened = AppTest.from_file(APP, default_timeout=30)
+    opened.query_params["s"] = app_state.encode_state(config, {"nodes": 1}, config)
+    opened.run()
+    assert not opened.exception and opened.session_state["config"] == config
+
+
 # ------------------------------------------------------------------ isolation between sessions
 
 def test_two_sessions_in_one_process_never_share_a_config():
@@ -490,3 +520,24 @@ def test_a_share_link_cannot_contradict_the_catalog():
     # a custom GPU keeps its size, and a model that is not in the catalog keeps what the link says
     custom = app_state.clean_context({**raw, "gpu": "Custom", "model": "config.json"})
     assert custom["gpu_memory_gib"] == 1 and custom["total_params"] == gpt2.total_params
+
+
+@pytest.mark.parametrize(("scheduler", "optimizer", "path"), [
+    ({"type": "WarmupLR", "params": [1]}, {"type": "AdamW", "params": {"lr": 1e-3}}, "`scheduler.params`"),
+    ({"type": "WarmupLR"}, {"type": "AdamW", "params": {"lr": 1e-3}}, "`scheduler.params`"),
+    ({"type": "WarmupLR", "params": {"warmup_num_steps": 10}}, {"type": "AdamW", "params": {}},
+     "`optimizer.params.lr`"),
+    ({"type": "WarmupLR", "params": {"warmup_num_steps": 10}}, {"type": "AdamW", "params": {"lr": "abc"}},
+     "`optimizer.params.lr`"),
+    ({"type": "OneCycle", "params": {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_first_step_size": 1e308}},
+     {"type": "AdamW", "params": {"lr": 1e-3}}, "arithmetic fails"),
+])
+def test_the_no_curve_message_names_the_field_to_change(scheduler, optimizer, path):
+    """The Optimizer page put "scheduler.params." before every parameter the curve needed: `scheduler.params.params`
+    for a missing or list params, `scheduler.params.lr` for the optimizer's lr."""
+    at = app({"train_micro_batch_size_per_gpu": 1, "optimizer": optimizer, "scheduler": scheduler},
+             page=app_state.PAGES["optimizer"])
+    assert not at.exception, at.exception
+    no_curve = [e.value for e in at.error if e.value.startswith("No curve")]
+    assert no_curve and path in no_curve[0], [e.value for e in at.error]
+    assert "scheduler.params.params" not in no_curve[0] and "scheduler.params.lr" not in no_curve[0]

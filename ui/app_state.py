@@ -236,8 +236,12 @@ MAX_SHARED_BYTES = 256 * 1024
 
 def encode_state(config: Mapping[str, Any], context: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:
     """The whole state as compact, zlib-compressed, base64url text (no padding) for a URL."""
-    raw = json.dumps({"c": config, "x": context, "b": baseline}, separators=(",", ":"), ensure_ascii=False)
-    return base64.urlsafe_b64encode(zlib.compress(raw.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+    state = {"c": config, "x": context, "b": baseline}
+    try:
+        data = json.dumps(state, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the file) has no UTF-8: written as its JSON escape
+        data = json.dumps(state, separators=(",", ":")).encode("ascii")
+    return base64.urlsafe_b64encode(zlib.compress(data, 9)).decode("ascii").rstrip("=")
 
 
 class ShareError(ValueError):

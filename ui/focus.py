@@ -17,6 +17,7 @@ import streamlit as st
 from core.findings import Finding, get_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import resolve, unique_fields
+from ui.fields import safe_text
 
 #: Query parameter: the finding the user came to fix (its path).
 FOCUS = "focus"
@@ -68,7 +69,8 @@ def link_params(finding: Finding, config: Mapping[str, Any]) -> dict[str, str]:
     """Query parameters for a link to the page AND widget where ``finding`` is fixed."""
     if not finding.path:
         return {}
-    return {FOCUS: finding.path, FIELD: field_of(finding, config), CODE: finding.code}
+    # a key with a lone surrogate ("\ud800" in the file) cannot be URL-encoded: the link carries it escaped
+    return {FOCUS: safe_text(finding.path), FIELD: safe_text(field_of(finding, config)), CODE: finding.code}
 
 
 def wanted() -> str | None:
@@ -79,11 +81,11 @@ def wanted() -> str | None:
 @contextlib.contextmanager
 def box(path: str) -> Iterator[None]:
     """Draw what follows inside the landing box when ``path`` is the field the link asked for; else as usual."""
-    if path != wanted():
+    if safe_text(path) != wanted():
         yield
         return
     with st.container(border=True, key=BOX_KEY):
-        st.caption(f":material/my_location: **The field you came to change:** `{path}`")
+        st.caption(f":material/my_location: **The field you came to change:** `{safe_text(path)}`")
         yield
         # scrolled into view once, when the element first appears (a rerun with the same content does not re-run it)
         selector = json.dumps(f".st-key-{BOX_KEY}")

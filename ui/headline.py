@@ -154,7 +154,7 @@ def render() -> None:
 def _focus(report: Report) -> None:
     """The finding a link brought the user here for, right under the headline (the page may be long)."""
     path, code = st.query_params.get(focus.FOCUS), st.query_params.get(focus.CODE)
-    on_path = [f for f in report.findings if path and f.path == path and f.severity != "info"]
+    on_path = [f for f in report.findings if path and fields.safe_text(f.path) == path and f.severity != "info"]
     finding = next((f for f in on_path if f.code == code), on_path[0] if on_path else None)
     if finding is None:
         return

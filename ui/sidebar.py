@@ -43,7 +43,8 @@ def render(report: Report) -> None:
             page = app_state.PAGES.get(finding.page or "")
             if page:
                 st.page_link(page, label=f"Fix on {app_state.PAGE_TITLES[finding.page]}",
-                             icon=":material/arrow_forward:", help=f"{finding.code} at {finding.path}",
+                             icon=":material/arrow_forward:",
+                             help=fields.safe_text(f"{finding.code} at {finding.path}"),
                              query_params=focus.link_params(finding, app_state.get_config()))
             if i < min(len(errors) + len(warnings), MAX_LISTED) - 1:
                 st.divider()

@@ -298,7 +298,7 @@ def render_section(
         kept = [k for k in value if k not in known]
         if kept:
             note = "free-form keys of this section" if is_open(model) else "keys the schema does not know"
-            st.caption(f"Kept unchanged ({note}): " + ", ".join(f"`{k}`" for k in kept))
+            st.caption(fields.safe_text(f"Kept unchanged ({note}): " + ", ".join(f"`{k}`" for k in kept)))
 
 
 def raw_section_editor(path: str, form: Form) -> None:
