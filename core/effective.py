@@ -128,8 +128,9 @@ def _device(zero: Mapping[str, Any], key: str, legacy_key: str) -> tuple[str, Ma
     if isinstance(section, Mapping):
         device = section.get("device", "none")
         return (device if device in OFFLOAD_DEVICES else "none"), section
-    # the deprecated boolean (cpu_offload / cpu_offload_param) maps to {"device": "cpu"} when true
-    if section is None and lax_bool(zero.get(legacy_key)) is True:
+    # the deprecated boolean (cpu_offload / cpu_offload_param) maps to {"device": "cpu"} when true; a section
+    # written "auto" counts as absent (DeepSpeedConfigModel drops "auto" keyword arguments before validating)
+    if (section is None or section == "auto") and lax_bool(zero.get(legacy_key)) is True:
         return "cpu", {}
     return "none", {}
 

@@ -54,7 +54,7 @@ def left_behind(migrated: Any) -> list[str]:
             continue
         new_field = fields[field.meta.replaced_by]
         target = new_field.alias or new_field.name
-        if any(k in zero for k in new_field.keys):
+        if any(k in zero and zero[k] != "auto" for k in new_field.keys):
             left.append(f"zero_optimization.{key}: left in place, because {target} is set too and DeepSpeed refuses "
                         f"both together: remove {key}, or merge it into {target} by hand")
         else:
@@ -80,14 +80,21 @@ def _migrate_zero(zero: dict[str, Any]) -> list[str]:
             )
             continue
         new_field = fields[new_name]
-        if any(k in zero for k in new_field.keys):
+        if value == "auto":  # DeepSpeedConfigModel drops "auto" keyword arguments: the key is as if absent
+            del zero[key]
+            changes.append(f"zero_optimization.{key}: \"auto\" removed (DeepSpeed drops \"auto\" here, as if the key "
+                           "were absent)")
             continue
+        if any(k in zero and zero[k] != "auto" for k in new_field.keys):
+            continue
+        for k in new_field.keys:  # an "auto" replacement is dropped too, so the deprecated key is what DeepSpeed reads
+            zero.pop(k, None)
         target_key = new_field.alias or new_field.name
         # cpu_offload / cpu_offload_param become an offload section; others carry the value over.
         replacement = value
         if new_field.model is not None:
             on = lax_bool(value)  # as DeepSpeed reads it: "false" is off, though a non-empty string
-            if on is None:
+            if on is None and value is not None:  # null is allowed (Optional[bool]) and means off
                 continue  # DeepSpeed refuses the value: left for the validator to report
             replacement = {"device": "cpu"} if on else None
         items = list(zero.items())

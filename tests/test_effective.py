@@ -458,3 +458,34 @@ def test_every_consumer_reads_configs_as_deepspeed_does(deepspeed_readings, kind
 ])
 def test_fixed_disagreements_against_deepspeed(deepspeed_readings, config):
     assert _disagreements(config, deepspeed_readings["parse"](config)) == []
+
+
+_Z = {"train_micro_batch_size_per_gpu": 1}
+
+
+@pytest.mark.parametrize("zero", [
+    {"stage": 3, "cpu_offload": True, "offload_optimizer": "auto"},
+    {"stage": 3, "cpu_offload": "auto", "offload_optimizer": {"device": "cpu"}},
+    {"stage": 3, "cpu_offload_param": True, "offload_param": "auto"},
+    {"stage": 3, "stage3_gather_fp16_weights_on_model_save": "auto", "gather_16bit_weights_on_model_save": True},
+    {"stage": 2, "cpu_offload": "auto"},
+    {"stage": 2, "cpu_offload": None},
+], ids=["legacy-true-new-auto", "legacy-auto-new-cpu", "param-legacy-true-new-auto", "gather-legacy-auto",
+        "legacy-auto-alone", "legacy-null-alone"])
+def test_a_deprecated_key_or_its_replacement_written_auto_is_read_fixed_and_migrated_as_deepspeed_reads_it(
+        zero, deepspeed_readings):
+    """DeepSpeedConfigModel drops "auto" keyword arguments before its deprecation check, so a pair with one "auto"
+    is not "both set": the product called it an error, read the offload as none where DeepSpeed uses the CPU, and
+    its fix (remove the deprecated key) turned CPU offload off. migrate said DeepSpeed refuses "auto" and null."""
+    from core.autofix import fix_until_stable
+    from core.migrate import left_behind, migrate
+
+    config = {**_Z, "zero_optimization": zero}
+    parse = deepspeed_readings["parse"]
+    ds = parse(config)  # raises if DeepSpeed refuses it
+    assert _disagreements(config, ds) == []
+    assert not [f for f in core.validate(config).findings if f.severity == "error"]
+    for changed in (fix_until_stable(config, unsafe=True).config, migrate(config)[0]):
+        after = parse(changed)
+        assert (after.offload_optimizer, after.offload_param) == (ds.offload_optimizer, ds.offload_param), changed
+    assert left_behind(migrate(config)[0]) == []

@@ -124,7 +124,8 @@ def deprecated_zero_keys(ctx: Context) -> Iterator[Finding]:
     zero = ctx.zero
     fields = section_fields(ZeroConfig)
     for key, field in fields.items():
-        if key != field.name or not field.meta.deprecated or key not in zero:
+        # "auto" is dropped before DeepSpeed's deprecation check (DeepSpeedConfigModel.__init__): as if absent
+        if key != field.name or not field.meta.deprecated or key not in zero or zero[key] == "auto":
             continue
         path = f"zero_optimization.{key}"
         new = field.meta.replaced_by
@@ -136,7 +137,7 @@ def deprecated_zero_keys(ctx: Context) -> Iterator[Finding]:
             )
             continue
         new_field = fields[new]
-        present = [k for k in new_field.keys if k in zero]
+        present = [k for k in new_field.keys if k in zero and zero[k] != "auto"]
         if present:
             yield Finding(
                 "error", "deprecated.with-replacement", path,
