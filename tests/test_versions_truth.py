@@ -203,3 +203,35 @@ def test_auto_learning_rate_is_an_error_only_where_no_scheduler_replaces_it():
         assert (result["raised"] or result["step"]["raised"]) == (not trains), (key, result)
         codes = {f.code for f in validate(configs[key]).errors}
         assert ("auto.kept-optimizer" in codes) == (not trains), (key, codes)
+
+
+@pytest.mark.long
+def test_torch_adam_takes_torchs_keywords_not_the_fused_kernels():
+    """With torch_adam DeepSpeed builds torch.optim.AdamW/Adam(**params): the validator took the fused kernel's
+    keywords, calling torch's own (fused, foreach, maximize ...) errors and missing the fused-only ones
+    (bias_correction, set_grad_none) that make torch raise TypeError. Real initialize + training on 0.19.8."""
+    import inspect
+
+    import torch
+
+    from tests.oracle.initialize import run_initialize_configs
+
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+
+    def config(kind: str = "AdamW", **params: object) -> dict[str, object]:
+        return {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                "optimizer": {"type": kind, "params": {"lr": 0.01, "torch_adam": True, **params}}}
+
+    configs = {"fused": config(fused=False), "foreach": config(foreach=None), "maximize": config(maximize=False),
+               "capturable": config(capturable=False), "adam-fused": config("Adam", fused=False),
+               "bias-correction": config(bias_correction=True), "set-grad-none": config(set_grad_none=True)}
+    run = run_initialize_configs(configs, "0.19.8")
+    for key, cfg in configs.items():
+        result = run.results[key]
+        fails = bool(result["raised"] or result["step"]["raised"])
+        flagged = any(f.code == "optimizer.unknown-param" for f in validate(cfg).errors)
+        assert flagged == fails, (key, result, [f.message for f in validate(cfg).errors])
+    decay = next(f for f in validate(config(weight_decay=None)).findings if f.path == "optimizer.params.weight_decay")
+    # the fix writes torch.optim.AdamW's own default (0.01), not the fused kernel's 0
+    assert decay.fix.ops[0].value == inspect.signature(torch.optim.AdamW).parameters["weight_decay"].default

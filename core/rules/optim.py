@@ -231,7 +231,8 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
                 page="optimizer",
             )
             continue
-        yield from _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS)
+        yield from _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS,
+                                class_name=ctx.meaning.optimizer_class)
 
 
 #: Boolean parameters a CPU optimizer hands to its C++ kernel as a ``bool`` (``DeepSpeedCPUAdam.step`` passes
@@ -242,18 +243,19 @@ _CPP_BOOL_PARAMS = frozenset({("adam", "cpu", "bias_correction"), ("adamw", "cpu
 
 
 def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool = False, checked: bool = True,
-                 release: str = "") -> Iterator[Finding]:
+                 release: str = "", class_name: str | None = None) -> Iterator[Finding]:
     """Type, length, choice and bound findings of one optimizer/scheduler parameter. ``checked=False``: the
     release's scheduler does not check this parameter and uses any number as it is, so a number of the wrong
     kind or out of range is a warning (type.unchecked), not an initialize-time error."""
+    default = param.default_for(class_name)  # torch.optim.AdamW's weight_decay is 0.01, not 0
     if isinstance(value, bool) and not param.type_ok(value) and param.type_ok(int(value)):
         # Python's bool is an int: the optimizer trains with 0 or 1, a scheduler's isinstance(value, int) passes
         yield Finding(
             "warning", f"{kind}.param-bool", path,
             f"`{path}` is {str(value).lower()}; the {kind} reads it as the number {int(value)}"
             + (" and trains with it." if kind == "optimizer" else "."),
-            suggestion="Write a number" + (f" (default {brief(param.default)})." if param.default is not None else "."),
-            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+            suggestion="Write a number" + (f" (default {brief(default)})." if default is not None else "."),
+            fix=set_fix(path, default) if default is not None else None, page="optimizer",
         )
         if kind == "optimizer":
             return
@@ -273,8 +275,8 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
     if whole is not None:
         suggestion, fix = f"Write {whole}.", set_fix(path, whole)
     else:
-        suggestion = f"Default: {brief(param.default)}." if param.default is not None else param.description
-        fix = set_fix(path, param.default) if param.default is not None else None
+        suggestion = f"Default: {brief(default)}." if default is not None else param.description
+        fix = set_fix(path, default) if default is not None else None
     if not checked and number and (not param.type_ok(value) or param.bound_problem(value)):
         yield Finding(
             "warning", "type.unchecked", path,
@@ -300,22 +302,22 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
         yield Finding(
             "error", f"{kind}.param-type", path,
             f"`{path}` has {len(value)} values; it must have {param.length}.",
-            fix=set_fix(path, list(param.default)) if param.default is not None else None, page="optimizer",
+            fix=set_fix(path, list(default)) if default is not None else None, page="optimizer",
         )
         return
     if param.meta.choices and value not in param.meta.choices:
         yield Finding(
             "warning", f"{kind}.param-choice", path,
             f"`{path}` is {brief(value)}; expected one of {', '.join(map(brief, param.meta.choices))}.",
-            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+            fix=set_fix(path, default) if default is not None else None, page="optimizer",
         )
     problem = param.bound_problem(value)
     if problem:
         yield Finding(
             "error" if kind == "scheduler" else "warning",
             f"{kind}.param-range", path, f"{problem}.",
-            suggestion=f"Default: {brief(param.default)}." if param.default is not None else "",
-            fix=set_fix(path, param.default) if param.default is not None else None, page="optimizer",
+            suggestion=f"Default: {brief(default)}." if default is not None else "",
+            fix=set_fix(path, default) if default is not None else None, page="optimizer",
         )
 
 

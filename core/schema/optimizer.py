@@ -14,6 +14,7 @@ and ``doc_note`` says what the docstring claims).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,9 +60,15 @@ class Param:
     """Optimizers only: the implementations that accept it (None: all). Others fail with TypeError."""
     consumed: bool = False
     """Read and removed by DeepSpeed itself; never passed to the constructor."""
+    class_defaults: Mapping[str, Any] = field(default_factory=dict)
+    """The default where an implementation class differs from ``default`` (torch.optim.AdamW's weight_decay)."""
     meta: FieldMeta = field(default_factory=FieldMeta)
     """What the product knows beyond type, default and bounds (choices, unit, doc notes): the same metadata as a
     config field's (``core.schema.base.FieldMeta``), so widgets, help texts and rules read both one way."""
+
+    def default_for(self, class_name: str | None) -> Any:
+        """The default of the class the config selects (``core.effective``'s ``optimizer_class``)."""
+        return self.class_defaults.get(class_name or "", self.default)
 
     def type_ok(self, value: Any) -> bool:
         """Whether ``value`` (parsed JSON) has one of the accepted types."""
@@ -248,6 +255,7 @@ def _adam_params() -> tuple[Param, ...]:
             "Weight decay (decoupled in AdamW mode). 0.01-0.1 is typical for transformers.",
             default=0.0,
             ge=0.0,
+            class_defaults={"torch.optim.AdamW": 0.01},
             meta=FieldMeta(doc_note="Default 0 with DeepSpeed's fused and CPU Adam; with `torch_adam` "
                            "(torch.optim.AdamW) the default is 0.01.")),
         Param(

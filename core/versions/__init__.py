@@ -188,11 +188,13 @@ def optimizer_picks_params(version: str, name: str) -> bool:
 def optimizer_keywords(version: str, name: str, backend: str) -> frozenset[str] | None:
     """Constructor keywords of the class ``version`` builds for optimizer ``name`` on ``backend``
     (None when the profile has no signature for it, e.g. a class from an optional package, or when the
-    engine picks the keys it knows from ``params`` and ignores the rest, as for Muon)."""
-    if optimizer_picks_params(version, name):
+    engine picks the keys it knows from ``params`` and ignores the rest, as for Muon). The "torch" backend
+    (``torch_adam``) is torch.optim.Adam/AdamW, whose keywords are torch's (the schema's, for the pinned torch),
+    not those of the release's fused class."""
+    if optimizer_picks_params(version, name) or backend == "torch":
         return None
     classes = profile(version)["optimizers"].get(name, {})
-    sig = classes.get(backend) or (classes.get("gpu") if backend == "torch" else None)
+    sig = classes.get(backend)
     if sig is None or sig.get("var_keyword"):
         return None
     return frozenset(sig["params"])
