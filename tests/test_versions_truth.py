@@ -235,3 +235,4 @@ def test_torch_adam_takes_torchs_keywords_not_the_fused_kernels():
     decay = next(f for f in validate(config(weight_decay=None)).findings if f.path == "optimizer.params.weight_decay")
     # the fix writes torch.optim.AdamW's own default (0.01), not the fused kernel's 0
     assert decay.fix.ops[0].value == inspect.signature(torch.optim.AdamW).parameters["weight_decay"].default
+

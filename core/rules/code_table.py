@@ -458,6 +458,11 @@ TABLE: tuple[Code, ...] = (
     _c("misc.steps-per-print", "error", "training", False, "steps_per_print is 0 or not a number.",
        "Training computes step % steps_per_print: 0 divides by zero at the first step. The fix sets 10.",
        {**B, "steps_per_print": 0}),
+    _c("misc.step-number", "error", "training", False, "gradient_clipping or gradient_predivide_factor is not a "
+       "number (or the factor is 0).", "DeepSpeed keeps them as written and computes with them at the first "
+       "optimizer step: a string or null stops training (TypeError), a factor of 0 divides by zero. The fix "
+       "writes the number a numeric string holds, else the default.",
+       {**B, "gradient_clipping": "1.0"}),
     _c("misc.steps-per-print-odd", "warning", "n/a", False, "steps_per_print is negative or fractional.",
        "It is meant to be a positive whole number of steps. The fix sets 10.",
        {**B, "steps_per_print": -1}),

@@ -3,6 +3,7 @@ autotuning, compile passes, and other top-level values."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -220,6 +221,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
             f"steps_per_print is {brief(spp)}; it is meant to be a positive whole number of steps.",
             fix=set_fix("steps_per_print", 10), page="monitoring",
         )
+    yield from _step_numbers(ctx)
     ep = ctx.config.get("expert_parallel")
     if isinstance(ep, dict) and ep.get("load_balance_coeff") is not None:
         yield Finding(
@@ -269,4 +271,40 @@ def _wall_clock(ctx: Context) -> Iterator[Finding]:
             f"`{culprit}` is {brief(value)}; DeepSpeed combines wall_clock_breakdown and flops_profiler.enabled "
             "with `|` while reading the config and fails on anything but true/false.",
             fix=set_fix(culprit, False), page="monitoring",
+        )
+
+
+#: Top-level numbers DeepSpeed reads as written (``get_scalar_param``) and computes with at the first optimizer
+#: step: ``if self.gradient_clipping() > 0.0`` (``_take_model_step``) and ``1.0 / gradient_predivide_factor``
+#: (the gradient all-reduce, engine and ZeRO-1/2 optimizer).
+_STEP_NUMBERS = {"gradient_clipping": ("compares it with 0.0", 1.0),
+                 "gradient_predivide_factor": ("divides the gradients by it", 1.0)}
+
+
+def _step_numbers(ctx: Context) -> Iterator[Finding]:
+    """A string, null, list or object (or a predivide factor of 0) where the step computes with a number."""
+    for key, (use, default) in _STEP_NUMBERS.items():
+        if key not in ctx.config or ctx.config[key] == "auto":  # "auto": the auto rule
+            continue
+        if key == "gradient_predivide_factor" and ctx.config.get("prescale_gradients"):
+            continue  # read raw, Python truth: prescaling divides by the world size instead
+        value = ctx.config[key]
+        if isinstance(value, int | float):
+            if key == "gradient_predivide_factor" and value == 0:
+                yield Finding(
+                    "error", "misc.step-number", key,
+                    f"{key} is {brief(value)}; DeepSpeed {use} at the first gradient all-reduce and stops "
+                    "(ZeroDivisionError).",
+                    suggestion="1.0 divides nothing before the all-reduce (the default).",
+                    fix=set_fix(key, default), page="precision",
+                )
+            continue
+        number = lax_float(value) if isinstance(value, str) else None
+        yield Finding(
+            "error", "misc.step-number", key,
+            f"`{key}` is {brief(value)}, not a number; DeepSpeed keeps it as written and {use} at the first "
+            "optimizer step, which stops training (TypeError).",
+            suggestion="Write the number without quotes." if number is not None else f"Default: {default}.",
+            fix=set_fix(key, number if number is not None and math.isfinite(number) else default),
+            page="precision",
         )

@@ -219,6 +219,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     ) and (model_level or _release_type_accepts(ctx, prefix, key, value)):
         return None
     raises = _raises(field, owner, kind)
+    if raises == "step":
+        return None  # read raw and used at the first optimizer step: misc.step_numbers says how it fails
     holds_section = field is not None and (field.model is not None or field.item_model is not None)
     if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section:
         return None  # DeepSpeed keeps "auto" here as a plain value; the "auto" rule explains what follows

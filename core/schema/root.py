@@ -105,7 +105,7 @@ class DeepSpeedConfig(LenientSection):
         description="Scale gradients before the all-reduce instead of after it.",
     )
     gradient_predivide_factor: float = ds_field(
-        1.0, auto="kept", page="precision",
+        1.0, auto="kept", page="precision", raises="step",
         description="Divide gradients by this factor before the all-reduce (and by world size / factor "
         "after); helps avoid fp16 overflow on many GPUs.",
     )
@@ -134,7 +134,7 @@ class DeepSpeedConfig(LenientSection):
         description="Use `torch.autocast` for mixed precision instead of DeepSpeed's fp16/bf16 engines.",
     )
     gradient_clipping: float = ds_field(
-        1.0, auto="fails", hf_auto=True, page="precision",
+        1.0, auto="fails", hf_auto=True, page="precision", raises="step",
         description="Clip the global gradient norm to this value. 0 disables clipping.",
         doc_note="The docs give 1.0 as the default; the code agrees.",
     )
