@@ -603,3 +603,26 @@ def test_a_zero3_first_ranking_says_why_and_how_far_to_trust_it():
     plain = recommend(LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), seq_len=2048, global_batch=64)
     assert plain[plain["fits"]]["stage"].iloc[0] != 3
     assert not any(note.startswith("ZeRO-3 ranks") for note in plain.attrs["notes"])
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_nvme_optimizer_offload_below_stage_3_is_estimated_and_costed_as_the_cpu_offload_deepspeed_runs(stage):
+    """DeepSpeedZeroOptimizer sets cpu_offload for any device but none (stage_1_and_2.py): "nvme" at stage 1/2 is
+    CPU offload. It was estimated with 75 GiB on NVMe and pinned swap buffers, refused without an NVMe size, and
+    predicted at 2.8x the step time of the same config with "cpu"."""
+    import core
+    from core.memory import estimate
+
+    def config(device: str) -> dict:
+        return {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+                "zero_optimization": {"stage": stage, "offload_optimizer": {"device": device, "nvme_path": "/nvme"}}}
+
+    nvme, cpu = config("nvme"), config("cpu")
+    cluster, shape = Cluster("NVIDIA H100 80GB"), Shape(1, 1024)
+    assert predict(nvme, LLAMA7, cluster, shape).step_seconds == predict(cpu, LLAMA7, cluster, shape).step_seconds
+    left, right = estimate(nvme, LLAMA7, shape=shape), estimate(cpu, LLAMA7, shape=shape)
+    assert (left.gpu_bytes, left.cpu_bytes_per_node, left.nvme_bytes_per_node) == (
+        right.gpu_bytes, right.cpu_bytes_per_node, right.nvme_bytes_per_node)
+    assert any("no NVMe swapper below stage 3" in note for note in left.notes)
+    finding = next(f for f in core.validate(nvme).findings if f.code == "zero.nvme-below-3")
+    assert finding.fix.apply(nvme) == cpu

@@ -41,6 +41,8 @@ CASES = [
     ("section-not-object", cfg(fp16=[1]), {}, "type.model_type", "error", "fp16"),
     ("type-lenient", cfg(memory_breakdown="one"), {}, "type.unchecked", "warning", "memory_breakdown"),
     ("step-number", cfg(gradient_clipping="1.0"), {}, "misc.step-number", "error", "gradient_clipping"),
+    ("nvme-below-3", cfg(zero_optimization={"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/n"}}),
+     {}, "zero.nvme-below-3", "warning", "zero_optimization.offload_optimizer.device"),
     ("step-number-predivide", cfg(gradient_predivide_factor=0), {}, "misc.step-number", "error",
      "gradient_predivide_factor"),
     ("removed", cfg(amp={"enabled": False}), {}, "removed.key", "error", "amp"),

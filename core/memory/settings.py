@@ -112,8 +112,10 @@ class TrainingSettings:
         if stage < 3 and off_param != "none":
             notes.append("offload_param only works with ZeRO stage 3; ignored.")
             off_param = "none"
-        if off_opt == "nvme" and stage < 3:
-            notes.append("offload_optimizer to nvme is only supported with ZeRO stage 3 (ZeRO-Infinity).")
+        if off_opt == "nvme" and stage < 3:  # DeepSpeedZeroOptimizer: cpu_offload for any device but none
+            notes.append(f"offload_optimizer to nvme at ZeRO stage {stage}: DeepSpeed has no NVMe swapper below "
+                         "stage 3 and keeps the optimizer states in CPU RAM; estimated as CPU offload.")
+            off_opt = "cpu"
 
         opt_type = meaning.optimizer_type
         name = (meaning.optimizer_name or "").lower() or "adamw"

@@ -268,6 +268,11 @@ TABLE: tuple[Code, ...] = (
     _c("zero.offload-optimizer-stage-0", "warning", "ignored", False, "Optimizer offload without ZeRO.",
        "Optimizer offload needs ZeRO stage 1, 2 or 3. The fix switches to stage 2.",
        {**B, "zero_optimization": {"offload_optimizer": {"device": "cpu"}}}),
+    _c("zero.nvme-below-3", "warning", "n/a", False, "NVMe optimizer offload below ZeRO stage 3.",
+       "DeepSpeed's stage 1/2 optimizer offloads to the CPU for any device but none; only stage 3 swaps the "
+       "states to NVMe. The fix writes \"cpu\", which is what runs (marked unsafe: the device the config names "
+       "changes).",
+       {**B, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}),
     _c("zero.nvme-without-path", "warning", "training", False, "NVMe offload without nvme_path.",
        "DeepSpeed accepts it and fails when it starts swapping. The fix sets a placeholder path to edit.",
        {**B, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}),

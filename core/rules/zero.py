@@ -67,6 +67,16 @@ def offload(ctx: Context) -> Iterator[Finding]:
             suggestion="Use ZeRO stage 2 or 3 with optimizer offload.",
             fix=set_fix("zero_optimization.stage", 2, "Switch to ZeRO stage 2"), page="zero",
         )
+    if opt_dev == "nvme" and stage in (1, 2):
+        yield Finding(
+            "warning", "zero.nvme-below-3", "zero_optimization.offload_optimizer.device",
+            f"offload_optimizer.device is \"nvme\" at ZeRO stage {stage}; DeepSpeed swaps optimizer states to NVMe "
+            "only at stage 3 (ZeRO-Infinity). Below it the optimizer runs on the CPU with its states in CPU RAM, "
+            "and nvme_path is unused.",
+            suggestion="Write \"cpu\" (what DeepSpeed does), or use ZeRO stage 3 to put the states on NVMe.",
+            fix=set_fix("zero_optimization.offload_optimizer.device", "cpu")
+            if isinstance(zero.get("offload_optimizer"), dict) else None, page="zero",
+        )
     for name, dev in (("offload_param", param_dev), ("offload_optimizer", opt_dev)):
         section = zero.get(name)
         if dev == "nvme" and isinstance(section, dict) and not section.get("nvme_path"):
