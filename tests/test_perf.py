@@ -626,3 +626,16 @@ def test_nvme_optimizer_offload_below_stage_3_is_estimated_and_costed_as_the_cpu
     assert any("no NVMe swapper below stage 3" in note for note in left.notes)
     finding = next(f for f in core.validate(nvme).findings if f.code == "zero.nvme-below-3")
     assert finding.fix.apply(nvme) == cpu
+
+
+def test_bottleneck_advice_is_for_this_config():
+    """A stage-2 config with overlap_comm on was told to "enable overlap_comm, use ZeRO++ qgZ ... (stage 0/1)":
+    it was on, qgZ is stage 3 only in the planner, and the config was stage 2."""
+    from core.perf.advice import bottleneck_text
+
+    last = {"gradient reduce-scatter (last bucket)": 3.0, "compute": 1.0}
+    text = bottleneck_text(last, 4.0, stage=2, overlap=True)
+    assert "overlap_comm" not in text and "qgZ" not in text and "reduce_bucket_size" in text
+    exposed = {"gradient reduce-scatter": 3.0, "compute": 1.0}
+    assert "enable overlap_comm" in bottleneck_text(exposed, 4.0, stage=2, overlap=False)
+    assert "qgZ" in bottleneck_text(exposed, 4.0, stage=3, overlap=False)

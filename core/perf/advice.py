@@ -100,8 +100,6 @@ _ADVICE = {
     "(ZeRO-3's per-module hooks add to it)",
     "ZeRO-3 parameter all-gather": "the ZeRO-3 parameter all-gathers are exposed: ZeRO++ (qwZ + hpZ) shrinks "
     "them, ZeRO-2 avoids them when the model fits, a faster network or larger micro-batches hide them",
-    "gradient reduce-scatter": "the gradient reduction is exposed: enable overlap_comm, use ZeRO++ qgZ on "
-    "slow networks, or more gradient accumulation steps per optimizer step (stage 0/1)",
     "gradient all-reduce": "the gradient all-reduce runs after the backward: ZeRO-1/2 with overlap_comm or more "
     "gradient accumulation amortises it",
     "parameter all-gather after the step": "the post-step all-gather of the updated parameters: more gradient "
@@ -116,20 +114,38 @@ _ADVICE = {
 }
 
 
-def _advice(name: str) -> str:
+def _reduce_scatter_advice(name: str, stage: int | None, overlap: bool | None) -> str:
+    """What shortens an exposed gradient reduce-scatter, for this config: overlap_comm only when it is off, ZeRO++
+    qgZ only at stage 3 (the only stage where the planner uses it), the bucket size for the last bucket."""
+    ways = []
+    if "last bucket" in name:
+        ways.append("the last bucket is reduced after the backward: a smaller reduce_bucket_size shortens it")
+    elif not overlap:
+        ways.append("enable overlap_comm to reduce while the backward runs")
+    if stage == 3:
+        ways.append("ZeRO++ qgZ quantises it on slow networks")
+    ways.append("a faster network shortens it")
+    return "the gradient reduction is exposed: " + "; ".join(ways)
+
+
+def _advice(name: str, stage: int | None = None, overlap: bool | None = None) -> str:
+    if "gradient reduce-scatter" in name:
+        return _reduce_scatter_advice(name, stage, overlap)
     for key, text in _ADVICE.items():
         if key in name:
             return text
     return ""
 
 
-def bottleneck_text(breakdown: dict[str, float], total: float) -> str:
-    """The largest part of the step in words, with the change that would help."""
+def bottleneck_text(breakdown: dict[str, float], total: float, *, stage: int | None = None,
+                    overlap: bool | None = None) -> str:
+    """The largest part of the step in words, with the change that would help this config (its ZeRO ``stage``
+    and ``overlap_comm``: advice it already follows is not given)."""
     if not breakdown or total <= 0:
         return "nothing to run"
     name, seconds = max(breakdown.items(), key=lambda kv: kv[1])
     share = 100 * seconds / total
-    advice = _advice(name)
+    advice = _advice(name, stage, overlap)
     return f"{name} takes {share:.0f}% of the step" + (f"; {advice}." if advice else ".")
 
 

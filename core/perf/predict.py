@@ -411,7 +411,7 @@ def predict(
         hardware_tflops_per_gpu=hw_tflops,
         mfu=tflops * 1e12 / peak,
         breakdown=breakdown,
-        bottleneck=bottleneck_text(breakdown, step),
+        bottleneck=bottleneck_text(breakdown, step, stage=m.stage, overlap=bool(m.overlap_comm)),
         notes=tuple(dict.fromkeys(notes)),
         micro_batch=shape.micro_batch,
         gradient_accumulation_steps=gas,
