@@ -261,3 +261,19 @@ def test_garbled_log_lines_measure_nothing(line, tmp_path):
         code = main(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB",
                      "--log", str(log)], out=out)
     assert code == 2 and f"--log {log}: no step times found" in err.getvalue()
+
+
+def test_a_pipeline_engine_log_is_read_per_iteration_not_per_timer_print():
+    """The pipeline engine (and Megatron-DeepSpeed on it) logs its fwd/bwd/step timers every steps_per_print
+    steps, summed over them, next to its own time per iteration: calibration took the sums, 10x one step."""
+    from core.perf import parse_log
+
+    steps_per_print, step_ms = 10, 1250.0
+    timers = (f"time (ms) | fwd: {0.32 * step_ms * steps_per_print:.2f} | bwd: {0.64 * step_ms * steps_per_print:.2f}"
+              f" | step: {0.04 * step_ms * steps_per_print:.2f}")
+    pipe = (f"steps: {steps_per_print} loss: {2.3:0.4f} iter time (s): {step_ms / 1000:0.3f} samples/sec: "
+            f"{64 / (step_ms / 1000):0.3f}")  # the f-string of PipelineEngine.train_batch
+    for text in (f"{timers}\n{pipe}\n" * 3,
+                 f"{timers}\n elapsed time per iteration (ms): {step_ms:.1f} | TFLOPs: 120.00 |\n" * 3):
+        assert parse_log(text).typical_step_seconds() == pytest.approx(step_ms / 1000)
+    assert parse_log(f"{timers}\n" * 3).typical_step_seconds() == pytest.approx(step_ms * steps_per_print / 1000)

@@ -38,6 +38,9 @@ _PROFILER = {key: rf"^{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([umKMGT]?)s\b"
              for key, name in (("fwd_latency_s", "fwd"), ("bwd_latency_s", "bwd"), ("step_latency_s", "step"),
                                ("iter_latency_s", "iter"))}
 _MEGATRON = re.compile(r"elapsed time per iteration \(ms\): (?P<ms>[\d.]+)(?:.*?TFLOPs: (?P<tflops>[\d.]+))?")
+#: PipelineEngine.train_batch's line (runtime/pipe/engine.py): the train_batch timer over steps_per_print steps,
+#: divided by them.
+_PIPE = re.compile(r"steps: \d+ loss: .*?iter time \(s\): (?P<s>[\d.]+) samples/sec: [\d.]+")
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,15 @@ class LogSummary:
     profiler: dict[str, float] = field(default_factory=dict)  # flops profiler summary (last one in the log)
     megatron_iteration_seconds: tuple[float, ...] = ()
     megatron_tflops: tuple[float, ...] = ()
+    pipe_iteration_seconds: tuple[float, ...] = ()  # the pipeline engine's "iter time (s)"
 
     def typical_step_seconds(self) -> float | None:
-        """Median optimizer-step time, the first (warm-up) step dropped when there are more; None if unknown."""
-        for series in (self.step_seconds, self.megatron_iteration_seconds):
+        """Median optimizer-step time, the first (warm-up) step dropped when there are more; None if unknown.
+
+        A time per iteration the log states (the pipeline engine's, Megatron's) comes first: the pipeline
+        engine logs its fwd/bwd/step timers only every steps_per_print steps, summed over them, so there the
+        wall-clock series is steps_per_print times one step."""
+        for series in (self.pipe_iteration_seconds, self.megatron_iteration_seconds, self.step_seconds):
             if series:
                 steady = series[1:] if len(series) > 1 else series
                 return statistics.median(steady)
@@ -136,13 +144,14 @@ def parse_log(text: str) -> LogSummary:
             profiler["flops_per_gpu"] = flops
     mega_s = [ms / 1000 for m in _MEGATRON.finditer(text) if (ms := _measured(m.group("ms")))]
     mega_tf = [tf for m in _MEGATRON.finditer(text) if (tf := _measured(m.group("tflops"))) is not None]
+    pipe_s = [seconds for m in _PIPE.finditer(text) if (seconds := _measured(m.group("s")))]
     return LogSummary(tuple(steps), tuple(micro), tuple(optimizer), tuple(current), running, max_mem, profiler,
-                      tuple(mega_s), tuple(mega_tf))
+                      tuple(mega_s), tuple(mega_tf), tuple(pipe_s))
 
 
 def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) -> float | None:
-    """One optimizer step's seconds from a parsed log: the wall-clock timers, else Megatron's iteration time,
-    else the throughput timer with ``global_batch`` (samples per step)."""
+    """One optimizer step's seconds from a parsed log: a stated time per iteration (pipeline engine, Megatron),
+    else the wall-clock timers, else the throughput timer with ``global_batch`` (samples per step)."""
     if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, numbers.Real)
                                      or not global_batch > 0):
         raise ValueError(f"global_batch must be a positive number of samples per step, got {global_batch!r}.")
