@@ -422,3 +422,24 @@ def test_16bit_master_weights_refused_or_ignored_say_so():
     for cfg in ({**_cfg(2, precision="bf16"), "bf16": {"enabled": True, "bf16_master_weights_and_grads": "auto"}},
                 {**_cfg(0, precision="bf16"), "bf16": master_on}):
         assert "fp32 master weights" in _states_of(m.estimate(cfg, LLAMA7, HW, m.Shape()))
+
+
+@pytest.mark.parametrize("gpus_per_node", [1, 4, 8])
+def test_cpu_ram_of_zero2_offload_is_the_larger_of_loading_and_training_as_deepspeeds_estimator_says(gpus_per_node):
+    """The model each rank builds before deepspeed.initialize is on the GPU before the optimizer creates its
+    offloaded states: DeepSpeed's estimator takes P x max(4 x GPUs, 16) (estimate_zero2_model_states_mem_needs);
+    the product added the two (a 13B model on 4 GPUs: 404 GiB, "does not fit" in 384, where 210 GiB is needed)."""
+    from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
+
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    hardware = m.Hardware(gpus_per_node=gpus_per_node)
+    est = m.estimate(config, spec, hardware)
+    overhead = sum(c.bytes for c in est.components if c.device == "cpu" and c.category == "overhead"
+                   and c.phase == "persistent")
+    ds_cpu, _ = estimate_zero2_model_states_mem_needs(spec.total_params, gpus_per_node, 1, True, 1.0)
+    assert est.cpu_bytes_per_node - overhead == pytest.approx(ds_cpu, rel=1e-6)
+    vectorised = m.evaluate_arrays(config, spec, hardware, m.Shape(1, 4096))["cpu_bytes_per_node"]
+    assert float(vectorised) == pytest.approx(m.estimate(config, spec, hardware, m.Shape(1, 4096)).cpu_bytes_per_node,
+                                              abs=1)

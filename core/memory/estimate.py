@@ -193,17 +193,20 @@ def evaluate_arrays(
     raws = _parts(model, st, gpn, nn, b, s, shape, allow)
     shape_all = np.broadcast_shapes(b.shape, s.shape, gpn.shape, nn.shape)
 
-    def total(device: str, phase: str) -> np.ndarray:
+    def total(device: str, phase: str, category: str | None = None) -> np.ndarray:
         acc = np.zeros(shape_all)
         for r in raws:
-            if r.device == device and r.phase == phase:
+            if r.device == device and r.phase == phase and category in (None, r.category):
                 acc = acc + r.value
         return acc
 
     result = {
         "gpu_bytes": total("gpu", "persistent") + np.maximum(total("gpu", "forward_backward"), total("gpu", "step")),
-        "cpu_bytes_per_node": total("cpu", "persistent")
-        + np.maximum(total("cpu", "load"), total("cpu", "forward_backward")),
+        # the model built before deepspeed.initialize is moved to the GPUs (or partitioned) before the optimizer
+        # creates its offloaded states: the load copy and the states do not coexist, the process overhead does
+        "cpu_bytes_per_node": total("cpu", "persistent", "overhead") + np.maximum(
+            total("cpu", "load"), total("cpu", "persistent") - total("cpu", "persistent", "overhead")
+            + total("cpu", "forward_backward")),
         "nvme_bytes_per_node": total("nvme", "persistent"),
     }
     for r in raws if components else ():

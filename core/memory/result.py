@@ -95,8 +95,9 @@ class MemoryEstimate:
         return ("model states only: no activations for a model given by parameter counts (pick it from the "
                 "catalog or upload its config.json)") if self.states_only else None
 
-    def _sum(self, device: str, phase: str | None = None) -> int:
-        return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase))
+    def _sum(self, device: str, phase: str | None = None, category: str | None = None) -> int:
+        return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase)
+                   and category in (None, c.category))
 
     @property
     def gpu_bytes(self) -> int:
@@ -111,8 +112,12 @@ class MemoryEstimate:
 
     @property
     def cpu_bytes_per_node(self) -> int:
-        """Peak CPU RAM of one node (model loading and training do not coexist)."""
-        return self._sum("cpu", "persistent") + max(self._sum("cpu", "load"), self._sum("cpu", "forward_backward"))
+        """Peak CPU RAM of one node: the process overhead, plus the larger of model loading and training (the model
+        built before ``deepspeed.initialize`` moves to the GPUs, or is partitioned, before the optimizer creates its
+        offloaded states; DeepSpeed's own ZeRO-2 estimator takes the same maximum)."""
+        overhead = self._sum("cpu", "persistent", "overhead")
+        training = self._sum("cpu", "persistent") - overhead + self._sum("cpu", "forward_backward")
+        return overhead + max(self._sum("cpu", "load"), training)
 
     @property
     def cpu_pinned_bytes_per_node(self) -> int:
