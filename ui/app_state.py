@@ -161,11 +161,18 @@ def clear_widgets() -> None:
         del st.session_state[key]
 
 
+#: Session-state prefix of a scheduler type's params from before the user switched away from it (restored when
+#: they switch back; forgotten when another config is loaded).
+SCHEDULER_PARAMS_KEY = "scheduler_params:"
+
+
 def replace_config(config: dict[str, Any], *, baseline: bool = False) -> None:
     """Replace the edited config (after a load, preset or fix); with ``baseline`` it is also the new baseline."""
     st.session_state[CONFIG] = config
     if baseline:
         st.session_state[BASELINE] = copy.deepcopy(config)
+        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(SCHEDULER_PARAMS_KEY)]:
+            del st.session_state[key]
     clear_widgets()
     st.session_state[REPLACED] = True
 

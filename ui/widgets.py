@@ -10,6 +10,7 @@ widget for, is left as it is.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -73,6 +74,7 @@ def _set_from_text(config: dict[str, Any], path: str, text: str, error_key: str,
 def _on_change(path: str, kind: Kind, optional: bool) -> None:
     value = st.session_state.get(widget_key(path))
     config = app_state.get_config()
+    previous_scheduler = copy.deepcopy(config.get("scheduler")) if path == fields.SCHEDULER_TYPE else None
     _forget_raw_editor(path)
     if kind == "json":
         _set_from_text(config, path, (value or "").strip(), _json_error_key(path), "The previous value is kept.")
@@ -84,9 +86,14 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
     else:
         set_path(config, path, value)
     if path == fields.SCHEDULER_TYPE:
-        # a new scheduler takes other parameters: drop the ones it would fail on, fill its step count
+        # a new scheduler takes other parameters: drop the ones it would fail on (remembered per type for a switch
+        # back, until another config is loaded), fill its step count
         steps = app_state.get_context().get("train_steps")
-        app_state.replace_config(autofill.switch_scheduler(config, value, steps))
+        before = previous_scheduler.get("params") if isinstance(previous_scheduler, dict) else None
+        if isinstance(before, dict) and isinstance(previous_scheduler.get("type"), str):
+            st.session_state[app_state.SCHEDULER_PARAMS_KEY + previous_scheduler["type"]] = copy.deepcopy(before)
+        remembered = st.session_state.get(app_state.SCHEDULER_PARAMS_KEY + value) if isinstance(value, str) else None
+        app_state.replace_config(autofill.switch_scheduler(config, value, steps, remembered))
 
 
 def _on_auto(path: str, default: Any) -> None:
