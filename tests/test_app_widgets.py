@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import string
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from core.findings import delete_path, set_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema, resolve
+from tests.app_support import app
 from ui import app_state, fields
 
 
@@ -176,3 +178,22 @@ def test_share_decode_cleans_out_of_range_and_mistyped_context_values():
 ])
 def test_shared_context_gpu_is_a_catalog_name_or_custom(raw, expected):
     assert app_state.clean_context({"gpu": raw})["gpu"] == expected
+
+
+def test_a_float_box_keeps_a_whole_number_the_file_wrote_as_one():
+    """gradient_clipping 1 and loss_scale 0, typed as 2 and 128, were exported as 2.0 and 128.0 ("integers stay
+    integers"); a fraction typed stays a float, and a field written as a float stays one."""
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_clipping": 1, "fp16": {"enabled": True, "loss_scale": 0},
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "weight_decay": 0.0}}}
+    at = app(copy.deepcopy(config), page="pages/precision.py")
+    at.number_input(key="cfg:gradient_clipping").set_value(2).run()
+    at.number_input(key="cfg:fp16.loss_scale").set_value(128).run()
+    written = at.session_state["config"]
+    assert (written["gradient_clipping"], written["fp16"]["loss_scale"]) == (2, 128)
+    assert type(written["gradient_clipping"]) is int and type(written["fp16"]["loss_scale"]) is int
+    at.number_input(key="cfg:gradient_clipping").set_value(0.5).run()
+    assert at.session_state["config"]["gradient_clipping"] == 0.5
+    at.switch_page("pages/optimizer.py").run()
+    at.number_input(key="cfg:optimizer.params.weight_decay").set_value(1.0).run()
+    decay = at.session_state["config"]["optimizer"]["params"]["weight_decay"]
+    assert decay == 1.0 and type(decay) is float

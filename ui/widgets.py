@@ -81,6 +81,10 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
         return
     if kind == "str" and value == "" and optional:
         value = None
+    before = get_path(config, path, None)
+    if kind == "float" and isinstance(value, float) and value.is_integer() and isinstance(before, int) \
+            and not isinstance(before, bool) and abs(value) < 2**53:
+        value = int(value)  # the file wrote a whole number (gradient_clipping: 1): typing 2 keeps it one
     if value is None:
         delete_path(config, path, prune=True)
     else:
