@@ -37,7 +37,9 @@ def _on_mode() -> None:
 
 
 mode = precision.precision_mode(config)
-st.radio("Training precision", precision.PRECISION_MODES, index=precision.PRECISION_MODES.index(mode),
+if st.session_state.get(MODE_KEY) != mode:  # the config changed under it (fp16.enabled unticked below): follow it
+    st.session_state[MODE_KEY] = mode
+st.radio("Training precision", precision.PRECISION_MODES,
          format_func=MODE_LABELS.get, horizontal=True, key=MODE_KEY, on_change=_on_mode,
          help="Sets `enabled` in the chosen section and turns the others off; the details are below.")
 

@@ -170,3 +170,15 @@ def test_bf16_on_a_gpu_without_bf16_warns_from_the_catalog():
     assert not any("has no bf16" in w.value for w in ampere.main.warning)
     custom = app(config, page="pages/precision.py", gpu="Custom")
     assert not any("has no bf16" in w.value for w in custom.main.warning)
+
+
+def test_the_precision_radio_follows_the_config_when_a_section_is_switched_off_below_it():
+    """Unticking fp16.enabled left the radio on "fp16" (its own widget state) while the config trained fp32, and
+    choosing fp16 again did nothing."""
+    at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True, "loss_scale_window": 500}},
+             page="pages/precision.py")
+    at.checkbox(key="cfg:fp16.enabled").uncheck().run()
+    assert at.radio(key="cfg:precision_mode").value == "fp32"
+    at.radio(key="cfg:precision_mode").set_value("fp16").run()
+    assert at.session_state["config"]["fp16"] == {"enabled": True, "loss_scale_window": 500}
+    assert at.radio(key="cfg:precision_mode").value == "fp16" and not at.exception
