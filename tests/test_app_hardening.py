@@ -541,3 +541,20 @@ def test_the_no_curve_message_names_the_field_to_change(scheduler, optimizer, pa
     no_curve = [e.value for e in at.error if e.value.startswith("No curve")]
     assert no_curve and path in no_curve[0], [e.value for e in at.error]
     assert "scheduler.params.params" not in no_curve[0] and "scheduler.params.lr" not in no_curve[0]
+
+
+@pytest.mark.parametrize(("config", "page", "key"), [
+    ({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": [0.001]}}, "optimizer",
+     "cfg:optimizer.params.lr"),
+    ({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+      "scheduler": {"type": "WarmupLR", "params": [100]}}, "optimizer", "cfg:scheduler.params.warmup_num_steps"),
+    ({"train_micro_batch_size_per_gpu": 1, "tensorboard": [1, 2]}, "monitoring", "cfg:tensorboard.enabled"),
+])
+def test_a_field_inside_a_section_that_is_not_an_object_cannot_be_edited(config, page, key):
+    """An edit inside a list where an object belongs was dropped (set_path skips it) while the widget showed
+    the new value: the export did not hold what the screen did. The widget is now disabled and says why."""
+    at = app(copy.deepcopy(config), page=app_state.PAGES[page])
+    assert not at.exception, at.exception
+    widget = next(w for kind in (at.number_input, at.checkbox, at.text_input) for w in kind if w.key == key)
+    assert widget.disabled and "not an object" in (widget.help or "")
+    assert at.session_state["config"] == config

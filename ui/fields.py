@@ -216,6 +216,23 @@ def _join(keys: list[str]) -> str:
     return out
 
 
+def not_an_object(config: Mapping[str, Any], path: str) -> str | None:
+    """Why nothing can be written at ``path``: an enclosing key the config has holds a list, a string or a
+    number instead of an object (an edit there was dropped while the widget showed it); else None."""
+    node: Any = config
+    walked: list[str] = []
+    for key in split_path(path)[:-1]:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+        walked.append(key)
+        if not isinstance(node, Mapping):
+            kind = "a list" if isinstance(node, list) else "null" if node is None else f"a {type(node).__name__}"
+            return (f"`{'.'.join(walked)}` is {kind}, not an object, so nothing can be set inside it: correct it "
+                    "in the raw JSON (Review & export) or apply its finding's fix first.")
+    return None
+
+
 def switched_off(section_path: str, config: Mapping[str, Any]) -> str | None:
     """Why the fields of the section at ``section_path`` do nothing now: the first section on the way
     (itself or an enclosing one) whose schema has an ``enabled`` switch that is off in ``config``; or None.
@@ -253,6 +270,8 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
     if meta.stages is not None and form.stage not in meta.stages:
         stages = ", ".join(str(s) for s in meta.stages)
         return f"Only has an effect with ZeRO stage {stages}; the current stage is {form.stage}."
+    if path and (blocked := not_an_object(form.config, path)):
+        return blocked
     if path:
         # A section's own switch stays editable (only enclosing switches count); all else waits for it.
         keys = split_path(path)[: -2 if field.name == SWITCH else -1]

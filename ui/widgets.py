@@ -411,8 +411,11 @@ def _render_param(base: str, param: Any, form: Form) -> None:
     if value == "auto":
         st.caption(f'`{path}` = `"auto"`')
     else:
+        blocked = fields.not_an_object(form.config, path)
+        help_ = fields.param_help(param)
         _value_widget(path, param.name + (" *" if param.required else ""), value, kind,
-                      fields.param_bounds(param, kind.kind), help_=fields.param_help(param), reason=None,
+                      fields.param_bounds(param, kind.kind),
+                      help_=f"**Disabled:** {blocked}\n\n{help_}" if blocked else help_, reason=blocked,
                       format_func=lambda v: f"— default ({param.default}) —" if v is None else str(v),
                       placeholder="not set")
     for finding in form.findings_at(path):
