@@ -8,7 +8,7 @@ import core
 from core import autofill, export
 from core.autofix import fix_until_stable
 from core.launchers import job_world_size
-from ui import app_state, fields, focus, frame, headline, memory, widgets
+from ui import actions, app_state, fields, focus, frame, headline, memory, widgets
 
 frame.begin("Review & export")
 widgets.explain(
@@ -40,7 +40,8 @@ def _fix_all() -> None:
     result = fix_until_stable(app_state.get_config(), world_size=job_world_size(ctx), target=ctx["target"],
                               version=ctx["version"])
     if result.applied:
-        app_state.replace_config(result.config)
+        actions.apply_fix(f"applying {len(result.applied)} safe fix{'es' if len(result.applied) > 1 else ''}",
+                          result.config)
     st.session_state[UNSAFE_LEFT] = [f"`{f.path or f.code}`: {f.fix.description}" for f in result.skipped if f.fix]
 
 

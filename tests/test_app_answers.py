@@ -375,3 +375,21 @@ def test_two_findings_on_one_path_each_link_lands_on_its_own_finding_and_fix():
         assert at.button(key="focus_fix").label == f"Fix: {expected.fix.description}"
         at.button(key="focus_fix").click().run()
         assert at.session_state["config"] == expected.fix.apply(config)
+
+
+def test_undo_says_when_it_also_reverts_later_edits_and_a_fix_is_undoable():
+    """"Undo: load of dp-bf16" also threw away an edit made after the load without saying so; "Apply 1 safe fix"
+    was not undoable, and the only undo offered (the import's) reverted the fix and the import together."""
+    at = app({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": 2, "cpu_offload": True}, "my_key": 1}, page="pages/review.py")
+    before = copy.deepcopy(at.session_state["config"])
+    at.button(key="review_fix_all").click().run()
+    assert at.session_state["config"] != before
+    undo = [b for b in at.button if b.label.startswith("Undo:")]
+    assert undo and undo[0].label == "Undo: applying 1 safe fix", [b.label for b in undo]
+    at.switch_page("pages/monitoring.py").run()
+    at.number_input(key="cfg:steps_per_print").set_value(123).run()
+    undo = [b for b in at.button if b.label.startswith("Undo:")]
+    assert undo[0].label == "Undo: applying 1 safe fix and the 1 edit made since"
+    undo[0].click().run()
+    assert at.session_state["config"] == before

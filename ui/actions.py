@@ -21,6 +21,7 @@ def remember(label: str) -> None:
     """Keep the current state so that the next big edit (described by ``label``) can be undone."""
     st.session_state[UNDO] = (label, copy.deepcopy(app_state.get_config()), copy.deepcopy(app_state.get_baseline()),
                               copy.deepcopy(app_state.get_context()))
+    st.session_state[app_state.EDITS_SINCE_UNDO] = 0
 
 
 def undo() -> None:
@@ -39,7 +40,10 @@ def undo_button(key: str) -> None:
     """"Undo <last big edit>" when there is one."""
     saved = st.session_state.get(UNDO)
     if saved is not None:
-        st.button(f"Undo: {saved[0]}", key=f"undo:{key}", on_click=undo, icon=":material/undo:")
+        edits = st.session_state.get(app_state.EDITS_SINCE_UNDO, 0)
+        since = f" and the {edits} edit{'s' if edits > 1 else ''} made since" if edits else ""
+        st.button(f"Undo: {saved[0]}{since}", key=f"undo:{key}", on_click=undo, icon=":material/undo:",
+                  help="Puts back the config as it was before it" + (": the later edits go too." if edits else "."))
 
 
 def apply_way(way: fit.Way) -> None:

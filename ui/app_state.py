@@ -161,6 +161,15 @@ def clear_widgets() -> None:
         del st.session_state[key]
 
 
+#: Session key: widget edits made since the last undoable action (its undo reverts them too, and says so).
+EDITS_SINCE_UNDO = "edits_since_undo"
+
+
+def note_edit() -> None:
+    """Count a widget edit of the config (see ``EDITS_SINCE_UNDO``)."""
+    st.session_state[EDITS_SINCE_UNDO] = st.session_state.get(EDITS_SINCE_UNDO, 0) + 1
+
+
 #: Session-state prefix of a scheduler type's params from before the user switched away from it (restored when
 #: they switch back; forgotten when another config is loaded).
 SCHEDULER_PARAMS_KEY = "scheduler_params:"

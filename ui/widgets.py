@@ -22,7 +22,7 @@ from core import autofill
 from core.findings import Finding, delete_path, get_path, set_path, split_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import is_open, section_fields, unique_fields
-from ui import app_state, fields, focus
+from ui import actions, app_state, fields, focus
 from ui.fields import FieldKind, Kind
 
 _MISSING = object()
@@ -76,6 +76,7 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
     config = app_state.get_config()
     previous_scheduler = copy.deepcopy(config.get("scheduler")) if path == fields.SCHEDULER_TYPE else None
     _forget_raw_editor(path)
+    app_state.note_edit()
     if kind == "json":
         _set_from_text(config, path, (value or "").strip(), _json_error_key(path), "The previous value is kept.")
         return
@@ -106,6 +107,7 @@ def _on_auto(path: str, default: Any) -> None:
     before_key = widget_key(path) + ":before_auto"
     config = app_state.get_config()
     _forget_raw_editor(path)
+    app_state.note_edit()
     if on:
         before = get_path(config, path, _MISSING)
         if before is not _MISSING and before != "auto":
@@ -124,6 +126,7 @@ def _on_raw_change(path: str, key: str) -> None:
     text = (st.session_state.get(key) or "").strip()
     if not _set_from_text(app_state.get_config(), path, text, _json_error_key("raw:" + path), "Nothing was changed."):
         return
+    app_state.note_edit()
     # The field widgets of this section must re-read the new value.
     prefix = app_state.WIDGET_PREFIX + path + "."
     for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
@@ -253,7 +256,7 @@ def _show_finding(finding: Finding) -> None:
 
 def _apply_fix(finding: Finding) -> None:
     assert finding.fix is not None  # noqa: S101 — only called for findings with a fix
-    app_state.replace_config(finding.fix.apply(app_state.get_config()))
+    actions.apply_fix(finding.fix.description, finding.fix.apply(app_state.get_config()))
 
 
 def fix_button(finding: Finding, *, key_suffix: str) -> None:
