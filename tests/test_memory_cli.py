@@ -208,3 +208,37 @@ def test_every_command_assumes_the_same_cpu_ram_as_the_app():
         assert parser.parse_args([command, *extra]).cpu_ram == DEFAULT_CPU_RAM_GIB * GIB, command
     assert hardware_for(Cluster("NVIDIA H100 80GB")).cpu_ram_per_node_bytes == DEFAULT_CPU_RAM_GIB * GIB
     assert default_context()["cpu_ram_gib"] == DEFAULT_CPU_RAM_GIB
+
+
+def _main(argv: list[str]) -> tuple[int, str, str]:
+    """The whole ``dsconfig`` command line (stderr captured)."""
+    from core.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv, out)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_estimate_says_it_assumed_a_micro_batch_for_refused_batch_keys_and_fit_refuses_a_contradiction(tmp_path):
+    """estimate printed a fitting estimate at an assumed micro batch of 1 for train_batch_size 12 on 8 GPUs, which
+    fit, predict and DeepSpeed refuse; fit --micro-batch 2 on a config that writes 4 estimated 2, and its ways
+    (patches without the micro batch) then ran at 4 and did not fit."""
+    refused = tmp_path / "tb12.json"
+    refused.write_text(json.dumps({"train_batch_size": 12, "zero_optimization": {"stage": 2}}))
+    code, out, _ = _main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--config", str(refused)])
+    assert code == 0 and "note: the config's batch keys do not work on 8 GPUs (train_batch_size 12" in out
+    assert "assumed micro batch of 1" in out
+    assert _main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--config", str(refused),
+                 "--micro-batch", "2"])[0] == 0
+    written = tmp_path / "micro4.json"
+    written.write_text(json.dumps({"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}))
+    code, _, err = _main(["fit", str(written), "--model", "openai-community/gpt2-xl", "--gpus", "4",
+                           "--micro-batch", "2"])
+    assert code == 2 and "micro batch of 4" in err
+    assert _main(["fit", str(written), "--model", "openai-community/gpt2-xl", "--gpus", "4", "--micro-batch", "4"])[0] \
+        in (0, 1)
+    auto = tmp_path / "auto.json"
+    auto.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}))
+    assert _main(["fit", str(auto), "--model", "openai-community/gpt2-xl", "--gpus", "4", "--micro-batch", "2"])[0] \
+        in (0, 1)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from core.batch import BATCH_KEYS, effective_world_size, micro_batch_of, resolve_batch
 from core.hardware import gpu_names
 from core.io import MAX_CONFIG_BYTES, ConfigLoadError, is_strict_json, load_config, load_config_file_and_text
 
@@ -83,6 +84,26 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
         sys.stderr.write(f"warning: {path} has comments or other HJSON syntax that strict JSON cannot keep; its "
                          f"original text is saved as {backup}\n")
     write_text(path, text)
+
+
+def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, override: bool) -> int | None:
+    """The micro batch the config runs with on ``gpus`` GPUs (written, or derived as DeepSpeed derives it); None
+    when it says "auto" or nothing. Batch keys DeepSpeed refuses there are a UsageError unless ``given``
+    (--micro-batch) replaces them; without ``override`` a ``given`` that contradicts the config is one too
+    (a command whose ways patch the config must estimate the micro batch the config will run with)."""
+    resolved = micro_batch_of(config, gpus)
+    if resolved is None and not given:
+        batch = resolve_batch(config, effective_world_size(config, gpus))
+        # keys are written, and DeepSpeed refuses them ("auto" is the HF Trainer's to fill: the assumption is said)
+        if batch.problem not in ("", "missing") and "auto" not in (config.get(k) for k in BATCH_KEYS):
+            raise UsageError(f"the config's batch keys do not work on {gpus} GPUs ({batch.message}); DeepSpeed "
+                             f"refuses it: fix them (dsconfig validate --world-size {gpus} suggests trios that "
+                             "work) or pass --micro-batch")
+    if resolved is not None and given and given != resolved and not override:
+        raise UsageError(f"--micro-batch {given}: the config runs with a micro batch of {resolved} on {gpus} GPUs "
+                         "(written, or derived from train_batch_size); --micro-batch is for a config that says "
+                         "\"auto\" or nothing. Change train_micro_batch_size_per_gpu in the config instead.")
+    return resolved
 
 
 def positive_int(text: str) -> int:

@@ -8,6 +8,7 @@ dsconfig estimate --hf-config config.json --config ds.json --format json
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
-from core.batch import micro_batch_of
 from core.cli.common import (
     EXIT_OK,
     UsageError,
+    config_micro_batch,
     gib,
     gib_or_zero,
     guarded,
@@ -185,11 +186,15 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         if not isinstance(ds_config, dict):
             raise UsageError("--config must contain a JSON object (a DeepSpeed config)")
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
-    micro_batch = args.micro_batch
-    if micro_batch is None:
-        micro_batch = micro_batch_of(ds_config, hw.total_gpus) or 1
+    refused = None
+    try:
+        micro_batch = args.micro_batch or config_micro_batch(ds_config, hw.total_gpus, None, override=True) or 1
+    except UsageError as exc:  # estimate stays lenient (it sizes what is written) but says what it assumed
+        micro_batch, refused = 1, f"{exc}; estimated at an assumed micro batch of 1"
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
     est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision)
+    if refused:
+        est = dataclasses.replace(est, notes=(refused, *est.notes))
     table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
     if args.format == "json":
         data = est.to_dict()

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import fit, hardware, memory, models
-from core.batch import BATCH_KEYS, effective_world_size, micro_batch_of, resolve_batch
 from core.cli.common import (
     EXIT_ERRORS,
     EXIT_OK,
     UsageError,
     catalog_gpu,
+    config_micro_batch,
     gib,
     gib_or_zero,
     guarded,
@@ -77,14 +77,7 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
     hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
                          args.nvme)
     written = config.get("train_micro_batch_size_per_gpu")
-    resolved = micro_batch_of(config, args.gpus)  # written, or derived from train_batch_size as DeepSpeed does
-    if resolved is None and not args.micro_batch:
-        batch = resolve_batch(config, effective_world_size(config, args.gpus))
-        # keys are written, and DeepSpeed refuses them ("auto" is the HF Trainer's to fill: the assumption is said)
-        if batch.problem not in ("", "missing") and "auto" not in (config.get(k) for k in BATCH_KEYS):
-            raise UsageError(f"the config's batch keys do not work on {args.gpus} GPUs ({batch.message}); DeepSpeed "
-                             f"refuses it: fix them (dsconfig validate --world-size {args.gpus} suggests trios that "
-                             "work) or pass --micro-batch")
+    resolved = config_micro_batch(config, args.gpus, args.micro_batch, override=False)
     micro = args.micro_batch or resolved or 1
     assumed = "" if resolved and not args.micro_batch else f" (assumed: the config says {json.dumps(written)})"
     return (config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed,
