@@ -19,7 +19,8 @@ from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
-KINDS = ("micro_batch", "recompute", "zero_stage", "offload_optimizer", "offload_param", "gpus", "combined")
+KINDS = ("no_offload", "micro_batch", "recompute", "zero_stage", "offload_device", "offload_optimizer",
+         "offload_param", "gpus", "combined")
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": opt if opt != "none" else "cpu",
                                                                       "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}))
+    ways += _host_ways(config, model, hardware, shape, current)
     smallest = _whole_ranks(config, memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes),
                             hardware.gpus_per_node)
     if smallest is not None and smallest.total_gpus != hardware.total_gpus:
@@ -259,6 +261,43 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
         ways.append(combined)
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else w.gpu_bytes, w.gpu_bytes))
+
+
+def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+               current: memory.MemoryEstimate) -> list[Way]:
+    """When an offloading job is short of CPU RAM or NVMe: offload to CPU RAM instead of NVMe, or not at all
+    (at this stage, and with ZeRO-3). The other ways only ever add offload, so they cannot help there."""
+    meaning = effective(config)
+    stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
+    short = short_of(current)
+    if (opt, param) == ("none", "none") or not ({"CPU RAM", "NVMe"} & set(short)):
+        return []
+    zero = config.get("zero_optimization")
+    zero = zero if isinstance(zero, Mapping) else {}
+    # the deprecated booleans go too: DeepSpeed refuses them next to an offload section
+    legacy: dict[str, Any] = {key: None for key in ("cpu_offload", "cpu_offload_param") if key in zero}
+    ways: list[Way] = []
+    if "nvme" in (opt, param) and "NVMe" in short:
+        moved = {name: {"device": "cpu"} for name, device in (("offload_optimizer", opt), ("offload_param", param))
+                 if device == "nvme"}
+        ways.append(_way(
+            "offload_device", "Offload to CPU RAM instead of NVMe",
+            "The offloaded " + " and ".join({"offload_optimizer": "optimizer states", "offload_param": "parameters"}[n]
+                                            for n in moved)
+            + " live in CPU RAM rather than on NVMe: faster, and no NVMe needed, if the RAM holds them.",
+            config, model, hardware, shape, {"zero_optimization": moved}))
+    off = {name: {"device": "none"} for name in ("offload_optimizer", "offload_param")
+           if isinstance(zero.get(name), Mapping)}
+    stages = [stage] + ([3] if stage < 3 else [])
+    for target in stages:
+        patch = {"zero_optimization": {**legacy, **off, **({"stage": target} if target != stage else {})}}
+        ways.append(_way(
+            "no_offload", "No offload" + (f" (ZeRO stage {target})" if target != stage else ""),
+            "Optimizer states" + (" and parameters" if param != "none" else "") + " stay on the GPUs"
+            + (f", partitioned with ZeRO-{target}" if target != stage else "") + ": no CPU RAM or NVMe for them, "
+            "and no PCIe traffic; it needs the GPU memory.",
+            config, model, hardware, shape, patch))
+    return ways
 
 
 def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,

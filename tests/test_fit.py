@@ -233,3 +233,32 @@ def test_no_nvme_given_means_none_as_in_the_app(tmp_path, capsys):
     est_out = io.StringIO()
     cli.main(["estimate", "--model", "meta-llama/Llama-2-13b-hf", "--config", str(path)], out=est_out)
     assert "of unknown capacity" not in est_out.getvalue()
+
+
+@pytest.mark.parametrize(("zero", "cpu_ram", "nvme", "kinds"), [
+    ({"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/n"},
+      "offload_param": {"device": "nvme", "nvme_path": "/n"}}, 512, 0, {"offload_device", "no_offload"}),
+    ({"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}, 96, 0,
+     {"no_offload"}),
+    ({"stage": 2, "cpu_offload": True}, 64, 0, {"no_offload"}),
+], ids=["nvme-short", "cpu-ram-short", "legacy-cpu-offload-short"])
+def test_a_job_short_of_host_memory_is_offered_less_offload(zero, cpu_ram, nvme, kinds):
+    """fit only ever added offload: an NVMe-short job got three ways still short of NVMe (one at 0.46x the
+    speed), a CPU-RAM-short one "twice the GPUs", though CPU RAM instead of NVMe, or no offload, fit on the
+    GPUs it had. Each new way, applied, fits as it says and is a config DeepSpeed accepts."""
+    from tests.oracle.oracle import deepspeed_verdict
+
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "zero_optimization": zero}
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    hardware = memory.Hardware(8, 1, 80 * memory.GIB, cpu_ram * memory.GIB, nvme * memory.GIB)
+    shape = memory.Shape(4, 1024)
+    assert not memory.estimate(config, spec, hardware, shape).fits
+    ways = fit.ways_to_fit(config, spec, hardware, shape)
+    offered = {w.kind for w in ways if w.kind in ("offload_device", "no_offload")}
+    assert offered == kinds
+    assert ways[0].fits and ways[0].kind in kinds  # the cheapest fitting way comes first
+    for way in (w for w in ways if w.kind in kinds):
+        patched = fit.apply_patch(config, way.config_patch)
+        assert memory.estimate(patched, spec, hardware, shape).fits == way.fits
+        assert deepspeed_verdict(patched, world_size=8).accepted, (way.title, patched)
