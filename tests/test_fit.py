@@ -189,7 +189,7 @@ def test_cli_fit_states_what_it_assumed(tmp_path, capsys):
 @pytest.mark.parametrize(("config", "model", "gpus"), [
     # sequence parallelism: 8 GPUs are 4 data-parallel ranks (the micro-batch way wrote accumulation 4 for 32)
     ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": 2,
-      "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}, "meta-llama/Llama-2-13b-hf", 8),
+      "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}, "meta-llama/Llama-2-70b-hf", 8),
     # a written global batch and ways that add GPUs (they kept train_batch_size 64 on 24 GPUs)
     ({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8, "bf16": {"enabled": True},
       "zero_optimization": {"stage": 3}}, "meta-llama/Meta-Llama-3-70B", 8),

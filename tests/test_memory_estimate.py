@@ -443,3 +443,21 @@ def test_cpu_ram_of_zero2_offload_is_the_larger_of_loading_and_training_as_deeps
     vectorised = m.evaluate_arrays(config, spec, hardware, m.Shape(1, 4096))["cpu_bytes_per_node"]
     assert float(vectorised) == pytest.approx(m.estimate(config, spec, hardware, m.Shape(1, 4096)).cpu_bytes_per_node,
                                               abs=1)
+
+
+def test_sequence_parallelism_estimates_each_gpus_share_of_the_sequence_and_unmodelled_settings_are_said():
+    """The planner costed sequence_parallel_size 8 at 32768 tokens as 4096 per GPU, while the memory model held
+    all 32768 on every GPU (218 GiB, "does not fit", and a slower way to fit offered); autotp_size and a partial
+    offload ratio changed nothing and said nothing."""
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    base = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+    sharded = m.estimate({**base, "sequence_parallel_size": 8}, spec, shape=m.Shape(1, 32768))
+    share = m.estimate(base, spec, shape=m.Shape(1, 4096))
+    assert [c.bytes for c in sharded.components] == [c.bytes for c in share.components]
+    assert any("sequence_parallel_size 8" in n for n in sharded.notes)
+    arrays = m.evaluate_arrays({**base, "sequence_parallel_size": 8}, spec, m.Hardware(), m.Shape(1, 32768))
+    assert float(arrays["gpu_bytes"]) == pytest.approx(sharded.gpu_bytes, abs=1)
+    tp = m.estimate({**base, "tensor_parallel": {"autotp_size": 8}}, spec, shape=m.Shape(1, 4096))
+    assert any("autotp_size 8" in n and "overestimated" in n for n in tp.notes)
+    ratio = {**base, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.3}}}
+    assert any("ratio 0.3" in n for n in m.estimate(ratio, spec, shape=m.Shape(1, 4096)).notes)

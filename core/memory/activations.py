@@ -349,7 +349,9 @@ def activation_parts(x: Inputs) -> list[Part]:
     model, st, shape, n = x.model, x.st, x.shape, x.n
     if not isinstance(model, ModelSpec):
         return []
-    act = activation_breakdown(model, x.b, x.s, x.e, shape.attention, shape.recompute, st.partition_activations,
+    sp = st.sequence_parallel  # Ulysses: each GPU holds its share of every sequence
+    tokens = x.s if sp == 1 else x.s // sp if isinstance(x.s, int) and x.s % sp == 0 else x.s / sp
+    act = activation_breakdown(model, x.b, tokens, x.e, shape.attention, shape.recompute, st.partition_activations,
                                st.cpu_checkpointing, 1, x.allow.dropout_mask_bytes)
     out = [Part("activations (saved for backward)", "gpu", act.saved_total + 0 * n, act.formula, "activations",
                 "forward_backward")]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.batch import sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool
 from core.findings import brief
 
@@ -74,6 +75,7 @@ class TrainingSettings:
     grad_accum_fp32: bool = False  # data_types.grad_accum_dtype == "fp32"
     master_bytes: int = 4  # master weights and the optimizer's gradient partition (16-bit master-weight flags)
     state_bytes: int = 4  # one element of an optimizer state tensor
+    sequence_parallel: int = 1  # sequence_parallel_size (Ulysses): each GPU holds 1/sp of a sequence's activations
     notes: tuple[str, ...] = ()
 
     @property
@@ -132,6 +134,19 @@ class TrainingSettings:
         if name in ("onebitadam", "zerooneadam", "onebitlamb"):
             notes.append("1-bit optimizers also keep error-feedback buffers (not counted).")
 
+        sequence_parallel = sequence_parallel_degree(cfg) or 1
+        if sequence_parallel > 1:
+            notes.append(f"sequence_parallel_size {sequence_parallel}: activations are estimated for each GPU's "
+                         f"share of the sequence (Ulysses shards it {sequence_parallel} ways; eager attention's "
+                         "scores, which span the whole sequence for a share of the heads, are counted for the share "
+                         "only, and the all-to-all buffers are not counted).")
+        if meaning.autotp_size > 1:
+            notes.append(f"tensor_parallel.autotp_size {meaning.autotp_size}: not modelled here (the estimate is "
+                         "for data parallelism); AutoTP splits the weights, so the model states are overestimated.")
+        ratio = opt_sec.get("ratio")
+        if off_opt != "none" and isinstance(ratio, int | float) and not isinstance(ratio, bool) and 0 <= ratio < 1:
+            notes.append(f"offload_optimizer.ratio {ratio:g}: not modelled (estimated as a full offload); DeepSpeed "
+                         f"keeps {1 - ratio:.0%} of the optimizer's sub-groups on the GPU, so GPU memory is higher.")
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in ("fp32", "float32")
         master, state_dtype = _master_dtypes(meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
@@ -165,6 +180,7 @@ class TrainingSettings:
             state_bytes=_DTYPE_BYTES[state_dtype],
             hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
+            sequence_parallel=sequence_parallel,
             notes=tuple(notes),
         )
 
