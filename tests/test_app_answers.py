@@ -7,7 +7,7 @@ import json
 import re
 import urllib.parse
 
-from app_support import app, shown_tables
+from app_support import app, shown_tables, sidebar_text
 
 import core
 from core import presets
@@ -393,3 +393,18 @@ def test_undo_says_when_it_also_reverts_later_edits_and_a_fix_is_undoable():
     assert undo[0].label == "Undo: applying 1 safe fix and the 1 edit made since"
     undo[0].click().run()
     assert at.session_state["config"] == before
+
+
+def test_the_fit_verdict_says_the_precision_attention_and_recomputation_it_assumed():
+    """The sidebar and the headline said "micro batch 4, 4096 tokens" above figures that differ 10x with the
+    attention kernel and recomputation, and an HF "auto" precision estimated as fp32 said nothing there."""
+    from core.models import get_config, get_spec
+
+    spec = get_spec("meta-llama/Llama-2-7b-hf")
+    at = app({"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}},
+             page="pages/zero.py", model="meta-llama/Llama-2-7b-hf", total_params=spec.total_params,
+             largest_layer_params=spec.largest_layer_params, model_config=get_config("meta-llama/Llama-2-7b-hf"),
+             recompute="full")
+    at.run()
+    said = sidebar_text(at) + "\n".join(m.value for m in at.markdown)
+    assert "bf16, micro batch 4" in said and "attention, full recomputation" in said, said

@@ -106,7 +106,8 @@ def test_cli_fit_bad_input_is_a_message(tmp_path, capsys):
     code, _ = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "A100")
     assert code == 2 and "matches" in capsys.readouterr().err
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "80")
-    assert code in (0, 1) and '(assumed: the config says "auto")' in text
+    assert code in (0, 1) and '(micro batch assumed: the config says "auto")' in text
+    assert 'sdpa attention, no recomputation' in text.splitlines()[0]  # what the figure assumed, said
 
 
 def test_cli_fit_refuses_batch_keys_deepspeed_refuses_on_that_gpu_count(tmp_path, capsys):

@@ -64,8 +64,7 @@ def accept_sentence(report: Report, version: str, target: str) -> str:
 def fit_sentence(estimate: Any, assumption: str | None) -> str:
     if estimate is None:
         return ":gray[:material/help: **Fit unknown**]: choose a model on the Start page"
-    shape = estimate.shape
-    extra = f"micro batch {shape.micro_batch}, {shape.seq_len} tokens" + "".join(
+    extra = estimate.assumptions + "".join(
         f"; {said}" for said in (assumption, estimate.scope) if said)
     verdict = (":green[:material/check_circle: **Fits**]" if estimate.fits
                else f":red[:material/error: **Does not fit**] ({', '.join(fit.short_of(estimate))})")

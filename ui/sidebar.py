@@ -70,8 +70,7 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
             f"CPU {cpu_gib:.0f} of {float(ctx['cpu_ram_gib']):g} GiB per node")
     if estimate.nvme_bytes_per_node:
         text += f"; NVMe {estimate.nvme_bytes_per_node / memory.GIB:.0f} GiB per node"
-    shape = estimate.shape
-    text += f" — micro batch {shape.micro_batch}, {shape.seq_len} tokens."
+    text += f" — {estimate.assumptions}."
     for assumed in (memory.micro_batch_and_assumption(config, report, ctx)[1], estimate.scope):
         if assumed:
             text += f" ({assumed}.)"

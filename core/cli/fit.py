@@ -79,7 +79,8 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
     written = config.get("train_micro_batch_size_per_gpu")
     resolved = config_micro_batch(config, args.gpus, args.micro_batch, override=False)
     micro = args.micro_batch or resolved or 1
-    assumed = "" if resolved and not args.micro_batch else f" (assumed: the config says {json.dumps(written)})"
+    assumed = "" if resolved and not args.micro_batch else \
+        f" (micro batch assumed: the config says {json.dumps(written)})"
     return (config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed,
             gpu.name if gpu else None)
 
@@ -106,14 +107,16 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
                               "nvme_bytes_per_node": est.nvme_bytes_per_node, "micro_batch": shape.micro_batch,
+                              "seq_len": shape.seq_len, "attention": shape.attention, "recompute": shape.recompute,
+                              "precision": est.settings.precision,
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
                                                                                                   strict=True)],
                               "notes": notes}, indent=2) + "\n")
         return EXIT_OK if est.fits else EXIT_ERRORS
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
     which = gpu_name or f"{_gib_text(hw.gpu_memory_bytes)} GPUs"
-    out.write(f"{spec.name} on {hw.total_gpus} × {which} ({hw.nodes} × {hw.gpus_per_node}), micro batch "
-              f"{shape.micro_batch}{assumed}, {shape.seq_len} tokens: {verdict}\n")
+    out.write(f"{spec.name} on {hw.total_gpus} × {which} ({hw.nodes} × {hw.gpus_per_node}), "
+              f"{est.assumptions}{assumed}: {verdict}\n")
     out.write(f"  GPU {_gib_text(est.gpu_bytes)} of {_gib_text(hw.gpu_memory_bytes)} per GPU; CPU RAM "
               f"{_gib_text(est.cpu_bytes_per_node)} of {_gib_text(hw.cpu_ram_per_node_bytes)} per node")
     nvme = "" if not est.nvme_bytes_per_node else (

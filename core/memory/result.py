@@ -95,6 +95,16 @@ class MemoryEstimate:
         return ("model states only: no activations for a model given by parameter counts (pick it from the "
                 "catalog or upload its config.json)") if self.states_only else None
 
+    @property
+    def assumptions(self) -> str:
+        """What the totals were computed for, in words, for every place that shows them: precision, micro batch,
+        sequence length, attention kernel and recomputation (the same numbers differ by 10x across these)."""
+        shape = self.shape
+        recompute = {"none": "no recomputation", "full": "full recomputation"}.get(
+            shape.recompute, f"{shape.recompute} recomputation")
+        return (f"{self.settings.precision}, micro batch {shape.micro_batch}, {shape.seq_len} tokens, "
+                f"{shape.attention} attention, {recompute}")
+
     def _sum(self, device: str, phase: str | None = None, category: str | None = None) -> int:
         return sum(c.bytes for c in self.components if c.device == device and (phase is None or c.phase == phase)
                    and category in (None, c.category))
