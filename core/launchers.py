@@ -23,7 +23,7 @@ from core.autofill import (
 )
 from core.batch import BATCH_KEYS, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
-from core.findings import delete_path, get_path, set_path
+from core.findings import brief, delete_path, get_path, set_path
 from core.rules.context import Context, lax_bool
 
 #: How the HF Trainer export keeps the config and TrainingArguments in agreement.
@@ -298,11 +298,12 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if accum is None:
         accum = derived.get("gradient_accumulation_steps")
     total = out.pop("train_batch_size", None)
-    if accum is not None and not isinstance(accum, int):  # an "auto" resolved_export could not fill
-        notes.append(f"gradient_accumulation_steps {accum!r} could not be resolved: set the Trainer's "
+    whole = _whole(accum)
+    if accum is not None and whole is None:  # an "auto" resolved_export could not fill, a string, a boolean
+        notes.append(f"gradient_accumulation_steps {brief(accum)} could not be resolved: set the Trainer's "
                      "accumulate_grad_batches (a whole number) yourself.")
     elif accum is not None:
-        kwargs["accumulate_grad_batches"] = accum
+        accum = kwargs["accumulate_grad_batches"] = whole
         notes.append(f"gradient_accumulation_steps {accum} is passed as the Trainer's accumulate_grad_batches: "
                      "Lightning refuses it in the DeepSpeed config.")
     if total is not None:

@@ -554,3 +554,20 @@ def test_hf_export_with_sequence_parallelism_trains_the_global_batch_and_says_wh
     assert "parallelism_config_sp_size: 2" in yaml_text and "parallelism_config_dp_replicate_size: 4" in yaml_text
     assert "ParallelismConfig" not in launch_snippets(context, 2, config={**config, "sequence_parallel_size": 1})[
         "HF Trainer"]
+
+
+@pytest.mark.parametrize(("accum", "kwargs", "said"), [
+    (4.0, {"accumulate_grad_batches": 4}, "gradient_accumulation_steps 4 is passed"),
+    (True, {}, "gradient_accumulation_steps true could not be resolved"),
+    ("4", {}, 'gradient_accumulation_steps "4" could not be resolved'),
+])
+def test_lightning_gets_a_whole_accumulation_and_notes_quote_json(accum, kwargs, said):
+    """The Lightning tab said "gradient_accumulation_steps '4' could not be resolved" and wrote
+    accumulate_grad_batches=True into the snippet."""
+    from core.launchers import lightning_export
+
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": accum,
+              "zero_optimization": {"stage": 1}}
+    _, given, notes = lightning_export(config, {"world_size": 8}, 8)
+    assert given == kwargs and type(given.get("accumulate_grad_batches", 0)) is int
+    assert any(said in note for note in notes), notes
