@@ -132,8 +132,8 @@ def _decodes(data: bytes, encoding: str) -> bool:
     return True
 
 
-def load_config(text: str | bytes) -> dict[str, Any]:
-    """Parse a DeepSpeed config from JSON or HJSON text.
+def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict[str, Any]:
+    """Parse a DeepSpeed config (or the ``document`` named, e.g. a model's config.json) from JSON or HJSON text.
 
     Raises ``ConfigLoadError`` (a ValueError) with line and column for broken
     syntax, duplicate keys, a document that is not an object, NaN/Infinity,
@@ -176,7 +176,7 @@ def load_config(text: str | bytes) -> dict[str, Any]:
             type(data), "null" if data is None else type(data).__name__
         )
         raise ConfigLoadError(
-            f"the document is {kind}, but a DeepSpeed config must be a JSON object: {{ \"key\": value, ... }}",
+            f"the document is {kind}, but {document} must be a JSON object: {{ \"key\": value, ... }}",
             line=1, column=1,
         )
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:
@@ -255,7 +255,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return load_config_file_and_text(path)[0]
 
 
-def load_config_file_and_text(path: str | Path) -> tuple[dict[str, Any], str]:
+def load_config_file_and_text(path: str | Path, document: str = "a DeepSpeed config") -> tuple[dict[str, Any], str]:
     """``load_config_file`` and the file's text (read once), for what must start from the text: a diff, the
     line and column of each key."""
     file = Path(path)
@@ -271,7 +271,7 @@ def load_config_file_and_text(path: str | Path) -> tuple[dict[str, Any], str]:
     except OSError as exc:
         raise ConfigLoadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
-        return load_config(data), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
+        return load_config(data, document), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
     except ConfigLoadError as exc:
         named = ConfigLoadError(f"{path}: {exc}")  # the message has the position already
         named.line, named.column = exc.line, exc.column

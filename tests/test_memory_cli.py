@@ -242,3 +242,22 @@ def test_estimate_says_it_assumed_a_micro_batch_for_refused_batch_keys_and_fit_r
     auto.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}))
     assert _main(["fit", str(auto), "--model", "openai-community/gpt2-xl", "--gpus", "4", "--micro-batch", "2"])[0] \
         in (0, 1)
+
+
+def test_an_hf_config_that_is_not_an_object_is_named_as_one_and_predict_json_has_the_nvme_figure(tmp_path):
+    """A --hf-config holding a list was reported as "a DeepSpeed config must be a JSON object"; predict's JSON
+    said memory.short ["NVMe"] without the NVMe figure fit's JSON gives."""
+    listed = tmp_path / "config.json"
+    listed.write_text("[1, 2]")
+    for argv in (["estimate", "--hf-config", str(listed)],
+                 ["plan", "--hf-config", str(listed), "--gpu", "H100", "--global-batch", "8"]):
+        code, _, err = _main(argv)
+        assert code == 2 and "a model's config.json (Hugging Face) must be a JSON object" in err, err
+    nvme = tmp_path / "nvme.json"
+    nvme.write_text(json.dumps({"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"},
+                                                      "offload_param": {"device": "nvme"}}}))
+    code, out, _ = _main(["predict", str(nvme), "--model", "openai-community/gpt2", "--gpu", "H100",
+                          "--format", "json"])
+    shown = json.loads(out)["memory"]
+    assert shown["short"] == ["NVMe"] and shown["nvme_bytes_per_node"] > 0 and "attention" in shown["assumptions"]

@@ -40,18 +40,24 @@ def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None)
         return EXIT_USAGE
 
 
-def read_config_file(path: str | Path, what: str = "") -> Any:
-    """Read and parse a config file (``-``: standard input); failures become a ``UsageError`` naming it."""
-    return read_config_and_text(path, what)[0]
+#: What --hf-config must hold, in load errors.
+HF_CONFIG_DOCUMENT = "a model's config.json (Hugging Face)"
 
 
-def read_config_and_text(path: str | Path, what: str = "") -> tuple[Any, str]:
+def read_config_file(path: str | Path, what: str = "", document: str = "a DeepSpeed config") -> Any:
+    """Read and parse a config file (``-``: standard input); failures become a ``UsageError`` naming it.
+    ``document`` names what the file must be (a model's config.json for --hf-config)."""
+    return read_config_and_text(path, what, document)[0]
+
+
+def read_config_and_text(path: str | Path, what: str = "", document: str = "a DeepSpeed config",
+                         ) -> tuple[Any, str]:
     """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
     try:
         if str(path) == "-":
             text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
-            return load_config(text), text
-        return load_config_file_and_text(path)
+            return load_config(text, document), text
+        return load_config_file_and_text(path, document)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
         position = (exc.line, exc.column or 1) if exc.line is not None else None

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from core import memory, models
 from core.cli.common import (
     EXIT_OK,
+    HF_CONFIG_DOCUMENT,
     UsageError,
     config_micro_batch,
     gib,
@@ -103,7 +104,7 @@ def _load_json(path: Path, what: str) -> Any:
 def _model(args: argparse.Namespace) -> models.ModelSpec:
     if args.model is not None:
         return models.get_spec(args.model)
-    cfg = _load_json(args.hf_config, "--hf-config")
+    cfg = read_config_file(args.hf_config, "--hf-config", HF_CONFIG_DOCUMENT)
     if not isinstance(cfg, dict):
         raise UsageError("--hf-config must contain a JSON object")
     try:

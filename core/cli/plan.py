@@ -22,7 +22,16 @@ import pandas as pd
 from core import models
 from core.autofill import AutoFillError, resolve_auto
 from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
-from core.cli.common import EXIT_OK, UsageError, catalog_gpu, gib_or_zero, guarded, positive, read_config_file
+from core.cli.common import (
+    EXIT_OK,
+    HF_CONFIG_DOCUMENT,
+    UsageError,
+    catalog_gpu,
+    gib_or_zero,
+    guarded,
+    positive,
+    read_config_file,
+)
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
@@ -102,7 +111,7 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
         raise UsageError("give exactly one of --model or --hf-config")
     if args.model is not None:
         return models.get_spec(args.model)
-    cfg = read_config_file(args.hf_config, "--hf-config")
+    cfg = read_config_file(args.hf_config, "--hf-config", HF_CONFIG_DOCUMENT)
     if not isinstance(cfg, dict):
         raise UsageError("--hf-config must contain a JSON object")
     return models.describe(cfg, name=str(args.hf_config))
@@ -237,7 +246,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         data = {"model": spec.name, **est.to_dict(), "caveats": caveats,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
-                           "cpu_bytes_per_node": mem.cpu_bytes_per_node}}
+                           "cpu_bytes_per_node": mem.cpu_bytes_per_node, "nvme_bytes_per_node": mem.nvme_bytes_per_node,
+                           "assumptions": mem.assumptions}}
         if measured is not None:
             data["calibration"] = {"measured_step_seconds": measured, "uncalibrated_step_seconds": before.step_seconds,
                                    "efficiency": cluster.efficiency.__dict__,
