@@ -261,3 +261,15 @@ def test_an_hf_config_that_is_not_an_object_is_named_as_one_and_predict_json_has
                           "--format", "json"])
     shown = json.loads(out)["memory"]
     assert shown["short"] == ["NVMe"] and shown["nvme_bytes_per_node"] > 0 and "attention" in shown["assumptions"]
+
+
+def test_flags_the_chosen_estimate_does_not_read_are_refused_not_ignored():
+    """estimate --params 7e9 --precision fp32 --gpu-memory 40 --seq-len 8192 printed the same tables as without
+    them, and --buffer-factor was ignored with --model."""
+    code, _, err = _main(["estimate", "--params", "7e9", "--precision", "fp32", "--gpu-memory", "40",
+                          "--seq-len", "8192"])
+    assert code == 2 and "--gpu-memory, --seq-len, --precision do not apply here" in err
+    code, _, err = _main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--buffer-factor", "1.0"])
+    assert code == 2 and "--buffer-factor does not apply here" in err
+    assert _main(["estimate", "--params", "7e9", "--buffer-factor", "1.0"])[0] == 0
+    assert _main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--seq-len", "8192"])[0] == 0

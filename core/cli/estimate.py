@@ -236,6 +236,24 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
                          "hidden)")
     if args.params is not None and args.config is not None:
         raise UsageError("--config goes with --model or --hf-config: DeepSpeed's --params tables do not read a config")
+    # flags the chosen path does not read are refused, not ignored (compared with their defaults: a default
+    # repeated changes nothing either way)
+    unread = _PARAMS_UNREAD if args.params is not None else {"buffer_factor": ("--buffer-factor", 1.5)}
+    given = [flag for name, (flag, default) in unread.items() if getattr(args, name) != default]
+    if given:
+        where = ("DeepSpeed's --params tables count model states for a parameter count only"
+                 if args.params is not None else "--buffer-factor scales DeepSpeed's --params tables only")
+        raise UsageError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply here: {where}; "
+                         + ("use --model or --hf-config for the full estimate" if args.params is not None
+                            else "remove it"))
     if args.params is not None:
         return _ds_tables(args, out)
     return _full(args, out)
+
+
+#: The flags --params does not read, with their defaults.
+_PARAMS_UNREAD = {"gpu_memory": ("--gpu-memory", 80 * memory.GIB),
+                  "cpu_ram": ("--cpu-ram", int(DEFAULT_CPU_RAM_GIB * memory.GIB)), "nvme": ("--nvme", 0),
+                  "micro_batch": ("--micro-batch", None), "seq_len": ("--seq-len", 2048),
+                  "attention": ("--attention", "sdpa"), "recompute": ("--recompute", "none"),
+                  "precision": ("--precision", None), "options": ("--options", False)}
