@@ -133,3 +133,19 @@ def test_messages_quote_values_as_the_file_writes_them(config, path, written):
     assert written in finding.message, finding.message
     for python in ("True", "False", "None", "'"):
         assert python not in finding.message.replace("DeepSpeed's", ""), finding.message
+
+
+@pytest.mark.parametrize("monitor", ["tensorboard", "wandb", "csv_monitor", "comet"])
+@pytest.mark.parametrize("target", ["deepspeed", "hf"])
+def test_a_monitor_written_auto_is_dropped_as_deepspeed_drops_it(monitor, target):
+    """The monitors are keyword arguments of DeepSpeedMonitorConfig, which drops "auto": DeepSpeed accepts the
+    config with the defaults; the product called it an error ("DeepSpeed fails when it reads it")."""
+    import core
+    from tests.oracle.oracle import deepspeed_verdict
+
+    config = {"train_batch_size": 8, monitor: "auto"}
+    assert deepspeed_verdict(config, world_size=1).accepted
+    findings = core.validate(config, target=target).findings
+    assert [(f.code, f.severity) for f in findings] == [("auto.default", "info")], findings
+    assert deepspeed_verdict({"train_batch_size": 8, monitor: "x"}, world_size=1).accepted is False
+    assert any(f.severity == "error" for f in core.validate({"train_batch_size": 8, monitor: "x"}).findings)

@@ -79,14 +79,15 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         field = resolve(DeepSpeedConfig, path)
         if field is not None and not field_exists(field, path.rpartition(".")[0], ctx.version):
             continue  # the key does not exist in this version: reported as such
-        if field is not None and field.model is not None and not is_strict(field.owner):
+        section_dropped = field is not None and field.meta.extra.get("auto_dropped", False)
+        if field is not None and field.model is not None and not is_strict(field.owner) and not section_dropped:
             continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)
         if field is not None and field.default == "auto":
             continue  # "auto" is the default value itself: nothing to explain
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
         # A pydantic section drops "auto" whoever passes the config on, so there it means the default.
-        dropped = field is not None and behaviour == "default" and is_strict(field.owner)
+        dropped = field is not None and behaviour == "default" and (is_strict(field.owner) or section_dropped)
         if ctx.is_hf and _hf_fills(path):
             continue
         if path == "tensor_parallel.autotp_size" and autotp_size_string(ctx):
@@ -151,7 +152,7 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 page=field.meta.page if field else "optimizer",
             )
         else:
-            default = plain_default(field) if field else None
+            default = plain_default(field) if field and field.model is None else None
             yield Finding(
                 "info", "auto.default", path,
                 f"`{path}` is \"auto\": "

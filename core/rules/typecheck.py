@@ -224,6 +224,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     holds_section = field is not None and (field.model is not None or field.item_model is not None)
     if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section:
         return None  # DeepSpeed keeps "auto" here as a plain value; the "auto" rule explains what follows
+    if value == "auto" and field is not None and field.meta.extra.get("auto_dropped"):
+        return None  # a keyword argument of a DeepSpeedConfigModel: dropped, the defaults apply (the "auto" rule)
     container_kinds = ("model_type", "dict_type", "model_attributes_type")
     # A top-level section that is not an object makes DeepSpeed fail (it calls .get on it); deeper
     # inside lenient sections DeepSpeed often just carries the value along.

@@ -180,16 +180,19 @@ class DeepSpeedConfig(LenientSection):
         False, auto="kept", page="monitoring", description="Print memory use at key points of the step."
     )
     dump_state: bool = ds_field(False, auto="kept", page="monitoring", description="Print the config at start.")
+    # The monitors are keyword arguments of DeepSpeedMonitorConfig (monitor/config.py get_monitor_config), a
+    # DeepSpeedConfigModel, which drops "auto" keyword arguments: a monitor written "auto" is one not written.
     tensorboard: TensorBoardConfig = ds_field(
-        default_factory=TensorBoardConfig, page="monitoring", description="Log to TensorBoard."
+        default_factory=TensorBoardConfig, page="monitoring", description="Log to TensorBoard.", auto_dropped=True
     )
     wandb: WandbConfig = ds_field(
-        default_factory=WandbConfig, page="monitoring", description="Log to Weights & Biases."
+        default_factory=WandbConfig, page="monitoring", description="Log to Weights & Biases.", auto_dropped=True
     )
     csv_monitor: CSVMonitorConfig = ds_field(
-        default_factory=CSVMonitorConfig, page="monitoring", description="Log to CSV files."
+        default_factory=CSVMonitorConfig, page="monitoring", description="Log to CSV files.", auto_dropped=True
     )
-    comet: CometConfig = ds_field(default_factory=CometConfig, page="monitoring", description="Log to Comet.")
+    comet: CometConfig = ds_field(default_factory=CometConfig, page="monitoring", description="Log to Comet.",
+                                  auto_dropped=True)
     comms_logger: CommsLoggerConfig = ds_field(
         default_factory=CommsLoggerConfig, page="monitoring", description="Log collective communication.",
         presence_matters=True,  # DeepSpeedCommsConfig: comms_logger_enabled = 'comms_logger' in ds_config
