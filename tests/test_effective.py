@@ -399,7 +399,10 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         checks["precision_mode"] = (precision_mode(config), ds_precision)
     # the estimator places bytes: offload only counts where DeepSpeed uses it (optimizer: stage >= 1, params: 3)
     if ds.stage >= 1:
-        checks["estimator.offload_optimizer"] = (settings.offload_optimizer, ds.offload_optimizer)
+        # below stage 3 DeepSpeedZeroOptimizer offloads to the CPU for any device but none (stage_1_and_2.py:
+        # cpu_offload = device != none): no NVMe swapper, so "nvme" runs as CPU offload
+        runs = "cpu" if ds.stage < 3 and ds.offload_optimizer == "nvme" else ds.offload_optimizer
+        checks["estimator.offload_optimizer"] = (settings.offload_optimizer, runs)
     if ds.stage == 3:
         checks["estimator.offload_param"] = (settings.offload_param, ds.offload_param)
     if ds.optimizer_name is not None:
