@@ -216,6 +216,8 @@ def test_new_user_walk_through_of_issue_16(browser, answers_server):  # noqa: F8
         assert not tab.get_by_role("spinbutton", name="buffer_count").count()
         shot(tab, "3-zero-does-not-fit")
         tab.locator(".st-key-headline").get_by_role("button", name="Make it fit").click()
+        # wait for the applied way's verdict itself: under load the rerun may not have started when idle() looks
+        expect(tab.locator(".st-key-headline")).to_contain_text("Fits", timeout=60_000)
         idle(tab)
         assert "Fits" in headline(tab) and "Does not fit" not in headline(tab)
 
