@@ -7,7 +7,7 @@ from typing import Any
 
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import shown
-from core.rules.context import lax_bool
+from core.rules.context import lax_bool, supplied
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
 
@@ -54,7 +54,7 @@ def left_behind(migrated: Any) -> list[str]:
             continue
         new_field = fields[field.meta.replaced_by]
         target = new_field.alias or new_field.name
-        if any(k in zero and zero[k] != "auto" for k in new_field.keys):
+        if any(supplied(zero, k) for k in new_field.keys):
             left.append(f"zero_optimization.{key}: left in place, because {target} is set too and DeepSpeed refuses "
                         f"both together: remove {key}, or merge it into {target} by hand")
         else:
@@ -80,12 +80,12 @@ def _migrate_zero(zero: dict[str, Any]) -> list[str]:
             )
             continue
         new_field = fields[new_name]
-        if value == "auto":  # DeepSpeedConfigModel drops "auto" keyword arguments: the key is as if absent
+        if not supplied(zero, key):  # "auto": DeepSpeedConfigModel drops it, the key is as if absent
             del zero[key]
             changes.append(f"zero_optimization.{key}: \"auto\" removed (DeepSpeed drops \"auto\" here, as if the key "
                            "were absent)")
             continue
-        if any(k in zero and zero[k] != "auto" for k in new_field.keys):
+        if any(supplied(zero, k) for k in new_field.keys):
             continue
         for k in new_field.keys:  # an "auto" replacement is dropped too, so the deprecated key is what DeepSpeed reads
             zero.pop(k, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +20,12 @@ TARGETS: tuple[str, ...] = ("deepspeed", "hf")
 
 _TRUE = {"1", "on", "t", "true", "y", "yes"}
 _FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def supplied(section: Mapping[str, Any], key: str) -> bool:
+    """Whether a DeepSpeedConfigModel built from ``section`` receives ``key``: present and not "auto" (its
+    ``__init__`` drops "auto" keyword arguments before validating, so "auto" is as if the key were absent)."""
+    return key in section and section[key] != "auto"
 
 
 def lax_bool(value: Any) -> bool | None:

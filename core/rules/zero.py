@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, Fix, FixOp, brief
-from core.rules.context import Context, lax_bool, lax_int
+from core.rules.context import Context, lax_bool, lax_int, supplied
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.walk import iter_schema, section_fields
 from core.schema.zero import ZeroConfig
@@ -134,8 +134,8 @@ def deprecated_zero_keys(ctx: Context) -> Iterator[Finding]:
     zero = ctx.zero
     fields = section_fields(ZeroConfig)
     for key, field in fields.items():
-        # "auto" is dropped before DeepSpeed's deprecation check (DeepSpeedConfigModel.__init__): as if absent
-        if key != field.name or not field.meta.deprecated or key not in zero or zero[key] == "auto":
+        # "auto" is dropped before DeepSpeed's deprecation check: as if absent
+        if key != field.name or not field.meta.deprecated or not supplied(zero, key):
             continue
         path = f"zero_optimization.{key}"
         new = field.meta.replaced_by
@@ -147,7 +147,7 @@ def deprecated_zero_keys(ctx: Context) -> Iterator[Finding]:
             )
             continue
         new_field = fields[new]
-        present = [k for k in new_field.keys if k in zero and zero[k] != "auto"]
+        present = [k for k in new_field.keys if supplied(zero, k)]
         if present:
             yield Finding(
                 "error", "deprecated.with-replacement", path,
