@@ -639,3 +639,13 @@ def test_bottleneck_advice_is_for_this_config():
     exposed = {"gradient reduce-scatter": 3.0, "compute": 1.0}
     assert "enable overlap_comm" in bottleneck_text(exposed, 4.0, stage=2, overlap=False)
     assert "qgZ" in bottleneck_text(exposed, 4.0, stage=3, overlap=False)
+
+
+def test_the_planner_and_the_memory_model_read_sequence_parallelism_once():
+    """A whole float sequence_parallel_size (2.0, which DeepSpeed divides by) was SP 2 to the memory model and 1 to
+    the planner: the step was costed for the whole sequence per GPU while memory held half of it."""
+    from core.perf.settings import read_settings
+
+    for written, sp in ((2, 2), (2.0, 2), ("2", 1), (True, 1), (1, 1)):
+        settings = read_settings({"sequence_parallel_size": written}, 8)
+        assert settings.sp == settings.memory.sequence_parallel == sp, written

@@ -82,7 +82,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append(f"tensor_parallel.autotp_size is a string: deepspeed.initialize compares it with 0 before "
                      f"parsing and fails (TypeError); costed as its parser reads it ({meaning.autotp_size}). Write "
                      "a number.")
-    sp = _int(cfg.get("sequence_parallel_size"), 1)
+    sp = mem.sequence_parallel  # the memory model's reading: the GPU's share of the sequence is costed and sized alike
     if total_gpus % (tp * sp):
         notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
                      "tensor/sequence parallelism ignored.")
