@@ -14,7 +14,7 @@ from typing import Any
 
 from core import memory
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole
-from core.effective import effective
+from core.effective import Effective, effective
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
 
@@ -232,7 +232,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": opt if opt != "none" else "cpu",
                                                                       "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}))
-    ways += _host_ways(config, model, hardware, shape, current)
+    ways += _host_ways(config, model, hardware, shape, current, meaning)
     smallest = _whole_ranks(config, memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes),
                             hardware.gpus_per_node)
     if smallest is not None and smallest.total_gpus != hardware.total_gpus:
@@ -264,10 +264,9 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
 
 
 def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
-               current: memory.MemoryEstimate) -> list[Way]:
+               current: memory.MemoryEstimate, meaning: Effective) -> list[Way]:
     """When an offloading job is short of CPU RAM or NVMe: offload to CPU RAM instead of NVMe, or not at all
     (at this stage, and with ZeRO-3). The other ways only ever add offload, so they cannot help there."""
-    meaning = effective(config)
     stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
     short = short_of(current)
     if (opt, param) == ("none", "none") or not ({"CPU RAM", "NVMe"} & set(short)):
