@@ -92,7 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--options", action="store_true", help="also list every ZeRO stage/offload option")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(handler=run)
+    # each flag only one path reads, with the default it is compared with (read from the parser: written once)
+    p.set_defaults(handler=run, unread_defaults={dest: p.get_default(dest)
+                                                 for dest in (*_PARAMS_UNREAD, _FULL_UNREAD)})
     return p
 
 
@@ -238,8 +240,8 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--config goes with --model or --hf-config: DeepSpeed's --params tables do not read a config")
     # flags the chosen path does not read are refused, not ignored (compared with their defaults: a default
     # repeated changes nothing either way)
-    unread = _PARAMS_UNREAD if args.params is not None else {"buffer_factor": ("--buffer-factor", 1.5)}
-    given = [flag for name, (flag, default) in unread.items() if getattr(args, name) != default]
+    unread = _PARAMS_UNREAD if args.params is not None else (_FULL_UNREAD,)
+    given = ["--" + dest.replace("_", "-") for dest in unread if getattr(args, dest) != args.unread_defaults[dest]]
     if given:
         where = ("DeepSpeed's --params tables count model states for a parameter count only"
                  if args.params is not None else "--buffer-factor scales DeepSpeed's --params tables only")
@@ -251,9 +253,7 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
     return _full(args, out)
 
 
-#: The flags --params does not read, with their defaults.
-_PARAMS_UNREAD = {"gpu_memory": ("--gpu-memory", 80 * memory.GIB),
-                  "cpu_ram": ("--cpu-ram", int(DEFAULT_CPU_RAM_GIB * memory.GIB)), "nvme": ("--nvme", 0),
-                  "micro_batch": ("--micro-batch", None), "seq_len": ("--seq-len", 2048),
-                  "attention": ("--attention", "sdpa"), "recompute": ("--recompute", "none"),
-                  "precision": ("--precision", None), "options": ("--options", False)}
+#: The flags (argparse dests) --params does not read, and the one only --params reads.
+_PARAMS_UNREAD = ("gpu_memory", "cpu_ram", "nvme", "micro_batch", "seq_len", "attention", "recompute", "precision",
+                  "options")
+_FULL_UNREAD = "buffer_factor"
