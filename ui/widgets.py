@@ -74,7 +74,6 @@ def _set_from_text(config: dict[str, Any], path: str, text: str, error_key: str,
 def _on_change(path: str, kind: Kind, optional: bool) -> None:
     value = st.session_state.get(widget_key(path))
     config = app_state.get_config()
-    previous_scheduler = copy.deepcopy(config.get("scheduler")) if path == fields.SCHEDULER_TYPE else None
     _forget_raw_editor(path)
     app_state.note_edit()
     if kind == "json":
@@ -94,9 +93,9 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
         # a new scheduler takes other parameters: drop the ones it would fail on (remembered per type for a switch
         # back, until another config is loaded), fill its step count
         steps = app_state.get_context().get("train_steps")
-        before = previous_scheduler.get("params") if isinstance(previous_scheduler, dict) else None
-        if isinstance(before, dict) and isinstance(previous_scheduler.get("type"), str):
-            st.session_state[app_state.SCHEDULER_PARAMS_KEY + previous_scheduler["type"]] = copy.deepcopy(before)
+        params = get_path(config, "scheduler.params", None)  # still the previous type's: only the type was set
+        if isinstance(params, dict) and isinstance(before, str):
+            st.session_state[app_state.SCHEDULER_PARAMS_KEY + before] = copy.deepcopy(params)
         remembered = st.session_state.get(app_state.SCHEDULER_PARAMS_KEY + value) if isinstance(value, str) else None
         app_state.replace_config(autofill.switch_scheduler(config, value, steps, remembered))
 
@@ -165,6 +164,8 @@ def _value_widget(path: str, label: str, value: Any, kind: FieldKind, bounds: fi
     key = widget_key(path)
     args = {"path": path, "kind": kind.kind, "optional": kind.optional}
     disabled = reason is not None
+    if reason:
+        help_ = f"**Disabled:** {reason}\n\n{help_}"
     low, high = bounds
     if not fields.fits(value, kind, low, high) or (kind.kind == "float" and isinstance(value, list)):
         # The value cannot be shown by the normal widget (wrong type, out of range): edit it as JSON.
@@ -209,8 +210,6 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     value = current if present else default
     reason = fields.disabled_reason(field, form, path)
     help_ = fields.help_text(field)
-    if reason:
-        help_ = f"**Disabled:** {reason}\n\n{help_}"
     label = label or field.name
     form.shown.add(path)
     if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):
@@ -414,11 +413,9 @@ def _render_param(base: str, param: Any, form: Form) -> None:
     if value == "auto":
         st.caption(f'`{path}` = `"auto"`')
     else:
-        blocked = fields.not_an_object(form.config, path)
-        help_ = fields.param_help(param)
         _value_widget(path, param.name + (" *" if param.required else ""), value, kind,
-                      fields.param_bounds(param, kind.kind),
-                      help_=f"**Disabled:** {blocked}\n\n{help_}" if blocked else help_, reason=blocked,
+                      fields.param_bounds(param, kind.kind), help_=fields.param_help(param),
+                      reason=fields.not_an_object(form.config, path),
                       format_func=lambda v: f"— default ({param.default}) —" if v is None else str(v),
                       placeholder="not set")
     for finding in form.findings_at(path):
