@@ -168,6 +168,9 @@ class Effective:
     """The class ``deepspeed.initialize`` builds (None: unknown name, "auto", or no optimizer)."""
     optimizer_states: int | None
     """fp32 state tensors per parameter (None: not known for this optimizer)."""
+    torch_optimizer: str | None
+    """The torch.optim class ``deepspeed.initialize`` calls with ``optimizer.params`` (a torch name, or torch's
+    Adam/AdamW under ``torch_adam``, Adagrad without CPU offload); None for DeepSpeed's own classes."""
     zero_allow_untested_optimizer: bool
     """A top-level ``get_scalar_param`` key used as a Python truth value (``"false"`` allows it)."""
     fp16_master_weights_and_grads: bool = False
@@ -267,6 +270,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
     spec: OptimizerSpec | None = None
     backend: Backend | None = None
     cls: str | None = None
+    torch_cls: str | None = None
     states: int | None = None
     if isinstance(opt_type, str) and opt_type != "auto":
         resolved = resolve_optimizer(opt_type, version)
@@ -282,10 +286,15 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
             if known:
                 backend = optimizer_backend(cfg, resolved.name)
                 cls = resolved.implementations.get(backend)
+                if backend == "torch":  # engine.py: AdamW unless "adam" with a false adam_w_mode (popped)
+                    torch_cls = "AdamW" if name == "adamw" or params.get("adam_w_mode", True) else "Adam"
+                elif cls is not None and cls.startswith("torch.optim."):
+                    torch_cls = cls.removeprefix("torch.optim.")
         elif isinstance(resolved, str):
             name = resolved
             if known:
                 cls = f"torch.optim.{resolved}"
+                torch_cls = resolved
         if resolved is not None:
             states = _states(resolved, params)
 
@@ -309,6 +318,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         optimizer_backend=backend,
         optimizer_class=cls,
         optimizer_states=states,
+        torch_optimizer=torch_cls,
         zero_allow_untested_optimizer=bool(cfg.get("zero_allow_untested_optimizer", False)),
         fp16_master_weights_and_grads=pydantic_bool(fp16_section, "fp16_master_weights_and_grads", False),
         bf16_master_weights_and_grads=pydantic_bool(bf16_section, "bf16_master_weights_and_grads", False),

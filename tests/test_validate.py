@@ -164,6 +164,8 @@ CASES = [
      "optimizer.param-type", "error", "optimizer.params.lr"),
     ("optimizer-param-range", cfg(optimizer={"type": "AdamW", "params": {"lr": -1.0}}), {},
      "optimizer.param-range", "warning", "optimizer.params.lr"),
+    ("optimizer-torch-raises", cfg(optimizer={"type": "SGD", "params": {"lr": 0.1, "nesterov": True}}), {},
+     "optimizer.torch-raises", "error", "optimizer.params.nesterov"),
     ("optimizer-param-bool", cfg(optimizer={"type": "AdamW", "params": {"lr": False}}), {},
      "optimizer.param-bool", "warning", "optimizer.params.lr"),
     ("optimizer-param-truthy", cfg(optimizer={"type": "AdamW", "params": {"lr": 1e-3, "amsgrad": "no"}}), {},

@@ -316,6 +316,13 @@ TABLE: tuple[Code, ...] = (
        "own file loader (hjson) reads it as an integer. "
        "The fix writes the whole number a float was meant as (100.5 -> 100), else the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": "fast"}}}),
+    _c("optimizer.torch-raises", "error", "initialize", None, "A value a torch.optim constructor refuses.",
+       "When the config names a torch.optim class (SGD, RMSprop, ...) or selects torch's Adam/AdamW (torch_adam) "
+       "or Adagrad, deepspeed.initialize calls the class with params as keyword arguments, and its __init__ "
+       "checks some values (a negative lr, betas outside [0, 1), Nesterov without momentum, a number written "
+       "as a string) and raises. The checks are read from the pinned torch's code, and the message is torch's "
+       "own. No fix: the value to choose is yours.",
+       {**B, "optimizer": {"type": "SGD", "params": {"lr": 0.1, "nesterov": True}}}),
     _c("optimizer.param-choice", "warning", "n/a", False, "An optimizer parameter outside its choices.",
        "The parameter accepts a fixed set of values, e.g. OneBitAdam's comm_backend_name. The fix writes the "
        "default.",

@@ -12,6 +12,7 @@ from typing import Any
 
 from core import versions
 from core.findings import Finding, Fix, FixOp, brief, join_path
+from core.rules import torch_checks
 from core.rules.context import Context, lax_float
 from core.rules.fixes import closest_choice, delete_fix, nearest_whole, set_fix
 from core.schema.optimizer import (
@@ -188,9 +189,38 @@ def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Findi
             )
 
 
+def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str]) -> list[Finding]:
+    """What torch.optim ``cls``'s constructor refuses in ``params`` (the keyword arguments DeepSpeed passes), one
+    finding per parameter; a key in ``flagged`` already has an error and is not judged again."""
+    if not torch_checks.known(cls):
+        return []
+    found: dict[str, Finding] = {}
+    for refusal in torch_checks.refusals(cls, {k: v for k, v in params.items() if k not in flagged}):
+        culprits = [k for k in refusal.reads if k in params]
+        path = join_path("optimizer.params", culprits[0]) if culprits else "optimizer.params"
+        if path in found:
+            continue
+        defaults = torch_checks.defaults(cls)
+        values = ", ".join(f"`{k}` = {brief(params[k])}" if k in params else f"`{k}` = {brief(defaults[k])} (default)"
+                           for k in refusal.reads if k in params or k in defaults)
+        found[path] = Finding(
+            "error", "optimizer.torch-raises", path,
+            f"deepspeed.initialize builds torch.optim.{cls} with {values}, and its constructor raises "
+            f"{refusal.error}: {refusal.message.rstrip('.')}.",
+            suggestion=f"Change {', '.join(f'`{k}`' for k in culprits) or 'the parameters'}"
+            + (f" (torch's default: {', '.join(f'`{k}` = {brief(defaults[k])}' for k in culprits if k in defaults)})."
+               if any(k in defaults for k in culprits) else "."),
+            page="optimizer",
+        )
+    return list(found.values())
+
+
 def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params: dict[str, Any]) -> Iterator[Finding]:
     if not isinstance(spec, OptimizerSpec):
-        yield from _torch_optimizer_params(spec, params)
+        findings = list(_torch_optimizer_params(spec, params))
+        flagged = {f.path.split(".", 2)[-1] for f in findings if f.severity == "error"}
+        yield from findings
+        yield from _torch_refused(spec, params, flagged)
         return
     backend = _backend(ctx)
     accepted = {p.name: p for p in spec.params_for(backend)}  # type: ignore[arg-type]
@@ -199,6 +229,12 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     keywords = versions.optimizer_keywords(ctx.version, spec.name, backend)
     if keywords is not None:
         accepted = {k: p for k, p in accepted.items() if k in keywords or p.consumed}
+    refused: list[Finding] = []
+    if ctx.meaning.torch_optimizer is not None:  # torch's constructor checks the values DeepSpeed passes on
+        passed = {k: v for k, v in params.items() if k in accepted and not accepted[k].consumed}
+        refused = _torch_refused(ctx.meaning.torch_optimizer, passed, set())
+        yield from refused
+    refused_paths = {f.path for f in refused}
     for key, value in params.items():
         if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
             continue
@@ -231,6 +267,8 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
                 page="optimizer",
             )
             continue
+        if path in refused_paths:
+            continue  # torch's own refusal says more than the schema's bound or type
         yield from _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS,
                                 class_name=ctx.meaning.optimizer_class)
 

@@ -38,6 +38,13 @@ def profile(version: str) -> dict[str, Any]:
     return json.loads((_DATA / "profiles" / f"{version}.json").read_text())
 
 
+@cache
+def torch_checks() -> dict[str, Any]:
+    """The value checks of the torch.optim constructors DeepSpeed may call, read from the pinned torch's code
+    (``scripts/gen_torch_checks.py``; evaluated by ``core.rules.torch_checks``)."""
+    return json.loads((_DATA / "torch_checks.json").read_text())
+
+
 def nearest(version: str) -> str:
     """The profiled release closest to ``version`` (by release number)."""
     try:

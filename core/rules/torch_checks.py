@@ -1,0 +1,192 @@
+"""The value checks of a torch.optim class's constructor, run on ``optimizer.params`` without torch.
+
+``deepspeed.initialize`` builds a torch.optim class with ``cls(params, **optimizer.params)`` when the config names
+one (or selects torch's Adam/AdamW/Adagrad), and the constructor refuses some values (``lr < 0``, ``betas`` outside
+[0, 1), Nesterov without momentum, ...). The checks are read from the installed torch's code by
+``scripts/gen_torch_checks.py`` into ``core/versions/torch_checks.json``: each is the source of an ``if`` test
+and of its exception's message. This module evaluates that source on the config's values with Python's own
+operators (so a string compared with a number raises the TypeError torch would) and a small whitelist of
+expressions; anything else in a test (a method call reached only for tensors) stops that test, never the run.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from core import versions
+
+
+class _Tensor:
+    """Stands for ``torch.Tensor`` in ``isinstance`` tests: no JSON value is one."""
+
+
+class Unsupported(Exception):
+    """The test needs something the evaluator does not do (it is then not judged)."""
+
+
+_GLOBALS: dict[str, Any] = {"Tensor": _Tensor, "isinstance": isinstance, "len": len, "float": float, "int": int,
+                            "bool": bool, "str": str, "list": list, "tuple": tuple, "dict": dict}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
+    ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+#: Exceptions that evaluating a test on JSON values can raise, exactly as the constructor's own test would.
+_AS_TORCH = (TypeError, IndexError, KeyError, ValueError)
+
+
+def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        if node.id in _GLOBALS:
+            return _GLOBALS[node.id]
+        raise Unsupported(node.id)
+    if isinstance(node, ast.List | ast.Tuple):
+        return [_eval(e, env) for e in node.elts]
+    if isinstance(node, ast.BoolOp):  # Python's short circuit: `isinstance(lr, Tensor) and lr.numel()` stops early
+        value: Any = None
+        for operand in node.values:
+            value = _eval(operand, env)
+            if (isinstance(node.op, ast.And) and not value) or (isinstance(node.op, ast.Or) and value):
+                return value
+        return value
+    if isinstance(node, ast.UnaryOp):
+        operand = _eval(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        if isinstance(node.op, ast.USub):
+            return -operand
+        if isinstance(node.op, ast.UAdd):
+            return +operand
+        raise Unsupported(type(node.op).__name__)
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, env)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = _eval(comparator, env)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.Subscript):
+        return _eval(node.value, env)[_eval(node.slice, env)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        function = _GLOBALS.get(node.func.id)
+        if function is None:
+            raise Unsupported(node.func.id)
+        return function(*(_eval(a, env) for a in node.args))
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_eval(v, env) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        value = _eval(node.value, env)
+        value = {-1: value, 115: str(value), 114: repr(value), 97: ascii(value)}[node.conversion]
+        return format(value, _eval(node.format_spec, env) if node.format_spec is not None else "")
+    raise Unsupported(type(node).__name__)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One ``if``-test of a constructor, parsed once; or (``assign`` set) a new value given to a parameter when
+    ``test`` holds, which later tests see."""
+
+    when: str
+    raises: str
+    test: ast.Expression
+    message: ast.Expression
+    #: the constructor parameters the test (and an assigned value) reads, in the order they first appear
+    reads: tuple[str, ...]
+    assign: str | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A check that refuses the values: the exception and its message, and the parameters the test read."""
+
+    cls: str
+    error: str
+    message: str
+    reads: tuple[str, ...]
+
+
+@cache
+def _checks(cls: str) -> tuple[dict[str, Any], tuple[Check, ...], tuple[str, dict[str, str]] | None]:
+    data = versions.torch_checks()["classes"][cls]
+    checks = []
+    for record in data["checks"]:
+        test = ast.parse(record["when"], mode="eval")
+        result = ast.parse(record.get("value", record.get("message", "''")), mode="eval")
+        names = [n.id for tree in (test, result) for n in ast.walk(tree)
+                 if isinstance(n, ast.Name) and n.id not in _GLOBALS]
+        checks.append(Check(record["when"], record.get("raises", ""), test, result, tuple(dict.fromkeys(names)),
+                            record.get("assign")))
+    parent = data.get("parent")
+    return data["defaults"], tuple(checks), None if parent is None else (parent["class"], parent["arguments"])
+
+
+def known(cls: str) -> bool:
+    """Whether the checks of torch.optim ``cls`` were recorded."""
+    return cls in versions.torch_checks()["classes"]
+
+
+def defaults(cls: str) -> dict[str, Any]:
+    """The JSON defaults of torch.optim ``cls``'s keyword parameters (a callable default is left out)."""
+    return _checks(cls)[0]
+
+
+def refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
+    """What torch.optim ``cls``'s constructor (and its parent's, AdamW's Adam) refuses in ``params`` (keyword
+    arguments as JSON gives them, already without the keys DeepSpeed pops). A test that reads an "auto" value,
+    or needs more than the evaluator does, is not judged."""
+    defaults, checks, parent = _checks(cls)
+    env = {**defaults, **{k: v for k, v in params.items() if k in defaults}}
+    for check in checks:
+        if any(env.get(name) == "auto" for name in check.reads):
+            continue
+        if check.assign is not None:
+            try:
+                if _eval(check.test, env):
+                    env[check.assign] = _eval(check.message, env)
+            except _AS_TORCH as exc:
+                yield Refusal(cls, type(exc).__name__, str(exc), check.reads)
+                return  # the constructor stops here
+            except Unsupported:
+                return  # what later tests would see is not known
+            continue
+        try:
+            refused = bool(_eval(check.test, env))
+        except _AS_TORCH as exc:
+            yield Refusal(cls, type(exc).__name__, str(exc), check.reads)
+            continue
+        except Unsupported:
+            continue
+        if refused:
+            try:
+                message = str(_eval(check.message, env))
+            except (Unsupported, *_AS_TORCH):
+                message = check.when
+            yield Refusal(cls, check.raises, message, check.reads)
+    if parent is not None:
+        name, arguments = parent
+        try:
+            passed = {k: _eval(ast.parse(expr, mode="eval"), env) for k, expr in arguments.items()}
+        except (Unsupported, *_AS_TORCH):
+            return
+        for refusal in refusals(name, passed):
+            # the parent's parameter names are the child's where it passes them on by name (AdamW → Adam)
+            reads = tuple(k for k in refusal.reads if arguments.get(k) == k)
+            yield Refusal(cls, refusal.error, refusal.message, reads)

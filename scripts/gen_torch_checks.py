@@ -1,0 +1,161 @@
+"""Derive the value checks of the torch.optim classes DeepSpeed may build from the installed torch's own code.
+
+    python scripts/gen_torch_checks.py          # writes core/versions/torch_checks.json
+
+When ``optimizer.type`` names a torch.optim class (``"SGD"``, ``"RMSprop"``, ...), or ``torch_adam`` /
+``adagrad`` select torch's Adam, AdamW or Adagrad, ``deepspeed.initialize`` calls ``cls(params, **optimizer.params)``
+and the class's ``__init__`` refuses some values (``if lr < 0.0: raise ValueError(f"Invalid learning rate:
+{lr}")``). This reads every such ``if ...: raise`` of each ``__init__`` (ast; a nested ``if`` contributes its
+ancestors' tests, an ``else`` branch their negation) whose test reads only the constructor's parameters, and
+records its source, the exception and the message's f-string source, with the signature's JSON defaults; an
+assignment of a new value to a parameter on the way (LBFGS's ``max_eval``) is recorded in its place, since later
+tests see the new value and computing it can itself raise.
+``core.rules.torch_checks`` evaluates them on a config. Checks that read anything else (a local variable, the
+parameter groups) are listed under ``skipped`` with the reason, so what is not checked is visible. Nothing runs
+torch at validation time; ``tests/test_torch_checks.py`` regenerates this file from the installed torch and
+compares, and constructs the real classes on a grid of values to check the verdicts.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "core" / "versions" / "torch_checks.json"
+sys.path.insert(0, str(REPO))
+
+#: Names a recorded test may use besides the constructor's parameters.
+ALLOWED_GLOBALS = frozenset({"Tensor", "isinstance", "len", "float", "int", "bool", "str", "list", "tuple", "dict"})
+
+
+def _json_default(value: Any) -> Any:
+    """A signature default as JSON (tuples as lists), or raise TypeError for one JSON cannot hold."""
+    if isinstance(value, tuple):
+        return [_json_default(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(type(value).__name__)
+
+
+def _raises(body: list[ast.stmt]) -> ast.Raise | None:
+    return next((s for s in body if isinstance(s, ast.Raise)), None)
+
+
+def _walk(stmts: list[ast.stmt], guards: list[str], params: set[str]) -> list[tuple[str, ast.Raise | ast.Assign]]:
+    """In source order, every ``raise`` reached through ``if`` statements only, and every assignment of a new value
+    to a parameter (LBFGS: ``max_eval = max_iter * 5 // 4`` when it is None), each with the conjunction of the
+    tests that lead to it ("True" at the top)."""
+    found: list[tuple[str, ast.Raise | ast.Assign]] = []
+    for stmt in stmts:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in params):
+            found.append((" and ".join(f"({g})" for g in guards) or "True", stmt))
+        if not isinstance(stmt, ast.If):
+            continue
+        test = ast.unparse(stmt.test)
+        raised = _raises(stmt.body)
+        if raised is not None:
+            found.append((" and ".join(f"({g})" for g in [*guards, test]), raised))
+        found += _walk(stmt.body, [*guards, test], params)
+        found += _walk(stmt.orelse, [*guards, f"not ({test})"], params)
+    return found
+
+
+def _names(expression: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)}
+
+
+def class_checks(cls: type) -> dict[str, Any]:
+    """The checks of one class's ``__init__``: defaults, recorded checks and skipped ones."""
+    signature = inspect.signature(cls.__init__)
+    params = [p for p in signature.parameters.values() if p.name not in ("self", "params")]
+    defaults: dict[str, Any] = {}
+    for p in params:
+        if p.default is inspect.Parameter.empty:
+            continue
+        with contextlib.suppress(TypeError):  # e.g. a callable default: the names test below skips checks on it
+            defaults[p.name] = _json_default(p.default)
+    function = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__))).body[0]
+    if not isinstance(function, ast.FunctionDef):
+        raise TypeError(f"{cls.__name__}.__init__ is not a plain function")
+    names = {p.name for p in params}
+    checks, skipped = [], []
+    for test, raised in _walk(function.body, [], names):
+        if isinstance(raised, ast.Assign):
+            target = ast.unparse(raised.targets[0])  # a parameter's name (``_walk``)
+            value = ast.unparse(raised.value)
+            assign = {"when": test, "assign": target, "value": value}
+            foreign = sorted((_names(test) | _names(value)) - names - ALLOWED_GLOBALS)
+            if foreign:
+                skipped.append({**assign, "reason": f"reads {', '.join(foreign)}, not a constructor parameter"})
+            else:
+                checks.append(assign)
+            continue
+        exc = raised.exc
+        error = exc.func.id if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name) else ast.unparse(exc)
+        message = ast.unparse(exc.args[0]) if isinstance(exc, ast.Call) and exc.args else "''"
+        foreign = sorted(_names(test) - names - ALLOWED_GLOBALS)
+        record = {"when": test, "raises": error, "message": message}
+        if foreign:
+            skipped.append({**record, "reason": f"reads {', '.join(foreign)}, not a constructor parameter"})
+        elif not (_names(message) <= names | ALLOWED_GLOBALS):
+            skipped.append({**record, "reason": "its message reads more than the parameters"})
+        else:
+            checks.append(record)
+    result: dict[str, Any] = {"defaults": defaults, "checks": checks, "skipped": skipped}
+    parent = _parent_call(function, cls)
+    if parent is not None:
+        result["parent"] = parent
+    return result
+
+
+def _parent_call(function: ast.FunctionDef, cls: type) -> dict[str, Any] | None:
+    """A ``super().__init__(params, ...)`` into another torch.optim class (AdamW into Adam): the parent's name and
+    each of its parameters as an expression of this class's parameters, so the parent's checks apply too."""
+    import torch.optim
+
+    base = cls.__mro__[1]
+    if base is torch.optim.Optimizer or not issubclass(base, torch.optim.Optimizer):
+        return None
+    for stmt in function.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__"
+                and isinstance(call.func.value, ast.Call) and ast.unparse(call.func.value) == "super()"):
+            continue
+        names = [p for p in inspect.signature(base.__init__).parameters if p != "self"]
+        arguments = {names[i]: ast.unparse(a) for i, a in enumerate(call.args)}
+        arguments |= {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg is not None}
+        arguments.pop("params", None)
+        return {"class": base.__name__, "arguments": arguments}
+    return None
+
+
+def extract() -> dict[str, Any]:
+    """The checks of every class in ``TORCH_OPTIMIZERS`` of the installed torch."""
+    import torch
+    import torch.optim
+
+    from core.schema.optimizer import TORCH_OPTIMIZERS
+
+    classes = {name: class_checks(getattr(torch.optim, name)) for name in TORCH_OPTIMIZERS}
+    for data in list(classes.values()):
+        parent = data.get("parent", {}).get("class")
+        if parent is not None and parent not in classes:
+            classes[parent] = class_checks(getattr(torch.optim, parent))
+    return {"torch": torch.__version__.split("+")[0], "classes": classes}
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    OUT.write_text(render(extract()))
+    print(f"wrote {OUT.relative_to(REPO)}")
