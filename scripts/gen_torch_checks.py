@@ -4,7 +4,8 @@
 
 When ``optimizer.type`` names a torch.optim class (``"SGD"``, ``"RMSprop"``, ...), or ``torch_adam`` /
 ``adagrad`` select torch's Adam, AdamW or Adagrad, ``deepspeed.initialize`` calls ``cls(params, **optimizer.params)``
-and the class's ``__init__`` refuses some values (``if lr < 0.0: raise ValueError(f"Invalid learning rate:
+(and ``scheduler.type`` a torch.optim.lr_scheduler class: ``cls(optimizer, **scheduler.params)``), and the
+class's ``__init__`` refuses some values (``if lr < 0.0: raise ValueError(f"Invalid learning rate:
 {lr}")``). This reads every such ``if ...: raise`` of each ``__init__`` (ast; a nested ``if`` contributes its
 ancestors' tests, an ``else`` branch their negation) whose test reads only the constructor's parameters, and
 records its source, the exception and the message's f-string source, with the signature's JSON defaults; an
@@ -32,7 +33,8 @@ OUT = REPO / "core" / "versions" / "torch_checks.json"
 sys.path.insert(0, str(REPO))
 
 #: Names a recorded test may use besides the constructor's parameters.
-ALLOWED_GLOBALS = frozenset({"Tensor", "isinstance", "len", "float", "int", "bool", "str", "list", "tuple", "dict"})
+ALLOWED_GLOBALS = frozenset({"Tensor", "isinstance", "len", "float", "int", "bool", "str", "list", "tuple", "dict",
+                             "type"})
 
 
 def _json_default(value: Any) -> Any:
@@ -44,10 +46,6 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _raises(body: list[ast.stmt]) -> ast.Raise | None:
-    return next((s for s in body if isinstance(s, ast.Raise)), None)
-
-
 def _walk(stmts: list[ast.stmt], guards: list[str], params: set[str]) -> list[tuple[str, ast.Raise | ast.Assign]]:
     """In source order, every ``raise`` reached through ``if`` statements only, and every assignment of a new value
     to a parameter (LBFGS: ``max_eval = max_iter * 5 // 4`` when it is None), each with the conjunction of the
@@ -57,14 +55,13 @@ def _walk(stmts: list[ast.stmt], guards: list[str], params: set[str]) -> list[tu
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 and stmt.targets[0].id in params):
             found.append((" and ".join(f"({g})" for g in guards) or "True", stmt))
-        if not isinstance(stmt, ast.If):
-            continue
-        test = ast.unparse(stmt.test)
-        raised = _raises(stmt.body)
-        if raised is not None:
-            found.append((" and ".join(f"({g})" for g in [*guards, test]), raised))
-        found += _walk(stmt.body, [*guards, test], params)
-        found += _walk(stmt.orelse, [*guards, f"not ({test})"], params)
+        elif isinstance(stmt, ast.Raise) and guards:  # an ``if``'s body or an ``else:`` ending in a raise
+            found.append((" and ".join(f"({g})" for g in guards), stmt))
+            break
+        elif isinstance(stmt, ast.If):
+            test = ast.unparse(stmt.test)
+            found += _walk(stmt.body, [*guards, test], params)
+            found += _walk(stmt.orelse, [*guards, f"not ({test})"], params)
     return found
 
 
@@ -72,10 +69,14 @@ def _names(expression: str) -> set[str]:
     return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)}
 
 
-def class_checks(cls: type) -> dict[str, Any]:
-    """The checks of one class's ``__init__``: defaults, recorded checks and skipped ones."""
+def class_checks(cls: type, receives: tuple[str, ...] = ("params",)) -> dict[str, Any]:
+    """The checks of one class's ``__init__``: defaults, required keywords, recorded checks and skipped ones.
+    ``receives``: the arguments DeepSpeed passes itself (the parameters, or a scheduler's optimizer), which no
+    recorded test may read."""
     signature = inspect.signature(cls.__init__)
-    params = [p for p in signature.parameters.values() if p.name not in ("self", "params")]
+    params = [p for p in signature.parameters.values() if p.name not in ("self", *receives)]
+    required = [p.name for p in params if p.default is inspect.Parameter.empty
+                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
     defaults: dict[str, Any] = {}
     for p in params:
         if p.default is inspect.Parameter.empty:
@@ -110,6 +111,8 @@ def class_checks(cls: type) -> dict[str, Any]:
         else:
             checks.append(record)
     result: dict[str, Any] = {"defaults": defaults, "checks": checks, "skipped": skipped}
+    if required:
+        result["required"] = required
     parent = _parent_call(function, cls)
     if parent is not None:
         result["parent"] = parent
@@ -123,7 +126,7 @@ def _parent_call(function: ast.FunctionDef, cls: type) -> dict[str, Any] | None:
 
     base = cls.__mro__[1]
     if base is torch.optim.Optimizer or not issubclass(base, torch.optim.Optimizer):
-        return None
+        return None  # the base Optimizer checks no value; schedulers have no parent with value checks
     for stmt in function.body:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__"
@@ -138,18 +141,47 @@ def _parent_call(function: ast.FunctionDef, cls: type) -> dict[str, Any] | None:
 
 
 def extract() -> dict[str, Any]:
-    """The checks of every class in ``TORCH_OPTIMIZERS`` of the installed torch."""
+    """The checks of every class in ``TORCH_OPTIMIZERS`` and of every ``TORCH_SCHEDULER_PARAMS`` scheduler a JSON
+    config can build, from the installed torch."""
     import torch
     import torch.optim
+    import torch.optim.lr_scheduler
 
-    from core.schema.optimizer import TORCH_OPTIMIZERS
+    from core.schema.optimizer import TORCH_OPTIMIZERS, TORCH_SCHEDULER_PARAMS, TORCH_SCHEDULERS_NEED_OBJECTS
 
     classes = {name: class_checks(getattr(torch.optim, name)) for name in TORCH_OPTIMIZERS}
     for data in list(classes.values()):
         parent = data.get("parent", {}).get("class")
         if parent is not None and parent not in classes:
             classes[parent] = class_checks(getattr(torch.optim, parent))
-    return {"torch": torch.__version__.split("+")[0], "classes": classes}
+    schedulers = {name: class_checks(getattr(torch.optim.lr_scheduler, name), receives=("optimizer",))
+                  for name in TORCH_SCHEDULER_PARAMS if name not in TORCH_SCHEDULERS_NEED_OBJECTS}
+    resume = _resume_check()
+    for name, data in schedulers.items():
+        cls = getattr(torch.optim.lr_scheduler, name)
+        if issubclass(cls, torch.optim.lr_scheduler.LRScheduler) and "last_epoch" in data["defaults"]:
+            data["checks"].append(resume)  # the base constructor runs after the class's own checks
+    return {"torch": torch.__version__.split("+")[0], "classes": classes, "schedulers": schedulers}
+
+
+def _resume_check() -> dict[str, Any]:
+    """``LRScheduler.__init__``'s refusal of ``last_epoch`` other than -1 on an optimizer that was never stepped by
+    a scheduler (DeepSpeed's, built fresh by ``deepspeed.initialize``): the test is the base constructor's ``if``
+    whose ``else`` raises, the exception and message are what the base constructor raises on a fresh optimizer
+    (its message is built in a loop over the parameter groups, so it is taken from a run, not from the source)."""
+    import torch
+    from torch.optim.lr_scheduler import LRScheduler
+
+    function = ast.parse(textwrap.dedent(inspect.getsource(LRScheduler.__init__))).body[0]
+    test = next(ast.unparse(n.test) for n in ast.walk(function) if isinstance(n, ast.If)
+                and "last_epoch" in _names(ast.unparse(n.test))
+                and any(isinstance(m, ast.Raise) for o in n.orelse for m in ast.walk(o)))
+    fresh = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    try:
+        LRScheduler.__init__(object.__new__(LRScheduler), fresh, last_epoch=0)
+    except Exception as exc:  # the refusal being recorded
+        return {"when": f"not ({test})", "raises": type(exc).__name__, "message": repr(exc.args[0])}
+    raise RuntimeError("LRScheduler no longer refuses last_epoch >= 0 on a fresh optimizer: update this script")
 
 
 def render(data: dict[str, Any]) -> str:

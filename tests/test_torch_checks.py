@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import linecache
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,9 @@ def _tries(default: Any) -> tuple[Any, ...]:
     return NAMES
 
 
-def _grid(cls: str) -> list[dict[str, Any]]:
+def _grid(cls: str, kind: str = "optimizer") -> list[dict[str, Any]]:
     """One parameter changed at a time, and every pair of switches and numbers of the class together."""
-    defaults = torch_checks.defaults(cls)
+    defaults = torch_checks.defaults(cls, kind)
     grid: list[dict[str, Any]] = [{}]
     grid += [{key: value} for key, default in defaults.items() for value in _tries(default)]
     small = [k for k, d in defaults.items() if isinstance(d, bool | int | float) or d is None]
@@ -53,13 +54,71 @@ def _grid(cls: str) -> list[dict[str, Any]]:
     return grid
 
 
-def _construct(cls: str, params: dict[str, Any]) -> BaseException | None:
+#: Valid values of the schedulers' required parameters, so that one changed parameter is what is judged.
+SCHEDULER_REQUIRED: dict[str, dict[str, Any]] = {
+    "StepLR": {"step_size": 10}, "MultiStepLR": {"milestones": [10]}, "ExponentialLR": {"gamma": 0.9},
+    "CosineAnnealingLR": {"T_max": 10}, "CosineAnnealingWarmRestarts": {"T_0": 10},
+    "CyclicLR": {"base_lr": 0.01, "max_lr": 0.1}, "OneCycleLR": {"max_lr": 0.1, "total_steps": 100},
+}
+SCHEDULERS = tuple(torch_checks.versions.torch_checks()["schedulers"])
+
+
+def _construct(cls: str, params: dict[str, Any], kind: str = "optimizer") -> BaseException | None:
+    """The exception the class's own constructor raises on ``params`` (None: it accepts them). An exception from
+    further in (a scheduler's first ``get_lr``) is not a constructor check and is returned as None."""
     weight = torch.nn.Parameter(torch.zeros(2, 2))
+    if kind == "optimizer":
+        build, classes = (lambda: getattr(torch.optim, cls)([weight], **params)), getattr(torch.optim, cls).__mro__
+    else:
+        optimizer = torch.optim.SGD([weight], lr=0.1, momentum=0.9)
+        scheduler = getattr(torch.optim.lr_scheduler, cls)
+        build, classes = (lambda: scheduler(optimizer, **params)), scheduler.__mro__
     try:
-        getattr(torch.optim, cls)([weight], **params)
+        build()
     except Exception as exc:  # any refusal counts; its type is compared by the caller
-        return exc
+        frame = exc.__traceback__
+        while frame.tb_next is not None:
+            frame = frame.tb_next
+        inits = {c.__init__.__code__ for c in classes if hasattr(vars(c).get("__init__"), "__code__")}
+        if frame.tb_frame.f_code not in inits:
+            return None
+        line = linecache.getline(frame.tb_frame.f_code.co_filename, frame.tb_lineno).strip()
+        # an ``if`` test or a ``raise`` of the constructor is what the checks record; anything else (a value
+        # computed from the parameters, e.g. CyclicLR's float(step_size_up) or OneCycleLR's max_lr / div_factor)
+        # is a refusal the checks do not claim to know
+        assigned = line.split("=")[0].strip()  # LBFGS: max_eval = max_iter * 5 // 4, recorded as an assignment
+        code = frame.tb_frame.f_code
+        recorded = (line.startswith(("if ", "elif ", "raise "))
+                    or assigned in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        return exc if recorded else Unrecorded(exc)
     return None
+
+
+class Unrecorded(Exception):
+    """A constructor's refusal from a statement that is not an ``if``-test or a ``raise``."""
+
+
+def _text(exc: BaseException) -> str:
+    """An exception's message (a KeyError's str() quotes it)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _compare(cls: str, grid: list[dict[str, Any]], kind: str) -> list[tuple[Any, ...]]:
+    """Where the recorded checks and the real constructor disagree on ``grid``; a refusal from a statement the
+    checks do not record (``Unrecorded``) is not compared."""
+    wrong: list[tuple[Any, ...]] = []
+    for params in grid:
+        raised = _construct(cls, params, kind)
+        found = list(torch_checks.refusals(cls, params, kind))
+        if isinstance(raised, Unrecorded):
+            continue  # torch refuses (first) where no check is recorded; a recorded refusal after it is still one
+        if raised is None and found:
+            wrong.append((params, "torch accepts, the checks refuse", found[0]))
+        elif raised is not None and not found:
+            wrong.append((params, "torch refuses, the checks accept", repr(raised)))
+        elif raised is not None and (type(raised).__name__, _text(raised)) != (found[0].error, found[0].message):
+            wrong.append((params, "a different refusal", repr(raised), found[0]))
+    return wrong
 
 
 def test_the_recorded_checks_are_the_installed_torchs():
@@ -70,18 +129,27 @@ def test_the_recorded_checks_are_the_installed_torchs():
 
 @pytest.mark.parametrize("cls", TORCH_OPTIMIZERS)
 def test_the_checks_refuse_what_the_constructor_refuses(cls):
-    wrong = []
-    for params in _grid(cls):
-        raised = _construct(cls, params)
-        found = list(torch_checks.refusals(cls, params))
-        if raised is None and found:
-            wrong.append((params, "torch accepts, the checks refuse", found[0]))
-        elif raised is not None and not found:
-            wrong.append((params, "torch refuses, the checks accept", repr(raised)))
-        elif raised is not None and (type(raised).__name__, str(raised)) != (found[0].error, found[0].message):
-            wrong.append((params, "a different refusal", repr(raised), found[0]))
+    grid = _grid(cls)
+    assert len(grid) > 10
+    wrong = _compare(cls, grid, "optimizer")
     assert not wrong, wrong[:10]
-    assert len(_grid(cls)) > 10
+    # for the optimizers every refusal on the grid is one the checks record
+    assert not [p for p in grid if isinstance(_construct(cls, p), Unrecorded)]
+
+
+@pytest.mark.parametrize("cls", SCHEDULERS)
+def test_the_checks_refuse_what_the_schedulers_constructor_refuses(cls):
+    """As for the optimizers, except that a scheduler's constructor also computes from its parameters (CyclicLR's
+    float(step_size_up), OneCycleLR's max_lr / div_factor), and those refusals are not recorded."""
+    required = SCHEDULER_REQUIRED.get(cls, {})
+    grid = [{**required, **params} for params in _grid(cls, "scheduler")]
+    grid += [{**required, key: value} for key in required for value in NUMBERS + PAIRS]
+    grid += [{k: v for k, v in required.items() if k != key} for key in required]  # a required one missing
+    wrong = _compare(cls, grid, "scheduler")
+    assert not wrong, wrong[:10]
+    refused = sum(isinstance(_construct(cls, p, "scheduler"), ValueError | TypeError | KeyError) for p in grid)
+    # the classes with value checks refuse some of the grid (so the comparison compared something)
+    assert refused > 0 or not torch_checks._checks(cls, "scheduler")[1], cls
 
 
 def test_every_class_has_its_value_checks_or_says_why_not():
@@ -132,3 +200,19 @@ def test_the_torch_class_deepspeed_builds_is_read_once():
     assert cls({"type": "AdamW"}) is None
     assert cls({"type": "Adagrad"}) == "Adagrad"
     assert cls({"type": "Adagrad"}, stage=2, offload_optimizer={"device": "cpu"}) is None
+
+
+@pytest.mark.parametrize(("scheduler", "path"), [
+    ({"type": "OneCycleLR", "params": {"max_lr": 0.1, "total_steps": 100, "pct_start": 1}},
+     "scheduler.params.pct_start"),
+    ({"type": "OneCycleLR", "params": {"max_lr": 0.1}}, "scheduler.params"),  # neither total_steps nor epochs
+    ({"type": "CosineAnnealingWarmRestarts", "params": {"T_0": 10.0}}, "scheduler.params.T_0"),
+    ({"type": "StepLR", "params": {"step_size": 10, "last_epoch": 3}}, "scheduler.params.last_epoch"),
+    ({"type": "StepLR", "params": {"step_size": 10}}, None),
+    ({"type": "LinearLR", "params": {"start_factor": 0.5, "total_iters": 10}}, None),
+])
+def test_validate_reports_a_torch_schedulers_refusal(scheduler, path):
+    config = {"train_batch_size": 8, "optimizer": {"type": "SGD", "params": {"lr": 0.1}}, "scheduler": scheduler}
+    found = [f for f in core.validate(config, world_size=8).findings if f.code == "scheduler.torch-raises"]
+    assert [f.path for f in found] == ([path] if path else [])
+    assert all("\n" not in f.message and f.severity == "error" for f in found)

@@ -323,6 +323,14 @@ TABLE: tuple[Code, ...] = (
        "as a string) and raises. The checks are read from the pinned torch's code, and the message is torch's "
        "own. No fix: the value to choose is yours.",
        {**B, "optimizer": {"type": "SGD", "params": {"lr": 0.1, "nesterov": True}}}),
+    _c("scheduler.torch-raises", "error", "initialize", None, "A value a torch LR scheduler's constructor refuses.",
+       "When scheduler.type names a torch.optim.lr_scheduler class, deepspeed.initialize calls it with the "
+       "optimizer and params as keyword arguments, and its __init__ checks some values (OneCycleLR's pct_start "
+       "must be a float in [0, 1], CosineAnnealingWarmRestarts' T_0 a positive integer, ConstantLR's factor in "
+       "[0, 1]) and raises. The checks are read from the pinned torch's code, and the message is torch's own. "
+       "No fix: the value to choose is yours.",
+       {**B, "optimizer": {"type": "SGD", "params": {"lr": 0.1}},
+        "scheduler": {"type": "OneCycleLR", "params": {"max_lr": 0.1, "total_steps": 100, "pct_start": 1}}}),
     _c("optimizer.param-choice", "warning", "n/a", False, "An optimizer parameter outside its choices.",
        "The parameter accepts a fixed set of values, e.g. OneBitAdam's comm_backend_name. The fix writes the "
        "default.",

@@ -189,24 +189,26 @@ def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Findi
             )
 
 
-def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str]) -> list[Finding]:
-    """What torch.optim ``cls``'s constructor refuses in ``params`` (the keyword arguments DeepSpeed passes), one
-    finding per parameter; a key in ``flagged`` already has an error and is not judged again."""
-    if not torch_checks.known(cls):
+def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str], kind: str = "optimizer") -> list[Finding]:
+    """What torch's ``cls`` constructor (an optimizer, or with ``kind="scheduler"`` an LR scheduler) refuses in
+    ``params`` (the keyword arguments DeepSpeed passes), one finding per parameter; a key in ``flagged`` already
+    has an error and is not judged again."""
+    if not torch_checks.known(cls, kind):
         return []
+    module = "torch.optim" if kind == "optimizer" else "torch.optim.lr_scheduler"
     found: dict[str, Finding] = {}
-    for refusal in torch_checks.refusals(cls, {k: v for k, v in params.items() if k not in flagged}):
+    for refusal in torch_checks.refusals(cls, {k: v for k, v in params.items() if k not in flagged}, kind):
         culprits = [k for k in refusal.reads if k in params]
-        path = join_path("optimizer.params", culprits[0]) if culprits else "optimizer.params"
+        path = join_path(f"{kind}.params", culprits[0]) if culprits else f"{kind}.params"
         if path in found:
             continue
-        defaults = torch_checks.defaults(cls)
+        defaults = torch_checks.defaults(cls, kind)
         values = ", ".join(f"`{k}` = {brief(params[k])}" if k in params else f"`{k}` = {brief(defaults[k])} (default)"
                            for k in refusal.reads if k in params or k in defaults)
         found[path] = Finding(
-            "error", "optimizer.torch-raises", path,
-            f"deepspeed.initialize builds torch.optim.{cls} with {values}, and its constructor raises "
-            f"{refusal.error}: {refusal.message.rstrip('.')}.",
+            "error", f"{kind}.torch-raises", path,
+            f"deepspeed.initialize builds {module}.{cls} with {values}, and its constructor raises "
+            f"{refusal.error}: {refusal.message.splitlines()[0].rstrip('.')}.",
             suggestion=f"Change {', '.join(f'`{k}`' for k in culprits) or 'the parameters'}"
             + (f" (torch's default: {', '.join(f'`{k}` = {brief(defaults[k])}' for k in culprits if k in defaults)})."
                if any(k in defaults for k in culprits) else "."),
@@ -449,6 +451,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
 
 def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Finding]:
     accepted, required = TORCH_SCHEDULER_PARAMS[name]
+    yield from _torch_refused(name, {k: v for k, v in params.items() if k in accepted}, set(), "scheduler")
     for key in params:
         if key not in accepted:
             path = join_path("scheduler.params", key)

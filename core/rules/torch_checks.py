@@ -1,7 +1,8 @@
 """The value checks of a torch.optim class's constructor, run on ``optimizer.params`` without torch.
 
 ``deepspeed.initialize`` builds a torch.optim class with ``cls(params, **optimizer.params)`` when the config names
-one (or selects torch's Adam/AdamW/Adagrad), and the constructor refuses some values (``lr < 0``, ``betas`` outside
+one (or selects torch's Adam/AdamW/Adagrad), and a torch.optim.lr_scheduler class with ``cls(optimizer,
+**scheduler.params)``, and the constructor refuses some values (``lr < 0``, ``betas`` outside
 [0, 1), Nesterov without momentum, ...). The checks are read from the installed torch's code by
 ``scripts/gen_torch_checks.py`` into ``core/versions/torch_checks.json``: each is the source of an ``if`` test
 and of its exception's message. This module evaluates that source on the config's values with Python's own
@@ -30,7 +31,7 @@ class Unsupported(Exception):
 
 
 _GLOBALS: dict[str, Any] = {"Tensor": _Tensor, "isinstance": isinstance, "len": len, "float": float, "int": int,
-                            "bool": bool, "str": str, "list": list, "tuple": tuple, "dict": dict}
+                            "bool": bool, "str": str, "list": list, "tuple": tuple, "dict": dict, "type": type}
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
     ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
@@ -41,7 +42,7 @@ _ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
 }
 #: Exceptions that evaluating a test on JSON values can raise, exactly as the constructor's own test would.
-_AS_TORCH = (TypeError, IndexError, KeyError, ValueError)
+_AS_TORCH = (TypeError, IndexError, KeyError, ValueError, ZeroDivisionError, OverflowError)
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
@@ -55,8 +56,10 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         if node.id in _GLOBALS:
             return _GLOBALS[node.id]
         raise Unsupported(node.id)
-    if isinstance(node, ast.List | ast.Tuple):
+    if isinstance(node, ast.List):
         return [_eval(e, env) for e in node.elts]
+    if isinstance(node, ast.Tuple):  # isinstance(x, (float, int)) needs a tuple
+        return tuple(_eval(e, env) for e in node.elts)
     if isinstance(node, ast.BoolOp):  # Python's short circuit: `isinstance(lr, Tensor) and lr.numel()` stops early
         value: Any = None
         for operand in node.values:
@@ -81,6 +84,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
                 return False
             left = right
         return True
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         return _ARITHMETIC[type(node.op)](_eval(node.left, env), _eval(node.right, env))
     if isinstance(node, ast.Subscript):
@@ -123,9 +128,14 @@ class Refusal:
     reads: tuple[str, ...]
 
 
+#: JSON key of each kind of class in ``torch_checks.json``
+_KINDS = {"optimizer": "classes", "scheduler": "schedulers"}
+
+
 @cache
-def _checks(cls: str) -> tuple[dict[str, Any], tuple[Check, ...], tuple[str, dict[str, str]] | None]:
-    data = versions.torch_checks()["classes"][cls]
+def _checks(cls: str, kind: str = "optimizer") -> tuple[dict[str, Any], tuple[Check, ...],
+                                                        tuple[str, dict[str, str]] | None, frozenset[str]]:
+    data = versions.torch_checks()[_KINDS[kind]][cls]
     checks = []
     for record in data["checks"]:
         test = ast.parse(record["when"], mode="eval")
@@ -135,27 +145,30 @@ def _checks(cls: str) -> tuple[dict[str, Any], tuple[Check, ...], tuple[str, dic
         checks.append(Check(record["when"], record.get("raises", ""), test, result, tuple(dict.fromkeys(names)),
                             record.get("assign")))
     parent = data.get("parent")
-    return data["defaults"], tuple(checks), None if parent is None else (parent["class"], parent["arguments"])
+    return (data["defaults"], tuple(checks), None if parent is None else (parent["class"], parent["arguments"]),
+            frozenset(data["defaults"]) | frozenset(data.get("required", ())))
 
 
-def known(cls: str) -> bool:
-    """Whether the checks of torch.optim ``cls`` were recorded."""
-    return cls in versions.torch_checks()["classes"]
+def known(cls: str, kind: str = "optimizer") -> bool:
+    """Whether the checks of ``cls`` (a torch.optim class, or with ``kind="scheduler"`` a
+    torch.optim.lr_scheduler class) were recorded."""
+    return cls in versions.torch_checks()[_KINDS[kind]]
 
 
-def defaults(cls: str) -> dict[str, Any]:
-    """The JSON defaults of torch.optim ``cls``'s keyword parameters (a callable default is left out)."""
-    return _checks(cls)[0]
+def defaults(cls: str, kind: str = "optimizer") -> dict[str, Any]:
+    """The JSON defaults of ``cls``'s keyword parameters (a callable default is left out)."""
+    return _checks(cls, kind)[0]
 
 
-def refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
-    """What torch.optim ``cls``'s constructor (and its parent's, AdamW's Adam) refuses in ``params`` (keyword
-    arguments as JSON gives them, already without the keys DeepSpeed pops). A test that reads an "auto" value,
-    or needs more than the evaluator does, is not judged."""
-    defaults, checks, parent = _checks(cls)
-    env = {**defaults, **{k: v for k, v in params.items() if k in defaults}}
+def refusals(cls: str, params: Mapping[str, Any], kind: str = "optimizer") -> Iterator[Refusal]:
+    """What ``cls``'s constructor (and its parent's, AdamW's Adam) refuses in ``params`` (keyword arguments as
+    JSON gives them, already without the keys DeepSpeed pops). A test that reads an "auto" value, or needs more
+    than the evaluator does, is not judged; nor is a test reading a required parameter that is missing (that is
+    the missing-parameter rule's)."""
+    defaults, checks, parent, names = _checks(cls, kind)
+    env = {**defaults, **{k: v for k, v in params.items() if k in names}}
     for check in checks:
-        if any(env.get(name) == "auto" for name in check.reads):
+        if any(name not in env or env[name] == "auto" for name in check.reads if name in names):
             continue
         if check.assign is not None:
             try:
@@ -186,7 +199,7 @@ def refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
             passed = {k: _eval(ast.parse(expr, mode="eval"), env) for k, expr in arguments.items()}
         except (Unsupported, *_AS_TORCH):
             return
-        for refusal in refusals(name, passed):
+        for refusal in refusals(name, passed, kind):
             # the parent's parameter names are the child's where it passes them on by name (AdamW → Adam)
             reads = tuple(k for k in refusal.reads if arguments.get(k) == k)
             yield Refusal(cls, refusal.error, refusal.message, reads)
