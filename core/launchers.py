@@ -24,7 +24,10 @@ from core.autofill import (
 from core.batch import BATCH_KEYS, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
 from core.findings import brief, delete_path, get_path, set_path
+from core.migrate import zero_section_form
 from core.rules.context import Context, lax_bool
+from core.schema.root import DeepSpeedConfig
+from core.schema.walk import resolve
 
 #: How the HF Trainer export keeps the config and TrainingArguments in agreement.
 HF_MODES = ("auto", "match")
@@ -150,6 +153,13 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                      f"train_batch_size to micro batch × accumulation × GPUs ÷ {sp}. Without it DeepSpeed divides the "
                      "GPUs by sequence_parallel_size and refuses the Trainer's train_batch_size (micro batch × "
                      "accumulation × all GPUs).")
+    if "scheduler" not in config and "lr_scheduler_type" not in args:
+        # transformers' deepspeed_optim_sched builds the Trainer's own scheduler when the config has none, and its
+        # default is "linear" (decay to 0); DeepSpeed without a scheduler keeps the learning rate constant
+        args["lr_scheduler_type"] = "constant"
+        notes.append('lr_scheduler_type "constant" passed to the Trainer: the config has no scheduler, so '
+                     "DeepSpeed keeps the learning rate constant, while the HF Trainer would build its own default "
+                     "scheduler (linear decay to 0) in its place.")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
     if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)
@@ -159,9 +169,19 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     return out, args, notes
 
 
+def _zero_as_section(config: dict[str, Any], notes: list[str]) -> None:
+    """The deprecated boolean ``zero_optimization`` as the section DeepSpeed reads it as: the HF Trainer, accelerate
+    and Lightning all call ``.get`` on it and fail on a boolean."""
+    change = zero_section_form(config)
+    if change is not None:
+        notes.append(f"{change}: the same to DeepSpeed, and the form the HF Trainer, accelerate and Lightning read "
+                     "(they fail on the boolean).")
+
+
 def _require_zero_section(config: dict[str, Any], notes: list[str]) -> None:
     """accelerate (under the HF Trainer too) refuses a config without a ``zero_optimization`` section; stage 0 is
-    what DeepSpeed assumes without one, so writing it changes nothing else."""
+    what DeepSpeed assumes without one, so writing it changes nothing else. A boolean becomes its section."""
+    _zero_as_section(config, notes)
     if "zero_optimization" not in config:
         config["zero_optimization"] = {"stage": 0}
         notes.append('Added "zero_optimization": {"stage": 0} (DeepSpeed\'s default): accelerate, which the HF '
@@ -283,6 +303,7 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     dropped (DeepSpeed derives it from micro batch × accumulation × GPUs). "auto" is resolved (Lightning fills
     none), and the Trainer's precision follows the config's half precision."""
     out, notes = resolved_export(config, values)
+    _zero_as_section(out, notes)
     kwargs: dict[str, Any] = {}
     reading = effective(out)  # "enabled": 1 or "true" is on, as DeepSpeed reads it
     for section, precision in _LIGHTNING_PRECISION.items():
@@ -309,6 +330,12 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if total is not None:
         notes.append(f"train_batch_size {total} is left out: DeepSpeed derives it from the micro batch, the "
                      "accumulation and the GPU count Lightning launches.")
+    if "gradient_clipping" not in out:
+        # Lightning writes the Trainer's gradient_clip_val there, 0.0 (off) unless set, where DeepSpeed clips at
+        # its default
+        clip = out["gradient_clipping"] = resolve(DeepSpeedConfig, "gradient_clipping").default
+        notes.append(f"Added gradient_clipping {clip} (DeepSpeed's default): Lightning would otherwise write the "
+                     "Trainer's gradient_clip_val, 0.0 unless set, and train without clipping.")
     return out, kwargs, notes
 
 

@@ -22,12 +22,9 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
         return config, []
     new = copy.deepcopy(config)
     changes: list[str] = []
-    legacy = legacy_zero(new)
-    if legacy is not None:
-        if "allgather_bucket_size" in legacy:
-            del new[LEGACY_ALLGATHER_KEY]
-        new["zero_optimization"] = legacy
-        changes.append(f"zero_optimization: true/false → {{\"stage\": {legacy['stage']}}}")
+    zero_change = zero_section_form(new)
+    if zero_change is not None:
+        changes.append(zero_change)
     if "bfloat16" in new and new.get("bf16") is None:
         # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section
         new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items() if k != "bf16"}
@@ -36,6 +33,18 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
     if isinstance(zero, dict):
         changes.extend(_migrate_zero(zero))
     return new, changes
+
+
+def zero_section_form(config: dict[str, Any]) -> str | None:
+    """Rewrite a boolean ``zero_optimization`` in ``config`` (in place) as the section DeepSpeed builds from it;
+    the change in plain words, or None when it is not a boolean."""
+    legacy = legacy_zero(config)
+    if legacy is None:
+        return None
+    if "allgather_bucket_size" in legacy:
+        del config[LEGACY_ALLGATHER_KEY]
+    config["zero_optimization"] = legacy
+    return f"zero_optimization: true/false → {{\"stage\": {legacy['stage']}}}"
 
 
 def left_behind(migrated: Any) -> list[str]:

@@ -188,13 +188,15 @@ EDITED = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": 4, "gradien
                                                      "weight_decay": 0.1}},
           "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 12000, "warmup_num_steps": 300}},
           "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
+ZERO_BOOL_HF = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": True, "bf16": {"enabled": True}}
 PEAK_DIFFERS = {"train_micro_batch_size_per_gpu": 2, "optimizer": {"type": "Adam", "params": {"lr": 1e-4}},
                 "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 2e-4, "warmup_num_steps": 10}}}
 
 
 @pytest.mark.parametrize("mode", ["auto", "match"])
-@pytest.mark.parametrize("config", [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS],
-                         ids=[*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs"])
+@pytest.mark.parametrize("config", [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS,
+                                    ZERO_BOOL_HF],
+                         ids=[*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "zero-bool"])
 def test_hf_export_is_accepted_by_the_trainer_and_trains_the_same(config, mode):
     from core.autofill import find_auto
     from core.export import hf_trainer_export
@@ -271,6 +273,35 @@ def test_hf_export_passes_the_planned_trainer_batch_for_auto():
             given["train_batch_size"]) == (2, 4, 64)
 
 
+@pytest.mark.parametrize("mode", ["auto", "match"])
+def test_hf_export_of_a_config_without_a_scheduler_keeps_the_learning_rate_constant(mode):
+    """DeepSpeed without a scheduler keeps the rate constant; transformers' deepspeed_optim_sched builds the
+    Trainer's own scheduler in its place (lr_scheduler_type, "linear" by default), so the export passes
+    "constant", and the Trainer's scheduler then keeps the rate."""
+    import torch
+
+    transformers = pytest.importorskip("transformers")
+    from core.export import hf_trainer_export
+
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 2}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+    out, kwargs, notes = hf_trainer_export(config, mode, world_size=1)
+    assert "scheduler" not in _trainer_accepts(out, kwargs, world_size=1)  # the Trainer builds its own
+    args = transformers.TrainingArguments(output_dir="out", use_cpu=True, report_to="none", max_steps=100, **kwargs)
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    scheduler = transformers.get_scheduler(args.lr_scheduler_type, optimizer,
+                                           num_warmup_steps=args.get_warmup_steps(100), num_training_steps=100)
+    rates = []
+    for _ in range(100):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert rates == [1e-4] * 100
+    assert any("constant" in note for note in notes)
+    with_scheduler = {**config, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}}
+    assert "lr_scheduler_type" not in hf_trainer_export(with_scheduler, mode, world_size=1)[1]
+
+
 def test_hf_export_adds_the_zero_section_accelerate_requires():
     from core.export import hf_trainer_export
 
@@ -292,8 +323,13 @@ NO_ZERO = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "bf16": 
 #: Trainer's default 8 ("cannot be resolved", the bucket "auto" left for the launcher), and Lightning ran fp32.
 BATCH_ONLY = {"train_batch_size": 16, "bf16": {"enabled": 1},
               "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
-LAUNCH_CASES = [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS, NO_ZERO, BATCH_ONLY]
-LAUNCH_IDS = [*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "no-zero", "batch-only"]
+#: the deprecated boolean form, stage 1 to DeepSpeed: the HF Trainer, accelerate and Lightning call .get on it
+ZERO_BOOL = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "zero_optimization": True,
+             "bf16": {"enabled": True}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+LAUNCH_CASES = [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS, NO_ZERO, BATCH_ONLY,
+                ZERO_BOOL]
+LAUNCH_IDS = [*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "no-zero", "batch-only",
+              "zero-bool"]
 
 
 def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
@@ -393,6 +429,10 @@ def test_lightning_snippet_is_accepted_by_lightning(config, tmp_path, monkeypatc
         assert given["gradient_accumulation_steps"] == config["gradient_accumulation_steps"]
     if config is BATCH_ONLY:
         assert kwargs["precision"] == "bf16-mixed" and given["train_micro_batch_size_per_gpu"] == 2
+    # Lightning writes its gradient_clip_val (0.0 unless set) where the config has no clipping: the export keeps
+    # what DeepSpeed would clip at (the config's number, else its default 1.0)
+    clip = config.get("gradient_clipping")
+    assert given["gradient_clipping"] == (clip if isinstance(clip, int | float) else 1.0)
 
 
 @pytest.mark.deepspeed
