@@ -361,6 +361,19 @@ def test_zip_bomb_share_link_is_refused_as_too_large():
     assert any("too large" in e.value for e in at.error), [e.value for e in at.error]
 
 
+def test_a_config_under_the_size_limit_survives_its_share_link():
+    """A link is as good as the file: a config and baseline just under core.load_config's limit each decode."""
+    import core
+    from ui.app_state import decode_state, encode_state
+
+    limit = core.io.MAX_CONFIG_BYTES
+    config = {"train_batch_size": 8, "notes": "x" * (limit - 200)}
+    assert len(core.dump_config(config).encode()) < limit
+    baseline = {**config, "notes": "y" * (limit - 200)}
+    decoded, _, decoded_baseline = decode_state(encode_state(config, {}, baseline))
+    assert (decoded, decoded_baseline) == (config, baseline)
+
+
 def test_share_link_beyond_streamlits_query_limit_is_ignored_and_the_app_starts_blank():
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["s"] = "A" * 1_000_000  # Streamlit drops query strings over 512 KiB before the app sees them

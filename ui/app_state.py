@@ -246,8 +246,9 @@ def zero_stage(config: Mapping[str, Any]) -> int:
 
 # ------------------------------------------------------------------------------ shareable link
 
-#: Largest decoded shared state accepted (the config itself is limited to 2 MB by core.load_config).
-MAX_SHARED_BYTES = 256 * 1024
+#: Largest decoded shared state accepted: the config and its baseline at ``core.load_config``'s size limit each
+#: (checked again there), and the context. It bounds what a crafted link can make the server decompress.
+MAX_SHARED_BYTES = 2 * core.io.MAX_CONFIG_BYTES + 64 * 1024
 
 
 def encode_state(config: Mapping[str, Any], context: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:
