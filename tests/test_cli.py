@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from core.cli import main
@@ -139,3 +140,33 @@ def test_the_pre_commit_hooks_fail_exactly_on_what_they_describe(tmp_path):
     assert run("dsconfig-validate", "ds_config_ok.json", "ds_config_error.json") == 1
     assert run("dsconfig-migrate-check", "ds_config_ok.json", "ds_config_error.json", "README.json") == 0
     assert run("dsconfig-migrate-check", "ds_config_ok.json", "ds_config_deprecated.json") == 1
+
+
+def test_stdin_gets_the_encoding_checks_of_a_file(tmp_path):
+    """Standard input is read as bytes, so Latin-1 or UTF-16 text is refused as it is from a file (before, a
+    Latin-1 é became a lone surrogate in the config and validate said OK)."""
+    latin1 = '{"train_batch_size": 8, "note": "café"}'.encode("latin-1")
+    file = tmp_path / "latin1.json"
+    file.write_bytes(latin1)
+    for payload in (latin1, '{"train_batch_size": 8}'.encode("utf-16")):
+        proc = subprocess.run([sys.executable, "-m", "core", "validate", "-"], input=payload, capture_output=True,
+                              timeout=120)
+        assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc
+        assert b"UTF-8" in proc.stdout + proc.stderr
+    from_file = subprocess.run([sys.executable, "-m", "core", "validate", str(file)], capture_output=True, timeout=120)
+    from_stdin = subprocess.run([sys.executable, "-m", "core", "validate", "-"], input=latin1, capture_output=True,
+                                timeout=120)
+    assert from_stdin.stdout.replace(b"-: ", b"") == from_file.stdout.replace(str(file).encode() + b": ", b"")
+
+
+@pytest.mark.parametrize("argv", [
+    ["estimate", "--params", "1e308"],
+    ["estimate", "--params", "7B", "--buffer-factor", "1e308"],
+    ["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu-memory", "1e300"],
+    ["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--nvme", "1e300"],
+    ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "64", "--cpu-ram", "1e300"],
+], ids=["params", "buffer-factor", "gpu-memory", "nvme", "plan-cpu-ram"])
+def test_numbers_too_large_to_compute_with_are_a_usage_error(argv, capsys):
+    code, _ = run(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and "error:" in err and "Traceback" not in err, err

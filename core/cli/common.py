@@ -38,6 +38,10 @@ def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None)
     except ValueError as exc:
         (err or sys.stderr).write(f"dsconfig {command}: error: {exc}\n")
         return EXIT_USAGE
+    except OverflowError as exc:  # a number given so large that the arithmetic on it overflows
+        (err or sys.stderr).write(f"dsconfig {command}: error: a number given is too large to compute with ({exc}); "
+                                  "give realistic sizes and counts\n")
+        return EXIT_USAGE
 
 
 #: What --hf-config must hold, in load errors.
@@ -55,8 +59,12 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
     """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
     try:
         if str(path) == "-":
-            text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
-            return load_config(text, document), text
+            raw = getattr(sys.stdin, "buffer", None)  # the bytes, so stdin gets a file's encoding checks
+            if raw is None:  # a text stream put in its place (tests, embedding)
+                text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
+                return load_config(text, document), text
+            data = raw.read(MAX_CONFIG_BYTES + 1)
+            return load_config(data, document), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
         return load_config_file_and_text(path, document)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
@@ -173,6 +181,10 @@ def positive(kind: type) -> Callable[[str], Any]:
     return parse
 
 
+#: The largest size in GiB a size flag takes (2**30 GiB, an exbibyte): beyond any node, and far from overflowing.
+MAX_GIB = float(2**30)
+
+
 def gib_or_zero(text: str) -> int:
     """argparse type: a size in GiB that may be 0 (no NVMe), returned in bytes."""
     try:
@@ -192,4 +204,6 @@ def gib(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a size in GiB, got {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive size in GiB, got {text!r}")
+    if value > MAX_GIB:
+        raise argparse.ArgumentTypeError(f"expected a size in GiB up to {MAX_GIB:.0e} (an exbibyte), got {text!r}")
     return int(value * GIB)
