@@ -90,7 +90,7 @@ def test_predict_refuses_a_calibration_it_cannot_reproduce(config_file, capsys):
     code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
                       "--seq-len", "2048", "--calibrate-step", "1e9"])
     assert code == 0 and "calibrated to a measured" not in text
-    assert "over 20x the prediction" in capsys.readouterr().err
+    assert "slower than this config runs even with every rate at" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("batch_keys", [{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4},

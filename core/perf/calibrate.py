@@ -33,8 +33,11 @@ _THROUGHPUT = re.compile(
     r"global_step=(?P<step>\d+), RunningAvgSamplesPerSec=(?P<avg>[\d.eE+-]+), CurrSamplesPerSec=(?P<cur>[\d.eE+-]+)"
     r"(?:, MemAllocated=(?P<mem>[\d.]+)GB, MaxMemAllocated=(?P<maxmem>[\d.]+)GB)?"
 )
+#: What a launcher puts before each line of a worker's output: pdsh's "worker-0: " (the deepspeed launcher on
+#: several nodes), torchrun --tee's "[default0]:" or "[rank0]: "; the profiler's lines are matched after it.
+_LINE_START = r"^(?:[\w.-]+: |\[[^\]\n]*\]: ?)?"
 #: Durations as profiler.duration_to_string writes them: "20.96 ms", "15.74 us", "400 s", "1.2 Ks" (1,000 s or more).
-_PROFILER = {key: rf"^{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([umKMGT]?)s\b"
+_PROFILER = {key: rf"{_LINE_START}{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([umKMGT]?)s\b"
              for key, name in (("fwd_latency_s", "fwd"), ("bwd_latency_s", "bwd"), ("step_latency_s", "step"),
                                ("iter_latency_s", "iter"))}
 _MEGATRON = re.compile(r"elapsed time per iteration \(ms\): (?P<ms>[\d.]+)(?:.*?TFLOPs: (?P<tflops>[\d.]+))?")
@@ -134,12 +137,12 @@ def parse_log(text: str) -> LogSummary:
             m = re.search(pattern, last, re.M)
             if m and (value := _measured(m.group(1))) is not None:
                 profiler[key] = value * _SCALE[m.group(2)]
-        for key, pattern in (("samples_per_second", r"^samples/second:\s+([\d.]+)"),
-                             ("batch_size_per_gpu", r"^batch size per GPU:\s+(\d+)")):
+        for key, pattern in (("samples_per_second", rf"{_LINE_START}samples/second:\s+([\d.]+)"),
+                             ("batch_size_per_gpu", rf"{_LINE_START}batch size per GPU:\s+(\d+)")):
             m = re.search(pattern, last, re.M)
             if m and (value := _measured(m.group(1))) is not None:
                 profiler[key] = value
-        m = re.search(r"^FLOPS per GPU = [^:]*:\s+(.+)$", last, re.M)
+        m = re.search(rf"{_LINE_START}FLOPS per GPU = [^:]*:\s+(.+)$", last, re.M)
         if m and (flops := _number_with_scale(m.group(1))) is not None:
             profiler["flops_per_gpu"] = flops
     mega_s = [ms / 1000 for m in _MEGATRON.finditer(text) if (ms := _measured(m.group("ms")))]
@@ -227,7 +230,8 @@ def calibrate(
     Raises ``ValueError`` for a measurement that is not a positive finite number, and ``CalibrationError`` (a
     ``ValueError``) for one the model cannot
     reproduce within ``CALIBRATION_TOLERANCE``: a step faster than the config can run with every efficiency at 1,
-    or more than 1 / ``SLOWEST_RATE_FACTOR`` times the prediction; a peak below what the model's own tensors take
+    or slower than it runs with every rate at ``SLOWEST_RATE_FACTOR`` of its value (at most 1 / that times the
+    prediction: latencies and host overheads do not scale); a peak below what the model's own tensors take
     or above twice the estimate. Those are measurements of other inputs, and the message says which to check.
     """
     out = cluster
@@ -247,8 +251,12 @@ def calibrate(
                 why = (f"faster than this config can run on this cluster with every efficiency at 1 ({reached:.3g} s; "
                        f"the uncalibrated prediction is {before:.3g} s)")
             else:
-                why = (f"over {1 / SLOWEST_RATE_FACTOR:g}x the prediction ({before:.3g} s), more than a slower cluster "
-                       "explains (data loading, evaluation or checkpointing inside the timed step?)")
+                # latencies and host overheads do not scale with the rates, so the slowest step the factor
+                # reaches is less than 1 / SLOWEST_RATE_FACTOR times the prediction: say the real bound
+                why = (f"{measured / before:.3g}x the prediction ({before:.3g} s), slower than this config runs even "
+                       f"with every rate at {SLOWEST_RATE_FACTOR:g} of its default ({reached:.3g} s, "
+                       f"{reached / before:.3g}x), more than a slower cluster explains (data loading, evaluation or "
+                       "checkpointing inside the timed step?)")
             raise CalibrationError(f"measured_step_seconds={measured:g} is {why}: check that the micro batch, gradient "
                                    "accumulation, sequence length, GPU count and precision are the measured run's")
         out = _rates_scaled(cluster, factor)
