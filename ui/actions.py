@@ -17,8 +17,23 @@ UNDO = "undo_state"
 WAY_CONTEXT_KEYS = ("recompute", "nodes", "gpus_per_node", "hf_micro_batch", "hf_grad_accum")
 
 
+#: Session keys of the messages a page shows after its big edit; any later big edit, or its undo, makes them stale.
+BIG_EDIT_MESSAGES = ("start_message", "presets_message", "plan_message")
+
+
 def remember(label: str) -> None:
-    """Keep the current state so that the next big edit (described by ``label``) can be undone."""
+    """Keep the current state so that the next big edit (described by ``label``) can be undone.
+
+    When nothing was edited since the previous big edit (two presets loaded one after the other), the state kept
+    is still the one from before both: undo then goes back to the user's own config, not to the first preset."""
+    for key in BIG_EDIT_MESSAGES:
+        st.session_state.pop(key, None)
+    earlier = st.session_state.get(UNDO)
+    if (earlier is not None and not st.session_state.get(app_state.EDITS_SINCE_UNDO, 0)
+            and earlier[3] == app_state.get_context()):
+        first = earlier[0].partition(" (after ")[2].removesuffix(")") or earlier[0]  # the chain's first edit
+        st.session_state[UNDO] = (f"{label} (after {first})", *earlier[1:])
+        return
     st.session_state[UNDO] = (label, copy.deepcopy(app_state.get_config()), copy.deepcopy(app_state.get_baseline()),
                               copy.deepcopy(app_state.get_context()))
     st.session_state[app_state.EDITS_SINCE_UNDO] = 0
@@ -32,7 +47,7 @@ def undo() -> None:
     st.session_state[app_state.CONTEXT] = context
     st.session_state[app_state.BASELINE] = baseline
     app_state.replace_config(config)
-    for key in ("start_message", "presets_message"):
+    for key in BIG_EDIT_MESSAGES:
         st.session_state.pop(key, None)
 
 
