@@ -61,32 +61,47 @@ def planner() -> None:
     choices = ([FROM_START] if start_model else []) + names
     default = ctx.get("model") if ctx.get("model") in names else "meta-llama/Llama-2-7b-hf"
 
+    # every default below is the value the user left here on the last visit (app_state.kept), else the Start page's
     cols = st.columns(3)
-    model_name = cols[0].selectbox("Model", choices, index=0 if start_model else choices.index(default),
+    first_model = 0 if start_model else choices.index(default)
+    model_name = cols[0].selectbox("Model", choices, index=app_state.kept_index("plan_model", choices, first_model),
                                    key="plan_model")
     gpus = hardware.gpu_names()
-    gpu = cols[1].selectbox("GPU", gpus, index=gpus.index(ctx["gpu"]) if ctx.get("gpu") in gpus else 0, key="plan_gpu")
-    gpus_per_node = cols[2].number_input("GPUs per node", 1, 64, int(ctx.get("gpus_per_node") or 8), key="plan_gpn")
+    first_gpu = gpus.index(ctx["gpu"]) if ctx.get("gpu") in gpus else 0
+    gpu = cols[1].selectbox("GPU", gpus, index=app_state.kept_index("plan_gpu", gpus, first_gpu), key="plan_gpu")
+    gpus_per_node = cols[2].number_input("GPUs per node", 1, 64,
+                                         app_state.kept("plan_gpn", int(ctx.get("gpus_per_node") or 8)), key="plan_gpn")
     cols = st.columns(4)
-    nodes = cols[0].number_input("Nodes", 1, 4096, int(ctx.get("nodes") or 1), key="plan_nodes")
+    nodes = cols[0].number_input("Nodes", 1, 4096, app_state.kept("plan_nodes", int(ctx.get("nodes") or 1)),
+                                 key="plan_nodes")
     default_net = DEFAULT_NETWORK_GBIT_S.get(gpu, FALLBACK_NETWORK_GBIT_S)
+    network_key, precision_key = f"plan_network_{gpu}", f"plan_precision_{gpu}"
     network = cols[1].number_input("Network per node (Gbit/s, all NICs)", *app_state.CONTEXT_LIMITS["network_gbit_s"],
-                                   ui_perf.network_for({**ctx, "gpu": gpu}) or float(default_net),
-                                   step=100.0, key=f"plan_network_{gpu}",
+                                   app_state.kept(network_key,
+                                                  ui_perf.network_for({**ctx, "gpu": gpu}) or float(default_net)),
+                                   step=100.0, key=network_key,
                                    help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))
-    attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, index=ATTENTION_IMPLS.index("flash"),
-                                  key="plan_attention", help=attention_help("\n\n"))
+    attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, key="plan_attention",
+                                  index=app_state.kept_index("plan_attention", ATTENTION_IMPLS,
+                                                             ATTENTION_IMPLS.index("flash")),
+                                  help=attention_help("\n\n"))
     precisions = ["bf16", "fp16", "fp32"] if hardware.GPU_BY_NAME[gpu].bf16 else ["fp16", "fp32", "bf16"]
-    precision = cols[3].selectbox("Precision", precisions, key=f"plan_precision_{gpu}",
+    precision = cols[3].selectbox("Precision", precisions, key=precision_key,
+                                  index=app_state.kept_index(precision_key, precisions),
                                   help="The GPUs without bf16 (V100, T4) train in fp16.")
     cols = st.columns(4)
-    seq_len = cols[0].number_input("Sequence length", 1, 1_048_576, int(ctx.get("seq_len") or 2048), key="plan_seq")
+    seq_len = cols[0].number_input("Sequence length", 1, 1_048_576,
+                                   app_state.kept("plan_seq", int(ctx.get("seq_len") or 2048)), key="plan_seq")
     job_gpus = int(gpus_per_node * nodes)
     # the first value offered splits over the GPUs: the smallest multiple of their count from 256 sequences
     global_batch = cols[1].number_input("Global batch (sequences per step)", 1, MAX_GLOBAL_BATCH,
-                                        -(-256 // job_gpus) * job_gpus, key="plan_batch")
-    tokens = cols[2].number_input("Tokens to train (billions)", 0.0, 1e6, 2.0, key="plan_tokens")
-    price = cols[3].number_input("Price per GPU-hour (USD)", 0.0, 1000.0, 2.5, key="plan_price")
+                                        app_state.kept("plan_batch", -(-256 // job_gpus) * job_gpus), key="plan_batch")
+    tokens = cols[2].number_input("Tokens to train (billions)", 0.0, 1e6, app_state.kept("plan_tokens", 2.0),
+                                  key="plan_tokens")
+    price = cols[3].number_input("Price per GPU-hour (USD)", 0.0, 1000.0, app_state.kept("plan_price", 2.5),
+                                 key="plan_price")
+    app_state.keep("plan_model", "plan_gpu", "plan_gpn", "plan_nodes", network_key, "plan_attention", precision_key,
+                   "plan_seq", "plan_batch", "plan_tokens", "plan_price")
 
     spec = start_model if model_name == FROM_START else models.get_spec(model_name)
     cluster = Cluster(gpu, int(gpus_per_node), int(nodes), inter_node_gbit_s=float(network),

@@ -80,8 +80,11 @@ def _load(name: str) -> None:
 if not shown:
     st.info("No preset matches these filters.")
 else:
-    name = st.selectbox("Preset", [p.name for p in shown], key="presets_selected",
+    shown_names = [p.name for p in shown]
+    name = st.selectbox("Preset", shown_names, key="presets_selected",
+                        index=app_state.kept_index("presets_selected", shown_names),
                         format_func=lambda n: f"{by_name[n].title} ({n})")
+    app_state.keep("presets_selected")
     preset = by_name[name]
     meta = preset.meta
     st.markdown(f"#### {md_escape(preset.title)}")
@@ -209,16 +212,21 @@ else:
     target_folder = str(team_folders[0])
     st.caption(f"Into {md_escape(target_folder)} (first folder of DSCONFIG\\_PRESETS\\_PATH). The metadata is "
                "stored with the config; a title and a description are required.")
+    # what was typed here comes back after a visit to another page (app_state.kept)
     cols = st.columns(2)
-    cols[0].text_input("Title", key="presets_save_title", max_chars=200)
-    cols[1].text_input("File name", key="presets_save_name", max_chars=64,
+    cols[0].text_input("Title", app_state.kept("presets_save_title", ""), key="presets_save_title", max_chars=200)
+    cols[1].text_input("File name", app_state.kept("presets_save_name", ""), key="presets_save_name", max_chars=64,
                        help="a-z, 0-9, '-' and '_' (at most 64); left empty, it is derived from the title.")
-    st.text_area("Description", key="presets_save_description", height=80)
+    st.text_area("Description", app_state.kept("presets_save_description", ""), key="presets_save_description",
+                 height=80)
     cols = st.columns(3)
-    cols[0].text_area("When to use", key="presets_save_when_to_use", height=80)
-    cols[1].text_area("When not to use", key="presets_save_when_not_to_use", height=80)
-    cols[2].text_area("Hardware assumptions", key="presets_save_hardware", height=80)
-    st.checkbox("Replace a team preset of the same name", key="presets_save_overwrite")
+    for col, (key, label) in zip(cols, (("when_to_use", "When to use"), ("when_not_to_use", "When not to use"),
+                                        ("hardware", "Hardware assumptions")), strict=True):
+        col.text_area(label, app_state.kept(f"presets_save_{key}", ""), key=f"presets_save_{key}", height=80)
+    st.checkbox("Replace a team preset of the same name", app_state.kept("presets_save_overwrite", False),
+                key="presets_save_overwrite")
+    app_state.keep(*(f"presets_save_{k}" for k in ("title", "name", "description", "when_to_use", "when_not_to_use",
+                                                    "hardware", "overwrite")))
     st.button("Save as preset", key="presets_save", icon=":material/save:", on_click=_save,
               args=(target_folder,))
     if st.session_state.get("presets_save_error"):

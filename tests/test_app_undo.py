@@ -49,3 +49,35 @@ def test_undo_of_a_plan_row_takes_its_loaded_message_away():
     next(b for b in at.button if b.label.startswith("Undo")).click().run()
     assert at.session_state["config"] == before
     assert not any("Loaded rank" in s.value for s in at.success)
+
+
+def test_the_plan_pages_inputs_survive_a_visit_to_another_page():
+    """Streamlit drops a widget's state on a run that does not draw it; the page keeps what was typed
+    (ui.app_state.kept) and gives it back."""
+    at = app(page="pages/plan.py")
+    typed = {"plan_model": "meta-llama/Llama-2-13b-hf", "plan_gpu": "NVIDIA H100 80GB", "plan_attention": "sdpa"}
+    numbers = {"plan_nodes": 2, "plan_batch": 512, "plan_tokens": 50.0, "plan_price": 4.0,
+               "plan_network_NVIDIA H100 80GB": 400.0}
+    for key, value in typed.items():
+        at.selectbox(key=key).set_value(value).run()
+    for key, value in numbers.items():
+        at.number_input(key=key).set_value(value).run()
+    at.switch_page("pages/start.py").run()
+    at.switch_page("pages/plan.py").run()
+    assert not at.exception, at.exception
+    assert {k: at.selectbox(key=k).value for k in typed} == typed
+    assert {k: at.number_input(key=k).value for k in numbers} == numbers
+
+
+def test_the_save_form_and_the_chosen_preset_survive_a_visit_to_another_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    at = app(page="pages/presets.py")
+    at.text_input(key="presets_save_title").set_value("Our 7B recipe")
+    at.text_area(key="presets_save_description").set_value("What the team learnt")
+    at.selectbox(key="presets_selected").set_value("zero3-bf16")
+    at.run()
+    at.switch_page("pages/review.py").run()
+    at.switch_page("pages/presets.py").run()
+    assert at.text_input(key="presets_save_title").value == "Our 7B recipe"
+    assert at.text_area(key="presets_save_description").value == "What the team learnt"
+    assert at.selectbox(key="presets_selected").value == "zero3-bf16"

@@ -161,6 +161,29 @@ def clear_widgets() -> None:
         del st.session_state[key]
 
 
+#: Session key: values of page inputs that are not part of the config or context (the Plan page's cluster and
+#: budget, the Presets page's save form). Streamlit drops a widget's state when a run does not draw it, i.e. on
+#: every visit to another page; the page keeps them here and gives them back as the widgets' defaults.
+KEPT_INPUTS = "kept_inputs"
+
+
+def kept(key: str, default: Any) -> Any:
+    """The value widget ``key`` had when its page last drew it, else ``default``."""
+    return st.session_state.get(KEPT_INPUTS, {}).get(key, default)
+
+
+def kept_index(key: str, options: list[Any], default: int = 0) -> int:
+    """A selectbox's index: its kept value's, when that is still one of ``options``; else ``default``."""
+    value = kept(key, None)
+    return options.index(value) if value in options else default
+
+
+def keep(*keys: str) -> None:
+    """Remember the current values of the widgets ``keys`` (drawn in this run) for the next visit (``kept``)."""
+    store = st.session_state.setdefault(KEPT_INPUTS, {})
+    store.update({key: st.session_state[key] for key in keys if key in st.session_state})
+
+
 #: Session key: widget edits made since the last undoable action (its undo reverts them too, and says so).
 EDITS_SINCE_UNDO = "edits_since_undo"
 
