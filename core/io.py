@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import hjson
+from hjson.decoder import getNext, mlscanstring, scanKeyName, scanstring, scantfnns
 
 #: Larger inputs are refused before parsing. The one size limit of a config, for the CLI, an upload and the
 #: paste box alike (the app passes it to both widgets, and the server's ``maxUploadSize`` in
@@ -54,11 +55,83 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, col
 
 
+class _Found(Exception):  # the walk below stops with it; never seen outside this module
+    def __init__(self, key: str, offset: int) -> None:
+        self.key = key
+        self.offset = offset
+
+
+class _AnyNumber:
+    """What ``scantfnns`` needs to scan past numbers without converting them (1e400 must not stop the walk)."""
+
+    @staticmethod
+    def parse_float(literal: str) -> float:
+        return 0.0
+
+    @staticmethod
+    def parse_int(literal: str) -> int:
+        return 0
+
+
+def _walk_value(text: str, end: int) -> int:
+    char, end = getNext(text, end)
+    if char == "{":
+        return _walk_object(text, end + 1, braces=True)
+    if char == "[":
+        char, end = getNext(text, end + 1)
+        while char != "]":
+            end = _walk_value(text, end)
+            char, end = getNext(text, end)
+            if char == ",":
+                char, end = getNext(text, end + 1)
+        return end + 1
+    if char in ("\"", "'"):
+        return mlscanstring(text, end)[1] if text.startswith("'''", end) else scanstring(text, end + 1)[1]
+    return scantfnns(_AnyNumber, text, end)[1]
+
+
+def _walk_object(text: str, end: int, *, braces: bool) -> int:
+    # The same steps as hjson.decoder.JSONObject (JSON is read the same way), keeping where each key starts.
+    # Parsers call the duplicate check when an object closes, so the first object to close with a repeated
+    # key is the one they refused: stop there.
+    seen: set[str] = set()
+    duplicate: tuple[str, int] | None = None
+    char, end = getNext(text, end)
+    if braces and char == "}":
+        return end + 1
+    while True:
+        start = getNext(text, end)[1]
+        key, end = scanKeyName(text, start)
+        if key in seen and duplicate is None:
+            duplicate = (key, start)
+        seen.add(key)
+        char, end = getNext(text, end)
+        if char != ":":
+            raise ValueError("expected a colon")
+        end = _walk_value(text, end + 1)
+        char, end = getNext(text, end)
+        if char == ",":
+            char, end = getNext(text, end + 1)
+        if (not braces and char == "") or (braces and char == "}"):
+            break
+    if duplicate is not None:
+        raise _Found(*duplicate)
+    return end + 1 if braces else end
+
+
 def _find_duplicate(text: str, key: str) -> tuple[int, int] | None:
-    needle = json.dumps(key)
-    first = text.find(needle)
-    second = text.find(needle, first + 1) if first >= 0 else -1
-    return _line_col(text, second) if second >= 0 else None
+    """Line and column of the repeated ``key`` a parser refused in ``text`` (JSON or HJSON), or None."""
+    try:
+        char, start = getNext(text, 0)
+        if char in ("{", "["):
+            _walk_value(text, start)
+        else:  # HJSON's root object without braces
+            _walk_object(text, start, braces=False)
+    except _Found as found:
+        return _line_col(text, found.offset) if found.key == key else None
+    except (ValueError, IndexError, OverflowError, RecursionError):
+        pass  # text the walk cannot follow: the message stands without a position
+    return None
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -166,11 +239,15 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
         pos = text.index("\x00")
         line, col = _line_col(text, pos)
         raise ConfigLoadError("the text contains a NUL byte; is this a binary file?", line=line, column=col)
-    stripped = text.lstrip("\ufeff").strip()
+    body = text.lstrip("\ufeff")
+    stripped = body.strip()
     if not stripped:
         raise ConfigLoadError("the config is empty; a DeepSpeed config is a JSON object "
             "such as {\"train_batch_size\": 8}")
-    data = _parse(stripped)
+    # Parse the text where it stands, so that every line and column is the user's; only the surrounding
+    # whitespace JSON does not accept (form feeds, no-break spaces ...) is blanked, keeping every offset.
+    lead, trail = len(body) - len(body.lstrip()), len(body.rstrip())
+    data = _parse(_blank(body[:lead]) + stripped + _blank(body[trail:]))
     if not isinstance(data, dict):
         kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false"}.get(
             type(data), "null" if data is None else type(data).__name__
@@ -185,11 +262,30 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
     return data
 
 
-def _too_big(size: int) -> str:
+def _too_big(size: int, *, at_least: bool = False) -> str:
+    amount = f"more than {MAX_CONFIG_MB} MB" if at_least else f"{size / 1024 / 1024:.1f} MB"
     return (
-        f"the config is {size / 1024 / 1024:.1f} MB, too large: the limit is {MAX_CONFIG_MB} MB "
+        f"the config is {amount}, too large: the limit is {MAX_CONFIG_MB} MB "
         "(real DeepSpeed configs are a few KB) — is this the right file?"
     )
+
+
+def _blank(space: str) -> str:
+    return "".join(char if char in " \t\n\r" else " " for char in space)
+
+
+class _NumberTooLarge(ValueError):
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+        super().__init__(literal)
+
+
+def _hjson_float(literal: str) -> float:
+    # hjson turns a float into an int when it is whole, and int(inf) raises OverflowError: name the number first
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _NumberTooLarge(literal)
+    return value
 
 
 def _parse(text: str) -> Any:
@@ -207,24 +303,56 @@ def _parse(text: str) -> Any:
             raise number_error from None
         json_error = json_exc
     try:
-        return hjson.loads(text, object_pairs_hook=_no_duplicates)
+        return hjson.loads(text, object_pairs_hook=_no_duplicates, parse_float=_hjson_float)
     except _DuplicateKeyError as exc:
         raise _duplicate_error(text, exc.key) from None
     except RecursionError:
         raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels") from None
-    except hjson.HjsonDecodeError as hjson_error:
-        if isinstance(json_error, json.JSONDecodeError) and text[json_error.pos:json_error.pos + 1] in ("/", "#"):
-            # Strict JSON stopped at a comment; hjson read past it and knows where the real mistake is.
-            raise ConfigLoadError(
-                f"not valid JSON or HJSON: {hjson_error.msg}", line=hjson_error.lineno, column=hjson_error.colno
-            ) from None
-    except Exception:  # noqa: S110 — hjson raises several kinds; the JSON error below is the clearer one
-        pass
+    except Exception as exc:  # hjson raises several kinds; _syntax_error picks the clearer report
+        hjson_error = exc
+    raise _syntax_error(text, json_error, hjson_error) from None
+
+
+def _hjson_ish(text: str, error: json.JSONDecodeError) -> bool:
+    """Whether strict JSON stopped at something HJSON accepts: a comment, a key without quotes, a trailing comma,
+    a single-quoted string or a line break in place of a comma."""
+    char = text[error.pos:error.pos + 1]
+    if char in ("/", "#"):
+        return True
+    if error.msg.startswith("Expecting property name"):
+        return char not in ("", ",")
+    if error.msg == "Expecting value":
+        # Not a value without quotes: HJSON reads one to the end of its line, commas and brackets included, and
+        # stops far away; the JSON error at the value (a template's placeholder, a typo) is the useful one.
+        return char in ("]", "'")
+    if error.msg.startswith("Expecting ',' delimiter"):
+        before = text[:error.pos]
+        return "\n" in before[len(before.rstrip()):]
+    return False
+
+
+def _syntax_error(text: str, json_error: ValueError, hjson_error: Exception) -> ConfigLoadError:
+    """The error for text neither JSON nor HJSON reads: hjson's when the text is HJSON up to the place strict JSON
+    stopped (hjson then knows where the real mistake is), else strict JSON's, which is exact."""
+    if isinstance(json_error, json.JSONDecodeError) and _hjson_ish(text, json_error):
+        if isinstance(hjson_error, hjson.HjsonDecodeError) and hjson_error.pos > json_error.pos:
+            message = hjson_error.msg
+            if message == "Bad key name (eof)":
+                message = "the text ends inside an object; a closing } is missing"
+            return ConfigLoadError(f"not valid JSON or HJSON: {message}", line=hjson_error.lineno,
+                                   column=hjson_error.colno)
+        if isinstance(hjson_error, _NumberTooLarge):
+            return ConfigLoadError(
+                f"the number {hjson_error.literal} is too large for a float (it reads as infinity): NaN and "
+                "Infinity are not valid JSON numbers and DeepSpeed cannot use them; write a finite number"
+            )
+        if isinstance(hjson_error, ValueError) and (number_error := _number_error(hjson_error)) is not None:
+            return number_error
     if isinstance(json_error, json.JSONDecodeError):
-        raise ConfigLoadError(
+        return ConfigLoadError(
             f"not valid JSON or HJSON: {json_error.msg}", line=json_error.lineno, column=json_error.colno
-        ) from None
-    raise ConfigLoadError(f"not valid JSON or HJSON: {json_error}") from None
+        )
+    return ConfigLoadError(f"not valid JSON or HJSON: {json_error}")
 
 
 def _number_error(exc: ValueError) -> ConfigLoadError | None:
@@ -265,7 +393,11 @@ def load_config_file_and_text(path: str | Path, document: str = "a DeepSpeed con
         size = file.stat().st_size
         if size > MAX_CONFIG_BYTES:
             raise ConfigLoadError(f"{path}: {_too_big(size)}")
-        data = file.read_bytes()
+        # A device or pipe reports size 0 (/dev/zero never ends): read no more than the limit allows
+        with file.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigLoadError(f"{path}: {_too_big(len(data), at_least=True)}")
     except FileNotFoundError:
         raise ConfigLoadError(f"{path}: no such file") from None
     except OSError as exc:

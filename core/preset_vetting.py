@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from core.findings import has_path, join_index, join_path
 from core.presets import Preset, Problem, meta_problem_paths
+from core.rules.context import TARGETS
 
 
 def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
@@ -57,7 +58,8 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
                                     f"config.{section} has no justification in meta.justifications"))
     failing: dict[tuple[str, str, str], list[str]] = {}  # one problem per finding, with where it fails
     world_sizes = tuple(world_sizes)
-    for version in releases:
+    # A target validate() does not know is already a meta.target problem; validating for it would raise
+    for version in releases if preset.target in TARGETS else ():
         for world_size in world_sizes:
             report = validate(config, world_size=world_size, target=preset.target, version=version)
             for finding in report.errors:

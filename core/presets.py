@@ -140,6 +140,12 @@ def _file_in(folder: Path, name: str) -> Path:
 
 
 def _read(path: Path, name: str, builtin: bool) -> Preset:
+    return parse_preset(read_preset_bytes(path), name=name, path=path, builtin=builtin)
+
+
+def read_preset_bytes(path: Path) -> bytes:
+    """The bytes of a preset file, read as the loader reads them (a regular file, not a link, within the size
+    limit); PresetError naming the file otherwise."""
     if path.is_symlink():
         raise PresetError(f"{path}: preset files may not be symbolic links")
     try:
@@ -155,7 +161,13 @@ def _read(path: Path, name: str, builtin: bool) -> Preset:
         raise PresetError(f"{path}: cannot read the preset ({exc.strerror or exc})") from exc
     if len(raw) > MAX_PRESET_BYTES:
         raise PresetError(f"{path}: larger than the {MAX_PRESET_BYTES}-byte limit for a preset")
-    return parse_preset(raw, name=name, path=path, builtin=builtin)
+    return raw
+
+
+def decode_preset(raw: bytes) -> str:
+    """A preset file's text, decoded as json.loads decodes bytes (UTF-8 with or without a BOM, UTF-16, UTF-32);
+    UnicodeDecodeError when it is none of them."""
+    return raw.decode(json.detect_encoding(raw), "strict").removeprefix("\ufeff")
 
 
 #: The top-level keys of a preset file: its metadata and the DeepSpeed config it vets.
@@ -176,7 +188,7 @@ def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, built
     try:
         # strict JSON as a config file is read: duplicate keys (the last would silently win), NaN, depth
         # bytes decoded as json.loads decodes them (UTF-8 with or without a BOM, UTF-16, UTF-32)
-        text = raw.decode(json.detect_encoding(raw), "strict").removeprefix("\ufeff") if isinstance(raw, bytes) else raw
+        text = decode_preset(raw) if isinstance(raw, bytes) else raw
         data = parse_json_value(text)
     except UnicodeDecodeError as exc:
         raise PresetError(f"{where}: not readable text (byte {exc.start}); save the preset as UTF-8") from None

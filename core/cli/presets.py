@@ -19,11 +19,14 @@ from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
 from core.presets import (
     Preset,
+    PresetError,
+    decode_preset,
     env_search_path,
     facets,
     list_presets,
     load_preset,
     meta_problems,
+    read_preset_bytes,
     read_reference,
 )
 
@@ -163,6 +166,15 @@ def cmd_presets_show(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _preset_text(path: Path) -> str:
+    """The text of a preset file read and decoded as the loader reads it (UTF-8, UTF-16 or UTF-32), for the
+    positions of its problems; "" (problems then name the file alone) if it cannot be read again."""
+    try:
+        return decode_preset(read_preset_bytes(path))
+    except (PresetError, ValueError):  # changed since it was listed; UnicodeDecodeError is a ValueError
+        return ""
+
+
 @_guard
 def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     """Check that every preset in the folders is vetted; exit 1 on any problem (for a team's CI)."""
@@ -182,9 +194,14 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     lines = [f"{problem}" for problem in unreadable]
     failing = 0
     for preset in presets:
-        problems = vetting_problems(preset, world_sizes=args.world_size or (1,), reference=reference)
+        try:
+            problems = vetting_problems(preset, world_sizes=args.world_size or (1,), reference=reference)
+        except ValueError as exc:  # one preset the checker cannot follow must not hide the others
+            failing += 1
+            lines.append(f"{preset.path}: cannot check this preset: {exc}")
+            continue
         failing += bool(problems)
-        positions = key_positions(preset.path.read_text(encoding="utf-8-sig")) if problems else {}
+        positions = key_positions(_preset_text(preset.path)) if problems else {}
         lines += [f"{at(str(preset.path), locate(positions, problem.path))}: {problem.message}"
                   for problem in problems]
     for line in lines:
