@@ -119,11 +119,16 @@ def planner() -> None:
                                   precision)
     ranked = plan_view.ranking(spec, cluster, settings)
     st.subheader("Ranked configs")
+    storage = ui_memory.node_storage(ctx)
+    nvme = f"{storage['nvme_gib']:g} GiB of NVMe" if storage["nvme_gib"] else "no NVMe"
     st.caption(f"{ranked.fitting} of {ranked.candidates} candidates fit in {ranked.gpu_memory_gib:.0f} GiB with "
-               f"{ranked.memory_headroom:.0%} kept free. Recompute is the model's gradient checkpointing "
-               "(set in your training script, not in the ds_config).")
+               f"{ranked.memory_headroom:.0%} kept free; offloading ones also need their CPU RAM and NVMe, judged "
+               f"against the Start page's {storage['cpu_ram_gib']:g} GiB of CPU RAM and {nvme} per node. Recompute "
+               "is the model's gradient checkpointing (set in your training script, not in the ds_config).")
     if ranked.table is None:
-        st.error("Nothing fits on this cluster: add GPUs or nodes, shorten the sequence, or use a smaller model.")
+        st.error("Nothing fits on this cluster: add GPUs or nodes, shorten the sequence, use a smaller model, or give "
+                 f"more CPU RAM or NVMe per node on the Start page (now {storage['cpu_ram_gib']:g} GiB and {nvme}) "
+                 "for offloading.")
     else:
         shown = ranked.shown
         tables.draw(ranked.table)

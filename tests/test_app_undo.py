@@ -81,3 +81,17 @@ def test_the_save_form_and_the_chosen_preset_survive_a_visit_to_another_page(tmp
     assert at.text_input(key="presets_save_title").value == "Our 7B recipe"
     assert at.text_area(key="presets_save_description").value == "What the team learnt"
     assert at.selectbox(key="presets_selected").value == "zero3-bf16"
+
+
+def test_the_plan_page_says_which_cpu_ram_and_nvme_it_judged_offloading_rows_with():
+    """Offloading rows fit only with the Start page's CPU RAM and NVMe; when nothing fits, giving NVMe is one way."""
+    at = app(page="pages/plan.py")
+    at.selectbox(key="plan_model").set_value("meta-llama/Llama-2-70b-hf").run()
+    at.number_input(key="plan_batch").set_value(8).run()
+    caption = next(c.value for c in at.caption if "candidates fit" in c.value)
+    assert "512 GiB of CPU RAM and no NVMe per node" in caption
+    assert any("NVMe per node on the Start page" in e.value for e in at.error), [e.value for e in at.error]
+    roomy = app(page="pages/plan.py", nvme_gib=4000.0)
+    roomy.selectbox(key="plan_model").set_value("meta-llama/Llama-2-70b-hf").run()
+    roomy.number_input(key="plan_batch").set_value(8).run()
+    assert not roomy.error and any("4000 GiB of NVMe" in c.value for c in roomy.caption)
