@@ -30,6 +30,8 @@ def test_plan_ranks_fitting_configs_and_draws_the_charts():
     at.session_state["plan_speed_chart"] = True  # its expander opened
     at.run()
     assert len(at.get("vega_lite_chart")) == 3  # and speed vs memory
+    # its dashed line is where the verdict puts it: the H100's 80 GiB less the 5% kept free
+    assert any("Dashed line: 76 GiB" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
 def test_use_this_config_loads_the_row_into_the_builder():

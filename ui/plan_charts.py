@@ -19,7 +19,7 @@ def breakdown() -> alt.Chart:
 
 def speed_memory() -> alt.LayerChart:
     """Throughput against GPU memory, fits or not (datasets ``candidates``: Candidate, gpu_peak_gib,
-    tokens_per_second, step_seconds, Fits; ``limit``: gib, the GPU's memory)."""
+    tokens_per_second, step_seconds, Fits; ``limit``: gib, the GPU memory a row may use, headroom taken off)."""
     points = alt.Chart(alt.NamedData("candidates")).mark_circle(size=60).encode(
         x=alt.X("gpu_peak_gib:Q", title="GPU memory at peak (GiB)"),
         y=alt.Y("tokens_per_second:Q", title="tokens per second (cluster)"),

@@ -11,7 +11,7 @@ process's sessions, which only read it; a change to any input is a different key
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -65,6 +65,11 @@ class Ranking:
     caveats: tuple[str, ...] = ()
     """Where measurements say the best row's figure is optimistic (``recommend``'s ``attrs["caveats"]``)."""
 
+    @property
+    def usable_gib(self) -> float:
+        """The GPU memory a row may use: the GPU's, less the headroom the verdict keeps free."""
+        return self.gpu_memory_gib * (1 - self.memory_headroom)
+
 
 @functools.lru_cache(maxsize=64)
 def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
@@ -99,10 +104,9 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
         "gpu_peak_gib": table["gpu_peak_gib"], "tokens_per_second": table["tokens_per_second"],
         "step_seconds": table["step_seconds"], "Fits": table["fits"].map(memory.fit_label),
     }))
-    limit = charts.arrow(pd.DataFrame({"gib": [table.attrs["gpu_memory_gib"]]}))
-    return Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
-                   view, parts, speed_memory, limit, tuple(table.attrs["notes"]),
-                   tuple(table.attrs["caveats"]))
+    result = Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
+                     view, parts, speed_memory, b"", tuple(table.attrs["notes"]), tuple(table.attrs["caveats"]))
+    return replace(result, limit=charts.arrow(pd.DataFrame({"gib": [result.usable_gib]})))
 
 
 @dataclass(frozen=True)
