@@ -396,7 +396,8 @@ def save_preset(
     if path.is_symlink():
         raise PresetError(f"{path} is a symbolic link; refusing to write through it")
     if path.exists() and not overwrite:
-        raise PresetError(f"preset {name!r} already exists in {folder}; pass overwrite to replace it")
+        raise PresetError(f"preset {name!r} already exists in {folder}: choose another file name, or choose to "
+                          "replace it (on the Presets page: \"Replace a team preset of the same name\")")
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -148,7 +148,8 @@ def test_save_into_the_team_folder_appears_in_the_list(tmp_path: Path, monkeypat
     assert "our-zero1" in [p.name for p in presets.list_presets(presets.env_search_path())[0]]
     # Saving again without "replace" is refused; with it, the file is replaced.
     fill(at, title="Our ZeRO-1", description="v2", name="our-zero1")
-    assert any("already exists" in plain(e.value) for e in at.error)
+    assert any("already exists" in plain(e.value) and "Replace a team preset of the same name" in plain(e.value)
+               for e in at.error)
     at.checkbox(key="presets_save_overwrite").check()
     fill(at, title="Our ZeRO-1", description="v2", name="our-zero1")
     assert presets.load_preset("our-zero1", [tmp_path]).meta["description"] == "v2"
