@@ -170,3 +170,23 @@ def test_numbers_too_large_to_compute_with_are_a_usage_error(argv, capsys):
     code, _ = run(argv)
     err = capsys.readouterr().err
     assert code == 2 and "error:" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("command", [
+    ["estimate", "--model", "meta-llama/Llama-2-7b-hf"],
+    ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "64"],
+])
+def test_seq_len_is_read_alike_by_every_subcommand_and_bounded(command, capsys):
+    """4e3 is 4000 everywhere (estimate and fit refused it while plan and predict took it); a length beyond 2**30
+    is refused by the flag before any arithmetic overflows (plan printed numpy overflow warnings first)."""
+    code, _ = run([*command, "--seq-len", "4e3", "--format", "json"])
+    assert code == 0, capsys.readouterr().err
+    code, _ = run([*command, "--seq-len", "1e308"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--seq-len: expected a number up to 1,073,741,824" in err and "Warning" not in err
+
+
+def test_network_is_bounded_so_json_output_stays_json(capsys):
+    code, _ = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "64",
+                   "--network", "1e308", "--format", "json"])
+    assert code == 2 and "--network: expected a number up to 1,000,000" in capsys.readouterr().err

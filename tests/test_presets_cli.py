@@ -108,9 +108,23 @@ def test_export_resolves_auto_for_plain_deepspeed(capsys):
 
 
 def test_export_resolve_missing_value_is_named(capsys):
-    code, out, err = run(["export", "--preset", "hf-auto-zero2", "--resolve-auto", "learning_rate=1e-4"], capsys)
+    """What has no Trainer default (the model's hidden size, the run's length) is named, every one at once."""
+    code, out, err = run(["export", "--preset", "hf-auto-zero3", "--resolve-auto", "learning_rate=1e-4"], capsys)
     assert code == 2 and out == ""
-    assert "needs the training value" in err and "Traceback" not in err
+    assert "needs hidden_size, num_training_steps" in err and "hidden_size=VALUE num_training_steps=VALUE" in err
+    assert "Traceback" not in err
+
+
+def test_export_resolve_takes_the_trainers_defaults_and_the_help_example_works(capsys):
+    """The help's own example: what it does not give comes from the HF Trainer's defaults, and a note says which."""
+    code, out, err = run(["export", "--preset", "hf-auto-zero3", "--world-size", "8", "--resolve-auto",
+                          "per_device_train_batch_size=4", "learning_rate=2e-5", "bf16=true", "hidden_size=4096",
+                          "num_training_steps=1000", "warmup_steps=100"], capsys)
+    assert code == 0, err
+    cfg = load_config(out)
+    assert cfg["gradient_accumulation_steps"] == 1 and cfg["gradient_clipping"] == 1.0
+    assert cfg["optimizer"]["params"]["betas"] == [0.9, 0.999] and "auto" not in out
+    assert "defaults filled" in err and "max_grad_norm=1.0" in err
 
 
 def test_export_hf_preset_unresolved_keeps_target_hf(capsys):

@@ -157,9 +157,20 @@ def catalog_gpu(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not one GPU of the catalog ({hint})")
 
 
-def positive(kind: type) -> Callable[[str], Any]:
+#: The longest sequence a --seq-len takes (2**30 tokens): far beyond any model, and short of the numbers whose
+#: activations overflow the arithmetic.
+MAX_SEQ_LEN = 2**30
+
+
+def seq_len(text: str) -> int:
+    """argparse type: a sequence length in tokens, 1 … ``MAX_SEQ_LEN`` (``4e3`` is 4000), the same for every
+    subcommand."""
+    return positive(int, at_most=MAX_SEQ_LEN)(text)
+
+
+def positive(kind: type, at_most: float | None = None) -> Callable[[str], Any]:
     """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3``, exactly: ``1e30`` is 10**30 and
-    ``2.5e0`` is refused, not truncated)."""
+    ``2.5e0`` is refused, not truncated), and no more than ``at_most`` when given."""
 
     def parse(text: str) -> Any:
         try:
@@ -176,6 +187,9 @@ def positive(kind: type) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
         if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        if at_most is not None and value > at_most:
+            limit = int(at_most) if float(at_most).is_integer() else at_most
+            raise argparse.ArgumentTypeError(f"expected a number up to {limit:,}, got {text!r}")
         return value
 
     return parse

@@ -28,6 +28,7 @@ from core.cli.common import (
     positive,
     positive_int,
     read_config_file,
+    seq_len,
 )
 from core.hardware import DEFAULT_CPU_RAM_GIB
 
@@ -81,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=None,
         help="default: the config's micro batch (written, or derived from train_batch_size), else 1",
     )
-    shape.add_argument("--seq-len", type=positive_int, default=2048)
+    shape.add_argument("--seq-len", type=seq_len, default=2048)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
     shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
     shape.add_argument(

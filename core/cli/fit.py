@@ -24,6 +24,7 @@ from core.cli.common import (
     guarded,
     positive_int,
     read_config_file,
+    seq_len,
 )
 
 
@@ -45,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="NVMe per node (default 0: none, as on the app's Start page)")
     p.add_argument("--micro-batch", type=positive_int, default=None,
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')
-    p.add_argument("--seq-len", type=positive_int, default=2048)
+    p.add_argument("--seq-len", type=seq_len, default=2048)
     p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
     p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
     p.add_argument("--format", choices=("text", "json"), default="text")

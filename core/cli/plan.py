@@ -31,6 +31,7 @@ from core.cli.common import (
     guarded,
     positive,
     read_config_file,
+    seq_len,
 )
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
@@ -49,6 +50,9 @@ from core.perf import (
 )
 from core.perf.recommend import hardware_for
 
+#: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
+MAX_NETWORK_GBIT_S = 1e6
+
 _BATCH_KEYS = (MB, GA, TB)
 
 
@@ -61,7 +65,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                     help=f"one of: {', '.join(gpu_names())} (a part only one has is enough, e.g. H100)")
     hw.add_argument("--gpus-per-node", type=positive(int), default=8)
     hw.add_argument("--nodes", type=positive(int), default=1)
-    hw.add_argument("--network", type=positive(float), metavar="GBIT",
+    hw.add_argument("--network", type=positive(float, at_most=MAX_NETWORK_GBIT_S), metavar="GBIT",
                     help="inter-node Gbit/s per node, all NICs together (presets: "
                     + ", ".join(f"{k}={v:g}" for k, v in NETWORKS.items()) + "; default: the GPU's reference system)")
     hw.add_argument("--cpu-adam", type=positive(float), metavar="PARAMS_PER_S",
@@ -71,7 +75,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                     help="NVMe capacity per node in GiB (default 0: none, so NVMe offload does not fit; as fit)")
     hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB",
                     help=f"CPU RAM per node (default {DEFAULT_CPU_RAM_GIB:g})")
-    p.add_argument("--seq-len", type=positive(int), default=2048)
+    p.add_argument("--seq-len", type=seq_len, default=2048)
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_help())
     p.add_argument("--format", choices=("text", "json"), default="text")
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.autofill import TRAINING_VALUES, find_auto, resolve_auto
+from core.autofill import HF_DEFAULTS, TRAINING_VALUES, find_auto, needed_training_values, resolve_auto
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
 from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
@@ -229,7 +229,17 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
             values[key] = value
         if world_size is not None:
             values.setdefault("world_size", world_size)
-        config = resolve_auto(config, **values)
+        resolve_auto({}, **values)  # the values given are checked first (world_size=0 is the error to report)
+        needed = needed_training_values(config)
+        missing = [name for name in needed if name not in values and name not in HF_DEFAULTS]
+        if missing:  # values with no Trainer default (the model's, the run's length): all named at once
+            raise UsageError("--resolve-auto needs " + ", ".join(missing) + " for this preset's \"auto\" values "
+                             "(no Trainer default): add " + " ".join(f"{name}=VALUE" for name in missing))
+        defaulted = {name: HF_DEFAULTS[name] for name in needed if name not in values and name in HF_DEFAULTS}
+        if defaulted:
+            notes.append("the HF Trainer's defaults filled what --resolve-auto did not give: "
+                         + ", ".join(f"{name}={json.dumps(value)}" for name, value in defaulted.items()))
+        config = resolve_auto(config, **defaulted, **values)
         left = find_auto(config)
         if left:
             notes.append(f'still "auto" (the HF Trainer leaves these too; DeepSpeed uses its defaults): '
