@@ -190,3 +190,17 @@ def test_network_is_bounded_so_json_output_stays_json(capsys):
     code, _ = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "64",
                    "--network", "1e308", "--format", "json"])
     assert code == 2 and "--network: expected a number up to 1,000,000" in capsys.readouterr().err
+
+
+def test_a_micro_batch_contradicting_the_config_is_one_policy(tmp_path, capsys):
+    """train_batch_size 8 on 8 GPUs runs micro batch 1: fit and predict refuse --micro-batch 4 (DeepSpeed would
+    refuse 4 x 1 x 8); estimate sizes what it is asked but says the config runs 1."""
+    path = tmp_path / "c.json"
+    path.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}')
+    model = ["--model", "meta-llama/Llama-2-7b-hf"]
+    for argv in (["fit", str(path), *model, "--gpu", "H100", "--gpus", "8", "--micro-batch", "4"],
+                 ["predict", str(path), *model, "--gpu", "H100", "--micro-batch", "4"]):
+        code, _ = run(argv)
+        assert code == 2 and "the config runs with a micro batch of 1" in capsys.readouterr().err, argv
+    code, text = run(["estimate", *model, "--config", str(path), "--micro-batch", "4"])
+    assert code == 0 and "--micro-batch 4 replaces the config's micro batch of 1" in text

@@ -192,7 +192,12 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
     refused = None
     try:
-        micro_batch = args.micro_batch or config_micro_batch(ds_config, hw.total_gpus, None, override=True) or 1
+        written = config_micro_batch(ds_config, hw.total_gpus, args.micro_batch, override=True)
+        micro_batch = args.micro_batch or written or 1
+        if args.micro_batch and written is not None and written != args.micro_batch:
+            # estimate sizes what it is asked, but says that DeepSpeed would run the config's own
+            refused = (f"--micro-batch {args.micro_batch} replaces the config's micro batch of {written} on "
+                       f"{hw.total_gpus} GPUs (written, or derived from train_batch_size), which DeepSpeed runs")
     except UsageError as exc:  # estimate stays lenient (it sizes what is written) but says what it assumed
         micro_batch, refused = 1, f"{exc}; estimated at an assumed micro batch of 1"
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
