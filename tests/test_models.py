@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -232,3 +234,24 @@ def test_sizes_taken_from_the_family_defaults_are_said():
     assert not any(get_spec(name).defaulted for name in catalog_names())
     assert describe({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                      "intermediate_size": 128, "vocab_size": 100}).defaulted == ()
+
+
+@pytest.mark.parametrize(("config", "named"), [
+    ({"model_type": "gpt2", "n_embd": 768, "n_head": 5}, "'n_embd' (768) must be a multiple of 'n_head' (5)"),
+    ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 7}, "'hidden_size' (768)"),
+    ({"model_type": "opt", "hidden_size": 768, "num_attention_heads": 7}, "'hidden_size' (768)"),
+    ({"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 3},
+     "'num_attention_heads' (32) must be a multiple of 'num_key_value_heads' (3)"),
+    ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 3},
+     "'num_experts_per_tok' (3) is more than 'num_local_experts' (2)"),
+])
+def test_a_shape_transformers_refuses_is_refused_naming_the_fields(config, named):
+    """transformers refuses these when it builds the model (GPT-2, BERT, OPT: heads must split the hidden size)
+    or at the first forward (Llama's key/value heads, Mixtral's router): a parameter count for them is fiction."""
+    with pytest.raises(models.ModelConfigError, match=re.escape(named)):
+        models.describe(config)
+
+
+def test_every_catalog_model_has_a_shape_transformers_builds():
+    for name in models.catalog_names():
+        models.get_spec(name)  # describe() of its config.json raises for a shape transformers refuses

@@ -146,6 +146,12 @@ class ConfigReader:
             raise ModelConfigError(f"{self.model_type} config.json: '{keys[0]}' must be >= {minimum}, got {value}.")
         return int(value)
 
+    def require_multiple(self, whole_key: str, whole: int, part_key: str, part: int, why: str) -> None:
+        """ModelConfigError unless ``part`` divides ``whole`` (``why``: what in transformers needs it)."""
+        if whole % part:
+            raise ModelConfigError(f"{self.model_type} config.json: '{whole_key}' ({whole}) must be a multiple of "
+                                   f"'{part_key}' ({part}): {why}.")
+
     def bool(self, *keys: str, default: bool) -> bool:
         value = self._raw(keys)
         if value is None:

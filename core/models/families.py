@@ -13,6 +13,9 @@ from typing import Any
 
 from core.models.arch import ConfigReader, ModelConfigError, ModelSpec, ModuleParams, UnsupportedModelError
 
+#: Why a model whose hidden size is not a multiple of its head count is refused.
+_HEADS_SPLIT = "transformers' attention splits the hidden size into equal heads and refuses the model otherwise"
+
 
 def _linear(n_in: int, n_out: int, bias: bool) -> int:
     return n_in * n_out + (n_out if bias else 0)
@@ -51,6 +54,9 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
     layers = c.int("num_hidden_layers", default=d["layers"])
     heads = c.int("num_attention_heads", default=d["heads"])
     kv = c.int("num_key_value_heads", default=d["kv"] or heads)
+    c.require_multiple("num_attention_heads", heads, "num_key_value_heads", kv,
+                       "the attention repeats each key/value head for num_attention_heads / num_key_value_heads "
+                       "query heads, and the model fails at its first forward otherwise")
     head_dim = c.int("head_dim", default=d["head_dim"] or hidden // heads)
     inter = c.int("intermediate_size", default=d["inter"])
     vocab = c.int("vocab_size", default=d["vocab"])
@@ -77,6 +83,9 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
     if mt == "mixtral":
         experts = c.int("num_local_experts", default=8)
         top_k = c.int("num_experts_per_tok", default=2)
+        if top_k > experts:
+            raise ModelConfigError(f"{mt} config.json: 'num_experts_per_tok' ({top_k}) is more than "
+                                   f"'num_local_experts' ({experts}): the router cannot pick more experts than exist.")
         per_layer += [
             ModuleParams("mlp.gate (router)", hidden * experts, layers),
             ModuleParams("mlp.experts", experts * (2 * inter * hidden + hidden * inter), layers),
@@ -132,6 +141,7 @@ def _gpt2(c: ConfigReader, name: str) -> ModelSpec:
     hidden = c.int("n_embd", "hidden_size", default=768)
     layers = c.int("n_layer", "num_hidden_layers", default=12)
     heads = c.int("n_head", "num_attention_heads", default=12)
+    c.require_multiple("n_embd", hidden, "n_head", heads, _HEADS_SPLIT)
     inter = c.int("n_inner", default=4 * hidden)
     vocab = c.int("vocab_size", default=50257)
     positions = c.int("n_positions", "max_position_embeddings", default=1024)
@@ -160,6 +170,7 @@ def _gpt_neox(c: ConfigReader, name: str) -> ModelSpec:
     hidden = c.int("hidden_size", default=6144)
     layers = c.int("num_hidden_layers", default=44)
     heads = c.int("num_attention_heads", default=64)
+    c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
     inter = c.int("intermediate_size", default=24576)
     vocab = c.int("vocab_size", default=50432)
     tie = c.bool("tie_word_embeddings", default=False)
@@ -189,6 +200,7 @@ def _opt(c: ConfigReader, name: str) -> ModelSpec:
     hidden = c.int("hidden_size", default=768)
     layers = c.int("num_hidden_layers", default=12)
     heads = c.int("num_attention_heads", default=12)
+    c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
     ffn = c.int("ffn_dim", default=3072)
     vocab = c.int("vocab_size", default=50272)
     positions = c.int("max_position_embeddings", default=2048)
@@ -226,6 +238,7 @@ def _bloom(c: ConfigReader, name: str) -> ModelSpec:
     hidden = c.int("hidden_size", "n_embed", default=64)
     layers = c.int("n_layer", "num_hidden_layers", default=2)
     heads = c.int("n_head", "num_attention_heads", default=8)
+    c.require_multiple("hidden_size", hidden, "n_head", heads, _HEADS_SPLIT)
     vocab = c.int("vocab_size", default=250880)
     tie = c.bool("tie_word_embeddings", default=True)
     modules = (
@@ -252,6 +265,7 @@ def _falcon(c: ConfigReader, name: str) -> ModelSpec:
     hidden = c.int("hidden_size", "n_embed", default=4544)
     layers = c.int("num_hidden_layers", "n_layer", default=32)
     heads = c.int("num_attention_heads", "n_head", default=71)
+    c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
     kv = c.int("num_kv_heads", default=heads)
     vocab = c.int("vocab_size", default=65024)
     ffn = c.int("ffn_hidden_size", default=4 * hidden)
@@ -294,6 +308,7 @@ def _bert(c: ConfigReader, name: str) -> ModelSpec:
     hidden = c.int("hidden_size", default=768)
     layers = c.int("num_hidden_layers", default=12)
     heads = c.int("num_attention_heads", default=12)
+    c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
     inter = c.int("intermediate_size", default=3072)
     vocab = c.int("vocab_size", default=30522)
     positions = c.int("max_position_embeddings", default=512)
