@@ -316,13 +316,14 @@ TABLE: tuple[Code, ...] = (
        "own file loader (hjson) reads it as an integer. "
        "The fix writes the whole number a float was meant as (100.5 -> 100), else the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": "fast"}}}),
-    _c("optimizer.torch-raises", "error", "initialize", None, "A value a torch.optim constructor refuses.",
+    _c("optimizer.torch-raises", "error", "initialize", False, "A value a torch.optim constructor refuses.",
        "When the config names a torch.optim class (SGD, RMSprop, ...) or selects torch's Adam/AdamW (torch_adam) "
        "or Adagrad, deepspeed.initialize calls the class with params as keyword arguments, and its __init__ "
        "checks some values (a negative lr, betas outside [0, 1), Nesterov without momentum, a number written "
        "as a string) and raises. The checks are read from the pinned torch's code, and the message is torch's "
-       "own. No fix: the value to choose is yours.",
-       {**B, "optimizer": {"type": "SGD", "params": {"lr": 0.1, "nesterov": True}}}),
+       "own. Where the parameter is one the schema knows (torch_adam's AdamW), the fix writes torch's default; "
+       "otherwise there is none, the value to choose is yours.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": True, "weight_decay": None}}}),
     _c("scheduler.torch-raises", "error", "initialize", None, "A value a torch LR scheduler's constructor refuses.",
        "When scheduler.type names a torch.optim.lr_scheduler class, deepspeed.initialize calls it with the "
        "optimizer and params as keyword arguments, and its __init__ checks some values (OneCycleLR's pct_start "

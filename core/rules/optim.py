@@ -8,6 +8,7 @@ scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from core import versions
@@ -231,12 +232,10 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     keywords = versions.optimizer_keywords(ctx.version, spec.name, backend)
     if keywords is not None:
         accepted = {k: p for k, p in accepted.items() if k in keywords or p.consumed}
-    refused: list[Finding] = []
+    refused: dict[str, Finding] = {}
     if ctx.meaning.torch_optimizer is not None:  # torch's constructor checks the values DeepSpeed passes on
         passed = {k: v for k, v in params.items() if k in accepted and not accepted[k].consumed}
-        refused = _torch_refused(ctx.meaning.torch_optimizer, passed, set())
-        yield from refused
-    refused_paths = {f.path for f in refused}
+        refused = {f.path: f for f in _torch_refused(ctx.meaning.torch_optimizer, passed, set())}
     for key, value in params.items():
         if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
             continue
@@ -269,10 +268,15 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
                 page="optimizer",
             )
             continue
-        if path in refused_paths:
-            continue  # torch's own refusal says more than the schema's bound or type
-        yield from _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS,
-                                class_name=ctx.meaning.optimizer_class)
+        found = _param_value(param, value, path, "optimizer", (spec.name, backend, key) in _CPP_BOOL_PARAMS,
+                             class_name=ctx.meaning.optimizer_class)
+        if path in refused:  # torch's own refusal says more than the schema's bound or type; keep their fix
+            fix = next((f.fix for f in found if f.fix is not None), None)
+            if fix is not None and refused[path].fix is None:
+                refused[path] = replace(refused[path], fix=fix)
+            continue
+        yield from found
+    yield from refused.values()
 
 
 #: Boolean parameters a CPU optimizer hands to its C++ kernel as a ``bool`` (``DeepSpeedCPUAdam.step`` passes
