@@ -2,7 +2,8 @@
 sections in use written out), a diff against a baseline; the launchers' exports and snippets are in
 ``core.launchers`` (imported here too).
 
-Pure functions (data in, data out); the schema (``core.schema``) says what the defaults are.
+Pure functions (data in, data out); the release's profile (``core.versions``) and the schema (``core.schema``)
+say what the defaults are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core import versions
 from core.effective import Effective, effective
 from core.findings import delete_path, join_path, plain, split_path
 from core.io import dump_config
@@ -60,8 +62,11 @@ def _section_items(config: Mapping[str, Any], model: type[BaseModel]) -> list[tu
     return [(key, value, fields.get(key)) for key, value in config.items()]
 
 
-def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeedConfig) -> dict[str, Any]:
-    """The config without the values that equal the schema default (unknown keys and "auto" kept).
+def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeedConfig,
+                   version: str = DEFAULT_VERSION, prefix: str = "") -> dict[str, Any]:
+    """The config without the values that equal DeepSpeed ``version``'s default (unknown keys and "auto" kept):
+    the release's own default where its profile records it (``gradient_clipping`` is 0.0 up to 0.18.9, 1.0 from
+    0.19.0), else the schema's. ``prefix``: the path of the section ``config`` is (for the recursion).
 
     Only where DeepSpeed itself fills the default in: at the top level (read key by key with a default)
     and in strict (pydantic) sections. Lenient nested sections are kept as written, because DeepSpeed
@@ -81,11 +86,16 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
             out[key] = value
             continue
         if field.model is not None and isinstance(value, Mapping):
-            inner = strip_defaults(value, field.model)
+            inner = strip_defaults(value, field.model, version, join_path(prefix, key))
             if inner or field.default is None or field.meta.extra.get("presence_matters"):
                 out[key] = inner
             continue
-        if field.info.is_required() or not _same(value, field.default):
+        has_default, default = release_default(field, prefix, version)
+        if has_default:
+            differs = not _same(value, default)
+        else:  # no default worth writing: the schema's (e.g. None) for the newest release, else keep the value
+            differs = version != DEFAULT_VERSION or not _same(value, field.default)
+        if field.info.is_required() or differs:
             out[key] = value
     if model is DeepSpeedConfig:
         out = _same_reading(config, out)
@@ -122,6 +132,21 @@ def _json_default(field: SchemaField) -> tuple[bool, Any]:
     except (TypeError, ValueError):
         return False, None
     return True, copy.deepcopy(default)
+
+
+def release_default(field: SchemaField, prefix: str, version: str) -> tuple[bool, Any]:
+    """(True, the default as JSON data) for a field with a default worth writing (``_json_default``), taken from
+    DeepSpeed ``version``'s profile where it records one (``versions.recorded_default``), else the schema's for the
+    schema's own release; (False, None) when that release's default is not known or is "not set"."""
+    has_default, default = _json_default(field)
+    if not has_default:
+        return False, None
+    found, recorded = versions.recorded_default(version, prefix, field.alias or field.name)
+    if found:
+        return (False, None) if recorded is None else (True, recorded)
+    # not recorded (a section this release reads key by key, e.g. bf16 before 0.19): the schema's default is the
+    # newest release's, and another release's may differ, so none is known
+    return (True, default) if version == DEFAULT_VERSION else (False, None)
 
 
 def explicit_config(config: Mapping[str, Any], version: str = DEFAULT_VERSION) -> dict[str, Any]:
@@ -194,7 +219,7 @@ def _fill(config: Mapping[str, Any], version: str, model: type[BaseModel], stage
             continue
         if field.meta.stages is not None and stage not in field.meta.stages:
             continue
-        has_default, default = _json_default(field)
+        has_default, default = release_default(field, prefix, version)
         if has_default:
             key = field.alias or field.name
             out[key] = default

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core import versions
 from core.autofill import (
     AUTO,
     HF_DEFAULTS,
@@ -295,13 +296,14 @@ _LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
 
 
 def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world_size: int,
-                     ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+                     version: str | None = None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(config, Lightning ``Trainer`` keyword arguments, notes) that ``DeepSpeedStrategy(config=...)`` accepts.
 
     Lightning refuses ``gradient_accumulation_steps`` in the config (it writes the Trainer's
     ``accumulate_grad_batches`` there), so the accumulation moves to the Trainer, and ``train_batch_size`` is
     dropped (DeepSpeed derives it from micro batch × accumulation × GPUs). "auto" is resolved (Lightning fills
-    none), and the Trainer's precision follows the config's half precision."""
+    none), and the Trainer's precision follows the config's half precision. A config without
+    ``gradient_clipping`` gets DeepSpeed ``version``'s default written (Lightning writes its own 0.0 there)."""
     out, notes = resolved_export(config, values)
     _zero_as_section(out, notes)
     kwargs: dict[str, Any] = {}
@@ -333,9 +335,11 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if "gradient_clipping" not in out:
         # Lightning writes the Trainer's gradient_clip_val there, 0.0 (off) unless set, where DeepSpeed clips at
         # its default
-        clip = out["gradient_clipping"] = resolve(DeepSpeedConfig, "gradient_clipping").default
-        notes.append(f"Added gradient_clipping {clip} (DeepSpeed's default): Lightning would otherwise write the "
-                     "Trainer's gradient_clip_val, 0.0 unless set, and train without clipping.")
+        found, clip = versions.recorded_default(version or versions.NEWEST, "", "gradient_clipping")
+        clip = out["gradient_clipping"] = clip if found else resolve(DeepSpeedConfig, "gradient_clipping").default
+        notes.append(f"Added gradient_clipping {clip} (DeepSpeed {version or versions.NEWEST}'s default): Lightning "
+                     "would otherwise write the Trainer's gradient_clip_val, 0.0 unless set"
+                     + (", and train without clipping." if clip else "."))
     return out, kwargs, notes
 
 
@@ -381,7 +385,7 @@ def launcher_exports(config: Mapping[str, Any], context: Mapping[str, Any], hf_m
     values = launch_values(context, trainer_values)
     return LauncherExports(hf_trainer_export(config, hf_mode, trainer_values, int(values["world_size"])),
                            accelerate_export(config, values),
-                           lightning_export(config, values, int(values["world_size"])))
+                           lightning_export(config, values, int(values["world_size"]), context.get("version")))
 
 
 def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",

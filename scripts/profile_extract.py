@@ -121,6 +121,34 @@ def _static_keys(module: Any) -> set[str]:
     return keys
 
 
+def _scalar_defaults(module: Any) -> dict[str, Any]:
+    """The default of every top-level key read with ``get_scalar_param(param_dict, KEY, DEFAULT)`` (what DeepSpeed
+    uses when the config leaves the key out), where KEY and DEFAULT are constants; a key read with two different
+    defaults is left out."""
+    tree = ast.parse(inspect.getsource(module))
+    found: dict[str, list[Any]] = {}
+
+    def value(node: ast.AST) -> tuple[bool, Any]:
+        if isinstance(node, ast.Constant):
+            return True, node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            return True, -node.operand.value
+        if isinstance(node, ast.Name) and hasattr(module, node.id):
+            return True, getattr(module, node.id)
+        return False, None
+
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "get_scalar_param"
+                and len(node.args) == 3 and ast.unparse(node.args[0]) == "param_dict"):
+            continue
+        (has_key, key), (has_default, default) = value(node.args[1]), value(node.args[2])
+        if has_key and isinstance(key, str) and has_default and (default is None or isinstance(
+                default, bool | int | float | str)):
+            found.setdefault(key, []).append(default)
+    return {key: defaults[0] for key, defaults in sorted(found.items())
+            if all(d == defaults[0] and type(d) is type(defaults[0]) for d in defaults)}
+
+
 def _jsonable(value: Any) -> Any:
     import enum
     from pathlib import PurePath
@@ -420,6 +448,7 @@ def extract(release: str) -> dict[str, Any]:
         "schema": SCHEMA_VERSION,
         "release": release,
         "top_level_keys": sorted(top_keys),
+        "top_level_defaults": _scalar_defaults(config_module),
         "top_level_probes": _top_level_probes(top_keys),
         "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},
         "sections": dict(sorted(sections.items())),

@@ -117,6 +117,22 @@ def _ever_pydantic() -> frozenset[str]:
     return frozenset(p for r in RELEASES for p in profile(r)["sections"])
 
 
+def recorded_default(version: str, prefix: str, key: str) -> tuple[bool, Any]:
+    """(True, the value) when DeepSpeed ``version``'s profile records what it uses for ``key`` of section ``prefix``
+    ("" for the top level) when the config leaves it out: a top-level key's ``get_scalar_param`` default, or a
+    pydantic field's default, if it is a JSON scalar or null. (False, None) when it records none, e.g. for a
+    lenient section or a default built by a factory; the schema's default is the one to use then.
+    ``gradient_clipping`` is 0.0 up to 0.18.9 and 1.0 from 0.19.0: the schema holds the newest release's."""
+    if not prefix:
+        defaults = profile(version).get("top_level_defaults", {})
+        return (True, defaults[key]) if key in defaults else (False, None)
+    entry = field_entry(version, prefix, key)
+    if entry is None or "default" not in entry:
+        return False, None
+    value = entry["default"]
+    return (True, value) if value is None or isinstance(value, bool | int | float | str) else (False, None)
+
+
 def section_strict(version: str, prefix: str) -> bool | None:
     """True: a pydantic model refusing unknown keys; False: read with dict.get in ``version`` although
     another release checks it; None: no release parses it with pydantic (the schema decides)."""
