@@ -201,7 +201,9 @@ def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json",
     """Python for the HF Trainer with these TrainingArguments (the DeepSpeed file passed by name);
     ``sequence_parallel`` (sp_size, dp_replicate_size) adds the ``ParallelismConfig`` the Trainer needs for it."""
     lines = ['    output_dir="out",', f'    deepspeed="{file_name}",']
-    lines += [f"    {name}={value!r}," for name, value in args.items()]
+    # strings in double quotes like the lines above (json.dumps is a valid Python literal for a str)
+    lines += [f"    {name}={json.dumps(value) if isinstance(value, str) else repr(value)},"
+              for name, value in args.items()]
     imports = "from transformers import Trainer, TrainingArguments\n"
     if sequence_parallel is not None:
         sp, dp = sequence_parallel

@@ -178,12 +178,14 @@ def test_launch_snippets_follow_the_hardware():
     at = app({"train_micro_batch_size_per_gpu": 1}, page="pages/review.py", nodes=2, gpus_per_node=4)
     codes = [c.value for c in at.code]
     assert any("--hostfile hostfile --num_nodes 2 --num_gpus 4" in c and "node2 slots=4" in c for c in codes)
+    # no scheduler in the config: the Trainer is told to keep the rate constant, as DeepSpeed does
     assert any('TrainingArguments(\n    output_dir="out",\n    deepspeed="ds_config.json",\n'
-               "    per_device_train_batch_size=1,\n)" in c for c in codes)
+               '    per_device_train_batch_size=1,\n    lr_scheduler_type="constant",\n)' in c for c in codes)
     # accelerate requires a zero_optimization section: its own file, offered for download beside the snippet
     assert any("deepspeed_config_file: ds_config.accelerate.json" in c and "num_processes: 8" in c for c in codes)
     assert any('"zero_optimization": {\n    "stage": 0\n  }' in c for c in codes)
-    assert any('DeepSpeedStrategy(config="ds_config.json")' in c for c in codes)
+    # Lightning gets its own file: DeepSpeed's gradient_clipping written (Lightning would write 0.0)
+    assert any('DeepSpeedStrategy(config="ds_config.lightning.json")' in c for c in codes)
 
 
 def test_share_link_restores_the_whole_state_in_a_fresh_session():

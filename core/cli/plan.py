@@ -21,7 +21,7 @@ import pandas as pd
 
 from core import models
 from core.autofill import AutoFillError, resolve_auto
-from core.batch import GA, MB, TB, train_batch_of
+from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
 from core.cli.common import (
     EXIT_OK,
     HF_CONFIG_DOCUMENT,
@@ -210,9 +210,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     spec, cluster = _model(args), _cluster(args)
     # the micro batch the config runs with; a --micro-batch contradicting it is refused, as fit refuses it (with
     # --gradient-accumulation-steps the HF Trainer's own comparison below names the clash)
-    hf_batch = args.gradient_accumulation_steps is not None
-    micro = (args.micro_batch if hf_batch else None) or config_micro_batch(
-        config, cluster.total_gpus, args.micro_batch, override=False) or args.micro_batch
+    if args.micro_batch and args.gradient_accumulation_steps is None:
+        config_micro_batch(config, cluster.total_gpus, args.micro_batch, override=False)
+    micro = args.micro_batch or micro_batch_of(config, cluster.total_gpus)
     if micro is None:
         written = json.dumps(config.get("train_micro_batch_size_per_gpu"))
         raise UsageError(f"the config gives no micro batch on {cluster.total_gpus} GPUs "
