@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core import versions
 from core.effective import Effective, effective
 from core.findings import delete_path, join_path, plain, split_path
 from core.io import dump_config
@@ -38,7 +37,7 @@ from core.launchers import (  # noqa: F401 — the launch exports, here too for 
 from core.rules.context import Context
 from core.schema import DEFAULT_VERSION, DeepSpeedConfig
 from core.schema.base import section_kind
-from core.schema.walk import SchemaField, field_exists, section_fields, unique_fields
+from core.schema.walk import field_exists, release_default, section_fields, unique_fields
 from core.validate import validate
 
 _MISSING = object()
@@ -118,35 +117,6 @@ def _same_reading(config: Mapping[str, Any], stripped: dict[str, Any]) -> dict[s
     mends = [{key: config[key]} for key in changed] + [{key: config[key] for key in changed}]
     out = next((o for o in ({**stripped, **mend} for mend in mends) if _reading(o) == want), dict(config))
     return {key: out[key] for key in config if key in out}  # the file's key order
-
-
-def _json_default(field: SchemaField) -> tuple[bool, Any]:
-    """(True, the default as JSON data) when the field has a default worth writing out, else (False, None)."""
-    if field.info.is_required():
-        return False, None
-    default = plain(field.default)
-    if default is None:
-        return False, None  # "not set" is not a value one can write; null may mean something else
-    try:
-        json.dumps(default, allow_nan=False)
-    except (TypeError, ValueError):
-        return False, None
-    return True, copy.deepcopy(default)
-
-
-def release_default(field: SchemaField, prefix: str, version: str) -> tuple[bool, Any]:
-    """(True, the default as JSON data) for a field with a default worth writing (``_json_default``), taken from
-    DeepSpeed ``version``'s profile where it records one (``versions.recorded_default``), else the schema's for the
-    schema's own release; (False, None) when that release's default is not known or is "not set"."""
-    has_default, default = _json_default(field)
-    if not has_default:
-        return False, None
-    found, recorded = versions.recorded_default(version, prefix, field.alias or field.name)
-    if found:
-        return (False, None) if recorded is None else (True, recorded)
-    # not recorded (a section this release reads key by key, e.g. bf16 before 0.19): the schema's default is the
-    # newest release's, and another release's may differ, so none is known
-    return (True, default) if version == DEFAULT_VERSION else (False, None)
 
 
 def explicit_config(config: Mapping[str, Any], version: str = DEFAULT_VERSION) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core import versions
 from core.autofill import (
     AUTO,
     HF_DEFAULTS,
@@ -27,8 +26,9 @@ from core.effective import effective
 from core.findings import brief, delete_path, get_path, set_path
 from core.migrate import zero_section_form
 from core.rules.context import Context, lax_bool
+from core.schema.base import DEFAULT_VERSION
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import resolve
+from core.schema.walk import release_default, resolve
 
 #: How the HF Trainer export keeps the config and TrainingArguments in agreement.
 HF_MODES = ("auto", "match")
@@ -337,11 +337,13 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if "gradient_clipping" not in out:
         # Lightning writes the Trainer's gradient_clip_val there, 0.0 (off) unless set, where DeepSpeed clips at
         # its default
-        found, clip = versions.recorded_default(version or versions.NEWEST, "", "gradient_clipping")
-        clip = out["gradient_clipping"] = clip if found else resolve(DeepSpeedConfig, "gradient_clipping").default
-        notes.append(f"Added gradient_clipping {clip} (DeepSpeed {version or versions.NEWEST}'s default): Lightning "
-                     "would otherwise write the Trainer's gradient_clip_val, 0.0 unless set"
-                     + (", and train without clipping." if clip else "."))
+        release = version or DEFAULT_VERSION
+        known, clip = release_default(resolve(DeepSpeedConfig, "gradient_clipping"), "", release)
+        if known:  # every profiled release records it
+            out["gradient_clipping"] = clip
+            notes.append(f"Added gradient_clipping {clip} (DeepSpeed {release}'s default): Lightning would otherwise "
+                         "write the Trainer's gradient_clip_val, 0.0 unless set"
+                         + (", and train without clipping." if clip else "."))
     return out, kwargs, notes
 
 

@@ -5,6 +5,8 @@ Everything here is derived from the pydantic models; nothing is listed by hand.
 
 from __future__ import annotations
 
+import copy
+import json
 import types
 import typing
 from collections.abc import Iterator
@@ -15,7 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from core.schema.base import META_KEY, FieldMeta, field_meta, is_open_section, section_kind
+from core import versions
+from core.findings import plain
+from core.schema.base import DEFAULT_VERSION, META_KEY, FieldMeta, field_meta, is_open_section, section_kind
 
 
 @dataclass(frozen=True)
@@ -149,8 +153,6 @@ def resolve(root: type[BaseModel], path: str) -> SchemaField | None:
 def field_exists(field: SchemaField, prefix: str, version: str) -> bool:
     """Whether DeepSpeed ``version`` reads ``field`` in the section at dotted ``prefix``: the release's
     generated profile says where it can (top level, pydantic sections), the schema's metadata elsewhere."""
-    from core import versions
-
     section = prefix.split("[")[0]
     for key in (field.alias, field.name):
         if key is None:
@@ -160,3 +162,31 @@ def field_exists(field: SchemaField, prefix: str, version: str) -> bool:
             return known
     return field.meta.exists_in(version)
 
+
+def json_default(field: SchemaField) -> tuple[bool, Any]:
+    """(True, the default as JSON data) when the field has a default worth writing out, else (False, None)."""
+    if field.info.is_required():
+        return False, None
+    default = plain(field.default)
+    if default is None:
+        return False, None  # "not set" is not a value one can write; null may mean something else
+    try:
+        json.dumps(default, allow_nan=False)
+    except (TypeError, ValueError):
+        return False, None
+    return True, copy.deepcopy(default)
+
+
+def release_default(field: SchemaField, prefix: str, version: str) -> tuple[bool, Any]:
+    """(True, the default as JSON data) for a field with a default worth writing (``json_default``), taken from
+    DeepSpeed ``version``'s profile where it records one (``versions.recorded_default``), else the schema's for the
+    schema's own release; (False, None) when that release's default is not known or is "not set"."""
+    has_default, default = json_default(field)
+    if not has_default:
+        return False, None
+    found, recorded = versions.recorded_default(version, prefix, field.alias or field.name)
+    if found:
+        return (False, None) if recorded is None else (True, recorded)
+    # not recorded (a section this release reads key by key, e.g. bf16 before 0.19): the schema's default is the
+    # newest release's, and another release's may differ, so none is known
+    return (True, default) if version == DEFAULT_VERSION else (False, None)
