@@ -383,6 +383,11 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return load_config_file_and_text(path)[0]
 
 
+def load_config_bytes_and_text(data: bytes, document: str = "a DeepSpeed config") -> tuple[dict[str, Any], str]:
+    """``load_config`` of a file's bytes (with their encoding checks), and their text."""
+    return load_config(data, document), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
+
+
 def load_config_file_and_text(path: str | Path, document: str = "a DeepSpeed config") -> tuple[dict[str, Any], str]:
     """``load_config_file`` and the file's text (read once), for what must start from the text: a diff, the
     line and column of each key."""
@@ -403,7 +408,7 @@ def load_config_file_and_text(path: str | Path, document: str = "a DeepSpeed con
     except OSError as exc:
         raise ConfigLoadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
-        return load_config(data, document), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
+        return load_config_bytes_and_text(data, document)
     except ConfigLoadError as exc:
         named = ConfigLoadError(f"{path}: {exc}")  # the message has the position already
         named.line, named.column = exc.line, exc.column

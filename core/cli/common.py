@@ -13,7 +13,14 @@ from typing import Any, TextIO
 
 from core.batch import BATCH_KEYS, effective_world_size, micro_batch_of, resolve_batch
 from core.hardware import gpu_names
-from core.io import MAX_CONFIG_BYTES, ConfigLoadError, is_strict_json, load_config, load_config_file_and_text
+from core.io import (
+    MAX_CONFIG_BYTES,
+    ConfigLoadError,
+    is_strict_json,
+    load_config,
+    load_config_bytes_and_text,
+    load_config_file_and_text,
+)
 
 #: 0: done, no errors; 1: the answer is "no" (errors found, does not fit, no release accepts it);
 #: 2: bad usage or unreadable input (a message on stderr, never a traceback).
@@ -63,8 +70,7 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
             if raw is None:  # a text stream put in its place (tests, embedding)
                 text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
                 return load_config(text, document), text
-            data = raw.read(MAX_CONFIG_BYTES + 1)
-            return load_config(data, document), data.decode("utf-8-sig")  # load_config refused what is not UTF-8
+            return load_config_bytes_and_text(raw.read(MAX_CONFIG_BYTES + 1), document)
         return load_config_file_and_text(path, document)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
