@@ -226,10 +226,10 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
             key, value = _split_assignment(item, "--resolve-auto")
             if key not in TRAINING_VALUES:
                 raise UsageError(f"--resolve-auto: unknown training value {key!r}; known: {', '.join(TRAINING_VALUES)}")
+            TRAINING_VALUES[key](key, value)  # each value is checked first (world_size=0 is the error to report)
             values[key] = value
         if world_size is not None:
             values.setdefault("world_size", world_size)
-        resolve_auto({}, **values)  # the values given are checked first (world_size=0 is the error to report)
         needed = needed_training_values(config)
         missing = [name for name in needed if name not in values and name not in HF_DEFAULTS]
         if missing:  # values with no Trainer default (the model's, the run's length): all named at once

@@ -197,13 +197,13 @@ def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str], kind: st
     if not torch_checks.known(cls, kind):
         return []
     module = "torch.optim" if kind == "optimizer" else "torch.optim.lr_scheduler"
+    defaults = torch_checks.defaults(cls, kind)
     found: dict[str, Finding] = {}
     for refusal in torch_checks.refusals(cls, {k: v for k, v in params.items() if k not in flagged}, kind):
         culprits = [k for k in refusal.reads if k in params]
         path = join_path(f"{kind}.params", culprits[0]) if culprits else f"{kind}.params"
         if path in found:
             continue
-        defaults = torch_checks.defaults(cls, kind)
         values = ", ".join(f"`{k}` = {brief(params[k])}" if k in params else f"`{k}` = {brief(defaults[k])} (default)"
                            for k in refusal.reads if k in params or k in defaults)
         found[path] = Finding(

@@ -112,7 +112,8 @@ class Check:
     when: str
     raises: str
     test: ast.Expression
-    message: ast.Expression
+    result: ast.Expression
+    """The raise's message; for an assignment, the value assigned."""
     #: the constructor parameters the test (and an assigned value) reads, in the order they first appear
     reads: tuple[str, ...]
     assign: str | None = None
@@ -133,8 +134,10 @@ _KINDS = {"optimizer": "classes", "scheduler": "schedulers"}
 
 
 @cache
-def _checks(cls: str, kind: str = "optimizer") -> tuple[dict[str, Any], tuple[Check, ...],
-                                                        tuple[str, dict[str, str]] | None, frozenset[str]]:
+def _checks(cls: str, kind: str = "optimizer") -> tuple[
+        dict[str, Any], tuple[Check, ...], tuple[str, dict[str, tuple[str, ast.Expression]]] | None, frozenset[str]]:
+    """The class's defaults, its checks parsed, its parent's name with each argument it passes on (source and
+    parsed), and the names of its parameters; parsed once per class."""
     data = versions.torch_checks()[_KINDS[kind]][cls]
     checks = []
     for record in data["checks"]:
@@ -145,7 +148,9 @@ def _checks(cls: str, kind: str = "optimizer") -> tuple[dict[str, Any], tuple[Ch
         checks.append(Check(record["when"], record.get("raises", ""), test, result, tuple(dict.fromkeys(names)),
                             record.get("assign")))
     parent = data.get("parent")
-    return (data["defaults"], tuple(checks), None if parent is None else (parent["class"], parent["arguments"]),
+    passed_on = None if parent is None else (
+        parent["class"], {k: (expr, ast.parse(expr, mode="eval")) for k, expr in parent["arguments"].items()})
+    return (data["defaults"], tuple(checks), passed_on,
             frozenset(data["defaults"]) | frozenset(data.get("required", ())))
 
 
@@ -173,7 +178,7 @@ def refusals(cls: str, params: Mapping[str, Any], kind: str = "optimizer") -> It
         if check.assign is not None:
             try:
                 if _eval(check.test, env):
-                    env[check.assign] = _eval(check.message, env)
+                    env[check.assign] = _eval(check.result, env)
             except _AS_TORCH as exc:
                 yield Refusal(cls, type(exc).__name__, str(exc), check.reads)
                 return  # the constructor stops here
@@ -189,17 +194,17 @@ def refusals(cls: str, params: Mapping[str, Any], kind: str = "optimizer") -> It
             continue
         if refused:
             try:
-                message = str(_eval(check.message, env))
+                message = str(_eval(check.result, env))
             except (Unsupported, *_AS_TORCH):
                 message = check.when
             yield Refusal(cls, check.raises, message, check.reads)
     if parent is not None:
         name, arguments = parent
         try:
-            passed = {k: _eval(ast.parse(expr, mode="eval"), env) for k, expr in arguments.items()}
+            passed = {k: _eval(tree, env) for k, (_, tree) in arguments.items()}
         except (Unsupported, *_AS_TORCH):
             return
         for refusal in refusals(name, passed, kind):
             # the parent's parameter names are the child's where it passes them on by name (AdamW → Adam)
-            reads = tuple(k for k in refusal.reads if arguments.get(k) == k)
+            reads = tuple(k for k in refusal.reads if k in arguments and arguments[k][0] == k)
             yield Refusal(cls, refusal.error, refusal.message, reads)
