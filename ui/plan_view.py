@@ -11,7 +11,7 @@ process's sessions, which only read it; a change to any input is a different key
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -59,7 +59,6 @@ class Ranking:
     table: tables.Table | None
     parts: bytes | None
     speed_memory: bytes
-    limit: bytes
     notes: tuple[str, ...] = ()
     """What the best row's prediction assumed (``recommend``'s ``attrs["notes"]``)."""
     caveats: tuple[str, ...] = ()
@@ -69,6 +68,11 @@ class Ranking:
     def usable_gib(self) -> float:
         """The GPU memory a row may use: the GPU's, less the headroom the verdict keeps free."""
         return self.gpu_memory_gib * (1 - self.memory_headroom)
+
+    @functools.cached_property
+    def limit(self) -> bytes:
+        """The speed-memory chart's ``limit`` rows: ``usable_gib``, built once per (cached) ranking."""
+        return charts.arrow(pd.DataFrame({"gib": [self.usable_gib]}))
 
 
 @functools.lru_cache(maxsize=64)
@@ -104,9 +108,8 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
         "gpu_peak_gib": table["gpu_peak_gib"], "tokens_per_second": table["tokens_per_second"],
         "step_seconds": table["step_seconds"], "Fits": table["fits"].map(memory.fit_label),
     }))
-    result = Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
-                     view, parts, speed_memory, b"", tuple(table.attrs["notes"]), tuple(table.attrs["caveats"]))
-    return replace(result, limit=charts.arrow(pd.DataFrame({"gib": [result.usable_gib]})))
+    return Ranking(len(table), len(fitting), table.attrs["gpu_memory_gib"], table.attrs["memory_headroom"], shown,
+                   view, parts, speed_memory, tuple(table.attrs["notes"]), tuple(table.attrs["caveats"]))
 
 
 @dataclass(frozen=True)
