@@ -531,3 +531,38 @@ def test_output_dash_is_standard_output(command, tmp_path, capsys, monkeypatch):
     assert code == 0, err
     assert not (tmp_path / "-").exists()
     assert json.loads(out)
+
+
+#: Every count flag of every subcommand: (id, argv before the flag, the flag). Each reads a whole number the same way
+#: (``2e0`` is 2, ``2.5`` is refused) and the GPU and node counts share one bound (they parsed three ways: ``2e3``
+#: was refused by estimate and fit but read by plan, and plan took 10**30 nodes).
+COUNT_FLAGS = [
+    ("estimate-nodes", ["estimate", *LLAMA], "--nodes", True),
+    ("estimate-gpus-per-node", ["estimate", *LLAMA], "--gpus-per-node", True),
+    ("fit-gpus", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], "--gpus", True),
+    ("fit-gpus-per-node", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], "--gpus-per-node", True),
+    ("plan-nodes", ["plan", *LLAMA, *H100, "--global-batch", "64"], "--nodes", True),
+    ("plan-gpus-per-node", ["plan", *LLAMA, *H100, "--global-batch", "64"], "--gpus-per-node", True),
+    ("predict-nodes", ["predict", "{cfg}", *LLAMA, *H100], "--nodes", True),
+    ("validate-world-size", ["validate", "{cfg}"], "--world-size", True),
+    ("versions-world-size", ["versions", "{cfg}"], "--world-size", True),
+    ("estimate-micro-batch", ["estimate", *LLAMA], "--micro-batch", False),
+    ("fit-micro-batch", ["fit", "{cfg}", *LLAMA, "--gpu", "H100"], "--micro-batch", False),
+    ("plan-top", ["plan", *LLAMA, *H100, "--global-batch", "64"], "--top", False),
+]
+
+
+@pytest.mark.parametrize(("before", "flag", "is_gpu_count"), [r[1:] for r in COUNT_FLAGS],
+                         ids=[r[0] for r in COUNT_FLAGS])
+def test_every_count_flag_reads_a_whole_number_the_same_way(before, flag, is_gpu_count, tmp_path, capsys):
+    path = str(_write(tmp_path, NO_BATCH))
+    argv = [path if a == "{cfg}" else a for a in before]
+    for value, refused in (("2e0", False), ("2.5", True), ("0", True), ("two", True),
+                           ("1e30", is_gpu_count), ("1000001", is_gpu_count)):
+        code, out, err = run_cli([*argv, flag, value], capsys)
+        assert "Traceback" not in out + err, err
+        message = f"argument {flag}: expected"
+        if refused:
+            assert code == 2 and message in err and repr(value) in err, (value, code, err)
+        else:
+            assert message not in err, (value, err)

@@ -127,25 +127,18 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
 
 
 def positive_int(text: str) -> int:
-    """argparse type: a whole number ≥ 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+    """argparse type: a whole number ≥ 1 (``2e3`` is 2000), as every count flag of every subcommand reads it."""
+    return positive(int)(text)
+
+
+#: The most GPUs (or nodes, or GPUs per node) a count flag takes: far beyond any cluster, and short of the counts
+#: whose arithmetic (world sizes, rings) stops meaning anything.
+MAX_GPUS = 1_000_000
 
 
 def gpu_count(text: str) -> int:
-    """argparse type: a number of GPUs, 1 … 1,000,000."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs, got {text!r}") from None
-    if value < 1 or value > 1_000_000:
-        raise argparse.ArgumentTypeError(f"the GPU count must be between 1 and 1000000, got {value}")
-    return value
+    """argparse type: a number of GPUs or nodes, 1 … ``MAX_GPUS``, the same for every subcommand."""
+    return positive(int, at_most=MAX_GPUS)(text)
 
 
 def catalog_gpu(text: str) -> str:

@@ -24,6 +24,7 @@ from core.cli.common import (
     config_micro_batch,
     gib,
     gib_or_zero,
+    gpu_count,
     guarded,
     positive,
     positive_int,
@@ -66,8 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     src.add_argument("--list-models", action="store_true", help="list the catalog models and exit")
     p.add_argument("--config", type=Path, help="DeepSpeed config JSON (stage, offload, precision, buckets...)")
     hw = p.add_argument_group("hardware")
-    hw.add_argument("--gpus-per-node", type=positive_int, default=None, help="default 1 with --params, else 8")
-    hw.add_argument("--nodes", type=positive_int, default=1)
+    hw.add_argument("--gpus-per-node", type=gpu_count, default=None, help="default 1 with --params, else 8")
+    hw.add_argument("--nodes", type=gpu_count, default=1)
     hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
     hw.add_argument("--cpu-ram", type=gib, default=int(DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                     help=f"per node (default {DEFAULT_CPU_RAM_GIB:g})")

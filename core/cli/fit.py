@@ -21,6 +21,7 @@ from core.cli.common import (
     config_micro_batch,
     gib,
     gib_or_zero,
+    gpu_count,
     guarded,
     positive_int,
     read_config_file,
@@ -38,8 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"a GPU of the catalog (a unique part of its name is enough; default {DEFAULT_GPU}), or "
                    "--gpu-memory")
     p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
-    p.add_argument("--gpus", type=positive_int, default=8, help="GPUs in the job (default 8)")
-    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--gpus", type=gpu_count, default=8, help="GPUs in the job (default 8)")
+    p.add_argument("--gpus-per-node", type=gpu_count, default=8, help="GPUs per node (default 8)")
     p.add_argument("--cpu-ram", type=gib, default=int(hardware.DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                    help=f"per node (default {hardware.DEFAULT_CPU_RAM_GIB:g})")
     p.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",

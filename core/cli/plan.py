@@ -29,8 +29,10 @@ from core.cli.common import (
     catalog_gpu,
     config_micro_batch,
     gib_or_zero,
+    gpu_count,
     guarded,
     positive,
+    positive_int,
     read_config_file,
     seq_len,
 )
@@ -64,8 +66,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw = p.add_argument_group("cluster")
     hw.add_argument("--gpu", required=True, metavar="NAME", type=catalog_gpu,
                     help=f"one of: {', '.join(gpu_names())} (a part only one has is enough, e.g. H100)")
-    hw.add_argument("--gpus-per-node", type=positive(int), default=8)
-    hw.add_argument("--nodes", type=positive(int), default=1)
+    hw.add_argument("--gpus-per-node", type=gpu_count, default=8)
+    hw.add_argument("--nodes", type=gpu_count, default=1)
     hw.add_argument("--network", type=positive(float, at_most=MAX_NETWORK_GBIT_S), metavar="GBIT",
                     help="inter-node Gbit/s per node, all NICs together (presets: "
                     + ", ".join(f"{k}={v:g}" for k, v in NETWORKS.items()) + "; default: the GPU's reference system)")
@@ -86,12 +88,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("plan", help="rank ZeRO/offload/batch choices by predicted speed on a cluster",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p)
-    p.add_argument("--global-batch", type=positive(int), required=True, help="sequences per optimizer step")
+    p.add_argument("--global-batch", type=positive_int, required=True, help="sequences per optimizer step")
     p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
                    help="default: bf16, or fp16 on GPUs without bf16 (V100, T4)")
     p.add_argument("--tokens", type=positive(float), help="tokens to train (adds hours)")
     p.add_argument("--price", type=positive(float), metavar="USD", help="price per GPU-hour (adds cost)")
-    p.add_argument("--top", type=positive(int), default=15, help="rows to print (default 15)")
+    p.add_argument("--top", type=positive_int, default=15, help="rows to print (default 15)")
     p.add_argument("--sweep", action="store_true", help="also print time and cost against the node count")
     p.set_defaults(handler=run_plan)
 
@@ -99,8 +101,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, metavar="CONFIG", help="ds_config.json")
     _common(p)
-    p.add_argument("--micro-batch", type=positive(int), help="default: the config's train_micro_batch_size_per_gpu")
-    p.add_argument("--gradient-accumulation-steps", type=positive(int), metavar="N",
+    p.add_argument("--micro-batch", type=positive_int, help="default: the config's train_micro_batch_size_per_gpu")
+    p.add_argument("--gradient-accumulation-steps", type=positive_int, metavar="N",
                    help='the HF Trainer\'s --gradient_accumulation_steps: fills "auto" batch keys as the Trainer '
                         "does (refused when the config writes values that disagree)")
     p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none")
