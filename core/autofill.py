@@ -2,9 +2,13 @@
 
 Mirrors ``HfTrainerDeepSpeedConfig.trainer_config_process`` and ``trainer_config_finalize`` in
 ``transformers/integrations/deepspeed.py``: the same keys, the same values and the same
-mismatch check for keys that are *not* "auto" but disagree with the training values. The training
-values are named like ``TrainingArguments`` fields, plus ``world_size``, ``hidden_size`` and
-``num_training_steps`` (which the Trainer takes from the launcher, the model config and the data).
+mismatch check for keys that are *not* "auto" but disagree with the training values. Between the two,
+``TrainingArguments`` hands the config to Accelerate's ``DeepSpeedPlugin``, which refuses a config without a
+``zero_optimization`` section and fills the "auto" ZeRO stage, offload devices, NVMe paths and 16-bit save flag
+with its own settings (``accelerate.utils.dataclasses.DeepSpeedPlugin.__post_init__``); that step is mirrored
+too. The training values are named like ``TrainingArguments`` fields, plus ``world_size``, ``hidden_size``,
+``num_training_steps`` (which the Trainer takes from the launcher, the model config and the data) and
+``zero_stage`` (Accelerate's).
 """
 
 from __future__ import annotations
@@ -46,6 +50,12 @@ def _non_negative_number(name: str, value: Any) -> float:
     return value
 
 
+def _zero_stage(name: str, value: Any) -> int:
+    if isinstance(value, bool) or value not in (0, 1, 2, 3):
+        raise AutoFillError(f"{name} must be a ZeRO stage, 0, 1, 2 or 3, got {value!r}", name)
+    return int(value)
+
+
 def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise AutoFillError(f"{name} must be true or false, got {value!r}", name)
@@ -72,6 +82,7 @@ TRAINING_VALUES: dict[str, Callable[[str, Any], Any]] = {
     "hidden_size": _positive_int,
     "num_training_steps": _positive_int,
     "warmup_steps": _non_negative_number,
+    "zero_stage": _zero_stage,
 }
 
 #: The TrainingArguments defaults of the fields above (transformers 5.x); world_size 1 is a single process.
@@ -92,7 +103,23 @@ HF_DEFAULTS: dict[str, Any] = {
     "bf16_full_eval": False,
     "save_on_each_node": False,
     "warmup_steps": 0,
+    # Accelerate's DeepSpeedPlugin (not a TrainingArguments field): ACCELERATE_DEEPSPEED_ZERO_STAGE, which
+    # `accelerate config` / `accelerate launch --zero_stage` set, else 2
+    "zero_stage": 2,
 }
+
+#: What Accelerate's DeepSpeedPlugin fills an "auto" with, besides the stage, when nothing (``accelerate
+#: config``, its ACCELERATE_DEEPSPEED_* variables) sets it: its own defaults, strings as it writes them.
+ACCELERATE_FILLS: dict[str, Any] = {
+    "zero_optimization.offload_optimizer.device": "none",
+    "zero_optimization.offload_param.device": "none",
+    "zero_optimization.offload_optimizer.nvme_path": "none",
+    "zero_optimization.offload_param.nvme_path": "none",
+    "zero_optimization.stage3_gather_16bit_weights_on_model_save": False,
+}
+
+#: Accelerate's refusal of a config without a ZeRO section (``DeepSpeedPlugin.__post_init__``), word for word.
+ACCELERATE_NO_ZERO = "Please specify the ZeRO optimization config in the DeepSpeed config."
 
 #: Flags that default to False when not given (they only ever turn something on).
 _OPTIONAL_FLAGS = ("fp16_full_eval", "bf16_full_eval", "save_on_each_node", "auto_find_batch_size")
@@ -174,7 +201,8 @@ def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str,
     world_size, per_device_train_batch_size, gradient_accumulation_steps, max_grad_norm,
     learning_rate, adam_beta1, adam_beta2, adam_epsilon, weight_decay, fp16, bf16, fp16_full_eval,
     bf16_full_eval, save_on_each_node, auto_find_batch_size, hidden_size, num_training_steps,
-    warmup_steps (a count, or a ratio of num_training_steps if < 1). Non-"auto" keys that disagree
+    warmup_steps (a count, or a ratio of num_training_steps if < 1), zero_stage (Accelerate's: the "auto" ZeRO
+    stage; the Trainer's default is 2, ``HF_DEFAULTS``). Non-"auto" keys that disagree
     with given values raise AutoFillError, as the Trainer does. "auto" values the Trainer leaves alone
     (e.g. stage-3 buckets below stage 3) stay "auto"; ``find_auto`` lists them. ``config`` is not modified.
     """
@@ -192,6 +220,7 @@ def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str,
         values.setdefault(flag, False)
     filler = _Filler(copy.deepcopy(dict(config)), values, [])
     _process(filler)
+    _accelerate(filler)
     _finalize(filler)
     if filler.mismatches:
         raise AutoFillError(
@@ -232,6 +261,19 @@ def _process(f: _Filler) -> None:
         checkpoint["use_node_local_storage"] = True
     f.fill("fp16.enabled", ("fp16", "fp16_full_eval"), lambda a, b: a or b, "fp16|fp16_full_eval")
     f.fill("bf16.enabled", ("bf16", "bf16_full_eval"), lambda a, b: a or b, "bf16|bf16_full_eval")
+
+
+def _accelerate(f: _Filler) -> None:
+    """Accelerate's ``DeepSpeedPlugin.__post_init__`` on the config ``TrainingArguments`` hands it: the "auto"
+    stage and offload settings take the plugin's values. Its refusals (no ZeRO section; the boolean form, which
+    it reads with ``.get``) are the validator's to report (``hf.zero-section``): the fills here apply only to a
+    section. It also sets ``steps_per_print`` to infinity, to silence DeepSpeed's log, and a missing
+    ``gradient_accumulation_steps`` to 1; neither is an "auto", so neither is written here."""
+    if not isinstance(f.config.get("zero_optimization"), dict):
+        return
+    f.fill("zero_optimization.stage", ("zero_stage",), lambda v: v, "zero_stage", must_match=False)
+    for path, value in ACCELERATE_FILLS.items():
+        f.fill_only(path, value)
 
 
 def _sequence_parallel_batch(config: dict[str, Any]) -> Callable[[int, int, int], int] | None:

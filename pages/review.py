@@ -135,6 +135,11 @@ if autos:
                 elif check is autofill.TRAINING_VALUES["world_size"]:
                     values[name] = st.number_input(name, value=default, min_value=1, step=1,
                                                    key=f"review_auto_{name}", placeholder="required")
+                elif check is autofill.TRAINING_VALUES["zero_stage"]:
+                    values[name] = st.number_input(
+                        name, value=default, min_value=0, max_value=3, step=1, key=f"review_auto_{name}",
+                        help="Accelerate's ZeRO stage for an \"auto\" stage: what `accelerate config` wrote "
+                             "(ACCELERATE_DEEPSPEED_ZERO_STAGE), else 2")
                 else:
                     values[name] = st.number_input(name, value=None if default is None else float(default),
                                                    format="%g", key=f"review_auto_{name}", placeholder="required")

@@ -262,3 +262,20 @@ def test_resolving_auto_starts_from_the_batch_pages_trainer_values():
     assert at.number_input(key="review_auto_gradient_accumulation_steps").value == 4
     resolved = next(json.loads(c.value) for c in at.code if '"train_batch_size": 64' in c.value)
     assert (resolved["train_micro_batch_size_per_gpu"], resolved["gradient_accumulation_steps"]) == (2, 4)
+
+
+def test_review_resolves_an_auto_stage_as_accelerate_does():
+    """The HF Trainer starts DeepSpeed through Accelerate, which fills an "auto" ZeRO stage with its zero_stage
+    (2 unless `accelerate config` says otherwise); the resolved file said "auto" and, for plain DeepSpeed, ran
+    stage 0."""
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": "auto"}, "bf16": {"enabled": True}}
+    at = app(copy.deepcopy(config), page="pages/review.py", target="hf", nodes=1, gpus_per_node=1)
+    stage = at.number_input(key="review_auto_zero_stage")
+    assert stage.value == 2 and stage.max == 3
+    resolved = next(json.loads(c.value) for c in at.code if '"stage": 2' in c.value)
+    assert resolved["zero_optimization"] == {"stage": 2}
+    at.number_input(key="review_auto_zero_stage").set_value(3).run()
+    assert not at.exception, at.exception
+    assert any(json.loads(c.value).get("zero_optimization") == {"stage": 3}
+               for c in at.code if c.value.lstrip().startswith("{") and '"stage": 3' in c.value)

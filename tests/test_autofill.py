@@ -1,12 +1,12 @@
-"""core.autofill against transformers' own HfTrainerDeepSpeedConfig.
+"""core.autofill against transformers' own HfTrainerDeepSpeedConfig and, for the whole pipeline, a real
+``TrainingArguments`` (which hands the config to Accelerate's ``DeepSpeedPlugin``).
 
-accelerate is not installed in .venv, so transformers' ``HfTrainerDeepSpeedConfig`` has no base class
-with the config-navigation helpers (its base falls back to ``object``) and ``TrainingArguments``
-cannot be constructed (its device setup requires accelerate). The test therefore runs transformers'
-real ``fill_match`` / ``trainer_config_process`` / ``trainer_config_finalize`` on a subclass that adds
-the five helpers of ``accelerate.utils.deepspeed.HfDeepSpeedConfig`` (find_config_node, get_value,
-is_true, is_zero3 and the stage read in __init__), with the arguments in a namespace carrying
-``TrainingArguments.get_warmup_steps``. Every filling decision is transformers' code.
+Most tests run transformers' real ``fill_match`` / ``trainer_config_process`` / ``trainer_config_finalize`` on a
+subclass that adds the five helpers of ``accelerate.utils.deepspeed.HfDeepSpeedConfig`` (find_config_node,
+get_value, is_true, is_zero3 and the stage read in __init__), with the arguments in a namespace carrying
+``TrainingArguments.get_warmup_steps``: fast, and free to use any training value (``world_size`` is not a field).
+The Accelerate step (the "auto" stage and offload settings) is checked against the real ``TrainingArguments``.
+Every filling decision is transformers' or Accelerate's code.
 """
 
 from __future__ import annotations
@@ -90,10 +90,16 @@ HF_PRESETS = [p for p in list_presets([BUILTIN_DIR])[0] if find_auto(p.config)]
 def test_defaults_match_training_arguments():
     fields = {f.name: f.default for f in dataclasses.fields(transformers.TrainingArguments)}
     for name, value in HF_DEFAULTS.items():
-        if name == "world_size":
-            continue  # a property (1 without a launcher), not a field
+        if name in ("world_size", "zero_stage"):
+            continue  # a property (1 without a launcher) and Accelerate's plugin setting, not fields
         assert fields[name] == value, name
-    assert set(HF_DEFAULTS) - {"world_size"} <= set(fields)
+    assert set(HF_DEFAULTS) - {"world_size", "zero_stage"} <= set(fields)
+
+
+def test_the_zero_stage_default_is_accelerates(clean_environment):
+    from accelerate.utils import DeepSpeedPlugin
+
+    assert DeepSpeedPlugin(hf_ds_config={"zero_optimization": {}}).zero_stage == HF_DEFAULTS["zero_stage"]
 
 
 @pytest.mark.parametrize("preset", HF_PRESETS, ids=lambda p: p.name)
@@ -256,7 +262,7 @@ def test_property_same_as_transformers(cfg, values):
 def test_training_value_names_are_trainer_names():
     fields = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
     extra = set(TRAINING_VALUES) - fields
-    assert extra == {"world_size", "hidden_size", "num_training_steps"}
+    assert extra == {"world_size", "hidden_size", "num_training_steps", "zero_stage"}
 
 
 def test_auto_train_batch_size_under_sequence_parallelism_is_what_deepspeed_checks():
@@ -279,3 +285,83 @@ def test_auto_train_batch_size_under_sequence_parallelism_is_what_deepspeed_chec
     for plain in (without, {**config, "sequence_parallel_size": 1}):
         assert resolve_auto(plain, world_size=8, per_device_train_batch_size=2,
                             gradient_accumulation_steps=3)["train_batch_size"] == 48
+
+
+# ---------------------------------------------------------------- the whole pipeline: TrainingArguments + Accelerate
+
+
+@pytest.fixture
+def clean_environment(monkeypatch):
+    """TrainingArguments writes ACCELERATE_* variables into os.environ; they must not leak into other tests,
+    and none set outside may steer Accelerate's defaults here."""
+    import os
+
+    saved = dict(os.environ)
+    for name in [n for n in os.environ if n.startswith("ACCELERATE_")]:
+        monkeypatch.delenv(name)
+    yield monkeypatch
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def trainer_pipeline(config: dict, **arguments) -> dict:
+    """What a real ``TrainingArguments(deepspeed=config)`` and ``trainer_config_finalize`` hand DeepSpeed, without
+    the two keys Accelerate adds that are not "auto" fills (steps_per_print; gradient_accumulation_steps when
+    the config has none)."""
+    args = transformers.TrainingArguments(output_dir="unused", deepspeed=copy.deepcopy(config), report_to=[],
+                                          **arguments)
+    model = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=64))
+    args.hf_deepspeed_config.trainer_config_finalize(args, model, 100)
+    out = copy.deepcopy(args.hf_deepspeed_config.config)
+    out.pop("steps_per_print")
+    if "gradient_accumulation_steps" not in config:
+        out.pop("gradient_accumulation_steps")
+    return out
+
+
+PIPELINE_CONFIGS = {
+    "auto-stage": {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": "auto"}},
+    "auto-stage-and-buckets": {"zero_optimization": {
+        "stage": "auto", "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+        "stage3_param_persistence_threshold": "auto", "stage3_gather_16bit_weights_on_model_save": "auto"}},
+    "auto-offload": {"zero_optimization": {
+        "stage": 3, "offload_optimizer": {"device": "auto", "nvme_path": "auto"},
+        "offload_param": {"device": "auto", "nvme_path": "auto"}}},
+    "written-stage-kept": {"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}},
+}
+
+
+@pytest.mark.parametrize("accelerate_stage", [None, "3"], ids=["default", "accelerate-config-3"])
+@pytest.mark.parametrize("name", PIPELINE_CONFIGS)
+def test_the_whole_trainer_pipeline_fills_like_resolve_auto(name, accelerate_stage, clean_environment):
+    """The HF Trainer starts DeepSpeed through Accelerate's plugin: an "auto" ZeRO stage is its zero_stage
+    (2, or what ``accelerate config`` wrote), not DeepSpeed's default 0, and "auto" offload settings are its
+    "none"s."""
+    if accelerate_stage:
+        clean_environment.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", accelerate_stage)
+    config = PIPELINE_CONFIGS[name]
+    values = full_values(hidden_size=64, num_training_steps=100, per_device_train_batch_size=4,
+                         zero_stage=int(accelerate_stage or HF_DEFAULTS["zero_stage"]))
+    expected = trainer_pipeline(config, per_device_train_batch_size=4)
+    assert resolve_auto(config, **values) == expected
+    if config["zero_optimization"]["stage"] == "auto":
+        assert expected["zero_optimization"]["stage"] == int(accelerate_stage or 2)
+
+
+def test_accelerate_refuses_a_config_without_a_zero_section_with_the_words_recorded(clean_environment):
+    from core.autofill import ACCELERATE_NO_ZERO
+
+    with pytest.raises(ValueError) as refused:
+        trainer_pipeline({"train_micro_batch_size_per_gpu": "auto"})
+    assert str(refused.value) == ACCELERATE_NO_ZERO
+    with pytest.raises(AttributeError):  # the boolean form: Accelerate navigates the section with .get
+        trainer_pipeline({"zero_optimization": True})
+
+
+def test_auto_stage_needs_accelerates_zero_stage():
+    with pytest.raises(AutoFillError) as missing:
+        resolve_auto({"zero_optimization": {"stage": "auto"}})
+    assert missing.value.param == "zero_stage"
+    assert "zero_stage" in needed_training_values({"zero_optimization": {"stage": "auto"}})
+    with pytest.raises(AutoFillError, match="ZeRO stage"):
+        resolve_auto({"zero_optimization": {"stage": "auto"}}, zero_stage=4)

@@ -247,6 +247,19 @@ TABLE: tuple[Code, ...] = (
        "DeepCompile.", "These do not support summed gradients; DeepSpeed refuses the combination.",
        {**B, "gradient_allreduce_op": "sum", "zero_optimization": {"stage": 3}}),
     # ---- ZeRO
+    _c("hf.zero-section", "error", "parse", False, "No `zero_optimization` section (or its boolean form) for the HF "
+       "Trainer.",
+       "The HF Trainer starts DeepSpeed through Accelerate's DeepSpeedPlugin, which refuses a config without a "
+       "`zero_optimization` section (\"Please specify the ZeRO optimization config in the DeepSpeed config.\") and "
+       "fails on the boolean form (it reads the section with .get). Plain DeepSpeed takes both. The fix writes the "
+       "section: {\"stage\": 0} when there is none (a choice: unsafe), the boolean's own stage when it is one.",
+       {**B}, settings={"target": "hf"}),
+    _c("hf.auto-stage", "warning", "n/a", False, "`zero_optimization.stage` is \"auto\" for the HF Trainer.",
+       "Accelerate's DeepSpeedPlugin, which the HF Trainer starts DeepSpeed through, fills an \"auto\" stage with "
+       "its zero_stage: 2 unless `accelerate config` (ACCELERATE_DEEPSPEED_ZERO_STAGE) chose another. Plain "
+       "DeepSpeed drops it and runs stage 0, and so do this studio's memory and speed figures until the stage is "
+       "written. The fix writes Accelerate's default, 2 (unsafe: the launch may set another).",
+       {**B, "zero_optimization": {"stage": "auto"}}, settings={"target": "hf"}),
     _c("deprecated.zero-bool", "warning", "n/a", True, "`zero_optimization` written as true/false.",
        "The deprecated boolean form: true is stage 1, false stage 0. The fix writes the same stage as an object.",
        {**B, "zero_optimization": True}),

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 
 from core import versions
+from core.autofill import ACCELERATE_NO_ZERO, HF_DEFAULTS
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
@@ -18,8 +19,18 @@ from core.schema.zero import ZeroConfig
 
 
 def zero_form(ctx: Context) -> Iterator[Finding]:
-    """The deprecated boolean form and null."""
+    """The deprecated boolean form and null; with the HF target, the section Accelerate requires and its "auto"
+    stage."""
     if "zero_optimization" not in ctx.config:
+        if ctx.is_hf:
+            yield Finding(
+                "error", "hf.zero-section", "zero_optimization",
+                "The config has no `zero_optimization` section, and the HF Trainer starts DeepSpeed through "
+                f"Accelerate's DeepSpeedPlugin, which refuses it: \"{ACCELERATE_NO_ZERO}\"",
+                suggestion="Add the section with the stage to train with; {\"stage\": 0} is what plain DeepSpeed "
+                "does without one.",
+                fix=set_fix("zero_optimization", {"stage": 0}), page="zero",
+            )
         return
     value = ctx.config["zero_optimization"]
     legacy = legacy_zero(ctx.config)
@@ -28,10 +39,13 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
         ops = [FixOp("set", "zero_optimization", legacy)]
         if "allgather_bucket_size" in legacy:  # the top-level key moves into the section that now reads it
             ops.append(FixOp("delete", LEGACY_ALLGATHER_KEY))
+        hf = ctx.is_hf  # Accelerate navigates the section with .get: the boolean form fails there
         yield Finding(
-            "warning", "deprecated.zero-bool", "zero_optimization",
+            "error" if hf else "warning", "hf.zero-section" if hf else "deprecated.zero-bool", "zero_optimization",
             f"`\"zero_optimization\": {str(value).lower()}` is the deprecated form; DeepSpeed reads it as stage "
-            f"{stage}" + (f" with `allgather_bucket_size` from `{LEGACY_ALLGATHER_KEY}`." if len(ops) > 1 else "."),
+            f"{stage}" + (f" with `allgather_bucket_size` from `{LEGACY_ALLGATHER_KEY}`." if len(ops) > 1 else ".")
+            + (" The HF Trainer's Accelerate plugin reads the section with .get and fails on it (AttributeError)."
+               if hf else ""),
             suggestion=f"Write {json.dumps(legacy, default=repr)}.",
             fix=Fix(f"Set `zero_optimization` to {brief(legacy)}", tuple(ops)), page="zero",
         )
@@ -39,7 +53,21 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "error", "zero.null", "zero_optimization",
             "`zero_optimization` is null; DeepSpeed fails reading it (it expects an object).",
-            suggestion="Remove it, or write {\"stage\": 0}.", fix=delete_fix("zero_optimization"), page="zero",
+            suggestion="Write {\"stage\": 0}." if ctx.is_hf else "Remove it, or write {\"stage\": 0}.",
+            # with the HF target a removed section is refused too (hf.zero-section)
+            fix=set_fix("zero_optimization", {"stage": 0}) if ctx.is_hf else delete_fix("zero_optimization"),
+            page="zero",
+        )
+    elif ctx.is_hf and isinstance(value, dict) and value.get("stage") == "auto":
+        stage = HF_DEFAULTS["zero_stage"]
+        yield Finding(
+            "warning", "hf.auto-stage", "zero_optimization.stage",
+            f"`zero_optimization.stage` is \"auto\": the HF Trainer's Accelerate plugin fills it with its zero_stage, "
+            f"{stage} unless `accelerate config` (ACCELERATE_DEEPSPEED_ZERO_STAGE) chose another, where plain "
+            "DeepSpeed would use 0. This studio's memory and speed figures read it as stage 0.",
+            suggestion=f"Write the stage the run uses ({stage} with Accelerate's defaults), so that the figures "
+            "describe it.",
+            fix=set_fix("zero_optimization.stage", stage), page="zero",
         )
 
 
