@@ -210,6 +210,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             config, model, hardware, replace(shape, recompute="full"), context_patch={"recompute": "full"}))
     meaning = effective(config)
     stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
+    legacy = _legacy_offload(config)
     if stage < 3:
         ways.append(_way(
             "zero_stage", f"ZeRO stage {stage + 1}",
@@ -223,14 +224,15 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             "Optimizer states and the optimizer step move to the CPU (DeepSpeed's CPU-Adam); limited by PCIe "
             "and CPU speed.",
             config, model, hardware, shape,
-            {"zero_optimization": {"stage": new_stage, "offload_optimizer": {"device": "cpu", "pin_memory": True}}}))
+            {"zero_optimization": {**legacy, "stage": new_stage,
+                                   "offload_optimizer": {"device": "cpu", "pin_memory": True}}}))
     if param == "none":
         ways.append(_way(
             "offload_param", "ZeRO-3 with parameters and optimizer offloaded to CPU RAM",
             "Parameters live in CPU RAM and are fetched layer by layer: the least GPU memory, the slowest.",
             config, model, hardware, shape,
-            {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": opt if opt != "none" else "cpu",
-                                                                      "pin_memory": True},
+            {"zero_optimization": {**legacy, "stage": 3,
+                                   "offload_optimizer": {"device": opt if opt != "none" else "cpu", "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}))
     ways += _host_ways(config, model, hardware, shape, current, meaning)
     smallest = _whole_ranks(config, memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes),
@@ -263,6 +265,26 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else w.gpu_bytes, w.gpu_bytes))
 
 
+#: The deprecated offload keys of the ZeRO section (replaced by the offload sections).
+LEGACY_OFFLOAD_KEYS = frozenset({"cpu_offload", "cpu_offload_param", "cpu_offload_use_pin_memory"})
+
+
+def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A ZeRO-section patch that rewrites the deprecated offload keys (``cpu_offload``, ``cpu_offload_param``,
+    ``cpu_offload_use_pin_memory``) as ``core.migrate`` does: DeepSpeed refuses them next to an offload section
+    ("Cannot provide deprecated parameter ... and replacing parameter ... together"), so a way that writes a
+    section starts from their current form (what they meant is kept). Empty when there are none."""
+    from core.migrate import migrate
+
+    zero = config.get("zero_optimization")
+    if not isinstance(zero, Mapping) or not set(zero) & LEGACY_OFFLOAD_KEYS:
+        return {}
+    migrated = migrate({"zero_optimization": dict(zero)})[0]["zero_optimization"]
+    patch: dict[str, Any] = {key: None for key in zero if key not in migrated}
+    patch.update({key: value for key, value in migrated.items() if key not in zero or zero[key] != value})
+    return patch
+
+
 def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
                current: memory.MemoryEstimate, meaning: Effective) -> list[Way]:
     """When an offloading job is short of CPU RAM or NVMe: offload to CPU RAM instead of NVMe, or not at all
@@ -273,8 +295,7 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
         return []
     zero = config.get("zero_optimization")
     zero = zero if isinstance(zero, Mapping) else {}
-    # the deprecated booleans go too: DeepSpeed refuses them next to an offload section
-    legacy: dict[str, Any] = {key: None for key in ("cpu_offload", "cpu_offload_param") if key in zero}
+    legacy = _legacy_offload(config)
     ways: list[Way] = []
     if "nvme" in (opt, param) and "NVMe" in short:
         moved = {name: {"device": "cpu"} for name, device in (("offload_optimizer", opt), ("offload_param", param))
@@ -286,7 +307,7 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
             + " live in CPU RAM rather than on NVMe: faster, and no NVMe needed, if the RAM holds them.",
             config, model, hardware, shape, {"zero_optimization": moved}))
     off = {name: {"device": "none"} for name in ("offload_optimizer", "offload_param")
-           if isinstance(zero.get(name), Mapping)}
+           if isinstance(zero.get(name), Mapping) or name in legacy}
     stages = [stage] + ([3] if stage < 3 else [])
     for target in stages:
         patch = {"zero_optimization": {**legacy, **off, **({"stage": target} if target != stage else {})}}
@@ -315,11 +336,12 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if "recompute" in by_kind:
         ladder.append(("recomputation", {}, {"recompute": "full"}))
     ladder += [(f"ZeRO-{s}", {"zero_optimization": {"stage": s}}, {}) for s in range(stage + 1, 4)]
+    legacy = _legacy_offload(config)
     if meaning.offload_optimizer == "none":
-        ladder.append(("optimizer offload", {"zero_optimization": {"stage": max(stage, 3), "offload_optimizer": {
-            "device": "cpu", "pin_memory": True}}}, {}))
+        ladder.append(("optimizer offload", {"zero_optimization": {
+            **legacy, "stage": max(stage, 3), "offload_optimizer": {"device": "cpu", "pin_memory": True}}}, {}))
     if meaning.offload_param == "none":
-        ladder.append(("parameter offload", {"zero_optimization": {"stage": 3, "offload_param": {
+        ladder.append(("parameter offload", {"zero_optimization": {**legacy, "stage": 3, "offload_param": {
             "device": "cpu", "pin_memory": True}}}, {}))
     if len(ladder) < 2:
         return None
@@ -347,6 +369,10 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
             patch = apply_patch(patch, batch_patch)
             said = batch_said
+    zero_patch = patch.get("zero_optimization")
+    if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
+        # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go
+        zero_patch.update({key: None for key, value in legacy.items() if value is None})
     return _from_estimate("combined", "Together: " + ", ".join(names),
                           "No single change fits: these changes together, cheapest first, up to the first that "
                           "fits." + said, est, patch, context)

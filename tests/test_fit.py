@@ -10,6 +10,7 @@ import pytest
 
 from core import cli, fit, memory, models
 from core.cli.common import catalog_gpu
+from core.effective import effective
 
 A100 = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * memory.GIB,
                        cpu_ram_per_node_bytes=512 * memory.GIB)
@@ -263,3 +264,36 @@ def test_a_job_short_of_host_memory_is_offered_less_offload(zero, cpu_ram, nvme,
         patched = fit.apply_patch(config, way.config_patch)
         assert memory.estimate(patched, spec, hardware, shape).fits == way.fits
         assert deepspeed_verdict(patched, world_size=8).accepted, (way.title, patched)
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("zero", [
+    {"stage": 2, "cpu_offload": False},
+    {"stage": 3, "cpu_offload": False, "cpu_offload_param": False},
+    {"stage": 2, "cpu_offload": True, "cpu_offload_use_pin_memory": True},
+    {"stage": 3, "cpu_offload": True},
+], ids=["z2-cpu-offload-false", "z3-both-false", "z2-cpu-offload-true", "z3-cpu-offload-true"])
+def test_ways_that_write_offload_sections_rewrite_the_deprecated_offload_keys(zero):
+    """DeepSpeed refuses `cpu_offload` / `cpu_offload_param` beside an offload section ("Cannot provide deprecated
+    parameter ... together"): the offload ways kept them, so Apply turned a config DeepSpeed accepts into one it
+    refuses. Every way's result is judged by DeepSpeed's own parser, and what the deprecated keys meant stays."""
+    pytest.importorskip("deepspeed")
+    from tests.oracle.ds0195_worker import evaluate
+
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": zero}
+    assert evaluate(config, 4)["accepted"]
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    written = [way for hardware in (memory.Hardware(4, 1, 40 * memory.GIB, 512 * memory.GIB),
+                                    memory.Hardware(4, 1, 24 * memory.GIB, 64 * memory.GIB),
+                                    memory.Hardware(4, 1, 24 * memory.GIB, 16 * memory.GIB))
+               for way in fit.ways_to_fit(config, spec, hardware, memory.Shape(1, 2048))
+               if "offload" in json.dumps(way.config_patch)]
+    assert written
+    for way in written:
+        patched = fit.apply_patch(config, way.config_patch)
+        verdict = evaluate(json.loads(json.dumps(patched)), 4)
+        assert verdict["accepted"], (way.title, patched, verdict["message"])
+        before, after = effective(config), effective(patched)
+        if way.kind == "offload_param":  # the optimizer's offload is kept as the deprecated key said
+            assert after.offload_optimizer == (before.offload_optimizer if before.offload_optimizer != "none"
+                                               else "cpu"), (way.title, patched)
