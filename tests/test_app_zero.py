@@ -219,3 +219,14 @@ def test_a_zero3_step_with_little_work_says_so_beside_the_step_time():
     assert not [w for w in at.warning if "lower bound" in w.value]
     at = zero_app({"stage": 3}, **(context | {"seq_len": 4096}))
     assert not [w for w in at.warning if "lower bound" in w.value]
+
+
+def test_nvme_optimizer_offload_below_stage_3_marks_the_cpu_row_current():
+    """DeepSpeed has no NVMe swapper below stage 3 and the estimate sizes CPU offload: the options table marked
+    no row current, while the caption named an option the table does not have ("ZeRO-2 opt→nvme")."""
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}
+    at = app(config, page="pages/zero.py", **MODEL)
+    table = next(d for d in shown_tables(at) if "Option" in d.columns)
+    assert list(table.loc[table["Current"] != "", "Option"]) == ["ZeRO-2 opt→cpu"]
+    assert any(c.value.startswith("Current config: ZeRO-2 opt→cpu — ") for c in at.caption)

@@ -15,7 +15,6 @@ import altair as alt
 import pandas as pd
 
 from core import hardware, memory
-from core.effective import effective
 from core.findings import Report
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
@@ -177,9 +176,11 @@ def option_label(stage: int, offload_optimizer: str, offload_param: str) -> str:
 
 
 def current_option(config: Mapping[str, Any], stage: int) -> str:
-    meaning = effective(config)
-    opt = meaning.offload_optimizer if stage >= 1 else "none"
-    param = meaning.offload_param if stage == 3 else "none"
+    """The option table's label of what the config runs, as the memory model reads it (NVMe optimizer offload
+    below stage 3 is CPU offload: DeepSpeed has no NVMe swapper there)."""
+    settings = memory.TrainingSettings.from_ds_config(config)
+    opt = settings.offload_optimizer if stage >= 1 else "none"
+    param = settings.offload_param if stage == 3 else "none"
     return option_label(stage, opt, param)
 
 
