@@ -177,7 +177,7 @@ def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str,
     accumulation (recompute the global batch); keep the global batch and micro batch
     (recompute accumulation, if it divides); keep the global batch and accumulation
     (recompute the micro batch); keep the global batch (largest micro batch ≤ the user's
-    that divides it).
+    that divides it); else the nearest global batch that works, with the micro batch (or the accumulation) kept.
     """
     tb, mb, ga = (_whole_seed(config.get(k)) for k in BATCH_KEYS)
     w = max(1, int(world_size))
@@ -200,11 +200,16 @@ def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str,
         if m:
             add(tb, m, per_gpu // m)
     if tb and not out:
-        # Round the global batch to the nearest multiple that works.
-        step = (mb or 1) * w
-        lower = max(step, (tb // step) * step)
-        add(lower, mb or 1, lower // step)
-        add(lower + step, mb or 1, (lower + step) // step)
+        # Round the global batch to the nearest multiple that works (nearest first; a tie goes to the smaller),
+        # keeping the micro batch, else the accumulation, else deriving as DeepSpeed does (micro = tb / GPUs).
+        unit = (mb or ga or 1) * w
+        lower = max(unit, (tb // unit) * unit)
+        candidates = [lower] + ([lower + unit] if lower < tb else [])
+        for t in sorted(candidates, key=lambda c: (abs(c - tb), c)):
+            if mb:
+                add(t, mb, t // unit)
+            else:
+                add(t, t // unit if ga else t // w, ga or 1)
     if not out and mb:
         add(mb * w, mb, 1)
     return out

@@ -6,7 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.batch import batch_suggestions, effective_world_size, micro_batch_of, resolve_batch, valid_world_sizes
+from core.batch import (
+    GA,
+    MB,
+    TB,
+    batch_suggestions,
+    effective_world_size,
+    micro_batch_of,
+    resolve_batch,
+    valid_world_sizes,
+)
+from core.validate import validate
 
 
 @pytest.mark.parametrize(
@@ -118,3 +128,23 @@ def test_suggestions_for_a_huge_prime_global_batch_keep_it_and_use_micro_batch_o
     trio = batch_suggestions({"train_batch_size": 1_000_000_007, "train_micro_batch_size_per_gpu": 999_999_999}, 1)
     assert {"train_batch_size": 1_000_000_007, "train_micro_batch_size_per_gpu": 1,
             "gradient_accumulation_steps": 1_000_000_007} in trio
+
+
+@pytest.mark.parametrize(("config", "world", "first"), [
+    ({"train_batch_size": 60, "train_micro_batch_size_per_gpu": 4}, 8, (64, 4, 2)),
+    ({"train_batch_size": 250, "train_micro_batch_size_per_gpu": 16}, 8, (256, 16, 2)),
+    ({"train_batch_size": 1000, "train_micro_batch_size_per_gpu": 8}, 64, (1024, 8, 2)),
+    ({"train_batch_size": 36, "train_micro_batch_size_per_gpu": 4}, 8, (32, 4, 1)),  # nearer below
+    ({"train_batch_size": 9, "train_micro_batch_size_per_gpu": 3}, 2, (6, 3, 1)),  # a tie: the smaller
+    ({"train_batch_size": 30}, 8, (32, 4, 1)),  # micro derived as DeepSpeed derives it, accumulation 1
+    ({"train_batch_size": 100, "gradient_accumulation_steps": 2}, 8, (96, 6, 2)),  # the accumulation kept
+    ({"train_batch_size": 3, "train_micro_batch_size_per_gpu": 2}, 8, (16, 2, 1)),  # below one unit
+], ids=["60-to-64", "250-to-256", "1000-to-1024", "36-to-32", "tie-9", "tb-only", "ga-kept", "tiny"])
+def test_the_rounding_suggestion_is_the_nearest_global_batch(config, world, first):
+    """The one-click fix rounded the global batch down (60 -> 32 beside 64) and, with only train_batch_size
+    written, moved the micro batch into accumulation (30 -> 24 = 1 x 3 x 8)."""
+    suggestions = batch_suggestions(config, world)
+    assert (suggestions[0][TB], suggestions[0][MB], suggestions[0][GA]) == first
+    assert all(resolve_batch(s, world).ok for s in suggestions)
+    fix = next(f.fix for f in validate(config, world_size=world).findings if f.code.startswith("batch.") and f.fix)
+    assert f"train_batch_size={first[0]}," in fix.description
