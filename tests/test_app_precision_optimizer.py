@@ -182,3 +182,29 @@ def test_the_precision_radio_follows_the_config_when_a_section_is_switched_off_b
     at.radio(key="cfg:precision_mode").set_value("fp16").run()
     assert at.session_state["config"]["fp16"] == {"enabled": True, "loss_scale_window": 500}
     assert at.radio(key="cfg:precision_mode").value == "fp16" and not at.exception
+
+
+def test_gradient_clipping_shows_the_selected_releases_default():
+    """DeepSpeed's gradient_clipping default is 0.0 (no clipping) up to 0.18.9 and 1.0 from 0.19.0 (the release
+    profiles record it): the widget showed 1.0, "clipping on", for every release."""
+    from core import versions
+
+    for version in versions.RELEASES:
+        recorded = versions.profile(version)["top_level_defaults"]["gradient_clipping"]
+        at = app({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}}, page="pages/precision.py",
+                 version=version)
+        at.run()
+        widget = at.number_input(key=widget_key("gradient_clipping"))
+        assert widget.value == recorded, version
+        assert f"Default: `{recorded}`" in widget.help, version
+    assert {versions.profile(v)["top_level_defaults"]["gradient_clipping"] for v in versions.RELEASES} == {0.0, 1.0}
+
+
+def test_an_auto_value_is_fixed_to_the_selected_releases_default():
+    import core
+
+    for version, expected in (("0.18.9", 0.0), ("0.19.8", 1.0)):
+        finding = next(f for f in core.validate({"train_micro_batch_size_per_gpu": 1, "gradient_clipping": "auto"},
+                                                version=version).findings if f.code == "auto.fails")
+        assert finding.fix is not None and finding.fix.apply({"gradient_clipping": "auto"}) == {
+            "gradient_clipping": expected}, version

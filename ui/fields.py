@@ -17,7 +17,7 @@ from typing import Any, Literal
 import annotated_types as at
 from pydantic import BaseModel
 
-from core import io
+from core import io, versions
 from core.findings import Finding, Report, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
@@ -203,9 +203,18 @@ def _default_line(default: Any, meta: FieldMeta) -> str:
     return f"Default: `{json.dumps(default)}`" + (f" {meta.unit}" if meta.unit else "") + "."
 
 
-def help_text(field: SchemaField) -> str:
-    """Help text of a widget: description, unit, default, notes — all from the schema."""
-    default_line = _default_line(plain_default(field), field.meta) if field.model is None else None
+def release_plain_default(field: SchemaField, path: str, version: str) -> Any:
+    """The field's default as DeepSpeed ``version`` uses it when the key is left out (its profile's record:
+    ``gradient_clipping`` is 0.0 before 0.19.0), else the schema's, as it would appear in JSON."""
+    found, value = versions.recorded_default(version, path.rpartition(".")[0], field.alias or field.name)
+    return value if found else plain_default(field)
+
+
+def help_text(field: SchemaField, default: Any = Ellipsis) -> str:
+    """Help text of a widget: description, unit, default (``default`` when given: the release's), notes — all
+    from the schema."""
+    shown_default = plain_default(field) if default is Ellipsis else default
+    default_line = _default_line(shown_default, field.meta) if field.model is None else None
     return _help(field.info.description or "", field.meta, default_line)
 
 

@@ -206,10 +206,10 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     path = fields.config_path(form.config, path)
     current = get_path(form.config, path, _MISSING)
     present = current is not _MISSING
-    default = fields.plain_default(field)
+    default = fields.release_plain_default(field, path, form.version)
     value = current if present else default
     reason = fields.disabled_reason(field, form, path)
-    help_ = fields.help_text(field)
+    help_ = fields.help_text(field, default)
     label = label or field.name
     form.shown.add(path)
     if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):

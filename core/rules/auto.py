@@ -42,6 +42,14 @@ def _hf_fills(path: str) -> bool:
     return bool(field and field.meta.hf_auto)
 
 
+def _release_default(ctx: Context, field: Any, path: str) -> Any:
+    """The value DeepSpeed ``ctx.version`` uses when ``path`` is left out: its profile's record (gradient_clipping
+    is 0.0 before 0.19.0), else the schema's default."""
+    prefix, _, key = path.rpartition(".")
+    found, recorded = versions.recorded_default(ctx.version, prefix, field.alias or key)
+    return recorded if found else plain_default(field)
+
+
 def _unread_params(config: dict[str, Any], path: str) -> bool:
     """Whether ``path`` is under ``optimizer.params`` / ``scheduler.params`` of a section without a type:
     DeepSpeed reads the params only with the type (``get_optimizer_params`` / ``get_scheduler_params``)."""
@@ -100,10 +108,10 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
                 "sees the literal string \"auto\".",
                 suggestion="Write an explicit value." + (
-                    "" if field is None else f" Default: {brief(plain_default(field))}." if field.default is not None
-                    else " Or remove the key: DeepSpeed then uses its default."),
-                fix=None if field is None else set_fix(path, plain_default(field)) if field.default is not None
-                else delete_fix(path),
+                    "" if field is None else f" Default: {brief(_release_default(ctx, field, path))}."
+                    if field.default is not None else " Or remove the key: DeepSpeed then uses its default."),
+                fix=None if field is None else set_fix(path, _release_default(ctx, field, path))
+                if field.default is not None else delete_fix(path),
                 page=field.meta.page if field else None,
             )
             continue
@@ -120,10 +128,10 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 "error", "auto.fails", path,
                 f"`{path}` is \"auto\": plain DeepSpeed keeps the string and training fails the first time it "
                 "uses the value.",
-                suggestion="Write the value" + (f" (default {brief(field.default)})"
+                suggestion="Write the value" + (f" (default {brief(_release_default(ctx, field, path))})"
                                                  if field and field.default is not None
                                                  else "") + ", or choose the HF target if the HF Trainer fills it in.",
-                fix=set_fix(path, field.default) if field and field.default is not None else None,
+                fix=set_fix(path, _release_default(ctx, field, path)) if field and field.default is not None else None,
                 page=field.meta.page if field else None,
             )
         elif behaviour == "kept" and path == "optimizer.params.lr" and _scheduler_sets_lr(ctx):
@@ -152,7 +160,7 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 page=field.meta.page if field else "optimizer",
             )
         else:
-            default = plain_default(field) if field and field.model is None else None
+            default = _release_default(ctx, field, path) if field and field.model is None else None
             yield Finding(
                 "info", "auto.default", path,
                 f"`{path}` is \"auto\": "
