@@ -459,20 +459,44 @@ def _curve(scheduler_type: str, bound: dict[str, Any], steps: int, base_lr: floa
     return frame
 
 
-def config_schedule_curve(config: Mapping[str, Any], steps: int) -> pd.DataFrame:
-    """``schedule_curve`` for a whole DeepSpeed config (reads ``scheduler`` and ``optimizer``)."""
+def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = "0.19.8") -> pd.DataFrame:
+    """``schedule_curve`` for a whole DeepSpeed config (reads ``scheduler`` and ``optimizer``). A learning rate
+    the optimizer section leaves out is the built optimizer's default, as in DeepSpeed (FusedAdam's 1e-3, SGD's
+    1e-3, Adagrad's 1e-2); OneCycle cycles momentum only for an optimizer whose defaults hold ``betas``."""
     scheduler = config.get("scheduler")
     if not isinstance(scheduler, Mapping) or "type" not in scheduler:
         raise ScheduleError("the config has no scheduler with a type", "scheduler.type")
     optimizer = config.get("optimizer")
     base_lr = None
-    has_betas = True
+    given: Mapping[str, Any] = {}
+    has_betas = True  # an optimizer the studio does not know (a client optimizer): assumed Adam-like
     if isinstance(optimizer, Mapping):
+        defaults_lr, defaults_betas = _optimizer_defaults(config, version)
         opt_params = optimizer.get("params")
-        if isinstance(opt_params, Mapping):
-            base_lr = opt_params.get("lr")
-        opt_type = str(optimizer.get("type", "")).lower()
-        # Adagrad and the SGD family have no betas in their defaults, so OneCycle skips momentum.
-        has_betas = opt_type not in {"adagrad", "sgd", "musgd"}
-    return schedule_curve(scheduler["type"], scheduler.get("params"), steps, base_lr,
-                          optimizer_has_betas=has_betas)
+        given = opt_params if isinstance(opt_params, Mapping) else {}
+        base_lr = given.get("lr", defaults_lr)
+        if defaults_betas is not None:
+            has_betas = defaults_betas
+    frame = schedule_curve(scheduler["type"], scheduler.get("params"), steps, base_lr,
+                           optimizer_has_betas=has_betas)
+    frame.attrs["assumed"] = ([f"optimizer.params.lr is not written: the optimizer's default lr, {base_lr:g}, as "
+                               "DeepSpeed builds it"]
+                              if isinstance(optimizer, Mapping) and "lr" not in given and _is_number(base_lr) else [])
+    return frame
+
+
+def _optimizer_defaults(config: Mapping[str, Any], version: str) -> tuple[Any, bool | None]:
+    """(the default lr, whether ``betas`` is in the defaults) of the optimizer ``deepspeed.initialize`` builds
+    from the config's section; (None, None) when it is not one the studio knows."""
+    from core.effective import effective
+    from core.rules import torch_checks
+
+    meaning = effective(config, version)
+    if meaning.torch_optimizer is not None and torch_checks.known(meaning.torch_optimizer):
+        defaults = torch_checks.defaults(meaning.torch_optimizer)
+        return defaults.get("lr"), "betas" in defaults
+    spec = meaning.optimizer_spec
+    if spec is None:
+        return None, None
+    lr = spec.param("lr")
+    return (lr.default if lr is not None else None), spec.has_betas_default

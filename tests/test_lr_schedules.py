@@ -329,3 +329,51 @@ def test_an_integer_learning_rate_beyond_int64_is_charted_as_a_float():
     config = {"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 2 ** 64, "warmup_max_lr": 2 ** 65}}}
     curve = config_schedule_curve(config, 5)
     assert curve["lr"].dtype == float and curve["lr"].iloc[0] == float(2 ** 64)
+
+
+TORCH_TYPES = ["SGD", "RMSprop", "Rprop", "Adadelta", "ASGD", "Adam", "AdamW", "Adagrad", "NAdam", "RAdam",
+               "Adamax"]
+
+
+@pytest.mark.parametrize("kind, params", [
+    ("OneCycle", {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "cycle_first_step_size": 4}),
+    ("WarmupCosineLR", {"total_num_steps": 12, "warmup_num_steps": 3}),
+    ("WarmupLR", {"warmup_num_steps": 5}),
+], ids=["onecycle", "warmup-cosine", "warmup"])
+@pytest.mark.parametrize("opt_type", TORCH_TYPES)
+def test_a_config_without_lr_or_betas_charts_what_the_built_optimizer_gets(opt_type, kind, params):
+    """An optimizer section without ``lr`` trains on the class's default lr (the chart refused it: "set
+    optimizer.params.lr"), and OneCycle cycles momentum only when the class's defaults hold ``betas`` (the chart
+    drew momentum for RMSprop, Rprop, Adadelta and ASGD). The real class, built as DeepSpeed builds it, with
+    DeepSpeed's scheduler on it, is the judge."""
+    weight = torch.nn.Parameter(torch.zeros(1))
+    opt = getattr(torch.optim, opt_type)([weight])
+    sched = getattr(ds_sched, kind)(opt, **params)
+    real = []
+    for _ in range(10):
+        real.append(float(opt.param_groups[0]["lr"]))
+        sched.step()
+    config = {"optimizer": {"type": opt_type, "params": {}}, "scheduler": {"type": kind, "params": params}}
+    ours = config_schedule_curve(config, 10)
+    assert list(ours["lr"]) == pytest.approx(real, rel=1e-12)
+    cycles = kind == "OneCycle" and "betas" in opt.defaults
+    assert ("momentum" in ours) == cycles, opt.defaults.keys()
+    lr_written = any("optimizer's default lr" in a for a in ours.attrs["assumed"])
+    assert lr_written
+
+
+def test_deepspeeds_own_optimizers_default_lr_is_their_signatures():
+    """The spec's default lr, which the chart uses when the section writes none, is each class's own."""
+    import inspect
+
+    from deepspeed.ops.adam import DeepSpeedCPUAdam, FusedAdam
+    from deepspeed.ops.lamb import FusedLamb
+    from deepspeed.ops.lion import FusedLion
+
+    from core.schema.optimizer import OPTIMIZERS
+
+    for name, cls in (("adam", FusedAdam), ("adamw", FusedAdam), ("lamb", FusedLamb), ("lion", FusedLion)):
+        assert OPTIMIZERS[name].param("lr").default == inspect.signature(cls.__init__).parameters["lr"].default
+    assert OPTIMIZERS["adam"].param("lr").default == inspect.signature(DeepSpeedCPUAdam.__init__).parameters[
+        "lr"].default
+    assert OPTIMIZERS["muon"].has_betas_default is False and OPTIMIZERS["adam"].has_betas_default

@@ -52,13 +52,13 @@ def decimate(curve: pd.DataFrame, series: list[str], buckets: int = BUCKETS) -> 
     return curve[keep]
 
 
-def schedule_curve(config: Mapping[str, Any], steps: int) -> pd.DataFrame:
+def schedule_curve(config: Mapping[str, Any], steps: int, version: str = "0.19.8") -> pd.DataFrame:
     """``core.lr_schedules.config_schedule_curve`` of ``config`` (a copy, attrs included), computed once per
-    distinct (config, steps) in the process: stepping the schedule through every step was about half of the
-    Optimizer page's rerun, repeated when nothing it depends on had changed. Raises what it raises."""
-    return _curve(config_key(config), steps).copy()
+    distinct (config, steps, release) in the process: stepping the schedule through every step was about half of
+    the Optimizer page's rerun, repeated when nothing it depends on had changed. Raises what it raises."""
+    return _curve(config_key(config), steps, version).copy()
 
 
 @shared_cache(maxsize=64)
-def _curve(config: ConfigKey, steps: int) -> pd.DataFrame:
-    return lr_schedules.config_schedule_curve(json.loads(config.text), steps)
+def _curve(config: ConfigKey, steps: int, version: str) -> pd.DataFrame:
+    return lr_schedules.config_schedule_curve(json.loads(config.text), steps, version)

@@ -115,6 +115,14 @@ class OptimizerSpec:
     """fp32 state tensors per parameter the optimizer keeps (Adam: m and v; Lion: one moment)."""
     states_need_momentum: bool = False
     """SGD-like: the state tensor exists only with ``momentum`` > 0 (none otherwise)."""
+    betas_in_defaults: bool | None = None
+    """Whether the built optimizer's ``defaults`` has ``betas`` (OneCycle cycles momentum only then); None: it
+    does exactly when the optimizer takes ``betas``. Muon's class passes an empty dict as its defaults."""
+
+    @property
+    def has_betas_default(self) -> bool:
+        """Whether the built optimizer's ``defaults`` holds ``betas`` (see ``betas_in_defaults``)."""
+        return self.param("betas") is not None if self.betas_in_defaults is None else self.betas_in_defaults
 
     def exists_in(self, version: str) -> bool:
         """Whether DeepSpeed ``version`` knows this optimizer (its DEEPSPEED_OPTIMIZERS, from the profile)."""
@@ -416,6 +424,7 @@ OPTIMIZERS: dict[str, OptimizerSpec] = {
             ),
             {"gpu": "deepspeed.runtime.zero.muon.MuonWithAuxAdam"},
             state_tensors=1,  # the momentum buffer of the (dominant) 2-D matrices; the aux-Adam half keeps 2
+            betas_in_defaults=False,  # original_muon.py: super().__init__(param_groups, dict())
         ),
         *(
             OptimizerSpec(
