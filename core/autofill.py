@@ -318,6 +318,27 @@ def _finalize(f: _Filler) -> None:
            lambda w, n: max(1, _warmup_steps(w, n)), "warmup_steps")
 
 
+def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
+                     **training_values: Any) -> tuple[dict[str, Any], list[str]]:
+    """The ``optimizer`` and ``scheduler`` sections with their "auto" values filled as the HF Trainer fills them
+    for a run of ``num_training_steps`` (``training_values`` given, else ``HF_DEFAULTS``), for drawing the schedule
+    before the run; and the training values that filled something, as ``name=value`` (what the curve assumed).
+    Raises AutoFillError when the sections' own values disagree with them."""
+    part = {key: copy.deepcopy(config[key]) for key in ("optimizer", "scheduler") if key in config}
+    values = {**{k: v for k, v in HF_DEFAULTS.items() if k != "zero_stage"}, **training_values,
+              "num_training_steps": num_training_steps}
+    filled = resolve_auto(part, **values)
+    used = []
+    for path in find_auto(part):
+        if not path.startswith("scheduler.") and path != "optimizer.params.lr":
+            continue  # filled too, but not what draws the learning rate
+        for name in HF_TRAINER_FIELDS.get(path, ()):
+            shown = "num_training_steps" if name == "max_steps" else name
+            if shown in values and f"{shown}={values[shown]}" not in used:
+                used.append(f"{shown}={values[shown]}")
+    return filled, used
+
+
 def find_auto(config: Any, prefix: str = "") -> list[str]:
     """Dotted paths of every "auto" value left in ``config``."""
     out: list[str] = []

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
 import pandas as pd
 import streamlit as st
 
-from core import lr_schedules
+from core import autofill, lr_schedules
 from core.effective import optimizer_backend
 from core.findings import get_path
 from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
@@ -80,8 +81,14 @@ if sched is not None:
             widgets.render_param("scheduler.params", param, form)
     steps = int(ctx.get("train_steps") or 1000)
     widgets.context_widget(st.number_input, "train_steps", "Steps to chart", step=1000)
+    chart_config, trainer_fills = config, []
+    if ctx["target"] == "hf" and any(p.startswith(("optimizer.", "scheduler.")) for p in autofill.find_auto(config)):
+        # the Trainer fills these before DeepSpeed sees them: chart what it would fill (and say so); values of
+        # the sections that disagree with the Trainer's are left to the curve's error, which names the value
+        with contextlib.suppress(autofill.AutoFillError):
+            chart_config, trainer_fills = autofill.trainer_schedule(config, steps)
     try:
-        curve = lr_chart.schedule_curve(config, steps)
+        curve = lr_chart.schedule_curve(chart_config, steps, ctx["version"])
     except lr_schedules.ScheduleError as exc:
         path = lr_schedules.param_path(exc.param)
         where = f" (`{path}`)" if path else ""
@@ -90,6 +97,11 @@ if sched is not None:
     if curve is not None:
         for warning in curve.attrs.get("warnings", []):
             st.warning(f"DeepSpeed would warn: {warning}")
+        for assumed in curve.attrs.get("assumed", []):
+            st.caption(f"Assumed: {assumed}.")
+        if trainer_fills:
+            st.caption('Assumed: the HF Trainer fills the "auto" values from TrainingArguments; charted with its '
+                       f"defaults and {steps} training steps: {', '.join(trainer_fills)}. Your arguments decide.")
         series = [c for c in ("lr", "momentum") if c in curve]
         shown = lr_chart.decimate(curve, series)
         long = shown.melt("step", series, "series", "value")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 
 import pyarrow as pa
+import pytest
 from app_support import ROOT, app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import lr_schedules
@@ -208,3 +210,29 @@ def test_an_auto_value_is_fixed_to_the_selected_releases_default():
                                                 version=version).findings if f.code == "auto.fails")
         assert finding.fix is not None and finding.fix.apply({"gradient_clipping": "auto"}) == {
             "gradient_clipping": expected}, version
+
+
+def test_the_lr_chart_of_a_config_without_lr_uses_the_optimizers_default_and_says_so():
+    """DeepSpeed builds SGD without an lr on SGD's default (0.001); the chart refused ("set optimizer.params.lr")
+    while the page's own lr box showed 0.001."""
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "SGD", "params": {}},
+              "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 100, "warmup_num_steps": 10}}}
+    at = app(config, page="pages/optimizer.py", train_steps=100)
+    assert not at.error, [e.value for e in at.error]
+    _spec, curve = _drawn_curve(at)
+    assert curve["value"].max() == pytest.approx(0.001)
+    assert any("the optimizer's default lr, 0.001" in c.value for c in at.caption)
+
+
+def test_the_hf_presets_schedule_is_charted_with_the_trainers_defaults():
+    """The vetted HF preset writes its schedule as "auto": the page showed a red error with nothing to resolve it."""
+    from core.presets import BUILTIN_DIR, load_preset
+
+    config = load_preset("hf-auto-zero2", [BUILTIN_DIR]).config
+    at = app(copy.deepcopy(config), page="pages/optimizer.py", target="hf", train_steps=1000)
+    assert not at.error, [e.value for e in at.error]
+    _spec, curve = _drawn_curve(at)
+    assert curve["value"].max() == pytest.approx(5e-05)
+    assert any("HF Trainer fills" in c.value and "learning_rate=5e-05" in c.value and "num_training_steps=1000"
+               in c.value for c in at.caption)
+    assert at.session_state["config"] == config  # charting is a view: the "auto"s stay

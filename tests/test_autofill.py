@@ -365,3 +365,16 @@ def test_auto_stage_needs_accelerates_zero_stage():
     assert "zero_stage" in needed_training_values({"zero_optimization": {"stage": "auto"}})
     with pytest.raises(AutoFillError, match="ZeRO stage"):
         resolve_auto({"zero_optimization": {"stage": "auto"}}, zero_stage=4)
+
+
+def test_trainer_schedule_fills_only_the_sections_that_draw_the_schedule():
+    from core.autofill import trainer_schedule
+
+    config = next(p.config for p in HF_PRESETS if p.name == "hf-auto-zero2")
+    filled, used = trainer_schedule(config, 500)
+    assert set(filled) == {"optimizer", "scheduler"} and find_auto(filled) == []
+    expected = resolve_auto({k: config[k] for k in ("optimizer", "scheduler")},
+                            **{**HF_DEFAULTS, "num_training_steps": 500})
+    assert filled == expected
+    assert "learning_rate=5e-05" in used and "num_training_steps=500" in used
+    assert not any(name.startswith("adam_") for name in used)  # filled, but they do not draw the learning rate
