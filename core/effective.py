@@ -123,6 +123,15 @@ def _zero(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], int, Any]:
     return zero, stage if stage in ZERO_STAGES else 0, written
 
 
+def _enabled(section: Mapping[str, Any], name: str, version: str) -> bool:
+    """``enabled`` of the fp16/bf16 section as DeepSpeed ``version`` reads it: pydantic's lax bool where it parses
+    the section with pydantic, else (``get_scalar_param`` before 0.19) the Python truth of the raw value, so
+    ``"false"`` and ``"auto"`` are on there."""
+    if versions.section_strict(version, name) is False:
+        return bool(section.get("enabled", False))
+    return pydantic_bool(section, "enabled", False)
+
+
 def _device(zero: Mapping[str, Any], key: str, legacy_key: str) -> tuple[str, Mapping[str, Any]]:
     section = zero.get(key)
     if isinstance(section, Mapping):
@@ -217,10 +226,15 @@ class Effective:
     @property
     def precision_mode(self) -> str:
         """The precision the app shows: as :attr:`precision`, but ``enabled: "auto"`` counts as on
-        (the HF Trainer fills it) and the first enabled section wins."""
-        if self.fp16 or self.fp16_auto:
+        (the HF Trainer fills it); a section written on wins over an "auto" one (DeepSpeed drops the "auto", and
+        the Trainer may fill it only with the flag that agrees), else the first enabled section wins."""
+        if self.fp16:
             return "fp16"
-        if self.bf16 or self.bf16_auto:
+        if self.bf16:
+            return "bf16"
+        if self.fp16_auto:
+            return "fp16"
+        if self.bf16_auto:
             return "bf16"
         return "torch_autocast" if self.torch_autocast else "fp32"
 
@@ -301,8 +315,8 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
     return Effective(
         stage=stage,
         stage_written=written,
-        fp16=pydantic_bool(fp16_section, "enabled", False),
-        bf16=pydantic_bool(bf16_section, "enabled", False),
+        fp16=_enabled(fp16_section, "fp16", version),
+        bf16=_enabled(bf16_section, "bf16", version),
         torch_autocast=bool(autocast.get("enabled", False)),
         torch_autocast_dtype=canonical_dtype(autocast.get("dtype")),
         fp16_auto=fp16_section.get("enabled") == "auto",

@@ -24,10 +24,11 @@ def bf16_section(config: Mapping[str, Any]) -> str:
     return effective(config).bf16_section
 
 
-def precision_mode(config: Mapping[str, Any]) -> str:
-    """The mode the config selects, booleans read as DeepSpeed reads them (``1``, ``"true"``, ``"on"`` are
-    on); ``"auto"`` counts as on (the HF Trainer fills it); the first enabled one wins when several are."""
-    return effective(config).precision_mode
+def precision_mode(config: Mapping[str, Any], version: str = "0.19.8") -> str:
+    """The mode the config selects, booleans read as DeepSpeed ``version`` reads them (``1``, ``"true"``, ``"on"``
+    are on; before 0.19 a section read with dict.get takes any non-empty string as on); ``"auto"`` counts as on
+    (the HF Trainer fills it) after a section written on; the first enabled one wins when several are."""
+    return effective(config, version).precision_mode
 
 
 def with_precision_mode(config: Mapping[str, Any], mode: str) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def _on_mode() -> None:
     app_state.replace_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY]))
 
 
-mode = precision.precision_mode(config)
+mode = precision.precision_mode(config, app_state.get_context()["version"])
 if st.session_state.get(MODE_KEY) != mode:  # the config changed under it (fp16.enabled unticked below): follow it
     st.session_state[MODE_KEY] = mode
 st.radio("Training precision", precision.PRECISION_MODES,

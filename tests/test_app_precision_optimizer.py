@@ -236,3 +236,23 @@ def test_the_hf_presets_schedule_is_charted_with_the_trainers_defaults():
     assert any("HF Trainer fills" in c.value and "learning_rate=5e-05" in c.value and "num_training_steps=1000"
                in c.value for c in at.caption)
     assert at.session_state["config"] == config  # charting is a view: the "auto"s stay
+
+
+def test_the_precision_radio_reads_the_config_as_the_selected_release_and_prefers_a_written_section():
+    """The radio showed fp16 for fp16 "auto" beside bf16 true (DeepSpeed runs bf16; the Trainer fills fp16 false
+    with --bf16 and refuses --fp16 beside bf16), and read 0.16's dict.get sections as 0.19 does ("false" is on)."""
+    mode_key = "cfg:precision_mode"
+    at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": "auto"}, "bf16": {"enabled": True}},
+             page="pages/precision.py")
+    assert at.radio(key=mode_key).value == "bf16"
+    at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": "false"}}, page="pages/precision.py",
+             version="0.16.9")
+    at.run()
+    assert at.radio(key=mode_key).value == "fp16"  # DeepSpeed 0.16.9: fp16_enabled == 'false', a true value
+
+
+def test_fp16_enabled_as_each_release_reads_it():
+    from core.effective import effective
+
+    for version, on in (("0.16.9", True), ("0.19.8", False)):
+        assert effective({"fp16": {"enabled": "false"}}, version).fp16 is on, version

@@ -17,14 +17,8 @@ from core.schema.precision import canonical_dtype
 
 
 def _on(ctx: Context, section: str) -> bool:
-    """``fp16``/``bf16`` enabled as this release reads it: core.effective's reading (pydantic's lax bool), or,
-    where the release reads the section with dict.get, the Python truth of the raw value ("auto" is on)."""
-    if versions.section_strict(ctx.version, section) is False:
-        for key in (section, "bfloat16") if section == "bf16" else (section,):
-            value = ctx.config.get(key)
-            if isinstance(value, dict):
-                return bool(value.get("enabled", False))
-        return False
+    """``fp16``/``bf16`` enabled as this release reads it (core.effective: pydantic's lax bool, or where the
+    release reads the section with dict.get the Python truth of the raw value, "auto" included)."""
     return bool(getattr(ctx.meaning, section))
 
 
