@@ -566,3 +566,23 @@ def test_every_count_flag_reads_a_whole_number_the_same_way(before, flag, is_gpu
             assert code == 2 and message in err and repr(value) in err, (value, code, err)
         else:
             assert message not in err, (value, err)
+
+
+def _strict_json(text: str):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(("config", "world"), [
+    ({"train_micro_batch_size_per_gpu": 1e308, "gradient_accumulation_steps": 10}, "8"),
+    ({"train_micro_batch_size_per_gpu": 1, "sequence_parallel_size": 1e-308}, "7"),
+], ids=["batch-beyond-float", "world-beyond-float"])
+def test_validate_json_is_strict_json_when_a_derived_number_leaves_float_range(config, world, tmp_path, capsys):
+    """DeepSpeed accepts these; the report derived train_batch_size (or the world size) = inf and printed
+    `Infinity`, which strict JSON parsers (Node's JSON.parse, jq) refuse."""
+    path = _write(tmp_path, json.dumps(config))
+    code, out, err = run_cli(["validate", "--format", "json", "--world-size", world, str(path)], capsys)
+    assert "Traceback" not in err
+    report = _strict_json(out)
+    assert "Infinity" in json.dumps(report)  # said, as a string

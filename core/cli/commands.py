@@ -26,6 +26,7 @@ from core.cli.common import (
     UsageError,
     gpu_count,
     guarded,
+    json_report,
     read_config_and_text,
     read_config_file,
     rewrite_config_file,
@@ -125,7 +126,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         else:
             _print_report(path, report, where, out)
     if args.format == "json":
-        out.write(json.dumps(results, indent=2, default=str) + "\n")
+        out.write(json_report(results))
     return worst
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import decimal
+import json
 import math
 import sys
 from collections.abc import Callable
@@ -76,6 +77,23 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
         text = str(exc) if str(path) != "-" else f"-: {exc}"
         position = (exc.line, exc.column or 1) if exc.line is not None else None
         raise UsageError(f"{what} {text}" if what else text, position=position) from None
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def json_report(data: Any) -> str:
+    """``data`` as the strict JSON (RFC 8259) a ``--format json`` prints, newline-terminated: a number beyond float
+    range (a derived 1e308 × 10) becomes the string "Infinity" (or "-Infinity", "NaN"), which every parser reads;
+    anything else JSON has no type for is written as its ``str``."""
+    return json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n"
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -26,6 +26,7 @@ from core.cli.common import (
     gib_or_zero,
     gpu_count,
     guarded,
+    json_report,
     positive,
     positive_int,
     read_config_file,
@@ -129,7 +130,7 @@ def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
             data["zero3"] = memory.zero3_all_cold_table(
                 args.params, args.largest_layer, gpn, args.nodes, args.buffer_factor
             ).to_dict("records")
-        out.write(json.dumps(data, indent=2, default=str) + "\n")
+        out.write(json_report(data))
         return EXIT_OK
     out.write(memory.render_zero2_all_cold(args.params, gpn, args.nodes, args.buffer_factor))
     if args.largest_layer is not None:
@@ -210,7 +211,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         data = est.to_dict()
         if table is not None:
             data["options"] = json.loads(table.to_json(orient="records"))
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(json_report(data))
         return EXIT_OK
     _render(est, out)
     if table is not None:

@@ -23,6 +23,7 @@ from core.cli.common import (
     gib_or_zero,
     gpu_count,
     guarded,
+    json_report,
     positive_int,
     read_config_file,
     seq_len,
@@ -106,14 +107,14 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     ways = fit.ways_to_fit(config, spec, hw, shape)
     speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
     if args.format == "json":
-        out.write(json.dumps({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
+        out.write(json_report({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
                               "nvme_bytes_per_node": est.nvme_bytes_per_node, "micro_batch": shape.micro_batch,
                               "seq_len": shape.seq_len, "attention": shape.attention, "recompute": shape.recompute,
                               "precision": est.settings.precision,
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
                                                                                                   strict=True)],
-                              "notes": notes}, indent=2) + "\n")
+                              "notes": notes}))
         return EXIT_OK if est.fits else EXIT_ERRORS
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
     which = gpu_name or f"{_gib_text(hw.gpu_memory_bytes)} GPUs"

@@ -31,6 +31,7 @@ from core.cli.common import (
     gib_or_zero,
     gpu_count,
     guarded,
+    json_report,
     positive,
     positive_int,
     read_config_file,
@@ -162,7 +163,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
             data["gpu_sweep"] = _records(sweep)
             data["min_gpus"] = sweep.attrs.get("min_gpus")
             data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
-        out.write(json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
+        out.write(json_report(data))
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node), seq {args.seq_len}, global batch "
@@ -264,7 +265,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                                    "efficiency": cluster.efficiency.__dict__,
                                    "cpu_adam_params_per_s": cluster.cpu_adam_rate, "reached": refused is None,
                                    **({"refused": refused} if refused else {})}
-        out.write(json.dumps(data, indent=2, default=str) + "\n")
+        out.write(json_report(data))
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node); micro batch {micro} x "

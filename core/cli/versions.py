@@ -10,11 +10,10 @@ prints, for every profiled release, ok or the first error, and one summary line 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any, TextIO
 
 from core import versions
-from core.cli.common import EXIT_ERRORS, EXIT_OK, gpu_count, read_config_file
+from core.cli.common import EXIT_ERRORS, EXIT_OK, gpu_count, json_report, read_config_file
 from core.versions.matrix import works_with
 
 
@@ -30,7 +29,7 @@ def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
     config = read_config_file(args.file)
     result = works_with(config, world_size=args.world_size, target=args.target)
     if args.format == "json":
-        out.write(json.dumps(result.as_json(), indent=2) + "\n")
+        out.write(json_report(result.as_json()))
     else:
         for verdict in result.verdicts:
             line = "ok" if verdict.ok else f"{verdict.code} at {verdict.path or '(config)'}: {verdict.message}"
