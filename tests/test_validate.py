@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core import validate
-from core.findings import Report
+from core.findings import Report, get_path
 
 BASE = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
 
@@ -47,8 +47,10 @@ CASES = [
      "gradient_predivide_factor"),
     ("removed", cfg(amp={"enabled": False}), {}, "removed.key", "error", "amp"),
     ("removed-on", cfg(amp={"enabled": True}), {}, "removed.enabled-section", "error", "amp"),
+    ("not-in-version-on", cfg(zero_optimization={"stage": 2, "compute_grad_norm": False}), {"version": "0.19.5"},
+     "keys.not-in-version-on", "error", "zero_optimization.compute_grad_norm"),
     ("comment", cfg(_comment="why"), {}, "keys.comment", "info", "_comment"),
-    ("removed-zero", cfg(zero_optimization={"stage": 3, "mics_shard_size": 8}), {}, "removed.key", "error",
+    ("removed-zero", cfg(zero_optimization={"stage": 3, "mics_shard_size": -1}), {}, "removed.key", "error",
      "zero_optimization.mics_shard_size"),
     ("batch-missing", {"gradient_accumulation_steps": 4}, {}, "batch.missing", "error", "train_batch_size"),
     ("batch-product", {"train_batch_size": 8}, {"world_size": 3}, "batch.product", "error", "train_batch_size"),
@@ -468,10 +470,49 @@ def test_an_integer_scheduler_parameter_written_as_a_float_is_fixed_to_its_whole
     ({"amp": {"enabled": False}}, "removed.key", True),
     ({"amp": {"enabled": True, "opt_level": "O1"}}, "removed.enabled-section", False),
     ({"amp": {}}, "removed.key", True),
+    # flags, sections without `enabled`, and values other than the last reading release's default are on too:
+    # the safe fix deleted them (sparse gradients, MiCS, sparse attention off, exit code 0)
+    ({"sparse_gradients": True}, "removed.enabled-section", False),
+    ({"sparse_gradients": False}, "removed.key", True),
+    ({"graph_harvesting": True}, "removed.enabled-section", False),
+    ({"sparse_attention": {"mode": "fixed", "block": 16}}, "removed.enabled-section", False),
+    ({"zero_optimization": {"stage": 3, "mics_shard_size": 8}}, "removed.enabled-section", False),
+    ({"zero_optimization": {"stage": 3, "mics_shard_size": -1}}, "removed.key", True),
+    ({"zero_optimization": {"stage": 3, "mics_hierarchical_params_gather": True}}, "removed.enabled-section",
+     False),
 ])
 def test_removing_a_switched_on_removed_section_is_an_unsafe_fix(section, code, safe):
-    finding = next(f for f in validate(cfg(**section)).findings if f.path == "amp")
+    path = next(iter(section)) if "zero_optimization" not in section else "zero_optimization." + next(
+        k for k in section["zero_optimization"] if k != "stage")
+    finding = next(f for f in validate(cfg(**section)).findings if f.path == path)
     assert finding.code == code and finding.fix is not None and finding.fix.safe is safe
+
+
+@pytest.mark.parametrize(("version", "section", "path", "code"), [
+    ("0.16.9", {"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
+                                      "zenflow": {"topk_ratio": 0.05}}}, "zero_optimization.zenflow",
+     "keys.not-in-version-on"),
+    ("0.17.6", {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True}, "zero_optimization": {"stage": 2}},
+     "bf16.bf16_master_weights_and_grads", "keys.not-in-version-on"),
+    ("0.17.6", {"bf16": {"enabled": True, "bf16_master_weights_and_grads": False}, "zero_optimization": {"stage": 2}},
+     "bf16.bf16_master_weights_and_grads", "keys.not-in-version"),
+    ("0.19.5", {"zero_optimization": {"stage": 2, "compute_grad_norm": False}}, "zero_optimization.compute_grad_norm",
+     "keys.not-in-version-on"),
+    ("0.19.5", {"zero_optimization": {"stage": 2, "compute_grad_norm": True}}, "zero_optimization.compute_grad_norm",
+     "keys.not-in-version"),
+])
+def test_a_key_newer_than_the_release_and_switched_on_is_not_removed_by_a_safe_fix(version, section, path, code):
+    """keys.not-in-version's safe fix deleted ZenFlow, bf16 master weights and compute_grad_norm: false: the
+    config then loads in the old release, training without them. The default value of the releases that read the
+    key decides what is on (compute_grad_norm defaults to true)."""
+    from core.autofix import fix_until_stable
+
+    config = cfg(**section)
+    finding = next(f for f in validate(config, version=version).findings if f.path == path)
+    assert finding.code == code
+    assert finding.fix.safe is (code == "keys.not-in-version")
+    kept = fix_until_stable(config, version=version).config
+    assert (get_path(kept, path) is not None) is (code == "keys.not-in-version-on")
 
 
 def test_works_with_names_an_enabled_removed_section_as_removed():

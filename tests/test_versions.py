@@ -98,6 +98,9 @@ def test_removed_zero_key_is_an_error_from_the_release_that_removed_it():
     assert removed is not None
     last = versions.RELEASES[versions.RELEASES.index(removed) - 1]
     assert validate(config, version=last).ok
+    # mics_shard_size 2 asks for MiCS (the default is -1): removing it is not safe
+    assert "removed.enabled-section" in {f.code for f in validate(config, version=removed).errors}
+    config["zero_optimization"]["mics_shard_size"] = -1
     assert "removed.key" in {f.code for f in validate(config, version=removed).errors}
 
 

@@ -90,6 +90,11 @@ TABLE: tuple[Code, ...] = (
        "a lenient one ignores it (then it is a warning). Removing it is safe: this release gives it no meaning.",
        {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": True}}, settings={"version": "0.19.5"},
        other_severity="warning"),
+    _c("keys.not-in-version-on", "error", "parse", False, "A key the chosen release does not have, switched on.",
+       "As keys.not-in-version in a section that rejects it, but the value asks for something the releases that "
+       "read the key do (a true flag, an enabled or non-empty section, a value other than their default). "
+       "Removing it lets this release load the config, but training then runs without it, so the fix is unsafe.",
+       {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": False}}, settings={"version": "0.19.5"}),
     _c("keys.alias-clash", "error", "parse", True, "A key and its alias are both set.",
        "DeepSpeed reads the alias (e.g. `stage3_prefetch_bucket_size`) and rejects the other spelling as an "
        "unknown key. Removing the spelling DeepSpeed does not read keeps the value it uses.",
@@ -106,10 +111,12 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed 0.19.8 refuses any config that contains a removed section such as `amp` or `elasticity`, "
        "even a disabled one (deepspeedai/DeepSpeed#8489). Removing it is safe: this release gives it no meaning.",
        {**B, "amp": {"enabled": False}}),
-    _c("removed.enabled-section", "error", "parse", False, "A removed section that is switched on.",
-       "As removed.key, but the section has `enabled: true`: earlier releases ran it (amp's mixed precision, "
-       "elastic batch sizes). Removing it lets the config load, but training runs without what it asked for, so "
-       "the fix is unsafe: set up the replacement the message names (e.g. bf16 or fp16 for amp).",
+    _c("removed.enabled-section", "error", "parse", False, "A removed key or section that is switched on.",
+       "As removed.key, but the value asks for something earlier releases did: a section with `enabled: true` "
+       "(amp's mixed precision, elastic batch sizes) or a non-empty one without `enabled` (sparse_attention), a "
+       "true flag (sparse_gradients), a value other than their default (mics_shard_size 8). Removing it lets the "
+       "config load, but training runs without what it asked for, so the fix is unsafe: set up the replacement "
+       "the message names (e.g. bf16 or fp16 for amp).",
        {**B, "amp": {"enabled": True}}),
     # ---- types and values
     _c("type.<pydantic error type>", "error", "parse", False, "A value of the wrong type or out of bounds.",

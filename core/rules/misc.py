@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import versions
-from core.findings import Finding, brief
-from core.rules.context import Context, lax_bool, lax_float
+from core.findings import Finding, brief, get_path, join_path
+from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig
 from core.schema.base import field_meta, version_tuple
@@ -31,7 +31,7 @@ def removed_keys(ctx: Context) -> Iterator[Finding]:
     for key, reason in versions.removed_top_level_keys(ctx.version).items():
         if key in ctx.config:
             field = section_fields(DeepSpeedConfig).get(key)
-            yield _removed(ctx, key, reason, field.meta.page if field else None, ctx.config[key])
+            yield _removed(ctx, "", key, reason, field.meta.page if field else None)
     if not isinstance(ctx.config.get("zero_optimization"), dict):
         return
     for key in ctx.zero:
@@ -42,12 +42,13 @@ def removed_keys(ctx: Context) -> Iterator[Finding]:
             field = section_fields(ZeroConfig).get(key)
             reason = (field.meta.extra.get("removed_message") if field else None) or (
                 f"`{key}` was removed in DeepSpeed {removed}; the ZeRO section rejects it as an unknown key.")
-            yield _removed(ctx, f"zero_optimization.{key}", reason, "zero", ctx.zero[key])
+            yield _removed(ctx, "zero_optimization", key, reason, "zero")
 
 
-def _removed(ctx: Context, path: str, reason: str, page: str | None, value: Any) -> Finding:
-    if isinstance(value, dict) and value.get("enabled"):
-        # Earlier releases ran this block; removing it loads the config but trains without what it asked for.
+def _removed(ctx: Context, prefix: str, key: str, reason: str, page: str | None) -> Finding:
+    path = join_path(prefix, key)
+    if switched_on(prefix, key, get_path(ctx.config, path)):
+        # Earlier releases ran this; removing it loads the config but trains without what it asked for.
         return Finding(
             "error", "removed.enabled-section", path,
             f"DeepSpeed {ctx.version} refuses any config containing `{path}`, and this one is switched on: "

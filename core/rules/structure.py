@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from core import versions
 from core.effective import legacy_zero_keys
-from core.findings import Finding, Fix, FixOp, join_index, join_path
-from core.rules.context import Context
+from core.findings import Finding, Fix, FixOp, get_path, join_index, join_path
+from core.rules.context import Context, switched_on
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import SchemaField, field_exists, is_open, is_strict, key_index, section_fields, section_meta
@@ -204,7 +204,16 @@ def _wrong_version(
         when = f"was removed in DeepSpeed {removed}"
     else:
         when = f"is not read by DeepSpeed {ctx.version}"
-    if strict:
+    if strict and switched_on(_profile_prefix(prefix), key, get_path(ctx.config, path)):
+        yield Finding(
+            "error", "keys.not-in-version-on", path,
+            f"`{path}` {when}; {_version_label(ctx.version)} rejects it as an unknown key, and it is switched on: "
+            "removing it lets this release load the config, but training then runs without what it asks for.",
+            suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing "
+            "the feature is off.",
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+        )
+    elif strict:
         yield Finding(
             "error", "keys.not-in-version", path,
             f"`{path}` {when}; {_version_label(ctx.version)} rejects it as an unknown key.",

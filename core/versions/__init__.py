@@ -245,6 +245,13 @@ def has_check(version: str, fragment: str) -> bool:
     return any(fragment in text for text in profile(version)["checks"])
 
 
+def newest_default(prefix: str, key: str) -> tuple[bool, Any]:
+    """``recorded_default`` of ``key`` at ``prefix`` in the newest release that reads it: what leaving it out
+    means where it means something; (False, None) when no release reads it or records its default."""
+    reading = _releases_reading(prefix).get(key)
+    return recorded_default(reading[-1], prefix, key) if reading else (False, None)
+
+
 def history(prefix: str, key: str) -> tuple[str | None, str | None]:
     """(first release that reads ``key`` at ``prefix``, first later release that no longer does)."""
     present = _releases_reading(prefix).get(key)
