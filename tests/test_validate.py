@@ -653,3 +653,16 @@ def test_a_field_whose_default_json_cannot_write_is_fixed_by_removing_it():
     fixed = finding.fix.apply(config)
     assert "dtype" not in fixed["tensor_parallel"]
     assert not [f for f in validate(fixed).findings if f.path == "tensor_parallel.dtype"]
+
+
+@pytest.mark.parametrize(("section", "path", "meant"), [
+    ({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "CPU"}}},
+     "zero_optimization.offload_optimizer.device", "cpu"),
+    ({"zero_optimization": {"stage": 3, "offload_param": {"device": " NVMe", "nvme_path": "/n"}}},
+     "zero_optimization.offload_param.device", "nvme"),
+])
+def test_a_choice_written_in_another_case_is_fixed_to_that_choice(section, path, meant):
+    """DeepSpeed matches choices exactly ("Input should be 'none', 'cpu' or 'nvme'"); the fix wrote the default,
+    "none", which turned the offload the user asked for off."""
+    finding = next(f for f in validate(cfg(**section)).findings if f.path == path)
+    assert get_path(finding.fix.apply(cfg(**section)), path) == meant

@@ -81,12 +81,15 @@ _NOTHING = object()
 
 
 def _meant(value: Any, accepts: Callable[[Any], bool]) -> Any:
-    """The accepted value ``value`` was most likely meant as (the item of a one-item list, a number written as
-    text, the whole number of a float), or ``_NOTHING``."""
+    """The accepted value ``value`` was most likely meant as (the item of a one-item list, a choice written in
+    another case, a number written as text, the whole number of a float), or ``_NOTHING``."""
     candidates: list[Any] = []
     if isinstance(value, list) and len(value) == 1:
         candidates.append(value[0])
     if isinstance(value, str):
+        # a choice written in another case or with spaces ("CPU", " nvme"): DeepSpeed matches them exactly
+        text = value.strip()
+        candidates.extend(dict.fromkeys((text, text.lower(), text.upper(), text.capitalize())))
         try:
             number = float(value.strip().replace("_", ""))
         except ValueError:
