@@ -666,3 +666,12 @@ def test_a_choice_written_in_another_case_is_fixed_to_that_choice(section, path,
     "none", which turned the offload the user asked for off."""
     finding = next(f for f in validate(cfg(**section)).findings if f.path == path)
     assert get_path(finding.fix.apply(cfg(**section)), path) == meant
+
+
+def test_the_editor_schema_key_the_readme_advises_gets_no_finding():
+    """README: `{ "$schema": "./ds_config.schema.json", ... }` for editor checking; the validator warned on every
+    file that followed the advice ("Unknown top-level key `$schema`")."""
+    config = {"$schema": "./ds_config.schema.json", "train_batch_size": 32}
+    assert list(validate(config).findings) == []
+    nested = {"train_batch_size": 32, "zero_optimization": {"stage": 1, "$schema": "x"}}
+    assert [f.code for f in validate(nested).errors] == ["keys.unknown"]  # only the top level is the editor's

@@ -142,6 +142,8 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
                 continue
             if versions.key_known(ctx.version, _profile_prefix(prefix), key):
                 continue  # this release reads a key the schema does not describe
+            if not prefix and key == EDITOR_SCHEMA_KEY:
+                continue  # the editor's pointer to `dsconfig schema` (README); DeepSpeed ignores top-level unknowns
             if not is_open(model):
                 unknown += 1
                 yield _unknown_key(ctx, key, path, prefix, model, value, strict,
@@ -248,6 +250,10 @@ def _unknown_key(
         return _unknown_top_level(key, guess)
     return _unknown_nested(key, path, prefix, value, strict, guess)
 
+
+#: The top-level key a JSON editor reads the config's JSON Schema from (``dsconfig schema``, README): not a
+#: setting, and DeepSpeed ignores unknown top-level keys, so it gets no finding.
+EDITOR_SCHEMA_KEY = "$schema"
 
 #: Keys people write as comments in JSON, which has none ("_comment", "//", "# note", "description").
 _COMMENT_NAMES = frozenset({"comment", "comments", "note", "notes", "description", "desc", "remark", "remarks"})
