@@ -175,3 +175,17 @@ def test_an_in_place_rewrite_keeps_the_comments_it_cannot_write(tmp_path, capsys
     strict.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": true}}')
     assert main(["migrate", "--write", str(strict)]) == 0
     assert not (tmp_path / "s.json.orig").exists() and "saved as" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["--check", "--write"])
+def test_migrate_of_several_files_carries_on_past_an_unreadable_one(mode, tmp_path, capsys):
+    """`migrate --check ok.json empty.json stale.json` stopped at the empty file (exit 2) and never looked at
+    stale.json; with --write, the files after it were silently not rewritten."""
+    ok, empty, stale = tmp_path / "ok.json", tmp_path / "empty.json", tmp_path / "stale.json"
+    ok.write_text('{"train_batch_size": 8}')
+    empty.write_text("")
+    stale.write_text('{"train_batch_size": 8, "bfloat16": {"enabled": true}}')
+    assert main(["migrate", mode, str(ok), str(empty), str(stale)]) == 2
+    err = capsys.readouterr().err
+    assert f"{empty}" in err and "error" in err and f"{stale}: bfloat16 → bf16" in err
+    assert ("bf16" in load_config(stale.read_text())) is (mode == "--write")

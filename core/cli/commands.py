@@ -138,9 +138,17 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"{'--write' if args.write else '--check'} needs files, not standard input")
     if not (args.write or args.check) and len(args.files) > 1:
         raise UsageError("printing the result takes one FILE; give --write or --check for several")
-    stale = 0
+    stale = unreadable = 0
     for name in args.files:
-        new, changes = migrate(read_config_file(name))
+        try:
+            config = read_config_file(name)
+        except UsageError as exc:
+            if not (args.write or args.check):
+                raise  # the one file printed: nothing else to carry on with
+            sys.stderr.write(f"dsconfig migrate: error: {exc}\n")  # the other files are still checked or written
+            unreadable += 1
+            continue
+        new, changes = migrate(config)
         left = left_behind(new)
         for change in changes:
             sys.stderr.write(f"{'would migrate' if args.check else 'migrated'}: {name}: {change}\n")
@@ -157,8 +165,9 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.check and stale:
         sys.stderr.write(f"{stale} file(s) with deprecated keys: `dsconfig migrate --write FILE` rewrites them "
                          "(those it cannot migrate are said above)\n")
-        return EXIT_ERRORS
-    return EXIT_OK
+    if unreadable:
+        return EXIT_USAGE
+    return EXIT_ERRORS if args.check and stale else EXIT_OK
 
 
 #: The severities whose fixes ``dsconfig fix`` applies, without and with ``--info``.
