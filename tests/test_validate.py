@@ -675,3 +675,12 @@ def test_the_editor_schema_key_the_readme_advises_gets_no_finding():
     assert list(validate(config).findings) == []
     nested = {"train_batch_size": 32, "zero_optimization": {"stage": 1, "$schema": "x"}}
     assert [f.code for f in validate(nested).errors] == ["keys.unknown"]  # only the top level is the editor's
+
+
+def test_messages_name_the_release_validated_for():
+    """The elasticity and amp messages named DeepSpeed 0.19.5 whatever release was chosen."""
+    elastic = cfg(elasticity={"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]})
+    finding = next(f for f in validate(elastic, version="0.17.6").findings if f.code == "elasticity.batch-keys")
+    assert "DeepSpeed 0.17.6 refuses" in finding.message
+    amp = next(f for f in validate(cfg(amp={"opt_level": "O1"}), version="0.16.9").findings if f.path == "amp")
+    assert "0.19.5" not in amp.message and "KeyError: 'enabled'" in amp.message

@@ -112,7 +112,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
 
 
 def elasticity(ctx: Context) -> Iterator[Finding]:
-    """DeepSpeed 0.19.5 elasticity: it takes over the batch size and refuses explicit batch keys."""
+    """Elasticity, in the releases that read it: it takes over the batch size and refuses explicit batch keys."""
     section = ctx.config.get("elasticity")
     if not versions.key_known(ctx.version, "", "elasticity") or not isinstance(section, dict) \
             or not section.get("enabled"):
@@ -121,7 +121,7 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "error", "elasticity.batch-keys", "elasticity.ignore_non_elastic_batch_info",
             "Elastic training is enabled and computes the batch size itself, but the config also sets "
-            "batch keys; DeepSpeed 0.19.5 refuses that (ElasticityConfigError).",
+            f"batch keys; DeepSpeed {ctx.version} refuses that (ElasticityConfigError).",
             suggestion="Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true.",
             fix=set_fix("elasticity.ignore_non_elastic_batch_info", True), page="batch",
         )

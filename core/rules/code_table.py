@@ -181,8 +181,8 @@ TABLE: tuple[Code, ...] = (
        "The data-parallel size (GPUs ÷ sequence_parallel_size) becomes a fraction.",
        {**B, "sequence_parallel_size": 3}, settings={"world_size": 8}),
     _c("elasticity.batch-keys", "error", "parse", False, "Elastic training with explicit batch keys.",
-       "DeepSpeed 0.19.5's elasticity computes the batch itself and refuses batch keys unless "
-       "ignore_non_elastic_batch_info is true (ElasticityConfigError).",
+       "Elasticity (in the releases that read it, up to 0.19.7) computes the batch itself and refuses batch keys "
+       "unless ignore_non_elastic_batch_info is true (ElasticityConfigError).",
        {**B, "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]}},
        settings={"version": "0.19.5"}),
     # ---- "auto"

@@ -31,10 +31,10 @@ _RAISES = {META_KEY: {"kind": "lenient", "raises": "config"}}
 
 
 def _require_enabled_key(data: Any, section: str) -> Any:
-    # DeepSpeed 0.19.5 copies the section and pops "enabled" without a default.
+    # Every release that reads the section copies it and pops "enabled" without a default (0.16.9 to 0.19.7).
     if isinstance(data, dict) and "enabled" not in data:
         raise ValueError(
-            f"DeepSpeed 0.19.5 fails with KeyError: 'enabled' when `{section}` has no `enabled` key; "
+            f"DeepSpeed fails with KeyError: 'enabled' when `{section}` has no `enabled` key; "
             'add "enabled": true or false'
         )
     return data
