@@ -257,5 +257,8 @@ def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
 
 
 def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024) -> list[int]:
-    """The data-parallel GPU counts (1..max) for which DeepSpeed accepts the batch values."""
-    return [w for w in range(1, max_world_size + 1) if resolve_batch(config, effective_world_size(config, w)).ok]
+    """The GPU counts (1..max) for which DeepSpeed accepts the batch values: with sequence parallelism only the
+    multiples of ``sequence_parallel_size`` (its groups must be whole: ``misc.sequence-parallel``), whose
+    data-parallel ranks the batch check counts."""
+    sp = sequence_parallel_degree(config) or 1
+    return [w for w in range(sp, max_world_size + 1, sp) if resolve_batch(config, effective_world_size(config, w)).ok]

@@ -12,6 +12,13 @@ from core.launchers import job_world_size
 from ui import app_state, fields, frame, tables, widgets
 
 
+def shown_count(value: object) -> str:
+    """A batch count as the page writes it: a whole float as an integer (a derived 4.0 is 4), a fraction short."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:g}"
+    return str(value)
+
+
 def _trainer_batch(config: dict, world_size: int) -> tuple[BatchValues | None, str]:
     """The trio as DeepSpeed resolves ``config`` (its "auto" values already filled), or None with why it does not."""
     res = resolve_batch(config, effective_world_size(config, world_size))
@@ -86,13 +93,14 @@ if batch is not None:
         value = getattr(batch, key)
         source = ("filled by the HF Trainer" if key in autos else
                   "derived by DeepSpeed" if key in batch.derived else "set in the config")
-        rows.append({"Setting": key, "Value": f"{value:g}" if isinstance(value, float) else str(value),
+        rows.append({"Setting": key, "Value": shown_count(value),
                      "Source": source})  # text: ints may exceed int64
     tables.small_table(rows)
     derived = ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
     st.caption(
-        f"On {batch.world_size:g} data-parallel GPUs: {batch.train_batch_size} = "
-        f"{batch.train_micro_batch_size_per_gpu} × {batch.gradient_accumulation_steps} × {batch.world_size:g}."
+        f"On {batch.world_size:g} data-parallel GPUs: {shown_count(batch.train_batch_size)} = "
+        f"{shown_count(batch.train_micro_batch_size_per_gpu)} × {shown_count(batch.gradient_accumulation_steps)} × "
+        f"{batch.world_size:g}."
         + (f" Derived: {derived}." if derived else "")
         + (f' "auto" filled as the Trainer would: {", ".join(f"`{k}`" for k in autos)}.' if autos else "")
     )

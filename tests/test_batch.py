@@ -148,3 +148,17 @@ def test_the_rounding_suggestion_is_the_nearest_global_batch(config, world, firs
     assert all(resolve_batch(s, world).ok for s in suggestions)
     fix = next(f.fix for f in validate(config, world_size=world).findings if f.code.startswith("batch.") and f.fix)
     assert f"train_batch_size={first[0]}," in fix.description
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 2}, [2, 4, 8, 16, 32]),
+    ({"train_batch_size": 32, "sequence_parallel_size": 3}, [3, 6, 12, 24, 48, 96]),
+    ({"train_batch_size": 32, "sequence_parallel_size": 1}, [1, 2, 4, 8, 16, 32]),
+])
+def test_gpu_counts_that_work_are_whole_sequence_parallel_groups(config, expected):
+    """The Batch page listed 1, 2, 4, … for sequence_parallel_size 2 (and 1, 2, 3, 4, 6, … for 3): GPU counts the
+    groups do not divide, where the data-parallel size is a fraction (the validator's misc.sequence-parallel)."""
+    counts = valid_world_sizes(config, 128)
+    assert counts == expected
+    assert all(not any(f.code == "misc.sequence-parallel" for f in validate(config, world_size=w).findings)
+               for w in counts)
