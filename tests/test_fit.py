@@ -107,7 +107,7 @@ def test_cli_fit_bad_input_is_a_message(tmp_path, capsys):
     code, _ = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "A100")
     assert code == 2 and "matches" in capsys.readouterr().err
     code, text = _run("fit", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu-memory", "80")
-    assert code in (0, 1) and '(micro batch assumed: the config says "auto")' in text
+    assert code in (0, 1) and '(micro batch 8 assumed: "auto" is filled by the HF Trainer' in text
     assert 'sdpa attention, no recomputation' in text.splitlines()[0]  # what the figure assumed, said
 
 

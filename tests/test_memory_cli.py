@@ -173,9 +173,11 @@ def test_micro_batch_defaults_to_the_config(tmp_path):
     ds.write_text(json.dumps({"train_micro_batch_size_per_gpu": 6, "zero_optimization": {"stage": 2}}))
     _, out, _ = _run(["--model", "openai-community/gpt2", "--config", str(ds), "--format", "json"])
     assert json.loads(out)["shape"]["micro_batch"] == 6
+    # "auto": the HF Trainer's default per_device_train_batch_size, as the app assumes (it sized 1, silently)
     ds.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto"}))
     _, out, _ = _run(["--model", "openai-community/gpt2", "--config", str(ds), "--format", "json"])
-    assert json.loads(out)["shape"]["micro_batch"] == 1
+    assert json.loads(out)["shape"]["micro_batch"] == 8
+    assert any('micro batch 8 assumed: "auto" is filled by the HF Trainer' in n for n in json.loads(out)["notes"])
     _, out, _ = _run(
         ["--model", "openai-community/gpt2", "--config", str(ds), "--micro-batch", "3", "--format", "json"]
     )

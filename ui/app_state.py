@@ -19,6 +19,7 @@ import streamlit as st
 
 import core
 from core import hardware, memory, models
+from core.autofill import HF_DEFAULTS
 from core.findings import Report
 from core.launchers import job_world_size
 from core.rules.context import TARGETS, Context
@@ -122,8 +123,8 @@ def default_context() -> dict[str, Any]:
         "train_steps": 10_000,
         # TrainingArguments values the HF Trainer fills "auto" batch keys with (per_device_train_batch_size,
         # gradient_accumulation_steps); asked on the Batch page, used wherever "auto" needs a number.
-        "hf_micro_batch": 8,
-        "hf_grad_accum": 1,
+        "hf_micro_batch": HF_DEFAULTS["per_device_train_batch_size"],
+        "hf_grad_accum": HF_DEFAULTS["gradient_accumulation_steps"],
         # the network per node a Plan row was ranked on, and for which GPU (ui.perf.network_for); None: the
         # GPU's catalog network
         "network_gbit_s": None,

@@ -144,6 +144,21 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
     return resolved
 
 
+def micro_batch_when_unsaid(config: dict[str, Any]) -> tuple[int, str]:
+    """The micro batch a sizing command uses when neither the config nor --micro-batch gives one, and the words
+    saying so (as the app says them): the HF Trainer's default per_device_train_batch_size for "auto" (8, as the
+    app's Batch page starts), else 1."""
+    from core.autofill import HF_DEFAULTS
+
+    written = config.get("train_micro_batch_size_per_gpu")
+    if written == "auto":
+        micro = HF_DEFAULTS["per_device_train_batch_size"]
+        return micro, (f'micro batch {micro} assumed: "auto" is filled by the HF Trainer from '
+                       "per_device_train_batch_size, whose default it is (--micro-batch sets another)")
+    what = "not set" if written is None else "not resolvable"
+    return 1, f"micro batch 1 assumed: the config's micro batch is {what} (--micro-batch sets another)"
+
+
 def positive_int(text: str) -> int:
     """argparse type: a whole number ≥ 1 (``2e3`` is 2000), as every count flag of every subcommand reads it."""
     return positive(int)(text)

@@ -24,6 +24,7 @@ from core.cli.common import (
     gpu_count,
     guarded,
     json_report,
+    micro_batch_when_unsaid,
     positive_int,
     read_config_file,
     seq_len,
@@ -81,9 +82,10 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
                          args.nvme)
     written = config.get("train_micro_batch_size_per_gpu")
     resolved = config_micro_batch(config, args.gpus, args.micro_batch, override=False)
-    micro = args.micro_batch or resolved or 1
+    unsaid, said = micro_batch_when_unsaid(config)
+    micro = args.micro_batch or resolved or unsaid
     assumed = "" if resolved and not args.micro_batch else \
-        f" (micro batch assumed: the config says {json.dumps(written)})"
+        f" (micro batch given: the config says {json.dumps(written)})" if args.micro_batch else f" ({said})"
     return (config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed,
             gpu.name if gpu else None)
 
