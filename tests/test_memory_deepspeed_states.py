@@ -15,16 +15,12 @@ import textwrap
 import pytest
 
 from core import memory
-from tests.oracle.initialize import single_rank_env
+from tests.oracle.initialize import TINY_MODEL_WORKER, single_rank_env
 
 pytest.importorskip("deepspeed")
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
 
-WORKER = textwrap.dedent("""
-    import json, sys, torch, deepspeed
-    cfg = json.loads(sys.argv[1])
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.GELU(), torch.nn.Linear(96, 64))
+WORKER = TINY_MODEL_WORKER + textwrap.dedent("""
     engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
     loss = engine(torch.randn(2, 64, dtype=torch.bfloat16)).float().pow(2).mean()
     engine.backward(loss)

@@ -19,7 +19,9 @@ def step_buffers(x: Inputs) -> list[Part]:
                             "4*P (FP16_Optimizer flat fp32 grads)", "buffers", "step"))
         # the gradient partition is cast to the master weights' dtype for the step (fp32 unless 16-bit master)
         mb, dtype = st.master_bytes, dtype_label(st.master_bytes)
-        if st.stage in (1, 2):
+        # with an fp32 grad_accum_dtype the flat fp32 partition is that tensor already (stage_1_and_2.py step:
+        # ``flat_grad_partition.to(self.single_partition_of_fp32_groups[i].dtype)`` copies only to 16-bit master)
+        if st.stage in (1, 2) and not (st.fp32_grad_partition and mb == 4):
             out.append(Part(f"{dtype} gradient partition during step", "gpu", mb * part, f"{mb}*P/N", "buffers",
                             "step"))
         elif st.stage == 3:

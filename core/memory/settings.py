@@ -18,6 +18,7 @@ from core.findings import brief
 PRECISIONS = ("fp32", "fp16", "bf16")
 _DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 _CPU_ADAM = "deepspeed.ops.adam.DeepSpeedCPUAdam"
+_FP32_NAMES = ("torch.float32", "fp32", "float32", "float")  # deepspeed/runtime/config.py DtypeEnum.fp32
 
 _SATURATE = 2**53
 
@@ -72,7 +73,7 @@ class TrainingSettings:
     partition_activations: bool = False
     cpu_checkpointing: bool = False
     hpz_partition_size: int = 1  # ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
-    grad_accum_fp32: bool = False  # data_types.grad_accum_dtype == "fp32"
+    grad_accum_fp32: bool = False  # data_types.grad_accum_dtype is fp32 (any of DeepSpeed's DtypeEnum spellings)
     master_bytes: int = 4  # master weights and the optimizer's gradient partition (16-bit master-weight flags)
     state_bytes: int = 4  # one element of an optimizer state tensor
     sequence_parallel: int = 1  # sequence_parallel_size (Ulysses): each GPU holds 1/sp of a sequence's activations
@@ -87,6 +88,21 @@ class TrainingSettings:
     def bytes_per_param(self) -> int:
         """Bytes of one element of the compute dtype."""
         return 4 if self.precision == "fp32" else 2
+
+    @property
+    def grad_accum_bytes(self) -> int:
+        """Bytes of one element of DeepSpeed's gradient accumulation dtype: ``data_types.grad_accum_dtype`` when
+        fp32, else the model's dtype (``engine.get_data_types``)."""
+        return 4 if self.grad_accum_fp32 else self.bytes_per_param
+
+    @property
+    def fp32_grad_partition(self) -> bool:
+        """ZeRO-1/2 (DeepSpeedZeroOptimizer) with 16-bit parameters and an fp32 ``grad_accum_dtype`` reduces the
+        gradients into an fp32 flat partition on the accelerator (stage_1_and_2.py
+        ``_use_compact_grad_partition_buffer``: ``torch.zeros(partition_size, dtype=self.gradient_accumulation_dtype,
+        device=get_accelerator().current_device_name())``), with or without optimizer offload."""
+        return (self.stage in (1, 2) and self.precision != "fp32" and self.grad_accum_fp32
+                and not self.bf16_optimizer)
 
     @classmethod
     def from_ds_config(cls, ds_config: Mapping[str, Any] | None) -> TrainingSettings:
@@ -147,7 +163,7 @@ class TrainingSettings:
         if off_opt != "none" and isinstance(ratio, int | float) and not isinstance(ratio, bool) and 0 <= ratio < 1:
             notes.append(f"offload_optimizer.ratio {ratio:g}: not modelled (estimated as a full offload); DeepSpeed "
                          f"keeps {1 - ratio:.0%} of the optimizer's sub-groups on the GPU, so GPU memory is higher.")
-        grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in ("fp32", "float32")
+        grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
         master, state_dtype = _master_dtypes(meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
         return cls(

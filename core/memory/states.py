@@ -58,18 +58,41 @@ def parameters(x: Inputs) -> list[Part]:
 
 
 def gradients(x: Inputs) -> list[Part]:
-    """Gradients in the compute dtype; the fp32 copy is a step transient or lives with the offload."""
+    """Gradients in DeepSpeed's gradient accumulation dtype (the compute dtype unless ``grad_accum_dtype`` says
+    fp32); the master-dtype copy the optimizer steps on is a step transient or lives with the offload."""
     st, e, n, p = x.st, x.e, x.n, x.p
     if st.bf16_optimizer:
         return [Part("gradients (fp32 accumulation buffer, BF16_Optimizer)", "gpu", 4 * p + 0 * n,
                      "4*P (bf16 + ZeRO-1 + grad_accum_dtype fp32 selects BF16_Optimizer)", "model_states",
                      "persistent")]
+    out: list[Part] = []
     if st.stage <= 1:
-        return [Part("gradients", "gpu", e * p + 0 * n, f"{e}*P (full gradients before the optimizer step)",
-                     "model_states", "persistent")]
-    if not grads_offloaded(x):
-        return [Part("gradients (partition)", "gpu", e * x.part, f"{e}*P/N", "model_states", "persistent")]
-    return [_offloaded_fp32_grads(x)]
+        out.append(Part("gradients", "gpu", e * p + 0 * n, f"{e}*P (full gradients before the optimizer step)",
+                        "model_states", "persistent"))
+    elif st.stage == 3:
+        ga = st.grad_accum_bytes
+        # stage3.py: grad_partitions_flat_buffer = torch.zeros(sum partition numel,
+        # dtype=self.gradient_accumulation_dtype, device=self.device); self.device is "cpu" under optimizer offload
+        text = f"{ga}*P/N" + (" (grad_accum_dtype fp32)" if ga != e else "")
+        if st.offload_optimizer == "none":
+            out.append(Part("gradients (partition)", "gpu", ga * x.part, text, "model_states", "persistent"))
+        else:
+            out.append(Part(f"{dtype_label(ga)} gradients (reduced partition, offloaded)", "cpu",
+                            ga * x.part * x.gpn, f"{text} per rank x gpus_per_node (grad_partitions_flat_buffer)",
+                            "model_states", "persistent", pinned=st.offload_optimizer_pin_memory))
+    elif st.fp32_grad_partition and not grads_offloaded(x):
+        out.append(Part("gradients (partition)", "gpu", 4 * x.part,
+                        "4*P/N (fp32 grad_accum_dtype: fp32 flat partition)", "model_states", "persistent"))
+    elif not grads_offloaded(x):
+        out.append(Part("gradients (partition)", "gpu", e * x.part, f"{e}*P/N", "model_states", "persistent"))
+    if st.fp32_grad_partition and (st.stage == 1 or grads_offloaded(x)):
+        # the same fp32 flat partition on the GPU, beside the full 16-bit gradients (stage 1) or the offloaded copy
+        out.append(Part("fp32 gradient accumulation partition (grad_accum_dtype)", "gpu", 4 * x.part,
+                        "4*P/N (fp32 grad_accum_dtype: fp32 flat partition on the GPU)", "model_states",
+                        "persistent"))
+    if grads_offloaded(x):
+        out.append(_offloaded_fp32_grads(x))
+    return out
 
 
 def _offloaded_fp32_grads(x: Inputs) -> Part:
@@ -81,7 +104,13 @@ def _offloaded_fp32_grads(x: Inputs) -> Part:
 
 def optimizer_states(x: Inputs) -> list[Part]:
     """Master weights and the optimizer's state tensors, where the optimizer runs (fp32 unless the config asks
-    for 16-bit master weights / optimizer states)."""
+    for 16-bit master weights / optimizer states).
+
+    The ZeRO optimizers (stages 1-3) always keep their master partition as a separate copy, fp32 training too:
+    stage_1_and_2.py ``weights_partition = self.parallel_partitioned_bit16_groups[i][partition_id].detach().clone()``;
+    stage3.py ``_create_fp32_partitions`` would reuse the flat 16-bit buffer only if ``...device == self.device``,
+    which compares a torch.device with a string and is False, so it copies (``converted.clone().detach()``).
+    Stage 0 in fp32 has no master copy: the torch optimizer steps on the model's parameters."""
     st, k, part = x.st, x.k, x.part
     mb, sb = st.master_bytes, st.state_bytes
     master, states = f"{dtype_label(mb)} master weights", f"{k} {dtype_label(sb)} tensors"
@@ -90,8 +119,10 @@ def optimizer_states(x: Inputs) -> list[Part]:
     opt_dev = st.offload_optimizer if st.stage >= 1 else "none"
     out: list[Part] = []
     if opt_dev == "none":
-        if x.mixed:
-            out.append(Part(master, "gpu", mb * master_elems, f"{mb}*{master_text}", "model_states", "persistent"))
+        if x.mixed or st.stage >= 1:
+            copy = "" if x.mixed else " (ZeRO's separate copy of the partition, fp32 training too)"
+            out.append(Part(master, "gpu", mb * master_elems, f"{mb}*{master_text}{copy}", "model_states",
+                            "persistent"))
         out.append(Part(f"optimizer states ({st.optimizer}: {states})", "gpu", sb * k * master_elems,
                         f"{k}*{sb}*{master_text}", "model_states", "persistent"))
         return out

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,16 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+#: The start of a worker script (``python -c``) that builds the memory tests' tiny model from the config in argv[1]
+#: (``cfg``, ``model``, ``torch``, ``deepspeed``); each test appends what it measures.
+TINY_MODEL_WORKER = textwrap.dedent("""
+    import json, sys, torch, deepspeed
+    cfg = json.loads(sys.argv[1])
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.GELU(), torch.nn.Linear(96, 64))
+""")
 
 
 def single_rank_env() -> dict[str, str]:
