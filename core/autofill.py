@@ -124,7 +124,8 @@ ACCELERATE_NO_ZERO = "Please specify the ZeRO optimization config in the DeepSpe
 #: Flags that default to False when not given (they only ever turn something on).
 _OPTIONAL_FLAGS = ("fp16_full_eval", "bf16_full_eval", "save_on_each_node", "auto_find_batch_size")
 
-_HIDDEN_SIZE_KEYS = (
+#: The ZeRO buffer sizes the Trainer fills from the model's hidden size (``trainer_config_finalize``).
+HIDDEN_SIZE_KEYS = (
     "zero_optimization.reduce_bucket_size",
     "zero_optimization.stage3_prefetch_bucket_size",
     "zero_optimization.stage3_param_persistence_threshold",
@@ -299,7 +300,7 @@ def _sequence_parallel_batch(config: dict[str, Any]) -> Callable[[int, int, int]
 
 def _finalize(f: _Filler) -> None:
     """``trainer_config_finalize``."""
-    auto_keys = [k for k in _HIDDEN_SIZE_KEYS if f.is_auto(k)]
+    auto_keys = [k for k in HIDDEN_SIZE_KEYS if f.is_auto(k)]
     if auto_keys:
         if "hidden_size" not in f.values:
             raise AutoFillError(

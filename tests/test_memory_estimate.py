@@ -461,3 +461,17 @@ def test_sequence_parallelism_estimates_each_gpus_share_of_the_sequence_and_unmo
     assert any("autotp_size 8" in n and "overestimated" in n for n in tp.notes)
     ratio = {**base, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.3}}}
     assert any("ratio 0.3" in n for n in m.estimate(ratio, spec, shape=m.Shape(1, 4096)).notes)
+
+
+def test_auto_bucket_sizes_say_what_the_estimate_assumed():
+    """"auto" ZeRO bucket sizes were sized at DeepSpeed's 5e8 with no note, while the HF Trainer fills
+    hidden_size² (0.12 GiB instead of 3.7 GiB of reduce buckets for a 7B)."""
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}}
+    est = m.estimate(config, spec, m.Hardware(8, 1, 80 * m.GIB, 512 * m.GIB),
+                     m.Shape(1, 2048))
+    assert any(note.startswith('reduce_bucket_size "auto": estimated at DeepSpeed\'s default') for note in est.notes)
+    written = m.estimate({**config, "zero_optimization": {"stage": 2, "reduce_bucket_size": 500_000_000}},
+                         spec, m.Hardware(8, 1, 80 * m.GIB, 512 * m.GIB), m.Shape(1, 2048))
+    assert written.gpu_bytes == est.gpu_bytes and not any("auto" in note for note in written.notes if "bucket" in note)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool
 from core.findings import brief
@@ -163,6 +164,13 @@ class TrainingSettings:
         if off_opt != "none" and isinstance(ratio, int | float) and not isinstance(ratio, bool) and 0 <= ratio < 1:
             notes.append(f"offload_optimizer.ratio {ratio:g}: not modelled (estimated as a full offload); DeepSpeed "
                          f"keeps {1 - ratio:.0%} of the optimizer's sub-groups on the GPU, so GPU memory is higher.")
+        autos = [key for key in (path.removeprefix("zero_optimization.") for path in HIDDEN_SIZE_KEYS)
+                 if zero.get(key) == "auto"]
+        if autos:  # the HF Trainer fills them from the model's hidden size; plain DeepSpeed drops "auto"
+            notes.append(f'{", ".join(autos)} "auto": estimated at DeepSpeed\'s default{"s" if len(autos) > 1 else ""} '
+                         "(reduce bucket 5e8 elements), what plain DeepSpeed uses; the HF Trainer fills them from "
+                         "the model's hidden size (reduce bucket hidden_size², usually far smaller), so the buffers "
+                         "are overestimated there: write the values to size them.")
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
         master, state_dtype = _master_dtypes(meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
