@@ -47,6 +47,7 @@ CASES = [
      "gradient_predivide_factor"),
     ("removed", cfg(amp={"enabled": False}), {}, "removed.key", "error", "amp"),
     ("removed-on", cfg(amp={"enabled": True}), {}, "removed.enabled-section", "error", "amp"),
+    ("truthy-string", cfg(prescale_gradients="false"), {}, "type.truthy-string", "warning", "prescale_gradients"),
     ("not-in-version-on", cfg(zero_optimization={"stage": 2, "compute_grad_norm": False}), {"version": "0.19.5"},
      "keys.not-in-version-on", "error", "zero_optimization.compute_grad_norm"),
     ("comment", cfg(_comment="why"), {}, "keys.comment", "info", "_comment"),
@@ -684,3 +685,42 @@ def test_messages_name_the_release_validated_for():
     assert "DeepSpeed 0.17.6 refuses" in finding.message
     amp = next(f for f in validate(cfg(amp={"opt_level": "O1"}), version="0.16.9").findings if f.path == "amp")
     assert "0.19.5" not in amp.message and "KeyError: 'enabled'" in amp.message
+
+
+READ_AS_ON = [
+    ("0.19.8", {"prescale_gradients": "false"}, "prescale_gradients", "c.prescale_gradients"),
+    ("0.19.8", {"activation_checkpointing": {"partition_activations": "no"}},
+     "activation_checkpointing.partition_activations", "c.activation_checkpointing_config.partition_activations"),
+    ("0.16.9", {"bf16": {"enabled": "false"}}, "bf16.enabled", "c.bfloat16_enabled"),
+]
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize(("version", "section", "path", "attribute"), READ_AS_ON,
+                         ids=["prescale", "partition-activations", "bf16-0.16"])
+def test_a_boolean_written_as_a_string_that_spells_off_is_read_as_on(version, section, path, attribute):
+    """DeepSpeed reads these keys with dict.get and tests them as Python truth values: "false" is on. The
+    validator said nothing. The release's own parser is the judge: the attribute it keeps is the (true) string."""
+    import json
+    import os
+    import subprocess
+
+    from tests.oracle.oracle import release_interpreter
+
+    config = cfg(**section)
+    python, env = release_interpreter(version)
+    code = ("import json, sys, logging; logging.disable(logging.CRITICAL)\n"
+            "from deepspeed.runtime.config import DeepSpeedConfig\n"
+            f"c = DeepSpeedConfig(json.loads(sys.argv[1]))\nprint(json.dumps(bool({attribute})))")
+    done = subprocess.run([python, "-c", code, json.dumps(config)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+    assert json.loads(done.stdout.strip().splitlines()[-1]) is True, done.stderr[-2000:]
+    finding = next(f for f in validate(config, version=version).findings if f.path == path)
+    assert finding.code == "type.truthy-string" and finding.severity == "warning"
+    assert get_path(finding.fix.apply(config), path) is False
+
+
+def test_a_string_boolean_in_a_section_the_release_parses_with_pydantic_is_not_a_truthy_string():
+    """bf16 is a pydantic section from 0.19 on: "false" is parsed as false there."""
+    assert not [f for f in validate(cfg(bf16={"enabled": "false"}), version="0.19.8").findings
+                if f.code == "type.truthy-string"]

@@ -119,6 +119,11 @@ TABLE: tuple[Code, ...] = (
        "the message names (e.g. bf16 or fp16 for amp).",
        {**B, "amp": {"enabled": True}}),
     # ---- types and values
+    _c("type.truthy-string", "warning", "ignored", False, "A boolean written as a string that spells off.",
+       "Where a release reads a key with dict.get (top-level keys, activation_checkpointing, fp16/bf16 before "
+       "0.19) it uses the value as a Python truth value: \"false\", \"no\" or \"0\" is a non-empty string, so "
+       "the setting is on. The fix writes false, which is what the string says (unsafe: it turns the setting off).",
+       {**B, "prescale_gradients": "false"}),
     _c("type.<pydantic error type>", "error", "parse", False, "A value of the wrong type or out of bounds.",
        "DeepSpeed's pydantic models check types and bounds while reading the config; the code names pydantic's "
        "error type (type.int_parsing, type.bool_parsing, type.greater_than, type.literal_error, type.enum, "

@@ -18,6 +18,7 @@ Rule = Callable[[Context], Iterable[Finding]]
 #: one severity keep this order in the report.
 RULES: tuple[Rule, ...] = (
     structure.preset_file, structure.check_keys, typecheck.check_types, typecheck.check_profile_bounds,
+    typecheck.truthy_strings,
     batch.sequence_parallel, misc.compile_passes, batch.elasticity,
     misc.removed_keys, batch.batch_triangle, batch.batch_types, auto.auto_values,
     precision.precision, precision.torch_autocast, precision.communication,

@@ -3,6 +3,8 @@ words), and the bounds of this release's fields from its profile."""
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +14,7 @@ from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
-from core.rules.fixes import plain_default, value_fix
+from core.rules.fixes import plain_default, set_fix, value_fix
 from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
 from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
 from core.schema.zero import ZeroConfig
@@ -91,6 +93,46 @@ def check_types(ctx: Context) -> Iterator[Finding]:
     yield from _null_sections(ctx, reported)
     yield from _null_fields(ctx, reported)
     yield from _legacy_allgather_size(ctx)
+
+
+#: Strings that spell "off" (what a user means by them), each a true value to Python.
+_OFF_WORDS = frozenset({"false", "no", "off", "0", "n", "f", "none", "null", "disabled", "disable"})
+
+
+def truthy_strings(ctx: Context) -> Iterator[Finding]:
+    """A boolean written as a string that spells off ("false", "no", "0") where this release reads the key with
+    dict.get and uses it as a Python truth value: a non-empty string is true, so the setting is ON, silently
+    (pydantic sections parse "false" as false, and the type check covers them)."""
+    yield from _truthy_strings(ctx, ctx.config, ROOT, "")
+
+
+def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
+    fields = section_fields(model)
+    lenient = not _strict(ctx, model, prefix)
+    for key, value in data.items():
+        field = fields.get(key) if isinstance(key, str) else None
+        if field is None:
+            continue
+        path = _join(prefix, key)
+        if field.model is not None and isinstance(value, dict):
+            yield from _truthy_strings(ctx, value, field.model, path)
+        elif (lenient and isinstance(value, str) and value.strip().lower() in _OFF_WORDS and _is_bool(field)
+              and _exists(ctx, prefix, field, key)
+              and not (prefix == "" and versions.top_level_value_fails(ctx.version, key, value))):
+            yield Finding(
+                "warning", "type.truthy-string", path,
+                f"`{path}` is the string {brief(value)}: DeepSpeed {ctx.version} reads it with dict.get and uses it "
+                "as a Python truth value, and a non-empty string is true, so this setting is ON.",
+                suggestion="Write false (JSON's boolean, without quotes).",
+                fix=set_fix(path, False), page=_page_of(path),
+            )
+
+
+def _is_bool(field: SchemaField) -> bool:
+    """Whether the field holds a boolean (``bool`` or ``bool | None``)."""
+    annotation = field.info.annotation
+    return annotation is bool or (typing.get_origin(annotation) in (typing.Union, types.UnionType)
+                                  and bool in typing.get_args(annotation))
 
 
 def _legacy_allgather_size(ctx: Context) -> Iterator[Finding]:
