@@ -583,6 +583,6 @@ def test_validate_json_is_strict_json_when_a_derived_number_leaves_float_range(c
     `Infinity`, which strict JSON parsers (Node's JSON.parse, jq) refuse."""
     path = _write(tmp_path, json.dumps(config))
     code, out, err = run_cli(["validate", "--format", "json", "--world-size", world, str(path)], capsys)
-    assert "Traceback" not in err
+    assert "Traceback" not in err and code in (0, 1)
     report = _strict_json(out)
     assert "Infinity" in json.dumps(report)  # said, as a string
