@@ -9,9 +9,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import versions
+from core.rules.misc import removed_zero_reason
+from core.rules.structure import _exists_in, _profile_prefix
 from core.schema.base import DEFAULT_VERSION, META_KEY, version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import is_strict, iter_schema, nested_model, unique_fields
+from core.schema.walk import SchemaField, is_strict, iter_schema, nested_model, section_fields, unique_fields
 
 SCHEMA_ID = "https://deepspeed-config-studio.local/ds_config.schema.json"
 _AUTO = {"const": "auto", "description": "Filled in by the HF Trainer / Accelerate, or the default."}
@@ -33,7 +35,8 @@ def json_schema(version: str = DEFAULT_VERSION, target: str = "deepspeed") -> di
 
     Every spelling DeepSpeed accepts is a property (``stage3_*`` aliases and the plain names),
     ``"auto"`` is allowed where DeepSpeed or the HF Trainer accepts it, keys of other versions are
-    marked, and deprecated keys carry VS Code's ``deprecationMessage``.
+    marked, and deprecated keys carry VS Code's ``deprecationMessage``. Which keys ``version`` has, which of its
+    sections refuse unknown keys and its numeric bounds come from its generated profile, as for ``validate``.
     """
     schema = copy.deepcopy(DeepSpeedConfig.model_json_schema(by_alias=True, mode="validation"))
     defs = schema.setdefault("$defs", {})
@@ -49,36 +52,110 @@ def json_schema(version: str = DEFAULT_VERSION, target: str = "deepspeed") -> di
 
 
 def _adjust(node: dict[str, Any], model: type[BaseModel], version: str, target: str) -> None:
+    """One section of the schema as DeepSpeed ``version`` reads it: which of its keys that release has, whether
+    it refuses unknown keys, and its numeric bounds all come from the release's profile (``core.versions``), asked
+    through the functions the validator asks (``core.rules.structure``), never from ``added=``/``removed=``."""
     props: dict[str, Any] = node.get("properties", {})
-    strict = is_strict(model)
-    v = version_tuple(version)
+    prefixes = _prefixes().get(model, ())
+    strict = _release_strict(version, model, prefixes)
+    if is_strict(model) and not strict:
+        node["additionalProperties"] = True  # a dict.get section in this release: unknown keys are ignored
     for field in unique_fields(model):
         key = field.alias or field.name
-        prop = props.get(key)
-        if prop is None:
+        if key not in props:
             continue
-        meta = field.meta
-        xds = prop.get(META_KEY, {})
-        if (meta.added and v < version_tuple(meta.added)) or (meta.removed and v >= version_tuple(meta.removed)):
-            message = xds.get("removed_message") or (
-                f"Not in DeepSpeed {version}" + (f" (added in {meta.added})." if meta.added else ".")
-            )
-            props[key] = {"not": {}, "description": message, "deprecationMessage": message}
-            continue
-        if meta.deprecated:
-            replacement = f" Use `{meta.replaced_by}` instead." if meta.replaced_by else ""
-            prop["deprecationMessage"] = f"Deprecated.{replacement}"
-        if prop.get("description"):
-            prop["markdownDescription"] = prop["description"] + (
-                f"\n\n*Note:* {meta.doc_note}" if meta.doc_note else ""
-            )
-        _bounds(prop, version, _prefixes().get(model, ()), key, xds)
-        auto_ok = strict or (target == "hf" and meta.hf_auto) or meta.auto == "default"
-        if auto_ok and field.model is None:
-            outer = ("description", "markdownDescription", "deprecationMessage")
-            props[key] = {"anyOf": [prop, _AUTO], **{k: prop[k] for k in outer if k in prop}}
+        props[key] = _absent(version, prefixes, field, key, strict) or _present(
+            props[key], version, model, prefixes, field, strict, target)
         if field.alias and field.name not in props:
             props[field.name] = copy.deepcopy(props[key])
+    if strict and prefixes:
+        _profile_only_keys(props, version, model, prefixes)
+
+
+def _present(
+    prop: dict[str, Any], version: str, model: type[BaseModel], prefixes: tuple[str, ...], field: SchemaField,
+    strict: bool, target: str,
+) -> dict[str, Any]:
+    """The property schema of a key ``version`` reads."""
+    meta = field.meta
+    xds = prop.get(META_KEY, {})
+    if meta.deprecated:
+        replacement = f" Use `{meta.replaced_by}` instead." if meta.replaced_by else ""
+        prop["deprecationMessage"] = f"Deprecated.{replacement}"
+    if prop.get("description"):
+        prop["markdownDescription"] = prop["description"] + (f"\n\n*Note:* {meta.doc_note}" if meta.doc_note else "")
+    if is_strict(model) and not strict and field.model is None:
+        # read with dict.get by this release: it checks no value while parsing (the validator only warns)
+        kept = ("title", "description", "markdownDescription", "deprecationMessage", "default", META_KEY)
+        return {k: prop[k] for k in kept if k in prop}
+    _bounds(prop, version, model, prefixes, field, xds)
+    auto_ok = is_strict(model) or (target == "hf" and meta.hf_auto) or meta.auto == "default"
+    if auto_ok and field.model is None:
+        outer = ("description", "markdownDescription", "deprecationMessage")
+        return {"anyOf": [prop, _AUTO], **{k: prop[k] for k in outer if k in prop}}
+    return prop
+
+
+def _release_strict(version: str, model: type[BaseModel], prefixes: tuple[str, ...]) -> bool:
+    """Whether ``version`` refuses unknown keys in this section: a pydantic model with ``extra="forbid"`` in its
+    profile, else what the schema says for sections no release parses with pydantic (``structure._strict``)."""
+    if not is_strict(model):
+        return False
+    answers = [versions.section_strict(version, _profile_prefix(p)) for p in prefixes if p]
+    return all(answer is None or answer for answer in answers)
+
+
+def _absent(
+    version: str, prefixes: tuple[str, ...], field: SchemaField, key: str, strict: bool
+) -> dict[str, Any] | None:
+    """None when ``version`` reads ``key`` of this section (its profile, else the schema; ``structure._exists_in``);
+    else the property schema that says what that release does with it: refuses it on sight (a removed top-level
+    key, a removed ZeRO key), refuses it as an unknown key unless it is "auto" (a strict section), or ignores it."""
+    reads = not prefixes or any(_exists_in(version, prefix, field, key) for prefix in prefixes)
+    if reads and ("" not in prefixes or key not in versions.removed_top_level_keys(version)):
+        return None
+    removed_message = _removed_message(version, prefixes, key)
+    if removed_message is not None:
+        return {"not": {}, "description": removed_message, "deprecationMessage": removed_message}
+    added, removed = next((h for h in (versions.history(_profile_prefix(p), key) for p in prefixes) if any(h)),
+                          (field.meta.added, field.meta.removed))
+    if added and version_tuple(version) < version_tuple(added):
+        when = f"added in DeepSpeed {added}"
+    elif removed:
+        when = f"removed in DeepSpeed {removed}"
+    else:
+        when = "not read by this release"
+    if strict:
+        message = f"Not in DeepSpeed {version} ({when}): it rejects the key as unknown."
+        # DeepSpeed's config models drop "auto" values before they check the keys
+        return {"const": "auto", "description": message, "deprecationMessage": message}
+    message = f"Not in DeepSpeed {version} ({when}): it ignores the key."
+    return {"description": message, "deprecationMessage": message}
+
+
+def _removed_message(version: str, prefixes: tuple[str, ...], key: str) -> str | None:
+    """DeepSpeed ``version``'s message when it refuses ``key`` on sight, as the validator decides
+    (``core.rules.misc``): a top-level key its profile lists as removed, or a ZeRO key it no longer reads."""
+    if "" in prefixes:
+        return versions.removed_top_level_keys(version).get(key)
+    if "zero_optimization" in prefixes:
+        return removed_zero_reason(version, key)
+    return None
+
+
+def _profile_only_keys(props: dict[str, Any], version: str, model: type[BaseModel], prefixes: tuple[str, ...]) -> None:
+    """Fields ``version``'s profile has in a strict section that the schema does not describe: the validator
+    accepts them (with the release's bounds), so the schema does too."""
+    known = section_fields(model)
+    for prefix in prefixes:
+        entry = versions.section(version, _profile_prefix(prefix))
+        for name, info in (entry or {}).get("fields", {}).items():
+            for spelling in (name, info.get("alias")):
+                if spelling and spelling not in known and spelling not in props:
+                    props[spelling] = {
+                        "description": f"Read by DeepSpeed {version}; not described by Config Studio.",
+                        **{_BOUNDS[b]: info[b] for b in _BOUNDS if isinstance(info.get(b), int | float)},
+                    }
 
 
 @cache
@@ -92,25 +169,46 @@ def _prefixes() -> dict[type[BaseModel], tuple[str, ...]]:
 
 
 _BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+_SCHEMA_BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
 
 
-def _bounds(prop: dict[str, Any], version: str, prefixes: tuple[str, ...], key: str, xds: dict[str, Any]) -> None:
-    """The numeric bounds ``version`` itself checks (its profile's pydantic constraints: 0.19.8 requires
-    ``reduce_bucket_size`` > 0 where 0.19.5 took 0), or the schema's own ``x-ds`` minimum, as JSON Schema keywords
-    an editor applies (bounds kept only under ``x-ds`` were not checked)."""
-    entries = [versions.field_entry(version, prefix, key) for prefix in prefixes]
-    found = {(k, entry[k]) for entry in entries if entry for k in _BOUNDS if k in entry}
-    if len({k for k, _ in found}) != len(found):
-        return  # two places with different bounds: keep the schema's
-    wanted = {_BOUNDS[k]: v for k, v in found}
-    if not wanted and "minimum" in xds:
-        wanted = {"minimum": xds["minimum"]}
-    if not wanted:
-        return
-    for branch in [prop, *prop.get("anyOf", ())]:
-        if branch.get("type") in ("integer", "number"):
-            for name in ("minimum", "exclusiveMinimum") if {"minimum", "exclusiveMinimum"} & wanted.keys() else ():
-                branch.pop(name, None)
-            for name in ("maximum", "exclusiveMaximum") if {"maximum", "exclusiveMaximum"} & wanted.keys() else ():
-                branch.pop(name, None)
-            branch.update(wanted)
+def _bounds(
+    prop: dict[str, Any], version: str, model: type[BaseModel], prefixes: tuple[str, ...], field: SchemaField,
+    xds: dict[str, Any],
+) -> None:
+    """The numeric bounds ``version`` itself checks, as JSON Schema keywords an editor applies, decided as the
+    validator decides (``core.rules.typecheck``): where the release parses the field with pydantic, exactly its
+    profile's bounds (0.19.8 requires ``reduce_bucket_size`` > 0 where 0.19.5 took 0; 0.19.6 takes
+    ``hybrid_engine.max_out_tokens`` 0), plus the schema's ``x-ds`` minimum when that release's model has a validator
+    for the field; where it does not, the schema's own bounds only if the value fails there anyway (a section no
+    release parses with pydantic, or a field DeepSpeed's own code refuses), else none."""
+    key = field.alias or field.name
+    entries = [(p, versions.field_entry(version, _profile_prefix(p), key)) for p in prefixes]
+    entries = [(p, entry) for p, entry in entries if entry is not None]
+    if entries:
+        found = {(b, entry[b]) for _, entry in entries for b in _BOUNDS if isinstance(entry.get(b), int | float)}
+        if len({b for b, _ in found}) != len(found):
+            found = set()  # two places with different bounds: only what both accept is certain, keep none
+        wanted = {_BOUNDS[b]: value for b, value in found}
+        validated = all(field.name in (versions.section(version, _profile_prefix(p)) or {}).get(
+            "field_validators", ()) for p, _ in entries)
+        if validated and "minimum" in xds and not {"minimum", "exclusiveMinimum"} & wanted.keys():
+            wanted["minimum"] = xds["minimum"]
+    else:
+        never_pydantic = all(versions.section_strict(version, _profile_prefix(p)) is None for p in prefixes)
+        if (never_pydantic and is_strict(model)) or field.meta.extra.get("raises") in ("config", "engine"):
+            return  # the schema's own bounds are the ones that fail
+        wanted = {}
+    for branch in _numeric_branches(prop):
+        for name in _SCHEMA_BOUNDS:
+            branch.pop(name, None)
+        branch.update(wanted)
+
+
+def _numeric_branches(prop: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parts of a property schema that hold a number (the property, its ``anyOf`` / ``oneOf`` members)."""
+    found = []
+    for branch in [prop, *prop.get("anyOf", ()), *prop.get("oneOf", ())]:
+        if branch.get("type") in ("integer", "number") or any(name in branch for name in _SCHEMA_BOUNDS):
+            found.append(branch)
+    return found

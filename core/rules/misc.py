@@ -35,14 +35,22 @@ def removed_keys(ctx: Context) -> Iterator[Finding]:
     if not isinstance(ctx.config.get("zero_optimization"), dict):
         return
     for key in ctx.zero:
-        if not isinstance(key, str) or versions.key_known(ctx.version, "zero_optimization", key) is not False:
-            continue
-        _added, removed = versions.history("zero_optimization", key)
-        if removed and version_tuple(ctx.version) >= version_tuple(removed):
-            field = section_fields(ZeroConfig).get(key)
-            reason = (field.meta.extra.get("removed_message") if field else None) or (
-                f"`{key}` was removed in DeepSpeed {removed}; the ZeRO section rejects it as an unknown key.")
+        reason = removed_zero_reason(ctx.version, key) if isinstance(key, str) else None
+        if reason is not None:
             yield _removed(ctx, "zero_optimization", key, reason, "zero")
+
+
+def removed_zero_reason(version: str, key: str) -> str | None:
+    """Why DeepSpeed ``version`` refuses the ZeRO key ``key`` on sight (an earlier release read it, this one no
+    longer does), or None; the validator and the JSON Schema both ask this."""
+    if versions.key_known(version, "zero_optimization", key) is not False:
+        return None
+    _added, removed = versions.history("zero_optimization", key)
+    if not removed or version_tuple(version) < version_tuple(removed):
+        return None
+    field = section_fields(ZeroConfig).get(key)
+    return (field.meta.extra.get("removed_message") if field else None) or (
+        f"`{key}` was removed in DeepSpeed {removed}; the ZeRO section rejects it as an unknown key.")
 
 
 def _removed(ctx: Context, prefix: str, key: str, reason: str, page: str | None) -> Finding:
