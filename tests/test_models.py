@@ -150,7 +150,9 @@ def test_unsupported_family_has_clear_message():
         ({"vocab_size": True}, "vocab_size"),
         ({"hidden_size": float("inf")}, "hidden_size"),
         ({"attention_dropout": float("nan")}, "attention_dropout"),
-        ({"hidden_size": 2, "num_attention_heads": 4}, "head_dim"),
+        ({"hidden_size": 2, "num_attention_heads": 4}, "hidden_size"),  # Llama: the heads must divide it
+        ({"model_type": "mistral", "hidden_size": 2, "num_attention_heads": 4, "num_key_value_heads": 4},
+         "head_dim"),
     ],
 )
 def test_bad_values_name_the_field(bad, field_name):
@@ -255,3 +257,23 @@ def test_a_shape_transformers_refuses_is_refused_naming_the_fields(config, named
 def test_every_catalog_model_has_a_shape_transformers_builds():
     for name in models.catalog_names():
         models.get_spec(name)  # describe() of its config.json raises for a shape transformers refuses
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3"])
+@pytest.mark.parametrize("head_dim", [None, 32])
+def test_a_hidden_size_the_heads_do_not_divide_is_refused_exactly_where_transformers_refuses_it(model_type, head_dim):
+    """Llama's and Gemma2's config classes refuse hidden_size 260 with 8 heads (head_dim given or not); the
+    others take it. dsconfig sized the Llama one. (260 // 8 is even: an odd head_dim is RoPE's refusal.)"""
+    config = {"model_type": model_type, "hidden_size": 260, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "intermediate_size": 512, "num_hidden_layers": 2, "vocab_size": 1000,
+              **({"head_dim": head_dim} if head_dim else {})}
+    try:
+        transformers.AutoConfig.for_model(**config)
+        refused = False
+    except Exception:  # the config class's own validation (StrictDataclassClassValidationError)
+        refused = True
+    if refused:
+        with pytest.raises(models.ModelConfigError, match=re.escape("'hidden_size' (260) must be a multiple")):
+            models.describe(config)
+    else:
+        models.describe(config)

@@ -37,12 +37,16 @@ def _layernorm_era_spec(name: str, model_type: str, *, hidden: int, layers: int,
 # family -> (default vocab, hidden, intermediate, layers, heads, kv heads (None: = heads), head_dim (None: derived),
 #            tie, norms per layer)
 _LLAMA_LIKE: dict[str, dict[str, Any]] = {
-    "llama": dict(vocab=32000, hidden=4096, inter=11008, layers=32, heads=32, kv=None, head_dim=None, tie=False),
+    # heads_split: the config class refuses a hidden size that the heads do not divide, head_dim given or not
+    # (LlamaConfig / Gemma2Config.validate_architecture in transformers 5)
+    "llama": dict(vocab=32000, hidden=4096, inter=11008, layers=32, heads=32, kv=None, head_dim=None, tie=False,
+                  heads_split=True),
     "mistral": dict(vocab=32000, hidden=4096, inter=14336, layers=32, heads=32, kv=8, head_dim=None, tie=False),
     "mixtral": dict(vocab=32000, hidden=4096, inter=14336, layers=32, heads=32, kv=8, head_dim=None, tie=False),
     "qwen2": dict(vocab=151936, hidden=4096, inter=22016, layers=32, heads=32, kv=32, head_dim=None, tie=False),
     "gemma": dict(vocab=256000, hidden=3072, inter=24576, layers=28, heads=16, kv=16, head_dim=256, tie=True),
-    "gemma2": dict(vocab=256000, hidden=2304, inter=9216, layers=26, heads=8, kv=4, head_dim=256, tie=True),
+    "gemma2": dict(vocab=256000, hidden=2304, inter=9216, layers=26, heads=8, kv=4, head_dim=256, tie=True,
+                   heads_split=True),
     "phi3": dict(vocab=32064, hidden=3072, inter=8192, layers=32, heads=32, kv=None, head_dim=None, tie=False),
 }
 
@@ -54,6 +58,8 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
     layers = c.int("num_hidden_layers", default=d["layers"])
     heads = c.int("num_attention_heads", default=d["heads"])
     kv = c.int("num_key_value_heads", default=d["kv"] or heads)
+    if d.get("heads_split"):
+        c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
     c.require_multiple("num_attention_heads", heads, "num_key_value_heads", kv,
                        "the attention repeats each key/value head for num_attention_heads / num_key_value_heads "
                        "query heads, and the model fails at its first forward otherwise")
