@@ -230,7 +230,13 @@ else:
         widgets.context_widget(st.number_input, "largest_layer_params", "Largest layer's parameters",
                                step=1_000_000, help="Usually the embedding: vocab size × hidden size.",
                                then=_counts_by_hand)
-if ctx.get("total_params"):
+counts_problem = (memory.counts_problem(ctx["total_params"], ctx["largest_layer_params"], "**Total parameters**",
+                                        "**Largest layer's parameters**")
+                  if ctx.get("total_params") and ctx.get("largest_layer_params") else None)
+if counts_problem:
+    st.error(f"{counts_problem[0].upper()}{counts_problem[1:]}. Change one of them; until then no memory estimate.",
+             icon=":material/error:")
+elif ctx.get("total_params"):
     largest = ctx.get("largest_layer_params")
     st.caption(f"Model: **{ctx.get('model') or 'by hand'}** — {ctx['total_params'] / 1e9:.2f} B parameters, "
                + (f"largest layer {largest / 1e6:.1f} M." if largest else

@@ -280,3 +280,20 @@ def test_trainer_values_that_do_not_add_up_are_named_on_the_batch_page():
     assert not any("see the errors above" in w.value for w in at.warning)
     error = next(e.value for e in at.error if "per_device_train_batch_size 3" in e.value)
     assert "gradient_accumulation_steps 5" in error and "on 8 GPUs" in error and "96" in error
+
+
+def test_a_largest_layer_beyond_the_total_is_refused_and_kept():
+    """The app took total 1,000,000 with a largest layer of 70,000,000,000 and said "Does not fit … 139.6 GiB", a
+    figure from the impossible input (the CLI refuses it). Both inputs stay as typed."""
+    at = app({"train_micro_batch_size_per_gpu": 1})
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    at.number_input(key="ctx:total_params").set_value(1_000_000).run()
+    at.number_input(key="ctx:largest_layer_params").set_value(70_000_000_000).run()
+    assert not at.exception, at.exception
+    assert any("**Largest layer's parameters** 70,000,000,000 is more than **Total parameters** 1,000,000" in e.value
+               for e in at.error)
+    assert (at.session_state["context"]["total_params"], at.session_state["context"]["largest_layer_params"]) == (
+        1_000_000, 70_000_000_000)
+    from ui import memory as ui_memory
+
+    assert ui_memory.model_for(at.session_state["context"]) is None  # no figure from it

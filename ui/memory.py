@@ -36,8 +36,8 @@ def fit_label(fits: object) -> str:
 def model_params(context: Mapping[str, Any]) -> tuple[int, int] | None:
     """(total, largest layer) parameter counts from the context, or None when no model is chosen."""
     total, largest = context.get("total_params"), context.get("largest_layer_params")
-    if not total or not largest:
-        return None
+    if not total or not largest or memory.counts_problem(total, largest):
+        return None  # no model (the Start page says why when the counts contradict each other)
     return int(total), int(largest)
 
 

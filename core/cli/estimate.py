@@ -244,10 +244,10 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("give exactly one of --params, --model or --hf-config")
     if args.largest_layer is not None and args.params is None:
         raise UsageError("--largest-layer goes with --params")
-    if args.largest_layer is not None and args.largest_layer > args.params:
-        raise UsageError(f"--largest-layer {int(args.largest_layer):,} is more than the whole model's --params "
-                         f"{int(args.params):,}: one layer is part of the model (usually the embedding, vocab x "
-                         "hidden)")
+    problem = None if args.largest_layer is None else memory.counts_problem(
+        args.params, args.largest_layer, "the whole model's --params", "--largest-layer")
+    if problem:
+        raise UsageError(problem)
     if args.params is not None and args.config is not None:
         raise UsageError("--config goes with --model or --hf-config: DeepSpeed's --params tables do not read a config")
     # flags the chosen path does not read are refused, not ignored (compared with their defaults: a default

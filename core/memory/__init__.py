@@ -28,6 +28,7 @@ from core.memory.estimate import (
     evaluate_arrays,
 )
 from core.memory.paper import PaperBreakdown, zero_paper_breakdown
+from core.memory.result import counts_problem
 from core.memory.solve import (
     SWEEP_AXES,
     max_micro_batch,
@@ -55,6 +56,7 @@ __all__ = [
     "TrainingSettings",
     "activation_breakdown",
     "attention_help",
+    "counts_problem",
     "estimate",
     "estimate_zero2_model_states_mem_needs",
     "estimate_zero3_model_states_mem_needs",

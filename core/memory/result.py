@@ -59,6 +59,16 @@ class ModelCounts:
     name: str = "manual counts"
 
 
+def counts_problem(total_params: float, largest_layer_params: float, total_name: str = "the total",
+                   largest_name: str = "the largest layer") -> str | None:
+    """Why two hand-given counts cannot describe a model (one layer is part of the model), naming the inputs as
+    the caller calls them; None when they can."""
+    if largest_layer_params > total_params:
+        return (f"{largest_name} {int(largest_layer_params):,} is more than {total_name} "
+                f"{int(total_params):,}: one layer is part of the model (usually the embedding, vocab x hidden)")
+    return None
+
+
 @dataclass(frozen=True)
 class Component:
     """One memory consumer."""
