@@ -245,6 +245,7 @@ def _training_value(name: str):
         "_number": st.floats(-10, 10, allow_nan=False),
         "_non_negative_number": st.floats(0, 2000, allow_nan=False),
         "_flag": st.booleans(),
+        "_zero_stage": st.integers(0, 3),
     }[check]
     bad = st.sampled_from([0, -1, "auto", None, 1.5, float("nan"), float("inf"), [], "1", True])
     return st.one_of(good, good, good, bad)
