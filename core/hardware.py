@@ -30,6 +30,13 @@ class GPU:
         """Usable device memory in bytes."""
         return int(self.memory_gib * GIB)
 
+    def precision_problem(self, precision: str) -> str | None:
+        """Why training in ``precision`` does not work on this GPU, or None."""
+        if precision == "bf16" and not self.bf16:
+            return (f"The {self.name} has no bf16 arithmetic: bf16 training is slow or refused there. Choose fp16 "
+                    "with loss scaling for mixed precision.")
+        return None
+
 
 GPUS: Final[tuple[GPU, ...]] = (
     GPU("NVIDIA H100 80GB", 80.0, True),

@@ -44,9 +44,8 @@ st.radio("Training precision", precision.PRECISION_MODES,
          help="Sets `enabled` in the chosen section and turns the others off; the details are below.")
 
 gpu = hardware.find_gpu(app_state.get_context().get("gpu"))
-if mode == "bf16" and gpu is not None and not gpu.bf16:
-    st.warning(f"The {gpu.name} has no bf16 arithmetic: bf16 training is slow or "
-               "refused there. Choose fp16 with loss scaling for mixed precision.", icon=":material/warning:")
+if gpu is not None and gpu.precision_problem(mode):
+    st.warning(gpu.precision_problem(mode), icon=":material/warning:")
 
 if mode == "fp16":
     with st.container(border=True):

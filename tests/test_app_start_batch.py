@@ -297,3 +297,34 @@ def test_a_largest_layer_beyond_the_total_is_refused_and_kept():
     from ui import memory as ui_memory
 
     assert ui_memory.model_for(at.session_state["context"]) is None  # no figure from it
+
+
+def _gpt2_context(**extra):
+    from core.models import get_config, get_spec
+
+    spec = get_spec("openai-community/gpt2")
+    return {"model": "openai-community/gpt2", "total_params": spec.total_params,
+            "largest_layer_params": spec.largest_layer_params, "model_config": get_config("openai-community/gpt2"),
+            **extra}
+
+
+def test_a_sequence_the_model_cannot_run_is_the_headlines_problem_and_the_sidebars():
+    """gpt2 (1,024 learned positions) at 8,192 tokens: the headline said "Fits" and "Nothing to fix", the sidebar
+    "No errors or warnings"; only the ZeRO page's speed note said the model cannot run it (transformers fails
+    the forward: IndexError)."""
+    at = app({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}}, page="pages/batch.py",
+             **_gpt2_context(seq_len=8192))
+    most = [m.value for m in at.markdown if m.value.startswith("**Most important:**")]
+    assert most and "beyond the model's 1024 learned positions" in most[0]
+    assert any("beyond the model's 1024 learned positions" in e.value for e in at.sidebar.error)
+    at.session_state["context"]["seq_len"] = 1024
+    at.run()
+    assert not any("learned positions" in m.value for m in at.markdown)
+
+
+def test_bf16_on_a_gpu_without_bf16_is_the_headlines_problem_on_every_page():
+    at = app({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}}, page="pages/batch.py",
+             **_gpt2_context(seq_len=1024, gpu="NVIDIA V100 32GB", gpu_memory_gib=32.0))
+    most = [m.value for m in at.markdown if m.value.startswith("**Most important:**")]
+    assert most and "has no bf16 arithmetic" in most[0]
+    assert any("has no bf16 arithmetic" in e.value for e in at.sidebar.error)

@@ -3,7 +3,7 @@ that matters most in words, and a button for its safe fix. Drawn in the main are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -14,11 +14,13 @@ from ui import actions, app_state, fields, focus, memory
 from ui.shared_cache import shared_cache
 
 
-def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tuple[str, Finding | None] | None:
+def top_problem(report: Report, config: Mapping[str, Any], estimate: Any,
+                setup: Sequence[str] = ()) -> tuple[str, Finding | None] | None:
     """The single most important problem: (text, the finding when there is one), or None.
 
     A misspelt section first (DeepSpeed ignores it entirely, so the run silently trains without it, though it
-    is only a warning), then the first error, then "does not fit", then the first warning."""
+    is only a warning), then the first error, then a problem of the setup (``memory.setup_problems``: the model
+    or the GPU cannot run it), then "does not fit", then the first warning."""
     for finding in report.warnings:
         section = focus.misspelt_section(finding, config)
         if section:
@@ -26,6 +28,8 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any) -> tup
                     f"`{section}`? Until it is renamed, nothing in it takes effect.", finding)
     if report.errors:
         return fields.finding_text(report.errors[0]), report.errors[0]
+    if setup:
+        return f"{setup[0]}. Change it on the Start page (or the Precision page).", None
     if estimate is not None and not estimate.fits:
         return "It does not fit in memory: " + shortfall(estimate) + ".", None
     if report.warnings:
@@ -122,14 +126,17 @@ def render() -> None:
         cols = st.columns(2)
         cols[0].markdown(accept_sentence(report, ctx["version"], ctx["target"]))
         cols[1].markdown(fit_sentence(estimate, assumption))
-        problem = top_problem(report, config, estimate)
+        setup = memory.setup_problems(config, ctx)
+        problem = top_problem(report, config, estimate, setup)
         if problem is None:
             st.markdown("**Nothing to fix.**")
         else:
             text, finding = problem
             st.markdown(f"**Most important:** {text}")
             buttons = st.columns([2, 2, 1])
-            if finding is not None and finding.fix is not None:
+            if finding is None and setup and text.startswith(setup[0]):
+                buttons[0].page_link(app_state.PAGES["start"], label="Edit on Start", icon=":material/edit:")
+            elif finding is not None and finding.fix is not None:
                 buttons[0].button(f"Fix: {finding.fix.description}", key="headline_fix", type="primary",
                                   on_click=_apply_finding_fix, args=(finding,), icon=":material/build:")
             elif finding is None:

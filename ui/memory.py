@@ -156,6 +156,22 @@ def inputs(keys: Keys) -> Inputs | None:
     return Inputs(parsed(config), context, model, hardware_for(context), shape_of(shape_key))
 
 
+def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
+    """What makes the run fail on the Start page's setup though DeepSpeed accepts the config and it fits: a
+    sequence longer than the model's learned positions, a precision the GPU lacks (the headline and the sidebar
+    show them; the ZeRO and Precision pages say them where they are set)."""
+    from core.precision import precision_mode
+
+    problems = []
+    model = model_for(context)
+    if isinstance(model, ModelSpec):
+        problems.append(model.sequence_problem(int(context.get("seq_len") or 2048)))
+    gpu = hardware.find_gpu(context.get("gpu"))
+    if gpu is not None:
+        problems.append(gpu.precision_problem(precision_mode(config, str(context.get("version") or "0.19.8"))))
+    return [problem for problem in problems if problem]
+
+
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
                      report: Report | None = None) -> memory.MemoryEstimate | None:
     """The full estimate for the session's config, or None when no model is chosen."""

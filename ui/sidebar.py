@@ -74,6 +74,8 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
     for assumed in (memory.micro_batch_and_assumption(config, report, ctx)[1], estimate.scope):
         if assumed:
             text += f" ({assumed}.)"
+    for problem in memory.setup_problems(config, ctx):
+        st.error(f"{problem}.", icon=":material/block:")
     if estimate.fits:
         st.success(f"Fits: {text}", icon=":material/memory:")
     else:

@@ -71,6 +71,13 @@ class ModelSpec:
     #: The size keys the config.json did not give, taken from the family's ``transformers`` defaults.
     defaulted: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
+    def sequence_problem(self, seq_len: int) -> str | None:
+        """Why the model cannot run sequences of ``seq_len`` tokens (beyond a learned position table), or None."""
+        if self.position == "learned" and seq_len > self.max_position_embeddings:
+            return (f"Sequence length {seq_len} is beyond the model's {self.max_position_embeddings} learned "
+                    "positions: the model cannot run it (its position table has no row for them)")
+        return None
+
     @property
     def total_params(self) -> int:
         """All parameters, tied tensors counted once."""

@@ -384,9 +384,9 @@ def predict(
         if model.encoder_decoder:
             notes.append("Encoder-decoder model: encoder and decoder are costed at the same sequence length.")
         beyond = f"Sequence length {shape.seq_len} is beyond the model's {model.max_position_embeddings} "
-        if shape.seq_len > model.max_position_embeddings and model.position == "learned":
-            notes.append(beyond + "learned positions: the model cannot run it (its position table has no row for "
-                         "them); costed as if it could.")
+        cannot = model.sequence_problem(shape.seq_len)
+        if cannot:
+            notes.append(cannot + "; costed as if it could.")
         elif shape.seq_len > model.max_position_embeddings and model.position == "rope":
             notes.append(beyond + "positions (max_position_embeddings): it runs, but needs RoPE scaling to train "
                          "well; costed as is.")
