@@ -216,6 +216,8 @@ elif model_source == "Upload config.json":
         else:
             if ctx["model"] != hf_file.name or ctx["model_config"] != hf_config:
                 _set_model(hf_file.name, spec.total_params, spec.largest_layer_params, hf_config)
+            if spec.defaulted_note:  # the counts below assume these sizes: said where they are shown
+                st.warning(spec.defaulted_note, icon=":material/warning:")
 else:
     def _counts_by_hand() -> None:
         # counts typed by hand describe no architecture (no activation estimate) and no named model any more;

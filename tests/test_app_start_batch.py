@@ -328,3 +328,14 @@ def test_bf16_on_a_gpu_without_bf16_is_the_headlines_problem_on_every_page():
     most = [m.value for m in at.markdown if m.value.startswith("**Most important:**")]
     assert most and "has no bf16 arithmetic" in most[0]
     assert any("has no bf16 arithmetic" in e.value for e in at.sidebar.error)
+
+
+def test_an_upload_missing_sizes_says_on_start_which_it_took_from_the_defaults():
+    """`{"model_type": "llama"}` was shown as "6.74 B parameters" with no word that every size was assumed; only
+    the ZeRO page said so."""
+    at = app({"train_micro_batch_size_per_gpu": 1})
+    at.radio(key="start_model_source").set_value("Upload config.json").run()
+    at.file_uploader(key="start_hf_config").upload("config.json", b'{"model_type": "llama"}',
+                                                   "application/json").run()
+    assert not at.exception, at.exception
+    assert any("does not give hidden_size, num_hidden_layers" in w.value for w in at.warning)

@@ -110,9 +110,8 @@ def estimate(
         notes.append(
             "Model given by counts only: activations, logits and persistent small parameters are not estimated."
         )
-    if isinstance(model, ModelSpec) and model.defaulted:
-        notes.append(f"The model's config.json does not give {', '.join(model.defaulted)}: taken from the "
-                     f"transformers {model.model_type} config's defaults.")
+    if isinstance(model, ModelSpec) and model.defaulted_note:
+        notes.append(model.defaulted_note)
     if shape.recompute == "selective" and shape.attention != "eager":
         notes.append("Selective recompute only drops the attention scores, which SDPA/flash never store.")
     if isinstance(model, ModelSpec) and model.position == "relative" and shape.attention != "eager":

@@ -71,6 +71,14 @@ class ModelSpec:
     #: The size keys the config.json did not give, taken from the family's ``transformers`` defaults.
     defaulted: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
+    @property
+    def defaulted_note(self) -> str | None:
+        """What the sizes assumed when the config.json left some out (``defaulted``), or None."""
+        if not self.defaulted:
+            return None
+        return (f"The model's config.json does not give {', '.join(self.defaulted)}: taken from the transformers "
+                f"{self.model_type} config's defaults.")
+
     def sequence_problem(self, seq_len: int) -> str | None:
         """Why the model cannot run sequences of ``seq_len`` tokens (beyond a learned position table), or None."""
         if self.position == "learned" and seq_len > self.max_position_embeddings:
