@@ -14,6 +14,9 @@ from core.models import ModelConfigError, catalog_names, describe, get_config, p
 from core.schema.root import empty_config
 from ui import actions, app_state, fields, frame, preset_cache, widgets
 
+#: Where the memory typed for the Custom GPU is kept while a catalog GPU is chosen (ui.app_state.kept).
+CUSTOM_MEMORY = "start_custom_gpu_memory_gib"
+
 frame.begin("Start")
 widgets.explain(
     "What is a DeepSpeed config?",
@@ -162,11 +165,17 @@ with cols[2]:
 
     def _on_gpu() -> None:
         name = st.session_state["ctx:gpu"]
-        app_state.get_context()["gpu"] = name
+        context = app_state.get_context()
         gpu = hardware.find_gpu(name)
+        store = st.session_state.setdefault(app_state.KEPT_INPUTS, {})
+        if context["gpu"] == app_state.CUSTOM_GPU:  # leaving Custom: its memory comes back with it
+            store[CUSTOM_MEMORY] = context["gpu_memory_gib"]
+        context["gpu"] = name
         if gpu is not None:
-            app_state.get_context()["gpu_memory_gib"] = gpu.memory_gib
-            st.session_state.pop("ctx:gpu_memory_gib", None)
+            context["gpu_memory_gib"] = gpu.memory_gib
+        elif name == app_state.CUSTOM_GPU and CUSTOM_MEMORY in store:
+            context["gpu_memory_gib"] = store[CUSTOM_MEMORY]
+        st.session_state.pop("ctx:gpu_memory_gib", None)
 
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
                  format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu)

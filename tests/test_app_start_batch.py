@@ -339,3 +339,14 @@ def test_an_upload_missing_sizes_says_on_start_which_it_took_from_the_defaults()
                                                    "application/json").run()
     assert not at.exception, at.exception
     assert any("does not give hidden_size, num_hidden_layers" in w.value for w in at.warning)
+
+
+def test_the_custom_gpus_memory_comes_back_after_looking_at_a_catalog_gpu():
+    at = app({"train_micro_batch_size_per_gpu": 1})
+    at.selectbox(key="ctx:gpu").set_value("Custom").run()
+    at.number_input(key="ctx:gpu_memory_gib").set_value(96.0).run()
+    at.selectbox(key="ctx:gpu").set_value("NVIDIA H100 80GB").run()
+    assert at.session_state["context"]["gpu_memory_gib"] == 80.0
+    at.selectbox(key="ctx:gpu").set_value("Custom").run()
+    assert at.session_state["context"]["gpu_memory_gib"] == 96.0
+    assert at.number_input(key="ctx:gpu_memory_gib").value == 96.0
