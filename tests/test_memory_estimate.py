@@ -475,3 +475,16 @@ def test_auto_bucket_sizes_say_what_the_estimate_assumed():
     written = m.estimate({**config, "zero_optimization": {"stage": 2, "reduce_bucket_size": 500_000_000}},
                          spec, m.Hardware(8, 1, 80 * m.GIB, 512 * m.GIB), m.Shape(1, 2048))
     assert written.gpu_bytes == est.gpu_bytes and not any("auto" in note for note in written.notes if "bucket" in note)
+
+
+def test_an_auto_stage_is_named_in_what_the_figures_assumed():
+    """With stage "auto" the verdict was stage 0's (289 GiB for a 7B in fp32) without saying so; the Trainer runs
+    Accelerate's 2 (223.6 GiB)."""
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    hardware, shape = m.Hardware(8, 1, 80 * m.GIB, 512 * m.GIB), m.Shape(1, 2048)
+    auto = m.estimate({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": "auto"}}, spec, hardware,
+                      shape)
+    assert auto.assumptions.startswith('ZeRO-0 for stage "auto"')
+    written = m.estimate({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}}, spec, hardware,
+                         shape)
+    assert "ZeRO" not in written.assumptions and written.gpu_bytes == auto.gpu_bytes

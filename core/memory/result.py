@@ -108,11 +108,14 @@ class MemoryEstimate:
     @property
     def assumptions(self) -> str:
         """What the totals were computed for, in words, for every place that shows them: precision, micro batch,
-        sequence length, attention kernel and recomputation (the same numbers differ by 10x across these)."""
+        sequence length, attention kernel and recomputation (the same numbers differ by 10x across these), and the
+        stage when the config leaves it to "auto"."""
         shape = self.shape
         recompute = {"none": "no recomputation", "full": "full recomputation"}.get(
             shape.recompute, f"{shape.recompute} recomputation")
-        return (f"{self.settings.precision}, micro batch {shape.micro_batch}, {shape.seq_len} tokens, "
+        stage = ('ZeRO-0 for stage "auto" (plain DeepSpeed; the HF Trainer\'s Accelerate fills 2), '
+                 if self.settings.stage_auto else "")
+        return (f"{stage}{self.settings.precision}, micro batch {shape.micro_batch}, {shape.seq_len} tokens, "
                 f"{shape.attention} attention, {recompute}")
 
     def _sum(self, device: str, phase: str | None = None, category: str | None = None) -> int:

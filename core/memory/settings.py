@@ -53,6 +53,7 @@ class TrainingSettings:
     """The memory-relevant part of a DeepSpeed config, with DeepSpeed's defaults filled in."""
 
     stage: int = 0
+    stage_auto: bool = False  # zero_optimization.stage "auto": read as 0 (plain DeepSpeed); Accelerate fills 2
     precision: str = "fp32"
     offload_optimizer: str = "none"
     offload_param: str = "none"
@@ -176,6 +177,7 @@ class TrainingSettings:
         ac = _section(cfg, "activation_checkpointing")
         return cls(
             stage=stage,
+            stage_auto=meaning.stage_written == "auto",
             precision=precision,
             offload_optimizer=off_opt,
             offload_param=off_param,
