@@ -118,6 +118,10 @@ ACCELERATE_FILLS: dict[str, Any] = {
     "zero_optimization.stage3_gather_16bit_weights_on_model_save": False,
 }
 
+#: The paths Accelerate's plugin fills from its own settings (``accelerate config``): a config for ``accelerate
+#: launch`` keeps these "auto", so that the launch's settings decide.
+ACCELERATE_PLUGIN_PATHS: tuple[str, ...] = ("zero_optimization.stage", *ACCELERATE_FILLS)
+
 #: Accelerate's refusal of a config without a ZeRO section (``DeepSpeedPlugin.__post_init__``), word for word.
 ACCELERATE_NO_ZERO = "Please specify the ZeRO optimization config in the DeepSpeed config."
 

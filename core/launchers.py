@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.autofill import (
+    ACCELERATE_PLUGIN_PATHS,
     AUTO,
     HF_DEFAULTS,
     HF_TRAINER_FIELDS,
@@ -216,9 +217,11 @@ def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json",
             "trainer.train()")
 
 
-def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any],
+                    launcher_fills: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) with every "auto" filled as the HF Trainer would fill it, for launchers that do not fill
-    "auto" themselves (Lightning) or only some of them (accelerate: not the optimizer's or scheduler's).
+    "auto" themselves (Lightning) or only some of them (accelerate: not the optimizer's or scheduler's). The
+    "auto"s at ``launcher_fills`` stay: the launcher fills those from its own settings (accelerate's stage).
 
     ``values`` are training values (``core.autofill.resolve_auto`` names: the Trainer batch the app planned,
     world_size, num_training_steps, hidden_size …); the config's own explicit values and then the Trainer's
@@ -250,10 +253,16 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tup
                              "DeepSpeed's default applies.")
     else:  # pragma: no cover - each round removes at least one "auto"
         raise AutoFillError("could not resolve the \"auto\" values", None)
+    kept = [path for path in launcher_fills if get_path(out, path, None) == AUTO]
+    for path in kept:
+        set_path(resolved, path, AUTO)
     for path in find_auto(resolved):  # "auto"s the Trainer leaves alone (stage-3 buckets below stage 3)
+        if path in kept:
+            continue
         delete_path(resolved, path)
         notes.append(f'Removed "auto" `{path}`, which the HF Trainer leaves alone: DeepSpeed\'s default applies.')
-    filled = [p for p in autos if get_path(resolved, p, None) is not None and get_path(out, p, None) == AUTO]
+    filled = [p for p in autos if p not in kept and get_path(resolved, p, None) is not None
+              and get_path(out, p, None) == AUTO]
     if filled:
         notes.append('"auto" filled as the HF Trainer would (this launcher does not fill it; change any you want '
                      "different): " + ", ".join(f"`{p}` = {json.dumps(get_path(resolved, p))}" for p in filled))
@@ -280,9 +289,10 @@ def _needs(path: str, param: str) -> bool:
 
 def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) for ``accelerate launch`` with ``deepspeed_config_file``: "auto" resolved (accelerate fills
-    only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) and a
-    ``zero_optimization`` section, which accelerate requires."""
-    out, notes = resolved_export(config, values)
+    only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) except the
+    stage and offload settings its plugin fills from ``accelerate config``, and a ``zero_optimization`` section,
+    which accelerate requires."""
+    out, notes = resolved_export(config, values, ACCELERATE_PLUGIN_PATHS)
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
         accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")

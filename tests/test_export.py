@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -328,10 +329,33 @@ BATCH_ONLY = {"train_batch_size": 16, "bf16": {"enabled": 1},
 #: the deprecated boolean form, stage 1 to DeepSpeed: the HF Trainer, accelerate and Lightning call .get on it
 ZERO_BOOL = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "zero_optimization": True,
              "bf16": {"enabled": True}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+#: an "auto" stage: accelerate fills it from `accelerate config`, the HF Trainer's Accelerate with 2
+AUTO_STAGE = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": "auto", "offload_optimizer": {"device": "auto"}}}
 LAUNCH_CASES = [*(p.config for p in list_presets([BUILTIN_DIR])[0]), EDITED, PEAK_DIFFERS, NO_ZERO, BATCH_ONLY,
-                ZERO_BOOL]
+                ZERO_BOOL, AUTO_STAGE]
 LAUNCH_IDS = [*(p.name for p in list_presets([BUILTIN_DIR])[0]), "edited", "peak-differs", "no-zero", "batch-only",
-              "zero-bool"]
+              "zero-bool", "auto-stage"]
+
+
+@pytest.mark.parametrize("accelerate_stage", [None, "3"])
+def test_the_accelerate_file_leaves_the_stage_to_accelerate_config(accelerate_stage, monkeypatch):
+    """accelerate fills an "auto" stage and offload device from `accelerate config`; the exported file wrote the
+    HF Trainer's 2 (resolve_auto now fills Accelerate's default), which would override a configured stage 3."""
+    pytest.importorskip("accelerate")
+    from accelerate.utils import DeepSpeedPlugin
+
+    from core.export import accelerate_export, launch_values
+
+    for name in [n for n in os.environ if n.startswith("ACCELERATE_")]:
+        monkeypatch.delenv(name)
+    if accelerate_stage:
+        monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", accelerate_stage)
+    out, notes = accelerate_export(AUTO_STAGE, launch_values(LAUNCH_CONTEXT, PLANNED_TRAINER))
+    assert out["zero_optimization"] == {"stage": "auto", "offload_optimizer": {"device": "auto"}}
+    assert not any("zero_optimization.stage" in note for note in notes)
+    plugin = DeepSpeedPlugin(hf_ds_config=copy.deepcopy(out))
+    assert plugin.deepspeed_config["zero_optimization"]["stage"] == int(accelerate_stage or 2)
 
 
 def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
