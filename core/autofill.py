@@ -330,8 +330,7 @@ def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
     before the run; and the training values that filled something, as ``name=value`` (what the curve assumed).
     Raises AutoFillError when the sections' own values disagree with them."""
     part = {key: copy.deepcopy(config[key]) for key in ("optimizer", "scheduler") if key in config}
-    values = {**{k: v for k, v in HF_DEFAULTS.items() if k != "zero_stage"}, **training_values,
-              "num_training_steps": num_training_steps}
+    values = {**HF_DEFAULTS, **training_values, "num_training_steps": num_training_steps}
     filled = resolve_auto(part, **values)
     used = []
     for path in find_auto(part):

@@ -78,7 +78,12 @@ def read_bool(config: Mapping[str, Any], section: str, key: str, default: bool, 
     """``config[section][key]`` as DeepSpeed ``version`` reads it: pydantic's lax bool in a section that
     release parses with pydantic (its profile says which), else a ``dict.get`` used as a Python truth value
     (``get_scalar_param``), so there ``"false"`` is on."""
-    values = _section(config, section)
+    return _read_bool_in(_section(config, section), section, key, default, version)
+
+
+def _read_bool_in(values: Mapping[str, Any], section: str, key: str, default: bool, version: str) -> bool:
+    """``read_bool`` on the section's dict ``values`` (``section`` names it in the release's profile: the bf16
+    settings read from a legacy ``bfloat16`` key are still the ``bf16`` section)."""
     if versions.section(version, section) is not None:
         return pydantic_bool(values, key, default)
     return bool(values.get(key, default))
@@ -121,15 +126,6 @@ def _zero(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], int, Any]:
     written = zero.get("stage")
     stage = lax_int(written) if written not in (None, "auto") else 0
     return zero, stage if stage in ZERO_STAGES else 0, written
-
-
-def _enabled(section: Mapping[str, Any], name: str, version: str) -> bool:
-    """``enabled`` of the fp16/bf16 section as DeepSpeed ``version`` reads it: pydantic's lax bool where it parses
-    the section with pydantic, else (``get_scalar_param`` before 0.19) the Python truth of the raw value, so
-    ``"false"`` and ``"auto"`` are on there."""
-    if versions.section_strict(version, name) is False:
-        return bool(section.get("enabled", False))
-    return pydantic_bool(section, "enabled", False)
 
 
 def _device(zero: Mapping[str, Any], key: str, legacy_key: str) -> tuple[str, Mapping[str, Any]]:
@@ -315,8 +311,9 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
     return Effective(
         stage=stage,
         stage_written=written,
-        fp16=_enabled(fp16_section, "fp16", version),
-        bf16=_enabled(bf16_section, "bf16", version),
+        # as the release reads them: before 0.19 with dict.get, so "false" and "auto" are on there
+        fp16=_read_bool_in(fp16_section, "fp16", "enabled", False, version),
+        bf16=_read_bool_in(bf16_section, "bf16", "enabled", False, version),
         torch_autocast=bool(autocast.get("enabled", False)),
         torch_autocast_dtype=canonical_dtype(autocast.get("dtype")),
         fp16_auto=fp16_section.get("enabled") == "auto",

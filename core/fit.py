@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from core import memory
@@ -17,6 +18,8 @@ from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, pos
 from core.effective import Effective, effective
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
+from core.schema.walk import section_fields
+from core.schema.zero import ZeroConfig
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
 KINDS = ("no_offload", "micro_batch", "recompute", "zero_stage", "offload_device", "offload_optimizer",
@@ -265,8 +268,13 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else w.gpu_bytes, w.gpu_bytes))
 
 
-#: The deprecated offload keys of the ZeRO section (replaced by the offload sections).
-LEGACY_OFFLOAD_KEYS = frozenset({"cpu_offload", "cpu_offload_param", "cpu_offload_use_pin_memory"})
+@cache
+def _legacy_offload_keys() -> frozenset[str]:
+    """The ZeRO section's deprecated keys that an offload section replaces, or that nothing replaces (the schema's
+    ``replaced_by``: ``cpu_offload``, ``cpu_offload_param``, ``cpu_offload_use_pin_memory``)."""
+    fields = section_fields(ZeroConfig)
+    return frozenset(key for key, spec in fields.items() if key == spec.name and spec.meta.deprecated and (
+        spec.meta.replaced_by is None or fields[spec.meta.replaced_by].model is not None))
 
 
 def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -277,7 +285,7 @@ def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
     from core.migrate import migrate
 
     zero = config.get("zero_optimization")
-    if not isinstance(zero, Mapping) or not set(zero) & LEGACY_OFFLOAD_KEYS:
+    if not isinstance(zero, Mapping) or not set(zero) & _legacy_offload_keys():
         return {}
     migrated = migrate({"zero_optimization": dict(zero)})[0]["zero_optimization"]
     patch: dict[str, Any] = {key: None for key in zero if key not in migrated}

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import annotated_types as at
 from pydantic import BaseModel
 
-from core import io, versions
+from core import io
 from core.findings import Finding, Report, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
@@ -201,13 +201,6 @@ def _help(description: str, meta: FieldMeta, default_line: str | None) -> str:
 
 def _default_line(default: Any, meta: FieldMeta) -> str:
     return f"Default: `{json.dumps(default)}`" + (f" {meta.unit}" if meta.unit else "") + "."
-
-
-def release_plain_default(field: SchemaField, path: str, version: str) -> Any:
-    """The field's default as DeepSpeed ``version`` uses it when the key is left out (its profile's record:
-    ``gradient_clipping`` is 0.0 before 0.19.0), else the schema's, as it would appear in JSON."""
-    found, value = versions.recorded_default(version, path.rpartition(".")[0], field.alias or field.name)
-    return value if found else plain_default(field)
 
 
 def help_text(field: SchemaField, default: Any = Ellipsis) -> str:

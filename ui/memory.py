@@ -18,6 +18,7 @@ from core import hardware, memory
 from core.findings import Report
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
+from core.precision import precision_mode
 from ui.shared_cache import ConfigKey, config_key, shared_cache
 
 GIB = memory.GIB
@@ -160,8 +161,6 @@ def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> lis
     """What makes the run fail on the Start page's setup though DeepSpeed accepts the config and it fits: a
     sequence longer than the model's learned positions, a precision the GPU lacks (the headline and the sidebar
     show them; the ZeRO and Precision pages say them where they are set)."""
-    from core.precision import precision_mode
-
     problems = []
     model = model_for(context)
     if isinstance(model, ModelSpec):

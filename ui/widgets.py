@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from core import autofill
 from core.findings import Finding, delete_path, get_path, set_path, split_path
 from core.schema import DeepSpeedConfig
-from core.schema.walk import is_open, section_fields, unique_fields
+from core.schema.walk import default_in, is_open, section_fields, unique_fields
 from ui import actions, app_state, fields, focus
 from ui.fields import FieldKind, Kind
 
@@ -206,7 +206,7 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     path = fields.config_path(form.config, path)
     current = get_path(form.config, path, _MISSING)
     present = current is not _MISSING
-    default = fields.release_plain_default(field, path, form.version)
+    default = default_in(field, path, form.version)
     value = current if present else default
     reason = fields.disabled_reason(field, form, path)
     help_ = fields.help_text(field, default)

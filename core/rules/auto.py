@@ -8,10 +8,10 @@ from typing import Any
 from core import versions
 from core.findings import Finding, brief, join_path, shown
 from core.rules.context import Context
-from core.rules.fixes import delete_fix, plain_default, set_fix
+from core.rules.fixes import delete_fix, set_fix
 from core.rules.initialize import autotp_size_string
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import field_exists, is_strict
+from core.schema.walk import default_in, field_exists, is_strict
 
 # --------------------------------------------------------------------------------------------
 # "auto"
@@ -40,14 +40,6 @@ def _hf_fills(path: str) -> bool:
         return rest in HF_FILLED_PARAMS[section]
     field = resolve(DeepSpeedConfig, path)
     return bool(field and field.meta.hf_auto)
-
-
-def _release_default(ctx: Context, field: Any, path: str) -> Any:
-    """The value DeepSpeed ``ctx.version`` uses when ``path`` is left out: its profile's record (gradient_clipping
-    is 0.0 before 0.19.0), else the schema's default."""
-    prefix, _, key = path.rpartition(".")
-    found, recorded = versions.recorded_default(ctx.version, prefix, field.alias or key)
-    return recorded if found else plain_default(field)
 
 
 def _unread_params(config: dict[str, Any], path: str) -> bool:
@@ -102,15 +94,17 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             continue  # compared with a number before DeepSpeed's parser drops "auto": its own rule says so
         if _unread_params(ctx.config, path):
             continue  # no type: DeepSpeed builds nothing from these params (optimizer/scheduler.no-type say so)
+        # what this release uses when the key is left out
+        release_default = default_in(field, path, ctx.version) if field is not None else None
         if ctx.is_hf and not dropped:
             yield Finding(
                 "error", "auto.not-filled", path,
                 f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
                 "sees the literal string \"auto\".",
                 suggestion="Write an explicit value." + (
-                    "" if field is None else f" Default: {brief(_release_default(ctx, field, path))}."
+                    "" if field is None else f" Default: {brief(release_default)}."
                     if field.default is not None else " Or remove the key: DeepSpeed then uses its default."),
-                fix=None if field is None else set_fix(path, _release_default(ctx, field, path))
+                fix=None if field is None else set_fix(path, release_default)
                 if field.default is not None else delete_fix(path),
                 page=field.meta.page if field else None,
             )
@@ -128,10 +122,10 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 "error", "auto.fails", path,
                 f"`{path}` is \"auto\": plain DeepSpeed keeps the string and training fails the first time it "
                 "uses the value.",
-                suggestion="Write the value" + (f" (default {brief(_release_default(ctx, field, path))})"
+                suggestion="Write the value" + (f" (default {brief(release_default)})"
                                                  if field and field.default is not None
                                                  else "") + ", or choose the HF target if the HF Trainer fills it in.",
-                fix=set_fix(path, _release_default(ctx, field, path)) if field and field.default is not None else None,
+                fix=set_fix(path, release_default) if field and field.default is not None else None,
                 page=field.meta.page if field else None,
             )
         elif behaviour == "kept" and path == "optimizer.params.lr" and _scheduler_sets_lr(ctx):
@@ -160,7 +154,7 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 page=field.meta.page if field else "optimizer",
             )
         else:
-            default = _release_default(ctx, field, path) if field and field.model is None else None
+            default = release_default if field and field.model is None else None
             yield Finding(
                 "info", "auto.default", path,
                 f"`{path}` is \"auto\": "

@@ -95,8 +95,8 @@ def check_types(ctx: Context) -> Iterator[Finding]:
     yield from _legacy_allgather_size(ctx)
 
 
-#: Strings that spell "off" (what a user means by them), each a true value to Python.
-_OFF_WORDS = frozenset({"false", "no", "off", "0", "n", "f", "none", "null", "disabled", "disable"})
+#: Strings that spell "off" besides pydantic's false strings (``lax_bool``), each a true value to Python.
+_MORE_OFF_WORDS = frozenset({"none", "null", "disabled", "disable"})
 
 
 def truthy_strings(ctx: Context) -> Iterator[Finding]:
@@ -116,7 +116,8 @@ def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], 
         path = _join(prefix, key)
         if field.model is not None and isinstance(value, dict):
             yield from _truthy_strings(ctx, value, field.model, path)
-        elif (lenient and isinstance(value, str) and value.strip().lower() in _OFF_WORDS and _is_bool(field)
+        elif (lenient and isinstance(value, str) and (lax_bool(value) is False
+                                                       or value.strip().lower() in _MORE_OFF_WORDS) and _is_bool(field)
               and _exists(ctx, prefix, field, key)
               and not (prefix == "" and versions.top_level_value_fails(ctx.version, key, value))):
             yield Finding(

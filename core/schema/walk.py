@@ -177,6 +177,15 @@ def json_default(field: SchemaField) -> tuple[bool, Any]:
     return True, copy.deepcopy(default)
 
 
+def default_in(field: SchemaField, path: str, version: str) -> Any:
+    """The value DeepSpeed ``version`` uses when the key at dotted ``path`` is left out, as JSON writes it: its
+    profile's record (``gradient_clipping`` is 0.0 before 0.19.0), else the schema's default (None when required)."""
+    found, recorded = versions.recorded_default(version, path.rpartition(".")[0], field.alias or field.name)
+    if found:
+        return recorded
+    return None if field.default is Ellipsis else plain(field.default)
+
+
 def release_default(field: SchemaField, prefix: str, version: str) -> tuple[bool, Any]:
     """(True, the default as JSON data) for a field with a default worth writing (``json_default``), taken from
     DeepSpeed ``version``'s profile where it records one (``versions.recorded_default``), else the schema's for the
