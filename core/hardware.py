@@ -31,10 +31,11 @@ class GPU:
         return int(self.memory_gib * GIB)
 
     def precision_problem(self, precision: str) -> str | None:
-        """Why training in ``precision`` does not work on this GPU, or None."""
+        """Why training in ``precision`` does not work on this GPU (a sentence without its full stop: callers add
+        theirs), or None."""
         if precision == "bf16" and not self.bf16:
             return (f"The {self.name} has no bf16 arithmetic: bf16 training is slow or refused there. Choose fp16 "
-                    "with loss scaling for mixed precision.")
+                    "with loss scaling for mixed precision")
         return None
 
 

@@ -45,7 +45,7 @@ st.radio("Training precision", precision.PRECISION_MODES,
 
 gpu = hardware.find_gpu(app_state.get_context().get("gpu"))
 if gpu is not None and gpu.precision_problem(mode):
-    st.warning(gpu.precision_problem(mode), icon=":material/warning:")
+    st.warning(f"{gpu.precision_problem(mode)}.", icon=":material/warning:")
 
 if mode == "fp16":
     with st.container(border=True):
