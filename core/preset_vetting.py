@@ -35,7 +35,8 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
                                         f"meta.verified_with: {version!r} is not a DeepSpeed release this checker "
                                         f"knows ({KNOWN_VERSIONS[0]} … {KNOWN_VERSIONS[-1]})"))
     justified: set[str] = set()
-    for index, item in enumerate(meta.get("justifications") or []):
+    items = meta.get("justifications")
+    for index, item in enumerate(items if isinstance(items, list) else []):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
             continue  # meta_problem_paths named it
         where = join_index("meta.justifications", index)

@@ -228,7 +228,9 @@ def list_presets(folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) ->
                 problems.append(f"{file}: file name is not a valid preset name; ignored")
                 continue
             if name in found:
-                problems.append(f"{file}: {name!r} is already defined in {found[name].path.parent}; ignored")
+                problems.append(f"{file}: {name!r} is the name of a built-in preset, which cannot be overridden; "
+                                "this file is ignored: rename it" if found[name].builtin else
+                                f"{file}: {name!r} is already defined in {found[name].path.parent}; ignored")
                 continue
             try:
                 found[name] = _read(file, name, builtin)
@@ -243,21 +245,35 @@ def folders_signature(folders: Sequence[Path]) -> tuple:
     signature = []
     for folder in folders:
         try:
-            files = tuple(sorted((entry.name, entry.stat().st_mtime_ns, entry.stat().st_size)
-                                 for entry in os.scandir(folder) if entry.name.endswith(".json")))
+            entries = [entry for entry in os.scandir(folder) if entry.name.endswith(".json")]
         except OSError as exc:  # missing or unreadable: list_presets reports it
-            files = (type(exc).__name__,)
-        signature.append((str(folder), files))
+            signature.append((str(folder), (type(exc).__name__,)))
+            continue
+        signature.append((str(folder), tuple(sorted(_entry_signature(entry) for entry in entries))))
     return tuple(signature)
+
+
+def _entry_signature(entry: os.DirEntry) -> tuple:
+    try:
+        stat = entry.stat()
+    except OSError as exc:  # e.g. a dangling symlink: this file, not the whole folder, is unreadable
+        return (entry.name, type(exc).__name__, 0)
+    return (entry.name, stat.st_mtime_ns, stat.st_size)
 
 
 def load_preset(name: str, folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) -> Preset:
     """The preset ``name`` from the first folder that has it."""
     check_name(name)
+    broken: PresetError | None = None
     for folder in folders:
         path = _file_in(folder, name)
         if path.is_file():
-            return _read(path, name, _is_builtin_dir(folder, builtin_dir))
+            try:
+                return _read(path, name, _is_builtin_dir(folder, builtin_dir))
+            except PresetError as exc:  # as list_presets does: a later folder's file of that name is the preset
+                broken = broken or exc
+    if broken is not None:
+        raise broken
     known, _ = list_presets(folders, builtin_dir=builtin_dir)
     names = ", ".join(p.name for p in known) or "none"
     raise PresetError(f"no preset named {name!r}; known presets: {names}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 import pandas as pd
@@ -32,14 +31,6 @@ page compares against), or **save** your current config as a team preset.""",
 
 #: Gallery filters: facet key → label (the facets come from ``core.presets.facets``).
 FILTERS = {"stage": "ZeRO stage", "offload": "Offload", "precision": "Precision", "runtime": "Runtime"}
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def md_escape(text: Any) -> str:
-    """``text`` as literal Markdown (no links, images, emphasis or HTML from preset files or paths)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
-
-
 folders = presets.env_search_path()
 team_folders = folders[1:]
 found, problems = preset_cache.listing(folders)
@@ -49,7 +40,7 @@ facet = {p.name: presets.facets(p) for p in found}
 # ------------------------------------------------------------------ gallery
 st.subheader("Gallery")
 for problem in problems:
-    st.warning(f"Skipped: {md_escape(problem)}", icon=":material/warning:")
+    st.warning(f"Skipped: {fields.md_escape(problem)}", icon=":material/warning:")
 cols = st.columns(len(FILTERS))
 chosen: dict[str, list[str]] = {}
 for col, (key, label) in zip(cols, FILTERS.items(), strict=True):
@@ -63,7 +54,7 @@ tables.small_table(
     columns=["Name", "Title", *FILTERS.values(), "ZeRO++", "Source"],
 )
 st.caption(f"{len(shown)} of {len(found)} presets shown · folders searched: "
-           + ", ".join(md_escape(f) for f in folders))
+           + ", ".join(fields.md_escape(f) for f in folders))
 
 # ------------------------------------------------------------------ details
 st.subheader("Details")
@@ -87,7 +78,7 @@ else:
     app_state.keep("presets_selected")
     preset = by_name[name]
     meta = preset.meta
-    st.markdown(f"#### {md_escape(preset.title)}")
+    st.markdown(f"#### {fields.md_escape(preset.title)}")
     st.text(str(meta.get("description", "—")))
     cols = st.columns(2)
     with cols[0]:
@@ -98,36 +89,37 @@ else:
         st.text(str(meta.get("when_not_to_use", "—")))
     st.markdown("**Hardware assumptions**")
     st.text(str(meta.get("hardware", "—")))
-    st.caption(f"Target: {md_escape(preset.target)} · verified with DeepSpeed "
-               f"{md_escape(', '.join(preset.verified_with) or '—')} · file: {md_escape(preset.path)}")
+    st.caption(f"Target: {fields.md_escape(preset.target)} · verified with DeepSpeed "
+               f"{fields.md_escape(', '.join(preset.verified_with) or '—')} · file: {fields.md_escape(preset.path)}")
     if preset.justifications:
         st.markdown("**Why each non-default choice** (the DeepSpeed documentation file and section cited)")
         tables.small_table([{name.capitalize(): j.get(name) for name in presets.JUSTIFICATION_FIELDS}
                             for j in preset.justifications])
     for problem in presets.meta_problems(meta, vetted=preset.builtin):
-        st.warning(md_escape(problem))
+        st.warning(fields.md_escape(problem))
     # drawn only while open: a highlighted code block is one of the heaviest elements for the browser
     with st.expander("JSON", icon=":material/data_object:", key="presets_json_box", on_change="rerun") as json_box:
         if json_box.open:
             st.code(json.dumps(preset.config, indent=2), language="json")
-    st.markdown(f"**Validation for its target ({md_escape(preset.target)})**")
+    st.markdown(f"**Validation for its target ({fields.md_escape(preset.target)})**")
     try:
         reports = preset_cache.reports(preset, job_world_size(app_state.get_context()))
     except ValueError as exc:  # a team preset's meta names an unknown target or version
-        st.error(f"Cannot validate this preset: {md_escape(exc)}. Fix meta.target / meta.verified_with in its file.")
+        st.error(f"Cannot validate this preset: {fields.md_escape(exc)}. "
+                 "Fix meta.target / meta.verified_with in its file.")
         reports = []
     for version, report in reports:
         errors, warnings = report.errors, report.warnings
         if not errors and not warnings:
-            st.success(f"DeepSpeed {md_escape(version)}: no errors or warnings.", icon=":material/check:")
+            st.success(f"DeepSpeed {fields.md_escape(version)}: no errors or warnings.", icon=":material/check:")
         for finding in [*errors, *warnings]:
             show = st.error if finding.severity == "error" else st.warning
-            show(f"DeepSpeed {md_escape(version)} · {md_escape(finding.code)} at "
-                 f"{md_escape(finding.path or '(top level)')}: {md_escape(finding.message)}")
+            show(f"DeepSpeed {fields.md_escape(version)} · {fields.md_escape(finding.code)} at "
+                 f"{fields.md_escape(finding.path or '(top level)')}: {fields.md_escape(finding.message)}")
     st.button("Load into the builder", type="primary", key="presets_load", icon=":material/input:",
               on_click=_load, args=(preset.name,))
 if st.session_state.get("presets_message"):
-    st.success(md_escape(st.session_state["presets_message"]), icon=":material/check:")
+    st.success(fields.md_escape(st.session_state["presets_message"]), icon=":material/check:")
     actions.undo_button("presets")
 
 # ------------------------------------------------------------------ compare
@@ -174,7 +166,7 @@ else:
     notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")
-    st.caption(f"{md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "
+    st.caption(f"{fields.md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "
                f"(context of the Start page); red line: {capacity:g} GiB per GPU.")
 
 # ------------------------------------------------------------------ save
@@ -210,7 +202,7 @@ if not team_folders:
             "Built-in presets are read-only.", icon=":material/info:")
 else:
     target_folder = str(team_folders[0])
-    st.caption(f"Into {md_escape(target_folder)} (first folder of DSCONFIG\\_PRESETS\\_PATH). The metadata is "
+    st.caption(f"Into {fields.md_escape(target_folder)} (first folder of DSCONFIG\\_PRESETS\\_PATH). The metadata is "
                "stored with the config; a title and a description are required.")
     # what was typed here comes back after a visit to another page (app_state.kept)
     cols = st.columns(2)
@@ -230,7 +222,7 @@ else:
     st.button("Save as preset", key="presets_save", icon=":material/save:", on_click=_save,
               args=(target_folder,))
     if st.session_state.get("presets_save_error"):
-        st.error(md_escape(st.session_state["presets_save_error"]), icon=":material/error:")
+        st.error(fields.md_escape(st.session_state["presets_save_error"]), icon=":material/error:")
     elif st.session_state.get("presets_save_ok"):
-        st.success(md_escape(st.session_state["presets_save_ok"]), icon=":material/check:")
+        st.success(fields.md_escape(st.session_state["presets_save_ok"]), icon=":material/check:")
 frame.end()

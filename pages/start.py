@@ -100,12 +100,13 @@ if source == "Preset":
         titles = {p.name: p.title for p in found}
         name = st.selectbox("Preset", names, format_func=lambda n: f"{titles[n]} ({n})", key="start_preset")
         preset = next(p for p in found if p.name == name)
-        st.markdown(preset.meta.get("description", ""))
+        # a team's preset file is text, not Markdown: no links, images or HTML from it reach the page
+        st.markdown(fields.md_escape(preset.meta.get("description", "")))
         cols = st.columns(2)
-        cols[0].markdown(f"**When to use:** {preset.meta.get('when_to_use', '—')}")
-        cols[1].markdown(f"**When not to:** {preset.meta.get('when_not_to_use', '—')}")
-        st.caption(f"Target: {preset.target} · verified with DeepSpeed "
-                   f"{', '.join(preset.meta.get('verified_with', [])) or '—'}")
+        cols[0].markdown(f"**When to use:** {fields.md_escape(preset.meta.get('when_to_use', '—'))}")
+        cols[1].markdown(f"**When not to:** {fields.md_escape(preset.meta.get('when_not_to_use', '—'))}")
+        st.caption(f"Target: {fields.md_escape(preset.target)} · verified with DeepSpeed "
+                   f"{fields.md_escape(', '.join(preset.verified_with) or '—')}")
         st.button("Load this preset", type="primary", key="start_load_preset", icon=":material/input:",
                   on_click=_load_preset, args=(preset,))
     else:

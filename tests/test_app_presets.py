@@ -222,6 +222,29 @@ def test_odd_team_preset_never_crashes_the_page(tmp_path: Path, monkeypatch):
     assert len(table(at, "Config", "GPU GiB per GPU (peak)")) == 2
 
 
+@pytest.mark.parametrize("verified_with", [[0.19], "0.19.8", None, [["x"]]], ids=repr)
+def test_the_start_page_shows_a_team_preset_as_text_whatever_its_metadata(tmp_path: Path, monkeypatch,
+                                                                          verified_with):
+    """The Start page described the chosen preset from the raw metadata: a number in verified_with stopped the page
+    (TypeError in str.join), a string was spelt out letter by letter, and Markdown from the file (remote images,
+    links, headings) reached the page, which the Presets page already escaped."""
+    meta = {"title": "Team", "target": "deepspeed", "verified_with": verified_with,
+            "description": "![x](https://tracker.example/p.png) [update](https://evil.example)",
+            "when_to_use": "# HUGE"}
+    (tmp_path / "team-md.json").write_text(json.dumps({"meta": meta, "config": {"train_batch_size": 8}}))
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    at = app(page="pages/start.py")
+    at.selectbox(key="start_preset").set_value("team-md").run()
+    assert not at.exception, at.exception
+    caption = next(c.value for c in at.caption if "verified with DeepSpeed" in c.value)
+    assert plain(caption).endswith("0.19" if verified_with == [0.19] else "['x']" if verified_with == [["x"]]
+                                   else "—")
+    shown = [m.value for m in at.markdown if "example" in m.value or "HUGE" in m.value]
+    assert len(shown) == 2 and all(plain(m) in (meta["description"], f"**When to use:** {meta['when_to_use']}")
+                                   for m in shown)
+    assert all("\\!\\[" in m or "\\#" in m for m in shown)
+
+
 def test_listing_is_read_again_only_when_a_folder_changes(tmp_path: Path, monkeypatch):
     """``ui.preset_cache.listing``: the same folders with the same files are not read again; a new, rewritten
     (same size, new time) or removed file is seen at the next call."""

@@ -92,7 +92,7 @@ def test_cli_builtins_pass_and_a_team_folder_fails_with_file_line_column(tmp_pat
     assert f"{tmp_path / 'team-bad.json'}:{stge}:7: keys.unknown: Unknown key `stge`" in out
     assert f"{tmp_path / 'broken.json'}: not valid JSON" in out
     assert "team-good" not in out
-    assert out.endswith("2 preset(s) checked: 1 vetted, 1 with problems, 1 file(s) unreadable\n")
+    assert out.endswith("2 preset(s) checked: 1 vetted, 1 with problems, 1 file(s) skipped\n")
 
 
 def test_cli_bad_folders_are_usage_errors(tmp_path, capsys):
@@ -119,3 +119,29 @@ def test_each_metadata_problem_carries_the_path_it_concerns():
     assert "meta.justifications[0]" in paths and "meta.justifications[1]" in paths
     meta["verified_with"] = []
     assert "meta.verified_with" in [p.path for p in meta_problem_paths(meta, vetted=True)]
+
+
+@pytest.mark.parametrize("value", [5, "x", None, {}, True, 1.5, [5], [{}], [{"key": 5}],
+                                   [{"key": "bf16", "doc": 5, "section": []}]], ids=repr)
+@pytest.mark.parametrize("key", sorted({*GOOD["meta"], "justifications", "verified_with", "target", "title"}))
+def test_any_metadata_value_is_a_problem_named_never_a_crash(key, value):
+    """A team file's metadata of any shape is named as a problem (``dsconfig presets check`` then goes on to the
+    next file); "justifications": 5 used to stop the whole check with a TypeError."""
+    document = copy.deepcopy(GOOD)
+    document["meta"][key] = value
+    problems = vetting_problems(_preset(document), reference=REFERENCE)
+    if key == "justifications" and not isinstance(value, list):
+        assert "meta.justifications must be a list" in {p.message for p in problems}
+
+
+def test_cli_a_team_file_named_like_a_builtin_is_reported_not_vetted(tmp_path):
+    """`presets check TEAM` used to vet a team `zero2-bf16.json` that every command ignores for the built-in."""
+    (tmp_path / "zero2-bf16.json").write_text(json.dumps(GOOD, indent=2))
+    (tmp_path / "team-good.json").write_text(json.dumps(GOOD, indent=2))
+    code, out = _check(str(tmp_path))
+    assert code == 1
+    assert "zero2-bf16.json: 'zero2-bf16' is the name of a built-in preset" in out
+    assert out.endswith("1 preset(s) checked: 1 vetted, 0 with problems, 1 file(s) skipped\n")
+    # the built-in folder named on the command line with the team's: each built-in checked once
+    code, out = _check(str(BUILTIN_DIR), str(tmp_path))
+    assert f"{len(BUILTINS) + 1} preset(s) checked" in out and out.count("built-in preset") == 1

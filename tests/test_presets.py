@@ -20,6 +20,7 @@ from core.presets import (
     check_name,
     env_search_path,
     facets,
+    folders_signature,
     list_presets,
     load_preset,
     meta_problems,
@@ -219,8 +220,31 @@ def test_builtin_wins_over_team_copy(tmp_path):
     (tmp_path / "zero2-bf16.json").write_text(json.dumps({"meta": META, "config": {"evil": True}}))
     presets, problems = list_presets(search_path([tmp_path]))
     assert next(p for p in presets if p.name == "zero2-bf16").builtin
-    assert any("already defined" in p for p in problems)
+    assert any("name of a built-in preset" in p and "rename it" in p for p in problems)
     assert "evil" not in load_preset("zero2-bf16", search_path([tmp_path])).config
+
+
+def test_a_broken_file_gives_way_to_a_later_folder_for_both_list_and_load(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (first / "team-zero2.json").write_text("{broken")
+    (second / "team-zero2.json").write_text(json.dumps({"meta": {**META, "title": "B"}, "config": {}}))
+    listed, problems = list_presets([first, second])
+    assert [p.path for p in listed if p.name == "team-zero2"] == [second / "team-zero2.json"]
+    assert load_preset("team-zero2", [first, second]).path == second / "team-zero2.json"
+    with pytest.raises(PresetError, match="not valid JSON"):  # only a broken one: its own problem
+        load_preset("team-zero2", [first])
+
+
+def test_a_dangling_link_leaves_the_folder_signature_following_the_other_files(tmp_path):
+    """The app caches the listing on this signature: a dangling symlink used to make it one constant error, so
+    presets added later never showed."""
+    (tmp_path / "old-link.json").symlink_to(tmp_path / "gone.json")
+    before = folders_signature([tmp_path])
+    (tmp_path / "team-new.json").write_text(json.dumps({"meta": META, "config": {}}))
+    after = folders_signature([tmp_path])
+    assert before != after and "team-new.json" in {entry[0] for entry in after[0][1]}
 
 
 def test_broken_files_are_reported_not_raised(tmp_path):

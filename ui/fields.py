@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -380,6 +381,14 @@ def json_text(value: Any) -> tuple[str, int]:
     """A value as the text of a JSON text area, and the area's height in pixels."""
     text = "" if value is None else json.dumps(value, indent=2 if isinstance(value, dict | list) else None)
     return text, 68 if "\n" not in text else min(300, 40 + 22 * text.count("\n"))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md_escape(text: Any) -> str:
+    """``text`` as literal Markdown (no links, images, emphasis or HTML from preset files or paths)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def safe_text(text: str) -> str:

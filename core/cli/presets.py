@@ -18,6 +18,7 @@ from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded
 from core.findings import split_path
 from core.io import ConfigLoadError, check_finite_numbers
 from core.presets import (
+    BUILTIN_DIR,
     Preset,
     PresetError,
     decode_preset,
@@ -190,7 +191,13 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
         if not Path(args.reference).is_dir():
             raise UsageError(f"--reference {args.reference}: no such folder")
         reference = read_reference(Path(args.reference))
-    presets, unreadable = list_presets(folders)
+    if args.folders:  # a team file named like a built-in preset is never used: list it after the built-ins
+        given = {folder.resolve() for folder in folders}
+        presets, unreadable = list_presets(
+            [BUILTIN_DIR, *(folder for folder in folders if folder.resolve() != BUILTIN_DIR.resolve())])
+        presets = [p for p in presets if p.path.parent.resolve() in given]
+    else:
+        presets, unreadable = list_presets(folders)
     lines = [f"{problem}" for problem in unreadable]
     failing = 0
     for preset in presets:
@@ -207,7 +214,7 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     for line in lines:
         out.write(line + "\n")
     out.write(f"{len(presets)} preset(s) checked: {len(presets) - failing} vetted, {failing} with problems"
-              f"{f', {len(unreadable)} file(s) unreadable' if unreadable else ''}\n")
+              f"{f', {len(unreadable)} file(s) skipped' if unreadable else ''}\n")
     return EXIT_ERRORS if failing or unreadable else EXIT_OK
 
 
