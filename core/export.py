@@ -62,7 +62,7 @@ def _section_items(config: Mapping[str, Any], model: type[BaseModel]) -> list[tu
 
 
 def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeedConfig,
-                   version: str = DEFAULT_VERSION, prefix: str = "") -> dict[str, Any]:
+                   version: str = DEFAULT_VERSION, prefix: str = "", target: str = "deepspeed") -> dict[str, Any]:
     """The config without the values that equal DeepSpeed ``version``'s default (unknown keys and "auto" kept):
     the release's own default where its profile records it (``gradient_clipping`` is 0.0 up to 0.18.9, 1.0 from
     0.19.0), else the schema's. ``prefix``: the path of the section ``config`` is (for the recursion).
@@ -74,7 +74,8 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
     section (``offload_param``, default None) stays, as ``{}``, because its presence can matter, and so does
     one whose mere presence DeepSpeed reads (``comms_logger``: the schema's ``presence_matters``). A section
     DeepSpeed reads instead of another only while that one is absent keeps the other (``bf16`` before
-    ``bfloat16``: the reading of ``core.effective`` must not change).
+    ``bfloat16``: the reading of ``core.effective`` must not change). For the HF ``target`` a written
+    ``zero_optimization`` stays, with its stage: Accelerate's DeepSpeedPlugin refuses a config without the section.
     """
     items = _section_items(config, model)
     if items is None:
@@ -98,6 +99,11 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
             out[key] = value
     if model is DeepSpeedConfig:
         out = _same_reading(config, out)
+        zero = config.get("zero_optimization")
+        if target == "hf" and isinstance(zero, Mapping):
+            kept = {"stage": zero["stage"]} if "stage" in zero else {}
+            out = {key: ({**kept, **out.get(key, {})} if key == "zero_optimization" else out[key])
+                   for key in config if key in out or key == "zero_optimization"}
     return out
 
 

@@ -94,7 +94,7 @@ st.caption(" ".join(f":green[{v.version}]" if v.ok else f":red[~~{v.version}~~]"
 st.subheader("ds_config.json")
 VARIANTS = {
     "As written": lambda c: c,
-    "Only what differs from defaults": lambda c: export.strip_defaults(c, version=ctx["version"]),
+    "Only what differs from defaults": lambda c: export.strip_defaults(c, version=ctx["version"], target=ctx["target"]),
     "Explicit (every default of the sections in use)": lambda c: export.explicit_config(c, version=ctx["version"]),
 }
 variant = st.radio("Form", list(VARIANTS), horizontal=True, key="review_variant",

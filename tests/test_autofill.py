@@ -30,6 +30,7 @@ from core.autofill import (
     resolve_auto,
 )
 from core.presets import BUILTIN_DIR, list_presets
+from core.validate import validate
 
 hf_ds = pytest.importorskip("transformers.integrations.deepspeed")
 transformers = pytest.importorskip("transformers")
@@ -356,6 +357,20 @@ def test_accelerate_refuses_a_config_without_a_zero_section_with_the_words_recor
     assert str(refused.value) == ACCELERATE_NO_ZERO
     with pytest.raises(AttributeError):  # the boolean form: Accelerate navigates the section with .get
         trainer_pipeline({"zero_optimization": True})
+
+
+@pytest.mark.parametrize("zero", [{"stage": 0}, {}])
+def test_the_minimal_form_for_the_trainer_keeps_the_zero_section(zero, clean_environment):
+    """The Review page's "only what differs from defaults" form: a ZeRO section of defaults is dropped for plain
+    DeepSpeed, but Accelerate refuses the file without one, so the HF form keeps it (with the written stage)."""
+    from core.export import strip_defaults
+
+    config = {"train_micro_batch_size_per_gpu": "auto", "bf16": {"enabled": "auto"}, "zero_optimization": zero}
+    assert "zero_optimization" not in strip_defaults(config)
+    minimal = strip_defaults(config, target="hf")
+    assert minimal["zero_optimization"] == ({"stage": 0} if zero else {})
+    trainer_pipeline(minimal)  # accepted
+    assert not validate(minimal, target="hf").errors
 
 
 def test_auto_stage_needs_accelerates_zero_stage():
