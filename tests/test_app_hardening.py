@@ -374,6 +374,25 @@ def test_a_config_under_the_size_limit_survives_its_share_link():
     assert (decoded, decoded_baseline) == (config, baseline)
 
 
+@pytest.mark.parametrize("fill", ["é", "字"], ids=["two-byte", "three-byte"])
+def test_a_non_ascii_or_minified_config_the_app_accepted_survives_its_share_link(fill):
+    """The link's size check re-serialised with escaped non-ASCII ("\\u00e9": 6 bytes for 2) and spaced
+    separators, so a config well under the limit as imported came back "too large"."""
+    import core
+    from ui.app_state import decode_state, encode_state
+
+    limit = core.io.MAX_CONFIG_BYTES
+    text = json.dumps({"train_batch_size": 8, "notes": fill * (limit // 2 // len(fill.encode()))},
+                      ensure_ascii=False)
+    config = core.load_config(text)  # accepted as imported
+    assert (len(text.encode()) < limit < len(json.dumps(config).encode()))
+    assert decode_state(encode_state(config, {}, {}))[0] == config
+    minified = {f"k{i}": i for i in range(limit // 16)}
+    minified_text = json.dumps(minified, separators=(",", ":"))
+    assert len(minified_text) < limit < len(json.dumps(minified))
+    assert decode_state(encode_state(minified, {}, {}))[0] == minified
+
+
 def test_share_link_beyond_streamlits_query_limit_is_ignored_and_the_app_starts_blank():
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["s"] = "A" * 1_000_000  # Streamlit drops query strings over 512 KiB before the app sees them

@@ -310,8 +310,9 @@ def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
         raise ShareError("the link's state is not a DeepSpeed Config Studio state")
     for key in ("c", "b"):
         try:
-            # The same checks as an uploaded file (size, depth, finite numbers).
-            core.load_config(json.dumps(data[key]))
+            # The same checks as an uploaded file (size, depth, finite numbers), on the compact UTF-8 text, the
+            # smallest the app ever wrote (escaped non-ASCII and spaced separators made an accepted config too big).
+            core.load_config(json.dumps(data[key], separators=(",", ":"), ensure_ascii=False))
         except (core.ConfigLoadError, RecursionError, ValueError) as exc:
             raise ShareError(f"the link's config cannot be used: {exc}") from None
     return data["c"], clean_context(data["x"]), data["b"]
