@@ -81,7 +81,9 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
     warmup = get_path(config, "scheduler.params.warmup_num_steps")
     total = get_path(config, "scheduler.params.total_num_steps")
     if _whole(warmup) is not None:
-        args["warmup_steps"] = _whole(warmup)
+        # the Trainer fills and compares max(1, warmup_steps); DeepSpeed warms up over max(2, n) steps, so 0 and 1
+        # are the same schedule
+        args["warmup_steps"] = max(1, _whole(warmup))
     if _whole(total) is not None:
         args["max_steps"] = _whole(total)
     reading = effective(config)
@@ -135,6 +137,12 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
             set_path(out, path, canonical)
             notes.append(f"{path} {json.dumps(value)} is written as {json.dumps(canonical)}: the same to DeepSpeed, "
                          "and the form the HF Trainer compares with its argument.")
+    warmup = _whole(get_path(out, "scheduler.params.warmup_num_steps"))
+    if warmup is not None and warmup < 1:
+        set_path(out, "scheduler.params.warmup_num_steps", 1)
+        notes.append(f"scheduler.params.warmup_num_steps {warmup} is written as 1: the HF Trainer fills and compares "
+                     "at least 1 warm-up step, and DeepSpeed warms up over max(2, warmup_num_steps) steps, so the "
+                     "schedule is the same.")
     _require_zero_section(out, notes)
     total = config.get("train_batch_size")
     if derived:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from pathlib import Path
@@ -248,6 +249,58 @@ def test_hf_export_of_values_deepspeed_reads_laxly_trains_the_same(config, mode)
     assert given["scheduler"]["params"]["total_num_steps"] == 1000
     if mode == "match":
         assert any("the form the HF Trainer compares" in n for n in notes)
+
+
+WARMUP_SCHEDULERS = ("WarmupLR", "WarmupDecayLR", "WarmupCosineLR")
+
+
+def _no_warmup_params(scheduler: str, warmup: int) -> dict:
+    return {"warmup_num_steps": warmup, **({"total_num_steps": 100} if scheduler != "WarmupLR" else {})}
+
+
+@functools.cache
+def _warmup_curves(release: str = "0.18.9") -> dict[str, list[list[float]]]:
+    """Per warm-up scheduler, the first 20 learning rates of DeepSpeed ``release``'s own scheduler with
+    warmup_num_steps 0 and with 1 (0.18.9 takes 0; one interpreter for all six)."""
+    import os
+    import subprocess
+
+    from tests.oracle.oracle import release_interpreter
+
+    cases = {name: [_no_warmup_params(name, w) for w in (0, 1)] for name in WARMUP_SCHEDULERS}
+    python, env = release_interpreter(release)
+    code = ("import json, sys, logging, torch; logging.disable(logging.CRITICAL)\n"
+            "from deepspeed.runtime import lr_schedules\n"
+            "def curve(name, params):\n"
+            "    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)\n"
+            "    s = getattr(lr_schedules, name)(opt, **params)\n"
+            "    rates = []\n"
+            "    for _ in range(20):\n"
+            "        rates.append(s.get_lr()[0]); s.step()\n"
+            "    return rates\n"
+            "cases = json.loads(sys.argv[1])\n"
+            "print(json.dumps({n: [curve(n, p) for p in ps] for n, ps in cases.items()}))")
+    done = subprocess.run([python, "-c", code, json.dumps(cases)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("mode", ["auto", "match"])
+@pytest.mark.parametrize("scheduler", WARMUP_SCHEDULERS)
+def test_hf_export_of_no_warmup_is_accepted_and_warms_up_as_deepspeed_did(scheduler, mode):
+    """warmup_num_steps 0 (valid up to 0.19.5): the Trainer fills and compares max(1, warmup_steps), so "match" was
+    refused; DeepSpeed's schedulers warm up over max(2, n) steps, so the 1 they now get is the same schedule."""
+    from core.export import hf_trainer_export
+
+    config = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2},
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+              "scheduler": {"type": scheduler, "params": _no_warmup_params(scheduler, 0)}}
+    out, kwargs, notes = hf_trainer_export(config, mode)
+    given = _trainer_accepts(out, kwargs)
+    assert given["scheduler"]["params"]["warmup_num_steps"] == 1
+    assert any("warmup_num_steps 0 is written as 1" in n for n in notes) == (mode == "match")
+    with_zero, with_one = _warmup_curves()[scheduler]
+    assert with_zero == with_one
 
 
 def test_the_old_hf_snippet_was_refused_by_the_trainer():
