@@ -75,6 +75,33 @@ def test_torch_adam_is_read_as_deepspeed_reads_it(written):
     config["optimizer"]["params"] = {"torch_adam": False}
     assert read_settings(config, 16).fused_optimizer
 
+def test_stage1_reduces_once_per_step_even_with_overlap_comm():
+    """DeepSpeed's ZeRO-1 reduces gradients only at the accumulation boundary (stage_1_and_2.py,
+    reduce_ready_partitions_and_remove_grads: partition_gradients or the boundary); with overlap_comm it does so
+    during the last micro-step's backward. It was charged a reduction every micro-step, like ZeRO-2."""
+    import inspect
+
+    import deepspeed.runtime.zero.stage_1_and_2 as stage_1_and_2
+
+    assert "self.partition_gradients or self.is_gradient_accumulation_boundary()" in inspect.getsource(
+        stage_1_and_2.DeepSpeedZeroOptimizer.reduce_ready_partitions_and_remove_grads)
+    cluster = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=100.0)
+
+    def step(stage: int, gas: int, overlap: bool = True):
+        config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": gas, "bf16": {"enabled": True},
+                  "zero_optimization": {"stage": stage, "overlap_comm": overlap}}
+        return predict(config, LLAMA7, cluster, Shape(1, 2048, "flash", "none"))
+
+    def reduce(est) -> float:
+        return sum(v for k, v in {**est.breakdown, **est.hidden}.items() if "reduce-scatter" in k)
+
+    assert reduce(step(1, 16)) == pytest.approx(reduce(step(1, 1)))
+    assert reduce(step(2, 16)) == pytest.approx(16 * reduce(step(2, 1)))
+    assert step(1, 16).step_seconds < step(2, 16).step_seconds / 2
+    exposed = {k: v for k, v in step(1, 16).breakdown.items() if "reduce-scatter" in k}
+    assert sum(exposed.values()) < reduce(step(1, 16, overlap=False))  # the last backward hides some of it
+
+
 def test_reuse_distance_decides_the_backward_gathers():
     big_layers = describe({"model_type": "gpt2", "n_embd": 12288, "n_layer": 8, "n_head": 96}, name="wide")
     st = read_settings(cfg(3), 8)

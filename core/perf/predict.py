@@ -14,9 +14,9 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   recomputation repeats the forward; selective recomputation repeats the attention core.
 - communication: ring collectives over the ZeRO group; a ring spanning nodes is bounded by the slower of the
   per-GPU intra-node link and the node's network (which carries the ring's whole crossing traffic).
-  Stage 0 all-reduces gradients once per step; stage 1 reduce-scatters them once per step (every micro-step
-  with overlap_comm); stage 2 every micro-step; stages 1-2 all-gather the updated parameters after the step;
-  stage 3 all-gathers parameters in forward and again in backward and reduce-scatters gradients, every
+  Stage 0 all-reduces gradients once per step; stage 1 reduce-scatters them once per step (with overlap_comm
+  during the last micro-step's backward); stage 2 every micro-step; stages 1-2 all-gather the updated parameters
+  after the step; stage 3 all-gathers parameters in forward and again in backward and reduce-scatters gradients, every
   micro-step. Which backward gathers happen follows DeepSpeed's release rule (``stage3_max_reuse_distance``):
   a module's parameters stay gathered when fewer parameters than that distance are fetched before their next
   use, so the last modules of a model skip the backward gather, and with full recomputation the backward runs
@@ -127,6 +127,7 @@ class _Parts:
     micro_overlap: dict[str, float] = field(default_factory=dict)  # hides behind recomputation + backward
     micro_overlap_fwd: dict[str, float] = field(default_factory=dict)  # hides behind the forward
     step_serial: dict[str, float] = field(default_factory=dict)
+    step_overlap: dict[str, float] = field(default_factory=dict)  # once per step, behind the last backward
 
     @staticmethod
     def add(d: dict[str, float], name: str, seconds: float) -> None:
@@ -184,8 +185,9 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         n = calls(nbytes, m.reduce_bucket_size, st.comm_bytes)
         seconds += n * alpha
         tail = seconds / n if n else 0.0
-        if target is parts.micro_overlap:
-            parts.add(parts.micro_serial, name + " (last bucket)", tail)
+        if target is parts.micro_overlap or target is parts.step_overlap:
+            parts.add(parts.micro_serial if target is parts.micro_overlap else parts.step_serial,
+                      name + " (last bucket)", tail)
             seconds -= tail
         parts.add(target, name, seconds)
 
@@ -194,11 +196,12 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                   ring(wire, 2) + calls(wire, 500_000_000, st.comm_bytes) * alpha_of(zero_ranks, 2))
     elif m.stage in (1, 2):
         grads = ring(wire, 1)
-        if m.stage == 2 or overlap:
+        if m.stage == 2:
             reduce_bucketed(parts.micro_overlap if overlap else parts.micro_serial, "gradient reduce-scatter",
                             grads, wire)
-        else:
-            reduce_bucketed(parts.step_serial, "gradient reduce-scatter", grads, wire)
+        else:  # stage 1 reduces only in the step's last backward (stage_1_and_2.py: partition_gradients or boundary)
+            reduce_bucketed(parts.step_overlap if overlap else parts.step_serial, "gradient reduce-scatter",
+                            grads, wire)
         gather = params * m.bytes_per_param
         parts.add(parts.step_serial, "parameter all-gather after the step",
                   ring(gather, 1) + calls(gather, m.allgather_bucket_size, m.bytes_per_param) * alpha)
@@ -355,12 +358,15 @@ def predict(
     for name, sec in parts.micro_serial.items():
         breakdown[name] = gas * sec
     backward = 2 * fwd + comp["bwd_extra"] + comp["recompute"]
-    for pool, window in ((parts.micro_overlap_fwd, fwd), (parts.micro_overlap, backward)):
+    # what runs once per step hides behind the last micro-step's backward, in the time its own traffic leaves
+    last_backward = max(0.0, backward - sum(parts.micro_overlap.values()))
+    for pool, window, times in ((parts.micro_overlap_fwd, fwd, gas), (parts.micro_overlap, backward, gas),
+                                (parts.step_overlap, last_backward, 1)):
         comm = sum(pool.values())
         exposed_fraction = (comm - cluster.efficiency.overlap * min(comm, window)) / comm if comm > 0 else 0.0
         for name, sec in pool.items():
-            breakdown[name + " (exposed)"] = breakdown.get(name + " (exposed)", 0.0) + gas * sec * exposed_fraction
-            hidden[name] = hidden.get(name, 0.0) + gas * sec * (1 - exposed_fraction)
+            breakdown[name + " (exposed)"] = breakdown.get(name + " (exposed)", 0.0) + times * sec * exposed_fraction
+            hidden[name] = hidden.get(name, 0.0) + times * sec * (1 - exposed_fraction)
     for name, sec in parts.step_serial.items():
         breakdown[name] = breakdown.get(name, 0.0) + sec
     step = sum(breakdown.values())
