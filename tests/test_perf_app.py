@@ -164,3 +164,43 @@ def test_nvme_rows_fit_only_with_the_start_pages_nvme_and_agree_after_use():
     at.button(key="plan_use").click().run()
     assert at.session_state["config"]["zero_optimization"]["offload_param"]["device"] == "nvme"
     assert not at.sidebar.error and any(s.value.startswith("Fits") for s in at.sidebar.success)
+
+
+def test_the_zero_pages_prediction_counts_the_trainers_accumulation_as_the_cli_does():
+    """HF target, "auto" accumulation: the ZeRO page predicted one micro-step while the memory figures used the Batch
+    page's per_device_train_batch_size, so it showed 1/8 of what `dsconfig predict --gradient-accumulation-steps 8`
+    prints for the same inputs."""
+    import json
+
+    from core import models
+    from core.cli import main
+    from core.presets import env_search_path, load_preset
+
+    config = load_preset("hf-auto-zero3", env_search_path()).config
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    steps = {}
+    for accum in (1, 8):
+        at = app(config=config, page="pages/zero.py", target="hf", model="meta-llama/Llama-2-7b-hf",
+                 hf_micro_batch=4, hf_grad_accum=accum, gpu="NVIDIA A100 80GB", gpus_per_node=8, nodes=1,
+                 seq_len=2048, attention="sdpa")
+        at.session_state["context"].update(model_config=models.get_config("meta-llama/Llama-2-7b-hf"),
+                                           total_params=spec.total_params,
+                                           largest_layer_params=spec.largest_layer_params)
+        at.run()
+        assert not at.exception, at.exception
+        metric = next(m for m in at.metric if m.label == "Predicted step time")
+        assert f"{accum} micro-step(s) of 4 sequences" in metric.help
+        steps[accum] = float(metric.value.removesuffix(" s"))
+    assert steps[8] == pytest.approx(8 * steps[1], rel=0.01)
+    import io
+    import tempfile
+    from contextlib import redirect_stdout
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(config, handle)
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        main(["predict", handle.name, "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA A100 80GB",
+              "--seq-len", "2048", "--attention", "sdpa", "--micro-batch", "4", "--gradient-accumulation-steps", "8",
+              "--format", "json"])
+    assert json.loads(printed.getvalue())["step_seconds"] == pytest.approx(steps[8], rel=0.01)

@@ -232,6 +232,7 @@ def test_a_broken_file_gives_way_to_a_later_folder_for_both_list_and_load(tmp_pa
     (second / "team-zero2.json").write_text(json.dumps({"meta": {**META, "title": "B"}, "config": {}}))
     listed, problems = list_presets([first, second])
     assert [p.path for p in listed if p.name == "team-zero2"] == [second / "team-zero2.json"]
+    assert any(str(first / "team-zero2.json") in problem for problem in problems)
     assert load_preset("team-zero2", [first, second]).path == second / "team-zero2.json"
     with pytest.raises(PresetError, match="not valid JSON"):  # only a broken one: its own problem
         load_preset("team-zero2", [first])

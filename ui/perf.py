@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import perf
+from core import autofill, perf
 from core.perf import advice
 from ui import memory, tables
 from ui.shared_cache import shared_cache
@@ -32,15 +32,19 @@ def cluster_for(context: Mapping[str, Any], network: float | None = None) -> per
 
 
 @shared_cache(maxsize=256)
-def _step_view(keys: memory.Keys, gpu: str, network: float | None
+def _step_view(keys: memory.Keys, gpu: str, network: float | None, trainer_accum: int | None = None
                ) -> tuple[perf.Cluster, perf.StepEstimate, tables.Table] | None:
     """The prediction and its breakdown table for ``memory.cache_keys`` of the session, its GPU and network,
-    computed once per distinct input and shared by the process's sessions (they only read it)."""
+    computed once per distinct input and shared by the process's sessions (they only read it).
+    ``trainer_accum``: for the HF target, the Trainer's gradient_accumulation_steps an "auto" one is filled with
+    (its micro batch is the shape's), as the memory figures and ``dsconfig predict`` read them."""
     found = memory.inputs(keys)
     cluster = None if found is None else cluster_for({**found.context, "gpu": gpu}, network)
     if found is None or cluster is None:
         return None
-    estimate = perf.predict(found.config, found.model, cluster, found.shape)
+    config = found.config if trainer_accum is None else autofill.fill_batch_autos(
+        found.config, found.shape.micro_batch, trainer_accum)
+    estimate = perf.predict(config, found.model, cluster, found.shape)
     breakdown = tables.prepare(pd.DataFrame({
         "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
         "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],
@@ -56,7 +60,8 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
                    "on the Start page).")
         return
     try:
-        view = _step_view(keys, str(context.get("gpu")), network_for(context))
+        trainer_accum = int(context.get("hf_grad_accum") or 1) if context.get("target") == "hf" else None
+        view = _step_view(keys, str(context.get("gpu")), network_for(context), trainer_accum)
     except ValueError as exc:  # e.g. a train_batch_size beyond float range: no step to predict
         st.caption(f"ℹ️ No step-time prediction: {exc}")
         return
