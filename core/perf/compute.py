@@ -136,7 +136,8 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     fused = shape.attention != "eager" and model.position != "relative"
     bwd_extra = layers * attn_core * (FUSED_ATTENTION_BACKWARD_FACTOR - 2) if fused else 0.0
     return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": modules, "lin_f": lin_f,
-            "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra}
+            "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra,
+            "attn_computed": causal_skip}
 
 
 def on_cuda_cores(cl: Cluster, precision: str) -> bool:

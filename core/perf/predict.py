@@ -383,6 +383,18 @@ def predict(
         hw_flops += attn_f
     tflops = model_flops * tokens_per_step / cluster.total_gpus / step / 1e12
     hw_tflops = hw_flops * tokens_per_step / cluster.total_gpus / step / 1e12
+    attention_share = attn_f / (lin_f + attn_f) if lin_f + attn_f else 0.0
+    beyond_peak = max(tflops, hw_tflops) * 1e12 > peak
+    flops_caveat = None
+    if comp.get("attn_computed", 1.0) < 1.0 and attention_share >= 0.1:
+        text = (f"TFLOPs and MFU count attention over the whole s x s matrix, as the Megatron and PaLM formulas do "
+                f"({attention_share:.0%} of the model FLOPs at this length); the causal kernel computes half of "
+                "it, so they overstate the work the GPUs do" + (", here beyond the GPU's peak." if beyond_peak
+                                                                else "."))
+        if beyond_peak:
+            flops_caveat = text
+        else:
+            notes.append(text)
     if not isinstance(model, ModelSpec):
         notes.append("Model given by counts only: 6 FLOPs per parameter per token, no attention, no per-layer "
                      "overheads.")
@@ -424,7 +436,7 @@ def predict(
         tokens_per_step=tokens_per_step,
         model_flops_per_token=model_flops,
         hidden=hidden,
-        caveats=(small,) if small else (),
+        caveats=tuple(c for c in (small, flops_caveat) if c),
         assumptions={**cluster.resolved(), "peak_tflops_used": peak / 1e12,
                      "efficiency": cluster.efficiency.__dict__.copy(), "activation_passes": ACTIVATION_PASSES,
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
