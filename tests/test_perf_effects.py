@@ -432,3 +432,22 @@ def test_a_flop_count_beyond_the_gpus_peak_is_a_caveat_not_a_silent_mfu_over_100
     assert said(predict(config, LLAMA7, cluster, Shape(1, 65_536, "flash", "none")))
     assert not said(predict(config, LLAMA7, cluster, Shape(1, 1024, "flash", "none")))
     assert not said(predict(config, LLAMA7, cluster, Shape(1, 262_144, "eager", "full")))  # eager computes it all
+
+
+def test_reduce_scatter_off_all_reduces_the_gradients():
+    """zero_optimization.reduce_scatter false: stages 1-2 all-reduce each bucket whole (stage_1_and_2.py
+    average_tensor), twice the traffic; it was costed as a reduce-scatter and not mentioned."""
+    cluster = Cluster("NVIDIA A100 80GB", 8, 4, inter_node_gbit_s=100.0)
+
+    def est(stage: int, flag: bool):
+        config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
+                  "zero_optimization": {"stage": stage, "overlap_comm": False, "reduce_scatter": flag}}
+        return predict(config, LLAMA7, cluster, Shape(1, 2048, "flash", "none"))
+
+    for stage in (1, 2):
+        on, off = est(stage, True), est(stage, False)
+        reduce_on = sum(v for k, v in on.breakdown.items() if k.startswith("gradient reduce-scatter"))
+        reduce_off = sum(v for k, v in off.breakdown.items() if k.startswith("gradient all-reduce (reduce_scatter"))
+        assert reduce_off == pytest.approx(2 * reduce_on, rel=0.05)
+        assert off.step_seconds > on.step_seconds
+        assert "reduce_scatter to true" in off.bottleneck or "reduce_scatter" in " ".join(off.breakdown)

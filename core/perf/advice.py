@@ -118,6 +118,8 @@ def _reduce_scatter_advice(name: str, stage: int | None, overlap: bool | None) -
     """What shortens an exposed gradient reduce-scatter, for this config: overlap_comm only when it is off, ZeRO++
     qgZ only at stage 3 (the only stage where the planner uses it), the bucket size for the last bucket."""
     ways = []
+    if "reduce_scatter off" in name:
+        ways.append("set zero_optimization.reduce_scatter to true: it reduce-scatters with half the traffic")
     if "last bucket" in name:
         ways.append("the last bucket is reduced after the backward: a smaller reduce_bucket_size shortens it")
     elif not overlap:
@@ -129,7 +131,7 @@ def _reduce_scatter_advice(name: str, stage: int | None, overlap: bool | None) -
 
 
 def _advice(name: str, stage: int | None = None, overlap: bool | None = None) -> str:
-    if "gradient reduce-scatter" in name:
+    if "gradient reduce-scatter" in name or "reduce_scatter off" in name:
         return _reduce_scatter_advice(name, stage, overlap)
     for key, text in _ADVICE.items():
         if key in name:

@@ -195,13 +195,13 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         parts.add(parts.step_serial, "gradient all-reduce",
                   ring(wire, 2) + calls(wire, 500_000_000, st.comm_bytes) * alpha_of(zero_ranks, 2))
     elif m.stage in (1, 2):
-        grads = ring(wire, 1)
+        # reduce_scatter false: average_tensor all-reduces each bucket whole (twice a reduce-scatter's traffic)
+        grads = ring(wire, 1 if st.reduce_scatter else 2)
+        name = "gradient reduce-scatter" if st.reduce_scatter else "gradient all-reduce (reduce_scatter off)"
         if m.stage == 2:
-            reduce_bucketed(parts.micro_overlap if overlap else parts.micro_serial, "gradient reduce-scatter",
-                            grads, wire)
+            reduce_bucketed(parts.micro_overlap if overlap else parts.micro_serial, name, grads, wire)
         else:  # stage 1 reduces only in the step's last backward (stage_1_and_2.py: partition_gradients or boundary)
-            reduce_bucketed(parts.step_overlap if overlap else parts.step_serial, "gradient reduce-scatter",
-                            grads, wire)
+            reduce_bucketed(parts.step_overlap if overlap else parts.step_serial, name, grads, wire)
         gather = params * m.bytes_per_param
         parts.add(parts.step_serial, "parameter all-gather after the step",
                   ring(gather, 1) + calls(gather, m.allgather_bucket_size, m.bytes_per_param) * alpha)

@@ -63,6 +63,7 @@ class PerfSettings:
     fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
     unfused_optimizer: bool = False  # DeepSpeed runs FP16_UnfusedOptimizer (see UNFUSED_PRECISIONS)
     max_reuse_distance: int = 1_000_000_000  # zero_optimization.stage3_max_reuse_distance (parameters)
+    reduce_scatter: bool = True  # zero_optimization.reduce_scatter: stages 1-2 all-reduce the gradients when off
     notes: tuple[str, ...] = ()
 
     @property
@@ -173,5 +174,6 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         unfused_optimizer=unfused,
         max_reuse_distance=int(min(reuse, 1e18)) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
         and reuse >= 0 else 1_000_000_000,
+        reduce_scatter=pydantic_bool(zero, "reduce_scatter", True),
         notes=tuple(notes),
     )
