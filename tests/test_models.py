@@ -277,3 +277,18 @@ def test_a_hidden_size_the_heads_do_not_divide_is_refused_exactly_where_transfor
             models.describe(config)
     else:
         models.describe(config)
+
+
+@pytest.mark.parametrize("written", ["meta-llama/llama-2-7b-hf", "META-LLAMA/LLAMA-2-7B-HF",
+                                     " meta-llama/Llama-2-7b-hf "])
+def test_a_catalog_model_is_found_whatever_its_case_and_surrounding_spaces(written):
+    """Hub ids are case-insensitive; --model used to refuse them (and a trailing space without a suggestion)."""
+    from core.models.catalog import catalog_name
+
+    assert catalog_name(written) == "meta-llama/Llama-2-7b-hf"
+    assert models.get_spec(written) == models.get_spec("meta-llama/Llama-2-7b-hf")
+
+
+def test_an_unknown_model_names_the_close_ones():
+    with pytest.raises(models.ModelConfigError, match=r"Did you mean: .*Llama-2-7b-hf"):
+        models.get_spec("llama-2-7b")

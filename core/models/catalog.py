@@ -361,18 +361,28 @@ def catalog_names() -> list[str]:
     return list(CATALOG)
 
 
+def catalog_name(name: str) -> str:
+    """The catalog's spelling of ``name``: Hub ids are case-insensitive, and surrounding spaces are a slip
+    (ModelConfigError naming the close ones if there is no such model)."""
+    if name in CATALOG:
+        return name
+    wanted = str(name).strip().lower()
+    found = next((n for n in CATALOG if n.lower() == wanted), None)
+    if found is not None:
+        return found
+    close = [n for n in CATALOG if wanted and (wanted in n.lower() or wanted.split("/")[-1] in n.lower())]
+    hint = f" Did you mean: {', '.join(close[:5])}?" if close else " Pick a name from the model catalog."
+    raise ModelConfigError(f"Unknown model '{name}'.{hint}")
+
+
 def get_config(name: str) -> dict[str, Any]:
-    """A copy of the catalog config dict for ``name`` (ModelConfigError if unknown)."""
-    if name not in CATALOG:
-        close = [n for n in CATALOG if name.lower() in n.lower()]
-        hint = f" Did you mean: {', '.join(close[:5])}?" if close else " Pick a name from the model catalog."
-        raise ModelConfigError(f"Unknown model '{name}'.{hint}")
-    return dict(CATALOG[name])
+    """A copy of the catalog config dict for ``name`` (any case; ModelConfigError if unknown)."""
+    return dict(CATALOG[catalog_name(name)])
 
 
 def get_spec(name: str) -> ModelSpec:
     """The architecture description of a catalog model."""
-    return describe(get_config(name), name=name)
+    return describe(get_config(name), name=catalog_name(name))
 
 
 def catalog_table() -> pd.DataFrame:
