@@ -20,6 +20,8 @@ the current interpreter. That subprocess imports the release's ``DeepSpeedConfig
   ``max_grad_norm``, which optimizers' ``params`` the engine picks keys from instead of passing them all to a
   constructor (Muon: unknown keys are ignored); the LR schedulers and their constructor keywords;
 - the assertion messages of ``DeepSpeedConfig``'s checks (batch, fp16/bf16, stage rules).
+- what the parse does with ``compression_training.shared_parameters`` switched on (which releases up to 0.19.6
+  read as weight quantization's, by mistake), alone and with ``quantize_training.eigenvalue`` on.
 
 The result is written to ``core/versions/profiles/<release>.json`` (sorted keys, one item per line) and the
 release is added to ``core/versions/releases.json``. Nothing of DeepSpeed's code is copied into the repo.

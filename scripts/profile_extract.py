@@ -397,6 +397,28 @@ def _top_level_probes(top_keys: set[str]) -> dict[str, list[str]]:
             for kind, value in TOP_LEVEL_PROBES.items()}
 
 
+# get_quantize_enabled reads compression_training.shared_parameters (not weight_quantization's) to decide whether
+# the MoQ eigenvalue settings are read: what each release does when that block is switched on, alone and with
+# quantize_training.eigenvalue switched on too.
+COMPRESSION_SHARED_PROBES: dict[str, dict[str, Any]] = {
+    "alone": {"compression_training": {"shared_parameters": {"enabled": True}}},
+    "eigenvalue": {"compression_training": {"shared_parameters": {"enabled": True}},
+                   "quantize_training": {"eigenvalue": {"enabled": True}}},
+}
+
+
+def _outcome(config: dict) -> str | None:
+    """None when the parse succeeds, else "ErrorType: first line of the message"."""
+    exc = _parse(config)
+    if exc is None:
+        return None
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+
+
+def _compression_shared_probes() -> dict[str, str | None]:
+    return {name: _outcome({"train_batch_size": 1, **config}) for name, config in COMPRESSION_SHARED_PROBES.items()}
+
+
 def _initialize_compares_autotp_size(init_source: str) -> bool:
     """Whether ``deepspeed.initialize`` compares ``tensor_parallel.autotp_size`` with a number before the config is
     parsed (``if autotp_size and autotp_size > 0``): a string there ("2", "auto") is a TypeError."""
@@ -450,6 +472,7 @@ def extract(release: str) -> dict[str, Any]:
         "top_level_keys": sorted(top_keys),
         "top_level_defaults": _scalar_defaults(config_module),
         "top_level_probes": _top_level_probes(top_keys),
+        "compression_shared_enabled": _compression_shared_probes(),
         "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},
         "sections": dict(sorted(sections.items())),
         "optimizers": optimizers,

@@ -104,6 +104,48 @@ def test_removed_zero_key_is_an_error_from_the_release_that_removed_it():
     assert "removed.key" in {f.code for f in validate(config, version=removed).errors}
 
 
+def test_compression_shared_parameters_switched_on_fails_where_the_release_probe_says_so():
+    """compression_training.shared_parameters is read (by mistake) as weight quantization's by the releases that read
+    compression_training; the profiles record, per release, how switching it on ends the parse."""
+    on = {"train_batch_size": 1, "compression_training": {"shared_parameters": {"enabled": True}}}
+    eigen = {**on, "quantize_training": {"eigenvalue": {"enabled": True}}}
+    reading = [r for r in versions.RELEASES if "compression_training" not in versions.removed_top_level_keys(r)]
+    assert reading and reading[0] == versions.RELEASES[0]
+    crashing = [r for r in reading if versions.compression_shared_failure(r, eigenvalue=False)]
+    assert "0.16.9" in crashing and "0.19.6" not in crashing
+    for release in reading:
+        for config, eigenvalue in ((on, False), (eigen, True)):
+            failure = versions.compression_shared_failure(release, eigenvalue=eigenvalue)
+            found = [f for f in validate(config, version=release).findings if f.path == "compression_training."
+                     "shared_parameters"]
+            assert [f.code for f in found] == (["compression.shared-parameters-fails"] if failure else
+                                               ["compression.shared-parameters"]), release
+            if failure:
+                assert failure in found[0].message and release in found[0].message
+    # 0.19.6 fixed the NameError but still asserts MoQ eigenvalues off; the string "false" is truthy there
+    assert versions.compression_shared_failure("0.19.6", eigenvalue=True).startswith("AssertionError")
+    truthy = {"train_batch_size": 1, "compression_training": {"shared_parameters": {"enabled": "false"}}}
+    assert "compression.shared-parameters-fails" in {f.code for f in validate(truthy, version="0.16.9").errors}
+    off = {"train_batch_size": 1, "compression_training": {"shared_parameters": {"enabled": False}}}
+    assert validate(off, version="0.16.9").ok
+    # the releases that refuse compression_training say so once, with their own message
+    assert "compression.shared-parameters-fails" not in {f.code for f in validate(on, version="0.19.8").findings}
+
+
+def test_the_batch_check_divides_by_sequence_parallel_size_only_where_the_release_reads_it():
+    """0.16.x takes the world size as it is (sequence_parallel_size arrived in 0.17.0), so the batch triangle and
+    its fixes count every GPU there."""
+    config = {"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": 2}
+    first = next(r for r in versions.RELEASES if versions.key_known(r, "", "sequence_parallel_size"))
+    last_without = versions.RELEASES[versions.RELEASES.index(first) - 1]
+    assert validate(config, world_size=8, version=first).ok
+    old = validate(config, world_size=8, version=last_without)
+    assert "batch.ga-positive" in {f.code for f in old.errors}
+    assert all(f.fix.apply(config)["train_batch_size"] % 8 == 0 for f in old.errors if f.fix)
+    assert not validate({**config, "sequence_parallel_size": 0}, world_size=4, version=last_without).errors
+    assert validate({**config, "sequence_parallel_size": 0}, world_size=4, version=first).errors
+
+
 def test_works_with_lists_every_release_and_explains_the_boundary():
     config = {"train_batch_size": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 2}}
     result = works_with(config)

@@ -24,7 +24,7 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     elastic = ctx.config.get("elasticity")
     if versions.key_known(ctx.version, "", "elasticity") and isinstance(elastic, dict) and elastic.get("enabled"):
         return  # DeepSpeed 0.19.5's elastic training computes the batch values itself
-    result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size))
+    result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
     w = ctx.world_size
     gpus = f"{w} GPU{'s' if w != 1 else ''}"
     if result.ok:
@@ -71,7 +71,7 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
 
 def _trio_fixes(ctx: Context) -> list[Fix]:
     """Up to three complete batch trios that work for the data-parallel GPU count, closest to the config first."""
-    data_parallel = effective_world_size(ctx.config, ctx.world_size)
+    data_parallel = effective_world_size(ctx.config, ctx.world_size, ctx.version)
     if not (data_parallel >= 1 and float(data_parallel).is_integer()):
         return []  # suggestions need a whole data-parallel size (GPUs ÷ sequence_parallel_size)
     return [
@@ -98,7 +98,7 @@ def batch_types(ctx: Context) -> Iterator[Finding]:
 
 def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     """sequence_parallel_size divides the world size; a value DeepSpeed cannot divide by stops it."""
-    if "sequence_parallel_size" not in ctx.config:
+    if "sequence_parallel_size" not in ctx.config or not versions.key_known(ctx.version, "", "sequence_parallel_size"):
         return
     sp = ctx.config["sequence_parallel_size"]
     if not isinstance(sp, int | float) or sp <= 0:  # True is 1 to DeepSpeed's division

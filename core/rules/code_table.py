@@ -118,6 +118,22 @@ TABLE: tuple[Code, ...] = (
        "config load, but training runs without what it asked for, so the fix is unsafe: set up the replacement "
        "the message names (e.g. bf16 or fp16 for amp).",
        {**B, "amp": {"enabled": True}}),
+    _c("compression.shared-parameters-fails", "error", "parse", False,
+       "compression_training.shared_parameters switched on stops the parse.",
+       "Releases that still read compression_training (up to 0.19.6) take `compression_training.shared_parameters` "
+       "for weight quantization's shared parameters when deciding whether to read the MoQ eigenvalue settings. "
+       "Switched on, it stops releases up to 0.19.5 with NameError (QUANTIZE_TRAINING), and 0.19.6 with an "
+       "AssertionError when quantize_training.eigenvalue is on too; which release fails, and how, is probed from "
+       "each release. The fix removes the block, which lets the config load; it is unsafe because the writer "
+       "probably meant weight_quantization.shared_parameters, which turns quantization on.",
+       {**B, "compression_training": {"shared_parameters": {"enabled": True}}}, settings={"version": "0.16.9"}),
+    _c("compression.shared-parameters", "warning", "ignored", True,
+       "compression_training.shared_parameters configures no compression technique.",
+       "The block belongs inside a technique (weight_quantization, sparse_pruning, ...). At the top of "
+       "compression_training, releases up to 0.19.6 read it only to decide whether to read the MoQ eigenvalue "
+       "settings, whose values do nothing unless eigenvalues are on, which DeepSpeed refuses. Removing it "
+       "changes nothing DeepSpeed does.",
+       {**B, "compression_training": {"shared_parameters": {"enabled": False}}}, settings={"version": "0.19.6"}),
     # ---- types and values
     _c("type.truthy-string", "warning", "ignored", False, "A boolean written as a string that spells off.",
        "Where a release reads a key with dict.get (top-level keys, activation_checkpointing, fp16/bf16 before "

@@ -73,6 +73,40 @@ def _removed(ctx: Context, prefix: str, key: str, reason: str, page: str | None)
     )
 
 
+def compression_shared_parameters(ctx: Context) -> Iterator[Finding]:
+    """compression_training.shared_parameters: releases that read compression_training take it, by mistake, for
+    weight quantization's shared parameters when deciding whether to read the MoQ eigenvalue settings; switched on
+    it stops some releases' parse (the profile's probe says which, and how)."""
+    section = ctx.config.get("compression_training")
+    shared = section.get("shared_parameters") if isinstance(section, dict) else None
+    if not isinstance(shared, dict) or "compression_training" in versions.removed_top_level_keys(ctx.version) \
+            or not versions.key_known(ctx.version, "", "compression_training"):
+        return
+    path = "compression_training.shared_parameters"
+    suggestion = (f"Remove `{path}`. To quantize weights, write these settings in "
+                  "`compression_training.weight_quantization.shared_parameters`, with its `different_groups`.")
+    failure = None
+    if shared.get("enabled"):  # read with get_scalar_param and tested with `if`: any truthy value switches it on
+        quantize = ctx.config.get("quantize_training")
+        eigen = quantize.get("eigenvalue") if isinstance(quantize, dict) else None
+        failure = versions.compression_shared_failure(
+            ctx.version, eigenvalue=bool(isinstance(eigen, dict) and eigen.get("enabled")))
+    if failure is not None:
+        yield Finding(
+            "error", "compression.shared-parameters-fails", path,
+            f"`{path}` is switched on; DeepSpeed {ctx.version} reads this block (by mistake, as weight "
+            f"quantization's shared parameters) and then stops: {failure}.",
+            suggestion=suggestion, fix=delete_fix(path), page="advanced",
+        )
+    else:
+        yield Finding(
+            "warning", "compression.shared-parameters", path,
+            f"`{path}` configures no compression technique: DeepSpeed {ctx.version} reads it only (by mistake, as "
+            "weight quantization's shared parameters) to decide whether to read the MoQ eigenvalue settings.",
+            suggestion=suggestion, fix=delete_fix(path), page="advanced",
+        )
+
+
 def compile_passes(ctx: Context) -> Iterator[Finding]:
     """compile.passes: "autotp" only exists from DeepSpeed 0.19.8 on."""
     section = ctx.config.get("compile")
@@ -254,7 +288,8 @@ def misc(ctx: Context) -> Iterator[Finding]:
         )
     for key in ("sequence_parallel_size",):
         sp = ctx.config.get(key)
-        if isinstance(sp, int) and not isinstance(sp, bool) and sp > 0 and ctx.world_size % sp:
+        if isinstance(sp, int) and not isinstance(sp, bool) and sp > 0 and ctx.world_size % sp \
+                and versions.key_known(ctx.version, "", key):
             yield Finding(
                 "warning", "misc.sequence-parallel", key,
                 f"sequence_parallel_size {sp} does not divide the {ctx.world_size} GPUs; the data-parallel size "

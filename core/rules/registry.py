@@ -20,7 +20,7 @@ RULES: tuple[Rule, ...] = (
     structure.preset_file, structure.check_keys, typecheck.check_types, typecheck.check_profile_bounds,
     typecheck.truthy_strings,
     batch.sequence_parallel, misc.compile_passes, batch.elasticity,
-    misc.removed_keys, batch.batch_triangle, batch.batch_types, auto.auto_values,
+    misc.removed_keys, misc.compression_shared_parameters, batch.batch_triangle, batch.batch_types, auto.auto_values,
     precision.precision, precision.torch_autocast, precision.communication,
     zero.zero_form, zero.offload, zero.deprecated_zero_keys, precision.bfloat16_alias,
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,

@@ -301,7 +301,8 @@ class WeightQuantizationSharedConfig(LenientSection):
         False, description="Quantize in the forward pass instead of in the optimizer step."
     )
     fp16_mixed_quantize: FP16MixedQuantizeConfig = _gone(
-        default_factory=FP16MixedQuantizeConfig, description="fp16 mixed quantization."
+        default_factory=FP16MixedQuantizeConfig, raises="config",  # read with .get whenever the block is read
+        description="fp16 mixed quantization.",
     )
 
 
@@ -410,6 +411,14 @@ class CompressionTrainingConfig(LenientSection):
 
     weight_quantization: WeightQuantizationCompressionConfig = _part(
         WeightQuantizationCompressionConfig, "Weight quantization."
+    )
+    shared_parameters: WeightQuantizationSharedConfig = _part(
+        WeightQuantizationSharedConfig,
+        "Not a setting of its own: releases up to 0.19.6 read this block, by mistake, as weight quantization's "
+        "shared parameters when deciding whether to read the MoQ eigenvalue settings (`get_quantize_enabled`). "
+        "Switched on, it stops the parse of releases up to 0.19.5 (NameError) and of 0.19.6 when "
+        "`quantize_training.eigenvalue` is on. Weight quantization's settings belong in "
+        "`weight_quantization.shared_parameters`.",
     )
     activation_quantization: ActivationQuantizationConfig = _part(
         ActivationQuantizationConfig, "Activation quantization."

@@ -179,6 +179,15 @@ def removed_top_level_keys(version: str) -> dict[str, str]:
     return profile(version)["removed_top_level_keys"]
 
 
+def compression_shared_failure(version: str, *, eigenvalue: bool) -> str | None:
+    """How ``version``'s parse fails ("ErrorType: message") when ``compression_training.shared_parameters`` is
+    switched on (with ``quantize_training.eigenvalue`` on too when ``eigenvalue``), or None when it goes through
+    (the profile's probe; releases that refuse ``compression_training`` on sight say so through
+    ``removed_top_level_keys``)."""
+    probes = profile(version).get("compression_shared_enabled") or {}
+    return probes.get("eigenvalue" if eigenvalue else "alone")
+
+
 #: The probe of the empty (falsy) value of each kind (scripts/profile_extract.py TOP_LEVEL_PROBES).
 _EMPTY_KIND = {"list": "empty list", "string": "empty string", "number": "zero", "bool": "false"}
 
