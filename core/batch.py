@@ -237,9 +237,13 @@ def _largest_divisor_at_most(n: int, cap: int) -> int | None:
     return best
 
 
-def effective_world_size(config: dict[str, Any], world_size: int) -> float:
-    """The data-parallel world size DeepSpeed uses: GPUs ÷ sequence_parallel_size when that is set."""
-    if "sequence_parallel_size" not in config:
+def effective_world_size(config: dict[str, Any], world_size: int, version: str | None = None) -> float:
+    """The data-parallel world size DeepSpeed uses: GPUs ÷ sequence_parallel_size when that is set (and DeepSpeed
+    ``version`` reads it: 0.16.x does not; None: a release that does)."""
+    from core import versions
+
+    if "sequence_parallel_size" not in config or (
+            version is not None and not versions.key_known(version, "", "sequence_parallel_size")):
         return world_size
     sp = config["sequence_parallel_size"]
     if isinstance(sp, int | float) and not isinstance(sp, bool) and sp > 0:

@@ -54,7 +54,7 @@ def validate(
     findings = _with_fix_safety(_without_overwrites(
         _drop_shadowed_type_errors(_drop_unread_sections(findings, version, config)), config))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
-    return Report(tuple(findings), _batch_values(config, world_size), version, target, world_size)
+    return Report(tuple(findings), _batch_values(config, world_size, version), version, target, world_size)
 
 
 def _without_overwrites(findings: list[Finding], config: dict[str, Any]) -> list[Finding]:
@@ -117,10 +117,10 @@ def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if not (f.code.startswith("type.") and shadowed(f.path))]
 
 
-def _batch_values(config: dict[str, Any], world_size: int) -> BatchValues | None:
+def _batch_values(config: dict[str, Any], world_size: int, version: str) -> BatchValues | None:
     if any(config.get(k) == "auto" for k in BATCH_KEYS):
         return None
-    resolution = resolve_batch(config, effective_world_size(config, world_size))
+    resolution = resolve_batch(config, effective_world_size(config, world_size, version))
     if not resolution.ok:
         return None
     return BatchValues(
