@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import streamlit as st
 
@@ -44,6 +45,14 @@ FROM_START = "(the model chosen on Start)"
 MAX_GLOBAL_BATCH = 1_000_000
 
 
+def _option(row: Any) -> str:
+    """A ranked row's ZeRO option in words: stage, ZeRO++ and what it offloads (its memory lives there)."""
+    offloads = [f"{what} offloaded to {str(row[key]).upper() if row[key] == 'cpu' else 'NVMe'}"
+                for key, what in (("offload_optimizer", "optimizer"), ("offload_param", "parameters"))
+                if row[key] not in (None, "none")]
+    return f"ZeRO-{row['stage']}{' + ZeRO++' if row['zeropp'] else ''}" + "".join(f", {o}" for o in offloads)
+
+
 # Every widget here is an input of the planner only (the config changes through "Use this config" alone), so a
 # change reruns this fragment, not the page's headline and sidebar; using a row reruns the whole app.
 @st.fragment
@@ -52,12 +61,8 @@ def planner() -> None:
     app_state.rerun_app_if_replaced()
     ctx = app_state.get_context()
     names = models.catalog_names()
-    start_model = None
-    if ctx.get("model_config") and ctx.get("model") not in names:
-        try:
-            start_model = models.describe(ctx["model_config"], name=str(ctx.get("model")))
-        except models.ModelConfigError:
-            start_model = None
+    # an uploaded config.json, else the Start page's parameter counts (the planner costs them as 6N, and says so)
+    start_model = ui_memory.model_for(ctx) if ctx.get("model") not in names else None
     choices = ([FROM_START] if start_model else []) + names
     default = ctx.get("model") if ctx.get("model") in names else "meta-llama/Llama-2-7b-hf"
 
@@ -136,8 +141,7 @@ def planner() -> None:
         for note in ranked.notes:  # as dsconfig plan prints them (e.g. bf16 emulated on a V100)
             st.caption(f"ℹ️ {note}")
         best = shown.iloc[0]
-        st.info(f"**Fastest fitting:** ZeRO-{best['stage']}"
-                f"{' + ZeRO++' if best['zeropp'] else ''}, micro batch {best['micro_batch']} x "
+        st.info(f"**Fastest fitting:** {_option(best)}, micro batch {best['micro_batch']} x "
                 f"{best['gradient_accumulation_steps']} accumulation, recompute {best['recompute']}: "
                 f"{best['step_seconds']:.2f} s per step. Bottleneck: {best['bottleneck']}", icon=":material/speed:")
         for caveat in ranked.caveats:
@@ -155,7 +159,7 @@ def planner() -> None:
                 ctx.update(model=model_name, total_params=spec.total_params,
                            largest_layer_params=spec.largest_layer_params, model_config=models.get_config(model_name))
             app_state.replace_config(copy.deepcopy(row["config"]))
-            st.session_state["plan_message"] = (f"Loaded rank {rank} into the builder (ZeRO-{row['stage']}, "
+            st.session_state["plan_message"] = (f"Loaded rank {rank} into the builder ({_option(row)}, "
                                                 f"micro batch {row['micro_batch']}). Review & export has the file.")
 
         cols = st.columns([1, 3])

@@ -204,3 +204,34 @@ def test_the_zero_pages_prediction_counts_the_trainers_accumulation_as_the_cli_d
               "--seq-len", "2048", "--attention", "sdpa", "--micro-batch", "4", "--gradient-accumulation-steps", "8",
               "--format", "json"])
     assert json.loads(printed.getvalue())["step_seconds"] == pytest.approx(steps[8], rel=0.01)
+
+
+def test_a_model_given_by_counts_on_start_is_planned_and_kept():
+    """The Plan page offered catalog models only when the Start page had counts, preselected Llama-2-7B, and "Use
+    this config" replaced the user's 30B counts with its 6.7B."""
+    at = app(page="pages/plan.py", model=None, model_config=None, total_params=30_000_000_000,
+             largest_layer_params=600_000_000)
+    assert not at.exception, at.exception
+    assert at.selectbox(key="plan_model").value == "(the model chosen on Start)"
+    at.button(key="plan_use").click().run()
+    context = at.session_state["context"]
+    assert (context["model"], context["total_params"]) == (None, 30_000_000_000)
+
+
+def test_the_fastest_row_and_the_loaded_message_name_its_offload():
+    """Row 1 offloading the optimizer was summed up as "ZeRO-3 + ZeRO++" alone: its optimizer state lives in CPU
+    RAM."""
+    at = app(page="pages/plan.py")
+    at.selectbox(key="plan_model").set_value("meta-llama/Llama-2-13b-hf").run()
+    at.selectbox(key="plan_gpu").set_value("NVIDIA V100 32GB").run()
+    at.number_input(key="plan_nodes").set_value(2).run()
+    at.number_input(key="plan_gpn").set_value(8).run()
+    summary = next(i.value for i in at.info if "Fastest fitting" in i.value)
+    at.button(key="plan_use").click().run()
+    zero = at.session_state["config"]["zero_optimization"]
+    message = next(s.value for s in at.success if "Loaded rank 1" in s.value)
+    offloaded = [what for key, what in (("offload_optimizer", "optimizer"), ("offload_param", "parameters"))
+                 if isinstance(zero.get(key), dict) and zero[key].get("device") != "none"]
+    assert offloaded, "this cluster's fastest fitting row offloads (the case this test is about)"
+    for what in offloaded:
+        assert f"{what} offloaded to" in summary and f"{what} offloaded to" in message
