@@ -351,3 +351,22 @@ def test_parse_preset_never_crashes(raw):
         assert "fuzz" in str(exc)
         return
     assert isinstance(preset, Preset) and isinstance(preset.config, dict)
+
+
+@pytest.mark.parametrize(("name", "model", "gpus"), [
+    ("zero2-offload-cpu", "meta-llama/Llama-2-7b-hf", 8), ("zero2-offload-cpu", "meta-llama/Llama-2-7b-hf", 1),
+    ("zero3-offload-cpu", "meta-llama/Llama-2-70b-hf", 8), ("single-gpu-lowmem", "meta-llama/Llama-2-13b-hf", 1)])
+def test_the_cpu_ram_a_preset_asks_for_is_the_memory_models(name, model, gpus):
+    """The offload presets' hardware notes said 16-18 bytes of CPU RAM per parameter where the memory model needs
+    20, or 32 on 8 GPUs while each process builds the fp32 model: with the RAM they asked for, it did not fit."""
+    from core import memory, models
+    from core.memory.result import Hardware, Shape
+
+    preset = load_preset(name, [BUILTIN_DIR])
+    spec = models.get_spec(model)
+    allowance = 4 * 2**30 * gpus  # the model's process allowance per rank, not part of the per-parameter figure
+    estimate = memory.estimate(preset.config, spec, Hardware(gpus_per_node=gpus, gpu_memory_bytes=80 * 2**30,
+                                                             cpu_ram_per_node_bytes=10**14),
+                               Shape(micro_batch=1, seq_len=512, recompute="full"))
+    per_param = (estimate.cpu_bytes_per_node - allowance) / spec.total_params
+    assert f"{per_param:.0f} bytes x parameters" in preset.meta["hardware"], (per_param, preset.meta["hardware"])
