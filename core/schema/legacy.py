@@ -116,48 +116,70 @@ class ElasticityConfig(LenientSection):
     num_gpus_per_node: int = _gone(1, description="GPUs per node (v0.2, model parallelism).")
     model_parallel_size: int = _gone(1, description="Model-parallel degree (v0.2 only).")
 
-    @model_validator(mode="after")
-    def _elasticity_rules(self) -> ElasticityConfig:
-        # ElasticityConfig.__init__ and compute_elastic_config of 0.19.5, only when enabled.
-        if not self.enabled:
-            return self
-        fields = self.model_fields_set
+    @model_validator(mode="before")
+    @classmethod
+    def _elasticity_rules(cls, data: Any) -> Any:
+        # ElasticityConfig.__init__ and the start of compute_elastic_config (0.16.9-0.19.7), only when enabled, on
+        # the values as written: DeepSpeed reads them with dict.get and compares them as they are, so "64" fails
+        # where pydantic would convert it, and one wrongly typed field must not hide these checks.
+        if not isinstance(data, dict) or not data.get("enabled", False):
+            return data
         for key in ("max_train_batch_size", "micro_batch_sizes"):
-            if key not in fields:
+            if key not in data:
                 raise ValueError(f"Elasticity config missing {key}")
-        micro = self.micro_batch_sizes
+        micro = data["micro_batch_sizes"]
+        if not isinstance(micro, list):
+            raise ValueError(f"Elasticity expected value of micro_batch_sizes to be a list of micro batches, "
+                             f"instead is: {type(micro).__name__}")
+        if not all(isinstance(m, int) for m in micro):
+            raise ValueError(f"Elasticity expected micro_batch_sizes to only contain a list of integers, instead "
+                             f"contains: f{micro}")  # DeepSpeed's own words, its stray "f" included
         if not all(m > 0 for m in micro):
-            raise ValueError(
-                f"Elasticity expected micro_batch_sizes to only contain positive integers, instead contains: f{micro}"
-            )
-        if self.min_gpus < 1 or self.max_gpus < 1:
-            raise ValueError(
-                f"Elasticity min/max gpus must be > 0, given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}"
-            )
-        if self.max_gpus < self.min_gpus:
-            raise ValueError(
-                "Elasticity min_gpus cannot be greater than max_gpus, "
-                f"given min_gpus: {self.min_gpus}, max_gpus: {self.max_gpus}"
-            )
-        if self.model_parallel_size < 1:
-            raise ValueError(
-                f"Model-Parallel size cannot be less than 1, given model-parallel size: {self.model_parallel_size}"
-            )
-        if self.num_gpus_per_node < 1:
-            raise ValueError(
-                "Number of GPUs per node cannot be less than 1, "
-                f"given number of GPUs per node: {self.num_gpus_per_node}"
-            )
-        if self.min_time < 0:
-            raise ValueError(f"Elasticity min time needs to be >= 0: given {self.min_time}")
-        if self.model_parallel_size > 1 and float(self.version) != 0.2:
-            raise ValueError(
-                f"Elasticity V{self.version} does not support model-parallel training. Given "
-                f"model-parallel size: {self.model_parallel_size}"
-            )
-        if float(self.version) > 0.2:
-            raise ValueError(f"Attempting to run elasticity version {self.version} but runtime only supports up to 0.2")
-        return self
+            raise ValueError(f"Elasticity expected micro_batch_sizes to only contain positive integers, instead "
+                             f"contains: f{micro}")
+        numbers = {key: data.get(key, default) for key, default in (
+            ("max_train_batch_size", 2000), ("min_gpus", 1), ("max_gpus", 10000), ("model_parallel_size", 1),
+            ("num_gpus_per_node", 1), ("min_time", 0))}
+        for key, value in numbers.items():
+            if not isinstance(value, int | float):
+                raise ValueError(f"elasticity.{key} is {value!r}: DeepSpeed computes with it as written and fails "
+                                 "(TypeError); write a number")
+        min_gpus, max_gpus = numbers["min_gpus"], numbers["max_gpus"]
+        model_parallel, per_node = numbers["model_parallel_size"], numbers["num_gpus_per_node"]
+        if min_gpus < 1 or max_gpus < 1:
+            raise ValueError(f"Elasticity min/max gpus must be > 0, given min_gpus: {min_gpus}, max_gpus: {max_gpus}")
+        if max_gpus < min_gpus:
+            raise ValueError(f"Elasticity min_gpus cannot be greater than max_gpus, given min_gpus: {min_gpus}, "
+                             f"max_gpus: {max_gpus}")
+        if model_parallel < 1:
+            raise ValueError(f"Model-Parallel size cannot be less than 1, given model-parallel size: {model_parallel}")
+        if per_node < 1:
+            raise ValueError(f"Number of GPUs per node cannot be less than 1, given number of GPUs per node: "
+                             f"{per_node}")
+        if numbers["min_time"] < 0:
+            raise ValueError(f"Elasticity min time needs to be >= 0: given {numbers['min_time']}")
+        try:
+            version = float(data.get("version", 0.2))
+        except (TypeError, ValueError):
+            raise ValueError(f"elasticity.version is {data.get('version')!r}: write 0.1 or 0.2") from None
+        if model_parallel > 1 and version != 0.2:
+            raise ValueError(f"Elasticity V{version} does not support model-parallel training. Given model-parallel "
+                             f"size: {model_parallel}")
+        if version > 0.2:
+            raise ValueError(f"Attempting to run elasticity version {version} but runtime only supports up to 0.2")
+        if version not in (0.1, 0.2):
+            raise ValueError(f"Unable to find elastic logic for version: {version} (write 0.1 or 0.2)")
+        if not micro:
+            raise ValueError("micro_batch_sizes is empty: DeepSpeed computes their least common multiple and fails")
+        largest = numbers["max_train_batch_size"]
+        if version == 0.2:  # _get_compatible_gpus_v02 works per node of data-parallel ranks
+            if per_node % model_parallel:
+                raise ValueError(f"In Elasticity v0.2, number of GPUs per node:{per_node} should be divisible by "
+                                 f"model parallel size {model_parallel}")
+            largest = int(largest / (per_node // model_parallel))
+        if not all(m <= largest for m in micro):
+            raise ValueError(f"All micro batches must be less than or equal to max_acceptable_batch_size: {largest}")
+        return data
 
 
 # --------------------------------------------------------------------------------------------------
@@ -351,16 +373,45 @@ class PruningSharedConfig(LenientSection):
 class HeadPruningSharedConfig(PruningSharedConfig):
     """Shared parameters of head pruning."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _num_heads_when_enabled(cls, data: Any) -> Any:
+        # get_head_pruning_shared_parameters: `if enabled: assert num_heads in sub_param_dict.keys()`
+        if isinstance(data, dict) and data.get("enabled") and "num_heads" not in data:
+            raise ValueError("num_heads must be specified for head pruning (DeepSpeed asserts it when head pruning "
+                             "is enabled): add the model's attention head count")
+        return data
+
     method: Literal["l1", "topk"] = _gone(
         "topk", widget="select", raises="config", description="Pruning method: topk or l1."
     )
     num_heads: int | None = _gone(None, description="Number of attention heads. Required when enabled.")
 
 
-def _technique(shared: type[LenientSection], what: str) -> Any:
+def _technique(shared: type[LenientSection], what: str, required: tuple[str, ...]) -> Any:
     class Technique(LenientSection):
+        @model_validator(mode="before")
+        @classmethod
+        def _groups_params(cls, data: Any) -> Any:
+            # get_<technique>_different_groups indexes every group's params and asserts the technique's own keys
+            # in them, whether the technique is enabled or not
+            groups = data.get("different_groups") if isinstance(data, dict) else None
+            for name, group in (groups.items() if isinstance(groups, dict) else ()):
+                if not isinstance(group, dict):
+                    continue
+                if "params" not in group:
+                    raise ValueError(f"{what} group {name!r} has no params; DeepSpeed reads them (KeyError: "
+                                     f"'params'): add \"params\": {{...}} with {', '.join(required)}")
+                params = group["params"]
+                missing = [key for key in required if isinstance(params, dict) and key not in params]
+                if missing:
+                    raise ValueError(f"{' and '.join(missing)} must be specified for {what} group {name!r} "
+                                     "(DeepSpeed asserts it while reading the config, enabled or not)")
+            return data
+
         shared_parameters: shared = _gone(
-            default_factory=shared, description=f"Parameters shared by all {what} groups."
+            default_factory=shared, raises="config",  # read with .get and asserted on whenever it is written
+            description=f"Parameters shared by all {what} groups.",
         )
         different_groups: dict[str, CompressionGroupConfig] = _gone(
             default_factory=dict,
@@ -374,11 +425,12 @@ def _technique(shared: type[LenientSection], what: str) -> Any:
     return Technique
 
 
-WeightQuantizationCompressionConfig = _technique(WeightQuantizationSharedConfig, "weight quantization")
-ActivationQuantizationConfig = _technique(ActivationQuantizationSharedConfig, "activation quantization")
-SparsePruningConfig = _technique(SparsePruningSharedConfig, "sparse pruning")
-PruningConfig = _technique(PruningSharedConfig, "pruning")
-HeadPruningConfig = _technique(HeadPruningSharedConfig, "head pruning")
+WeightQuantizationCompressionConfig = _technique(WeightQuantizationSharedConfig, "weight quantization",
+                                                 ("start_bits", "target_bits"))
+ActivationQuantizationConfig = _technique(ActivationQuantizationSharedConfig, "activation quantization", ("bits",))
+SparsePruningConfig = _technique(SparsePruningSharedConfig, "sparse pruning", ("dense_ratio",))
+PruningConfig = _technique(PruningSharedConfig, "pruning", ("dense_ratio",))
+HeadPruningConfig = _technique(HeadPruningSharedConfig, "head pruning", ("dense_ratio",))
 
 
 def _part(model: type[LenientSection], description: str) -> Any:

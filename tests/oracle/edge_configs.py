@@ -226,6 +226,22 @@ def edge_configs() -> list[Mutation]:
          {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": 0.5}),
         ("sequence parallel 0",
          {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": 0}),
+        # elasticity (0.16-0.19.7): ElasticityConfig reads the values as written; compute_elastic_config's first checks
+        *((f"elastic training with {label}", {"train_micro_batch_size_per_gpu": 1, "elasticity": {
+            "enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4],
+            "ignore_non_elastic_batch_info": True, **change}}) for label, change in (
+            ("a micro batch above the largest batch", {"micro_batch_sizes": [128]}),
+            ("model parallelism over 1 GPU per node", {"model_parallel_size": 2}),
+            ("version 0.15", {"version": 0.15}),
+            ("no micro batch sizes", {"micro_batch_sizes": []}),
+            ("a float micro batch", {"micro_batch_sizes": [2.0, 4]}),
+            ("a string largest batch", {"max_train_batch_size": "64"}),
+            ("a string min_gpus", {"min_gpus": "1"}),
+            ("a string min_time", {"min_time": "5"}),
+        )),
+        ("elastic training missing its largest batch behind a float flag",
+         {"train_micro_batch_size_per_gpu": 1, "elasticity": {"enabled": True, "micro_batch_sizes": [2],
+                                                              "ignore_non_elastic_batch_info": 2.0}}),
         # get_quantize_enabled (0.16-0.19.6) reads compression_training.shared_parameters, not a technique's
         ("compression shared_parameters on",
          {**_BASE, "compression_training": {"shared_parameters": {"enabled": True}}}),
@@ -241,6 +257,29 @@ def edge_configs() -> list[Mutation]:
         ("compression shared_parameters with a bad quantization_type",
          {**_BASE, "compression_training": {"shared_parameters": {"quantization_type": "linear"}}}),
         ("compression shared_parameters a list", {**_BASE, "compression_training": {"shared_parameters": []}}),
+        # get_<technique>_different_groups asserts each technique's own params, enabled or not
+        ("weight quantization group without bits",
+         {**_BASE, "compression_training": {"weight_quantization": {
+             "shared_parameters": {"enabled": False}, "different_groups": {"g1": {"params": {}, "modules": ["*"]}}}}}),
+        ("weight quantization group with its bits",
+         {**_BASE, "compression_training": {"weight_quantization": {
+             "shared_parameters": {"enabled": True}, "different_groups": {"g1": {
+                 "params": {"start_bits": 8, "target_bits": 8}, "modules": ["*"]}}}}}),
+        ("weight quantization group without params",
+         {**_BASE, "compression_training": {"weight_quantization": {
+             "shared_parameters": {"enabled": True}, "different_groups": {"g1": {"modules": ["*"]}}}}}),
+        ("activation quantization group without bits",
+         {**_BASE, "compression_training": {"activation_quantization": {
+             "shared_parameters": {"enabled": True}, "different_groups": {"g1": {"params": {}}}}}}),
+        ("row pruning group without dense_ratio",
+         {**_BASE, "compression_training": {"row_pruning": {
+             "shared_parameters": {"enabled": True, "method": "l1"}, "different_groups": {"g": {"params": {}}}}}}),
+        ("head pruning enabled without num_heads",
+         {**_BASE, "compression_training": {"head_pruning": {
+             "shared_parameters": {"enabled": True, "method": "topk"}, "different_groups": {}}}}),
+        ("head pruning enabled with num_heads",
+         {**_BASE, "compression_training": {"head_pruning": {
+             "shared_parameters": {"enabled": True, "method": "topk", "num_heads": 12}, "different_groups": {}}}}),
         ("compression shared_parameters fp16_mixed_quantize true",
          {**_BASE, "compression_training": {"shared_parameters": {"fp16_mixed_quantize": True}}}),
         ("compression layer_reduction a string", {**_BASE, "compression_training": {"layer_reduction": "on"}}),
