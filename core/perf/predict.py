@@ -344,10 +344,13 @@ def predict(
     overhead = comp["layers"] * cluster.efficiency.layer_overhead_s * (4 / 3 if shape.recompute == "full" else 1)
     if m.stage == 3:
         overhead += comp["layers"] * comp["modules"] * 2 * cluster.efficiency.zero3_module_overhead_s
-    if isinstance(model, ModelSpec) and (m.stage >= 2 or (m.stage == 1 and m.overlap_comm)):
-        # per-parameter gradient hooks (stage 3 has them as well as its module fetch/release hooks)
-        overhead += comp["layers"] * param_tensors_per_layer(model) * cluster.efficiency.grad_hook_overhead_s
+    hooks = comp["layers"] * param_tensors_per_layer(model) * cluster.efficiency.grad_hook_overhead_s \
+        if isinstance(model, ModelSpec) else 0.0
+    if m.stage >= 2:  # per-parameter gradient hooks (stage 3 has them as well as its module fetch/release hooks)
+        overhead += hooks
     parts.add(parts.micro_serial, "host overhead (kernel launches, hooks)", overhead)
+    if m.stage == 1 and m.overlap_comm:  # stage 1's hooks bucket and reduce only in the step's last backward
+        parts.add(parts.step_serial, "host overhead (kernel launches, hooks)", hooks)
     _communication(model, st, cluster, parts, shape.recompute, gas)
     _tensor_sequence_parallel(model, st, cluster, shape, parts)
 

@@ -225,6 +225,8 @@ def _zero3_first_note(frame: pd.DataFrame) -> list[str]:
         return []
     best, other = fitting.iloc[0], lower.iloc[0]
     ahead = other["step_seconds"] / best["step_seconds"] - 1
+    if ahead < 0.01:  # a tie within the model's precision is not a ranking worth explaining
+        return []
     return [f"ZeRO-3 ranks {ahead:.0%} ahead of the fastest fitting ZeRO-{other['stage']} config: the model hides "
             "ZeRO-3's parameter gathers behind the compute (all but 1 - efficiency.overlap of them), while ZeRO-1/2 "
             "all-gather the updated parameters after the step with nothing to hide behind. The published runs of the "
