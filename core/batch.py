@@ -260,9 +260,13 @@ def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
     return sp if isinstance(sp, int) and not isinstance(sp, bool) and sp > 1 else None
 
 
-def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024) -> list[int]:
-    """The GPU counts (1..max) for which DeepSpeed accepts the batch values: with sequence parallelism only the
-    multiples of ``sequence_parallel_size`` (its groups must be whole: ``misc.sequence-parallel``), whose
-    data-parallel ranks the batch check counts."""
-    sp = sequence_parallel_degree(config) or 1
-    return [w for w in range(sp, max_world_size + 1, sp) if resolve_batch(config, effective_world_size(config, w)).ok]
+def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024, version: str | None = None) -> list[int]:
+    """The GPU counts (1..max) for which DeepSpeed ``version`` accepts the batch values: with sequence parallelism
+    only the multiples of ``sequence_parallel_size`` (its groups must be whole: ``misc.sequence-parallel``), whose
+    data-parallel ranks the batch check counts (None: a release that reads it; 0.16.x does not)."""
+    from core import versions
+
+    reads_sp = version is None or versions.key_known(version, "", "sequence_parallel_size")
+    sp = (sequence_parallel_degree(config) or 1) if reads_sp else 1
+    return [w for w in range(sp, max_world_size + 1, sp)
+            if resolve_batch(config, effective_world_size(config, w, version)).ok]

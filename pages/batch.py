@@ -19,9 +19,10 @@ def shown_count(value: object) -> str:
     return str(value)
 
 
-def _trainer_batch(config: dict, world_size: int) -> tuple[BatchValues | None, str]:
-    """The trio as DeepSpeed resolves ``config`` (its "auto" values already filled), or None with why it does not."""
-    res = resolve_batch(config, effective_world_size(config, world_size))
+def _trainer_batch(config: dict, world_size: int, version: str) -> tuple[BatchValues | None, str]:
+    """The trio as DeepSpeed ``version`` resolves ``config`` (its "auto" values already filled), or None with why it
+    does not."""
+    res = resolve_batch(config, effective_world_size(config, world_size, version))
     if not res.ok:
         return None, res.message
     return BatchValues(res.train_batch_size, res.micro_batch, res.grad_accum, res.world_size, res.derived), ""
@@ -86,7 +87,7 @@ if autos:
                    "the target to the HF Trainer on Start, or write numbers.", icon=":material/warning:")
 
 st.subheader("What DeepSpeed will use")
-batch, unresolved = _trainer_batch(config_used, world) if autos else (form.report.batch, "")
+batch, unresolved = _trainer_batch(config_used, world, ctx["version"]) if autos else (form.report.batch, "")
 if batch is not None:
     rows = []
     for key in BATCH_KEYS:
@@ -115,7 +116,7 @@ elif autos:
 else:
     st.warning("The batch values do not resolve for this world size; see the errors above and in the headline.")
 
-valid = core.valid_world_sizes(config_used, 512)
+valid = core.valid_world_sizes(config_used, 512, ctx["version"])
 if valid == list(range(1, 513)):
     st.markdown("**GPU counts that work with these values:** any (1–512); the global batch follows the GPU count.")
 elif valid:

@@ -143,6 +143,15 @@ def test_the_batch_check_divides_by_sequence_parallel_size_only_where_the_releas
     assert "batch.ga-positive" in {f.code for f in old.errors}
     assert all(f.fix.apply(config)["train_batch_size"] % 8 == 0 for f in old.errors if f.fix)
     assert not validate({**config, "sequence_parallel_size": 0}, world_size=4, version=last_without).errors
+    # the Batch page's working GPU counts say the same as the validator, release by release
+    from core.batch import valid_world_sizes
+
+    for release in (first, last_without):
+        listed = valid_world_sizes({**config, "train_batch_size": 3, "train_micro_batch_size_per_gpu": 1}, 12,
+                                   release)
+        whole_groups = 2 if release == first else 1  # where it is read, only whole sequence-parallel groups
+        assert listed == [w for w in range(whole_groups, 13, whole_groups) if validate(
+            {**config, "train_batch_size": 3, "train_micro_batch_size_per_gpu": 1}, world_size=w, version=release).ok]
     assert validate({**config, "sequence_parallel_size": 0}, world_size=4, version=first).errors
 
 
