@@ -122,10 +122,11 @@ TABLE: tuple[Code, ...] = (
        "compression_training.shared_parameters switched on stops the parse.",
        "Releases that still read compression_training (up to 0.19.6) take `compression_training.shared_parameters` "
        "for weight quantization's shared parameters when deciding whether to read the MoQ eigenvalue settings. "
-       "Switched on, it stops releases up to 0.19.5 with NameError (QUANTIZE_TRAINING), and 0.19.6 with an "
-       "AssertionError when quantize_training.eigenvalue is on too; which release fails, and how, is probed from "
-       "each release. The fix removes the block, which lets the config load; it is unsafe because the writer "
-       "probably meant weight_quantization.shared_parameters, which turns quantization on.",
+       "Switched on, it stops releases up to 0.19.2 with NameError (QUANTIZE_TRAINING), and 0.19.3-0.19.6 with "
+       "an AssertionError when quantize_training.eigenvalue is on too (or a failure when it is not an object); "
+       "which release fails, and how, is probed from each release. The fix removes the block, which lets the "
+       "config load; it is unsafe because the writer probably meant weight_quantization.shared_parameters, which "
+       "turns quantization on.",
        {**B, "compression_training": {"shared_parameters": {"enabled": True}}}, settings={"version": "0.16.9"}),
     _c("compression.shared-parameters", "warning", "ignored", True,
        "compression_training.shared_parameters configures no compression technique.",

@@ -91,6 +91,12 @@ def compression_shared_parameters(ctx: Context) -> Iterator[Finding]:
         eigen = quantize.get("eigenvalue") if isinstance(quantize, dict) else None
         failure = versions.compression_shared_failure(
             ctx.version, eigenvalue=bool(isinstance(eigen, dict) and eigen.get("enabled")))
+        # where the block alone goes through, the release reads quantize_training and its eigenvalue with .keys/.get
+        if failure is None and quantize is not None and not isinstance(quantize, dict):
+            failure = f"AttributeError: quantize_training is {brief(quantize)}, not an object"
+        elif failure is None and isinstance(quantize, dict) and "eigenvalue" in quantize \
+                and not isinstance(eigen, dict):
+            failure = f"AttributeError: quantize_training.eigenvalue is {brief(eigen)}, not an object"
     if failure is not None:
         yield Finding(
             "error", "compression.shared-parameters-fails", path,

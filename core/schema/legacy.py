@@ -403,7 +403,10 @@ def _technique(shared: type[LenientSection], what: str, required: tuple[str, ...
                     raise ValueError(f"{what} group {name!r} has no params; DeepSpeed reads them (KeyError: "
                                      f"'params'): add \"params\": {{...}} with {', '.join(required)}")
                 params = group["params"]
-                missing = [key for key in required if isinstance(params, dict) and key not in params]
+                if not isinstance(params, dict):
+                    raise ValueError(f"{what} group {name!r}: params is {params!r}; DeepSpeed reads its keys "
+                                     "(AttributeError): write an object")
+                missing = [key for key in required if key not in params]
                 if missing:
                     raise ValueError(f"{' and '.join(missing)} must be specified for {what} group {name!r} "
                                      "(DeepSpeed asserts it while reading the config, enabled or not)")
@@ -468,7 +471,7 @@ class CompressionTrainingConfig(LenientSection):
         WeightQuantizationSharedConfig,
         "Not a setting of its own: releases up to 0.19.6 read this block, by mistake, as weight quantization's "
         "shared parameters when deciding whether to read the MoQ eigenvalue settings (`get_quantize_enabled`). "
-        "Switched on, it stops the parse of releases up to 0.19.5 (NameError) and of 0.19.6 when "
+        "Switched on, it stops the parse of releases up to 0.19.2 (NameError) and of 0.19.3-0.19.6 when "
         "`quantize_training.eigenvalue` is on. Weight quantization's settings belong in "
         "`weight_quantization.shared_parameters`.",
     )

@@ -280,6 +280,14 @@ def edge_configs() -> list[Mutation]:
         ("head pruning enabled with num_heads",
          {**_BASE, "compression_training": {"head_pruning": {
              "shared_parameters": {"enabled": True, "method": "topk", "num_heads": 12}, "different_groups": {}}}}),
+        ("weight quantization group with params a list",
+         {**_BASE, "compression_training": {"weight_quantization": {
+             "shared_parameters": {"enabled": True}, "different_groups": {"g1": {"params": []}}}}}),
+        ("compression shared_parameters on with quantize_training a list",
+         {**_BASE, "compression_training": {"shared_parameters": {"enabled": True}}, "quantize_training": []}),
+        ("compression shared_parameters on with a null MoQ eigenvalue",
+         {**_BASE, "compression_training": {"shared_parameters": {"enabled": True}},
+          "quantize_training": {"eigenvalue": None}}),
         ("compression shared_parameters fp16_mixed_quantize true",
          {**_BASE, "compression_training": {"shared_parameters": {"fp16_mixed_quantize": True}}}),
         ("compression layer_reduction a string", {**_BASE, "compression_training": {"layer_reduction": "on"}}),
