@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.batch import sequence_parallel_degree
+from core.findings import brief
 
 AUTO = "auto"
 
@@ -39,8 +40,12 @@ def _positive_int(name: str, value: Any) -> int:
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise AutoFillError(f"{name} must be a finite number, got {value!r}", name)
+    try:
+        finite = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    except OverflowError:  # an integer beyond float range (JSON allows any number of digits)
+        finite = False
+    if not finite:
+        raise AutoFillError(f"{name} must be a finite number, got {brief(value)}", name)
     return value
 
 

@@ -199,7 +199,8 @@ def test_mismatch_refused_like_transformers():
 
 @pytest.mark.parametrize(("name", "value"), [
     ("world_size", 0), ("world_size", 1.5), ("world_size", True), ("learning_rate", "1e-4"),
-    ("learning_rate", float("nan")), ("fp16", 1), ("hidden_size", -4), ("warmup_steps", -1), ("bogus", 1),
+    ("learning_rate", float("nan")), ("learning_rate", 10**400), ("fp16", 1), ("hidden_size", -4),
+    ("warmup_steps", -1), ("bogus", 1),
 ])
 def test_bad_training_values_named(name, value):
     with pytest.raises(AutoFillError) as info:
