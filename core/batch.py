@@ -237,13 +237,17 @@ def _largest_divisor_at_most(n: int, cap: int) -> int | None:
     return best
 
 
-def effective_world_size(config: dict[str, Any], world_size: int, version: str | None = None) -> float:
-    """The data-parallel world size DeepSpeed uses: GPUs ÷ sequence_parallel_size when that is set (and DeepSpeed
-    ``version`` reads it: 0.16.x does not; None: a release that does)."""
+def reads_sequence_parallel(version: str | None) -> bool:
+    """Whether DeepSpeed ``version`` reads ``sequence_parallel_size`` (0.16.x does not; None: a release that does)."""
     from core import versions
 
-    if "sequence_parallel_size" not in config or (
-            version is not None and not versions.key_known(version, "", "sequence_parallel_size")):
+    return version is None or bool(versions.key_known(version, "", "sequence_parallel_size"))
+
+
+def effective_world_size(config: dict[str, Any], world_size: int, version: str | None = None) -> float:
+    """The data-parallel world size DeepSpeed ``version`` uses: GPUs ÷ sequence_parallel_size when that is set
+    and the release reads it (``reads_sequence_parallel``)."""
+    if "sequence_parallel_size" not in config or not reads_sequence_parallel(version):
         return world_size
     sp = config["sequence_parallel_size"]
     if isinstance(sp, int | float) and not isinstance(sp, bool) and sp > 0:
@@ -263,10 +267,7 @@ def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
 def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024, version: str | None = None) -> list[int]:
     """The GPU counts (1..max) for which DeepSpeed ``version`` accepts the batch values: with sequence parallelism
     only the multiples of ``sequence_parallel_size`` (its groups must be whole: ``misc.sequence-parallel``), whose
-    data-parallel ranks the batch check counts (None: a release that reads it; 0.16.x does not)."""
-    from core import versions
-
-    reads_sp = version is None or versions.key_known(version, "", "sequence_parallel_size")
-    sp = (sequence_parallel_degree(config) or 1) if reads_sp else 1
+    data-parallel ranks the batch check counts (where ``version`` reads it: ``reads_sequence_parallel``)."""
+    sp = (sequence_parallel_degree(config) or 1) if reads_sequence_parallel(version) else 1
     return [w for w in range(sp, max_world_size + 1, sp)
             if resolve_batch(config, effective_world_size(config, w, version)).ok]

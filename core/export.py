@@ -102,8 +102,8 @@ def strip_defaults(config: Mapping[str, Any], model: type[BaseModel] = DeepSpeed
         zero = config.get("zero_optimization")
         if target == "hf" and isinstance(zero, Mapping):
             kept = {"stage": zero["stage"]} if "stage" in zero else {}
-            out = {key: ({**kept, **out.get(key, {})} if key == "zero_optimization" else out[key])
-                   for key in config if key in out or key == "zero_optimization"}
+            out = {**out, "zero_optimization": {**kept, **out.get("zero_optimization", {})}}
+            out = {key: out[key] for key in config if key in out}  # the file's key order
     return out
 
 

@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from core import versions
-from core.batch import BATCH_KEYS, MB, TB, batch_suggestions, effective_world_size, resolve_batch, shown
+from core.batch import (
+    BATCH_KEYS,
+    MB,
+    TB,
+    batch_suggestions,
+    effective_world_size,
+    reads_sequence_parallel,
+    resolve_batch,
+    shown,
+)
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -98,7 +107,7 @@ def batch_types(ctx: Context) -> Iterator[Finding]:
 
 def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     """sequence_parallel_size divides the world size; a value DeepSpeed cannot divide by stops it."""
-    if "sequence_parallel_size" not in ctx.config or not versions.key_known(ctx.version, "", "sequence_parallel_size"):
+    if "sequence_parallel_size" not in ctx.config or not reads_sequence_parallel(ctx.version):
         return
     sp = ctx.config["sequence_parallel_size"]
     if not isinstance(sp, int | float) or sp <= 0:  # True is 1 to DeepSpeed's division

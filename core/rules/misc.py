@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core import versions
+from core.batch import reads_sequence_parallel
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
@@ -295,7 +296,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
     for key in ("sequence_parallel_size",):
         sp = ctx.config.get(key)
         if isinstance(sp, int) and not isinstance(sp, bool) and sp > 0 and ctx.world_size % sp \
-                and versions.key_known(ctx.version, "", key):
+                and reads_sequence_parallel(ctx.version):
             yield Finding(
                 "warning", "misc.sequence-parallel", key,
                 f"sequence_parallel_size {sp} does not divide the {ctx.world_size} GPUs; the data-parallel size "
