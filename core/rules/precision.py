@@ -140,10 +140,24 @@ def bfloat16_alias(ctx: Context) -> Iterator[Finding]:
             "warning", "deprecated.bfloat16-ignored", "bfloat16",
             "`bfloat16` is ignored because `bf16` is also set.", fix=delete_fix("bfloat16"), page="precision",
         )
-    else:
+    elif ctx.is_hf and "bf16" not in ctx.config:
+        # accelerate's DeepSpeedPlugin.set_mixed_precision always writes a `bf16` section from TrainingArguments
         yield Finding(
-            "warning", "deprecated.key", "bfloat16", "`bfloat16` is the old spelling of `bf16`.",
-            fix=Fix("Rename `bfloat16` to `bf16`", (FixOp("move", "bfloat16", to="bf16"),)), page="precision",
+            "warning", "deprecated.bfloat16-ignored", "bfloat16",
+            "`bfloat16` is never read under the HF Trainer: Accelerate writes its own `bf16` section (from "
+            "TrainingArguments' bf16 / mixed precision) before DeepSpeed reads the config, and DeepSpeed reads "
+            "`bfloat16` only when `bf16` is absent.",
+            suggestion="Set bf16=True in TrainingArguments for bf16; removing `bfloat16` changes nothing.",
+            fix=delete_fix("bfloat16"), page="precision",
+        )
+    else:
+        null_bf16 = "bf16" in ctx.config  # a null `bf16` counts as absent: DeepSpeed reads `bfloat16` then
+        ops = ((FixOp("delete", "bf16"),) if null_bf16 else ()) + (FixOp("move", "bfloat16", to="bf16"),)
+        yield Finding(
+            "warning", "deprecated.key", "bfloat16", "`bfloat16` is the old spelling of `bf16`"
+            + (" (`bf16` is null, so DeepSpeed reads `bfloat16`)." if null_bf16 else "."),
+            fix=Fix("Rename `bfloat16` to `bf16`" + (" in place of the null `bf16`" if null_bf16 else ""), ops),
+            page="precision",
         )
 
 
