@@ -18,8 +18,10 @@ from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, pos
 from core.effective import Effective, effective
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
+from core.rules.optim import zero_tested
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
+from core.versions import NEWEST
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
 KINDS = ("no_offload", "micro_batch", "recompute", "zero_stage", "offload_device", "offload_optimizer",
@@ -110,7 +112,18 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict
     new_tb = micro * accum * ranks
     return ({"train_batch_size": new_tb, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
             f" {tb} does not divide over {ranks} data-parallel ranks with micro batch {micro}: train_batch_size "
-            f"{tb} → {new_tb}, the global batch grows with the GPU count.")
+            f"{tb} → {new_tb}, the global batch {'grows' if new_tb > tb else 'shrinks'} with the GPU count.")
+
+
+def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int) -> str:
+    """What happens to a derived global batch (no train_batch_size written) on ``new_gpus`` instead of ``gpus``."""
+    verb = "grows" if new_gpus > gpus else "shrinks"
+    trio = micro_and_accum_of(dict(config), gpus)
+    if trio is None:
+        return f" the global batch {verb} with the GPU count."
+    per_gpu = trio[0] * trio[1]
+    return (f" the global batch {verb} with the GPU count ({per_gpu * _ranks(config, gpus):g} → "
+            f"{per_gpu * _ranks(config, new_gpus):g}).")
 
 
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
@@ -158,6 +171,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     world = hardware.total_gpus
     ranks = _ranks(config, world)  # data-parallel: sequence-parallel ranks share one sample
     trainer = config.get("train_micro_batch_size_per_gpu") == "auto"
+    accum_auto = config.get("gradient_accumulation_steps") == "auto"  # the HF Trainer's, from TrainingArguments
     if trainer:
         micro = shape.micro_batch
         accum = positive_whole(config.get("gradient_accumulation_steps")) or trainer_accum
@@ -165,7 +179,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
         written = (positive_whole(config.get("train_micro_batch_size_per_gpu")),
                    positive_whole(config.get("gradient_accumulation_steps")))
         micro, accum = micro_and_accum_of(dict(config), world) or written
-        accum = accum or 1
+        accum = accum or (trainer_accum if accum_auto else 1)
     if micro is None or micro < 2:
         return None
     per_gpu = micro * accum  # samples per GPU per optimizer step: what must stay the same
@@ -185,6 +199,11 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
         context = {"hf_micro_batch": new_micro, "hf_grad_accum": new_accum}
         if positive_whole(config.get("gradient_accumulation_steps")):
             patch["gradient_accumulation_steps"] = new_accum
+    elif accum_auto:
+        detail += (f" The accumulation says \"auto\": pass gradient_accumulation_steps={new_accum} to "
+                   "TrainingArguments.")
+        patch = {"train_micro_batch_size_per_gpu": new_micro}
+        context = {"hf_grad_accum": new_accum}
     else:
         patch = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
     return _way("micro_batch", f"Micro batch {new_micro} with {new_accum} accumulation steps", detail,
@@ -214,18 +233,21 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     meaning = effective(config)
     stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
     legacy = _legacy_offload(config)
-    if stage < 3:
+    # the next stage, and ZeRO-3 (which partitions everything) when the next is not it
+    for target in sorted({stage + 1, 3}) if stage < 3 else ():
+        partitioned = ("optimizer states", "optimizer states and gradients",
+                       "optimizer states, gradients and parameters")[target - 1]
         ways.append(_way(
-            "zero_stage", f"ZeRO stage {stage + 1}",
-            f"Partition {('optimizer states', 'gradients too', 'parameters too')[stage]} over the "
-            f"{hardware.total_gpus} GPUs; a little more communication.",
-            config, model, hardware, shape, {"zero_optimization": {"stage": stage + 1}}))
+            "zero_stage", f"ZeRO stage {target}",
+            f"Partition the {partitioned} over the {hardware.total_gpus} GPUs; "
+            + ("a little more communication." if target < 3 else "parameters are gathered layer by layer."),
+            config, model, hardware, shape, {"zero_optimization": {"stage": target}}))
     if opt == "none":
         new_stage = max(stage, 1)
         ways.append(_way(
             "offload_optimizer", "Offload the optimizer to CPU RAM" + (" (with ZeRO-1)" if stage == 0 else ""),
-            "Optimizer states and the optimizer step move to the CPU (DeepSpeed's CPU-Adam); limited by PCIe "
-            "and CPU speed.",
+            "Optimizer states and the optimizer step move to the CPU (DeepSpeed's CPU-Adam for Adam and AdamW); "
+            "limited by PCIe and CPU speed.",
             config, model, hardware, shape,
             {"zero_optimization": {**legacy, "stage": new_stage,
                                    "offload_optimizer": {"device": "cpu", "pin_memory": True}}}))
@@ -247,7 +269,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
         ways.append(_from_estimate(
             "gpus", f"{smallest.total_gpus} GPUs ({nodes})",
             f"The smallest GPU count of this kind that fits as configured ({smallest.total_gpus} instead of "
-            f"{hardware.total_gpus});{batch_said or ' the global batch grows with the GPU count.'}",
+            f"{hardware.total_gpus});"
+            f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus)}",
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
@@ -259,13 +282,30 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest GPU count that fits with ZeRO-3 and no offload ({enough.total_gpus} instead of "
-                f"{hardware.total_gpus});{batch_said or ' the global batch grows with the GPU count.'}",
+                f"{hardware.total_gpus});"
+                f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways)
     if combined is not None:
         ways.append(combined)
+    ways = [_with_untested_optimizer_allowed(way, config) for way in ways]
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else w.gpu_bytes, w.gpu_bytes))
+
+
+def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any]) -> Way:
+    """``way`` with ``zero_allow_untested_optimizer`` set when it turns ZeRO on for an optimizer ZeRO was not tested
+    with (e.g. torch's SGD): without it ``deepspeed.initialize`` refuses the changed job."""
+    patched = apply_patch(config, way.config_patch)
+    section = patched.get("optimizer")
+    name = section.get("type") if isinstance(section, Mapping) else None
+    meaning = effective(patched)
+    if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
+            or zero_tested(name, NEWEST, meaning.optimizer_backend or "gpu"):
+        return way
+    return replace(way, config_patch=apply_patch(way.config_patch, {"zero_allow_untested_optimizer": True}),
+                   detail=way.detail + f" ZeRO was not tested with {name}: the change also sets "
+                   "zero_allow_untested_optimizer, without which deepspeed.initialize refuses it.")
 
 
 @cache
@@ -357,6 +397,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     context: dict[str, Any] = {}
     names: list[str] = []
     said = ""
+    climbed: list[tuple[list[str], dict[str, Any], dict[str, Any], Shape]] = []
     for name, config_step, context_step in ladder:
         patch = apply_patch(patch, config_step)
         context.update(context_step)
@@ -364,26 +405,36 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         trial = replace(shape, recompute=context.get("recompute", shape.recompute),
                         micro_batch=patch.get("train_micro_batch_size_per_gpu",
                                               context.get("hf_micro_batch", shape.micro_batch)))
+        climbed.append((list(names), dict(patch), dict(context), trial))
         est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
         if est.fits:
             break
     else:
-        bigger = _whole_ranks(config, memory.min_gpus(apply_patch(config, patch), model, hardware, trial),
-                              hardware.gpus_per_node)
-        if bigger is not None:
-            context.update(nodes=bigger.nodes, gpus_per_node=bigger.gpus_per_node)
-            names.append(f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})")
+        # no rung fits these GPUs: the rungs up to the one that needs the fewest GPUs (the cheaper rungs on a tie),
+        # not all of them: more GPUs without the offloads run faster than more GPUs with them
+        best: tuple[int, int, Hardware] | None = None
+        for index, (_, rung_patch, _, rung_shape) in enumerate(climbed):
+            found = _whole_ranks(config, memory.min_gpus(apply_patch(config, rung_patch), model, hardware, rung_shape),
+                                 hardware.gpus_per_node)
+            if found is not None and (best is None or found.total_gpus < best[0]):
+                best = (found.total_gpus, index, found)
+        if best is not None:
+            bigger = best[2]
+            names, patch, context, trial = climbed[best[1]]
+            context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
+            names = [*names, f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})"]
             est = memory.estimate(apply_patch(config, patch), model, bigger, trial)
             batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
+            said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
             patch = apply_patch(patch, batch_patch)
-            said = batch_said
     zero_patch = patch.get("zero_optimization")
     if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
         # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go
         zero_patch.update({key: None for key, value in legacy.items() if value is None})
     return _from_estimate("combined", "Together: " + ", ".join(names),
                           "No single change fits: these changes together, cheapest first, up to the first that "
-                          "fits." + said, est, patch, context)
+                          "fits." + (f" {said.strip()[0].upper()}{said.strip()[1:]}" if said else ""),
+                          est, patch, context)
 
 
 def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,

@@ -297,3 +297,88 @@ def test_ways_that_write_offload_sections_rewrite_the_deprecated_offload_keys(ze
         if way.kind == "offload_param":  # the optimizer's offload is kept as the deprecated key said
             assert after.offload_optimizer == (before.offload_optimizer if before.offload_optimizer != "none"
                                                else "cpu"), (way.title, patched)
+
+
+# ---- ways that the real job would refuse or that say the wrong thing (QA pass, 28 Nov)
+
+def _errors(config, gpus):
+    from core.validate import validate
+
+    return [f.code for f in validate(config, world_size=gpus).findings if f.severity == "error"]
+
+
+def test_ways_that_turn_zero_on_for_an_untested_optimizer_allow_it():
+    config = {"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+              "optimizer": {"type": "SGD", "params": {"lr": 0.01, "momentum": 0.9}}}
+    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 512 * memory.GIB)
+    shape = memory.Shape(4, 2048)
+    ways = fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-7b-hf"), hardware, shape)
+    zero_ways = [w for w in ways if effective(fit.apply_patch(config, w.config_patch)).stage > 0]
+    assert zero_ways
+    for way in zero_ways:  # deepspeed.initialize refuses SGD under ZeRO without the flag (the validator's rule)
+        patched, after, _ = fit.way_inputs(way, config, hardware, shape)
+        assert way.config_patch["zero_allow_untested_optimizer"] is True, way.title
+        assert "optimizer.untested-with-zero" not in _errors(patched, after.total_gpus), way.title
+        assert "zero_allow_untested_optimizer" in way.detail
+    for way in ways:
+        if way not in zero_ways:
+            assert "zero_allow_untested_optimizer" not in way.config_patch
+    adamw = {**config, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+    assert all("zero_allow_untested_optimizer" not in w.config_patch for w in fit.ways_to_fit(
+        adamw, models.get_spec("meta-llama/Llama-2-7b-hf"), hardware, shape))
+
+
+def test_a_written_micro_batch_with_auto_accumulation_keeps_the_trainers_global_batch():
+    from core.autofill import HF_DEFAULTS, resolve_auto
+
+    config = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": "auto", "train_batch_size": "auto",
+              "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}
+    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 1024 * memory.GIB)
+    way = next(w for w in fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-13b-hf"), hardware,
+                                          memory.Shape(8, 4096), trainer_accum=4) if w.kind == "micro_batch")
+    micro, accum = way.config_patch["train_micro_batch_size_per_gpu"], way.context_patch["hf_grad_accum"]
+    assert "gradient_accumulation_steps" not in way.config_patch  # the "auto" stays: the Trainer fills it
+    assert micro * accum == 8 * 4 and "stays 256" in way.detail
+    filled = resolve_auto(fit.apply_patch(config, way.config_patch), **{
+        **HF_DEFAULTS, "world_size": 8, "per_device_train_batch_size": micro, "gradient_accumulation_steps": accum})
+    assert filled["train_batch_size"] == 256
+
+
+def test_zero3_on_the_same_gpus_is_offered_when_the_next_stage_is_not_it():
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
+    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 256 * memory.GIB)
+    shape = memory.Shape(1, 2048, recompute="full")
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    assert fit.short_of(memory.estimate(config, spec, hardware, shape)) == ("CPU RAM",)
+    ways = fit.ways_to_fit(config, spec, hardware, shape)
+    stages = [w for w in ways if w.kind == "zero_stage"]
+    assert [w.config_patch["zero_optimization"]["stage"] for w in stages if w.fits] == [3]
+    assert ways[0].kind == "zero_stage" and ways[0].fits  # ranked before adding or dropping GPUs
+
+
+def test_a_way_that_takes_gpus_away_says_the_global_batch_shrinks():
+    config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
+    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 256 * memory.GIB)
+    shape = memory.Shape(1, 2048, recompute="full")
+    ways = [w for w in fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-13b-hf"), hardware, shape)
+            if w.kind == "gpus" and w.context_patch["nodes"] * w.context_patch["gpus_per_node"] < 8]
+    assert ways
+    for way in ways:
+        assert "shrinks" in way.detail and "grows" not in way.detail, way.detail
+
+
+def test_combined_adds_gpus_to_the_cheapest_rungs_that_need_the_fewest(llama70b):
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 1}}
+    way = next(w for w in fit.ways_to_fit(config, llama70b, A100, memory.Shape(4, 2048)) if w.kind == "combined")
+    gpus = way.context_patch["nodes"] * way.context_patch["gpus_per_node"]
+    zero = way.config_patch["zero_optimization"]
+    assert "offload_optimizer" not in zero and "offload_param" not in zero, way.title  # offloads needed more GPUs
+    assert gpus == 16 and way.fits
+    assert "The global batch grows with the GPU count (64 → 128)." in way.detail
+
+
+def test_zero_options_drop_every_deprecated_offload_key():
+    cfg = memory.with_zero_option({"zero_optimization": {"stage": 2, "cpu_offload": True, "cpu_offload_param": True,
+                                                         "cpu_offload_use_pin_memory": True}}, 3, "cpu", "cpu")
+    assert set(cfg["zero_optimization"]) == {"stage", "offload_optimizer", "offload_param"}

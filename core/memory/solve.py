@@ -73,8 +73,8 @@ def with_zero_option(
         sec = dict(sec) if isinstance(sec, Mapping) else {}
         sec["device"] = dev
         zero[key] = sec
-    zero.pop("cpu_offload", None)
-    zero.pop("cpu_offload_params", None)
+    for legacy in ("cpu_offload", "cpu_offload_param", "cpu_offload_use_pin_memory"):
+        zero.pop(legacy, None)  # DeepSpeed refuses a deprecated offload key next to the section that replaces it
     cfg["zero_optimization"] = zero
     return cfg
 

@@ -49,6 +49,15 @@ def _backend(ctx: Context) -> str:
     return ctx.meaning.optimizer_backend or "gpu"
 
 
+def zero_tested(name: str, version: str, backend: str) -> bool:
+    """Whether ZeRO runs the optimizer ``optimizer.type`` = ``name`` selects in ``version`` without
+    ``zero_allow_untested_optimizer`` (True for a name that selects nothing: another rule reports it)."""
+    spec = resolve_optimizer(name, version)
+    if isinstance(spec, OptimizerSpec):
+        return spec.zero_supported or backend == "cpu"
+    return spec is None or spec in _TORCH_ZERO_SUPPORTED
+
+
 def _not_object(code: str, key: str, section: Any, suggestion: str | None) -> Finding:
     """The error for an ``optimizer`` or ``scheduler`` section that is not an object."""
     return Finding(
@@ -118,21 +127,18 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         return
     if isinstance(params, dict):
         yield from _optimizer_params(ctx, name, spec, params)
-    if isinstance(spec, OptimizerSpec):
-        if spec.requires_dynamic_loss_scale:
-            # DeepSpeed checks fp16.loss_scale even when fp16 is off.
-            scale = lax_float(ctx.get("fp16.loss_scale", 0)) if isinstance(ctx.config.get("fp16"), dict) else 0.0
-            if scale not in (None, 0.0):
-                yield Finding(
-                    "error", "optimizer.lamb-static-loss-scale", "fp16.loss_scale",
-                    f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static) — "
-                    "DeepSpeed checks this even when fp16 is off; deepspeed.initialize fails.",
-                    fix=set_fix("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
-                )
-        zero_ok = spec.zero_supported or _backend(ctx) == "cpu"
-    else:
-        zero_ok = spec in _TORCH_ZERO_SUPPORTED
-    if ctx.stage > 0 and not zero_ok and not ctx.meaning.zero_allow_untested_optimizer:
+    if isinstance(spec, OptimizerSpec) and spec.requires_dynamic_loss_scale:
+        # DeepSpeed checks fp16.loss_scale even when fp16 is off.
+        scale = lax_float(ctx.get("fp16.loss_scale", 0)) if isinstance(ctx.config.get("fp16"), dict) else 0.0
+        if scale not in (None, 0.0):
+            yield Finding(
+                "error", "optimizer.lamb-static-loss-scale", "fp16.loss_scale",
+                f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static) — "
+                "DeepSpeed checks this even when fp16 is off; deepspeed.initialize fails.",
+                fix=set_fix("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
+            )
+    if ctx.stage > 0 and not zero_tested(name, ctx.version, _backend(ctx)) \
+            and not ctx.meaning.zero_allow_untested_optimizer:
         yield Finding(
             "error", "optimizer.untested-with-zero", "zero_allow_untested_optimizer",
             f"ZeRO has not been tested with the {name} optimizer; deepspeed.initialize refuses it unless "
