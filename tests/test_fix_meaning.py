@@ -47,3 +47,46 @@ def test_under_the_hf_trainer_bfloat16_is_never_read_so_the_safe_fix_removes_it(
     assert fixed == BASE
     # what DeepSpeed then reads is the same before and after the fix
     assert effective(_accelerate_sections(fixed, mixed_precision)).precision == effective(seen).precision
+
+
+_READ_BACK = """
+import json, sys, logging
+logging.disable(logging.CRITICAL)
+from deepspeed.runtime.config import DeepSpeedConfig
+parsed = DeepSpeedConfig(json.loads(sys.argv[1]))
+print(json.dumps({str(name): (getattr(parsed, name[0])[name[1]] if isinstance(name, list) else getattr(parsed, name))
+                  for name in json.loads(sys.argv[2])}))
+"""
+
+
+def _read_back(version: str, config: dict, names: list) -> dict:
+    """What the real DeepSpeed ``version`` holds in the parsed config's attributes ``names``."""
+    import json
+    import os
+    import subprocess
+
+    from tests.oracle.oracle import OracleUnavailable, release_interpreter
+
+    try:
+        python, env = release_interpreter(version)
+    except OracleUnavailable as exc:
+        pytest.skip(str(exc))
+    out = subprocess.run([python, "-c", _READ_BACK, json.dumps(config), json.dumps(names)], capture_output=True,
+                         text=True, env={**os.environ, **env}, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize(("version", "config", "names"), [
+    ("0.19.8", {"train_batch_size": 8, "checkpoint": {"load_universal": "auto"}, "aio": {"single_submit": "auto"}},
+     ["load_universal_checkpoint", ["aio_config", "single_submit"]]),
+    ("0.16.9", {"train_batch_size": 8, "bf16": {"enabled": "auto"}}, ["bfloat16_enabled"]),
+])
+def test_auto_in_a_section_the_release_reads_with_dict_get_is_kept_and_no_fix_turns_it_off(version, config, names):
+    kept = _read_back(version, config, names)
+    assert set(kept.values()) == {"auto"}  # DeepSpeed holds the string: a switch reads it as on
+    report = validate(config, version=version)
+    autos = [f for f in report.findings if f.code.startswith("auto.")]
+    assert autos and all(f.code == "auto.kept" and f.fix is None for f in autos), [(f.code, f.path) for f in autos]
+    fixed = fix_until_stable(copy.deepcopy(config), version=version, severities=("error", "warning", "info")).config
+    assert _read_back(version, fixed, names) == kept

@@ -86,8 +86,12 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             continue  # "auto" is the default value itself: nothing to explain
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
-        # A pydantic section drops "auto" whoever passes the config on, so there it means the default.
-        dropped = field is not None and behaviour == "default" and (is_strict(field.owner) or section_dropped)
+        # A pydantic section drops "auto" whoever passes the config on, so there it means the default; a section
+        # this release reads with dict.get (or a top-level key) keeps the string, a true value where a flag is read
+        dropped = field is not None and behaviour == "default" and (section_dropped or (
+            is_strict(field.owner) and versions.section(ctx.version, path.rpartition(".")[0]) is not None))
+        if field is not None and behaviour == "default" and not dropped:
+            behaviour = "kept"
         if ctx.is_hf and _hf_fills(path):
             continue
         if path == "tensor_parallel.autotp_size" and autotp_size_string(ctx):
@@ -148,8 +152,9 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         elif behaviour == "kept":
             yield Finding(
                 "warning", "auto.kept", path,
-                f"`{path}` is \"auto\": plain DeepSpeed keeps the string \"auto\" as the value, which breaks "
-                "when it is used in training.",
+                f"`{path}` is \"auto\": plain DeepSpeed {ctx.version} keeps the string \"auto\" as the value: a "
+                "switch reads it as on (any non-empty string is true), and a number breaks when it is used in "
+                "training.",
                 suggestion="Write the value, or choose the HF target if the HF Trainer fills it in.",
                 page=field.meta.page if field else "optimizer",
             )
