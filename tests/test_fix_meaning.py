@@ -54,7 +54,11 @@ import json, sys, logging
 logging.disable(logging.CRITICAL)
 from deepspeed.runtime.config import DeepSpeedConfig
 parsed = DeepSpeedConfig(json.loads(sys.argv[1]))
-print(json.dumps({str(name): (getattr(parsed, name[0])[name[1]] if isinstance(name, list) else getattr(parsed, name))
+def read(obj, names):
+    for name in names:
+        obj = obj[name] if isinstance(obj, dict) else getattr(obj, name)
+    return obj
+print(json.dumps({str(name): read(parsed, name if isinstance(name, list) else [name])
                   for name in json.loads(sys.argv[2])}))
 """
 
@@ -90,3 +94,16 @@ def test_auto_in_a_section_the_release_reads_with_dict_get_is_kept_and_no_fix_tu
     assert autos and all(f.code == "auto.kept" and f.fix is None for f in autos), [(f.code, f.path) for f in autos]
     fixed = fix_until_stable(copy.deepcopy(config), version=version, severities=("error", "warning", "info")).config
     assert _read_back(version, fixed, names) == kept
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("version", ["0.19.8", "0.16.9"])
+def test_auto_beside_the_same_setting_under_its_other_name_is_removed_not_replaced_by_the_default(version):
+    config = {"train_batch_size": 8, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": "auto",
+                                                           "prefetch_bucket_size": 1}}
+    names = [["zero_config", "prefetch_bucket_size"]]
+    before = _read_back(version, config, names)
+    assert list(before.values()) == [1]  # DeepSpeed drops the "auto" spelling and uses the other
+    fixed = fix_until_stable(copy.deepcopy(config), version=version, severities=("error", "warning", "info")).config
+    assert fixed["zero_optimization"] == {"stage": 3, "prefetch_bucket_size": 1}
+    assert _read_back(version, fixed, names) == before

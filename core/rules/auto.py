@@ -159,6 +159,19 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 page=field.meta.page if field else "optimizer",
             )
         else:
+            key = path.rpartition(".")[2]
+            beside = next((k for k in (field.keys if field else ()) if k != key and isinstance(_parent, dict)
+                           and k in _parent and _parent[k] != "auto"), None)
+            if beside is not None:  # the field's other spelling is written: DeepSpeed drops "auto" and uses it
+                prefix = path.rpartition(".")[0]
+                yield Finding(
+                    "info", "auto.default", path,
+                    f"`{path}` is \"auto\": DeepSpeed drops it and uses `{join_path(prefix, beside)}` "
+                    f"({shown(_parent[beside])}), the same setting under its other name.",
+                    suggestion=f"Remove `{path}`; `{join_path(prefix, beside)}` holds the value.",
+                    fix=delete_fix(path), page=field.meta.page if field else None,
+                )
+                continue
             default = release_default if field and field.model is None else None
             yield Finding(
                 "info", "auto.default", path,
