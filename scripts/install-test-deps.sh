@@ -7,12 +7,23 @@ set -euo pipefail
 venv=${1:-.venv}
 "$venv/bin/pip" install -q -e ".[test,deepspeed]"
 
+# The C++ ops the real-DeepSpeed tests load (tests/oracle/ops_cache.py PREBUILT_OPS), JIT-built now in the
+# background: pip below keeps one core busy, the build takes the other, and the test workers find them built.
+prebuild_pids=()
+prebuild() {  # prebuild PYTHON: that interpreter's DeepSpeed's ops, logged to .torch_extensions/prebuild-*.log
+    mkdir -p .torch_extensions
+    "$1" tests/oracle/prebuild_ops.py >".torch_extensions/prebuild-$2.log" 2>&1 &
+    prebuild_pids+=($!)
+}
+prebuild "$venv/bin/python" main
+
 # DeepSpeed 0.19.5 lives in its own venv: one interpreter cannot import two versions.
 if [ ! -x .venv-ds0195/bin/python ] || ! .venv-ds0195/bin/python -c "import deepspeed" 2>/dev/null; then
     python3 -m venv .venv-ds0195
     .venv-ds0195/bin/pip install -q --upgrade pip
     .venv-ds0195/bin/pip install -q "torch==2.13.0" "deepspeed==0.19.5" "hjson"
 fi
+prebuild .venv-ds0195/bin/python ds0195
 
 # --- versions block (owner: DeepSpeed release profiles; tests/test_versions_differential.py) ---------------
 # Older releases side by side, sharing this venv's torch and dependencies: pure-Python installs without
@@ -45,3 +56,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo_cmd[@]}" apt-get update -qq
     "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# the op builds started above: a failed build is not an install failure (the test that loads the op builds it
+# again, or shows its error), but it is said
+for pid in "${prebuild_pids[@]}"; do
+    wait "$pid" || echo "install-test-deps: an op prebuild failed; the tests will build it (see .torch_extensions/prebuild-*.log)" >&2
+done
+grep -h "prebuild-ops" .torch_extensions/prebuild-*.log || true

@@ -55,6 +55,7 @@ from core.presets import BUILTIN_DIR, list_presets, validate_preset
 from core.schema.base import version_tuple
 from tests.conftest import stale_op_locks, torch_extensions_dir
 from tests.oracle.ds0195_worker import DEVICE_REFUSAL, precision_stand_in
+from tests.oracle.ops_cache import PREBUILT_OPS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -409,3 +410,20 @@ def test_ci_trains_every_preset_on_its_newest_release_and_one_preset_on_every_ol
     assert older, "the presets name no older release: the slice has nothing to train"
     assert {(OLDER_RELEASE_PRESET, release) for release in older} <= ci
     assert len(ci) == len(PRESETS) + len(older)
+
+
+@pytest.mark.long  # it builds the ops when the install step has not
+@pytest.mark.parametrize("version", sorted(PREBUILT_OPS))
+def test_the_ops_ci_builds_ahead_are_real_builders_of_a_release_ci_trains_on(version):
+    """``scripts/install-test-deps.sh`` builds PREBUILT_OPS while pip runs; each name must be a builder the release's
+    CPU accelerator knows (a renamed one would silently build nothing ahead), for a release CI trains presets on, and
+    the prebuild must succeed (here it loads what the install step built, or builds it)."""
+    assert version in {release for _, release in preset_runs(PRESETS, all_releases=False)}
+    python = INTERPRETERS[version]
+    proc = subprocess.run([str(python), str(ORACLE_DIR / "prebuild_ops.py")], capture_output=True, text=True,
+                          timeout=1500, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    built = [line.split()[2].rstrip(":") for line in proc.stdout.splitlines()
+             if line.startswith(f"prebuild-ops {version} ")]
+    assert len(built) == len(PREBUILT_OPS[version]) and "deepspeed_not_implemented" not in built, proc.stdout
+    assert all((torch_extensions_dir(version) / name).is_dir() for name in built)
