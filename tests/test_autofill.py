@@ -394,3 +394,30 @@ def test_trainer_schedule_fills_only_the_sections_that_draw_the_schedule():
     assert filled == expected
     assert "learning_rate=5e-05" in used and "num_training_steps=500" in used
     assert not any(name.startswith("adam_") for name in used)  # filled, but they do not draw the learning rate
+
+
+@pytest.mark.parametrize(("written", "auto_key", "gpus"), [
+    ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 16}, "gradient_accumulation_steps", 4),
+    ({"train_batch_size": 48, "gradient_accumulation_steps": 4}, "train_micro_batch_size_per_gpu", 8),
+    ({"train_batch_size": 128, "train_micro_batch_size_per_gpu": 16}, "gradient_accumulation_steps", 4),
+])
+def test_a_written_global_batch_no_auto_value_can_match_is_an_error_for_the_hf_target(written, auto_key, gpus):
+    """The validator's verdict equals the real transformers' for every value the Trainer could fill in (1..16)."""
+    pytest.importorskip("transformers")
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
+
+    from core.validate import validate
+
+    config = {**written, auto_key: "auto", "zero_optimization": {"stage": 2}}
+    flagged = "hf.batch-never-matches" in validate(config, world_size=gpus, target="hf").codes()
+    some_value_trains = False
+    for value in range(1, 17):
+        hf = HfTrainerDeepSpeedConfig(copy.deepcopy(config))
+        args = {"train_micro_batch_size_per_gpu": written.get("train_micro_batch_size_per_gpu", value),
+                "gradient_accumulation_steps": written.get("gradient_accumulation_steps", value)}
+        hf.fill_match("train_micro_batch_size_per_gpu", args["train_micro_batch_size_per_gpu"], "per_device")
+        hf.fill_match("gradient_accumulation_steps", args["gradient_accumulation_steps"], "accum")
+        hf.fill_match("train_batch_size", args["train_micro_batch_size_per_gpu"]
+                      * args["gradient_accumulation_steps"] * gpus, "train_batch_size (calculated)")
+        some_value_trains |= not hf.mismatches
+    assert flagged == (not some_value_trains)

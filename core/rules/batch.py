@@ -4,14 +4,17 @@ DeepSpeed 0.19.5's elasticity (which computes the batch itself)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from core import versions
 from core.batch import (
     BATCH_KEYS,
+    GA,
     MB,
     TB,
     batch_suggestions,
     effective_world_size,
+    positive_whole,
     reads_sequence_parallel,
     resolve_batch,
     shown,
@@ -24,11 +27,35 @@ from core.rules.fixes import delete_fix, set_fix
 # Batch triangle
 
 
+def _hf_never_matches(ctx: Context, values: dict[str, Any], auto_key: str) -> Iterator[Finding]:
+    """The HF Trainer fills ``auto_key`` and then checks a written train_batch_size: an error when no whole value
+    of it can satisfy that check (transformers' ``trainer_config_finalize`` mismatch)."""
+    other_key = MB if auto_key == GA else GA
+    tb, other = positive_whole(values[TB]), positive_whole(values[other_key])
+    ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)
+    if tb is None or other is None or not float(ranks).is_integer():
+        return
+    step = other * int(ranks)
+    if tb % step == 0:
+        return
+    gpus = f"{ctx.world_size} GPU{'s' if ctx.world_size != 1 else ''}"
+    yield Finding(
+        "error", "hf.batch-never-matches", TB,
+        f"train_batch_size {tb} is not {other_key} ({other}) × {auto_key} × {int(ranks)} data-parallel ranks "
+        f"for any whole {auto_key}: the HF Trainer fills the \"auto\" {auto_key} from TrainingArguments and "
+        f"then refuses the written train_batch_size on {gpus}.",
+        suggestion=f"Set train_batch_size to \"auto\" (the Trainer computes it), or to a multiple of {step}.",
+        fix=set_fix(TB, "auto"), page="batch",
+    )
+
+
 def batch_triangle(ctx: Context) -> Iterator[Finding]:
     """train_batch_size = micro batch × accumulation × world size, exactly as DeepSpeed checks it."""
     values = {k: ctx.config.get(k) for k in BATCH_KEYS}
     autos = [k for k, v in values.items() if v == "auto"]
     if autos:
+        if ctx.is_hf and len(autos) == 1 and autos[0] != TB:
+            yield from _hf_never_matches(ctx, values, autos[0])
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
     elastic = ctx.config.get("elasticity")
     if versions.key_known(ctx.version, "", "elasticity") and isinstance(elastic, dict) and elastic.get("enabled"):
