@@ -415,13 +415,14 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
 
 
 def _fit_next_stage(fit, config: dict[str, Any]) -> int | None:
-    """The ZeRO stage the fit advisor's "next stage" way moves to (None: it offers none)."""
+    """The ZeRO stage the fit advisor's "next stage" way moves to (None: it offers none); ZeRO-3 is offered
+    beside it when the next stage is not 3."""
     from core.memory import Hardware, ModelCounts, Shape
 
     hardware = Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=1 << 30, cpu_ram_per_node_bytes=1 << 40)
     ways = fit.ways_to_fit(config, ModelCounts(7_000_000_000, 200_000_000), hardware, Shape(1, 512))
     stage_ways = [w for w in ways if w.kind == "zero_stage"]
-    return stage_ways[0].config_patch["zero_optimization"]["stage"] if stage_ways else None
+    return min(w.config_patch["zero_optimization"]["stage"] for w in stage_ways) if stage_ways else None
 
 
 @pytest.mark.deepspeed
