@@ -23,7 +23,6 @@ if [ ! -x .venv-ds0195/bin/python ] || ! .venv-ds0195/bin/python -c "import deep
     .venv-ds0195/bin/pip install -q --upgrade pip
     .venv-ds0195/bin/pip install -q "torch==2.13.0" "deepspeed==0.19.5" "hjson"
 fi
-prebuild .venv-ds0195/bin/python ds0195
 
 # --- versions block (owner: DeepSpeed release profiles; tests/test_versions_differential.py) ---------------
 # Older releases side by side, sharing this venv's torch and dependencies: pure-Python installs without

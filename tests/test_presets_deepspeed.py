@@ -214,22 +214,20 @@ def worker(config_path: str) -> None:
 PRESETS = list_presets([BUILTIN_DIR])[0]
 
 #: Every (preset, release) pair of the presets' ``verified_with`` trains with DSCONFIG_ALL_RELEASES=1 (``make
-#: presets-releases``). By default (CI) each preset trains on the newest release it is verified with, and
-#: ``OLDER_RELEASE_PRESET`` on every older one too: each older release JIT-builds its own copy of every op
-#: (DeepSpeed's include paths differ per install, so nothing is shared), and all of 0.19.5's ops cost ~15
-#: CPU-minutes (18 compile units, ~52 CPU-s each) against ~4 for the ops this preset needs (fused Adam, shm).
+#: presets-releases``). By default (CI) each preset trains on the newest release it is verified with: each older
+#: release JIT-builds its own copy of every op it loads (DeepSpeed's include paths differ per install, so nothing
+#: is shared; even one preset on 0.19.5 costs ~7 CPU-minutes of fused Adam and shm builds), which the 35-minute
+#: budget cannot hold. The older releases' runtime stays in CI through the initialize proofs
+#: (``test_versions_initialize.py``: deepspeed.initialize and two steps on every installed release).
 ALL_RELEASES = os.environ.get("DSCONFIG_ALL_RELEASES") == "1"
-OLDER_RELEASE_PRESET = "zero2-bf16"
 
 
 def preset_runs(presets: list, all_releases: bool) -> list[tuple[Any, str]]:
-    """The (preset, release) pairs that train: all of ``verified_with``, or the newest per preset plus the
-    older releases for ``OLDER_RELEASE_PRESET``."""
+    """The (preset, release) pairs that train: all of ``verified_with``, or the newest per preset."""
     runs = []
     for preset in presets:
         newest = max(preset.meta["verified_with"], key=version_tuple)
-        runs += [(preset, release) for release in preset.meta["verified_with"]
-                 if all_releases or release == newest or preset.name == OLDER_RELEASE_PRESET]
+        runs += [(preset, release) for release in preset.meta["verified_with"] if all_releases or release == newest]
     return runs
 
 
@@ -400,16 +398,12 @@ def test_op_cache_is_per_processor():
     assert torch_extensions_dir("0.19.5") != torch_extensions_dir("0.19.8")
 
 
-def test_ci_trains_every_preset_on_its_newest_release_and_one_preset_on_every_older_one():
+def test_ci_trains_every_preset_on_its_newest_release_and_make_trains_every_pair():
     every = {(p.name, v) for p, v in preset_runs(PRESETS, all_releases=True)}
     assert every == {(p.name, v) for p in PRESETS for v in p.meta["verified_with"]}
     ci = {(p.name, v) for p, v in preset_runs(PRESETS, all_releases=False)}
-    assert {name for name, _ in ci} == {p.name for p in PRESETS}
-    newest = {max(p.meta["verified_with"], key=version_tuple) for p in PRESETS}
-    older = {release for p in PRESETS for release in p.meta["verified_with"]} - newest
-    assert older, "the presets name no older release: the slice has nothing to train"
-    assert {(OLDER_RELEASE_PRESET, release) for release in older} <= ci
-    assert len(ci) == len(PRESETS) + len(older)
+    assert ci == {(p.name, max(p.meta["verified_with"], key=version_tuple)) for p in PRESETS}
+    assert len(every) > len(ci), "the presets name no older release: make presets-releases adds nothing"
 
 
 @pytest.mark.long  # it builds the ops when the install step has not

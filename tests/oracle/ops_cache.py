@@ -50,9 +50,8 @@ def torch_extensions_dir(version: str) -> Path:
 #: The C++ ops that the CI's real-DeepSpeed runs JIT-build, per release, named as DeepSpeed's CPU accelerator
 #: names their builders (``create_op_builder``): the presets' trainings on their newest release (CPU-Adam for
 #: offload, async I/O and pinned memory for the NVMe preset, fused Adam for ``"type": "AdamW"``, the shared-memory
-#: collectives every CPU run sets up) and ``zero2-bf16`` on 0.19.5. ``prebuild_ops.py`` builds them while the
-#: install step's pip keeps only one core busy; an op missing here is still built, later, by the test that loads it.
+#: collectives every CPU run sets up). ``prebuild_ops.py`` builds them while the install step's pip keeps only one
+#: core busy; an op missing here is still built, later, by the test that loads it.
 PREBUILT_OPS: dict[str, tuple[str, ...]] = {
     "0.19.8": ("CPUAdamBuilder", "AsyncIOBuilder", "FusedAdamBuilder", "ShareMemCommBuilder", "PinMemoryBuilder"),
-    "0.19.5": ("FusedAdamBuilder", "ShareMemCommBuilder"),
 }
