@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from core import versions
@@ -339,3 +340,16 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         autotp_size=_pydantic_int(_section(cfg, "tensor_parallel"), "autotp_size", 0),
         autotp_size_string=isinstance(_section(cfg, "tensor_parallel").get("autotp_size"), str),
     )
+
+
+@cache
+def legacy_offload_keys() -> frozenset[str]:
+    """The ZeRO section's deprecated keys that an offload section replaces, or that nothing replaces (the schema's
+    ``replaced_by``: ``cpu_offload``, ``cpu_offload_param``, ``cpu_offload_use_pin_memory``). DeepSpeed refuses
+    them next to an offload section."""
+    from core.schema.walk import section_fields
+    from core.schema.zero import ZeroConfig
+
+    fields = section_fields(ZeroConfig)
+    return frozenset(key for key, spec in fields.items() if key == spec.name and spec.meta.deprecated and (
+        spec.meta.replaced_by is None or fields[spec.meta.replaced_by].model is not None))

@@ -10,17 +10,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any
 
 from core import memory
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole
-from core.effective import Effective, effective
+from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
 from core.rules.optim import zero_tested
-from core.schema.walk import section_fields
-from core.schema.zero import ZeroConfig
 from core.versions import NEWEST
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
@@ -308,15 +305,6 @@ def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any]) -> Way
                    "zero_allow_untested_optimizer, without which deepspeed.initialize refuses it.")
 
 
-@cache
-def _legacy_offload_keys() -> frozenset[str]:
-    """The ZeRO section's deprecated keys that an offload section replaces, or that nothing replaces (the schema's
-    ``replaced_by``: ``cpu_offload``, ``cpu_offload_param``, ``cpu_offload_use_pin_memory``)."""
-    fields = section_fields(ZeroConfig)
-    return frozenset(key for key, spec in fields.items() if key == spec.name and spec.meta.deprecated and (
-        spec.meta.replaced_by is None or fields[spec.meta.replaced_by].model is not None))
-
-
 def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
     """A ZeRO-section patch that rewrites the deprecated offload keys (``cpu_offload``, ``cpu_offload_param``,
     ``cpu_offload_use_pin_memory``) as ``core.migrate`` does: DeepSpeed refuses them next to an offload section
@@ -325,7 +313,7 @@ def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
     from core.migrate import migrate
 
     zero = config.get("zero_optimization")
-    if not isinstance(zero, Mapping) or not set(zero) & _legacy_offload_keys():
+    if not isinstance(zero, Mapping) or not set(zero) & legacy_offload_keys():
         return {}
     migrated = migrate({"zero_optimization": dict(zero)})[0]["zero_optimization"]
     patch: dict[str, Any] = {key: None for key in zero if key not in migrated}

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.effective import legacy_offload_keys
 from core.memory.estimate import (
     GIB,
     Allowances,
@@ -73,7 +74,7 @@ def with_zero_option(
         sec = dict(sec) if isinstance(sec, Mapping) else {}
         sec["device"] = dev
         zero[key] = sec
-    for legacy in ("cpu_offload", "cpu_offload_param", "cpu_offload_use_pin_memory"):
+    for legacy in legacy_offload_keys():
         zero.pop(legacy, None)  # DeepSpeed refuses a deprecated offload key next to the section that replaces it
     cfg["zero_optimization"] = zero
     return cfg
