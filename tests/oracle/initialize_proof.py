@@ -11,8 +11,9 @@ half precision the config enables (fp16 on most x86 CPUs: DeepSpeed's accelerato
 the worker's stand-in with a precision the host has, as the other initialize tests do.
 When the repair fails too, the config still fails for a reason of its own ("fails") unless the error is the
 machine's (``MACHINE_FAILURES``: an op with no CPU build, a half precision the host lacks, a missing optional
-package), which is reported as "machine" and never counted as proof. While a group is "fails" or "machine",
-its next shortest members are tried (up to ``TRIES``); one member that trains makes the group "accepted".
+package), which is reported as "machine" and never counted as proof. Each group's shortest members (up to
+``TRIES``) are tried in the same run; one member that trains makes the group "accepted", else one proof
+makes it "proven".
 """
 
 from __future__ import annotations
@@ -143,31 +144,29 @@ _RANK = {"accepted": 0, "proven": 1, "fails": 2, "machine": 3}
 
 def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int | None = None) -> list[Proof]:
     """Judge ``cases`` at world size 1 under ``release``, and prove each rejected-but-parsed group (the
-    first ``limit`` groups, all when None) with that release's ``deepspeed.initialize``: the shortest member
-    first, then (up to ``TRIES``) the next ones while the group is neither proven nor refuted."""
+    first ``limit`` groups, all when None) with that release's ``deepspeed.initialize``: its shortest
+    ``TRIES`` members, each with its repair, all in one run of the release (importing DeepSpeed costs more
+    than a handful of tiny trainings), the group taking its most telling member's status."""
     groups = rejected_but_parsed(cases, run_differential(cases, (1,), release))
     chosen = sorted(groups.items())[:limit] if limit is not None else sorted(groups.items())
-    ordered = [(signature, sorted(members, key=lambda member: len(json.dumps(member[1]))))
+    ordered = [(signature, sorted(members, key=lambda member: len(json.dumps(member[1])))[:TRIES])
                for signature, members in chosen]
-    best: dict[int, Proof] = {}
-    for attempt in range(TRIES):
-        todo = [i for i, (_, members) in enumerate(ordered)
-                if attempt < len(members) and (i not in best or best[i].status in ("fails", "machine"))]
-        if not todo:
-            break
-        configs: dict[str, dict[str, Any]] = {}
-        for i in todo:
-            comparison, config = ordered[i][1][attempt]
+    configs: dict[str, dict[str, Any]] = {}
+    for i, (_, members) in enumerate(ordered):
+        for attempt, (comparison, config) in enumerate(members):
             config = with_an_optimizer(config)
-            configs[f"{i}"] = config
-            configs[f"{i}-repair"] = repaired(config, comparison.errors)
-        run = run_initialize_configs(configs, release)
-        for i in todo:
-            signature, members = ordered[i]
-            comparison = members[attempt][0]
-            failure, repair_failure = _failure(run.results[f"{i}"]), _failure(run.results[f"{i}-repair"])
+            configs[f"{i}.{attempt}"] = config
+            configs[f"{i}.{attempt}-repair"] = repaired(config, comparison.errors)
+    results = run_initialize_configs(configs, release).results if configs else {}
+    proofs = []
+    for i, (signature, members) in enumerate(ordered):
+        best: Proof | None = None
+        for attempt, (comparison, _) in enumerate(members):
+            failure = _failure(results[f"{i}.{attempt}"])
+            repair_failure = _failure(results[f"{i}.{attempt}-repair"])
             status = ("accepted" if not failure else "proven" if not repair_failure
                       else "machine" if machine_failure(failure) else "fails")
-            if i not in best or _RANK[status] < _RANK[best[i].status]:
-                best[i] = Proof(signature, comparison.label, status, failure, repair_failure, len(members))
-    return [best[i] for i in sorted(best)]
+            if best is None or _RANK[status] < _RANK[best.status]:
+                best = Proof(signature, comparison.label, status, failure, repair_failure, len(groups[signature]))
+        proofs.append(best)
+    return proofs
