@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core import memory
-from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole
+from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole, sequence_parallel_degree
 from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
 from core.models.arch import ModelSpec
@@ -69,19 +69,31 @@ def _ranks(config: Mapping[str, Any], gpus: int) -> float:
     return effective_world_size(dict(config), gpus)
 
 
-def _whole_ranks(config: Mapping[str, Any], found: Hardware | None, node_size: int) -> Hardware | None:
-    """``found`` (``memory.min_gpus``'s: 1..``node_size`` GPUs on one node, then whole nodes) grown to the next
-    GPU count that ``sequence_parallel_size`` divides (DeepSpeed needs whole data-parallel ranks; more GPUs need
-    no more memory each), or None when no layout of these nodes gives one."""
-    if found is None or float(_ranks(config, found.total_gpus)).is_integer():
-        return found
-    sp = found.total_gpus / _ranks(config, found.total_gpus)
-    if not float(sp).is_integer():
-        return None
-    needed = -(-found.total_gpus // int(sp)) * int(sp)
-    grown = (replace(found, gpus_per_node=needed, nodes=1) if needed <= node_size
-             else replace(found, gpus_per_node=node_size, nodes=-(-needed // node_size)))
-    return grown if float(_ranks(config, grown.total_gpus)).is_integer() else None
+def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
+              max_nodes: int = 1024) -> Hardware | None:
+    """``memory.min_gpus`` of ``config`` over the GPU counts that ``sequence_parallel_size`` divides (DeepSpeed
+    needs whole data-parallel ranks), or None when none fits or no count gives whole ranks."""
+    found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes,
+                            gpus_multiple_of=sequence_parallel_degree(dict(config)) or 1)
+    return found if found is None or float(_ranks(config, found.total_gpus)).is_integer() else None
+
+
+def _layout(hardware: Hardware) -> tuple[int, int]:
+    return hardware.nodes, hardware.gpus_per_node
+
+
+def _cluster_change(found: Hardware, hardware: Hardware) -> str:
+    """``found`` against the current cluster in words, with why it leaves GPUs of its nodes idle when it does
+    (a node's host memory holds fewer ranks)."""
+    if found.total_gpus != hardware.total_gpus:
+        said = f"{found.total_gpus} GPUs instead of {hardware.total_gpus}"
+    else:
+        said = (f"the same {found.total_gpus} GPUs on {found.nodes} nodes × {found.gpus_per_node} instead of "
+                f"{hardware.nodes} × {hardware.gpus_per_node}")
+    if found.nodes > 1 and found.gpus_per_node < hardware.gpus_per_node:
+        said += (f"; {found.gpus_per_node} of each node's {hardware.gpus_per_node} GPUs: the ranks of a whole node "
+                 "need more CPU RAM or NVMe than a node has")
+    return said
 
 
 #: What a way that changes the GPU count says when it cannot carry a written train_batch_size along.
@@ -257,29 +269,25 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                                    "offload_optimizer": {"device": opt if opt != "none" else "cpu", "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}))
     ways += _host_ways(config, model, hardware, shape, current, meaning)
-    smallest = _whole_ranks(config, memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes),
-                            hardware.gpus_per_node)
-    if smallest is not None and smallest.total_gpus != hardware.total_gpus:
+    smallest = _smallest(config, model, hardware, shape, max_nodes)
+    if smallest is not None and _layout(smallest) != _layout(hardware):
         est = memory.estimate(config, model, smallest, shape)
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
         batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus)
         ways.append(_from_estimate(
             "gpus", f"{smallest.total_gpus} GPUs ({nodes})",
-            f"The smallest GPU count of this kind that fits as configured ({smallest.total_gpus} instead of "
-            f"{hardware.total_gpus});"
+            f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware)});"
             f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus)}",
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
-        enough = _whole_ranks(config, memory.min_gpus(apply_patch(config, stage3), model, hardware, shape,
-                                                      max_nodes=max_nodes), hardware.gpus_per_node)
-        if enough is not None and enough.total_gpus != hardware.total_gpus:
+        enough = _smallest(apply_patch(config, stage3), model, hardware, shape, max_nodes)
+        if enough is not None and _layout(enough) != _layout(hardware):
             est = memory.estimate(apply_patch(config, stage3), model, enough, shape)
             batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
-                f"The smallest GPU count that fits with ZeRO-3 and no offload ({enough.total_gpus} instead of "
-                f"{hardware.total_gpus});"
+                f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware)});"
                 f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways)
@@ -402,8 +410,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         # not all of them: more GPUs without the offloads run faster than more GPUs with them
         best: tuple[int, int, Hardware] | None = None
         for index, (_, rung_patch, _, rung_shape) in enumerate(climbed):
-            found = _whole_ranks(config, memory.min_gpus(apply_patch(config, rung_patch), model, hardware, rung_shape),
-                                 hardware.gpus_per_node)
+            found = _smallest(apply_patch(config, rung_patch), model, hardware, rung_shape)
             if found is not None and (best is None or found.total_gpus < best[0]):
                 best = (found.total_gpus, index, found)
         if best is not None:

@@ -382,3 +382,21 @@ def test_zero_options_drop_every_deprecated_offload_key():
     cfg = memory.with_zero_option({"zero_optimization": {"stage": 2, "cpu_offload": True, "cpu_offload_param": True,
                                                          "cpu_offload_use_pin_memory": True}}, 3, "cpu", "cpu")
     assert set(cfg["zero_optimization"]) == {"stage", "offload_optimizer", "offload_param"}
+
+
+def test_more_gpus_way_leaves_gpus_idle_when_a_nodes_cpu_ram_holds_fewer_ranks():
+    """Everything offloaded to 140 GiB nodes: one node of 8 ranks runs out of CPU RAM, and so do two whole
+    nodes; two nodes with 4 ranks each fit. The GPU-count way proposes that (it proposed 3 whole nodes, 24 GPUs),
+    says why GPUs stay idle, and its numbers are the estimate of that layout."""
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                    "offload_param": {"device": "cpu"}}}
+    hardware = memory.Hardware(8, 1, 24 * memory.GIB, 140 * memory.GIB)
+    shape = memory.Shape(1, 2048, "flash", "full")
+    way = next(w for w in fit.ways_to_fit(config, spec, hardware, shape) if w.kind == "gpus")
+    assert (way.context_patch["nodes"], way.context_patch["gpus_per_node"]) == (2, 4)
+    assert "8 GPUs (2 nodes × 4)" in way.title and "4 of each node's 8 GPUs" in way.detail
+    assert way.fits
+    layout = memory.Hardware(4, 2, hardware.gpu_memory_bytes, hardware.cpu_ram_per_node_bytes)
+    assert way.gpu_bytes == memory.estimate(config, spec, layout, shape).gpu_bytes

@@ -273,6 +273,35 @@ def test_min_gpus_is_minimal():
     assert m.min_gpus(_cfg(2, precision="bf16"), spec, HW, shape, max_nodes=8) is None
 
 
+@pytest.mark.parametrize("cpu_gib", [96, 128, 140, 160, 256])
+def test_min_gpus_uses_part_of_each_node_when_a_nodes_cpu_ram_limits(cpu_gib):
+    """With everything offloaded, a node's CPU RAM holds its ranks' share plus each rank's own: fewer ranks per
+    node can fit where whole nodes do not. min_gpus must find the fewest nodes that fit in any layout (by
+    brute force over estimate), and on them as many GPUs per node as fit; it used to try only whole nodes beyond
+    one (24 GPUs on 3 nodes where 8 on 2 fit)."""
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    cfg = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+           "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                 "offload_param": {"device": "cpu"}}}
+    shape = m.Shape(1, 2048, "flash", "full")
+    hw = m.Hardware(8, 1, 24 * m.GIB, cpu_gib * m.GIB)
+
+    def fits(gpn: int, nodes: int) -> bool:
+        return m.estimate(cfg, spec, m.Hardware(gpn, nodes, hw.gpu_memory_bytes, hw.cpu_ram_per_node_bytes), shape).fits
+
+    layouts = [(g, 1) for g in range(1, 9)] + [(g, n) for n in range(2, 9) for g in range(8, 0, -1)]
+    expected = next(layout for layout in layouts if fits(*layout))
+    found = m.min_gpus(cfg, spec, hw, shape, max_nodes=8)
+    assert found is not None and (found.gpus_per_node, found.nodes) == expected
+    if cpu_gib == 140:  # the case that showed it: a whole second node is too many ranks for 140 GiB
+        assert expected == (4, 2) and not fits(8, 2)
+    # only multiples of the divisor asked for (sequence parallelism's whole groups)
+    by_three = m.min_gpus(cfg, spec, hw, shape, max_nodes=8, gpus_multiple_of=3)
+    assert by_three is not None and by_three.total_gpus % 3 == 0 and fits(by_three.gpus_per_node, by_three.nodes)
+    assert by_three == m.Hardware(*next(layout for layout in layouts if layout[0] * layout[1] % 3 == 0 and fits(*layout)),
+                                  hw.gpu_memory_bytes, hw.cpu_ram_per_node_bytes)
+
+
 def test_options_table_covers_all_options():
     table = m.options_table(_cfg(0, precision="bf16"), LLAMA7, HW, m.Shape(1, 2048, "flash", "full"), batch_limit=64)
     assert len(table) == 1 + 4 + 9

@@ -112,13 +112,25 @@ def options_table(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelC
 
 def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
              *, max_nodes: int = 1024, precision: str | None = None,
-             allowances: Allowances | None = None) -> Hardware | None:
-    """Smallest cluster of this hardware's nodes that fits: 1..gpus_per_node GPUs on one node, then whole nodes.
+             allowances: Allowances | None = None, gpus_multiple_of: int = 1) -> Hardware | None:
+    """Smallest cluster of this hardware's nodes that fits: 1..gpus_per_node GPUs on one node, else the fewest
+    nodes, with as many GPUs on each as fit (whole nodes when they fit; fewer per node when the node's CPU RAM
+    or NVMe holds less than a whole node's ranks need).
 
-    Returns the fitting ``Hardware`` (same GPU/CPU/NVMe sizes) or None if ``max_nodes`` nodes are not enough.
+    Only GPU counts that are multiples of ``gpus_multiple_of`` are tried (e.g. ``sequence_parallel_size``, whose
+    groups must be whole). Returns the fitting ``Hardware`` (same GPU/CPU/NVMe sizes) or None if ``max_nodes``
+    nodes are not enough.
     """
-    gpn = np.concatenate([np.arange(1, hardware.gpus_per_node + 1), np.full(max_nodes - 1, hardware.gpus_per_node)])
-    nodes = np.concatenate([np.ones(hardware.gpus_per_node), np.arange(2, max_nodes + 1)])
+    per_node = hardware.gpus_per_node
+    # one node from 1 GPU up; then each node count from whole nodes down (the CPU RAM and NVMe of a node hold
+    # its ranks' share: fewer ranks per node can fit where whole nodes do not)
+    gpn = np.concatenate([np.arange(1, per_node + 1), np.tile(np.arange(per_node, 0, -1), max(max_nodes - 1, 0))])
+    nodes = np.concatenate([np.ones(per_node), np.repeat(np.arange(2, max_nodes + 1), per_node)])
+    if gpus_multiple_of > 1:
+        keep = (gpn * nodes) % gpus_multiple_of == 0
+        gpn, nodes = gpn[keep], nodes[keep]
+        if not gpn.size:
+            return None
     res = evaluate_arrays(
         ds_config, model, hardware, shape, gpus_per_node=gpn, nodes=nodes, precision=precision, allowances=allowances
     )
