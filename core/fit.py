@@ -16,11 +16,15 @@ from core import memory
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole, sequence_parallel_degree
 from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
+from core.memory.settings import TrainingSettings
 from core.models.arch import ModelSpec
 from core.rules.optim import zero_tested
+from core.schema.zero import NVME_PATH_EXAMPLE
 from core.versions import NEWEST
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
+#: sub_group_size of a way that swaps the optimizer to NVMe (DeepSpeed sizes its pinned swap buffers by it).
+NVME_SUB_GROUP = 100_000_000
 KINDS = ("no_offload", "micro_batch", "recompute", "zero_stage", "offload_device", "offload_optimizer",
          "offload_param", "gpus", "combined")
 
@@ -331,8 +335,9 @@ def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
                current: memory.MemoryEstimate, meaning: Effective) -> list[Way]:
-    """When an offloading job is short of CPU RAM or NVMe: offload to CPU RAM instead of NVMe, or not at all
-    (at this stage, and with ZeRO-3). The other ways only ever add offload, so they cannot help there."""
+    """When an offloading job is short of CPU RAM or NVMe: offload to CPU RAM instead of NVMe, to NVMe instead of
+    CPU RAM (when the nodes have NVMe), or not at all (at this stage, and with ZeRO-3). The other ways only ever
+    add offload, so they cannot help there."""
     stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
     short = short_of(current)
     if (opt, param) == ("none", "none") or not ({"CPU RAM", "NVMe"} & set(short)):
@@ -350,6 +355,27 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
                                             for n in moved)
             + " live in CPU RAM rather than on NVMe: faster, and no NVMe needed, if the RAM holds them.",
             config, model, hardware, shape, {"zero_optimization": moved}))
+    if "cpu" in (opt, param) and "CPU RAM" in short and hardware.nvme_bytes_per_node:
+        # ZeRO-Infinity: NVMe offload of either section needs ZeRO-3 (zero.nvme-below-3)
+        to_nvme: dict[str, Any] = {
+            name: {"device": "nvme", "nvme_path": NVME_PATH_EXAMPLE}
+            for name, device in (("offload_optimizer", opt), ("offload_param", param)) if device == "cpu"}
+        said = ""
+        # the optimizer's pinned swap buffers hold buffer_count sub-groups: at the default sub_group_size (1e9)
+        # they can need more CPU RAM than the states they replace
+        if "offload_optimizer" in to_nvme and TrainingSettings.from_ds_config(config).sub_group_size > NVME_SUB_GROUP:
+            to_nvme["sub_group_size"] = NVME_SUB_GROUP
+            said = (f" sub_group_size {NVME_SUB_GROUP:,}: DeepSpeed's pinned swap buffers hold a few sub-groups of "
+                    "fp32 states, which at the default (1,000,000,000) can take more CPU RAM than they save.")
+        ways.append(_way(
+            "offload_device", "Offload to NVMe instead of CPU RAM" + (" (ZeRO-3)" if stage < 3 else ""),
+            "The offloaded " + " and ".join({"offload_optimizer": "optimizer states", "offload_param": "parameters"}[n]
+                                            for n in to_nvme if n != "sub_group_size")
+            + f" swap to the NVMe drives (ZeRO-Infinity; nvme_path {NVME_PATH_EXAMPLE} stands for your drive's "
+            "mount: change it to yours): far less CPU RAM, slower than CPU RAM when the drives are slow."
+            + (" ZeRO-3 partitions the parameters too." if stage < 3 else "") + said,
+            config, model, hardware, shape,
+            {"zero_optimization": {**legacy, **to_nvme, **({"stage": 3} if stage < 3 else {})}}))
     off = {name: {"device": "none"} for name in ("offload_optimizer", "offload_param")
            if isinstance(zero.get(name), Mapping) or name in legacy}
     stages = [stage] + ([3] if stage < 3 else [])

@@ -11,6 +11,7 @@ import pytest
 from core import cli, fit, memory, models
 from core.cli.common import catalog_gpu
 from core.effective import effective
+from core.validate import validate
 
 A100 = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * memory.GIB,
                        cpu_ram_per_node_bytes=512 * memory.GIB)
@@ -243,7 +244,12 @@ def test_no_nvme_given_means_none_as_in_the_app(tmp_path, capsys):
     ({"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}, 96, 0,
      {"no_offload"}),
     ({"stage": 2, "cpu_offload": True}, 64, 0, {"no_offload"}),
-], ids=["nvme-short", "cpu-ram-short", "legacy-cpu-offload-short"])
+    # with NVMe on the nodes, a CPU-RAM-short job may swap to it instead (ZeRO-Infinity: stage 3)
+    ({"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}, 96, 2000,
+     {"offload_device", "no_offload"}),
+    ({"stage": 2, "cpu_offload": True}, 96, 2000, {"offload_device", "no_offload"}),
+], ids=["nvme-short", "cpu-ram-short", "legacy-cpu-offload-short", "cpu-ram-short-with-nvme",
+        "legacy-cpu-offload-short-with-nvme"])
 def test_a_job_short_of_host_memory_is_offered_less_offload(zero, cpu_ram, nvme, kinds):
     """fit only ever added offload: an NVMe-short job got three ways still short of NVMe (one at 0.46x the
     speed), a CPU-RAM-short one "twice the GPUs", though CPU RAM instead of NVMe, or no offload, fit on the
@@ -264,6 +270,11 @@ def test_a_job_short_of_host_memory_is_offered_less_offload(zero, cpu_ram, nvme,
         patched = fit.apply_patch(config, way.config_patch)
         assert memory.estimate(patched, spec, hardware, shape).fits == way.fits
         assert deepspeed_verdict(patched, world_size=8).accepted, (way.title, patched)
+        if way.title.startswith("Offload to NVMe"):
+            assert way.fits and "/local_nvme" in way.detail
+            meaning = effective(patched)
+            assert meaning.stage == 3 and "nvme" in (meaning.offload_optimizer, meaning.offload_param)
+            assert not [f for f in validate(patched, world_size=8).findings if f.severity in ("error", "warning")]
 
 
 @pytest.mark.deepspeed

@@ -16,6 +16,7 @@ from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import read_settings
+from core.schema.zero import NVME_PATH_EXAMPLE
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
 #: see (allocator spikes, NCCL buffers growing with the cluster, library versions).
@@ -48,7 +49,7 @@ def build_config(
     world_size: int,
     precision: str,
     gpus_per_node: int,
-    nvme_path: str = "/local_nvme",
+    nvme_path: str = NVME_PATH_EXAMPLE,
 ) -> dict[str, Any]:
     """A complete ds_config for one candidate (AdamW, gradient clipping 1.0, overlap_comm on)."""
     zero: dict[str, Any] = {"stage": stage}

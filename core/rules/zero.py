@@ -12,7 +12,7 @@ from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.walk import iter_schema, section_fields
-from core.schema.zero import ZeroConfig
+from core.schema.zero import NVME_PATH_EXAMPLE, ZeroConfig
 
 # --------------------------------------------------------------------------------------------
 # ZeRO and offload
@@ -112,8 +112,8 @@ def offload(ctx: Context) -> Iterator[Finding]:
                 "warning", "zero.nvme-without-path", f"zero_optimization.{name}.nvme_path",
                 f"{name} uses NVMe but has no nvme_path; DeepSpeed accepts the config and fails when it "
                 "starts swapping.",
-                suggestion="Set nvme_path to a directory on a fast local NVMe drive, e.g. /local_nvme.",
-                fix=set_fix(f"zero_optimization.{name}.nvme_path", "/local_nvme"), page="zero",
+                suggestion=f"Set nvme_path to a directory on a fast local NVMe drive, e.g. {NVME_PATH_EXAMPLE}.",
+                fix=set_fix(f"zero_optimization.{name}.nvme_path", NVME_PATH_EXAMPLE), page="zero",
             )
     if param_dev == "nvme" and stage == 3 and opt_dev in (None, "none"):
         pass  # valid: parameters on NVMe, optimizer on GPU (rare but allowed)

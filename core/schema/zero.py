@@ -18,6 +18,11 @@ from core.schema.base import META_KEY, Section, ds_field
 OffloadDevice = Literal["none", "cpu", "nvme"]
 
 
+#: The NVMe mount written where the product must put one in a config (a fix, a planned or fitted config):
+#: a placeholder for the user's own drive, named as such wherever it is written.
+NVME_PATH_EXAMPLE = "/local_nvme"
+
+
 class ZeroStage(IntEnum):
     """ZeRO stages: 0 off, 1 optimizer states, 2 + gradients, 3 + parameters."""
 
