@@ -19,12 +19,10 @@ from core.memory import Hardware, ModelCounts, Shape
 from core.memory.settings import TrainingSettings
 from core.models.arch import ModelSpec
 from core.rules.optim import zero_tested
-from core.schema.zero import NVME_PATH_EXAMPLE
+from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 from core.versions import NEWEST
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
-#: sub_group_size of a way that swaps the optimizer to NVMe (DeepSpeed sizes its pinned swap buffers by it).
-NVME_SUB_GROUP = 100_000_000
 KINDS = ("no_offload", "micro_batch", "recompute", "zero_stage", "offload_device", "offload_optimizer",
          "offload_param", "gpus", "combined")
 
@@ -363,10 +361,11 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
         said = ""
         # the optimizer's pinned swap buffers hold buffer_count sub-groups: at the default sub_group_size (1e9)
         # they can need more CPU RAM than the states they replace
-        if "offload_optimizer" in to_nvme and TrainingSettings.from_ds_config(config).sub_group_size > NVME_SUB_GROUP:
-            to_nvme["sub_group_size"] = NVME_SUB_GROUP
-            said = (f" sub_group_size {NVME_SUB_GROUP:,}: DeepSpeed's pinned swap buffers hold a few sub-groups of "
-                    "fp32 states, which at the default (1,000,000,000) can take more CPU RAM than they save.")
+        sub_group = TrainingSettings.from_ds_config(config).sub_group_size
+        if "offload_optimizer" in to_nvme and sub_group > NVME_SUB_GROUP_SIZE:
+            to_nvme["sub_group_size"] = NVME_SUB_GROUP_SIZE
+            said = (f" sub_group_size {NVME_SUB_GROUP_SIZE:,}: DeepSpeed's pinned swap buffers hold a few sub-groups "
+                    f"of fp32 states, which at {sub_group:,} can take more CPU RAM than they save.")
         ways.append(_way(
             "offload_device", "Offload to NVMe instead of CPU RAM" + (" (ZeRO-3)" if stage < 3 else ""),
             "The offloaded " + " and ".join({"offload_optimizer": "optimizer states", "offload_param": "parameters"}[n]

@@ -649,3 +649,29 @@ def test_the_planner_and_the_memory_model_read_sequence_parallelism_once():
     for written, sp in ((2, 2), (2.0, 2), ("2", 1), (True, 1), (1, 1)):
         settings = read_settings({"sequence_parallel_size": written}, 8)
         assert settings.sp == settings.memory.sequence_parallel == sp, written
+
+
+def test_nvme_optimizer_candidates_pin_small_swap_buffers_so_a_70b_fits_one_node():
+    """ZeRO-Infinity's optimizer swap pins buffer_count sub-groups of fp32 states in CPU RAM: at DeepSpeed's default
+    sub_group_size (1e9) that was 16 GB a rank, and no candidate for Llama-2-70B on one node of 8 A100 80GB fitted
+    (CPU offload needs ~1.3 TB of RAM). The NVMe-optimizer candidates write a smaller sub_group_size; the memory model
+    says what it saves, and the fitting rows are valid configs."""
+    from core.memory import estimate
+    from core.memory.estimate import GIB
+    from core.perf.recommend import hardware_for
+    from core.schema.zero import NVME_SUB_GROUP_SIZE
+
+    table = recommend(get_spec("meta-llama/Llama-2-70b-hf"), Cluster("NVIDIA A100 80GB", 8, 1), seq_len=2048,
+                      global_batch=64)
+    nvme = table[table.offload_optimizer == "nvme"]
+    assert len(nvme) and all(row["zero_optimization"]["sub_group_size"] == NVME_SUB_GROUP_SIZE for row in nvme.config)
+    fitting = table[table.fits]
+    assert len(fitting) and set(fitting.offload_optimizer) == {"nvme"}
+    best = fitting.iloc[0].config
+    assert not [f for f in validate(best, world_size=8).findings if f.severity == "error"]
+    default_buffers = {**best, "zero_optimization": {k: v for k, v in best["zero_optimization"].items()
+                                                     if k != "sub_group_size"}}
+    shape = Shape(int(fitting.iloc[0].micro_batch), 2048, "flash", fitting.iloc[0].recompute)
+    node = hardware_for(Cluster("NVIDIA A100 80GB", 8, 1))
+    assert (estimate(default_buffers, get_spec("meta-llama/Llama-2-70b-hf"), node, shape).cpu_bytes_per_node
+            > estimate(best, get_spec("meta-llama/Llama-2-70b-hf"), node, shape).cpu_bytes_per_node + 50 * GIB)

@@ -16,7 +16,7 @@ from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import read_settings
-from core.schema.zero import NVME_PATH_EXAMPLE
+from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
 #: see (allocator spikes, NCCL buffers growing with the cluster, library versions).
@@ -60,6 +60,8 @@ def build_config(
             zero[key] = {"device": "cpu", "pin_memory": True}
         elif device == "nvme":
             zero[key] = {"device": "nvme", "nvme_path": nvme_path, "pin_memory": True}
+    if offload_optimizer == "nvme":
+        zero["sub_group_size"] = NVME_SUB_GROUP_SIZE
     if zeropp:
         zero.update(zero_quantized_weights=True, zero_quantized_gradients=True,
                     zero_hpz_partition_size=gpus_per_node)

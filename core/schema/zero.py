@@ -21,6 +21,9 @@ OffloadDevice = Literal["none", "cpu", "nvme"]
 #: The NVMe mount written where the product must put one in a config (a fix, a planned or fitted config):
 #: a placeholder for the user's own drive, named as such wherever it is written.
 NVME_PATH_EXAMPLE = "/local_nvme"
+#: sub_group_size the product writes where it swaps the optimizer to NVMe: DeepSpeed pins buffer_count sub-groups
+#: of fp32 states in CPU RAM for the swap, which at the default (1e9 parameters) can take more than they move.
+NVME_SUB_GROUP_SIZE = 100_000_000
 
 
 class ZeroStage(IntEnum):
