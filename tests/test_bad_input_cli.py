@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import logging
+import os
 import random
 import subprocess
 import sys
@@ -428,6 +429,40 @@ def test_real_process_migrate_write_to_stdin_is_refused_before_reading_or_printi
 
 
 # ---------------------------------------------------------------- outputs that cannot be written
+
+
+@pytest.mark.parametrize("command", ["validate", "fix", "migrate", "versions"])
+def test_real_process_with_standard_input_closed_says_so(command):
+    """A CI step or cron job may start dsconfig with no standard input at all (Python's sys.stdin is None): reading
+    ``-`` printed a traceback and exited 1, which a lint step reads as "the config has errors"."""
+    proc = subprocess.run([sys.executable, "-m", "core", command, "-"], cwd=ROOT, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=120, check=False,
+                          preexec_fn=lambda: os.close(0))
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    assert "Traceback" not in text
+    assert proc.returncode == 2 and "cannot read standard input: it is closed" in text
+
+
+@pytest.mark.parametrize(("argv", "where"), [
+    (["validate", "{config}"], "/dev/full"), (["validate", "{config}"], "closed"),
+    (["explain"], "/dev/full"), (["schema"], "/dev/full")])
+def test_real_process_output_that_cannot_be_written_is_exit_2_not_the_verdict(argv, where, tmp_path):
+    """A valid config's verdict written to a full disk, or with standard output closed: one line on stderr and exit
+    2 (the output is lost), never a traceback and exit 1 ("errors found")."""
+    config = tmp_path / "ok.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1}')
+    args = [a.format(config=config) for a in argv]
+    if where == "/dev/full":
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
+                                  timeout=120, check=False)
+    else:
+        proc = subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, stderr=subprocess.PIPE, timeout=120,
+                              check=False, stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+    stderr = proc.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr
+    assert proc.returncode == 2
+    assert stderr.startswith(f"dsconfig {args[0]}: error: cannot write the output")
 
 
 def test_schema_output_into_missing_folder(tmp_path, capsys):

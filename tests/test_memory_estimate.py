@@ -298,8 +298,8 @@ def test_min_gpus_uses_part_of_each_node_when_a_nodes_cpu_ram_limits(cpu_gib):
     # only multiples of the divisor asked for (sequence parallelism's whole groups)
     by_three = m.min_gpus(cfg, spec, hw, shape, max_nodes=8, gpus_multiple_of=3)
     assert by_three is not None and by_three.total_gpus % 3 == 0 and fits(by_three.gpus_per_node, by_three.nodes)
-    assert by_three == m.Hardware(*next(layout for layout in layouts if layout[0] * layout[1] % 3 == 0 and fits(*layout)),
-                                  hw.gpu_memory_bytes, hw.cpu_ram_per_node_bytes)
+    first_by_three = next(layout for layout in layouts if layout[0] * layout[1] % 3 == 0 and fits(*layout))
+    assert by_three == m.Hardware(*first_by_three, hw.gpu_memory_bytes, hw.cpu_ram_per_node_bytes)
 
 
 def test_options_table_covers_all_options():

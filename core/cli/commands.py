@@ -6,6 +6,7 @@ Exit codes (``core.cli.common``): 0 no errors, 1 errors found, 2 unreadable inpu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
@@ -314,18 +315,31 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         # Configs may hold any text (even lone surrogates from "\ud800" escapes): never fail printing it.
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    out = out or sys.stdout
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
+    out = out or sys.stdout
+    if out is None:  # started with standard output closed: nothing could be printed, not even a verdict
+        return _cannot_write(args.command, "standard output is closed")
     try:
         return guarded(args.command, lambda: args.handler(args, out))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader stopped reading (| head): what it read was what it wanted
         return EXIT_OK
+    except OSError as exc:  # the output could not be written (a full disk): never the config's exit code
+        return _cannot_write(args.command, exc.strerror or str(exc))
+
+
+def _cannot_write(command: str, why: str) -> int:
+    """Say on stderr (when there is one) that the output could not be written; exit code 2."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError):  # stderr on the same full disk: the exit code still says it
+            sys.stderr.write(f"dsconfig {command}: error: cannot write the output ({why}); the result is lost: "
+                             "run it again with the output going somewhere writable\n")
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

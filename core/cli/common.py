@@ -67,11 +67,18 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
     """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
     try:
         if str(path) == "-":
+            if sys.stdin is None:  # started with standard input closed (a CI step or cron job without one)
+                raise UsageError("-: cannot read standard input: it is closed; give the config as a file path, "
+                                 "or pipe it in")
             raw = getattr(sys.stdin, "buffer", None)  # the bytes, so stdin gets a file's encoding checks
-            if raw is None:  # a text stream put in its place (tests, embedding)
-                text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
-                return load_config(text, document), text
-            return load_config_bytes_and_text(raw.read(MAX_CONFIG_BYTES + 1), document)
+            try:
+                if raw is None:  # a text stream put in its place (tests, embedding)
+                    text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
+                    return load_config(text, document), text
+                return load_config_bytes_and_text(raw.read(MAX_CONFIG_BYTES + 1), document)
+            except OSError as exc:  # e.g. standard input redirected from a directory
+                raise UsageError(f"-: cannot read standard input ({exc.strerror or exc}); give the config as a "
+                                 "file path, or pipe it in") from None
         return load_config_file_and_text(path, document)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
