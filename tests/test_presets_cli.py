@@ -57,6 +57,25 @@ def test_list_shows_team_folder_and_reports_broken_files(tmp_path, monkeypatch, 
     assert "broken.json" in err and "warning" in err
 
 
+def test_list_and_export_warn_about_a_team_presets_missing_metadata(tmp_path, monkeypatch, capsys):
+    """A team preset without the required description and target was listed (its target shown as deepspeed) and
+    exported without a word, while ``presets show`` / ``check`` named both problems: now list and export say them
+    on stderr, and still list and export it."""
+    (tmp_path / "badmeta.json").write_text(json.dumps({"meta": {"title": "x"},
+                                                       "config": {"train_micro_batch_size_per_gpu": 1}}))
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    for argv in (["presets", "list"], ["export", "--preset", "badmeta"]):
+        code, out, err = run(argv, capsys)
+        assert code == 0, argv
+        assert "badmeta" in out or '"train_micro_batch_size_per_gpu": 1' in out
+        warned = [line for line in err.splitlines() if "badmeta.json" in line]
+        assert any("meta.description" in line for line in warned) and any("meta.target" in line for line in warned)
+        assert all(line.startswith("dsconfig: warning: ") for line in warned)
+    monkeypatch.delenv("DSCONFIG_PRESETS_PATH")  # the built-in ones are vetted: nothing to say
+    code, out, err = run(["presets", "list"], capsys)
+    assert code == 0 and err == ""
+
+
 def test_show(capsys):
     code, out, _ = run(["presets", "show", "zero2-fp16"], capsys)
     assert code == 0

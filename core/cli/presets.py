@@ -118,12 +118,23 @@ def _folders(args: argparse.Namespace) -> list[Path]:
     return env_search_path()
 
 
+def _warn_meta(preset: Preset) -> None:
+    """A team preset's missing or malformed metadata, on stderr (what ``presets check`` reports; the listing shows
+    a missing target as the default, deepspeed)."""
+    if preset.builtin:
+        return  # the built-in folder's are vetted by the tests
+    for problem in meta_problems(preset.meta, vetted=False):
+        sys.stderr.write(f"dsconfig: warning: {preset.path}: {problem} (dsconfig presets check {preset.path})\n")
+
+
 @_guard
 def cmd_presets_list(args: argparse.Namespace, out: TextIO) -> int:
     """List the presets of the built-in folder and of DSCONFIG_PRESETS_PATH."""
     presets, problems = list_presets(_folders(args))
     for problem in problems:
         sys.stderr.write(f"dsconfig: warning: {problem}\n")
+    for preset in presets:
+        _warn_meta(preset)
     if args.format == "json":
         rows = [{"name": p.name, "title": p.title, "path": str(p.path), **facets(p)} for p in presets]
         out.write(json.dumps(rows, indent=2) + "\n")
@@ -262,6 +273,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     from core.validate import validate
 
     preset = load_preset(args.preset, _folders(args))
+    _warn_meta(preset)
     resolve = None if args.resolve_auto is None else [v for group in args.resolve_auto for v in group]
     config, target, notes = build_export(preset, args.set or [], resolve, args.world_size)
     for note in notes:
