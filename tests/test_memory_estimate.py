@@ -517,3 +517,26 @@ def test_an_auto_stage_is_named_in_what_the_figures_assumed():
     written = m.estimate({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}}, spec, hardware,
                          shape)
     assert "ZeRO" not in written.assumptions and written.gpu_bytes == auto.gpu_bytes
+
+
+def test_min_gpus_bounds_the_layouts_it_tries_for_giant_nodes(monkeypatch):
+    """``dsconfig plan --sweep --gpus-per-node 16384`` (the CLI allows up to a million) ran out of memory once every
+    node count tried every partial layout (16,384 x 1,024 evaluations); the partial layouts are bounded, and
+    ordinary nodes still get every node count's."""
+    from core.memory import solve
+
+    sizes: list[int] = []
+    real = solve.evaluate_arrays
+
+    def counting(*args, **kwargs):
+        sizes.append(len(kwargs["gpus_per_node"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solve, "evaluate_arrays", counting)
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    shape = m.Shape(1, 2048, "flash", "full")
+    for per_node in (16_384, 1_000_000):
+        m.min_gpus(_cfg(3, precision="bf16"), spec, m.Hardware(per_node, 1, 80 * m.GIB), shape)
+        assert sizes[-1] <= per_node + solve.PARTIAL_LAYOUTS + 1024
+    m.min_gpus(_cfg(3, precision="bf16"), spec, m.Hardware(8, 1, 80 * m.GIB), shape)
+    assert sizes[-1] == 8 + 1023 * 8  # one node 1..8, then 8..1 on each of 2..1024 nodes

@@ -110,6 +110,10 @@ def options_table(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelC
     return pd.DataFrame(rows)
 
 
+#: Layouts with part of each node's GPUs that ``min_gpus`` tries at most (8 GPUs a node: all 1,024 node counts).
+PARTIAL_LAYOUTS = 1 << 16
+
+
 def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
              *, max_nodes: int = 1024, precision: str | None = None,
              allowances: Allowances | None = None, gpus_multiple_of: int = 1) -> Hardware | None:
@@ -123,9 +127,13 @@ def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts
     """
     per_node = hardware.gpus_per_node
     # one node from 1 GPU up; then each node count from whole nodes down (the CPU RAM and NVMe of a node hold
-    # its ranks' share: fewer ranks per node can fit where whole nodes do not)
-    gpn = np.concatenate([np.arange(1, per_node + 1), np.tile(np.arange(per_node, 0, -1), max(max_nodes - 1, 0))])
-    nodes = np.concatenate([np.ones(per_node), np.repeat(np.arange(2, max_nodes + 1), per_node)])
+    # its ranks' share: fewer ranks per node can fit where whole nodes do not), as far as PARTIAL_LAYOUTS allows
+    # (a node of thousands of GPUs is no real machine, and its layouts would take gigabytes), whole nodes beyond
+    partial_until = min(max_nodes, 1 + PARTIAL_LAYOUTS // per_node)
+    gpn = np.concatenate([np.arange(1, per_node + 1), np.tile(np.arange(per_node, 0, -1), max(partial_until - 1, 0)),
+                          np.full(max(max_nodes - partial_until, 0), per_node)])
+    nodes = np.concatenate([np.ones(per_node), np.repeat(np.arange(2, partial_until + 1), per_node),
+                            np.arange(partial_until + 1, max_nodes + 1)])
     if gpus_multiple_of > 1:
         keep = (gpn * nodes) % gpus_multiple_of == 0
         gpn, nodes = gpn[keep], nodes[keep]
