@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.hardware import GPU_BY_NAME
@@ -320,6 +320,11 @@ def predict(
                          "model's total parameter count)")
     st = settings or read_settings(ds_config, cluster.total_gpus)
     notes = list(st.notes)
+    if isinstance(model, ModelSpec) and model.position == "relative" and shape.attention != "eager":
+        # transformers computes T5's relative position bias in its own eager attention, whatever is asked
+        shape = replace(shape, attention="eager")
+        notes.append("T5-style relative position bias needs eager attention: timed as eager, whatever attention "
+                     "was chosen.")
     m = st.memory
     gas = st.grad_accum
     if gas is None:
