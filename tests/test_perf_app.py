@@ -235,3 +235,14 @@ def test_the_fastest_row_and_the_loaded_message_name_its_offload():
     assert offloaded, "this cluster's fastest fitting row offloads (the case this test is about)"
     for what in offloaded:
         assert f"{what} offloaded to" in summary and f"{what} offloaded to" in message
+
+
+def test_a_model_given_by_counts_only_is_ranked_with_a_warning_that_activations_are_not_sized():
+    """With the Start page's bare parameter counts, every micro batch up to 32 x 2,048 tokens of a 7B model "fitted"
+    at the same GPU GiB and the page said nothing; the memory model's note is now the ranking's first warning."""
+    at = app(page=PAGE, model="my-7b", total_params=7_000_000_000, largest_layer_params=500_000_000)
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert warnings and "activations" in warnings[0] and "config.json" in warnings[0]
+    catalog = app(page=PAGE)  # a catalog model's shape is known: no such warning
+    assert not any("counts only" in w.value for w in catalog.warning)

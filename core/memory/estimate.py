@@ -34,6 +34,10 @@ GROUPS = (states.parameters, states.gradients, states.optimizer_states, buffers.
           activation_parts, buffers.host_overheads)
 
 
+#: What a memory estimate of a model given by parameter counts leaves out (its shape is unknown).
+COUNTS_ONLY_NOTE = ("Model given by counts only: activations, logits and persistent small parameters are not "
+                    "estimated.")
+
 def _parts(model: ModelSpec | ModelCounts, st: TrainingSettings, gpus_per_node, nodes, b, s, shape: Shape,
            allow: Allowances) -> list[Part]:
     """Every part of every group, then the GPU allowances that depend on them."""
@@ -107,9 +111,7 @@ def estimate(
     components = _components(model, st, hardware, shape, allow)
     notes = list(st.notes)
     if not isinstance(model, ModelSpec):
-        notes.append(
-            "Model given by counts only: activations, logits and persistent small parameters are not estimated."
-        )
+        notes.append(COUNTS_ONLY_NOTE)
     if isinstance(model, ModelSpec) and model.defaulted_note:
         notes.append(model.defaulted_note)
     if shape.recompute == "selective" and shape.attention != "eager":

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.memory.estimate import GIB, Hardware, ModelCounts, Shape, evaluate_arrays
+from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
@@ -207,6 +207,11 @@ def recommend(
         # the fastest fitting row's limits, as the page and the CLI recommend it
         fitting_rows = frame[frame["fits"]]
         caveats = list(fitting_rows["caveats"].iloc[0]) if not fitting_rows.empty else []
+        if not isinstance(model, ModelSpec):
+            # the rows' "fits" and their micro batches rest on the model states alone: said first
+            caveats.insert(0, f"{COUNTS_ONLY_NOTE} Every micro batch looks as cheap as micro batch 1, so \"fits\" "
+                              "and the ranking of micro batches hold for the model states only: give the model's "
+                              "config.json (or a catalog model) to size the activations.")
         frame = frame.drop(columns=["notes", "caveats"])
     frame.attrs.update(
         notes=notes, caveats=caveats,
