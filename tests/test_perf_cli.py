@@ -322,3 +322,26 @@ def test_predict_says_when_the_config_does_not_fit(tmp_path):
     text = run([*argv, "--cpu-ram", "4096"])[1]
     caveat = next(line for line in text.splitlines() if line.startswith("caveat: does not fit (NVMe)"))
     assert "NVMe per node " in caveat and "of 0.0 GiB (" in caveat
+
+
+@pytest.mark.parametrize(("config", "code"), [
+    ({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}, "fp16": {"enabled": True},
+      "bf16": {"enabled": True}}, "precision.fp16-and-bf16"),
+    ({"train_micro_batch_size_per_gpu": 2, "zero_optimization": "yes"}, "type.model_type"),
+])
+def test_predict_says_first_when_deepspeed_refuses_the_config(config, code, tmp_path):
+    """A step time for a config DeepSpeed refuses to parse (fp16 and bf16 both on; a ZeRO section that is a
+    string) came with no caveat; the refusal is now the first one, naming the validator's code, in text and JSON."""
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(config))
+    argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB"]
+    status, text = run(argv)
+    assert status == 0
+    caveats = [line for line in text.splitlines() if line.startswith("caveat: ")]
+    assert caveats[0].startswith("caveat: DeepSpeed refuses this config as written") and code in caveats[0]
+    data = json.loads(run([*argv, "--format", "json"])[1])
+    assert data["caveats"][0] == caveats[0].removeprefix("caveat: ")
+
+
+def test_predict_of_a_valid_config_has_no_refusal(config_file):
+    assert "refuses" not in run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER])[1]

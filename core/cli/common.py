@@ -260,3 +260,20 @@ def gib(text: str) -> int:
     if value > MAX_GIB:
         raise argparse.ArgumentTypeError(f"expected a size in GiB up to {MAX_GIB:.0e} (an exbibyte), got {text!r}")
     return int(value * GIB)
+
+
+def refused_caveat(config: dict[str, Any], world_size: int) -> str | None:
+    """What makes DeepSpeed (or, with "auto" values, the HF Trainer) refuse ``config`` on ``world_size`` GPUs, as
+    a caveat for a number computed as if it ran (the validator's errors, newest release); None when nothing does."""
+    from core.autofill import find_auto
+    from core.validate import validate
+
+    target = "hf" if find_auto(config) else "deepspeed"
+    errors = [f for f in validate(config, world_size=world_size, target=target).findings if f.severity == "error"]
+    if not errors:
+        return None
+    listed = "; ".join(f"{f.code} at {f.path or '<root>'}" for f in errors[:3])
+    more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""
+    runner = "the HF Trainer" if target == "hf" else "DeepSpeed"
+    return (f"{runner} refuses this config as written ({len(errors)} error(s): {listed}{more}); the numbers assume "
+            "it is fixed (dsconfig validate FILE says how)")

@@ -35,6 +35,7 @@ from core.cli.common import (
     positive,
     positive_int,
     read_config_file,
+    refused_caveat,
     seq_len,
 )
 from core.fit import fit_numbers, short_of
@@ -255,6 +256,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if not mem.fits:  # the app's headline words it the same way (core.fit.fit_numbers)
         caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
                           "it runs (dsconfig fit lists ways to make it fit)")
+    refusal = refused_caveat(config, cluster.total_gpus)
+    if refusal:  # first: a config that cannot start makes every other number moot
+        caveats.insert(0, refusal)
     if args.format == "json":
         data = {"model": spec.name, **est.to_dict(), "caveats": caveats,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
