@@ -345,3 +345,16 @@ def test_predict_says_first_when_deepspeed_refuses_the_config(config, code, tmp_
 
 def test_predict_of_a_valid_config_has_no_refusal(config_file):
     assert "refuses" not in run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER])[1]
+
+
+def test_plan_nothing_fits_names_the_flags_that_would_let_something_fit():
+    """70B on 8 A100 40GB: the advice said "allow CPU/NVMe offload" though the CPU-offload candidates were ranked
+    already, and never named --nvme, with which three rows fit; a sweep where nothing fits printed "None GPUs"."""
+    argv = ["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "NVIDIA A100 40GB", "--global-batch", "8",
+            "--seq-len", "1024"]
+    text = run(argv)[1]
+    said = next(line for line in text.splitlines() if line.startswith("Nothing fits"))
+    assert "512 GiB of CPU RAM and no NVMe per node" in said and "--nvme GIB" in said and "--cpu-ram GIB" in said
+    assert " 0 of " not in run([*argv, "--nvme", "30000"])[1].splitlines()[1]
+    swept = run(["plan", "--model", "meta-llama/Llama-3.1-405B", "--gpu", "T4", "--global-batch", "8", "--sweep"])[1]
+    assert "None GPUs" not in swept and "Nothing fits at any size in the sweep" in swept

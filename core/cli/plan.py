@@ -192,13 +192,21 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write("Its ds_config (dsconfig plan --format json prints every row's):\n")
         out.write(json.dumps(best["config"], indent=2) + "\n")
     else:
-        out.write("\nNothing fits: add GPUs or nodes, allow CPU/NVMe offload, or shorten the sequence.\n")
+        node = hardware_for(cluster)
+        nvme = ("no NVMe" if node.nvme_bytes_per_node == 0 else "NVMe of unlimited size"
+                if node.nvme_bytes_per_node is None else f"{node.nvme_bytes_per_node / GIB:g} GiB of NVMe")
+        out.write(f"\nNothing fits on {cluster.total_gpus} GPUs with {node.cpu_ram_per_node_bytes / GIB:g} GiB of CPU "
+                  f"RAM and {nvme} per node (the offloading candidates above count them): add nodes (--nodes), "
+                  "shorten the sequence (--seq-len), or give the nodes' real CPU RAM (--cpu-ram GIB) and NVMe "
+                  "(--nvme GIB), which the CPU and NVMe offload candidates need.\n")
     if sweep is not None:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
         out.write(_table_text(sweep) + "\n")
-        out.write(f"Smallest fitting cluster in the sweep: {sweep.attrs.get('min_gpus')} GPUs (memory floor with "
-                  "ZeRO-3, micro batch 1, full recompute and the offload that needs fewest: "
-                  f"{sweep.attrs.get('memory_min_gpus')} GPUs)\n")
+        smallest, floor = sweep.attrs.get("min_gpus"), sweep.attrs.get("memory_min_gpus")
+        out.write((f"Smallest fitting cluster in the sweep: {smallest} GPUs" if smallest is not None
+                   else "Nothing fits at any size in the sweep")
+                  + " (memory floor with ZeRO-3, micro batch 1, full recompute and the offload that needs fewest: "
+                  + (f"{floor} GPUs)\n" if floor is not None else "no GPU count fits, up to 1,024 nodes)\n"))
     for caveat in table.attrs["caveats"]:
         out.write(f"caveat (fastest fitting config): {caveat}\n")
     for note in table.attrs["notes"]:
