@@ -95,7 +95,9 @@ def test_offload_moves_bytes_off_the_gpu():
     assert offloaded.gpu_bytes < on_gpu.gpu_bytes
     assert offloaded.cpu_bytes_per_node > on_gpu.cpu_bytes_per_node
     assert offloaded.cpu_pinned_bytes_per_node > 0 and on_gpu.cpu_pinned_bytes_per_node == 0
-    assert nvme.nvme_bytes_per_node == 8 * (4 + 2 * 4) * -(-LLAMA7.total_params // 8) + 2 * 8 * -(
+    # master weights + Adam states, the fp32 gradients swapped with them (stage3.py swap_out_gradients) and the
+    # 16-bit parameters, per rank x 8 ranks
+    assert nvme.nvme_bytes_per_node == 8 * (4 + 2 * 4 + 4) * -(-LLAMA7.total_params // 8) + 2 * 8 * -(
         -LLAMA7.total_params // 8
     )
     assert on_gpu.nvme_bytes_per_node == 0
@@ -435,7 +437,7 @@ def test_16bit_master_weights_and_optimizer_states_are_sized_as_deepspeed_keeps_
     cpu_adam = m.estimate({**_cfg(3, "cpu", precision="bf16"), "bf16": both}, LLAMA7, HW, m.Shape())
     assert _states_of(cpu_adam)["optimizer states (adam, offloaded: 2 16-bit tensors)"] == 2 * 2 * part * 8
     nvme = m.estimate({**_cfg(3, "nvme", precision="bf16"), "bf16": both}, LLAMA7, HW, m.Shape())
-    assert nvme.nvme_bytes_per_node == (2 + 2 * 2) * part * 8
+    assert nvme.nvme_bytes_per_node == (2 + 2 * 2 + 2) * part * 8  # the 16-bit gradients are swapped with them
 
 
 def test_16bit_master_weights_refused_or_ignored_say_so():
@@ -540,3 +542,21 @@ def test_min_gpus_bounds_the_layouts_it_tries_for_giant_nodes(monkeypatch):
         assert sizes[-1] <= per_node + solve.PARTIAL_LAYOUTS + 1024
     m.min_gpus(_cfg(3, precision="bf16"), spec, m.Hardware(8, 1, 80 * m.GIB), shape)
     assert sizes[-1] == 8 + 1023 * 8  # one node 1..8, then 8..1 on each of 2..1024 nodes
+
+
+def test_nvme_optimizer_swaps_its_fp32_gradients_and_keeps_one_sub_group_buffer_in_cpu_ram():
+    """ZeRO-Infinity with the optimizer on NVMe writes each sub-group's fp32 gradients to NVMe with its states
+    (stage3.py ``swap_out_gradients``) and keeps one CPU buffer of the largest sub-group for them all
+    (``initialize_optimizer_states``: ``gradient_buffer``). The model counted the whole fp32 gradient partition in
+    CPU RAM (257 GiB a node for a 70B model on 8 GPUs), so the NVMe way looked short of CPU RAM when it fits.
+    With the optimizer in CPU RAM the partition stays there."""
+    spec = models.get_spec("meta-llama/Llama-2-70b-hf")
+    shape = m.Shape(1, 2048, "flash", "full")
+    nvme = m.estimate(_cfg(3, "nvme", precision="bf16", sub_group_size=100_000_000), spec, HW, shape)
+    cpu = m.estimate(_cfg(3, "cpu", precision="bf16", sub_group_size=100_000_000), spec, HW, shape)
+    part = -(-spec.total_params // 8)
+    on = {(c.device, c.name): c.bytes for c in nvme.components}
+    assert on[("nvme", "fp32 gradients (partition, swapped to NVMe)")] == 4 * part * 8
+    assert on[("cpu", "fp32 gradient buffer of one sub-group (CPU)")] == 4 * 100_000_000 * 8
+    assert not any(c.device == "cpu" and "gradients (partition" in c.name for c in nvme.components)
+    assert {(c.device, c.name) for c in cpu.components} >= {("cpu", "fp32 gradients (partition, offloaded)")}
