@@ -560,3 +560,21 @@ def test_nvme_optimizer_swaps_its_fp32_gradients_and_keeps_one_sub_group_buffer_
     assert on[("cpu", "fp32 gradient buffer of one sub-group (CPU)")] == 4 * 100_000_000 * 8
     assert not any(c.device == "cpu" and "gradients (partition" in c.name for c in nvme.components)
     assert {(c.device, c.name) for c in cpu.components} >= {("cpu", "fp32 gradients (partition, offloaded)")}
+
+
+@pytest.mark.parametrize(("key", "text", "attribute"), [
+    ("sub_group_size", "100000000", "sub_group_size"), ("zero_hpz_partition_size", " 4 ", "hpz_partition_size"),
+    ("reduce_bucket_size", "200_000_000", "reduce_bucket_size"),
+    ("stage3_max_live_parameters", "1000", "max_live_parameters")])
+def test_whole_numbers_written_as_text_are_read_as_deepspeed_reads_them(key, text, attribute):
+    """DeepSpeed's pydantic ZeRO section reads "100000000" as 100,000,000 (lax mode); the memory model read the
+    default, so the estimate sized other buffers than DeepSpeed's, without a note."""
+    from core.memory.settings import TrainingSettings
+    from core.rules.context import lax_int
+
+    config = {"zero_optimization": {"stage": 3, key: text}}
+    assert getattr(TrainingSettings.from_ds_config(config), attribute) == lax_int(text)
+    written = {"zero_optimization": {"stage": 3, key: lax_int(text)}}
+    assert m.estimate(config, LLAMA7, HW, m.Shape()).gpu_bytes == m.estimate(written, LLAMA7, HW, m.Shape()).gpu_bytes
+    assert getattr(TrainingSettings.from_ds_config({"zero_optimization": {"stage": 3, key: "auto"}}), attribute) == \
+        getattr(TrainingSettings.from_ds_config({"zero_optimization": {"stage": 3}}), attribute)

@@ -15,6 +15,7 @@ from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool
 from core.findings import brief
+from core.rules.context import lax_int
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 _DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -25,7 +26,10 @@ _SATURATE = 2**53
 
 
 def _num(value: Any, default: float, minimum: float = 0) -> float:
-    """A finite number >= minimum, else the default ("auto", strings, bools, None)."""
+    """A finite number >= minimum, else the default ("auto", other strings, bools, None). A whole number written
+    as text ("100000000") is that number, as DeepSpeed's pydantic sections read it (lax mode)."""
+    if isinstance(value, str):
+        value = lax_int(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
         return default
     try:
