@@ -411,3 +411,19 @@ def test_more_gpus_way_leaves_gpus_idle_when_a_nodes_cpu_ram_holds_fewer_ranks()
     assert way.fits
     layout = memory.Hardware(4, 2, hardware.gpu_memory_bytes, hardware.cpu_ram_per_node_bytes)
     assert way.gpu_bytes == memory.estimate(config, spec, layout, shape).gpu_bytes
+
+
+def test_of_two_zero_stages_that_fit_the_lower_and_faster_ranks_first():
+    """Llama-3-8B from ZeRO-1 on 48 GiB GPUs: ZeRO-2 and ZeRO-3 both fit; ZeRO-3 (fewer GPU bytes, parameters
+    gathered layer by layer) ranked first although the product's own speed costs put it slower."""
+    spec = models.get_spec("meta-llama/Meta-Llama-3-8B")
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
+              "optimizer": {"type": "AdamW", "params": {"lr": 2e-5}}, "zero_optimization": {"stage": 1}}
+    hardware = memory.Hardware(8, 1, 48 * memory.GIB, 512 * memory.GIB)
+    shape = memory.Shape(1, 2048)
+    ways = fit.ways_to_fit(config, spec, hardware, shape)
+    titles = [w.title for w in ways]
+    z2, z3 = titles.index("ZeRO stage 2"), titles.index("ZeRO stage 3")
+    assert ways[z2].fits and ways[z3].fits and z2 < z3
+    speeds = fit.speed_costs(ways, config, spec, hardware, shape, "NVIDIA A100 80GB")
+    assert speeds[z2] > speeds[z3]
