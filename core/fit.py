@@ -456,6 +456,10 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
             said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
             patch = apply_patch(patch, batch_patch)
+            if "gradient_accumulation_steps" in batch_patch:  # the micro-batch rung's title follows the new count
+                names = [f"Micro batch {batch_patch['train_micro_batch_size_per_gpu']} with "
+                         f"{batch_patch['gradient_accumulation_steps']} accumulation steps"
+                         if name.startswith("Micro batch ") else name for name in names]
     zero_patch = patch.get("zero_optimization")
     if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
         # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go

@@ -427,3 +427,19 @@ def test_of_two_zero_stages_that_fit_the_lower_and_faster_ranks_first():
     assert ways[z2].fits and ways[z3].fits and z2 < z3
     speeds = fit.speed_costs(ways, config, spec, hardware, shape, "NVIDIA A100 80GB")
     assert speeds[z2] > speeds[z3]
+
+
+def test_the_combined_way_titles_the_accumulation_its_patch_sets():
+    """Llama-2-70B from ZeRO-1 on one node: the combined way ends on 16 GPUs and re-derives the accumulation for
+    them (8), but its title kept the micro-batch rung's 16."""
+    spec = models.get_spec("meta-llama/Llama-2-70b-hf")
+    config = {"train_batch_size": 128, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
+              "bf16": {"enabled": True}, "optimizer": {"type": "AdamW", "params": {"lr": 2e-5}},
+              "zero_optimization": {"stage": 1}}
+    way = next(w for w in fit.ways_to_fit(config, spec, memory.Hardware(8, 1, 80 * memory.GIB, 512 * memory.GIB),
+                                          memory.Shape(4)) if w.kind == "combined")
+    patch = way.config_patch
+    assert (f"Micro batch {patch['train_micro_batch_size_per_gpu']} with {patch['gradient_accumulation_steps']} "
+            "accumulation steps") in way.title
+    gpus = way.context_patch["nodes"] * way.context_patch["gpus_per_node"]
+    assert patch["train_micro_batch_size_per_gpu"] * patch["gradient_accumulation_steps"] * gpus == 128
