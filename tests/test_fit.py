@@ -443,3 +443,24 @@ def test_the_combined_way_titles_the_accumulation_its_patch_sets():
             "accumulation steps") in way.title
     gpus = way.context_patch["nodes"] * way.context_patch["gpus_per_node"]
     assert patch["train_micro_batch_size_per_gpu"] * patch["gradient_accumulation_steps"] * gpus == 128
+
+
+def test_cli_fit_takes_the_trainers_accumulation_for_an_auto_one_and_says_when_it_assumed_it(tmp_path):
+    """With gradient_accumulation_steps "auto", dsconfig fit had no way to be told the Trainer's accumulation and
+    silently took 1: following its advice with a Trainer at 4 shrank the global batch from 256 to 64."""
+    path = tmp_path / "hf.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                                "train_batch_size": "auto", "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 2}}))
+    argv = ["fit", str(path), "--model", "meta-llama/Meta-Llama-3-8B", "--gpus", "8", "--micro-batch", "8",
+            "--seq-len", "4096", "--format", "json"]
+    out = io.StringIO()
+    cli.main(argv, out=out)
+    assumed = json.loads(out.getvalue())
+    assert any("taken as 1" in note for note in assumed["notes"])
+    out = io.StringIO()
+    cli.main([*argv, "--gradient-accumulation-steps", "4"], out=out)
+    told = json.loads(out.getvalue())
+    assert not any("taken as 1" in note for note in told["notes"])
+    way = next(w for w in told["ways"] if w["kind"] == "micro_batch")
+    assert "gradient accumulation 4 → 32: the global batch stays 256" in way["detail"]

@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="NVMe per node (default 0: none, as on the app's Start page)")
     p.add_argument("--micro-batch", type=positive_int, default=None,
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')
+    p.add_argument("--gradient-accumulation-steps", type=positive_int, default=None, metavar="N",
+                   help='the HF Trainer\'s --gradient_accumulation_steps, for a config whose accumulation is "auto" '
+                        "(default 1, the Trainer's default; said when used)")
     p.add_argument("--seq-len", type=seq_len, default=2048)
     p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
     p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
@@ -106,7 +109,11 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     if args.gpu_memory is not None and args.gpu is not None:
         notes.insert(0, f"--gpu-memory {args.gpu_memory / memory.GIB:g} GiB is used instead of --gpu {args.gpu}'s "
                         "memory")
-    ways = fit.ways_to_fit(config, spec, hw, shape)
+    trainer_accum = args.gradient_accumulation_steps or 1
+    if config.get("gradient_accumulation_steps") == "auto" and args.gradient_accumulation_steps is None:
+        notes.append('gradient_accumulation_steps is "auto": the HF Trainer\'s accumulation is taken as 1 (its '
+                     "default) where a way keeps the global batch; pass --gradient-accumulation-steps N with yours")
+    ways = fit.ways_to_fit(config, spec, hw, shape, trainer_accum=trainer_accum)
     speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
     if args.format == "json":
         out.write(json_report({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
