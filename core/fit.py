@@ -401,7 +401,8 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
 def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
               ways: list[Way]) -> Way | None:
     """When no single change fits: climb the ladder (smaller micro batch, recomputation, each ZeRO stage up to
-    3, optimizer offload, parameter offload) and stop at the first rung that fits."""
+    3, optimizer offload, parameter offload, then, when host memory is short, the other offload device) and stop
+    at the first rung that fits."""
     if any(w.fits for w in ways):
         return None
     by_kind = {w.kind: w for w in ways}
@@ -421,6 +422,9 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if meaning.offload_param == "none":
         ladder.append(("parameter offload", {"zero_optimization": {**legacy, "stage": 3, "offload_param": {
             "device": "cpu", "pin_memory": True}}}, {}))
+    # short of host memory: the offload device the host has room on (NVMe for CPU RAM, or back), last
+    ladder += [(way.title[0].lower() + way.title[1:], way.config_patch, way.context_patch)
+               for way in ways if way.kind == "offload_device"]
     if len(ladder) < 2:
         return None
     patch: dict[str, Any] = {}

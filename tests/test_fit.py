@@ -464,3 +464,23 @@ def test_cli_fit_takes_the_trainers_accumulation_for_an_auto_one_and_says_when_i
     assert not any("taken as 1" in note for note in told["notes"])
     way = next(w for w in told["ways"] if w["kind"] == "micro_batch")
     assert "gradient accumulation 4 → 32: the global batch stays 256" in way["detail"]
+
+
+def test_the_combined_way_uses_nvme_when_cpu_ram_is_what_is_short():
+    """Llama-3-70B with the legacy cpu_offload on 2 nodes whose 256 GiB of CPU RAM is short but which have NVMe: the
+    combined way could only add nodes (20 GPUs, global batch 64 -> 80), although a smaller micro batch with NVMe
+    in place of CPU RAM fits the 16 GPUs as they are."""
+    from tests.oracle.oracle import deepspeed_verdict
+
+    config = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+              "sequence_parallel_size": 2, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}},
+              "zero_optimization": {"stage": 3, "cpu_offload": True}}
+    spec = models.get_spec("meta-llama/Meta-Llama-3-70B")
+    hardware = memory.Hardware(8, 2, 80 * memory.GIB, 256 * memory.GIB, 4000 * memory.GIB)
+    ways = fit.ways_to_fit(config, spec, hardware, memory.Shape(4, 2048))
+    combined = next(w for w in ways if w.kind == "combined")
+    assert combined.fits and "NVMe" in combined.title
+    assert "nodes" not in combined.context_patch and "train_batch_size" not in combined.config_patch
+    patched = fit.apply_patch(config, combined.config_patch)
+    assert deepspeed_verdict(patched, world_size=16).accepted
+    assert not [f for f in validate(patched, world_size=16).findings if f.severity == "error"]
