@@ -173,6 +173,11 @@ def _from_estimate(kind: str, title: str, detail: str, est: memory.MemoryEstimat
                short_of(est), dict(config_patch), dict(context_patch))
 
 
+def _micro_batch_title(micro: Any, accum: Any) -> str:
+    """The micro-batch way's title (also the combined way's rung, retitled when the GPU count changes it)."""
+    return f"Micro batch {micro} with {accum} accumulation steps"
+
+
 def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
                      shape: Shape, trainer_accum: int) -> Way | None:
     """The largest smaller micro batch that fits, with the accumulation that keeps the global batch.
@@ -217,7 +222,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
         context = {"hf_grad_accum": new_accum}
     else:
         patch = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
-    return _way("micro_batch", f"Micro batch {new_micro} with {new_accum} accumulation steps", detail,
+    return _way("micro_batch", _micro_batch_title(new_micro, new_accum), detail,
                 config, model, hardware, replace(shape, micro_batch=new_micro), patch, context)
 
 
@@ -364,26 +369,26 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
             config, model, hardware, shape, {"zero_optimization": moved}))
     if "cpu" in (opt, param) and "CPU RAM" in short and hardware.nvme_bytes_per_node:
         # ZeRO-Infinity: NVMe offload of either section needs ZeRO-3 (zero.nvme-below-3)
-        to_nvme: dict[str, Any] = {
-            name: {"device": "nvme", "nvme_path": NVME_PATH_EXAMPLE}
-            for name, device in (("offload_optimizer", opt), ("offload_param", param)) if device == "cpu"}
+        to_nvme = {name: {"device": "nvme", "nvme_path": NVME_PATH_EXAMPLE}
+                   for name, device in (("offload_optimizer", opt), ("offload_param", param)) if device == "cpu"}
+        smaller_groups: dict[str, Any] = {}
         said = ""
         # the optimizer's pinned swap buffers hold buffer_count sub-groups: at the default sub_group_size (1e9)
         # they can need more CPU RAM than the states they replace
         sub_group = TrainingSettings.from_ds_config(config).sub_group_size
         if "offload_optimizer" in to_nvme and sub_group > NVME_SUB_GROUP_SIZE:
-            to_nvme["sub_group_size"] = NVME_SUB_GROUP_SIZE
+            smaller_groups = {"sub_group_size": NVME_SUB_GROUP_SIZE}
             said = (f" sub_group_size {NVME_SUB_GROUP_SIZE:,}: DeepSpeed's pinned swap buffers hold a few sub-groups "
                     f"of fp32 states, which at {sub_group:,} can take more CPU RAM than they save.")
         ways.append(_way(
             "offload_device", "Offload to NVMe instead of CPU RAM" + (" (ZeRO-3)" if stage < 3 else ""),
             "The offloaded " + " and ".join({"offload_optimizer": "optimizer states", "offload_param": "parameters"}[n]
-                                            for n in to_nvme if n != "sub_group_size")
+                                            for n in to_nvme)
             + f" swap to the NVMe drives (ZeRO-Infinity; nvme_path {NVME_PATH_EXAMPLE} stands for your drive's "
             "mount: change it to yours): far less CPU RAM, slower than CPU RAM when the drives are slow."
             + (" ZeRO-3 partitions the parameters too." if stage < 3 else "") + said,
             config, model, hardware, shape,
-            {"zero_optimization": {**legacy, **to_nvme, **({"stage": 3} if stage < 3 else {})}}))
+            {"zero_optimization": {**legacy, **to_nvme, **smaller_groups, **({"stage": 3} if stage < 3 else {})}}))
     off = {name: {"device": "none"} for name in ("offload_optimizer", "offload_param")
            if isinstance(zero.get(name), Mapping) or name in legacy}
     stages = [stage] + ([3] if stage < 3 else [])
@@ -461,9 +466,9 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
             patch = apply_patch(patch, batch_patch)
             if "gradient_accumulation_steps" in batch_patch:  # the micro-batch rung's title follows the new count
-                names = [f"Micro batch {batch_patch['train_micro_batch_size_per_gpu']} with "
-                         f"{batch_patch['gradient_accumulation_steps']} accumulation steps"
-                         if name.startswith("Micro batch ") else name for name in names]
+                retitled = _micro_batch_title(batch_patch["train_micro_batch_size_per_gpu"],
+                                              batch_patch["gradient_accumulation_steps"])
+                names = [retitled if name.startswith("Micro batch ") else name for name in names]
     zero_patch = patch.get("zero_optimization")
     if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
         # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go

@@ -38,6 +38,7 @@ GROUPS = (states.parameters, states.gradients, states.optimizer_states, buffers.
 COUNTS_ONLY_NOTE = ("Model given by counts only: activations, logits and persistent small parameters are not "
                     "estimated.")
 
+
 def _parts(model: ModelSpec | ModelCounts, st: TrainingSettings, gpus_per_node, nodes, b, s, shape: Shape,
            allow: Allowances) -> list[Part]:
     """Every part of every group, then the GPU allowances that depend on them."""

@@ -91,11 +91,11 @@ def gradients(x: Inputs) -> list[Part]:
                         "4*P/N (fp32 grad_accum_dtype: fp32 flat partition on the GPU)", "model_states",
                         "persistent"))
     if grads_offloaded(x):
-        _add(out, _offloaded_fp32_grads(x))
+        out.extend(_offloaded_fp32_grads(x))
     return out
 
 
-def _offloaded_fp32_grads(x: Inputs) -> Part | list[Part]:
+def _offloaded_fp32_grads(x: Inputs) -> list[Part]:
     mb = x.st.master_bytes  # the gradient partition has the master weights' dtype
     if x.st.stage == 3 and x.st.offload_optimizer == "nvme":
         # ZeRO-Infinity swaps each sub-group's gradients out with its states (stage3.py swap_out_gradients); the
@@ -105,13 +105,9 @@ def _offloaded_fp32_grads(x: Inputs) -> Part | list[Part]:
                 Part(f"{dtype_label(mb)} gradient buffer of one sub-group (CPU)", "cpu",
                      mb * np.minimum(x.st.sub_group_size, x.part) * x.gpn,
                      f"{mb}*min(sub_group_size, P/N) per rank x gpus_per_node", "buffers", "persistent")]
-    return Part(f"{dtype_label(mb)} gradients (partition, offloaded)", "cpu", mb * x.part * x.gpn,
-                f"{mb}*P/N per rank x gpus_per_node", "model_states", "persistent",
-                pinned=x.st.offload_optimizer_pin_memory)
-
-
-def _add(out: list[Part], parts: Part | list[Part]) -> None:
-    out.extend(parts if isinstance(parts, list) else [parts])
+    return [Part(f"{dtype_label(mb)} gradients (partition, offloaded)", "cpu", mb * x.part * x.gpn,
+                 f"{mb}*P/N per rank x gpus_per_node", "model_states", "persistent",
+                 pinned=x.st.offload_optimizer_pin_memory)]
 
 
 def optimizer_states(x: Inputs) -> list[Part]:
@@ -156,5 +152,5 @@ def optimizer_states(x: Inputs) -> list[Part]:
                         "persistent", pinned=True))
     if not grads_offloaded(x):
         # stage 1 with offload: fp32 gradient partition is copied to the CPU too
-        _add(out, _offloaded_fp32_grads(x))
+        out.extend(_offloaded_fp32_grads(x))
     return out
