@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import streamlit as st
@@ -11,6 +10,7 @@ from core import hardware, models
 from core.memory import ATTENTION_IMPLS, attention_help
 from core.perf import NETWORKS, Cluster, advice
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
+from core.perf.recommend import adopt_candidate, kept_by_adoption
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 from ui import memory as ui_memory
 from ui import perf as ui_perf
@@ -158,9 +158,14 @@ def planner() -> None:
             if model_name != FROM_START:
                 ctx.update(model=model_name, total_params=spec.total_params,
                            largest_layer_params=spec.largest_layer_params, model_config=models.get_config(model_name))
-            app_state.replace_config(copy.deepcopy(row["config"]))
-            st.session_state["plan_message"] = (f"Loaded rank {rank} into the builder ({_option(row)}, "
-                                                f"micro batch {row['micro_batch']}). Review & export has the file.")
+            before = app_state.get_config()
+            app_state.replace_config(adopt_candidate(before, row["config"]))
+            kept = kept_by_adoption(before, row["config"])
+            st.session_state["plan_message"] = (
+                f"Loaded rank {rank} into the builder ({_option(row)}, micro batch {row['micro_batch']}): its "
+                "batch size, precision and ZeRO stage, offload and ZeRO++"
+                + (f"; your {', '.join(kept[:6])}{' and more' if len(kept) > 6 else ''} kept" if kept else "")
+                + ". Review & export has the file.")
 
         cols = st.columns([1, 3])
         rank = cols[0].selectbox("Row", list(range(1, len(shown) + 1)), key="plan_row")

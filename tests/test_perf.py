@@ -271,6 +271,40 @@ def test_every_candidate_kind_validates():
         assert validate(config, world_size=16).ok
 
 
+def test_adopting_a_candidate_keeps_everything_it_does_not_decide():
+    """Plan's "Use this config": the batch, precision and ZeRO stage / offload / ZeRO++ come from the candidate;
+    the optimizer, scheduler, monitoring, unknown keys and the other ZeRO keys stay (the page replaced it all)."""
+    from core.effective import effective
+    from core.perf.recommend import adopt_candidate, kept_by_adoption
+
+    user = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 4,
+            "fp16": {"enabled": True, "loss_scale": 128}, "gradient_clipping": 0.5,
+            "optimizer": {"type": "AdamW", "params": {"lr": 3e-4}},
+            "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}},
+            "tensorboard": {"enabled": True, "output_path": "runs/"}, "my_team_key": {"owner": "alice"},
+            "zero_optimization": {"stage": 3, "cpu_offload_param": True, "reduce_bucket_size": 50_000_000,
+                                  "zero_quantized_weights": True, "zero_hpz_partition_size": 8}}
+    candidate = build_config(stage=2, offload_optimizer="cpu", offload_param="none", zeropp=False, micro_batch=2,
+                             grad_accum=2, world_size=16, precision="bf16", gpus_per_node=8)
+    adopted = adopt_candidate(user, candidate)
+    for key in ("gradient_clipping", "optimizer", "scheduler", "tensorboard", "my_team_key"):
+        assert adopted[key] == user[key], key
+    assert {k: adopted[k] for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
+                                    "gradient_accumulation_steps")} == {
+        "train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2}
+    assert adopted["zero_optimization"] == {"stage": 2, "reduce_bucket_size": 50_000_000,
+                                            "offload_optimizer": {"device": "cpu", "pin_memory": True},
+                                            "overlap_comm": True, "contiguous_gradients": True}
+    assert adopted["fp16"] == {"enabled": False, "loss_scale": 128}  # kept for switching back, off
+    read = effective(adopted)
+    assert read.precision_mode == "bf16" and read.stage == 2
+    assert validate(adopted, world_size=16).ok
+    assert kept_by_adoption(user, candidate) == ["gradient_clipping", "optimizer", "scheduler", "tensorboard",
+                                                 "my_team_key"]
+    # a ZeRO section DeepSpeed cannot read is replaced, not merged into
+    assert adopt_candidate({"zero_optimization": 2}, candidate)["zero_optimization"] == candidate["zero_optimization"]
+
+
 def test_gpu_sweep_finds_the_smallest_cluster():
     sweep = gpu_sweep(LLAMA70, Cluster("NVIDIA H100 80GB", 8), seq_len=2048, global_batch=64, node_counts=[1, 2, 4],
                       tokens=1e9, price_per_gpu_hour=3.0, recompute=("full",), nvme=False)

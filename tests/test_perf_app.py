@@ -49,6 +49,27 @@ def test_use_this_config_loads_the_row_into_the_builder():
     assert any(b.label.startswith("Undo") for b in at.button)
 
 
+def test_use_this_config_keeps_the_users_optimizer_scheduler_and_own_keys():
+    """It replaced the whole config with the planner's (AdamW at 1e-4, clipping 1.0): the user's optimizer,
+    scheduler, monitoring and unknown keys were lost. Now only the batch, precision and ZeRO change, and it says
+    what it kept."""
+    user = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 32, "fp16": {"enabled": True},
+            "gradient_clipping": 0.5, "optimizer": {"type": "Lamb", "params": {"lr": 3e-4}},
+            "scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 5000, "warmup_num_steps": 100}},
+            "tensorboard": {"enabled": True, "output_path": "runs/"}, "my_team_key": {"owner": "alice"},
+            "zero_optimization": {"stage": 2, "reduce_bucket_size": 50_000_000}}
+    at = app(config=user, page=PAGE)
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    config = at.session_state["config"]
+    for key in ("gradient_clipping", "optimizer", "scheduler", "tensorboard", "my_team_key"):
+        assert config[key] == user[key], key
+    assert config["zero_optimization"]["reduce_bucket_size"] == 50_000_000
+    assert config["fp16"]["enabled"] is False and config["bf16"] == {"enabled": True}
+    message = next(s.value for s in at.success if "Loaded rank 1" in s.value)
+    assert "your gradient_clipping, optimizer, scheduler, tensorboard, my_team_key kept" in message
+
+
 def test_a_batch_that_cannot_be_split_is_explained():
     at = app(page=PAGE)
     at.number_input(key="plan_batch").set_value(100).run()

@@ -4,6 +4,7 @@ the GPU count (time and cost against cluster size)."""
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -79,6 +80,41 @@ def build_config(
     elif precision == "fp16":
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
     return cfg
+
+
+#: The ZeRO keys a candidate decides: its own value, or removed when the candidate leaves them out (no offload,
+#: no ZeRO++). The rest of the user's ZeRO section (bucket sizes, stage-3 thresholds) is kept.
+_CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_weights", "zero_quantized_gradients",
+                        "zero_hpz_partition_size")
+
+
+def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with what a planner candidate (``build_config``) decides: the batch keys, the precision and the
+    ZeRO stage, offload and ZeRO++; the user's optimizer, scheduler, monitoring, unknown keys and every other ZeRO
+    key are kept. Legacy offload keys (``cpu_offload``) go, since they would override the candidate's offload."""
+    from core.batch import BATCH_KEYS
+    from core.effective import effective, legacy_offload_keys
+    from core.fit import apply_patch
+    from core.precision import with_precision_mode
+
+    patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
+    cand_zero = candidate["zero_optimization"]
+    zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
+    zero_patch.update(cand_zero)
+    if not isinstance(config.get("zero_optimization"), Mapping):
+        zero_patch = dict(cand_zero)  # nothing readable to keep
+    patch["zero_optimization"] = zero_patch
+    return with_precision_mode(apply_patch(config, patch), effective(candidate).precision_mode)
+
+
+def kept_by_adoption(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """The top-level keys of ``config`` that ``adopt_candidate`` leaves as they are and the candidate has no say
+    in (its optimizer and clipping are not adopted), in the config's order: what the app says it kept."""
+    from core.batch import BATCH_KEYS
+
+    adopted = adopt_candidate(config, candidate)
+    decided = {*BATCH_KEYS, "zero_optimization", *(key for key in candidate if key in ("bf16", "fp16"))}
+    return [key for key in config if key not in decided and adopted.get(key) == config[key]]
 
 
 def _options(cluster: Cluster, zeropp: bool, nvme: bool) -> list[tuple[int, str, str, bool]]:
