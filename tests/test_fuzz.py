@@ -168,7 +168,7 @@ def test_fix_removes_its_finding(config, world_size, target, version):
 
 def test_fix_inside_list_item():
     config = {"train_micro_batch_size_per_gpu": 1,
-              "tensor_parallel": {"partition_config": {"layer_specs": [{"activation_checkpoint_interval": None}]}}}
+              "tensor_parallel": {"partition_config": {"layer_specs": [{"activation_checkpoint_interval": 2}]}}}
     finding = next(f for f in validate(config).findings if f.fix is not None and "[0]" in f.path)
     assert (finding.code, finding.path) not in {(f.code, f.path) for f in validate(finding.fix.apply(config)).findings}
 
@@ -180,7 +180,7 @@ def test_no_auto_default_when_the_default_is_auto():
 
 def test_fix_under_empty_key():
     config = {"train_micro_batch_size_per_gpu": 1, "compression_training": {"row_pruning": {"different_groups": {
-        "": {"activation_checkpoint_interval": None}}}}}
+        "": {"activation_checkpoint_interval": 2}}}}}
     # compression_training only exists in 0.19.5 (0.19.8 refuses the whole section).
     report = validate(config, version="0.19.5")
     finding = next(f for f in report.findings if f.fix is not None and ".." in f.path)

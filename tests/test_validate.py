@@ -731,3 +731,37 @@ def test_a_string_boolean_in_a_section_the_release_parses_with_pydantic_is_not_a
     """bf16 is a pydantic section from 0.19 on: "false" is parsed as false there."""
     assert not [f for f in validate(cfg(bf16={"enabled": "false"}), version="0.19.8").findings
                 if f.code == "type.truthy-string"]
+
+
+@pytest.mark.parametrize(("config", "path", "dest"), [
+    ({"sequence_parallel": {"enabled": True, "size": 4}}, "sequence_parallel", "sequence_parallel_size"),
+    ({"optimiser": "AdamW"}, "optimiser", "optimizer"),
+    ({"data_type": "bf16"}, "data_type", "data_types"),
+    ({"zero_optimization": {"stage": 2}, "overlap_comm": [1]}, "overlap_comm", "zero_optimization.overlap_comm"),
+    ({"zero_optimization": {"stage": 2, "offload_optimizer_device": "cpu"}},
+     "zero_optimization.offload_optimizer_device", "zero_optimization.offload_optimizer"),
+])
+def test_no_rename_fix_puts_a_value_where_it_does_not_fit(config, path, dest):
+    """A "did you mean" rename moved the value as it was: an ignored key became an error (a dict into
+    sequence_parallel_size, a string into the optimizer section). Such keys keep the suggestion, say why there is no
+    fix, and get none."""
+    config = {"train_micro_batch_size_per_gpu": 1, **config}
+    finding = next(f for f in validate(config, world_size=8).findings if f.path == path)
+    assert finding.fix is None
+    assert f"`{dest.rpartition('.')[2]}`" in finding.suggestion and "does not fit there as it is" in finding.suggestion
+
+
+@pytest.mark.parametrize(("config", "path"), [
+    ({"sequence_parallel": 2}, "sequence_parallel"),
+    ({"optimiser": {"type": "AdamW", "params": {"lr": 1e-4}}}, "optimiser"),
+    ({"zero_optimization": {"stage": 2}, "overlap_comm": True}, "overlap_comm"),
+    ({"tensor_paralel": {"tp_size": 2}}, "tensor_paralel"),  # the move is right; the inner key is its own finding
+])
+def test_a_rename_fix_whose_value_fits_removes_the_finding_and_adds_no_error_at_its_key(config, path):
+    config = {"train_micro_batch_size_per_gpu": 1, **config}
+    before = validate(config, world_size=8)
+    finding = next(f for f in before.findings if f.path == path)
+    after = validate(finding.fix.apply(config), world_size=8)
+    assert path not in {f.path for f in after.findings}
+    dest = finding.fix.ops[0].to
+    assert not [f for f in after.errors if f.path == dest], [f.message for f in after.errors]

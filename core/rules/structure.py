@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from functools import cache, lru_cache
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from core import versions
 from core.effective import legacy_zero_keys
@@ -16,7 +16,16 @@ from core.findings import Finding, Fix, FixOp, get_path, join_index, join_path
 from core.rules.context import Context, switched_on
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
-from core.schema.walk import SchemaField, field_exists, is_open, is_strict, key_index, section_fields, section_meta
+from core.schema.walk import (
+    SchemaField,
+    field_exists,
+    is_open,
+    is_strict,
+    key_index,
+    resolve,
+    section_fields,
+    section_meta,
+)
 
 ROOT = DeepSpeedConfig
 
@@ -246,9 +255,11 @@ def _unknown_key(
     if is_comment_key(key):
         return _comment_key(ctx, key, path, prefix, strict)
     guess = did_you_mean(key, _known_keys(ctx.version, prefix, model)) if suggest else None
+    moved_to = _destination(key, prefix, guess)
+    misfit = None if moved_to is None else _misfit(moved_to[1], value)
     if prefix == "":
-        return _unknown_top_level(key, guess)
-    return _unknown_nested(key, path, prefix, value, strict, guess)
+        return _unknown_top_level(key, guess, moved_to, misfit)
+    return _unknown_nested(key, path, prefix, value, strict, guess, moved_to, misfit)
 
 
 #: The top-level key a JSON editor reads the config's JSON Schema from (``dsconfig schema``, README): not a
@@ -289,27 +300,61 @@ def _comment_key(ctx: Context, key: str, path: str, prefix: str, strict: bool) -
 # Bounded: the keys are the user's. Checked against all 36 releases (``core.versions.matrix.works_with``), a config
 # with thousands of unknown top-level keys got the same warning built 36 times for each.
 @lru_cache(maxsize=4096)
-def _unknown_top_level(key: str, guess: str | None) -> Finding:
-    return _unknown_nested(key, _join("", key), "", None, False, guess)
+def _unknown_top_level(key: str, guess: str | None, moved_to: tuple[str, str] | None, misfit: str | None) -> Finding:
+    return _unknown_nested(key, _join("", key), "", None, False, guess, moved_to, misfit)
 
 
-def _unknown_nested(key: str, path: str, prefix: str, value: Any, strict: bool, guess: str | None) -> Finding:
+def _destination(key: str, prefix: str, guess: str | None) -> tuple[str, str] | None:
+    """Where a fix would put an unknown key: ("move", path) when it is a field of another section, ("rename",
+    path) when it looks like a misspelt field of its own section, else None."""
     # Where else this key is a field; never "move" a key into itself or one of its own parents.
     elsewhere = [
         p for p in key_index(ROOT).get(key, ())
         if p != prefix and not (prefix + ".").startswith(_join(p, key) + ".")
     ]
+    if elsewhere:
+        return "move", _join(elsewhere[0], key)
+    return ("rename", _join(prefix, guess)) if guess else None
+
+
+def _misfit(dest: str, value: Any) -> str | None:
+    """Why the schema refuses ``value`` at ``dest`` (its section validated with that key alone), or None when it
+    takes it: a rename that puts an object where a number belongs turns an ignored key into an error."""
+    parent, _, key = dest.rpartition(".")
+    owner = ROOT if parent == "" else getattr(resolve(ROOT, parent), "model", None)
+    if owner is None:
+        return None
+    try:
+        owner.model_validate({key: value})
+    except ValidationError as exc:
+        # inside a section only its own shape counts: a misspelt key within it gets its own finding once moved
+        in_value = getattr(resolve(ROOT, dest), "model", None) is None
+        error = next((e for e in exc.errors(include_url=False)
+                      if e["loc"] == (key,) or (in_value and e["loc"][:1] == (key,))), None)
+        if error is None:
+            return None
+        # pydantic names the schema's class ("instance of OptimizerConfig"); the user wrote JSON
+        return "it takes an object ({...})" if error["type"] in ("model_type", "dict_type") else error["msg"]
+    except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _unknown_nested(key: str, path: str, prefix: str, value: Any, strict: bool, guess: str | None,
+                    moved_to: tuple[str, str] | None, misfit: str | None) -> Finding:
     where = f"in `{prefix}`" if prefix else "at the top level"
     fix = None
-    if elsewhere:
-        target = elsewhere[0]
-        dest = _join(target, key)
-        suggestion = f"`{key}` belongs in `{target or 'the top level'}`: move it to `{dest}`."
-        fix = Fix(f"Move `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
-    elif guess:
-        dest = _join(prefix, guess)
-        suggestion = f"Did you mean `{guess}`?"
-        fix = Fix(f"Rename `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
+    if moved_to is not None:
+        how, dest = moved_to
+        if how == "move":
+            suggestion = f"`{key}` belongs in `{dest.rpartition('.')[0] or 'the top level'}`: move it to `{dest}`."
+            fix = Fix(f"Move `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
+        else:
+            suggestion = f"Did you mean `{guess}`?"
+            fix = Fix(f"Rename `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
+        if misfit is not None:  # no fix: moved as it is, the value would be refused there
+            suggestion += f" Its value does not fit there as it is ({misfit.rstrip('.')}): rewrite it in that form."
+            fix = None
     else:
         suggestion = "Check the spelling against the DeepSpeed documentation, or remove it."
     if prefix == "":
