@@ -765,3 +765,19 @@ def test_a_rename_fix_whose_value_fits_removes_the_finding_and_adds_no_error_at_
     assert path not in {f.path for f in after.findings}
     dest = finding.fix.ops[0].to
     assert not [f for f in after.errors if f.path == dest], [f.message for f in after.errors]
+
+
+@pytest.mark.parametrize("name", ["OneBitAdam", "ZeroOneAdam", "OneBitLamb"])
+def test_an_optimizer_of_other_releases_gets_no_spelling_fix(name):
+    """0.19.8 removed the 1-bit optimizers; the nearest spelling (NAdam, RAdam) is another algorithm whose
+    parameters differ, and the one-click fix made new errors. It now names a release that has it and offers no fix."""
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": name, "params": {"lr": 1e-4}}}
+    finding = next(f for f in validate(config, version="0.19.8").errors if f.code == "optimizer.unknown")
+    assert finding.fix is None
+    release = re.search(r"Validate for a release that has it \(DeepSpeed (\d+\.\d+\.\d+)\)", finding.suggestion)
+    assert release, finding.suggestion
+    assert "optimizer.unknown" not in validate(config, version=release[1]).codes()  # it does have it
+    # a misspelling still gets its fix
+    typo = next(f for f in validate({**config, "optimizer": {"type": "AdamWW"}}).errors
+                if f.code == "optimizer.unknown")
+    assert typo.fix is not None and typo.suggestion == 'Did you mean "AdamW"?'

@@ -109,19 +109,27 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         return
     spec = resolve_optimizer(name, ctx.version)
     if spec is None:
-        known = [s.display_name for s in OPTIMIZERS.values() if s.exists_in(ctx.version)] + list(TORCH_OPTIMIZERS)
-        guess = closest_choice(name, known)
         other = OPTIMIZERS.get(name.lower())
         releases = [r for r in versions.RELEASES if other and other.exists_in(r)]
         why = (f" It exists in DeepSpeed {releases[0]} – {releases[-1]} but not in {ctx.version}."
                if releases else "")
+        # a real optimizer of other releases is no misspelling: the nearest name is another algorithm, whose
+        # parameters differ (OneBitAdam's freeze_step is no NAdam parameter)
+        known = [s.display_name for s in OPTIMIZERS.values() if s.exists_in(ctx.version)] + list(TORCH_OPTIMIZERS)
+        guess = None if releases else closest_choice(name, known)
+        if releases:
+            advice = (f"Validate for a release that has it (DeepSpeed {releases[-1]}), or choose another optimizer "
+                      "(AdamW, Adam, Lamb, Lion) and the parameters it takes.")
+        elif guess:
+            advice = f"Did you mean {brief(guess)}?"
+        else:
+            advice = "Use AdamW, Adam, Lamb, Lion, Adagrad or a torch.optim class name such as SGD."
         yield Finding(
             "error", "optimizer.unknown", "optimizer.type",
             f"DeepSpeed {ctx.version} does not know the optimizer {brief(name)}: it is neither one of DeepSpeed's "
             f"own (any case) nor a torch.optim class (exact case).{why} deepspeed.initialize fails "
             f"(\"{name} is not a supported DeepSpeed Optimizer\").",
-            suggestion=f"Did you mean {brief(guess)}?" if guess else "Use AdamW, Adam, Lamb, Lion, Adagrad or a "
-            "torch.optim class name such as SGD.",
+            suggestion=advice,
             fix=set_fix("optimizer.type", guess) if guess else None, page="optimizer",
         )
         return
