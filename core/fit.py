@@ -300,10 +300,36 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     combined = _combined(config, model, hardware, shape, ways)
     if combined is not None:
         ways.append(combined)
-    ways = [_with_untested_optimizer_allowed(way, config) for way in ways]
+    # a way that fits nothing is worth showing only when it gets closer: adding offload to a job short of CPU RAM
+    # alone moves it further away, and was ranked first for its small GPU figure
+    now_over = _overshoot(current.gpu_bytes, current.cpu_bytes_per_node, current.nvme_bytes_per_node, hardware)
+    ways = [_with_untested_optimizer_allowed(way, config) for way in ways
+            if way.fits or _way_overshoot(way, hardware) < now_over]
     order = {kind: i for i, kind in enumerate(KINDS)}
-    return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else w.gpu_bytes, _stage_of(w),
-                                       w.gpu_bytes))
+    return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else _way_overshoot(w, hardware),
+                                       _stage_of(w), w.gpu_bytes))
+
+
+def _overshoot(gpu_bytes: int, cpu_bytes: int, nvme_bytes: int, hardware: Hardware) -> float:
+    """How far over the cluster's memory a job is: the sum over GPU memory, CPU RAM and NVMe (per node) of the
+    fraction by which its use exceeds the capacity (0 when it fits)."""
+    nvme_cap = hardware.nvme_bytes_per_node
+    pairs = [(gpu_bytes, hardware.gpu_memory_bytes), (cpu_bytes, hardware.cpu_ram_per_node_bytes)]
+    if nvme_cap is not None and nvme_bytes:
+        pairs.append((nvme_bytes, nvme_cap))
+    return sum(max(0.0, used / max(cap, 1) - 1.0) for used, cap in pairs)
+
+
+def _way_overshoot(way: Way, hardware: Hardware) -> float:
+    return _overshoot(way.gpu_bytes, way.cpu_bytes_per_node, way.nvme_bytes_per_node, hardware)
+
+
+def nothing_helps(short: tuple[str, ...]) -> str:
+    """What to say when ``ways_to_fit`` finds no change that gets closer, for the resources ``short_of`` names."""
+    remedies = {"GPU": "GPUs with more memory or a smaller model", "CPU RAM": "more CPU RAM per node (a node's ranks "
+                "share it)", "NVMe": "more NVMe space per node"}
+    return ("No change the memory model knows of makes this fit or gets it closer; "
+            + " and ".join(remedies[name] for name in short) + " would.")
 
 
 def _stage_of(way: Way) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import fit
 from core.findings import get_path
 from core.launchers import job_world_size
 from ui import (
@@ -131,7 +132,7 @@ if view is not None:
         found = headline.ways(config, ctx, form.report)
         speeds = headline.speeds(found, config, ctx, form.report)
         if not found:
-            st.info("No change the memory model knows of makes this fit; a larger GPU or a smaller model would.")
+            st.info(fit.nothing_helps(fit.short_of(estimate)))
         for i, (way, speed) in enumerate(zip(found, speeds, strict=True)):
             with st.container(border=True):
                 verdict = ":green[**fits**]" if way.fits else f":red[still short of {', '.join(way.short)}]"

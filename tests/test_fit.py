@@ -484,3 +484,26 @@ def test_the_combined_way_uses_nvme_when_cpu_ram_is_what_is_short():
     patched = fit.apply_patch(config, combined.config_patch)
     assert deepspeed_verdict(patched, world_size=16).accepted
     assert not [f for f in validate(patched, world_size=16).findings if f.severity == "error"]
+
+
+def test_a_job_short_only_of_cpu_ram_is_not_offered_more_offload(llama8b, tmp_path):
+    """Short of CPU RAM alone (nothing offloaded, GPU half empty), every way offered added offload, the first one
+    with five times the CPU RAM of now (non-fitting ways were ranked by their GPU memory). A way that fits nothing
+    is now offered only when it gets closer, nearest first; when none does, the page and the CLI say what would."""
+    config = {**ZERO1, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
+    shape = memory.Shape(1, 2048)
+    tiny_ram = memory.Hardware(8, 1, 80 * memory.GIB, 2 * memory.GIB)
+    now = memory.estimate(config, llama8b, tiny_ram, shape)
+    assert fit.short_of(now) == ("CPU RAM",)
+    assert fit.ways_to_fit(config, llama8b, tiny_ram, shape) == []
+    assert fit.nothing_helps(fit.short_of(now)).endswith("more CPU RAM per node (a node's ranks share it) would.")
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(config))
+    code, text = _run("fit", str(path), "--model", "meta-llama/Meta-Llama-3-8B", "--gpu", "A100 80GB", "--gpus", "8",
+                      "--cpu-ram", "2")
+    assert code == 1 and "gets it closer; more CPU RAM per node" in text
+    # a little short: every way offered is nearer than now on what is short, and the nearest comes first
+    some_ram = memory.Hardware(8, 1, 80 * memory.GIB, now.cpu_bytes_per_node * 3 // 4)
+    ways = fit.ways_to_fit(config, llama8b, some_ram, shape)
+    assert ways and all(w.fits or w.cpu_bytes_per_node < now.cpu_bytes_per_node for w in ways)
+    assert all(w.kind != "offload_optimizer" for w in ways)

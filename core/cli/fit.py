@@ -139,6 +139,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"  note: {note}\n")
     if ways:
         out.write("\nWays to make it fit (best first):\n")
+    elif not est.fits:
+        out.write(f"\n{fit.nothing_helps(fit.short_of(est))}\n")
     for i, (way, speed) in enumerate(zip(ways, speeds, strict=True), 1):
         mark = "fits" if way.fits else f"still short of {', '.join(way.short)}"
         pace = "" if speed is None else f"; speed per GPU {speed:.2f}x of now (planner estimate)"
