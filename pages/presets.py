@@ -45,7 +45,9 @@ cols = st.columns(len(FILTERS))
 chosen: dict[str, list[str]] = {}
 for col, (key, label) in zip(cols, FILTERS.items(), strict=True):
     options = sorted({str(f[key]) for f in facet.values()})
-    chosen[key] = col.multiselect(label, options, key=f"presets_filter_{key}", placeholder="any")
+    kept_filter = [o for o in app_state.kept(f"presets_filter_{key}", []) if o in options]
+    chosen[key] = col.multiselect(label, options, kept_filter, key=f"presets_filter_{key}", placeholder="any")
+    app_state.keep(f"presets_filter_{key}")
 shown = [p for p in found if all(not sel or str(facet[p.name][k]) in sel for k, sel in chosen.items())]
 tables.small_table(
     [{"Name": p.name, "Title": p.title, **{label: str(facet[p.name][k]) for k, label in FILTERS.items()},
@@ -134,8 +136,11 @@ def _side_label(name: str) -> str:
 
 names = list(sides)
 cols = st.columns(2)
-left = cols[0].selectbox("Left", names, index=0, key="presets_left", format_func=_side_label)
-right = cols[1].selectbox("Right", names, index=min(1, len(names) - 1), key="presets_right", format_func=_side_label)
+left = cols[0].selectbox("Left", names, index=app_state.kept_index("presets_left", names), key="presets_left",
+                        format_func=_side_label)
+right = cols[1].selectbox("Right", names, index=app_state.kept_index("presets_right", names, min(1, len(names) - 1)),
+                         key="presets_right", format_func=_side_label)
+app_state.keep("presets_left", "presets_right")
 # keys and values as safe text: the current config may hold anything (even lone surrogates)
 rows = [{k: fields.safe_text(v) for k, v in row.items()} for row in key_differences(sides[left], sides[right])]
 if rows:

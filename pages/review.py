@@ -97,9 +97,11 @@ VARIANTS = {
     "Only what differs from defaults": lambda c: export.strip_defaults(c, version=ctx["version"], target=ctx["target"]),
     "Explicit (every default of the sections in use)": lambda c: export.explicit_config(c, version=ctx["version"]),
 }
-variant = st.radio("Form", list(VARIANTS), horizontal=True, key="review_variant",
+variant = st.radio("Form", list(VARIANTS), index=app_state.kept_index("review_variant", list(VARIANTS)),
+                   horizontal=True, key="review_variant",
                    help="All three mean the same to DeepSpeed: the minimal file omits what DeepSpeed fills in "
                         "anyway, the explicit one writes out every default of the sections the file uses.")
+app_state.keep("review_variant")
 final = VARIANTS[variant](config)
 text = core.dump_config(final)
 widgets.code_preview(text, language="json")
@@ -130,19 +132,22 @@ if autos:
             check = autofill.TRAINING_VALUES[name]
             default = guesses.get(name)
             with cols[i % 3]:
+                key = f"review_auto_{name}"
                 if check is autofill.TRAINING_VALUES["fp16"]:
-                    values[name] = st.checkbox(name, value=bool(default), key=f"review_auto_{name}")
+                    values[name] = st.checkbox(name, value=app_state.kept(key, bool(default)), key=key)
                 elif check is autofill.TRAINING_VALUES["world_size"]:
-                    values[name] = st.number_input(name, value=default, min_value=1, step=1,
-                                                   key=f"review_auto_{name}", placeholder="required")
+                    values[name] = st.number_input(name, value=app_state.kept(key, default), min_value=1, step=1,
+                                                   key=key, placeholder="required")
                 elif check is autofill.TRAINING_VALUES["zero_stage"]:
                     values[name] = st.number_input(
-                        name, value=default, min_value=0, max_value=3, step=1, key=f"review_auto_{name}",
+                        name, value=app_state.kept(key, default), min_value=0, max_value=3, step=1, key=key,
                         help="Accelerate's ZeRO stage for an \"auto\" stage: what `accelerate config` wrote "
                              "(ACCELERATE_DEEPSPEED_ZERO_STAGE), else 2")
                 else:
-                    values[name] = st.number_input(name, value=None if default is None else float(default),
-                                                   format="%g", key=f"review_auto_{name}", placeholder="required")
+                    values[name] = st.number_input(
+                        name, value=app_state.kept(key, None if default is None else float(default)), format="%g",
+                        key=key, placeholder="required")
+                app_state.keep(key)
         given = {k: v for k, v in values.items() if v is not None}
         try:
             resolved = autofill.resolve_auto(config, **given)
@@ -170,10 +175,11 @@ st.subheader("Launch")
 HF_MODE_LABELS = {"auto": '"auto" in the config, values in TrainingArguments',
                   "match": "values in the config, repeated in TrainingArguments"}
 hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MODE_LABELS.get, horizontal=True,
-                   key="review_hf_mode",
+                   index=app_state.kept_index("review_hf_mode", list(HF_MODE_LABELS)), key="review_hf_mode",
                    help="The HF Trainer refuses to start when the config's batch, learning rate, clipping, "
                         "warm-up or precision differ from its TrainingArguments: either leave them to the Trainer "
                         '("auto") or pass the same values both ways.')
+app_state.keep("review_hf_mode")
 # the Trainer's batch arguments where the config says "auto": the values the Batch page and the memory use
 trainer_values = {name: int(ctx[key]) for name, key, path in HF_BATCH_ARGUMENTS if final.get(path) == "auto"}
 # each launcher's file once, for its snippet and for the file shown under it

@@ -34,8 +34,10 @@ and exported unchanged.""",
 
 # ------------------------------------------------------------------ where the config comes from
 st.subheader("1. Begin from")
-source = st.radio("Source", ["Preset", "Upload or paste", "Blank"], horizontal=True, key="start_source",
-                  label_visibility="collapsed")
+SOURCES = ["Preset", "Upload or paste", "Blank"]
+source = st.radio("Source", SOURCES, index=app_state.kept_index("start_source", SOURCES), horizontal=True,
+                  key="start_source", label_visibility="collapsed")
+app_state.keep("start_source")
 
 
 def _load(config: dict, label: str) -> None:
@@ -98,7 +100,9 @@ if source == "Preset":
     if found:
         names = [p.name for p in found]
         titles = {p.name: p.title for p in found}
-        name = st.selectbox("Preset", names, format_func=lambda n: f"{titles[n]} ({n})", key="start_preset")
+        name = st.selectbox("Preset", names, index=app_state.kept_index("start_preset", names),
+                            format_func=lambda n: f"{titles[n]} ({n})", key="start_preset")
+        app_state.keep("start_preset")
         preset = next(p for p in found if p.name == name)
         # a team's preset file is text, not Markdown: no links, images or HTML from it reach the page
         st.markdown(fields.md_escape(preset.meta.get("description", "")))
@@ -117,10 +121,12 @@ elif source == "Upload or paste":
     st.file_uploader(f"ds_config.json (JSON or HJSON, up to {MAX_CONFIG_MB} MB)", type=["json", "hjson", "txt", "conf"],
                      max_upload_size=MAX_CONFIG_MB,
                      key="start_upload", on_change=lambda: st.session_state.update({LAST_INPUT: "upload"}))
-    st.text_area(f"…or paste it here (up to {MAX_CONFIG_MB} MB)", key="start_paste", height=200,
+    st.text_area(f"…or paste it here (up to {MAX_CONFIG_MB} MB)", app_state.kept("start_paste", ""), key="start_paste",
+                 height=200,
                  max_chars=MAX_CONFIG_BYTES,
                  placeholder='{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}',
                  on_change=lambda: st.session_state.update({LAST_INPUT: "paste"}))
+    app_state.keep("start_paste")
     chosen = import_source()
     if chosen == "upload":
         st.caption(f"Import will read the uploaded file **{fields.safe_text(st.session_state['start_upload'].name)}**"
@@ -193,8 +199,10 @@ with cols[2]:
 
 # ------------------------------------------------------------------ model
 st.subheader("4. Model and training shape")
-model_source = st.radio("Model", ["Catalog", "Upload config.json", "Parameter counts by hand"], horizontal=True,
-                        key="start_model_source")
+MODEL_SOURCES = ["Catalog", "Upload config.json", "Parameter counts by hand"]
+model_source = st.radio("Model", MODEL_SOURCES, index=app_state.kept_index("start_model_source", MODEL_SOURCES),
+                        horizontal=True, key="start_model_source")
+app_state.keep("start_model_source")
 
 
 def _set_model(name: str | None, total: int | None, largest: int | None, hf_config: dict | None = None) -> None:

@@ -56,7 +56,9 @@ SWEEP_AXES = {"micro_batch": "micro batch", "seq_len": "sequence length", "total
 def sweep_section(keys: memory.Keys, micro_batch: int, seq_len: int, world: int, capacity_row: bytes) -> None:
     """Memory against one axis; choosing the axis reruns this part only (the config does not change)."""
     st.subheader("Memory against micro batch, sequence length or GPU count")
-    axis = st.radio("Sweep", list(SWEEP_AXES), format_func=SWEEP_AXES.get, horizontal=True, key="zero_sweep_axis")
+    axis = st.radio("Sweep", list(SWEEP_AXES), format_func=SWEEP_AXES.get, horizontal=True,
+                    index=app_state.kept_index("zero_sweep_axis", list(SWEEP_AXES)), key="zero_sweep_axis")
+    app_state.keep("zero_sweep_axis")
     now = {"micro_batch": micro_batch, "seq_len": seq_len, "total_gpus": world}[axis]
     sweep = zero_view.sweep_view(keys, axis, now)
     charts.draw(zero_charts.sweep, {"sweep": sweep.rows, zero_charts.CAPACITY: capacity_row},

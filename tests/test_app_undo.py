@@ -97,3 +97,59 @@ def test_the_plan_page_says_which_cpu_ram_and_nvme_it_judged_offloading_rows_wit
     roomy.selectbox(key="plan_model").set_value("meta-llama/Llama-2-70b-hf").run()
     roomy.number_input(key="plan_batch").set_value(8).run()
     assert not roomy.error and any("1024 GiB of CPU RAM and 4000 GiB of NVMe" in c.value for c in roomy.caption)
+
+
+def test_every_pages_own_choices_survive_a_visit_to_another_page():
+    """Start's sources, pasted text and preset, Presets' filters and comparison, Review's form and HF mode, and the
+    ZeRO page's sweep axis went back to their first option after a visit to another page (found by a QA pass)."""
+    at = app(page="pages/start.py")
+    at.selectbox(key="start_model").set_value("meta-llama/Llama-3.2-1B").run()  # the ZeRO page's sweep needs one
+    at.radio(key="start_model_source").set_value("Parameter counts by hand").run()
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    at.text_area(key="start_paste").set_value('{"train_micro_batch_size_per_gpu": 2}').run()
+    at.switch_page("pages/presets.py").run()
+    at.multiselect(key="presets_filter_stage").set_value(["3"]).run()
+    at.selectbox(key="presets_left").set_value("zero3-bf16").run()
+    at.selectbox(key="presets_right").set_value("dp-bf16").run()
+    at.switch_page("pages/review.py").run()
+    variant = "Only what differs from defaults"
+    at.radio(key="review_variant").set_value(variant).run()
+    at.radio(key="review_hf_mode").set_value("match").run()
+    at.switch_page("pages/zero.py").run()
+    at.radio(key="zero_sweep_axis").set_value("seq_len").run()
+    at.switch_page("pages/monitoring.py").run()
+    for page in ("pages/start.py", "pages/presets.py", "pages/review.py", "pages/zero.py"):
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+        if page == "pages/start.py":
+            assert at.radio(key="start_source").value == "Upload or paste"
+            assert at.text_area(key="start_paste").value == '{"train_micro_batch_size_per_gpu": 2}'
+            assert at.radio(key="start_model_source").value == "Parameter counts by hand"
+        elif page == "pages/presets.py":
+            assert at.multiselect(key="presets_filter_stage").value == ["3"]
+            assert (at.selectbox(key="presets_left").value, at.selectbox(key="presets_right").value) == (
+                "zero3-bf16", "dp-bf16")
+        elif page == "pages/review.py":
+            assert (at.radio(key="review_variant").value, at.radio(key="review_hf_mode").value) == (variant, "match")
+        else:
+            assert at.radio(key="zero_sweep_axis").value == "seq_len"
+
+
+def test_review_resolve_auto_keeps_typed_values_and_follows_an_untouched_guess():
+    """The "resolve auto" boxes lost what was typed on a page switch. A box nobody typed in still follows its
+    guess (the world size from the Start page's cluster); one the user typed keeps the user's value."""
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "train_batch_size": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}
+    at = app(config=config, page="pages/review.py", target="hf")
+    assert at.number_input(key="review_auto_world_size").value == 8
+    at.number_input(key="review_auto_learning_rate").set_value(3e-4).run()
+    at.switch_page("pages/start.py").run()
+    at.session_state["context"]["nodes"] = 2
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="review_auto_learning_rate").value == 3e-4
+    assert at.number_input(key="review_auto_world_size").value == 16
+    at.number_input(key="review_auto_world_size").set_value(4).run()
+    at.switch_page("pages/start.py").run()
+    at.switch_page("pages/review.py").run()
+    assert at.number_input(key="review_auto_world_size").value == 4

@@ -168,14 +168,26 @@ def clear_widgets() -> None:
 KEPT_INPUTS = "kept_inputs"
 
 
+#: Session key: the default each kept widget was last drawn with (``kept``).
+KEPT_DEFAULTS = "kept_defaults"
+
+
 def kept(key: str, default: Any) -> Any:
-    """The value widget ``key`` had when its page last drew it, else ``default``."""
-    return st.session_state.get(KEPT_INPUTS, {}).get(key, default)
+    """The value widget ``key`` had when its page last drew it, when the user had changed it from the default it
+    was drawn with; else ``default`` (a default that follows the config or the cluster, and has changed since,
+    is not shadowed by a value nobody chose)."""
+    defaults = st.session_state.setdefault(KEPT_DEFAULTS, {})
+    store = st.session_state.get(KEPT_INPUTS, {})
+    value = store.get(key, default)
+    if key in store and key in defaults and store[key] == defaults[key]:
+        value = default
+    defaults[key] = default
+    return value
 
 
 def kept_index(key: str, options: list[Any], default: int = 0) -> int:
     """A selectbox's index: its kept value's, when that is still one of ``options``; else ``default``."""
-    value = kept(key, None)
+    value = kept(key, options[default] if 0 <= default < len(options) else None)
     return options.index(value) if value in options else default
 
 
