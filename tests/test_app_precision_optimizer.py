@@ -256,3 +256,20 @@ def test_fp16_enabled_as_each_release_reads_it():
 
     for version, on in (("0.16.9", True), ("0.19.8", False)):
         assert effective({"fp16": {"enabled": "false"}}, version).fp16 is on, version
+
+
+@pytest.mark.parametrize(("written", "mode"), [({"bf16": {"enabled": "auto"}}, "bf16"),
+                                                ({"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}}, "fp16")])
+def test_an_auto_precision_is_read_the_same_by_the_radio_and_the_figures(written, mode):
+    """An HF config with "enabled": "auto": the radio showed bf16 while the memory figures and the headline on the
+    same page were fp32 (the estimator read "auto" as off); both read it as the section the Trainer will fill."""
+    from core.models import get_config, get_spec
+
+    name = "meta-llama/Llama-2-7b-hf"
+    spec = get_spec(name)
+    at = app({"train_micro_batch_size_per_gpu": 4, **written, "zero_optimization": {"stage": 2}},
+             page="pages/precision.py", target="hf", model=name, total_params=spec.total_params,
+             largest_layer_params=spec.largest_layer_params, model_config=get_config(name))
+    assert at.radio(key="cfg:precision_mode").value == mode
+    verdict = next(m.value for m in at.markdown if "micro batch 4" in m.value)
+    assert f"{mode}, micro batch 4" in verdict, verdict

@@ -222,9 +222,10 @@ def test_auto_values_use_defaults_with_note():
         "optimizer": {"type": "auto"},
     }
     est = m.estimate(cfg, LLAMA7, HW, m.Shape())
-    assert est.settings.reduce_bucket_size == 500_000_000 and est.settings.precision == "fp32"
-    assert any('"auto"' in n for n in est.notes)
-    assert m.estimate(cfg, LLAMA7, HW, m.Shape(), precision="bf16").settings.precision == "bf16"
+    # bf16 "auto" is estimated as bf16, as the Precision page shows it (it was fp32 beside a bf16 radio)
+    assert est.settings.reduce_bucket_size == 500_000_000 and est.settings.precision == "bf16"
+    assert any('bf16.enabled is "auto"' in n and "as if --bf16 is passed" in n for n in est.notes)
+    assert m.estimate(cfg, LLAMA7, HW, m.Shape(), precision="fp16").settings.precision == "fp16"
 
 
 def test_bad_shape_is_a_clear_error():

@@ -121,11 +121,14 @@ class TrainingSettings:
         if stage == 0 and meaning.stage_written not in (0, None, False):
             notes.append(f"zero_optimization.stage={brief(meaning.stage_written)} is not 0-3; estimated as stage 0.")
 
-        precision = meaning.precision if meaning.precision != "torch_autocast" else "fp32"
-        if meaning.fp16_auto or meaning.bf16_auto:
+        # an "auto" section counts as on, as the Precision page shows it: the HF Trainer fills it from
+        # TrainingArguments, and a section written "auto" says which flag the run will pass (--bf16, --fp16)
+        mode = meaning.precision_mode
+        precision = mode if mode != "torch_autocast" else "fp32"
+        if (meaning.fp16_auto or meaning.bf16_auto) and meaning.precision == "fp32":
             notes.append(
-                'fp16/bf16 "enabled": "auto" is resolved by the HF Trainer; estimated as '
-                f"{precision} (choose the precision explicitly to override)."
+                f'{mode}.enabled is "auto": the HF Trainer fills it from TrainingArguments; estimated as {precision}, '
+                f"as if --{mode} is passed (write the precision in the config to choose another)."
             )
 
         off_opt, off_param = meaning.offload_optimizer, meaning.offload_param
