@@ -123,7 +123,14 @@ elif valid:
     shown = ", ".join(str(w) for w in valid[:40]) + (" …" if len(valid) > 40 else "")
     ok = world in valid
     st.markdown(f"**GPU counts that work with these values** (1–512): {shown}")
-    if not ok:
+    # as severe as the validator says at this world size: DeepSpeed takes a fractional data-parallel size
+    # (sequence_parallel_size not dividing the GPUs) with a warning, and refuses a batch that does not resolve
+    accepted_with = [f.message for f in form.report.warnings if f.code == "misc.sequence-parallel"]
+    batch_errors = [f for f in form.report.errors if f.path in (*BATCH_KEYS, "sequence_parallel_size")]
+    if not ok and accepted_with and not batch_errors:
+        st.warning(f"The current world size {world} is not one of them; DeepSpeed starts, but "
+                   f"{accepted_with[0][0].lower()}{accepted_with[0][1:]}", icon=":material/warning:")
+    elif not ok:
         st.error(f"The current world size {world} is not one of them.", icon=":material/error:")
 else:
     st.markdown("**No GPU count from 1 to 512 works with these values.**")

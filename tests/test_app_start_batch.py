@@ -350,3 +350,16 @@ def test_the_custom_gpus_memory_comes_back_after_looking_at_a_catalog_gpu():
     at.selectbox(key="ctx:gpu").set_value("Custom").run()
     assert at.session_state["context"]["gpu_memory_gib"] == 96.0
     assert at.number_input(key="ctx:gpu_memory_gib").value == 96.0
+
+
+def test_a_sequence_parallel_size_not_dividing_the_gpus_is_a_warning_on_the_batch_page_as_in_the_validator():
+    """SP 3 on 8 GPUs: DeepSpeed parses it (a data-parallel size of 2.67) and the validator warns; the Batch page
+    said it in red ("not one of them"). A batch that cannot resolve stays an error."""
+    at = app({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2, "sequence_parallel_size": 3},
+             page="pages/batch.py")
+    assert not [e.value for e in at.error if "world size 8" in e.value]
+    warning = next(w.value for w in at.warning if "world size 8 is not one of them" in w.value)
+    assert "DeepSpeed starts, but sequence_parallel_size 3 does not divide the 8 GPUs" in warning
+    refused = app({"train_batch_size": 12, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2},
+                  page="pages/batch.py")
+    assert any("world size 8 is not one of them" in e.value for e in refused.error)
