@@ -102,11 +102,13 @@ def _cluster_change(found: Hardware, hardware: Hardware) -> str:
 _CHANGE_BATCH = " an explicit train_batch_size must then be changed to match."
 
 
-def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict[str, Any], str]:
+def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int,
+              original: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
     ``gpus``, and what they do in words: with a written train_batch_size the same global batch through another
     accumulation when it divides, else the global batch grows with the GPU count (a written train_batch_size kept
-    as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto"."""
+    as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto".
+    The words compare with ``original`` when given (the user's config, before the way's other changes)."""
     tb = config.get("train_batch_size")
     if positive_whole(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
         return {}, ("" if tb is None else _CHANGE_BATCH)
@@ -118,12 +120,21 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int) -> tuple[dict
     ranks = int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
     if tb % (micro * ranks) == 0:
         new_accum = tb // (micro * ranks)
+        was = micro_and_accum_of(dict(original), gpus) if original is not None else trio
+        was_micro, was_accum = was if was is not None else trio
+        micro_said = f"micro batch {was_micro} → {micro}, " if was_micro != micro else ""
         return ({"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": new_accum},
-                f" train_batch_size stays {tb}: gradient accumulation {accum} → {new_accum}.")
+                f" train_batch_size stays {tb}: {micro_said}gradient accumulation {was_accum} → {new_accum}.")
     new_tb = micro * accum * ranks
     return ({"train_batch_size": new_tb, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
             f" {tb} does not divide over {ranks} data-parallel ranks with micro batch {micro}: train_batch_size "
             f"{tb} → {new_tb}, the global batch {'grows' if new_tb > tb else 'shrinks'} with the GPU count.")
+
+
+def _sentence(said: str) -> str:
+    """``said`` as a sentence of its own: capitalised, unless it begins with a config key (``train_batch_size``)."""
+    said = said.strip()
+    return said if "_" in said.split(" ", 1)[0] else said[0].upper() + said[1:]
 
 
 def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int) -> str:
@@ -488,7 +499,8 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
             names = [*names, f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})"]
             est = memory.estimate(apply_patch(config, patch), model, bigger, trial)
-            batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
+            batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
+                                                original=config)
             said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
             patch = apply_patch(patch, batch_patch)
             if "gradient_accumulation_steps" in batch_patch:  # the micro-batch rung's title follows the new count
@@ -501,7 +513,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         zero_patch.update({key: None for key, value in legacy.items() if value is None})
     return _from_estimate("combined", "Together: " + ", ".join(names),
                           "No single change fits: these changes together, cheapest first, up to the first that "
-                          "fits." + (f" {said.strip()[0].upper()}{said.strip()[1:]}" if said else ""),
+                          "fits." + (f" {_sentence(said)}" if said else ""),
                           est, patch, context)
 
 

@@ -507,3 +507,21 @@ def test_a_job_short_only_of_cpu_ram_is_not_offered_more_offload(llama8b, tmp_pa
     ways = fit.ways_to_fit(config, llama8b, some_ram, shape)
     assert ways and all(w.fits or w.cpu_bytes_per_node < now.cpu_bytes_per_node for w in ways)
     assert all(w.kind != "offload_optimizer" for w in ways)
+
+
+def test_the_combined_ways_batch_sentence_compares_with_the_users_config():
+    """It said "gradient accumulation 8 → 12" (8 from its own micro-batch rung; the config has 1) and capitalised
+    the key ("Train_batch_size")."""
+    spec = models.get_spec("meta-llama/Llama-2-7b-hf")
+    config = {"train_batch_size": 24, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": 0}, "bf16": {"enabled": True},
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+    hardware = memory.Hardware(gpus_per_node=3, nodes=1, gpu_memory_bytes=24 * memory.GIB,
+                               cpu_ram_per_node_bytes=64 * memory.GIB)
+    combined = next(w for w in fit.ways_to_fit(config, spec, hardware, memory.Shape(8, 2048)) if w.kind == "combined")
+    patched = fit.apply_patch(config, combined.config_patch)
+    micro, accum = patched["train_micro_batch_size_per_gpu"], patched["gradient_accumulation_steps"]
+    assert combined.context_patch["nodes"] * combined.context_patch["gpus_per_node"] != 3  # the GPU count changed
+    assert combined.detail.endswith(
+        f"train_batch_size stays 24: micro batch 8 → {micro}, gradient accumulation 1 → {accum}.")
+    assert micro * accum * combined.context_patch["nodes"] * combined.context_patch["gpus_per_node"] == 24
