@@ -690,3 +690,23 @@ def test_lightning_gets_a_whole_accumulation_and_notes_quote_json(accum, kwargs,
     _, given, notes = lightning_export(config, {"world_size": 8}, 8)
     assert given == kwargs and type(given.get("accumulate_grad_batches", 0)) is int
     assert any(said in note for note in notes), notes
+
+
+@pytest.mark.parametrize(("config", "varied"), [
+    ({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": "true"}, "zero_optimization": {"stage": 2}},
+     [{"bf16": True}, {"bf16": False}]),
+    ({**PEAK_DIFFERS, "zero_optimization": {"stage": 2}}, [{"learning_rate": 1e-4}, {"learning_rate": 2e-4}]),
+])
+def test_hf_never_matches_is_what_the_real_trainer_refuses_whatever_its_arguments(config, varied):
+    """hf.never-matches (validator, target hf): transformers refuses the config with each TrainingArguments value
+    that could match, and its fix ("auto") gives a config the Trainer takes with one of them."""
+    finding = next(f for f in core.validate(config, world_size=8, target="hf").errors
+                   if f.code == "hf.never-matches")
+    arguments = {"per_device_train_batch_size": 2, "warmup_steps": 10}
+    refused = r"- ds (bf16\.enabled|optimizer\.params\.lr|scheduler\.params\.warmup_max_lr)="
+    for value in varied:
+        with pytest.raises(ValueError, match=refused):
+            _trainer_accepts(config, {**arguments, **value})
+    fixed = finding.fix.apply(copy.deepcopy(config))
+    assert "hf.never-matches" not in core.validate(fixed, world_size=8, target="hf").codes()
+    assert _trainer_accepts(fixed, {**arguments, **varied[0]})

@@ -10,6 +10,7 @@ from core.findings import Finding, brief, join_path, shown
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, set_fix
 from core.rules.initialize import autotp_size_string
+from core.rules.structure import page_of
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import default_in, field_exists, is_strict
 
@@ -183,3 +184,45 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 fix=set_fix(path, default) if default is not None else None,
                 page=field.meta.page if field else None,
             )
+
+
+# --------------------------------------------------------------------------------------------
+# Values the HF Trainer compares and can never match
+
+#: The precision flags transformers' ``HfTrainerDeepSpeedConfig.trainer_config_process`` compares with a
+#: TrainingArguments bool (``fill_match("fp16.enabled", args.fp16 or args.fp16_full_eval)``). DeepSpeed reads
+#: "true" or "on" as on, but Python's ``!=`` tells them from any bool, so the Trainer refuses the config ("Please
+#: correct the following DeepSpeed config values that mismatch TrainingArguments values"). The numeric keys it
+#: compares (batch, clipping, lr, betas, ...) need numbers for DeepSpeed itself, whose own rules report them.
+_TRAINER_FLAGS = ("fp16.enabled", "bf16.enabled")
+
+
+def hf_never_matches(ctx: Context) -> Iterator[Finding]:
+    """Target hf: written values the Trainer compares with TrainingArguments and can never find equal (a string
+    "true" for fp16.enabled, two different learning rates), so it refuses the config whatever the arguments."""
+    if not ctx.is_hf:
+        return
+    for path in _TRAINER_FLAGS:
+        value = ctx.get(path)
+        if value is None or value == "auto" or (isinstance(value, int | float) and value in (0, 1)) or (
+                not isinstance(ctx.config.get(path.partition(".")[0]), dict)):
+            continue
+        yield Finding(
+            "error", "hf.never-matches", path,
+            f"`{path}` is {brief(value)}; the HF Trainer compares it with a TrainingArguments flag (true or false), "
+            "which it can never equal, so the Trainer refuses the config whatever its arguments (\"mismatch "
+            "TrainingArguments values\").",
+            suggestion='Set it to "auto" (the Trainer fills it from --fp16 / --bf16) or write true or false.',
+            fix=set_fix(path, "auto"), page=page_of(path),
+        )
+    lr, peak = ctx.get("optimizer.params.lr"), ctx.get("scheduler.params.warmup_max_lr")
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lr, peak))
+    if numbers and lr != peak:
+        yield Finding(
+            "error", "hf.never-matches", "scheduler.params.warmup_max_lr",
+            f"optimizer.params.lr is {brief(lr)} and scheduler.params.warmup_max_lr is {brief(peak)}; the HF Trainer "
+            "compares both with one TrainingArguments value (learning_rate), so one of them always mismatches and "
+            "the Trainer refuses the config.",
+            suggestion='Set both to "auto" (the Trainer fills them with --learning_rate), or write the same value.',
+            fix=set_fix("scheduler.params.warmup_max_lr", "auto"), page="optimizer",
+        )

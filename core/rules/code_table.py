@@ -180,6 +180,15 @@ TABLE: tuple[Code, ...] = (
        "Trainer's).",
        {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 16, "gradient_accumulation_steps": "auto"},
        settings={"target": "hf", "world_size": 4}),
+    _c("hf.never-matches", "error", "parse", False, "A value the HF Trainer compares with TrainingArguments and "
+       "can never find equal.",
+       "The HF Trainer checks the config's precision flags and learning rates against its TrainingArguments "
+       "(transformers' fill_match) with Python's !=. A flag written as text (\"true\", which DeepSpeed reads as "
+       "on) is never equal to a bool, and optimizer.params.lr and scheduler.params.warmup_max_lr are both compared "
+       "with learning_rate, so two different numbers always leave one mismatched: the Trainer refuses the config "
+       "whatever its arguments (\"mismatch TrainingArguments values\"). The fix sets the value to \"auto\" "
+       "(unsafe: the Trainer's argument then decides it).",
+       {**B, "bf16": {"enabled": "true"}, "zero_optimization": {"stage": 2}}, settings={"target": "hf"}),
     _c("batch.tb-positive", "error", "parse", False, "train_batch_size is not positive.",
        "DeepSpeed asserts train_batch_size > 0 while reading the config. The fix picks batch values that work on "
        "the GPU count from the valid ones (here the micro batch), which sets the training batch.",

@@ -21,6 +21,7 @@ RULES: tuple[Rule, ...] = (
     typecheck.truthy_strings,
     batch.sequence_parallel, misc.compile_passes, batch.elasticity,
     misc.removed_keys, misc.compression_shared_parameters, batch.batch_triangle, batch.batch_types, auto.auto_values,
+    auto.hf_never_matches,
     precision.precision, precision.torch_autocast, precision.communication,
     zero.zero_form, zero.offload, zero.deprecated_zero_keys, precision.bfloat16_alias,
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,

@@ -76,7 +76,8 @@ def _join(prefix: str, key: str) -> str:
     return join_path(prefix, key)
 
 
-def _page_of(path: str) -> str | None:
+def page_of(path: str) -> str | None:
+    """The app page of the top-level section holding ``path`` (None for a key no page shows)."""
     top = path.split(".")[0]
     field = section_fields(ROOT).get(top)
     return field.meta.page if field else None
@@ -172,7 +173,7 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
                 "DeepSpeed reads the alias and rejects the other spelling as an unknown key.",
                 suggestion=f"Keep one of them (the value of `{field.alias}` is the one DeepSpeed reads).",
                 fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)),
-                page=_page_of(path),
+                page=page_of(path),
             )
         if field.meta.extra.get("ignored"):
             yield Finding(
@@ -183,7 +184,7 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
                 fix=Fix(f"Rename to `{field.meta.replaced_by}`",
                         (FixOp("move", path, to=_join(prefix, field.meta.replaced_by)),))
                 if field.meta.replaced_by and field.meta.replaced_by not in data else None,
-                page=_page_of(path),
+                page=page_of(path),
             )
         if field.model is not None and isinstance(value, dict):
             yield from _walk_keys(ctx, value, field.model, path)
@@ -222,21 +223,21 @@ def _wrong_version(
             "removing it lets this release load the config, but training then runs without what it asks for.",
             suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing "
             "the feature is off.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
         )
     elif strict:
         yield Finding(
             "error", "keys.not-in-version", path,
             f"`{path}` {when}; {_version_label(ctx.version)} rejects it as an unknown key.",
             suggestion="Remove it, or validate for the DeepSpeed version you will run.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
         )
     else:
         yield Finding(
             "warning", "keys.not-in-version", path,
             f"`{path}` {when}; {_version_label(ctx.version)} silently ignores it.",
             suggestion="Remove it, or validate for the DeepSpeed version you will run.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
         )
 
 
@@ -250,7 +251,7 @@ def _unknown_key(
             "error" if strict else "warning", "keys.doc-only", path,
             f"`{key}` {'in `' + prefix + '`' if prefix else 'at the top level'} is mentioned in the DeepSpeed "
             f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it: {doc_only[key]}",
-            suggestion="Remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=_page_of(path),
+            suggestion="Remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
         )
     if is_comment_key(key):
         return _comment_key(ctx, key, path, prefix, strict)
@@ -281,7 +282,7 @@ def _comment_key(ctx: Context, key: str, path: str, prefix: str, strict: bool) -
         return Finding(
             "info", "keys.comment", path,
             f"`{key}` {where} looks like a comment: DeepSpeed ignores keys it does not know here, so it changes "
-            "nothing.", page=_page_of(path),
+            "nothing.", page=page_of(path),
         )
     # A strict section rejects it like any unknown key; the top level ignores it, so the comment can live there
     # (under a name of its own when the top level already has that key).
@@ -293,7 +294,7 @@ def _comment_key(ctx: Context, key: str, path: str, prefix: str, strict: bool) -
         f"Unknown key `{key}` in `{prefix}`: it looks like a comment, but this section rejects keys it does not "
         "know (\"Extra inputs are not permitted\").",
         suggestion="Keep comments at the top level, where DeepSpeed ignores unknown keys.", fix=fix,
-        page=_page_of(path),
+        page=page_of(path),
     )
 
 
@@ -362,13 +363,13 @@ def _unknown_nested(key: str, path: str, prefix: str, value: Any, strict: bool, 
             f"Unknown top-level key `{key}`: DeepSpeed silently ignores it, so whatever it was meant to "
             "configure is not configured."
         )
-        return Finding("warning", "keys.unknown-top-level", path, message, suggestion, fix, _page_of(guess or key))
+        return Finding("warning", "keys.unknown-top-level", path, message, suggestion, fix, page_of(guess or key))
     if strict and value == "auto":
         message = (f"Unknown key `{key}` {where}: DeepSpeed drops keys whose value is \"auto\" before it checks "
                    "this section, so it is ignored.")
-        return Finding("warning", "keys.unknown-auto", path, message, suggestion, fix, _page_of(path))
+        return Finding("warning", "keys.unknown-auto", path, message, suggestion, fix, page_of(path))
     if strict:
         message = f"Unknown key `{key}` {where}: DeepSpeed rejects the config (\"Extra inputs are not permitted\")."
-        return Finding("error", "keys.unknown", path, message, suggestion, fix, _page_of(path))
+        return Finding("error", "keys.unknown", path, message, suggestion, fix, page_of(path))
     message = f"Unknown key `{key}` {where}: DeepSpeed silently ignores it."
-    return Finding("warning", "keys.unknown-ignored", path, message, suggestion, fix, _page_of(path))
+    return Finding("warning", "keys.unknown-ignored", path, message, suggestion, fix, page_of(path))

@@ -15,7 +15,7 @@ from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import plain_default, set_fix, value_fix
-from core.rules.structure import ROOT, _exists, _join, _page_of, _profile_prefix, _strict
+from core.rules.structure import ROOT, _exists, _join, _profile_prefix, _strict, page_of
 from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
 from core.schema.zero import ZeroConfig
 
@@ -67,7 +67,7 @@ def check_profile_bounds(ctx: Context) -> Iterator[Finding]:
                     f"{info[bound]}.",
                     f"Allowed: {symbol} {info[bound]}." + (f" Default: {brief(info['default'])}." if "default" in info
                                                            else ""),
-                    None, _page_of(path),
+                    None, page_of(path),
                 )
                 break
 
@@ -125,7 +125,7 @@ def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], 
                 f"`{path}` is the string {brief(value)}: DeepSpeed {ctx.version} reads it with dict.get and uses it "
                 "as a Python truth value, and a non-empty string is true, so this setting is ON.",
                 suggestion="Write false (JSON's boolean, without quotes).",
-                fix=set_fix(path, False), page=_page_of(path),
+                fix=set_fix(path, False), page=page_of(path),
             )
 
 
@@ -174,7 +174,7 @@ def _null_sections(ctx: Context, reported: set[str]) -> Iterator[Finding]:
             yield Finding(
                 "error", "type.model_type", key,
                 f"`{key}` is null; DeepSpeed {ctx.version} fails when it reads it (it expects an object).",
-                "Write it as a JSON object, or remove it to use the defaults.", None, _page_of(key),
+                "Write it as a JSON object, or remove it to use the defaults.", None, page_of(key),
             )
 
 
@@ -193,7 +193,7 @@ def _null_fields(ctx: Context, reported: set[str]) -> Iterator[Finding]:
         yield Finding(
             "error", f"type.{code}", path,
             f"`{path}` is null; DeepSpeed {ctx.version} requires a {info['type']} here.",
-            f"Default: {brief(info['default'])}." if "default" in info else "", None, _page_of(path),
+            f"Default: {brief(info['default'])}." if "default" in info else "", None, page_of(path),
         )
 
 
@@ -298,18 +298,18 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     fix = value_fix(field, path, value, items if isinstance(items, list) else None) \
         if kind not in container_kinds else None
     if strict:
-        return Finding("error", f"type.{kind}", path, text, hint, fix, _page_of(path))
+        return Finding("error", f"type.{kind}", path, text, hint, fix, page_of(path))
     if raises == "engine":
         return Finding(
             "error", "type.engine", path,
             f"{text[:-1]} — DeepSpeed reads the config but fails when deepspeed.initialize uses this value.",
-            hint, fix, _page_of(path),
+            hint, fix, page_of(path),
         )
     return Finding(
         "warning", "type.unchecked", path,
         f"{text[:-1]} — DeepSpeed does not check this when it reads the config, so the mistake surfaces "
         "later, in training.",
-        hint, fix, _page_of(path),
+        hint, fix, page_of(path),
     )
 
 
