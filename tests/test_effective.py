@@ -354,7 +354,6 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "app_state.zero_stage": (app_state.zero_stage(config), ds.stage),
         "effective.precision": (meaning.precision, ds_precision),
         "validator.model_dtype": (model_dtype(ctx), ds_dtype),
-        "estimator.precision": (settings.precision, ds_dtype),
         "effective.torch_autocast_dtype": (meaning.torch_autocast_dtype, ds.torch_autocast_dtype),
         "effective.offload_optimizer": (meaning.offload_optimizer, ds.offload_optimizer),
         "effective.offload_param": (meaning.offload_param, ds.offload_param),
@@ -383,16 +382,21 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
         "presets.facets.offload": (facet["offload"], "nvme" if "nvme" in (ds.offload_optimizer, ds.offload_param)
                                    else "cpu" if "cpu" in (ds.offload_optimizer, ds.offload_param) else "none"),
         "planner.stage": (planner.stage, ds.stage),
-        "planner.precision": (planner.memory.precision, ds_dtype),
         "planner.overlap_comm": (planner.memory.overlap_comm, ds.overlap_comm),
         # AutoTP on (size > 1) and dividing the 8 GPUs (else the planner notes it and ignores it)
         "planner.tp": (planner.tp, ds.autotp_size if ds.autotp_size > 1 and 8 % ds.autotp_size == 0 else 1),
         # FusedAdam: an Adam/AdamW section on the GPU without torch_adam (what the fp16/bf16 wrapper checks)
         "planner.fused_optimizer": (planner.fused_optimizer,
                                     ds.optimizer_name in ("adam", "adamw") and ds.optimizer_backend == "gpu"),
-        # the fit advisor offers the next ZeRO stage up from the one DeepSpeed would run
-        "fit.next_stage": (_fit_next_stage(fit, config), ds.stage + 1 if ds.stage < 3 else None),
+        # the fit advisor's ZeRO-stage ways start above the stage DeepSpeed would run, ZeRO-3 among them (a stage
+        # that saves nothing, stage 1 for a stateless SGD, is no way out and is not offered)
+        "fit.stages_above": (_fit_stages_start_above(fit, config, ds.stage), True),
     })
+    if not (meaning.fp16_auto or meaning.bf16_auto):
+        # an "auto" section is estimated as on, as the Precision page shows it (the HF Trainer fills it): DeepSpeed
+        # reads the unfilled string as off, so only the configs without one compare
+        checks["estimator.precision"] = (settings.precision, ds_dtype)
+        checks["planner.precision"] = (planner.memory.precision, ds_dtype)
     if not (meaning.fp16_auto or meaning.bf16_auto):
         checks["presets.facets.precision"] = (facet["precision"], ds_precision)
     if ds.stage > 0 and meaning.optimizer_name in ("lamb", "muadamw"):  # untested with ZeRO: DeepSpeed asserts
@@ -417,15 +421,26 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
     return [f"{name}: ours {ours!r}, DeepSpeed {theirs!r}" for name, (ours, theirs) in checks.items() if ours != theirs]
 
 
-def _fit_next_stage(fit, config: dict[str, Any]) -> int | None:
-    """The ZeRO stage the fit advisor's "next stage" way moves to (None: it offers none); ZeRO-3 is offered
-    beside it when the next stage is not 3."""
+def _fit_stages_start_above(fit, config: dict[str, Any], ds_stage: int) -> bool:
+    """Whether the fit advisor's ZeRO-stage ways start above the stage DeepSpeed runs: the next stage up, ZeRO-3
+    beside it, none at stage 3. The next stage may be left out only when it saves no GPU memory (stage 1 for a
+    stateless SGD in fp32): a way that gets the job no closer is not offered."""
+    from core import memory
     from core.memory import Hardware, ModelCounts, Shape
 
     hardware = Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=1 << 30, cpu_ram_per_node_bytes=1 << 40)
-    ways = fit.ways_to_fit(config, ModelCounts(7_000_000_000, 200_000_000), hardware, Shape(1, 512))
-    stage_ways = [w for w in ways if w.kind == "zero_stage"]
-    return min(w.config_patch["zero_optimization"]["stage"] for w in stage_ways) if stage_ways else None
+    model, shape = ModelCounts(7_000_000_000, 200_000_000), Shape(1, 512)
+    ways = fit.ways_to_fit(config, model, hardware, shape)
+    stages = {w.config_patch["zero_optimization"]["stage"] for w in ways if w.kind == "zero_stage"}
+    if ds_stage == 3:
+        return not stages
+    if 3 not in stages or min(stages) <= ds_stage:
+        return False
+    if min(stages) == ds_stage + 1:
+        return True
+    next_stage = fit.apply_patch(config, {"zero_optimization": {"stage": ds_stage + 1}})
+    return (memory.estimate(next_stage, model, hardware, shape).gpu_bytes
+            >= memory.estimate(config, model, hardware, shape).gpu_bytes)
 
 
 @pytest.mark.deepspeed
