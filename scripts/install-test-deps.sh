@@ -1,43 +1,14 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs into the given venv (default .venv):
-# the test extras, the real DeepSpeed (CPU torch, pinned), a second venv with
-# DeepSpeed 0.19.5 for the version-profile differential tests, and Debian's
-# chromium for the browser tests.
+# the test extras, the real DeepSpeed (CPU torch, pinned) and its C++ ops (built in
+# the background), a second venv with DeepSpeed 0.19.5 and older releases side by side
+# for the version differential tests, and Debian's chromium for the browser tests.
 set -euo pipefail
 venv=${1:-.venv}
-"$venv/bin/pip" install -q -e ".[test,deepspeed]"
 
-# The C++ ops the real-DeepSpeed tests load (tests/oracle/ops_cache.py PREBUILT_OPS), JIT-built now in the
-# background: pip below keeps one core busy, the build takes the other, and the test workers find them built.
-prebuild_pids=()
-prebuild() {  # prebuild PYTHON: that interpreter's DeepSpeed's ops, logged to .torch_extensions/prebuild-*.log
-    mkdir -p .torch_extensions
-    "$1" tests/oracle/prebuild_ops.py >".torch_extensions/prebuild-$2.log" 2>&1 &
-    prebuild_pids+=($!)
-}
-prebuild "$venv/bin/python" main
-
-# DeepSpeed 0.19.5 lives in its own venv: one interpreter cannot import two versions.
-if [ ! -x .venv-ds0195/bin/python ] || ! .venv-ds0195/bin/python -c "import deepspeed" 2>/dev/null; then
-    python3 -m venv .venv-ds0195
-    .venv-ds0195/bin/pip install -q --upgrade pip
-    .venv-ds0195/bin/pip install -q "torch==2.13.0" "deepspeed==0.19.5" "hjson"
-fi
-
-# --- versions block (owner: DeepSpeed release profiles; tests/test_versions_differential.py) ---------------
-# Older releases side by side, sharing this venv's torch and dependencies: pure-Python installs without
-# dependencies or build isolation (DS_BUILD_OPS=0: no ops are compiled), a few seconds each.
-for ds_release in 0.16.9 0.17.6 0.18.9 0.19.6 0.19.7; do
-    if [ ! -f ".venv-ds/$ds_release/deepspeed/__init__.py" ]; then
-        rm -rf ".venv-ds/$ds_release"
-        DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-deps --no-build-isolation \
-            --target ".venv-ds/$ds_release" "deepspeed==$ds_release"
-    fi
-done
-# --- end of versions block ---------------------------------------------------------------------------------
-
-# Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op
-# (the NVMe preset really swaps to disk in the real-DeepSpeed tests), nginx for the replicas test.
+# Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op (the NVMe
+# preset really swaps to disk in the real-DeepSpeed tests; installed before the op build starts), nginx for the
+# replicas test.
 missing=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 dpkg -s libaio-dev >/dev/null 2>&1 || missing+=(libaio-dev)
@@ -56,9 +27,46 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# the op builds started above: a failed build is not an install failure (the test that loads the op builds it
-# again, or shows its error), but it is said
-for pid in "${prebuild_pids[@]}"; do
-    wait "$pid" || echo "install-test-deps: an op prebuild failed; the tests will build it (see .torch_extensions/prebuild-*.log)" >&2
+# torch and DeepSpeed first: the op build below starts as soon as they are in, beside the rest of the installs
+"$venv/bin/pip" install -q -e ".[deepspeed]"
+
+# The C++ ops the real-DeepSpeed tests load (tests/oracle/ops_cache.py PREBUILT_OPS), JIT-built in the background,
+# in the order the tests need them. The build takes minutes of both cores (its compiles are the longest part of a
+# fresh install), so nothing waits for it: the installs below and then the tests run beside it, and a test that
+# loads an op still being built waits on torch's build lock, then loads the built op.
+prebuild() {  # prebuild PYTHON NAME: that interpreter's DeepSpeed's ops, logged to .torch_extensions/prebuild-NAME.log
+    mkdir -p .torch_extensions
+    nohup "$1" tests/oracle/prebuild_ops.py >".torch_extensions/prebuild-$2.log" 2>&1 </dev/null &
+}
+prebuild "$venv/bin/python" main
+
+"$venv/bin/pip" install -q -e ".[test,deepspeed]"
+
+# DeepSpeed 0.19.5 lives in its own venv (one interpreter cannot import two versions). The venv reads every other
+# package, torch included, from the main venv through a .pth file, so it installs no second torch; its own
+# site-packages come first on sys.path, so its `deepspeed` is 0.19.5.
+ds0195_ok() { .venv-ds0195/bin/python -c "import deepspeed, sys; sys.exit(deepspeed.__version__ != '0.19.5')" 2>/dev/null; }
+if [ ! -x .venv-ds0195/bin/python ] || ! ds0195_ok; then
+    rm -rf .venv-ds0195
+    python3 -m venv .venv-ds0195
+    main_site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    own_site=$(.venv-ds0195/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$main_site" >"$own_site/main-venv.pth"
+    DS_BUILD_OPS=0 .venv-ds0195/bin/pip install -q --no-deps --no-build-isolation "deepspeed==0.19.5"
+    ds0195_ok
+fi
+
+# --- versions block (owner: DeepSpeed release profiles; tests/test_versions_differential.py) ---------------
+# Older releases side by side, sharing this venv's torch and dependencies: pure-Python installs without
+# dependencies or build isolation (DS_BUILD_OPS=0: no ops are compiled), a few seconds each.
+for ds_release in 0.16.9 0.17.6 0.18.9 0.19.6 0.19.7; do
+    if [ ! -f ".venv-ds/$ds_release/deepspeed/__init__.py" ]; then
+        rm -rf ".venv-ds/$ds_release"
+        DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-deps --no-build-isolation \
+            --target ".venv-ds/$ds_release" "deepspeed==$ds_release"
+    fi
 done
-grep -h "prebuild-ops" .torch_extensions/prebuild-*.log || true
+# --- end of versions block ---------------------------------------------------------------------------------
+
+# the op build started above goes on beside the tests (see prebuild); its log says how far it is
+echo "install-test-deps: DeepSpeed's ops are building in the background (.torch_extensions/prebuild-main.log)"
