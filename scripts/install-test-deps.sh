@@ -44,15 +44,16 @@ prebuild "$venv/bin/python" main
 
 # DeepSpeed 0.19.5 lives in its own venv (one interpreter cannot import two versions). The venv reads every other
 # package, torch included, from the main venv through a .pth file, so it installs no second torch; its own
-# site-packages come first on sys.path, so its `deepspeed` is 0.19.5.
+# site-packages come first on sys.path, so its `deepspeed` is 0.19.5. The main venv's pip builds it (its setuptools
+# has bdist_wheel; the bare venv's has no pip at all).
 ds0195_ok() { .venv-ds0195/bin/python -c "import deepspeed, sys; sys.exit(deepspeed.__version__ != '0.19.5')" 2>/dev/null; }
 if [ ! -x .venv-ds0195/bin/python ] || ! ds0195_ok; then
     rm -rf .venv-ds0195
-    python3 -m venv .venv-ds0195
+    python3 -m venv --without-pip .venv-ds0195
     main_site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     own_site=$(.venv-ds0195/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     echo "$main_site" >"$own_site/main-venv.pth"
-    DS_BUILD_OPS=0 .venv-ds0195/bin/pip install -q --no-deps --no-build-isolation "deepspeed==0.19.5"
+    DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-deps --no-build-isolation --target "$own_site" "deepspeed==0.19.5"
     ds0195_ok
 fi
 
