@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterator
 from functools import cache, lru_cache
 from typing import Any
@@ -318,9 +319,28 @@ def _destination(key: str, prefix: str, guess: str | None) -> tuple[str, str] | 
     return ("rename", _join(prefix, guess)) if guess else None
 
 
+#: Values up to this size (as JSON text) have their ``_misfit`` remembered; a larger one is judged each time.
+_MISFIT_CACHED_CHARS = 4096
+
+
 def _misfit(dest: str, value: Any) -> str | None:
     """Why the schema refuses ``value`` at ``dest`` (its section validated with that key alone), or None when it
     takes it: a rename that puts an object where a number belongs turns an ignored key into an error."""
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return _schema_refusal(dest, value)
+    return _schema_refusal(dest, value) if len(text) > _MISFIT_CACHED_CHARS else _misfit_of_json(dest, text)
+
+
+# Bounded in entries and (above) in size. ``works_with`` checks the same config against all 36 releases: validating
+# each misspelt key's value for each of them made it 2.6x slower for a config of 2,000 unknown keys.
+@lru_cache(maxsize=1024)
+def _misfit_of_json(dest: str, text: str) -> str | None:
+    return _schema_refusal(dest, json.loads(text))
+
+
+def _schema_refusal(dest: str, value: Any) -> str | None:
     parent, _, key = dest.rpartition(".")
     owner = ROOT if parent == "" else getattr(resolve(ROOT, parent), "model", None)
     if owner is None:
