@@ -159,8 +159,9 @@ def planner() -> None:
                 ctx.update(model=model_name, total_params=spec.total_params,
                            largest_layer_params=spec.largest_layer_params, model_config=models.get_config(model_name))
             before = app_state.get_config()
-            app_state.replace_config(adopt_candidate(before, row["config"]))
-            kept = kept_by_adoption(before, row["config"])
+            adopted = adopt_candidate(before, row["config"])
+            kept = kept_by_adoption(before, adopted, row["config"])
+            app_state.replace_config(adopted)
             st.session_state["plan_message"] = (
                 f"Loaded rank {rank} into the builder ({_option(row)}, micro batch {row['micro_batch']}): its "
                 "batch size, precision and ZeRO stage, offload and ZeRO++"

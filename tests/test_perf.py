@@ -299,7 +299,7 @@ def test_adopting_a_candidate_keeps_everything_it_does_not_decide():
     read = effective(adopted)
     assert read.precision_mode == "bf16" and read.stage == 2
     assert validate(adopted, world_size=16).ok
-    assert kept_by_adoption(user, candidate) == ["gradient_clipping", "optimizer", "scheduler", "tensorboard",
+    assert kept_by_adoption(user, adopted, candidate) == ["gradient_clipping", "optimizer", "scheduler", "tensorboard",
                                                  "my_team_key"]
     # a ZeRO section DeepSpeed cannot read is replaced, not merged into
     assert adopt_candidate({"zero_optimization": 2}, candidate)["zero_optimization"] == candidate["zero_optimization"]

@@ -11,12 +11,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.batch import BATCH_KEYS
+from core.effective import effective, legacy_offload_keys
+from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import read_settings
+from core.precision import with_precision_mode
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
@@ -92,11 +96,6 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> 
     """``config`` with what a planner candidate (``build_config``) decides: the batch keys, the precision and the
     ZeRO stage, offload and ZeRO++; the user's optimizer, scheduler, monitoring, unknown keys and every other ZeRO
     key are kept. Legacy offload keys (``cpu_offload``) go, since they would override the candidate's offload."""
-    from core.batch import BATCH_KEYS
-    from core.effective import effective, legacy_offload_keys
-    from core.fit import apply_patch
-    from core.precision import with_precision_mode
-
     patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
     cand_zero = candidate["zero_optimization"]
     zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
@@ -107,12 +106,10 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> 
     return with_precision_mode(apply_patch(config, patch), effective(candidate).precision_mode)
 
 
-def kept_by_adoption(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
-    """The top-level keys of ``config`` that ``adopt_candidate`` leaves as they are and the candidate has no say
-    in (its optimizer and clipping are not adopted), in the config's order: what the app says it kept."""
-    from core.batch import BATCH_KEYS
-
-    adopted = adopt_candidate(config, candidate)
+def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """The top-level keys of ``config`` that ``adopted`` (``adopt_candidate(config, candidate)``) has as they were
+    and the candidate has no say in (its optimizer and clipping are not adopted), in the config's order: what the
+    app says it kept."""
     decided = {*BATCH_KEYS, "zero_optimization", *(key for key in candidate if key in ("bf16", "fp16"))}
     return [key for key in config if key not in decided and adopted.get(key) == config[key]]
 
