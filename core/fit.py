@@ -120,8 +120,7 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int,
     ranks = int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
     if tb % (micro * ranks) == 0:
         new_accum = tb // (micro * ranks)
-        was = micro_and_accum_of(dict(original), gpus) if original is not None else trio
-        was_micro, was_accum = was if was is not None else trio
+        was_micro, was_accum = (micro_and_accum_of(dict(original), gpus) if original is not None else None) or trio
         micro_said = f"micro batch {was_micro} → {micro}, " if was_micro != micro else ""
         return ({"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": new_accum},
                 f" train_batch_size stays {tb}: {micro_said}gradient accumulation {was_accum} → {new_accum}.")

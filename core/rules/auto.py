@@ -204,9 +204,8 @@ def hf_never_matches(ctx: Context) -> Iterator[Finding]:
         return
     for path in _TRAINER_FLAGS:
         value = ctx.get(path)
-        if value is None or value == "auto" or (isinstance(value, int | float) and value in (0, 1)) or (
-                not isinstance(ctx.config.get(path.partition(".")[0]), dict)):
-            continue
+        if value is None or value == "auto" or (isinstance(value, int | float) and value in (0, 1)):
+            continue  # unset (or its section is no object), filled by the Trainer, or equal to a bool
         yield Finding(
             "error", "hf.never-matches", path,
             f"`{path}` is {brief(value)}; the HF Trainer compares it with a TrainingArguments flag (true or false), "
