@@ -7,8 +7,7 @@ set -euo pipefail
 venv=${1:-.venv}
 
 # Debian packages: chromium for the browser tests, libaio-dev so DeepSpeed can build its async I/O op (the NVMe
-# preset really swaps to disk in the real-DeepSpeed tests; installed before the op build starts), nginx for the
-# replicas test.
+# preset really swaps to disk in `make presets-releases`; CI does not build the op), nginx for the replicas test.
 missing=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 dpkg -s libaio-dev >/dev/null 2>&1 || missing+=(libaio-dev)
