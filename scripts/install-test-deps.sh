@@ -45,15 +45,18 @@ prebuild "$venv/bin/python" main
 
 # DeepSpeed 0.19.5 lives in its own venv (one interpreter cannot import two versions). The venv reads every other
 # package, torch included, from the main venv through a .pth file, so it installs no second torch; its own
-# site-packages come first on sys.path, so its `deepspeed` is 0.19.5. The main venv's pip builds it (its setuptools
-# has bdist_wheel; the bare venv's has no pip at all).
+# site-packages come first on sys.path, so its `deepspeed` is 0.19.5. The .pth adds the main site-packages with
+# site.addsitedir, which also runs that folder's own .pth files: setuptools' distutils shim among them (a bare path
+# line would not, and 0.19.5's op builder, importing the standard library's distutils before torch imports
+# setuptools, then finds no libaio and refuses the NVMe swap). The main venv's pip builds it (its setuptools has
+# bdist_wheel; the bare venv's has no pip at all).
 ds0195_ok() { .venv-ds0195/bin/python -c "import deepspeed, sys; sys.exit(deepspeed.__version__ != '0.19.5')" 2>/dev/null; }
 if [ ! -x .venv-ds0195/bin/python ] || ! ds0195_ok; then
     rm -rf .venv-ds0195
     python3 -m venv --without-pip .venv-ds0195
     main_site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     own_site=$(.venv-ds0195/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    echo "$main_site" >"$own_site/main-venv.pth"
+    echo "import site; site.addsitedir('$main_site')" >"$own_site/main-venv.pth"
     DS_BUILD_OPS=0 "$venv/bin/pip" install -q --no-deps --no-build-isolation --target "$own_site" "deepspeed==0.19.5"
     ds0195_ok
 fi

@@ -433,6 +433,23 @@ def test_ci_offloads_the_nvme_preset_to_the_cpu_and_says_where_the_real_swap_run
     assert "AsyncIOBuilder" not in PREBUILT_OPS["0.19.8"]
 
 
+@pytest.mark.deepspeed
+def test_the_0195_interpreter_answers_the_libaio_question_as_the_main_one():
+    """``.venv-ds0195`` borrows torch and the rest from ``.venv``; unless that folder's .pth files run too (setuptools'
+    distutils shim), 0.19.5's op builder imports the standard library's distutils, torch later swaps in setuptools'
+    copy, and the libaio check fails in the middle: the NVMe preset's async_io op "is not compatible" on a host
+    with libaio (``make presets-releases``)."""
+    probe = ("import deepspeed, torch.utils.cpp_extension; from deepspeed.ops.op_builder import AsyncIOBuilder; "
+             "print(deepspeed.__version__, AsyncIOBuilder().is_compatible())")
+    answers = {}
+    for version in ("0.19.5", "0.19.8"):
+        done = subprocess.run([str(INTERPRETERS[version]), "-c", probe], capture_output=True, text=True,
+                              timeout=300, cwd=REPO, check=True)
+        answers[version] = done.stdout.split()[-2:]
+    assert answers["0.19.5"][0] == "0.19.5" and answers["0.19.8"][0] == "0.19.8", answers
+    assert answers["0.19.5"][1] == answers["0.19.8"][1], answers
+
+
 @pytest.mark.long  # it builds the ops when the install step has not
 @pytest.mark.parametrize("version", sorted(PREBUILT_OPS))
 def test_the_ops_ci_builds_ahead_are_real_builders_of_a_release_ci_trains_on(version):
