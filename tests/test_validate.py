@@ -120,6 +120,8 @@ CASES = [
      "zero.stage3-keys-unused", "info", "zero_optimization"),
     ("hpz", cfg(zero_optimization={"stage": 3, "zero_hpz_partition_size": 8}), {"world_size": 12},
      "zero.hpz-partition", "warning", "zero_optimization.zero_hpz_partition_size"),
+    ("sub-group-zero", cfg(zero_optimization={"stage": 3, "sub_group_size": 0}), {},
+     "zero.sub-group-zero", "info", "zero_optimization.sub_group_size"),
     ("reduce-bucket-zero", cfg(zero_optimization={"stage": 2, "reduce_bucket_size": 0}), {},
      "zero.reduce-bucket-size", "error", "zero_optimization.reduce_bucket_size"),
     ("offload-ratio", cfg(zero_optimization={"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}), {},
@@ -787,3 +789,23 @@ def test_an_optimizer_of_other_releases_gets_no_spelling_fix(name):
     typo = next(f for f in validate({**config, "optimizer": {"type": "AdamWW"}}).errors
                 if f.code == "optimizer.unknown")
     assert typo.fix is not None and typo.suggestion == 'Did you mean "AdamW"?'
+
+
+def test_sub_group_size_zero_is_named_only_where_zero_3_reads_it_and_the_fix_fits_the_offload():
+    """ZeRO-3's _create_fp16_sub_groups closes a sub-group once it holds >= sub_group_size elements: 0 makes one per
+    tensor. Stages 1 and 2 never read the key, and a positive size is what the user chose."""
+    def finding(zero):
+        report = validate(cfg(zero_optimization=zero))
+        return next((f for f in report.findings if f.code == "zero.sub-group-zero"), None)
+
+    assert finding({"stage": 2, "sub_group_size": 0}) is None
+    assert finding({"stage": 3, "sub_group_size": 1}) is None
+    assert finding({"stage": 3}) is None
+    plain = finding({"stage": 3, "sub_group_size": 0.0})
+    assert plain.fix.ops[0].op == "delete" and plain.fix.safe is False
+    nvme = finding({"stage": 3, "sub_group_size": "0",
+                    "offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme"}})
+    assert nvme.fix.ops[0].value == 100_000_000 and "100,000,000" in nvme.suggestion
+    assert plain.severity == "info" and "own sub-group" in plain.message
+    fixed = plain.fix.apply(cfg(zero_optimization={"stage": 3, "sub_group_size": 0}))
+    assert "zero.sub-group-zero" not in validate(fixed).codes()

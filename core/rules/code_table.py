@@ -345,6 +345,13 @@ TABLE: tuple[Code, ...] = (
     _c("zero.hpz-partition", "warning", "n/a", None, "zero_hpz_partition_size does not divide the GPUs.",
        "ZeRO++ hpZ needs the secondary partition to divide the world size (normally the GPUs per node).",
        {**B, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}}, settings={"world_size": 12}),
+    _c("zero.sub-group-zero", "info", "n/a", False, "sub_group_size 0 at ZeRO stage 3.",
+       "DeepSpeed accepts 0 (the bound is >= 0), and ZeRO-3 then makes every parameter tensor its own sub-group: "
+       "the least optimizer memory at once (some configs choose it for that, e.g. with max_live_parameters 0), "
+       "but the optimizer step, and with offload the CPU-Adam call and the NVMe swap, run once per tensor; it "
+       "is not \"no sub-groups\". The fix removes it (the default, 1e9 elements), or writes 1e8 where the optimizer "
+       "swaps to NVMe (marked unsafe: the sub-group size sets how much memory the optimizer step holds at once).",
+       {**B, "zero_optimization": {"stage": 3, "sub_group_size": 0}}),
     _c("zero.reduce-bucket-size", "error", "parse", False, "reduce_bucket_size is not greater than 0.",
        "Releases that bound it require a positive bucket size. The fix sets the default (5e8 elements).",
        {**B, "zero_optimization": {"stage": 2, "reduce_bucket_size": 0}}),

@@ -23,7 +23,7 @@ RULES: tuple[Rule, ...] = (
     misc.removed_keys, misc.compression_shared_parameters, batch.batch_triangle, batch.batch_types, auto.auto_values,
     auto.hf_never_matches,
     precision.precision, precision.torch_autocast, precision.communication,
-    zero.zero_form, zero.offload, zero.deprecated_zero_keys, precision.bfloat16_alias,
+    zero.zero_form, zero.offload, zero.sub_group_zero, zero.deprecated_zero_keys, precision.bfloat16_alias,
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,
     optim.optimizer, optim.scheduler,
     initialize.engine_combinations, initialize.autotp_size,

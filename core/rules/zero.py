@@ -12,7 +12,7 @@ from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.walk import iter_schema, section_fields
-from core.schema.zero import NVME_PATH_EXAMPLE, ZeroConfig
+from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE, ZeroConfig
 
 # --------------------------------------------------------------------------------------------
 # ZeRO and offload
@@ -155,6 +155,25 @@ def offload(ctx: Context) -> Iterator[Finding]:
                 suggestion="The default is 500000000 (5e8) elements.",
                 fix=set_fix("zero_optimization.reduce_bucket_size", 500_000_000), page="zero",
             )
+
+
+def sub_group_zero(ctx: Context) -> Iterator[Finding]:
+    """``sub_group_size`` 0 at stage 3: not "off" but one sub-group per parameter tensor."""
+    if ctx.stage != 3 or lax_int(ctx.zero.get("sub_group_size")) != 0:
+        return
+    nvme = ctx.meaning.offload_optimizer == "nvme"
+    yield Finding(
+        "info", "zero.sub-group-zero", "zero_optimization.sub_group_size",
+        "`sub_group_size` 0 does not turn sub-grouping off: ZeRO-3 closes a sub-group as soon as it holds 0 or "
+        "more elements, so every parameter tensor is its own sub-group. That holds the least optimizer memory at "
+        "once, at the price of one optimizer step per tensor (one CPU-Adam call per tensor with optimizer offload, "
+        "one swap per tensor on NVMe).",
+        suggestion="Keep it if that is the aim. For fewer, larger steps " + (
+            f"write {NVME_SUB_GROUP_SIZE:,} (small enough to keep the pinned NVMe swap buffers small)" if nvme
+            else "remove it (the default, 1e9 elements, is one sub-group up to a billion parameters per GPU)") + ".",
+        fix=set_fix("zero_optimization.sub_group_size", NVME_SUB_GROUP_SIZE) if nvme
+        else delete_fix("zero_optimization.sub_group_size"), page="zero",
+    )
 
 
 def deprecated_zero_keys(ctx: Context) -> Iterator[Finding]:
