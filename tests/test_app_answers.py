@@ -221,6 +221,16 @@ def test_sidebar_did_you_mean_is_in_the_text():
                for m in at.sidebar.markdown)
 
 
+def test_a_sidebar_finding_names_its_field_once():
+    from core.findings import Finding
+    from ui.sidebar import finding_label
+
+    named = Finding("error", "hf.never-matches", "bf16.enabled", '`bf16.enabled` is "true"; the Trainer refuses it.')
+    assert finding_label(named).count("bf16.enabled") == 1
+    unnamed = Finding("warning", "zero.null", "zero_optimization", "The section is null.")
+    assert "`zero_optimization`: The section is null." in finding_label(unnamed)
+
+
 def test_every_table_on_every_page_has_human_column_labels():
     import re
 

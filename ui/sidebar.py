@@ -15,8 +15,9 @@ MAX_LISTED = 12
 
 def finding_label(finding: Finding) -> str:
     """Short one-line text of a finding for the sidebar."""
-    where = f"`{finding.path}`: " if finding.path else ""
     message = finding.message if len(finding.message) <= 240 else finding.message[:237] + "…"
+    # most messages open with the field they are about; the sidebar names it only when the text does not
+    where = f"`{finding.path}`: " if finding.path and f"`{finding.path}`" not in message else ""
     # a did-you-mean belongs in the text a user reads, not only in the hover help
     hint = finding.suggestion if finding.suggestion and finding.suggestion.startswith("Did you mean") else ""
     return fields.safe_text(f"{_ICONS.get(finding.severity, '')} {where}{message}" + (f" {hint}" if hint else ""))
