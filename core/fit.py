@@ -439,11 +439,45 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
     return ways
 
 
+#: a climb of the combined way's ladder: rung names, config patch, context patch, shape, and its estimate
+_Climb = tuple[list[str], dict[str, Any], dict[str, Any], Shape, memory.MemoryEstimate]
+
+
+def _compose(rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], shape: Shape,
+             ) -> tuple[list[str], dict[str, Any], dict[str, Any], Shape]:
+    """The names, config patch, context patch and shape of the ladder rungs taken together, in their order."""
+    patch: dict[str, Any] = {}
+    context: dict[str, Any] = {}
+    for _, config_step, context_step in rungs:
+        patch = apply_patch(patch, config_step)
+        context.update(context_step)
+    trial = replace(shape, recompute=context.get("recompute", shape.recompute),
+                    micro_batch=patch.get("train_micro_batch_size_per_gpu",
+                                          context.get("hf_micro_batch", shape.micro_batch)))
+    return [name for name, _, _ in rungs], patch, context, trial
+
+
+def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
+                            shape: Shape, rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], fitted: _Climb,
+                            ) -> _Climb:
+    """The climbed rungs less those the fit does not need: the rung that made it fit often makes an earlier, costly
+    one unnecessary (NVMe in place of CPU RAM with the micro batch as it was). The dearest rungs, last on the
+    ladder, are tried first; the rung that fitted stays."""
+    kept = list(rungs)
+    for index in range(len(rungs) - 2, -1, -1):
+        trial_rungs = kept[:index] + kept[index + 1:]
+        names, patch, context, trial = _compose(trial_rungs, shape)
+        est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
+        if est.fits:
+            kept, fitted = trial_rungs, (names, patch, context, trial, est)
+    return fitted
+
+
 def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
               ways: list[Way]) -> Way | None:
     """When no single change fits: climb the ladder (smaller micro batch, recomputation, each ZeRO stage up to
-    3, optimizer offload, parameter offload, then, when host memory is short, the other offload device) and stop
-    at the first rung that fits."""
+    3, optimizer offload, parameter offload, then, when host memory is short, the other offload device), stop
+    at the first rung that fits and leave out the earlier rungs the fit does not need."""
     if any(w.fits for w in ways):
         return None
     by_kind = {w.kind: w for w in ways}
@@ -468,21 +502,15 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
                for way in ways if way.kind == "offload_device"]
     if len(ladder) < 2:
         return None
-    patch: dict[str, Any] = {}
-    context: dict[str, Any] = {}
-    names: list[str] = []
     said = ""
     climbed: list[tuple[list[str], dict[str, Any], dict[str, Any], Shape]] = []
-    for name, config_step, context_step in ladder:
-        patch = apply_patch(patch, config_step)
-        context.update(context_step)
-        names.append(name)
-        trial = replace(shape, recompute=context.get("recompute", shape.recompute),
-                        micro_batch=patch.get("train_micro_batch_size_per_gpu",
-                                              context.get("hf_micro_batch", shape.micro_batch)))
-        climbed.append((list(names), dict(patch), dict(context), trial))
+    for taken in range(1, len(ladder) + 1):
+        names, patch, context, trial = _compose(ladder[:taken], shape)
+        climbed.append((names, patch, context, trial))
         est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
         if est.fits:
+            names, patch, context, trial, est = _without_unneeded_rungs(
+                config, model, hardware, shape, ladder[:taken], (names, patch, context, trial, est))
             break
     else:
         # no rung fits these GPUs: the rungs up to the one that needs the fewest GPUs (the cheaper rungs on a tie),
@@ -512,7 +540,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         zero_patch.update({key: None for key, value in legacy.items() if value is None})
     return _from_estimate("combined", "Together: " + ", ".join(names),
                           "No single change fits: these changes together, cheapest first, up to the first that "
-                          "fits." + (f" {_sentence(said)}" if said else ""),
+                          "fits, less those it made unneeded." + (f" {_sentence(said)}" if said else ""),
                           est, patch, context)
 
 

@@ -486,6 +486,25 @@ def test_the_combined_way_uses_nvme_when_cpu_ram_is_what_is_short():
     assert not [f for f in validate(patched, world_size=16).findings if f.severity == "error"]
 
 
+def test_the_combined_way_drops_the_rungs_its_last_one_made_unneeded():
+    """The same job: the ladder climbed micro batch 1, recomputation and parameter offload before NVMe fitted, and the
+    way asked for all four, though NVMe with the smaller micro batch fits: recomputation (a third more compute) and
+    parameter offload (PCIe traffic every pass) were dead weight. Each rung it keeps is needed."""
+    config = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+              "sequence_parallel_size": 2, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}},
+              "zero_optimization": {"stage": 3, "cpu_offload": True}}
+    spec = models.get_spec("meta-llama/Meta-Llama-3-70B")
+    hardware = memory.Hardware(8, 2, 80 * memory.GIB, 256 * memory.GIB, 4000 * memory.GIB)
+    shape = memory.Shape(4, 2048)
+    ways = {w.kind: w for w in fit.ways_to_fit(config, spec, hardware, shape)}
+    combined = ways["combined"]
+    assert combined.fits
+    assert combined.title == "Together: Micro batch 1 with 8 accumulation steps, offload to NVMe instead of CPU RAM"
+    assert "recompute" not in combined.context_patch
+    assert "offload_param" not in combined.config_patch["zero_optimization"]
+    assert not ways["micro_batch"].fits and not ways["offload_device"].fits  # neither alone
+
+
 def test_a_job_short_only_of_cpu_ram_is_not_offered_more_offload(llama8b, tmp_path):
     """Short of CPU RAM alone (nothing offloaded, GPU half empty), every way offered added offload, the first one
     with five times the CPU RAM of now (non-fitting ways were ranked by their GPU memory). A way that fits nothing
