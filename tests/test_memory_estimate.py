@@ -85,6 +85,26 @@ def test_optimizer_state_count(optimizer, momentum, states):
     assert opt.bytes == states * 4 * -(-LLAMA7.total_params // 8)
 
 
+def test_sub_group_size_zero_is_one_sub_group_per_tensor_not_the_default():
+    """ZeRO-3 closes a sub-group once it holds >= sub_group_size elements (stage3.py ``_create_fp16_sub_groups``): 0
+    makes every tensor its own sub-group, so the NVMe swap buffers and the sub-group gradients of the step are sized by
+    the largest module's share of a rank. The model read 0 as the default (1e9), ~10x too much for Llama-2-7B on 8."""
+    shape = m.Shape(1, 2048, "flash")
+    per_tensor = m.estimate(_cfg(3, "nvme", "nvme", sub_group_size=0), LLAMA7, HW, shape)
+    default = m.estimate(_cfg(3, "nvme", "nvme"), LLAMA7, HW, shape)
+    assert per_tensor.settings.sub_group_size == 0
+
+    def swap(est):
+        return next(c for c in est.components if c.name == "optimizer swap buffers (pinned)")
+
+    largest_share = -(-LLAMA7.largest_layer_params // 8)
+    buffer_count = per_tensor.settings.offload_optimizer_buffer_count
+    assert swap(per_tensor).bytes == buffer_count * 4 * largest_share * 8  # fp32, per rank x 8 ranks of the node
+    assert "sub_group_size 0" in swap(per_tensor).formula
+    assert swap(default).bytes == buffer_count * 4 * -(-LLAMA7.total_params // 8) * 8  # the whole partition < 1e9
+    assert per_tensor.cpu_bytes_per_node < default.cpu_bytes_per_node
+
+
 def test_offload_moves_bytes_off_the_gpu():
     shape = m.Shape(1, 2048, "flash")
     on_gpu = m.estimate(_cfg(3), LLAMA7, HW, shape)

@@ -26,7 +26,7 @@ def step_buffers(x: Inputs) -> list[Part]:
                             "step"))
         elif st.stage == 3:
             out.append(Part(f"{dtype} gradients of one sub-group during step", "gpu",
-                            mb * np.minimum(st.sub_group_size, part), f"{mb}*min(sub_group_size, P/N)", "buffers",
+                            mb * x.sub_group, f"{mb}*{x.sub_group_text}", "buffers",
                             "step"))
     if st.stage in (1, 2):
         out.append(Part("all-gather bucket after step", "gpu", e * np.minimum(st.allgather_bucket_size, p) + 0 * n,

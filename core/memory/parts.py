@@ -77,6 +77,21 @@ class Inputs:
         return np.ceil(self.p / self.n)
 
     @property
+    def sub_group(self) -> Any:
+        """Elements of one rank's largest ZeRO-3 optimizer sub-group: sub_group_size capped by the partition. 0 makes
+        every parameter tensor its own sub-group (stage3.py ``_create_fp16_sub_groups``), so the largest module's
+        share of each rank bounds it."""
+        if self.st.sub_group_size == 0:
+            return np.minimum(np.ceil(self.lg / self.n), self.part)
+        return np.minimum(self.st.sub_group_size, self.part)
+
+    @property
+    def sub_group_text(self) -> str:
+        """How ``sub_group`` is computed, for a part's formula."""
+        return "min(largest module/N, P/N) (sub_group_size 0)" if self.st.sub_group_size == 0 \
+            else "min(sub_group_size, P/N)"
+
+    @property
     def mixed(self) -> bool:
         return self.st.precision != "fp32"
 

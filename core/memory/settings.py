@@ -201,7 +201,8 @@ class TrainingSettings:
                 _num(zero.get("stage3_param_persistence_threshold", zero.get("param_persistence_threshold")), 1e5)
             ),
             max_live_parameters=int(_num(zero.get("stage3_max_live_parameters", zero.get("max_live_parameters")), 1e9)),
-            sub_group_size=int(_num(zero.get("sub_group_size"), 1e9, 1)),
+            # 0 is valid (DeepSpeed's bound is >= 0): one sub-group per parameter tensor
+            sub_group_size=int(_num(zero.get("sub_group_size"), 1e9, 0)),
             offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", True),
             offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", True),
             offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), 5)),

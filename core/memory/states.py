@@ -103,8 +103,8 @@ def _offloaded_fp32_grads(x: Inputs) -> list[Part]:
         return [Part(f"{dtype_label(mb)} gradients (partition, swapped to NVMe)", "nvme", mb * x.part * x.gpn,
                      f"{mb}*P/N per rank x gpus_per_node", "model_states", "persistent"),
                 Part(f"{dtype_label(mb)} gradient buffer of one sub-group (CPU)", "cpu",
-                     mb * np.minimum(x.st.sub_group_size, x.part) * x.gpn,
-                     f"{mb}*min(sub_group_size, P/N) per rank x gpus_per_node", "buffers", "persistent")]
+                     mb * x.sub_group * x.gpn,
+                     f"{mb}*{x.sub_group_text} per rank x gpus_per_node", "buffers", "persistent")]
     return [Part(f"{dtype_label(mb)} gradients (partition, offloaded)", "cpu", mb * x.part * x.gpn,
                  f"{mb}*P/N per rank x gpus_per_node", "model_states", "persistent",
                  pinned=x.st.offload_optimizer_pin_memory)]
@@ -145,10 +145,10 @@ def optimizer_states(x: Inputs) -> list[Part]:
     else:
         out.append(Part(f"{master} + optimizer states (on NVMe)", "nvme", (mb + sb * k) * part * mult,
                         f"({mb}+{k}*{sb})*P/N per rank x gpus_per_node", "model_states", "persistent"))
-        swap = np.minimum(st.sub_group_size, part)
+        swap = x.sub_group
         # the swapper's buffers have the master weights' dtype (stage3.py: OptimizerSwapper dtype)
         out.append(Part("optimizer swap buffers (pinned)", "cpu", st.offload_optimizer_buffer_count * mb * swap * mult,
-                        f"buffer_count*{mb}*min(sub_group_size, P/N) per rank x gpus_per_node", "buffers",
+                        f"buffer_count*{mb}*{x.sub_group_text} per rank x gpus_per_node", "buffers",
                         "persistent", pinned=True))
     if not grads_offloaded(x):
         # stage 1 with offload: fp32 gradient partition is copied to the CPU too
