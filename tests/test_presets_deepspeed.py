@@ -63,7 +63,13 @@ from tests.oracle.ops_cache import PREBUILT_OPS
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: Read at import: ``make presets-releases`` trains every (preset, release) pair and the real NVMe swap.
+#: Every (preset, release) pair of the presets' ``verified_with`` trains with DSCONFIG_ALL_RELEASES=1 (``make
+#: presets-releases``). By default (CI) each preset trains on the newest release it is verified with: each older
+#: release JIT-builds its own copy of every op it loads (DeepSpeed's include paths differ per install, so nothing
+#: is shared; even one preset on 0.19.5 costs ~7 CPU-minutes of fused Adam and shm builds), which the 35-minute
+#: budget cannot hold. The older releases' runtime stays in CI through the initialize proofs
+#: (``test_versions_initialize.py``: deepspeed.initialize and two steps on every installed release).
+#: It also runs the NVMe preset's real swap to disk (``cpu_adaptation``).
 ALL_RELEASES = os.environ.get("DSCONFIG_ALL_RELEASES") == "1"
 NVME_SWAP_ONLY_IN_MAKE = ("CI does not build DeepSpeed's async_io op (~9 CPU-minutes cold); "
                           "`make presets-releases` runs the real NVMe swap")
@@ -93,14 +99,12 @@ def _zeropp_quantization_on_cpu() -> tuple[bool, str]:
     return True, ""
 
 
-def cpu_adaptation(name: str, config: dict[str, Any], tmp: Path, *, nvme_swap: bool | None = None,
+def cpu_adaptation(name: str, config: dict[str, Any], tmp: Path, *, nvme_swap: bool = ALL_RELEASES,
                    ) -> tuple[dict[str, Any], list[str]]:
     """The preset config as this CPU box can run it, and one line per change made (with the reason).
 
     ``nvme_swap`` (default: with DSCONFIG_ALL_RELEASES=1 only) lets an NVMe offload really swap to a temp dir.
     """
-    if nvme_swap is None:
-        nvme_swap = ALL_RELEASES
     changes: list[str] = []
     cfg = json.loads(json.dumps(config))
     if find_auto(cfg):
@@ -227,13 +231,6 @@ def worker(config_path: str) -> None:
 # ---------------------------------------------------------------- the tests
 
 PRESETS = list_presets([BUILTIN_DIR])[0]
-
-#: Every (preset, release) pair of the presets' ``verified_with`` trains with DSCONFIG_ALL_RELEASES=1 (``make
-#: presets-releases``). By default (CI) each preset trains on the newest release it is verified with: each older
-#: release JIT-builds its own copy of every op it loads (DeepSpeed's include paths differ per install, so nothing
-#: is shared; even one preset on 0.19.5 costs ~7 CPU-minutes of fused Adam and shm builds), which the 35-minute
-#: budget cannot hold. The older releases' runtime stays in CI through the initialize proofs
-#: (``test_versions_initialize.py``: deepspeed.initialize and two steps on every installed release).
 
 
 def preset_runs(presets: list, all_releases: bool) -> list[tuple[Any, str]]:
