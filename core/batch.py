@@ -246,12 +246,19 @@ def reads_sequence_parallel(version: str | None) -> bool:
 
 def effective_world_size(config: dict[str, Any], world_size: int, version: str | None = None) -> float:
     """The data-parallel world size DeepSpeed ``version`` uses: GPUs ÷ sequence_parallel_size when that is set
-    and the release reads it (``reads_sequence_parallel``)."""
+    and the release reads it (``reads_sequence_parallel``); where it cannot divide by it (0, not a number), what the
+    release falls back to (1 in 0.17-0.18: ``versions.world_size_when_sequence_parallel_fails``)."""
     if "sequence_parallel_size" not in config or not reads_sequence_parallel(version):
         return world_size
     sp = config["sequence_parallel_size"]
     if isinstance(sp, int | float) and not isinstance(sp, bool) and sp > 0:
         return world_size / sp
+    if version is not None:
+        from core import versions
+
+        fallback = versions.world_size_when_sequence_parallel_fails(version, sp)
+        if fallback is not None:  # the release swallows the failed division and checks the batch on this
+            return fallback
     return world_size  # not a usable divisor: a rule reports it
 
 
@@ -265,9 +272,16 @@ def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
 
 
 def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024, version: str | None = None) -> list[int]:
-    """The GPU counts (1..max) for which DeepSpeed ``version`` accepts the batch values: with sequence parallelism
+    """The GPU counts (1..max) for which DeepSpeed ``version`` accepts the batch values (or, with elastic training
+    on in a release that reads it, the batch its search computes: ``core.elasticity``): with sequence parallelism
     only the multiples of ``sequence_parallel_size`` (its groups must be whole: ``misc.sequence-parallel``), whose
     data-parallel ranks the batch check counts (where ``version`` reads it: ``reads_sequence_parallel``)."""
     sp = (sequence_parallel_degree(config) or 1) if reads_sequence_parallel(version) else 1
+    if version is not None:
+        from core.elasticity import elastic_batch_for, elastic_section
+
+        if elastic_section(config, version) is not None:  # elastic training's search decides, not the batch keys
+            return [w for w in range(sp, max_world_size + 1, sp)
+                    if (found := elastic_batch_for(config, w, version)) is not None and found.world_size_ok]
     return [w for w in range(sp, max_world_size + 1, sp)
             if resolve_batch(config, effective_world_size(config, w, version)).ok]

@@ -9,6 +9,7 @@ from typing import Any
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import legacy_zero_keys
+from core.elasticity import elastic_batch_for, elastic_section
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Fix, FixOp, Report, get_path
 from core.rules.codes import INITIALIZE_TIME_CODES, lookup
 from core.rules.context import TARGETS, Context
@@ -118,6 +119,12 @@ def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
 
 
 def _batch_values(config: dict[str, Any], world_size: int, version: str) -> BatchValues | None:
+    if elastic_section(config, version) is not None:  # elastic training's values replace the batch keys
+        elastic = elastic_batch_for(config, world_size, version)
+        if elastic is None or not elastic.world_size_ok:
+            return None
+        return BatchValues(elastic.train_batch_size, elastic.micro_batch, elastic.gradient_accumulation_steps,
+                           effective_world_size(config, world_size, version), tuple(BATCH_KEYS))
     if any(config.get(k) == "auto" for k in BATCH_KEYS):
         return None
     resolution = resolve_batch(config, effective_world_size(config, world_size, version))

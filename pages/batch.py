@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core import autofill
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.elasticity import elastic_section
 from core.findings import BatchValues
 from core.launchers import job_world_size
 from ui import app_state, fields, frame, tables, widgets
@@ -87,22 +88,24 @@ if autos:
                    "the target to the HF Trainer on Start, or write numbers.", icon=":material/warning:")
 
 st.subheader("What DeepSpeed will use")
+elastic = elastic_section(form.config, ctx["version"]) is not None
 batch, unresolved = _trainer_batch(config_used, world, ctx["version"]) if autos else (form.report.batch, "")
 if batch is not None:
     rows = []
     for key in BATCH_KEYS:
         value = getattr(batch, key)
-        source = ("filled by the HF Trainer" if key in autos else
-                  "derived by DeepSpeed" if key in batch.derived else "set in the config")
+        source = ("filled by the HF Trainer" if key in autos else "computed by elastic training" if elastic
+                  else "derived by DeepSpeed" if key in batch.derived else "set in the config")
         rows.append({"Setting": key, "Value": shown_count(value),
                      "Source": source})  # text: ints may exceed int64
     tables.small_table(rows)
-    derived = ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
+    derived = "" if elastic else ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
     st.caption(
         f"On {batch.world_size:g} data-parallel GPUs: {shown_count(batch.train_batch_size)} = "
         f"{shown_count(batch.train_micro_batch_size_per_gpu)} × {shown_count(batch.gradient_accumulation_steps)} × "
         f"{batch.world_size:g}."
         + (f" Derived: {derived}." if derived else "")
+        + (" Elastic training computes all three and ignores the batch keys." if elastic else "")
         + (f' "auto" filled as the Trainer would: {", ".join(f"`{k}`" for k in autos)}.' if autos else "")
     )
 elif autos:
@@ -126,7 +129,8 @@ elif valid:
     # as severe as the validator says at this world size: DeepSpeed takes a fractional data-parallel size
     # (sequence_parallel_size not dividing the GPUs) with a warning, and refuses a batch that does not resolve
     accepted_with = [f.message for f in form.report.warnings if f.code == "misc.sequence-parallel"]
-    batch_errors = [f for f in form.report.errors if f.path in (*BATCH_KEYS, "sequence_parallel_size")]
+    batch_errors = [f for f in form.report.errors if f.path in (*BATCH_KEYS, "sequence_parallel_size")
+                    or f.code.startswith("elasticity.")]
     if not ok and accepted_with and not batch_errors:
         st.warning(f"The current world size {world} is not one of them; DeepSpeed starts, but "
                    f"{accepted_with[0][0].lower()}{accepted_with[0][1:]}", icon=":material/warning:")

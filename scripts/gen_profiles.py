@@ -22,6 +22,10 @@ the current interpreter. That subprocess imports the release's ``DeepSpeedConfig
 - the assertion messages of ``DeepSpeedConfig``'s checks (batch, fp16/bf16, stage rules).
 - what the parse does with ``compression_training.shared_parameters`` switched on (which releases up to 0.19.6
   read as weight quantization's, by mistake), alone and with ``quantize_training.eigenvalue`` on.
+- what the release's elastic training (``compute_elastic_config``) computes for a probe section whose micro
+  batches' least common multiple exceeds its largest batch (releases up to 0.19.5 keep that base as a candidate).
+- the world size ``DeepSpeedConfig`` settles on, as rank 0 of 8, when ``sequence_parallel_size`` cannot divide it
+  (0, or not a number): 0.17-0.18 catch the error and fall back to 1, later releases stop.
 
 The result is written to ``core/versions/profiles/<release>.json`` (sorted keys, one item per line) and the
 release is added to ``core/versions/releases.json``. Nothing of DeepSpeed's code is copied into the repo.

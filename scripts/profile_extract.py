@@ -419,6 +419,60 @@ def _compression_shared_probes() -> dict[str, str | None]:
     return {name: _outcome({"train_batch_size": 1, **config}) for name, config in COMPRESSION_SHARED_PROBES.items()}
 
 
+#: An elastic section whose micro batches' least common multiple (12) is above its largest batch (10): releases
+#: differ in whether that base is still a candidate batch size; ``core.elasticity.keeps_oversized_base`` reads
+#: which from what the release computes here.
+ELASTIC_PROBE: dict[str, Any] = {"enabled": True, "max_train_batch_size": 10, "micro_batch_sizes": [4, 6],
+                                 "version": 0.1}
+
+
+def _elastic_probe(release: str) -> dict[str, Any] | None:
+    """The release's ``compute_elastic_config`` on ``ELASTIC_PROBE``: its batch and valid GPU counts (None when the
+    release has no elasticity module)."""
+    try:
+        with _quiet():
+            from deepspeed.elasticity.elasticity import compute_elastic_config
+    except ImportError:
+        return None
+    with _quiet():
+        batch, valid = compute_elastic_config({"elasticity": dict(ELASTIC_PROBE)}, release)[:2]
+    return {"section": ELASTIC_PROBE, "batch": int(batch), "valid_gpus": [int(g) for g in valid]}
+
+
+#: sequence_parallel_size values DeepSpeedConfig cannot divide the world size by: zero, and not a number.
+SEQUENCE_PARALLEL_PROBES: dict[str, Any] = {"zero": 0, "not-a-number": "2"}
+
+
+def _sequence_parallel_probes() -> dict[str, Any]:
+    """The world size DeepSpeedConfig settles on, as rank 0 of 8 (its ``dist`` answering so), when
+    ``sequence_parallel_size`` cannot divide it: a number where the release catches the error (some fall back to
+    1), else the error's type."""
+    import deepspeed.runtime.config as config_module
+
+    class _EightRanks:
+        @staticmethod
+        def get_rank(group: Any = None) -> int:
+            return 0
+
+        @staticmethod
+        def get_world_size(group: Any = None) -> int:
+            return 8
+
+    out: dict[str, Any] = {}
+    for label, value in SEQUENCE_PARALLEL_PROBES.items():
+        real, config_module.dist = config_module.dist, _EightRanks()
+        try:
+            with _quiet():
+                parsed = config_module.DeepSpeedConfig({"train_micro_batch_size_per_gpu": 1,
+                                                        "sequence_parallel_size": value})
+            out[label] = parsed.world_size
+        except Exception as exc:  # the outcome is what is recorded
+            out[label] = type(exc).__name__
+        finally:
+            config_module.dist = real
+    return out
+
+
 def _initialize_compares_autotp_size(init_source: str) -> bool:
     """Whether ``deepspeed.initialize`` compares ``tensor_parallel.autotp_size`` with a number before the config is
     parsed (``if autotp_size and autotp_size > 0``): a string there ("2", "auto") is a TypeError."""
@@ -473,6 +527,8 @@ def extract(release: str) -> dict[str, Any]:
         "top_level_defaults": _scalar_defaults(config_module),
         "top_level_probes": _top_level_probes(top_keys),
         "compression_shared_enabled": _compression_shared_probes(),
+        "elastic_probe": _elastic_probe(release),
+        "sequence_parallel_world_size": _sequence_parallel_probes(),
         "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},
         "sections": dict(sorted(sections.items())),
         "optimizers": optimizers,

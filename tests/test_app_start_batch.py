@@ -363,3 +363,20 @@ def test_a_sequence_parallel_size_not_dividing_the_gpus_is_a_warning_on_the_batc
     refused = app({"train_batch_size": 12, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2},
                   page="pages/batch.py")
     assert any("world size 8 is not one of them" in e.value for e in refused.error)
+
+
+def test_elastic_training_shows_the_batch_it_computes_and_the_gpu_counts_its_search_accepts():
+    """DeepSpeed 0.19.7 with elasticity on: the batch comes from elastic training's search, not the batch keys, and
+    only the GPU counts the search calls valid start (64 does not; 8 does)."""
+    elastic = {"elasticity": {"enabled": True, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6],
+                              "version": 0.1}}
+    at = app(elastic, page="pages/batch.py", version="0.19.7", nodes=1, gpus_per_node=8)
+    (table,) = html_tables(at)
+    rows = table.set_index("Setting")
+    assert rows.loc["train_batch_size", "Value"] == "1680"
+    assert set(rows["Source"]) == {"computed by elastic training"}
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "(1–512): 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 15, 20" in markdown and ", 64," not in markdown
+    refused = app(elastic, page="pages/batch.py", version="0.19.7", nodes=8, gpus_per_node=8)
+    assert any("elasticity.world-size" in e.value for e in refused.main.error)
+    assert any("world size 64 is not one of them" in e.value for e in refused.error)

@@ -162,3 +162,17 @@ def test_gpu_counts_that_work_are_whole_sequence_parallel_groups(config, expecte
     assert counts == expected
     assert all(not any(f.code == "misc.sequence-parallel" for f in validate(config, world_size=w).findings)
                for w in counts)
+
+
+@pytest.mark.parametrize("sp", [0, "2", None, False])
+def test_a_sequence_parallel_size_0_17_cannot_divide_by_makes_it_check_the_batch_on_one_gpu(sp):
+    """DeepSpeed 0.17.6 divides the GPU count by sequence_parallel_size in a try that catches everything: 0 or a
+    string leaves a world size of 1 (its profile's probe says so), and the batch is checked on that; 0.19.7 stops."""
+    config = {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": sp}
+    assert effective_world_size(config, 8, "0.17.6") == 1
+    old = validate(config, world_size=8, version="0.17.6")
+    assert old.ok and old.batch.gradient_accumulation_steps == 2
+    warning = next(f for f in old.warnings if f.code == "misc.sequence-parallel-swallowed")
+    assert "checks the batch as on 1 GPU" in warning.message and "8 GPUs" in warning.message
+    assert effective_world_size(config, 8, "0.19.7") == 8
+    assert "misc.sequence-parallel-invalid" in {f.code for f in validate(config, world_size=8, version="0.19.7").errors}

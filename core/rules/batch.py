@@ -1,8 +1,9 @@
 """Batch rules: the batch triangle for the GPU count, batch value types, sequence parallelism and
-DeepSpeed 0.19.5's elasticity (which computes the batch itself)."""
+elasticity (which computes the batch itself, in the releases up to 0.19.7)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from core.batch import (
     resolve_batch,
     shown,
 )
+from core.elasticity import elastic_batch, elastic_batch_for, elastic_section
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -57,9 +59,8 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
         if ctx.is_hf and len(autos) == 1 and autos[0] != TB:
             yield from _hf_never_matches(ctx, values, autos[0])
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
-    elastic = ctx.config.get("elasticity")
-    if versions.key_known(ctx.version, "", "elasticity") and isinstance(elastic, dict) and elastic.get("enabled"):
-        return  # DeepSpeed 0.19.5's elastic training computes the batch values itself
+    if elastic_section(ctx.config, ctx.version) is not None:
+        return  # elastic training computes the batch values itself (the elasticity rule checks them)
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
     w = ctx.world_size
     gpus = f"{w} GPU{'s' if w != 1 else ''}"
@@ -137,6 +138,19 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     if "sequence_parallel_size" not in ctx.config or not reads_sequence_parallel(ctx.version):
         return
     sp = ctx.config["sequence_parallel_size"]
+    fallback = versions.world_size_when_sequence_parallel_fails(ctx.version, sp)
+    if fallback is not None:
+        gpus = f"{ctx.world_size} GPU{'s' if ctx.world_size != 1 else ''}"
+        yield Finding(
+            "warning", "misc.sequence-parallel-swallowed", "sequence_parallel_size",
+            f"sequence_parallel_size is {brief(sp)}: DeepSpeed {ctx.version} fails to divide the GPU count by it, "
+            f"catches that, and checks the batch as on {_number(fallback)} GPU{'s' if fallback != 1 else ''}: "
+            f"train_batch_size then counts {_number(fallback)} of the {gpus} that all train, so each optimizer step "
+            "sees more samples than it says.",
+            suggestion="Remove it (no sequence parallelism), or set the sequence-parallel degree (e.g. 2).",
+            fix=delete_fix("sequence_parallel_size"), page="batch",
+        )
+        return
     if not isinstance(sp, int | float) or sp <= 0:  # True is 1 to DeepSpeed's division
         yield Finding(
             "error", "misc.sequence-parallel-invalid", "sequence_parallel_size",
@@ -148,10 +162,10 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
 
 
 def elasticity(ctx: Context) -> Iterator[Finding]:
-    """Elasticity, in the releases that read it: it takes over the batch size and refuses explicit batch keys."""
-    section = ctx.config.get("elasticity")
-    if not versions.key_known(ctx.version, "", "elasticity") or not isinstance(section, dict) \
-            or not section.get("enabled"):
+    """Elasticity, in the releases that read it: it takes over the batch size, refuses explicit batch keys, and
+    accepts only the world sizes its batch search calls valid (``core.elasticity``)."""
+    section = elastic_section(ctx.config, ctx.version)
+    if section is None:
         return
     if not section.get("ignore_non_elastic_batch_info") and any(k in ctx.config for k in BATCH_KEYS):
         yield Finding(
@@ -161,3 +175,108 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
             suggestion="Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true.",
             fix=set_fix("elasticity.ignore_non_elastic_batch_info", True), page="batch",
         )
+    result = elastic_batch_for(ctx.config, ctx.world_size, ctx.version)
+    if result is None:
+        return  # the section's own values are wrong: the schema names them
+    ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)
+    on = _elastic_ranks_text(ctx.world_size, ranks)
+    valid = _counts_text(result.valid_world_sizes)
+    if result.refusal == "world-size":
+        fix = _elastic_batch_fix(ctx, section, ranks)
+        yield Finding(
+            "error", "elasticity.world-size", "elasticity",
+            f"Elastic training picks train_batch_size {result.train_batch_size}, and DeepSpeed {ctx.version} "
+            + (f"accepts it only on these data-parallel sizes: {valid}; {on} is not one of them"
+               if valid else "finds no data-parallel size it accepts")
+            + ", so DeepSpeed stops at start-up (ElasticityIncompatibleWorldSize).",
+            suggestion=(f"Run on a valid count{_nearest_text(result.valid_world_sizes, ranks)}, or "
+                        + (f"{fix.description[0].lower()}{fix.description[1:]}, which makes {on} valid." if fix else
+                           "change elasticity.max_train_batch_size, micro_batch_sizes, min_gpus or max_gpus.")),
+            fix=fix, page="batch",
+        )
+        return
+    if result.refusal is not None:
+        shown_micro = ", ".join(str(m) for m in section.get("micro_batch_sizes", []))
+        if result.train_batch_size == 0:
+            why = (f"max_train_batch_size {brief(section.get('max_train_batch_size'))} is less than one micro batch "
+                   f"({shown_micro}) for each of the {_number(ranks)} data-parallel ranks")
+        elif result.refusal == "micro-batch":
+            why = f"none of the micro batch sizes ({shown_micro}) divides each rank's share of it"
+        else:
+            why = "which is not a whole number of micro batches and accumulation steps for each rank"
+        fix = _elastic_batch_fix(ctx, section, ranks)
+        yield Finding(
+            "error", "elasticity.no-batch", "elasticity.max_train_batch_size",
+            f"Elastic training picks train_batch_size {result.train_batch_size} on {on}: {why}; DeepSpeed "
+            f"{ctx.version} stops at start-up.",
+            suggestion=(f"{fix.description}." if fix else "Raise elasticity.max_train_batch_size, or add a micro "
+                        f"batch size that divides {result.train_batch_size} ÷ {_number(ranks)}."),
+            fix=fix, page="batch",
+        )
+        return
+    written = {k: ctx.config[k] for k in BATCH_KEYS if k in ctx.config}
+    computed = {TB: result.train_batch_size, MB: result.micro_batch, GA: result.gradient_accumulation_steps}
+    replaced = [f"{k} {brief(v)} → {computed[k]}" for k, v in written.items() if v != computed[k]]
+    if replaced:
+        yield Finding(
+            "warning", "elasticity.overrides", "elasticity",
+            f"Elastic training replaces the written batch values on {on}: {'; '.join(replaced)} "
+            "(ignore_non_elastic_batch_info lets it do so silently).",
+            suggestion="Remove the batch keys, so the config says what runs.",
+            fix=Fix("Remove the batch keys", tuple(FixOp("delete", k) for k in written)), page="batch",
+        )
+    yield Finding(
+        "info", "elasticity.batch", "elasticity",
+        f"Elastic training sets train_batch_size {result.train_batch_size}, micro batch {result.micro_batch} and "
+        f"accumulation {result.gradient_accumulation_steps} on {on}; the data-parallel sizes it accepts: {valid}.",
+        page="batch",
+    )
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _elastic_ranks_text(world_size: int, ranks: float) -> str:
+    gpus = f"{world_size} GPU{'s' if world_size != 1 else ''}"
+    return gpus if ranks == world_size else f"{gpus} ({_number(ranks)} data-parallel ranks after sequence parallelism)"
+
+
+def _counts_text(counts: tuple[int, ...], shown: int = 16) -> str:
+    if len(counts) <= shown:
+        return ", ".join(str(c) for c in counts)
+    return ", ".join(str(c) for c in counts[:shown]) + f", … ({len(counts)} in all, up to {counts[-1]})"
+
+
+def _nearest_text(counts: tuple[int, ...], ranks: float) -> str:
+    below = [c for c in counts if c < ranks]
+    above = [c for c in counts if c > ranks]
+    near = [str(x) for x in (below[-1:] + above[:1])]
+    return f" (nearest: {' or '.join(near)})" if near else ""
+
+
+#: How far from the written max_train_batch_size the fix looks for one that makes the world size valid (a third
+#: of refused world sizes get a fix within it, a sixth within 32), and up to which batch it looks at all.
+_ELASTIC_FIX_SEARCH = 256
+_ELASTIC_FIX_LARGEST = 20_000
+
+
+def _elastic_batch_fix(ctx: Context, section: Any, ranks: float) -> Fix | None:
+    """The max_train_batch_size nearest the written one (not above it first) whose elastic batch accepts this
+    world size, searched within ``_ELASTIC_FIX_SEARCH``; None when there is none."""
+    largest = section.get("max_train_batch_size")
+    if not isinstance(largest, int) or isinstance(largest, bool) or largest > _ELASTIC_FIX_LARGEST:
+        return None  # beyond it each try costs milliseconds: the suggestion names the valid counts instead
+    micro = section.get("micro_batch_sizes")
+    if not (isinstance(micro, list) and micro and all(isinstance(m, int) and 0 < m <= largest for m in micro)) \
+            or math.lcm(*micro) > 1000 * _ELASTIC_FIX_LARGEST:
+        return None  # an oversized least common multiple is a candidate in some releases, and a long search
+    keep = versions.keeps_oversized_elastic_base(ctx.version)
+    for delta in range(1, _ELASTIC_FIX_SEARCH + 1):
+        for value in (largest - delta, largest + delta):
+            if value < 1:
+                continue
+            found = elastic_batch({**section, "max_train_batch_size": value}, ranks, keep_oversized_base=bool(keep))
+            if found is not None and found.world_size_ok:
+                return set_fix("elasticity.max_train_batch_size", value)
+    return None

@@ -217,6 +217,13 @@ TABLE: tuple[Code, ...] = (
     _c("misc.sequence-parallel-invalid", "error", "parse", False, "sequence_parallel_size is not positive.",
        "DeepSpeed divides the GPU count by sequence_parallel_size to get the data-parallel size.",
        {**B, "sequence_parallel_size": 0}),
+    _c("misc.sequence-parallel-swallowed", "warning", "ignored", False,
+       "sequence_parallel_size DeepSpeed cannot divide by, caught.",
+       "DeepSpeed 0.17-0.18 divide the GPU count by sequence_parallel_size inside a try that catches every error, so "
+       "0 or a string makes the world size 1: the batch is checked (and train_batch_size counted) as on one GPU "
+       "while every GPU trains. Later releases stop instead (misc.sequence-parallel-invalid). The fix removes it "
+       "(unsafe: the batch is then checked on every GPU).",
+       {**B, "sequence_parallel_size": 0}, settings={"version": "0.17.6", "world_size": 8}),
     _c("misc.sequence-parallel", "warning", "n/a", None, "sequence_parallel_size does not divide the GPUs.",
        "The data-parallel size (GPUs ÷ sequence_parallel_size) becomes a fraction.",
        {**B, "sequence_parallel_size": 3}, settings={"world_size": 8}),
@@ -225,6 +232,31 @@ TABLE: tuple[Code, ...] = (
        "unless ignore_non_elastic_batch_info is true (ElasticityConfigError).",
        {**B, "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]}},
        settings={"version": "0.19.5"}),
+    _c("elasticity.world-size", "error", "parse", False, "Elastic training refuses this GPU count.",
+       "Elastic training (up to 0.19.7) picks one global batch for many GPU counts and stops with "
+       "ElasticityIncompatibleWorldSize on any data-parallel size outside its list: the config starts on 8 GPUs and "
+       "not on 64. The message lists the valid counts; where a max_train_batch_size within 256 of the written one "
+       "makes this count valid, the fix writes it (unsafe: it changes the batch size).",
+       {"elasticity": {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2, 4], "version": 0.1}},
+       settings={"version": "0.19.7", "world_size": 32}),
+    _c("elasticity.no-batch", "error", "parse", False, "Elastic training finds no batch for this GPU count.",
+       "Version 0.2 of the search, on a GPU count outside its list, takes the largest multiple of a micro batch "
+       "times the ranks within max_train_batch_size: 0 when even one micro batch per rank is above it, and "
+       "DeepSpeed's batch check then fails. The fix writes the nearest max_train_batch_size that works (unsafe).",
+       {"elasticity": {"enabled": True, "max_train_batch_size": 8, "micro_batch_sizes": [4], "version": 0.2}},
+       settings={"version": "0.19.7", "world_size": 3}),
+    _c("elasticity.overrides", "warning", "ignored", True, "Batch keys that elastic training replaces.",
+       "With ignore_non_elastic_batch_info, DeepSpeed replaces the written train_batch_size, micro batch and "
+       "accumulation with what elastic training computes and only logs it: the config says one batch and trains "
+       "with another. The fix removes the batch keys (safe: DeepSpeed does not use them).",
+       {"train_batch_size": 32, "elasticity": {"enabled": True, "max_train_batch_size": 100,
+                                               "micro_batch_sizes": [2, 4], "ignore_non_elastic_batch_info": True}},
+       settings={"version": "0.19.5", "world_size": 8}),
+    _c("elasticity.batch", "info", "n/a", None, "The batch elastic training computes.",
+       "What DeepSpeed will train with: elastic training's train_batch_size, micro batch and accumulation for this "
+       "GPU count, and the data-parallel sizes it accepts (the list a scheduler may scale the job between).",
+       {"elasticity": {"enabled": True, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6],
+                       "version": 0.1}}, settings={"version": "0.19.7", "world_size": 8}),
     # ---- "auto"
     _c("auto.crash", "error", "parse", None, "\"auto\" where plain DeepSpeed crashes.",
        "Only the HF Trainer / Accelerate replace \"auto\"; DeepSpeed itself computes with the batch values and "

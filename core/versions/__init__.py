@@ -188,6 +188,28 @@ def compression_shared_failure(version: str, *, eigenvalue: bool) -> str | None:
     return probes.get("eigenvalue" if eigenvalue else "alone")
 
 
+@cache
+def keeps_oversized_elastic_base(version: str) -> bool | None:
+    """Whether ``version``'s elastic training keeps a base batch above ``max_train_batch_size`` as a candidate
+    (``core.elasticity``), read from the profile's probe; None when the release has no elasticity."""
+    from core.elasticity import keeps_oversized_base
+
+    return keeps_oversized_base(profile(version).get("elastic_probe"))
+
+
+def world_size_when_sequence_parallel_fails(version: str, value: Any) -> float | None:
+    """The data-parallel world size ``version``'s ``DeepSpeedConfig`` settles on when ``sequence_parallel_size`` is
+    ``value`` and cannot divide the GPU count (zero, or not a number): 0.17-0.18 catch the error and fall back to 1
+    (the profile's probe, rank 0 of 8, says so); None when the release stops instead, or reads no such key."""
+    if isinstance(value, int | float) and value != 0:
+        return None  # divides (a negative one too: the batch check then refuses the negative world size)
+    probes = profile(version).get("sequence_parallel_world_size") or {}
+    found = probes.get("zero" if isinstance(value, int | float) else "not-a-number")
+    if isinstance(found, int | float) and not isinstance(found, bool) and found != 8:
+        return found
+    return None
+
+
 #: The probe of the empty (falsy) value of each kind (scripts/profile_extract.py TOP_LEVEL_PROBES).
 _EMPTY_KIND = {"list": "empty list", "string": "empty string", "number": "zero", "bool": "false"}
 

@@ -44,32 +44,37 @@ def _deepspeed_config_class() -> type:
     with _quiet():
         from deepspeed.runtime.config import DeepSpeedConfig
 
-    # Releases before 0.17 do not read sequence_parallel_size at all.
-    import inspect
+    import deepspeed.runtime.config as config_module
 
-    reads_sequence_parallel = "sequence_parallel_size" in inspect.getsource(DeepSpeedConfig)
+    class _SimulatedComm:
+        """What ``deepspeed.comm`` answers inside ``DeepSpeedConfig.__init__`` on rank 0 of ``world_size`` ranks."""
+
+        def __init__(self, world_size: int) -> None:
+            self._world_size = world_size
+
+        def get_rank(self, group: Any = None) -> int:
+            return 0
+
+        def get_world_size(self, group: Any = None) -> int:
+            return self._world_size
 
     class SimulatedWorldConfig(DeepSpeedConfig):
         """DeepSpeedConfig as it behaves with ``world_size`` ranks, without torch.distributed.
 
-        DeepSpeedConfig.__init__ asks ``deepspeed.comm`` for rank/world size; with no process group that
-        fails and it falls back to 1. Setting the attribute at the start of ``_initialize_params`` (the
-        first thing after that fallback) gives the multi-rank behaviour. A config with
-        ``sequence_parallel_size`` divides the world size by it (true division), exactly as
-        DeepSpeedConfig does when torch.distributed is up and no mpu / mesh is passed.
+        DeepSpeedConfig.__init__ asks ``deepspeed.comm`` for rank and world size, and with no process group falls
+        back to 1. For the duration of the constructor the config module's ``dist`` answers rank 0 of
+        ``world_size``, so everything DeepSpeed derives from the world size runs as on a real job: the division by
+        ``sequence_parallel_size`` (where the release does it), elastic training's batch search and its world-size
+        check, and the batch checks.
         """
 
         def __init__(self, config: Any, world_size: int) -> None:
-            self._simulated_world_size = world_size
-            super().__init__(config)
-
-        def _initialize_params(self, param_dict: dict) -> None:
-            world_size: Any = self._simulated_world_size
-            if reads_sequence_parallel and isinstance(self._param_dict, dict) \
-                    and "sequence_parallel_size" in self._param_dict:
-                world_size = world_size / self._param_dict["sequence_parallel_size"]
-            self.world_size = world_size
-            super()._initialize_params(param_dict)
+            real = config_module.dist
+            config_module.dist = _SimulatedComm(world_size)
+            try:
+                super().__init__(config)
+            finally:
+                config_module.dist = real
 
     _STATE["cls"] = SimulatedWorldConfig
     return SimulatedWorldConfig
