@@ -109,6 +109,27 @@ def test_count_params_equals_transformers(key):
     assert models.count_params(cfg) == _transformers_counts(cfg)
 
 
+#: configs that give a size under two names, with different values: transformers keeps one of them (the standard
+#: alias set through PretrainedConfig after the family's own argument; Bloom's and Falcon's legacy n_embed, popped
+#: and preferred), and the counts must follow the one it keeps
+ALIASED_CONFIGS = {
+    "gpt2": dict(model_type="gpt2", n_embd=64, hidden_size=32, n_layer=2, num_hidden_layers=3, n_head=4,
+                 num_attention_heads=2, n_positions=128, max_position_embeddings=64, vocab_size=1000),
+    "bloom": dict(model_type="bloom", n_embed=64, hidden_size=32, n_layer=2, num_hidden_layers=3, n_head=4,
+                  num_attention_heads=2, vocab_size=1000),
+    "falcon": dict(model_type="falcon", n_embed=64, hidden_size=32, n_layer=2, num_hidden_layers=3, n_head=4,
+                   num_attention_heads=2, vocab_size=1000),
+    "t5": dict(model_type="t5", d_model=64, hidden_size=32, num_layers=2, num_hidden_layers=3, num_heads=4,
+               num_attention_heads=2, d_kv=16, d_ff=96, vocab_size=1000),
+}
+
+
+@pytest.mark.parametrize("key", sorted(ALIASED_CONFIGS))
+def test_a_size_given_under_two_names_is_read_as_transformers_reads_it(key):
+    cfg = ALIASED_CONFIGS[key]
+    assert models.count_params(cfg) == _transformers_counts(cfg)
+
+
 def test_every_supported_family_is_covered():
     assert {c["model_type"] for c in FAMILY_CONFIGS.values()} == set(models.SUPPORTED_FAMILIES)
 
@@ -292,3 +313,8 @@ def test_a_catalog_model_is_found_whatever_its_case_and_surrounding_spaces(writt
 def test_an_unknown_model_names_the_close_ones():
     with pytest.raises(models.ModelConfigError, match=r"Did you mean: .*Llama-2-7b-hf"):
         models.get_spec("llama-2-7b")
+
+
+def test_t5_given_num_hidden_layers_alone_keeps_the_decoder_at_six_layers_as_transformers_does():
+    cfg = dict(model_type="t5", d_model=64, num_hidden_layers=2, num_heads=4, d_kv=16, d_ff=96, vocab_size=1000)
+    assert models.count_params(cfg) == _transformers_counts(cfg)

@@ -134,6 +134,11 @@ class ConfigReader:
                 return self.cfg[k]
         return None
 
+    def named(self, *keys: str) -> str:
+        """Which of ``keys`` a read of them takes its value from (the first one given; the first when none is), to
+        name it in a message."""
+        return next((k for k in keys if self.cfg.get(k) is not None), keys[0])
+
     def int(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:
         value = self._raw(keys)
         if value is None:

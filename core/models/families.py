@@ -144,13 +144,16 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
 
 
 def _gpt2(c: ConfigReader, name: str) -> ModelSpec:
-    hidden = c.int("n_embd", "hidden_size", default=768)
-    layers = c.int("n_layer", "num_hidden_layers", default=12)
-    heads = c.int("n_head", "num_attention_heads", default=12)
-    c.require_multiple("n_embd", hidden, "n_head", heads, _HEADS_SPLIT)
+    # transformers sets the standard names (PretrainedConfig's attribute_map) after GPT2Config's own arguments:
+    # a config giving both keeps hidden_size, num_hidden_layers, num_attention_heads, max_position_embeddings
+    hidden = c.int("hidden_size", "n_embd", default=768)
+    layers = c.int("num_hidden_layers", "n_layer", default=12)
+    heads = c.int("num_attention_heads", "n_head", default=12)
+    c.require_multiple(c.named("hidden_size", "n_embd"), hidden, c.named("num_attention_heads", "n_head"), heads,
+                       _HEADS_SPLIT)
     inter = c.int("n_inner", default=4 * hidden)
     vocab = c.int("vocab_size", default=50257)
-    positions = c.int("n_positions", "max_position_embeddings", default=1024)
+    positions = c.int("max_position_embeddings", "n_positions", default=1024)
     tie = c.bool("tie_word_embeddings", default=True)
     modules = (
         ModuleParams("wte", vocab * hidden),
@@ -241,10 +244,13 @@ def _opt(c: ConfigReader, name: str) -> ModelSpec:
 
 
 def _bloom(c: ConfigReader, name: str) -> ModelSpec:
-    hidden = c.int("hidden_size", "n_embed", default=64)
-    layers = c.int("n_layer", "num_hidden_layers", default=2)
-    heads = c.int("n_head", "num_attention_heads", default=8)
-    c.require_multiple("hidden_size", hidden, "n_head", heads, _HEADS_SPLIT)
+    # BloomConfig pops the legacy n_embed and prefers it to hidden_size; the standard names of the layers and
+    # heads are set after its own n_layer / n_head (as transformers reads a config giving both)
+    hidden = c.int("n_embed", "hidden_size", default=64)
+    layers = c.int("num_hidden_layers", "n_layer", default=2)
+    heads = c.int("num_attention_heads", "n_head", default=8)
+    c.require_multiple(c.named("n_embed", "hidden_size"), hidden, c.named("num_attention_heads", "n_head"), heads,
+                       _HEADS_SPLIT)
     vocab = c.int("vocab_size", default=250880)
     tie = c.bool("tie_word_embeddings", default=True)
     modules = (
@@ -268,10 +274,11 @@ def _bloom(c: ConfigReader, name: str) -> ModelSpec:
 
 
 def _falcon(c: ConfigReader, name: str) -> ModelSpec:
-    hidden = c.int("hidden_size", "n_embed", default=4544)
+    hidden = c.int("n_embed", "hidden_size", default=4544)  # FalconConfig prefers the legacy n_embed, as Bloom's
     layers = c.int("num_hidden_layers", "n_layer", default=32)
     heads = c.int("num_attention_heads", "n_head", default=71)
-    c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
+    c.require_multiple(c.named("n_embed", "hidden_size"), hidden, c.named("num_attention_heads", "n_head"), heads,
+                       _HEADS_SPLIT)
     kv = c.int("num_kv_heads", default=heads)
     vocab = c.int("vocab_size", default=65024)
     ffn = c.int("ffn_hidden_size", default=4 * hidden)
@@ -348,12 +355,20 @@ def _bert(c: ConfigReader, name: str) -> ModelSpec:
 
 
 def _t5(c: ConfigReader, name: str) -> ModelSpec:
-    d_model = c.int("d_model", "hidden_size", default=512)
+    # the standard names win over T5Config's own when a config gives both (set after them, as in GPT-2)
+    d_model = c.int("hidden_size", "d_model", default=512)
     d_kv = c.int("d_kv", default=64)
     d_ff = c.int("d_ff", default=2048)
-    enc_layers = c.int("num_layers", "num_hidden_layers", default=6)
-    dec_layers = c.int("num_decoder_layers", default=enc_layers)
-    heads = c.int("num_heads", "num_attention_heads", default=8)
+    enc_layers = c.int("num_hidden_layers", "num_layers", default=6)
+    # T5Config defaults the decoder's depth to its own num_layers argument before the standard name is applied:
+    # num_hidden_layers alone leaves the decoder at the default 6 (transformers' behaviour, however odd)
+    if c.cfg.get("num_decoder_layers") is None and c.cfg.get("num_layers") is not None:
+        dec_layers = c.int("num_layers")
+    elif c.cfg.get("num_decoder_layers") is None and c.cfg.get("num_hidden_layers") is not None:
+        dec_layers = 6  # T5Config's default num_layers
+    else:
+        dec_layers = c.int("num_decoder_layers", default=enc_layers)
+    heads = c.int("num_attention_heads", "num_heads", default=8)
     vocab = c.int("vocab_size", default=32128)
     buckets = c.int("relative_attention_num_buckets", default=32)
     gated = c.str("feed_forward_proj", default="relu").startswith("gated-")
