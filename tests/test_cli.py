@@ -204,3 +204,37 @@ def test_a_micro_batch_contradicting_the_config_is_one_policy(tmp_path, capsys):
         assert code == 2 and "the config runs with a micro batch of 1" in capsys.readouterr().err, argv
     code, text = run(["estimate", *model, "--config", str(path), "--micro-batch", "4"])
     assert code == 0 and "--micro-batch 4 replaces the config's micro batch of 1" in text
+
+
+def test_validate_on_several_gpu_counts_marks_what_fails_where(tmp_path):
+    """A config a team runs on 8, 12 and 16 GPUs, checked in one call: 16 = 2 x 1 x 8 works only on 8; the finding
+    every count shares is printed once, the batch errors with the count they are on."""
+    path = tmp_path / "c.json"
+    path.write_text('{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2, "zero_optimisation": {}}')
+    code, text = run(["validate", str(path), "--world-size", "8,12", "--world-size", "16"])
+    assert code == 1
+    assert text.splitlines()[0].startswith(f"{path}: FAILED on 12, 16 GPUs, OK on 8 GPUs")
+    assert text.count("keys.unknown-top-level") == 1 and "zero_optimisation" in text
+    lines = [line for line in text.splitlines() if "batch.ga-positive" in line]
+    assert [line.rsplit("[", 1)[1] for line in lines] == ["on 12 GPUs]", "on 16 GPUs]"]
+    assert "batch on 8 GPUs: train_batch_size=16 = micro 2 × accumulation 1 × 8 GPU(s)" in text
+    assert run(["validate", str(path), "--world-size", "8,8"])[0] == 0  # one count, given twice
+    github = run(["validate", str(path), "--world-size", "4,8", "--format", "github"])[1]
+    assert "title=dsconfig batch.ga-positive::" not in github  # 16 = 2 x 2 x 4 works on 4 too
+    github = run(["validate", str(path), "--world-size", "8,32", "--format", "github"])[1]
+    assert "title=dsconfig batch.ga-positive (on 32 GPUs)::" in github
+    assert "title=dsconfig keys.unknown-top-level::" in github
+    code, data = run(["validate", str(path), "--world-size", "8,32", "--format", "json"])
+    results = json.loads(data)
+    assert code == 1 and [(r["world_size"], r["ok"]) for r in results] == [(8, True), (32, False)]
+    assert run(["validate", str(path), "--world-size", "8,,2"])[0] == 2  # argparse: "separated by commas"
+
+
+def test_an_elastic_config_checked_on_the_counts_a_scheduler_may_give_it(tmp_path):
+    path = tmp_path / "elastic.json"
+    path.write_text('{"elasticity": {"enabled": true, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6], '
+                    '"version": 0.1}}')
+    # its search picks 1680 samples (micro batches 2/4/6): 16 and 64 GPUs cannot share it evenly, 8 and 12 can
+    code, text = run(["validate", str(path), "--world-size", "8,12,16,64", "--deepspeed-version", "0.19.7"])
+    assert code == 1 and "FAILED on 16, 64 GPUs, OK on 8, 12 GPUs" in text
+    assert "elasticity.world-size" in text and "[on 64 GPUs]" in text and "[on 16 GPUs]" in text

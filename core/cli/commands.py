@@ -12,6 +12,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +27,7 @@ from core.cli.common import (
     EXIT_USAGE,
     UsageError,
     gpu_count,
+    gpu_counts,
     guarded,
     json_report,
     read_config_and_text,
@@ -33,6 +35,7 @@ from core.cli.common import (
     rewrite_config_file,
     write_text,
 )
+from core.findings import SEVERITY_ORDER
 from core.io import dump_config
 from core.source_map import Position, at, key_positions, locate
 from core.versions import RELEASES, resolve_version
@@ -94,11 +97,83 @@ def _print_github(name: str, report: Any, where: Callable[[str], Position | None
                                      f"dsconfig {finding.code}", message))
 
 
+def _sizes_text(sizes: Sequence[int]) -> str:
+    return f"{', '.join(str(w) for w in sizes)} GPU{'s' if sizes != [1] else ''}"
+
+
+@dataclass
+class _Group:
+    """One finding as it is on some of the GPU counts validated (the same words on each)."""
+
+    finding: Any
+    sizes: list[int] = field(default_factory=list)
+
+
+def _grouped(reports: Sequence[Any]) -> list[_Group]:
+    """The findings of one config validated on several GPU counts, each distinct finding once with the counts it
+    is on, errors first."""
+    groups: dict[tuple[Any, ...], _Group] = {}
+    for report in reports:
+        for f in report.findings:
+            key = (f.severity, f.code, f.path, f.message, f.suggestion, f.fix.description if f.fix else None)
+            groups.setdefault(key, _Group(f)).sizes.append(report.world_size)
+    return sorted(groups.values(), key=lambda g: SEVERITY_ORDER[g.finding.severity])
+
+
+def _print_many(name: str, reports: Sequence[Any], where: Callable[[str], Position | None], out: TextIO) -> None:
+    """The text report of one config on several GPU counts: where it fails, then each finding once, marked with the
+    counts it is on when not all."""
+    sizes = [r.world_size for r in reports]
+    failing = [r.world_size for r in reports if not r.ok]
+    groups = _grouped(reports)
+    counts = Counter(g.finding.severity for g in groups)
+    first = reports[0]
+    if failing:
+        passing = [w for w in sizes if w not in failing]
+        status = (f"FAILED on {_sizes_text(failing)}" + (f", OK on {_sizes_text(passing)}" if passing else ""))
+    else:
+        status = f"OK on {_sizes_text(sizes)}"
+    out.write(f"{name}: {status} — {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
+              f"(DeepSpeed {first.version}, target {first.target})\n")
+    for group in groups:
+        finding = group.finding
+        position = where(finding.path)
+        place = f"  {at(name, position)}" if position else ""
+        only = f"  [on {_sizes_text(group.sizes)}]" if len(group.sizes) < len(sizes) else ""
+        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{place}{only}\n")
+        out.write(f"          {finding.message}\n")
+        if finding.suggestion:
+            out.write(f"          → {finding.suggestion}\n")
+        if finding.fix is not None:
+            out.write(f"          fix ({'safe' if finding.fix.safe else 'unsafe'}): {finding.fix.description}\n")
+    for report in reports:
+        b = report.batch
+        out.write(f"  batch on {_sizes_text([report.world_size])}: " + (
+            f"train_batch_size={b.train_batch_size} = micro {b.train_micro_batch_size_per_gpu} × accumulation "
+            f"{b.gradient_accumulation_steps} × {b.world_size:g} GPU(s)\n" if b is not None else
+            "does not resolve (see the errors)\n"))
+
+
+def _print_github_many(name: str, reports: Sequence[Any], where: Callable[[str], Position | None],
+                       out: TextIO) -> None:
+    sizes = [r.world_size for r in reports]
+    failing = [r.world_size for r in reports if not r.ok]
+    out.write(f"{name}: " + (f"FAILED on {_sizes_text(failing)}" if failing else f"OK on {_sizes_text(sizes)}")
+              + "\n")
+    for group in _grouped(reports):
+        finding = group.finding
+        only = f" (on {_sizes_text(group.sizes)})" if len(group.sizes) < len(sizes) else ""
+        message = finding.message + (f" → {finding.suggestion}" if finding.suggestion else "")
+        out.write(_github_annotation(_GITHUB_LEVEL[finding.severity], name, where(finding.path),
+                                     f"dsconfig {finding.code}{only}", message))
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from core.validate import validate
 
     results: list[dict[str, Any]] = []
     worst = EXIT_OK
+    sizes = list(dict.fromkeys(args.world_size or [1]))  # as given, each once
     for path in args.files:
         try:
             config, text = read_config_and_text(path)
@@ -111,21 +186,25 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
             else:
                 out.write(f"{exc}\n")
             continue
-        report = validate(config, world_size=args.world_size, target=args.target, version=args.deepspeed_version)
-        if not report.ok and worst == EXIT_OK:
+        reports = [validate(config, world_size=w, target=args.target, version=args.deepspeed_version)
+                   for w in sizes]
+        if not all(r.ok for r in reports) and worst == EXIT_OK:
             worst = EXIT_ERRORS
         # the text is read for where each key is only when there is a finding to place
-        where = functools.partial(locate, key_positions(text) if report.findings else {})
+        where = functools.partial(locate, key_positions(text) if any(r.findings for r in reports) else {})
 
         if args.format == "json":
-            data = report.to_dict()
-            for finding, item in zip(report.findings, data["findings"], strict=True):
-                item["line"], item["column"] = where(finding.path) or (None, None)
-            results.append({"file": path, **data})
+            for report in reports:  # one result per file and GPU count (each says its world_size)
+                data = report.to_dict()
+                for finding, item in zip(report.findings, data["findings"], strict=True):
+                    item["line"], item["column"] = where(finding.path) or (None, None)
+                results.append({"file": path, **data})
+        elif len(reports) > 1:
+            (_print_github_many if args.format == "github" else _print_many)(path, reports, where, out)
         elif args.format == "github":
-            _print_github(path, report, where, out)
+            _print_github(path, reports[0], where, out)
         else:
-            _print_report(path, report, where, out)
+            _print_report(path, reports[0], where, out)
     if args.format == "json":
         out.write(json_report(results))
     return worst
@@ -262,7 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
     p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")
-    p.add_argument("--world-size", type=gpu_count, default=1, help="data-parallel GPU count (default 1)")
+    p.add_argument("--world-size", type=gpu_counts, action="extend", default=None, metavar="N[,N...]",
+                   help="GPU count(s) to check for, e.g. 8 or 8,16,64 (or the flag repeated): each finding is "
+                   "shown once, marked with the counts it is on when not all; exit 1 if any count fails "
+                   "(default 1)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="text (each finding with FILE:LINE:COLUMN), json (with line and column), or github: "
                    "annotations on the lines of a pull request in GitHub Actions")

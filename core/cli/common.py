@@ -181,6 +181,14 @@ def gpu_count(text: str) -> int:
     return positive(int, at_most=MAX_GPUS)(text)
 
 
+def gpu_counts(text: str) -> list[int]:
+    """argparse type: one GPU count or several separated by commas (``8,16,64``), each as :func:`gpu_count`."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: write GPU counts separated by commas, e.g. 8,16,64")
+    return [gpu_count(part) for part in parts]
+
+
 def catalog_gpu(text: str) -> str:
     """argparse type: the catalog name of the GPU ``text`` names: its name (any case) or a part only it has
     (``H100`` when one H100 is listed, ``a100 80``)."""
