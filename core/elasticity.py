@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 #: DeepSpeed's HCN_LIST: the 38 smallest highly composite numbers it scales a base batch size by.
@@ -218,11 +219,19 @@ def elastic_batch_for(config: Mapping[str, Any], world_size: int, version: str) 
     """What elastic training computes for ``config`` on ``world_size`` GPUs under DeepSpeed ``version`` (its
     data-parallel size: GPUs ÷ ``sequence_parallel_size`` where the release reads that); None when elasticity is
     off, not read by the release, or cannot be computed."""
-    from core import versions
     from core.batch import effective_world_size
 
     section = elastic_section(config, version)
-    keep = versions.keeps_oversized_elastic_base(version) if section is not None else None
+    keep = keeps_oversized_elastic_base(version) if section is not None else None
     if section is None or keep is None:
         return None
     return elastic_batch(section, effective_world_size(dict(config), world_size, version), keep_oversized_base=keep)
+
+
+@cache
+def keeps_oversized_elastic_base(version: str) -> bool | None:
+    """Whether DeepSpeed ``version``'s elastic training keeps a base batch above ``max_train_batch_size`` as a
+    candidate, read from its profile's probe; None when the release has no elasticity."""
+    from core import versions
+
+    return keeps_oversized_base(versions.elastic_probe(version))

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import versions
-from core.elasticity import elastic_batch, elastic_batch_for
+from core.elasticity import elastic_batch, elastic_batch_for, keeps_oversized_elastic_base
 from core.validate import validate
 from tests.fuzz_strategies import json_values
 from tests.oracle.oracle import SIDE_BY_SIDE, deepspeed_verdicts, oracle_available
@@ -86,7 +86,7 @@ def test_releases_without_elasticity_say_nothing_of_its_batch():
 
 
 def test_which_releases_keep_an_oversized_base_is_read_from_their_profiles():
-    kept = {r: versions.keeps_oversized_elastic_base(r) for r in versions.RELEASES}
+    kept = {r: keeps_oversized_elastic_base(r) for r in versions.RELEASES}
     assert kept["0.16.9"] is True and kept["0.19.5"] is True
     assert kept["0.19.6"] is False and kept["0.19.7"] is False
     assert kept["0.19.8"] is None  # no elasticity any more

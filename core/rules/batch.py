@@ -20,7 +20,7 @@ from core.batch import (
     resolve_batch,
     shown,
 )
-from core.elasticity import elastic_batch, elastic_batch_for, elastic_section
+from core.elasticity import elastic_batch, elastic_batch_for, elastic_section, keeps_oversized_elastic_base
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -271,7 +271,7 @@ def _elastic_batch_fix(ctx: Context, section: Any, ranks: float) -> Fix | None:
     if not (isinstance(micro, list) and micro and all(isinstance(m, int) and 0 < m <= largest for m in micro)) \
             or math.lcm(*micro) > 1000 * _ELASTIC_FIX_LARGEST:
         return None  # an oversized least common multiple is a candidate in some releases, and a long search
-    keep = versions.keeps_oversized_elastic_base(ctx.version)
+    keep = keeps_oversized_elastic_base(ctx.version)
     for delta in range(1, _ELASTIC_FIX_SEARCH + 1):
         for value in (largest - delta, largest + delta):
             if value < 1:

@@ -188,13 +188,10 @@ def compression_shared_failure(version: str, *, eigenvalue: bool) -> str | None:
     return probes.get("eigenvalue" if eigenvalue else "alone")
 
 
-@cache
-def keeps_oversized_elastic_base(version: str) -> bool | None:
-    """Whether ``version``'s elastic training keeps a base batch above ``max_train_batch_size`` as a candidate
-    (``core.elasticity``), read from the profile's probe; None when the release has no elasticity."""
-    from core.elasticity import keeps_oversized_base
-
-    return keeps_oversized_base(profile(version).get("elastic_probe"))
+def elastic_probe(version: str) -> dict[str, Any] | None:
+    """What ``version``'s elastic training computed on the profile's probe section (``core.elasticity`` reads which
+    variant of the search the release runs from it); None when the release has no elasticity."""
+    return profile(version).get("elastic_probe")
 
 
 def world_size_when_sequence_parallel_fails(version: str, value: Any) -> float | None:
