@@ -318,3 +318,46 @@ def test_an_unknown_model_names_the_close_ones():
 def test_t5_given_num_hidden_layers_alone_keeps_the_decoder_at_six_layers_as_transformers_does():
     cfg = dict(model_type="t5", d_model=64, num_hidden_layers=2, num_heads=4, d_kv=16, d_ff=96, vocab_size=1000)
     assert models.count_params(cfg) == _transformers_counts(cfg)
+
+
+#: one tiny config per RoPE family whose rotary dimension is odd (head dimension 15, or GPT-NeoX's share of 16)
+ODD_ROTARY = {
+    "llama": dict(model_type="llama", hidden_size=60, num_attention_heads=4, num_key_value_heads=4),
+    "mistral": dict(model_type="mistral", hidden_size=60, num_attention_heads=4, num_key_value_heads=4),
+    "mixtral": dict(model_type="mixtral", hidden_size=60, num_attention_heads=4, num_key_value_heads=4,
+                    num_local_experts=2),
+    "qwen2": dict(model_type="qwen2", hidden_size=60, num_attention_heads=4, num_key_value_heads=4),
+    "gemma": dict(model_type="gemma", hidden_size=64, num_attention_heads=4, num_key_value_heads=1, head_dim=15),
+    "gemma2": dict(model_type="gemma2", hidden_size=64, num_attention_heads=4, num_key_value_heads=1, head_dim=15),
+    "phi3": dict(model_type="phi3", hidden_size=60, num_attention_heads=4, num_key_value_heads=4, pad_token_id=0),
+    "gpt_neox": dict(model_type="gpt_neox", hidden_size=60, num_attention_heads=4, rotary_pct=1.0),
+    "falcon": dict(model_type="falcon", hidden_size=60, num_attention_heads=4),
+}
+
+
+def _transformers_trains(cfg: dict) -> bool:
+    """Whether transformers builds the model and runs a forward of 8 tokens on the CPU."""
+    try:
+        config = transformers.AutoConfig.for_model(**cfg, intermediate_size=64, num_hidden_layers=1,
+                                                   vocab_size=100, eos_token_id=None, bos_token_id=None)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        model(torch.randint(1, 100, (1, 8)))
+    except Exception:  # refused at any step is the answer
+        return False
+    return True
+
+
+@pytest.mark.parametrize("key", sorted(ODD_ROTARY))
+def test_an_odd_rotary_dimension_is_refused_as_transformers_refuses_it(key):
+    cfg = {**ODD_ROTARY[key], "intermediate_size": 64, "num_hidden_layers": 1, "vocab_size": 100}
+    with pytest.raises(models.ModelConfigError, match="RoPE rotates pairs"):
+        models.describe(cfg)
+    assert not _transformers_trains(ODD_ROTARY[key])
+
+
+
+def test_a_partial_rotary_share_runs_and_is_described():
+    """GPT-NeoX rotates int(head x rotary_pct) dimensions rounded up to a pair: 0.2 of 16 (3, so 4) runs."""
+    cfg = dict(model_type="gpt_neox", hidden_size=64, num_attention_heads=4, rotary_pct=0.2)
+    assert _transformers_trains(cfg)
+    assert models.describe({**cfg, "intermediate_size": 64}).head_dim == 16

@@ -172,6 +172,31 @@ class ConfigReader:
             raise ModelConfigError(f"{self.model_type} config.json: '{whole_key}' ({whole}) must be a multiple of "
                                    f"'{part_key}' ({part}): {why}.")
 
+    def require_even_rotary(self, head_dim: int, fraction_key: str | None = None, default_fraction: float = 1.0,
+                            head_dim_from: str = "head_dim") -> None:
+        """ModelConfigError when RoPE would rotate more dimensions than the head has: it rotates pairs, so an odd
+        rotary dimension is rounded up to the next pair, and where that is the whole (odd) head transformers refuses
+        the config (Llama, Mistral, Gemma, Falcon) or fails at the first forward (Qwen2, Mixtral, Phi-3, GPT-NeoX:
+        cos and sin one wider than the query). An odd share of a wider head runs in some families and is refused by
+        others' config checks; it is left alone here. ``fraction_key`` names the share of the head that is rotated
+        (``partial_rotary_factor``, GPT-NeoX's ``rotary_pct``; also read from ``rope_parameters``)."""
+        fraction = default_fraction
+        if fraction_key:
+            nested = self.cfg.get("rope_parameters")
+            if self.cfg.get(fraction_key) is None and isinstance(nested, Mapping) \
+                    and nested.get("partial_rotary_factor") is not None:
+                fraction = ConfigReader(nested, self.model_type).float("partial_rotary_factor", default=fraction)
+            else:
+                fraction = self.float(fraction_key, default=default_fraction)
+        rotary = int(head_dim * fraction)
+        if rotary % 2 and rotary + 1 > head_dim:
+            share = f" × {fraction_key} {fraction:g}" if fraction != 1 else ""
+            raise ModelConfigError(
+                f"{self.model_type} config.json: RoPE rotates pairs of dimensions, but this model's rotary dimension "
+                f"is {rotary} ({head_dim_from} {head_dim}{share}); transformers refuses the config or fails at its "
+                "first forward. Use an even head dimension."
+            )
+
     def bool(self, *keys: str, default: bool) -> bool:
         value = self._raw(keys)
         if value is None:

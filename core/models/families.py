@@ -64,6 +64,8 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
                        "the attention repeats each key/value head for num_attention_heads / num_key_value_heads "
                        "query heads, and the model fails at its first forward otherwise")
     head_dim = c.int("head_dim", default=d["head_dim"] or hidden // heads)
+    c.require_even_rotary(head_dim, "partial_rotary_factor",
+                          head_dim_from="head_dim" if c.cfg.get("head_dim") is not None else "hidden_size / heads")
     inter = c.int("intermediate_size", default=d["inter"])
     vocab = c.int("vocab_size", default=d["vocab"])
     tie = c.bool("tie_word_embeddings", default=d["tie"])
@@ -180,6 +182,7 @@ def _gpt_neox(c: ConfigReader, name: str) -> ModelSpec:
     layers = c.int("num_hidden_layers", default=44)
     heads = c.int("num_attention_heads", default=64)
     c.require_multiple("hidden_size", hidden, "num_attention_heads", heads, _HEADS_SPLIT)
+    c.require_even_rotary(hidden // heads, "rotary_pct", 0.25, head_dim_from="hidden_size / heads")
     inter = c.int("intermediate_size", default=24576)
     vocab = c.int("vocab_size", default=50432)
     tie = c.bool("tie_word_embeddings", default=False)
@@ -289,6 +292,8 @@ def _falcon(c: ConfigReader, name: str) -> ModelSpec:
     n_ln = c.int("num_ln_in_parallel_attn", default=2 if new_arch else 1)
     tie = c.bool("tie_word_embeddings", default=True)
     head_dim = hidden // heads
+    if not c.bool("alibi", default=False):
+        c.require_even_rotary(head_dim, head_dim_from="hidden_size / heads")
     if new_arch:
         qkv_out, kv_heads = (2 * kv + heads) * head_dim, kv
     elif multi_query:
