@@ -378,10 +378,28 @@ def launch_values(context: Mapping[str, Any], trainer_values: Mapping[str, Any] 
         values["num_training_steps"] = int(context["train_steps"])
     model = context.get("model_config")
     if isinstance(model, Mapping):
-        hidden = model.get("hidden_size") or model.get("d_model") or model.get("n_embd")
-        if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0:
+        hidden = model_hidden_size(model)
+        if hidden is not None:
             values["hidden_size"] = hidden
     return values | dict(trainer_values or {})
+
+
+def model_hidden_size(model: Mapping[str, Any]) -> int | None:
+    """The hidden size the HF Trainer reads from a model's ``config.json`` (``model.config.hidden_size``, for its
+    "auto" bucket sizes): as ``core.models`` reads the families it knows, which follows transformers where a config
+    gives the width under two names (Bloom's and Falcon's ``n_embed`` win); for another family the first of the
+    usual names it gives. None when there is no positive whole one."""
+    from core.models import ModelConfigError, describe
+
+    try:
+        return describe(model).hidden_size
+    except ModelConfigError:
+        pass
+    for key in ("hidden_size", "d_model", "n_embd", "n_embed"):
+        value = model.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def variant_name(file_name: str, launcher: str) -> str:

@@ -710,3 +710,21 @@ def test_hf_never_matches_is_what_the_real_trainer_refuses_whatever_its_argument
     fixed = finding.fix.apply(copy.deepcopy(config))
     assert "hf.never-matches" not in core.validate(fixed, world_size=8, target="hf").codes()
     assert _trainer_accepts(fixed, {**arguments, **varied[0]})
+
+
+@pytest.mark.parametrize("model", [
+    {"model_type": "bloom", "n_embed": 64, "hidden_size": 128, "n_layer": 2, "n_head": 4, "vocab_size": 1000},
+    {"model_type": "falcon", "n_embed": 64, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4},
+    {"model_type": "gpt2", "n_embd": 64, "hidden_size": 128, "n_layer": 2, "n_head": 4},
+    {"model_type": "t5", "d_model": 64, "hidden_size": 128, "num_layers": 2, "num_heads": 4},
+    {"model_type": "llama", "num_hidden_layers": 2},
+], ids=["bloom", "falcon", "gpt2", "t5", "llama-default-width"])
+def test_the_hidden_size_for_auto_buckets_is_the_one_the_trainer_reads_from_the_model(model):
+    """The HF Trainer fills "auto" bucket sizes from ``model.config.hidden_size``: where a config.json gives the width
+    under two names (or none), that is what transformers makes of it."""
+    transformers = pytest.importorskip("transformers")
+    from core.export import launch_values
+
+    values = launch_values({"nodes": 1, "gpus_per_node": 8, "model_config": model})
+    expected = transformers.AutoConfig.for_model(**model).hidden_size
+    assert values["hidden_size"] == expected
