@@ -48,17 +48,29 @@ def _summary(name: str, report: Any) -> str:
             f"(DeepSpeed {report.version}, target {report.target}, {report.world_size} GPU(s))\n")
 
 
+def _print_finding(name: str, finding: Any, where: Callable[[str], Position | None], out: TextIO,
+                   marker: str = "") -> None:
+    """One finding of the text report: severity, code, path and place (then ``marker``), message, suggestion, fix."""
+    position = where(finding.path)
+    place = f"  {at(name, position)}" if position else ""
+    out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{place}{marker}\n")
+    out.write(f"          {finding.message}\n")
+    if finding.suggestion:
+        out.write(f"          → {finding.suggestion}\n")
+    if finding.fix is not None:
+        out.write(f"          fix ({'safe' if finding.fix.safe else 'unsafe'}): {finding.fix.description}\n")
+
+
+def _batch_text(b: Any) -> str:
+    """The batch trio as the text report writes it."""
+    return (f"train_batch_size={b.train_batch_size} = micro {b.train_micro_batch_size_per_gpu} × accumulation "
+            f"{b.gradient_accumulation_steps} × {b.world_size:g} GPU(s)")
+
+
 def _print_report(name: str, report: Any, where: Callable[[str], Position | None], out: TextIO) -> None:
     out.write(_summary(name, report))
     for finding in report.findings:
-        position = where(finding.path)
-        place = f"  {at(name, position)}" if position else ""
-        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{place}\n")
-        out.write(f"          {finding.message}\n")
-        if finding.suggestion:
-            out.write(f"          → {finding.suggestion}\n")
-        if finding.fix is not None:
-            out.write(f"          fix ({'safe' if finding.fix.safe else 'unsafe'}): {finding.fix.description}\n")
+        _print_finding(name, finding, where, out)
     safe = Counter(f.severity == "info" for f in report.findings if f.fix is not None and f.fix.safe)
     if safe[False]:
         out.write(f"  {safe[False]} safe fix(es): `dsconfig fix {name}` applies them; `dsconfig explain CODE` "
@@ -66,11 +78,7 @@ def _print_report(name: str, report: Any, where: Callable[[str], Position | None
     if safe[True]:
         out.write(f"  {safe[True]} safe fix(es) of info findings: `dsconfig fix --info {name}` applies them\n")
     if report.batch is not None:
-        b = report.batch
-        out.write(
-            f"  batch: train_batch_size={b.train_batch_size} = micro {b.train_micro_batch_size_per_gpu} × "
-            f"accumulation {b.gradient_accumulation_steps} × {b.world_size:g} GPU(s)\n"
-        )
+        out.write(f"  batch: {_batch_text(report.batch)}\n")
 
 
 #: GitHub Actions' annotation levels (workflow commands ::error, ::warning, ::notice).
@@ -136,22 +144,11 @@ def _print_many(name: str, reports: Sequence[Any], where: Callable[[str], Positi
     out.write(f"{name}: {status} — {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
               f"(DeepSpeed {first.version}, target {first.target})\n")
     for group in groups:
-        finding = group.finding
-        position = where(finding.path)
-        place = f"  {at(name, position)}" if position else ""
         only = f"  [on {_sizes_text(group.sizes)}]" if len(group.sizes) < len(sizes) else ""
-        out.write(f"  {finding.severity:<7} {finding.code:<32} {finding.path or '(config)'}{place}{only}\n")
-        out.write(f"          {finding.message}\n")
-        if finding.suggestion:
-            out.write(f"          → {finding.suggestion}\n")
-        if finding.fix is not None:
-            out.write(f"          fix ({'safe' if finding.fix.safe else 'unsafe'}): {finding.fix.description}\n")
+        _print_finding(name, group.finding, where, out, only)
     for report in reports:
-        b = report.batch
-        out.write(f"  batch on {_sizes_text([report.world_size])}: " + (
-            f"train_batch_size={b.train_batch_size} = micro {b.train_micro_batch_size_per_gpu} × accumulation "
-            f"{b.gradient_accumulation_steps} × {b.world_size:g} GPU(s)\n" if b is not None else
-            "does not resolve (see the errors)\n"))
+        shown = _batch_text(report.batch) if report.batch is not None else "does not resolve (see the errors)"
+        out.write(f"  batch on {_sizes_text([report.world_size])}: {shown}\n")
 
 
 def _print_github_many(name: str, reports: Sequence[Any], where: Callable[[str], Position | None],

@@ -40,7 +40,7 @@ def _hf_never_matches(ctx: Context, values: dict[str, Any], auto_key: str) -> It
     step = other * int(ranks)
     if tb % step == 0:
         return
-    gpus = f"{ctx.world_size} GPU{'s' if ctx.world_size != 1 else ''}"
+    gpus = _gpus(ctx.world_size)
     yield Finding(
         "error", "hf.batch-never-matches", TB,
         f"train_batch_size {tb} is not {other_key} ({other}) × {auto_key} × {int(ranks)} data-parallel ranks "
@@ -62,8 +62,7 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     if elastic_section(ctx.config, ctx.version) is not None:
         return  # elastic training computes the batch values itself (the elasticity rule checks them)
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
-    w = ctx.world_size
-    gpus = f"{w} GPU{'s' if w != 1 else ''}"
+    gpus = _gpus(ctx.world_size)
     if result.ok:
         for key in BATCH_KEYS:
             value = values[key]
@@ -140,13 +139,12 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     sp = ctx.config["sequence_parallel_size"]
     fallback = versions.world_size_when_sequence_parallel_fails(ctx.version, sp)
     if fallback is not None:
-        gpus = f"{ctx.world_size} GPU{'s' if ctx.world_size != 1 else ''}"
         yield Finding(
             "warning", "misc.sequence-parallel-swallowed", "sequence_parallel_size",
             f"sequence_parallel_size is {brief(sp)}: DeepSpeed {ctx.version} fails to divide the GPU count by it, "
-            f"catches that, and checks the batch as on {_number(fallback)} GPU{'s' if fallback != 1 else ''}: "
-            f"train_batch_size then counts {_number(fallback)} of the {gpus} that all train, so each optimizer step "
-            "sees more samples than it says.",
+            f"catches that, and checks the batch as on {_gpus(fallback)}: train_batch_size then counts "
+            f"{_number(fallback)} of the {_gpus(ctx.world_size)} that all train, so each optimizer step sees more "
+            "samples than it says.",
             suggestion="Remove it (no sequence parallelism), or set the sequence-parallel degree (e.g. 2).",
             fix=delete_fix("sequence_parallel_size"), page="batch",
         )
@@ -237,8 +235,13 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def _gpus(count: float) -> str:
+    """``8 GPUs``, ``1 GPU``: a GPU count in a message."""
+    return f"{_number(count)} GPU{'s' if count != 1 else ''}"
+
+
 def _elastic_ranks_text(world_size: int, ranks: float) -> str:
-    gpus = f"{world_size} GPU{'s' if world_size != 1 else ''}"
+    gpus = _gpus(world_size)
     return gpus if ranks == world_size else f"{gpus} ({_number(ranks)} data-parallel ranks after sequence parallelism)"
 
 
