@@ -193,13 +193,11 @@ def keeps_oversized_base(probe: Mapping[str, Any] | None) -> bool | None:
     if not probe or "batch" not in probe:
         return None
     for keep in (True, False):
-        try:
-            s = _settings(probe["section"])
-            final, valid = _version_01(s["micro"], s["largest"], s["min_gpus"], s["max_gpus"], s["prefer_larger"],
-                                       keep)
-        except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        # the probe runs version 0.1, whose search does not depend on the world size (1 here)
+        found = elastic_batch(probe["section"], 1, keep_oversized_base=keep)
+        if found is None:
             return None
-        if int(final) == probe["batch"] and list(valid or ()) == list(probe["valid_gpus"]):
+        if found.train_batch_size == probe["batch"] and list(found.valid_world_sizes) == list(probe["valid_gpus"]):
             return keep
     return None
 

@@ -198,13 +198,11 @@ def world_size_when_sequence_parallel_fails(version: str, value: Any) -> float |
     """The data-parallel world size ``version``'s ``DeepSpeedConfig`` settles on when ``sequence_parallel_size`` is
     ``value`` and cannot divide the GPU count (zero, or not a number): 0.17-0.18 catch the error and fall back to 1
     (the profile's probe, rank 0 of 8, says so); None when the release stops instead, or reads no such key."""
-    if isinstance(value, int | float) and value != 0:
-        return None  # divides (a negative one too: the batch check then refuses the negative world size)
+    if (isinstance(value, int | float) and value != 0) or not key_known(version, "", "sequence_parallel_size"):
+        return None  # divides (a negative one too: the batch check then refuses the negative world size), or unread
     probes = profile(version).get("sequence_parallel_world_size") or {}
     found = probes.get("zero" if isinstance(value, int | float) else "not-a-number")
-    if isinstance(found, int | float) and not isinstance(found, bool) and found != 8:
-        return found
-    return None
+    return found if isinstance(found, int | float) and not isinstance(found, bool) else None
 
 
 #: The probe of the empty (falsy) value of each kind (scripts/profile_extract.py TOP_LEVEL_PROBES).
