@@ -278,10 +278,11 @@ def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024, versio
     data-parallel ranks the batch check counts (where ``version`` reads it: ``reads_sequence_parallel``)."""
     sp = (sequence_parallel_degree(config) or 1) if reads_sequence_parallel(version) else 1
     if version is not None:
-        from core.elasticity import elastic_batch_for, elastic_section
+        from core.elasticity import elastic_batches_for, elastic_section
 
         if elastic_section(config, version) is not None:  # elastic training's search decides, not the batch keys
-            return [w for w in range(sp, max_world_size + 1, sp)
-                    if (found := elastic_batch_for(config, w, version)) is not None and found.world_size_ok]
+            counts = range(sp, max_world_size + 1, sp)
+            return [w for w, found in zip(counts, elastic_batches_for(config, counts, version), strict=True)
+                    if found is not None and found.world_size_ok]
     return [w for w in range(sp, max_world_size + 1, sp)
             if resolve_batch(config, effective_world_size(config, w, version)).ok]

@@ -15,7 +15,7 @@ a probe section), not typed here: :func:`keeps_oversized_base` picks the variant
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -142,38 +142,31 @@ def _micro_for(batch: float, world: float, micro: list[int], prefer_larger: Any)
     return chosen
 
 
-def _version_02(s: dict[str, Any], world: float, keep_oversized: bool) -> tuple[int, list[Any]]:
-    micro, per_node, model_parallel = s["micro"], s["per_node"], s["model_parallel"]
-    per_node_dp = per_node // model_parallel
-    final, nodes = _version_01(micro, int(s["largest"] / per_node_dp), int(s["min_gpus"] / per_node),
-                               int(s["max_gpus"] / per_node), s["prefer_larger"], keep_oversized)
-    final = int(final) * per_node_dp
-    if nodes is None:  # no candidate has a valid GPU count: DeepSpeed then fails on None (refused either way)
+def _version_02_search(s: dict[str, Any], keep_oversized: bool) -> tuple[int, list[int] | None]:
+    """Version 0.2's node-level search (independent of the world size): the batch and the valid data-parallel
+    sizes, scaled from nodes to data-parallel ranks."""
+    per_node_dp = s["per_node"] // s["model_parallel"]
+    final, nodes = _version_01(s["micro"], int(s["largest"] / per_node_dp), int(s["min_gpus"] / s["per_node"]),
+                               int(s["max_gpus"] / s["per_node"]), s["prefer_larger"], keep_oversized)
+    return int(final) * per_node_dp, None if nodes is None else [n * per_node_dp for n in nodes]
+
+
+def _version_02_world(s: dict[str, Any], searched: tuple[int, list[int] | None], world: float) -> tuple[int, list[Any]]:
+    """Version 0.2 on one world size: the search's answer when the world size is among its valid ones, else a
+    batch computed for the current data-parallel size."""
+    final, valid = searched
+    if valid is None:  # no candidate has a valid GPU count: DeepSpeed then fails on None (refused either way)
         return final, []
-    valid = [n * per_node_dp for n in nodes]
-    if world // model_parallel in valid:
+    if world // s["model_parallel"] in valid:
         return final, valid
-    current_dp = (world / per_node) * per_node_dp
+    micro, per_node = s["micro"], s["per_node"]
+    current_dp = (world / per_node) * (per_node // s["model_parallel"])
     sizes = [math.floor(s["largest"] / float(m * current_dp)) * m * current_dp for m in micro]
     return (max(sizes) if s["prefer_larger"] else min(sizes)), [int(current_dp)]
 
 
-def elastic_batch(section: Mapping[str, Any], world_size: float, *, keep_oversized_base: bool) -> ElasticBatch | None:
-    """The batch DeepSpeed's elastic training computes for ``world_size`` data-parallel ranks (GPUs ÷
-    ``sequence_parallel_size``), or None when it cannot be computed (the section is not one DeepSpeed can compute
-    with: the schema reports why; or the search is beyond what DeepSpeed itself would finish)."""
-    try:
-        s = _settings(section)
-        if s["version"] == 0.1:
-            final, valid = _version_01(s["micro"], s["largest"], s["min_gpus"], s["max_gpus"], s["prefer_larger"],
-                                       keep_oversized_base)
-        elif s["version"] == 0.2:
-            final, valid = _version_02(s, world_size, keep_oversized_base)
-        else:
-            return None
-        final = int(final)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
-        return None
+def _finish(s: dict[str, Any], final: int, valid: list[Any] | None, world_size: float) -> ElasticBatch:
+    """The world-size check, micro batch and accumulation DeepSpeed derives from the search's answer."""
     valid_sizes = tuple(valid or ())
     if world_size not in valid_sizes:
         return ElasticBatch(final, valid_sizes, None, None, "world-size")
@@ -184,6 +177,40 @@ def elastic_batch(section: Mapping[str, Any], world_size: float, *, keep_oversiz
     # DeepSpeedConfig then checks the trio it computed as it checks written batch keys
     adds_up = final > 0 and accumulation > 0 and final == micro * accumulation * world_size
     return ElasticBatch(final, valid_sizes, micro, accumulation, None if adds_up else "batch")
+
+
+def elastic_batches(section: Mapping[str, Any], world_sizes: Iterable[float], *,
+                    keep_oversized_base: bool) -> list[ElasticBatch | None]:
+    """What DeepSpeed's elastic training computes for each of ``world_sizes`` data-parallel ranks (GPUs ÷
+    ``sequence_parallel_size``), one entry per world size, None where it cannot be computed (the section is not
+    one DeepSpeed can compute with: the schema reports why; or the search is beyond what DeepSpeed itself would
+    finish). The search, which does not depend on the world size, runs once."""
+    sizes = list(world_sizes)
+    errors = (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError)
+    try:
+        s = _settings(section)
+        if s["version"] not in (0.1, 0.2):
+            return [None] * len(sizes)
+        if s["version"] == 0.1:
+            searched = _version_01(s["micro"], s["largest"], s["min_gpus"], s["max_gpus"], s["prefer_larger"],
+                                   keep_oversized_base)
+        else:
+            searched = _version_02_search(s, keep_oversized_base)
+    except errors:
+        return [None] * len(sizes)
+    out: list[ElasticBatch | None] = []
+    for world in sizes:
+        try:
+            final, valid = (searched if s["version"] == 0.1 else _version_02_world(s, searched, world))
+            out.append(_finish(s, int(final), valid, world))
+        except errors:
+            out.append(None)
+    return out
+
+
+def elastic_batch(section: Mapping[str, Any], world_size: float, *, keep_oversized_base: bool) -> ElasticBatch | None:
+    """What elastic training computes for one world size (:func:`elastic_batches`)."""
+    return elastic_batches(section, [world_size], keep_oversized_base=keep_oversized_base)[0]
 
 
 def keeps_oversized_base(probe: Mapping[str, Any] | None) -> bool | None:
@@ -217,13 +244,22 @@ def elastic_batch_for(config: Mapping[str, Any], world_size: int, version: str) 
     """What elastic training computes for ``config`` on ``world_size`` GPUs under DeepSpeed ``version`` (its
     data-parallel size: GPUs ÷ ``sequence_parallel_size`` where the release reads that); None when elasticity is
     off, not read by the release, or cannot be computed."""
+    return elastic_batches_for(config, [world_size], version)[0]
+
+
+def elastic_batches_for(config: Mapping[str, Any], world_sizes: Iterable[int],
+                        version: str) -> list[ElasticBatch | None]:
+    """:func:`elastic_batch_for` for each of ``world_sizes`` GPU counts, with one search."""
     from core.batch import effective_world_size
 
+    counts = list(world_sizes)
     section = elastic_section(config, version)
     keep = keeps_oversized_elastic_base(version) if section is not None else None
     if section is None or keep is None:
-        return None
-    return elastic_batch(section, effective_world_size(dict(config), world_size, version), keep_oversized_base=keep)
+        return [None] * len(counts)
+    as_dict = dict(config)
+    return elastic_batches(section, [effective_world_size(as_dict, w, version) for w in counts],
+                           keep_oversized_base=keep)
 
 
 @cache

@@ -9,7 +9,7 @@ from typing import Any
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import legacy_zero_keys
-from core.elasticity import elastic_batch_for, elastic_section
+from core.elasticity import elastic_section
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Fix, FixOp, Report, get_path
 from core.rules.codes import INITIALIZE_TIME_CODES, lookup
 from core.rules.context import TARGETS, Context
@@ -55,7 +55,7 @@ def validate(
     findings = _with_fix_safety(_without_overwrites(
         _drop_shadowed_type_errors(_drop_unread_sections(findings, version, config)), config))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
-    return Report(tuple(findings), _batch_values(config, world_size, version), version, target, world_size)
+    return Report(tuple(findings), _batch_values(ctx), version, target, world_size)
 
 
 def _without_overwrites(findings: list[Finding], config: dict[str, Any]) -> list[Finding]:
@@ -118,9 +118,10 @@ def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if not (f.code.startswith("type.") and shadowed(f.path))]
 
 
-def _batch_values(config: dict[str, Any], world_size: int, version: str) -> BatchValues | None:
+def _batch_values(ctx: Context) -> BatchValues | None:
+    config, world_size, version = ctx.config, ctx.world_size, ctx.version
     if elastic_section(config, version) is not None:  # elastic training's values replace the batch keys
-        elastic = elastic_batch_for(config, world_size, version)
+        elastic = ctx.elastic
         if elastic is None or not elastic.world_size_ok:
             return None
         return BatchValues(elastic.train_batch_size, elastic.micro_batch, elastic.gradient_accumulation_steps,

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import versions
-from core.elasticity import elastic_batch, elastic_batch_for, keeps_oversized_elastic_base
+from core.batch import valid_world_sizes
+from core.elasticity import elastic_batch, elastic_batch_for, elastic_batches, keeps_oversized_elastic_base
 from core.validate import validate
 from tests.fuzz_strategies import json_values
 from tests.oracle.oracle import SIDE_BY_SIDE, deepspeed_verdicts, oracle_available
@@ -123,6 +124,21 @@ def test_any_elastic_section_gets_an_answer_not_a_crash(section, release, world_
     assert report.findings is not None
     found = elastic_batch_for(config, world_size, release)
     assert found is None or isinstance(found.train_batch_size, int)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_search_for_many_world_sizes_answers_as_one_search_per_world_size(seed):
+    """The Batch page's list of GPU counts runs the search once; each count must get what it gets alone."""
+    counts = list(range(1, 130))
+    for index, (config, _) in enumerate(random_sections(seed=seed, count=60)):
+        for keep in (True, False):
+            together = elastic_batches(config["elasticity"], counts, keep_oversized_base=keep)
+            alone = [elastic_batch(config["elasticity"], w, keep_oversized_base=keep) for w in counts]
+            assert together == alone, config
+        if index < 6:  # and the list agrees with the validator's batch on each count
+            listed = valid_world_sizes(config, 40, "0.19.7")
+            assert listed == [w for w in range(1, 41) if validate(config, world_size=w, version="0.19.7")
+                              .batch is not None], config
 
 
 # ---------------------------------------------------------------------------------------- against the releases

@@ -20,7 +20,7 @@ from core.batch import (
     resolve_batch,
     shown,
 )
-from core.elasticity import elastic_batch, elastic_batch_for, elastic_section, keeps_oversized_elastic_base
+from core.elasticity import elastic_batch, elastic_section, keeps_oversized_elastic_base
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -173,7 +173,7 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
             suggestion="Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true.",
             fix=set_fix("elasticity.ignore_non_elastic_batch_info", True), page="batch",
         )
-    result = elastic_batch_for(ctx.config, ctx.world_size, ctx.version)
+    result = ctx.elastic
     if result is None:
         return  # the section's own values are wrong: the schema names them
     ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)

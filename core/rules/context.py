@@ -14,6 +14,7 @@ from core.findings import get_path
 
 if TYPE_CHECKING:
     from core.effective import Effective
+    from core.elasticity import ElasticBatch
 
 Target = Literal["deepspeed", "hf"]
 TARGETS: tuple[str, ...] = ("deepspeed", "hf")
@@ -104,6 +105,13 @@ class Context:
         from core.effective import effective  # core.effective reads values with this module's lax readers
 
         return effective(self.config, self.version)
+
+    @cached_property
+    def elastic(self) -> ElasticBatch | None:
+        """What elastic training computes for this world size and release (None when it is off), computed once."""
+        from core.elasticity import elastic_batch_for
+
+        return elastic_batch_for(self.config, self.world_size, self.version)
 
     @property
     def stage(self) -> int:
