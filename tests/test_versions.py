@@ -188,6 +188,27 @@ def test_cli_versions_text_and_json(tmp_path, capsys):
     assert all(r["ok"] for r in data["releases"])
 
 
+def test_cli_versions_on_several_gpu_counts_needs_each(tmp_path, capsys):
+    """DeepSpeed's documented elastic section picks 1680: 8 GPUs work, 16 do not, so no release works on both."""
+    path = tmp_path / "elastic.json"
+    path.write_text(json.dumps({"elasticity": {"enabled": True, "max_train_batch_size": 2000,
+                                               "micro_batch_sizes": [2, 4, 6], "version": 0.1}}))
+    assert main(["versions", str(path), "--world-size", "8"]) == 0
+    alone = capsys.readouterr().out
+    assert "0.19.7   ok" in alone and "GPU(s)" not in alone
+    assert main(["versions", str(path), "--world-size", "8,16"]) == 1
+    both = capsys.readouterr().out
+    assert "0.19.7   on 16 GPU(s): elasticity.world-size" in both
+    assert "works with no release" in both and "on 16 GPU(s)" in both.splitlines()[-1]
+    assert main(["versions", str(path), "--world-size", "8", "--world-size", "16", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    by_release = {r["version"]: r for r in data["releases"]}
+    assert by_release["0.19.7"]["world_size"] == 16 and by_release["0.19.7"]["code"] == "elasticity.world-size"
+    assert by_release["0.19.8"]["world_size"] == 8  # it refuses the section on the first count already
+    assert main(["versions", str(path), "--world-size", "8,12", "--format", "json"]) == 0
+    assert all("world_size" not in r for r in json.loads(capsys.readouterr().out)["releases"] if r["ok"])
+
+
 def test_cli_validate_accepts_any_release_and_refuses_others_clearly(tmp_path, capsys):
     path = tmp_path / "ds.json"
     path.write_text('{"train_batch_size": 1}')

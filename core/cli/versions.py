@@ -1,10 +1,11 @@
 """``dsconfig versions``: which DeepSpeed releases a config works with (the verdicts come from
 ``core.versions.matrix.works_with``).
 
-    dsconfig versions ds_config.json [--world-size N] [--target hf] [--format json]
+    dsconfig versions ds_config.json [--world-size N[,N...]] [--target hf] [--format json]
 
 prints, for every profiled release, ok or the first error, and one summary line such as
-"works with 0.17.2 – 0.19.6; 0.19.7 removed `zero_optimization.mics_shard_size`".
+"works with 0.17.2 – 0.19.6; 0.19.7 removed `zero_optimization.mics_shard_size`". With several GPU counts a
+release is ok when it works on each, and an error names the count it is for.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 from typing import Any, TextIO
 
 from core import versions
-from core.cli.common import EXIT_ERRORS, EXIT_OK, gpu_count, json_report, read_config_file
+from core.cli.common import EXIT_ERRORS, EXIT_OK, gpu_counts, json_report, read_config_file
 from core.versions.matrix import works_with
 
 
@@ -27,12 +28,13 @@ def release(text: str) -> str:
 
 def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
     config = read_config_file(args.file)
-    result = works_with(config, world_size=args.world_size, target=args.target)
+    result = works_with(config, world_size=list(dict.fromkeys(args.world_size or [1])), target=args.target)
     if args.format == "json":
         out.write(json_report(result.as_json()))
     else:
         for verdict in result.verdicts:
-            line = "ok" if verdict.ok else f"{verdict.code} at {verdict.path or '(config)'}: {verdict.message}"
+            on = f"on {verdict.world_size} GPU(s): " if verdict.world_size is not None else ""
+            line = "ok" if verdict.ok else f"{on}{verdict.code} at {verdict.path or '(config)'}: {verdict.message}"
             out.write(f"{verdict.version:<8} {line}\n")
         out.write(f"{args.file}: {result.summary}\n")
     return EXIT_OK if any(v.ok for v in result.verdicts) else EXIT_ERRORS  # 1: none works
@@ -42,7 +44,9 @@ def register(sub: Any) -> None:
     """Add ``dsconfig versions`` to the CLI's subcommands."""
     p = sub.add_parser("versions", help="which DeepSpeed releases a config works with")
     p.add_argument("file", metavar="FILE", help="config file (JSON or HJSON); - for stdin")
-    p.add_argument("--world-size", type=gpu_count, default=1, help="data-parallel GPU count (default 1)")
+    p.add_argument("--world-size", type=gpu_counts, action="extend", default=None, metavar="N[,N...]",
+                   help="GPU count(s) to check; several (8,16,64 or the flag repeated): a release must work on each "
+                        "(default 1)")
     p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_versions)

@@ -4,6 +4,7 @@ release and ``summarise`` says where it works ("works with 0.17.2 – 0.19.6; 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ class ReleaseVerdict:
     code: str | None = None
     path: str | None = None
     message: str | None = None
+    #: the GPU count the error is for, when several were checked (None: the only one, or ok on all)
+    world_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -29,25 +32,33 @@ class WorksWith:
     summary: str
 
     def as_json(self) -> dict[str, Any]:
-        return {"summary": self.summary, "releases": [asdict(v) for v in self.verdicts]}
+        # "world_size" only where several GPU counts were checked and this one failed
+        return {"summary": self.summary,
+                "releases": [{k: v for k, v in asdict(verdict).items() if k != "world_size" or v is not None}
+                             for verdict in self.verdicts]}
 
 
 def works_with(
-    config: Any, *, world_size: int = 1, target: str = "deepspeed", releases: tuple[str, ...] | None = None
+    config: Any, *, world_size: int | Sequence[int] = 1, target: str = "deepspeed",
+    releases: tuple[str, ...] | None = None
 ) -> WorksWith:
-    """Validate ``config`` for every release (default: all profiled ones) and summarise where it works."""
+    """Validate ``config`` for every release (default: all profiled ones) and summarise where it works. With
+    several GPU counts a release works only if it works on each; its verdict is the first count's first error."""
     from core.validate import validate
 
+    counts = [world_size] if isinstance(world_size, int) else list(dict.fromkeys(world_size))
     verdicts = []
     judged = _without_ignored_everywhere(config)
     for version in releases or versions.RELEASES:
-        report = validate(judged, world_size=world_size, target=target, version=version)
-        errors = report.errors
-        if errors:
-            first = errors[0]
-            verdicts.append(ReleaseVerdict(version, False, first.code, first.path, first.message))
-        else:
-            verdicts.append(ReleaseVerdict(version, True))
+        verdict = ReleaseVerdict(version, True)
+        for count in counts:
+            errors = validate(judged, world_size=count, target=target, version=version).errors
+            if errors:
+                first = errors[0]
+                verdict = ReleaseVerdict(version, False, first.code, first.path, first.message,
+                                         count if len(counts) > 1 else None)
+                break
+        verdicts.append(verdict)
     return WorksWith(tuple(verdicts), summarise(verdicts))
 
 
@@ -94,7 +105,8 @@ def _reason(verdict: ReleaseVerdict) -> str:
     if verdict.code in ("removed.key", "removed.enabled-section", "keys.not-in-version") and verdict.path:
         how = "does not have" if verdict.code == "keys.not-in-version" else "removed"
         return f"{verdict.version} {how} `{verdict.path}`"
-    return f"{verdict.version}: {verdict.code} at `{verdict.path or '(config)'}`"
+    on = f" on {verdict.world_size} GPU(s)" if verdict.world_size is not None else ""
+    return f"{verdict.version}: {verdict.code} at `{verdict.path or '(config)'}`{on}"
 
 
 def summarise(verdicts: list[ReleaseVerdict] | tuple[ReleaseVerdict, ...]) -> str:
