@@ -140,6 +140,17 @@ HIDDEN_SIZE_KEYS = (
     "zero_optimization.stage3_param_persistence_threshold",
 )
 
+#: The scheduler's step counts the Trainer fills from the number of training steps (``trainer_config_finalize``).
+TOTAL_STEPS_KEY = "scheduler.params.total_num_steps"
+WARMUP_STEPS_KEY = "scheduler.params.warmup_num_steps"
+
+#: Which "auto" values each training value that only the model or the run knows fills: without it, these (and
+#: no others) cannot be filled.
+FILLED_FROM: dict[str, tuple[str, ...]] = {
+    "hidden_size": HIDDEN_SIZE_KEYS,
+    "num_training_steps": (TOTAL_STEPS_KEY, WARMUP_STEPS_KEY),
+}
+
 
 @dataclass
 class _Filler:
@@ -322,9 +333,8 @@ def _finalize(f: _Filler) -> None:
         if f.get("zero_optimization.stage", -1) == 3:
             f.fill_only("zero_optimization.stage3_prefetch_bucket_size", int(0.9 * h * h))
             f.fill_only("zero_optimization.stage3_param_persistence_threshold", 10 * h)
-    f.fill("scheduler.params.total_num_steps", ("num_training_steps",), lambda v: v,
-           "num_training_steps (calculated)")
-    f.fill("scheduler.params.warmup_num_steps", ("warmup_steps", "num_training_steps"),
+    f.fill(TOTAL_STEPS_KEY, ("num_training_steps",), lambda v: v, "num_training_steps (calculated)")
+    f.fill(WARMUP_STEPS_KEY, ("warmup_steps", "num_training_steps"),
            lambda w, n: max(1, _warmup_steps(w, n)), "warmup_steps")
 
 

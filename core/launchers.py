@@ -15,6 +15,7 @@ from typing import Any
 from core.autofill import (
     ACCELERATE_PLUGIN_PATHS,
     AUTO,
+    FILLED_FROM,
     HF_DEFAULTS,
     HF_TRAINER_FIELDS,
     TRAINING_VALUES,
@@ -290,9 +291,7 @@ def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any) -> dict
 
 def _needs(path: str, param: str) -> bool:
     """Whether the "auto" at ``path`` is one the Trainer fills from ``param``."""
-    if param == "hidden_size":  # the bucket sizes, from the model
-        return path.startswith("zero_optimization.")
-    return param == "num_training_steps" and path.startswith("scheduler.params.")
+    return path in FILLED_FROM.get(param, ())
 
 
 def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -304,7 +303,7 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> t
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
         accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")
-        if accum is not None:
+        if accum is not None and accum != 1:  # 1 is what accelerate writes anyway
             out["gradient_accumulation_steps"] = accum
             notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
                          "accelerate would otherwise write 1 and DeepSpeed would refuse the batch sizes.")

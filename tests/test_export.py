@@ -411,6 +411,52 @@ def test_the_accelerate_file_leaves_the_stage_to_accelerate_config(accelerate_st
     assert plugin.deepspeed_config["zero_optimization"]["stage"] == int(accelerate_stage or 2)
 
 
+#: an "auto" stage, offload device and 16-bit save next to an "auto" bucket size, exported before a model is chosen
+AUTO_STAGE_AND_BUCKET = {**AUTO_STAGE, "zero_optimization": {
+    **AUTO_STAGE["zero_optimization"], "reduce_bucket_size": "auto",
+    "stage3_gather_16bit_weights_on_model_save": "auto"}}
+
+
+@pytest.mark.parametrize("accelerate_stage", [None, "3"])
+def test_without_a_model_only_the_hidden_size_buckets_lose_their_auto(accelerate_stage, monkeypatch):
+    """An "auto" bucket size needs the model's hidden size; the exports used to remove every "auto" of the ZeRO
+    section with it, the stage included, so DeepSpeed ran ZeRO stage 0 where accelerate would fill 2 or 3."""
+    pytest.importorskip("accelerate")
+    from accelerate.utils import DeepSpeedPlugin
+
+    from core.export import accelerate_export, launch_values, lightning_export
+
+    for name in [n for n in os.environ if n.startswith("ACCELERATE_")]:
+        monkeypatch.delenv(name)
+    if accelerate_stage:
+        monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", accelerate_stage)
+    values = launch_values({k: v for k, v in LAUNCH_CONTEXT.items() if k != "model_config"}, PLANNED_TRAINER)
+    assert "hidden_size" not in values
+    out, notes = accelerate_export(AUTO_STAGE_AND_BUCKET, values)
+    assert out["zero_optimization"] == {"stage": "auto", "offload_optimizer": {"device": "auto"},
+                                        "stage3_gather_16bit_weights_on_model_save": "auto"}
+    assert [n for n in notes if "needs hidden_size" in n] == [
+        'Removed "auto" `zero_optimization.reduce_bucket_size` (it needs hidden_size, which the app does not know): '
+        "DeepSpeed's default applies."]
+    plugin = DeepSpeedPlugin(hf_ds_config=copy.deepcopy(out))
+    assert plugin.deepspeed_config["zero_optimization"]["stage"] == int(accelerate_stage or 2)
+    lightning, _, _ = lightning_export(AUTO_STAGE_AND_BUCKET, values, 8)
+    assert lightning["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "none"},
+                                              "stage3_gather_16bit_weights_on_model_save": False}
+
+
+def test_without_a_step_count_only_the_scheduler_step_counts_lose_their_auto():
+    """"auto" learning rates come from the Trainer's learning rate, not from the number of steps."""
+    from core.export import lightning_export
+
+    config = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2},
+              "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_max_lr": "auto", "warmup_min_lr": "auto",
+                                                                "total_num_steps": "auto", "warmup_num_steps": "auto"}}}
+    out, _, notes = lightning_export(config, {"world_size": 8}, 8)
+    assert out["scheduler"]["params"] == {"warmup_max_lr": 5e-05, "warmup_min_lr": 0}
+    assert sum("needs num_training_steps" in n for n in notes) == 2
+
+
 def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
     """Write every file the launch tabs offer into ``tmp_path`` under the names the snippets use; the snippets."""
     from core.export import accelerate_export, launch_values, lightning_export, variant_name
