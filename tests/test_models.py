@@ -361,3 +361,16 @@ def test_a_partial_rotary_share_runs_and_is_described():
     cfg = dict(model_type="gpt_neox", hidden_size=64, num_attention_heads=4, rotary_pct=0.2)
     assert _transformers_trains(cfg)
     assert models.describe({**cfg, "intermediate_size": 64}).head_dim == 16
+
+
+@pytest.mark.parametrize(("config", "named"), [
+    ({"model_type": "gpt2", "n_embd": "768"}, "'n_embd' must be an integer"),
+    ({"model_type": "t5", "num_layers": 0}, "'num_layers' must be >= 1"),
+    ({"model_type": "bloom", "n_layer": 0}, "'n_layer' must be >= 1"),
+    ({"model_type": "gpt_neox", "rotary_pct": "x"}, "'rotary_pct' must be a number"),
+])
+def test_a_bad_value_is_named_by_the_key_the_file_gave(config, named):
+    """The messages named the family's first spelling ('hidden_size'), which the user's file does not have."""
+    with pytest.raises(models.ModelConfigError) as raised:
+        models.describe(config)
+    assert named in str(raised.value)

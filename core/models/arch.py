@@ -161,9 +161,11 @@ class ConfigReader:
             or (isinstance(value, float) and not math.isfinite(value))
             or int(value) != value
         ):
-            raise ModelConfigError(f"{self.model_type} config.json: '{keys[0]}' must be an integer, got {value!r}.")
+            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be an integer, got "
+                                   f"{value!r}.")
         if value < minimum:
-            raise ModelConfigError(f"{self.model_type} config.json: '{keys[0]}' must be >= {minimum}, got {value}.")
+            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be >= {minimum}, got "
+                                   f"{value}.")
         return int(value)
 
     def require_multiple(self, whole_key: str, whole: int, part_key: str, part: int, why: str) -> None:
@@ -202,7 +204,8 @@ class ConfigReader:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ModelConfigError(f"{self.model_type} config.json: '{keys[0]}' must be true or false, got {value!r}.")
+            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be true or false, got "
+                                   f"{value!r}.")
         return value
 
     def float(self, *keys: str, default: float) -> float:
@@ -210,7 +213,8 @@ class ConfigReader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ModelConfigError(f"{self.model_type} config.json: '{keys[0]}' must be a number, got {value!r}.")
+            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be a number, got "
+                                   f"{value!r}.")
         return float(value)
 
     def str(self, *keys: str, default: str) -> str:
