@@ -117,6 +117,9 @@ def planner() -> None:
         st.error(f"A global batch of {global_batch} sequences cannot be split over {world} GPUs: pick a multiple of "
                  f"{world} (for example {example}).")
         return
+    if isinstance(spec, models.ModelSpec) and (problem := spec.sequence_problem(int(seq_len))):
+        st.error(problem + ".")
+        return
 
     # The ranking of ~500 candidates, the node sweep and what the page draws of them, once per distinct input (a
     # rerun for any other widget, or a second visit, only sends them): ui.plan_view.

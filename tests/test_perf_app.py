@@ -78,6 +78,20 @@ def test_a_batch_that_cannot_be_split_is_explained():
     assert any("cannot be split over 3 GPUs" in e.value for e in at.error)
 
 
+def test_a_sequence_beyond_the_models_learned_positions_is_refused_not_ranked():
+    """GPT-2 has 1024 learned positions: the page ranked configs at 2048 with a caption ("costed as if it could"),
+    and the validator then refused the config it loaded."""
+    at = app(page=PAGE)
+    at.selectbox(key="plan_model").set_value("openai-community/gpt2").run()
+    at.number_input(key="plan_seq").set_value(2048).run()
+    assert not at.exception, at.exception
+    assert any("beyond the model's 1024 learned positions" in e.value and "at most 1024 tokens" in e.value
+               for e in at.error), [e.value for e in at.error]
+    assert not [d for d in shown_tables(at) if "Rank" in d.columns]
+    at.number_input(key="plan_seq").set_value(1024).run()
+    assert not at.error and len(ranked(at)) > 3
+
+
 def test_nothing_fits_is_said_in_words():
     at = app(page=PAGE)
     at.selectbox(key="plan_model").set_value("meta-llama/Llama-3.1-405B").run()

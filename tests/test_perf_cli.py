@@ -358,3 +358,15 @@ def test_plan_nothing_fits_names_the_flags_that_would_let_something_fit():
     assert " 0 of " not in run([*argv, "--nvme", "30000"])[1].splitlines()[1]
     swept = run(["plan", "--model", "meta-llama/Llama-3.1-405B", "--gpu", "T4", "--global-batch", "8", "--sweep"])[1]
     assert "None GPUs" not in swept and "Nothing fits at any size in the sweep" in swept
+
+
+def test_a_model_with_fewer_learned_positions_than_the_default_is_planned_at_its_length(capsys):
+    """GPT-2 has 1024 learned positions: without --seq-len the plan assumes 1024 (it used to rank at 2048, which
+    the model cannot run); asking for 2048 is refused with the fix."""
+    code, text = run(["plan", "--model", "openai-community/gpt2", "--gpu", "h100", "--global-batch", "8"])
+    assert code == 0 and ", seq 1024," in text.splitlines()[0]
+    code, _ = run(["plan", "--model", "openai-community/gpt2", "--gpu", "h100", "--global-batch", "8",
+                   "--seq-len", "2048"])
+    assert code == 2 and "use at most 1024 tokens" in capsys.readouterr().err
+    code, text = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "h100", "--global-batch", "8"])
+    assert code == 0 and ", seq 2048," in text.splitlines()[0]  # RoPE: the default

@@ -80,7 +80,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                     help="NVMe capacity per node in GiB (default 0: none, so NVMe offload does not fit; as fit)")
     hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB",
                     help=f"CPU RAM per node (default {DEFAULT_CPU_RAM_GIB:g})")
-    p.add_argument("--seq-len", type=seq_len, default=2048)
+    p.add_argument("--seq-len", type=seq_len, default=None,
+                   help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's learned positions when "
+                        "fewer, e.g. 1024 for GPT-2)")
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_help())
     p.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -148,8 +150,21 @@ def _table_text(frame: pd.DataFrame) -> str:
     return shown.to_string(index=False, na_rep="-")
 
 
+#: The sequence length a plan or prediction assumes when --seq-len is not given.
+DEFAULT_SEQ_LEN = 2048
+
+
+def _default_seq_len(args: argparse.Namespace, spec: models.ModelSpec) -> None:
+    """Fill ``args.seq_len`` when not given: the default, or a learned position table's length when shorter (a
+    model cannot run beyond it)."""
+    if args.seq_len is None:
+        learned = isinstance(spec, models.ModelSpec) and spec.position == "learned"
+        args.seq_len = min(DEFAULT_SEQ_LEN, spec.max_position_embeddings) if learned else DEFAULT_SEQ_LEN
+
+
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     spec, cluster = _model(args), _cluster(args)
+    _default_seq_len(args, spec)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
     table = recommend(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, precision=args.precision,
                       tokens=args.tokens, price_per_gpu_hour=args.price, attention=args.attention)
@@ -220,6 +235,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if not isinstance(config, dict):
         raise UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
     spec, cluster = _model(args), _cluster(args)
+    _default_seq_len(args, spec)
     # the micro batch the config runs with; a --micro-batch contradicting it is refused, as fit refuses it (with
     # --gradient-accumulation-steps the HF Trainer's own comparison below names the clash)
     if args.micro_batch and args.gradient_accumulation_steps is None:

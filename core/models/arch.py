@@ -83,7 +83,8 @@ class ModelSpec:
         """Why the model cannot run sequences of ``seq_len`` tokens (beyond a learned position table), or None."""
         if self.position == "learned" and seq_len > self.max_position_embeddings:
             return (f"Sequence length {seq_len} is beyond the model's {self.max_position_embeddings} learned "
-                    "positions: the model cannot run it (its position table has no row for them)")
+                    "positions: the model cannot run it (its position table has no row for them); use at most "
+                    f"{self.max_position_embeddings} tokens, or a model with rotary positions (RoPE)")
         return None
 
     @property

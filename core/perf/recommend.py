@@ -171,6 +171,8 @@ def recommend(
     if global_batch % world:
         raise ValueError(f"global_batch={global_batch} sequences cannot be split over {world} GPUs: pick a multiple "
                          f"of {world}.")
+    if isinstance(model, ModelSpec) and (problem := model.sequence_problem(seq_len)):
+        raise ValueError(problem + ".")  # no config makes it run: nothing to rank
     per_gpu = global_batch // world
     # the micro batches that divide the per-GPU batch, up to the memory search's bound (a global batch of 8e10
     # listed 1e10 candidates)
