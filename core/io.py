@@ -415,6 +415,36 @@ def load_config_file_and_text(path: str | Path, document: str = "a DeepSpeed con
         raise named from None
 
 
+#: How much of a training log ``read_log_tail`` reads: the last part holds the steady-state step times.
+MAX_LOG_BYTES = 64 * 1024 * 1024
+
+
+def _bytes_text(size: int) -> str:
+    return f"{size / 2**20:,.0f} MiB" if size >= 2**20 else f"{size:,} bytes"
+
+
+def read_log_tail(path: str | Path, limit: int = MAX_LOG_BYTES) -> tuple[str, str | None]:
+    """(text, note): the last ``limit`` bytes of a training log (a stream such as /dev/zero: its first ``limit``
+    bytes), decoded leniently, and a note saying what was left out when it was cut. OSError when unreadable."""
+    file = Path(path)
+    if file.is_dir():
+        raise IsADirectoryError(21, "is a directory")
+    with file.open("rb") as handle:
+        size = file.stat().st_size
+        if size > limit and handle.seekable():
+            handle.seek(size - limit)
+            data = handle.read(limit)
+            note = f"read the last {_bytes_text(limit)} of {_bytes_text(size)}"
+        else:  # a device or pipe reports size 0 and may never end
+            data = handle.read(limit + 1)
+            note = f"read the first {_bytes_text(limit)} only (a stream)" if len(data) > limit else None
+            data = data[:limit]
+    text = data.decode("utf-8", errors="replace")
+    if note and size > limit:
+        text = text.partition("\n")[2]  # the first line was cut in the middle
+    return text, note
+
+
 def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:
     """Stable, readable JSON: key order kept, 2-space indent, non-ASCII kept, trailing newline."""
     text = json.dumps(config, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"

@@ -84,6 +84,33 @@ def test_step_seconds_from_throughput_and_megatron_lines():
     assert mega.typical_step_seconds() == pytest.approx(1.4)
 
 
+@pytest.mark.timeout(60)
+def test_a_log_of_one_long_line_is_read_in_one_pass():
+    """A lazy gap up to the rest of the line rescanned it from every partial match: one 740 KB line took minutes
+    (`dsconfig predict --log` seemed to hang). The gaps are bounded now (1,000 characters, ~4x a real line's)."""
+    assert parse_log("elapsed time per iteration (ms): 1.0 " * 20000 + "\n").megatron_tflops == ()
+    assert parse_log("steps: 1 loss: 2.0 " * 20000 + "\n").pipe_iteration_seconds == ()
+    far = parse_log("elapsed time per iteration (ms): 1500.0 |" + " x" * 600 + " TFLOPs: 150.0 |\n")
+    assert far.typical_step_seconds() == pytest.approx(1.5) and far.megatron_tflops == ()
+
+
+def test_predict_reads_the_tail_of_a_log_and_a_stream_only_up_to_the_limit(tmp_path):
+    """--log read the whole file: /dev/zero ran out of memory (a MemoryError traceback)."""
+    from core.io import read_log_tail
+
+    log = tmp_path / "train.log"
+    log.write_text("early line\n" * 100 + "elapsed time per iteration (ms): 1500.2 | TFLOPs: 150.31 |\n")
+    text, note = read_log_tail(log)
+    assert note is None and text.startswith("early line")
+    text, note = read_log_tail(log, limit=200)
+    assert note == "read the last 200 bytes of 1,159 bytes" and len(text) < 200
+    assert text.splitlines()[0] == "early line"  # the line cut in the middle is dropped
+    assert parse_log(text).megatron_tflops == (150.31,)
+    if Path("/dev/zero").exists():
+        text, note = read_log_tail("/dev/zero", limit=1000)
+        assert len(text) == 1000 and note == "read the first 1,000 bytes only (a stream)"
+
+
 def test_a_throughput_of_zero_measures_nothing():
     """A stalled interval prints CurrSamplesPerSec=0.0: it is no step time (dividing by it was a ZeroDivisionError
     that reached `dsconfig predict --log` as a traceback)."""

@@ -40,6 +40,7 @@ from core.cli.common import (
 )
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
+from core.io import read_log_tail
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
 from core.memory import estimate as memory_estimate
 from core.perf import (
@@ -252,9 +253,11 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     measured = args.calibrate_step
     if args.log is not None:
         try:
-            text = args.log.read_text(encoding="utf-8", errors="replace")
+            text, cut = read_log_tail(args.log)
         except OSError as exc:
             raise UsageError(f"--log {args.log}: cannot read it ({exc.strerror or exc})") from None
+        if cut:
+            sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
         # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
         measured = step_seconds_from_log(parse_log(text), train_batch_of(config, cluster.total_gpus))
         if measured is None:

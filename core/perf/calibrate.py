@@ -40,10 +40,13 @@ _LINE_START = r"^(?:[\w.-]+: |\[[^\]\n]*\]: ?)?"
 _PROFILER = {key: rf"{_LINE_START}{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([umKMGT]?)s\b"
              for key, name in (("fwd_latency_s", "fwd"), ("bwd_latency_s", "bwd"), ("step_latency_s", "step"),
                                ("iter_latency_s", "iter"))}
-_MEGATRON = re.compile(r"elapsed time per iteration \(ms\): (?P<ms>[\d.]+)(?:.*?TFLOPs: (?P<tflops>[\d.]+))?")
+# the gaps are bounded (a Megatron line puts TFLOPs ~250 characters after the time): an unbounded lazy gap rescans
+# the rest of a long line from every partial match, minutes for one 1 MB line
+_MEGATRON = re.compile(r"elapsed time per iteration \(ms\): (?P<ms>[\d.]+)"
+                       r"(?:[^\n]{0,1000}?TFLOPs: (?P<tflops>[\d.]+))?")
 #: PipelineEngine.train_batch's line (runtime/pipe/engine.py): the train_batch timer over steps_per_print steps,
 #: divided by them.
-_PIPE = re.compile(r"steps: \d+ loss: .*?iter time \(s\): (?P<s>[\d.]+) samples/sec: [\d.]+")
+_PIPE = re.compile(r"steps: \d+ loss: [^\n]{0,1000}?iter time \(s\): (?P<s>[\d.]+) samples/sec: [\d.]+")
 
 
 @dataclass(frozen=True)
