@@ -14,11 +14,13 @@ from core.validate import validate
 #: At most this many rounds of fixes (each followed by one validation) are applied to one config (a config never
 #: needs that many; it bounds a cycle).
 MAX_ROUNDS = 100
-#: Fixes of unknown keys (rename, move or remove the key) change only the paths they name: several of them whose
+#: Fixes of unknown keys and of parameters the optimizer or scheduler class does not take (rename, move or remove
+#: the key) change only the paths they name: several of them whose
 #: paths do not overlap are applied in one round. Any other fix is applied alone and validated before the next
 #: (fixing the stage can make a stage-3 knob's removal wrong). A config with 20,000 misspelt keys took 100 rounds
 #: of a 2 s validation and fixed 100 of them.
-BATCHED_CODES = frozenset({"keys.unknown", "keys.unknown-top-level", "keys.unknown-ignored", "keys.unknown-auto"})
+BATCHED_CODES = frozenset({"keys.unknown", "keys.unknown-top-level", "keys.unknown-ignored", "keys.unknown-auto",
+                           "optimizer.unknown-param", "scheduler.unknown-param"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class FixResult:
     """Findings of the final config that have a fix which was not applied (unsafe ones, unless asked for)."""
     report: Report
     """``validate`` of the fixed config."""
+    stopped: bool = False
+    """Whether the loop stopped at ``MAX_ROUNDS`` (running it again may apply more)."""
 
 
 def fix_until_stable(
@@ -55,6 +59,7 @@ def fix_until_stable(
     seen = {_key(config)}
     tried: set[tuple[str, str, str]] = set()
     report = validate(current, world_size=world_size, target=target, version=version)
+    stopped = False
     for _ in range(MAX_ROUNDS):
         batch: list[Finding] = []
         touched = _Paths()
@@ -90,8 +95,10 @@ def fix_until_stable(
         seen.add(_key(current))
         applied.extend(batch)
         report = validate(current, world_size=world_size, target=target, version=version)
+    else:
+        stopped = True
     skipped = tuple(f for f in report.findings if f.fix is not None and f.severity in severities)
-    return FixResult(current if applied else copy.deepcopy(config), tuple(applied), skipped, report)
+    return FixResult(current if applied else copy.deepcopy(config), tuple(applied), skipped, report, stopped)
 
 
 def _key(config: dict[str, Any]) -> str:

@@ -221,6 +221,32 @@ def test_fixes_of_unknown_keys_go_together_and_others_one_at_a_time(monkeypatch)
     assert result.config["zero_optimization"] == {"stage": 3, "stage3_prefetch_bucket_size": 0}
 
 
+def test_parameters_the_optimizer_and_scheduler_do_not_take_are_fixed_together_and_the_cap_is_said(
+        monkeypatch, tmp_path, capsys):
+    """150 unknown optimizer params took one round each: fix stopped at the 100-round cap, listed the other 50 as
+    "not applied (no effect)", and a second run applied them (its output differed from the first's)."""
+    from core import autofix
+
+    calls = []
+    monkeypatch.setattr(autofix, "validate", lambda *a, **k: calls.append(1) or validate(*a, **k))
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, **{f"p{i}": i for i in range(150)}}},
+              "scheduler": {"type": "WarmupLR", "params": {f"q{i}": i for i in range(150)}}}
+    result = fix_until_stable(config, unsafe=True)
+    assert result.report.ok and len(result.applied) == 300 and not result.stopped
+    assert len(calls) <= 6
+    assert result.config["optimizer"]["params"] == {"lr": 1e-4} and result.config["scheduler"]["params"] == {}
+    assert fix_until_stable(result.config, unsafe=True).applied == ()
+    monkeypatch.setattr(autofix, "MAX_ROUNDS", 1)
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_batch_size": 8, "zero_optimization": {"stage": 3, "cpu_offload": True},
+                                "bfloat16": {"enabled": True}}))  # two fixes that go one round each
+    stopped = fix_until_stable(json.loads(path.read_text()), unsafe=True)
+    assert stopped.stopped and stopped.skipped
+    _run(tmp_path, "fix", "--unsafe", str(path))
+    assert "stopped after 1 rounds of fixes; run dsconfig fix again on the output" in capsys.readouterr().err
+
+
 def test_validate_counts_only_the_fixes_fix_applies_and_info_fixes_need_info(tmp_path, capsys):
     """validate advertised "1 safe fix(es): `dsconfig fix FILE` applies them" for an info finding that fix never
     applied ("0 fix(es) applied"), and showed the default as <ZeroStage.disabled: 0>, the enum the fix stored."""

@@ -254,7 +254,7 @@ FIXED_SEVERITIES = {False: ("error", "warning"), True: ("error", "warning", "inf
 def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
     import difflib
 
-    from core.autofix import fix_until_stable
+    from core.autofix import MAX_ROUNDS, fix_until_stable
 
     config, text = read_config_and_text(args.file)
     result = fix_until_stable(config, unsafe=args.unsafe, world_size=args.world_size, target=args.target,
@@ -264,7 +264,12 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(f"fixed ({kind}): {finding.code} {finding.path or '(config)'}: "
                          f"{finding.fix.description if finding.fix else ''}\n")
     for finding in result.skipped:
-        why = "unsafe, use --unsafe" if finding.fix and not finding.fix.safe and not args.unsafe else "no effect"
+        if finding.fix and not finding.fix.safe and not args.unsafe:
+            why = "unsafe, use --unsafe"
+        elif result.stopped:
+            why = f"stopped after {MAX_ROUNDS} rounds of fixes; run dsconfig fix again on the output"
+        else:
+            why = "tried, it did not resolve the finding"
         sys.stderr.write(f"not applied ({why}): {finding.code} {finding.path or '(config)'}: "
                          f"{finding.fix.description if finding.fix else ''}\n")
     left = result.report
