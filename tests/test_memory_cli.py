@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -161,11 +162,30 @@ def test_parse_count_only_raises_argument_type_error(text):
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("2851e6", 2851e6), ("7.5B", 7.5e9), ("2851M", 2851e6), ("1_000", 1000), ("12345", 12345), ("32e6", 32e6)],
+    [("2851e6", 2851e6), ("7.5B", 7.5e9), ("2851M", 2851e6), ("1_000", 1000), ("12345", 12345), ("32e6", 32e6),
+     ("1,000,000", 1_000_000), ("1,000.5M", 1_000.5e6)],
 )
 def test_parse_count_examples(text, value):
     parsed = cli_estimate.parse_count(text)
     assert parsed == value and type(parsed) is type(value)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("7,5B", "a comma only groups thousands, as in 1,000,000; a decimal point is a dot: 7.5B"),  # was 75B
+    ("1,,0", "a comma only groups thousands"),  # was 10
+    ("12,34", "a comma only groups thousands"),
+    ("0.5", "not a whole number of parameters"),
+    ("1e-5", "not a whole number of parameters"),
+    ("7.5", "not a whole number of parameters"),
+])
+def test_parse_count_refuses_what_is_no_whole_count(text, said):
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(said)):
+        cli_estimate.parse_count(text)
+
+
+def test_a_largest_layer_of_zero_is_refused():
+    code, _, err = _run(["--params", "7B", "--largest-layer", "0"])
+    assert code == 2 and "--largest-layer is 0" in err
 
 
 def test_micro_batch_defaults_to_the_config(tmp_path):

@@ -39,17 +39,27 @@ _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
 def parse_count(text: str) -> int | float:
-    """A parameter count: ``2851e6``, ``7.5B``, ``2851M``, ``1_000_000``; ints stay ints (DeepSpeed parity)."""
-    raw = text.strip().replace("_", "").replace(",", "")
-    match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)", raw)
+    """A parameter count: ``2851e6``, ``7.5B``, ``2851M``, ``1_000_000``, ``1,000,000``; ints stay ints (DeepSpeed
+    parity). A comma only groups thousands (``7,5B`` is refused, not read as 75B); the count is a whole number."""
+    raw = text.strip().replace("_", "")
+    examples = "examples: 7.5B, 2851M, 2851e6"
+    match = re.fullmatch(r"([0-9,]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)", raw)
     if not match:
-        raise argparse.ArgumentTypeError(f"not a parameter count: {text!r} (examples: 7.5B, 2851M, 2851e6)")
+        raise argparse.ArgumentTypeError(f"not a parameter count: {text!r} ({examples})")
     number, suffix = match.groups()
+    if "," in number:
+        if not re.fullmatch(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?", number):
+            raise argparse.ArgumentTypeError(
+                f"not a parameter count: {text!r} (a comma only groups thousands, as in 1,000,000; a decimal "
+                f"point is a dot: {number.replace(',', '.')}{suffix})")
+        number = number.replace(",", "")
     if re.fullmatch(r"[0-9]+", number) and not suffix:
         return int(number)
     value = float(number) * _SUFFIX[suffix.lower()]
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"parameter count too large: {text!r}")
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"not a whole number of parameters: {text!r} is {value:g} ({examples})")
     return value
 
 
@@ -123,6 +133,9 @@ def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
     gpn = args.gpus_per_node or 1
     if args.params == 0:  # parse_count already refuses a negative count
         raise UsageError("--params is 0: give the model's parameter count (e.g. --params 7B)")
+    if args.largest_layer == 0:
+        raise UsageError("--largest-layer is 0: give the parameters of the model's largest layer (e.g. "
+                         "--largest-layer 200M), or leave it out for the ZeRO-2 table only")
     if args.format == "json":
         data: dict[str, Any] = {
             "zero2": memory.zero2_all_cold_table(args.params, gpn, args.nodes, args.buffer_factor).to_dict("records")
