@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -193,6 +194,17 @@ def test_parse_value():
     assert parse_value("3") == 3 and parse_value("true") is True and parse_value("null") is None
     assert parse_value("[0.9, 0.95]") == [0.9, 0.95] and parse_value("cpu") == "cpu"
     assert parse_value('"3"') == "3" and parse_value("5e8") == 5e8
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ('{"a": 1, "a": 2}', "the key 'a' appears twice"),  # was {"a": 2}, the first value lost
+    ("9" * 5000, "too large (more than 4300 digits)"),  # was Python's 'use sys.set_int_max_str_digits()'
+    ("NaN", "NaN and Infinity are not allowed"),
+    ("[1e400]", "write a finite number"),
+])
+def test_parse_value_refuses_what_the_config_loader_refuses(text, said):
+    with pytest.raises(UsageError, match=re.escape(said)):
+        parse_value(text)
 
 
 def test_set_path_creates_and_refuses():

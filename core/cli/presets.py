@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from core.autofill import HF_DEFAULTS, TRAINING_VALUES, find_auto, needed_training_values, resolve_auto
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
 from core.findings import split_path
-from core.io import ConfigLoadError, check_finite_numbers
+from core.io import ConfigLoadError, parse_json_value
 from core.presets import (
     BUILTIN_DIR,
     Preset,
@@ -40,24 +40,22 @@ def _versions() -> tuple[tuple[str, ...], str]:
     return KNOWN_VERSIONS, DEFAULT_VERSION
 
 
-def _non_finite(name: str) -> Any:
-    raise UsageError(f"{name} is not a finite number; DeepSpeed configs cannot hold NaN or Infinity")
-
-
 def parse_value(text: str) -> Any:
     """A --set/--resolve-auto value: JSON when it parses (numbers, true, null, lists ...), else the text.
 
-    NaN, Infinity and numbers that overflow to infinity (1e400) are refused with a UsageError.
+    What the config loader refuses is refused with a UsageError, in its words: NaN, Infinity, numbers that overflow
+    to infinity (1e400) or have more than 4300 digits, duplicate keys in an object.
     """
     try:
-        value = json.loads(text, parse_constant=_non_finite)
-    except json.JSONDecodeError:
-        return text
-    try:
-        check_finite_numbers(value)
-    except ConfigLoadError:
-        raise UsageError(f"{text!r} is not a finite number; write a finite value") from None
-    return value
+        return parse_json_value(text)
+    except ConfigLoadError as exc:
+        try:
+            json.loads(text, parse_constant=lambda name: None)
+        except json.JSONDecodeError:
+            return text  # not JSON: the text itself (cpu, a path ...)
+        except (ValueError, RecursionError):
+            pass  # JSON the loader refuses (a number too long to convert)
+        raise UsageError(str(exc)) from None
 
 
 def _split_assignment(item: str, option: str) -> tuple[str, Any]:
