@@ -621,3 +621,18 @@ def test_validate_json_is_strict_json_when_a_derived_number_leaves_float_range(c
     assert "Traceback" not in err and code in (0, 1)
     report = _strict_json(out)
     assert "Infinity" in json.dumps(report)  # said, as a string
+
+
+def test_standard_input_named_twice_is_refused_up_front(capsys):
+    """`validate - -` read the config once and then reported the second, empty read as "the config is empty"."""
+    code, out, err = run_cli(["validate", "-", "-"], capsys)
+    assert code == 2 and "standard input (-) can be read only once" in err and "empty" not in out + err
+
+
+def test_an_empty_key_is_shown_as_one():
+    """The finding read "Unknown top-level key ``": nothing between the backticks."""
+    from core.validate import validate
+
+    finding = next(f for f in validate({"train_micro_batch_size_per_gpu": 1, "": 5}).findings
+                   if f.code == "keys.unknown-top-level")
+    assert 'Unknown top-level key `""`' in finding.message

@@ -171,6 +171,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     results: list[dict[str, Any]] = []
     worst = EXIT_OK
     sizes = list(dict.fromkeys(args.world_size or [1]))  # as given, each once
+    if args.files.count("-") > 1:  # the second read of standard input finds it empty
+        raise UsageError("standard input (-) can be read only once: give - once")
     for path in args.files:
         try:
             config, text = read_config_and_text(path)

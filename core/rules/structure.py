@@ -363,12 +363,13 @@ def _schema_refusal(dest: str, value: Any) -> str | None:
 
 def _unknown_nested(key: str, path: str, prefix: str, value: Any, strict: bool, guess: str | None,
                     moved_to: tuple[str, str] | None, misfit: str | None) -> Finding:
+    shown = key or '""'  # an empty key would read as nothing between the backticks
     where = f"in `{prefix}`" if prefix else "at the top level"
     fix = None
     if moved_to is not None:
         how, dest = moved_to
         if how == "move":
-            suggestion = f"`{key}` belongs in `{dest.rpartition('.')[0] or 'the top level'}`: move it to `{dest}`."
+            suggestion = f"`{shown}` belongs in `{dest.rpartition('.')[0] or 'the top level'}`: move it to `{dest}`."
             fix = Fix(f"Move `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
         else:
             suggestion = f"Did you mean `{guess}`?"
@@ -380,16 +381,16 @@ def _unknown_nested(key: str, path: str, prefix: str, value: Any, strict: bool, 
         suggestion = "Check the spelling against the DeepSpeed documentation, or remove it."
     if prefix == "":
         message = (
-            f"Unknown top-level key `{key}`: DeepSpeed silently ignores it, so whatever it was meant to "
+            f"Unknown top-level key `{shown}`: DeepSpeed silently ignores it, so whatever it was meant to "
             "configure is not configured."
         )
         return Finding("warning", "keys.unknown-top-level", path, message, suggestion, fix, page_of(guess or key))
     if strict and value == "auto":
-        message = (f"Unknown key `{key}` {where}: DeepSpeed drops keys whose value is \"auto\" before it checks "
+        message = (f"Unknown key `{shown}` {where}: DeepSpeed drops keys whose value is \"auto\" before it checks "
                    "this section, so it is ignored.")
         return Finding("warning", "keys.unknown-auto", path, message, suggestion, fix, page_of(path))
     if strict:
-        message = f"Unknown key `{key}` {where}: DeepSpeed rejects the config (\"Extra inputs are not permitted\")."
+        message = f"Unknown key `{shown}` {where}: DeepSpeed rejects the config (\"Extra inputs are not permitted\")."
         return Finding("error", "keys.unknown", path, message, suggestion, fix, page_of(path))
-    message = f"Unknown key `{key}` {where}: DeepSpeed silently ignores it."
+    message = f"Unknown key `{shown}` {where}: DeepSpeed silently ignores it."
     return Finding("warning", "keys.unknown-ignored", path, message, suggestion, fix, page_of(path))
