@@ -34,6 +34,8 @@ class AutoFillError(ValueError):
 
 
 def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():  # 1e3 or 4096.0, as the CLI's count flags read them
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise AutoFillError(f"{name} must be a positive integer, got {value!r}", name)
     return value
@@ -229,14 +231,14 @@ def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str,
     """
     if not isinstance(config, Mapping):
         raise AutoFillError(f"the config must be a JSON object, not {type(config).__name__}", None)
+    values: dict[str, Any] = {}
     for name, value in training_values.items():
         check = TRAINING_VALUES.get(name)
         if check is None:
             raise AutoFillError(
                 f"unknown training value {name!r}; known: {', '.join(TRAINING_VALUES)}", name
             )
-        check(name, value)
-    values = dict(training_values)
+        values[name] = check(name, value)  # as read: 1e3 steps is 1000
     for flag in _OPTIONAL_FLAGS:
         values.setdefault(flag, False)
     filler = _Filler(copy.deepcopy(dict(config)), values, [])

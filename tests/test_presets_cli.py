@@ -245,3 +245,18 @@ def test_show_names_malformed_team_metadata_instead_of_crashing(tmp_path, monkey
     assert "train_batch_size: w" in out and "problem: meta.justifications[0]" in out
     code, out, err = run(["presets", "show", "versions-bad"], capsys)
     assert code == 0 and "verified with DeepSpeed 0.19\n" in out and "problem: meta.verified_with" in out
+
+
+def test_resolve_auto_reads_whole_numbers_as_the_count_flags_do(tmp_path):
+    """--resolve-auto num_training_steps=1e3 was refused ("must be a positive integer") while every count flag
+    reads 2e3; accepted, the value is the integer (1000, not 1000.0) in the config."""
+    from core.cli import main
+
+    out = tmp_path / "ds.json"
+    assert main(["export", "--preset", "hf-auto-zero3", "--resolve-auto", "num_training_steps=1e3",
+                 "hidden_size=4096.0", "-o", str(out)]) == 0
+    config = json.loads(out.read_text())
+    steps, bucket = config["scheduler"]["params"]["total_num_steps"], config["zero_optimization"]["reduce_bucket_size"]
+    assert (steps, bucket) == (1000, 4096 * 4096) and type(steps) is int and type(bucket) is int
+    assert main(["export", "--preset", "hf-auto-zero3", "--resolve-auto", "num_training_steps=1.5",
+                 "hidden_size=4096", "-o", str(out)]) == 2

@@ -239,3 +239,13 @@ def test_an_unknown_key_is_suggested_what_each_release_reads_whatever_was_checke
     assert first[oldest]["timerss"] == first[newest]["timerss"] == "Did you mean `timers`?"
     verdicts = works_with(config)
     assert [v.ok for v in verdicts.verdicts] == [validate(config, version=r).ok for r in versions.RELEASES]
+
+
+def test_a_release_written_as_a_git_tag_is_read_and_a_non_release_gets_no_nearest():
+    """`--deepspeed-version v0.17.0` and `abc` both got "the nearest profile is 0.19.8"."""
+    assert versions.check_version("v0.17.0") == "0.17.0"
+    with pytest.raises(ValueError) as raised:
+        versions.check_version("abc")
+    assert "nearest" not in str(raised.value)
+    with pytest.raises(ValueError, match=r"The nearest profile is 0\.16\.0"):
+        versions.check_version("0.12.0")

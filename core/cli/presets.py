@@ -242,8 +242,8 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
             key, value = _split_assignment(item, "--resolve-auto")
             if key not in TRAINING_VALUES:
                 raise UsageError(f"--resolve-auto: unknown training value {key!r}; known: {', '.join(TRAINING_VALUES)}")
-            TRAINING_VALUES[key](key, value)  # each value is checked first (world_size=0 is the error to report)
-            values[key] = value
+            # each value is checked first (world_size=0 is the error to report), and kept as read (1e3 is 1000)
+            values[key] = TRAINING_VALUES[key](key, value)
         if world_size is not None:
             values.setdefault("world_size", world_size)
         needed = needed_training_values(config)

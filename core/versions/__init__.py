@@ -61,9 +61,16 @@ def nearest(version: str) -> str:
 
 def check_version(version: Any) -> str:
     """``version`` if it has a profile; else a ValueError that names the supported range and the nearest."""
-    if isinstance(version, str) and version in RELEASES:
-        return version
-    hint = f" The nearest profile is {nearest(version)}." if isinstance(version, str) else ""
+    hint = ""
+    if isinstance(version, str):
+        bare = version.strip().removeprefix("v").removeprefix("V")  # a git tag's spelling (v0.17.0)
+        if bare in RELEASES:
+            return bare
+        try:
+            version_tuple(bare)
+            hint = f" The nearest profile is {nearest(bare)}."
+        except ValueError:  # not a release number at all: no nearest to offer
+            pass
     raise ValueError(
         f"version {version!r} has no DeepSpeed validation profile: supported are {RELEASES[0]} … {NEWEST} "
         f"(every release).{hint} To add a release: python scripts/gen_profiles.py <release>."
