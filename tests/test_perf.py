@@ -736,3 +736,32 @@ def test_t5_is_timed_as_eager_whatever_attention_is_asked():
     # a model with its own attention still follows the setting
     assert (predict(config, LLAMA7, cluster, Shape(2, 4096, "eager", "none")).step_seconds
             > predict(config, LLAMA7, cluster, Shape(2, 4096, "flash", "none")).step_seconds)
+
+
+def test_a_derived_accumulation_that_is_a_float_is_the_count_it_says():
+    """With sequence_parallel_size DeepSpeed divides the world size (8 / 2 = 4.0), so the derived accumulation is
+    2.0; predict only took an int and costed one micro-step (half the tokens), as it did for written 4.0."""
+    llama1b, cl = get_spec("meta-llama/Llama-3.2-1B"), Cluster("NVIDIA H100 80GB", 8, 1)
+    sp = {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "sequence_parallel_size": 2,
+          "bf16": {"enabled": True}}
+    assert validate(sp, world_size=8).batch.gradient_accumulation_steps == 2
+    derived = predict(sp, llama1b, cl, Shape(4, 1024))
+    written = predict({**sp, "gradient_accumulation_steps": 2}, llama1b, cl, Shape(4, 1024))
+    assert (derived.gradient_accumulation_steps, derived.tokens_per_step) == (2, 32 * 1024)
+    assert derived.step_seconds == written.step_seconds
+    floats = predict({"train_micro_batch_size_per_gpu": 2.0, "gradient_accumulation_steps": 4.0,
+                      "bf16": {"enabled": True}}, llama1b, cl, Shape(2, 1024))
+    assert floats.gradient_accumulation_steps == 4 and floats.tokens_per_step == 2 * 4 * 8 * 1024
+
+
+@pytest.mark.parametrize(("gpus_per_node", "sharded"), [(8, 1), (6, 3)])
+def test_memory_and_speed_read_an_unsplittable_sequence_parallel_size_alike(gpus_per_node, sharded):
+    """sequence_parallel_size 3 on 8 GPUs: the memory estimate sized a third of each sequence while predict,
+    finding no whole groups, costed whole sequences; both now ignore it there and shard it on 6."""
+    from core.memory import Hardware, estimate
+
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "sequence_parallel_size": 3,
+              "bf16": {"enabled": True}}
+    memory = estimate(config, get_spec("meta-llama/Llama-3.2-1B"), Hardware(gpus_per_node, 1), Shape(1, 8192))
+    assert memory.settings.sequence_parallel == read_settings(config, gpus_per_node).sp == sharded
+    assert (sharded == 1) == any("not divisible by sequence_parallel_size 3" in n for n in memory.notes)

@@ -109,6 +109,13 @@ def estimate(
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
         st = replace(st, precision=precision)
+    gpus, sp = hardware.gpus_per_node * hardware.nodes, st.sequence_parallel
+    if isinstance(gpus, int) and sp > 1 and gpus % sp:
+        # as the planner reads it (core.perf.settings): no whole sequence-parallel groups, no sharding
+        st = replace(st, sequence_parallel=1, notes=(
+            *(n for n in st.notes if not n.startswith("sequence_parallel_size")),
+            f"{gpus} GPUs are not divisible by sequence_parallel_size {sp}: sequence parallelism ignored "
+            "(activations sized for whole sequences)."))
     components = _components(model, st, hardware, shape, allow)
     notes = list(st.notes)
     if not isinstance(model, ModelSpec):

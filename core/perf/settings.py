@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import GA, MB, TB, effective_world_size, resolve_batch
+from core.batch import GA, MB, TB, effective_world_size, positive_whole, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
@@ -115,9 +115,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
     # train_batch_size counts every tensor-parallel rank (core.batch.effective_world_size, as the validator)
     batch = resolve_batch(dict(cfg), effective_world_size(dict(cfg), total_gpus))
     grad_accum = micro = None
-    if batch.ok and isinstance(batch.grad_accum, int) and batch.grad_accum >= 1:
-        grad_accum = int(batch.grad_accum)
-        micro = int(batch.micro_batch) if isinstance(batch.micro_batch, int) else None
+    # a derived count can be a float (sequence parallelism divides the world size: 2.0 steps is 2)
+    if batch.ok and positive_whole(batch.grad_accum) is not None:
+        grad_accum = positive_whole(batch.grad_accum)
+        micro = positive_whole(batch.micro_batch)
     elif "auto" in (cfg.get(TB), cfg.get(MB)) and _int(cfg.get(GA), 0):
         # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
         # (trainer_config_process fill_match): that written count is the run's
