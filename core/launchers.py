@@ -294,12 +294,24 @@ def _needs(path: str, param: str) -> bool:
     return path in FILLED_FROM.get(param, ())
 
 
+def _with_assumed_precision(config: Mapping[str, Any], values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``values`` with an "auto" precision section filled on, as the app reads it (the estimate's "as if --bf16 is
+    passed"), for launchers whose "auto" would otherwise be the HF Trainer's default, off: the job would train in
+    fp32 with more memory than the app showed (accelerate with ``deepspeed_config_file`` refuses a
+    ``mixed_precision`` of its own, so the file must say it)."""
+    meaning = effective(config)
+    if meaning.precision == "fp32" and meaning.precision_mode in ("fp16", "bf16") and \
+            meaning.precision_mode not in values:
+        return {**values, meaning.precision_mode: True}
+    return values
+
+
 def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) for ``accelerate launch`` with ``deepspeed_config_file``: "auto" resolved (accelerate fills
     only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) except the
     stage and offload settings its plugin fills from ``accelerate config``, and a ``zero_optimization`` section,
     which accelerate requires."""
-    out, notes = resolved_export(config, values, ACCELERATE_PLUGIN_PATHS)
+    out, notes = resolved_export(config, _with_assumed_precision(config, values), ACCELERATE_PLUGIN_PATHS)
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
         accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")
@@ -323,7 +335,7 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     dropped (DeepSpeed derives it from micro batch × accumulation × GPUs). "auto" is resolved (Lightning fills
     none), and the Trainer's precision follows the config's half precision. A config without
     ``gradient_clipping`` gets DeepSpeed ``version``'s default written (Lightning writes its own 0.0 there)."""
-    out, notes = resolved_export(config, values)
+    out, notes = resolved_export(config, _with_assumed_precision(config, values))
     _zero_as_section(out, notes)
     kwargs: dict[str, Any] = {}
     reading = effective(out)  # "enabled": 1 or "true" is on, as DeepSpeed reads it

@@ -457,6 +457,34 @@ def test_without_a_step_count_only_the_scheduler_step_counts_lose_their_auto():
     assert sum("needs num_training_steps" in n for n in notes) == 2
 
 
+def test_an_auto_precision_trains_in_the_precision_the_estimate_assumed():
+    """bf16.enabled "auto" is estimated as bf16 ("as if --bf16 is passed"), but the Accelerate and Lightning files
+    wrote the HF Trainer's default, false: the job trained in fp32 with 58% more GPU memory than the app showed.
+    Both now write it on (accelerate with deepspeed_config_file refuses a mixed_precision of its own, so the file
+    must say it), and Lightning's Trainer precision matches."""
+    pytest.importorskip("accelerate")
+    from accelerate.utils import DeepSpeedPlugin
+
+    from core.export import accelerate_export, launch_values, lightning_export
+    from core.memory import Hardware, Shape, estimate
+    from core.models import get_spec
+
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": "auto"},
+              "zero_optimization": {"stage": 2}}
+    values = launch_values({"nodes": 1, "gpus_per_node": 8}, {})
+    accelerate, notes = accelerate_export(config, values)
+    lightning, kwargs, _ = lightning_export(config, values, 8)
+    assert accelerate["bf16"] == lightning["bf16"] == {"enabled": True} and kwargs["precision"] == "bf16-mixed"
+    assert any("`bf16.enabled` = true" in note for note in notes)
+    plugin = DeepSpeedPlugin(hf_ds_config=copy.deepcopy(accelerate))
+    assert plugin.deepspeed_config["bf16"]["enabled"] is True
+    model = get_spec("meta-llama/Llama-3.2-1B")
+    sizes = {estimate(c, model, Hardware(8, 1), Shape(4, 2048)).gpu_bytes for c in (config, accelerate, lightning)}
+    assert len(sizes) == 1  # one reading: the exported job needs what the app showed
+    off = {**config, "bf16": {"enabled": False}}
+    assert accelerate_export(off, values)[0]["bf16"] == {"enabled": False}
+
+
 def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
     """Write every file the launch tabs offer into ``tmp_path`` under the names the snippets use; the snippets."""
     from core.export import accelerate_export, launch_values, lightning_export, variant_name
