@@ -370,3 +370,17 @@ def test_a_model_with_fewer_learned_positions_than_the_default_is_planned_at_its
     assert code == 2 and "use at most 1024 tokens" in capsys.readouterr().err
     code, text = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "h100", "--global-batch", "8"])
     assert code == 0 and ", seq 2048," in text.splitlines()[0]  # RoPE: the default
+
+
+def test_predict_sizes_an_auto_micro_batch_as_fit_and_the_app_do(tmp_path):
+    """predict refused an "auto" micro batch ("pass --micro-batch") while fit, estimate and the app take the HF
+    Trainer's default 8 and say so (the README said the command line does)."""
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                                "train_batch_size": "auto", "bf16": {"enabled": "auto"},
+                                "zero_optimization": {"stage": 2}}))
+    code, text = run(["predict", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "h100"])
+    assert code == 0 and "; micro batch 8 x 1 accumulation," in text
+    assert 'caveat: micro batch 8 assumed: "auto" is filled by the HF Trainer' in text
+    path.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
+    assert run(["predict", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "h100"])[0] == 2

@@ -335,12 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def common(p: argparse.ArgumentParser) -> None:
+    def common(p: argparse.ArgumentParser, what: str = "validate against") -> None:
         p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed",
                        help="deepspeed: the file goes to deepspeed.initialize as is; hf: the HF Trainer / "
                        "Accelerate fill in \"auto\" first (default: deepspeed)")
         p.add_argument("--deepspeed-version", type=cli_versions.release, default=None, metavar="RELEASE",
-                       help=f"validate against this DeepSpeed release, {RELEASES[0]} … {RELEASES[-1]} (default: the "
+                       help=f"{what} this DeepSpeed release, {RELEASES[0]} … {RELEASES[-1]} (default: the "
                        "installed DeepSpeed, else the newest)")
 
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
@@ -384,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the JSON Schema of ds_config.json (for VS Code)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    common(p)
+    common(p, "write the schema of")
     p.set_defaults(handler=cmd_schema)
 
     cli_estimate.register(sub)

@@ -93,7 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--micro-batch",
         type=positive_int,
         default=None,
-        help="default: the config's micro batch (written, or derived from train_batch_size), else 1",
+        help="default: the config's micro batch (written, or derived from train_batch_size); 8, the HF "
+             "Trainer's default, when it is \"auto\"; else 1",
     )
     shape.add_argument("--seq-len", type=seq_len, default=2048)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())

@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                    help="NVMe per node (default 0: none, as on the app's Start page)")
     p.add_argument("--micro-batch", type=positive_int, default=None,
-                   help='the micro batch when the config says "auto" or nothing (default: the config\'s, else 1)')
+                   help='the micro batch when the config says "auto" or nothing (default: the config\'s; 8, the HF '
+                        'Trainer\'s default, when it is "auto"; else 1)')
     p.add_argument("--gradient-accumulation-steps", type=positive_int, default=None, metavar="N",
                    help='the HF Trainer\'s --gradient_accumulation_steps, for a config whose accumulation is "auto" '
                         "(default 1, the Trainer's default; said when used)")

@@ -32,6 +32,7 @@ from core.cli.common import (
     gpu_count,
     guarded,
     json_report,
+    micro_batch_when_unsaid,
     positive,
     positive_int,
     read_config_file,
@@ -242,6 +243,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if args.micro_batch and args.gradient_accumulation_steps is None:
         config_micro_batch(config, cluster.total_gpus, args.micro_batch, override=False)
     micro = args.micro_batch or micro_batch_of(config, cluster.total_gpus)
+    micro_assumed = None
+    if micro is None and config.get("train_micro_batch_size_per_gpu") == "auto":
+        micro, micro_assumed = micro_batch_when_unsaid(config)  # as fit, estimate and the app size it
     if micro is None:
         written = json.dumps(config.get("train_micro_batch_size_per_gpu"))
         raise UsageError(f"the config gives no micro batch on {cluster.total_gpus} GPUs "
@@ -280,6 +284,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     # a step time for a config that cannot run says so, as fit and estimate do for the same input
     mem = memory_estimate(config, spec, hardware_for(cluster), shape, allowances=cluster.memory_allowances)
     caveats = list(est.caveats)
+    if micro_assumed:
+        caveats.insert(0, micro_assumed)
     if not mem.fits:  # the app's headline words it the same way (core.fit.fit_numbers)
         caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
                           "it runs (dsconfig fit lists ways to make it fit)")
