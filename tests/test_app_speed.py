@@ -7,6 +7,7 @@ import json
 
 import altair as alt
 import pandas as pd
+import pytest
 from app_support import ROOT, app, shown_tables, vega_charts
 
 from core.models import get_config, get_spec
@@ -187,7 +188,7 @@ def test_works_with_gives_the_same_verdicts_without_the_keys_no_release_reads():
 
 def test_did_you_mean_for_the_first_unknown_keys_of_a_section_only():
     from core import validate
-    from core.rules.structure import MAX_SUGGESTED_PER_SECTION
+    from core.rules.fixes import MAX_SUGGESTED_PER_SECTION
 
     config = {"train_micro_batch_size_per_gpu": 1, "zero_optimisation": {"stage": 1}}
     config |= {f"x{i}": i for i in range(MAX_SUGGESTED_PER_SECTION)}
@@ -306,3 +307,26 @@ def test_a_stage_flip_keeps_every_zero_chart_spec_and_only_swaps_rows():
     peak = [(frames["peak"], spec) for spec, frames in before + after if "peak" in frames]
     assert len(peak) == 2 and len(peak[0][0]) != len(peak[1][0]), "the flip should change the number of components"
     assert peak[0][1]["height"] == {"step": zero_charts.PEAK_BAR_PX}
+
+
+@pytest.mark.parametrize(("section", "code"), [
+    ({"optimizer": {"type": "AdamW", "params": {}}}, "optimizer.unknown-param"),
+    ({"optimizer": {"type": "SGD", "params": {"lr": 0.1}}}, "optimizer.unknown-param"),
+    ({"scheduler": {"type": "WarmupLR", "params": {}}}, "scheduler.unknown-param"),
+    ({"scheduler": {"type": "StepLR", "params": {"step_size": 1}}}, "scheduler.unknown-param"),
+])
+def test_no_did_you_mean_past_the_cap_for_optimizer_and_scheduler_params(section, code):
+    """20,000 unknown AdamW params took `dsconfig versions` 40 s: a fuzzy match per param per release. A handful of
+    misspellings still get a guess; past MAX_SUGGESTED_PER_SECTION unknown params none does (as for a section)."""
+    from core import validate
+    from core.rules.fixes import MAX_SUGGESTED_PER_SECTION
+
+    name = next(iter(section))
+    few = {name: {**section[name], "params": {**section[name]["params"], "weight_decayy": 0.1, "warmup_num_stepz": 1,
+                                                           "gamme": 0.5}}}
+    guessed = [f for f in validate({"train_micro_batch_size_per_gpu": 1, **few}).findings if f.code == code]
+    assert guessed and any("Did you mean" in f.suggestion for f in guessed)
+    many = {name: {**few[name], "params": {**few[name]["params"],
+                                            **{f"x{i}": i for i in range(MAX_SUGGESTED_PER_SECTION)}}}}
+    found = [f for f in validate({"train_micro_batch_size_per_gpu": 1, **many}).findings if f.code == code]
+    assert len(found) >= MAX_SUGGESTED_PER_SECTION + 1 and not any("Did you mean" in f.suggestion for f in found)

@@ -6,7 +6,7 @@ import difflib
 import math
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -27,6 +27,12 @@ def delete_fix(path: str) -> Fix:
     return Fix(f"Remove `{path}`", (FixOp("delete", path),))
 
 
+#: Unknown keys of one section (or one optimizer's or scheduler's params) that get a did-you-mean; past this many
+#: they are not a handful of misspellings but a pile of foreign keys, and fuzzy matching each one would cost seconds
+#: on a large config (36 times over for ``dsconfig versions``).
+MAX_SUGGESTED_PER_SECTION = 200
+
+
 def closest_choice(value: str, choices: list[str] | tuple[str, ...]) -> str | None:
     """The allowed value ``value`` most likely meant (case-insensitive; None when nothing is close)."""
     lower = {c.lower(): c for c in choices}
@@ -34,6 +40,16 @@ def closest_choice(value: str, choices: list[str] | tuple[str, ...]) -> str | No
         return lower[value.lower()]
     match = difflib.get_close_matches(value.lower(), list(lower), n=1, cutoff=0.6)
     return lower[match[0]] if match else None
+
+
+def guesser(keys: Iterable[Any], choices: Iterable[str]) -> Callable[[str], str | None]:
+    """``closest_choice`` against ``choices`` for the unknown ones of ``keys``, or no guess at all when more than
+    ``MAX_SUGGESTED_PER_SECTION`` of them are unknown."""
+    known = list(choices)
+    known_set = set(known)
+    if sum(1 for key in keys if key not in known_set) > MAX_SUGGESTED_PER_SECTION:
+        return lambda key: None
+    return lambda key: closest_choice(key, known)
 
 
 def value_fix(field: SchemaField | None, path: str, value: Any, items: Sequence[Any] | None = None) -> Fix | None:

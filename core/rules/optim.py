@@ -15,7 +15,7 @@ from core import versions
 from core.findings import Finding, Fix, FixOp, brief, join_path
 from core.rules import torch_checks
 from core.rules.context import Context, lax_float
-from core.rules.fixes import closest_choice, delete_fix, nearest_whole, set_fix
+from core.rules.fixes import closest_choice, delete_fix, guesser, nearest_whole, set_fix
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
@@ -177,12 +177,13 @@ def _forbidden_params(params: dict[str, Any]) -> Iterator[Finding]:
 
 def _torch_optimizer_params(name: str, params: dict[str, Any]) -> Iterator[Finding]:
     accepted = TORCH_OPTIMIZER_PARAMS.get(name, ())
+    guess_for = guesser(params, accepted)
     for key, value in params.items():
         if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
             continue
         path = join_path("optimizer.params", key)
         if key not in accepted:
-            guess = closest_choice(key, list(accepted))
+            guess = guess_for(key)
             yield Finding(
                 "error", "optimizer.unknown-param", path,
                 f"torch.optim.{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword "
@@ -250,6 +251,7 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     if ctx.meaning.torch_optimizer is not None:  # torch's constructor checks the values DeepSpeed passes on
         passed = {k: v for k, v in params.items() if k in accepted and not accepted[k].consumed}
         refused = {f.path: f for f in _torch_refused(ctx.meaning.torch_optimizer, passed, set())}
+    guess_for = guesser(params, accepted)
     for key, value in params.items():
         if key in FORBIDDEN_OPTIMIZER_PARAMS or value == "auto":
             continue
@@ -273,7 +275,7 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
             else:
                 message = (f"{spec.display_name} has no parameter `{key}`; deepspeed.initialize fails "
                            "(unexpected keyword argument).")
-            guess = closest_choice(key, list(accepted))
+            guess = guess_for(key)
             yield Finding(
                 "error", "optimizer.unknown-param", path, message,
                 suggestion=f"Did you mean `{guess}`?" if guess else f"Accepted: {', '.join(sorted(accepted))}.",
@@ -431,11 +433,12 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
     if spec is None:
         yield from _torch_scheduler_params(name, params)
         return
+    guess_for = guesser(params, [p.name for p in spec.params])
     for key, value in params.items():
         path = join_path("scheduler.params", key)
         param = spec.param(key)
         if param is None:
-            guess = closest_choice(key, [p.name for p in spec.params])
+            guess = guess_for(key)
             yield Finding(
                 "error", "scheduler.unknown-param", path,
                 f"{name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",
@@ -470,10 +473,11 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
 def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Finding]:
     accepted, required = TORCH_SCHEDULER_PARAMS[name]
     yield from _torch_refused(name, {k: v for k, v in params.items() if k in accepted}, set(), "scheduler")
+    guess_for = guesser(params, accepted)
     for key in params:
         if key not in accepted:
             path = join_path("scheduler.params", key)
-            guess = closest_choice(key, list(accepted))
+            guess = guess_for(key)
             yield Finding(
                 "error", "scheduler.unknown-param", path,
                 f"torch's {name} has no parameter `{key}`; deepspeed.initialize fails (unexpected keyword argument).",

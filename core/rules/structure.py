@@ -15,6 +15,7 @@ from core import versions
 from core.effective import legacy_zero_keys
 from core.findings import Finding, Fix, FixOp, get_path, join_index, join_path
 from core.rules.context import Context, switched_on
+from core.rules.fixes import MAX_SUGGESTED_PER_SECTION
 from core.schema.base import version_tuple
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import (
@@ -136,9 +137,6 @@ def _strict(ctx: Context, model: type[BaseModel], prefix: str) -> bool:
     return is_strict(model) if strict is None else strict and is_strict(model)
 
 
-#: Unknown keys of one section that get a did-you-mean; past this many the section is not a handful of
-#: misspellings but a pile of foreign keys, and fuzzy matching each one would cost seconds on a large config.
-MAX_SUGGESTED_PER_SECTION = 200
 
 
 def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
