@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.hardware import gpu_names
-from core.memory import ModelCounts, Shape
+from core.memory import Hardware, ModelCounts, Shape
 from core.models import get_spec
 from core.perf import (
     GPU_PERF,
@@ -19,6 +20,7 @@ from core.perf import (
     Cluster,
     Efficiency,
     build_config,
+    calibrate,
     gpu_sweep,
     predict,
     read_settings,
@@ -27,6 +29,7 @@ from core.perf import (
 from core.perf.accuracy import evaluate, measured_step_seconds, measurement_model
 from core.perf.measurements import Measurement, gpt
 from core.validate import validate
+from core.versions.matrix import works_with
 
 LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
 LLAMA70 = get_spec("meta-llama/Meta-Llama-3-70B")
@@ -765,3 +768,20 @@ def test_memory_and_speed_read_an_unsplittable_sequence_parallel_size_alike(gpus
     memory = estimate(config, get_spec("meta-llama/Llama-3.2-1B"), Hardware(gpus_per_node, 1), Shape(1, 8192))
     assert memory.settings.sequence_parallel == read_settings(config, gpus_per_node).sp == sharded
     assert (sharded == 1) == any("not divisible by sequence_parallel_size 3" in n for n in memory.notes)
+
+
+@pytest.mark.parametrize(("call", "named"), [
+    (lambda m, c: calibrate(c, m, Cluster("NVIDIA H100 80GB"), Shape(2, 512), measured_step_seconds=10**400),
+     "measured_step_seconds"),
+    (lambda m, c: calibrate(c, m, Cluster("NVIDIA H100 80GB"), Shape(2, 512), measured_peak_bytes=10**400),
+     "measured_peak_bytes"),
+    (lambda m, c: Cluster("NVIDIA H100 80GB", 8, 2, pcie_gbyte_s=10**400), "Cluster.pcie_gbyte_s"),
+    (lambda m, c: Cluster("NVIDIA H100 80GB", cpu_ram_gib=1e308), "Cluster.cpu_ram_gib"),
+    (lambda m, c: ModelCounts(10**400, 10**400), "ModelCounts.total_params"),
+    (lambda m, c: Hardware(8, 1, 10**400), "Hardware.gpu_memory_bytes"),
+    (lambda m, c: works_with(c, world_size=1.5), "world_size must be a positive integer"),
+])
+def test_numbers_beyond_any_machine_are_refused_by_name(call, named):
+    """10**400 reached float arithmetic as an OverflowError (and works_with a float world size as a TypeError)."""
+    with pytest.raises(ValueError, match=re.escape(named)):
+        call(get_spec("Qwen/Qwen2.5-0.5B"), {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True}})

@@ -11,8 +11,21 @@ from typing import Any
 
 import pandas as pd
 
+from core.findings import brief
 from core.hardware import GIB
 from core.memory.settings import TrainingSettings
+
+#: Beyond these no machine or model is built, and 10**400 overflows the float arithmetic of the models.
+_LARGEST_BYTES = 2.0**80
+_LARGEST_COUNT = 1e18
+
+
+def _check_finite_count(name: str, value: object, largest: float) -> None:
+    """ValueError unless a Python number ``value`` is in [0, largest] (None and array inputs are the caller's)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if not 0 <= value <= largest:  # also false for NaN
+        raise ValueError(f"{name} must be a number from 0 to {largest:g}, got {brief(value)}.")
 
 
 @dataclass(frozen=True)
@@ -24,6 +37,10 @@ class Hardware:
     gpu_memory_bytes: int = 80 * GIB
     cpu_ram_per_node_bytes: int = 1024 * GIB
     nvme_bytes_per_node: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("gpu_memory_bytes", "cpu_ram_per_node_bytes", "nvme_bytes_per_node"):
+            _check_finite_count(f"Hardware.{name}", getattr(self, name), _LARGEST_BYTES)
 
     @property
     def total_gpus(self) -> int:
@@ -57,6 +74,10 @@ class ModelCounts:
     total_params: int
     largest_layer_params: int
     name: str = "manual counts"
+
+    def __post_init__(self) -> None:
+        _check_finite_count("ModelCounts.total_params", self.total_params, _LARGEST_COUNT)
+        _check_finite_count("ModelCounts.largest_layer_params", self.largest_layer_params, _LARGEST_COUNT)
 
 
 def counts_problem(total_params: float, largest_layer_params: float, total_name: str = "the total",

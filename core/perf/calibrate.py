@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.findings import brief
 from core.memory.estimate import ModelCounts, Shape, estimate
 from core.models.arch import ModelSpec
 from core.perf.hardware import Cluster
@@ -197,8 +198,12 @@ class CalibrationError(ValueError):
 
 
 def _number(name: str, value: object, unit: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or not value > 0:
-        raise ValueError(f"{name} must be a positive, finite number of {unit}, got {value!r}.")
+    try:  # math.isfinite of an int beyond the float range (10**400) raises OverflowError
+        finite = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if not finite or not value > 0:
+        raise ValueError(f"{name} must be a positive, finite number of {unit}, got {brief(value)}.")
     return float(value)
 
 

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Final
 
+from core.findings import brief
 from core.hardware import GPU_BY_NAME, find_gpu
 from core.memory.estimate import Allowances
 from core.perf.constants import FLASH1_ATTENTION_SPEED
@@ -198,6 +199,10 @@ class Efficiency:
     ring_hop_latency_s: float = 6.0e-6
 
 
+#: The largest value a Cluster's rate or size field takes (Gbit/s, GB/s, TFLOPs, GiB, parameters/s).
+_LARGEST_RATE = 1e15
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Identical nodes of identical GPUs. ``None`` fields take the catalog default of ``gpu``.
@@ -244,12 +249,13 @@ class Cluster:
                 raise ValueError(f"Cluster.{name} must be a whole number >= 1, got {value!r}.")
         for f in fields(self):
             value = getattr(self, f.name)
-            bad = isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            # beyond _LARGEST_RATE no machine is built, and 10**400 or 1e308 GiB overflow the arithmetic
+            bad = isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= _LARGEST_RATE
             if f.name == "nvme_gib" and value == 0 and not isinstance(value, bool):
                 continue  # no NVMe: offloading to it does not fit
             if f.name.endswith(("_s", "_tflops", "_gib")) and value is not None and bad:
-                raise ValueError(f"Cluster.{f.name} must be a positive number or None, got {value!r}"
-                                 + (" (0: no NVMe)." if f.name == "nvme_gib" else "."))
+                raise ValueError(f"Cluster.{f.name} must be a positive number up to {_LARGEST_RATE:g} or None, got "
+                                 f"{brief(value)}" + (" (0: no NVMe)." if f.name == "nvme_gib" else "."))
 
     @property
     def total_gpus(self) -> int:

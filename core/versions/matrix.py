@@ -46,7 +46,8 @@ def works_with(
     several GPU counts a release works only if it works on each; its verdict is the first count's first error."""
     from core.validate import validate
 
-    counts = [world_size] if isinstance(world_size, int) else list(dict.fromkeys(world_size))
+    counts = [world_size] if isinstance(world_size, int) or not isinstance(world_size, Sequence) \
+        else list(dict.fromkeys(world_size))  # validate refuses what is no GPU count (1.5) with its own message
     verdicts = []
     judged = _without_ignored_everywhere(config)
     for version in releases or versions.RELEASES:
