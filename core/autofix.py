@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.findings import Finding, Report, split_path
+from core.io import check_depth
 from core.validate import validate
 
 #: At most this many rounds of fixes (each followed by one validation) are applied to one config (a config never
@@ -52,8 +53,10 @@ def fix_until_stable(
     unknown keys whose paths do not overlap go together, ``BATCHED_CODES``).
 
     Only safe fixes (``Fix.safe``) are applied unless ``unsafe``; only findings of ``severities``. A fix that
-    changes nothing, or would bring back a config seen before, is not applied again.
+    changes nothing, or would bring back a config seen before, is not applied again. ValueError for a config
+    nested deeper than the loader reads (``core.io.check_depth``).
     """
+    check_depth(config)
     current = config
     applied: list[Finding] = []
     seen = {_key(config)}

@@ -149,6 +149,14 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def check_depth(config: Any) -> None:
+    """ValueError when ``config`` nests deeper than ``MAX_DEPTH`` levels, as the loader refuses it: for configs that
+    reach the engine from Python rather than through ``load_config`` (copying or serialising one would recurse
+    past Python's limit)."""
+    if _depth(config, MAX_DEPTH) > MAX_DEPTH:
+        raise ValueError(f"the config nests deeper than {MAX_DEPTH} levels; this is not a DeepSpeed config")
+
+
 def check_finite_numbers(value: Any, path: str = "") -> None:
     """Raise ConfigLoadError naming the place of a NaN or infinite number (e.g. 1e400) in a JSON value."""
     stack: list[tuple[Any, str]] = [(value, path)]

@@ -7,6 +7,7 @@ from typing import Any
 
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import shown
+from core.io import check_depth
 from core.rules.context import lax_bool, supplied
 from core.schema.walk import section_fields
 from core.schema.zero import ZeroConfig
@@ -16,10 +17,12 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
     """A new config with deprecated keys replaced, and a list of plain-words changes.
 
     Never loses a key: a deprecated key whose replacement is already set is left in place
-    (the validator reports the clash) rather than overwritten. Non-dict input comes back unchanged.
+    (the validator reports the clash) rather than overwritten. Non-dict input comes back unchanged; a config
+    nested deeper than the loader reads is a ValueError (``core.io.check_depth``).
     """
     if not isinstance(config, dict):
         return config, []
+    check_depth(config)
     new = copy.deepcopy(config)
     changes: list[str] = []
     zero_change = zero_section_form(new)

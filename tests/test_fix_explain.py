@@ -262,3 +262,20 @@ def test_validate_counts_only_the_fixes_fix_applies_and_info_fixes_need_info(tmp
     assert fixed["zero_optimization"]["stage"] == 0 and type(fixed["zero_optimization"]["stage"]) is int
     finding = next(f for f in validate({"zero_optimization": {"stage": "auto"}}).findings if f.code == "auto.default")
     assert [op.value for op in finding.fix.ops] == [0] and type(finding.fix.ops[0].value) is int
+
+
+def test_a_config_nested_past_the_loaders_limit_is_refused_by_fix_and_migrate():
+    """From Python, 600 levels reached json.dumps and deepcopy as a RecursionError (the loader refuses > 64)."""
+    import pytest
+
+    from core import migrate
+
+    deep: dict = {}
+    node = deep
+    for _ in range(600):
+        node["a"] = {}
+        node = node["a"]
+    for call in (fix_until_stable, lambda c: migrate(c)):
+        with pytest.raises(ValueError, match="nests deeper than 64 levels"):
+            call({"train_micro_batch_size_per_gpu": 1, "x": deep})
+    assert fix_until_stable({"train_micro_batch_size_per_gpu": 1, "x": {"a": {"b": 1}}}).report.ok
