@@ -105,6 +105,15 @@ def suggest_name(text: str) -> str:
     return check_name(slug)
 
 
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``, or the path as written when it cannot be resolved (a symbolic link loop): the folder
+    is then reported as unreadable where it is listed, not a traceback here."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
 def search_path(extra: Iterable[str | os.PathLike[str]] = (), *, builtin_dir: Path = BUILTIN_DIR) -> list[Path]:
     """The built-in folder followed by ``extra`` folders (empty entries dropped, duplicates removed)."""
     out: list[Path] = [builtin_dir]
@@ -112,7 +121,7 @@ def search_path(extra: Iterable[str | os.PathLike[str]] = (), *, builtin_dir: Pa
         if not str(entry).strip():
             continue
         path = Path(entry).expanduser()
-        if all(path.resolve() != p.resolve() for p in out):
+        if all(_resolved(path) != _resolved(p) for p in out):
             out.append(path)
     return out
 
@@ -124,14 +133,16 @@ def env_search_path(environ: Mapping[str, str] | None = None, *, builtin_dir: Pa
 
 
 def _is_builtin_dir(folder: Path, builtin_dir: Path) -> bool:
-    return folder.resolve() == builtin_dir.resolve()
+    return _resolved(folder) == _resolved(builtin_dir)
 
 
 def _file_in(folder: Path, name: str) -> Path:
-    """``folder/name.json``, refusing anything that would end up outside ``folder``."""
+    """``folder/name.json``, refusing anything that would end up outside ``folder`` (for writing)."""
     check_name(name)
     path = folder / f"{name}.json"
-    if path.resolve().parent != folder.resolve():
+    if path.is_symlink():
+        raise PresetError(f"{path} is a symbolic link; refusing to write through it")
+    if _resolved(path).parent != _resolved(folder):
         raise PresetError(f"preset {name!r} would be stored outside {folder}")
     return path
 
@@ -266,8 +277,8 @@ def load_preset(name: str, folders: Sequence[Path], *, builtin_dir: Path = BUILT
     check_name(name)
     broken: PresetError | None = None
     for folder in folders:
-        path = _file_in(folder, name)
-        if path.is_file():
+        path = folder / f"{name}.json"  # check_name allows no separator: only a link could lead elsewhere
+        if path.is_symlink() or path.exists():  # read_preset_bytes refuses links and what is not a file, by name
             try:
                 return _read(path, name, _is_builtin_dir(folder, builtin_dir))
             except PresetError as exc:  # as list_presets does: a later folder's file of that name is the preset
@@ -409,8 +420,6 @@ def save_preset(
     if not folder.is_dir():
         raise PresetError(f"preset folder {folder} does not exist; create it first")
     path = _file_in(folder, name)
-    if path.is_symlink():
-        raise PresetError(f"{path} is a symbolic link; refusing to write through it")
     if path.exists() and not overwrite:
         raise PresetError(f"preset {name!r} already exists in {folder}: choose another file name, or choose to "
                           "replace it (on the Presets page: \"Replace a team preset of the same name\")")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 
 import pytest
@@ -260,3 +261,29 @@ def test_resolve_auto_reads_whole_numbers_as_the_count_flags_do(tmp_path):
     assert (steps, bucket) == (1000, 4096 * 4096) and type(steps) is int and type(bucket) is int
     assert main(["export", "--preset", "hf-auto-zero3", "--resolve-auto", "num_training_steps=1.5",
                  "hidden_size=4096", "-o", str(out)]) == 2
+
+
+def test_symbolic_link_loops_and_links_in_team_folders_get_messages_not_tracebacks(tmp_path, capsys, monkeypatch):
+    """A looping preset file crashed `presets show`/`export` (RuntimeError from Path.resolve), a looping folder in
+    DSCONFIG_PRESETS_PATH crashed every preset command, and a link in the first folder hid a real preset of the
+    same name in the next one ("would be stored outside")."""
+    loops, first, second, elsewhere = (tmp_path / n for n in ("loops", "a", "b", "else"))
+    for folder in (loops, first, second, elsewhere):
+        folder.mkdir()
+    (loops / "loop2.json").symlink_to(loops / "loop1")
+    (loops / "loop1").symlink_to(loops / "loop2.json")
+    (tmp_path / "folderloop").symlink_to(tmp_path / "folderloop")
+    preset = json.dumps({"meta": {"title": "B", "description": "d", "target": "deepspeed"},
+                         "config": {"train_micro_batch_size_per_gpu": 1}})
+    (elsewhere / "dup.json").write_text(preset)
+    (second / "dup.json").write_text(preset)
+    (first / "dup.json").symlink_to(elsewhere / "dup.json")
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(loops))
+    code, _, err = run(["presets", "show", "loop2"], capsys)
+    assert code == 2 and "loop2.json: preset files may not be symbolic links" in err and "Traceback" not in err
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path / "folderloop"))
+    code, out, err = run(["presets", "list"], capsys)
+    assert code == 0 and "zero2-bf16" in out and "folderloop" in err
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", f"{first}{os.pathsep}{second}")
+    code, out, _ = run(["presets", "show", "dup"], capsys)
+    assert code == 0 and str(second / "dup.json") in out
