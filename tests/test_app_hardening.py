@@ -336,6 +336,10 @@ SHARE_BAD = [
     ("zip-bomb-100MB", _token(b'{"c": {"x": "' + b"A" * 100_000_000 + b'"}, "x": {}, "b": {}}')),
     ("huge-token-400KB", "A" * 400_000),
     ("invalid-utf8", _token(b'{"c": {"x": "\xff\xfe"}, "x": {}, "b": {}}')),
+    # accepted before: the loader's duplicate-key refusal was skipped, and the zlib stream's end was not checked
+    ("duplicate-key", _token(b'{"c": {"a": 1, "a": 2}, "x": {}, "b": {}}')),
+    ("checksum-cut-off", _good_token()[:-5]),
+    ("bytes-added", _good_token() + "AAAA"),
 ]
 
 

@@ -21,6 +21,7 @@ import core
 from core import hardware, memory, models
 from core.autofill import HF_DEFAULTS
 from core.findings import Report
+from core.io import parse_json_value
 from core.launchers import job_world_size
 from core.rules.context import TARGETS, Context
 from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
@@ -301,10 +302,6 @@ class ShareError(ValueError):
     """The shared link is damaged or not ours."""
 
 
-def _reject_constant(token: str) -> Any:
-    raise ValueError(f"{token} is not a valid JSON number")
-
-
 def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Inverse of ``encode_state``: (config, context, baseline). Raises ShareError for bad input."""
     try:
@@ -313,9 +310,14 @@ def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
         raw = decompressor.decompress(packed, MAX_SHARED_BYTES)
         if decompressor.unconsumed_tail:
             raise ShareError("the shared state is too large")
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        if not decompressor.eof or decompressor.unused_data:  # cut short (no checksum) or with bytes added
+            raise ShareError("the link is incomplete or altered; copy the whole link again")
+        # the loader's own JSON reader: a duplicate key is refused, as in a file or a paste
+        data = parse_json_value(raw.decode("utf-8"))
     except ShareError:
         raise
+    except core.ConfigLoadError as exc:
+        raise ShareError(f"the link's state cannot be read ({exc}); ask for a new link") from None
     except (ValueError, zlib.error, UnicodeDecodeError, RecursionError) as exc:
         raise ShareError(f"the link's state cannot be read ({type(exc).__name__}); ask for a new link") from None
     if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in ("c", "x", "b")):
