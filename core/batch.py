@@ -271,6 +271,21 @@ def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
     return sp if isinstance(sp, int) and not isinstance(sp, bool) and sp > 1 else None
 
 
+def parallelism_left_out(gpus: int, degrees: dict[str, int], what: str) -> str | None:
+    """Why the models ignore model parallelism on ``gpus`` GPUs, or None: its groups (``degrees``, e.g.
+    ``{"sequence_parallel_size": 3}``, multiplied) must split the GPUs whole, else no group forms and each GPU
+    holds and computes whole sequences and layers. The memory model and the planner both ask this, so they size
+    and cost the same reading; ``what`` says what is ignored."""
+    product = 1
+    for degree in degrees.values():
+        product *= degree
+    if product <= 1 or gpus % product == 0:
+        return None
+    names = " x ".join(degrees)
+    shown_degree = f"{names} = {product}" if len(degrees) > 1 else f"{names} {product}"
+    return f"{gpus} GPUs are not divisible by {shown_degree}: {what} ignored"
+
+
 def valid_world_sizes(config: dict[str, Any], max_world_size: int = 1024, version: str | None = None) -> list[int]:
     """The GPU counts (1..max) for which DeepSpeed ``version`` accepts the batch values (or, with elastic training
     on in a release that reads it, the batch its search computes: ``core.elasticity``): with sequence parallelism

@@ -176,3 +176,18 @@ def test_a_sequence_parallel_size_0_17_cannot_divide_by_makes_it_check_the_batch
     assert "checks the batch as on 1 GPU" in warning.message and "8 GPUs" in warning.message
     assert effective_world_size(config, 8, "0.19.7") == 8
     assert "misc.sequence-parallel-invalid" in {f.code for f in validate(config, world_size=8, version="0.19.7").errors}
+
+
+@pytest.mark.parametrize(("gpus", "degrees", "left_out"), [
+    (8, {"sequence_parallel_size": 3}, "8 GPUs are not divisible by sequence_parallel_size 3: sp ignored"),
+    (6, {"sequence_parallel_size": 3}, None),
+    (8, {"sequence_parallel_size": 1}, None),
+    (12, {"autotp_size": 2, "sequence_parallel_size": 4},
+     "12 GPUs are not divisible by autotp_size x sequence_parallel_size = 8: sp ignored"),
+    (16, {"autotp_size": 2, "sequence_parallel_size": 4}, None),
+])
+def test_parallel_groups_must_split_the_gpus_whole(gpus, degrees, left_out):
+    """One rule for the memory model and the planner: no whole groups, the parallelism is ignored."""
+    from core.batch import parallelism_left_out
+
+    assert parallelism_left_out(gpus, degrees, "sp") == left_out

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from core.batch import parallelism_left_out
 from core.memory import buffers, states
 from core.memory.activations import ATTENTION_IMPLS, RECOMPUTE_MODES, activation_parts
 from core.memory.parts import Inputs, Part
@@ -109,13 +110,13 @@ def estimate(
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
         st = replace(st, precision=precision)
-    gpus, sp = hardware.gpus_per_node * hardware.nodes, st.sequence_parallel
-    if isinstance(gpus, int) and sp > 1 and gpus % sp:
-        # as the planner reads it (core.perf.settings): no whole sequence-parallel groups, no sharding
+    gpus = hardware.gpus_per_node * hardware.nodes
+    left_out = isinstance(gpus, int) and parallelism_left_out(
+        gpus, {"sequence_parallel_size": st.sequence_parallel}, "sequence parallelism")
+    if left_out:
         st = replace(st, sequence_parallel=1, notes=(
             *(n for n in st.notes if not n.startswith("sequence_parallel_size")),
-            f"{gpus} GPUs are not divisible by sequence_parallel_size {sp}: sequence parallelism ignored "
-            "(activations sized for whole sequences)."))
+            f"{left_out} (activations sized for whole sequences)."))
     components = _components(model, st, hardware, shape, allow)
     notes = list(st.notes)
     if not isinstance(model, ModelSpec):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import GA, MB, TB, effective_world_size, positive_whole, resolve_batch
+from core.batch import GA, MB, TB, effective_world_size, parallelism_left_out, positive_whole, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
@@ -84,9 +84,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
                      f"parsing and fails (TypeError); costed as its parser reads it ({meaning.autotp_size}). Write "
                      "a number.")
     sp = mem.sequence_parallel  # the memory model's reading: the GPU's share of the sequence is costed and sized alike
-    if total_gpus % (tp * sp):
-        notes.append(f"{total_gpus} GPUs are not divisible by autotp_size x sequence_parallel_size = {tp * sp}: "
-                     "tensor/sequence parallelism ignored.")
+    left_out = parallelism_left_out(total_gpus, {"autotp_size": tp, "sequence_parallel_size": sp},
+                                    "tensor/sequence parallelism")
+    if left_out:
+        notes.append(f"{left_out}.")
         tp = sp = 1
     compute, compute_bytes = mem.precision, mem.bytes_per_param
     if meaning.precision == "torch_autocast":
