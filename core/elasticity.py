@@ -142,25 +142,26 @@ def _micro_for(batch: float, world: float, micro: list[int], prefer_larger: Any)
     return chosen
 
 
-def _version_02_search(s: dict[str, Any], keep_oversized: bool) -> tuple[int, list[int] | None]:
+def _version_02_search(s: dict[str, Any], keep_oversized: bool) -> tuple[int, list[int] | None, int]:
     """Version 0.2's node-level search (independent of the world size): the batch and the valid data-parallel
-    sizes, scaled from nodes to data-parallel ranks."""
+    sizes, scaled from nodes to data-parallel ranks, and the data-parallel ranks per node it scaled by."""
     per_node_dp = s["per_node"] // s["model_parallel"]
     final, nodes = _version_01(s["micro"], int(s["largest"] / per_node_dp), int(s["min_gpus"] / s["per_node"]),
                                int(s["max_gpus"] / s["per_node"]), s["prefer_larger"], keep_oversized)
-    return int(final) * per_node_dp, None if nodes is None else [n * per_node_dp for n in nodes]
+    return int(final) * per_node_dp, None if nodes is None else [n * per_node_dp for n in nodes], per_node_dp
 
 
-def _version_02_world(s: dict[str, Any], searched: tuple[int, list[int] | None], world: float) -> tuple[int, list[Any]]:
+def _version_02_world(s: dict[str, Any], searched: tuple[int, list[int] | None, int],
+                      world: float) -> tuple[int, list[Any]]:
     """Version 0.2 on one world size: the search's answer when the world size is among its valid ones, else a
     batch computed for the current data-parallel size."""
-    final, valid = searched
+    final, valid, per_node_dp = searched
     if valid is None:  # no candidate has a valid GPU count: DeepSpeed then fails on None (refused either way)
         return final, []
     if world // s["model_parallel"] in valid:
         return final, valid
-    micro, per_node = s["micro"], s["per_node"]
-    current_dp = (world / per_node) * (per_node // s["model_parallel"])
+    micro = s["micro"]
+    current_dp = (world / s["per_node"]) * per_node_dp
     sizes = [math.floor(s["largest"] / float(m * current_dp)) * m * current_dp for m in micro]
     return (max(sizes) if s["prefer_larger"] else min(sizes)), [int(current_dp)]
 
@@ -191,17 +192,15 @@ def elastic_batches(section: Mapping[str, Any], world_sizes: Iterable[float], *,
         s = _settings(section)
         if s["version"] not in (0.1, 0.2):
             return [None] * len(sizes)
-        if s["version"] == 0.1:
-            searched = _version_01(s["micro"], s["largest"], s["min_gpus"], s["max_gpus"], s["prefer_larger"],
-                                   keep_oversized_base)
-        else:
-            searched = _version_02_search(s, keep_oversized_base)
+        searched_01 = (_version_01(s["micro"], s["largest"], s["min_gpus"], s["max_gpus"], s["prefer_larger"],
+                                   keep_oversized_base) if s["version"] == 0.1 else None)
+        searched_02 = _version_02_search(s, keep_oversized_base) if searched_01 is None else None
     except errors:
         return [None] * len(sizes)
     out: list[ElasticBatch | None] = []
     for world in sizes:
         try:
-            final, valid = (searched if s["version"] == 0.1 else _version_02_world(s, searched, world))
+            final, valid = searched_01 if searched_02 is None else _version_02_world(s, searched_02, world)
             out.append(_finish(s, int(final), valid, world))
         except errors:
             out.append(None)

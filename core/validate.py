@@ -9,7 +9,6 @@ from typing import Any
 from core import versions
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import legacy_zero_keys
-from core.elasticity import elastic_section
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Fix, FixOp, Report, get_path
 from core.rules.codes import INITIALIZE_TIME_CODES, lookup
 from core.rules.context import TARGETS, Context
@@ -120,7 +119,7 @@ def _drop_shadowed_type_errors(findings: list[Finding]) -> list[Finding]:
 
 def _batch_values(ctx: Context) -> BatchValues | None:
     config, world_size, version = ctx.config, ctx.world_size, ctx.version
-    if elastic_section(config, version) is not None:  # elastic training's values replace the batch keys
+    if ctx.elastic_section is not None:  # elastic training's values replace the batch keys
         elastic = ctx.elastic
         if elastic is None or not elastic.world_size_ok:
             return None

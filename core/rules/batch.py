@@ -20,7 +20,7 @@ from core.batch import (
     resolve_batch,
     shown,
 )
-from core.elasticity import elastic_batch, elastic_section, keeps_oversized_elastic_base
+from core.elasticity import elastic_batch, keeps_oversized_elastic_base
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -59,7 +59,7 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
         if ctx.is_hf and len(autos) == 1 and autos[0] != TB:
             yield from _hf_never_matches(ctx, values, autos[0])
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
-    if elastic_section(ctx.config, ctx.version) is not None:
+    if ctx.elastic_section is not None:
         return  # elastic training computes the batch values itself (the elasticity rule checks them)
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
     gpus = _gpus(ctx.world_size)
@@ -162,7 +162,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
 def elasticity(ctx: Context) -> Iterator[Finding]:
     """Elasticity, in the releases that read it: it takes over the batch size, refuses explicit batch keys, and
     accepts only the world sizes its batch search calls valid (``core.elasticity``)."""
-    section = elastic_section(ctx.config, ctx.version)
+    section = ctx.elastic_section
     if section is None:
         return
     if not section.get("ignore_non_elastic_batch_info") and any(k in ctx.config for k in BATCH_KEYS):

@@ -107,6 +107,13 @@ class Context:
         return effective(self.config, self.version)
 
     @cached_property
+    def elastic_section(self) -> Mapping[str, Any] | None:
+        """The ``elasticity`` section this release acts on (None when off or not read), read once."""
+        from core.elasticity import elastic_section
+
+        return elastic_section(self.config, self.version)
+
+    @cached_property
     def elastic(self) -> ElasticBatch | None:
         """What elastic training computes for this world size and release (None when it is off), computed once."""
         from core.elasticity import elastic_batch_for
