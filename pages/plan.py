@@ -94,9 +94,16 @@ def planner() -> None:
     precision = cols[3].selectbox("Precision", precisions, key=precision_key,
                                   index=app_state.kept_index(precision_key, precisions),
                                   help="The GPUs without bf16 (V100, T4) train in fp16.")
+    spec = start_model if model_name == FROM_START else models.get_spec(model_name)
     cols = st.columns(4)
-    seq_len = cols[0].number_input("Sequence length", 1, 1_048_576,
-                                   app_state.kept("plan_seq", int(ctx.get("seq_len") or 2048)), key="plan_seq")
+    start_seq = int(ctx.get("seq_len") or 2048)
+    # the Start page's length, or the model's learned positions when fewer (as `dsconfig plan` starts)
+    first_seq = spec.runnable_sequence(start_seq) if isinstance(spec, models.ModelSpec) else start_seq
+    seq_len = cols[0].number_input("Sequence length", 1, 1_048_576, app_state.kept("plan_seq", first_seq),
+                                   key="plan_seq",
+                                   help=None if first_seq == start_seq else
+                                   f"Started at {first_seq:,}: the model learns {first_seq:,} positions, fewer than "
+                                   f"the Start page's {start_seq:,} tokens.")
     job_gpus = int(gpus_per_node * nodes)
     # the first value offered splits over the GPUs: the smallest multiple of their count from 256 sequences
     global_batch = cols[1].number_input("Global batch (sequences per step)", 1, MAX_GLOBAL_BATCH,
@@ -108,7 +115,6 @@ def planner() -> None:
     app_state.keep("plan_model", "plan_gpu", "plan_gpn", "plan_nodes", network_key, "plan_attention", precision_key,
                    "plan_seq", "plan_batch", "plan_tokens", "plan_price")
 
-    spec = start_model if model_name == FROM_START else models.get_spec(model_name)
     cluster = Cluster(gpu, int(gpus_per_node), int(nodes), inter_node_gbit_s=float(network),
                       **ui_memory.node_storage(ctx))  # the Start page's: NVMe rows fit only with its NVMe
     world = cluster.total_gpus

@@ -92,6 +92,16 @@ def test_a_sequence_beyond_the_models_learned_positions_is_refused_not_ranked():
     assert not at.error and len(ranked(at)) > 3
 
 
+def test_the_first_sequence_length_is_one_the_start_pages_model_can_run():
+    """As `dsconfig plan` starts: GPT-2 chosen on Start (1024 learned positions) opens the Plan page at 1024
+    tokens, ranked, instead of at the Start page's 2048 and an error; a RoPE model keeps 2048."""
+    at = app(page=PAGE, model="openai-community/gpt2")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.number_input(key="plan_seq").value == 1024 and len(ranked(at)) > 3
+    assert "the model learns 1,024 positions" in at.number_input(key="plan_seq").help
+    assert app(page=PAGE, model="meta-llama/Llama-3.2-1B").number_input(key="plan_seq").value == 2048
+
+
 def test_nothing_fits_is_said_in_words():
     at = app(page=PAGE)
     at.selectbox(key="plan_model").set_value("meta-llama/Llama-3.1-405B").run()

@@ -160,8 +160,8 @@ def _default_seq_len(args: argparse.Namespace, spec: models.ModelSpec) -> None:
     """Fill ``args.seq_len`` when not given: the default, or a learned position table's length when shorter (a
     model cannot run beyond it)."""
     if args.seq_len is None:
-        learned = isinstance(spec, models.ModelSpec) and spec.position == "learned"
-        args.seq_len = min(DEFAULT_SEQ_LEN, spec.max_position_embeddings) if learned else DEFAULT_SEQ_LEN
+        known = isinstance(spec, models.ModelSpec)
+        args.seq_len = spec.runnable_sequence(DEFAULT_SEQ_LEN) if known else DEFAULT_SEQ_LEN
 
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:

@@ -87,6 +87,11 @@ class ModelSpec:
                     f"{self.max_position_embeddings} tokens, or a model with rotary positions (RoPE)")
         return None
 
+    def runnable_sequence(self, preferred: int) -> int:
+        """``preferred`` tokens, or the learned position table's length when that is shorter (the longest
+        sequence the model runs): the sequence length a plan starts from when the user has not given one."""
+        return min(preferred, self.max_position_embeddings) if self.position == "learned" else preferred
+
     @property
     def total_params(self) -> int:
         """All parameters, tied tensors counted once."""
