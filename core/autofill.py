@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.batch import sequence_parallel_degree
-from core.findings import brief
+from core.findings import brief, join_index, join_path
 
 AUTO = "auto"
 
@@ -361,21 +361,20 @@ def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
 
 
 def find_auto(config: Any, prefix: str = "") -> list[str]:
-    """Dotted paths of every "auto" value left in ``config``."""
+    """Paths (``core.findings.join_path`` form: a ``.`` in a key is escaped) of every "auto" value left in
+    ``config``, list items included (``a[0]``)."""
     out: list[str] = []
     if isinstance(config, Mapping):
-        for key, value in config.items():
-            path = f"{prefix}.{key}" if prefix else str(key)
-            if value == AUTO:
-                out.append(path)
-            else:
-                out.extend(find_auto(value, path))
+        items = [(join_path(prefix, key), value) for key, value in config.items()]
     elif isinstance(config, list):
-        for i, value in enumerate(config):
-            if value == AUTO:
-                out.append(f"{prefix}[{i}]")
-            else:
-                out.extend(find_auto(value, f"{prefix}[{i}]"))
+        items = [(join_index(prefix, i), value) for i, value in enumerate(config)]
+    else:
+        return out
+    for path, value in items:
+        if value == AUTO:
+            out.append(path)
+        else:
+            out.extend(find_auto(value, path))
     return out
 
 

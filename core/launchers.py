@@ -25,7 +25,7 @@ from core.autofill import (
 )
 from core.batch import BATCH_KEYS, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
-from core.findings import brief, delete_path, get_path, set_path
+from core.findings import brief, delete_path, get_path, set_path, split_path
 from core.migrate import zero_section_form
 from core.rules.context import Context, lax_bool
 from core.schema.base import DEFAULT_VERSION
@@ -265,12 +265,19 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any],
     kept = [path for path in launcher_fills if get_path(out, path, None) == AUTO]
     for path in kept:
         set_path(resolved, path, AUTO)
+    in_lists = []
     for path in find_auto(resolved):  # "auto"s the Trainer leaves alone (stage-3 buckets below stage 3)
         if path in kept:
             continue
+        if isinstance(split_path(path)[-1], int):  # removing a list item would shift the ones after it
+            in_lists.append(path)
+            continue
         delete_path(resolved, path)
         notes.append(f'Removed "auto" `{path}`, which the HF Trainer leaves alone: DeepSpeed\'s default applies.')
-    filled = [p for p in autos if p not in kept and get_path(resolved, p, None) is not None
+    if in_lists:
+        notes.append('Kept "auto" in a list as written (the HF Trainer fills no list item either; replace it '
+                     "with a value): " + ", ".join(f"`{p}`" for p in in_lists))
+    filled = [p for p in autos if p not in kept and get_path(resolved, p, None) not in (None, AUTO)
               and get_path(out, p, None) == AUTO]
     if filled:
         notes.append('"auto" filled as the HF Trainer would (this launcher does not fill it; change any you want '

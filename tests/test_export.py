@@ -802,3 +802,21 @@ def test_the_hidden_size_for_auto_buckets_is_the_one_the_trainer_reads_from_the_
     values = launch_values({"nodes": 1, "gpus_per_node": 8, "model_config": model})
     expected = transformers.AutoConfig.for_model(**model).hidden_size
     assert values["hidden_size"] == expected
+
+
+@pytest.mark.parametrize("export", ["accelerate", "lightning"])
+def test_launcher_exports_remove_the_auto_that_is_there_and_no_other_value(export):
+    """A key with a dot ("my_tool.lr": "auto") deleted my_tool.lr, the user's 0.5, and kept the "auto"; an "auto"
+    in a list was removed, shifting the items after it (and the notes said both removed and filled)."""
+    from core.launchers import accelerate_export, lightning_export
+
+    config = {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2},
+              "my_tool": {"lr": 0.5}, "my_tool.lr": "auto", "custom_list": ["auto", 5]}
+    if export == "accelerate":
+        out, notes = accelerate_export(config, {"world_size": 1})
+    else:
+        out, _, notes = lightning_export(config, {"world_size": 1}, 1)
+    assert out["my_tool"] == {"lr": 0.5} and "my_tool.lr" not in out
+    assert out["custom_list"] == ["auto", 5]
+    assert any("Kept \"auto\" in a list" in n and "`custom_list[0]`" in n for n in notes), notes
+    assert not any("filled" in n and "custom_list" in n for n in notes), notes
