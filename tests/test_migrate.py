@@ -177,6 +177,22 @@ def test_an_in_place_rewrite_keeps_the_comments_it_cannot_write(tmp_path, capsys
     assert not (tmp_path / "s.json.orig").exists() and "saved as" not in capsys.readouterr().err
 
 
+def test_an_in_place_rewrite_backs_up_the_bytes_and_takes_a_byte_order_mark_for_json(tmp_path, capsys):
+    """A strict JSON file with a UTF-8 byte-order mark was called HJSON (warning, needless FILE.orig, and a refusal
+    when one existed); an HJSON file's CRLF line endings were turned into LF in the FILE.orig "original"."""
+    bom = tmp_path / "b.json"
+    bom.write_bytes(b'\xef\xbb\xbf{"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": true}}')
+    (tmp_path / "b.json.orig").write_text("someone's")
+    assert main(["migrate", "--write", str(bom)]) == 0
+    assert "HJSON" not in capsys.readouterr().err and (tmp_path / "b.json.orig").read_text() == "someone's"
+    assert load_config(bom.read_bytes())["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
+    crlf = tmp_path / "c.json"
+    original = b'{\r\n  // a comment\r\n  "zero_optimization": {"stage": 2, "cpu_offload": true}\r\n}\r\n'
+    crlf.write_bytes(original)
+    assert main(["migrate", "--write", str(crlf)]) == 0
+    assert (tmp_path / "c.json.orig").read_bytes() == original
+
+
 @pytest.mark.parametrize("mode", ["--check", "--write"])
 def test_migrate_of_several_files_carries_on_past_an_unreadable_one(mode, tmp_path, capsys):
     """`migrate --check ok.json empty.json stale.json` stopped at the empty file (exit 2) and never looked at

@@ -117,15 +117,20 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
     and a warning says so: an in-place rewrite would lose it silently."""
     target = Path(path)
     try:
-        original = target.read_text(encoding="utf-8")
+        original = target.read_bytes()
+        # a byte-order mark is no content (the loader skips it), and the rewrite writes none
+        strict = is_strict_json(original.decode("utf-8-sig"))
     except (OSError, UnicodeDecodeError):
-        original = None
-    if original is not None and not is_strict_json(original):
+        original, strict = None, True
+    if original is not None and not strict:
         backup = target.with_name(target.name + ".orig")
         if backup.exists():
             raise UsageError(f"{path} has comments or other HJSON syntax that the rewrite (strict JSON) drops, and "
                              f"{backup} exists already: move it away, or write the result elsewhere")
-        write_text(backup, original)
+        try:  # the bytes as they were: line endings and all
+            backup.write_bytes(original)
+        except OSError as exc:
+            raise UsageError(f"{backup}: cannot write it ({exc.strerror or exc})") from None
         sys.stderr.write(f"warning: {path} has comments or other HJSON syntax that strict JSON cannot keep; its "
                          f"original text is saved as {backup}\n")
     write_text(path, text)
