@@ -15,6 +15,9 @@ from typing import Any
 import hjson
 from hjson.decoder import getNext, mlscanstring, scanKeyName, scanstring, scantfnns
 
+from core.findings import join_index, join_path
+from core.source_map import key_positions, locate
+
 #: Larger inputs are refused before parsing. The one size limit of a config, for the CLI, an upload and the
 #: paste box alike (the app passes it to both widgets, and the server's ``maxUploadSize`` in
 #: .streamlit/config.toml is the same). Real DeepSpeed configs are a few KB.
@@ -157,24 +160,39 @@ def check_depth(config: Any) -> None:
         raise ValueError(f"the config nests deeper than {MAX_DEPTH} levels; this is not a DeepSpeed config")
 
 
-def check_finite_numbers(value: Any, path: str = "") -> None:
-    """Raise ConfigLoadError naming the place of a NaN or infinite number (e.g. 1e400) in a JSON value."""
+def _first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """The path (``core.findings`` form) and value of the first NaN or infinite number in a JSON value, or None."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         node, where = stack.pop()
         if isinstance(node, float) and not math.isfinite(node):
-            raise ConfigLoadError(
-                f"{where or 'the document'} is {node!r}: NaN and Infinity are not valid JSON numbers and "
-                "DeepSpeed cannot use them; write a finite number"
-            )
+            return where, node
         if isinstance(node, dict):
-            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in node.items())
+            stack.extend((v, join_path(where, k)) for k, v in reversed(node.items()))
         elif isinstance(node, list):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(node))
+            stack.extend((v, join_index(where, i)) for i, v in reversed(list(enumerate(node))))
+    return None
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a valid JSON number")
+def _non_finite_error(value: Any, path: str = "", text: str | None = None) -> ConfigLoadError | None:
+    """The error naming the first NaN or infinite number in ``value`` (and where it is in ``text``), or None."""
+    found = _first_non_finite(value, path)
+    if found is None:
+        return None
+    where, number = found
+    spelled = "NaN" if math.isnan(number) else ("-Infinity" if number < 0 else "Infinity")
+    position = locate(key_positions(text), where) if text is not None and where else None
+    return ConfigLoadError(
+        f"{where or 'the document'} is {spelled} (written as NaN, Infinity, or a number beyond the float range "
+        "such as 1e400): these are not valid JSON numbers and DeepSpeed cannot use them; write a finite number",
+        line=position[0] if position else None, column=position[1] if position else None)
+
+
+def check_finite_numbers(value: Any, path: str = "") -> None:
+    """Raise ConfigLoadError naming the place of a NaN or infinite number (e.g. 1e400) in a JSON value."""
+    error = _non_finite_error(value, path)
+    if error is not None:
+        raise error
 
 
 def parse_json_value(text: str) -> Any:
@@ -182,7 +200,7 @@ def parse_json_value(text: str) -> Any:
     would refuse it: syntax errors and duplicate keys with line and column, NaN and Infinity, numbers beyond the
     float range, numbers of more than 4300 digits, nesting too deep to read. Raises ConfigLoadError."""
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(text, object_pairs_hook=_no_duplicates)  # NaN, Infinity: refused below, by path
     except _DuplicateKeyError as exc:
         raise _duplicate_error(text, exc.key) from None
     except json.JSONDecodeError as exc:
@@ -266,7 +284,8 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
         )
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise ConfigLoadError(f"the document nests deeper than {MAX_DEPTH} levels; this is not a DeepSpeed config")
-    check_finite_numbers(data)
+    if (error := _non_finite_error(data, text=text)) is not None:
+        raise error
     return data
 
 
@@ -300,7 +319,7 @@ def _parse(text: str) -> Any:
     # Strict JSON first: exact numbers, exact error positions. HJSON (what DeepSpeed itself
     # uses) only when the text is not plain JSON, e.g. because it has comments.
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        return json.loads(text, object_pairs_hook=_no_duplicates)  # NaN, Infinity: refused by the caller, by path
     except _DuplicateKeyError as exc:
         raise _duplicate_error(text, exc.key) from None
     except RecursionError:

@@ -18,8 +18,9 @@ Position = tuple[int, int]
 
 #: Whitespace and comments, in one match: the reader's hottest step.
 _SPACE = re.compile(r"(?:[ \t\r\n\ufeff]+|#[^\n]*|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
-#: A JSON number or literal where a value ends (HJSON reads anything else up to the line's end as a string).
-_SCALAR = re.compile(r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
+#: A JSON number or literal where a value ends (HJSON reads anything else up to the line's end as a string); NaN
+#: and Infinity too, which Python's json reads (the loader then refuses them by their path and position).
+_SCALAR = re.compile(r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity)"
                      r"(?=[ \t\r]*(?:$|[,}\]\n#]|//|/\*))", re.MULTILINE)
 
 

@@ -59,7 +59,7 @@ REJECTED: list[tuple[str, bytes, str]] = [
     ("nan", b'{"gradient_clipping": NaN}', "NaN"),
     ("infinity", b'{"gradient_clipping": Infinity}', "Infinity"),
     ("minus-infinity", b'{"gradient_clipping": -Infinity}', "Infinity"),
-    ("1e400-overflows", b'{"gradient_clipping": 1e400}', "gradient_clipping is inf"),
+    ("1e400-overflows", b'{"gradient_clipping": 1e400}', "gradient_clipping is Infinity"),
     ("deep-arrays-10000", b"[" * 10_000 + b"]" * 10_000, "nests deeper than"),
     ("deep-objects-10000", b'{"a":' * 10_000 + b"1" + b"}" * 10_000, "nests deeper than"),
     ("ten-megabytes", b'{"x": "' + b"a" * 10_000_000 + b'"}', f"the limit is {MAX_CONFIG_MB} MB"),
