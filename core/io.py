@@ -195,10 +195,11 @@ def check_finite_numbers(value: Any, path: str = "") -> None:
         raise error
 
 
-def parse_json_value(text: str) -> Any:
+def parse_json_value(text: str, *, finite: bool = True) -> Any:
     """Strict JSON of one value of any type (what a widget's JSON text area holds), refused as DeepSpeed's loader
-    would refuse it: syntax errors and duplicate keys with line and column, NaN and Infinity, numbers beyond the
-    float range, numbers of more than 4300 digits, nesting too deep to read. Raises ConfigLoadError."""
+    would refuse it: syntax errors and duplicate keys with line and column, NaN and Infinity (unless not
+    ``finite``: text that holds more than a config, whose config part the caller checks), numbers beyond the float
+    range, numbers of more than 4300 digits, nesting too deep to read. Raises ConfigLoadError."""
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates)  # NaN, Infinity: refused below, by path
     except _DuplicateKeyError as exc:
@@ -209,7 +210,8 @@ def parse_json_value(text: str) -> Any:
         raise ConfigLoadError("the value nests too deeply to read") from None
     except ValueError as exc:  # NaN / Infinity, or an integer of more digits than Python converts
         raise (_number_error(exc) or ConfigLoadError(str(exc))) from None
-    check_finite_numbers(value)  # 1e400 overflows to infinity
+    if finite:
+        check_finite_numbers(value)  # 1e400 overflows to infinity
     return value
 
 

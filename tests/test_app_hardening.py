@@ -397,6 +397,22 @@ def test_a_non_ascii_or_minified_config_the_app_accepted_survives_its_share_link
     assert decode_state(encode_state(minified, {}, {}))[0] == minified
 
 
+def test_a_share_link_opens_with_an_uploaded_model_config_holding_infinity():
+    """transformers writes an infinite attribute as Infinity and the model upload reads it, but the link's reader
+    refused the whole state ("Infinity is not a valid JSON number"); a config with it is still refused."""
+    import core
+    from core.models.catalog import parse_hf_config
+    from ui.app_state import ShareError, decode_state, default_context, encode_state
+
+    hf = parse_hf_config(json.dumps({**core.models.get_config("EleutherAI/gpt-neox-20b"),
+                                     "some_extra": float("inf")}).encode())
+    context = {**default_context(), "model": "config.json", "model_config": hf}
+    config, shared, _ = decode_state(encode_state({"train_batch_size": 8}, context, {"train_batch_size": 8}))
+    assert config == {"train_batch_size": 8} and shared["model_config"]["some_extra"] == float("inf")
+    with pytest.raises(ShareError, match="gradient_clipping is Infinity"):
+        decode_state(encode_state({"gradient_clipping": float("inf")}, {}, {}))
+
+
 def test_share_link_beyond_streamlits_query_limit_is_ignored_and_the_app_starts_blank():
     at = AppTest.from_file(APP, default_timeout=30)
     at.query_params["s"] = "A" * 1_000_000  # Streamlit drops query strings over 512 KiB before the app sees them

@@ -313,7 +313,8 @@ def decode_state(text: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, A
         if not decompressor.eof or decompressor.unused_data:  # cut short (no checksum) or with bytes added
             raise ShareError("the link is incomplete or altered; copy the whole link again")
         # the loader's own JSON reader: a duplicate key is refused, as in a file or a paste
-        data = parse_json_value(raw.decode("utf-8"))
+        # an uploaded model config.json may hold Infinity (transformers writes it so); the configs are checked below
+        data = parse_json_value(raw.decode("utf-8"), finite=False)
     except ShareError:
         raise
     except core.ConfigLoadError as exc:
