@@ -475,11 +475,21 @@ def read_log_tail(path: str | Path, limit: int = MAX_LOG_BYTES) -> tuple[str, st
 
 
 def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:
-    """Stable, readable JSON: key order kept, 2-space indent, non-ASCII kept, trailing newline."""
-    text = json.dumps(config, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+    """Stable, readable JSON: key order kept, 2-space indent, non-ASCII kept, trailing newline. A config whose
+    indented text would pass the loader's size limit (``MAX_CONFIG_BYTES``) is written compact, on one line, so
+    that what the tool writes it can read back."""
+    text = _dumps(config, indent)
+    if indent is not None and len(text) > MAX_CONFIG_BYTES // 4 and len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
+        text = _dumps(config, None)
+    return text
+
+
+def _dumps(config: dict[str, Any], indent: int | None) -> str:
+    separators = None if indent is not None else (",", ":")
+    text = json.dumps(config, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (from a "\ud800" escape) cannot be written as UTF-8; JSON's \u escapes can.
-        text = json.dumps(config, indent=indent, ensure_ascii=True, allow_nan=False) + "\n"
+        text = json.dumps(config, indent=indent, separators=separators, ensure_ascii=True, allow_nan=False) + "\n"
     return text

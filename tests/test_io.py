@@ -106,6 +106,16 @@ def test_deep_nesting_refused():
         load_config("{" + '"a": {' * 200 + "}" * 201)
 
 
+def test_what_the_tool_writes_it_reads_back():
+    """An 889 KB compact config (accepted) was written indented at 1.25 MB, which the loader then refused; it is
+    written compact instead, and small configs stay indented."""
+    config = {"train_batch_size": 8, "my_unknown": {f"k{i:05d}": i for i in range(60_000)}}
+    assert len(json.dumps(config, separators=(",", ":"))) < MAX_CONFIG_BYTES < len(json.dumps(config, indent=2))
+    text = dump_config(config)
+    assert load_config(text) == config and text.count("\n") == 1
+    assert dump_config({"train_batch_size": 8}) == '{\n  "train_batch_size": 8\n}\n'
+
+
 def test_dump_is_stable_and_readable():
     config = {"b": 1, "a": {"z": [1, 2], "é": "ü"}}
     text = dump_config(config)
