@@ -271,6 +271,12 @@ def sequence_parallel_degree(config: dict[str, Any]) -> int | None:
     return sp if isinstance(sp, int) and not isinstance(sp, bool) and sp > 1 else None
 
 
+def parallel_groups_whole(gpus: Any, group_size: int) -> Any:
+    """Whether ``gpus`` GPUs (a number or a numpy array of them) split into whole model-parallel groups of
+    ``group_size`` (autotp_size x sequence_parallel_size): where not, the models ignore that parallelism."""
+    return gpus % group_size == 0 if group_size > 1 else gpus == gpus
+
+
 def parallelism_left_out(gpus: int, degrees: dict[str, int], what: str) -> str | None:
     """Why the models ignore model parallelism on ``gpus`` GPUs, or None: its groups (``degrees``, e.g.
     ``{"sequence_parallel_size": 3}``, multiplied) must split the GPUs whole, else no group forms and each GPU
@@ -279,7 +285,7 @@ def parallelism_left_out(gpus: int, degrees: dict[str, int], what: str) -> str |
     product = 1
     for degree in degrees.values():
         product *= degree
-    if product <= 1 or gpus % product == 0:
+    if parallel_groups_whole(gpus, product):
         return None
     names = " x ".join(degrees)
     shown_degree = f"{names} = {product}" if len(degrees) > 1 else f"{names} {product}"

@@ -770,6 +770,26 @@ def test_memory_and_speed_read_an_unsplittable_sequence_parallel_size_alike(gpus
     assert (sharded == 1) == any("not divisible by sequence_parallel_size 3" in n for n in memory.notes)
 
 
+def test_the_array_memory_model_reads_unsplittable_sequence_parallelism_as_the_estimate_does():
+    """max_micro_batch (and with it the options table, fit and min_gpus) sized a third of each sequence for
+    sequence_parallel_size 3 on 8 GPUs, where estimate() sizes whole ones: "max micro batch 60" for a config that
+    needs 208 GiB at 60. And autotp_size 3 x sequence_parallel_size 2 on 8 GPUs: predict ignored both, the
+    memory estimate still sharded the sequence."""
+    from core.memory import Hardware, estimate
+    from core.memory.solve import max_micro_batch
+
+    spec, hw, shape = get_spec("meta-llama/Llama-2-7b-hf"), Hardware(8, 1, 80 * 2**30), Shape(1, 4096, recompute="full")
+    base = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+    sp3 = {**base, "sequence_parallel_size": 3}
+    assert max_micro_batch(sp3, spec, hw, shape) == max_micro_batch(base, spec, hw, shape)
+    assert max_micro_batch(sp3, spec, Hardware(6, 1, 80 * 2**30), shape) > max_micro_batch(
+        base, spec, Hardware(6, 1, 80 * 2**30), shape)  # whole groups on 6: sharded
+    both = {**base, "sequence_parallel_size": 2, "tensor_parallel": {"autotp_size": 3}}
+    memory = estimate(both, spec, hw, Shape(1, 4096))
+    assert memory.settings.sequence_parallel == read_settings(both, 8).sp == 1
+    assert memory.gpu_bytes == estimate(base, spec, hw, Shape(1, 4096)).gpu_bytes
+
+
 @pytest.mark.parametrize(("call", "named"), [
     (lambda m, c: calibrate(c, m, Cluster("NVIDIA H100 80GB"), Shape(2, 512), measured_step_seconds=10**400),
      "measured_step_seconds"),

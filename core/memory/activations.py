@@ -16,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from core.batch import parallel_groups_whole
 from core.memory.parts import Inputs, Part
 from core.models.arch import ModelSpec
 
@@ -351,6 +354,9 @@ def activation_parts(x: Inputs) -> list[Part]:
         return []
     sp = st.sequence_parallel  # Ulysses: each GPU holds its share of every sequence
     tokens = x.s if sp == 1 else x.s // sp if isinstance(x.s, int) and x.s % sp == 0 else x.s / sp
+    if sp > 1:  # only on GPU counts its groups split whole (core.batch): elsewhere whole sequences
+        whole = parallel_groups_whole(x.gpus_per_node * x.nodes, st.tensor_parallel * sp)
+        tokens = (tokens if whole else x.s) if np.ndim(whole) == 0 else np.where(whole, tokens, x.s)
     act = activation_breakdown(model, x.b, tokens, x.e, shape.attention, shape.recompute, st.partition_activations,
                                st.cpu_checkpointing, 1, x.allow.dropout_mask_bytes)
     out = [Part("activations (saved for backward)", "gpu", act.saved_total + 0 * n, act.formula, "activations",

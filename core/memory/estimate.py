@@ -111,8 +111,11 @@ def estimate(
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
         st = replace(st, precision=precision)
     gpus = hardware.gpus_per_node * hardware.nodes
-    left_out = isinstance(gpus, int) and parallelism_left_out(
-        gpus, {"sequence_parallel_size": st.sequence_parallel}, "sequence parallelism")
+    degrees = {"sequence_parallel_size": st.sequence_parallel}
+    if st.tensor_parallel > 1:
+        degrees = {"autotp_size": st.tensor_parallel, **degrees}
+    left_out = isinstance(gpus, int) and st.sequence_parallel > 1 and parallelism_left_out(
+        gpus, degrees, "sequence parallelism")
     if left_out:
         st = replace(st, sequence_parallel=1, notes=(
             *(n for n in st.notes if not n.startswith("sequence_parallel_size")),

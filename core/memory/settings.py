@@ -83,6 +83,9 @@ class TrainingSettings:
     master_bytes: int = 4  # master weights and the optimizer's gradient partition (16-bit master-weight flags)
     state_bytes: int = 4  # one element of an optimizer state tensor
     sequence_parallel: int = 1  # sequence_parallel_size (Ulysses): each GPU holds 1/sp of a sequence's activations
+    #: tensor_parallel.autotp_size as DeepSpeed reads it (1: off). Not modelled (the estimate is for data
+    #: parallelism), but its groups and the sequence-parallel ones must split the GPUs whole together.
+    tensor_parallel: int = 1
     notes: tuple[str, ...] = ()
 
     @property
@@ -215,6 +218,7 @@ class TrainingSettings:
             hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
             sequence_parallel=sequence_parallel,
+            tensor_parallel=max(1, meaning.autotp_size),
             notes=tuple(notes),
         )
 
