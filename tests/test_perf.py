@@ -197,6 +197,45 @@ def test_notes_name_what_is_not_modelled():
     assert any("no bf16" in n for n in v100.notes)
 
 
+@pytest.mark.parametrize(("extra", "word"), [
+    # no "enabled" key: the note never fired
+    ({"compression_training": {"weight_quantization": {"shared_parameters": {"enabled": True}}}}, "compression"),
+    ({"sparse_attention": {"mode": "fixed"}}, "sparse attention"),
+    # the engine reads these flags whatever data_efficiency.enabled says
+    ({"data_efficiency": {"data_routing": {"random_ltd": {"enabled": True}}}}, "data efficiency"),
+    ({"data_efficiency": {"data_sampling": {"curriculum_learning": {"enabled": True}}}}, "data efficiency"),
+    # ZeRO settings that change speed or memory and were costed as if absent
+    ({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "super_offload": True}}},
+     "SuperOffload"),
+    ({"zero_optimization": {"stage": 3, "stage3_use_all_reduce_for_fetch_params": True}}, "all-reduce"),
+    ({"zero_optimization": {"stage": 3, "mics_shard_size": 8}}, "MiCS"),
+    ({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme",
+                                                              "pipeline_read": True}}}, "pipelined NVMe"),
+])
+def test_every_setting_that_changes_speed_and_is_not_costed_is_named(extra, word):
+    config = {**cfg(), **extra}
+    assert any(n.startswith("Not modelled") and word in n
+               for n in predict(config, LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), Shape(1, 1024)).notes)
+    assert not any(n.startswith("Not modelled") for n in predict(
+        cfg(), LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), Shape(1, 1024)).notes)
+
+
+def test_sequence_parallelism_reduces_gradients_in_its_own_dtype():
+    """With sequence_parallel_size > 1 the engine's communication dtype is seq_parallel_communication_data_type,
+    fp32 unless written: the planner costed the bf16 reduction and ignored the key."""
+    cluster, shape = Cluster("NVIDIA A100 80GB", 8, 2, inter_node_gbit_s=100), Shape(1, 4096)
+    sp = {**cfg(stage=2), "sequence_parallel_size": 2}
+    unsaid, fp32, bf16 = (predict({**sp, **extra}, LLAMA7, cluster, shape) for extra in (
+        {}, {"seq_parallel_communication_data_type": "fp32"}, {"seq_parallel_communication_data_type": "bf16"}))
+    assert unsaid.step_seconds == fp32.step_seconds > bf16.step_seconds
+    assert any("reduced in fp32" in n and '"bf16"' in n for n in unsaid.notes)
+    assert not any("reduced in fp32" in n for n in fp32.notes + bf16.notes)
+    # without sequence parallelism the key is not read
+    plain = cfg(stage=2)
+    assert predict({**plain, "seq_parallel_communication_data_type": "fp32"}, LLAMA7, cluster,
+                   shape).step_seconds == predict(plain, LLAMA7, cluster, shape).step_seconds
+
+
 def test_tensor_and_sequence_parallel_are_costed():
     cl = Cluster("NVIDIA H100 80GB", 8)
     tp = predict({**cfg(1), "tensor_parallel": {"autotp_size": 2}}, LLAMA7, cl, Shape(1, 4096, "flash"))

@@ -168,6 +168,12 @@ class TrainingSettings:
                          f"share of the sequence (Ulysses shards it {sequence_parallel} ways; eager attention's "
                          "scores, which span the whole sequence for a share of the heads, are counted for the share "
                          "only, and the all-to-all buffers are not counted).")
+        mics = zero.get("mics_shard_size")
+        if stage == 3 and isinstance(mics, int) and not isinstance(mics, bool) and mics > 0:
+            # the releases that read it build MiCS_Init / MiCS_Optimizer from it (0.19.8 refuses the key)
+            notes.append(f"Not modelled: MiCS (mics_shard_size {mics}): model states are sharded within groups of "
+                         f"{mics} GPUs and replicated across them, not over every GPU as estimated here (per-GPU "
+                         "states are underestimated when there are more GPUs than that).")
         if meaning.autotp_size > 1:
             notes.append(f"tensor_parallel.autotp_size {meaning.autotp_size}: not modelled here (the estimate is "
                          "for data parallelism); AutoTP splits the weights, so the model states are overestimated.")

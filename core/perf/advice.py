@@ -41,8 +41,8 @@ class Accuracy:
 #: The figures the page help quotes; tests/test_perf_effects.py recomputes them, so a model change that moves
 #: them fails until they are updated here (README and BENCHMARKS.md state the same figures).
 ACCURACY = Accuracy(rows=131, median_error=0.117, first_round_rows=65, first_round_median=0.082,
-                    held_out_median=0.231, third_round_rows=8, third_round_median=0.464, a100_h100_rows=55,
-                    a100_h100_median=0.089, a100_h100_worst=3.06, worst=3.06, beyond_1_5x=15)
+                    held_out_median=0.231, third_round_rows=8, third_round_median=0.463, a100_h100_rows=55,
+                    a100_h100_median=0.089, a100_h100_worst=3.03, worst=3.03, beyond_1_5x=15)
 
 
 def trust_text(acc: Accuracy = ACCURACY) -> str:

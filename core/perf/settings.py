@@ -12,19 +12,52 @@ from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.optimizer import OPTIMIZERS
 
-#: Config sections the performance model reads; anything else that changes speed is named in the notes.
+#: The key whose dtype replaces communication_data_type under sequence parallelism (DeepSpeed's
+#: SEQ_PARALLEL_COMMUNICATION_DATA_TYPE, default "fp32").
+SP_COMM_DTYPE_KEY = "seq_parallel_communication_data_type"
+
+
+def _truthy_at(config: Mapping[str, Any], *path: str) -> bool:
+    """The value at ``path`` as ``get_scalar_param`` then ``if`` reads it (a Python truth value; absent: off)."""
+    node: Any = config
+    for key in path:
+        if not isinstance(node, Mapping):
+            return False
+        node = node.get(key)
+    return bool(node)
+
+
+def _present(config: Mapping[str, Any], key: str) -> bool:
+    return isinstance(config.get(key), Mapping)
+
+
+#: Config sections that change speed and that the performance model does not cost, each with how DeepSpeed (or
+#: the library that reads it) decides it is on; anything on is named in the notes.
 _UNMODELLED = {
-    "pipeline": "pipeline parallelism (the model assumes data, tensor and sequence parallelism only)",
-    "compression_training": "compression training",
-    "curriculum_learning": "curriculum learning (changes the sequence length during training)",
-    "data_efficiency": "data efficiency (random-LTD / curriculum)",
-    "moe": "MoE expert parallelism (experts are costed as dense compute of the active experts)",
-    "expert_parallel": "AutoEP expert parallelism (experts are costed as dense compute of the active experts, "
-    "without the all-to-alls)",
-    "hybrid_engine": "the hybrid engine's generation phase (RLHF; only the training step is costed)",
-    "sparse_attention": "sparse attention (costed as dense attention)",
-    "flops_profiler": "the flops profiler (adds synchronisation while it profiles)",
-    "amp": "apex AMP (costed as fp16)",
+    "pipeline": ("pipeline parallelism (the model assumes data, tensor and sequence parallelism only)",
+                 lambda c: _present(c, "pipeline")),
+    # deepspeed.compression's init_compression applies each technique whose shared_parameters.enabled is set
+    "compression_training": ("compression training", lambda c: _present(c, "compression_training") and any(
+        _truthy_at(technique, "shared_parameters", "enabled")
+        for technique in c["compression_training"].values() if isinstance(technique, Mapping))),
+    "curriculum_learning": ("curriculum learning (changes the sequence length during training)",
+                            lambda c: section_enabled(c, "curriculum_learning")),
+    # the engine reads random-LTD and curriculum learning by their own flags (random_ltd_enabled(),
+    # curriculum_learning_enabled()), whatever data_efficiency.enabled says
+    "data_efficiency": ("data efficiency (random-LTD / curriculum)", lambda c: section_enabled(c, "data_efficiency")
+                        or _truthy_at(c, "data_efficiency", "data_routing", "random_ltd", "enabled")
+                        or _truthy_at(c, "data_efficiency", "data_sampling", "curriculum_learning", "enabled")),
+    "moe": ("MoE expert parallelism (experts are costed as dense compute of the active experts)",
+            lambda c: _present(c, "moe")),
+    "expert_parallel": ("AutoEP expert parallelism (experts are costed as dense compute of the active experts, "
+                        "without the all-to-alls)", lambda c: section_enabled(c, "expert_parallel")),
+    "hybrid_engine": ("the hybrid engine's generation phase (RLHF; only the training step is costed)",
+                      lambda c: section_enabled(c, "hybrid_engine")),
+    # get_sparse_attention: the section itself switches it on (its mode defaults to "fixed")
+    "sparse_attention": ("sparse attention (costed as dense attention)", lambda c: _present(c, "sparse_attention")),
+    "flops_profiler": ("the flops profiler (adds synchronisation while it profiles)",
+                       lambda c: section_enabled(c, "flops_profiler")),
+    "amp": ("apex AMP (costed as fp16)", lambda c: section_enabled(c, "amp")),
 }
 
 
@@ -99,6 +132,14 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
                      "PyTorch's CUDA default, fp16), parameters and optimizer states in fp32, gradients reduced in "
                      f"{compute}.")
     dtype = cfg.get("communication_data_type")
+    if sp > 1:
+        # engine._configure_distributed_model: with sequence parallelism the engine's communication dtype (the
+        # ZeRO optimizers' gradient reduction) is seq_parallel_communication_data_type, "fp32" unless written
+        dtype = cfg.get(SP_COMM_DTYPE_KEY, "fp32")
+        if SP_COMM_DTYPE_KEY not in cfg and compute_bytes < 4:
+            notes.append(f"sequence_parallel_size {sp}: gradients are reduced in fp32 ({SP_COMM_DTYPE_KEY}'s "
+                         f'default, which replaces communication_data_type), twice the bytes of {compute}; write '
+                         f'"{SP_COMM_DTYPE_KEY}": "{compute}" to halve them.')
     comm_bytes = compute_bytes
     if isinstance(dtype, str) and dtype.lower() in ("fp32", "float32"):
         comm_bytes = 4
@@ -126,10 +167,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         grad_accum = _int(cfg.get(GA), 0)
         notes.append(f'train_batch_size / the micro batch are "auto" (the HF Trainer fills them): the written '
                      f"gradient_accumulation_steps ({grad_accum}) is used.")
-    for key, what in _UNMODELLED.items():
-        section = cfg.get(key)
-        if isinstance(section, Mapping) and (key in ("pipeline", "moe") or section_enabled(cfg, key)):
-            notes.append(f"Not modelled: {what}.")
+    notes.extend(f"Not modelled: {what}." for what, on in _UNMODELLED.values() if on(cfg))
     compile_sec = cfg.get("compile")
     if isinstance(compile_sec, Mapping):  # CompileConfig has no "enabled": engine.compile() turns it on
         notes.append("Not modelled: DeepCompile (compile.deepcompile: the compiler schedules ZeRO's gathers and "
@@ -147,6 +185,16 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfS
         notes.append("Not modelled: partial optimizer offload (ratio): costed as a full offload.")
     if read_bool(cfg, "activation_checkpointing", "cpu_checkpointing", False):
         notes.append("Not modelled: the PCIe time of cpu_checkpointing (checkpoints copied to the host).")
+    if isinstance(off_opt, Mapping) and _flag(off_opt, "super_offload"):
+        notes.append("Not modelled: SuperOffload (super_offload: the CPU step overlapped with the GPU's work on "
+                     "Grace-Hopper-class machines): costed as plain ZeRO-Offload.")
+    if isinstance(off_opt, Mapping) and (_flag(off_opt, "pipeline_read") or _flag(off_opt, "pipeline_write")):
+        notes.append("Not modelled: pipelined NVMe optimizer reads/writes (pipeline_read / pipeline_write "
+                     "overlap the swap with the step): costed without the overlap.")
+    if mem.stage == 3 and any(_flag(zero, key) for key in ("stage3_use_all_reduce_for_fetch_params",
+                                                              "use_all_reduce_for_fetch_params")):
+        notes.append("Not modelled: stage3_use_all_reduce_for_fetch_params (ZeRO-3 fetches parameters with an "
+                     "all-reduce, about twice an all-gather's bytes): costed as all-gathers.")
     if _flag(zero, "zero_quantized_nontrainable_weights"):
         notes.append("Not modelled: zero_quantized_nontrainable_weights (only frozen weights are affected).")
     # engine._configure_fp16_optimizer wraps only a FusedAdam in the fused fp16 optimizer; which class the
