@@ -121,6 +121,23 @@ def test_a_throughput_of_zero_measures_nothing():
         step_seconds_from_log(parse_log("global_step=1, RunningAvgSamplesPerSec=2.0, CurrSamplesPerSec=2.0"), -4)
 
 
+def test_numbers_with_an_exponent_and_a_vanishing_throughput(tmp_path, capsys):
+    """Megatron's "1e3" ms was read as 1 ms (the exponent dropped); a throughput of 1e-320 samples/s gave an
+    infinite step, reported as a bad measured_step_seconds instead of naming the log."""
+    summary = parse_log("elapsed time per iteration (ms): 1.5e3 | TFLOPs: 1.2e2 |\n")
+    assert summary.megatron_iteration_seconds == (1.5,) and summary.megatron_tflops == (120.0,)
+    assert parse_log(" steps: 10 loss: 2.0 iter time (s): 1.2e1 samples/sec: 3e2\n").pipe_iteration_seconds == (12.0,)
+    log = tmp_path / "train.log"
+    log.write_text("global_step=10, RunningAvgSamplesPerSec=1e-320, CurrSamplesPerSec=1e-320\n")
+    with pytest.raises(ValueError, match="gives no step time"):
+        step_seconds_from_log(parse_log(log.read_text()), 64)
+    config = tmp_path / "ds.json"
+    config.write_text('{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8, "bf16": {"enabled": true}}')
+    assert main(["predict", str(config), "--model", "Qwen/Qwen2.5-0.5B", "--gpu", "NVIDIA H100 80GB",
+                 "--log", str(log)]) == 2
+    assert f"--log {log}: the log's throughput timer" in capsys.readouterr().err
+
+
 def test_profiler_durations_of_a_thousand_seconds_and_more():
     """DeepSpeed's duration_to_string prints 1,200 s as '1.2 Ks' (number_to_string's prefixes)."""
     profiler = parse_log("DeepSpeed Flops Profiler\nfwd latency:      400 s\nbwd latency:      1.2 Ks\n"

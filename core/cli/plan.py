@@ -263,7 +263,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if cut:
             sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
         # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
-        measured = step_seconds_from_log(parse_log(text), train_batch_of(config, cluster.total_gpus))
+        try:
+            measured = step_seconds_from_log(parse_log(text), train_batch_of(config, cluster.total_gpus))
+        except ValueError as exc:
+            raise UsageError(f"--log {args.log}: {exc}") from None
         if measured is None:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
                               "throughput timer with a batch that resolves on this cluster)")

@@ -28,6 +28,8 @@ from core.perf.hardware import Cluster
 from core.perf.predict import predict
 
 #: The prefixes DeepSpeed's flops profiler prints a number with (profiler.number_to_string: u, m, none, K, M, G, T).
+#: A number as Python's and C's printf write one (an exponent where the value needs it).
+_NUMBER = r"[\d.]+(?:[eE][+-]?\d+)?"
 _SCALE = {"u": 1e-6, "m": 1e-3, "": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _TIMERS = re.compile(r"time \(ms\) \|(?P<body>.*)$", re.M)
 _THROUGHPUT = re.compile(
@@ -43,11 +45,11 @@ _PROFILER = {key: rf"{_LINE_START}{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([u
                                ("iter_latency_s", "iter"))}
 # the gaps are bounded (a Megatron line puts TFLOPs ~250 characters after the time): an unbounded lazy gap rescans
 # the rest of a long line from every partial match, minutes for one 1 MB line
-_MEGATRON = re.compile(r"elapsed time per iteration \(ms\): (?P<ms>[\d.]+)"
-                       r"(?:[^\n]{0,1000}?TFLOPs: (?P<tflops>[\d.]+))?")
+_MEGATRON = re.compile(rf"elapsed time per iteration \(ms\): (?P<ms>{_NUMBER})"
+                       rf"(?:[^\n]{{0,1000}}?TFLOPs: (?P<tflops>{_NUMBER}))?")
 #: PipelineEngine.train_batch's line (runtime/pipe/engine.py): the train_batch timer over steps_per_print steps,
 #: divided by them.
-_PIPE = re.compile(r"steps: \d+ loss: [^\n]{0,1000}?iter time \(s\): (?P<s>[\d.]+) samples/sec: [\d.]+")
+_PIPE = re.compile(rf"steps: \d+ loss: [^\n]{{0,1000}}?iter time \(s\): (?P<s>{_NUMBER}) samples/sec: {_NUMBER}")
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def parse_log(text: str) -> LogSummary:
             m = re.search(pattern, last, re.M)
             if m and (value := _measured(m.group(1))) is not None:
                 profiler[key] = value * _SCALE[m.group(2)]
-        for key, pattern in (("samples_per_second", rf"{_LINE_START}samples/second:\s+([\d.]+)"),
+        for key, pattern in (("samples_per_second", rf"{_LINE_START}samples/second:\s+({_NUMBER})"),
                              ("batch_size_per_gpu", rf"{_LINE_START}batch size per GPU:\s+(\d+)")):
             m = re.search(pattern, last, re.M)
             if m and (value := _measured(m.group(1))) is not None:
@@ -164,7 +166,11 @@ def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) 
         raise ValueError(f"global_batch must be a positive number of samples per step, got {global_batch!r}.")
     step = summary.typical_step_seconds()
     if step is None and summary.samples_per_second and global_batch:
-        step = global_batch / statistics.median(summary.samples_per_second)
+        rate = statistics.median(summary.samples_per_second)
+        step = global_batch / rate if rate > 0 else math.inf
+        if not math.isfinite(step):
+            raise ValueError(f"the log's throughput timer reads {rate:g} samples/s, which gives no step time for "
+                             f"{global_batch} samples: give the step time with --calibrate-step instead.")
     return step
 
 
