@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import string
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
 
 from core.findings import delete_path, set_path
 from core.schema import DeepSpeedConfig
@@ -197,3 +199,61 @@ def test_a_float_box_keeps_a_whole_number_the_file_wrote_as_one():
     at.number_input(key="cfg:optimizer.params.weight_decay").set_value(1.0).run()
     decay = at.session_state["config"]["optimizer"]["params"]["weight_decay"]
     assert decay == 1.0 and type(decay) is float
+
+
+BETAS = "cfg:optimizer.params.betas"
+
+
+def _refused_betas() -> AppTest:
+    at = app(config={"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {
+        "betas": [0.9, 0.95]}}}, page="pages/optimizer.py")
+    at.text_area(key=BETAS).set_value("[0.9, ").run()
+    assert [e.value for e in at.error if "not valid JSON" in e.value]
+    return at
+
+
+def _json_errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error if "not valid JSON" in e.value]
+
+
+def test_a_refused_json_text_and_its_error_survive_a_page_switch_together():
+    """After a page switch the box showed the config's value again beside the error about the user's text."""
+    at = _refused_betas()
+    at.switch_page("pages/batch.py").run()
+    at.switch_page("pages/optimizer.py").run()
+    assert at.text_area(key=BETAS).value == "[0.9, "
+    assert _json_errors(at) == ["`optimizer.params.betas`: not valid JSON: Expecting value (line 1, column 6). "
+                                "The previous value is kept."]
+
+
+def test_a_refused_json_text_and_its_error_go_when_the_config_is_replaced():
+    """A preset load left the error beside the preset's value."""
+    at = _refused_betas()
+    at.switch_page("pages/presets.py").run()
+    at.selectbox(key="presets_selected").set_value("zero3-bf16").run()
+    at.button(key="presets_load").click().run()
+    at.switch_page("pages/optimizer.py").run()
+    assert json.loads(at.text_area(key=BETAS).value) == [0.9, 0.999]
+    assert not _json_errors(at)
+
+
+def test_a_refused_json_text_and_its_error_go_when_the_value_changes():
+    at = _refused_betas()
+    at.switch_page("pages/review.py").run()
+    at.session_state["config"]["optimizer"]["params"]["betas"] = [0.8, 0.9]  # as another widget would write it
+    at.switch_page("pages/optimizer.py").run()
+    assert json.loads(at.text_area(key=BETAS).value) == [0.8, 0.9]
+    assert not _json_errors(at)
+
+
+def test_the_raw_section_editor_keeps_its_refused_text_with_its_error_across_a_page_switch():
+    at = app(config={"train_micro_batch_size_per_gpu": 1, "checkpoint": {"tag_validation": "Warn"}},
+             page="pages/advanced.py")
+    at.text_area(key="cfg:raw:checkpoint").input('{"tag_validation": ').run()
+    at.switch_page("pages/batch.py").run()
+    at.switch_page("pages/advanced.py").run()
+    assert at.text_area(key="cfg:raw:checkpoint").value == '{"tag_validation": '
+    assert [e.value for e in at.error if "Nothing was changed" in e.value]
+    at.selectbox(key="cfg:checkpoint.tag_validation").set_value("Fail").run()
+    assert json.loads(at.text_area(key="cfg:raw:checkpoint").value) == {"tag_validation": "Fail"}
+    assert not [e.value for e in at.error if "Nothing was changed" in e.value]

@@ -20,7 +20,7 @@ import streamlit as st
 import core
 from core import hardware, memory, models
 from core.autofill import HF_DEFAULTS
-from core.findings import Report
+from core.findings import Report, get_path
 from core.io import parse_json_value
 from core.launchers import job_world_size
 from core.rules.context import TARGETS, Context
@@ -163,6 +163,43 @@ def clear_widgets() -> None:
         del st.session_state[key]
 
 
+#: Session key: what widgets remember about a config path beside the config (a JSON text the user typed and the
+#: app refused, with its error), by the widget's key, each with the value the path held then (``note``).
+PATH_NOTES = "path_notes"
+_ABSENT = object()
+
+
+def _held(path: str) -> str | None:
+    """The value at ``path`` of the config as JSON text (None when absent), to tell whether it changed."""
+    value = get_path(get_config(), path, _ABSENT)
+    return None if value is _ABSENT else json.dumps(value, sort_keys=True, default=repr)
+
+
+def note(key: str, path: str, data: Any) -> None:
+    """Remember ``data`` for widget ``key`` while ``path`` keeps the value it holds now and the config is not
+    replaced (a load, an import, an undo)."""
+    st.session_state.setdefault(PATH_NOTES, {})[key] = (path, _held(path), data)
+
+
+def recall(key: str, default: Any = None) -> Any:
+    """What ``note`` remembered for widget ``key``, while it holds; a note whose path changed since is dropped."""
+    notes = st.session_state.get(PATH_NOTES, {})
+    if key not in notes:
+        return default
+    path, held, data = notes[key]
+    if _held(path) != held:
+        del notes[key]
+        return default
+    return data
+
+
+def forget(key: str, default: Any = None) -> Any:
+    """Drop the note of widget ``key``; what it remembered while it held, else ``default``."""
+    data = recall(key, default)
+    st.session_state.get(PATH_NOTES, {}).pop(key, None)
+    return data
+
+
 #: Session key: values of page inputs that are not part of the config or context (the Plan page's cluster and
 #: budget, the Presets page's save form). Streamlit drops a widget's state when a run does not draw it, i.e. on
 #: every visit to another page; the page keeps them here and gives them back as the widgets' defaults.
@@ -220,6 +257,7 @@ def replace_config(config: dict[str, Any], *, baseline: bool = False) -> None:
         for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(SCHEDULER_PARAMS_KEY)]:
             del st.session_state[key]
     clear_widgets()
+    st.session_state.pop(PATH_NOTES, None)
     st.session_state[REPLACED] = True
 
 

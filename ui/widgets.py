@@ -46,28 +46,24 @@ def widget_key(path: str) -> str:
 # --------------------------------------------------------------------------- config edits (callbacks)
 
 
-def _json_error_key(path: str) -> str:
-    return f"jsonerr:{path}"
-
-
 def _forget_raw_editor(path: str) -> None:
     # The raw JSON editor of the enclosing top-level section shows the old text otherwise.
     st.session_state.pop(f"{app_state.WIDGET_PREFIX}raw:{split_path(path)[0]}", None)
 
 
-def _set_from_text(config: dict[str, Any], path: str, text: str, error_key: str, kept: str) -> bool:
-    """Write the JSON ``text`` at ``path`` (empty: remove the key); a parse error is kept for the widget to show.
-    Returns False when nothing was written."""
-    if not text:
-        delete_path(config, path, prune=True)
-        st.session_state.pop(error_key, None)
-        return True
-    parsed, error = fields.parse_json_value(text, path)
+def _set_from_text(config: dict[str, Any], path: str, text: str, key: str, kept: str) -> bool:
+    """Write the JSON ``text`` of widget ``key`` at ``path`` (empty: remove the key); a refused text is noted with
+    its error for the widget to show (``_json_text_area``). Returns False when nothing was written."""
+    stripped = text.strip()
+    parsed, error = fields.parse_json_value(stripped, path) if stripped else (None, None)
     if error:
-        st.session_state[error_key] = f"{error} {kept}"
+        app_state.note(key, path, (f"{error} {kept}", text))
         return False
-    st.session_state.pop(error_key, None)
-    set_path(config, path, parsed)
+    app_state.forget(key)
+    if stripped:
+        set_path(config, path, parsed)
+    else:
+        delete_path(config, path, prune=True)
     return True
 
 
@@ -77,7 +73,7 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
     _forget_raw_editor(path)
     app_state.note_edit()
     if kind == "json":
-        _set_from_text(config, path, (value or "").strip(), _json_error_key(path), "The previous value is kept.")
+        _set_from_text(config, path, value or "", widget_key(path), "The previous value is kept.")
         return
     if kind == "str" and value == "" and optional:
         value = None
@@ -122,8 +118,8 @@ def _on_auto(path: str, default: Any) -> None:
 
 
 def _on_raw_change(path: str, key: str) -> None:
-    text = (st.session_state.get(key) or "").strip()
-    if not _set_from_text(app_state.get_config(), path, text, _json_error_key("raw:" + path), "Nothing was changed."):
+    text = st.session_state.get(key) or ""
+    if not _set_from_text(app_state.get_config(), path, text, key, "Nothing was changed."):
         return
     app_state.note_edit()
     # The field widgets of this section must re-read the new value.
@@ -230,15 +226,22 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
 
 def _json_widget(path: str, label: str, value: Any, help_: str, reason: str | None, args: dict[str, Any]) -> None:
     text, height = fields.json_text(value)
-    st.text_area(label, value=text, key=widget_key(path), help=help_, disabled=reason is not None,
-                 on_change=_on_change, kwargs=args, height=height)
-    _show_json_error(_json_error_key(path))
+    _json_text_area(label, text, widget_key(path), help=help_, disabled=reason is not None, on_change=_on_change,
+                   kwargs=args, height=height)
 
 
-def _show_json_error(key: str) -> None:
-    error = st.session_state.get(key)
-    if error:
-        st.error(error)
+def _json_text_area(label: str, text: str, key: str, **kwargs: Any) -> None:
+    """A text area for JSON showing ``text``, or the text it last refused with the error about it.
+
+    The two are kept together while the value the text was meant for is unchanged (``_set_from_text``), so a page
+    switch, which drops the box's own state, gives the box back the user's text and not the config's beside the
+    error. The text is given through the widget's session state (as in ``number_box``)."""
+    refused = app_state.recall(key)
+    if not isinstance(st.session_state.get(key), str):
+        st.session_state[key] = text if refused is None else refused[1]
+    st.text_area(label, value="", key=key, **kwargs)
+    if refused is not None:
+        st.error(refused[0])
 
 
 def _alert(finding: Finding, text: str) -> None:
@@ -319,9 +322,8 @@ def raw_section_editor(path: str, form: Form) -> None:
     key = f"{app_state.WIDGET_PREFIX}raw:{path}"
     value = get_path(form.config, path, None)
     text = "" if value is None else json.dumps(value, indent=2)
-    st.text_area(f"Raw JSON of `{path}`", value=text, key=key, height=160, on_change=_on_raw_change,
-                 args=(path, key), help="Edit the whole section as JSON; empty removes the section.")
-    _show_json_error(_json_error_key("raw:" + path))
+    _json_text_area(f"Raw JSON of `{path}`", text, key, height=160, on_change=_on_raw_change, args=(path, key),
+                   help="Edit the whole section as JSON; empty removes the section.")
 
 
 def explain(title: str, body: str, *, expanded: bool = True) -> None:
