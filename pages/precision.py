@@ -33,7 +33,7 @@ MODE_LABELS = {"fp32": "fp32 (no mixed precision)", "fp16": "fp16 + loss scaling
 
 
 def _on_mode() -> None:
-    app_state.replace_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY]))
+    app_state.rewrite_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY]))
 
 
 mode = precision.precision_mode(config, app_state.get_context()["version"])

@@ -153,3 +153,27 @@ def test_review_resolve_auto_keeps_typed_values_and_follows_an_untouched_guess()
     at.switch_page("pages/start.py").run()
     at.switch_page("pages/review.py").run()
     assert at.number_input(key="review_auto_world_size").value == 4
+
+
+def test_an_auto_toggle_gives_back_the_users_value_after_an_unrelated_edit():
+    """A precision switch (an edit that rewrites the config) made the micro batch's toggle forget the 4 that "auto"
+    replaced: switching it off deleted the key."""
+    at = app(config={"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True}}, page="pages/batch.py",
+             target="hf")
+    at.toggle(key="cfg:train_micro_batch_size_per_gpu:auto").set_value(True).run()
+    at.switch_page("pages/precision.py").run()
+    at.radio(key="cfg:precision_mode").set_value("fp16").run()
+    at.switch_page("pages/batch.py").run()
+    at.toggle(key="cfg:train_micro_batch_size_per_gpu:auto").set_value(False).run()
+    assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == 4
+
+
+def test_an_auto_toggle_forgets_the_value_it_replaced_when_the_config_is_replaced():
+    at = app(config={"train_micro_batch_size_per_gpu": 4}, page="pages/batch.py", target="hf")
+    at.toggle(key="cfg:train_micro_batch_size_per_gpu:auto").set_value(True).run()
+    at.switch_page("pages/presets.py").run()
+    _load(at, "hf-auto-zero2")
+    at.switch_page("pages/batch.py").run()
+    assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == "auto"
+    at.toggle(key="cfg:train_micro_batch_size_per_gpu:auto").set_value(False).run()
+    assert at.session_state["config"].get("train_micro_batch_size_per_gpu") != 4

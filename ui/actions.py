@@ -66,12 +66,12 @@ def apply_way(way: fit.Way) -> None:
     remember(way.title)
     ctx = app_state.get_context()
     ctx.update({k: v for k, v in way.context_patch.items() if k in WAY_CONTEXT_KEYS})
-    app_state.replace_config(fit.apply_patch(app_state.get_config(), way.config_patch))
+    app_state.rewrite_config(fit.apply_patch(app_state.get_config(), way.config_patch))
 
 
 def apply_fix(description: str, fixed: Mapping[str, Any]) -> None:
     remember(description)
-    app_state.replace_config(dict(fixed))
+    app_state.rewrite_config(dict(fixed))
 
 
 def keep_target(preset_target: str, where: str) -> str:

@@ -164,7 +164,8 @@ def clear_widgets() -> None:
 
 
 #: Session key: what widgets remember about a config path beside the config (a JSON text the user typed and the
-#: app refused, with its error), by the widget's key, each with the value the path held then (``note``).
+#: app refused, with its error; the value an "auto" replaced), by the widget's key, each with the value the path
+#: held then (``note``).
 PATH_NOTES = "path_notes"
 _ABSENT = object()
 
@@ -250,14 +251,21 @@ SCHEDULER_PARAMS_KEY = "scheduler_params:"
 
 
 def replace_config(config: dict[str, Any], *, baseline: bool = False) -> None:
-    """Replace the edited config (after a load, preset or fix); with ``baseline`` it is also the new baseline."""
-    st.session_state[CONFIG] = config
+    """Replace the edited config by another (a load, a preset, a shared link, an undo); with ``baseline`` it is also
+    the new baseline. The widgets re-read it and forget what they noted about the one before (``note``)."""
     if baseline:
         st.session_state[BASELINE] = copy.deepcopy(config)
         for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(SCHEDULER_PARAMS_KEY)]:
             del st.session_state[key]
-    clear_widgets()
     st.session_state.pop(PATH_NOTES, None)
+    rewrite_config(config)
+
+
+def rewrite_config(config: dict[str, Any]) -> None:
+    """Put an edited copy of the config in its place (a precision or scheduler switch, a fix, a way to fit): the
+    widgets re-read it, and what they noted about a path holds while that path keeps its value (``note``)."""
+    st.session_state[CONFIG] = config
+    clear_widgets()
     st.session_state[REPLACED] = True
 
 

@@ -93,22 +93,22 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
         if isinstance(params, dict) and isinstance(before, str):
             st.session_state[app_state.SCHEDULER_PARAMS_KEY + before] = copy.deepcopy(params)
         remembered = st.session_state.get(app_state.SCHEDULER_PARAMS_KEY + value) if isinstance(value, str) else None
-        app_state.replace_config(autofill.switch_scheduler(config, value, steps, remembered))
+        app_state.rewrite_config(autofill.switch_scheduler(config, value, steps, remembered))
 
 
 def _on_auto(path: str, default: Any) -> None:
-    on = st.session_state.get(widget_key(path) + ":auto")
-    # what "auto" replaced comes back when it is switched off (a config replacement forgets it: clear_widgets)
-    before_key = widget_key(path) + ":before_auto"
+    key = widget_key(path) + ":auto"
+    on = st.session_state.get(key)
     config = app_state.get_config()
     _forget_raw_editor(path)
     app_state.note_edit()
     if on:
         before = get_path(config, path, _MISSING)
-        if before is not _MISSING and before != "auto":
-            st.session_state[before_key] = before
         set_path(config, path, "auto")
-    elif (before := st.session_state.pop(before_key, _MISSING)) is not _MISSING:
+        if before is not _MISSING and before != "auto":
+            # comes back when "auto" is switched off, while the path still holds the "auto" (app_state.note)
+            app_state.note(key, path, before)
+    elif (before := app_state.forget(key, _MISSING)) is not _MISSING:
         set_path(config, path, before)
     elif default is None:
         delete_path(config, path, prune=True)
