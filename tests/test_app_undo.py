@@ -3,6 +3,8 @@ goes with the edit it describes."""
 
 from __future__ import annotations
 
+import copy
+
 from app_support import app
 
 MINE = {"train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 7,
@@ -32,7 +34,7 @@ def test_presets_loaded_one_after_another_undo_to_the_users_own_config():
 def test_an_edit_between_two_loads_is_what_the_second_undo_restores():
     at = app(config=dict(MINE), page="pages/presets.py")
     _load(at, "zero3-bf16")
-    at.session_state["edits_since_undo"] = 1  # a widget edit of the loaded preset (ui.app_state.note_edit)
+    at.session_state["edits_since_undo"] = 1  # a widget edit of the loaded preset (ui.app_state.counted_edit)
     edited = dict(at.session_state["config"])
     _load(at, "zero2-bf16")
     assert _undo_labels(at)[0] == "Undo: load of zero2-bf16"
@@ -177,3 +179,33 @@ def test_an_auto_toggle_forgets_the_value_it_replaced_when_the_config_is_replace
     assert at.session_state["config"]["train_micro_batch_size_per_gpu"] == "auto"
     at.toggle(key="cfg:train_micro_batch_size_per_gpu:auto").set_value(False).run()
     assert at.session_state["config"].get("train_micro_batch_size_per_gpu") != 4
+
+
+def _on_page_after_a_load(page: str):
+    """A session with the user's config and zero3-bf16 loaded over it, on ``page``."""
+    at = app(config=dict(MINE), page="pages/presets.py")
+    _load(at, "zero3-bf16")
+    at.switch_page(page).run()
+    return at
+
+
+def test_a_precision_switch_between_two_loads_is_an_edit_the_second_undo_restores():
+    at = _on_page_after_a_load("pages/precision.py")
+    at.radio(key="cfg:precision_mode").set_value("fp16").run()
+    assert _undo_labels(at)[0] == "Undo: load of zero3-bf16 and the 1 edit made since"
+    edited = copy.deepcopy(at.session_state["config"])
+    at.switch_page("pages/presets.py").run()
+    _load(at, "zero2-bf16")
+    assert _undo_labels(at)[0] == "Undo: load of zero2-bf16"
+    next(b for b in at.button if b.label.startswith("Undo")).click().run()
+    assert at.session_state["config"] == edited
+
+
+def test_a_refused_or_unchanged_value_is_not_counted_as_an_edit():
+    at = _on_page_after_a_load("pages/optimizer.py")
+    at.text_area(key="cfg:optimizer.params.betas").set_value("[0.9,").run()
+    assert _undo_labels(at)[0] == "Undo: load of zero3-bf16"
+    at.text_area(key="cfg:optimizer.params.betas").set_value("[0.9,0.999]").run()  # the value it holds
+    assert _undo_labels(at)[0] == "Undo: load of zero3-bf16"
+    at.text_area(key="cfg:optimizer.params.betas").set_value("[0.9, 0.99]").run()
+    assert _undo_labels(at)[0] == "Undo: load of zero3-bf16 and the 1 edit made since"

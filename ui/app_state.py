@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import json
 import zlib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import streamlit as st
 
@@ -170,10 +171,15 @@ PATH_NOTES = "path_notes"
 _ABSENT = object()
 
 
+def _as_text(value: Any) -> str:
+    """A config value as JSON text, to tell whether it changed (``1``, ``1.0`` and ``true`` differ)."""
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
 def _held(path: str) -> str | None:
     """The value at ``path`` of the config as JSON text (None when absent), to tell whether it changed."""
     value = get_path(get_config(), path, _ABSENT)
-    return None if value is _ABSENT else json.dumps(value, sort_keys=True, default=repr)
+    return None if value is _ABSENT else _as_text(value)
 
 
 def note(key: str, path: str, data: Any) -> None:
@@ -240,9 +246,21 @@ def keep(*keys: str) -> None:
 EDITS_SINCE_UNDO = "edits_since_undo"
 
 
-def note_edit() -> None:
-    """Count a widget edit of the config (see ``EDITS_SINCE_UNDO``)."""
-    st.session_state[EDITS_SINCE_UNDO] = st.session_state.get(EDITS_SINCE_UNDO, 0) + 1
+P = ParamSpec("P")
+
+
+def counted_edit(callback: Callable[P, None]) -> Callable[P, None]:
+    """A widget's callback that edits the config, counted as an edit (``EDITS_SINCE_UNDO``) when it changed the
+    config (a refused or unchanged value is not an edit)."""
+
+    @functools.wraps(callback)
+    def counted(*args: P.args, **kwargs: P.kwargs) -> None:
+        before = _as_text(get_config())
+        callback(*args, **kwargs)
+        if _as_text(get_config()) != before:
+            st.session_state[EDITS_SINCE_UNDO] = st.session_state.get(EDITS_SINCE_UNDO, 0) + 1
+
+    return counted
 
 
 #: Session-state prefix of a scheduler type's params from before the user switched away from it (restored when

@@ -67,11 +67,11 @@ def _set_from_text(config: dict[str, Any], path: str, text: str, key: str, kept:
     return True
 
 
+@app_state.counted_edit
 def _on_change(path: str, kind: Kind, optional: bool) -> None:
     value = st.session_state.get(widget_key(path))
     config = app_state.get_config()
     _forget_raw_editor(path)
-    app_state.note_edit()
     if kind == "json":
         _set_from_text(config, path, value or "", widget_key(path), "The previous value is kept.")
         return
@@ -96,12 +96,12 @@ def _on_change(path: str, kind: Kind, optional: bool) -> None:
         app_state.rewrite_config(autofill.switch_scheduler(config, value, steps, remembered))
 
 
+@app_state.counted_edit
 def _on_auto(path: str, default: Any) -> None:
     key = widget_key(path) + ":auto"
     on = st.session_state.get(key)
     config = app_state.get_config()
     _forget_raw_editor(path)
-    app_state.note_edit()
     if on:
         before = get_path(config, path, _MISSING)
         set_path(config, path, "auto")
@@ -117,11 +117,11 @@ def _on_auto(path: str, default: Any) -> None:
     st.session_state.pop(widget_key(path), None)
 
 
+@app_state.counted_edit
 def _on_raw_change(path: str, key: str) -> None:
     text = st.session_state.get(key) or ""
     if not _set_from_text(app_state.get_config(), path, text, key, "Nothing was changed."):
         return
-    app_state.note_edit()
     # The field widgets of this section must re-read the new value.
     prefix = app_state.WIDGET_PREFIX + path + "."
     for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
