@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.effective import effective
-from core.rules.context import lax_bool
 
 #: The precision modes, in the order the app offers them ("fp32": no mixed-precision section enabled).
 PRECISION_MODES: tuple[str, ...] = ("fp32", "fp16", "bf16", "torch_autocast")
@@ -31,20 +30,24 @@ def precision_mode(config: Mapping[str, Any], version: str = "0.19.8") -> str:
     return effective(config, version).precision_mode
 
 
-def with_precision_mode(config: Mapping[str, Any], mode: str) -> dict[str, Any]:
-    """A copy of ``config`` in which only ``mode`` is enabled; sections that were not on are not created.
+def with_precision_mode(config: Mapping[str, Any], mode: str, version: str = "0.19.8") -> dict[str, Any]:
+    """A copy of ``config`` in which only ``mode`` is enabled as DeepSpeed ``version`` reads the flags (before 0.19
+    a flag ``"false"`` is on, and is turned off); sections that were not on are not created.
 
     Raises ``ValueError`` for an unknown mode.
     """
     if mode not in PRECISION_MODES:
         raise ValueError(f"precision mode must be one of {', '.join(PRECISION_MODES)}, got {mode!r}.")
     out = copy.deepcopy(dict(config))
-    bf16 = bf16_section(out)  # a legacy ``bfloat16`` beside ``bf16`` is ignored by DeepSpeed: left alone
-    target = bf16 if mode == "bf16" else mode
-    for section in ("fp16", bf16, "torch_autocast"):
+    read = effective(out, version)
+    # a legacy ``bfloat16`` beside ``bf16`` is ignored by DeepSpeed: left alone; "auto" counts as on (precision_mode)
+    on = {"fp16": read.fp16 or read.fp16_auto, read.bf16_section: read.bf16 or read.bf16_auto,
+          "torch_autocast": read.torch_autocast}
+    target = read.bf16_section if mode == "bf16" else mode
+    for section, enabled in on.items():
         current = out.get(section)
         if section == target:
             out[section] = {**current, "enabled": True} if isinstance(current, Mapping) else {"enabled": True}
-        elif isinstance(current, Mapping) and lax_bool(current.get("enabled", False)) is not False:
+        elif enabled and isinstance(current, Mapping):
             out[section] = {**current, "enabled": False}
     return out

@@ -34,7 +34,8 @@ MODE_LABELS = {"fp32": "fp32 (no mixed precision)", "fp16": "fp16 + loss scaling
 
 @app_state.counted_edit
 def _on_mode() -> None:
-    app_state.rewrite_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY]))
+    app_state.rewrite_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY],
+                                                           app_state.get_context()["version"]))
 
 
 mode = precision.precision_mode(config, app_state.get_context()["version"])

@@ -114,6 +114,17 @@ def test_lr_curve_matches_core_and_follows_widgets():
     assert f"{lr[500]:.3e}" == f"{changed['Learning rate'].iloc[1]:.3e}" and lr.max() == 2e-3
 
 
+def test_precision_mode_leaves_fp16_under_a_release_that_reads_false_as_on():
+    """0.16.0 reads fp16.enabled "false" as on: choosing fp32 changed nothing, bf16 left fp16 on beside it."""
+    config = {"train_micro_batch_size_per_gpu": 4, "fp16": {"enabled": "false"}}
+    at = app(copy.deepcopy(config), page="pages/precision.py", version="0.16.0")
+    assert at.radio(key="cfg:precision_mode").value == "fp16"
+    at.radio(key="cfg:precision_mode").set_value("bf16").run()
+    assert at.session_state["config"] == {**config, "fp16": {"enabled": False}, "bf16": {"enabled": True}}
+    at.radio(key="cfg:precision_mode").set_value("fp32").run()
+    assert at.radio(key="cfg:precision_mode").value == "fp32"
+    assert at.session_state["config"]["bf16"] == {"enabled": False}
+
 def _drawn_curve(at):
     """(spec, dataset ``curve``) of the page's one chart, as the browser receives them."""
     (chart,) = at.get("vega_lite_chart")

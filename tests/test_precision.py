@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import core
 from core.precision import PRECISION_MODES, bf16_section, precision_mode, with_precision_mode
+from core.schema import KNOWN_VERSIONS
 from tests.fuzz_strategies import FUZZ_SETTINGS, any_config
 
 
@@ -63,10 +64,23 @@ def test_unknown_mode_is_refused_with_the_choices():
         with_precision_mode({}, "int8")
 
 
+@pytest.mark.parametrize("mode", PRECISION_MODES)
+def test_switching_reads_the_flags_as_the_release_does(mode):
+    """Before 0.19 fp16 and bf16 are read with dict.get, so "false" is on: it was left there (lax_bool reads it as
+    off), and fp32 could not be chosen; torch_autocast.enabled "false" is on in every release."""
+    config = {"fp16": {"enabled": "false"}, "bf16": {"enabled": "no"}, "torch_autocast": {"enabled": "false"}}
+    for version in ("0.16.0", "0.19.8"):
+        out = with_precision_mode(config, mode, version)
+        assert precision_mode(out, version) == mode, version
+    old = with_precision_mode({"fp16": {"enabled": "false"}}, "fp32", "0.16.0")
+    assert old == {"fp16": {"enabled": False}}
+    assert with_precision_mode({"fp16": {"enabled": "false"}}, "fp32", "0.19.8") == {"fp16": {"enabled": "false"}}
+
+
 @FUZZ_SETTINGS
-@given(config=any_config, mode=st.sampled_from(PRECISION_MODES))
-def test_any_config_switched_selects_that_mode_and_never_has_two_precisions(config, mode):
-    out = with_precision_mode(config, mode)
-    assert precision_mode(out) == mode
+@given(config=any_config, mode=st.sampled_from(PRECISION_MODES), version=st.sampled_from(KNOWN_VERSIONS))
+def test_any_config_switched_selects_that_mode_and_never_has_two_precisions(config, mode, version):
+    out = with_precision_mode(config, mode, version)
+    assert precision_mode(out, version) == mode
     codes = {f.code for f in core.validate(out).findings}
     assert "precision.fp16-and-bf16" not in codes
