@@ -284,3 +284,17 @@ def test_an_auto_precision_is_read_the_same_by_the_radio_and_the_figures(written
     assert at.radio(key="cfg:precision_mode").value == mode
     verdict = next(m.value for m in at.markdown if "micro batch 4" in m.value)
     assert f"{mode}, micro batch 4" in verdict, verdict
+
+
+def test_a_parameter_left_out_shows_the_default_of_the_class_the_config_selects():
+    """torch_adam builds torch.optim.AdamW, whose weight_decay is 0.01 (DeepSpeed's own AdamW's is 0): the box and
+    its help said 0.0 while the validator used 0.01."""
+    params = {"lr": 1e-4, "torch_adam": True}
+    at = app({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": params}},
+             page="pages/optimizer.py")
+    box = at.number_input(key=widget_key("optimizer.params.weight_decay"))
+    assert box.value == 0.01 and "Default: `0.01`." in box.help
+    fused = app({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}},
+                page="pages/optimizer.py")
+    box = fused.number_input(key=widget_key("optimizer.params.weight_decay"))
+    assert box.value == 0.0 and "Default: `0.0`." in box.help

@@ -19,6 +19,7 @@ import annotated_types as at
 from pydantic import BaseModel
 
 from core import io
+from core.effective import effective
 from core.findings import Finding, Report, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
@@ -359,10 +360,17 @@ def param_bounds(param: Any, kind: Kind) -> Bounds:
     return number_bounds(kind, param.ge, param.gt, param.le, param.lt)
 
 
-def param_help(param: Any) -> str:
-    """Help text of a parameter's widget: description, required or default, notes (as a field's)."""
-    return _help(param.description, param.meta,
-                 "Required." if param.required else _default_line(param.default, param.meta))
+def param_default(param: Any, config: Mapping[str, Any], version: str) -> Any:
+    """The value a parameter left out of ``config`` takes: the default of the class the config selects
+    (``Param.default_for``: torch.optim.AdamW's weight_decay is 0.01 where DeepSpeed's AdamW's is 0)."""
+    return param.default_for(effective(config, version).optimizer_class)
+
+
+def param_help(param: Any, default: Any = Ellipsis) -> str:
+    """Help text of a parameter's widget: description, required or default (``default`` when given: the selected
+    class's), notes (as a field's)."""
+    shown = param.default if default is Ellipsis else default
+    return _help(param.description, param.meta, "Required." if param.required else _default_line(shown, param.meta))
 
 
 # --------------------------------------------------------------------------- typed text

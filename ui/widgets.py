@@ -408,7 +408,8 @@ def _render_param(base: str, param: Any, form: Form) -> None:
     path = f"{base}.{param.name}"
     form.shown.add(path)
     current = get_path(form.config, path, _MISSING)
-    value = param.default if current is _MISSING else current
+    default = fields.param_default(param, form.config, form.version)
+    value = default if current is _MISSING else current
     kind = fields.param_kind(param, value)
     if form.target == "hf" or value == "auto":
         _auto_toggle(param.name, path, value, None)
@@ -416,9 +417,9 @@ def _render_param(base: str, param: Any, form: Form) -> None:
         st.caption(f'`{path}` = `"auto"`')
     else:
         _value_widget(path, param.name + (" *" if param.required else ""), value, kind,
-                      fields.param_bounds(param, kind.kind), help_=fields.param_help(param),
+                      fields.param_bounds(param, kind.kind), help_=fields.param_help(param, default),
                       reason=fields.not_an_object(form.config, path),
-                      format_func=lambda v: f"— default ({param.default}) —" if v is None else str(v),
+                      format_func=lambda v: f"— default ({default}) —" if v is None else str(v),
                       placeholder="not set")
     for finding in form.findings_at(path):
         _show_finding(finding)
