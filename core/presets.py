@@ -214,6 +214,20 @@ def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, built
     return Preset(name=name, meta=meta, config=config, path=path or Path(f"{name}.json"), builtin=builtin)
 
 
+def _why_not_a_folder(folder: Path) -> str:
+    """What a preset path that is not a folder is instead, in words with the fix."""
+    if folder.is_symlink():
+        try:
+            folder.resolve(strict=True)
+        except RuntimeError:
+            return "preset folder is a symbolic link that loops; point it at a folder"
+        except OSError:
+            return "preset folder is a symbolic link to nothing; point it at a folder"
+    if folder.exists():
+        return "is a file, not a preset folder; give the folder that holds the preset .json files"
+    return "preset folder does not exist"
+
+
 def list_presets(folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) -> tuple[list[Preset], list[str]]:
     """All presets in ``folders`` (earlier folders win on duplicate names), and one problem line per file skipped.
 
@@ -225,7 +239,7 @@ def list_presets(folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) ->
     for folder in folders:
         if not folder.is_dir():
             if not _is_builtin_dir(folder, builtin_dir):
-                problems.append(f"{folder}: preset folder does not exist")
+                problems.append(f"{folder}: {_why_not_a_folder(folder)}")
             continue
         builtin = _is_builtin_dir(folder, builtin_dir)
         try:
@@ -235,8 +249,10 @@ def list_presets(folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) ->
             continue
         for file in files:
             name = file.stem
-            if not _NAME_RE.fullmatch(name):
-                problems.append(f"{file}: file name is not a valid preset name; ignored")
+            try:
+                check_name(name)
+            except PresetError as exc:  # the reason, and the lower-case name when that one would do
+                problems.append(f"{file}: ignored, its file name is an {exc}")
                 continue
             if name in found:
                 problems.append(f"{file}: {name!r} is the name of a built-in preset, which cannot be overridden; "

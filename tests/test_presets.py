@@ -263,11 +263,28 @@ def test_broken_files_are_reported_not_raised(tmp_path):
     presets, problems = list_presets([tmp_path])
     assert [p.name for p in presets] == ["bom", "good"]
     assert len(problems) == 8
-    for fragment in ("not valid JSON", '"meta"', "not a valid preset name", "limit", "NaN", "symbolic link",
+    for fragment in ("not valid JSON", '"meta"', "invalid preset name 'Bad Name': use 1-64", "limit", "NaN",
+                     "symbolic link",
                      "the key 'train_batch_size' appears twice", "pipe.json: not a regular file"):
         assert any(fragment in p for p in problems), fragment
     with pytest.raises(PresetError, match="limit"):
         load_preset("huge", [tmp_path])
+
+
+def test_a_preset_path_entry_that_is_not_a_folder_is_named_for_what_it_is(tmp_path):
+    """A looping link, a dangling link and a file were all reported as "preset folder does not exist"; a file
+    name such as Zero2.json got no reason and no rename."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "afile").write_text("{}")
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "Zero2.json").write_text(json.dumps({"meta": META, "config": {}}))
+    _, problems = list_presets([tmp_path / name for name in ("loop", "dangling", "afile", "team", "missing")])
+    assert problems == [f"{tmp_path / 'loop'}: preset folder is a symbolic link that loops; point it at a folder",
+                        f"{tmp_path / 'dangling'}: preset folder is a symbolic link to nothing; point it at a folder",
+                        f"{tmp_path / 'afile'}: is a file, not a preset folder; give the folder that holds the "
+                        "preset .json files", problems[3], f"{tmp_path / 'missing'}: preset folder does not exist"]
+    assert "ignored" in problems[3] and "did you mean 'zero2'?" in problems[3]
 
 
 def test_missing_folder_reported_and_unknown_name(tmp_path):
