@@ -298,3 +298,20 @@ def test_a_parameter_left_out_shows_the_default_of_the_class_the_config_selects(
                 page="pages/optimizer.py")
     box = fused.number_input(key=widget_key("optimizer.params.weight_decay"))
     assert box.value == 0.0 and "Default: `0.0`." in box.help
+
+
+def test_parameter_boxes_follow_the_optimizer_class_when_it_changes():
+    """The boxes kept the defaults they were drawn with: Adagrad's lr showed Adam's 0.001 (its help said 0.01), and
+    ticking torch_adam left weight_decay at 0.0 where torch.optim.AdamW uses 0.01."""
+    at = app({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "Adam", "params": {}}},
+             page="pages/optimizer.py")
+    assert at.number_input(key=widget_key("optimizer.params.lr")).value == 0.001
+    at.selectbox(key=widget_key("optimizer.type")).set_value("Adagrad").run()
+    for name, default in (("lr", 0.01), ("eps", 1e-10)):
+        box = at.number_input(key=widget_key(f"optimizer.params.{name}"))
+        assert box.value == default and f"Default: `{default}`." in box.help, name
+    assert at.session_state["config"]["optimizer"] == {"type": "Adagrad", "params": {}}
+    at.selectbox(key=widget_key("optimizer.type")).set_value("AdamW").run()
+    assert at.number_input(key=widget_key("optimizer.params.weight_decay")).value == 0.0
+    at.checkbox(key=widget_key("optimizer.params.torch_adam")).check().run()
+    assert at.number_input(key=widget_key("optimizer.params.weight_decay")).value == 0.01

@@ -19,6 +19,7 @@ import streamlit as st
 from pydantic import BaseModel
 
 from core import autofill
+from core.effective import effective
 from core.findings import Finding, delete_path, get_path, set_path, split_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import default_in, is_open, section_fields, unique_fields
@@ -67,14 +68,34 @@ def _set_from_text(config: dict[str, Any], path: str, text: str, key: str, kept:
     return True
 
 
+def _forget_widgets_under(path: str) -> None:
+    """Forget the own state of the widgets of the fields below ``path``, so they re-read the config."""
+    prefix = widget_key(path) + "."
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
+        del st.session_state[key]
+
+
+def _optimizer_class() -> str | None:
+    return effective(app_state.get_config(), app_state.get_context()["version"]).optimizer_class
+
+
 @app_state.counted_edit
 def _on_change(path: str, kind: Kind, optional: bool) -> None:
     value = st.session_state.get(widget_key(path))
     config = app_state.get_config()
+    optimizer = _optimizer_class()
     _forget_raw_editor(path)
     if kind == "json":
         _set_from_text(config, path, value or "", widget_key(path), "The previous value is kept.")
-        return
+    else:
+        _set_value(config, path, kind, optional, value)
+    if _optimizer_class() != optimizer:
+        # the parameter widgets hold what they showed for the class before (its defaults): they re-read
+        _forget_widgets_under("optimizer.params")
+
+
+def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, value: Any) -> None:
+    """Write a widget's ``value`` at ``path`` (None: remove the key); a new scheduler type adapts its params."""
     if kind == "str" and value == "" and optional:
         value = None
     before = get_path(config, path, None)
@@ -122,10 +143,7 @@ def _on_raw_change(path: str, key: str) -> None:
     text = st.session_state.get(key) or ""
     if not _set_from_text(app_state.get_config(), path, text, key, "Nothing was changed."):
         return
-    # The field widgets of this section must re-read the new value.
-    prefix = app_state.WIDGET_PREFIX + path + "."
-    for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
-        del st.session_state[k]
+    _forget_widgets_under(path)  # the field widgets of this section must re-read the new value
 
 
 # --------------------------------------------------------------------------- drawing
