@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -486,10 +487,16 @@ def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:
 
 def _dumps(config: dict[str, Any], indent: int | None) -> str:
     separators = None if indent is not None else (",", ":")
-    text = json.dumps(config, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False) + "\n"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (from a "\ud800" escape) cannot be written as UTF-8; JSON's \u escapes can.
-        text = json.dumps(config, indent=indent, separators=separators, ensure_ascii=True, allow_nan=False) + "\n"
-    return text
+    return json_text(config, indent=indent, separators=separators) + "\n"
+
+
+#: A UTF-16 surrogate on its own: in a Python str every one is lone (a valid pair is one code point).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps`` with non-ASCII kept (``ensure_ascii=False``) and NaN refused, that UTF-8 can always encode:
+    a lone surrogate (from a "\\ud800" escape in the input) has no UTF-8, so it alone is written as its JSON
+    escape, which reads back as the same string (escaping all non-ASCII made text up to 6x larger)."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, **options)
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

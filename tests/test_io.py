@@ -116,6 +116,15 @@ def test_what_the_tool_writes_it_reads_back():
     assert dump_config({"train_batch_size": 8}) == '{\n  "train_batch_size": 8\n}\n'
 
 
+def test_a_lone_surrogate_is_escaped_alone():
+    """A lone surrogate ("\\ud800" in the input) has no UTF-8: the whole file was then written with every
+    non-ASCII character escaped (6 bytes for each), now only the surrogate is."""
+    config = {"notes": "é字" * 1000 + "\ud800", "\udfff": 1}
+    text = dump_config(config)
+    assert load_config(text.encode("utf-8")) == config
+    assert "é字" * 1000 in text and '"\\udfff": 1' in text and len(text.encode("utf-8")) < 5100
+
+
 def test_dump_is_stable_and_readable():
     config = {"b": 1, "a": {"z": [1, 2], "é": "ü"}}
     text = dump_config(config)
