@@ -230,3 +230,26 @@ def test_nvme_optimizer_offload_below_stage_3_marks_the_cpu_row_current():
     table = next(d for d in shown_tables(at) if "Option" in d.columns)
     assert list(table.loc[table["Current"] != "", "Option"]) == ["ZeRO-2 opt→cpu"]
     assert any(c.value.startswith("Current config: ZeRO-2 opt→cpu — ") for c in at.caption)
+
+
+def test_an_optional_boolean_shows_what_deepspeed_uses_when_unset_and_can_be_unset_again():
+    """overlap_comm unset is true at stage 3: its checkbox was drawn unticked, and once ticked could not be unset."""
+    at = zero_app({"stage": 3})
+    at.session_state["zero_knobs"] = True
+    at.run()
+    overlap = at.selectbox(key=widget_key("zero_optimization.overlap_comm"))
+    assert overlap.value is None and overlap.options[0] == "— not set (default: true) —"
+    assert "Default: `true`." in overlap.help
+    overlap.set_value(False).run()
+    assert at.session_state["config"]["zero_optimization"] == {"stage": 3, "overlap_comm": False}
+    at.selectbox(key=widget_key("zero_optimization.overlap_comm")).select_index(0).run()
+    assert at.session_state["config"]["zero_optimization"] == {"stage": 3}
+    at.button_group(key=widget_key("zero_optimization.stage")).set_value(2).run()
+    assert at.selectbox(key=widget_key("zero_optimization.overlap_comm")).options[0] == "— not set (default: false) —"
+
+
+def test_an_optional_boolean_written_as_a_number_is_edited_as_written():
+    at = zero_app({"stage": 3, "overlap_comm": 1})
+    at.session_state["zero_knobs"] = True
+    at.run()
+    assert at.text_area(key=widget_key("zero_optimization.overlap_comm")).value == "1"

@@ -5,6 +5,7 @@ read, and how findings are put into words. ``ui.widgets`` draws with these; ever
 
 from __future__ import annotations
 
+import copy
 import enum
 import json
 import re
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 
 from core import io
 from core.effective import effective
-from core.findings import Finding, Report, join_path, split_path
+from core.findings import Finding, Report, delete_path, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
 from core.rules.context import lax_bool
@@ -110,6 +111,10 @@ def field_kind(field: SchemaField) -> FieldKind:
         return FieldKind("choice", tuple(m.value for m in plain[0]), optional, allows_auto, segmented)
     if literals and not plain:
         return FieldKind("choice", tuple(literals), optional, allows_auto, segmented)
+    if plain == [bool] and optional and field.default is None:
+        # unset is neither true nor false (overlap_comm: true at stage 3): a checkbox could show neither it nor a way
+        # back to it
+        return FieldKind("choice", (True, False), optional, allows_auto)
     if plain == [bool]:
         return FieldKind("bool", (), optional, allows_auto)
     if plain == [int]:
@@ -163,6 +168,21 @@ def config_path(config: Mapping[str, Any], path: str) -> str:
             model = found.model
         node = node.get(out[-1]) if isinstance(node, Mapping) else None
     return ".".join(out)
+
+
+#: Fields whose value when left out depends on the rest of the config, and the ``core.effective`` reading of it.
+EFFECTIVE_READINGS: Mapping[str, str] = types.MappingProxyType({"zero_optimization.overlap_comm": "overlap_comm"})
+
+
+def unset_value(path: str, config: Mapping[str, Any], version: str, default: Any) -> Any:
+    """What DeepSpeed ``version`` uses for ``path`` when ``config`` leaves it out: ``core.effective``'s reading where
+    it reads the field, else ``default`` (the release's)."""
+    reading = EFFECTIVE_READINGS.get(path)
+    if reading is None:
+        return default
+    without = copy.deepcopy(dict(config))
+    delete_path(without, path)
+    return getattr(effective(without, version), reading)
 
 
 def field_for(path: str) -> SchemaField:
@@ -295,8 +315,8 @@ def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
     """Whether the widget of ``kind`` can show ``value`` (else the value is edited as raw JSON)."""
     if value is None:
         return kind.optional or kind.kind in ("str", "json")
-    if kind.kind == "bool":
-        return isinstance(value, bool)
+    if kind.kind == "bool" or (kind.kind == "choice" and kind.choices == (True, False)):
+        return isinstance(value, bool)  # 1 == True: a 1 in the file would be shown, and written back, as true
     if kind.kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
@@ -322,7 +342,9 @@ def choice_options(kind: FieldKind, value: Any) -> list[Any]:
 def choice_label(value: Any, field: SchemaField, default: Any) -> str:
     """The label of one option of a schema field's choice widget (enum values with their name)."""
     if value is None:
-        return f"— not set (default: {json.dumps(default)}) —"
+        return "— not set —" if default is None else f"— not set (default: {json.dumps(default)}) —"
+    if isinstance(value, bool):
+        return json.dumps(value)
     annotation = field.info.annotation
     for arg in (annotation, *typing.get_args(annotation)):
         if isinstance(arg, type) and issubclass(arg, enum.Enum):

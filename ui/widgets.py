@@ -222,8 +222,9 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     present = current is not _MISSING
     default = default_in(field, path, form.version)
     value = current if present else default
+    unset = fields.unset_value(path, form.config, form.version, default)
     reason = fields.disabled_reason(field, form, path)
-    help_ = fields.help_text(field, default)
+    help_ = fields.help_text(field, unset)
     label = label or field.name
     form.shown.add(path)
     if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):
@@ -234,7 +235,7 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     else:
         bounds = fields.bounds(field, kind.kind) if kind.kind in ("int", "float") else (None, None)
         _value_widget(path, label, value, kind, bounds, help_=help_, reason=reason,
-                      format_func=lambda v: fields.choice_label(v, field, default),
+                      format_func=lambda v: fields.choice_label(v, field, unset),
                       placeholder=placeholder or "not set")
     if reason and present and value != default:
         st.caption(f"⚠️ `{path}` is set but {reason[0].lower()}{reason[1:]}")
