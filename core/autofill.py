@@ -415,14 +415,17 @@ HF_TRAINER_FIELDS: dict[str, tuple[str, ...]] = {
 
 def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int | None = None,
                      remembered: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A copy of ``config`` whose scheduler is ``new_type`` (None: no type, the key removed), with its params
-    adapted: parameters the new scheduler does not take are dropped (DeepSpeed would fail on them), the ones it
-    takes from ``remembered`` (what this type had before the user switched away) come back, and a required
-    ``total_num_steps`` still missing is filled from ``train_steps`` (an integer, as DeepSpeed wants a step
-    count). Parameters both schedulers take are kept; a type DeepSpeed does not define keeps its params."""
+    """A copy of ``config`` whose scheduler (created when there is none) is ``new_type`` (None: no type, the key
+    removed), with its params adapted (created too when there are none): parameters the new scheduler does not take
+    are dropped (DeepSpeed would fail on them), the ones it takes from ``remembered`` (what this type had before the
+    user switched away) come back, and a required ``total_num_steps`` still missing is filled from ``train_steps``
+    (an integer, as DeepSpeed wants a step count). Parameters both schedulers take are kept; a type DeepSpeed does
+    not define keeps its params."""
     from core.schema.optimizer import SCHEDULERS
 
     out = copy.deepcopy(dict(config))
+    if "scheduler" not in out and new_type is not None:
+        out["scheduler"] = {}
     scheduler = out.get("scheduler")
     if not isinstance(scheduler, dict):
         return out
@@ -431,17 +434,19 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
     else:
         scheduler["type"] = new_type
     spec = SCHEDULERS.get(new_type) if isinstance(new_type, str) else None
-    params = scheduler.get("params")
+    params = scheduler.get("params", {})  # none yet (a first scheduler): the new one's are filled all the same
     if spec is None or not isinstance(params, dict):
-        return out
+        return out  # params that are not an object are the user's to correct (the validator names them)
     accepted = {p.name for p in spec.params}
-    scheduler["params"] = {k: v for k, v in params.items() if k in accepted}
+    adapted = {k: v for k, v in params.items() if k in accepted}
     for key, value in (remembered or {}).items():
-        if key in accepted and key not in scheduler["params"]:
-            scheduler["params"][key] = copy.deepcopy(value)
-    if ("total_num_steps" in accepted and "total_num_steps" not in scheduler["params"]
+        if key in accepted and key not in adapted:
+            adapted[key] = copy.deepcopy(value)
+    if ("total_num_steps" in accepted and "total_num_steps" not in adapted
             and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
-        scheduler["params"]["total_num_steps"] = train_steps
+        adapted["total_num_steps"] = train_steps
+    if adapted or "params" in scheduler:
+        scheduler["params"] = adapted
     return out
 
 

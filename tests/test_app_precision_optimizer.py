@@ -315,3 +315,11 @@ def test_parameter_boxes_follow_the_optimizer_class_when_it_changes():
     assert at.number_input(key=widget_key("optimizer.params.weight_decay")).value == 0.0
     at.checkbox(key=widget_key("optimizer.params.torch_adam")).check().run()
     assert at.number_input(key=widget_key("optimizer.params.weight_decay")).value == 0.01
+
+
+def test_a_first_scheduler_is_filled_with_the_step_count():
+    at = app({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "Adam", "params": {"lr": 1e-4}}},
+             page="pages/optimizer.py")
+    at.selectbox(key=widget_key("scheduler.type")).set_value("WarmupDecayLR").run()
+    assert at.session_state["config"]["scheduler"] == {"type": "WarmupDecayLR", "params": {"total_num_steps": 10_000}}
+    assert not any("scheduler.missing-param" in e.value for e in at.main.error)

@@ -28,6 +28,7 @@ from core.autofill import (
     find_auto,
     needed_training_values,
     resolve_auto,
+    switch_scheduler,
 )
 from core.presets import BUILTIN_DIR, list_presets
 from core.validate import validate
@@ -421,3 +422,18 @@ def test_a_written_global_batch_no_auto_value_can_match_is_an_error_for_the_hf_t
                       * args["gradient_accumulation_steps"] * gpus, "train_batch_size (calculated)")
         some_value_trains |= not hf.mismatches
     assert flagged == (not some_value_trains)
+
+
+def test_a_first_scheduler_gets_its_step_count_as_a_switch_does():
+    """With no scheduler (or one without params) WarmupDecayLR came without total_num_steps, which it requires,
+    while switching to it from WarmupLR filled it."""
+    optimizer = {"optimizer": {"type": "Adam", "params": {"lr": 1e-4}}}
+    assert switch_scheduler(optimizer, "WarmupDecayLR", 5000)["scheduler"] == {
+        "type": "WarmupDecayLR", "params": {"total_num_steps": 5000}}
+    typed = {**optimizer, "scheduler": {"type": "WarmupDecayLR"}}  # as the app writes the type before switching
+    assert switch_scheduler(typed, "WarmupDecayLR", 5000)["scheduler"]["params"] == {"total_num_steps": 5000}
+    assert switch_scheduler(optimizer, "WarmupLR", 5000)["scheduler"] == {"type": "WarmupLR"}  # nothing to fill
+    kept = {"scheduler": {"type": "WarmupLR", "params": [1]}}
+    assert switch_scheduler(kept, "WarmupDecayLR", 5000) == {"scheduler": {"type": "WarmupDecayLR", "params": [1]}}
+    assert switch_scheduler({"scheduler": {"type": "WarmupLR"}}, None) == {"scheduler": {}}
+    assert switch_scheduler({}, None) == {}
