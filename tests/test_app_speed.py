@@ -154,7 +154,7 @@ def test_every_page_draws_a_config_at_the_size_limit_with_huge_parts_summarised(
     assert "more **keys.unknown-top-level** findings" in unknown[-1] and f"{len(config) - 1 - 20:,}" in unknown[-1]
     # the misspelt section is still found among them, with its did-you-mean
     assert any("zero_optimisation" in e.value and "zero_optimization" in e.value for e in at.warning)
-    assert any("lines" in c.value and "the download holds all of it" in c.value for c in at.caption)
+    assert any("characters of" in c.value and "the download holds all of it" in c.value for c in at.caption)
     at.switch_page("pages/advanced.py").run()
     assert any("unknown keys are shown; all of them are kept" in c.value for c in at.caption)
     assert at.session_state["config"] == config  # nothing the user gave is lost

@@ -58,6 +58,10 @@ def test_long_text_is_previewed_with_a_caption():
     shown, caption = fields.preview("\n".join(str(i) for i in range(1000)))
     assert shown.split("\n") == [str(i) for i in range(fields.MAX_SHOWN_LINES)]
     assert caption is not None and "first 400 of 1,000 lines" in caption
+    # a config written compact is one line: cut by characters (a 1 MB line was sent to the browser whole)
+    shown, caption = fields.preview("[" + "1," * 500_000 + "1]")
+    assert len(shown) == fields.MAX_SHOWN_CHARS
+    assert caption.startswith(f"The first {fields.MAX_SHOWN_CHARS:,} characters")
 
 
 def test_findings_in_words_and_the_summary_of_the_undrawn():

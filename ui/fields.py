@@ -38,6 +38,9 @@ SWITCH = "enabled"
 #: Longest text a code block shows in full; a larger file shows its beginning and says so (the download and
 #: the copy the user exports are always the whole file).
 MAX_SHOWN_LINES = 400
+#: Most characters a code block shows: 400 indented lines of a config are ~20 K; a config written compact (one
+#: line at the size limit, core.io.dump_config) is cut here too.
+MAX_SHOWN_CHARS = 40_000
 #: Findings of one code drawn one by one; the others of that code are summarised in one line (a config at the
 #: size limit can hold tens of thousands of unknown keys, and nobody reads the 50th identical warning).
 MAX_DRAWN_PER_CODE = 20
@@ -434,11 +437,14 @@ def safe_text(text: str) -> str:
 def preview(text: str) -> tuple[str, str | None]:
     """What a code block shows of ``text``: all of it, or its first ``MAX_SHOWN_LINES`` lines and a caption."""
     lines = text.count("\n") + 1
-    if lines <= MAX_SHOWN_LINES:
+    if lines <= MAX_SHOWN_LINES and len(text) <= MAX_SHOWN_CHARS:
         return text, None
     head = "\n".join(text.split("\n", MAX_SHOWN_LINES)[:MAX_SHOWN_LINES])
-    return head, (f"The first {MAX_SHOWN_LINES:,} of {lines:,} lines ({len(text.encode()) / 1024:,.0f} KiB) are "
-                  "shown; the download holds all of it.")
+    size = f"{len(text.encode()) / 1024:,.0f} KiB"
+    if len(head) > MAX_SHOWN_CHARS:
+        return head[:MAX_SHOWN_CHARS], (f"The first {MAX_SHOWN_CHARS:,} characters of {size} are shown; the "
+                                        "download holds all of it.")
+    return head, f"The first {MAX_SHOWN_LINES:,} of {lines:,} lines ({size}) are shown; the download holds all of it."
 
 
 # --------------------------------------------------------------------------- findings in words
