@@ -16,6 +16,7 @@ from core import memory
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole, sequence_parallel_degree
 from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
+from core.memory.result import gib_margin, gib_used
 from core.memory.settings import TrainingSettings
 from core.models.arch import ModelSpec
 from core.rules.optim import zero_tested
@@ -160,9 +161,7 @@ def fit_numbers(estimate: memory.MemoryEstimate) -> str:
     gib = memory.GIB
 
     def part(used: int, cap: int, what: str) -> str:
-        margin = (cap - used) / gib
-        state = f"{margin:.1f} GiB free" if margin >= 0 else f"{-margin:.1f} GiB over"
-        return f"{what} {used / gib:.1f} of {cap / gib:.1f} GiB ({state})"
+        return f"{what} {gib_used(used, cap)} of {cap / gib:.1f} GiB ({gib_margin(used, cap)})"
 
     parts = [part(estimate.gpu_bytes, hw.gpu_memory_bytes, "GPU"),
              part(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, "CPU RAM per node")]

@@ -295,3 +295,23 @@ def test_flags_the_chosen_estimate_does_not_read_are_refused_not_ignored():
     assert code == 2 and "--buffer-factor does not apply here" in err
     assert _main(["estimate", "--params", "7e9", "--buffer-factor", "1.0"])[0] == 0
     assert _main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--seq-len", "8192"])[0] == 0
+
+
+def test_figures_near_the_limit_never_contradict_the_verdict(tmp_path, capsys):
+    """79.996 and 80.002 GiB of 80 were both printed as 80.0 (80.00), one "fits", one "DOES NOT FIT", and the
+    overrun as "0.0 GiB over"; figures are now rounded toward their verdict."""
+    from core.cli import main
+    from core.memory.result import gib_margin, gib_used
+
+    gib = 1024**3
+    assert (gib_used(79.996 * gib, 80 * gib), gib_used(80.002 * gib, 80 * gib)) == ("79.9", "80.1")
+    assert (gib_margin(80.002 * gib, 80 * gib), gib_margin(79.996 * gib, 80 * gib)) == ("0.1 GiB over",
+                                                                                      "0.0 GiB free")
+    config = tmp_path / "z2.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}, '
+                      '"bf16": {"enabled": true}}')
+    for seq, verdict, shown in (("8664", "fits", "79.99"), ("8665", "DOES NOT FIT", "80.01")):
+        main(["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--config", str(config), "--seq-len", seq])
+        assert f"{shown} GiB of 80.00 GiB -> {verdict}" in capsys.readouterr().out
+    main(["fit", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpus", "8", "--seq-len", "8665"])
+    assert "GPU 80.1 GiB of 80.0 GiB per GPU" in capsys.readouterr().out

@@ -34,6 +34,7 @@ from core.cli.common import (
     seq_len,
 )
 from core.hardware import DEFAULT_CPU_RAM_GIB
+from core.memory.result import gib_used
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -181,18 +182,18 @@ def _render(est: memory.MemoryEstimate, out: TextIO) -> None:
             out.write(f"  {c.name:55s} {_fmt(c.bytes)}  [{c.phase}{pin}]\n")
     out.write("\n")
     out.write(
-        f"GPU peak ({est.gpu_peak_phase}): {_fmt(est.gpu_bytes).strip()} of "
+        f"GPU peak ({est.gpu_peak_phase}): {gib_used(est.gpu_bytes, hw.gpu_memory_bytes, 2)} GiB of "
         f"{_fmt(hw.gpu_memory_bytes).strip()} -> {'fits' if est.fits_gpu else 'DOES NOT FIT'}\n"
     )
     out.write(
-        f"CPU RAM per node: {_fmt(est.cpu_bytes_per_node).strip()} (pinned "
+        f"CPU RAM per node: {gib_used(est.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, 2)} GiB (pinned "
         f"{_fmt(est.cpu_pinned_bytes_per_node).strip()}) of {_fmt(hw.cpu_ram_per_node_bytes).strip()} -> "
         f"{'fits' if est.fits_cpu else 'DOES NOT FIT'}\n"
     )
     if est.nvme_bytes_per_node:
         cap = "unknown capacity" if hw.nvme_bytes_per_node is None else _fmt(hw.nvme_bytes_per_node).strip()
         out.write(
-            f"NVMe per node: {_fmt(est.nvme_bytes_per_node).strip()} of {cap} -> "
+            f"NVMe per node: {gib_used(est.nvme_bytes_per_node, hw.nvme_bytes_per_node, 2)} GiB of {cap} -> "
             f"{'fits' if est.fits_nvme else 'DOES NOT FIT'}\n"
         )
     for note in est.notes:

@@ -29,6 +29,7 @@ from core.cli.common import (
     read_config_file,
     seq_len,
 )
+from core.memory.result import gib_used
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -98,6 +99,11 @@ def _gib_text(n: float) -> str:
     return f"{n / memory.GIB:.1f} GiB"
 
 
+def _used_text(used: float, capacity: float) -> str:
+    """``used`` against ``capacity`` in GiB, rounded toward the verdict (``core.memory.result.gib_used``)."""
+    return f"{gib_used(used, capacity)} GiB"
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Handle ``dsconfig fit``: 0 when it fits, 1 when it does not (ways printed), 2 for bad input."""
     return guarded("fit", lambda: _fit(args, out or sys.stdout), err)
@@ -130,10 +136,11 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     which = gpu_name or f"{_gib_text(hw.gpu_memory_bytes)} GPUs"
     out.write(f"{spec.name} on {hw.total_gpus} × {which} ({hw.nodes} × {hw.gpus_per_node}), "
               f"{est.assumptions}{assumed}: {verdict}\n")
-    out.write(f"  GPU {_gib_text(est.gpu_bytes)} of {_gib_text(hw.gpu_memory_bytes)} per GPU; CPU RAM "
-              f"{_gib_text(est.cpu_bytes_per_node)} of {_gib_text(hw.cpu_ram_per_node_bytes)} per node")
+    out.write(f"  GPU {_used_text(est.gpu_bytes, hw.gpu_memory_bytes)} of {_gib_text(hw.gpu_memory_bytes)} per "
+              f"GPU; CPU RAM {_used_text(est.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} of "
+              f"{_gib_text(hw.cpu_ram_per_node_bytes)} per node")
     nvme = "" if not est.nvme_bytes_per_node else (
-        f"; NVMe {_gib_text(est.nvme_bytes_per_node)} of "
+        f"; NVMe {_used_text(est.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0)} of "
         f"{_gib_text(hw.nvme_bytes_per_node) if hw.nvme_bytes_per_node else '0 GiB (none given: --nvme)'}")
     out.write(nvme + "\n")
     for note in notes:

@@ -6,6 +6,7 @@ activation peak (end of forward / start of backward) and the step peak do not co
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,6 +19,23 @@ from core.memory.settings import TrainingSettings
 #: Beyond these no machine or model is built, and 10**400 overflows the float arithmetic of the models.
 _LARGEST_BYTES = 2.0**80
 _LARGEST_COUNT = 1e18
+
+
+def gib_used(used: float, capacity: float | None, digits: int = 1) -> str:
+    """``used`` bytes in GiB with ``digits`` decimals, rounded toward its verdict against ``capacity``: down when it
+    fits, up when it does not, so the figure never contradicts the verdict (79.996 of 80 is "79.9", fits; 80.002
+    is "80.1", does not; both were "80.0")."""
+    step = 10.0 ** -digits
+    value = used / GIB / step
+    shown = math.floor(value) if capacity is None or used <= capacity else math.ceil(value)
+    return f"{shown * step:.{digits}f}"
+
+
+def gib_margin(used: float, capacity: float, digits: int = 1) -> str:
+    """What is left (``"3.2 GiB free"``) or missing (``"0.1 GiB over"``) of ``capacity``, rounded toward the
+    verdict as :func:`gib_used` rounds: an overrun is never shown as 0."""
+    return (f"{gib_used(capacity - used, None, digits)} GiB free" if used <= capacity else
+            f"{gib_used(used - capacity, 0, digits)} GiB over")
 
 
 def _check_finite_count(name: str, value: object, largest: float) -> None:
