@@ -195,7 +195,7 @@ def test_cli_versions_on_several_gpu_counts_needs_each(tmp_path, capsys):
                                                "micro_batch_sizes": [2, 4, 6], "version": 0.1}}))
     assert main(["versions", str(path), "--world-size", "8"]) == 0
     alone = capsys.readouterr().out
-    assert "0.19.7   ok" in alone and "GPU(s)" not in alone
+    assert "0.19.7   ok" in alone and "GPU(s)" not in alone and alone.splitlines()[-1].endswith("checked on 8 GPUs")
     assert main(["versions", str(path), "--world-size", "8,16"]) == 1
     both = capsys.readouterr().out
     assert "0.19.7   on 16 GPU(s): elasticity.world-size" in both
@@ -207,6 +207,25 @@ def test_cli_versions_on_several_gpu_counts_needs_each(tmp_path, capsys):
     assert by_release["0.19.8"]["world_size"] == 8  # it refuses the section on the first count already
     assert main(["versions", str(path), "--world-size", "8,12", "--format", "json"]) == 0
     assert all("world_size" not in r for r in json.loads(capsys.readouterr().out)["releases"] if r["ok"])
+
+
+def test_cli_versions_says_the_gpu_count_it_checked_in_text_and_json(tmp_path, capsys):
+    """train_batch_size 6 works on 1 GPU and on no release at 8: the verdict flips with the GPU count, which
+    neither the text nor the JSON named when --world-size was left out (1 checked silently)."""
+    path = tmp_path / "tb6.json"
+    path.write_text(json.dumps({"train_batch_size": 6, "bf16": {"enabled": True}}))
+    assert main(["versions", str(path)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "every profiled release" in last and "checked on 1 GPU, the default (--world-size N" in last
+    assert main(["versions", str(path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["world_sizes"] == [1] and data["world_size_given"] is False
+    assert main(["versions", str(path), "--world-size", "8", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["world_sizes"] == [8] and data["world_size_given"] is True
+    assert not any(r["ok"] for r in data["releases"])
+    assert main(["versions", str(path), "--world-size", "8,16"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].endswith("; checked on 8, 16 GPUs")
 
 
 def test_cli_validate_accepts_any_release_and_refuses_others_clearly(tmp_path, capsys):

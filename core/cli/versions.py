@@ -26,17 +26,28 @@ def release(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def checked_on(counts: list[int], given: bool) -> str:
+    """The GPU counts a verdict was checked on, in words (the batch and elasticity checks depend on them), and
+    when none was given, that 1 is the default and how to check another."""
+    gpus = ", ".join(str(n) for n in counts) + (" GPU" if counts == [1] else " GPUs")
+    return f"checked on {gpus}" + ("" if given else ", the default (--world-size N checks the count you run on)")
+
+
 def cmd_versions(args: argparse.Namespace, out: TextIO) -> int:
+    """Print every release's verdict on the config and a summary saying the GPU count(s) checked; 1 when none
+    works."""
     config = read_config_file(args.file)
-    result = works_with(config, world_size=list(dict.fromkeys(args.world_size or [1])), target=args.target)
+    counts = list(dict.fromkeys(args.world_size or [1]))
+    given = args.world_size is not None
+    result = works_with(config, world_size=counts, target=args.target)
     if args.format == "json":
-        out.write(json_report(result.as_json()))
+        out.write(json_report({"world_sizes": counts, "world_size_given": given, **result.as_json()}))
     else:
         for verdict in result.verdicts:
             on = f"on {verdict.world_size} GPU(s): " if verdict.world_size is not None else ""
             line = "ok" if verdict.ok else f"{on}{verdict.code} at {verdict.path or '(config)'}: {verdict.message}"
             out.write(f"{verdict.version:<8} {line}\n")
-        out.write(f"{args.file}: {result.summary}\n")
+        out.write(f"{args.file}: {result.summary}; {checked_on(counts, given)}\n")
     return EXIT_OK if any(v.ok for v in result.verdicts) else EXIT_ERRORS  # 1: none works
 
 
