@@ -50,6 +50,28 @@ def test_plan_json_rows_are_valid_configs_with_time_and_cost():
     assert data["gpu_sweep"] and data["min_gpus"] >= 8
 
 
+def test_plan_json_says_what_its_hours_and_cost_assumed():
+    """The rows carried hours and cost while the JSON named neither the GPU, the node and GPU counts, the tokens,
+    the price nor the node's CPU RAM and NVMe (cluster was the rates alone): each row's figures are now
+    reproducible from the JSON itself, and the text says the same."""
+    argv = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--nodes", "2",
+            "--global-batch", "256", "--tokens", "2e9", "--price", "2.5", "--top", "3"]
+    code, text = run([*argv, "--format", "json"])
+    data = json.loads(text)
+    cluster, assumed = data["cluster"], data["assumptions"]
+    assert code == 0 and cluster["gpu"] == "NVIDIA H100 80GB" and cluster["gpu_memory_gib"] == 80
+    assert (cluster["nodes"], cluster["gpus_per_node"], cluster["total_gpus"]) == (2, 8, 16)
+    assert cluster["cpu_ram_gib_per_node"] == 512 and cluster["nvme_gib_per_node"] == 0
+    assert cluster["inter_node_gbit_s"] == 3200 and assumed["cluster"] == cluster
+    assert assumed["tokens"] == 2e9 and assumed["price_per_gpu_hour"] == 2.5
+    for row in data["rows"]:
+        assert row["hours"] == pytest.approx(assumed["tokens"] / row["tokens_per_second"] / 3600)
+        assert row["cost"] == pytest.approx(row["hours"] * cluster["total_gpus"] * assumed["price_per_gpu_hour"])
+    head = run(argv)[1].splitlines()
+    assert "512 GiB of CPU RAM and no NVMe each" in head[0]
+    assert head[1] == "hours: 2e+09 tokens to train at the row's tok/s; cost: hours x 16 GPUs x 2.5 USD per GPU-hour"
+
+
 def test_predict_prints_the_breakdown(config_file):
     code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
                       "--seq-len", "2048"])

@@ -175,7 +175,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                       attention=args.attention) if args.sweep else None
     if args.format == "json":
         rows = _records(table.drop(columns=["breakdown"]).head(args.top))
-        data: dict[str, Any] = {"model": spec.name, "cluster": cluster.resolved(), "assumptions": table.attrs,
+        data: dict[str, Any] = {"model": spec.name, "cluster": cluster.described(), "assumptions": table.attrs,
                                 "candidates": len(table), "fitting": int(table["fits"].sum()), "rows": rows}
         if sweep is not None:
             data["gpu_sweep"] = _records(sweep)
@@ -184,8 +184,12 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json_report(data))
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
-              f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node), seq {args.seq_len}, global batch "
-              f"{args.global_batch}, {args.precision}, {args.attention} attention\n")
+              f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node, {_node_storage(cluster)} each), seq "
+              f"{args.seq_len}, global batch {args.global_batch}, {args.precision}, {args.attention} attention\n")
+    if args.tokens is not None:
+        out.write(f"hours: {args.tokens:g} tokens to train at the row's tok/s"
+                  + (f"; cost: hours x {cluster.total_gpus} GPUs x {args.price:g} USD per GPU-hour"
+                     if args.price is not None else "") + "\n")
     out.write(f"{int(table['fits'].sum())} of {len(table)} candidates fit ({table.attrs['memory_headroom']:.0%} "
               "of GPU memory kept free); fastest first:\n\n")
     extra = " hours" if "hours" in table else ""
@@ -209,11 +213,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write("Its ds_config (dsconfig plan --format json prints every row's):\n")
         out.write(json.dumps(best["config"], indent=2) + "\n")
     else:
-        node = hardware_for(cluster)
-        nvme = ("no NVMe" if node.nvme_bytes_per_node == 0 else "NVMe of unlimited size"
-                if node.nvme_bytes_per_node is None else f"{node.nvme_bytes_per_node / GIB:g} GiB of NVMe")
-        out.write(f"\nNothing fits on {cluster.total_gpus} GPUs with {node.cpu_ram_per_node_bytes / GIB:g} GiB of CPU "
-                  f"RAM and {nvme} per node (the offloading candidates above count them): add nodes (--nodes), "
+        out.write(f"\nNothing fits on {cluster.total_gpus} GPUs with {_node_storage(cluster)} per node (the "
+                  "offloading candidates above count them): add nodes (--nodes), "
                   "shorten the sequence (--seq-len), or give the nodes' real CPU RAM (--cpu-ram GIB) and NVMe "
                   "(--nvme GIB), which the CPU and NVMe offload candidates need.\n")
     if sweep is not None:
@@ -230,6 +231,14 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
     return EXIT_OK
+
+
+def _node_storage(cluster: Cluster) -> str:
+    """A node's CPU RAM and NVMe as the memory check counts them, in words ("512 GiB of CPU RAM and no NVMe")."""
+    node = hardware_for(cluster)
+    nvme = ("no NVMe" if node.nvme_bytes_per_node == 0 else "NVMe of unlimited size"
+            if node.nvme_bytes_per_node is None else f"{node.nvme_bytes_per_node / GIB:g} GiB of NVMe")
+    return f"{node.cpu_ram_per_node_bytes / GIB:g} GiB of CPU RAM and {nvme}"
 
 
 def _predict(args: argparse.Namespace, out: TextIO) -> int:

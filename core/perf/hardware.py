@@ -54,10 +54,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from core.findings import brief
-from core.hardware import GPU_BY_NAME, find_gpu
+from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, find_gpu
 from core.memory.estimate import Allowances
 from core.perf.constants import FLASH1_ATTENTION_SPEED
 
@@ -329,4 +329,16 @@ class Cluster:
             "pcie_gbyte_s": self.pcie_bytes_s / 1e9,
             "nvme_gbyte_s": self.nvme_bytes_s / 1e9,
             "cpu_adam_params_per_s": self.cpu_adam_rate,
+        }
+
+    def described(self) -> dict[str, Any]:
+        """What the cluster is and every rate of ``resolved()``: the GPU, its memory, the GPU and node counts, and
+        the CPU RAM and NVMe per node as the memory check counts them (``nvme_gib_per_node`` None: unlimited). What
+        a plan's hours and cost or a prediction on it assumed, for ``--format json``."""
+        return {
+            "gpu": self.gpu, "gpu_memory_gib": GPU_BY_NAME[self.gpu].memory_gib, "gpus_per_node": self.gpus_per_node,
+            "nodes": self.nodes, "total_gpus": self.total_gpus,
+            "cpu_ram_gib_per_node": self.cpu_ram_gib if self.cpu_ram_gib is not None else DEFAULT_CPU_RAM_GIB,
+            "nvme_gib_per_node": self.nvme_gib,
+            **self.resolved(),
         }

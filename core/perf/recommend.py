@@ -146,8 +146,9 @@ def recommend(
 
     ``global_batch`` is in sequences per optimizer step; it must split into micro batch x accumulation x GPUs.
     Adds ``hours`` (and ``cost``) when ``tokens`` (and ``price_per_gpu_hour``) are given. The frame's ``attrs``
-    record the assumptions (memory headroom, attention kernel, cluster rates). ``fitting_only`` leaves out the
-    candidates that do not fit, without predicting them; the frame is then empty when nothing fits.
+    record the assumptions (memory headroom, attention kernel, the cluster with its rates, tokens and price).
+    ``fitting_only`` leaves out the candidates that do not fit, without predicting them; the frame is then empty
+    when nothing fits.
     ``fastest_only`` (which implies ``fitting_only``; what a sweep for the fastest fitting config needs) also
     leaves out, per ZeRO/offload option and recompute mode, the micro batches that are slower than a larger one:
     at a fixed global batch the predicted step never gets slower with a larger micro batch (fewer micro-steps,
@@ -251,7 +252,8 @@ def recommend(
     frame.attrs.update(
         notes=notes, caveats=caveats,
         memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB, attention=attention,
-        seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.resolved(),
+        seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.described(),
+        tokens=tokens, price_per_gpu_hour=price_per_gpu_hour,
         recompute_note="recompute is the model's gradient checkpointing (e.g. HF gradient_checkpointing_enable); "
         "it is not a ds_config key",
     )
