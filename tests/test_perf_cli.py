@@ -79,6 +79,23 @@ def test_predict_prints_the_breakdown(config_file):
     assert "Critical path:" in text and "ZeRO-3 parameter all-gather" in text and "Bottleneck:" in text
 
 
+def test_predict_json_names_the_gpu_the_gpu_count_and_the_shape(config_file):
+    """The step time depends on the GPU, its count and the shape, which the JSON gave only inside prose (the
+    text's first line has them): they are fields now, matching the text."""
+    argv = ["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100 80", "--nodes", "2",
+            "--recompute", "full", "--attention", "eager"]
+    code, text = run([*argv, "--format", "json"])
+    data = json.loads(text)
+    assert code == 0
+    assert {k: data["cluster"][k] for k in ("gpu", "gpus_per_node", "nodes", "total_gpus")} == {
+        "gpu": "NVIDIA A100 80GB", "gpus_per_node": 8, "nodes": 2, "total_gpus": 16}
+    assert data["cluster"]["inter_node_gbit_s"] == 1600 and data["cluster"]["gpu_memory_gib"] == 80
+    assert data["shape"] == {"micro_batch": 2, "seq_len": 2048, "attention": "eager", "recompute": "full"}
+    first = run(argv)[1].splitlines()[0]
+    assert first.startswith("meta-llama/Llama-2-7b-hf on 2 x 8 NVIDIA A100 80GB (1600 Gbit/s per node); micro "
+                            "batch 2 x 4 accumulation, seq 2048, eager attention, recompute full")
+
+
 def test_predict_calibrates_to_a_measured_step(config_file):
     args = ["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--seq-len", "2048",
             "--format", "json"]

@@ -97,6 +97,10 @@ class StepEstimate:
     #: Where the published measurements say this very figure is optimistic (e.g. ZeRO-3 with little work per GPU):
     #: shown beside the step time, not among the notes.
     caveats: tuple[str, ...] = ()
+    #: The cluster predicted on (``Cluster.described()``: GPU, counts, rates) and the shape (micro batch, sequence
+    #: length, attention kernel, recomputation): what the figure assumed, as data.
+    cluster: dict[str, Any] = field(default_factory=dict)
+    shape: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable."""
@@ -115,6 +119,8 @@ class StepEstimate:
             "gradient_accumulation_steps": self.gradient_accumulation_steps,
             "tokens_per_step": self.tokens_per_step,
             "model_flops_per_token": self.model_flops_per_token,
+            "cluster": dict(self.cluster),
+            "shape": dict(self.shape),
             "assumptions": dict(self.assumptions),
         }
 
@@ -445,6 +451,9 @@ def predict(
         model_flops_per_token=model_flops,
         hidden=hidden,
         caveats=tuple(c for c in (small, flops_caveat) if c),
+        cluster=cluster.described(),
+        shape={"micro_batch": shape.micro_batch, "seq_len": shape.seq_len, "attention": shape.attention,
+               "recompute": shape.recompute},
         assumptions={**cluster.resolved(), "peak_tflops_used": peak / 1e12,
                      "efficiency": cluster.efficiency.__dict__.copy(), "activation_passes": ACTIVATION_PASSES,
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
