@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import sequence_parallel_degree
+from core.batch import BATCH_KEYS, sequence_parallel_degree
 from core.findings import brief, join_index, join_path
 
 AUTO = "auto"
@@ -358,6 +358,15 @@ def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
             if shown in values and f"{shown}={values[shown]}" not in used:
                 used.append(f"{shown}={values[shown]}")
     return filled, used
+
+
+def trainer_batch(config: Mapping[str, Any], micro_batch: int, grad_accum: int, world_size: int) -> dict[str, Any]:
+    """``config`` with only its batch keys as the HF Trainer fills them for a per-device batch of ``micro_batch``
+    and ``grad_accum`` accumulation steps on ``world_size`` GPUs ("auto" filled; written values that disagree
+    raise AutoFillError, as the Trainer refuses them); every other "auto" stays."""
+    batch = {key: config[key] for key in BATCH_KEYS if key in config}
+    return {**config, **resolve_auto(batch, world_size=world_size, per_device_train_batch_size=micro_batch,
+                                     gradient_accumulation_steps=grad_accum)}
 
 
 def find_auto(config: Any, prefix: str = "") -> list[str]:

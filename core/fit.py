@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core import memory
+from core.autofill import AutoFillError, trainer_batch
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole, sequence_parallel_degree
 from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
@@ -555,22 +556,27 @@ def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,
 
 
 def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                shape: Shape, gpu: str) -> list[float | None]:
+                shape: Shape, gpu: str, trainer_accum: int = 1) -> list[float | None]:
     """For each way, its predicted tokens per second per GPU (``core.perf.predict`` on the GPU model ``gpu``)
     relative to the current job's: 1.0 = as fast, 0.5 = each GPU-hour trains half the tokens (per GPU, so a way
-    that adds GPUs is not mistaken for a speed-up). None where the planner cannot say (e.g. a custom GPU)."""
+    that adds GPUs is not mistaken for a speed-up). None where the planner cannot say (e.g. a custom GPU).
+    "auto" batch keys are costed as the HF Trainer fills them: now with ``trainer_accum`` accumulation steps, after
+    a way with the accumulation it sets."""
     from core import perf
 
-    def tokens_per_second(cfg: Mapping[str, Any], hw: Hardware, sh: Shape) -> float | None:
+    def tokens_per_second(cfg: Mapping[str, Any], hw: Hardware, sh: Shape, accum: int) -> float | None:
         try:
+            hf_batch = "auto" in (cfg.get(key) for key in BATCH_KEYS)  # written keys are what DeepSpeed runs
+            filled = trainer_batch(cfg, sh.micro_batch, accum, hw.total_gpus) if hf_batch else cfg
             cluster = perf.Cluster(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes)
-            return perf.predict(cfg, model, cluster, sh).tokens_per_second / hw.total_gpus
-        except ValueError:
+            return perf.predict(filled, model, cluster, sh).tokens_per_second / hw.total_gpus
+        except (ValueError, AutoFillError):
             return None
 
-    now = tokens_per_second(config, hardware, shape)
+    now = tokens_per_second(config, hardware, shape, trainer_accum)
     out: list[float | None] = []
     for way in ways:
-        after = tokens_per_second(*way_inputs(way, config, hardware, shape))
+        accum = int(way.context_patch.get("hf_grad_accum", trainer_accum))
+        after = tokens_per_second(*way_inputs(way, config, hardware, shape), accum)
         out.append(None if now is None or after is None or now <= 0 else after / now)
     return out

@@ -7,6 +7,7 @@ import streamlit as st
 from core import fit
 from core.findings import get_path
 from core.launchers import job_world_size
+from core.memory.result import gib_used
 from ui import (
     actions,
     app_state,
@@ -138,8 +139,10 @@ if view is not None:
         for i, (way, speed) in enumerate(zip(found, speeds, strict=True)):
             with st.container(border=True):
                 verdict = ":green[**fits**]" if way.fits else f":red[still short of {', '.join(way.short)}]"
-                st.markdown(f"**{i + 1}. {way.title}** — GPU {way.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
-                            f"CPU RAM {way.cpu_bytes_per_node / memory.GIB:.1f} GiB per node: {verdict}")
+                hw = estimate.hardware  # the per-GPU and per-node capacities stay whatever a way changes
+                st.markdown(f"**{i + 1}. {way.title}** — GPU {gib_used(way.gpu_bytes, hw.gpu_memory_bytes)} GiB "
+                            f"per GPU, CPU RAM {gib_used(way.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB "
+                            f"per node: {verdict}")
                 cost = "" if speed is None else (
                     f" Speed: about **{speed:.2f}×** the tokens per second per GPU of the current config "
                     "(the planner's estimate).")

@@ -544,3 +544,22 @@ def test_the_combined_ways_batch_sentence_compares_with_the_users_config():
     assert combined.detail.endswith(
         f"train_batch_size stays 24: micro batch 8 → {micro}, gradient accumulation 1 → {accum}.")
     assert micro * accum * combined.context_patch["nodes"] * combined.context_patch["gpus_per_node"] == 24
+
+
+def test_a_ways_speed_counts_the_trainers_accumulation():
+    """With "auto" batch keys and --gradient-accumulation-steps 4, micro batch 4 -> 1 (16 steps) was priced as
+    micro 4 x 1 step against micro 1 x 1 (0.85x) instead of 4 x 4 against 1 x 16 (0.93x, what predict says)."""
+    from core import perf
+    from core.autofill import trainer_batch
+
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    hardware, shape = memory.Hardware(8, 1, 80 * memory.GIB), memory.Shape(4)
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+              "gradient_accumulation_steps": "auto", "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    ways = fit.ways_to_fit(config, spec, hardware, shape, trainer_accum=4)
+    way = next(w for w in ways if w.context_patch.get("hf_grad_accum") == 16)
+    speed = fit.speed_costs(ways, config, spec, hardware, shape, "NVIDIA A100 80GB", 4)[ways.index(way)]
+    cluster = perf.Cluster("NVIDIA A100 80GB", 8)
+    now, after = (perf.predict(trainer_batch(config, micro, accum, 8), spec, cluster, memory.Shape(micro))
+                  for micro, accum in ((4, 4), (1, 16)))
+    assert speed == pytest.approx(after.tokens_per_second / now.tokens_per_second)

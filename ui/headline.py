@@ -108,7 +108,8 @@ def _speeds(keys: memory.Keys, trainer_accum: int, gpu: str) -> tuple[float | No
     ways_found, found = _ways(keys, trainer_accum), memory.inputs(keys)
     if found is None or not ways_found:
         return (None,) * len(ways_found)
-    return tuple(fit.speed_costs(list(ways_found), found.config, found.model, found.hardware, found.shape, gpu))
+    return tuple(fit.speed_costs(list(ways_found), found.config, found.model, found.hardware, found.shape, gpu,
+                                 trainer_accum))
 
 
 def _apply_finding_fix(finding: Finding) -> None:

@@ -121,7 +121,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         notes.append('gradient_accumulation_steps is "auto": the HF Trainer\'s accumulation is taken as 1 (its '
                      "default) where a way keeps the global batch; pass --gradient-accumulation-steps N with yours")
     ways = fit.ways_to_fit(config, spec, hw, shape, trainer_accum=trainer_accum)
-    speeds = fit.speed_costs(ways, config, spec, hw, shape, gpu_name) if gpu_name else [None] * len(ways)
+    speeds = (fit.speed_costs(ways, config, spec, hw, shape, gpu_name, trainer_accum) if gpu_name else
+              [None] * len(ways))
     if args.format == "json":
         out.write(json_report({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
@@ -152,8 +153,9 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     for i, (way, speed) in enumerate(zip(ways, speeds, strict=True), 1):
         mark = "fits" if way.fits else f"still short of {', '.join(way.short)}"
         pace = "" if speed is None else f"; speed per GPU {speed:.2f}x of now (planner estimate)"
-        out.write(f"{i}. {way.title}: GPU {_gib_text(way.gpu_bytes)}, CPU RAM {_gib_text(way.cpu_bytes_per_node)}"
-                  f" per node -> {mark}{pace}\n   {way.detail}\n")
+        out.write(f"{i}. {way.title}: GPU {_used_text(way.gpu_bytes, hw.gpu_memory_bytes)}, CPU RAM "
+                  f"{_used_text(way.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} per node -> {mark}{pace}\n"
+                  f"   {way.detail}\n")
         if way.config_patch:
             out.write(f"   config patch: {json.dumps(way.config_patch)}\n")
         if way.context_patch:
