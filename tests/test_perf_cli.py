@@ -214,8 +214,6 @@ def test_predict_bad_files(tmp_path, capsys):
     assert code == 2 and "missing.json" in capsys.readouterr().err
     no_micro = tmp_path / "c.json"
     no_micro.write_text("{}")
-    code, _ = run(["predict", str(no_micro), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB"])
-    assert code == 2 and "--micro-batch" in capsys.readouterr().err
     empty_log = tmp_path / "empty.log"
     empty_log.write_text("nothing here\n")
     code, _ = run(["predict", str(no_micro), "--micro-batch", "1", "--model", "meta-llama/Llama-2-7b-hf", "--gpu",
@@ -421,5 +419,28 @@ def test_predict_sizes_an_auto_micro_batch_as_fit_and_the_app_do(tmp_path):
     code, text = run(["predict", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "h100"])
     assert code == 0 and "; micro batch 8 x 1 accumulation," in text
     assert 'caveat: micro batch 8 assumed: "auto" is filled by the HF Trainer' in text
-    path.write_text(json.dumps({"zero_optimization": {"stage": 2}}))
-    assert run(["predict", str(path), "--model", "meta-llama/Llama-3.2-1B", "--gpu", "h100"])[0] == 2
+
+
+def test_predict_sizes_a_config_without_batch_keys_as_fit_does(tmp_path, capsys):
+    """A config with no batch keys (DeepSpeedExamples' hf-transformers ds_config.json): fit and estimate size it at
+    micro batch 1 and say so, predict refused it ("train_micro_batch_size_per_gpu is null", for a key that is not
+    there). It now assumes the same micro batch through the same helper, and says so in text and JSON."""
+    from core.cli.common import micro_batch_when_unsaid
+
+    config = {"fp16": {"enabled": True}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(config))
+    argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100 80"]
+    code, text = run(argv)
+    micro, said = micro_batch_when_unsaid(config)
+    assert code == 0 and micro == 1 and "is not set" in said
+    assert "; micro batch 1 x 1 accumulation," in text.splitlines()[0] and f"caveat: {said}" in text
+    data = json.loads(run([*argv, "--format", "json"])[1])
+    assert data["shape"]["micro_batch"] == 1 and said in data["caveats"]
+    _, fit_text = run(["fit", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100 80"])
+    assert said in fit_text
+    # batch keys DeepSpeed refuses are refused as fit refuses them, naming what the config wrote
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": -1}))
+    assert run(argv)[0] == 2
+    err = capsys.readouterr().err
+    assert "train_micro_batch_size_per_gpu is -1; the config's batch keys do not work on 8 GPUs" in err

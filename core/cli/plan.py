@@ -21,7 +21,7 @@ import pandas as pd
 
 from core import models
 from core.autofill import AutoFillError, resolve_auto
-from core.batch import GA, MB, TB, micro_batch_of, train_batch_of
+from core.batch import GA, MB, TB, train_batch_of
 from core.cli.common import (
     EXIT_OK,
     HF_CONFIG_DOCUMENT,
@@ -247,19 +247,19 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
-    # the micro batch the config runs with; a --micro-batch contradicting it is refused, as fit refuses it (with
+    # the micro batch the config runs with, read as fit reads it: batch keys DeepSpeed refuses are an error unless
+    # --micro-batch replaces them, and a --micro-batch contradicting written keys is refused (with
     # --gradient-accumulation-steps the HF Trainer's own comparison below names the clash)
-    if args.micro_batch and args.gradient_accumulation_steps is None:
-        config_micro_batch(config, cluster.total_gpus, args.micro_batch, override=False)
-    micro = args.micro_batch or micro_batch_of(config, cluster.total_gpus)
-    micro_assumed = None
-    if micro is None and config.get("train_micro_batch_size_per_gpu") == "auto":
-        micro, micro_assumed = micro_batch_when_unsaid(config)  # as fit, estimate and the app size it
-    if micro is None:
-        written = json.dumps(config.get("train_micro_batch_size_per_gpu"))
-        raise UsageError(f"the config gives no micro batch on {cluster.total_gpus} GPUs "
-                         f"(train_micro_batch_size_per_gpu is {written}, and train_batch_size does not resolve it): "
-                         "pass --micro-batch")
+    try:
+        resolved = config_micro_batch(config, cluster.total_gpus, args.micro_batch,
+                                      override=args.gradient_accumulation_steps is not None)
+    except UsageError as exc:
+        if args.micro_batch is None and MB in config:  # the written value, which the refusal may name derived
+            raise UsageError(f"{MB} is {json.dumps(config[MB])}; {exc}") from None
+        raise
+    micro, micro_assumed = args.micro_batch or resolved, None
+    if micro is None:  # "auto" or not set: assumed as fit, estimate and the app assume it, and said
+        micro, micro_assumed = micro_batch_when_unsaid(config)
     if args.gradient_accumulation_steps is not None:
         config = _hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
