@@ -563,3 +563,17 @@ def test_a_ways_speed_counts_the_trainers_accumulation():
     now, after = (perf.predict(trainer_batch(config, micro, accum, 8), spec, cluster, memory.Shape(micro))
                   for micro, accum in ((4, 4), (1, 16)))
     assert speed == pytest.approx(after.tokens_per_second / now.tokens_per_second)
+
+
+def test_fit_json_says_what_the_text_says_it_assumed(tmp_path, capsys):
+    """The text names the GPU, the cluster, the capacities and why the micro batch is 8; the JSON had none."""
+    path = tmp_path / "hf.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto",
+                                "gradient_accumulation_steps": "auto", "fp16": {"enabled": "auto"},
+                                "zero_optimization": {"stage": 2}}))
+    cli.main(["fit", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert (report["gpu"], report["gpus"], report["nodes"], report["gpus_per_node"]) == ("NVIDIA A100 80GB", 8, 1, 8)
+    assert report["gpu_memory_bytes"] == 80 * memory.GIB and report["cpu_ram_per_node_bytes"] > 0
+    assert report["micro_batch"] == 8 and report["micro_batch_assumed"].startswith("micro batch 8 assumed")
+    assert report["assumptions"].endswith("no recomputation")

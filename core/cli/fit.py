@@ -129,6 +129,13 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
                               "nvme_bytes_per_node": est.nvme_bytes_per_node, "micro_batch": shape.micro_batch,
                               "seq_len": shape.seq_len, "attention": shape.attention, "recompute": shape.recompute,
                               "precision": est.settings.precision,
+                              # what the text's first lines state: the cluster, the capacities, the assumptions
+                              "model": spec.name, "gpu": gpu_name, "gpus": hw.total_gpus, "nodes": hw.nodes,
+                              "gpus_per_node": hw.gpus_per_node, "gpu_memory_bytes": hw.gpu_memory_bytes,
+                              "cpu_ram_per_node_bytes": hw.cpu_ram_per_node_bytes,
+                              "nvme_bytes_per_node_capacity": hw.nvme_bytes_per_node,
+                              "assumptions": est.assumptions, "micro_batch_assumed": assumed[2:-1] or None,
+                              "trainer_gradient_accumulation_steps": trainer_accum,
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
                                                                                                   strict=True)],
                               "notes": notes}))
