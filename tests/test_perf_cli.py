@@ -69,7 +69,7 @@ def test_plan_json_says_what_its_hours_and_cost_assumed():
         assert row["cost"] == pytest.approx(row["hours"] * cluster["total_gpus"] * assumed["price_per_gpu_hour"])
     head = run(argv)[1].splitlines()
     assert "512 GiB of CPU RAM and no NVMe each" in head[0]
-    assert head[1] == "hours: 2e+09 tokens to train at the row's tok/s; cost: hours x 16 GPUs x 2.5 USD per GPU-hour"
+    assert head[3] == "hours: 2e+09 tokens to train at the row's tok/s; cost: hours x 16 GPUs x 2.5 USD per GPU-hour"
 
 
 def test_predict_prints_the_breakdown(config_file):
@@ -444,3 +444,43 @@ def test_predict_sizes_a_config_without_batch_keys_as_fit_does(tmp_path, capsys)
     assert run(argv)[0] == 2
     err = capsys.readouterr().err
     assert "train_micro_batch_size_per_gpu is -1; the config's batch keys do not work on 8 GPUs" in err
+
+
+def test_plan_states_its_fits_margin_and_predict_says_where_plan_would_differ(tmp_path):
+    """plan marked a row at 78 GiB of 80 "fits: false" (it keeps 5% free) while fit and predict said the same
+    config fits, and neither said which limit it used. plan states its rule in text and JSON; predict keeps fit's
+    verdict (the whole GPU) and says, in a caveat and in its JSON, that plan's margin would not let it fit."""
+    argv = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len", "8192", "--attention",
+            "sdpa", "--global-batch", "8", "--top", "200"]
+    rule = "fits = peak GPU memory at most 95% of the GPU's 80 GiB (76.0 GiB: a 5% margin for what the memory model"
+    text = run(argv)[1]
+    assert text.splitlines()[2].startswith(rule) and "fit, estimate and predict judge a config against the " \
+        "whole 80 GiB" in text.splitlines()[2]
+    data = json.loads(run([*argv, "--format", "json"])[1])
+    assert data["assumptions"]["fits_rule"].startswith(rule)
+    assert data["assumptions"]["usable_gpu_memory_gib"] == pytest.approx(76.0)
+    near = next(r for r in data["rows"] if r["stage"] == 2 and r["offload_optimizer"] == "none"
+                and r["micro_batch"] == 1 and r["recompute"] == "none")
+    assert 76 < near["gpu_peak_gib"] < 80 and near["fits"] is False
+    path = tmp_path / "near.json"
+    path.write_text(json.dumps(near["config"]))
+    predict_argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len",
+                    "8192", "--attention", "sdpa"]
+    said = run(predict_argv)[1]
+    assert f"caveat: fits, with a peak of {near['gpu_peak_gib']:.1f} GiB of the GPU's 80 GiB, but above 95% of it " \
+        "(76.0 GiB), the margin dsconfig plan keeps" in said
+    memory = json.loads(run([*predict_argv, "--format", "json"])[1])["memory"]
+    assert memory["fits"] is True and memory["fits_with_plan_margin"] is near["fits"]
+    assert memory["plan_memory_headroom"] == data["assumptions"]["memory_headroom"] == 0.05
+    assert "fits" in run(["fit", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len",
+                          "8192", "--attention", "sdpa"])[1].splitlines()[0]
+
+
+def test_plan_sweep_memory_floor_keeps_the_rows_margin():
+    """The sweep's memory floor judged against the whole GPU (20 GPUs here) while its rows keep 5% free: the floor
+    now uses the rows' limit (22 GPUs) and says so."""
+    argv = ["plan", "--model", "meta-llama/Llama-2-70b-hf", "--gpu", "A100 40", "--cpu-ram", "64", "--seq-len",
+            "14336", "--global-batch", "8", "--sweep", "--top", "1"]
+    data = json.loads(run([*argv, "--format", "json"])[1])
+    assert data["memory_min_gpus"] == 22
+    assert "the offload that needs fewest, at most 95% of GPU memory as above: 22 GPUs)" in run(argv)[1]

@@ -55,7 +55,7 @@ from core.perf import (
     recommend,
     step_seconds_from_log,
 )
-from core.perf.recommend import hardware_for
+from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
 
 #: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
 MAX_NETWORK_GBIT_S = 1e6
@@ -186,12 +186,13 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node, {_node_storage(cluster)} each), seq "
               f"{args.seq_len}, global batch {args.global_batch}, {args.precision}, {args.attention} attention\n")
+    out.write(f"{int(table['fits'].sum())} of {len(table)} candidates fit; fastest first.\n")
+    out.write(f"{table.attrs['fits_rule']}.\n")
     if args.tokens is not None:
         out.write(f"hours: {args.tokens:g} tokens to train at the row's tok/s"
                   + (f"; cost: hours x {cluster.total_gpus} GPUs x {args.price:g} USD per GPU-hour"
                      if args.price is not None else "") + "\n")
-    out.write(f"{int(table['fits'].sum())} of {len(table)} candidates fit ({table.attrs['memory_headroom']:.0%} "
-              "of GPU memory kept free); fastest first:\n\n")
+    out.write("\n")
     extra = " hours" if "hours" in table else ""
     extra += "     cost" if "cost" in table else ""
     out.write(f"{'#':>3} stage offload(opt/param) zero++ micro accum recompute  fits  GiB/GPU  step s  tok/s     "
@@ -223,8 +224,10 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         smallest, floor = sweep.attrs.get("min_gpus"), sweep.attrs.get("memory_min_gpus")
         out.write((f"Smallest fitting cluster in the sweep: {smallest} GPUs" if smallest is not None
                    else "Nothing fits at any size in the sweep")
-                  + " (memory floor with ZeRO-3, micro batch 1, full recompute and the offload that needs fewest: "
-                  + (f"{floor} GPUs)\n" if floor is not None else "no GPU count fits, up to 1,024 nodes)\n"))
+                  + " (memory floor with ZeRO-3, micro batch 1, full recompute and the offload that needs fewest, "
+                  + f"at most {1 - sweep.attrs['memory_headroom']:.0%} of GPU memory as above: "
+                  + (f"{floor} GPU{'s' if floor != 1 else ''})\n" if floor is not None
+                     else "no GPU count fits, up to 1,024 nodes)\n"))
     for caveat in table.attrs["caveats"]:
         out.write(f"caveat (fastest fitting config): {caveat}\n")
     for note in table.attrs["notes"]:
@@ -298,15 +301,26 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     caveats = list(est.caveats)
     if micro_assumed:
         caveats.insert(0, micro_assumed)
+    # the verdict is fit's and estimate's (the whole GPU); where plan's margin would tell it otherwise, that is said
+    usable = usable_gpu_bytes(mem.hardware)
     if not mem.fits:  # the app's headline words it the same way (core.fit.fit_numbers)
         caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
                           "it runs (dsconfig fit lists ways to make it fit)")
+    elif mem.gpu_bytes > usable:
+        caveats.insert(0, f"fits, with a peak of {mem.gpu_bytes / GIB:.1f} GiB of the GPU's "
+                          f"{mem.hardware.gpu_memory_bytes / GIB:g} GiB, but above "
+                          f"{1 - DEFAULT_MEMORY_HEADROOM:.0%} of it ({usable / GIB:.1f} GiB), the margin dsconfig plan "
+                          "keeps for what the memory model does not count (allocator spikes, NCCL buffers): plan "
+                          "would mark it as not fitting")
     refusal = refused_caveat(config, cluster.total_gpus)
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)
     if args.format == "json":
         data = {"model": spec.name, **est.to_dict(), "caveats": caveats,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
+                           "gpu_memory_bytes": mem.hardware.gpu_memory_bytes,
+                           "fits_with_plan_margin": mem.fits and mem.gpu_bytes <= usable,
+                           "plan_memory_headroom": DEFAULT_MEMORY_HEADROOM,
                            "cpu_bytes_per_node": mem.cpu_bytes_per_node, "nvme_bytes_per_node": mem.nvme_bytes_per_node,
                            "assumptions": mem.assumptions}}
         if measured is not None:

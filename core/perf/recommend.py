@@ -27,6 +27,23 @@ from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 #: see (allocator spikes, NCCL buffers growing with the cluster, library versions).
 DEFAULT_MEMORY_HEADROOM = 0.05
 
+
+def usable_gpu_bytes(hardware: Hardware, headroom: float = DEFAULT_MEMORY_HEADROOM) -> float:
+    """The GPU memory a planned config may use: the GPU's, less ``headroom`` of it."""
+    return hardware.gpu_memory_bytes * (1 - headroom)
+
+
+def fits_rule(gpu_memory_gib: float, headroom: float = DEFAULT_MEMORY_HEADROOM) -> str:
+    """How the planner decides "fits", in words: what ``plan`` prints beside every fits verdict and its sweep, and
+    the limit the commands that judge against the whole GPU (fit, estimate, predict) differ by."""
+    if headroom == 0:
+        return (f"fits = peak GPU memory within the GPU's {gpu_memory_gib:g} GiB, and the offloaded states within "
+                "the node's CPU RAM and NVMe")
+    return (f"fits = peak GPU memory at most {1 - headroom:.0%} of the GPU's {gpu_memory_gib:g} GiB "
+            f"({gpu_memory_gib * (1 - headroom):.1f} GiB: a {headroom:.0%} margin for what the memory model does not "
+            "count, such as allocator spikes and NCCL buffers), and the offloaded states within the node's CPU RAM "
+            f"and NVMe; dsconfig fit, estimate and predict judge a config against the whole {gpu_memory_gib:g} GiB")
+
 COLUMNS = (
     "stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "gradient_accumulation_steps",
     "recompute", "fits", "gpu_peak_gib", "step_seconds", "tokens_per_second", "tflops_per_gpu", "mfu",
@@ -179,7 +196,7 @@ def recommend(
     # listed 1e10 candidates)
     micro_batches = [m for m in range(1, min(per_gpu, MAX_MICRO_BATCH_SEARCH) + 1) if per_gpu % m == 0]
     hardware = hardware_for(cluster)
-    limit = hardware.gpu_memory_bytes * (1 - memory_headroom)
+    limit = usable_gpu_bytes(hardware, memory_headroom)
     rows: list[dict[str, Any]] = []
     mb_array = np.asarray(micro_batches, dtype=np.float64)
     for stage, opt, param, pp in _options(cluster, zeropp, nvme):
@@ -251,7 +268,9 @@ def recommend(
         frame = frame.drop(columns=["notes", "caveats"])
     frame.attrs.update(
         notes=notes, caveats=caveats,
-        memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB, attention=attention,
+        memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB,
+        usable_gpu_memory_gib=limit / GIB, fits_rule=fits_rule(hardware.gpu_memory_bytes / GIB, memory_headroom),
+        attention=attention,
         seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.described(),
         tokens=tokens, price_per_gpu_hour=price_per_gpu_hour,
         recompute_note="recompute is the model's gradient checkpointing (e.g. HF gradient_checkpointing_enable); "
@@ -297,7 +316,8 @@ def gpu_sweep(
 
     Sizes whose GPU count does not divide ``global_batch`` are skipped; ``min_gpus`` in ``attrs`` is the smallest
     size in the sweep where anything fits, ``memory_min_gpus`` the memory model's ``min_gpus`` for the most frugal
-    config (any GPU count, not only whole nodes).
+    config (any GPU count, not only whole nodes), with the GPU memory the rows may use (``memory_headroom`` kept
+    free, as ``recommend`` keeps it).
     """
     counts = node_counts or [1, 2, 4, 8, 16, 32, 64]
     rows = []
@@ -326,15 +346,19 @@ def gpu_sweep(
     # GPUs, whatever the global batch, with whichever offload needs fewest (offloading to a node with little CPU
     # RAM can need more GPUs than keeping everything on them)
     floors = []
+    headroom = kwargs.get("memory_headroom", DEFAULT_MEMORY_HEADROOM)
+    node = hardware_for(cluster)
+    usable = replace(node, gpu_memory_bytes=int(usable_gpu_bytes(node, headroom)))  # the rows' limit
     for stage, opt, param, _zeropp in _options(cluster, zeropp=False, nvme=kwargs.get("nvme", True)):
         if stage != 3:
             continue
         frugal = build_config(stage=3, offload_optimizer=opt, offload_param=param, zeropp=False, micro_batch=1,
                               grad_accum=1, world_size=1, precision=kwargs.get("precision", "bf16"),
                               gpus_per_node=cluster.gpus_per_node)
-        floor = min_gpus(frugal, model, hardware_for(cluster), Shape(1, seq_len, kwargs.get("attention", "flash"),
-                                                                      "full"), allowances=cluster.memory_allowances)
+        floor = min_gpus(frugal, model, usable, Shape(1, seq_len, kwargs.get("attention", "flash"), "full"),
+                         allowances=cluster.memory_allowances)
         if floor is not None:
             floors.append(floor.total_gpus)
     frame.attrs["memory_min_gpus"] = min(floors, default=None)
+    frame.attrs["memory_headroom"] = headroom
     return frame
