@@ -484,3 +484,29 @@ def test_plan_sweep_memory_floor_keeps_the_rows_margin():
     data = json.loads(run([*argv, "--format", "json"])[1])
     assert data["memory_min_gpus"] == 22
     assert "the offload that needs fewest, at most 95% of GPU memory as above: 22 GPUs)" in run(argv)[1]
+
+
+def test_predict_shows_small_times_in_their_unit_and_never_a_zero(tmp_path):
+    """GPT-2 at 128 tokens: every part of the step is under a millisecond but the host overhead, and the breakdown
+    printed them as "0.000 s" (a 0.2% share as 0.2% of nothing); each is now in ms or µs, agreeing with the
+    JSON's seconds, and the MFU under 1% is not "0%"."""
+    from core.perf.advice import duration_text, percent_text, share_text
+
+    assert [duration_text(x) for x in (4.4381, 0.9996, 0.0123, 0.000697, 2e-7, 0.0)] == [
+        "4.438 s", "1.000 s", "12.3 ms", "697 µs", "0.2 µs", "0.000 s"]
+    assert (share_text(1e-5, 1.0), share_text(0.002, 1.0), percent_text(0.004), percent_text(0.51)) == (
+        "<0.1%", "0.2%", "0.4%", "51%")
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}))
+    argv = ["predict", str(path), "--model", "openai-community/gpt2", "--gpu", "H100", "--seq-len", "128"]
+    text = run(argv)[1]
+    data = json.loads(run([*argv, "--format", "json"])[1])
+    lines = text.split("Critical path:\n")[1].split("\n\n")[0].splitlines()
+    assert len(lines) == len(data["breakdown"]) and any(" µs " in line for line in lines)
+    unit = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
+    for line in lines:
+        *name, value, scale, share = line.split()
+        assert float(value) > 0 and share not in ("0.0%", "0%"), line
+        assert float(value) * unit[scale] == pytest.approx(data["breakdown"][" ".join(name)], rel=0.01), line
+    assert "0.000 s" not in text and "MFU: 0.4%" in text.splitlines()[1]

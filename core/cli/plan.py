@@ -55,6 +55,7 @@ from core.perf import (
     recommend,
     step_seconds_from_log,
 )
+from core.perf.advice import duration_text, percent_text, share_text
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
 
 #: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
@@ -195,14 +196,14 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     out.write("\n")
     extra = " hours" if "hours" in table else ""
     extra += "     cost" if "cost" in table else ""
-    out.write(f"{'#':>3} stage offload(opt/param) zero++ micro accum recompute  fits  GiB/GPU  step s  tok/s     "
+    out.write(f"{'#':>3} stage offload(opt/param) zero++ micro accum recompute  fits  GiB/GPU       step  tok/s     "
               f"TFLOPs  MFU{extra}\n")
     for i, row in enumerate(table.head(args.top).itertuples(), 1):
         offload = f"{row.offload_optimizer}/{row.offload_param}"
         line = (f"{i:>3} {row.stage:>5} {offload:>18} {'yes' if row.zeropp else 'no':>6} "
                 f"{row.micro_batch:>5} {row.gradient_accumulation_steps:>5} {row.recompute:>9} "
-                f"{'yes' if row.fits else 'NO':>5} {row.gpu_peak_gib:8.1f} {row.step_seconds:7.2f} "
-                f"{row.tokens_per_second:9.0f} {row.tflops_per_gpu:7.1f} {row.mfu:4.0%}")
+                f"{'yes' if row.fits else 'NO':>5} {row.gpu_peak_gib:8.1f} {duration_text(row.step_seconds):>10} "
+                f"{row.tokens_per_second:9.0f} {row.tflops_per_gpu:7.1f} {percent_text(row.mfu):>4}")
         if "hours" in table:
             line += f" {row.hours:6.1f}"
         if "cost" in table:
@@ -334,19 +335,20 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node); micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}, {args.attention} attention, "
               f"recompute {args.recompute}\n")
-    out.write(f"step: {est.step_seconds:.3f} s   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
-              f"{est.tflops_per_gpu:.1f} (hardware {est.hardware_tflops_per_gpu:.1f})   MFU: {est.mfu:.0%}\n")
+    out.write(f"step: {duration_text(est.step_seconds)}   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
+              f"{est.tflops_per_gpu:.1f} (hardware {est.hardware_tflops_per_gpu:.1f})   MFU: {percent_text(est.mfu)}\n")
     if measured is not None and refused is None:
-        out.write(f"calibrated to a measured {measured:.3f} s (uncalibrated prediction {before.step_seconds:.3f} s): "
+        out.write(f"calibrated to a measured {duration_text(measured)} (uncalibrated prediction "
+                  f"{duration_text(before.step_seconds)}): "
                   f"compute efficiency {cluster.efficiency.compute:.2f}, link efficiency "
                   f"{cluster.efficiency.link:.2f}, CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node\n")
     out.write("\nCritical path:\n")
     for name, sec in sorted(est.breakdown.items(), key=lambda kv: -kv[1]):
-        out.write(f"  {name:58s} {sec:9.3f} s  {sec / est.step_seconds:5.1%}\n")
+        out.write(f"  {name:58s} {duration_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
     if est.hidden:
         out.write("Hidden behind compute:\n")
         for name, sec in est.hidden.items():
-            out.write(f"  {name:58s} {sec:9.3f} s\n")
+            out.write(f"  {name:58s} {duration_text(sec):>10}\n")
     out.write(f"\nBottleneck: {est.bottleneck}\n")
     for caveat in caveats:
         out.write(f"caveat: {caveat}\n")

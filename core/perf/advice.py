@@ -139,6 +139,27 @@ def _advice(name: str, stage: int | None = None, overlap: bool | None = None) ->
     return ""
 
 
+def duration_text(seconds: float) -> str:
+    """A time in the unit that shows it: seconds (3 decimals) from 1 s, else ms or µs with 3 significant digits, so
+    a non-zero time never reads 0 (``0.000 s`` hid a 0.2 ms collective)."""
+    if seconds == 0 or abs(seconds) >= 0.9995:
+        return f"{seconds:.3f} s"
+    if abs(seconds) >= 0.9995e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def share_text(part: float, whole: float) -> str:
+    """``part`` as a share of ``whole`` with one decimal, "<0.1%" for a non-zero share that would round to 0."""
+    share = part / whole if whole else 0.0
+    return "<0.1%" if 0 < share < 0.0005 else f"{share:.1%}"
+
+
+def percent_text(fraction: float) -> str:
+    """A fraction as a whole percentage ("51%"), with one decimal below 1% so a non-zero one never reads 0%."""
+    return f"{fraction:.0%}" if fraction >= 0.0095 or fraction <= 0 else share_text(fraction, 1.0)
+
+
 def bottleneck_text(breakdown: dict[str, float], total: float, *, stage: int | None = None,
                     overlap: bool | None = None) -> str:
     """The largest part of the step in words, with the change that would help this config (its ZeRO ``stage``
