@@ -510,3 +510,19 @@ def test_predict_shows_small_times_in_their_unit_and_never_a_zero(tmp_path):
         assert float(value) > 0 and share not in ("0.0%", "0%"), line
         assert float(value) * unit[scale] == pytest.approx(data["breakdown"][" ".join(name)], rel=0.01), line
     assert "0.000 s" not in text and "MFU: 0.4%" in text.splitlines()[1]
+
+
+def test_plan_sweep_says_which_sizes_it_left_out_and_why():
+    """--global-batch 24 on 8-GPU nodes: only the 1-node row fits the batch, and the other six sizes vanished from
+    the sweep without a word; the text and the JSON now list them with the reason."""
+    argv = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "24", "--sweep",
+            "--top", "1"]
+    data = json.loads(run([*argv, "--format", "json"])[1])
+    assert [row["nodes"] for row in data["gpu_sweep"]] == [1]
+    assert [(s["nodes"], s["total_gpus"]) for s in data["gpu_sweep_skipped"]] == [
+        (2, 16), (4, 32), (8, 64), (16, 128), (32, 256), (64, 512)]
+    assert data["gpu_sweep_skipped"][0]["reason"] == "16 GPUs do not divide the global batch of 24"
+    assert ("Left out: 2, 4, 8, 16, 32, 64 nodes (16, 32, 64, 128, 256, 512 GPUs): their GPU count does not divide "
+            "the global batch of 24") in run(argv)[1]
+    data = json.loads(run([*argv[:5], "--global-batch", "512", "--sweep", "--format", "json"])[1])
+    assert data["gpu_sweep_skipped"] == [] and len(data["gpu_sweep"]) == 7

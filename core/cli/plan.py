@@ -182,6 +182,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
             data["gpu_sweep"] = _records(sweep)
             data["min_gpus"] = sweep.attrs.get("min_gpus")
             data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
+            data["gpu_sweep_skipped"] = sweep.attrs["skipped"]
         out.write(json_report(data))
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
@@ -222,6 +223,11 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     if sweep is not None:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
         out.write(_table_text(sweep) + "\n")
+        if skipped := sweep.attrs["skipped"]:
+            nodes = [s["nodes"] for s in skipped]
+            out.write(f"Left out: {', '.join(map(str, nodes))} node{'' if nodes == [1] else 's'} "
+                      f"({', '.join(str(s['total_gpus']) for s in skipped)} GPUs): their GPU count does not divide "
+                      f"the global batch of {args.global_batch}\n")
         smallest, floor = sweep.attrs.get("min_gpus"), sweep.attrs.get("memory_min_gpus")
         out.write((f"Smallest fitting cluster in the sweep: {smallest} GPUs" if smallest is not None
                    else "Nothing fits at any size in the sweep")

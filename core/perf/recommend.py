@@ -314,16 +314,20 @@ def gpu_sweep(
 ) -> pd.DataFrame:
     """Best fitting config per cluster size (whole nodes of ``cluster``): time and cost against GPU count.
 
-    Sizes whose GPU count does not divide ``global_batch`` are skipped; ``min_gpus`` in ``attrs`` is the smallest
+    Sizes whose GPU count does not divide ``global_batch`` are skipped and listed in ``attrs["skipped"]`` (nodes,
+    total_gpus and the reason); ``min_gpus`` in ``attrs`` is the smallest
     size in the sweep where anything fits, ``memory_min_gpus`` the memory model's ``min_gpus`` for the most frugal
     config (any GPU count, not only whole nodes), with the GPU memory the rows may use (``memory_headroom`` kept
     free, as ``recommend`` keeps it).
     """
     counts = node_counts or [1, 2, 4, 8, 16, 32, 64]
     rows = []
+    skipped = []
     for nodes in counts:
         sized = replace(cluster, nodes=nodes)
         if global_batch % sized.total_gpus:
+            skipped.append({"nodes": nodes, "total_gpus": sized.total_gpus,
+                            "reason": f"{sized.total_gpus} GPUs do not divide the global batch of {global_batch}"})
             continue
         table = recommend(model, sized, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
                           price_per_gpu_hour=price_per_gpu_hour, fastest_only=True, **kwargs)
@@ -342,6 +346,7 @@ def gpu_sweep(
     frame = frame.astype({key: "Int64" for key in _INT_COLUMNS if key in frame})
     fitting = frame[frame["fits"]] if not frame.empty else frame
     frame.attrs["min_gpus"] = int(fitting["total_gpus"].min()) if not fitting.empty else None
+    frame.attrs["skipped"] = skipped
     # the memory model's floor: the most frugal config (ZeRO-3, micro batch 1, full recomputation) on the fewest
     # GPUs, whatever the global batch, with whichever offload needs fewest (offloading to a node with little CPU
     # RAM can need more GPUs than keeping everything on them)
