@@ -20,8 +20,8 @@ from typing import Any, TextIO
 import pandas as pd
 
 from core import models
-from core.autofill import AutoFillError, resolve_auto
-from core.batch import GA, MB, TB, train_batch_of
+from core.autofill import AutoFillError, trainer_batch
+from core.batch import MB, train_batch_of
 from core.cli.common import (
     EXIT_OK,
     HF_CONFIG_DOCUMENT,
@@ -60,9 +60,6 @@ from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gp
 
 #: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
 MAX_NETWORK_GBIT_S = 1e6
-
-_BATCH_KEYS = (MB, GA, TB)
-
 
 def _common(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model (one of)")
@@ -366,14 +363,11 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
 def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: int) -> dict[str, Any]:
     """``config`` with its batch keys as the HF Trainer fills them for ``--gradient-accumulation-steps``
     (core.autofill: "auto" filled, written values that disagree refused as the Trainer refuses them)."""
-    batch = {key: config[key] for key in _BATCH_KEYS if key in config}
     try:
-        filled = resolve_auto(batch, world_size=world_size, per_device_train_batch_size=micro,
-                              gradient_accumulation_steps=grad_accum)
+        return trainer_batch(config, micro, grad_accum, world_size)
     except AutoFillError as exc:
         raise UsageError(f"--gradient-accumulation-steps {grad_accum} with micro batch {micro} on {world_size} GPUs: "
                          f"{exc}") from None
-    return {**config, **filled}
 
 
 def run_plan(args: argparse.Namespace, out: TextIO | None = None) -> int:
