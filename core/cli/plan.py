@@ -61,6 +61,7 @@ from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gp
 #: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
 MAX_NETWORK_GBIT_S = 1e6
 
+
 def _common(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model (one of)")
     src.add_argument("--model", help="a catalog model name (dsconfig estimate --list-models)")
