@@ -269,10 +269,14 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any],
     for path in find_auto(resolved):  # "auto"s the Trainer leaves alone (stage-3 buckets below stage 3)
         if path in kept:
             continue
-        if isinstance(split_path(path)[-1], int):  # removing a list item would shift the ones after it
+        keys = split_path(path) or [""]  # the path of the top-level key "" is "" (core.findings.join_path)
+        if isinstance(keys[-1], int):  # removing a list item would shift the ones after it
             in_lists.append(path)
             continue
-        delete_path(resolved, path)
+        if path:
+            delete_path(resolved, path)
+        else:
+            resolved.pop("", None)
         notes.append(f'Removed "auto" `{path}`, which the HF Trainer leaves alone: DeepSpeed\'s default applies.')
     if in_lists:
         notes.append('Kept "auto" in a list as written (the HF Trainer fills no list item either; replace it '

@@ -820,3 +820,5 @@ def test_launcher_exports_remove_the_auto_that_is_there_and_no_other_value(expor
     assert out["custom_list"] == ["auto", 5]
     assert any("Kept \"auto\" in a list" in n and "`custom_list[0]`" in n for n in notes), notes
     assert not any("filled" in n and "custom_list" in n for n in notes), notes
+    # the top-level key "" has the path "" (an IndexError once lists were told apart)
+    assert "" not in accelerate_export({**config, "": "auto"}, {"world_size": 1})[0]
