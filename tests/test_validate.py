@@ -823,3 +823,14 @@ def test_sub_group_size_zero_is_named_only_where_zero_3_reads_it_and_the_fix_fit
     assert plain.severity == "info" and "own sub-group" in plain.message
     fixed = plain.fix.apply(cfg(zero_optimization={"stage": 3, "sub_group_size": 0}))
     assert "zero.sub-group-zero" not in validate(fixed).codes()
+
+
+@pytest.mark.parametrize(("version", "checked", "ignored"), [
+    ("0.16.3", "seq_parallel_comm_data_type", "seq_parallel_communication_data_type"),
+    ("0.19.8", "seq_parallel_communication_data_type", "seq_parallel_comm_data_type"),
+])
+def test_the_sequence_parallel_dtype_is_checked_under_the_key_the_release_reads(version, checked, ignored):
+    """Before 0.16.5 DeepSpeed reads seq_parallel_comm_data_type and stops on "fp8" ('Invalid
+    communication_data_type'); the rule checked only the later spelling, so 0.16.0-0.16.4 passed it."""
+    report = validate({"train_micro_batch_size_per_gpu": 1, checked: "fp8", ignored: "fp9"}, version=version)
+    assert [f.path for f in report.findings if f.code == "comm.dtype"] == [checked]

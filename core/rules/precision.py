@@ -165,10 +165,16 @@ def bfloat16_alias(ctx: Context) -> Iterator[Finding]:
 # Communication
 
 
+#: The top-level keys get_communication_data_type reads a dtype from, in the releases whose profile lists them.
+COMMUNICATION_DTYPE_KEYS = ("communication_data_type", "seq_parallel_communication_data_type",
+                            "seq_parallel_comm_data_type")
+
+
 def communication(ctx: Context) -> Iterator[Finding]:
     """communication_data_type values and gradient_allreduce_op combinations."""
-    for key in ("communication_data_type", "seq_parallel_communication_data_type"):
-        if key not in ctx.config:
+    for key in COMMUNICATION_DTYPE_KEYS:
+        # the sequence-parallel dtype's key was seq_parallel_comm_data_type before 0.16.5: each release's own
+        if key not in ctx.config or not versions.key_known(ctx.version, "", key):
             continue
         value = ctx.config[key]
         if value is None or value == "auto":
