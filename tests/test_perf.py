@@ -588,7 +588,8 @@ def test_16bit_master_weights_and_optimizer_states_shrink_the_gpu_step():
                                       "bf16_optimizer_states": True}}, LLAMA7, cl, shape)
     step = "optimizer step (GPU)"
     assert low.breakdown[step] == pytest.approx(fp32.breakdown[step] * 20 / 34)
-    assert low.assumptions["adam_bytes_per_param"] == 20 and fp32.assumptions["adam_bytes_per_param"] == 34
+    assert (low.assumptions["optimizer_step_bytes_per_param"],
+            fp32.assumptions["optimizer_step_bytes_per_param"]) == (20, 34)
     assert not any("16-bit" in n for n in low.notes)
 
 
@@ -844,3 +845,17 @@ def test_numbers_beyond_any_machine_are_refused_by_name(call, named):
     """10**400 reached float arithmetic as an OverflowError (and works_with a float world size as a TypeError)."""
     with pytest.raises(ValueError, match=re.escape(named)):
         call(get_spec("Qwen/Qwen2.5-0.5B"), {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True}})
+
+
+def test_the_gpu_optimizer_step_moves_the_states_the_optimizer_keeps():
+    """SGD, Lion and Adagrad were costed at Adam's 34 bytes per parameter: 8 bytes less per state tensor not kept
+    (plain SGD none, SGD with momentum and Lion one), as the memory model counts their states."""
+    cl, shape, step = Cluster("NVIDIA H100 80GB", 8), Shape(1, 1024), "optimizer step (GPU)"
+
+    def with_optimizer(kind, **params):
+        return predict({**cfg(2), "optimizer": {"type": kind, "params": {"lr": 1e-3, **params}}}, LLAMA7, cl, shape)
+
+    adam, lion, sgd = with_optimizer("AdamW"), with_optimizer("Lion"), with_optimizer("SGD")
+    momentum = with_optimizer("SGD", momentum=0.9)
+    assert [r.assumptions["optimizer_step_bytes_per_param"] for r in (adam, lion, momentum, sgd)] == [34, 26, 26, 18]
+    assert sgd.breakdown[step] == pytest.approx(adam.breakdown[step] * 18 / 34)

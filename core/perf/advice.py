@@ -192,8 +192,9 @@ def assumptions_text(cluster: Cluster) -> str:
             f"{eff.layer_overhead_s * 1e6:g} µs per layer, {eff.zero3_module_overhead_s * 1e6:g} µs per ZeRO-3 "
             f"module and "
             f"{eff.grad_hook_overhead_s * 1e6:g} µs per parameter tensor (ZeRO's gradient hooks, DeepSpeed's "
-            f"unfused fp16 optimizer), the GPU optimizer step at {ADAM_BYTES_PER_PARAM} bytes per parameter "
-            f"({UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM} unfused), ZeRO++'s quantization kernels at "
+            f"unfused fp16 optimizer), the GPU optimizer step at {ADAM_BYTES_PER_PARAM} bytes per parameter for "
+            f"Adam ({UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM} unfused; 8 fewer per state tensor an optimizer does not "
+            f"keep), ZeRO++'s quantization kernels at "
             f"{ZEROPP_QWZ_BYTES_PER_PARAM} (qwZ) and {ZEROPP_QGZ_BYTES_PER_PARAM} (qgZ) bytes per parameter, the CPU "
             f"optimizer at "
             f"{rates['cpu_adam_params_per_s'] / 1e9:.1f}e9 parameters per second per node.")

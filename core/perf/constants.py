@@ -6,13 +6,15 @@ by ``advice.assumptions_text``)."""
 ADAM_BYTES_PER_PARAM = 34
 
 
-def adam_step_bytes_per_param(master_bytes: int = 4, state_bytes: int = 4) -> int:
-    """:data:`ADAM_BYTES_PER_PARAM` with the master weights and the gradient partition in ``master_bytes`` and m, v
-    in ``state_bytes`` per element, as ``fp16/bf16_master_weights_and_grads`` / ``bf16_optimizer_states`` keep
-    them (the ZeRO optimizers cast the gradient partition to the master weights' dtype before the step): master
-    read and written, m and v read and written, the gradient read; the 16-bit parameter write and the
-    norm/overflow allowance stay (34 for fp32, 20 with bf16 master weights and optimizer states)."""
-    return ADAM_BYTES_PER_PARAM - 3 * 4 - 4 * 4 + 3 * master_bytes + 4 * state_bytes
+def optimizer_step_bytes_per_param(master_bytes: int = 4, state_bytes: int = 4, states: int = 2) -> int:
+    """:data:`ADAM_BYTES_PER_PARAM` for an optimizer keeping ``states`` state tensors per parameter (Adam's m and v:
+    2; Lion, Adagrad, SGD with momentum: 1; plain SGD: 0; ``core.effective``'s reading of the optimizer), with the
+    master weights and the gradient partition in ``master_bytes`` and the states in ``state_bytes`` per element,
+    as ``fp16/bf16_master_weights_and_grads`` / ``bf16_optimizer_states`` keep them (the ZeRO optimizers cast the
+    gradient partition to the master weights' dtype before the step): master read and written, each state read and
+    written, the gradient read; the 16-bit parameter write and the norm/overflow allowance stay (Adam: 34 for fp32,
+    20 with bf16 master weights and optimizer states; SGD with momentum in fp32: 26)."""
+    return ADAM_BYTES_PER_PARAM - 3 * 4 - 2 * 2 * 4 + 3 * master_bytes + 2 * states * state_bytes
 #: Bytes per parameter of DeepSpeed's unfused fp16 optimizer (runtime/fp16/unfused_optimizer.py, used at stage 0
 #: when the optimizer is not DeepSpeed's FusedAdam, e.g. the Hugging Face Trainer's): the overflow check
 #: (fp16 gradient to fp32 and summed: 10), the per-tensor gradient norm (10), the fp32 gradient copy (6), the

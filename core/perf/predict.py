@@ -34,7 +34,7 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 - offload: gradients go to the host every micro-step (master dtype, over PCIe), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
-- optimizer: fused Adam on the GPU moves ``adam_step_bytes_per_param``; fp16 or bf16 at stage 0 without FusedAdam
+- optimizer: a fused step on the GPU moves ``optimizer_step_bytes_per_param``; fp16 or bf16 at stage 0 without FusedAdam
   runs DeepSpeed's unfused fp16 optimizer (``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and a host-side loop
   over the parameter tensors).
 """
@@ -66,7 +66,7 @@ from core.perf.constants import (
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
     ZEROPP_QGZ_BYTES_PER_PARAM,
     ZEROPP_QWZ_BYTES_PER_PARAM,
-    adam_step_bytes_per_param,
+    optimizer_step_bytes_per_param,
 )
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings, read_settings
@@ -281,7 +281,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     else:
         owned = params if m.stage == 0 else part
         parts.add(parts.step_serial, "optimizer step (GPU)",
-                  adam_step_bytes_per_param(m.master_bytes, m.state_bytes) * owned / cl.hbm_bytes_s)
+                  optimizer_step_bytes_per_param(m.master_bytes, m.state_bytes, m.optimizer_states) * owned
+                  / cl.hbm_bytes_s)
 
 
 def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape, parts: _Parts) -> None:
@@ -459,8 +460,8 @@ def predict(
                      "fused_attention_backward_factor": FUSED_ATTENTION_BACKWARD_FACTOR,
                      "attention_efficiency": cluster.attention_efficiency(shape.attention),
                      "flash1_attention_speed": FLASH1_ATTENTION_SPEED,
-                     "adam_bytes_per_param": adam_step_bytes_per_param(st.memory.master_bytes,
-                                                                        st.memory.state_bytes),
+                     "optimizer_step_bytes_per_param": optimizer_step_bytes_per_param(
+                         st.memory.master_bytes, st.memory.state_bytes, st.memory.optimizer_states),
                      "unfused_fp16_optimizer_bytes_per_param": UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
                      "zeropp_qwz_bytes_per_param": ZEROPP_QWZ_BYTES_PER_PARAM,
                      "zeropp_qgz_bytes_per_param": ZEROPP_QGZ_BYTES_PER_PARAM,
