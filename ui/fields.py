@@ -14,13 +14,14 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from functools import cached_property
 from typing import Any, Literal
 
 import annotated_types as at
 from pydantic import BaseModel
 
 from core import io
-from core.effective import effective
+from core.effective import Effective, effective
 from core.findings import Finding, Report, delete_path, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
@@ -73,6 +74,11 @@ class Form:
     stage: int
     shown: set[str] = dc_field(default_factory=set)
     """Paths whose findings a widget of this run already showed."""
+
+    @cached_property
+    def meaning(self) -> Effective:
+        """What the config means to DeepSpeed ``version`` (``core.effective``), read once per page run."""
+        return effective(self.config, self.version)
 
     def findings_at(self, path: str) -> list[Finding]:
         return [f for f in self.report.findings if f.path == path and f.severity in ("error", "warning")]
@@ -385,10 +391,10 @@ def param_bounds(param: Any, kind: Kind) -> Bounds:
     return number_bounds(kind, param.ge, param.gt, param.le, param.lt)
 
 
-def param_default(param: Any, config: Mapping[str, Any], version: str) -> Any:
-    """The value a parameter left out of ``config`` takes: the default of the class the config selects
+def param_default(param: Any, form: Form) -> Any:
+    """The value a parameter left out of the form's config takes: the default of the class the config selects
     (``Param.default_for``: torch.optim.AdamW's weight_decay is 0.01 where DeepSpeed's AdamW's is 0)."""
-    return param.default_for(effective(config, version).optimizer_class)
+    return param.default_for(form.meaning.optimizer_class)
 
 
 def param_help(param: Any, default: Any = Ellipsis) -> str:

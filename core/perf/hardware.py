@@ -331,6 +331,11 @@ class Cluster:
             "cpu_adam_params_per_s": self.cpu_adam_rate,
         }
 
+    @property
+    def node_cpu_ram_gib(self) -> float:
+        """The CPU RAM per node the memory check counts: ``cpu_ram_gib``, else the catalog's default."""
+        return self.cpu_ram_gib if self.cpu_ram_gib is not None else DEFAULT_CPU_RAM_GIB
+
     def described(self) -> dict[str, Any]:
         """What the cluster is and every rate of ``resolved()``: the GPU, its memory, the GPU and node counts, and
         the CPU RAM and NVMe per node as the memory check counts them (``nvme_gib_per_node`` None: unlimited). What
@@ -338,7 +343,7 @@ class Cluster:
         return {
             "gpu": self.gpu, "gpu_memory_gib": GPU_BY_NAME[self.gpu].memory_gib, "gpus_per_node": self.gpus_per_node,
             "nodes": self.nodes, "total_gpus": self.total_gpus,
-            "cpu_ram_gib_per_node": self.cpu_ram_gib if self.cpu_ram_gib is not None else DEFAULT_CPU_RAM_GIB,
+            "cpu_ram_gib_per_node": self.node_cpu_ram_gib,
             "nvme_gib_per_node": self.nvme_gib,
             **self.resolved(),
         }

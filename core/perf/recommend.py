@@ -53,11 +53,11 @@ COLUMNS = (
 
 def hardware_for(cluster: Cluster) -> Hardware:
     """The memory model's view of the cluster."""
-    from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME
+    from core.hardware import GPU_BY_NAME
 
-    ram = cluster.cpu_ram_gib if cluster.cpu_ram_gib is not None else DEFAULT_CPU_RAM_GIB
     nvme = int(cluster.nvme_gib * GIB) if cluster.nvme_gib is not None else None
-    return Hardware(cluster.gpus_per_node, cluster.nodes, GPU_BY_NAME[cluster.gpu].memory_bytes, int(ram * GIB), nvme)
+    return Hardware(cluster.gpus_per_node, cluster.nodes, GPU_BY_NAME[cluster.gpu].memory_bytes,
+                    int(cluster.node_cpu_ram_gib * GIB), nvme)
 
 
 def build_config(
