@@ -315,3 +315,6 @@ def test_figures_near_the_limit_never_contradict_the_verdict(tmp_path, capsys):
         assert f"{shown} GiB of 80.00 GiB -> {verdict}" in capsys.readouterr().out
     main(["fit", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpus", "8", "--seq-len", "8665"])
     assert "GPU 80.1 GiB of 80.0 GiB per GPU" in capsys.readouterr().out
+    main(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100 80", "--seq-len", "8664",
+          "--attention", "sdpa"])
+    assert "fits, with a peak of 79.9 GiB of the GPU's 80 GiB" in capsys.readouterr().out

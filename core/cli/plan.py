@@ -44,6 +44,7 @@ from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.io import read_log_tail
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
 from core.memory import estimate as memory_estimate
+from core.memory.result import gib_used
 from core.perf import (
     NETWORKS,
     CalibrationError,
@@ -312,7 +313,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
                           "it runs (dsconfig fit lists ways to make it fit)")
     elif mem.gpu_bytes > usable:
-        caveats.insert(0, f"fits, with a peak of {mem.gpu_bytes / GIB:.1f} GiB of the GPU's "
+        caveats.insert(0, f"fits, with a peak of {gib_used(mem.gpu_bytes, mem.hardware.gpu_memory_bytes)} GiB of "
+                          "the GPU's "
                           f"{mem.hardware.gpu_memory_bytes / GIB:g} GiB, but above "
                           f"{1 - DEFAULT_MEMORY_HEADROOM:.0%} of it ({usable / GIB:.1f} GiB), the margin dsconfig plan "
                           "keeps for what the memory model does not count (allocator spikes, NCCL buffers): plan "
