@@ -22,13 +22,18 @@ _LARGEST_COUNT = 1e18
 
 
 def gib_used(used: float, capacity: float | None, digits: int = 1) -> str:
-    """``used`` bytes in GiB with ``digits`` decimals, rounded toward its verdict against ``capacity``: down when it
-    fits, up when it does not, so the figure never contradicts the verdict (79.996 of 80 is "79.9", fits; 80.002
-    is "80.1", does not; both were "80.0")."""
-    step = 10.0 ** -digits
-    value = used / GIB / step
-    shown = math.floor(value) if capacity is None or used <= capacity else math.ceil(value)
-    return f"{shown * step:.{digits}f}"
+    """``used`` bytes in GiB with ``digits`` decimals, rounded as every other figure is, except where that would
+    contradict its verdict against ``capacity`` (shown with the same decimals): then down when it fits, up when it
+    does not (79.996 of 80 is "79.9", fits; 80.002 is "80.1", does not; both were "80.0")."""
+    value = used / GIB
+    shown = round(value, digits)
+    if capacity is not None:
+        limit, step = round(capacity / GIB, digits), 10.0 ** -digits
+        if used <= capacity and shown >= limit:
+            shown = math.floor(value / step) * step
+        elif used > capacity and shown <= limit:
+            shown = math.ceil(value / step) * step
+    return f"{shown:.{digits}f}"
 
 
 def gib_margin(used: float, capacity: float, digits: int = 1) -> str:
