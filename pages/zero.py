@@ -7,7 +7,7 @@ import streamlit as st
 from core import fit
 from core.findings import get_path
 from core.launchers import job_world_size
-from core.memory.result import gib_used
+from core.memory.result import gib_margin, gib_used
 from ui import (
     actions,
     app_state,
@@ -109,19 +109,21 @@ if view is not None:
     with cols[0]:
         charts.draw(zero_charts.peak_components, {"peak": view.peak})
     with cols[1]:
-        def margin(free_gib: float) -> str:  # the sign sets the arrow and colour; the words say which way
-            return f"{free_gib:+.1f} GiB " + ("free" if free_gib >= 0 else "over capacity")
+        hw = estimate.hardware
 
-        st.metric("Peak per GPU", f"{estimate.gpu_bytes / memory.GIB:.1f} GiB",
-                  delta=margin(capacity - estimate.gpu_bytes / memory.GIB), delta_color="normal",
+        def margin(used: int, cap: int) -> str:  # the sign sets the arrow and colour; the words say which way
+            return f"+{gib_margin(used, cap)}" if used <= cap else f"-{gib_margin(used, cap)} capacity"
+
+        st.metric("Peak per GPU", f"{gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} GiB",
+                  delta=margin(estimate.gpu_bytes, hw.gpu_memory_bytes), delta_color="normal",
                   help=f"Peak during {estimate.gpu_peak_phase}. Capacity {capacity:g} GiB.")
-        st.metric("CPU RAM per node", f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB",
-                  delta=margin(float(ctx["cpu_ram_gib"]) - estimate.cpu_bytes_per_node / memory.GIB),
+        st.metric("CPU RAM per node", f"{gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB",
+                  delta=margin(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes),
                   help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.1f} GiB.")
         perf.step_panel(keys, ctx)
     st.caption(f"Current config: {memory.current_option(config, stage)} — "
-               f"{estimate.gpu_bytes / memory.GIB:.1f} GiB per GPU, "
-               f"{estimate.cpu_bytes_per_node / memory.GIB:.1f} GiB CPU RAM per node "
+               f"{gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} GiB per GPU, "
+               f"{gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB CPU RAM per node "
                f"(micro batch {estimate.shape.micro_batch}, {estimate.shape.seq_len} tokens, "
                f"{estimate.shape.attention} attention, recompute {estimate.shape.recompute}).")
     assumed = memory.micro_batch_and_assumption(config, form.report, ctx)[1]

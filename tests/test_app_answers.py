@@ -418,3 +418,15 @@ def test_the_fit_verdict_says_the_precision_attention_and_recomputation_it_assum
     at.run()
     said = sidebar_text(at) + "\n".join(m.value for m in at.markdown)
     assert "bf16, micro batch 4" in said and "attention, full recomputation" in said, said
+
+
+def test_zero_page_figures_near_the_limit_never_contradict_the_verdict():
+    """80.002 GiB of 80 read "80.0 GiB", "-0.0 GiB over capacity", "it needs 80.0 GiB per GPU, the GPU has 80.0 GiB"
+    in the headline and "80.0 of 80 GiB" in the sidebar, beside "does not fit"."""
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    at = app(config, page="pages/zero.py", **model_context("meta-llama/Llama-2-7b-hf"), seq_len=8665, attention="sdpa")
+    gpu = next(m for m in at.metric if m.label == "Peak per GPU")
+    assert (gpu.value, gpu.proto.delta) == ("80.1 GiB", "-0.1 GiB over capacity")
+    words = " ".join(m.value for m in [*at.markdown, *at.error, *at.caption])
+    assert "it needs 80.1 GiB per GPU" in words and "80.1 of 80 GiB per GPU" in words
+    assert "80.0 GiB per GPU" not in words

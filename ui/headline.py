@@ -10,6 +10,7 @@ import streamlit as st
 
 from core import fit
 from core.findings import Finding, Report
+from core.memory.result import gib_used
 from ui import actions, app_state, fields, focus, memory
 from ui.shared_cache import shared_cache
 
@@ -42,15 +43,15 @@ def shortfall(estimate: Any) -> str:
     hw = estimate.hardware
     gib = memory.GIB
     parts = []
-    if not estimate.fits_gpu:
-        parts.append(f"it needs {estimate.gpu_bytes / gib:.1f} GiB per GPU, the GPU has "
+    if not estimate.fits_gpu:  # needs rounded up where plain rounding would read as what the GPU has (gib_used)
+        parts.append(f"it needs {gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} GiB per GPU, the GPU has "
                      f"{hw.gpu_memory_bytes / gib:.1f} GiB")
     if not estimate.fits_cpu:
-        parts.append(f"{estimate.cpu_bytes_per_node / gib:.1f} GiB of CPU RAM per node, the node has "
-                     f"{hw.cpu_ram_per_node_bytes / gib:.1f} GiB")
+        parts.append(f"{gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB of CPU RAM per node, "
+                     f"the node has {hw.cpu_ram_per_node_bytes / gib:.1f} GiB")
     if not estimate.fits_nvme:
-        parts.append(f"{estimate.nvme_bytes_per_node / gib:.1f} GiB of NVMe per node, the node has "
-                     f"{(hw.nvme_bytes_per_node or 0) / gib:.1f} GiB")
+        parts.append(f"{gib_used(estimate.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0)} GiB of NVMe per node, "
+                     f"the node has {(hw.nvme_bytes_per_node or 0) / gib:.1f} GiB")
     return "; ".join(parts)
 
 

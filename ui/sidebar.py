@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core.findings import Finding, Report
 from core.launchers import job_world_size
+from core.memory.result import gib_used
 from ui import app_state, fields, focus, memory
 
 _ICONS = {"error": "🛑", "warning": "⚠️"}
@@ -65,10 +66,10 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
     if estimate is None:
         st.caption("Memory: choose a model on Start to see whether it fits.")
         return
-    gpu_gib = estimate.gpu_bytes / memory.GIB
-    cpu_gib = estimate.cpu_bytes_per_node / memory.GIB
-    text = (f"{gpu_gib:.1f} of {float(ctx['gpu_memory_gib']):g} GiB per GPU (peak in {estimate.gpu_peak_phase}); "
-            f"CPU {cpu_gib:.0f} of {float(ctx['cpu_ram_gib']):g} GiB per node")
+    hw = estimate.hardware  # figures rounded toward the verdict beside them (gib_used)
+    cpu = gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, 0)
+    text = (f"{gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} of {float(ctx['gpu_memory_gib']):g} GiB per GPU "
+            f"(peak in {estimate.gpu_peak_phase}); CPU {cpu} of {float(ctx['cpu_ram_gib']):g} GiB per node")
     if estimate.nvme_bytes_per_node:
         text += f"; NVMe {estimate.nvme_bytes_per_node / memory.GIB:.0f} GiB per node"
     text += f" — {estimate.assumptions}."
