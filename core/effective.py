@@ -90,6 +90,15 @@ def _read_bool_in(values: Mapping[str, Any], section: str, key: str, default: bo
     return bool(values.get(key, default))
 
 
+def switch_on(value: Any, section: str, version: str = "0.19.8") -> bool:
+    """Whether ``value``, written as the ``enabled`` switch of the section at dotted path ``section``, turns it
+    on in DeepSpeed ``version``: pydantic's lax bool where that release parses the section with pydantic (an
+    unreadable value fails the parse: off), else the Python truth value of ``dict.get`` (``"false"`` is on)."""
+    if versions.section(version, section) is not None:
+        return lax_bool(value) is True
+    return bool(value)
+
+
 def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.19.8") -> bool:
     """Whether ``section.enabled`` is on as DeepSpeed ``version`` reads it (see :func:`read_bool`)."""
     return read_bool(config, section, "enabled", False, version)

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import core
 from core import export
+from core.effective import effective
 from core.presets import list_presets
 from ui import app_state, fields
 from ui.widgets import widget_key
@@ -57,6 +58,21 @@ def test_switched_off_reads_the_schema_at_every_level():
     assert fields.switched_off("data_efficiency.data_sampling", nested) == (
         "`data_efficiency` is off: turn on `enabled` first.")
     assert fields.switched_off("no_such_section", {}) is None
+
+
+def test_switched_off_reads_the_switch_as_the_chosen_release_does():
+    """0.16.0 reads the fp16 section with dict.get: "false" is a true value there, so fp16 is on and its fields
+    matter; the newest release reads it with pydantic (off). The Precision page's fields follow the release."""
+    written = {"fp16": {"enabled": "false"}}
+    assert fields.switched_off("fp16", written) == "`fp16` is off: turn on `enabled` first."
+    assert fields.switched_off("fp16", written, "0.16.0") is None
+    assert fields.switched_off("fp16", {"fp16": {"enabled": False}}, "0.16.0") == (
+        "`fp16` is off: turn on `enabled` first.")
+    assert effective(written, "0.16.0").fp16 and not effective(written).fp16  # the same reading as core.effective
+    config = {"train_batch_size": 8, "fp16": {"enabled": "false", "loss_scale": 0}}
+    at = app(config, page="pages/precision.py", version="0.16.0")
+    assert not at.number_input(key=widget_key("fp16.loss_scale")).disabled
+    assert not any("`fp16` is off" in c.value for c in at.caption)
 
 
 def test_monitoring_wrong_type_is_shown_as_raw_json_with_the_error():

@@ -21,13 +21,12 @@ import annotated_types as at
 from pydantic import BaseModel
 
 from core import io
-from core.effective import Effective, effective
+from core.effective import Effective, effective, switch_on
 from core.findings import Finding, Report, delete_path, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
-from core.rules.context import lax_bool
 from core.schema import DeepSpeedConfig
-from core.schema.base import FieldMeta
+from core.schema.base import DEFAULT_VERSION, FieldMeta
 from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
 
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
@@ -266,9 +265,11 @@ def not_an_object(config: Mapping[str, Any], path: str) -> str | None:
     return None
 
 
-def switched_off(section_path: str, config: Mapping[str, Any]) -> str | None:
+def switched_off(section_path: str, config: Mapping[str, Any], version: str = DEFAULT_VERSION) -> str | None:
     """Why the fields of the section at ``section_path`` do nothing now: the first section on the way
-    (itself or an enclosing one) whose schema has an ``enabled`` switch that is off in ``config``; or None.
+    (itself or an enclosing one) whose schema has an ``enabled`` switch that is off in ``config`` as DeepSpeed
+    ``version`` reads it (``core.effective.switch_on``: in a release that reads the section with ``dict.get``,
+    ``"false"`` is on); or None.
 
     Driven by the schema, not a list of sections: ``tensorboard``, ``wandb``, ``fp16``, ``flops_profiler``,
     ``data_efficiency.data_sampling`` … all qualify by having the field. ``"auto"`` counts as on (the HF
@@ -288,7 +289,7 @@ def switched_off(section_path: str, config: Mapping[str, Any]) -> str | None:
         if switch is None:
             continue
         value = node.get(SWITCH, plain_default(switch)) if isinstance(node, Mapping) else plain_default(switch)
-        if value != "auto" and lax_bool(value) is not True:
+        if value != "auto" and not switch_on(value, _join(walked), version):
             return f"`{_join(walked)}` is off: turn on `{SWITCH}` first."
     return None
 
@@ -308,7 +309,7 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
     if path:
         # A section's own switch stays editable (only enclosing switches count); all else waits for it.
         keys = split_path(path)[: -2 if field.name == SWITCH else -1]
-        return switched_off(_join(keys), form.config) if keys else None
+        return switched_off(_join(keys), form.config, form.version) if keys else None
     return None
 
 

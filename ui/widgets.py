@@ -315,7 +315,7 @@ def render_section(
         reason = fields.disabled_reason(field, form)
         if reason:
             st.caption(f"⚠️ {reason}")
-        off = fields.switched_off(path, form.config)
+        off = fields.switched_off(path, form.config, form.version)
         if off:
             st.caption(f"ℹ️ {off}", help="The other fields of the section are disabled until it is on.")
     leaves = [f for f in shown if f.model is None]
