@@ -34,6 +34,15 @@ def test_plan_ranks_fitting_configs_and_draws_the_charts():
     assert any("Dashed line: 76 GiB" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
+def test_a_short_run_shows_its_hours_and_cost_instead_of_zero():
+    """A million tokens train in seconds: one decimal read 0.0 hours and 0 USD on every row."""
+    at = app(page=PAGE)
+    at.number_input(key="plan_tokens").set_value(0.001).run()
+    table = ranked(at)
+    assert (table["Hours"] > 0).all() and (table["Cost USD"] > 0).all(), table[["Hours", "Cost USD"]]
+    assert table["Hours"].iloc[0] < 0.05  # one decimal read 0.0
+
+
 def test_use_this_config_loads_the_row_into_the_builder():
     at = app(page=PAGE)
     at.number_input(key="plan_nodes").set_value(2).run()

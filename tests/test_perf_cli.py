@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
+from core.perf.advice import decimals_for
 from core.validate import validate
 
 FIXTURE_LOG = Path(__file__).with_name("test_perf_deepspeed_cpu.log")
@@ -36,6 +37,19 @@ def test_plan_text_ranks_and_prints_the_best_config():
     assert "candidates fit" in text and "Best:" in text and '"zero_optimization"' in text
     assert "200 Gbit/s per node" in text
     assert len([line for line in text.splitlines() if line.startswith("  ") and line[:3].strip().isdigit()]) == 5
+
+
+def test_plan_text_shows_a_short_runs_hours_and_cost_instead_of_zero():
+    """1e6 tokens at ~1e6 tokens/s: the one-decimal hours and whole-dollar cost read 0.0 and 0 on every row."""
+    code, text = run(["plan", "--model", "openai-community/gpt2", *CLUSTER, "--seq-len", "1024",
+                      "--global-batch", "64", "--tokens", "1e6", "--price", "2.5", "--top", "3"])
+    assert code == 0
+    rows = [line.split() for line in text.splitlines() if line.startswith("  ") and line[:3].strip().isdigit()]
+    assert len(rows) == 3
+    for row in rows:
+        hours, cost = float(row[-2]), float(row[-1].replace(",", ""))
+        assert 0 < hours < 0.01 and cost == pytest.approx(hours * 16 * 2.5, rel=0.05)
+    assert decimals_for([309.5, 0.0], 1) == 1 and decimals_for([0.000309], 1) == 5 and decimals_for([], 0) == 0
 
 
 def test_plan_json_rows_are_valid_configs_with_time_and_cost():

@@ -18,6 +18,7 @@ import pandas as pd
 
 from core.models.arch import ModelSpec
 from core.perf import Cluster, gpu_sweep, recommend
+from core.perf.advice import decimals_for
 from ui import charts, memory, tables
 
 #: Rows of the ranked table (and the choices of "Use this config").
@@ -94,11 +95,13 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
             "Tokens/s": shown["tokens_per_second"].round(0), "TFLOPs/GPU": shown["tflops_per_gpu"].round(1),
             "MFU": (shown["mfu"] * 100).round(0),
         })
-        if "hours" in shown:
-            frame["Hours"] = shown["hours"].round(1)
-        if "cost" in shown:
-            frame["Cost USD"] = shown["cost"].round(0)
-        view = tables.prepare(frame, _FORMATS)
+        formats = dict(_FORMATS)
+        for column, source, least in (("Hours", "hours", 1), ("Cost USD", "cost", 0)):
+            if source in shown:  # a short run's 0.0003 hours must not read 0.0
+                decimals = decimals_for(shown[source], least)
+                frame[column] = shown[source].round(decimals)
+                formats[column] = f",.{decimals}f"
+        view = tables.prepare(frame, formats)
         parts = charts.arrow(pd.DataFrame([
             {"Candidate": _candidate(r, f"#{i + 1} "), "Part": name, "Seconds": sec}
             for i, r in enumerate(shown.head(BROKEN_DOWN).itertuples()) for name, sec in r.breakdown.items()

@@ -56,7 +56,7 @@ from core.perf import (
     recommend,
     step_seconds_from_log,
 )
-from core.perf.advice import duration_text, percent_text, share_text
+from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
 
 #: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
@@ -194,20 +194,24 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                   + (f"; cost: hours x {cluster.total_gpus} GPUs x {args.price:g} USD per GPU-hour"
                      if args.price is not None else "") + "\n")
     out.write("\n")
-    extra = " hours" if "hours" in table else ""
-    extra += "     cost" if "cost" in table else ""
+    shown = table.head(args.top)
+    hours_decimals = decimals_for(shown["hours"], 1) if "hours" in table else 0
+    cost_decimals = decimals_for(shown["cost"], 0) if "cost" in table else 0
+    hours_width, cost_width = max(6, hours_decimals + 5), max(8, cost_decimals + 6)
+    extra = f" {'hours':>{hours_width}}" if "hours" in table else ""
+    extra += f" {'cost':>{cost_width}}" if "cost" in table else ""
     out.write(f"{'#':>3} stage offload(opt/param) zero++ micro accum recompute  fits  GiB/GPU       step  tok/s     "
               f"TFLOPs  MFU{extra}\n")
-    for i, row in enumerate(table.head(args.top).itertuples(), 1):
+    for i, row in enumerate(shown.itertuples(), 1):
         offload = f"{row.offload_optimizer}/{row.offload_param}"
         line = (f"{i:>3} {row.stage:>5} {offload:>18} {'yes' if row.zeropp else 'no':>6} "
                 f"{row.micro_batch:>5} {row.gradient_accumulation_steps:>5} {row.recompute:>9} "
                 f"{'yes' if row.fits else 'NO':>5} {row.gpu_peak_gib:8.1f} {duration_text(row.step_seconds):>10} "
                 f"{row.tokens_per_second:9.0f} {row.tflops_per_gpu:7.1f} {percent_text(row.mfu):>4}")
         if "hours" in table:
-            line += f" {row.hours:6.1f}"
+            line += f" {row.hours:{hours_width}.{hours_decimals}f}"
         if "cost" in table:
-            line += f" {row.cost:8.0f}"
+            line += f" {row.cost:{cost_width},.{cost_decimals}f}"
         out.write(line + "\n")
     best = table.iloc[0]
     if best["fits"]:

@@ -3,6 +3,8 @@ assumed about the cluster."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -147,6 +149,19 @@ def duration_text(seconds: float) -> str:
     if abs(seconds) >= 0.9995e-3:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} µs"
+
+
+def decimals_for(values: Iterable[float], least: int) -> int:
+    """Decimals that show every non-zero finite value of a column with two significant digits, and at least
+    ``least``: training hours of a short run (0.0003 h) read 0.0 with the one decimal of a long one."""
+    small = [abs(v) for v in values if v and math.isfinite(v)]
+    if not small:
+        return least
+    return min(MAX_DECIMALS, max(least, 1 - math.floor(math.log10(min(small)))))
+
+
+#: More decimals than this say nothing a person reads (a microsecond of a training run).
+MAX_DECIMALS = 6
 
 
 def share_text(part: float, whole: float) -> str:
