@@ -636,3 +636,58 @@ def test_an_empty_key_is_shown_as_one():
     finding = next(f for f in validate({"train_micro_batch_size_per_gpu": 1, "": 5}).findings
                    if f.code == "keys.unknown-top-level")
     assert 'Unknown top-level key `""`' in finding.message
+
+
+def test_real_process_whose_reader_stops_early_never_exits_0(tmp_path):
+    """`dsconfig validate configs/* | head -1`: the reader closes the pipe after the first FAILED line. The exit
+    code was 0 (the clean run's) although errors were found and later files never checked; it is now 141, as
+    for a process SIGPIPE ended, so `set -o pipefail` in CI fails the step. No traceback either."""
+    failing = [_write(tmp_path, '{"train_batch_size": 8, "zero_optimization": {"stage": 9}}', f"{i:03}.json")
+               for i in range(300)]  # ~80 KB of verdicts: more than a pipe holds
+    proc = subprocess.Popen([sys.executable, "-m", "core", "validate", *map(str, failing)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(str(failing[0]).encode())
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode("utf-8", "replace")
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+
+
+def test_broken_pipe_in_process_is_141_and_leaves_the_real_stdout_alone(tmp_path):
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    path = _write(tmp_path, '{"train_batch_size": 8}')
+    assert main(["validate", str(path)], out=Closed()) == 141
+
+
+def test_migrate_write_carries_on_past_a_file_it_cannot_rewrite(tmp_path, capsys):
+    """An HJSON file whose FILE.orig exists is refused; the files after it were never migrated (the command
+    stopped), and "migrated: a.json" was said of the file that was not written."""
+    old = '{"train_batch_size": 8, "zero_optimization": {"stage": 2, "cpu_offload": true}}'
+    first, last = _write(tmp_path, old, "b.json"), _write(tmp_path, old, "c.json")
+    hjson_file = tmp_path / "a.json"
+    hjson_file.write_text("// team\n{\n  train_batch_size: 8\n  zero_optimization: {stage: 2, cpu_offload: true}\n}\n")
+    (tmp_path / "a.json.orig").write_text("kept")
+    code, out, err = run_cli(["migrate", "--write", str(first), str(hjson_file), str(last)], capsys)
+    assert code == 2 and "Traceback" not in out + err
+    assert "a.json.orig exists already" in err and f"migrated: {hjson_file}" not in err
+    for written in (first, last):
+        assert json.loads(written.read_text())["zero_optimization"] == {
+            "stage": 2, "offload_optimizer": {"device": "cpu"}}
+    assert "cpu_offload" in hjson_file.read_text()
+
+
+def test_validate_json_gives_an_unreadable_file_the_keys_of_a_checked_one(tmp_path, capsys):
+    """An unreadable file's entry had no findings/counts (r["findings"] raised KeyError in a CI script) and its
+    line and column only inside the message."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1,\n "b": }')
+    good = _write(tmp_path, '{"train_batch_size": 8}')
+    code, out, _err = run_cli(["validate", "--format", "json", str(bad), str(good)], capsys)
+    assert code == 2
+    unreadable, checked = json.loads(out)
+    assert unreadable["unreadable"] and (unreadable["line"], unreadable["column"]) == (2, 7)
+    assert {"file", "ok", "counts", "findings"} <= set(unreadable) & set(checked)
+    assert unreadable["findings"] == [] and unreadable["ok"] is False

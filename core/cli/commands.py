@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -179,7 +180,10 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         except UsageError as exc:
             worst = EXIT_USAGE
             if args.format == "json":
-                results.append({"file": path, "ok": False, "unreadable": True, "message": str(exc)})
+                # the keys of a checked file's entry too, so that a reader of r["findings"] does not fail on it
+                line, column = exc.position or (None, None)
+                results.append({"file": path, "ok": False, "unreadable": True, "message": str(exc), "line": line,
+                                "column": column, "counts": dict.fromkeys(SEVERITY_ORDER, 0), "findings": []})
             elif args.format == "github":
                 out.write(_github_annotation("error", path, exc.position, "dsconfig unreadable", str(exc)))
             else:
@@ -229,6 +233,14 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
             continue
         new, changes = migrate(config)
         left = left_behind(new)
+        if args.write and changes:
+            try:  # written first, so that "migrated" is said only of a file that was
+                rewrite_config_file(name, dump_config(new))
+            except (UsageError, OSError) as exc:
+                why = exc if isinstance(exc, UsageError) else f"{name}: cannot write it: {exc.strerror or exc}"
+                sys.stderr.write(f"dsconfig migrate: error: {why}\n")  # the other files are still written
+                unreadable += 1
+                continue
         for change in changes:
             sys.stderr.write(f"{'would migrate' if args.check else 'migrated'}: {name}: {change}\n")
         for why in left:
@@ -237,7 +249,6 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
             sys.stderr.write(f"{name}: nothing to migrate\n")
         stale += bool(changes or left)
         if args.write and changes:
-            rewrite_config_file(name, dump_config(new))
             sys.stderr.write(f"wrote {name}\n")
         elif not (args.write or args.check):
             out.write(dump_config(new))
@@ -413,10 +424,25 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return guarded(args.command, lambda: args.handler(args, out))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # the reader stopped reading (| head): what it read was what it wanted
-        return EXIT_OK
+    except BrokenPipeError:
+        # the reader stopped reading (| head): the files after that were never checked, so no verdict can be
+        # given; exit as a process killed by SIGPIPE does (141), which `set -o pipefail` reports as a failure
+        if out is sys.stdout:
+            _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except OSError as exc:  # the output could not be written (a full disk): never the config's exit code
         return _cannot_write(args.command, exc.strerror or str(exc))
+
+
+#: The exit code of a process that SIGPIPE ended (128 + 13), as a shell reports it.
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device so that flushing it at exit does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _cannot_write(command: str, why: str) -> int:
