@@ -21,7 +21,7 @@ from typing import Any
 
 from core.effective import effective, pydantic_bool
 from core.findings import join_index
-from core.io import ConfigLoadError, parse_json_value
+from core.io import ConfigLoadError, check_depth, parse_json_value
 from core.rules.context import TARGETS, lax_int
 
 
@@ -211,6 +211,11 @@ def parse_preset(raw: str | bytes, *, name: str, path: Path | None = None, built
     meta, config = data["meta"], data["config"]
     if not isinstance(meta, dict) or not isinstance(config, dict):
         raise PresetError(f"{where}: meta and config must both be JSON objects")
+    try:  # the loader refuses a config file this deep: a preset exported from it would be refused the same way
+        check_depth(config)
+        check_depth(meta)
+    except ValueError as exc:
+        raise PresetError(f"{where}: {exc}") from None
     return Preset(name=name, meta=meta, config=config, path=path or Path(f"{name}.json"), builtin=builtin)
 
 
@@ -255,15 +260,34 @@ def list_presets(folders: Sequence[Path], *, builtin_dir: Path = BUILTIN_DIR) ->
                 problems.append(f"{file}: ignored, its file name is an {exc}")
                 continue
             if name in found:
-                problems.append(f"{file}: {name!r} is the name of a built-in preset, which cannot be overridden; "
-                                "this file is ignored: rename it" if found[name].builtin else
-                                f"{file}: {name!r} is already defined in {found[name].path.parent}; ignored")
+                problems.append(_ignored_duplicate(file, found[name]))
                 continue
             try:
                 found[name] = _read(file, name, builtin)
             except PresetError as exc:
                 problems.append(str(exc))
     return sorted(found.values(), key=lambda p: (not p.builtin, p.name)), problems
+
+
+def _ignored_duplicate(file: Path, winner: Preset) -> str:
+    """Why ``file`` is not used: a preset of its name comes first (a built-in, or one in an earlier folder)."""
+    if winner.builtin:
+        return (f"{file}: {winner.name!r} is the name of a built-in preset, which cannot be overridden; this file is "
+                "ignored: rename it")
+    return f"{file}: {winner.name!r} is already defined in {winner.path.parent}; ignored"
+
+
+def hidden_by(preset: Preset, folders: Sequence[Path]) -> list[str]:
+    """One line per file of ``preset``'s name in a later folder, which ``load_preset`` never reads (``presets list``
+    says the same of them): a team file named like a built-in preset is silently not the one exported."""
+    lines = []
+    later = False
+    for folder in folders:
+        path = folder / f"{preset.name}.json"
+        if later and (path.is_symlink() or path.exists()) and _resolved(path) != _resolved(preset.path):
+            lines.append(_ignored_duplicate(path, preset))
+        later = later or _resolved(folder) == _resolved(preset.path.parent)
+    return lines
 
 
 def folders_signature(folders: Sequence[Path]) -> tuple:

@@ -287,3 +287,52 @@ def test_symbolic_link_loops_and_links_in_team_folders_get_messages_not_tracebac
     monkeypatch.setenv("DSCONFIG_PRESETS_PATH", f"{first}{os.pathsep}{second}")
     code, out, _ = run(["presets", "show", "dup"], capsys)
     assert code == 0 and str(second / "dup.json") in out
+
+
+def test_show_and_export_say_which_same_name_team_file_they_ignore(tmp_path, monkeypatch, capsys):
+    """A team file named like a built-in preset: only `presets list` said it is ignored; `show` and `export`
+    printed the built-in without a word, and `show --format json` did not say which file it read."""
+    (tmp_path / "zero2-bf16.json").write_text(json.dumps({
+        "meta": {"title": "SHADOW", "description": "ours", "target": "deepspeed"},
+        "config": {"train_batch_size": 1}}))
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    for argv in (["presets", "show", "zero2-bf16"], ["export", "--preset", "zero2-bf16"]):
+        code, out, err = run(argv, capsys)
+        assert code == 0 and "SHADOW" not in out, argv
+        assert err.startswith(f"dsconfig: warning: {tmp_path / 'zero2-bf16.json'}: 'zero2-bf16' is the name of a "
+                              "built-in preset, which cannot be overridden"), err
+    code, out, _ = run(["presets", "show", "zero2-bf16", "--format", "json"], capsys)
+    shown = json.loads(out)
+    assert shown["builtin"] is True and shown["path"].endswith("zero2-bf16.json")
+    assert not shown["path"].startswith(str(tmp_path))
+    monkeypatch.delenv("DSCONFIG_PRESETS_PATH")
+    assert run(["presets", "show", "zero2-bf16"], capsys)[2] == ""
+
+
+def test_a_metadata_warning_names_a_command_that_runs(tmp_path, monkeypatch, capsys):
+    """The warning said `dsconfig presets check FILE`, which refuses a file ("no such folder of presets")."""
+    (tmp_path / "notarget.json").write_text(json.dumps({"meta": {"title": "t", "description": "d"},
+                                                        "config": {"train_micro_batch_size_per_gpu": 1}}))
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    _code, _out, err = run(["presets", "list"], capsys)
+    (command,) = re.findall(r"\(dsconfig (presets check [^)]*)\)", err)
+    code, out, _err = run(command.split(), capsys)
+    assert code == 1 and "meta.target" in out and "1 preset(s) checked" in out
+
+
+def test_a_preset_nested_deeper_than_a_config_may_be_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """65 levels: the export was written and then refused by validate; 500 levels: a RecursionError traceback from
+    `presets check`. A preset's config is held to the config loader's depth limit."""
+    for depth, name in ((65, "deep"), (500, "deeper")):
+        nested = "1"
+        for _ in range(depth):
+            nested = '{"a": ' + nested + "}"
+        (tmp_path / f"{name}.json").write_text(
+            '{"meta": {"title": "t", "description": "d", "target": "deepspeed", "verified_with": ["0.19.8"]}, '
+            '"config": {"train_batch_size": 8, "x": ' + nested + "}}")
+    code, out, err = run(["presets", "check", str(tmp_path)], capsys)
+    assert code == 1 and "Traceback" not in out + err
+    assert out.count("nests deeper than 64 levels") == 2
+    monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
+    code, out, err = run(["export", "--preset", "deep", "-o", str(tmp_path / "x.json")], capsys)
+    assert code == 2 and "nests deeper than 64 levels" in err and not (tmp_path / "x.json").exists()

@@ -24,6 +24,7 @@ from core.presets import (
     decode_preset,
     env_search_path,
     facets,
+    hidden_by,
     list_presets,
     load_preset,
     meta_problems,
@@ -121,8 +122,17 @@ def _warn_meta(preset: Preset) -> None:
     a missing target as the default, deepspeed)."""
     if preset.builtin:
         return  # the built-in folder's are vetted by the tests
-    for problem in meta_problems(preset.meta, vetted=False):
-        sys.stderr.write(f"dsconfig: warning: {preset.path}: {problem} (dsconfig presets check {preset.path})\n")
+    for problem in meta_problems(preset.meta, vetted=False):  # presets check takes the folder
+        sys.stderr.write(f"dsconfig: warning: {preset.path}: {problem} (dsconfig presets check "
+                         f"{preset.path.parent})\n")
+
+
+def _loaded(name: str, folders: list[Path]) -> Preset:
+    """``load_preset``, saying on stderr which files of that name in later folders it hides."""
+    preset = load_preset(name, folders)
+    for line in hidden_by(preset, folders):
+        sys.stderr.write(f"dsconfig: warning: {line}\n")
+    return preset
 
 
 @_guard
@@ -168,9 +178,10 @@ def _show_text(p: Preset, out: TextIO) -> None:
 @_guard
 def cmd_presets_show(args: argparse.Namespace, out: TextIO) -> int:
     """Show one preset: metadata, justifications and config."""
-    preset = load_preset(args.name, _folders(args))
+    preset = _loaded(args.name, _folders(args))
     if args.format == "json":
-        out.write(json.dumps({"name": preset.name, "meta": preset.meta, "config": preset.config}, indent=2) + "\n")
+        out.write(json.dumps({"name": preset.name, "path": str(preset.path), "builtin": preset.builtin,
+                              "meta": preset.meta, "config": preset.config}, indent=2) + "\n")
     else:
         _show_text(preset, out)
     return EXIT_OK
@@ -270,7 +281,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     from core.io import dump_config
     from core.validate import validate
 
-    preset = load_preset(args.preset, _folders(args))
+    preset = _loaded(args.preset, _folders(args))
     _warn_meta(preset)
     resolve = None if args.resolve_auto is None else [v for group in args.resolve_auto for v in group]
     config, target, notes = build_export(preset, args.set or [], resolve, args.world_size)
