@@ -71,3 +71,43 @@ def test_the_checker_sees_a_forbidden_import(tmp_path):
     assert offenders([bad], ("streamlit", "ui"), root=tmp_path) == [
         "core/memory/probe.py:2 imports ui", "core/memory/probe.py:2 imports ui.fields",
         "core/memory/probe.py:3 imports streamlit"]
+
+
+def _core_rooms() -> list[str]:
+    return sorted(p.stem if p.is_file() else p.name for p in (ROOT / "core").iterdir()
+                  if p.name not in ("__pycache__", "__init__.py", "__main__.py")
+                  and (p.suffix == ".py" or (p / "__init__.py").exists()))
+
+
+def rooms_imported(room: str, leave_out: tuple[str, ...] = ()) -> set[str]:
+    """The other rooms of core/ that ``room``'s files import (module level or inside a function)."""
+    rooms = set(_core_rooms())
+    single = ROOT / "core" / f"{room}.py"
+    files = [single] if single.exists() else [p for p in python_files(f"core/{room}") if p.name not in leave_out]
+    found = set()
+    for path in files:
+        for _line, module in imports_of(path):
+            parts = module.split(".")
+            if parts[0] == "core" and len(parts) > 1 and parts[1] in rooms and parts[1] != room:
+                found.add(parts[1])
+    return found
+
+
+def test_architecture_md_names_every_room_each_room_imports():
+    """ARCHITECTURE.md's import lines ("`perf` → `batch`, ...") said perf imports five rooms where it imports nine;
+    each line must now equal the source's imports."""
+    import re
+
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    lines = re.findall(r"^- ((?:`[a-z_]+`(?:, )?)+) → (.*)$", text, flags=re.M)
+    assert len(lines) >= 8
+    for rooms_text, imported in lines:
+        if imported == "anything in core":
+            continue
+        named = set(re.findall(r"`([a-z_]+)`", imported.split("(")[0]))
+        for room in re.findall(r"`([a-z_]+)`", rooms_text):
+            if imported.startswith("nothing, except `versions/matrix.py`"):
+                assert rooms_imported(room, ("matrix.py",)) == set(), room
+                assert rooms_imported(room) == set(re.findall(r"`([a-z_]+)`", imported.split("(")[1])), room
+            else:
+                assert rooms_imported(room) == named, (room, sorted(rooms_imported(room)))

@@ -336,3 +336,11 @@ def test_a_preset_nested_deeper_than_a_config_may_be_is_refused_by_name(tmp_path
     monkeypatch.setenv("DSCONFIG_PRESETS_PATH", str(tmp_path))
     code, out, err = run(["export", "--preset", "deep", "-o", str(tmp_path / "x.json")], capsys)
     assert code == 2 and "nests deeper than 64 levels" in err and not (tmp_path / "x.json").exists()
+
+
+def test_export_names_the_nearest_profile_for_a_release_it_has_none_of(capsys):
+    """export listed 36 choices where validate, fix and schema name the range and the nearest profile."""
+    code, _out, err = run(["export", "--preset", "zero3-bf16", "--deepspeed-version", "0.20.0"], capsys)
+    assert code == 2 and "The nearest profile is" in err and "invalid choice" not in err
+    code, out, _err = run(["export", "--preset", "zero3-bf16", "--deepspeed-version", "v0.17.0"], capsys)
+    assert code == 0 and '"stage": 3' in out

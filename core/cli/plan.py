@@ -3,7 +3,8 @@
 dsconfig plan --model meta-llama/Llama-2-7b-hf --gpu "NVIDIA H100 80GB" --nodes 2 --network 3200 \\
     --seq-len 4096 --global-batch 256 --tokens 2e9 --price 2.5
 dsconfig predict ds_config.json --model meta-llama/Llama-2-7b-hf --gpu "NVIDIA A100 80GB" --nodes 2 \\
-    --micro-batch 2 --seq-len 4096 [--calibrate-step 1.9 | --log train.log]
+    --seq-len 4096 [--micro-batch 2 (a config whose micro batch is "auto" or unsaid)] \\
+    [--calibrate-step 1.9 | --log train.log]
 
 Predictions come from an analytical model (core/perf): trust them to about 20-30% for large dense models, less
 for small models and unusual setups; calibrate with one measured step for better figures.
@@ -107,7 +108,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, metavar="CONFIG", help="ds_config.json")
     _common(p)
-    p.add_argument("--micro-batch", type=positive_int, help="default: the config's train_micro_batch_size_per_gpu")
+    p.add_argument("--micro-batch", type=positive_int,
+                   help='the micro batch when the config says "auto" or nothing (default: the config\'s, as fit reads '
+                        "it); refused when the config writes another")
     p.add_argument("--gradient-accumulation-steps", type=positive_int, metavar="N",
                    help='the HF Trainer\'s --gradient_accumulation_steps: fills "auto" batch keys as the Trainer '
                         "does (refused when the config writes values that disagree)")

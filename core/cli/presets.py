@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from core.autofill import HF_DEFAULTS, TRAINING_VALUES, find_auto, needed_training_values, resolve_auto
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
+from core.cli.versions import release
 from core.findings import split_path
 from core.io import ConfigLoadError, parse_json_value
 from core.presets import (
@@ -336,7 +337,9 @@ def register(subparsers: Any) -> None:
                    help="fill \"auto\" as the HF Trainer would, from training values such as "
                         "per_device_train_batch_size=4 learning_rate=2e-5 bf16=true hidden_size=4096 "
                         "num_training_steps=1000 warmup_steps=100; the result targets plain DeepSpeed")
-    p.add_argument("--deepspeed-version", choices=versions, default=default_version)
+    p.add_argument("--deepspeed-version", type=release, default=default_version, metavar="RELEASE",
+                   help=f"validate the export for this DeepSpeed release, {versions[0]} … {versions[-1]} (default: "
+                        f"{default_version})")
     p.add_argument("--force", action="store_true", help="export even if the result has errors (exit code 1)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
     p.set_defaults(handler=cmd_export)

@@ -296,7 +296,8 @@ class ZeroConfig(Section):
     overlap_comm: bool | None = ds_field(
         None,
         description="Overlap gradient reduction with the backward pass. Unset means true for stage 3 and "
-        "false otherwise. Costs extra bucket memory (about 4.5 × `reduce_bucket_size` in stage 2).",
+        "false otherwise. In stage 1 and 2 it costs a second gradient bucket (2 × `reduce_bucket_size` with "
+        "contiguous_gradients; DeepSpeed's docs say 4.5 ×, its code allocates two).",
         stages=(1, 2, 3),
     )
     compute_grad_norm: bool = ds_field(
