@@ -32,10 +32,27 @@ MODE_LABELS = {"fp32": "fp32 (no mixed precision)", "fp16": "fp16 + loss scaling
                "torch_autocast": "torch.autocast"}
 
 
+def _before_key(section: str) -> str:
+    return f"{MODE_KEY}:{section}"
+
+
 @app_state.counted_edit
 def _on_mode() -> None:
-    app_state.rewrite_config(precision.with_precision_mode(app_state.get_config(), st.session_state[MODE_KEY],
-                                                           app_state.get_context()["version"]))
+    config = app_state.get_config()
+    # what each section was before earlier switches, while it still holds what they wrote (app_state.note): a
+    # switch back gives it back ("auto" flags; a section a switch created is removed)
+    before = {section: was for section in precision.SECTIONS
+              if (was := app_state.recall(_before_key(section))) is not None}
+    out = precision.with_precision_mode(config, st.session_state[MODE_KEY], app_state.get_context()["version"],
+                                        before)
+    app_state.rewrite_config(out)
+    remembered = precision.remembered_after(config, out, before)
+    for section in precision.SECTIONS:
+        if section in remembered:
+            was = remembered[section]
+            app_state.note(_before_key(section), precision.changed_path(section, was), was)
+        else:
+            app_state.forget(_before_key(section))
 
 
 mode = precision.precision_mode(config, app_state.get_context()["version"])

@@ -11,6 +11,7 @@ import pytest
 from app_support import ROOT, app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import lr_schedules
+from tests.test_precision import HF_TEMPLATE, SWITCHES_AND_BACK
 from ui.widgets import widget_key
 
 PRESET = json.loads((ROOT / "presets" / "zero3-offload-cpu.json").read_text())["config"]
@@ -39,6 +40,43 @@ def test_precision_mode_keeps_the_legacy_bfloat16_section():
     assert at.session_state["config"] == {"bfloat16": {"enabled": False}}
     at.radio(key="cfg:precision_mode").set_value("bf16").run()
     assert at.session_state["config"] == {"bfloat16": {"enabled": True}}
+
+def _exactly(config: dict, expected: dict) -> bool:
+    """The same keys, values and types (1 is not 1.0, nor true), in the same order at every level."""
+    return config == expected and json.dumps(config) == json.dumps(expected)
+
+
+@pytest.mark.parametrize(("config", "modes", "version"), SWITCHES_AND_BACK)
+def test_switching_precision_and_back_gives_the_config_back(config, modes, version):
+    """fp16 -> bf16 -> fp16 wrote true and false over HF's "auto" flags, and a switch and back left the section it
+    had created behind ("bf16": {"enabled": false})."""
+    at = app(copy.deepcopy(config), page="pages/precision.py", target="hf", version=version)
+    for mode in modes:
+        at.radio(key="cfg:precision_mode").set_value(mode).run()
+        assert at.radio(key="cfg:precision_mode").value == mode and not at.exception
+    assert _exactly(at.session_state["config"], config)
+
+
+def test_a_precision_switch_keeps_a_section_it_created_once_the_user_wrote_into_it():
+    at = app({"fp16": {"enabled": True}}, page="pages/precision.py")
+    at.radio(key="cfg:precision_mode").set_value("bf16").run()
+    at.checkbox(key=widget_key("bf16.immediate_grad_update")).check().run()
+    at.radio(key="cfg:precision_mode").set_value("fp16").run()
+    assert _exactly(at.session_state["config"], {"fp16": {"enabled": True},
+                                                 "bf16": {"enabled": False, "immediate_grad_update": True}})
+
+
+def test_an_auto_precision_flag_switched_off_keeps_the_mode_and_on_again_gives_the_config_back():
+    """fp16's "auto" switched off wrote the schema's false: the page jumped to bf16 (its "auto" now selected) and
+    the fp16 toggle disappeared with fp16's box."""
+    at = app(copy.deepcopy(HF_TEMPLATE), page="pages/precision.py", target="hf")
+    at.toggle(key=widget_key("fp16.enabled") + ":auto").set_value(False).run()
+    assert _exactly(at.session_state["config"], {"fp16": {"enabled": True, "loss_scale": 0},
+                                                 "bf16": {"enabled": "auto"}})
+    assert at.radio(key="cfg:precision_mode").value == "fp16"
+    at.toggle(key=widget_key("fp16.enabled") + ":auto").set_value(True).run()
+    assert _exactly(at.session_state["config"], HF_TEMPLATE)
+
 
 def test_fp16_loss_scaling_widgets_come_from_schema():
     at = app({"fp16": {"enabled": True}}, page="pages/precision.py")
@@ -123,7 +161,7 @@ def test_precision_mode_leaves_fp16_under_a_release_that_reads_false_as_on():
     assert at.session_state["config"] == {**config, "fp16": {"enabled": False}, "bf16": {"enabled": True}}
     at.radio(key="cfg:precision_mode").set_value("fp32").run()
     assert at.radio(key="cfg:precision_mode").value == "fp32"
-    assert at.session_state["config"]["bf16"] == {"enabled": False}
+    assert at.session_state["config"] == {**config, "fp16": {"enabled": False}}  # the bf16 the switch created goes
 
 def _drawn_curve(at):
     """(spec, dataset ``curve``) of the page's one chart, as the browser receives them."""

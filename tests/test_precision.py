@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import core
-from core.precision import PRECISION_MODES, bf16_section, precision_mode, with_precision_mode
+from core.effective import effective
+from core.precision import (
+    PRECISION_MODES,
+    bf16_section,
+    precision_mode,
+    remembered_after,
+    with_precision_mode,
+)
 from core.schema import KNOWN_VERSIONS
 from tests.fuzz_strategies import FUZZ_SETTINGS, any_config
 
@@ -84,3 +92,79 @@ def test_any_config_switched_selects_that_mode_and_never_has_two_precisions(conf
     assert precision_mode(out, version) == mode
     codes = {f.code for f in core.validate(out).findings}
     assert "precision.fp16-and-bf16" not in codes
+
+
+def _switch(config, mode, before, version="0.19.8"):
+    """A switch as the app makes it, with what the switches before it remembered: (config, memory after it)."""
+    out = with_precision_mode(config, mode, version, before)
+    return out, remembered_after(config, out, before)
+
+
+HF_TEMPLATE = {"fp16": {"enabled": "auto", "loss_scale": 0}, "bf16": {"enabled": "auto"}}
+
+
+#: (config, the modes switched to one after another, back to the config's own last, DeepSpeed release): the app's
+#: AppTest makes the same switches with the radio.
+SWITCHES_AND_BACK = [
+    (HF_TEMPLATE, ["bf16", "fp16"], "0.19.8"),
+    (HF_TEMPLATE, ["fp32", "bf16", "torch_autocast", "fp16"], "0.19.8"),
+    ({"fp16": {"enabled": True}}, ["bf16", "fp16"], "0.19.8"),
+    ({"bfloat16": {"enabled": True}}, ["fp16", "bf16"], "0.19.8"),
+    ({"train_micro_batch_size_per_gpu": 1}, ["bf16", "fp32"], "0.19.8"),
+    ({"fp16": {"enabled": True}, "bf16": {"enabled": False}}, ["bf16", "fp16"], "0.19.8"),  # written: stays
+    ({"fp16": {"loss_scale": 0}}, ["fp16", "fp32"], "0.19.8"),  # no enabled key, and none left behind
+    ({"fp16": 3, "x": 1}, ["fp16", "fp32"], "0.19.8"),
+    ({"fp16": {"enabled": "false"}, "bf16": {"enabled": 0}}, ["bf16", "fp16"], "0.16.0"),  # "false" is on there
+]
+
+
+@pytest.mark.parametrize(("config", "modes", "version"), SWITCHES_AND_BACK)
+def test_a_switch_and_back_gives_the_config_back(config, modes, version):
+    """fp16 -> bf16 -> fp16 turned HF's "auto" flags into true and false, and left a section the switch created
+    ("bf16": {"enabled": false}) behind; a switch now gives back what the switches before it changed."""
+    out, before = copy.deepcopy(config), {}
+    for mode in modes:
+        out, before = _switch(out, mode, before, version)
+        assert precision_mode(out, version) == mode
+    assert json.dumps(out) == json.dumps(config)  # the same keys, values and types, in the same order
+    assert before == {}  # nothing left to give back
+
+
+def test_a_switch_keeps_an_auto_flag_that_needs_no_change_and_the_plain_switch_writes_booleans():
+    assert with_precision_mode(HF_TEMPLATE, "bf16", before={}) == {
+        "fp16": {"enabled": "auto", "loss_scale": 0}, "bf16": {"enabled": True}}  # the Trainer fills fp16 false
+    assert with_precision_mode(HF_TEMPLATE, "bf16") == {
+        "fp16": {"enabled": False, "loss_scale": 0}, "bf16": {"enabled": True}}
+
+
+def test_a_section_the_user_wrote_is_never_removed():
+    written = {"fp16": {"enabled": True}, "bf16": {"enabled": False}}
+    out, before = _switch(written, "bf16", {})
+    assert _switch(out, "fp16", before)[0] == written
+    out, before = _switch({"fp16": {"enabled": True}}, "bf16", {})
+    out["bf16"]["immediate_grad_update"] = True  # the user writes into the section the switch created
+    assert _switch(out, "fp16", before)[0] == {
+        "fp16": {"enabled": True}, "bf16": {"enabled": False, "immediate_grad_update": True}}
+
+
+@FUZZ_SETTINGS
+@given(config=any_config, modes=st.lists(st.sampled_from(PRECISION_MODES), min_size=1, max_size=4),
+       version=st.sampled_from(KNOWN_VERSIONS))
+def test_any_chain_of_switches_back_to_the_first_mode_gives_the_config_back(config, modes, version):
+    """Each switch selects its mode alone; back at the first mode the config is as it was, unless it had two
+    precisions on (a switch turns one of them off)."""
+    first = precision_mode(config, version)
+    chain = [first]
+    for mode in [*modes, first]:
+        if mode != chain[-1]:  # the radio calls back only on a change
+            chain.append(mode)
+    out, before = config, {}
+    for mode in chain[1:]:
+        out, before = _switch(out, mode, before, version)
+        read = effective(out, version)
+        assert read.precision_mode == mode
+        assert {m for m, on in (("fp16", read.fp16), ("bf16", read.bf16), ("torch_autocast", read.torch_autocast))
+                if on} <= {mode}
+    read = effective(config, version)
+    if read.fp16 + read.bf16 + read.torch_autocast <= 1:
+        assert json.dumps(out) == json.dumps(config)

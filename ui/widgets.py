@@ -18,7 +18,7 @@ from typing import Any
 import streamlit as st
 from pydantic import BaseModel
 
-from core import autofill
+from core import autofill, precision
 from core.effective import effective
 from core.findings import Finding, delete_path, get_path, set_path, split_path
 from core.schema import DeepSpeedConfig
@@ -228,7 +228,10 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     label = label or field.name
     form.shown.add(path)
     if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):
-        _auto_toggle(label, path, value, None if kind.optional else default, disabled=reason is not None,
+        # switched off, a precision flag keeps the mode its "auto" was read as (not the schema's off)
+        read = precision.auto_flag_reading(form.config, path, form.version)
+        off = (None if kind.optional else default) if read is None else read
+        _auto_toggle(label, path, value, off, disabled=reason is not None,
                      help='Leave this to the HF Trainer / Accelerate, which fill "auto" in from TrainingArguments.')
     if value == "auto":
         st.caption(f'`{path}` = `"auto"`')
