@@ -202,6 +202,19 @@ def test_hf_target_allows_auto_optimizer_params():
     assert at.session_state["config"]["optimizer"]["params"]["lr"] == "auto"
 
 
+def test_a_parameters_auto_switched_off_and_on_again_keeps_its_place():
+    """lr and warmup_min_lr moved to the end of their params when their "auto" was switched off (removing them) and
+    on again."""
+    config = {"optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
+              "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": "auto", "warmup_max_lr": "auto",
+                                                           "warmup_num_steps": "auto"}}}
+    at = app(copy.deepcopy(config), page="pages/optimizer.py", target="hf")
+    for path in ("optimizer.params.lr", "scheduler.params.warmup_min_lr"):
+        at.toggle(key=widget_key(path) + ":auto").set_value(False).run()
+        at.toggle(key=widget_key(path) + ":auto").set_value(True).run()
+    assert _exactly(at.session_state["config"], config)
+
+
 def test_float_valued_integer_like_params_render():
     # Regression (found by the corpus test): a float value with an int bound crashed number_input.
     config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"lr": 1e-3}},

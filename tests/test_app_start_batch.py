@@ -147,6 +147,19 @@ def test_hf_target_offers_auto(target):
     assert "train_micro_batch_size_per_gpu" not in at.session_state["config"]
 
 
+@pytest.mark.parametrize("key", ["train_batch_size", "train_micro_batch_size_per_gpu"])  # not the last key
+def test_an_auto_switched_off_and_on_again_keeps_its_place(key):
+    """Switched off, an "auto" the config started with is removed; switched on again it was appended, so the key
+    moved to the end of the config."""
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+              "gradient_accumulation_steps": "auto"}
+    at = app(copy.deepcopy(config), page="pages/batch.py", target="hf")
+    at.toggle(key=widget_key(key) + ":auto").set_value(False).run()
+    assert key not in at.session_state["config"]
+    at.toggle(key=widget_key(key) + ":auto").set_value(True).run()
+    assert at.session_state["config"] == config and list(at.session_state["config"]) == list(config)
+
+
 def test_switching_auto_off_restores_each_value_it_replaced():
     """Clipping 0.3 came back as the default 1.0, and lr 3e-5 was deleted (its emptied params pruned)."""
     config = {"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 0.3,

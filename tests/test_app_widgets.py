@@ -17,6 +17,7 @@ from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema, resolve
 from tests.app_support import app
 from ui import app_state, fields
+from ui.widgets import widget_key
 
 
 def test_every_schema_field_gets_a_widget_kind():
@@ -257,3 +258,15 @@ def test_the_raw_section_editor_keeps_its_refused_text_with_its_error_across_a_p
     at.selectbox(key="cfg:checkpoint.tag_validation").set_value("Fail").run()
     assert json.loads(at.text_area(key="cfg:raw:checkpoint").value) == {"tag_validation": "Fail"}
     assert not [e.value for e in at.error if "Nothing was changed" in e.value]
+
+
+def test_an_auto_that_was_its_sections_only_key_comes_back_where_the_section_was():
+    """Switched off, the only key of scheduler.params takes the emptied params with it; switched on again, params
+    comes back before type, where it was, not after it."""
+    config = {"scheduler": {"params": {"warmup_min_lr": "auto"}, "type": "WarmupLR"}, "steps_per_print": 10}
+    at = app(copy.deepcopy(config), page="pages/optimizer.py", target="hf")
+    toggle = widget_key("scheduler.params.warmup_min_lr") + ":auto"
+    at.toggle(key=toggle).set_value(False).run()
+    assert at.session_state["config"] == {"scheduler": {"type": "WarmupLR"}, "steps_per_print": 10}
+    at.toggle(key=toggle).set_value(True).run()
+    assert json.dumps(at.session_state["config"]) == json.dumps(config)

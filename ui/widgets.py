@@ -117,6 +117,36 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
         app_state.rewrite_config(autofill.switch_scheduler(config, value, steps, remembered))
 
 
+def _places(config: Mapping[str, Any], path: str) -> list[Any]:
+    """For each key along ``path`` that exists, the key that follows it in its object (None: the last)."""
+    places: list[Any] = []
+    node: Any = config
+    for key in split_path(path):
+        if not isinstance(node, dict) or key not in node:
+            break
+        siblings = list(node)
+        at = siblings.index(key) + 1
+        places.append(siblings[at] if at < len(siblings) else None)
+        node = node[key]
+    return places
+
+
+def _set_in_place(config: dict[str, Any], path: str, value: Any, places: list[Any]) -> None:
+    """``set_path``, with the first key it creates put back before the key that followed it (``_places``)."""
+    keys = split_path(path)
+    depth, node = 0, config
+    while depth < len(keys) and isinstance(node, dict) and keys[depth] in node:
+        node, depth = node[keys[depth]], depth + 1
+    set_path(config, path, value)  # creates keys[depth] in ``node`` when that is an object (else replaces it)
+    following = places[depth] if depth < len(places) else None
+    if isinstance(node, dict) and following in node and following != keys[depth]:
+        created = (keys[depth], node.pop(keys[depth]))
+        items = list(node.items())
+        items.insert(next(i for i, (k, _) in enumerate(items) if k == following), created)
+        node.clear()
+        node.update(items)
+
+
 @app_state.counted_edit
 def _on_auto(path: str, default: Any) -> None:
     key = widget_key(path) + ":auto"
@@ -125,14 +155,17 @@ def _on_auto(path: str, default: Any) -> None:
     _forget_raw_editor(path)
     if on:
         before = get_path(config, path, _MISSING)
-        set_path(config, path, "auto")
+        # a key "auto" switched off removed goes back where it was, not to the end of its object
+        _set_in_place(config, path, "auto", app_state.forget(key + ":place", []))
         if before is not _MISSING and before != "auto":
             # comes back when "auto" is switched off, while the path still holds the "auto" (app_state.note)
             app_state.note(key, path, before)
     elif (before := app_state.forget(key, _MISSING)) is not _MISSING:
         set_path(config, path, before)
     elif default is None:
+        places = _places(config, path)
         delete_path(config, path, prune=True)
+        app_state.note(key + ":place", path, places)
     else:
         set_path(config, path, default)
     st.session_state.pop(widget_key(path), None)
