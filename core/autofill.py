@@ -447,16 +447,27 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
     if spec is None or not isinstance(params, dict):
         return out  # params that are not an object are the user's to correct (the validator names them)
     accepted = {p.name for p in spec.params}
-    adapted = {k: v for k, v in params.items() if k in accepted}
-    for key, value in (remembered or {}).items():
-        if key in accepted and key not in adapted:
-            adapted[key] = copy.deepcopy(value)
+    adapted = _with_remembered({k: v for k, v in params.items() if k in accepted},
+                               {k: v for k, v in (remembered or {}).items() if k in accepted})
     if ("total_num_steps" in accepted and "total_num_steps" not in adapted
             and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
         adapted["total_num_steps"] = train_steps
     if adapted or "params" in scheduler:
         scheduler["params"] = adapted
     return out
+
+
+def _with_remembered(params: dict[str, Any], remembered: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the ``remembered`` ones it lacks added, each before the next remembered key it has (the order
+    they had before the switch away), else at the end."""
+    order = list(params)
+    names = list(remembered)
+    for at, key in enumerate(names):
+        if key in params:
+            continue
+        later = next((order.index(n) for n in names[at + 1:] if n in order), len(order))
+        order.insert(later, key)
+    return {k: params[k] if k in params else copy.deepcopy(remembered[k]) for k in order}
 
 
 def fill_batch_autos(config: Mapping[str, Any], per_device_train_batch_size: int,

@@ -186,6 +186,16 @@ def test_switch_scheduler_type_drops_the_params_it_rejects_and_reports_the_missi
     assert set(curve["series"]) == {"lr", "momentum"} and spec["encoding"]["row"]["field"] == "series"
 
 
+def test_switching_the_scheduler_type_and_back_keeps_its_params_order():
+    """WarmupDecayLR -> WarmupLR -> WarmupDecayLR moved total_num_steps (which WarmupLR does not take) to the end."""
+    config = {"scheduler": {"type": "WarmupDecayLR", "params": {
+        "warmup_min_lr": 0, "warmup_max_lr": 3e-5, "total_num_steps": 1000, "warmup_num_steps": 100}}}
+    at = app(copy.deepcopy(config), page="pages/optimizer.py")
+    for scheduler in ("WarmupLR", "WarmupDecayLR"):
+        at.selectbox(key=widget_key("scheduler.type")).set_value(scheduler).run()
+    assert _exactly(at.session_state["config"], config)
+
+
 def test_bad_scheduler_value_shows_error_naming_the_parameter():
     config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adam", "params": {"lr": 1e-3}},
               "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 10}}}

@@ -437,3 +437,18 @@ def test_a_first_scheduler_gets_its_step_count_as_a_switch_does():
     assert switch_scheduler(kept, "WarmupDecayLR", 5000) == {"scheduler": {"type": "WarmupDecayLR", "params": [1]}}
     assert switch_scheduler({"scheduler": {"type": "WarmupLR"}}, None) == {"scheduler": {}}
     assert switch_scheduler({}, None) == {}
+
+
+def test_a_scheduler_switched_away_and_back_gets_its_params_back_in_their_order():
+    """WarmupDecayLR -> WarmupLR -> WarmupDecayLR appended the remembered total_num_steps after warmup_num_steps."""
+    params = {"warmup_min_lr": 0, "warmup_max_lr": 3e-5, "total_num_steps": 1000, "warmup_num_steps": 100}
+    config = {"scheduler": {"type": "WarmupDecayLR", "params": params}}
+    away = switch_scheduler(config, "WarmupLR", 5000)
+    assert "total_num_steps" not in away["scheduler"]["params"]
+    back = switch_scheduler(away, "WarmupDecayLR", 5000, remembered=params)
+    assert back == config and list(back["scheduler"]["params"]) == list(params)
+    # a key the other type added stays where it is; the remembered ones go before the next remembered key it has
+    away["scheduler"]["params"] = {"warmup_min_lr": 0, "warmup_type": "linear", "warmup_num_steps": 100}
+    back = switch_scheduler(away, "WarmupDecayLR", 5000, remembered=params)
+    assert list(back["scheduler"]["params"]) == ["warmup_min_lr", "warmup_type", "warmup_max_lr", "total_num_steps",
+                                                 "warmup_num_steps"]
