@@ -105,6 +105,20 @@ def test_gradient_clipping_and_communication_dtype():
     assert at.session_state["config"] == {"gradient_clipping": 0.5, "communication_data_type": "fp32"}
 
 
+def test_a_number_typed_back_is_written_as_the_config_wrote_it():
+    """gradient_clipping 1 -> 2.5 -> 1 gave 1.0: a whole number stayed an int only where it replaced an int. The
+    loaded config decides (a float box cannot tell 1 from 1.0), so a file's 1.0 stays a float too."""
+    for config, page, path, typed in (
+        ({"gradient_clipping": 1}, "precision", "gradient_clipping", 2.5),
+        ({"optimizer": {"type": "Adam", "params": {"lr": 1, "eps": 1e-8}}}, "optimizer", "optimizer.params.lr", 0.5),
+        ({"gradient_clipping": 1.0}, "precision", "gradient_clipping", 2.0),
+    ):
+        at = app(copy.deepcopy(config), page=f"pages/{page}.py")
+        for value in (typed, 1.0):
+            at.number_input(key=widget_key(path)).set_value(value).run()
+        assert _exactly(at.session_state["config"], config), path
+
+
 def test_precision_conflict_error_on_page_and_sidebar_and_fix():
     at = app({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": True}, "bf16": {"enabled": True}},
              page="pages/precision.py")

@@ -99,9 +99,8 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
     if kind == "str" and value == "" and optional:
         value = None
     before = get_path(config, path, None)
-    if kind == "float" and isinstance(value, float) and value.is_integer() and isinstance(before, int) \
-            and not isinstance(before, bool) and abs(value) < 2**53:
-        value = int(value)  # the file wrote a whole number (gradient_clipping: 1): typing 2 keeps it one
+    if kind == "float":
+        value = _whole_as_written(path, value, before)
     if value is None:
         delete_path(config, path, prune=True)
     else:
@@ -145,6 +144,23 @@ def _set_in_place(config: dict[str, Any], path: str, value: Any, places: list[An
         items.insert(next(i for i, (k, _) in enumerate(items) if k == following), created)
         node.clear()
         node.update(items)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole_as_written(path: str, value: Any, before: Any) -> Any:
+    """A whole number from a float box as an int where the loaded config (the baseline) has an int at ``path``, as
+    a float where it has a float, else as the value it replaces is written.
+
+    A float box cannot tell 1 from 1.0, so the file decides: ``gradient_clipping: 1`` typed 2.5 and then 1 again
+    gives back 1 (following the replaced 2.5 gave 1.0), and a file's 1.0 stays 1.0."""
+    if not (isinstance(value, float) and value.is_integer() and abs(value) < 2**53):
+        return value
+    loaded = get_path(app_state.get_baseline(), path, None)
+    written = loaded if _is_number(loaded) else before
+    return int(value) if _is_number(written) and isinstance(written, int) else value
 
 
 @app_state.counted_edit
