@@ -57,9 +57,12 @@ def test_switching_precision_and_back_gives_the_config_back(config, modes, versi
     assert _exactly(at.session_state["config"], config)
 
 
-def test_a_precision_switch_keeps_a_section_it_created_once_the_user_wrote_into_it():
+def test_a_section_a_precision_switch_created_goes_when_switched_away_unless_the_user_wrote_into_it():
     at = app({"fp16": {"enabled": True}}, page="pages/precision.py")
-    at.radio(key="cfg:precision_mode").set_value("bf16").run()
+    for mode in ("bf16", "fp16", "bf16"):
+        at.radio(key="cfg:precision_mode").set_value(mode).run()
+        if mode == "fp16":
+            assert _exactly(at.session_state["config"], {"fp16": {"enabled": True}})
     at.checkbox(key=widget_key("bf16.immediate_grad_update")).check().run()
     at.radio(key="cfg:precision_mode").set_value("fp16").run()
     assert _exactly(at.session_state["config"], {"fp16": {"enabled": True},
