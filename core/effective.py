@@ -48,6 +48,8 @@ OFFLOAD_DEVICES: tuple[str, ...] = ("none", "cpu", "nvme")
 #: ZeRO stages DeepSpeed's ``ZeroStageEnum`` accepts.
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 _ADAM_NAMES = ("adam", "adamw")
+#: DeepSpeed's CPU Adam, what ``offload_optimizer`` builds for Adam and AdamW (the schema's implementation table).
+CPU_ADAM: str = OPTIMIZERS["adam"].implementations["cpu"]
 
 
 def _section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -211,6 +213,17 @@ class Effective:
         if self.fp16_master_weights_and_grads:
             return "fp16"
         return "bf16" if self.bf16_master_weights_and_grads else "fp32"
+
+    @property
+    def master_weights_refused(self) -> bool:
+        """16-bit master weights the ZeRO optimizer refuses at ``deepspeed.initialize`` (``_configure_master_weights``
+        in releases that check it): fp16 ones, or bf16 ones whose optimizer states are fp32 or offloaded, need the
+        optimizer offloaded as ``DeepSpeedCPUAdam``. Release-independent; the validator adds which releases check."""
+        if self.master_dtype == "fp32":
+            return False
+        needs = (self.fp16_master_weights_and_grads or not self.bf16_optimizer_states
+                 or self.offload_optimizer != "none")
+        return needs and (self.offload_optimizer == "none" or self.optimizer_class != CPU_ADAM)
 
     @property
     def optimizer_states_dtype(self) -> str:

@@ -52,22 +52,39 @@ def _quiet():
 
 
 class _Recorder(dict):
-    """A dict that remembers every key looked up in it."""
+    """A dict that remembers every key looked up in it. With a ``prefix`` (a section's recorder) it records
+    dotted paths below the section, and a missing key read with an empty dict as its default (or set to an empty
+    dict) gives a recorder of that subsection, so the parse's reads inside it are seen too (``copy.copy`` keeps
+    recording)."""
 
-    def __init__(self, data: dict, seen: set[str]) -> None:
+    def __init__(self, data: dict, seen: set[str], prefix: str | None = None) -> None:
         super().__init__(data)
         self.seen = seen
+        self.prefix = prefix
+
+    def _see(self, key) -> None:
+        self.seen.add(key if self.prefix is None or not isinstance(key, str) else self.prefix + key)
 
     def get(self, key, default=None):
-        self.seen.add(key)
+        self._see(key)
+        if (self.prefix is not None and isinstance(key, str) and not super().__contains__(key)
+                and isinstance(default, dict) and not default):
+            return _Recorder({}, self.seen, f"{self.prefix}{key}.")
         return super().get(key, default)
 
     def __getitem__(self, key):
-        self.seen.add(key)
+        self._see(key)
         return super().__getitem__(key)
 
+    def __setitem__(self, key, value):
+        # a parse that fills in a missing subsection (param_dict[KEY] = {}) then reads it: keep recording there
+        if self.prefix is not None and isinstance(key, str) and isinstance(value, dict) and not value \
+                and not isinstance(value, _Recorder):
+            value = _Recorder({}, self.seen, f"{self.prefix}{key}.")
+        super().__setitem__(key, value)
+
     def __contains__(self, key):
-        self.seen.add(key)
+        self._see(key)
         return super().__contains__(key)
 
     def keys(self):
@@ -75,7 +92,7 @@ class _Recorder(dict):
 
         class _Keys(set):
             def __contains__(self, key):
-                recorder.seen.add(key)
+                recorder._see(key)
                 return super().__contains__(key)
 
         return _Keys(super().keys())
@@ -407,6 +424,41 @@ COMPRESSION_SHARED_PROBES: dict[str, dict[str, Any]] = {
 }
 
 
+#: The ZeRO optimizers a config's stage picks: their own assertions (e.g. what master weights in 16 bits need)
+#: run at ``deepspeed.initialize``, not while the config is parsed.
+ZERO_OPTIMIZERS = {"1_2": ("deepspeed.runtime.zero.stage_1_and_2", "DeepSpeedZeroOptimizer"),
+                   "3": ("deepspeed.runtime.zero.stage3", "DeepSpeedZeroOptimizer_Stage3")}
+
+
+def _zero_optimizer_checks() -> dict[str, list[str]]:
+    """Per ZeRO optimizer (stages 1-2, stage 3): the assert/raise messages of its class."""
+    out = {}
+    for stages, (module, name) in ZERO_OPTIMIZERS.items():
+        with _quiet():
+            cls = getattr(importlib.import_module(module), name)
+        out[stages] = sorted(set(_messages(inspect.getsource(cls))))
+    return out
+
+
+def _dict_section_reads(top_keys: set[str], roots: dict[str, type]) -> dict[str, list[str]]:
+    """Per top-level section the release reads with ``dict.get`` (not a pydantic model): the keys its parse looks
+    up in that section when the section is empty, as dotted paths below it (``data_sampling.dynamic_batching``)
+    so the keys read whatever the values; keys read only behind a switch are not seen. Sections whose parse never
+    looks inside are left out."""
+    reads: dict[str, list[str]] = {}
+    for key in sorted(top_keys - set(roots)):
+        seen: set[str] = set()
+        _parse({"train_batch_size": 1, key: _Recorder({}, seen, "")})
+        if names := sorted(k for k in seen if isinstance(k, str)):
+            reads[key] = names
+    return reads
+
+
+#: Dynamic batching switched on without ``max_tokens``: releases that read dynamic batching stop here.
+DYNAMIC_BATCHING_PROBE: dict[str, Any] = {"data_efficiency": {"enabled": True, "data_sampling": {
+    "enabled": True, "dynamic_batching": {"enabled": True}}}}
+
+
 def _outcome(config: dict) -> str | None:
     """None when the parse succeeds, else "ErrorType: first line of the message"."""
     exc = _parse(config)
@@ -528,6 +580,9 @@ def extract(release: str) -> dict[str, Any]:
         "top_level_probes": _top_level_probes(top_keys),
         "compression_shared_enabled": _compression_shared_probes(),
         "elastic_probe": _elastic_probe(release),
+        "dict_section_reads": _dict_section_reads(top_keys, roots),
+        "zero_optimizer_checks": _zero_optimizer_checks(),
+        "dynamic_batching_without_max_tokens": _outcome({"train_batch_size": 1, **DYNAMIC_BATCHING_PROBE}),
         "sequence_parallel_world_size": _sequence_parallel_probes(),
         "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},
         "sections": dict(sorted(sections.items())),

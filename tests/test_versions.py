@@ -92,6 +92,45 @@ def test_a_key_added_later_is_unknown_before_and_fine_after():
     assert validate(config, version=first).ok
 
 
+def test_a_dict_get_section_key_renamed_between_releases_is_judged_by_each_release_reads():
+    """aio is read with dict.get: thread_count up to the rename, intra_op_parallelism after it. Each release's
+    recorded reads say which; before, thread_count was 'ignored' (rename suggested) in every release."""
+    renamed = versions.history("aio", "intra_op_parallelism")[0]
+    assert renamed is not None and versions.history("aio", "thread_count") == (None, renamed)
+    last_old = versions.RELEASES[versions.RELEASES.index(renamed) - 1]
+    old_key = {"train_batch_size": 1, "aio": {"thread_count": 4}}
+    new_key = {"train_batch_size": 1, "aio": {"intra_op_parallelism": 4}}
+    assert versions.key_known(last_old, "aio", "thread_count") is True
+    assert versions.key_known(last_old, "aio", "intra_op_parallelism") is False
+    assert versions.key_known(last_old, "aio", "block_size") is True
+    assert validate(old_key, version=last_old).findings == ()  # read there: no rename to a key it ignores
+    (finding,) = validate(new_key, version=last_old).findings
+    assert (finding.code, finding.path) == ("keys.not-in-version", "aio.intra_op_parallelism")
+    assert f"was added in DeepSpeed {renamed}" in finding.message and "silently ignores" in finding.message
+    (finding,) = validate(old_key, version=renamed).findings
+    assert finding.code == "keys.ignored" and finding.fix and "intra_op_parallelism" in finding.fix.description
+    assert validate(new_key, version=renamed).findings == ()
+
+
+def test_a_subsection_a_release_does_not_read_is_not_checked_there():
+    """Dynamic batching came with a release of the 0.16 series; the releases before it never look at the
+    subsection, so neither its assert (max_tokens) nor its int() conversions apply there."""
+    added = versions.history("data_efficiency.data_sampling", "dynamic_batching")[0]
+    assert added is not None and added != versions.RELEASES[0]
+    before = versions.RELEASES[versions.RELEASES.index(added) - 1]
+    assert versions.profile(before)["dynamic_batching_without_max_tokens"] is None  # the release's own parse
+    assert "max_tokens" in versions.profile(added)["dynamic_batching_without_max_tokens"]
+    config = {"train_batch_size": 1, "data_efficiency": {"enabled": True, "data_sampling": {
+        "enabled": True, "dynamic_batching": {"enabled": True, "min_batch_size": "x"}}}}
+    assert {f.code for f in validate(config, version=added).errors} == {
+        "data-efficiency.max-tokens", "type.value_error"}
+    (finding,) = validate(config, version=before).findings
+    assert (finding.code, finding.severity) == ("keys.not-in-version", "warning")
+    assert finding.path == "data_efficiency.data_sampling.dynamic_batching"
+    # a key read only behind a switch is never recorded: the recordings do not call it unknown
+    assert versions.key_known(added, "data_efficiency.data_sampling.dynamic_batching", "max_tokens") is None
+
+
 def test_removed_zero_key_is_an_error_from_the_release_that_removed_it():
     config = {"train_batch_size": 1, "zero_optimization": {"stage": 3, "mics_shard_size": 2}}
     _added, removed = versions.history("zero_optimization", "mics_shard_size")
@@ -268,3 +307,48 @@ def test_a_release_written_as_a_git_tag_is_read_and_a_non_release_gets_no_neares
     assert "nearest" not in str(raised.value)
     with pytest.raises(ValueError, match=r"The nearest profile is 0\.16\.0"):
         versions.check_version("0.12.0")
+
+
+def _master_codes(config: dict, version: str | None = None) -> list:
+    return [f for f in validate(config, version=version).findings if f.code == "precision.master-weights-offload"]
+
+
+def test_16bit_master_weights_need_the_optimizer_offloaded_as_cpu_adam_where_the_zero_optimizer_checks_it():
+    """DeepSpeed 0.19.8 refuses bf16_master_weights_and_grads without ZeRO-Offload and DeepSpeedCPUAdam at
+    deepspeed.initialize; validate said OK (tests/oracle/initialize_cases.py runs the real thing)."""
+    adamw = {"type": "AdamW", "params": {"lr": 1e-4}}
+    base = {"train_batch_size": 1, "optimizer": adamw, "zero_optimization": {"stage": 2},
+            "bf16": {"enabled": True, "bf16_master_weights_and_grads": True}}
+    (finding,) = _master_codes(base)
+    assert finding.path == "bf16.bf16_master_weights_and_grads" and finding.severity == "error"
+    assert "Master weights feature requires ZeRO-2 Offload with DeepSpeedCPUAdam" in finding.message
+    assert "bf16_optimizer_states true" in finding.suggestion
+    offloaded = {**base, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+    assert _master_codes(offloaded) == []
+    torch_adamw = {**offloaded, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": True}}}
+    (finding,) = _master_codes(torch_adamw)
+    assert "offloaded but is AdamW" in finding.message
+    assert _master_codes({**base, "bf16": {**base["bf16"], "bf16_optimizer_states": True}}) == []
+    client = {key: value for key, value in base.items() if key != "optimizer"}
+    assert _master_codes(client) == []  # a client optimizer: its class is not known here
+    bf16_optimizer = {**base, "zero_optimization": {"stage": 1}, "data_types": {"grad_accum_dtype": "fp32"}}
+    assert _master_codes(bf16_optimizer) == []  # BF16_Optimizer is not given the flags
+    # a release without bf16 master weights ignores the key; the first that reads it checks it
+    first = versions.history("bf16", "bf16_master_weights_and_grads")[0]
+    assert first is not None
+    assert _master_codes(base, versions.RELEASES[versions.RELEASES.index(first) - 1]) == []
+    assert len(_master_codes(base, first)) == 1
+
+
+def test_fp16_master_weights_need_the_offload_in_every_release_each_with_its_own_message():
+    config = {"train_batch_size": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
+              "zero_optimization": {"stage": 2}, "fp16": {"enabled": True, "fp16_master_weights_and_grads": True}}
+    said = {}
+    for release in versions.RELEASES:
+        found = _master_codes(config, release)
+        assert len(found) == 1, release
+        said[release] = found[0].message
+    assert "Either disable fp16_master_weights_and_gradients" in said[versions.RELEASES[0]]
+    assert "Master weights feature requires ZeRO-2 Offload" in said[versions.NEWEST]
+    fine = {**config, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+    assert all(_master_codes(fine, r) == [] for r in versions.RELEASES)

@@ -19,7 +19,6 @@ from core.rules.context import lax_int
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 _DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
-_CPU_ADAM = "deepspeed.ops.adam.DeepSpeedCPUAdam"
 _FP32_NAMES = ("torch.float32", "fp32", "float32", "float")  # deepspeed/runtime/config.py DtypeEnum.fp32
 
 _SATURATE = 2**53
@@ -245,8 +244,7 @@ def _master_dtypes(meaning: Effective, precision: str, off_opt: str, grad_accum_
                      "estimated in fp32.")
         return "fp32", "fp32"
     states = meaning.optimizer_states_dtype
-    needs_offload = not meaning.bf16_optimizer_states or off_opt != "none"
-    if needs_offload and (off_opt == "none" or meaning.optimizer_class != _CPU_ADAM):
+    if meaning.master_weights_refused:
         notes.append(f"{master} master weights{'' if meaning.bf16_optimizer_states else ' with fp32 optimizer states'} "
                      "need optimizer offload with DeepSpeedCPUAdam: deepspeed.initialize refuses this config "
                      "(_configure_master_weights); estimated as DeepSpeed would keep them.")

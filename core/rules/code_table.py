@@ -503,7 +503,9 @@ TABLE: tuple[Code, ...] = (
        "The fix writes the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": True}}}),
     _c("scheduler.param-range", "error", "initialize", False, "A scheduler parameter out of range.",
-       "For example warmup_num_steps 0, which the scheduler divides by. The fix writes the default.",
+       "The scheduler's constructor refuses it in the releases whose code checks it: for example "
+       "warmup_num_steps 0, which the WarmupLR family refuses from 0.19.3 (\"warmup_num_steps must be a positive "
+       "integer\") and earlier releases raise to 2. The fix writes the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}}}),
     _c("scheduler.total-below-warmup", "warning", "n/a", None, "total_num_steps below warmup_num_steps.",
        "The schedule never finishes warming up.",
@@ -536,6 +538,16 @@ TABLE: tuple[Code, ...] = (
        "TypeError there, although DeepSpeed's parser alone reads \"2\" as 2 and drops \"auto\". The fix "
        "writes the number, or removes \"auto\" (no AutoTP).",
        {**B, "tensor_parallel": {"autotp_size": "1"}}),
+    _c("precision.master-weights-offload", "error", "initialize", None,
+       "16-bit master weights without ZeRO-Offload and DeepSpeedCPUAdam.",
+       "With fp16_master_weights_and_grads, or bf16_master_weights_and_grads whose optimizer states stay in fp32 "
+       "(bf16_optimizer_states off), the ZeRO optimizer (stages 1-3) asserts at deepspeed.initialize that the "
+       "optimizer is offloaded to the CPU and is DeepSpeedCPUAdam (\"Master weights feature requires ZeRO-N "
+       "Offload with DeepSpeedCPUAdam\"); the release's own ZeRO optimizer code says whether it checks. No "
+       "automatic fix: offloading the optimizer, keeping bf16 optimizer states or turning the option off each "
+       "change memory or speed.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "zero_optimization": {"stage": 2},
+        "bf16": {"enabled": True, "bf16_master_weights_and_grads": True}}),
     _c("engine.legacy-stage1", "error", "initialize", False, "legacy_stage1 is set.",
        "The old ZeRO stage 1 is gone; deepspeed.initialize fails.",
        {**B, "zero_optimization": {"stage": 1, "legacy_stage1": True}}),

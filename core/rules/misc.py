@@ -14,7 +14,7 @@ from core.batch import reads_sequence_parallel
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
-from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig
+from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig, DataSamplingConfig
 from core.schema.base import field_meta, version_tuple
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, section_fields
@@ -212,7 +212,9 @@ def data_efficiency(ctx: Context) -> Iterator[Finding]:
             page="advanced",
         )
     dynamic = sampling.get("dynamic_batching")
-    if isinstance(dynamic, dict) and dynamic.get("enabled") and "max_tokens" not in dynamic:
+    read = field_exists(section_fields(DataSamplingConfig)["dynamic_batching"], "data_efficiency.data_sampling",
+                        ctx.version)  # releases before dynamic batching ignore the section
+    if read and isinstance(dynamic, dict) and dynamic.get("enabled") and "max_tokens" not in dynamic:
         yield Finding(
             "error", "data-efficiency.max-tokens", "data_efficiency.data_sampling.dynamic_batching.max_tokens",
             "Dynamic batching is enabled but max_tokens is not set; DeepSpeed stops.", page="advanced",

@@ -162,7 +162,10 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
             continue  # DeepSpeed ignores `bfloat16` when `bf16` is set (reported by a rule)
         if not prefix and key in legacy_zero_keys(data):
             continue  # the boolean zero_optimization reads it; the type check judges its value
-        if not _exists(ctx, prefix, field, key):
+        # a documented key DeepSpeed ignores, unless this release's recorded reads show it reads it (aio.thread_count
+        # before 0.16.4)
+        ignored = field.meta.extra.get("ignored") and not versions.key_known(ctx.version, _profile_prefix(prefix), key)
+        if not ignored and not _exists(ctx, prefix, field, key):
             yield from _wrong_version(ctx, field, path, strict and value != "auto", prefix, key)
             continue
         if field.alias and key == field.name and field.alias in data and "auto" not in (value, data[field.alias]):
@@ -174,15 +177,18 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
                 fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)),
                 page=page_of(path),
             )
-        if field.meta.extra.get("ignored"):
+        if ignored:
+            new = field.meta.replaced_by
+            new_field = fields.get(new) if new else None
+            if new_field is None or not _exists(ctx, prefix, new_field, new):
+                new = None  # the replacement is not read by this release either
             yield Finding(
                 "warning", "keys.ignored", path,
                 f"`{path}` appears in the DeepSpeed docs, but DeepSpeed {ctx.version} ignores it."
-                + (f" {field.meta.doc_note}" if field.meta.doc_note else ""),
-                suggestion=f"Use `{field.meta.replaced_by}` instead." if field.meta.replaced_by else "Remove it.",
-                fix=Fix(f"Rename to `{field.meta.replaced_by}`",
-                        (FixOp("move", path, to=_join(prefix, field.meta.replaced_by)),))
-                if field.meta.replaced_by and field.meta.replaced_by not in data else None,
+                + (f" {field.meta.doc_note}" if field.meta.doc_note and new else ""),
+                suggestion=f"Use `{new}` instead." if new else "Remove it.",
+                fix=Fix(f"Rename to `{new}`", (FixOp("move", path, to=_join(prefix, new)),))
+                if new and new not in data else None,
                 page=page_of(path),
             )
         if field.model is not None and isinstance(value, dict):

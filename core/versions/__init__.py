@@ -151,15 +151,51 @@ def section_strict(version: str, prefix: str) -> bool | None:
 
 def key_known(version: str, prefix: str, key: str) -> bool | None:
     """Whether ``version`` reads ``key`` in the section at ``prefix``; None when the profile cannot say
-    (a dict.get section below the top level)."""
+    (a dict.get section whose recorded reads do not tell, see :func:`dict_key_read`)."""
     data = profile(version)
     if prefix == "":
         return key in _top_level_keys(version)
     entry = data["sections"].get(prefix)
     if entry is None:
-        return False if prefix in _ever_pydantic() and prefix not in _top_level_keys(version) and "." not in prefix \
-            else None
+        if prefix in _ever_pydantic() and prefix not in _top_level_keys(version) and "." not in prefix:
+            return False
+        return dict_key_read(version, prefix, key)
     return key in _section_names(version, prefix)
+
+
+@cache
+def _dict_reads(version: str, section: str) -> frozenset[str] | None:
+    """The dotted paths below top-level ``section`` that ``version`` reads with ``dict.get`` from an empty section
+    (the profile's ``dict_section_reads``); None when the release reads it otherwise or not at all."""
+    reads = profile(version).get("dict_section_reads", {}).get(section)
+    return None if reads is None else frozenset(reads)
+
+
+@cache
+def _dict_reads_anywhere(section: str) -> frozenset[str]:
+    return frozenset().union(*(_dict_reads(r, section) or frozenset() for r in RELEASES))
+
+
+def _entered(reads: frozenset[str], rest: str) -> bool:
+    """Whether the recorded ``reads`` looked inside the subsection at dotted ``rest`` ("" is the section)."""
+    return not rest or any(r.startswith(f"{rest}.") for r in reads)
+
+
+def dict_key_read(version: str, prefix: str, key: str) -> bool | None:
+    """Whether ``version``, parsing the section at dotted ``prefix`` with ``dict.get``, reads ``key``: True when its
+    recorded reads include it; False when they looked inside that (sub)section without it while another release's
+    reads include it (a key of other releases: ``aio.thread_count`` before 0.16.4, ``intra_op_parallelism``
+    after); None when the recordings cannot tell (keys read only behind a switch are never recorded)."""
+    top, _, rest = prefix.partition(".")
+    reads = _dict_reads(version, top)
+    if reads is None:
+        return None
+    path = f"{rest}.{key}" if rest else key
+    if path in reads:
+        return True
+    if _entered(reads, rest) and path in _dict_reads_anywhere(top):
+        return False
+    return None
 
 
 @cache
@@ -273,6 +309,16 @@ def scheduler_unread(version: str, name: str) -> frozenset[str]:
     return frozenset(facts["unread"]) if facts else frozenset()
 
 
+def zero_optimizer_check(version: str, stage: int, fragment: str) -> str | None:
+    """The assertion message containing ``fragment`` of the ZeRO optimizer ``version`` builds for ``stage`` (1-2 or
+    3), with ``{}`` where the release fills in a value; None when it has no such check (the profile's
+    ``zero_optimizer_checks``; they run at ``deepspeed.initialize``)."""
+    if stage not in (1, 2, 3):
+        return None
+    checks = profile(version).get("zero_optimizer_checks", {}).get("3" if stage == 3 else "1_2", ())
+    return next((text for text in checks if fragment in text), None)
+
+
 def has_check(version: str, fragment: str) -> bool:
     """Whether one of ``DeepSpeedConfig``'s own assertion messages in ``version`` contains ``fragment``."""
     return any(fragment in text for text in profile(version)["checks"])
@@ -305,6 +351,10 @@ def _releases_reading(prefix: str) -> dict[str, tuple[str, ...]]:
             names = _top_level_keys(release)
         elif prefix in profile(release)["sections"]:
             names = _section_names(release, prefix)
+        elif (reads := _dict_reads(release, prefix.partition(".")[0])) is not None \
+                and _entered(reads, rest := prefix.partition(".")[2]):
+            inside = f"{rest}." if rest else ""
+            names = {r[len(inside):] for r in reads if r.startswith(inside) and "." not in r[len(inside):]}
         else:
             continue
         for name in names:
