@@ -352,3 +352,15 @@ def test_fp16_master_weights_need_the_offload_in_every_release_each_with_its_own
     assert "Master weights feature requires ZeRO-2 Offload" in said[versions.NEWEST]
     fine = {**config, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
     assert all(_master_codes(fine, r) == [] for r in versions.RELEASES)
+
+
+def test_a_rule_on_a_key_the_release_ignores_stays_quiet():
+    """data_types.param_dtype is read from 0.19.2: before, the initialize rule called a conflicting value an
+    error while the key check said the release silently ignores it."""
+    config = {"train_batch_size": 1, "data_types": {"param_dtype": "bf16"}}
+    first = versions.history("data_types", "param_dtype")[0]
+    assert first is not None
+    before = versions.RELEASES[versions.RELEASES.index(first) - 1]
+    assert [(f.code, f.severity) for f in validate(config, version=before).findings] == [
+        ("keys.not-in-version", "warning")]
+    assert "engine.param-dtype-conflict" in validate(config, version=first).codes()

@@ -64,7 +64,8 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             page="precision",
         )
     param_dtype = ctx.get("data_types.param_dtype")
-    if param_dtype is not None and canonical_dtype(param_dtype) not in (None, dtype):
+    read = versions.key_known(ctx.version, "data_types", "param_dtype") is not False  # before 0.19.2: ignored
+    if read and param_dtype is not None and canonical_dtype(param_dtype) not in (None, dtype):
         yield Finding(
             "error", "engine.param-dtype-conflict", "data_types.param_dtype",
             f"data_types.param_dtype is {brief(param_dtype)} but the enabled precision trains in {dtype}; "
