@@ -28,7 +28,8 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
     zero_change = zero_section_form(new)
     if zero_change is not None:
         changes.append(zero_change)
-    if "bfloat16" in new and new.get("bf16") is None:
+    if "bfloat16" in new and new.get("bf16") is None and new["bfloat16"] is not None:
+        # (a null `bfloat16` is refused by DeepSpeed where a null `bf16` is not: renaming would hide the error)
         # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section
         new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items() if k != "bf16"}
         changes.append("bfloat16 → bf16")
@@ -55,7 +56,10 @@ def left_behind(migrated: Any) -> list[str]:
     if not isinstance(migrated, dict):
         return []
     left = []
-    if "bfloat16" in migrated:
+    if "bfloat16" in migrated and migrated["bfloat16"] is None and migrated.get("bf16") is None:
+        left.append("bfloat16: left in place, because DeepSpeed refuses its null value: remove it, or write a "
+                    "bf16 section")
+    elif "bfloat16" in migrated:
         left.append("bfloat16: left in place, because bf16 is set too (DeepSpeed reads bf16): remove bfloat16, or "
                     "move what it says into bf16")
     zero = migrated.get("zero_optimization")

@@ -205,3 +205,24 @@ def test_migrate_of_several_files_carries_on_past_an_unreadable_one(mode, tmp_pa
     err = capsys.readouterr().err
     assert f"{empty}" in err and "error" in err and f"{stale}: bfloat16 → bf16" in err
     assert ("bf16" in load_config(stale.read_text())) is (mode == "--write")
+
+
+def test_a_bool_with_spaces_is_refused_as_pydantic_refuses_it_and_never_migrated():
+    """pydantic's bool does not strip whitespace (its int and float do): " true " is refused by DeepSpeed. migrate and
+    the safe deprecated-key fix read it as true and switched on parameter offload for a config DeepSpeed refuses."""
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3, "cpu_offload_param": " true "}}
+    new, changes = migrate(config)
+    assert new == config and changes == []
+    assert any(" true " in why for why in left_behind(new))
+    report = validate(config)
+    assert "type.bool_parsing" in report.codes()
+    assert not [f for f in report.findings if f.fix is not None and f.fix.safe]
+
+
+def test_a_null_bfloat16_is_not_renamed_into_an_accepted_null_bf16():
+    """DeepSpeed reads a null `bf16` as absent but fails on a null `bfloat16` (**None): the rename hid the error."""
+    config = {"train_micro_batch_size_per_gpu": 1, "bfloat16": None}
+    new, changes = migrate(config)
+    assert new == config and changes == [] and left_behind(new)
+    report = validate(config)
+    assert report.codes() == {"type.model_type"} and not report.ok

@@ -252,7 +252,9 @@ CASES = [
      {"version": "0.19.7", "world_size": 8}, "elasticity.batch", "info", "elasticity"),
     ("ignored-key", cfg(aio={"thread_count": 4}), {}, "keys.ignored", "warning", "aio.thread_count"),
     ("doc-only-top", cfg(fp32_allreduce=True), {}, "keys.doc-only", "warning", "fp32_allreduce"),
-    ("doc-only-strict", cfg(zero_optimization={"stage": 3, "cpu_offload_params": True}), {}, "keys.doc-only",
+    ("doc-only-strict-on", cfg(zero_optimization={"stage": 3, "cpu_offload_params": True}), {}, "keys.doc-only-on",
+     "error", "zero_optimization.cpu_offload_params"),
+    ("doc-only-strict", cfg(zero_optimization={"stage": 3, "cpu_offload_params": False}), {}, "keys.doc-only",
      "error", "zero_optimization.cpu_offload_params"),
     ("type-engine", cfg(data_types={"grad_accum_dtype": "fp8"}), {}, "type.engine", "error",
      "data_types.grad_accum_dtype"),
@@ -837,3 +839,43 @@ def test_the_sequence_parallel_dtype_is_checked_under_the_key_the_release_reads(
     communication_data_type'); the rule checked only the later spelling, so 0.16.0-0.16.4 passed it."""
     report = validate({"train_micro_batch_size_per_gpu": 1, checked: "fp8", ignored: "fp9"}, version=version)
     assert [f.path for f in report.findings if f.code == "comm.dtype"] == [checked]
+
+
+def test_a_switched_on_doc_only_key_gets_an_unsafe_fix():
+    """cpu_offload_params true (the docs' misspelling of cpu_offload_param) and fp16's initial_loss_scale_power 8:
+    `dsconfig fix` removed both as safe, and the result trained without parameter offload, at scale power 16."""
+    config = cfg(zero_optimization={"stage": 3, "cpu_offload_params": True},
+                 fp16={"enabled": True, "initial_loss_scale_power": 8})
+    found = {f.path: f for f in validate(config).findings if f.code.startswith("keys.doc-only")}
+    assert {path: f.code for path, f in found.items()} == {
+        "zero_optimization.cpu_offload_params": "keys.doc-only-on", "fp16.initial_loss_scale_power": "keys.doc-only-on"}
+    assert all(f.fix is not None and not f.fix.safe for f in found.values())
+    off = cfg(zero_optimization={"stage": 3, "cpu_offload_params": False})
+    (finding,) = [f for f in validate(off).findings if f.code.startswith("keys.doc-only")]
+    assert finding.code == "keys.doc-only" and finding.fix.safe
+
+
+def test_adam_w_mode_of_adam_reaches_the_cpu_kernel_as_it_is():
+    """type Adam under CPU offload passes adam_w_mode to create_adam: "yes" is a TypeError at initialize (validate
+    called it a truth value with a safe fix). AdamW forces it true; the GPU kernels read it as a truth value."""
+    cpu = {"stage": 2, "offload_optimizer": {"device": "cpu"}}
+    adam = {"type": "Adam", "params": {"lr": 1e-3, "adam_w_mode": "yes"}}
+    report = validate(cfg(zero_optimization=cpu, optimizer=adam))
+    assert [(f.code, f.severity) for f in report.findings if f.path == "optimizer.params.adam_w_mode"] == [
+        ("optimizer.param-type", "error")]
+    on_gpu = validate(cfg(zero_optimization={"stage": 2}, optimizer=adam))
+    assert [f.code for f in on_gpu.findings if f.path == "optimizer.params.adam_w_mode"] == ["optimizer.param-truthy"]
+
+
+def test_the_master_weights_stage_fix_is_not_offered_where_the_stage_it_sets_refuses_the_flag():
+    """Stage 0 with bf16 master weights and an optimizer: 'Set ZeRO stage 1' led straight to
+    precision.master-weights-offload. Without an optimizer section (a client one) the fix stays."""
+    flag = {"enabled": True, "bf16_master_weights_and_grads": True}
+    with_optimizer = cfg(bf16=flag, optimizer={"type": "AdamW", "params": {"lr": 1e-4}})
+    (finding,) = [f for f in validate(with_optimizer).findings if f.code == "precision.master-weights-stage"]
+    assert finding.fix is None and "DeepSpeedCPUAdam" in finding.suggestion
+    offloaded = {**with_optimizer, "zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}}}
+    (finding,) = [f for f in validate(offloaded).findings if f.code == "precision.master-weights-stage"]
+    assert finding.fix is not None
+    (finding,) = [f for f in validate(cfg(bf16=flag)).findings if f.code == "precision.master-weights-stage"]
+    assert finding.fix is not None

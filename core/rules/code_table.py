@@ -101,8 +101,16 @@ TABLE: tuple[Code, ...] = (
        {**B, "zero_optimization": {"stage": 3, "prefetch_bucket_size": 20, "stage3_prefetch_bucket_size": 10}}),
     _c("keys.doc-only", "error", "parse", True, "A key the DeepSpeed docs mention but DeepSpeed does not read.",
        "The docs list keys the code never had or no longer reads. A strict section rejects them; elsewhere they "
-       "are ignored (a warning). Removing them changes nothing DeepSpeed does.",
-       {**B, "zero_optimization": {"stage": 3, "cpu_offload_params": True}}, other_severity="warning"),
+       "are ignored (a warning). Removing one that asks for nothing (or that DeepSpeed ignores) changes nothing "
+       "DeepSpeed does.",
+       {**B, "zero_optimization": {"stage": 3, "cpu_offload_params": False}}, other_severity="warning"),
+    _c("keys.doc-only-on", "error", "parse", False, "A documented key DeepSpeed rejects, whose value asks for "
+       "something.",
+       "As keys.doc-only, in a section that rejects it, with a value that asks for something (true, a number): "
+       "removing it lets DeepSpeed load the config, but training then runs without what it asked for (e.g. "
+       "cpu_offload_params true meant parameter offload: the key DeepSpeed reads is offload_param), so the fix "
+       "is unsafe.",
+       {**B, "zero_optimization": {"stage": 3, "cpu_offload_params": True}}),
     _c("keys.ignored", "warning", "ignored", False, "A documented key this DeepSpeed release ignores.",
        "The key is in the docs and the schema, but the release never reads it; where it has a replacement the "
        "fix renames it, which makes DeepSpeed start using the value.",

@@ -30,13 +30,14 @@ def supplied(section: Mapping[str, Any], key: str) -> bool:
 
 
 def lax_bool(value: Any) -> bool | None:
-    """A bool as pydantic's lax mode reads it; None when it would be rejected."""
+    """A bool as pydantic's lax mode reads it; None when it would be rejected. Unlike its int and float parsing,
+    pydantic's bool does not strip whitespace: " true " is refused."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float) and value in (0, 1):
         return bool(value)
     if isinstance(value, str):
-        low = value.strip().lower()
+        low = value.lower()
         if low in _TRUE:
             return True
         if low in _FALSE:

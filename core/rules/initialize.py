@@ -11,6 +11,7 @@ from core import versions
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import delete_fix, set_fix
+from core.rules.precision import MASTER_WEIGHTS_CHECK
 from core.schema.precision import canonical_dtype
 
 
@@ -90,8 +91,6 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
         )
 
 
-#: The part of the ZeRO optimizers' master-weights assertion every release words the same way.
-MASTER_WEIGHTS_CHECK = "Offload with DeepSpeedCPUAdam"
 
 
 def master_weights_offload(ctx: Context) -> Iterator[Finding]:

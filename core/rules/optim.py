@@ -297,9 +297,12 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
 
 #: Boolean parameters a CPU optimizer hands to its C++ kernel as a ``bool`` (``DeepSpeedCPUAdam.step`` passes
 #: ``group["bias_correction"]`` to ``adam_update``): pybind converts a number or null there and refuses
-#: anything else (TypeError at the first optimizer step). Every other boolean parameter is used as a Python
-#: truth value (``1 if group["bias_correction"] else 0`` in the fused kernels, ``if amsgrad:``, torch.optim).
-_CPP_BOOL_PARAMS = frozenset({("adam", "cpu", "bias_correction"), ("adamw", "cpu", "bias_correction")})
+#: anything else (TypeError at the first optimizer step). ``adam_w_mode`` of ``Adam`` reaches ``create_adam`` the
+#: same way at deepspeed.initialize (AdamW's is forced to true: ``name == ADAMW_OPTIMIZER or adam_w_mode``). Every
+#: other boolean parameter is used as a Python truth value (``1 if group["bias_correction"] else 0`` in the fused
+#: kernels, ``if amsgrad:``, torch.optim).
+_CPP_BOOL_PARAMS = frozenset({("adam", "cpu", "bias_correction"), ("adamw", "cpu", "bias_correction"),
+                              ("adam", "cpu", "adam_w_mode")})
 
 
 def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool = False, checked: bool = True,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
+from core.effective import effective
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool
 from core.rules.fixes import delete_fix, set_fix
@@ -31,6 +32,20 @@ def _power_fails(value: Any) -> bool:
     except (TypeError, OverflowError):
         return True
     return False
+
+
+#: The part of the ZeRO optimizers' master-weights assertion every release words the same way.
+MASTER_WEIGHTS_CHECK = "Offload with DeepSpeedCPUAdam"
+
+
+def _refused_at_stage(ctx: Context, stage: int) -> bool:
+    """Whether the config's 16-bit master weights would be refused at ``deepspeed.initialize`` at ``stage``
+    (``Effective.master_weights_refused``, where the release's ZeRO optimizer checks it)."""
+    zero = ctx.config.get("zero_optimization")
+    patched = {**ctx.config, "zero_optimization": {**(zero if isinstance(zero, dict) else {}), "stage": stage}}
+    meaning = effective(patched, ctx.version)
+    return (meaning.master_weights_refused and meaning.optimizer_class is not None
+            and versions.zero_optimizer_check(ctx.version, stage, MASTER_WEIGHTS_CHECK) is not None)
 
 
 def precision(ctx: Context) -> Iterator[Finding]:
@@ -69,13 +84,17 @@ def precision(ctx: Context) -> Iterator[Finding]:
         on = bool(value) if lenient else lax_bool(value)  # dict.get releases use the truth value: "false" is on
         if isinstance(ctx.config.get(section), dict) and on and allowed and stage not in allowed:
             names = " or ".join(map(str, sorted(allowed)))
+            staged = set_fix("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}")
+            # at that stage the ZeRO optimizer may refuse the flag in turn (no CPU Adam offload): no fix then
+            refused = _refused_at_stage(ctx, min(allowed))
             yield Finding(
                 "error", "precision.master-weights-stage", f"{section}.{key}",
                 f"DeepSpeed {ctx.version} supports {label} only with ZeRO stage {names}; this config uses "
                 f"stage {stage}.",
-                suggestion=f"Use ZeRO stage {min(allowed)} or turn this option off.",
-                fix=set_fix("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}"),
-                page="precision",
+                suggestion=f"Use ZeRO stage {min(allowed)}"
+                + (" with the optimizer offloaded to the CPU as DeepSpeedCPUAdam (which that stage needs for it)"
+                   if refused else "") + ", or turn this option off.",
+                fix=None if refused else staged, page="precision",
             )
     states_check = "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled."
     read_bf16 = ctx.config.get(read)
@@ -133,8 +152,8 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
 
 
 def bfloat16_alias(ctx: Context) -> Iterator[Finding]:
-    if "bfloat16" not in ctx.config:
-        return
+    if "bfloat16" not in ctx.config or (ctx.config["bfloat16"] is None and ctx.config.get("bf16") is None):
+        return  # DeepSpeed then reads the null `bfloat16` and fails (the type check says so): no rename hides it
     if ctx.config.get("bf16") is not None:
         yield Finding(
             "warning", "deprecated.bfloat16-ignored", "bfloat16",

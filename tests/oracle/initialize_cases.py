@@ -212,6 +212,15 @@ OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
         "Master weights feature requires ZeRO-3 Offload with DeepSpeedCPUAdam",
     ),
     InitializeCase(
+        "adam-w-mode-string-cpu-adam",
+        "type Adam under CPU offload hands adam_w_mode to DeepSpeedCPUAdam's C++ create_adam, which takes a bool",
+        {**TINY, "optimizer": {"type": "Adam", "params": {"lr": 0.01, "adam_w_mode": "yes"}},
+         "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+        True,
+        "TypeError",
+        "incompatible function arguments",
+    ),
+    InitializeCase(
         "control-bf16-master-weights-cpu-adam-offload",
         "the same ZeRO-2 with the optimizer offloaded as DeepSpeedCPUAdam (AdamW without torch_adam)",
         {**TINY, "optimizer": {"type": "AdamW", "params": {"lr": 0.01}},
