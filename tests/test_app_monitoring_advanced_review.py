@@ -295,3 +295,14 @@ def test_review_resolves_an_auto_stage_as_accelerate_does():
     assert not at.exception, at.exception
     assert any(json.loads(c.value).get("zero_optimization") == {"stage": 3}
                for c in at.code if c.value.lstrip().startswith("{") and '"stage": 3' in c.value)
+
+
+def test_a_field_deepspeed_leaves_to_its_consumer_says_what_not_set_means():
+    """comet.online and pipeline.use_reentrant default to None in DeepSpeed, which comet_ml / the checkpointing code
+    read as true: "— not set —" did not say so."""
+    at = app({"train_batch_size": 8, "comet": {"enabled": True}}, page="pages/monitoring.py")
+    online = at.selectbox(key=widget_key("comet.online"))
+    assert online.value is None and online.options[0] == "— not set (default: true) —"
+    assert fields.unset_value("pipeline.use_reentrant", {}, "0.19.8", None,
+                              fields.field_for("pipeline.use_reentrant")) is True
+    assert fields.unset_value("comet.project", {}, "0.19.8", None, fields.field_for("comet.project")) is None

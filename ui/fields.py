@@ -182,12 +182,14 @@ def config_path(config: Mapping[str, Any], path: str) -> str:
 EFFECTIVE_READINGS: Mapping[str, str] = types.MappingProxyType({"zero_optimization.overlap_comm": "overlap_comm"})
 
 
-def unset_value(path: str, config: Mapping[str, Any], version: str, default: Any) -> Any:
+def unset_value(path: str, config: Mapping[str, Any], version: str, default: Any,
+                field: SchemaField | None = None) -> Any:
     """What DeepSpeed ``version`` uses for ``path`` when ``config`` leaves it out: ``core.effective``'s reading where
-    it reads the field, else ``default`` (the release's)."""
+    it reads the field, else ``default`` (the release's), else what the schema says a left-out value means where
+    DeepSpeed passes None on and the consumer reads it (``unset_means``: comet's ``online``, ``use_reentrant``)."""
     reading = EFFECTIVE_READINGS.get(path)
     if reading is None:
-        return default
+        return default if default is not None or field is None else field.meta.extra.get("unset_means")
     without = copy.deepcopy(dict(config))
     delete_path(without, path)
     return getattr(effective(without, version), reading)

@@ -406,6 +406,7 @@ class PipelineConfig(OpenSection):
     )
     use_reentrant: bool | None = ds_field(
         None,
+        unset_means=True,
         description="Use re-entrant activation checkpointing (unset: true). false uses the non-reentrant "
         "implementation.",
     )

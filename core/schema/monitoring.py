@@ -76,7 +76,8 @@ class CometConfig(Section):
         description="Key of the Comet experiment to log to: alphanumeric, 32 to 50 characters (used with `mode: get`).",
     )
     online: bool | None = ds_field(
-        None, description="true (default): send to the Comet server; false: store an offline experiment locally."
+        None, unset_means=True,
+        description="true (default): send to the Comet server; false: store an offline experiment locally.",
     )
     mode: str | None = ds_field(
         None,
