@@ -293,3 +293,15 @@ def test_preset_reports_are_computed_once_per_content_and_gpu_count(monkeypatch)
                          path=preset.path, builtin=False)
     with pytest.raises(ValueError):
         preset_cache.reports(bad, 8)
+
+
+def test_the_current_configs_derived_micro_batch_is_the_one_compared():
+    """A config whose micro batch DeepSpeed derives (train_batch_size 64 / accumulation 2 / 8 GPUs = 4) was compared at
+    an assumed micro batch 1 (38.9 GiB) while the sidebar beside it said micro batch 4 (76.9 GiB)."""
+    config = {**presets.load_preset("zero2-bf16", [presets.BUILTIN_DIR]).config,
+              "train_batch_size": 64, "gradient_accumulation_steps": 2}
+    config.pop("train_micro_batch_size_per_gpu")
+    at = app(config, page=PAGE, **MODEL, gpus_per_node=8, nodes=1)
+    rows = table(at, "Config", "Micro batch used").set_index("Config")
+    current = next(name for name in rows.index if "current" in name)
+    assert str(rows.loc[current, "Micro batch used"]) == "4"
