@@ -253,3 +253,18 @@ def test_an_optional_boolean_written_as_a_number_is_edited_as_written():
     at.session_state["zero_knobs"] = True
     at.run()
     assert at.text_area(key=widget_key("zero_optimization.overlap_comm")).value == "1"
+
+
+def test_the_gpu_count_sweep_sizes_each_row_at_the_count_it_names_on_nodes_of_six():
+    """With 6 GPUs per node the row "8" showed the memory of 12 GPUs (2 whole nodes) and "16" that of 18: the sweep
+    now offers one node's GPUs and whole nodes, and labels each row with the count it sized."""
+    at = zero_app({"stage": 3}, nodes=1, gpus_per_node=6)
+    at.radio(key="zero_sweep_axis").set_value("total_gpus").run()
+    sweep = table(at, "GPUs")
+    counts = [int(g) for g in sweep["GPUs"]]
+    assert counts == sorted(set(counts)) and all(g < 6 or g % 6 == 0 for g in counts), counts
+    config = at.session_state["config"]
+    for gpus, shown in zip(counts, sweep[GPU], strict=True):
+        hardware = core_memory.Hardware(gpus_per_node=min(gpus, 6), nodes=max(1, gpus // 6))
+        estimate = core_memory.estimate(config, SPEC, hardware, core_memory.Shape(1, 2048))
+        assert round(estimate.gpu_bytes / core_memory.GIB, 1) == shown, gpus

@@ -268,5 +268,7 @@ def sweep_values(axis: str, context: Mapping[str, Any], current: int) -> list[in
         return sorted({1, 2, 4, 8, 16, 32, 64, current})
     if axis == "seq_len":
         return sorted({512, 1024, 2048, 4096, 8192, 16384, 32768, current})
-    world = int(context["nodes"]) * int(context["gpus_per_node"])
-    return sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, world})
+    per_node = int(context["gpus_per_node"])
+    world = int(context["nodes"]) * per_node
+    # one node's GPUs, then whole nodes (a job of 8 GPUs on nodes of 6 would be sized as 2 nodes, 12 GPUs)
+    return sorted({g for g in (1, 2, 4, 8) if g < per_node} | {per_node * n for n in (1, 2, 4, 8, 16, 32)} | {world})

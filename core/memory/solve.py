@@ -165,10 +165,15 @@ def _axis_kwargs(axis: str, values: np.ndarray, hardware: Hardware) -> dict[str,
 def _evaluate_axis(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
                    shape: Shape, axis: str, values: Sequence[int] | np.ndarray, precision: str | None,
                    allowances: Allowances | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The axis values as floats and ``evaluate_arrays`` over them."""
+    """The axis values as evaluated (floats) and ``evaluate_arrays`` over them: a GPU count beyond one node is
+    rounded up to whole nodes, and the count returned is the one evaluated, so a row is never labelled with
+    another count than the one it sizes."""
     vals = np.asarray(values, dtype=np.float64)
+    kwargs = _axis_kwargs(axis, vals, hardware)
+    if axis == "total_gpus":
+        vals = kwargs["gpus_per_node"] * kwargs["nodes"]
     return vals, evaluate_arrays(ds_config, model, hardware, shape, precision=precision, allowances=allowances,
-                                 **_axis_kwargs(axis, vals, hardware))
+                                 **kwargs)
 
 
 def sweep_totals(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
