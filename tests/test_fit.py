@@ -577,3 +577,17 @@ def test_fit_json_says_what_the_text_says_it_assumed(tmp_path, capsys):
     assert report["gpu_memory_bytes"] == 80 * memory.GIB and report["cpu_ram_per_node_bytes"] > 0
     assert report["micro_batch"] == 8 and report["micro_batch_assumed"].startswith("micro batch 8 assumed")
     assert report["assumptions"].endswith("no recomputation")
+
+
+def test_fit_and_estimate_say_a_sequence_the_model_cannot_run(tmp_path):
+    """GPT-2 at 2048 tokens (1024 learned positions): fit and estimate said "fits" without a word, where predict
+    and the app say the model cannot run it."""
+    path = tmp_path / "ds.json"
+    path.write_text('{"train_micro_batch_size_per_gpu": 2}')
+    gpt2 = ("--model", "openai-community/gpt2", "--seq-len", "2048")
+    for argv in (("fit", str(path), *gpt2, "--gpu", "NVIDIA A100 80GB"), ("estimate", *gpt2, "--config", str(path))):
+        _code, text = _run(*argv)
+        assert "beyond the model's 1024 learned positions" in text and "sized as if it could" in text, argv
+    _code, text = _run("fit", str(path), "--model", "openai-community/gpt2", "--gpu", "NVIDIA A100 80GB",
+                       "--seq-len", "1024")
+    assert "learned positions" not in text

@@ -113,6 +113,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     config, spec, hw, shape, assumed, gpu_name = _inputs(args)
     est = memory.estimate(config, spec, hw, shape)
     notes = list(est.notes)
+    if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
+        notes.insert(0, cannot + "; sized as if it could")  # as predict and the app say it
     if args.gpu_memory is not None and args.gpu is not None:
         notes.insert(0, f"--gpu-memory {args.gpu_memory / memory.GIB:g} GiB is used instead of --gpu {args.gpu}'s "
                         "memory")
