@@ -364,3 +364,15 @@ def test_a_rule_on_a_key_the_release_ignores_stays_quiet():
     assert [(f.code, f.severity) for f in validate(config, version=before).findings] == [
         ("keys.not-in-version", "warning")]
     assert "engine.param-dtype-conflict" in validate(config, version=first).codes()
+
+
+def test_a_key_read_only_behind_an_off_switch_is_not_type_checked():
+    """0.16.x reads fp16's loss-scale keys only when fp16 is on (its recorded reads of an empty fp16: `enabled`):
+    with fp16 off, a wrong type there was 'type.unchecked: surfaces later, in training' beside
+    'precision.loss-scale-unused: they do nothing'. Releases that parse fp16 with pydantic refuse it regardless."""
+    off = {"train_batch_size": 8, "fp16": {"enabled": False, "loss_scale": "x"}}
+    lenient = next(r for r in versions.RELEASES if versions.section_strict(r, "fp16") is False)
+    assert versions.read_behind_switch(lenient, "fp16", "loss_scale")
+    assert validate(off, version=lenient).codes() == {"precision.loss-scale-unused"}
+    assert "type.unchecked" in validate({**off, "fp16": {"enabled": True, "loss_scale": "x"}}, version=lenient).codes()
+    assert "type.value_error" in validate(off, version=versions.NEWEST).codes()

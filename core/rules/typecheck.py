@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from core import versions
-from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
+from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero, switch_on
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import plain_default, set_fix, value_fix
@@ -236,6 +236,15 @@ def _section_not_read(ctx: Context, prefix: str) -> bool:
     return False
 
 
+def _switched_off_and_unread(ctx: Context, prefix: str, key: str) -> bool:
+    """Whether ``key`` of the top-level section ``prefix`` is never read because the release reads the section with
+    dict.get, reads ``key`` only behind its ``enabled`` switch, and the switch is off as that release reads it."""
+    section = ctx.config.get(prefix) if prefix and "." not in prefix else None
+    if not isinstance(section, dict) or key == "enabled" or not versions.read_behind_switch(ctx.version, prefix, key):
+        return False
+    return not ("enabled" in section and switch_on(section["enabled"], prefix, ctx.version))
+
+
 def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -247,6 +256,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     key = key.split("[")[0]
     if (field is not None and not _exists(ctx, prefix, field, key)) or _section_not_read(ctx, prefix):
         return None  # a key this version does not have: check_keys reports that instead
+    if _switched_off_and_unread(ctx, prefix, key):
+        return None  # e.g. fp16's loss-scale keys in 0.16, read only with fp16 on: a wrong type there does nothing
     if kind in _BOUND_KINDS and field is not None:
         entry = versions.field_entry(ctx.version, _profile_prefix(prefix), key)
         if entry is not None and _within(value, {b: entry[b] for b in ("ge", "gt", "le", "lt") if b in entry}):

@@ -181,6 +181,14 @@ def _entered(reads: frozenset[str], rest: str) -> bool:
     return not rest or any(r.startswith(f"{rest}.") for r in reads)
 
 
+def read_behind_switch(version: str, section: str, key: str) -> bool:
+    """Whether ``version`` reads ``key`` of the top-level dict.get ``section`` only when the section's ``enabled``
+    is on: the release's parse of an empty section (``enabled`` at its default, off) reads ``enabled`` but not the
+    key, so with the switch off the key is never read."""
+    reads = _dict_reads(version, section)
+    return reads is not None and "enabled" in reads and key not in reads
+
+
 def dict_key_read(version: str, prefix: str, key: str) -> bool | None:
     """Whether ``version``, parsing the section at dotted ``prefix`` with ``dict.get``, reads ``key``: True when its
     recorded reads include it; False when they looked inside that (sub)section without it while another release's
