@@ -101,6 +101,12 @@ def switch_on(value: Any, section: str, version: str = "0.19.8") -> bool:
     return bool(value)
 
 
+def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offload_optimizer: str) -> bool:
+    """bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` without offload: ``_do_optimizer_sanity_check`` picks
+    BF16_Optimizer (fp32 gradient accumulation buffer and master weights) instead of the ZeRO optimizer."""
+    return stage == 1 and precision == "bf16" and grad_accum_fp32 and offload_optimizer == "none"
+
+
 def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.19.8") -> bool:
     """Whether ``section.enabled`` is on as DeepSpeed ``version`` reads it (see :func:`read_bool`)."""
     return read_bool(config, section, "enabled", False, version)

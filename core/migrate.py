@@ -29,8 +29,8 @@ def migrate(config: Any) -> tuple[Any, list[str]]:
     if zero_change is not None:
         changes.append(zero_change)
     if "bfloat16" in new and new.get("bf16") is None and new["bfloat16"] is not None:
-        # (a null `bfloat16` is refused by DeepSpeed where a null `bf16` is not: renaming would hide the error)
-        # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section
+        # a null `bf16` is dropped: DeepSpeed reads `bfloat16` in its place, and it must not overwrite the section;
+        # a null `bfloat16` stays (DeepSpeed refuses it where a null `bf16` is not: the rename would hide the error)
         new = {("bf16" if k == "bfloat16" else k): v for k, v in new.items() if k != "bf16"}
         changes.append("bfloat16 → bf16")
     zero = new.get("zero_optimization")

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import sequence_parallel_degree
-from core.effective import Effective, effective, pydantic_bool
+from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
 
@@ -226,12 +226,6 @@ class TrainingSettings:
             tensor_parallel=max(1, meaning.autotp_size),
             notes=tuple(notes),
         )
-
-def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offload_optimizer: str) -> bool:
-    """bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` without offload: ``_do_optimizer_sanity_check`` picks
-    BF16_Optimizer (fp32 gradient accumulation buffer and master weights) instead of the ZeRO optimizer."""
-    return stage == 1 and precision == "bf16" and grad_accum_fp32 and offload_optimizer == "none"
-
 
 def _master_dtypes(meaning: Effective, precision: str, off_opt: str, grad_accum_fp32: bool,
                    notes: list[str]) -> tuple[str, str]:

@@ -4,14 +4,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from core import versions
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import delete_fix, set_fix
-from core.rules.precision import MASTER_WEIGHTS_CHECK
 from core.schema.precision import canonical_dtype
 
 
@@ -89,48 +87,6 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
         )
-
-
-
-
-def master_weights_offload(ctx: Context) -> Iterator[Finding]:
-    """16-bit master weights the ZeRO optimizer refuses at initialize without ZeRO-Offload and DeepSpeedCPUAdam
-    (``Effective.master_weights_refused``), in the releases whose ZeRO optimizer checks it and reads the flag."""
-    m = ctx.meaning
-    if not m.master_weights_refused or m.optimizer_class is None:
-        return  # no optimizer section (a client optimizer) or "auto": the class is not known here
-    check = versions.zero_optimizer_check(ctx.version, ctx.stage, MASTER_WEIGHTS_CHECK)
-    if check is None:
-        return
-    dtype, accum = model_dtype(ctx), _grad_accum_dtype(ctx) or model_dtype(ctx)
-    if ctx.stage == 1 and dtype == "bf16" and accum == "fp32" and m.offload_optimizer == "none":
-        return  # BF16_Optimizer runs instead of the ZeRO optimizer and is not given the flags
-    if m.fp16_master_weights_and_grads:
-        owner, key = "fp16", "fp16_master_weights_and_grads"
-        if versions.section_strict(ctx.version, "fp16") is False and not m.fp16:
-            return  # dict.get releases read it only when fp16 is on
-    else:
-        owner, key = m.bf16_section, "bf16_master_weights_and_grads"
-        if versions.key_known(ctx.version, "bf16", key) is not True:
-            return  # a release without bf16 master weights ignores the key (the key check says so)
-    has = ("the optimizer is not offloaded" if m.offload_optimizer == "none"
-           else f"the optimizer is offloaded but is {(m.optimizer_class or '').rsplit('.', 1)[-1]}")
-    label = f"ZeRO-{ctx.stage}"
-    # the sentence that says what is needed (0.16-0.18 wrote several into one message)
-    sentence = [part for part in re.split(r"\.\s*", check) if MASTER_WEIGHTS_CHECK in part][-1]
-    said = sentence.strip().replace("{}", label, 1).replace("{}", "…")
-    ways = ['offload the optimizer to the CPU (zero_optimization.offload_optimizer.device "cpu") with Adam or '
-            "AdamW (torch_adam off), so that DeepSpeed builds DeepSpeedCPUAdam"]
-    if key.startswith("bf16") and not m.bf16_optimizer_states and m.offload_optimizer == "none" \
-            and versions.key_known(ctx.version, "bf16", "bf16_optimizer_states"):
-        ways.append(f"keep the optimizer states in bf16 on the GPU ({owner}.bf16_optimizer_states true)")
-    ways.append(f"turn {key} off")
-    yield Finding(
-        "error", "precision.master-weights-offload", f"{owner}.{key}",
-        f"{owner}.{key} needs {label} Offload with DeepSpeedCPUAdam in DeepSpeed {ctx.version}, and {has}: "
-        f"deepspeed.initialize stops (\"{said}\").",
-        suggestion="Either " + "; or ".join(ways) + ".", page="precision",
-    )
 
 
 def autotp_size_string(ctx: Context) -> str | None:

@@ -3,11 +3,12 @@ communication data types."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.effective import effective
+from core.effective import Effective, effective, uses_bf16_optimizer
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool
 from core.rules.fixes import delete_fix, set_fix
@@ -38,14 +39,60 @@ def _power_fails(value: Any) -> bool:
 MASTER_WEIGHTS_CHECK = "Offload with DeepSpeedCPUAdam"
 
 
+def _master_weights_check(ctx: Context, meaning: Effective, stage: int) -> str | None:
+    """The release's assertion that the config (read as ``meaning``) fails at ``stage``: 16-bit master weights
+    without ZeRO-Offload and DeepSpeedCPUAdam (``Effective.master_weights_refused``), where the release's ZeRO
+    optimizer checks it and runs (BF16_Optimizer, which takes its place, is not given the flags); None otherwise,
+    and when the optimizer class is not known here (a client optimizer, or "auto")."""
+    if not meaning.master_weights_refused or meaning.optimizer_class is None:
+        return None
+    accum = ctx.get("data_types.grad_accum_dtype")
+    accum_fp32 = accum is not None and canonical_dtype(accum) == "fp32"
+    if uses_bf16_optimizer(stage, meaning.precision, accum_fp32, meaning.offload_optimizer):
+        return None
+    return versions.zero_optimizer_check(ctx.version, stage, MASTER_WEIGHTS_CHECK)
+
+
 def _refused_at_stage(ctx: Context, stage: int) -> bool:
-    """Whether the config's 16-bit master weights would be refused at ``deepspeed.initialize`` at ``stage``
-    (``Effective.master_weights_refused``, where the release's ZeRO optimizer checks it)."""
+    """Whether the config's 16-bit master weights would be refused at ``deepspeed.initialize`` at ``stage``."""
     zero = ctx.config.get("zero_optimization")
     patched = {**ctx.config, "zero_optimization": {**(zero if isinstance(zero, dict) else {}), "stage": stage}}
-    meaning = effective(patched, ctx.version)
-    return (meaning.master_weights_refused and meaning.optimizer_class is not None
-            and versions.zero_optimizer_check(ctx.version, stage, MASTER_WEIGHTS_CHECK) is not None)
+    return _master_weights_check(ctx, effective(patched, ctx.version), stage) is not None
+
+
+def master_weights_offload(ctx: Context) -> Iterator[Finding]:
+    """16-bit master weights the ZeRO optimizer refuses at initialize without ZeRO-Offload and DeepSpeedCPUAdam
+    (``Effective.master_weights_refused``), in the releases whose ZeRO optimizer checks it and reads the flag."""
+    m = ctx.meaning
+    check = _master_weights_check(ctx, m, ctx.stage)
+    if check is None:
+        return
+    if m.fp16_master_weights_and_grads:
+        owner, key = "fp16", "fp16_master_weights_and_grads"
+        if versions.section_strict(ctx.version, "fp16") is False and not m.fp16:
+            return  # dict.get releases read it only when fp16 is on
+    else:
+        owner, key = m.bf16_section, "bf16_master_weights_and_grads"
+        if versions.key_known(ctx.version, "bf16", key) is not True:
+            return  # a release without bf16 master weights ignores the key (the key check says so)
+    has = ("the optimizer is not offloaded" if m.offload_optimizer == "none"
+           else f"the optimizer is offloaded but is {str(m.optimizer_class).rsplit('.', 1)[-1]}")
+    label = f"ZeRO-{ctx.stage}"
+    # the sentence that says what is needed (0.16-0.18 wrote several into one message)
+    sentence = [part for part in re.split(r"\.\s*", check) if MASTER_WEIGHTS_CHECK in part][-1]
+    said = sentence.strip().replace("{}", label, 1).replace("{}", "…")
+    ways = ['offload the optimizer to the CPU (zero_optimization.offload_optimizer.device "cpu") with Adam or '
+            "AdamW (torch_adam off), so that DeepSpeed builds DeepSpeedCPUAdam"]
+    if key.startswith("bf16") and not m.bf16_optimizer_states and m.offload_optimizer == "none" \
+            and versions.key_known(ctx.version, "bf16", "bf16_optimizer_states"):
+        ways.append(f"keep the optimizer states in bf16 on the GPU ({owner}.bf16_optimizer_states true)")
+    ways.append(f"turn {key} off")
+    yield Finding(
+        "error", "precision.master-weights-offload", f"{owner}.{key}",
+        f"{owner}.{key} needs {label} Offload with DeepSpeedCPUAdam in DeepSpeed {ctx.version}, and {has}: "
+        f"deepspeed.initialize stops (\"{said}\").",
+        suggestion="Either " + "; or ".join(ways) + ".", page="precision",
+    )
 
 
 def precision(ctx: Context) -> Iterator[Finding]:
