@@ -27,6 +27,11 @@ def shown(value: Any) -> str:
     return json.dumps(plain(value), ensure_ascii=False, default=lambda v: str(plain(v)))
 
 
+def is_number(value: Any) -> bool:
+    """Whether a JSON value is a number (an int or a float; a bool, though an int to Python, is not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def brief(value: Any, limit: int = 60) -> str:
     """``shown``, cut to ``limit`` characters: a value quoted in a message (a 1 MB list is not echoed whole)."""
     try:

@@ -25,7 +25,7 @@ from core.autofill import (
 )
 from core.batch import BATCH_KEYS, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
-from core.findings import brief, delete_path, get_path, set_path, split_path
+from core.findings import brief, delete_path, get_path, is_number, set_path, split_path
 from core.migrate import zero_section_form
 from core.rules.context import Context, lax_bool
 from core.schema.base import DEFAULT_VERSION
@@ -34,10 +34,6 @@ from core.schema.walk import release_default, resolve
 
 #: How the HF Trainer export keeps the config and TrainingArguments in agreement.
 HF_MODES = ("auto", "match")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _short(value: float) -> str:
@@ -67,17 +63,17 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
         args["per_device_train_batch_size"] = micro
     if accum is not None:
         args["gradient_accumulation_steps"] = accum
-    if _number(config.get("gradient_clipping")):
+    if is_number(config.get("gradient_clipping")):
         args["max_grad_norm"] = config["gradient_clipping"]
     lr = get_path(config, "optimizer.params.lr")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
-    if _number(lr) or _number(peak):
-        args["learning_rate"] = lr if _number(lr) else peak
+    if is_number(lr) or is_number(peak):
+        args["learning_rate"] = lr if is_number(lr) else peak
     betas = get_path(config, "optimizer.params.betas")
-    if isinstance(betas, list) and len(betas) == 2 and all(_number(b) for b in betas):
+    if isinstance(betas, list) and len(betas) == 2 and all(is_number(b) for b in betas):
         args["adam_beta1"], args["adam_beta2"] = betas
     for path, name in (("optimizer.params.eps", "adam_epsilon"), ("optimizer.params.weight_decay", "weight_decay")):
-        if _number(get_path(config, path)):
+        if is_number(get_path(config, path)):
             args[name] = get_path(config, path)
     warmup = get_path(config, "scheduler.params.warmup_num_steps")
     total = get_path(config, "scheduler.params.total_num_steps")
@@ -114,7 +110,7 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     if mode not in HF_MODES:
         raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
     args = hf_training_arguments(config)
-    derived = {} if not _number(config.get("train_batch_size")) else {  # else DeepSpeed's and the Trainer's 1 agree
+    derived = {} if not is_number(config.get("train_batch_size")) else {  # else DeepSpeed's and the Trainer's 1 agree
         name: value for name, value in _batch_deepspeed_derives(config, world_size).items() if name not in args}
     args |= derived
     for name, value in (trainer_values or {}).items():
@@ -152,7 +148,7 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                      "GPUs) and passed to the Trainer: without it the Trainer uses its default, and accelerate "
                      "writes a missing gradient_accumulation_steps as 1, which trains another global batch or "
                      "makes DeepSpeed refuse the batch sizes.")
-    elif _number(total) and "per_device_train_batch_size" not in args:
+    elif is_number(total) and "per_device_train_batch_size" not in args:
         notes.append(f"train_batch_size {_short(total)} is now \"auto\" and the Trainer computes it as "
                      "per_device_train_batch_size × gradient_accumulation_steps × GPUs, with its defaults (8 and 1) "
                      f"for what is not set; set both so the product is {_short(total)}.")
@@ -172,7 +168,7 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                      "DeepSpeed keeps the learning rate constant, while the HF Trainer would build its own default "
                      "scheduler (linear decay to 0) in its place.")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
-    if _number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
+    if is_number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)
         notes.append(f"scheduler.params.warmup_max_lr {_short(peak)} differed from the learning rate "
                      f"{_short(args['learning_rate'])}; the HF Trainer requires them equal, so it now follows "

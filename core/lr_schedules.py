@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.findings import brief
+from core.findings import brief, is_number
 
 WARMUP_LR = "WarmupLR"
 WARMUP_DECAY_LR = "WarmupDecayLR"
@@ -119,10 +119,6 @@ def param_path(param: str | None) -> str | None:
     return param if "." in param else f"scheduler.params.{param}"
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _finite(value: int | float) -> bool:
     """A finite float, or an integer a float can hold (DeepSpeed's arithmetic turns it into one)."""
     try:
@@ -164,7 +160,7 @@ def _number(name: str, value: Any) -> float:
         value = _scalar(name, value)
     if value == "auto":
         raise ScheduleError(_auto_message(name), name)
-    if not _is_number(value) or not _finite(value):
+    if not is_number(value) or not _finite(value):
         raise ScheduleError(f"{name} must be a finite number within float range, got {_shown(value)}", name)
     return value
 
@@ -222,7 +218,7 @@ def _warmup_type(value: Any, warnings: list[str]) -> str:
 def _need_base_lr(base_lr: float | None, why: str) -> float:
     if base_lr is None or base_lr == "auto":
         raise ScheduleError(f"the optimizer's lr is needed ({why}); set optimizer.params.lr", "lr")
-    if not _is_number(base_lr) or not _finite(base_lr):
+    if not is_number(base_lr) or not _finite(base_lr):
         raise ScheduleError(f"optimizer lr must be a finite number within float range, got {_shown(base_lr)}",
                             "lr")
     return base_lr
@@ -481,7 +477,7 @@ def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = 
                            optimizer_has_betas=has_betas)
     frame.attrs["assumed"] = ([f"optimizer.params.lr is not written: the optimizer's default lr, {base_lr:g}, as "
                                "DeepSpeed builds it"]
-                              if isinstance(optimizer, Mapping) and "lr" not in given and _is_number(base_lr) else [])
+                              if isinstance(optimizer, Mapping) and "lr" not in given and is_number(base_lr) else [])
     return frame
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from core import autofill, precision
 from core.effective import effective
-from core.findings import Finding, delete_path, get_path, set_path, split_path
+from core.findings import Finding, delete_path, get_path, is_number, set_path, split_path
 from core.schema import DeepSpeedConfig
 from core.schema.walk import default_in, is_open, section_fields, unique_fields
 from ui import actions, app_state, fields, focus
@@ -146,10 +146,6 @@ def _set_in_place(config: dict[str, Any], path: str, value: Any, places: list[An
         node.update(items)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _whole_as_written(path: str, value: Any, before: Any) -> Any:
     """A whole number from a float box as an int where the loaded config (the baseline) has an int at ``path``, as
     a float where it has a float, else as the value it replaces is written.
@@ -159,8 +155,8 @@ def _whole_as_written(path: str, value: Any, before: Any) -> Any:
     if not (isinstance(value, float) and value.is_integer() and abs(value) < 2**53):
         return value
     loaded = get_path(app_state.get_baseline(), path, None)
-    written = loaded if _is_number(loaded) else before
-    return int(value) if _is_number(written) and isinstance(written, int) else value
+    written = loaded if is_number(loaded) else before
+    return int(value) if is_number(written) and isinstance(written, int) else value
 
 
 @app_state.counted_edit
