@@ -9,7 +9,6 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-import core
 from core import presets
 from core.export import key_differences
 from core.launchers import job_world_size
@@ -154,13 +153,9 @@ if memory.model_for(ctx) is None:
     st.page_link(app_state.PAGES["start"], label="Choose a model", icon=":material/arrow_back:")
 else:
     mem_rows, totals = [], []
-    # each side's batch as DeepSpeed derives it (a micro batch left out is train_batch_size / accumulation / GPUs)
-    reports = {pname: app_state.report() if pname == CURRENT else core.validate(
-        sides[pname], world_size=job_world_size(ctx), target=ctx["target"], version=ctx["version"])
-        for pname in dict.fromkeys((left, right))}
     for pname in dict.fromkeys((left, right)):
-        est = memory.current_estimate(sides[pname], ctx, reports[pname])
-        micro, assumed = memory.micro_batch_and_assumption(sides[pname], reports[pname], ctx)
+        est = memory.current_estimate(sides[pname], ctx)
+        micro, assumed = memory.micro_batch_and_assumption(sides[pname], None, ctx)
         written = sides[pname].get("train_micro_batch_size_per_gpu")
         for category, size in sorted(est.gpu_peak_by_category().items()):
             mem_rows.append({"config": pname, "category": category, "gib": size / memory.GIB})
@@ -173,7 +168,7 @@ else:
     charts.draw(zero_charts.config_comparison,
                 {"compare": mem, zero_charts.CAPACITY: pd.DataFrame({"capacity": [capacity]})})
     tables.small_table(totals, {"GPU GiB per GPU (peak)": ".1f"})
-    notes = {memory.micro_batch_and_assumption(sides[n], reports[n], ctx)[1] for n in (left, right)} - {None}
+    notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")
     st.caption(f"{fields.md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "

@@ -15,7 +15,9 @@ import altair as alt
 import pandas as pd
 
 from core import hardware, memory
+from core.batch import micro_batch_of
 from core.findings import Report
+from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
 from core.precision import precision_mode
@@ -81,8 +83,9 @@ def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
     context (asked on the Batch page); 1 when nothing says it."""
     if report is not None and report.batch is not None:
         value = report.batch.train_micro_batch_size_per_gpu
-    else:
-        value = config.get("train_micro_batch_size_per_gpu")
+    else:  # without a report, derived as the report's batch is (a preset compared on the Presets page)
+        derived = micro_batch_of(dict(config), job_world_size(context)) if context else None
+        value = config.get("train_micro_batch_size_per_gpu") if derived is None else derived
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1:
         if value > MAX_MICRO_BATCH:  # DeepSpeed parses any int; the memory model cannot count past float range
             return MAX_MICRO_BATCH, (f"micro batch {MAX_MICRO_BATCH:,} assumed: the config's "
