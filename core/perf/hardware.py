@@ -175,8 +175,14 @@ class Efficiency:
     #: of hidden communication still costs 1 - overlap seconds. Measured: compute overlapped with communication
     #: runs 18.9% slower on average, 40% at most (arXiv 2507.03114, 'Characterizing Compute-Communication Overlap
     #: in GPU-Accelerated Distributed Deep Learning', abstract; A100, H100, MI250, MI210), i.e. 0.81 (0.60 at
-    #: the worst) where a collective spans the compute it overlaps. No V100 measurement.
-    overlap: float = 0.8
+    #: the worst) where a collective spans the compute it overlaps; a GEMM sized to one wave of an H100's SMs ran at
+    #: 47% MFU beside an NCCL all-gather against 80% alone, its tail pushed into a second wave (NVIDIA developer
+    #: forum, 'Compute-Communication Overlap Causes Severe GEMM Performance Degradation because of Tail Effect').
+    #: The model takes the paper's worst case: DeepSpeed's overlapped phases run its own copy and flatten kernels
+    #: beside NCCL's, and ZeRO-3 overlaps every gather of a step. It was 0.8 (the average) until 29 Nov 2026; against
+    #: the 131 published runs 0.6 gives 9 rows beyond 1.5x instead of 15 and a median error of 11.4% instead of 11.7%
+    #: (the ZeRO++ blog's 1K-token bars show the communication nearly adding to the compute). No V100 measurement.
+    overlap: float = 0.6
     #: Fixed host-side cost per transformer layer per forward+backward of one micro batch: kernel launches,
     #: Python module calls, autograd bookkeeping (about 40 kernels of 5 microseconds).
     layer_overhead_s: float = 2.0e-4
