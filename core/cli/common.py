@@ -12,7 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.batch import BATCH_KEYS, effective_world_size, micro_batch_of, resolve_batch
+from core.batch import (
+    BATCH_KEYS,
+    MB,
+    batch_suggestions,
+    effective_world_size,
+    micro_batch_of,
+    resolve_batch,
+    shown,
+)
 from core.hardware import gpu_names
 from core.io import (
     MAX_CONFIG_BYTES,
@@ -142,13 +150,20 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
     (--micro-batch) replaces them; without ``override`` a ``given`` that contradicts the config is one too
     (a command whose ways patch the config must estimate the micro batch the config will run with)."""
     resolved = micro_batch_of(config, gpus)
-    if resolved is None and not given:
+    if resolved is None and not given and "auto" not in (config.get(k) for k in BATCH_KEYS):
+        # "auto" is the HF Trainer's to fill, and nothing written is assumed: both are said where they are used
         batch = resolve_batch(config, effective_world_size(config, gpus))
-        # keys are written, and DeepSpeed refuses them ("auto" is the HF Trainer's to fill: the assumption is said)
-        if batch.problem not in ("", "missing") and "auto" not in (config.get(k) for k in BATCH_KEYS):
-            raise UsageError(f"the config's batch keys do not work on {gpus} GPUs ({batch.message}); DeepSpeed "
-                             f"refuses it: fix them (dsconfig validate --world-size {gpus} suggests trios that "
-                             "work) or pass --micro-batch")
+        written = f"{MB} is {shown(config[MB])}; " if MB in config else ""  # what the refusal may name derived
+        if batch.ok:  # DeepSpeed runs it, but the micro batch is a fraction or a boolean (batch.not-integer)
+            trios = batch_suggestions(config, gpus)
+            example = f", e.g. {trios[0][MB]}" if trios else ""
+            raise UsageError(f"{written}DeepSpeed accepts it, but data loaders and this sizing need a micro batch "
+                             f"that is a whole number >= 1 (dsconfig validate: batch.not-integer): write one in "
+                             f"the config{example}, or pass --micro-batch N")
+        if batch.problem != "missing":  # keys are written, and DeepSpeed refuses them
+            raise UsageError(f"{written}the config's batch keys do not work on {gpus} GPUs ({batch.message}); "
+                             f"DeepSpeed refuses it: fix them (dsconfig validate --world-size {gpus} suggests "
+                             "trios that work) or pass --micro-batch")
     if resolved is not None and given and given != resolved and not override:
         raise UsageError(f"--micro-batch {given}: the config runs with a micro batch of {resolved} on {gpus} GPUs "
                          "(written, or derived from train_batch_size); --micro-batch is for a config that says "

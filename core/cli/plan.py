@@ -22,7 +22,7 @@ import pandas as pd
 
 from core import models
 from core.autofill import AutoFillError, trainer_batch
-from core.batch import MB, train_batch_of
+from core.batch import train_batch_of
 from core.cli.common import (
     EXIT_OK,
     HF_CONFIG_DOCUMENT,
@@ -266,13 +266,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     # the micro batch the config runs with, read as fit reads it: batch keys DeepSpeed refuses are an error unless
     # --micro-batch replaces them, and a --micro-batch contradicting written keys is refused (with
     # --gradient-accumulation-steps the HF Trainer's own comparison below names the clash)
-    try:
-        resolved = config_micro_batch(config, cluster.total_gpus, args.micro_batch,
-                                      override=args.gradient_accumulation_steps is not None)
-    except UsageError as exc:
-        if args.micro_batch is None and MB in config:  # the written value, which the refusal may name derived
-            raise UsageError(f"{MB} is {json.dumps(config[MB])}; {exc}") from None
-        raise
+    resolved = config_micro_batch(config, cluster.total_gpus, args.micro_batch,
+                                  override=args.gradient_accumulation_steps is not None)
     micro, micro_assumed = args.micro_batch or resolved, None
     if micro is None:  # "auto" or not set: assumed as fit, estimate and the app assume it, and said
         micro, micro_assumed = micro_batch_when_unsaid(config)
