@@ -34,3 +34,10 @@ def test_a_micro_batch_deepspeed_accepts_but_that_is_not_whole_is_named_with_the
     assert f"train_micro_batch_size_per_gpu is {shown}; DeepSpeed accepts it" in said
     assert "whole number >= 1" in said and "batch.not-integer" in said and f"e.g. {example}" in said
     assert "--micro-batch" in said and "()" not in said and "DeepSpeed refuses" not in said
+
+
+def test_plan_price_without_tokens_is_a_usage_error_naming_both_flags(capsys):
+    """--price without --tokens was ignored: no cost column, no note, and the JSON assumptions listed the price."""
+    code, out = run(["plan", *MODEL, "--global-batch", "64", "--price", "2.5"])
+    assert code == 2 and out == ""
+    assert "--price 2.5 needs --tokens: the cost is that of training --tokens tokens" in capsys.readouterr().err

@@ -99,7 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
                    help="default: bf16, or fp16 on GPUs without bf16 (V100, T4)")
     p.add_argument("--tokens", type=positive(float), help="tokens to train (adds hours)")
-    p.add_argument("--price", type=positive(float), metavar="USD", help="price per GPU-hour (adds cost)")
+    p.add_argument("--price", type=positive(float), metavar="USD",
+                   help="price per GPU-hour (with --tokens: adds the cost of training them)")
     p.add_argument("--top", type=positive_int, default=15, help="rows to print (default 15)")
     p.add_argument("--sweep", action="store_true", help="also print time and cost against the node count")
     p.set_defaults(handler=run_plan)
@@ -168,6 +169,9 @@ def _default_seq_len(args: argparse.Namespace, spec: models.ModelSpec) -> None:
 
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
+    if args.price is not None and args.tokens is None:  # a cost per step or per hour would be another column
+        raise UsageError(f"--price {args.price:g} needs --tokens: the cost is that of training --tokens tokens "
+                         "(e.g. --tokens 2e9)")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
