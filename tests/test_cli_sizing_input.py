@@ -41,3 +41,38 @@ def test_plan_price_without_tokens_is_a_usage_error_naming_both_flags(capsys):
     code, out = run(["plan", *MODEL, "--global-batch", "64", "--price", "2.5"])
     assert code == 2 and out == ""
     assert "--price 2.5 needs --tokens: the cost is that of training --tokens tokens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--cpu-ram", "1e308"], "argument --cpu-ram: expected a size in GiB up to"),
+    (["--cpu-ram", "1e-300"], "argument --cpu-ram: expected a size in GiB of at least one byte"),
+    (["--cpu-adam", "1e20"], "argument --cpu-adam: expected a number up to"),
+    (["--nvme-bandwidth", "1e308"], "argument --nvme-bandwidth: expected a number up to"),
+    (["--tokens", "1e308", "--price", "2"], "argument --tokens: expected a number up to"),
+    (["--tokens", "1e9", "--price", "1e308"], "argument --price: expected a number up to"),
+    (["--global-batch", "7"], "--global-batch 7 cannot be split over the 8 GPUs of --gpus-per-node 8 x --nodes 1: "
+                              "use a multiple of 8"),
+    (["--nodes", "2", "--network", "1e-300", "--tokens", "1e15", "--price", "1e6"],
+     "--tokens 1e+15 and --price 1e+06: the training time or cost is beyond"),
+])
+def test_plan_names_the_flag_of_a_value_out_of_range(flags, message, capsys):
+    """These said Cluster.cpu_ram_gib, global_batch=7, tokens= x price_per_gpu_hour=: the planner's names."""
+    code, _ = run(["plan", *MODEL, "--global-batch", "64", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err, err
+    assert "Cluster." not in err and "global_batch=" not in err and "tokens=" not in err and "Traceback" not in err
+
+
+def test_predict_names_the_measured_step_of_a_refused_calibration_as_given(tmp_path, capsys):
+    """It said 'measured_step_seconds=0.1 is faster than …', calibrate's parameter."""
+    from tests.test_perf_cli import FIXTURE_LOG
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4}))
+    code, _ = run(["predict", str(path), *MODEL, "--calibrate-step", "0.1"])
+    err = capsys.readouterr().err
+    assert code == 0 and "not calibrated, --calibrate-step 0.1 is faster than" in err
+    code, text = run(["predict", str(path), *MODEL, "--log", str(FIXTURE_LOG), "--format", "json"])
+    refused = json.loads(text)["calibration"]["refused"]
+    assert code == 0 and refused.startswith(f"the step time read from --log {FIXTURE_LOG} (0.204 s) is faster")
+    assert "measured_step_seconds" not in refused + capsys.readouterr().err

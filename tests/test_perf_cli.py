@@ -211,9 +211,10 @@ def test_a_fractional_count_is_asked_for_as_a_whole_number(capsys):
         (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB", "--global-batch", "12"],
          "multiple of 8"),
         (["plan", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8"], "exactly one of --model"),
-        # a cost beyond float range: was "Infinity" in --format json (not JSON), "inf" in the table
+        # a cost beyond float range: was "Infinity" in --format json (not JSON), "inf" in the table; then named
+        # recommend's parameters (tokens=1e+308 x price_per_gpu_hour=1e+300), now the flag
         (["plan", "--model", "openai-community/gpt2", "--gpu", "NVIDIA H100 80GB", "--global-batch", "8",
-          "--tokens", "1e308", "--price", "1e300", "--format", "json"], "price_per_gpu_hour=1e+300"),
+          "--tokens", "1e308", "--price", "1e300", "--format", "json"], "argument --tokens: expected a number up to"),
     ],
 )
 def test_bad_input_is_a_clear_message(argv, message, capsys):

@@ -265,6 +265,15 @@ def positive(kind: type, at_most: float | None = None) -> Callable[[str], Any]:
 #: The largest size in GiB a size flag takes (2**30 GiB, an exbibyte): beyond any node, and far from overflowing.
 MAX_GIB = float(2**30)
 
+#: The most each rate or amount flag of plan and predict takes: far beyond any machine or training run, and short
+#: of the numbers whose arithmetic overflows (or that a calibration's scaled rates push past what the planner's
+#: Cluster accepts, 1e15).
+MAX_NETWORK_GBIT_S = 1e6  # --network, Gbit/s per node: a petabit
+MAX_NVME_GBYTE_S = 1e6  # --nvme-bandwidth, GB/s per node: a petabyte per second
+MAX_CPU_ADAM_PARAMS_PER_S = 1e12  # --cpu-adam, parameters/s per node: 500x a 64-core node's 1.8e9
+MAX_TOKENS = 1e15  # --tokens: a quadrillion, 60x the largest published training run
+MAX_PRICE_PER_GPU_HOUR = 1e6  # --price, USD
+
 
 def gib_or_zero(text: str) -> int:
     """argparse type: a size in GiB that may be 0 (no NVMe), returned in bytes."""
@@ -287,6 +296,8 @@ def gib(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive size in GiB, got {text!r}")
     if value > MAX_GIB:
         raise argparse.ArgumentTypeError(f"expected a size in GiB up to {MAX_GIB:.0e} (an exbibyte), got {text!r}")
+    if int(value * GIB) == 0:
+        raise argparse.ArgumentTypeError(f"expected a size in GiB of at least one byte, got {text!r}")
     return int(value * GIB)
 
 

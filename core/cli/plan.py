@@ -26,9 +26,15 @@ from core.batch import train_batch_of
 from core.cli.common import (
     EXIT_OK,
     HF_CONFIG_DOCUMENT,
+    MAX_CPU_ADAM_PARAMS_PER_S,
+    MAX_NETWORK_GBIT_S,
+    MAX_NVME_GBYTE_S,
+    MAX_PRICE_PER_GPU_HOUR,
+    MAX_TOKENS,
     UsageError,
     catalog_gpu,
     config_micro_batch,
+    gib,
     gib_or_zero,
     gpu_count,
     guarded,
@@ -60,9 +66,6 @@ from core.perf import (
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
 
-#: The most inter-node bandwidth --network takes, Gbit/s per node: a petabit, beyond any node built.
-MAX_NETWORK_GBIT_S = 1e6
-
 
 def _common(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model (one of)")
@@ -76,12 +79,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--network", type=positive(float, at_most=MAX_NETWORK_GBIT_S), metavar="GBIT",
                     help="inter-node Gbit/s per node, all NICs together (presets: "
                     + ", ".join(f"{k}={v:g}" for k, v in NETWORKS.items()) + "; default: the GPU's reference system)")
-    hw.add_argument("--cpu-adam", type=positive(float), metavar="PARAMS_PER_S",
+    hw.add_argument("--cpu-adam", type=positive(float, at_most=MAX_CPU_ADAM_PARAMS_PER_S), metavar="PARAMS_PER_S",
                     help="CPU optimizer updates per second per node (offload)")
-    hw.add_argument("--nvme-bandwidth", type=positive(float), metavar="GB_S", help="NVMe GB/s per node")
+    hw.add_argument("--nvme-bandwidth", type=positive(float, at_most=MAX_NVME_GBYTE_S), metavar="GB_S",
+                    help="NVMe GB/s per node")
     hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                     help="NVMe capacity per node in GiB (default 0: none, so NVMe offload does not fit; as fit)")
-    hw.add_argument("--cpu-ram", type=positive(float), metavar="GIB",
+    hw.add_argument("--cpu-ram", type=gib, metavar="GIB",
                     help=f"CPU RAM per node (default {DEFAULT_CPU_RAM_GIB:g})")
     p.add_argument("--seq-len", type=seq_len, default=None,
                    help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's learned positions when "
@@ -98,8 +102,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--global-batch", type=positive_int, required=True, help="sequences per optimizer step")
     p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
                    help="default: bf16, or fp16 on GPUs without bf16 (V100, T4)")
-    p.add_argument("--tokens", type=positive(float), help="tokens to train (adds hours)")
-    p.add_argument("--price", type=positive(float), metavar="USD",
+    p.add_argument("--tokens", type=positive(float, at_most=MAX_TOKENS), help="tokens to train (adds hours)")
+    p.add_argument("--price", type=positive(float, at_most=MAX_PRICE_PER_GPU_HOUR), metavar="USD",
                    help="price per GPU-hour (with --tokens: adds the cost of training them)")
     p.add_argument("--top", type=positive_int, default=15, help="rows to print (default 15)")
     p.add_argument("--sweep", action="store_true", help="also print time and cost against the node count")
@@ -136,8 +140,8 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
 
 def _cluster(args: argparse.Namespace) -> Cluster:
     return Cluster(args.gpu, args.gpus_per_node, args.nodes, inter_node_gbit_s=args.network,
-                   nvme_gbyte_s=args.nvme_bandwidth, cpu_adam_params_per_s=args.cpu_adam, cpu_ram_gib=args.cpu_ram,
-                   nvme_gib=args.nvme / GIB)
+                   nvme_gbyte_s=args.nvme_bandwidth, cpu_adam_params_per_s=args.cpu_adam,
+                   cpu_ram_gib=None if args.cpu_ram is None else args.cpu_ram / GIB, nvme_gib=args.nvme / GIB)
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -173,13 +177,28 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--price {args.price:g} needs --tokens: the cost is that of training --tokens tokens "
                          "(e.g. --tokens 2e9)")
     spec, cluster = _model(args), _cluster(args)
+    if args.global_batch % cluster.total_gpus:  # each GPU takes a whole number of sequences
+        lower = args.global_batch // cluster.total_gpus * cluster.total_gpus
+        closest = " or ".join(str(n) for n in (lower, lower + cluster.total_gpus) if n)
+        raise UsageError(f"--global-batch {args.global_batch} cannot be split over the {cluster.total_gpus} GPUs of "
+                         f"--gpus-per-node {cluster.gpus_per_node} x --nodes {cluster.nodes}: use a multiple of "
+                         f"{cluster.total_gpus} (e.g. {closest})")
     _default_seq_len(args, spec)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
-    table = recommend(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, precision=args.precision,
-                      tokens=args.tokens, price_per_gpu_hour=args.price, attention=args.attention)
-    sweep = gpu_sweep(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, tokens=args.tokens,
-                      price_per_gpu_hour=args.price, precision=args.precision,
-                      attention=args.attention) if args.sweep else None
+    try:
+        table = recommend(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch,
+                          precision=args.precision, tokens=args.tokens, price_per_gpu_hour=args.price,
+                          attention=args.attention)
+        sweep = gpu_sweep(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, tokens=args.tokens,
+                          price_per_gpu_hour=args.price, precision=args.precision,
+                          attention=args.attention) if args.sweep else None
+    except ValueError as exc:  # recommend names its parameters (tokens=…): here they are the flags
+        if not str(exc).startswith("tokens="):
+            raise
+        price = "" if args.price is None else f" and --price {args.price:g}"
+        raise UsageError(f"--tokens {args.tokens:g}{price}: the training time or cost is beyond floating-point "
+                         "range at the predicted speed; the cluster's rates given (--network, --nvme-bandwidth, "
+                         "--cpu-adam) are too small to train on") from None
     if args.format == "json":
         rows = _records(table.drop(columns=["breakdown"]).head(args.top))
         data: dict[str, Any] = {"model": spec.name, "cluster": cluster.described(), "assumptions": table.attrs,
@@ -304,7 +323,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         try:
             cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
         except CalibrationError as exc:
-            refused = str(exc)
+            refused = _measured_named(str(exc), measured, args)
             sys.stderr.write(f"dsconfig predict: warning: not calibrated, {refused}; the prediction below is "
                              "uncalibrated.\n")
     est = predict(config, spec, cluster, shape)
@@ -367,6 +386,15 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     for note in est.notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
+
+
+def _measured_named(refusal: str, measured: float, args: argparse.Namespace) -> str:
+    """A calibration's refusal with the measured step named as the user gave it (the flag, or the log it was read
+    from) instead of calibrate's parameter."""
+    given = (f"--calibrate-step {args.calibrate_step:g}" if args.log is None
+             else f"the step time read from --log {args.log} ({measured:.3g} s)")
+    parameter = f"measured_step_seconds={measured:g} "
+    return given + " " + refusal.removeprefix(parameter) if refusal.startswith(parameter) else refusal
 
 
 def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: int) -> dict[str, Any]:
