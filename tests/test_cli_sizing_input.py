@@ -76,3 +76,28 @@ def test_predict_names_the_measured_step_of_a_refused_calibration_as_given(tmp_p
     refused = json.loads(text)["calibration"]["refused"]
     assert code == 0 and refused.startswith(f"the step time read from --log {FIXTURE_LOG} (0.204 s) is faster")
     assert "measured_step_seconds" not in refused + capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("batch_keys", "fix"), [
+    ({}, "the config does not give on 8 GPUs: write the run's train_batch_size"),
+    ({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"},
+     "pass the run's --micro-batch N and --gradient-accumulation-steps N"),
+])
+def test_predict_log_with_throughput_but_no_batch_says_the_batch_is_missing(batch_keys, fix, tmp_path, capsys):
+    """A log with the throughput timer's samples/s and a config without a global batch said "no step times found
+    (enable wall_clock_breakdown, …)", although the log has what is needed but the batch."""
+    from tests.test_perf_cli import FIXTURE_LOG
+
+    log = tmp_path / "throughput.log"  # the real DeepSpeed log without its wall-clock timers
+    log.write_text("".join(line for line in FIXTURE_LOG.read_text().splitlines(keepends=True)
+                           if "time (ms)" not in line))
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(batch_keys))
+    code, _ = run(["predict", str(config), *MODEL, "--log", str(log)])
+    err = capsys.readouterr().err
+    assert code == 2 and "samples/s become a step time only with the global batch" in err and fix in err
+    assert "--calibrate-step" in err and "wall_clock_breakdown" not in err
+    if batch_keys:  # the flags said make it work
+        code, text = run(["predict", str(config), *MODEL, "--log", str(log), "--micro-batch", "2",
+                          "--gradient-accumulation-steps", "4", "--format", "json"])
+        assert code == 0 and json.loads(text)["calibration"]["measured_step_seconds"] > 0

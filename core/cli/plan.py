@@ -22,7 +22,7 @@ import pandas as pd
 
 from core import models
 from core.autofill import AutoFillError, trainer_batch
-from core.batch import train_batch_of
+from core.batch import BATCH_KEYS, train_batch_of
 from core.cli.common import (
     EXIT_OK,
     HF_CONFIG_DOCUMENT,
@@ -306,10 +306,16 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if cut:
             sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
         # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
+        summary, global_batch = parse_log(text), train_batch_of(config, cluster.total_gpus)
         try:
-            measured = step_seconds_from_log(parse_log(text), train_batch_of(config, cluster.total_gpus))
+            measured = step_seconds_from_log(summary, global_batch)
         except ValueError as exc:
             raise UsageError(f"--log {args.log}: {exc}") from None
+        if measured is None and summary.samples_per_second and global_batch is None:
+            raise UsageError(f"--log {args.log}: the log has the throughput timer's samples/s (CurrSamplesPerSec) "
+                             "but no step times, and samples/s become a step time only with the global batch, "
+                             f"which {_unsaid_batch(config, cluster.total_gpus)}; or give the measured step time "
+                             "with --calibrate-step SECONDS")
         if measured is None:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
                               "throughput timer with a batch that resolves on this cluster)")
@@ -386,6 +392,15 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     for note in est.notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
+
+
+def _unsaid_batch(config: dict[str, Any], gpus: int) -> str:
+    """Why ``config`` gives no global batch on ``gpus`` GPUs, and the flags or keys that give it."""
+    if "auto" in (config.get(key) for key in BATCH_KEYS):
+        return ('the config leaves to the HF Trainer ("auto"): pass the run\'s --micro-batch N and '
+                "--gradient-accumulation-steps N, which fill it as the Trainer does")
+    return (f"the config does not give on {gpus} GPUs: write the run's train_batch_size (or "
+            "train_micro_batch_size_per_gpu and gradient_accumulation_steps) in it")
 
 
 def _measured_named(refusal: str, measured: float, args: argparse.Namespace) -> str:
