@@ -101,3 +101,22 @@ def test_predict_log_with_throughput_but_no_batch_says_the_batch_is_missing(batc
         code, text = run(["predict", str(config), *MODEL, "--log", str(log), "--micro-batch", "2",
                           "--gradient-accumulation-steps", "4", "--format", "json"])
         assert code == 0 and json.loads(text)["calibration"]["measured_step_seconds"] > 0
+
+
+@pytest.mark.parametrize("command", ["fit", "predict", "estimate"])
+def test_a_preset_file_is_sized_with_its_config_and_said(command, capsys):
+    """A preset file ({"meta": ..., "config": ...}) was sized as an empty config: fp32, micro batch 1, and fit said
+    DOES NOT FIT; predict's caveat said DeepSpeed refuses it and "the numbers assume it is fixed"."""
+    from core.presets import BUILTIN_DIR
+
+    preset = str(BUILTIN_DIR / "zero2-bf16.json")
+    argv = ([command, "--config", preset, *MODEL[:2]] if command == "estimate" else [command, preset, *MODEL])
+    code, out = run([*argv, "--format", "json"])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(out)
+    micro = data["micro_batch"] if command == "fit" else data["shape"]["micro_batch"]
+    precision = {"fit": lambda: data["precision"], "estimate": lambda: data["settings"]["precision"],
+                 "predict": lambda: data["memory"]["assumptions"]}[command]()
+    assert micro == 4 and "bf16" in precision
+    assert "config.preset-file" not in out and "refuses" not in out
+    assert "is a Config Studio preset file" in capsys.readouterr().err

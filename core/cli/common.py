@@ -94,6 +94,21 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
         raise UsageError(f"{what} {text}" if what else text, position=position) from None
 
 
+def read_sizing_config(path: str | Path, command: str, what: str = "") -> dict[str, Any]:
+    """The DeepSpeed config a sizing command (fit, predict, estimate) reads from ``path``: a preset file's
+    ``config`` (``core.presets.is_preset_document``, validate's config.preset-file), said in a note on stderr, else
+    the file's object itself."""
+    from core.presets import is_preset_document
+
+    config = read_config_file(path, what)
+    if not is_preset_document(config):
+        return config
+    given = f"{what} {path}" if what else str(path)
+    sys.stderr.write(f"dsconfig {command}: note: {given} is a Config Studio preset file ({{\"meta\": ..., "
+                     "\"config\": ...}): sized with the DeepSpeed config under its \"config\" key\n")
+    return config["config"]
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")

@@ -31,6 +31,7 @@ from core.cli.common import (
     positive,
     positive_int,
     read_config_file,
+    read_sizing_config,
     seq_len,
 )
 from core.hardware import DEFAULT_CPU_RAM_GIB
@@ -112,11 +113,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.set_defaults(handler=run, unread_defaults={dest: p.get_default(dest)
                                                  for dest in (*_PARAMS_UNREAD, _FULL_UNREAD)})
     return p
-
-
-def _load_json(path: Path, what: str) -> Any:
-    """Read a JSON/HJSON object file with the same loader (and limits) as ``dsconfig validate``."""
-    return read_config_file(path, what)
 
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:
@@ -204,9 +200,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     spec = _model(args)
     ds_config: Any = {}
     if args.config is not None:
-        ds_config = _load_json(args.config, "--config")
-        if not isinstance(ds_config, dict):
-            raise UsageError("--config must contain a JSON object (a DeepSpeed config)")
+        ds_config = read_sizing_config(args.config, "estimate", "--config")
     hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
     refused = None
     try:

@@ -26,7 +26,7 @@ from core.cli.common import (
     json_report,
     micro_batch_when_unsaid,
     positive_int,
-    read_config_file,
+    read_sizing_config,
     seq_len,
 )
 from core.memory.result import gib_used
@@ -75,9 +75,7 @@ def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
 
 def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
                                                str | None]:
-    config = read_config_file(args.config)
-    if not isinstance(config, dict):
-        raise UsageError(f"{args.config} must contain a JSON object (a DeepSpeed config)")
+    config = read_sizing_config(args.config, "fit")
     spec = models.get_spec(args.model)
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:

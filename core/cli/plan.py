@@ -43,6 +43,7 @@ from core.cli.common import (
     positive,
     positive_int,
     read_config_file,
+    read_sizing_config,
     refused_caveat,
     seq_len,
 )
@@ -281,9 +282,7 @@ def _node_storage(cluster: Cluster) -> str:
 
 
 def _predict(args: argparse.Namespace, out: TextIO) -> int:
-    config = read_config_file(args.config)
-    if not isinstance(config, dict):
-        raise UsageError(f"{args.config}: a DeepSpeed config must be a JSON object")
+    config = read_sizing_config(args.config, "predict")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
     # the micro batch the config runs with, read as fit reads it: batch keys DeepSpeed refuses are an error unless
