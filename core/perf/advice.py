@@ -42,8 +42,8 @@ class Accuracy:
 
 #: The figures the page help quotes; tests/test_perf_effects.py recomputes them, so a model change that moves
 #: them fails until they are updated here (README and BENCHMARKS.md state the same figures).
-ACCURACY = Accuracy(rows=131, median_error=0.114, first_round_rows=65, first_round_median=0.096,
-                    held_out_median=0.205, third_round_rows=8, third_round_median=0.443, a100_h100_rows=55,
+ACCURACY = Accuracy(rows=131, median_error=0.111, first_round_rows=65, first_round_median=0.097,
+                    held_out_median=0.197, third_round_rows=8, third_round_median=0.446, a100_h100_rows=55,
                     a100_h100_median=0.097, a100_h100_worst=2.88, worst=2.88, beyond_1_5x=9)
 
 
@@ -60,7 +60,7 @@ def trust_text(acc: Accuracy = ACCURACY) -> str:
             f"{acc.a100_h100_worst:.2f}x). {acc.beyond_1_5x} runs are off by more than 1.5x (worst {acc.worst:.2f}x), "
             "every one predicted too fast: 2020-2021 DeepSpeed and Megatron releases on V100s, Hugging Face and "
             "TRL end-to-end throughput, and ZeRO-3 with little work per GPU (a 7B model at 512 tokens per H100 ran "
-            "2.2-2.4x slower than predicted). Treat a prediction as the speed a "
+            "2.1-2.3x slower than predicted). Treat a prediction as the speed a "
             "well-tuned run reaches, and ZeRO-3 at small micro batches as optimistic (BENCHMARKS.md lists each run).")
 
 

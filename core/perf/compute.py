@@ -38,6 +38,15 @@ def _linears(spec: ModelSpec) -> list[tuple[int, int, float]]:
     return out
 
 
+def _cross_attention_linears(spec: ModelSpec) -> list[tuple[int, int, float]]:
+    """(in, out, count) of a decoder layer's cross-attention (encoder-decoder models): q from the decoder, k and v
+    from the encoder's output, o; none for a decoder-only model."""
+    if not spec.encoder_decoder:
+        return []
+    h, q = spec.hidden_size, spec.q_dim
+    return [(h, q, 1.0), (h, 2 * q, 1.0), (q, h, 1.0)]
+
+
 def layer_module_params(spec: ModelSpec) -> list[float]:
     """Parameters of each linear module of one layer in forward order (q/k/v or fused qkv, o, the MLP's input
     projections, its output projection): the order ZeRO-3 fetches them in."""
@@ -51,9 +60,10 @@ def flops_per_token(model: ModelSpec | ModelCounts, seq_len: int) -> tuple[float
         return 2.0 * model.total_params, 0.0
     layers = model.num_layers + model.num_decoder_layers
     linear = sum(i * o * c for i, o, c in _linears(model)) * layers + model.vocab_size * model.hidden_size
-    if model.encoder_decoder:
-        linear += model.num_decoder_layers * 2 * model.hidden_size * model.q_dim * 2  # cross-attention q/o, k/v
-    attention = 4.0 * seq_len * model.q_dim * layers
+    linear += model.num_decoder_layers * sum(i * o * c for i, o, c in _cross_attention_linears(model))
+    # a decoder layer of an encoder-decoder model attends twice: to itself and to the encoder's output
+    cross_layers = model.num_decoder_layers if model.encoder_decoder else 0
+    attention = 4.0 * seq_len * model.q_dim * (layers + cross_layers)
     return 2.0 * linear, attention
 
 
@@ -68,6 +78,14 @@ def linear_modules_per_layer(spec: ModelSpec) -> int:
     what ZeRO-3 fetches and hooks module by module."""
     mlp = (3 if spec.gated_mlp else 2) * max(1, spec.num_experts) + (1 if spec.num_experts else 0)
     return (1 if spec.fused_qkv else 3) + 1 + mlp
+
+
+def parameter_tensors(model: ModelSpec | ModelCounts) -> int | None:
+    """Parameter tensors of the whole model (the layers', the embeddings and the final norm), or None for a model
+    known by its counts: what per-parameter hooks visit and the most gradient buckets a backward fills."""
+    if not isinstance(model, ModelSpec):
+        return None
+    return (model.num_layers + model.num_decoder_layers) * param_tensors_per_layer(model) + 3
 
 
 def param_tensors_per_layer(spec: ModelSpec) -> int:
@@ -86,7 +104,7 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     tp, sp = st.tp, st.sp
     tokens = b * s / sp  # tokens this GPU processes per micro-step
     cuda_cores = cl.cuda_core_scale if on_cuda_cores(cl, st.compute_precision) else 1.0
-    eff = cl.compute_efficiency * cuda_cores
+    eff = min(1.0, cl.compute_efficiency * cuda_cores)  # a fitted efficiency x the scale never beats the peak
     hbm = cl.hbm_bytes_s
     lin_f, attn_f = flops_per_token(model, s)
     if not isinstance(model, ModelSpec):
@@ -94,20 +112,29 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
         return {"fwd": fwd, "recompute": fwd if shape.recompute == "full" else 0.0, "layers": 0, "modules": 0,
                 "lin_f": lin_f, "attn_f": 0.0, "elementwise": 0.0, "bwd_extra": 0.0}
     layers = model.num_layers + model.num_decoder_layers
-    gemm = 0.0
-    for n_in, n_out, count in _linears(model):
-        k, n = n_in, n_out / tp
-        flops = 2 * tokens * k * n
-        moved = e * (tokens * k + k * n + tokens * n)
-        gemm += count * max(flops / (peak * eff), moved / hbm)
+
+    def gemms(linears: list[tuple[int, int, float]]) -> float:
+        """Seconds of these linear layers' forward GEMMs, each on the roofline."""
+        total = 0.0
+        for n_in, n_out, count in linears:
+            k, n = n_in, n_out / tp
+            flops = 2 * tokens * k * n
+            moved = e * (tokens * k + k * n + tokens * n)
+            total += count * max(flops / (peak * eff), moved / hbm)
+        return total
+
+    gemm = gemms(_linears(model))
     head = max(2 * tokens * model.hidden_size * model.vocab_size / tp / (peak * eff),
                e * model.vocab_size * model.hidden_size / tp / hbm)
     # attention core per layer: QK^T and AV, local heads (tp) over the full sequence (Ulysses gathers it)
     causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
-    attn_eff = cl.attention_efficiency(shape.attention) * cuda_cores  # fused kernels can run below the GEMMs
+    attn_eff = min(1.0, cl.attention_efficiency(shape.attention) * cuda_cores)  # fused kernels can run slower
     attn_core = 4 * b * s * s * model.q_dim / tp / sp * causal_skip / (peak * attn_eff)
     if shape.attention == "flash1" or GPU_BY_NAME[cl.gpu].bf16:  # before Ampere SDPA runs its mem-efficient kernel
         attn_core *= padded_head_dim(model.head_dim, shape.attention) / model.head_dim
+    # a decoder layer's cross-attention: its projections and a core over the encoder's tokens (not causal)
+    cross_core = attn_core / causal_skip if model.encoder_decoder else 0.0
+    cross = model.num_decoder_layers * (gemms(_cross_attention_linears(model)) + cross_core)
     # elementwise traffic: the saved activations without the attention scores (SDPA terms), then the eager
     # score matrix explicitly: scale/mask, softmax (fp32 in llama-like models), cast and dropout each read and
     # write the b x a x s^2 matrix in forward, and twice as much happens in backward
@@ -125,16 +152,17 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
     logits = b * s / sp * model.vocab_size / tp
     head += ACTIVATION_PASSES * (e + 8) * logits / hbm / 3  # logits, fp32 log-softmax and its gradient
     fwd_layer = gemm + attn_core + elementwise / 3  # forward does a third of the elementwise traffic
-    fwd = layers * fwd_layer + head
+    fwd = layers * fwd_layer + cross + head
     if shape.recompute == "full":
-        recompute = layers * fwd_layer
+        recompute = layers * fwd_layer + cross
     elif shape.recompute == "selective":
-        recompute = layers * attn_core
+        recompute = layers * attn_core + model.num_decoder_layers * cross_core
     else:
         recompute = 0.0
     modules = linear_modules_per_layer(model) + model.norms_per_layer
     fused = shape.attention != "eager" and model.position != "relative"
-    bwd_extra = layers * attn_core * (FUSED_ATTENTION_BACKWARD_FACTOR - 2) if fused else 0.0
+    bwd_extra = (layers * attn_core + model.num_decoder_layers * cross_core) * (FUSED_ATTENTION_BACKWARD_FACTOR - 2) \
+        if fused else 0.0
     return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": modules, "lin_f": lin_f,
             "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra,
             "attn_computed": causal_skip}
@@ -151,4 +179,5 @@ def peak_flops(cl: Cluster, precision: str, notes: list[str]) -> float:
     notes.append("fp32 training: costed at the plain fp32 rate (PyTorch leaves TF32 matmuls off by default)."
                  if precision == "fp32" else
                  f"{cl.gpu} has no bf16 tensor cores: bf16 is emulated, costed at the fp32 rate; use fp16.")
-    return cl.perf.fp32_tflops * 1e12
+    # a peak_tflops override (clocks, power caps) scales the CUDA cores' rate as it does the tensor cores'
+    return cl.perf.fp32_tflops * 1e12 * cl.peak_flops / (cl.perf.peak_tflops * 1e12)

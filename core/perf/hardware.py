@@ -52,6 +52,7 @@ direction of an x16 link: Gen3 15.75, Gen4 31.5, Gen5 63 (PCI-SIG).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Final
@@ -203,6 +204,22 @@ class Efficiency:
     #: the protocol of large messages) charges 5.7 microseconds per NVLink or PCIe hop and 6.6 per network hop.
     #: At hundreds of GPUs it makes every small per-module ZeRO-3 all-gather cost milliseconds.
     ring_hop_latency_s: float = 6.0e-6
+
+    def __post_init__(self) -> None:
+        # a fraction beyond 1 makes hidden communication negative, a negative one makes it vanish, 0 divides
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "compute" and value is None:
+                continue
+            number = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+            if f.name.endswith("_s"):
+                if not number or value < 0:
+                    raise ValueError(f"Efficiency.{f.name} must be a finite number of seconds >= 0, got "
+                                     f"{brief(value)}.")
+            elif not number or not (0 <= value <= 1 if f.name == "overlap" else 0 < value <= 1):
+                span = "between 0 and 1" if f.name == "overlap" else "above 0 and at most 1"
+                raise ValueError(f"Efficiency.{f.name} must be a fraction {span}, got {brief(value)}"
+                                 + (" (None: the GPU's default)." if f.name == "compute" else "."))
 
 
 #: The largest value a Cluster's rate or size field takes (Gbit/s, GB/s, TFLOPs, GiB, parameters/s).

@@ -21,7 +21,7 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   a module's parameters stay gathered when fewer parameters than that distance are fetched before their next
   use, so the last modules of a model skip the backward gather, and with full recomputation the backward runs
   the recomputation's gather plus a second one for the modules whose reuse lies beyond the distance.
-  ZeRO++: qwZ halves the forward all-gather (int8), hpZ keeps the backward all-gathers (and the forward ones
+  ZeRO++: qwZ halves every parameter all-gather (int8), hpZ keeps the backward all-gathers (and the forward ones
   of later micro-steps, until the step invalidates its copy) inside a node, qgZ sends int4 gradients (a
   quarter of the bytes).
 - latency: every collective call costs efficiency.collective_latency_s plus one efficiency.ring_hop_latency_s
@@ -55,12 +55,13 @@ from core.perf.collectives import qgz_reduce_seconds, ring_seconds
 from core.perf.compute import (
     ACTIVATION_PASSES,
     layer_module_params,
-    linear_modules_per_layer,
     micro_step,
     param_tensors_per_layer,
+    parameter_tensors,
     peak_flops,
 )
 from core.perf.constants import (
+    COUNTS_FETCH_PARAMS,
     FLASH1_ATTENTION_SPEED,
     FUSED_ATTENTION_BACKWARD_FACTOR,
     UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
@@ -177,7 +178,10 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     hop = cl.efficiency.ring_hop_latency_s
 
     def alpha_of(ranks: int, steps_per_rank: int = 1) -> float:
-        """Latency of one ring collective over ``ranks`` GPUs: a fixed cost plus one hop per ring step."""
+        """Latency of one ring collective over ``ranks`` GPUs: a fixed cost plus one hop per ring step; none over
+        one GPU, where DeepSpeed skips the collective (``_no_gather_coalesced``, a world size of 1)."""
+        if ranks <= 1:
+            return 0.0
         return cl.efficiency.collective_latency_s + steps_per_rank * max(0, ranks - 1) * hop
 
     alpha = alpha_of(zero_ranks)
@@ -185,10 +189,17 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     def calls(nbytes: float, bucket_elems: int, elem_bytes: int) -> float:
         return max(1.0, math.ceil(nbytes / max(1, bucket_elems * elem_bytes))) if nbytes > 0 else 0.0
 
+    tensors = parameter_tensors(model)
+
     def reduce_bucketed(target: dict[str, float], name: str, seconds: float, nbytes: float) -> None:
         """A bucketed gradient reduction: latency per bucket; when it overlaps backward, the last bucket
-        (filled by the last layers' gradients) still runs after the backward."""
+        (filled by the last layers' gradients) still runs after the backward. A bucket is reduced before a
+        gradient that would overflow it is added (stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads,
+        stage3.py __add_grad_to_ipg_bucket), so it holds at least one gradient tensor: no more calls than
+        tensors, however small reduce_bucket_size is."""
         n = calls(nbytes, m.reduce_bucket_size, st.comm_bytes)
+        if tensors:
+            n = min(n, tensors)
         seconds += n * alpha
         tail = seconds / n if n else 0.0
         if target is parts.micro_overlap or target is parts.step_overlap:
@@ -208,22 +219,29 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
             reduce_bucketed(parts.micro_overlap if overlap else parts.micro_serial, name, grads, wire)
         else:  # stage 1 reduces only in the step's last backward (stage_1_and_2.py: partition_gradients or boundary)
             reduce_bucketed(parts.step_overlap if overlap else parts.step_serial, name, grads, wire)
+        # one all_gather_into_tensor per parameter group: runtime/utils.all_gather_dp_groups takes that path
+        # whenever torch has it (PyTorch >= 1.13) and never reads allgather_bucket_size then
         gather = params * m.bytes_per_param
-        parts.add(parts.step_serial, "parameter all-gather after the step",
-                  ring(gather, 1) + calls(gather, m.allgather_bucket_size, m.bytes_per_param) * alpha)
+        parts.add(parts.step_serial, "parameter all-gather after the step", ring(gather, 1) + alpha)
     else:
         persistent = 0
-        fetches = calls(params * m.bytes_per_param, m.prefetch_bucket_size, m.bytes_per_param)
+        # a model known by its counts: one fetch per COUNTS_FETCH_PARAMS parameters (the prefetch bucket size
+        # only sets how far ahead DeepSpeed fetches, not how much one fetch holds)
+        fetches = max(1.0, math.ceil(params / COUNTS_FETCH_PARAMS))
         if isinstance(model, ModelSpec):
             persistent = sum(x.params * x.count for x in model.modules
                              if not x.tied and x.params < m.param_persistence_threshold) / st.tp
-            fetches = (model.num_layers + model.num_decoder_layers) * linear_modules_per_layer(model) + 2
-        gathered = max(0.0, params - persistent) * m.bytes_per_param
-        fwd_bytes = gathered * (0.5 if st.quantized_weights else 1.0)
+            # one all-gather per module with a parameter at or above the persistence threshold: a persistent
+            # module's parameters stay AVAILABLE and are never gathered (a tied head is fetched again)
+            fetches = sum(x.count for x in model.modules if x.params >= m.param_persistence_threshold)
+        # qwZ quantizes every parameter gather to int8, the backward's and hpZ's secondary ones too
+        # (partitioned_param_coordinator.__all_gather_params passes quantize=zero_quantized_weights to each)
+        gathered_params = max(0.0, params - persistent)
+        gathered = gathered_params * m.bytes_per_param * (0.5 if st.quantized_weights else 1.0)
         target = parts.micro_overlap if overlap else parts.micro_serial
         target_fwd = parts.micro_overlap_fwd if overlap else parts.micro_serial
         # one all-gather per parameterised module (DeepSpeed fetches module by module, prefetching ahead)
-        fwd_gather = ring(fwd_bytes, 1) + fetches * alpha
+        fwd_gather = ring(gathered, 1) + fetches * alpha
         hpz = m.hpz_partition_size
         # hpZ's secondary group: inside a node when zero_hpz_partition_size <= GPUs per node, else across nodes
         in_node = ring_seconds(gathered, 1, min(hpz, zero_ranks), gpn_zero, cl, rings_per_node=rings) + \
@@ -231,12 +249,12 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         if hpz > 1:  # hpZ's secondary copy serves every gather until the step invalidates it (stage3.py)
             fwd_gather = (fwd_gather + (gas - 1) * in_node) / gas
         parts.add(target_fwd, "ZeRO-3 parameter all-gather (forward)", fwd_gather)
-        # ZeRO++'s quantization kernels run on the compute stream (qwZ: the inter-node forward gathers only)
-        quant = ZEROPP_QWZ_BYTES_PER_PARAM * gathered / m.bytes_per_param / (gas if hpz > 1 else 1) \
-            if st.quantized_weights else 0.0
+        again = backward_gathers(model, st, recompute)
+        # ZeRO++'s quantization kernels run on the compute stream: qwZ dequantizes every gather (the forward's
+        # and the backward's), qgZ quantizes and reduces the gradients
+        quant = ZEROPP_QWZ_BYTES_PER_PARAM * gathered_params * (1 + again) if st.quantized_weights else 0.0
         quant += ZEROPP_QGZ_BYTES_PER_PARAM * params if st.quantized_gradients else 0.0
         parts.add(parts.micro_serial, "ZeRO++ quantization kernels (HBM)", quant / cl.hbm_bytes_s)
-        again = backward_gathers(model, st, recompute)
         if hpz > 1:
             where = "in-node" if min(hpz, zero_ranks) <= gpn_zero else f"over {hpz} GPUs across nodes"
             parts.add(target, f"ZeRO-3 parameter all-gather (backward, hpZ {where})", again * in_node)
@@ -265,7 +283,8 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                       "gradient download to the host (PCIe)", grad_copy)
         node_params = params * st.tp / n_nodes  # every rank of a node shares the node's CPU
         parts.add(parts.step_serial, "CPU optimizer step", node_params / cl.cpu_adam_rate)
-        parts.add(parts.step_serial, "parameter upload after the step (PCIe)", part * m.bytes_per_param / pcie)
+        if m.offload_param == "none":  # an offloaded parameter partition is updated where it lives, on the host
+            parts.add(parts.step_serial, "parameter upload after the step (PCIe)", part * m.bytes_per_param / pcie)
         if m.offload_optimizer == "nvme":
             state_bytes = (m.master_bytes + m.state_bytes * m.optimizer_states) * node_params
             parts.add(parts.step_serial, "optimizer state NVMe read + write",
@@ -273,9 +292,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     elif st.unfused_optimizer:
         parts.add(parts.step_serial, "optimizer step (GPU, DeepSpeed's unfused fp16 optimizer)",
                   UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM * params / cl.hbm_bytes_s)
-        if isinstance(model, ModelSpec):
-            # the layers' tensors plus the embeddings and the final norm
-            tensors = (model.num_layers + model.num_decoder_layers) * param_tensors_per_layer(model) + 3
+        if tensors:
             parts.add(parts.step_serial, "unfused fp16 optimizer loop over parameter tensors (host)",
                       tensors * cl.efficiency.grad_hook_overhead_s)
     else:
