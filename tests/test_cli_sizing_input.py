@@ -120,3 +120,22 @@ def test_a_preset_file_is_sized_with_its_config_and_said(command, capsys):
     assert micro == 4 and "bf16" in precision
     assert "config.preset-file" not in out and "refuses" not in out
     assert "is a Config Studio preset file" in capsys.readouterr().err
+
+
+def test_plan_and_predict_say_the_model_sizes_a_config_json_left_out(tmp_path):
+    """A config.json of {"model_type": "llama"} was planned as the transformers default (6.7B) without a word;
+    estimate says it (ModelSpec.defaulted_note)."""
+    hf = tmp_path / "m.json"
+    hf.write_text('{"model_type": "llama"}')
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2}))
+    said = "does not give hidden_size, num_hidden_layers"
+    plan = ["plan", "--hf-config", str(hf), "--gpu", "H100", "--global-batch", "64"]
+    predict = ["predict", str(config), "--hf-config", str(hf), "--gpu", "H100"]
+    for argv in (plan, predict):
+        code, text = run(argv)
+        assert code == 0 and f"note: The model's config.json {said}" in text
+    code, text = run([*plan, "--format", "json"])
+    assert any(said in note for note in json.loads(text)["assumptions"]["notes"])
+    code, text = run([*predict, "--format", "json"])
+    assert any(said in note for note in json.loads(text)["notes"])

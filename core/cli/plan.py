@@ -145,6 +145,11 @@ def _cluster(args: argparse.Namespace) -> Cluster:
                    cpu_ram_gib=None if args.cpu_ram is None else args.cpu_ram / GIB, nvme_gib=args.nvme / GIB)
 
 
+def _model_notes(spec: models.ModelSpec) -> list[str]:
+    """What the model's sizes assumed (a config.json that leaves sizes out), as estimate says it."""
+    return [spec.defaulted_note] if isinstance(spec, models.ModelSpec) and spec.defaulted_note else []
+
+
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame's rows for JSON: pandas stores a missing number (a sweep size where nothing fits) as NaN, which
     is not JSON; it is null here."""
@@ -200,6 +205,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--tokens {args.tokens:g}{price}: the training time or cost is beyond floating-point "
                          "range at the predicted speed; the cluster's rates given (--network, --nvme-bandwidth, "
                          "--cpu-adam) are too small to train on") from None
+    table.attrs["notes"] = [*_model_notes(spec), *table.attrs["notes"]]
     if args.format == "json":
         rows = _records(table.drop(columns=["breakdown"]).head(args.top))
         data: dict[str, Any] = {"model": spec.name, "cluster": cluster.described(), "assumptions": table.attrs,
@@ -352,8 +358,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     refusal = refused_caveat(config, cluster.total_gpus)
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)
+    notes = [*_model_notes(spec), *est.notes]
     if args.format == "json":
-        data = {"model": spec.name, **est.to_dict(), "caveats": caveats,
+        data = {"model": spec.name, **est.to_dict(), "caveats": caveats, "notes": notes,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
                            "gpu_memory_bytes": mem.hardware.gpu_memory_bytes,
                            "fits_with_plan_margin": mem.fits and mem.gpu_bytes <= usable,
@@ -388,7 +395,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"\nBottleneck: {est.bottleneck}\n")
     for caveat in caveats:
         out.write(f"caveat: {caveat}\n")
-    for note in est.notes:
+    for note in notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
 
