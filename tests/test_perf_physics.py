@@ -136,3 +136,15 @@ def test_an_offloaded_parameter_partition_is_not_uploaded_after_the_step():
     optimizer_only = predict(cfg(3, 1, 8, **offload), LLAMA7, cl, shape)
     assert "parameter upload after the step (PCIe)" not in both.breakdown
     assert optimizer_only.breakdown["parameter upload after the step (PCIe)"] > 0
+
+
+def test_zero3_hooks_run_again_in_the_recomputation():
+    """Full recomputation reruns each module's forward, and with it ZeRO-3's fetch/release hooks: they were
+    charged for the forward and the backward only."""
+    cl = Cluster("NVIDIA H100 80GB", 4)
+    host = "host overhead (kernel launches, hooks)"
+    plain, full = (predict(cfg(3, 1, 4), LLAMA7, cl, Shape(1, 512, "flash", r)).breakdown[host]
+                   for r in ("none", "full"))
+    eff, layers = cl.efficiency, LLAMA7.num_layers
+    modules = 7 + LLAMA7.norms_per_layer  # q, k, v, o, gate, up, down and the norms
+    assert full - plain == pytest.approx(layers * (eff.layer_overhead_s / 3 + modules * eff.zero3_module_overhead_s))

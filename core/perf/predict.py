@@ -372,7 +372,9 @@ def predict(
     parts.add(parts.micro_serial, "recomputation", comp["recompute"])
     overhead = comp["layers"] * cluster.efficiency.layer_overhead_s * (4 / 3 if shape.recompute == "full" else 1)
     if m.stage == 3:
-        overhead += comp["layers"] * comp["modules"] * 2 * cluster.efficiency.zero3_module_overhead_s
+        # the fetch/release hooks run in every pass over a module: forward, backward and the recomputation
+        passes = 3 if shape.recompute == "full" else 2
+        overhead += comp["layers"] * comp["modules"] * passes * cluster.efficiency.zero3_module_overhead_s
     hooks = comp["layers"] * param_tensors_per_layer(model) * cluster.efficiency.grad_hook_overhead_s \
         if isinstance(model, ModelSpec) else 0.0
     if m.stage >= 2:  # per-parameter gradient hooks (stage 3 has them as well as its module fetch/release hooks)
