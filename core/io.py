@@ -271,8 +271,9 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
     body = text.lstrip("\ufeff")
     stripped = body.strip()
     if not stripped:
-        raise ConfigLoadError("the config is empty; a DeepSpeed config is a JSON object "
-            "such as {\"train_batch_size\": 8}")
+        raise ConfigLoadError("the config is empty; a DeepSpeed config is a JSON object such as "
+                              "{\"train_batch_size\": 8}" if document == "a DeepSpeed config" else
+                              f"the file is empty; {document} is a JSON object: {{ \"key\": value, ... }}")
     # Parse the text where it stands, so that every line and column is the user's; only the surrounding
     # whitespace JSON does not accept (form feeds, no-break spaces ...) is blanked, keeping every offset.
     lead, trail = len(body) - len(body.lstrip()), len(body.rstrip())

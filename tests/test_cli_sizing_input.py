@@ -139,3 +139,28 @@ def test_plan_and_predict_say_the_model_sizes_a_config_json_left_out(tmp_path):
     assert any(said in note for note in json.loads(text)["assumptions"]["notes"])
     code, text = run([*predict, "--format", "json"])
     assert any(said in note for note in json.loads(text)["notes"])
+
+
+@pytest.mark.parametrize("command", ["plan", "predict", "estimate"])
+def test_hf_config_problems_name_the_file_the_document_and_the_commands_own_way_out(command, tmp_path, capsys):
+    """An empty --hf-config was "the config is empty; a DeepSpeed config is …"; a ds_config.json given as one was
+    "config.json has no 'model_type'; … or enter the parameter counts by hand", a way only the app offers."""
+    config = tmp_path / "c.json"
+    config.write_text("{}")
+    argv = {"plan": ["plan", "--gpu", "H100", "--global-batch", "64"],
+            "predict": ["predict", str(config), "--gpu", "H100"], "estimate": ["estimate"]}[command]
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    code, _ = run([*argv, "--hf-config", str(empty)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--hf-config {empty}: the file is empty; a model's config.json (Hugging Face)" in err
+    assert "DeepSpeed config" not in err
+    ds_config = tmp_path / "ds_config.json"
+    ds_config.write_text('{"train_batch_size": 8}')
+    way = ("--params and --largest-layer" if command == "estimate" else "a catalog model with --model")
+    for text, said in (('{"train_batch_size": 8}', "has no 'model_type'"), ('{"model_type": "foo"}', "'foo'")):
+        ds_config.write_text(text)
+        code, _ = run([*argv, "--hf-config", str(ds_config)])
+        err = capsys.readouterr().err
+        assert code == 2 and f"--hf-config {ds_config}" in err and said in err and way in err
+        assert "by hand" not in err and "Traceback" not in err

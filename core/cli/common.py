@@ -64,6 +64,15 @@ def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None)
 HF_CONFIG_DOCUMENT = "a model's config.json (Hugging Face)"
 
 
+def hf_config_model(path: Path, instead: str) -> Any:
+    """The model the --hf-config file at ``path`` describes (a ``core.models.ModelSpec``); a file that is not one
+    is a UsageError naming it, with ``instead``: what the command offers in its place (its flags)."""
+    from core import models
+
+    return models.describe(read_config_file(path, "--hf-config", HF_CONFIG_DOCUMENT), name=str(path),
+                           source=f"--hf-config {path}", instead=instead)
+
+
 def read_config_file(path: str | Path, what: str = "", document: str = "a DeepSpeed config") -> Any:
     """Read and parse a config file (``-``: standard input); failures become a ``UsageError`` naming it.
     ``document`` names what the file must be (a model's config.json for --hf-config)."""

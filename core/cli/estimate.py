@@ -19,18 +19,17 @@ from typing import Any, TextIO
 from core import memory, models
 from core.cli.common import (
     EXIT_OK,
-    HF_CONFIG_DOCUMENT,
     UsageError,
     config_micro_batch,
     gib,
     gib_or_zero,
     gpu_count,
     guarded,
+    hf_config_model,
     json_report,
     micro_batch_when_unsaid,
     positive,
     positive_int,
-    read_config_file,
     read_sizing_config,
     seq_len,
 )
@@ -118,13 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def _model(args: argparse.Namespace) -> models.ModelSpec:
     if args.model is not None:
         return models.get_spec(args.model)
-    cfg = read_config_file(args.hf_config, "--hf-config", HF_CONFIG_DOCUMENT)
-    if not isinstance(cfg, dict):
-        raise UsageError("--hf-config must contain a JSON object")
-    try:
-        return models.describe(cfg, name=str(args.hf_config))
-    except models.UnsupportedModelError as exc:
-        raise UsageError(f"{exc} Use --params and --largest-layer instead.") from None
+    return hf_config_model(args.hf_config, "give the counts with --params and --largest-layer instead")
 
 
 def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:

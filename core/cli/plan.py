@@ -25,7 +25,6 @@ from core.autofill import AutoFillError, trainer_batch
 from core.batch import BATCH_KEYS, train_batch_of
 from core.cli.common import (
     EXIT_OK,
-    HF_CONFIG_DOCUMENT,
     MAX_CPU_ADAM_PARAMS_PER_S,
     MAX_NETWORK_GBIT_S,
     MAX_NVME_GBYTE_S,
@@ -38,11 +37,11 @@ from core.cli.common import (
     gib_or_zero,
     gpu_count,
     guarded,
+    hf_config_model,
     json_report,
     micro_batch_when_unsaid,
     positive,
     positive_int,
-    read_config_file,
     read_sizing_config,
     refused_caveat,
     seq_len,
@@ -133,10 +132,8 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
         raise UsageError("give exactly one of --model or --hf-config")
     if args.model is not None:
         return models.get_spec(args.model)
-    cfg = read_config_file(args.hf_config, "--hf-config", HF_CONFIG_DOCUMENT)
-    if not isinstance(cfg, dict):
-        raise UsageError("--hf-config must contain a JSON object")
-    return models.describe(cfg, name=str(args.hf_config))
+    return hf_config_model(args.hf_config, "give a catalog model with --model instead (dsconfig estimate "
+                                           "--list-models)")
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:

@@ -437,30 +437,37 @@ def training_head(model_type: str) -> str:
 MAX_PARAMS = 2**53 - 1
 
 
-def describe(hf_config: Mapping[str, Any], name: str | None = None) -> ModelSpec:
+#: What to do instead when a config.json cannot be described, as the app offers it (the CLI names its flags).
+BY_HAND = "enter the total and largest-layer parameter counts by hand"
+
+
+def describe(hf_config: Mapping[str, Any], name: str | None = None, *, source: str = "config.json",
+             instead: str = BY_HAND) -> ModelSpec:
     """Describe the architecture of a Hugging Face ``config.json`` dict.
 
+    ``source`` names the file in messages (the CLI: ``--hf-config PATH``), ``instead`` what the caller offers
+    when the model cannot be described (the app: counts by hand).
     Raises ``UnsupportedModelError`` for an unknown ``model_type`` and ``ModelConfigError`` for bad values.
     """
     if not isinstance(hf_config, Mapping):
-        raise ModelConfigError(f"config.json must be a JSON object, got {type(hf_config).__name__}.")
+        raise ModelConfigError(f"{source} must be a JSON object, got {type(hf_config).__name__}.")
     model_type = hf_config.get("model_type")
     if not model_type:
         raise UnsupportedModelError(
-            "config.json has no 'model_type'; add it (e.g. \"llama\") or enter the parameter counts by hand."
+            f"{source} has no 'model_type' (is it a model's config.json?); add it (e.g. \"llama\") or {instead}."
         )
     family = FAMILIES.get(str(model_type))
     if family is None:
         raise UnsupportedModelError(
-            f"model_type '{model_type}' is not supported yet (supported: {', '.join(SUPPORTED_FAMILIES)}); "
-            "enter the total and largest-layer parameter counts by hand."
+            f"{source}: model_type '{model_type}' is not supported yet (supported: {', '.join(SUPPORTED_FAMILIES)}); "
+            f"{instead}."
         )
     label = name or hf_config.get("_name_or_path") or str(model_type)
     reader = ConfigReader(hf_config, str(model_type))
     spec = replace(family(reader, str(label)), defaulted=tuple(reader.defaulted))
     if spec.total_params > MAX_PARAMS:
         raise ModelConfigError(
-            f"config.json describes a model with a {len(str(spec.total_params))}-digit parameter count, more than "
+            f"{source} describes a model with a {len(str(spec.total_params))}-digit parameter count, more than "
             f"{MAX_PARAMS:,}: check hidden_size, intermediate_size, num_hidden_layers and vocab_size."
         )
     return spec
