@@ -164,3 +164,22 @@ def test_hf_config_problems_name_the_file_the_document_and_the_commands_own_way_
         err = capsys.readouterr().err
         assert code == 2 and f"--hf-config {ds_config}" in err and said in err and way in err
         assert "by hand" not in err and "Traceback" not in err
+
+
+def test_predict_reads_the_log_from_standard_input_unless_the_config_is_read_there(tmp_path, monkeypatch, capsys):
+    """--log - failed with "No such file or directory" while CONFIG - reads standard input."""
+    from tests.test_perf_cli import FIXTURE_LOG
+
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4}))
+    monkeypatch.setattr("sys.stdin", io.StringIO(FIXTURE_LOG.read_text()))
+    code, text = run(["predict", str(config), *MODEL, "--log", "-", "--format", "json"])
+    assert code == 0 and json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(0.20387)
+    assert "--log -" in json.loads(text)["calibration"]["refused"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(config.read_text()))
+    code, _ = run(["predict", "-", *MODEL, "--log", "-"])
+    err = capsys.readouterr().err
+    assert code == 2 and "CONFIG - and --log - both read standard input" in err and "file path" in err
+    monkeypatch.setattr("sys.stdin", None)
+    code, _ = run(["predict", str(config), *MODEL, "--log", "-"])
+    assert code == 2 and "--log -: cannot read standard input: it is closed" in capsys.readouterr().err

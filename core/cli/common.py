@@ -84,18 +84,10 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
     """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
     try:
         if str(path) == "-":
-            if sys.stdin is None:  # started with standard input closed (a CI step or cron job without one)
-                raise UsageError("-: cannot read standard input: it is closed; give the config as a file path, "
-                                 "or pipe it in")
-            raw = getattr(sys.stdin, "buffer", None)  # the bytes, so stdin gets a file's encoding checks
-            try:
-                if raw is None:  # a text stream put in its place (tests, embedding)
-                    text = sys.stdin.read(MAX_CONFIG_BYTES + 1)
-                    return load_config(text, document), text
-                return load_config_bytes_and_text(raw.read(MAX_CONFIG_BYTES + 1), document)
-            except OSError as exc:  # e.g. standard input redirected from a directory
-                raise UsageError(f"-: cannot read standard input ({exc.strerror or exc}); give the config as a "
-                                 "file path, or pipe it in") from None
+            data = read_stdin(MAX_CONFIG_BYTES + 1, "-", "the config")
+            if isinstance(data, str):  # a text stream put in its place (tests, embedding)
+                return load_config(data, document), data
+            return load_config_bytes_and_text(data, document)  # the bytes get a file's encoding checks
         return load_config_file_and_text(path, document)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
@@ -116,6 +108,21 @@ def read_sizing_config(path: str | Path, command: str, what: str = "") -> dict[s
     sys.stderr.write(f"dsconfig {command}: note: {given} is a Config Studio preset file ({{\"meta\": ..., "
                      "\"config\": ...}): sized with the DeepSpeed config under its \"config\" key\n")
     return config["config"]
+
+
+def read_stdin(limit: int, given: str, what: str) -> bytes | str:
+    """Up to ``limit`` bytes of standard input (its characters when a text stream without bytes was put in its
+    place); a closed or unreadable one is a UsageError naming ``given`` (the argument that said ``-``) and asking
+    for ``what`` as a file path."""
+    if sys.stdin is None:  # started with standard input closed (a CI step or cron job without one)
+        raise UsageError(f"{given}: cannot read standard input: it is closed; give {what} as a file path, or pipe "
+                         "it in")
+    raw = getattr(sys.stdin, "buffer", None)
+    try:
+        return sys.stdin.read(limit) if raw is None else raw.read(limit)
+    except OSError as exc:  # e.g. standard input redirected from a directory
+        raise UsageError(f"{given}: cannot read standard input ({exc.strerror or exc}); give {what} as a file "
+                         "path, or pipe it in") from None
 
 
 def _finite(value: Any) -> Any:

@@ -43,12 +43,13 @@ from core.cli.common import (
     positive,
     positive_int,
     read_sizing_config,
+    read_stdin,
     refused_caveat,
     seq_len,
 )
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
-from core.io import read_log_tail
+from core.io import MAX_LOG_BYTES, read_log_tail
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
 from core.memory import estimate as memory_estimate
 from core.memory.result import gib_used
@@ -123,7 +124,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cal = p.add_mutually_exclusive_group()
     cal.add_argument("--calibrate-step", type=positive(float), metavar="SECONDS",
                      help="a measured optimizer-step time: fit the model's constants to it first")
-    cal.add_argument("--log", type=Path, metavar="FILE", help="a DeepSpeed training log to read the step time from")
+    cal.add_argument("--log", type=Path, metavar="FILE",
+                     help="a DeepSpeed training log to read the step time from (- for stdin)")
     p.set_defaults(handler=run_predict)
 
 
@@ -285,6 +287,9 @@ def _node_storage(cluster: Cluster) -> str:
 
 
 def _predict(args: argparse.Namespace, out: TextIO) -> int:
+    if str(args.config) == "-" and str(args.log) == "-":  # refused before standard input is read
+        raise UsageError("CONFIG - and --log - both read standard input, which holds one of them: give the config "
+                         "or the log as a file path")
     config = read_sizing_config(args.config, "predict")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
@@ -301,10 +306,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
     if args.log is not None:
-        try:
-            text, cut = read_log_tail(args.log)
-        except OSError as exc:
-            raise UsageError(f"--log {args.log}: cannot read it ({exc.strerror or exc})") from None
+        text, cut = _read_log(args.log)
         if cut:
             sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
         # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
@@ -395,6 +397,19 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     for note in notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
+
+
+def _read_log(path: Path) -> tuple[str, str | None]:
+    """--log's text (``-``: standard input, its first ``MAX_LOG_BYTES`` as of any stream) and a note when cut."""
+    if str(path) != "-":
+        try:
+            return read_log_tail(path)
+        except OSError as exc:
+            raise UsageError(f"--log {path}: cannot read it ({exc.strerror or exc})") from None
+    data = read_stdin(MAX_LOG_BYTES + 1, "--log -", "the log")
+    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")  # leniently, as a file
+    cut = f"read the first {MAX_LOG_BYTES // 2**20} MiB only (a stream)" if len(data) > MAX_LOG_BYTES else None
+    return text[:MAX_LOG_BYTES], cut
 
 
 def _unsaid_batch(config: dict[str, Any], gpus: int) -> str:
