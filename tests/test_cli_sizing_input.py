@@ -183,3 +183,46 @@ def test_predict_reads_the_log_from_standard_input_unless_the_config_is_read_the
     monkeypatch.setattr("sys.stdin", None)
     code, _ = run(["predict", str(config), *MODEL, "--log", "-"])
     assert code == 2 and "--log -: cannot read standard input: it is closed" in capsys.readouterr().err
+
+
+def _sizing_parsers():
+    import argparse
+
+    from core.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: sub.choices[name] for name in ("plan", "predict", "fit", "estimate")}
+
+
+@pytest.mark.parametrize("command", ["plan", "predict", "fit", "estimate"])
+def test_every_sizing_flag_has_help_with_its_default(command):
+    """--gpus-per-node, --nodes, --format, --recompute, --seq-len, --cpu-adam, --nvme-bandwidth … had no help, or no
+    default or unit in it."""
+    parser = _sizing_parsers()[command]
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        text = parser._get_formatter()._expand_help(action) if action.help else ""
+        assert text, f"{command} {action.option_strings[0]} has no help"
+        if action.default not in (None, False):
+            assert "default" in text, f"{command} {action.option_strings[0]}: {text}"
+    text = " ".join(parser.format_help().split())  # as wrapped at any width
+    if command in ("plan", "predict"):
+        from core.perf.hardware import NVME_GBYTE_S_DEFAULT
+
+        assert "(default 1.8e9)" in text and f"(default {NVME_GBYTE_S_DEFAULT:g})" in text
+        assert "Gbit/s per node, all NICs together, e.g. 3200" in text
+
+
+@pytest.mark.parametrize(("given", "gbit"), [("8x400G NDR (DGX H100)", 3200), ("dgx h100", 3200), ("p4d", 400),
+                                             ("4x100G", 400), ("1600", 1600)])
+def test_network_takes_a_preset_name_or_a_part_only_it_has(given, gbit):
+    """--network's help listed presets ("8x400G NDR (DGX H100)=3200") that the flag refused."""
+    args = _sizing_parsers()["plan"].parse_args(["--gpu", "H100", "--global-batch", "8", "--network", given])
+    assert args.network == gbit
+
+
+def test_network_refuses_an_ambiguous_or_unknown_preset(capsys):
+    code, _ = run(["plan", *MODEL, "--global-batch", "64", "--network", "hdr"])
+    err = capsys.readouterr().err
+    assert code == 2 and "it matches 1x200G HDR, 8x200G HDR (DGX A100)" in err

@@ -266,6 +266,25 @@ def seq_len(text: str) -> int:
     return positive(int, at_most=MAX_SEQ_LEN)(text)
 
 
+#: The sequence length a sizing command assumes when --seq-len is not given.
+DEFAULT_SEQ_LEN = 2048
+
+#: The help of the flags every sizing command (fit, estimate, plan, predict) has; ``%(default)s`` is argparse's
+#: default of the flag, so that no default is written twice.
+FORMAT_HELP = "text (for reading) or json (for scripts); default %(default)s"
+RECOMPUTE_HELP = ("gradient (activation) checkpointing in the model, not a ds_config key: full recomputes each "
+                  "layer in the backward pass (the least activation memory), selective only the attention core; "
+                  "default %(default)s")
+SEQ_LEN_HELP = "tokens per sequence (default %(default)s)"
+
+
+def attention_flag_help() -> str:
+    """--attention's help: every implementation with what it is, and the flag's default."""
+    from core.memory import attention_help
+
+    return attention_help().replace("%", "%%") + "; default %(default)s"
+
+
 def positive(kind: type, at_most: float | None = None) -> Callable[[str], Any]:
     """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3``, exactly: ``1e30`` is 10**30 and
     ``2.5e0`` is refused, not truncated), and no more than ``at_most`` when given."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import math
 import re
@@ -18,8 +19,13 @@ from typing import Any, TextIO
 
 from core import memory, models
 from core.cli.common import (
+    DEFAULT_SEQ_LEN,
     EXIT_OK,
+    FORMAT_HELP,
+    RECOMPUTE_HELP,
+    SEQ_LEN_HELP,
     UsageError,
+    attention_flag_help,
     config_micro_batch,
     gib,
     gib_or_zero,
@@ -64,6 +70,13 @@ def parse_count(text: str) -> int | float:
     return value
 
 
+#: The GPUs per node and GPU memory of the full estimate when --gpus-per-node and --gpu-memory are not given.
+DEFAULT_GPUS_PER_NODE = 8
+DEFAULT_GPU_MEMORY_GIB = 80.0
+#: The tables' additional_buffer_factor when --buffer-factor is not given: DeepSpeed's default, as the tables have it.
+DEEPSPEED_BUFFER_FACTOR = inspect.signature(memory.zero2_all_cold_table).parameters["additional_buffer_factor"].default
+
+
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``estimate`` subcommand; its handler is stored as ``handler`` (returns the exit code)."""
     p = subparsers.add_parser(
@@ -75,31 +88,36 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     src = p.add_argument_group("model (one of)")
     src.add_argument("--params", type=parse_count, help="total parameters: DeepSpeed's ZeRO-2/3 tables only")
     src.add_argument("--largest-layer", type=parse_count, help="largest layer's parameters (adds the ZeRO-3 table)")
-    src.add_argument("--model", help="a catalog model name (see --list-models)")
-    src.add_argument("--hf-config", type=Path, help="a Hugging Face config.json")
+    src.add_argument("--model", metavar="NAME", help="a catalog model name (see --list-models)")
+    src.add_argument("--hf-config", type=Path, metavar="FILE", help="a Hugging Face config.json")
     src.add_argument("--list-models", action="store_true", help="list the catalog models and exit")
-    p.add_argument("--config", type=Path, help="DeepSpeed config JSON (stage, offload, precision, buckets...)")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="DeepSpeed config JSON (stage, offload, precision, buckets...)")
     hw = p.add_argument_group("hardware")
-    hw.add_argument("--gpus-per-node", type=gpu_count, default=None, help="default 1 with --params, else 8")
-    hw.add_argument("--nodes", type=gpu_count, default=1)
-    hw.add_argument("--gpu-memory", type=gib, default=80 * memory.GIB, metavar="GIB", help="per GPU (default 80)")
+    hw.add_argument("--gpus-per-node", type=gpu_count, default=None, metavar="N",
+                    help=f"GPUs per node (default 1 with --params, else {DEFAULT_GPUS_PER_NODE})")
+    hw.add_argument("--nodes", type=gpu_count, default=1, metavar="N", help="nodes (default %(default)s)")
+    hw.add_argument("--gpu-memory", type=gib, default=int(DEFAULT_GPU_MEMORY_GIB * memory.GIB), metavar="GIB",
+                    help=f"GPU memory in GiB (default {DEFAULT_GPU_MEMORY_GIB:g})")
     hw.add_argument("--cpu-ram", type=gib, default=int(DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
-                    help=f"per node (default {DEFAULT_CPU_RAM_GIB:g})")
+                    help=f"CPU RAM per node in GiB (default {DEFAULT_CPU_RAM_GIB:g})")
     hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
-                    help="NVMe capacity per node (default 0: none, as on the app's Start page)")
-    hw.add_argument("--buffer-factor", type=positive(float), default=1.5,
-                    help="DeepSpeed tables' additional_buffer_factor")
+                    help="NVMe capacity per node in GiB (default 0: none, as on the app's Start page)")
+    hw.add_argument("--buffer-factor", type=positive(float), default=DEEPSPEED_BUFFER_FACTOR, metavar="FACTOR",
+                    help="with --params: the DeepSpeed tables' additional_buffer_factor, a multiplier on the CPU "
+                    "memory they count (default %(default)s, DeepSpeed's)")
     shape = p.add_argument_group("training shape")
     shape.add_argument(
         "--micro-batch",
         type=positive_int,
         default=None,
+        metavar="N",
         help="default: the config's micro batch (written, or derived from train_batch_size); 8, the HF "
              "Trainer's default, when it is \"auto\"; else 1",
     )
-    shape.add_argument("--seq-len", type=seq_len, default=2048)
-    shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
-    shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
+    shape.add_argument("--seq-len", type=seq_len, default=DEFAULT_SEQ_LEN, metavar="TOKENS", help=SEQ_LEN_HELP)
+    shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=attention_flag_help())
+    shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
     shape.add_argument(
         "--precision",
         choices=("fp32", "fp16", "bf16"),
@@ -107,7 +125,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help='override the config\'s fp16/bf16 (e.g. when it says "auto")',
     )
     p.add_argument("--options", action="store_true", help="also list every ZeRO stage/offload option")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     # each flag only one path reads, with the default it is compared with (read from the parser: written once)
     p.set_defaults(handler=run, unread_defaults={dest: p.get_default(dest)
                                                  for dest in (*_PARAMS_UNREAD, _FULL_UNREAD)})
@@ -194,7 +212,8 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     ds_config: Any = {}
     if args.config is not None:
         ds_config = read_sizing_config(args.config, "estimate", "--config")
-    hw = memory.Hardware(args.gpus_per_node or 8, args.nodes, args.gpu_memory, args.cpu_ram, args.nvme)
+    hw = memory.Hardware(args.gpus_per_node or DEFAULT_GPUS_PER_NODE, args.nodes, args.gpu_memory, args.cpu_ram,
+                         args.nvme)
     refused = None
     try:
         written = config_micro_batch(ds_config, hw.total_gpus, args.micro_batch, override=True)

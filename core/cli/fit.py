@@ -14,9 +14,14 @@ from typing import Any, TextIO
 
 from core import fit, hardware, memory, models
 from core.cli.common import (
+    DEFAULT_SEQ_LEN,
     EXIT_ERRORS,
     EXIT_OK,
+    FORMAT_HELP,
+    RECOMPUTE_HELP,
+    SEQ_LEN_HELP,
     UsageError,
+    attention_flag_help,
     catalog_gpu,
     config_micro_batch,
     gib,
@@ -37,27 +42,29 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("fit", help="does the config fit in memory, and if not, how to make it fit",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, help="the DeepSpeed config (JSON or HJSON)")
-    p.add_argument("--model", required=True, help="a catalog model name (dsconfig estimate --list-models)")
-    p.add_argument("--gpu", default=None, type=catalog_gpu,
+    p.add_argument("--model", required=True, metavar="NAME",
+                   help="a catalog model name (dsconfig estimate --list-models)")
+    p.add_argument("--gpu", default=None, type=catalog_gpu, metavar="NAME",
                    help=f"a GPU of the catalog (a unique part of its name is enough; default {DEFAULT_GPU}), or "
                    "--gpu-memory")
-    p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory instead of --gpu")
-    p.add_argument("--gpus", type=gpu_count, default=8, help="GPUs in the job (default 8)")
-    p.add_argument("--gpus-per-node", type=gpu_count, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory in GiB, instead of --gpu")
+    p.add_argument("--gpus", type=gpu_count, default=8, metavar="N", help="GPUs in the job (default %(default)s)")
+    p.add_argument("--gpus-per-node", type=gpu_count, default=8, metavar="N",
+                   help="GPUs per node (default %(default)s)")
     p.add_argument("--cpu-ram", type=gib, default=int(hardware.DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
-                   help=f"per node (default {hardware.DEFAULT_CPU_RAM_GIB:g})")
+                   help=f"CPU RAM per node in GiB (default {hardware.DEFAULT_CPU_RAM_GIB:g})")
     p.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
-                   help="NVMe per node (default 0: none, as on the app's Start page)")
-    p.add_argument("--micro-batch", type=positive_int, default=None,
+                   help="NVMe capacity per node in GiB (default 0: none, as on the app's Start page)")
+    p.add_argument("--micro-batch", type=positive_int, default=None, metavar="N",
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s; 8, the HF '
                         'Trainer\'s default, when it is "auto"; else 1)')
     p.add_argument("--gradient-accumulation-steps", type=positive_int, default=None, metavar="N",
                    help='the HF Trainer\'s --gradient_accumulation_steps, for a config whose accumulation is "auto" '
                         "(default 1, the Trainer's default; said when used)")
-    p.add_argument("--seq-len", type=seq_len, default=2048)
-    p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=memory.attention_help())
-    p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--seq-len", type=seq_len, default=DEFAULT_SEQ_LEN, metavar="TOKENS", help=SEQ_LEN_HELP)
+    p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=attention_flag_help())
+    p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
+    p.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     p.set_defaults(handler=run)
     return p
 

@@ -24,13 +24,17 @@ from core import models
 from core.autofill import AutoFillError, trainer_batch
 from core.batch import BATCH_KEYS, train_batch_of
 from core.cli.common import (
+    DEFAULT_SEQ_LEN,
     EXIT_OK,
+    FORMAT_HELP,
     MAX_CPU_ADAM_PARAMS_PER_S,
     MAX_NETWORK_GBIT_S,
     MAX_NVME_GBYTE_S,
     MAX_PRICE_PER_GPU_HOUR,
     MAX_TOKENS,
+    RECOMPUTE_HELP,
     UsageError,
+    attention_flag_help,
     catalog_gpu,
     config_micro_batch,
     gib,
@@ -50,7 +54,7 @@ from core.cli.common import (
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.io import MAX_LOG_BYTES, read_log_tail
-from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape, attention_help
+from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape
 from core.memory import estimate as memory_estimate
 from core.memory.result import gib_used
 from core.perf import (
@@ -65,34 +69,56 @@ from core.perf import (
     step_seconds_from_log,
 )
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
+from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, NVME_GBYTE_S_DEFAULT
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
+
+
+def network_gbit(text: str) -> float:
+    """argparse type: --network, Gbit/s per node: a number, or a preset of ``core.perf.NETWORKS`` by its name or
+    a part of it that only presets of one speed have, any case (``"DGX H100"``, ``"EFA p5"``, ``ndr``)."""
+    try:
+        float(text)
+    except ValueError:
+        wanted = " ".join(text.split()).lower()
+        matches = {name: gbit for name, gbit in NETWORKS.items() if wanted and wanted in name.lower()}
+        if len(set(matches.values())) == 1:
+            return next(iter(matches.values()))
+        hint = (f"it matches {', '.join(matches)}" if matches else
+                f"presets: {', '.join(NETWORKS)}")
+        raise argparse.ArgumentTypeError(f"{text!r} is neither Gbit/s per node (e.g. 3200) nor one network preset "
+                                         f"({hint})") from None
+    return positive(float, at_most=MAX_NETWORK_GBIT_S)(text)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model (one of)")
-    src.add_argument("--model", help="a catalog model name (dsconfig estimate --list-models)")
-    src.add_argument("--hf-config", type=Path, help="a Hugging Face config.json")
+    src.add_argument("--model", metavar="NAME", help="a catalog model name (dsconfig estimate --list-models)")
+    src.add_argument("--hf-config", type=Path, metavar="FILE", help="a Hugging Face config.json")
     hw = p.add_argument_group("cluster")
     hw.add_argument("--gpu", required=True, metavar="NAME", type=catalog_gpu,
                     help=f"one of: {', '.join(gpu_names())} (a part only one has is enough, e.g. H100)")
-    hw.add_argument("--gpus-per-node", type=gpu_count, default=8)
-    hw.add_argument("--nodes", type=gpu_count, default=1)
-    hw.add_argument("--network", type=positive(float, at_most=MAX_NETWORK_GBIT_S), metavar="GBIT",
-                    help="inter-node Gbit/s per node, all NICs together (presets: "
-                    + ", ".join(f"{k}={v:g}" for k, v in NETWORKS.items()) + "; default: the GPU's reference system)")
+    hw.add_argument("--gpus-per-node", type=gpu_count, default=8, metavar="N",
+                    help="GPUs per node (default %(default)s)")
+    hw.add_argument("--nodes", type=gpu_count, default=1, metavar="N", help="nodes (default %(default)s)")
+    hw.add_argument("--network", type=network_gbit, metavar="GBIT",
+                    help="inter-node Gbit/s per node, all NICs together, e.g. 3200, or a preset by its name or a "
+                    "part only it has (e.g. \"DGX H100\"): "
+                    + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items())
+                    + " (default: the GPU's reference system)")
     hw.add_argument("--cpu-adam", type=positive(float, at_most=MAX_CPU_ADAM_PARAMS_PER_S), metavar="PARAMS_PER_S",
-                    help="CPU optimizer updates per second per node (offload)")
+                    help="CPU optimizer updates per second per node, for optimizer offload (default "
+                    f"{CPU_ADAM_PARAMS_PER_S:.3g}".replace("e+0", "e") + ")")
     hw.add_argument("--nvme-bandwidth", type=positive(float, at_most=MAX_NVME_GBYTE_S), metavar="GB_S",
-                    help="NVMe GB/s per node")
+                    help=f"NVMe GB/s per node, for NVMe offload (default {NVME_GBYTE_S_DEFAULT:g})")
     hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                     help="NVMe capacity per node in GiB (default 0: none, so NVMe offload does not fit; as fit)")
     hw.add_argument("--cpu-ram", type=gib, metavar="GIB",
-                    help=f"CPU RAM per node (default {DEFAULT_CPU_RAM_GIB:g})")
-    p.add_argument("--seq-len", type=seq_len, default=None,
+                    help=f"CPU RAM per node in GiB (default {DEFAULT_CPU_RAM_GIB:g})")
+    p.add_argument("--seq-len", type=seq_len, default=None, metavar="TOKENS",
                    help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's learned positions when "
                         "fewer, e.g. 1024 for GPT-2)")
-    p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_help())
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_flag_help())
+    p.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -100,13 +126,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("plan", help="rank ZeRO/offload/batch choices by predicted speed on a cluster",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(p)
-    p.add_argument("--global-batch", type=positive_int, required=True, help="sequences per optimizer step")
+    p.add_argument("--global-batch", type=positive_int, required=True, metavar="SEQUENCES",
+                   help="sequences per optimizer step, all GPUs together (a multiple of the GPU count)")
     p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
                    help="default: bf16, or fp16 on GPUs without bf16 (V100, T4)")
-    p.add_argument("--tokens", type=positive(float, at_most=MAX_TOKENS), help="tokens to train (adds hours)")
+    p.add_argument("--tokens", type=positive(float, at_most=MAX_TOKENS), metavar="TOKENS",
+                   help="tokens to train, e.g. 2e9 (adds the hours each row takes for them)")
     p.add_argument("--price", type=positive(float, at_most=MAX_PRICE_PER_GPU_HOUR), metavar="USD",
                    help="price per GPU-hour (with --tokens: adds the cost of training them)")
-    p.add_argument("--top", type=positive_int, default=15, help="rows to print (default 15)")
+    p.add_argument("--top", type=positive_int, default=15, metavar="N", help="rows to print (default %(default)s)")
     p.add_argument("--sweep", action="store_true", help="also print time and cost against the node count")
     p.set_defaults(handler=run_plan)
 
@@ -114,16 +142,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, metavar="CONFIG", help="ds_config.json")
     _common(p)
-    p.add_argument("--micro-batch", type=positive_int,
+    p.add_argument("--micro-batch", type=positive_int, metavar="N",
                    help='the micro batch when the config says "auto" or nothing (default: the config\'s, as fit reads '
                         "it); refused when the config writes another")
     p.add_argument("--gradient-accumulation-steps", type=positive_int, metavar="N",
                    help='the HF Trainer\'s --gradient_accumulation_steps: fills "auto" batch keys as the Trainer '
                         "does (refused when the config writes values that disagree)")
-    p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none")
+    p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
     cal = p.add_mutually_exclusive_group()
     cal.add_argument("--calibrate-step", type=positive(float), metavar="SECONDS",
-                     help="a measured optimizer-step time: fit the model's constants to it first")
+                     help="a measured optimizer-step time in seconds: fit the model's constants to it first")
     cal.add_argument("--log", type=Path, metavar="FILE",
                      help="a DeepSpeed training log to read the step time from (- for stdin)")
     p.set_defaults(handler=run_predict)
@@ -163,10 +191,6 @@ def _table_text(frame: pd.DataFrame) -> str:
         if not pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].astype(object).where(shown[col].notna(), "-")
     return shown.to_string(index=False, na_rep="-")
-
-
-#: The sequence length a plan or prediction assumes when --seq-len is not given.
-DEFAULT_SEQ_LEN = 2048
 
 
 def _default_seq_len(args: argparse.Namespace, spec: models.ModelSpec) -> None:
