@@ -226,3 +226,24 @@ def test_network_refuses_an_ambiguous_or_unknown_preset(capsys):
     code, _ = run(["plan", *MODEL, "--global-batch", "64", "--network", "hdr"])
     err = capsys.readouterr().err
     assert code == 2 and "it matches 1x200G HDR, 8x200G HDR (DGX A100)" in err
+
+
+@pytest.mark.parametrize(("given", "meant"), [
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB"), ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB"),
+    ("RTX4090", "NVIDIA RTX 4090 24GB"), ("Tesla V100-SXM2-16GB", "NVIDIA V100 16GB"), ("Tesla T4", "NVIDIA T4 16GB"),
+    ("AMD Instinct MI300X", "AMD MI300X 192GB"),
+])
+@pytest.mark.parametrize("command", ["plan", "fit"])
+def test_a_gpu_named_as_nvidia_smi_prints_it_gets_a_did_you_mean(given, meant, command, capsys):
+    """They got only the whole catalog list."""
+    argv = (["plan", "--model", "openai-community/gpt2", "--global-batch", "8"] if command == "plan"
+            else ["fit", "c.json", "--model", "openai-community/gpt2"])
+    code, _ = run([*argv, "--gpu", given])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{given!r} is not one GPU of the catalog (did you mean {meant}? pick one of:" in err
+
+
+def test_a_gpu_name_sharing_no_number_with_the_catalog_gets_no_guess(capsys):
+    code, _ = run(["plan", "--model", "openai-community/gpt2", "--global-batch", "8", "--gpu", "TPU v5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "did you mean" not in err and "pick one of: NVIDIA H100 80GB" in err

@@ -7,8 +7,9 @@ import argparse
 import decimal
 import json
 import math
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -251,8 +252,26 @@ def catalog_gpu(text: str) -> str:
     matches = exact or words or ([name for name in names if wanted in name.lower()] if wanted else [])
     if len(matches) == 1:
         return matches[0]
-    hint = f"it matches {', '.join(matches)}" if matches else f"pick one of: {', '.join(names)}"
+    close = _close_gpus(wanted, names)
+    hint = (f"it matches {', '.join(matches)}" if matches else
+            (f"did you mean {' or '.join(close)}? " if close else "") + f"pick one of: {', '.join(names)}")
     raise argparse.ArgumentTypeError(f"{text!r} is not one GPU of the catalog ({hint})")
+
+
+def _gpu_words(name: str) -> set[str]:
+    """A GPU name's words, letters and digits apart ("A100-SXM4-80GB": a, 100, sxm, 4, 80, gb)."""
+    return set(re.findall(r"[a-z]+|[0-9]+", name.lower()))
+
+
+def _close_gpus(wanted: str, names: Sequence[str]) -> list[str]:
+    """The catalog GPUs a name the catalog does not have may mean (as nvidia-smi prints them: "NVIDIA
+    A100-SXM4-80GB", "Tesla T4", "RTX4090"): those sharing the most words with it, a number among them (the model
+    or the memory); none when they share none."""
+    words = _gpu_words(wanted)
+    shared = {name: words & _gpu_words(name) for name in names}
+    best = max((len(common) for common in shared.values() if any(w.isdigit() for w in common)), default=0)
+    return [name for name, common in shared.items() if best and len(common) == best
+            and any(w.isdigit() for w in common)][:3]
 
 
 #: The longest sequence a --seq-len takes (2**30 tokens): far beyond any model, and short of the numbers whose
