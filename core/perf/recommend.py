@@ -256,7 +256,7 @@ def recommend(
                                   kind="stable").reset_index(drop=True)
         # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row
         notes = list(frame["notes"].iloc[0])
-        notes += _zero3_first_note(frame)
+        notes += _zero3_first_note(frame, cluster.efficiency.overlap)
         # the fastest fitting row's limits, as the page and the CLI recommend it
         fitting_rows = frame[frame["fits"]]
         caveats = list(fitting_rows["caveats"].iloc[0]) if not fitting_rows.empty else []
@@ -279,23 +279,27 @@ def recommend(
     return frame
 
 
-def _zero3_first_note(frame: pd.DataFrame) -> list[str]:
+def _zero3_first_note(frame: pd.DataFrame, overlap: float) -> list[str]:
     """Why a ZeRO-3 row can rank above a fitting ZeRO-1/2 one, when it does: not what most measurements show."""
     fitting = frame[frame["fits"]]
     if fitting.empty or fitting["stage"].iloc[0] != 3:
         return []
-    lower = fitting[fitting["stage"].isin([1, 2])]
+    best = fitting.iloc[0]
+    # like with like: a ZeRO-1/2 row that fits only with an offload or a micro batch the ZeRO-3 row does without
+    # is slower for that reason (ZeRO-3's memory saving), which the rows themselves show
+    same = ["offload_optimizer", "offload_param", "micro_batch", "recompute"]
+    lower = fitting[fitting["stage"].isin([1, 2]) & (fitting[same] == best[same]).all(axis=1)]
     if lower.empty:
         return []
-    best, other = fitting.iloc[0], lower.iloc[0]
+    other = lower.iloc[0]
     ahead = other["step_seconds"] / best["step_seconds"] - 1
     if ahead < 0.01:  # a tie within the model's precision is not a ranking worth explaining
         return []
     return [f"ZeRO-3 ranks {ahead:.0%} ahead of the fastest fitting ZeRO-{other['stage']} config: the model hides "
-            "ZeRO-3's parameter gathers behind the compute (all but 1 - efficiency.overlap of them), while ZeRO-1/2 "
-            "all-gather the updated parameters after the step with nothing to hide behind. The published runs of the "
-            "accuracy table that measure both (NVLink V100s) find ZeRO-3 slower; on PCIe GPUs with long compute, "
-            "as here, it is untested: measure both before choosing."]
+            f"up to {overlap:.0%} of ZeRO-3's parameter gathers behind the compute (Efficiency.overlap), while "
+            "ZeRO-1/2 all-gather the updated parameters after the step with nothing to hide behind. The published "
+            "runs of the accuracy table that measure both (NVLink V100s) find ZeRO-3 slower; on PCIe GPUs with long "
+            "compute, as here, it is untested: measure both before choosing."]
 
 
 _INT_COLUMNS = ("stage", "micro_batch")
