@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import BATCH_KEYS, sequence_parallel_degree
+from core.batch import BATCH_KEYS, GA, sequence_parallel_degree
 from core.findings import brief, join_index, join_path
 
 AUTO = "auto"
@@ -291,12 +291,28 @@ def _accelerate(f: _Filler) -> None:
     stage and offload settings take the plugin's values. Its refusals (no ZeRO section; the boolean form, which
     it reads with ``.get``) are the validator's to report (``hf.zero-section``): the fills here apply only to a
     section. It also sets ``steps_per_print`` to infinity, to silence DeepSpeed's log, and a missing
-    ``gradient_accumulation_steps`` to 1; neither is an "auto", so neither is written here."""
+    ``gradient_accumulation_steps`` to 1 (``as_accelerate_passes``); neither is an "auto", so neither is written
+    here."""
     if not isinstance(f.config.get("zero_optimization"), dict):
         return
     f.fill("zero_optimization.stage", ("zero_stage",), lambda v: v, "zero_stage", must_match=False)
     for path, value in ACCELERATE_FILLS.items():
         f.fill_only(path, value)
+
+
+#: What accelerate's ``DeepSpeedPlugin.__post_init__`` writes for a missing ``gradient_accumulation_steps`` (under
+#: the HF Trainer too, which builds that plugin in ``TrainingArguments``): DeepSpeed then checks train_batch_size
+#: against it rather than deriving the accumulation from train_batch_size as it does for a plain launch.
+ACCELERATE_ACCUMULATION = 1
+
+
+def as_accelerate_passes(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (a shallow copy) with the batch keys as accelerate hands them to DeepSpeed, under the HF Trainer
+    or ``accelerate launch``: a missing ``gradient_accumulation_steps`` is written as 1 (a null one stays: the
+    plugin checks for the key)."""
+    out = dict(config)
+    out.setdefault(GA, ACCELERATE_ACCUMULATION)
+    return out
 
 
 def _sequence_parallel_batch(config: dict[str, Any]) -> Callable[[int, int, int], int] | None:

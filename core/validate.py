@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from core import versions
+from core.autofill import as_accelerate_passes
 from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
 from core.effective import legacy_zero_keys
 from core.findings import SEVERITY_ORDER, BatchValues, Finding, Fix, FixOp, Report, get_path
@@ -127,10 +128,11 @@ def _batch_values(ctx: Context) -> BatchValues | None:
                            effective_world_size(config, world_size, version), tuple(BATCH_KEYS))
     if any(config.get(k) == "auto" for k in BATCH_KEYS):
         return None
-    resolution = resolve_batch(config, effective_world_size(config, world_size, version))
+    passed = as_accelerate_passes(config) if ctx.is_hf else config  # accelerate writes a missing accumulation
+    resolution = resolve_batch(passed, effective_world_size(config, world_size, version))
     if not resolution.ok:
         return None
+    derived = (*resolution.derived, *(k for k in BATCH_KEYS if k in passed and k not in config))
     return BatchValues(
-        resolution.train_batch_size, resolution.micro_batch, resolution.grad_accum, resolution.world_size,
-        resolution.derived,
+        resolution.train_batch_size, resolution.micro_batch, resolution.grad_accum, resolution.world_size, derived,
     )

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
+from core.autofill import ACCELERATE_ACCUMULATION
 from core.batch import (
     BATCH_KEYS,
     GA,
@@ -51,8 +52,33 @@ def _hf_never_matches(ctx: Context, values: dict[str, Any], auto_key: str) -> It
     )
 
 
+def _hf_accumulation_missing(ctx: Context) -> Finding | None:
+    """Target hf: train_batch_size and the micro batch written, the accumulation not: plain DeepSpeed derives it,
+    but accelerate (under the HF Trainer too) writes a missing one as 1 first, so DeepSpeed refuses the batch
+    unless that derivation is 1 anyway."""
+    if GA in ctx.config:
+        return None
+    plain = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
+    accum = positive_whole(plain.grad_accum)
+    if not plain.ok or GA not in plain.derived or accum is None or accum == ACCELERATE_ACCUMULATION:
+        return None
+    tb, mb = shown(plain.train_batch_size), shown(plain.micro_batch)
+    ranks = _number(plain.world_size)
+    return Finding(
+        "error", "hf.batch-accumulation-missing", GA,
+        f"gradient_accumulation_steps is not set: plain DeepSpeed derives {accum} (train_batch_size {tb} ÷ micro "
+        f"batch {mb} ÷ {ranks} data-parallel ranks), but under the HF Trainer / accelerate the DeepSpeed plugin "
+        f"writes a missing gradient_accumulation_steps as {ACCELERATE_ACCUMULATION}, so DeepSpeed checks {tb} = "
+        f"{mb} × {ACCELERATE_ACCUMULATION} × {ranks} and stops (\"Check batch related parameters\").",
+        suggestion=f"Write gradient_accumulation_steps {accum} and pass gradient_accumulation_steps={accum} to "
+        "TrainingArguments, or set it to \"auto\" and pass it there.",
+        fix=set_fix(GA, accum), page="batch",
+    )
+
+
 def batch_triangle(ctx: Context) -> Iterator[Finding]:
-    """train_batch_size = micro batch × accumulation × world size, exactly as DeepSpeed checks it."""
+    """train_batch_size = micro batch × accumulation × world size, exactly as DeepSpeed checks it (for the HF
+    target, with the accumulation accelerate writes when it is missing)."""
     values = {k: ctx.config.get(k) for k in BATCH_KEYS}
     autos = [k for k, v in values.items() if v == "auto"]
     if autos:
@@ -61,6 +87,10 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
     if ctx.elastic_section is not None:
         return  # elastic training computes the batch values itself (the elasticity rule checks them)
+    missing = _hf_accumulation_missing(ctx) if ctx.is_hf else None
+    if missing is not None:
+        yield missing
+        return
     result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
     gpus = _gpus(ctx.world_size)
     if result.ok:
