@@ -14,6 +14,7 @@ import core
 from tests.test_export import _trainer_accepts
 
 BATCH_CODES = ("batch.", "hf.batch-")
+_SHORT = {"train_batch_size": "tb", "train_micro_batch_size_per_gpu": "mb", "gradient_accumulation_steps": "ga"}
 ZERO = {"zero_optimization": {"stage": 2}}
 
 
@@ -44,13 +45,17 @@ def _launches(config: dict, world_size: int) -> list[tuple[int, int]]:
     ({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4}, 16),  # derives 1: the same
     ({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 16}, 1),
     ({"train_batch_size": 256, "train_micro_batch_size_per_gpu": "auto"}, 1),
+    ({"train_batch_size": 256, "train_micro_batch_size_per_gpu": "auto"}, 3),
+    ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}, 64),
     ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}, 8),
+    ({"train_batch_size": 24, "gradient_accumulation_steps": "auto"}, 16),
     ({"train_batch_size": 32, "gradient_accumulation_steps": "auto"}, 4),
     ({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 16, "gradient_accumulation_steps": "auto"}, 4),
-], ids=lambda v: str(v) if isinstance(v, int) else "-".join(f"{k[:5]}={w}" for k, w in v.items()))
+], ids=lambda v: f"{v}gpus" if isinstance(v, int) else "-".join(f"{_SHORT[k]}{w}" for k, w in v.items()))
 def test_the_hf_batch_verdict_is_what_transformers_accelerate_and_deepspeed_do(batch, world_size):
     """Before: {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4} on 1 GPU was OK ("64 = micro 4 ×
-    accumulation 16"), but accelerate writes the missing accumulation as 1 and DeepSpeed refuses 64 ≠ 4 × 1 × 1."""
+    accumulation 16"), but accelerate writes the missing accumulation as 1 and DeepSpeed refuses 64 ≠ 4 × 1 × 1;
+    a written 32 with both other keys "auto" on 64 GPUs was OK while the Trainer's batch is at least 64."""
     config = {**batch, **ZERO}
     report = core.validate(config, world_size=world_size, target="hf")
     flagged = [f.code for f in report.errors if f.code.startswith(BATCH_CODES)]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.autofill import ACCELERATE_ACCUMULATION
+from core.autofill import ACCELERATE_ACCUMULATION, as_accelerate_passes
 from core.batch import (
     BATCH_KEYS,
     GA,
@@ -30,26 +30,39 @@ from core.rules.fixes import delete_fix, set_fix
 # Batch triangle
 
 
-def _hf_never_matches(ctx: Context, values: dict[str, Any], auto_key: str) -> Iterator[Finding]:
-    """The HF Trainer fills ``auto_key`` and then checks a written train_batch_size: an error when no whole value
-    of it can satisfy that check (transformers' ``trainer_config_finalize`` mismatch)."""
-    other_key = MB if auto_key == GA else GA
-    tb, other = positive_whole(values[TB]), positive_whole(values[other_key])
+def _hf_never_matches(ctx: Context, values: dict[str, Any]) -> Iterator[Finding]:
+    """The HF Trainer fills an "auto" micro batch or accumulation and then checks a written train_batch_size: an
+    error when no whole values of them can satisfy that check (transformers' ``trainer_config_finalize``
+    mismatch), with the other key as DeepSpeed gets it (a missing accumulation is accelerate's 1)."""
+    tb = positive_whole(values[TB])
     ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)
-    if tb is None or other is None or not float(ranks).is_integer():
+    if tb is None or not float(ranks).is_integer():
         return
-    step = other * int(ranks)
+    passed = as_accelerate_passes(ctx.config)
+    fixed = {key: passed.get(key) for key in (MB, GA) if passed.get(key) is not None and passed.get(key) != "auto"}
+    counts = {key: positive_whole(value) for key, value in fixed.items()}
+    if any(count is None for count in counts.values()):
+        return  # not a count: batch_types reports it
+    step = math.prod(counts.values()) * int(ranks)
     if tb % step == 0:
         return
+    free = [key for key in (MB, GA) if key not in fixed]
+    factors = [f"{key} ({counts[key]}{_ACCELERATE_ONE if key not in ctx.config else ''})" if key in fixed else key
+               for key in (MB, GA)]
+    filled = " and ".join(f'"auto" {key}' if values[key] == "auto" else f"{key} DeepSpeed derives" for key in free)
     gpus = _gpus(ctx.world_size)
     yield Finding(
         "error", "hf.batch-never-matches", TB,
-        f"train_batch_size {tb} is not {other_key} ({other}) × {auto_key} × {int(ranks)} data-parallel ranks "
-        f"for any whole {auto_key}: the HF Trainer fills the \"auto\" {auto_key} from TrainingArguments and "
-        f"then refuses the written train_batch_size on {gpus}.",
+        f"train_batch_size {tb} is not {' × '.join(factors)} × {int(ranks)} data-parallel ranks for any whole "
+        f"{' and '.join(free)}: the HF Trainer fills the {filled} from TrainingArguments and then refuses the "
+        f"written train_batch_size on {gpus}.",
         suggestion=f"Set train_batch_size to \"auto\" (the Trainer computes it), or to a multiple of {step}.",
         fix=set_fix(TB, "auto"), page="batch",
     )
+
+
+#: How a message says that accelerate wrote the accumulation.
+_ACCELERATE_ONE = ": accelerate writes a missing one as 1"
 
 
 def _hf_accumulation_missing(ctx: Context) -> Finding | None:
@@ -82,8 +95,8 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     values = {k: ctx.config.get(k) for k in BATCH_KEYS}
     autos = [k for k, v in values.items() if v == "auto"]
     if autos:
-        if ctx.is_hf and len(autos) == 1 and autos[0] != TB:
-            yield from _hf_never_matches(ctx, values, autos[0])
+        if ctx.is_hf and TB not in autos:
+            yield from _hf_never_matches(ctx, values)
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
     if ctx.elastic_section is not None:
         return  # elastic training computes the batch values itself (the elasticity rule checks them)

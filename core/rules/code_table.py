@@ -180,12 +180,13 @@ TABLE: tuple[Code, ...] = (
        {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1},
        settings={"world_size": 3}),
     _c("hf.batch-never-matches", "error", "parse", False, "A written train_batch_size no value of the \"auto\" "
-       "batch key can match.",
+       "batch keys can match.",
        "The HF Trainer fills an \"auto\" micro batch or accumulation from TrainingArguments and then checks a "
-       "written train_batch_size against micro batch × accumulation × data-parallel GPUs; when the written two do "
-       "not divide it, every value of the third fails that check (\"ds train_batch_size=... vs hf "
-       "train_batch_size\"). The fix sets train_batch_size to \"auto\" (unsafe: the global batch becomes the "
-       "Trainer's).",
+       "written train_batch_size against micro batch × accumulation × data-parallel GPUs; when the written values "
+       "and the GPU count do not divide it (a missing accumulation counts as the 1 accelerate writes; with both "
+       "\"auto\", the GPU count alone), every value the Trainer could fill fails that check (\"ds "
+       "train_batch_size=... vs hf train_batch_size\"). The fix sets train_batch_size to \"auto\" (unsafe: the "
+       "global batch becomes the Trainer's).",
        {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 16, "gradient_accumulation_steps": "auto"},
        settings={"target": "hf", "world_size": 4}),
     _c("hf.batch-accumulation-missing", "error", "parse", True, "train_batch_size and the micro batch are "
