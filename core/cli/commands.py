@@ -1,6 +1,8 @@
 """``dsconfig``: the parser and ``main``, and the config commands: validate, fix, explain, migrate, schema.
 
-Exit codes (``core.cli.common``): 0 no errors, 1 errors found, 2 unreadable input or bad usage.
+Exit codes (``core.cli.common.EXIT_CODES_HELP``, the end of every --help): 0 done, 1 the answer is no (errors
+found; fit: does not fit; plan: nothing fits), 2 unreadable input or bad usage, 70 an internal error (a bug),
+130 interrupted, 141 the reader stopped reading.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from core.cli import plan as cli_plan
 from core.cli import presets as cli_presets
 from core.cli import versions as cli_versions
 from core.cli.common import (
+    EXIT_CODES_HELP,
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
@@ -342,7 +345,8 @@ def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dsconfig`` with every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="dsconfig", description="Write, check, size and share DeepSpeed configuration files."
+        prog="dsconfig", description="Write, check, size and share DeepSpeed configuration files.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -403,6 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
     cli_fit.register(sub)
     cli_plan.register(sub)
     cli_versions.register(sub)
+    for command in sub.choices.values():  # every command's --help ends with the exit codes, as laid out
+        command.epilog = command.epilog or EXIT_CODES_HELP
+        if command.formatter_class is argparse.HelpFormatter:  # no description to keep as written: only the epilog
+            command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 

@@ -7,8 +7,10 @@ import argparse
 import decimal
 import json
 import math
+import os
 import re
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -32,9 +34,27 @@ from core.io import (
     load_config_file_and_text,
 )
 
-#: 0: done, no errors; 1: the answer is "no" (errors found, does not fit, no release accepts it);
-#: 2: bad usage or unreadable input (a message on stderr, never a traceback).
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+#: 0: done, no errors; 1: the answer is "no" (errors found; the config does not fit: fit; no candidate fits the
+#: cluster: plan; no release accepts it); 2: bad usage or unreadable input (a message on stderr, never a
+#: traceback); 70: an internal error, a bug of dsconfig's (EX_SOFTWARE of sysexits.h), never a verdict. predict
+#: and estimate report numbers: 0 even for a config that does not fit (their output says it; fit gives the verdict).
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+#: The environment variable that makes an internal error print its traceback too.
+DEBUG_ENV = "DSCONFIG_DEBUG"
+
+#: The exit codes, as every command's --help ends with them.
+EXIT_CODES_HELP = f"""exit codes:
+  0    done: no errors, the config fits (predict and estimate, which report
+       numbers: also when it does not fit, which their output says)
+  1    the answer is no: errors found (validate, fix, migrate --check,
+       presets check; versions: no release accepts it); the config does not
+       fit (fit); no candidate fits the cluster (plan, which prints its table
+       all the same)
+  2    bad usage or unreadable input: one message on stderr
+  70   internal error, a bug of dsconfig's: one message on stderr
+       ({DEBUG_ENV}=1 adds the traceback)
+  130  interrupted (Ctrl-C); 141: the reader of the output stopped (| head)"""
 
 
 class UsageError(ValueError):
@@ -49,16 +69,27 @@ class UsageError(ValueError):
 
 def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None) -> int:
     """Run a subcommand; a ``UsageError`` (or any ``ValueError``, such as a model config DeepSpeed cannot
-    describe) becomes ``dsconfig COMMAND: error: …`` on stderr and exit code 2."""
+    describe) becomes ``dsconfig COMMAND: error: …`` on stderr and exit code 2; any other exception (a bug) becomes
+    ``dsconfig COMMAND: internal error: …`` and exit code 70, with the traceback only when ``DSCONFIG_DEBUG`` is
+    set. An ``OSError`` (the output could not be written) is left to ``main``."""
+    err = err or sys.stderr
     try:
         return int(handler())
     except ValueError as exc:
-        (err or sys.stderr).write(f"dsconfig {command}: error: {exc}\n")
-        return EXIT_USAGE
+        kind, code, message = "usage", EXIT_USAGE, str(exc)
     except OverflowError as exc:  # a number given so large that the arithmetic on it overflows
-        (err or sys.stderr).write(f"dsconfig {command}: error: a number given is too large to compute with ({exc}); "
-                                  "give realistic sizes and counts\n")
-        return EXIT_USAGE
+        kind, code = "usage", EXIT_USAGE
+        message = f"a number given is too large to compute with ({exc}); give realistic sizes and counts"
+    except OSError:
+        raise
+    except Exception as exc:  # a bug: said in one line, never mistaken for a verdict (1) or bad input (2)
+        kind, code = "internal", EXIT_INTERNAL
+        message = (f"{type(exc).__name__}: {exc}; please report it with the command"
+                   + ("" if os.environ.get(DEBUG_ENV) else f" ({DEBUG_ENV}=1 prints the traceback)"))
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc(file=err)
+    err.write(f"dsconfig {command}: {'internal error' if kind == 'internal' else 'error'}: {message}\n")
+    return code
 
 
 #: What --hf-config must hold, in load errors.

@@ -25,6 +25,7 @@ from core.autofill import AutoFillError, trainer_batch
 from core.batch import BATCH_KEYS, train_batch_of
 from core.cli.common import (
     DEFAULT_SEQ_LEN,
+    EXIT_ERRORS,
     EXIT_OK,
     FORMAT_HELP,
     MAX_CPU_ADAM_PARAMS_PER_S,
@@ -229,6 +230,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                          "range at the predicted speed; the cluster's rates given (--network, --nvme-bandwidth, "
                          "--cpu-adam) are too small to train on") from None
     table.attrs["notes"] = [*_model_notes(spec), *table.attrs["notes"]]
+    verdict = EXIT_OK if table["fits"].any() else EXIT_ERRORS  # 1: nothing fits on the cluster asked about
     if args.format == "json":
         rows = _records(table.drop(columns=["breakdown"]).head(args.top))
         data: dict[str, Any] = {"model": spec.name, "cluster": cluster.described(), "assumptions": table.attrs,
@@ -239,7 +241,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
             data["memory_min_gpus"] = sweep.attrs.get("memory_min_gpus")
             data["gpu_sweep_skipped"] = sweep.attrs["skipped"]
         out.write(json_report(data))
-        return EXIT_OK
+        return verdict
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node, {_node_storage(cluster)} each), seq "
               f"{args.seq_len}, global batch {args.global_batch}, {args.precision}, {args.attention} attention\n")
@@ -299,7 +301,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     for note in table.attrs["notes"]:
         out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
-    return EXIT_OK
+    return verdict
 
 
 def _node_storage(cluster: Cluster) -> str:
@@ -465,12 +467,15 @@ def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: i
 
 
 def run_plan(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Handle ``dsconfig plan``: 0, or 2 with a message on stderr for bad input."""
+    """Handle ``dsconfig plan``: 0, 1 when no candidate fits (the table printed all the same), 2 with a message
+    on stderr for bad input."""
     return guarded("plan", lambda: _plan(args, out or sys.stdout))
 
 
 def run_predict(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Handle ``dsconfig predict``: 0, or 2 with a message on stderr for bad input."""
+    """Handle ``dsconfig predict``: 0 when the step time was predicted, even of a config that does not fit (a
+    report, as estimate: the first caveat says it; ``dsconfig fit`` gives the verdict), or 2 with a message on
+    stderr for bad input."""
     return guarded("predict", lambda: _predict(args, out or sys.stdout))
 
 
