@@ -86,3 +86,39 @@ def test_a_config_that_does_not_fit_is_1_for_fit_and_0_for_the_reports(tmp_path,
         code, out, _ = run([*argv, "--cpu-ram", "256", "--format", "json"], capsys)
         assert code == expected and verdicts[argv[0]](json.loads(out)) is False, argv[0]
     assert "fit (fit)" in EXIT_CODES_HELP and "predict and estimate" in EXIT_CODES_HELP
+
+
+@pytest.mark.parametrize(("argv", "flag", "position"), [
+    (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "7"], "--global-batch", None),
+    (["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "8", "--price", "2"],
+     "--price", None),
+    (["predict", "{bad}", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100"], None, [2, 7]),
+    (["fit", "{cfg}", "--model", "no/such-model"], None, None),
+    (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--hf-config", "{cfg}"], None, None),
+    (["validate", "-", "-"], None, None),
+], ids=["plan-flag", "plan-price", "predict-unreadable", "fit-unknown-model", "estimate-two-models",
+        "validate-stdin-twice"])
+def test_an_error_under_format_json_is_one_json_object_on_stdout(argv, flag, position, tmp_path, capsys):
+    """plan/predict/fit/estimate --format json printed an error raised inside the command as text on stderr with
+    nothing on stdout, while validate --format json reports an unreadable file as JSON; the error is now
+    {"error": {...}} on stdout (the exit code and the stderr line as before)."""
+    cfg, bad = tmp_path / "ds.json", tmp_path / "bad.json"
+    cfg.write_text('{"train_micro_batch_size_per_gpu": 1}')
+    bad.write_text('{"a": 1,\n "b": }')
+    argv = [{"{cfg}": str(cfg), "{bad}": str(bad)}.get(a, a) for a in argv]
+    code, out, err = run([*argv, "--format", "json"], capsys)
+    error = json.loads(out)["error"]
+    assert code == EXIT_USAGE and error["kind"] == "usage" and error["command"] == argv[0]
+    assert f"dsconfig {argv[0]}: error: {error['message']}\n" == err
+    assert error["flag"] == flag and [error["line"], error["column"]] == (position or [None, None])
+    text_code, text_out, _ = run(argv, capsys)  # text: stdout stays empty
+    assert text_code == EXIT_USAGE and text_out == ""
+
+
+def test_a_bug_under_format_json_is_a_json_error_too(monkeypatch, capsys):
+    monkeypatch.setattr(importlib.import_module("core.cli.plan"), "recommend", _boom)
+    code, out, err = run(["plan", "--model", "openai-community/gpt2", "--gpu", "H100", "--global-batch", "8",
+                          "--format", "json"], capsys)
+    error = json.loads(out)["error"]
+    assert code == EXIT_INTERNAL and error["kind"] == "internal" and error["message"].startswith("KeyError: 'stage'")
+    assert "internal error" in err

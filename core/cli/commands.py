@@ -33,6 +33,7 @@ from core.cli.common import (
     gpu_count,
     gpu_counts,
     guarded,
+    json_errors,
     json_report,
     read_config_and_text,
     read_config_file,
@@ -429,7 +430,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if out is None:  # started with standard output closed: nothing could be printed, not even a verdict
         return _cannot_write(args.command, "standard output is closed")
     try:
-        return guarded(args.command, lambda: args.handler(args, out))
+        return guarded(args.command, lambda: args.handler(args, out), json_out=json_errors(args, out))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

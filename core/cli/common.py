@@ -51,9 +51,12 @@ EXIT_CODES_HELP = f"""exit codes:
        presets check; versions: no release accepts it); the config does not
        fit (fit); no candidate fits the cluster (plan, which prints its table
        all the same)
-  2    bad usage or unreadable input: one message on stderr
-  70   internal error, a bug of dsconfig's: one message on stderr
-       ({DEBUG_ENV}=1 adds the traceback)
+  2    bad usage or unreadable input: one message on stderr; with --format
+       json also {{"error": {{"message": ..., "flag": ..., ...}}}} on stdout
+       (argparse's usage errors, before the command runs, stay text only)
+  70   internal error, a bug of dsconfig's: one message on stderr, and
+       {{"error": ...}} on stdout with --format json ({DEBUG_ENV}=1 adds
+       the traceback)
   130  interrupted (Ctrl-C); 141: the reader of the output stopped (| head)"""
 
 
@@ -67,16 +70,21 @@ class UsageError(ValueError):
         self.position = position
 
 
-def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None) -> int:
+def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None,
+            json_out: TextIO | None = None) -> int:
     """Run a subcommand; a ``UsageError`` (or any ``ValueError``, such as a model config DeepSpeed cannot
     describe) becomes ``dsconfig COMMAND: error: …`` on stderr and exit code 2; any other exception (a bug) becomes
     ``dsconfig COMMAND: internal error: …`` and exit code 70, with the traceback only when ``DSCONFIG_DEBUG`` is
-    set. An ``OSError`` (the output could not be written) is left to ``main``."""
+    set. With ``json_out`` (``--format json``), the error is also one JSON object on it (:func:`error_report`),
+    for a script that reads only standard output. An ``OSError`` (the output could not be written) is left to
+    ``main``."""
     err = err or sys.stderr
+    position = None
     try:
         return int(handler())
     except ValueError as exc:
         kind, code, message = "usage", EXIT_USAGE, str(exc)
+        position = getattr(exc, "position", None)
     except OverflowError as exc:  # a number given so large that the arithmetic on it overflows
         kind, code = "usage", EXIT_USAGE
         message = f"a number given is too large to compute with ({exc}); give realistic sizes and counts"
@@ -89,7 +97,25 @@ def guarded(command: str, handler: Callable[[], int], err: TextIO | None = None)
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc(file=err)
     err.write(f"dsconfig {command}: {'internal error' if kind == 'internal' else 'error'}: {message}\n")
+    if json_out is not None:
+        json_out.write(error_report(command, kind, message, position))
     return code
+
+
+def json_errors(args: argparse.Namespace, out: TextIO) -> TextIO | None:
+    """Where a command's error goes as JSON too: ``out`` when it prints ``--format json``, else nowhere."""
+    return out if getattr(args, "format", None) == "json" else None
+
+
+def error_report(command: str, kind: str, message: str, position: tuple[int, int] | None = None) -> str:
+    """An error of a ``--format json`` command as the one JSON object it prints in place of its result:
+    ``{"error": {"command", "kind" ("usage": exit 2, or "internal": exit 70), "message" (as on stderr), "flag" (the
+    flag the message starts with, else null), "line", "column" (where an unreadable file breaks, as validate's
+    entries say it, else null)}}``."""
+    flag = re.match(r"--[a-z][a-z0-9-]*", message)
+    line, column = position or (None, None)
+    return json_report({"error": {"command": command, "kind": kind, "message": message,
+                                  "flag": flag.group() if flag else None, "line": line, "column": column}})
 
 
 #: What --hf-config must hold, in load errors.
@@ -321,7 +347,9 @@ DEFAULT_SEQ_LEN = 2048
 
 #: The help of the flags every sizing command (fit, estimate, plan, predict) has; ``%(default)s`` is argparse's
 #: default of the flag, so that no default is written twice.
-FORMAT_HELP = "text (for reading) or json (for scripts); default %(default)s"
+FORMAT_HELP = ("text (for reading) or json (for scripts: an error inside the command is printed as "
+               '{"error": {"message": ..., "flag": ...}} on stdout too; a usage error argparse reports before the '
+               "command runs stays text on stderr); default %(default)s")
 RECOMPUTE_HELP = ("gradient (activation) checkpointing in the model, not a ds_config key: full recomputes each "
                   "layer in the backward pass (the least activation memory), selective only the attention core; "
                   "default %(default)s")

@@ -32,6 +32,7 @@ from core.cli.common import (
     gpu_count,
     guarded,
     hf_config_model,
+    json_errors,
     json_report,
     micro_batch_when_unsaid,
     positive,
@@ -254,7 +255,8 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Handle ``dsconfig estimate``; returns 0, or 2 with a message on stderr for bad input."""
-    return guarded("estimate", lambda: _estimate(args, out or sys.stdout), err)
+    out = out or sys.stdout
+    return guarded("estimate", lambda: _estimate(args, out), err, json_errors(args, out))
 
 
 def _estimate(args: argparse.Namespace, out: TextIO) -> int:

@@ -28,6 +28,7 @@ from core.cli.common import (
     gib_or_zero,
     gpu_count,
     guarded,
+    json_errors,
     json_report,
     micro_batch_when_unsaid,
     positive_int,
@@ -111,7 +112,8 @@ def _used_text(used: float, capacity: float) -> str:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Handle ``dsconfig fit``: 0 when it fits, 1 when it does not (ways printed), 2 for bad input."""
-    return guarded("fit", lambda: _fit(args, out or sys.stdout), err)
+    out = out or sys.stdout
+    return guarded("fit", lambda: _fit(args, out), err, json_errors(args, out))
 
 
 def _fit(args: argparse.Namespace, out: TextIO) -> int:

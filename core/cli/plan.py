@@ -43,6 +43,7 @@ from core.cli.common import (
     gpu_count,
     guarded,
     hf_config_model,
+    json_errors,
     json_report,
     micro_batch_when_unsaid,
     positive,
@@ -469,14 +470,16 @@ def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: i
 def run_plan(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Handle ``dsconfig plan``: 0, 1 when no candidate fits (the table printed all the same), 2 with a message
     on stderr for bad input."""
-    return guarded("plan", lambda: _plan(args, out or sys.stdout))
+    out = out or sys.stdout
+    return guarded("plan", lambda: _plan(args, out), json_out=json_errors(args, out))
 
 
 def run_predict(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Handle ``dsconfig predict``: 0 when the step time was predicted, even of a config that does not fit (a
     report, as estimate: the first caveat says it; ``dsconfig fit`` gives the verdict), or 2 with a message on
     stderr for bad input."""
-    return guarded("predict", lambda: _predict(args, out or sys.stdout))
+    out = out or sys.stdout
+    return guarded("predict", lambda: _predict(args, out), json_out=json_errors(args, out))
 
 
 __all__ = ["register", "run_plan", "run_predict"]

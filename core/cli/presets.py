@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.autofill import HF_DEFAULTS, TRAINING_VALUES, find_auto, needed_training_values, resolve_auto
-from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, write_text
+from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, json_errors, write_text
 from core.cli.versions import release
 from core.findings import split_path
 from core.io import ConfigLoadError, parse_json_value
@@ -108,7 +108,7 @@ def _print_findings(report: Any, err: TextIO) -> None:
 def _guard(handler):
     def run(args: argparse.Namespace, out: TextIO) -> int:
         # UsageError, PresetError and AutoFillError are ValueErrors: one line on stderr, exit code 2
-        return guarded(args.command, lambda: handler(args, out))
+        return guarded(args.command, lambda: handler(args, out), json_out=json_errors(args, out))
 
     run.__doc__ = handler.__doc__
     return run
