@@ -14,6 +14,7 @@ from core.effective import effective
 from core.memory.estimate import Shape
 from core.models import describe, get_spec
 from core.models.arch import ModelSpec
+from core.perf.constants import UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM
 from core.perf.hardware import Cluster, gpu_perf
 from core.perf.measurements import MEASUREMENTS, Measurement, deepcompile_flops_per_sample
 from core.perf.measurements_docs import NEW_ROWS
@@ -107,6 +108,24 @@ def measured_step_seconds(m: Measurement, spec: ModelSpec, model_flops_per_token
     raise ValueError(f"unknown metric {m.metric!r}")
 
 
+#: What still runs of a step that skips its update on an fp16 overflow (``Measurement.optimizer_step_skipped``):
+#: DeepSpeed's ZeRO optimizers and its unfused fp16 optimizer check for the overflow, then zero the gradients and
+#: return before the update and the post-step all-gather (stage_1_and_2.py / unfused_optimizer.py step). The
+#: unfused optimizer's check is 10 of its ``UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM`` and one of its two host
+#: synchronisations per tensor; breakdown items not named here run as predicted.
+SKIPPED_STEP_PARTS: dict[str, float] = {
+    "optimizer step (GPU)": 0.0,
+    "parameter all-gather after the step": 0.0,
+    "optimizer step (GPU, DeepSpeed's unfused fp16 optimizer)": 10 / UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM,
+    "unfused fp16 optimizer loop over parameter tensors (host)": 0.5,
+}
+
+
+def skipped_step_seconds(breakdown: dict[str, float]) -> float:
+    """The seconds of a predicted step whose update an fp16 overflow skipped (see ``SKIPPED_STEP_PARTS``)."""
+    return sum(seconds * SKIPPED_STEP_PARTS.get(name, 1.0) for name, seconds in breakdown.items())
+
+
 def evaluate(rows: Iterable[Measurement] = MEASUREMENTS, cluster_kwargs: dict[str, Any] | None = None) -> pd.DataFrame:
     """One row per measurement: predicted and measured step seconds, their ratio and the bottleneck."""
     out = []
@@ -116,10 +135,11 @@ def evaluate(rows: Iterable[Measurement] = MEASUREMENTS, cluster_kwargs: dict[st
                           intra_node_gbyte_s=m.intra_node_gbyte_s, **(cluster_kwargs or {}))
         est = predict(measurement_config(m), spec, cluster, Shape(m.micro_batch, m.seq_len, m.attention, m.recompute))
         measured = measured_step_seconds(m, spec, est.model_flops_per_token)
-        ratio = est.step_seconds / measured
+        predicted = skipped_step_seconds(est.breakdown) if m.optimizer_step_skipped else est.step_seconds
+        ratio = predicted / measured
         out.append({
             "id": m.id,
-            "predicted_step_s": est.step_seconds,
+            "predicted_step_s": predicted,
             "measured_step_s": measured,
             "ratio": ratio,
             "error": abs(ratio - 1),

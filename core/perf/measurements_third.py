@@ -100,8 +100,10 @@ BIGSCIENCE_ROWS: tuple[Measurement, ...] = (
 _ULYSSES_HF = ("Hugging Face blog 'Ulysses Sequence Parallelism: Training with Million-Token Contexts' "
                "(huggingface.co/blog/ulysses-sp, 2026-03-09), section Benchmarks: Qwen3-4B, TRL SFTTrainer on "
                "Gutenberg English, H100 80GB, DeepSpeed ZeRO-3, CPU optimizer offloading, gradient checkpointing, "
-               "kernels-community/flash-attn2; Setup table: micro batch 1, grad acc 8, global batch 8 (SP x DP = "
-               "GPUs); ")
+               "FlashAttention-2; Setup table: micro batch 1, grad acc 8, global batch 8 (SP x DP = GPUs); figures of "
+               "the published revision (huggingface/blog commit 5feb994; a draft, commit 01d33d5, named "
+               "kernels-community/flash-attn2 and printed other figures; the published Memory table calls its "
+               "baseline 'DP=4 (4 GPU)' where the Throughput and Setup tables say 1 GPU); ")
 #: Qwen/Qwen3-4B config.json: Qwen3 is the Llama layout with per-head q/k RMSNorm and head_dim 128 (q_proj 2560 -> 4096)
 _QWEN3_4B = {"model_type": "llama", "hidden_size": 2560, "intermediate_size": 9728, "num_hidden_layers": 36,
              "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
