@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import BATCH_KEYS, GA, sequence_parallel_degree
+from core.batch import BATCH_KEYS, GA, MB, TB, sequence_parallel_degree
 from core.findings import brief, join_index, join_path
 
 AUTO = "auto"
@@ -486,17 +486,32 @@ def _with_remembered(params: dict[str, Any], remembered: Mapping[str, Any]) -> d
     return {k: params[k] if k in params else copy.deepcopy(remembered[k]) for k in order}
 
 
+def trainer_batch_arguments(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The Trainer batch arguments ``config`` leaves to TrainingArguments (what the Batch page asks for and the
+    HF export passes): ``per_device_train_batch_size`` for an "auto" micro batch, or for a missing one beside an
+    "auto" train_batch_size (the Trainer computes that as GPUs × per-device batch × accumulation, so the micro
+    batch DeepSpeed derives from it is the per-device batch); ``gradient_accumulation_steps`` for an "auto" one
+    only: a written one must equal the argument, and a missing one is accelerate's 1 (``as_accelerate_passes``)."""
+    out = []
+    if config.get(MB) == AUTO or (config.get(TB) == AUTO and config.get(MB) is None):
+        out.append("per_device_train_batch_size")
+    if config.get(GA) == AUTO:
+        out.append("gradient_accumulation_steps")
+    return tuple(out)
+
+
 def fill_batch_autos(config: Mapping[str, Any], per_device_train_batch_size: int,
                      gradient_accumulation_steps: int) -> dict[str, Any]:
-    """A copy of ``config`` with "auto" batch values as the HF Trainer fills them: the micro batch and the
-    accumulation from its arguments, and an "auto" train_batch_size removed (the Trainer writes world size ×
-    the two, exactly what DeepSpeed derives when it is absent, for whatever GPU count it runs on)."""
-    out = copy.deepcopy(dict(config))
-    if out.get("train_micro_batch_size_per_gpu") == AUTO:
-        out["train_micro_batch_size_per_gpu"] = _positive_int("per_device_train_batch_size",
-                                                               per_device_train_batch_size)
-    if out.get("gradient_accumulation_steps") == AUTO:
-        out["gradient_accumulation_steps"] = _positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
-    if out.get("train_batch_size") == AUTO:
-        del out["train_batch_size"]
+    """A copy of ``config`` with its batch keys as the HF Trainer and accelerate hand them to DeepSpeed: the
+    arguments ``trainer_batch_arguments`` names filled in, a missing accumulation as accelerate's 1, and an "auto"
+    train_batch_size removed (the Trainer writes world size × the two, exactly what DeepSpeed derives when it is
+    absent, for whatever GPU count it runs on)."""
+    out = as_accelerate_passes(copy.deepcopy(dict(config)))
+    given = trainer_batch_arguments(config)
+    if "per_device_train_batch_size" in given:
+        out[MB] = _positive_int("per_device_train_batch_size", per_device_train_batch_size)
+    if "gradient_accumulation_steps" in given:
+        out[GA] = _positive_int("gradient_accumulation_steps", gradient_accumulation_steps)
+    if out.get(TB) == AUTO:
+        del out[TB]
     return out

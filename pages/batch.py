@@ -6,7 +6,7 @@ import streamlit as st
 
 import core
 from core import autofill
-from core.batch import BATCH_KEYS, effective_world_size, resolve_batch
+from core.batch import BATCH_KEYS, GA, MB, effective_world_size, resolve_batch
 from core.elasticity import elastic_section
 from core.findings import BatchValues
 from core.launchers import job_world_size
@@ -68,20 +68,20 @@ for col, key in zip(cols, trio, strict=True):
 widgets.render_section("", form, only=[n for n in fields.page_fields("batch") if n not in trio], columns=3)
 
 autos = [k for k in BATCH_KEYS if form.config.get(k) == "auto"]
-config_used = form.config
+# what DeepSpeed gets: under the HF Trainer / accelerate a missing accumulation is written as 1
+config_used = autofill.as_accelerate_passes(form.config) if form.target == "hf" else form.config
 if autos:
     st.subheader('What the HF Trainer fills into "auto"')
     st.caption('The Trainer replaces "auto" with its TrainingArguments at launch; give the values you will pass, '
                "so the batch and the memory estimate are computed with them.")
+    given = autofill.trainer_batch_arguments(form.config)
     cols = st.columns(2)
     with cols[0]:
         widgets.context_widget(st.number_input, "hf_micro_batch", "per_device_train_batch_size", step=1,
-                               disabled="train_micro_batch_size_per_gpu" not in autos and
-                               "train_batch_size" not in autos)
+                               disabled="per_device_train_batch_size" not in given)
     with cols[1]:
         widgets.context_widget(st.number_input, "hf_grad_accum", "gradient_accumulation_steps (TrainingArguments)",
-                               step=1, disabled="gradient_accumulation_steps" not in autos and
-                               "train_batch_size" not in autos)
+                               step=1, disabled="gradient_accumulation_steps" not in given)
     config_used = autofill.fill_batch_autos(form.config, int(ctx["hf_micro_batch"]), int(ctx["hf_grad_accum"]))
     if form.target != "hf":
         st.warning('The target is plain DeepSpeed, which does not fill "auto": it fails on these values. Switch '
@@ -92,14 +92,20 @@ elastic = elastic_section(form.config, ctx["version"]) is not None
 batch, unresolved = _trainer_batch(config_used, world, ctx["version"]) if autos else (form.report.batch, "")
 if batch is not None:
     rows = []
+    # under the HF Trainer accelerate writes a missing accumulation as 1, and DeepSpeed derives nothing from it
+    accelerate_writes = form.target == "hf" and not elastic and form.config.get(GA) is None and GA not in form.config
     for key in BATCH_KEYS:
         value = getattr(batch, key)
         source = ("filled by the HF Trainer" if key in autos else "computed by elastic training" if elastic
-                  else "derived by DeepSpeed" if key in batch.derived else "set in the config")
+                  else f"written as {autofill.ACCELERATE_ACCUMULATION} by accelerate (missing in the config)"
+                  if key == GA and accelerate_writes
+                  else "derived by DeepSpeed" if key in batch.derived or key not in form.config
+                  else "set in the config")
         rows.append({"Setting": key, "Value": shown_count(value),
                      "Source": source})  # text: ints may exceed int64
     tables.small_table(rows)
-    derived = "" if elastic else ", ".join(f"`{k}`" for k in batch.derived if k not in autos)
+    derived = "" if elastic else ", ".join(f"`{k}`" for k in BATCH_KEYS if k not in autos and k not in form.config
+                                           and not (k == GA and accelerate_writes))
     st.caption(
         f"On {batch.world_size:g} data-parallel GPUs: {shown_count(batch.train_batch_size)} = "
         f"{shown_count(batch.train_micro_batch_size_per_gpu)} × {shown_count(batch.gradient_accumulation_steps)} × "
@@ -107,12 +113,18 @@ if batch is not None:
         + (f" Derived: {derived}." if derived else "")
         + (" Elastic training computes all three and ignores the batch keys." if elastic else "")
         + (f' "auto" filled as the Trainer would: {", ".join(f"`{k}`" for k in autos)}.' if autos else "")
+        + (f" gradient_accumulation_steps is not in the config: accelerate writes it as "
+           f"{autofill.ACCELERATE_ACCUMULATION} (DeepSpeed does not derive it), so pass gradient_accumulation_steps="
+           f"{autofill.ACCELERATE_ACCUMULATION} to TrainingArguments, or write the accumulation."
+           if accelerate_writes else "")
     )
 elif autos:
     # the config alone is valid (the validator has no Trainer values); with the ones given it is not
     why = unresolved.rstrip(".") + "."
-    st.error(f"With per_device_train_batch_size {ctx['hf_micro_batch']} and gradient_accumulation_steps "
-             f"{ctx['hf_grad_accum']}, the batch does not resolve on {world} GPUs: {why} The HF Trainer refuses "
+    accum = shown_count(config_used[GA]) + (" (what accelerate writes for the missing key)" if GA not in form.config
+                                            else "")
+    st.error(f"With per_device_train_batch_size {shown_count(config_used.get(MB))} and gradient_accumulation_steps "
+             f"{accum}, the batch does not resolve on {world} GPUs: {why} The HF Trainer refuses "
              "this at launch (\"train_batch_size … vs hf train_batch_size (calculated) …\"): give TrainingArguments "
              "whose per-device batch × accumulation × data-parallel GPUs is the written train_batch_size, or make "
              'train_batch_size "auto" too.', icon=":material/error:")

@@ -181,7 +181,8 @@ hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MOD
                         '("auto") or pass the same values both ways.')
 app_state.keep("review_hf_mode")
 # the Trainer's batch arguments where the config says "auto": the values the Batch page and the memory use
-trainer_values = {name: int(ctx[key]) for name, key, path in HF_BATCH_ARGUMENTS if final.get(path) == "auto"}
+trainer_values = {name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS
+                  if name in autofill.trainer_batch_arguments(final)}
 # each launcher's file once, for its snippet and for the file shown under it
 exports = export.launcher_exports(final, ctx, hf_mode, trainer_values)
 LAUNCHER_FILES = {"accelerate launch": ("accelerate", *exports.accelerate),
