@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.autofill import (
+    ACCELERATE_ACCUMULATION,
     ACCELERATE_PLUGIN_PATHS,
     AUTO,
     FILLED_FROM,
@@ -23,7 +24,7 @@ from core.autofill import (
     find_auto,
     resolve_auto,
 )
-from core.batch import BATCH_KEYS, micro_and_accum_of, sequence_parallel_degree
+from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
 from core.findings import brief, delete_path, get_path, is_number, set_path, split_path
 from core.migrate import zero_section_form
@@ -146,12 +147,10 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
         notes.append(", ".join(f"{_HF_BATCH_KEYS[name]} {value}" for name, value in derived.items())
                      + f" written (what DeepSpeed derives from train_batch_size {_short(total)} on {world_size} "
                      "GPUs) and passed to the Trainer: without it the Trainer uses its default, and accelerate "
-                     "writes a missing gradient_accumulation_steps as 1, which trains another global batch or "
-                     "makes DeepSpeed refuse the batch sizes.")
-    elif is_number(total) and "per_device_train_batch_size" not in args:
-        notes.append(f"train_batch_size {_short(total)} is now \"auto\" and the Trainer computes it as "
-                     "per_device_train_batch_size × gradient_accumulation_steps × GPUs, with its defaults (8 and 1) "
-                     f"for what is not set; set both so the product is {_short(total)}.")
+                     f"writes a missing gradient_accumulation_steps as {ACCELERATE_ACCUMULATION}, which trains "
+                     "another global batch or makes DeepSpeed refuse the batch sizes.")
+    elif is_number(total):
+        notes.extend(_trainer_batch_differs(config, args, total, world_size))
     sp = sequence_parallel_degree(dict(config))
     if sp is not None:
         notes.append(f"sequence_parallel_size {sp}: the HF Trainer runs DeepSpeed's sequence parallelism only with "
@@ -174,6 +173,31 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                      f"{_short(args['learning_rate'])}; the HF Trainer requires them equal, so it now follows "
                      "learning_rate.")
     return out, args, notes
+
+
+def _trainer_batch_differs(config: Mapping[str, Any], args: Mapping[str, Any], total: float,
+                           world_size: int | None) -> list[str]:
+    """The note for a written train_batch_size the export makes "auto" while the Trainer's batch arguments (its
+    defaults for what is not passed) give another global batch on ``world_size`` GPUs; without a GPU count, the
+    note that the Trainer computes it when its per-device batch is not passed."""
+    names = ("per_device_train_batch_size", "gradient_accumulation_steps")
+    micro, accum = (args.get(name, HF_DEFAULTS[name]) for name in names)
+    if not isinstance(world_size, int) or world_size < 1:
+        return [] if "per_device_train_batch_size" in args else [
+            f"train_batch_size {_short(total)} is now \"auto\" and the Trainer computes it as "
+            "per_device_train_batch_size × gradient_accumulation_steps × GPUs, with its defaults (8 and 1) for what "
+            f"is not set; set both so the product is {_short(total)}."]
+    ranks = effective_world_size(dict(config), world_size)  # accelerate's data-parallel ranks (sequence parallel)
+    trains = micro * accum * ranks
+    if trains == total:
+        return []
+    defaults = [name for name in names if name not in args]
+    return [f"train_batch_size {_short(total)} is now \"auto\", and the Trainer computes it from its arguments: "
+            f"per_device_train_batch_size {micro} × gradient_accumulation_steps {accum} × {_short(ranks)} "
+            f"data-parallel GPUs = {_short(trains)}"
+            + (f" ({' and '.join(defaults)}: the Trainer's default{'s' * (len(defaults) > 1)})" if defaults else "")
+            + f", so it trains a global batch of {_short(trains)}, not {_short(total)}. Pass arguments whose product "
+            f"on {world_size} GPUs is {_short(total)} to train the written batch."]
 
 
 def _zero_as_section(config: dict[str, Any], notes: list[str]) -> None:
@@ -322,10 +346,11 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> t
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
         accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")
-        if accum is not None and accum != 1:  # 1 is what accelerate writes anyway
+        if accum is not None and accum != ACCELERATE_ACCUMULATION:  # what accelerate writes anyway
             out["gradient_accumulation_steps"] = accum
             notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
-                         "accelerate would otherwise write 1 and DeepSpeed would refuse the batch sizes.")
+                         f"accelerate would otherwise write {ACCELERATE_ACCUMULATION} and DeepSpeed would refuse the "
+                         "batch sizes.")
     return out, notes
 
 

@@ -822,3 +822,31 @@ def test_launcher_exports_remove_the_auto_that_is_there_and_no_other_value(expor
     assert not any("filled" in n and "custom_list" in n for n in notes), notes
     # the top-level key "" has the path "" (an IndexError once lists were told apart)
     assert "" not in accelerate_export({**config, "": "auto"}, {"world_size": 1})[0]
+
+
+STARCODER_Z3 = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "bigcode-project__starcoder" / \
+    "chat__deepspeed_z3_config_bf16.json"
+
+
+@pytest.mark.parametrize(("trainer_values", "trains"), [
+    ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1}, 16),
+    ({"per_device_train_batch_size": 2}, 16),
+    ({}, 64),  # the Trainer's defaults, 8 and 1
+    ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}, 32),
+])
+def test_hf_export_says_when_the_trainers_arguments_train_another_batch_than_the_written_one(trainer_values, trains):
+    """starcoder's ZeRO-3 config writes train_batch_size 32 beside an "auto" micro batch and accumulation: with
+    per-device 2 and accumulation 1 on 8 GPUs the export made it "auto" and said nothing, and the Trainer trains 16."""
+    if not STARCODER_Z3.is_file():
+        pytest.skip(f"{STARCODER_Z3} not found")
+    from core.launchers import hf_trainer_export
+
+    config = json.loads(STARCODER_Z3.read_text())
+    assert config["train_batch_size"] == 32
+    out, kwargs, notes = hf_trainer_export(config, "auto", trainer_values, world_size=8)
+    given = _trainer_accepts(out, {**kwargs, "bf16": True}, world_size=8)
+    assert given["train_batch_size"] == trains
+    said = [n for n in notes if n.startswith("train_batch_size 32 is now")]
+    assert bool(said) == (trains != 32)
+    if said:
+        assert f"= {trains}" in said[0] and f"global batch of {trains}, not 32" in said[0]
