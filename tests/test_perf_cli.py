@@ -106,8 +106,9 @@ def test_predict_json_names_the_gpu_the_gpu_count_and_the_shape(config_file):
     assert data["cluster"]["inter_node_gbit_s"] == 1600 and data["cluster"]["gpu_memory_gib"] == 80
     assert data["shape"] == {"micro_batch": 2, "seq_len": 2048, "attention": "eager", "recompute": "full"}
     first = run(argv)[1].splitlines()[0]
-    assert first.startswith("meta-llama/Llama-2-7b-hf on 2 x 8 NVIDIA A100 80GB (1600 Gbit/s per node); micro "
-                            "batch 2 x 4 accumulation, seq 2048, eager attention, recompute full")
+    assert first.startswith("meta-llama/Llama-2-7b-hf on 2 x 8 NVIDIA A100 80GB (1600 Gbit/s per node, the GPU's "
+                            "reference system: --network to change); micro batch 2 x 4 accumulation, seq 2048, "
+                            "eager attention, recompute full")
 
 
 def test_predict_calibrates_to_a_measured_step(config_file):
@@ -323,7 +324,8 @@ def test_predict_says_the_network_and_attention_it_assumed(config_file):
     """The network alone changes a 2-node ZeRO-3 step ~7x: the text names the one assumed (the GPU's default)."""
     code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER])
     first = text.splitlines()[0]
-    assert code == 0 and "(1600 Gbit/s per node)" in first and "flash attention, recompute none" in first
+    assert code == 0 and "(1600 Gbit/s per node, the GPU's reference system: --network to change)" in first
+    assert "flash attention, recompute none" in first
     code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER, "--network",
                       "100", "--attention", "eager"])
     assert "(100 Gbit/s per node)" in text.splitlines()[0] and "eager attention" in text.splitlines()[0]
@@ -447,7 +449,7 @@ def test_predict_sizes_a_config_without_batch_keys_as_fit_does(tmp_path, capsys)
     path.write_text(json.dumps(config))
     argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100 80"]
     code, text = run(argv)
-    micro, said = micro_batch_when_unsaid(config)
+    micro, said = micro_batch_when_unsaid(config, 8)
     assert code == 0 and micro == 1 and "is not set" in said
     assert "; micro batch 1 x 1 accumulation," in text.splitlines()[0] and f"caveat: {said}" in text
     data = json.loads(run([*argv, "--format", "json"])[1])
@@ -498,7 +500,7 @@ def test_plan_sweep_memory_floor_keeps_the_rows_margin():
             "14336", "--global-batch", "8", "--sweep", "--top", "1"]
     data = json.loads(run([*argv, "--format", "json"])[1])
     assert data["memory_min_gpus"] == 22
-    assert "the offload that needs fewest, at most 95% of GPU memory as above: 22 GPUs)" in run(argv)[1]
+    assert "the offload that needs fewest, at most 95% of GPU memory as above: 22 GPUs, 3 nodes of 8)" in run(argv)[1]
 
 
 def test_predict_shows_small_times_in_their_unit_and_never_a_zero(tmp_path):

@@ -17,10 +17,13 @@ from typing import Any, TextIO
 
 from core.batch import (
     BATCH_KEYS,
+    GA,
     MB,
+    TB,
     batch_suggestions,
     effective_world_size,
     micro_batch_of,
+    positive_whole,
     resolve_batch,
     shown,
 )
@@ -260,17 +263,35 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
     return resolved
 
 
-def micro_batch_when_unsaid(config: dict[str, Any]) -> tuple[int, str]:
-    """The micro batch a sizing command uses when neither the config nor --micro-batch gives one, and the words
-    saying so (as the app says them): the HF Trainer's default per_device_train_batch_size for "auto" (8, as the
-    app's Batch page starts), else 1."""
+def micro_batch_when_unsaid(config: dict[str, Any], gpus: int,
+                            grad_accum: int | None = None) -> tuple[int, str]:
+    """The micro batch a sizing command uses on ``gpus`` GPUs when neither the config nor --micro-batch gives one,
+    and the words saying so (as the app says them). For "auto", the HF Trainer's per_device_train_batch_size: the
+    one a written train_batch_size leaves (DeepSpeed's derivation, ``micro_batch_of``, with the Trainer's
+    accumulation: ``grad_accum`` (--gradient-accumulation-steps) or its default 1 for an "auto" one; the Trainer
+    refuses any other), else its default (8, as the app's Batch page starts); 1 when nothing is written."""
     from core.autofill import HF_DEFAULTS
 
-    written = config.get("train_micro_batch_size_per_gpu")
+    written = config.get(MB)
     if written == "auto":
-        micro = HF_DEFAULTS["per_device_train_batch_size"]
-        return micro, (f'micro batch {micro} assumed: "auto" is filled by the HF Trainer from '
-                       "per_device_train_batch_size, whose default it is (--micro-batch sets another)")
+        default = HF_DEFAULTS["per_device_train_batch_size"]
+        total = config.get(TB)
+        if positive_whole(total) is not None:  # written: it decides the per-device batch
+            accum = config.get(GA)
+            if accum == "auto":
+                accum = grad_accum or HF_DEFAULTS["gradient_accumulation_steps"]
+            trainer = {key: value for key, value in {TB: total, GA: accum}.items() if value is not None}
+            micro = micro_batch_of({**config, **trainer, MB: None}, gpus)
+            if micro is not None:
+                return micro, (f'micro batch {micro} assumed: "auto" is filled by the HF Trainer from '
+                               f"per_device_train_batch_size, which must be {micro} for the written "
+                               f"train_batch_size {shown(total)} on {gpus} GPUs (the Trainer refuses any other)")
+            return default, (f'micro batch {default} assumed: "auto" is filled by the HF Trainer from '
+                             f"per_device_train_batch_size, whose default it is, but no per-device batch gives the "
+                             f"written train_batch_size {shown(total)} on {gpus} GPUs: the Trainer refuses the "
+                             "config (--micro-batch sets another)")
+        return default, (f'micro batch {default} assumed: "auto" is filled by the HF Trainer from '
+                         "per_device_train_batch_size, whose default it is (--micro-batch sets another)")
     what = "not set" if written is None else "not resolvable"
     return 1, f"micro batch 1 assumed: the config's micro batch is {what} (--micro-batch sets another)"
 

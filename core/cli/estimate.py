@@ -220,7 +220,7 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         written = config_micro_batch(ds_config, hw.total_gpus, args.micro_batch, override=True)
         micro_batch = args.micro_batch or written
         if micro_batch is None:  # nothing says it: assumed, and the notes say so when a config was given
-            micro_batch, said = micro_batch_when_unsaid(ds_config)
+            micro_batch, said = micro_batch_when_unsaid(ds_config, hw.total_gpus)
             refused = said if args.config is not None else None
         if args.micro_batch and written is not None and written != args.micro_batch:
             # estimate sizes what it is asked, but says that DeepSpeed would run the config's own

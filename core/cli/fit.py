@@ -93,7 +93,7 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
                          args.nvme)
     written = config.get("train_micro_batch_size_per_gpu")
     resolved = config_micro_batch(config, args.gpus, args.micro_batch, override=False)
-    unsaid, said = micro_batch_when_unsaid(config)
+    unsaid, said = micro_batch_when_unsaid(config, args.gpus, args.gradient_accumulation_steps)
     micro = args.micro_batch or resolved or unsaid
     assumed = "" if resolved and not args.micro_batch else \
         f" (micro batch given: the config says {json.dumps(written)})" if args.micro_batch else f" ({said})"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -71,7 +72,7 @@ from core.perf import (
     step_seconds_from_log,
 )
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
-from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, NVME_GBYTE_S_DEFAULT
+from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
 
 
@@ -244,7 +245,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json_report(data))
         return verdict
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
-              f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node, {_node_storage(cluster)} each), seq "
+              f"({_network_text(args, cluster)}; {_node_storage(cluster)} each), seq "
               f"{args.seq_len}, global batch {args.global_batch}, {args.precision}, {args.attention} attention\n")
     out.write(f"{int(table['fits'].sum())} of {len(table)} candidates fit; fastest first.\n")
     out.write(f"{table.attrs['fits_rule']}.\n")
@@ -295,7 +296,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                    else "Nothing fits at any size in the sweep")
                   + " (memory floor with ZeRO-3, micro batch 1, full recompute and the offload that needs fewest, "
                   + f"at most {1 - sweep.attrs['memory_headroom']:.0%} of GPU memory as above: "
-                  + (f"{floor} GPU{'s' if floor != 1 else ''})\n" if floor is not None
+                  + (f"{_gpus_in_nodes(floor, cluster.gpus_per_node)})\n" if floor is not None
                      else "no GPU count fits, up to 1,024 nodes)\n"))
     for caveat in table.attrs["caveats"]:
         out.write(f"caveat (fastest fitting config): {caveat}\n")
@@ -303,6 +304,25 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
     return verdict
+
+
+def _gpus_in_nodes(gpus: int, per_node: int) -> str:
+    """A GPU count, and the whole nodes of ``per_node`` it takes when it is not a whole number of them ("36 GPUs,
+    5 nodes of 8": the memory floor counts GPUs, a cluster is rented by the node)."""
+    nodes = -(-gpus // per_node)
+    whole = "" if gpus % per_node == 0 else f", {nodes} node{'s' if nodes != 1 else ''} of {per_node}"
+    return f"{gpus} GPU{'s' if gpus != 1 else ''}{whole}"
+
+
+def _network_text(args: argparse.Namespace, cluster: Cluster) -> str:
+    """The network between nodes as the prediction assumed it, and, when --network was not given, where the
+    figure comes from (the GPU's reference system, or one 100G NIC for PCIe-card servers) and how to change it."""
+    gbit = f"{cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node"
+    if args.network is not None:
+        return gbit
+    source = ("the GPU's reference system" if cluster.gpu in DEFAULT_NETWORK_GBIT_S
+              else "one NIC, as in PCIe-card servers")
+    return f"{gbit}, {source}: --network to change"
 
 
 def _node_storage(cluster: Cluster) -> str:
@@ -327,7 +347,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                                   override=args.gradient_accumulation_steps is not None)
     micro, micro_assumed = args.micro_batch or resolved, None
     if micro is None:  # "auto" or not set: assumed as fit, estimate and the app assume it, and said
-        micro, micro_assumed = micro_batch_when_unsaid(config)
+        micro, micro_assumed = micro_batch_when_unsaid(config, cluster.total_gpus,
+                                                          args.gradient_accumulation_steps)
     if args.gradient_accumulation_steps is not None:
         config = _hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
@@ -385,6 +406,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)
     notes = [*_model_notes(spec), *est.notes]
+    uses = _rates_used(config, spec, cluster, shape, est.step_seconds) if measured is not None else {}
     if args.format == "json":
         data = {"model": spec.name, **est.to_dict(), "caveats": caveats, "notes": notes,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
@@ -397,20 +419,28 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             data["calibration"] = {"measured_step_seconds": measured, "uncalibrated_step_seconds": before.step_seconds,
                                    "efficiency": cluster.efficiency.__dict__,
                                    "cpu_adam_params_per_s": cluster.cpu_adam_rate, "reached": refused is None,
+                                   "step_uses": uses,
                                    **({"refused": refused} if refused else {})}
         out.write(json_report(data))
         return EXIT_OK
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
-              f"({cluster.resolved()['inter_node_gbit_s']:g} Gbit/s per node); micro batch {micro} x "
+              f"({_network_text(args, cluster)}); micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}, {args.attention} attention, "
               f"recompute {args.recompute}\n")
     out.write(f"step: {duration_text(est.step_seconds)}   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
               f"{est.tflops_per_gpu:.1f} (hardware {est.hardware_tflops_per_gpu:.1f})   MFU: {percent_text(est.mfu)}\n")
     if measured is not None and refused is None:
+        fitted = [f"compute efficiency {cluster.efficiency.compute:.2f}"]
+        if uses["link"]:
+            fitted.append(f"link efficiency {cluster.efficiency.link:.2f}")
+        if uses["cpu_adam"]:
+            fitted.append(f"CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node")
+        unused = [what for key, what in (("link", "link efficiency"), ("cpu_adam", "CPU-Adam rate")) if not uses[key]]
         out.write(f"calibrated to a measured {duration_text(measured)} (uncalibrated prediction "
-                  f"{duration_text(before.step_seconds)}): "
-                  f"compute efficiency {cluster.efficiency.compute:.2f}, link efficiency "
-                  f"{cluster.efficiency.link:.2f}, CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node\n")
+                  f"{duration_text(before.step_seconds)}): {', '.join(fitted)}"
+                  + (f" ({' and '.join(unused)} not fitted: this config's step does not depend on "
+                     f"{'it' if len(unused) == 1 else 'them'})" if unused else "")
+                  + "\n")
     out.write("\nCritical path:\n")
     for name, sec in sorted(est.breakdown.items(), key=lambda kv: -kv[1]):
         out.write(f"  {name:58s} {duration_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
@@ -424,6 +454,17 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     for note in notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
+
+
+def _rates_used(config: dict[str, Any], spec: models.ModelSpec, cluster: Cluster, shape: Shape,
+                step_seconds: float) -> dict[str, bool]:
+    """Which of the rates a calibration fits besides the compute efficiency the step of ``config`` depends on:
+    the link efficiency (collectives, PCIe and NVMe transfers) and the CPU optimizer's rate (offload_optimizer),
+    found by halving each: a step that does not change does not say anything about it."""
+    slower = {"link": replace(cluster, efficiency=replace(cluster.efficiency, link=cluster.efficiency.link / 2)),
+              "cpu_adam": replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate / 2)}
+    return {key: predict(config, spec, changed, shape).step_seconds != step_seconds
+            for key, changed in slower.items()}
 
 
 def _read_log(path: Path) -> tuple[str, str | None]:
