@@ -410,8 +410,16 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed reads type and params from it. The fix removes it (pass your own optimizer instead).",
        {**B, "optimizer": None}),
     _c("optimizer.params-not-object", "error", "parse", False, "optimizer.params is not an object.",
-       "DeepSpeed passes the params as keyword arguments to the optimizer.",
+       "DeepSpeed passes the params as keyword arguments to the optimizer. \"auto\" is no exception: the HF "
+       "Trainer fills the \"auto\" values inside params, and fails on a whole \"auto\" section.",
        {**B, "optimizer": {"type": "AdamW", "params": [1]}}),
+    _c("scheduler.params-not-object", "error", "parse", False, "scheduler.params is not an object.",
+       "The engine builds the scheduler as cls(optimizer, **params), which fails on anything but an object. "
+       "\"auto\" is no exception: the HF Trainer fills the \"auto\" values inside params, and fails on a whole "
+       "\"auto\" section (AttributeError: 'str' object has no attribute 'get'). The fix writes {} (the "
+       "scheduler's defaults).",
+       {**B, "scheduler": {"type": "WarmupLR", "params": "auto"}, "zero_optimization": {"stage": 2}},
+       settings={"target": "hf"}),
     _c("optimizer.type-not-string", "error", "parse", False, "optimizer.type is not a string.",
        "DeepSpeed calls .lower() on it while reading the config.",
        {**B, "optimizer": {"type": 3, "params": {}}}),

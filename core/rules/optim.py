@@ -67,6 +67,22 @@ def _not_object(code: str, key: str, section: Any, suggestion: str | None) -> Fi
     )
 
 
+def _params_not_object(ctx: Context, section: str, params: Any, example: str) -> Finding:
+    """The error for an ``optimizer`` or ``scheduler`` section whose ``params`` is not an object (``"auto"``
+    included: the HF Trainer fills keys inside it, never a whole section)."""
+    path = f"{section}.params"
+    hf = (" The HF Trainer fails before that: it fills the \"auto\" values inside params and calls .get on it "
+          "(AttributeError).") if ctx.is_hf else ""
+    return Finding(
+        "error", f"{section}.params-not-object", path,
+        f"{path} is {brief(params)}; DeepSpeed fails reading it (it expects an object of keyword arguments such as "
+        f"{example}).{hf}",
+        suggestion="Write the parameters as an object" + (" (each may be \"auto\")" if ctx.is_hf else "")
+        + ", or {} for the defaults.",
+        fix=set_fix(path, {}), page="optimizer",
+    )
+
+
 def optimizer(ctx: Context) -> Iterator[Finding]:
     """optimizer.type and optimizer.params as DeepSpeed parses and then builds them."""
     if "optimizer" not in ctx.config:
@@ -80,12 +96,7 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
     params = section.get("params")
     # DeepSpeed only reads optimizer.params when optimizer.type is set.
     if name is not None and params is not None and not isinstance(params, dict):
-        yield Finding(
-            "error", "optimizer.params-not-object", "optimizer.params",
-            f"optimizer.params is {brief(params)}; DeepSpeed fails reading it (it expects an object of keyword "
-            "arguments such as {\"lr\": 0.0001}).",
-            fix=set_fix("optimizer.params", {}), page="optimizer",
-        )
+        yield _params_not_object(ctx, "optimizer", params, "{\"lr\": 0.0001}")
     if name is not None and isinstance(params, dict):
         yield from _forbidden_params(params)
     if name is None:
@@ -432,6 +443,7 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
         )
         params = {}
     if not isinstance(params, dict):
+        yield _params_not_object(ctx, "scheduler", params, "{\"warmup_num_steps\": 1000}")
         return
     if spec is None:
         yield from _torch_scheduler_params(name, params)
