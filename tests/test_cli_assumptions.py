@@ -94,3 +94,38 @@ def test_an_auto_micro_batch_follows_the_written_train_batch_size(command, tmp_p
     # a train_batch_size no per-device batch gives: the Trainer's default, and the contradiction said
     (tmp_path / "ds.json").write_text(json.dumps({"train_batch_size": 12, "train_micro_batch_size_per_gpu": "auto"}))
     assert "no per-device batch gives the written train_batch_size 12 on 8 GPUs" in run(argv)[1]
+
+
+def test_the_sweep_table_is_formatted_as_the_ranked_one_with_units():
+    """The sweep printed pandas' raw floats without units (3.102028, 49.632454, 1.462525e+00, True); it now
+    prints as the ranked table: times with their unit, yes/NO, the ranked table's decimals, units in the headers."""
+    text = run(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--global-batch", "64", "--tokens",
+                "1e9", "--price", "2", "--top", "4", "--sweep"])[1]
+    table = text.split("(best fitting config each):\n")[1].split("\nLeft out")[0].splitlines()
+    assert table[0].split() == ["nodes", "GPUs", "fits", "stage", "offload(opt/param)", "zero++", "micro",
+                                "recompute", "step", "tok/s", "TFLOPs/GPU", "hours", "cost", "USD"]
+    first = table[1].split()
+    assert first[:3] == ["1", "8", "yes"] and first[5] in ("yes", "no") and first[9] in ("s", "ms")
+    assert first[10].isdigit() and len(first[11].split(".")[1]) == 1  # tok/s whole, TFLOPs one decimal
+    assert not any(word in line for line in table for word in ("True", "False", "e+0", "nan"))
+
+
+def test_huge_values_are_printed_compactly(tmp_path):
+    """--network 1e-9 and --cpu-adam 1e-9 (accepted) printed '80016189440.502 s' steps, 18-digit hours and
+    31-digit costs, and tok/s of 0; such values are now in scientific notation, in every table and in predict."""
+    from core.cli.plan import _number_text, _seconds_text
+
+    assert _seconds_text(8.0016e10) == "8e+10 s" and _seconds_text(1.4625) == "1.462 s"
+    assert _number_text(1.7e17, 1) == "1.7e+17" and _number_text(2.7e24, 0, grouped=True) == "2.7e+24"
+    assert _number_text(1.6e-6, 0) == "1.6e-06" and _number_text(89620.4, 0) == "89620"
+    assert _number_text(0.0, 1) == "0.0" and _number_text(12345.6, 0, grouped=True) == "12,346"
+    slow = ["--nodes", "2", "--network", "1e-9", "--cpu-adam", "1e-9"]
+    text = run(["plan", *LLAMA, "--gpu", "H100", "--global-batch", "64", *slow, "--tokens", "1e15", "--price",
+                "1e6", "--top", "3", "--sweep"])[1]
+    config = _config(tmp_path, {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
+                                "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})
+    text += run(["predict", config, *LLAMA, "--gpu", "H100", *slow])[1]
+    numbers = [word for line in text.splitlines() if not line.lstrip().startswith(('"', "{", "}"))
+               for word in line.replace(",", "").split() if word.replace(".", "").isdigit()]
+    assert numbers and max(len(word) for word in numbers) <= 9, max(numbers, key=len)
+    assert "e+" in text and "tokens/s: 0 " not in text

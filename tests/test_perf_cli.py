@@ -184,8 +184,8 @@ def test_plan_json_sweep_is_strict_json_where_a_size_does_not_fit():
                       "64", "--cpu-ram", "32", "--sweep", "--top", "1"])
     sweep = text.split("node count")[1].split("Smallest")[0].splitlines()[2:]
     assert code == 1 and sweep and not any("NaN" in line or ".0 " in line for line in sweep)
-    assert any(line.split()[2] == "True" and line.split()[3] == "3" for line in sweep)
-    assert any(line.split()[2:4] == ["False", "-"] for line in sweep)
+    assert any(line.split()[2] == "yes" and line.split()[3] == "3" for line in sweep)
+    assert any(line.split()[2:4] == ["NO", "-"] for line in sweep)
 
 
 def test_gpu_is_read_as_fit_reads_it(capsys):

@@ -186,14 +186,50 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
 
 
-def _table_text(frame: pd.DataFrame) -> str:
-    """A frame as a text table where a missing value (a sweep size where nothing fits) is "-" in every column
-    and integer columns print as integers."""
-    shown = frame.copy()
-    for col in shown.columns:
-        if not pd.api.types.is_float_dtype(shown[col]):
-            shown[col] = shown[col].astype(object).where(shown[col].notna(), "-")
-    return shown.to_string(index=False, na_rep="-")
+#: From here on, and where fixed decimals would round a non-zero value to 0, a number is printed in scientific
+#: notation with 3 significant digits: absurd but accepted rates (--network 1e-9) give 22-digit step times and
+#: costs that say no more than their exponent.
+COMPACT_FROM = 1e9
+
+
+def _number_text(value: float, decimals: int, grouped: bool = False) -> str:
+    """``value`` with ``decimals`` (thousands grouped when ``grouped``), or as ``3.1e+17`` where that would be
+    beyond ``COMPACT_FROM`` or read 0."""
+    if value and (abs(value) >= COMPACT_FROM or round(value, decimals) == 0):
+        return f"{value:.3g}"
+    return f"{value:{',' if grouped else ''}.{decimals}f}"
+
+
+def _seconds_text(seconds: float) -> str:
+    """A time as ``duration_text`` writes it (s, ms or µs), in scientific notation beyond ``COMPACT_FROM``."""
+    return f"{seconds:.3g} s" if abs(seconds) >= COMPACT_FROM else duration_text(seconds)
+
+
+def _sweep_text(sweep: pd.DataFrame) -> str:
+    """The sweep as a text table formatted as the ranked one (times with their unit, yes/no, the same decimals,
+    units in the headers), "-" where nothing fits at a size."""
+    columns = ["nodes", "GPUs", "fits", "stage", "offload(opt/param)", "zero++", "micro", "recompute", "step",
+               "tok/s", "TFLOPs/GPU"]
+    hours_decimals = decimals_for(sweep["hours"].dropna(), 1) if "hours" in sweep else 0
+    cost_decimals = decimals_for(sweep["cost"].dropna(), 0) if "cost" in sweep else 0
+    columns += ["hours"] * ("hours" in sweep) + ["cost USD"] * ("cost" in sweep)
+    rows = []
+    for row in sweep.itertuples():
+        cells = [str(row.nodes), str(row.total_gpus), "yes" if row.fits else "NO"]
+        if not row.fits:
+            rows.append(cells + ["-"] * (len(columns) - len(cells)))
+            continue
+        cells += [str(int(row.stage)), f"{row.offload_optimizer}/{row.offload_param}", "yes" if row.zeropp else "no",
+                  str(int(row.micro_batch)), row.recompute, _seconds_text(row.step_seconds),
+                  _number_text(row.tokens_per_second, 0), _number_text(row.tflops_per_gpu, 1)]
+        if "hours" in sweep:
+            cells.append(_number_text(row.hours, hours_decimals))
+        if "cost" in sweep:
+            cells.append(_number_text(row.cost, cost_decimals, grouped=True))
+        rows.append(cells)
+    widths = [max(len(text) for text in column) for column in zip(columns, *rows, strict=True)]
+    return "\n".join(" ".join(f"{text:>{width}}" for text, width in zip(line, widths, strict=True))
+                     for line in [columns, *rows])
 
 
 def _default_seq_len(args: argparse.Namespace, spec: models.ModelSpec) -> None:
@@ -266,12 +302,13 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         offload = f"{row.offload_optimizer}/{row.offload_param}"
         line = (f"{i:>3} {row.stage:>5} {offload:>18} {'yes' if row.zeropp else 'no':>6} "
                 f"{row.micro_batch:>5} {row.gradient_accumulation_steps:>5} {row.recompute:>9} "
-                f"{'yes' if row.fits else 'NO':>5} {row.gpu_peak_gib:8.1f} {duration_text(row.step_seconds):>10} "
-                f"{row.tokens_per_second:9.0f} {row.tflops_per_gpu:7.1f} {percent_text(row.mfu):>4}")
+                f"{'yes' if row.fits else 'NO':>5} {row.gpu_peak_gib:8.1f} {_seconds_text(row.step_seconds):>10} "
+                f"{_number_text(row.tokens_per_second, 0):>9} {_number_text(row.tflops_per_gpu, 1):>7} "
+                f"{percent_text(row.mfu):>4}")
         if "hours" in table:
-            line += f" {row.hours:{hours_width}.{hours_decimals}f}"
+            line += f" {_number_text(row.hours, hours_decimals):>{hours_width}}"
         if "cost" in table:
-            line += f" {row.cost:{cost_width},.{cost_decimals}f}"
+            line += f" {_number_text(row.cost, cost_decimals, grouped=True):>{cost_width}}"
         out.write(line + "\n")
     best = table.iloc[0]
     if best["fits"]:
@@ -285,7 +322,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                   "(--nvme GIB), which the CPU and NVMe offload candidates need.\n")
     if sweep is not None:
         out.write("\nTime and cost against the node count (best fitting config each):\n")
-        out.write(_table_text(sweep) + "\n")
+        out.write(_sweep_text(sweep) + "\n")
         if skipped := sweep.attrs["skipped"]:
             nodes = [s["nodes"] for s in skipped]
             out.write(f"Left out: {', '.join(map(str, nodes))} node{'' if nodes == [1] else 's'} "
@@ -427,8 +464,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
               f"({_network_text(args, cluster)}); micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}, {args.attention} attention, "
               f"recompute {args.recompute}\n")
-    out.write(f"step: {duration_text(est.step_seconds)}   tokens/s: {est.tokens_per_second:,.0f}   TFLOPs/GPU: "
-              f"{est.tflops_per_gpu:.1f} (hardware {est.hardware_tflops_per_gpu:.1f})   MFU: {percent_text(est.mfu)}\n")
+    out.write(f"step: {_seconds_text(est.step_seconds)}   tokens/s: {_number_text(est.tokens_per_second, 0, True)}   "
+              f"TFLOPs/GPU: {_number_text(est.tflops_per_gpu, 1)} (hardware "
+              f"{_number_text(est.hardware_tflops_per_gpu, 1)})   MFU: {percent_text(est.mfu)}\n")
     if measured is not None and refused is None:
         fitted = [f"compute efficiency {cluster.efficiency.compute:.2f}"]
         if uses["link"]:
@@ -436,18 +474,18 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if uses["cpu_adam"]:
             fitted.append(f"CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node")
         unused = [what for key, what in (("link", "link efficiency"), ("cpu_adam", "CPU-Adam rate")) if not uses[key]]
-        out.write(f"calibrated to a measured {duration_text(measured)} (uncalibrated prediction "
-                  f"{duration_text(before.step_seconds)}): {', '.join(fitted)}"
+        out.write(f"calibrated to a measured {_seconds_text(measured)} (uncalibrated prediction "
+                  f"{_seconds_text(before.step_seconds)}): {', '.join(fitted)}"
                   + (f" ({' and '.join(unused)} not fitted: this config's step does not depend on "
                      f"{'it' if len(unused) == 1 else 'them'})" if unused else "")
                   + "\n")
     out.write("\nCritical path:\n")
     for name, sec in sorted(est.breakdown.items(), key=lambda kv: -kv[1]):
-        out.write(f"  {name:58s} {duration_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
+        out.write(f"  {name:58s} {_seconds_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
     if est.hidden:
         out.write("Hidden behind compute:\n")
         for name, sec in est.hidden.items():
-            out.write(f"  {name:58s} {duration_text(sec):>10}\n")
+            out.write(f"  {name:58s} {_seconds_text(sec):>10}\n")
     out.write(f"\nBottleneck: {est.bottleneck}\n")
     for caveat in caveats:
         out.write(f"caveat: {caveat}\n")
