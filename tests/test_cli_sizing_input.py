@@ -247,3 +247,37 @@ def test_a_gpu_name_sharing_no_number_with_the_catalog_gets_no_guess(capsys):
     code, _ = run(["plan", "--model", "openai-community/gpt2", "--global-batch", "8", "--gpu", "TPU v5"])
     err = capsys.readouterr().err
     assert code == 2 and "did you mean" not in err and "pick one of: NVIDIA H100 80GB" in err
+
+
+@pytest.mark.parametrize("command", ["plan", "predict", "estimate"])
+def test_a_bad_size_in_an_hf_config_names_the_file_given(command, tmp_path, capsys):
+    """A bad size in --hf-config m.json was "llama config.json: 'hidden_size' must be an integer": the file's name
+    was never said (and a missing size offered "or enter the parameter counts by hand", the app's way out); the
+    sizes' messages now start with "--hf-config m.json (llama)", as describe's own do."""
+    from core.models.arch import ConfigReader, ModelConfigError
+
+    config = tmp_path / "c.json"
+    config.write_text("{}")
+    hf = tmp_path / "m.json"
+    argv = {"plan": ["plan", "--gpu", "H100", "--global-batch", "64"],
+            "predict": ["predict", str(config), "--gpu", "H100"], "estimate": ["estimate"]}[command]
+    for text, said in (('{"model_type": "llama", "hidden_size": "x"}', "'hidden_size' must be an integer, got 'x'"),
+                       ('{"model_type": "gpt2", "n_embd": 768, "n_head": 5}', "'n_embd' (768) must be a multiple"),
+                       ('{"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 3}',
+                        "'num_experts_per_tok' (3) is more than")):
+        hf.write_text(text)
+        code, _ = run([*argv, "--hf-config", str(hf)])
+        err = capsys.readouterr().err
+        model_type = json.loads(text)["model_type"]
+        assert code == 2 and f"error: --hf-config {hf} ({model_type}): {said}" in err, err
+        assert "config.json" not in err
+    # a size with no default (none is missing from a family today): the command's way out, through describe
+    way = "give a catalog model with --model instead"
+    with pytest.raises(ModelConfigError) as given:
+        ConfigReader({}, "llama", "--hf-config m.json", way).int("hidden_size")
+    assert str(given.value) == ("--hf-config m.json (llama): 'hidden_size' is missing; add it (a positive integer) "
+                                f"or {way}.")
+    with pytest.raises(ModelConfigError) as app:
+        ConfigReader({}, "llama").int("hidden_size")
+    assert str(app.value).startswith("config.json (llama): 'hidden_size' is missing")
+    assert str(app.value).endswith(" or enter the total and largest-layer parameter counts by hand.")

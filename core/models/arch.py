@@ -125,12 +125,24 @@ SIZE_KEYS = frozenset({"hidden_size", "n_embd", "d_model", "num_hidden_layers", 
                        "num_attention_heads", "n_head", "intermediate_size", "d_ff", "ffn_dim", "vocab_size"})
 
 
-class ConfigReader:
-    """Typed reads from a config dict with family defaults; bad values raise ModelConfigError."""
+#: What a message names the model's config as when the caller does not say (the app); the CLI says
+#: ``--hf-config PATH``.
+DEFAULT_SOURCE = "config.json"
+#: What a message offers when the model cannot be described and the caller does not say (the app's way out).
+BY_HAND = "enter the total and largest-layer parameter counts by hand"
 
-    def __init__(self, cfg: Mapping[str, Any], model_type: str):
+
+class ConfigReader:
+    """Typed reads from a config dict with family defaults; bad values raise ModelConfigError naming ``source``
+    (the file, as the caller calls it) and, for a missing size, ``instead`` (the caller's way out)."""
+
+    def __init__(self, cfg: Mapping[str, Any], model_type: str, source: str = DEFAULT_SOURCE,
+                 instead: str = BY_HAND):
         self.cfg = cfg
         self.model_type = model_type
+        self.source, self.instead = source, instead
+        #: What every message starts with: the file and its model type ("--hf-config m.json (llama)").
+        self.where = f"{source} ({model_type})"
         #: the integer keys read from the family's defaults (the file did not give them), in reading order
         self.defaulted: list[str] = []
 
@@ -150,13 +162,12 @@ class ConfigReader:
         if value is None:
             if default is None:
                 raise ModelConfigError(
-                    f"{self.model_type} config.json: '{keys[0]}' is missing; add it (a positive integer) "
-                    "or enter the parameter counts by hand."
+                    f"{self.where}: '{keys[0]}' is missing; add it (a positive integer) or {self.instead}."
                 )
             if default < minimum:
                 raise ModelConfigError(
-                    f"{self.model_type} config.json: '{keys[0]}' is missing and derives to {default} from the other "
-                    f"sizes; set it explicitly (>= {minimum})."
+                    f"{self.where}: '{keys[0]}' is missing and derives to {default} from the other sizes; set it "
+                    f"explicitly (>= {minimum})."
                 )
             if keys[0] in SIZE_KEYS and keys[0] not in self.defaulted:
                 self.defaulted.append(keys[0])
@@ -167,18 +178,16 @@ class ConfigReader:
             or (isinstance(value, float) and not math.isfinite(value))
             or int(value) != value
         ):
-            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be an integer, got "
-                                   f"{value!r}.")
+            raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be an integer, got {value!r}.")
         if value < minimum:
-            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be >= {minimum}, got "
-                                   f"{value}.")
+            raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be >= {minimum}, got {value}.")
         return int(value)
 
     def require_multiple(self, whole_key: str, whole: int, part_key: str, part: int, why: str) -> None:
         """ModelConfigError unless ``part`` divides ``whole`` (``why``: what in transformers needs it)."""
         if whole % part:
-            raise ModelConfigError(f"{self.model_type} config.json: '{whole_key}' ({whole}) must be a multiple of "
-                                   f"'{part_key}' ({part}): {why}.")
+            raise ModelConfigError(f"{self.where}: '{whole_key}' ({whole}) must be a multiple of '{part_key}' "
+                                   f"({part}): {why}.")
 
     def require_even_rotary(self, head_dim: int, fraction_key: str | None = None, default_fraction: float = 1.0,
                             head_dim_from: str = "head_dim") -> None:
@@ -193,15 +202,16 @@ class ConfigReader:
             nested = self.cfg.get("rope_parameters")
             if self.cfg.get(fraction_key) is None and isinstance(nested, Mapping) \
                     and nested.get("partial_rotary_factor") is not None:
-                fraction = ConfigReader(nested, self.model_type).float("partial_rotary_factor", default=fraction)
+                nested_reader = ConfigReader(nested, self.model_type, self.source, self.instead)
+                fraction = nested_reader.float("partial_rotary_factor", default=fraction)
             else:
                 fraction = self.float(fraction_key, default=default_fraction)
         rotary = int(head_dim * fraction)
         if rotary % 2 and rotary + 1 > head_dim:
             share = f" × {fraction_key} {fraction:g}" if fraction != 1 else ""
             raise ModelConfigError(
-                f"{self.model_type} config.json: RoPE rotates pairs of dimensions, but this model's rotary dimension "
-                f"is {rotary} ({head_dim_from} {head_dim}{share}); transformers refuses the config or fails at its "
+                f"{self.where}: RoPE rotates pairs of dimensions, but this model's rotary dimension is {rotary}"
+                f" ({head_dim_from} {head_dim}{share}); transformers refuses the config or fails at its "
                 "first forward. Use an even head dimension."
             )
 
@@ -210,8 +220,7 @@ class ConfigReader:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be true or false, got "
-                                   f"{value!r}.")
+            raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be true or false, got {value!r}.")
         return value
 
     def float(self, *keys: str, default: float) -> float:
@@ -219,8 +228,7 @@ class ConfigReader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ModelConfigError(f"{self.model_type} config.json: '{self.named(*keys)}' must be a number, got "
-                                   f"{value!r}.")
+            raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be a number, got {value!r}.")
         return float(value)
 
     def str(self, *keys: str, default: str) -> str:

@@ -11,7 +11,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from core.models.arch import ConfigReader, ModelConfigError, ModelSpec, ModuleParams, UnsupportedModelError
+from core.models.arch import (
+    BY_HAND,
+    DEFAULT_SOURCE,
+    ConfigReader,
+    ModelConfigError,
+    ModelSpec,
+    ModuleParams,
+    UnsupportedModelError,
+)
 
 #: Why a model whose hidden size is not a multiple of its head count is refused.
 _HEADS_SPLIT = "transformers' attention splits the hidden size into equal heads and refuses the model otherwise"
@@ -92,7 +100,7 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
         experts = c.int("num_local_experts", default=8)
         top_k = c.int("num_experts_per_tok", default=2)
         if top_k > experts:
-            raise ModelConfigError(f"{mt} config.json: 'num_experts_per_tok' ({top_k}) is more than "
+            raise ModelConfigError(f"{c.where}: 'num_experts_per_tok' ({top_k}) is more than "
                                    f"'num_local_experts' ({experts}): the router cannot pick more experts than exist.")
         per_layer += [
             ModuleParams("mlp.gate (router)", hidden * experts, layers),
@@ -437,11 +445,7 @@ def training_head(model_type: str) -> str:
 MAX_PARAMS = 2**53 - 1
 
 
-#: What to do instead when a config.json cannot be described, as the app offers it (the CLI names its flags).
-BY_HAND = "enter the total and largest-layer parameter counts by hand"
-
-
-def describe(hf_config: Mapping[str, Any], name: str | None = None, *, source: str = "config.json",
+def describe(hf_config: Mapping[str, Any], name: str | None = None, *, source: str = DEFAULT_SOURCE,
              instead: str = BY_HAND) -> ModelSpec:
     """Describe the architecture of a Hugging Face ``config.json`` dict.
 
@@ -463,7 +467,7 @@ def describe(hf_config: Mapping[str, Any], name: str | None = None, *, source: s
             f"{instead}."
         )
     label = name or hf_config.get("_name_or_path") or str(model_type)
-    reader = ConfigReader(hf_config, str(model_type))
+    reader = ConfigReader(hf_config, str(model_type), source, instead)
     spec = replace(family(reader, str(label)), defaulted=tuple(reader.defaulted))
     if spec.total_params > MAX_PARAMS:
         raise ModelConfigError(
