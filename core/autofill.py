@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -385,22 +385,42 @@ def trainer_batch(config: Mapping[str, Any], micro_batch: int, grad_accum: int, 
                                      gradient_accumulation_steps=grad_accum)}
 
 
-def find_auto(config: Any, prefix: str = "") -> list[str]:
+def walk_auto(config: Any) -> Iterator[tuple[str, Any]]:
+    """(path, the object or list that holds it) of every "auto" value in ``config``, in document order, list items
+    included (``a[0]``; paths in ``core.findings.join_path`` form: a ``.`` in a key is escaped). The one walk
+    behind ``find_auto`` and the validator's "auto" rule: it runs once per release there, over configs of up to
+    1 MB, so a path is built only for a container to descend into or an "auto" found."""
+    stack: list[tuple[str, Any, Iterator[tuple[Any, Any]]]] = [("", config, _entries(config))]
+    while stack:
+        prefix, node, entries = stack[-1]
+        for key, value in entries:
+            kind = value.__class__
+            if kind in _SCALARS:  # most values (and cheaper than isinstance against Mapping, an ABC)
+                continue
+            if isinstance(value, str):
+                if value == AUTO:
+                    yield (join_index(prefix, key) if isinstance(node, list) else join_path(prefix, key)), node
+            elif value and isinstance(value, Mapping | list):
+                path = join_index(prefix, key) if isinstance(node, list) else join_path(prefix, key)
+                stack.append((path, value, _entries(value)))
+                break
+        else:
+            stack.pop()
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _entries(node: Any) -> Iterator[tuple[Any, Any]]:
+    if isinstance(node, Mapping):
+        return iter(node.items())
+    return iter(enumerate(node)) if isinstance(node, list) else iter(())
+
+
+def find_auto(config: Any) -> list[str]:
     """Paths (``core.findings.join_path`` form: a ``.`` in a key is escaped) of every "auto" value left in
     ``config``, list items included (``a[0]``)."""
-    out: list[str] = []
-    if isinstance(config, Mapping):
-        items = [(join_path(prefix, key), value) for key, value in config.items()]
-    elif isinstance(config, list):
-        items = [(join_index(prefix, i), value) for i, value in enumerate(config)]
-    else:
-        return out
-    for path, value in items:
-        if value == AUTO:
-            out.append(path)
-        else:
-            out.extend(find_auto(value, path))
-    return out
+    return [path for path, _ in walk_auto(config)]
 
 
 def needed_training_values(config: Mapping[str, Any]) -> list[str]:

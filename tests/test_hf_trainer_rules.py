@@ -19,10 +19,14 @@ BASE = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps":
     ({**BASE, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}},
       "scheduler": {"type": "WarmupLR", "params": "auto"}}, "scheduler.params-not-object"),
     ({**BASE, "optimizer": {"type": "AdamW", "params": "auto"}}, "optimizer.params-not-object"),
-], ids=["scheduler-params-auto", "optimizer-params-auto"])
+    ({**BASE, "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": ["auto", "auto"]}}},
+     "auto.not-filled"),
+    ({**BASE, "optimizer": {"type": "AdamW", "params": {"betas": ["auto", 0.95]}}}, "auto.not-filled"),
+], ids=["scheduler-params-auto", "optimizer-params-auto", "betas-items-auto", "beta1-auto"])
 def test_an_error_the_trainer_also_refuses_and_its_fix_it_takes(config, code):
     """scheduler.params "auto" passed the HF validator, and TrainingArguments crashed ('str' object has no attribute
-    'get' in fill_match)."""
+    'get' in fill_match); so did "betas": ["auto", "auto"], which the Trainer compares with its own betas (it
+    fills only a whole "auto")."""
     with pytest.raises((AttributeError, ValueError)):
         _trainer_accepts(config, {}, world_size=1)
     finding = next(f for f in core.validate(config, world_size=1, target="hf").errors if f.code == code)

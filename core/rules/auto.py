@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.findings import Finding, brief, join_path, shown
+from core.autofill import walk_auto
+from core.findings import Finding, brief, join_path, shown, split_path
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, set_fix
 from core.rules.initialize import autotp_size_string
@@ -16,19 +17,6 @@ from core.schema.walk import default_in, field_exists, is_strict
 
 # --------------------------------------------------------------------------------------------
 # "auto"
-
-
-def _walk_auto(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    # a path is built only for a section to descend into or an "auto" found: it runs once per release in
-    # ``works_with``, over every value of a config of up to 1 MB
-    stack: list[tuple[str, dict[str, Any]]] = [("", config)] if isinstance(config, dict) else []
-    while stack:
-        prefix, node = stack.pop()
-        for key, value in node.items():
-            if isinstance(value, dict):
-                stack.append((join_path(prefix, key), value))
-            elif value == "auto" and isinstance(value, str):
-                yield join_path(prefix, key), node
 
 
 def _hf_fills(path: str) -> bool:
@@ -41,6 +29,28 @@ def _hf_fills(path: str) -> bool:
         return rest in HF_FILLED_PARAMS[section]
     field = resolve(DeepSpeedConfig, path)
     return bool(field and field.meta.hf_auto)
+
+
+def _filled_list(path: str) -> str | None:
+    """The path of the list holding the item at ``path`` when the HF Trainer fills that whole list ("betas"),
+    else None."""
+    keys = split_path(path)
+    if not keys or not isinstance(keys[-1], int):
+        return None
+    whole = path[:path.rindex("[")]
+    return whole if _hf_fills(whole) else None
+
+
+def _hf_list_item(path: str, items: list[Any]) -> Finding:
+    """"auto" as an item of a list the HF Trainer fills only as a whole value (``optimizer.params.betas``)."""
+    return Finding(
+        "error", "auto.not-filled", path,
+        f"`{path}` is {shown(items)}: the HF Trainer replaces only a whole \"auto\" value, never an item of a list, "
+        "so it compares this list with its TrainingArguments, finds them different and refuses the config (and "
+        "DeepSpeed would see the string \"auto\").",
+        suggestion=f"Set `{path}` to \"auto\" (the Trainer fills the whole list), or write numbers.",
+        fix=set_fix(path, "auto"), page=page_of(path),
+    )
 
 
 def _unread_params(config: dict[str, Any], path: str) -> bool:
@@ -76,7 +86,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
     """"auto": fine where the HF Trainer fills it in (target hf); otherwise what DeepSpeed makes of it."""
     from core.schema.walk import resolve
 
-    for path, _parent in _walk_auto(ctx.config):
+    lists_seen: set[str] = set()
+    for path, _parent in walk_auto(ctx.config):
         field = resolve(DeepSpeedConfig, path)
         if field is not None and not field_exists(field, path.rpartition(".")[0], ctx.version):
             continue  # the key does not exist in this version: reported as such
@@ -95,6 +106,13 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             behaviour = "kept"
         if ctx.is_hf and _hf_fills(path):
             continue
+        if ctx.is_hf and isinstance(_parent, list):
+            whole = _filled_list(path)
+            if whole is not None:
+                if whole not in lists_seen:
+                    lists_seen.add(whole)
+                    yield _hf_list_item(whole, _parent)
+                continue
         if path == "tensor_parallel.autotp_size" and autotp_size_string(ctx):
             continue  # compared with a number before DeepSpeed's parser drops "auto": its own rule says so
         if _unread_params(ctx.config, path):
