@@ -356,6 +356,25 @@ def _finalize(f: _Filler) -> None:
            lambda w, n: max(1, _warmup_steps(w, n)), "warmup_steps")
 
 
+def scheduler_peak(config: Mapping[str, Any], version: str | None = None) -> float | None:
+    """The written ``scheduler.params.warmup_max_lr`` when the scheduler trains up to it whatever the optimizer's
+    lr: DeepSpeed's WarmupLR and WarmupDecayLR (the schedulers whose signature in DeepSpeed ``version``'s profile
+    takes warmup_max_lr) write their own rate into the optimizer from its construction on (``WarmupLR.__init__``
+    and ``get_lr`` in runtime/lr_schedules.py), so the optimizer's lr never trains; WarmupCosineLR scales the
+    optimizer's lr instead and takes no warmup_max_lr. None otherwise."""
+    from core import versions
+    from core.schema.base import DEFAULT_VERSION
+
+    section = config.get("scheduler")
+    params = section.get("params") if isinstance(section, Mapping) else None
+    peak = params.get("warmup_max_lr") if isinstance(params, Mapping) else None
+    if isinstance(peak, bool) or not isinstance(peak, int | float):
+        return None
+    name = section.get("type")
+    signature = versions.profile(version or DEFAULT_VERSION)["schedulers"].get(name) if isinstance(name, str) else None
+    return peak if signature and "warmup_max_lr" in signature else None
+
+
 def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
                      **training_values: Any) -> tuple[dict[str, Any], list[str]]:
     """The ``optimizer`` and ``scheduler`` sections with their "auto" values filled as the HF Trainer fills them

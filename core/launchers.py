@@ -23,6 +23,7 @@ from core.autofill import (
     AutoFillError,
     find_auto,
     resolve_auto,
+    scheduler_peak,
 )
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, sequence_parallel_degree
 from core.effective import effective
@@ -167,7 +168,20 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                      "DeepSpeed keeps the learning rate constant, while the HF Trainer would build its own default "
                      "scheduler (linear decay to 0) in its place.")
     peak = get_path(config, "scheduler.params.warmup_max_lr")
-    if is_number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
+    trained = scheduler_peak(config)
+    if trained is not None and args.get("learning_rate") != trained:
+        # the scheduler overwrites the optimizer's lr from the first step: the peak is what trains
+        lr = args["learning_rate"]
+        args["learning_rate"] = trained
+        if mode == "match":
+            set_path(out, "optimizer.params.lr", trained)
+        notes.append(f"learning_rate {_short(trained)} passed (scheduler.params.warmup_max_lr): "
+                     f"{config['scheduler']['type']} overwrites the optimizer's lr {_short(lr)} from the first step "
+                     "and warms up to warmup_max_lr, and the HF Trainer compares both with learning_rate; "
+                     + ('optimizer.params.lr is "auto", filled with it' if mode == "auto" else
+                        f"optimizer.params.lr is written as {_short(trained)}")
+                     + ", so the Trainer trains the schedule DeepSpeed trains.")
+    elif is_number(peak) and "learning_rate" in args and peak != args["learning_rate"]:
         set_path(out, "scheduler.params.warmup_max_lr", AUTO)
         notes.append(f"scheduler.params.warmup_max_lr {_short(peak)} differed from the learning rate "
                      f"{_short(args['learning_rate'])}; the HF Trainer requires them equal, so it now follows "

@@ -216,13 +216,32 @@ def test_hf_export_is_accepted_by_the_trainer_and_trains_the_same(config, mode):
         before = core.findings.get_path(config, path, missing)
         if before is missing or before == "auto":
             continue
+        if config is PEAK_DIFFERS and path == "optimizer.params.lr":
+            continue  # WarmupLR overwrites it from the first step: the rates DeepSpeed trains are compared below
         after = core.findings.get_path(given, path)
         assert after == before and type(after) is type(before), (path, before, after)
     if config is PEAK_DIFFERS:
-        assert given["scheduler"]["params"]["warmup_max_lr"] == 1e-4 and notes
+        # the Trainer trained up to 1e-4 (the optimizer's lr) where DeepSpeed trains up to warmup_max_lr 2e-4
+        assert given["scheduler"]["params"]["warmup_max_lr"] == 2e-4 == kwargs["learning_rate"] and notes
+        assert _deepspeed_rates(given) == _deepspeed_rates(config)
     if mode == "auto":
         assert all(core.findings.get_path(out, p, missing) in ("auto", missing)
                    for p in ("train_micro_batch_size_per_gpu", "optimizer.params.lr", "bf16.enabled"))
+
+
+def _deepspeed_rates(config: dict, steps: int = 30) -> list[float]:
+    """The learning rates the installed DeepSpeed's own scheduler class sets for ``config``'s optimizer lr and
+    scheduler, step by step (the scheduler writes its rate into the optimizer when it is built)."""
+    import torch
+    from deepspeed.runtime import lr_schedules
+
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=config["optimizer"]["params"]["lr"])
+    scheduler = getattr(lr_schedules, config["scheduler"]["type"])(optimizer, **config["scheduler"]["params"])
+    rates = []
+    for _ in range(steps):
+        rates.append(optimizer.param_groups[0]["lr"])
+        scheduler.step()
+    return rates
 
 
 LAX = {"train_micro_batch_size_per_gpu": 4.0, "gradient_accumulation_steps": 2.0, "bf16": {"enabled": 1},
@@ -783,7 +802,9 @@ def test_hf_never_matches_is_what_the_real_trainer_refuses_whatever_its_argument
             _trainer_accepts(config, {**arguments, **value})
     fixed = finding.fix.apply(copy.deepcopy(config))
     assert "hf.never-matches" not in core.validate(fixed, world_size=8, target="hf").codes()
-    assert _trainer_accepts(fixed, {**arguments, **varied[0]})
+    assert _trainer_accepts(fixed, {**arguments, **varied[-1]})
+    if "scheduler" in config:  # WarmupLR trains up to warmup_max_lr: the fix keeps that, not the optimizer's lr
+        assert _deepspeed_rates(_trainer_accepts(fixed, {**arguments, **varied[-1]})) == _deepspeed_rates(config)
 
 
 @pytest.mark.parametrize("model", [
@@ -850,3 +871,12 @@ def test_hf_export_says_when_the_trainers_arguments_train_another_batch_than_the
     assert bool(said) == (trains != 32)
     if said:
         assert f"= {trains}" in said[0] and f"global batch of {trains}, not 32" in said[0]
+
+
+def test_only_the_schedulers_that_overwrite_the_optimizers_lr_make_their_peak_the_learning_rate():
+    """WarmupCosineLR scales the optimizer's lr (and takes no warmup_max_lr), so its peak is the optimizer's."""
+    from core.autofill import scheduler_peak
+
+    for name, peak in (("WarmupLR", 2e-4), ("WarmupDecayLR", 2e-4), ("WarmupCosineLR", None), ("OneCycle", None)):
+        config = {**PEAK_DIFFERS, "scheduler": {"type": name, "params": {"warmup_max_lr": 2e-4}}}
+        assert scheduler_peak(config) == peak, name

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.autofill import walk_auto
+from core.autofill import scheduler_peak, walk_auto
 from core.findings import Finding, brief, join_path, shown, split_path
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, set_fix
@@ -235,11 +235,17 @@ def hf_never_matches(ctx: Context) -> Iterator[Finding]:
     lr, peak = ctx.get("optimizer.params.lr"), ctx.get("scheduler.params.warmup_max_lr")
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lr, peak))
     if numbers and lr != peak:
+        trained = scheduler_peak(ctx.config, ctx.version)  # the scheduler overwrites the optimizer's lr
         yield Finding(
             "error", "hf.never-matches", "scheduler.params.warmup_max_lr",
             f"optimizer.params.lr is {brief(lr)} and scheduler.params.warmup_max_lr is {brief(peak)}; the HF Trainer "
             "compares both with one TrainingArguments value (learning_rate), so one of them always mismatches and "
-            "the Trainer refuses the config.",
-            suggestion='Set both to "auto" (the Trainer fills them with --learning_rate), or write the same value.',
-            fix=set_fix("scheduler.params.warmup_max_lr", "auto"), page="optimizer",
+            "the Trainer refuses the config."
+            + (f" {ctx.config['scheduler']['type']} overwrites the optimizer's lr from the first step, so "
+               f"DeepSpeed trains up to {brief(peak)}." if trained is not None else ""),
+            suggestion=(f"Set optimizer.params.lr to {brief(peak)} (what trains) and pass learning_rate={brief(peak)}, "
+                        'or set both to "auto" and pass it.' if trained is not None else
+                        'Set both to "auto" (the Trainer fills them with --learning_rate), or write the same value.'),
+            fix=(set_fix("optimizer.params.lr", peak) if trained is not None
+                 else set_fix("scheduler.params.warmup_max_lr", "auto")), page="optimizer",
         )

@@ -205,7 +205,9 @@ TABLE: tuple[Code, ...] = (
        "on) is never equal to a bool, and optimizer.params.lr and scheduler.params.warmup_max_lr are both compared "
        "with learning_rate, so two different numbers always leave one mismatched: the Trainer refuses the config "
        "whatever its arguments (\"mismatch TrainingArguments values\"). The fix sets the value to \"auto\" "
-       "(unsafe: the Trainer's argument then decides it).",
+       "(unsafe: the Trainer's argument then decides it); for WarmupLR and WarmupDecayLR, which overwrite the "
+       "optimizer's lr from the first step and train up to warmup_max_lr, it writes that peak as the optimizer's "
+       "lr instead, so the schedule DeepSpeed trains stays.",
        {**B, "bf16": {"enabled": "true"}, "zero_optimization": {"stage": 2}}, settings={"target": "hf"}),
     _c("batch.tb-positive", "error", "parse", False, "train_batch_size is not positive.",
        "DeepSpeed asserts train_batch_size > 0 while reading the config. The fix picks batch values that work on "
