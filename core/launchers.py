@@ -117,6 +117,8 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     args |= derived
     for name, value in (trainer_values or {}).items():
         args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
+    assumed = [name for name in _with_assumed_precision(config, args) if name not in args]
+    args |= dict.fromkeys(assumed, True)
     out = copy.deepcopy(dict(config))
     for name, value in derived.items():  # in the config too: accelerate writes a missing accumulation as 1
         out[_HF_BATCH_KEYS[name]] = value
@@ -143,6 +145,9 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
                      "at least 1 warm-up step, and DeepSpeed warms up over max(2, warmup_num_steps) steps, so the "
                      "schedule is the same.")
     _require_zero_section(out, notes)
+    notes += [f'{name}=True passed to the Trainer: {name}.enabled is "auto" and the app assumed {name} (the memory '
+              f"figures and the other launchers' files), while the Trainer fills \"auto\" from its {name} argument, "
+              "false by default, and would train in fp32." for name in assumed]
     total = config.get("train_batch_size")
     if derived:
         notes.append(", ".join(f"{_HF_BATCH_KEYS[name]} {value}" for name, value in derived.items())

@@ -880,3 +880,23 @@ def test_only_the_schedulers_that_overwrite_the_optimizers_lr_make_their_peak_th
     for name, peak in (("WarmupLR", 2e-4), ("WarmupDecayLR", 2e-4), ("WarmupCosineLR", None), ("OneCycle", None)):
         config = {**PEAK_DIFFERS, "scheduler": {"type": name, "params": {"warmup_max_lr": 2e-4}}}
         assert scheduler_peak(config) == peak, name
+
+
+@pytest.mark.parametrize("preset", ["hf-auto-zero2", "hf-auto-zero3"])
+def test_hf_export_trains_in_the_precision_the_app_assumed_for_auto(preset):
+    """fp16/bf16 "auto": the accelerate and Lightning files were written in half precision (what the memory figures
+    assume), but the HF Trainer arguments passed no flag, so the Trainer filled both false and trained in fp32."""
+    from core.effective import effective
+    from core.launchers import launcher_exports
+
+    config = next(p.config for p in list_presets([BUILTIN_DIR])[0] if p.name == preset)
+    assumed = effective(config).precision_mode
+    assert assumed in ("fp16", "bf16")
+    exports = launcher_exports(config, {"nodes": 1, "gpus_per_node": 8}, "auto",
+                               {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4})
+    out, kwargs, notes = exports.hf
+    assert kwargs[assumed] is True and any(note.startswith(f"{assumed}=True passed") for note in notes)
+    given = _trainer_accepts(out, kwargs, world_size=8)
+    assert given[assumed]["enabled"] is True
+    assert given[assumed]["enabled"] == exports.accelerate[0][assumed]["enabled"]
+    assert effective(given).precision == assumed
