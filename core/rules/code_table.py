@@ -415,7 +415,7 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed passes the params as keyword arguments to the optimizer. \"auto\" is no exception: the HF "
        "Trainer fills the \"auto\" values inside params, and fails on a whole \"auto\" section.",
        {**B, "optimizer": {"type": "AdamW", "params": [1]}}),
-    _c("scheduler.params-not-object", "error", "parse", False, "scheduler.params is not an object.",
+    _c("scheduler.params-not-object", "error", "initialize", False, "scheduler.params is not an object.",
        "The engine builds the scheduler as cls(optimizer, **params), which fails on anything but an object. "
        "\"auto\" is no exception: the HF Trainer fills the \"auto\" values inside params, and fails on a whole "
        "\"auto\" section (AttributeError: 'str' object has no attribute 'get'). The fix writes {} (the "

@@ -73,9 +73,11 @@ def _params_not_object(ctx: Context, section: str, params: Any, example: str) ->
     path = f"{section}.params"
     hf = (" The HF Trainer fails before that: it fills the \"auto\" values inside params and calls .get on it "
           "(AttributeError).") if ctx.is_hf else ""
+    # DeepSpeedConfig reads the optimizer's params (its lr); the scheduler's only reach cls(optimizer, **params)
+    when = "fails reading it" if section == "optimizer" else "fails building the scheduler in deepspeed.initialize"
     return Finding(
         "error", f"{section}.params-not-object", path,
-        f"{path} is {brief(params)}; DeepSpeed fails reading it (it expects an object of keyword arguments such as "
+        f"{path} is {brief(params)}; DeepSpeed {when} (it expects an object of keyword arguments such as "
         f"{example}).{hf}",
         suggestion="Write the parameters as an object" + (" (each may be \"auto\")" if ctx.is_hf else "")
         + ", or {} for the defaults.",

@@ -20,6 +20,15 @@ SCHEDULER_AND_STEP_CASES: tuple[InitializeCase, ...] = (
         "DeepSpeed does not recognize LR scheduler WarmupLinear",
     ),
     InitializeCase(
+        "scheduler-params-not-object",
+        "scheduler.params a number: DeepSpeedConfig keeps it, initialize builds the scheduler as cls(optimizer, "
+        "**params)",
+        {**TINY, "optimizer": SGD, "scheduler": {"type": "WarmupLR", "params": 1}},
+        True,
+        "TypeError",
+        "argument after ** must be a mapping, not int",
+    ),
+    InitializeCase(
         "scheduler-wrong-case",
         "scheduler names are case-sensitive",
         {**TINY, "optimizer": SGD, "scheduler": {"type": "warmuplr", "params": {}}},
