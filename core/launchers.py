@@ -117,7 +117,7 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     args |= derived
     for name, value in (trainer_values or {}).items():
         args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
-    assumed = [name for name in _with_assumed_precision(config, args) if name not in args]
+    assumed = [name for name in with_assumed_precision(config, args) if name not in args]
     args |= dict.fromkeys(assumed, True)
     out = copy.deepcopy(dict(config))
     for name, value in derived.items():  # in the config too: accelerate writes a missing accumulation as 1
@@ -344,7 +344,7 @@ def _needs(path: str, param: str) -> bool:
     return path in FILLED_FROM.get(param, ())
 
 
-def _with_assumed_precision(config: Mapping[str, Any], values: Mapping[str, Any]) -> Mapping[str, Any]:
+def with_assumed_precision(config: Mapping[str, Any], values: Mapping[str, Any]) -> Mapping[str, Any]:
     """``values`` with an "auto" precision section filled on, as the app reads it (the estimate's "as if --bf16 is
     passed"), for launchers whose "auto" would otherwise be the HF Trainer's default, off: the job would train in
     fp32 with more memory than the app showed (accelerate with ``deepspeed_config_file`` refuses a
@@ -361,7 +361,7 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> t
     only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) except the
     stage and offload settings its plugin fills from ``accelerate config``, and a ``zero_optimization`` section,
     which accelerate requires."""
-    out, notes = resolved_export(config, _with_assumed_precision(config, values), ACCELERATE_PLUGIN_PATHS)
+    out, notes = resolved_export(config, with_assumed_precision(config, values), ACCELERATE_PLUGIN_PATHS)
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
         accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")
@@ -386,7 +386,7 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     dropped (DeepSpeed derives it from micro batch × accumulation × GPUs). "auto" is resolved (Lightning fills
     none), and the Trainer's precision follows the config's half precision. A config without
     ``gradient_clipping`` gets DeepSpeed ``version``'s default written (Lightning writes its own 0.0 there)."""
-    out, notes = resolved_export(config, _with_assumed_precision(config, values))
+    out, notes = resolved_export(config, with_assumed_precision(config, values))
     _zero_as_section(out, notes)
     kwargs: dict[str, Any] = {}
     reading = effective(out)  # "enabled": 1 or "true" is on, as DeepSpeed reads it

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import core
-from core import autofill, export
+from core import autofill, export, launchers
 from core.autofix import fix_until_stable
 from core.launchers import job_world_size
 from ui import actions, app_state, fields, focus, frame, headline, memory, widgets
@@ -117,9 +117,13 @@ if autos:
         st.caption("For a plain DeepSpeed launch (or to see what the Trainer will use): give the training values "
                    "the Trainer would take from TrainingArguments, the launcher and the model.")
         # the Trainer's batch as the Batch page set it (the memory figures assume it), else its defaults
+        # only the batch arguments the config leaves to the Trainer (a value kept from another config is not
+        # one), and the precision the memory figures and the launch files assume for an "auto" one
         guesses = dict(autofill.HF_DEFAULTS) | {"world_size": job_world_size(ctx),
                                                 "num_training_steps": int(ctx.get("train_steps") or 1)} | {
-            name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS if ctx.get(key)}
+            name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS
+            if ctx.get(key) and name in autofill.trainer_batch_arguments(config)} | dict(
+            launchers.with_assumed_precision(config, {}))
         hf_model = ctx.get("model_config")
         if isinstance(hf_model, dict):
             hidden = hf_model.get("hidden_size") or hf_model.get("d_model") or hf_model.get("n_embd")

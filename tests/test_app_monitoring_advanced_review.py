@@ -243,8 +243,9 @@ def test_review_resolves_auto_like_the_hf_trainer():
     at.number_input(key="review_auto_per_device_train_batch_size").set_value(2).run()
     resolved_text = next(c.value for c in at.code if '"train_micro_batch_size_per_gpu": 2' in c.value)
     resolved = json.loads(resolved_text)
+    # the "auto" precision as the memory figures and the launch files assume it (fp16 here), not the Trainer's off
     values = dict(autofill.HF_DEFAULTS) | {"world_size": 4, "per_device_train_batch_size": 2, "hidden_size": 4096,
-                                           "num_training_steps": 10_000}
+                                           "num_training_steps": 10_000, "fp16": True}
     needed = autofill.needed_training_values(config)
     assert resolved == autofill.resolve_auto(config, **{k: v for k, v in values.items() if k in needed})
     assert resolved["train_batch_size"] == 2 * 1 * 4

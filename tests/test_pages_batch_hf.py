@@ -76,3 +76,33 @@ def test_the_hf_export_passes_the_per_device_batch_the_page_used_for_an_auto_glo
              gpus_per_node=2)
     snippet = next(c.value for c in at.code if "TrainingArguments(" in c.value)
     assert "per_device_train_batch_size=4," in snippet and "gradient_accumulation_steps" not in snippet
+
+
+def test_an_auto_train_batch_size_alone_is_sized_at_the_trainers_per_device_batch():
+    """{"train_batch_size": "auto"} with per-device 4: the Batch page and the HF export used 4 while the memory
+    figures said "micro batch 1 assumed: the config's micro batch is not set"."""
+    from test_app_answers import headline, model_context
+
+    at = app({"train_batch_size": "auto", "zero_optimization": {"stage": 2}}, page="pages/batch.py", target="hf",
+             nodes=1, gpus_per_node=2, hf_micro_batch=4, **model_context("meta-llama/Llama-3.2-1B"))
+    said = [line for line in headline(at).splitlines() if "micro batch" in line]
+    assert any("micro batch 4 assumed" in line and "per_device_train_batch_size" in line for line in said), said
+    assert not any("micro batch 1" in line for line in said)
+
+
+def test_the_review_resolver_takes_only_what_the_config_leaves_to_the_trainer():
+    """An accumulation of 3 kept from an earlier config, which this one (no accumulation key) does not leave to the
+    Trainer: the Batch page and the launch files used 1 (8 = 4 x 1 x 2), the Review page's resolved file 24. Its
+    "auto" precision is also resolved on, as the launch files assume."""
+    at = app({"train_batch_size": "auto", "zero_optimization": {"stage": 2}}, page="pages/batch.py", target="hf",
+             nodes=1, gpus_per_node=2, hf_micro_batch=4, hf_grad_accum=3)
+    at.switch_page("pages/review.py").run()
+    inputs = {n.key: n.value for n in at.number_input}
+    assert inputs.get("review_auto_gradient_accumulation_steps") in (None, 1)
+    assert inputs["review_auto_per_device_train_batch_size"] == 4
+    assert not [c.value for c in at.code if '"train_batch_size": 24' in c.value]
+    assert [c.value for c in at.code if '"train_batch_size": 8' in c.value]
+    at = app({"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto",
+              "zero_optimization": {"stage": 2}}, page="pages/review.py", target="hf", nodes=1, gpus_per_node=2)
+    boxes = {c.key: c.value for c in at.checkbox}
+    assert boxes.get("review_auto_fp16") is True and boxes.get("review_auto_bf16") is False

@@ -15,6 +15,7 @@ import altair as alt
 import pandas as pd
 
 from core import hardware, memory
+from core.autofill import trainer_batch_arguments
 from core.batch import micro_batch_of
 from core.findings import Report
 from core.launchers import job_world_size
@@ -92,8 +93,11 @@ def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
                                      f"({len(str(int(value)))} digits) is too large to estimate")
         return int(value), None
     hf_value = (context or {}).get("hf_micro_batch")
-    if value == "auto" and isinstance(hf_value, int) and hf_value >= 1:
-        return hf_value, (f'micro batch {hf_value} assumed: "auto" is filled by the HF Trainer from '
+    # an "auto" micro batch, or a missing one beside an "auto" train_batch_size: the Trainer's per-device batch
+    if "per_device_train_batch_size" in trainer_batch_arguments(config) and isinstance(hf_value, int) \
+            and hf_value >= 1:
+        filled = '"auto" is filled' if value == "auto" else "it is given"
+        return hf_value, (f"micro batch {hf_value} assumed: {filled} by the HF Trainer from "
                           "per_device_train_batch_size (set it on the Batch size page)")
     what = '"auto"' if value == "auto" else "not resolvable" if value is not None else "not set"
     return 1, f"micro batch 1 assumed: the config's micro batch is {what}"
