@@ -888,3 +888,11 @@ def test_the_gpu_optimizer_step_moves_the_states_the_optimizer_keeps():
     momentum = with_optimizer("SGD", momentum=0.9)
     assert [r.assumptions["optimizer_step_bytes_per_param"] for r in (adam, lion, momentum, sgd)] == [34, 26, 26, 18]
     assert sgd.breakdown[step] == pytest.approx(adam.breakdown[step] * 18 / 34)
+
+
+def test_a_counts_only_models_fetch_size_is_the_memory_models_default_prefetch_bucket():
+    """COUNTS_FETCH_PARAMS repeated TrainingSettings' 50,000,000: it is that default, so the two cannot drift."""
+    from core.memory.settings import TrainingSettings
+    from core.perf.constants import COUNTS_FETCH_PARAMS
+
+    assert COUNTS_FETCH_PARAMS == TrainingSettings().prefetch_bucket_size == 50_000_000

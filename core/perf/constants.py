@@ -1,9 +1,12 @@
 """Constants of the optimizer step, ZeRO++'s quantization kernels and fused attention's kernels (shown to the user
 by ``advice.assumptions_text``)."""
 
+from core.memory.settings import TrainingSettings
+
 #: Parameters per ZeRO-3 fetch for a model known only by its counts (``ModelCounts``: no modules to count):
-#: DeepSpeed's default stage3_prefetch_bucket_size, the size of a large transformer's linear layer.
-COUNTS_FETCH_PARAMS = 50_000_000
+#: DeepSpeed's default stage3_prefetch_bucket_size (the memory model's, ``TrainingSettings``), the size of a
+#: large transformer's linear layer.
+COUNTS_FETCH_PARAMS: int = TrainingSettings.prefetch_bucket_size
 
 #: Bytes per parameter a fused Adam step moves on the GPU: fp32 master, m, v read and written (24), the
 #: fp32 gradient read (4), the 16-bit parameter written (2), rounded up for the norm and the overflow check.
