@@ -8,7 +8,7 @@ import streamlit as st
 
 from core import hardware, models
 from core.memory import ATTENTION_IMPLS, attention_help
-from core.perf import NETWORKS, Cluster, advice
+from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from core.perf.recommend import adopt_candidate, kept_by_adoption
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
@@ -117,11 +117,9 @@ def planner() -> None:
 
     cluster = Cluster(gpu, int(gpus_per_node), int(nodes), inter_node_gbit_s=float(network),
                       **ui_memory.node_storage(ctx))  # the Start page's: NVMe rows fit only with its NVMe
-    world = cluster.total_gpus
-    if global_batch % world:
-        example = min(max(world, round(global_batch / world) * world), MAX_GLOBAL_BATCH // world * world)
-        st.error(f"A global batch of {global_batch} sequences cannot be split over {world} GPUs: pick a multiple of "
-                 f"{world} (for example {example}).")
+    # the nearest multiples it offers are ones the widget takes
+    if problem := batch_split_problem(int(global_batch), cluster.total_gpus, at_most=MAX_GLOBAL_BATCH):
+        st.error(f"A global batch of {global_batch} sequences {problem}.")
         return
     if isinstance(spec, models.ModelSpec) and (problem := spec.sequence_problem(int(seq_len))):
         st.error(problem + ".")

@@ -50,10 +50,10 @@ def test_plan_price_without_tokens_is_a_usage_error_naming_both_flags(capsys):
     (["--nvme-bandwidth", "1e308"], "argument --nvme-bandwidth: expected a number up to"),
     (["--tokens", "1e308", "--price", "2"], "argument --tokens: expected a number up to"),
     (["--tokens", "1e9", "--price", "1e308"], "argument --price: expected a number up to"),
-    (["--global-batch", "7"], "--global-batch 7 cannot be split over the 8 GPUs of --gpus-per-node 8 x --nodes 1: "
-                              "use a multiple of 8"),
+    (["--global-batch", "7"], "--global-batch 7 cannot be split over 8 GPUs: pick a multiple of 8 (e.g. 8) or "
+                              "another number of GPUs"),
     (["--nodes", "2", "--network", "1e-300", "--tokens", "1e15", "--price", "1e6"],
-     "--tokens 1e+15 and --price 1e+06: the training time or cost is beyond"),
+     "--tokens 1e+15 gives a training time beyond floating-point range at the predicted speed: give the tokens"),
 ])
 def test_plan_names_the_flag_of_a_value_out_of_range(flags, message, capsys):
     """These said Cluster.cpu_ram_gib, global_batch=7, tokens= x price_per_gpu_hour=: the planner's names."""
@@ -61,6 +61,32 @@ def test_plan_names_the_flag_of_a_value_out_of_range(flags, message, capsys):
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert "Cluster." not in err and "global_batch=" not in err and "tokens=" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("flags", "nodes", "network", "kwargs", "said"), [
+    (["--global-batch", "12"], 1, None, {"global_batch": 12}, "--global-batch 12"),
+    (["--global-batch", "64", "--nodes", "2", "--network", "1e-300", "--tokens", "1e15"], 2, 1e-300,
+     {"global_batch": 64, "tokens": 1e15}, "--tokens 1e+15"),
+    # hours just within floating-point range, their cost beyond it
+    (["--global-batch", "64", "--nodes", "2", "--network", "1e-292", "--tokens", "1e15", "--price", "1e6"], 2,
+     1e-292, {"global_batch": 64, "tokens": 1e15, "price_per_gpu_hour": 1e6}, "--price 1e+06"),
+])
+def test_plan_says_recommends_refusal_with_its_flag_in_text_and_json(flags, nodes, network, kwargs, said, capsys):
+    """recommend's refusal (PlanInputError) is said with the flag that gave the parameter and recommend's own
+    reason, on stderr and as the JSON error's flag (only tokens= refusals were recognised, by their message)."""
+    from core.models import get_spec
+    from core.perf import Cluster, PlanInputError, recommend
+
+    with pytest.raises(PlanInputError) as refused:
+        recommend(get_spec("meta-llama/Llama-2-7b-hf"), Cluster("NVIDIA H100 80GB", 8, nodes,
+                                                                 inter_node_gbit_s=network), seq_len=2048, **kwargs)
+    message = f"{said} {refused.value.reason}"
+    code, _ = run(["plan", *MODEL, *flags])
+    assert code == 2 and f"dsconfig plan: error: {message}\n" in capsys.readouterr().err
+    code, text = run(["plan", *MODEL, *flags, "--format", "json"])
+    error = json.loads(text)["error"]
+    assert code == 2 and (error["flag"], error["message"], error["kind"]) == (said.split()[0], message, "usage")
+    capsys.readouterr()
 
 
 def test_predict_names_the_measured_step_of_a_refused_calibration_as_given(tmp_path, capsys):
@@ -72,6 +98,8 @@ def test_predict_names_the_measured_step_of_a_refused_calibration_as_given(tmp_p
     code, _ = run(["predict", str(path), *MODEL, "--calibrate-step", "0.1"])
     err = capsys.readouterr().err
     assert code == 0 and "not calibrated, --calibrate-step 0.1 is faster than" in err
+    code, text = run(["predict", str(path), *MODEL, "--calibrate-step", "0.1", "--format", "json"])
+    assert json.loads(text)["calibration"]["refused"].startswith("--calibrate-step 0.1 is faster than this config")
     code, text = run(["predict", str(path), *MODEL, "--log", str(FIXTURE_LOG), "--format", "json"])
     refused = json.loads(text)["calibration"]["refused"]
     assert code == 0 and refused.startswith(f"the step time read from --log {FIXTURE_LOG} (0.204 s) is faster")

@@ -19,6 +19,8 @@ from core.perf import (
     NETWORKS,
     Cluster,
     Efficiency,
+    PlanInputError,
+    batch_split_problem,
     build_config,
     calibrate,
     gpu_sweep,
@@ -255,16 +257,22 @@ def test_bad_shape_is_a_clear_error():
         predict(cfg(), ModelCounts(0, 0), Cluster("NVIDIA H100 80GB"), Shape())
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"seq_len": 2048.5}, "seq_len must be a whole number"),
-    ({"global_batch": 8.0}, "global_batch must be a whole number"),
-    ({"tokens": -2e9}, "tokens must be a number >= 0"),
-    ({"tokens": 2e9, "price_per_gpu_hour": -2.5}, "price_per_gpu_hour must be a number >= 0"),
+@pytest.mark.parametrize(("kwargs", "parameter", "reason"), [
+    ({"seq_len": 2048.5}, "seq_len", "must be a whole number"),
+    ({"global_batch": 8.0}, "global_batch", "must be a whole number"),
+    ({"seq_len": 0}, "seq_len", "must be >= 1"),
+    ({"tokens": -2e9}, "tokens", "must be a number >= 0 (or None)"),
+    ({"tokens": 2e9, "price_per_gpu_hour": -2.5}, "price_per_gpu_hour", "must be a number >= 0 (or None)"),
+    ({"precision": "fp8"}, "precision", "must be bf16, fp16 or fp32"),
 ])
-def test_recommend_rejects_what_is_not_a_count_or_a_price(kwargs, message):
-    """Negative tokens or prices gave negative hours and cost; a float batch a raw TypeError from ``range``."""
-    with pytest.raises(ValueError, match=message):
+def test_recommend_rejects_what_is_not_a_count_or_a_price(kwargs, parameter, reason):
+    """Negative tokens or prices gave negative hours and cost; a float batch a raw TypeError from ``range``. The
+    refusal names the parameter and its value, for the CLI and the page to name them their way."""
+    with pytest.raises(PlanInputError) as refused:
         recommend(LLAMA7, Cluster("NVIDIA A100 80GB"), **{"seq_len": 2048, "global_batch": 8, **kwargs})
+    error = refused.value
+    assert (error.parameter, error.value, error.reason) == (parameter, kwargs[parameter], reason)
+    assert str(error).startswith(f"{parameter}=") and str(error).endswith(reason)
 
 
 def test_recommend_ranks_fitting_configs_that_validate():
@@ -303,8 +311,23 @@ def test_recommend_predicts_each_candidate_as_its_own_config_reads(model, cluste
 
 
 def test_recommend_rejects_an_unsplittable_batch():
-    with pytest.raises(ValueError, match="multiple of 16"):
+    with pytest.raises(PlanInputError) as refused:
         recommend(LLAMA7, Cluster("NVIDIA A100 80GB", 8, 2), seq_len=1024, global_batch=20)
+    assert (refused.value.parameter, refused.value.value) == ("global_batch", 20)
+    assert refused.value.reason == batch_split_problem(20, 16) == (
+        "cannot be split over 16 GPUs: pick a multiple of 16 (e.g. 16 or 32) or another number of GPUs")
+    assert str(refused.value) == "global_batch=20 " + refused.value.reason
+
+
+@pytest.mark.parametrize(("global_batch", "gpus", "at_most", "problem"), [
+    (64, 16, None, None),
+    (7, 8, None, "cannot be split over 8 GPUs: pick a multiple of 8 (e.g. 8) or another number of GPUs"),
+    (100, 8, 100, "cannot be split over 8 GPUs: pick a multiple of 8 (e.g. 96) or another number of GPUs"),
+    (3, 8, 4, "cannot be split over 8 GPUs: pick a multiple of 8 or another number of GPUs"),
+])
+def test_a_batch_split_problem_offers_the_nearest_multiples_up_to_a_bound(global_batch, gpus, at_most, problem):
+    """The nearest multiples below and above, never 0 and never beyond what the input takes (the page's widget)."""
+    assert batch_split_problem(global_batch, gpus, at_most) == problem
 
 
 def test_recommend_refuses_a_sequence_the_model_cannot_run():

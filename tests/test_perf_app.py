@@ -7,6 +7,7 @@ import math
 import pytest
 from app_support import app, shown_tables
 
+from core.perf import batch_split_problem
 from core.validate import validate
 from ui import app_state
 from ui.perf import network_for
@@ -82,11 +83,18 @@ def test_use_this_config_keeps_the_users_optimizer_scheduler_and_own_keys():
 
 
 def test_a_batch_that_cannot_be_split_is_explained():
+    """In recommend's words (core.perf.batch_split_problem, which the CLI says too), the inputs kept."""
     at = app(page=PAGE)
     at.number_input(key="plan_batch").set_value(100).run()
     at.number_input(key="plan_gpn").set_value(3).run()
     assert not at.exception, at.exception
-    assert any("cannot be split over 3 GPUs" in e.value for e in at.error)
+    reason = batch_split_problem(100, 3)
+    assert reason == "cannot be split over 3 GPUs: pick a multiple of 3 (e.g. 99 or 102) or another number of GPUs"
+    assert [e.value for e in at.error] == [f"A global batch of 100 sequences {reason}."]
+    assert not [d for d in shown_tables(at) if "Rank" in d.columns]
+    assert (at.number_input(key="plan_batch").value, at.number_input(key="plan_gpn").value) == (100, 3)
+    at.number_input(key="plan_batch").set_value(99).run()
+    assert not at.error and len(ranked(at)) > 0
 
 
 def test_a_sequence_beyond_the_models_learned_positions_is_refused_not_ranked():
@@ -140,7 +148,7 @@ def test_suggested_global_batch_is_one_the_widget_takes():
     at.number_input(key="plan_nodes").set_value(4096).run()
     at.number_input(key="plan_gpn").set_value(64).run()
     message = next(e.value for e in at.error if "cannot be split over 262144 GPUs" in e.value)
-    assert "(for example 786432)" in message
+    assert "pick a multiple of 262144 (e.g. 786432) or another number of GPUs" in message
 
 
 def test_the_zero_page_predicts_a_used_row_on_the_plans_network():

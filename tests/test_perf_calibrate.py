@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 from core.cli import main
 from core.memory import Hardware, Shape, estimate
 from core.models import get_spec
-from core.perf import CalibrationError, Cluster, calibrate, parse_log, predict, step_seconds_from_log
+from core.perf import (
+    CalibrationError,
+    Cluster,
+    PlanInputError,
+    calibrate,
+    parse_log,
+    predict,
+    step_seconds_from_log,
+)
 from core.perf.calibrate import SLOWEST_RATE_FACTOR, _rates_scaled
 from core.perf.recommend import hardware_for
 from tests.conftest import stale_op_locks
@@ -117,7 +125,7 @@ def test_a_throughput_of_zero_measures_nothing():
     summary = parse_log("epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=0.0, CurrSamplesPerSec=0.0\n")
     assert summary.samples_per_second == () and summary.running_avg_samples_per_second is None
     assert step_seconds_from_log(summary, 64) is None
-    with pytest.raises(ValueError, match="global_batch must be a positive number"):
+    with pytest.raises(PlanInputError, match="global_batch=-4 must be a positive number of samples per step"):
         step_seconds_from_log(parse_log("global_step=1, RunningAvgSamplesPerSec=2.0, CurrSamplesPerSec=2.0"), -4)
 
 
@@ -197,13 +205,15 @@ def test_calibrate_fits_the_memory_allowance_to_a_measured_peak():
 
 @pytest.mark.parametrize("measured", [-1, 0, float("nan"), float("inf"), True, "2"])
 def test_calibrate_rejects_a_step_that_is_not_a_positive_number(measured):
-    with pytest.raises(ValueError, match="measured_step_seconds must be a positive, finite number"):
+    with pytest.raises(PlanInputError) as refused:
         calibrate(CONFIG, LLAMA7, Cluster("NVIDIA A100 80GB"), Shape(), measured_step_seconds=measured)
+    assert refused.value.parameter == "measured_step_seconds" and refused.value.value is measured
+    assert refused.value.reason == "must be a positive, finite number of seconds"
 
 
 @pytest.mark.parametrize("measured", [0, -5, float("inf"), True])
 def test_calibrate_rejects_a_peak_that_is_not_a_positive_number(measured):
-    with pytest.raises(ValueError, match="measured_peak_bytes must be a positive, finite number"):
+    with pytest.raises(PlanInputError, match=r"^measured_peak_bytes=\S+ must be a positive, finite number of bytes$"):
         calibrate(CONFIG, LLAMA7, Cluster("NVIDIA A100 80GB"), Shape(), measured_peak_bytes=measured)
 
 
@@ -213,8 +223,13 @@ def test_calibrate_refuses_what_the_model_cannot_reproduce():
     cluster with clamped constants that predicts nonsense from then on."""
     cluster, shape = Cluster("NVIDIA A100 80GB", 8, 2), Shape(2, 4096, "flash")
     before = predict(CONFIG, LLAMA7, cluster, shape).step_seconds
-    with pytest.raises(CalibrationError, match="faster than this config can run"):
+    with pytest.raises(CalibrationError, match="faster than this config can run") as refused:
         calibrate(CONFIG, LLAMA7, cluster, shape, measured_step_seconds=before / 10)
+    # an input error like any other: the parameter, the value and the reason, for the CLI to name its flag
+    assert isinstance(refused.value, PlanInputError)
+    assert (refused.value.parameter, refused.value.value) == ("measured_step_seconds", before / 10)
+    assert refused.value.reason.startswith("is faster than this config can run")
+    assert str(refused.value) == f"measured_step_seconds={before / 10:g} {refused.value.reason}"
     with pytest.raises(CalibrationError, match=r"slower than this config runs even with every rate at 0\.05"):
         calibrate(CONFIG, LLAMA7, cluster, shape, measured_step_seconds=1e9)
     # the message gives the real bound: the slowest step the factor reaches, which is under 20x the prediction

@@ -64,6 +64,7 @@ from core.perf import (
     NETWORKS,
     CalibrationError,
     Cluster,
+    PlanInputError,
     calibrate,
     gpu_sweep,
     parse_log,
@@ -74,6 +75,11 @@ from core.perf import (
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
+
+#: The core planner's parameters (``PlanInputError.parameter`` of recommend and calibrate) as the flags of plan and
+#: predict that give them: a refused input is named by its flag.
+FLAGS = {"seq_len": "--seq-len", "global_batch": "--global-batch", "precision": "--precision", "tokens": "--tokens",
+         "price_per_gpu_hour": "--price", "measured_step_seconds": "--calibrate-step"}
 
 
 def network_gbit(text: str) -> float:
@@ -245,12 +251,6 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--price {args.price:g} needs --tokens: the cost is that of training --tokens tokens "
                          "(e.g. --tokens 2e9)")
     spec, cluster = _model(args), _cluster(args)
-    if args.global_batch % cluster.total_gpus:  # each GPU takes a whole number of sequences
-        lower = args.global_batch // cluster.total_gpus * cluster.total_gpus
-        closest = " or ".join(str(n) for n in (lower, lower + cluster.total_gpus) if n)
-        raise UsageError(f"--global-batch {args.global_batch} cannot be split over the {cluster.total_gpus} GPUs of "
-                         f"--gpus-per-node {cluster.gpus_per_node} x --nodes {cluster.nodes}: use a multiple of "
-                         f"{cluster.total_gpus} (e.g. {closest})")
     _default_seq_len(args, spec)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
     try:
@@ -260,13 +260,10 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         sweep = gpu_sweep(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, tokens=args.tokens,
                           price_per_gpu_hour=args.price, precision=args.precision,
                           attention=args.attention) if args.sweep else None
-    except ValueError as exc:  # recommend names its parameters (tokens=…): here they are the flags
-        if not str(exc).startswith("tokens="):
+    except PlanInputError as exc:  # recommend names its parameters (global_batch): here they are the flags
+        if exc.parameter not in FLAGS:
             raise
-        price = "" if args.price is None else f" and --price {args.price:g}"
-        raise UsageError(f"--tokens {args.tokens:g}{price}: the training time or cost is beyond floating-point "
-                         "range at the predicted speed; the cluster's rates given (--network, --nvme-bandwidth, "
-                         "--cpu-adam) are too small to train on") from None
+        raise UsageError(exc.said_as(FLAGS[exc.parameter])) from None
     table.attrs["notes"] = [*_model_notes(spec), *table.attrs["notes"]]
     verdict = EXIT_OK if table["fits"].any() else EXIT_ERRORS  # 1: nothing fits on the cluster asked about
     if args.format == "json":
@@ -418,7 +415,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         try:
             cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
         except CalibrationError as exc:
-            refused = _measured_named(str(exc), measured, args)
+            refused = _measured_named(exc, measured, args)
             sys.stderr.write(f"dsconfig predict: warning: not calibrated, {refused}; the prediction below is "
                              "uncalibrated.\n")
     est = predict(config, spec, cluster, shape)
@@ -527,13 +524,12 @@ def _unsaid_batch(config: dict[str, Any], gpus: int) -> str:
             "train_micro_batch_size_per_gpu and gradient_accumulation_steps) in it")
 
 
-def _measured_named(refusal: str, measured: float, args: argparse.Namespace) -> str:
+def _measured_named(refusal: CalibrationError, measured: float, args: argparse.Namespace) -> str:
     """A calibration's refusal with the measured step named as the user gave it (the flag, or the log it was read
     from) instead of calibrate's parameter."""
-    given = (f"--calibrate-step {args.calibrate_step:g}" if args.log is None
-             else f"the step time read from --log {args.log} ({measured:.3g} s)")
-    parameter = f"measured_step_seconds={measured:g} "
-    return given + " " + refusal.removeprefix(parameter) if refusal.startswith(parameter) else refusal
+    if args.log is None:
+        return refusal.said_as(FLAGS[refusal.parameter])
+    return f"the step time read from --log {args.log} ({measured:.3g} s) {refusal.reason}"
 
 
 def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: int) -> dict[str, Any]:

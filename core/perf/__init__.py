@@ -2,9 +2,10 @@
 
 from core.perf.calibrate import CalibrationError, LogSummary, calibrate, parse_log, step_seconds_from_log
 from core.perf.compute import flops_per_token
+from core.perf.errors import PlanInputError
 from core.perf.hardware import GPU_PERF, NETWORKS, Cluster, Efficiency, GPUPerf, gpu_perf
 from core.perf.predict import StepEstimate, predict
-from core.perf.recommend import build_config, gpu_sweep, recommend
+from core.perf.recommend import batch_split_problem, build_config, gpu_sweep, recommend
 from core.perf.settings import PerfSettings, read_settings
 
 __all__ = [
@@ -16,7 +17,9 @@ __all__ = [
     "GPUPerf",
     "LogSummary",
     "PerfSettings",
+    "PlanInputError",
     "StepEstimate",
+    "batch_split_problem",
     "build_config",
     "calibrate",
     "flops_per_token",

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.findings import brief
 from core.memory.estimate import ModelCounts, Shape, estimate
 from core.models.arch import ModelSpec
+from core.perf.errors import PlanInputError
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
 
@@ -163,7 +163,7 @@ def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) 
     else the wall-clock timers, else the throughput timer with ``global_batch`` (samples per step)."""
     if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, numbers.Real)
                                      or not global_batch > 0):
-        raise ValueError(f"global_batch must be a positive number of samples per step, got {global_batch!r}.")
+        raise PlanInputError("global_batch", global_batch, "must be a positive number of samples per step")
     step = summary.typical_step_seconds()
     if step is None and summary.samples_per_second and global_batch:
         rate = statistics.median(summary.samples_per_second)
@@ -199,8 +199,8 @@ SLOWEST_RATE_FACTOR = 0.05
 CALIBRATION_TOLERANCE = 0.02
 
 
-class CalibrationError(ValueError):
-    """A measurement the model cannot reproduce on this config and cluster (the message says what to check)."""
+class CalibrationError(PlanInputError):
+    """A measurement the model cannot reproduce on this config and cluster (the reason says what to check)."""
 
 
 def _number(name: str, value: object, unit: str) -> float:
@@ -209,7 +209,7 @@ def _number(name: str, value: object, unit: str) -> float:
     except OverflowError:
         finite = False
     if not finite or not value > 0:
-        raise ValueError(f"{name} must be a positive, finite number of {unit}, got {brief(value)}.")
+        raise PlanInputError(name, value, f"must be a positive, finite number of {unit}")
     return float(value)
 
 
@@ -241,8 +241,8 @@ def calibrate(
     model's allocator allowance (``memory_allowances.allocator_fraction``), or the CUDA context allowance when the
     model's estimate is already above the measurement.
 
-    Raises ``ValueError`` for a measurement that is not a positive finite number, and ``CalibrationError`` (a
-    ``ValueError``) for one the model cannot
+    Raises ``PlanInputError`` (naming the measurement's parameter) for a measurement that is not a positive finite
+    number, and ``CalibrationError`` (a ``PlanInputError``) for one the model cannot
     reproduce within ``CALIBRATION_TOLERANCE``: a step faster than the config can run with every efficiency at 1,
     or slower than it runs with every rate at ``SLOWEST_RATE_FACTOR`` of its value (at most 1 / that times the
     prediction: latencies and host overheads do not scale); a peak below what the model's own tensors take
@@ -271,8 +271,9 @@ def calibrate(
                        f"with every rate at {SLOWEST_RATE_FACTOR:g} of its default ({reached:.3g} s, "
                        f"{reached / before:.3g}x), more than a slower cluster explains (data loading, evaluation or "
                        "checkpointing inside the timed step?)")
-            raise CalibrationError(f"measured_step_seconds={measured:g} is {why}: check that the micro batch, gradient "
-                                   "accumulation, sequence length, GPU count and precision are the measured run's")
+            raise CalibrationError("measured_step_seconds", measured, f"is {why}: check that the micro batch, "
+                                   "gradient accumulation, sequence length, GPU count and precision are the measured "
+                                   "run's")
         out = _rates_scaled(cluster, factor)
     if measured_peak_bytes is not None:
         peak = _number("measured_peak_bytes", measured_peak_bytes, "bytes")
@@ -286,7 +287,7 @@ def calibrate(
         if peak < without or fraction > 1:
             side = ("below what the model's own tensors take" if peak < without
                     else "more than twice the memory model's estimate")
-            raise CalibrationError(f"measured_peak_bytes={peak:.4g} ({peak / gib:.2f} GiB) is {side} "
+            raise CalibrationError("measured_peak_bytes", peak, f"({peak / gib:.2f} GiB) is {side} "
                                    f"({without / gib:.2f} GiB without the CUDA context and allocator): check that "
                                    "the config, model, micro batch, sequence length and recompute are the measured "
                                    "run's, and that the figure is torch.cuda.max_memory_reserved() of one GPU")

@@ -17,6 +17,7 @@ from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
+from core.perf.errors import PlanInputError
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import read_settings
@@ -131,6 +132,22 @@ def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], cand
     return [key for key in config if key not in decided and adopted.get(key) == config[key]]
 
 
+def batch_split_problem(global_batch: int, gpus: int, at_most: int | None = None) -> str | None:
+    """Why ``global_batch`` sequences cannot be split over ``gpus`` GPUs (each takes a whole number of them), with
+    the nearest multiples up to ``at_most`` to pick instead; None when they can. What ``recommend`` refuses."""
+    if global_batch % gpus == 0:
+        return None
+    lower = global_batch // gpus * gpus
+    near = [str(n) for n in (lower, lower + gpus) if n and (at_most is None or n <= at_most)]
+    examples = f" (e.g. {' or '.join(near)})" if near else ""
+    return f"cannot be split over {gpus} GPUs: pick a multiple of {gpus}{examples} or another number of GPUs"
+
+
+#: The fix for tokens or a price whose training time or cost is beyond floating-point range.
+_OVERFLOW_FIX = ("give the tokens to train (e.g. 2e9) and a price per GPU-hour (e.g. 2.5), and the cluster's real "
+                 "rates (network, NVMe, CPU optimizer) if its predicted speed is near zero")
+
+
 def _options(cluster: Cluster, zeropp: bool, nvme: bool) -> list[tuple[int, str, str, bool]]:
     out = []
     for stage, opt, param in zero_options():
@@ -171,24 +188,25 @@ def recommend(
     at a fixed global batch the predicted step never gets slower with a larger micro batch (fewer micro-steps,
     larger GEMMs; ``tests/test_perf.py`` holds the model to it), so they are predicted from the largest fitting
     one down only while the step time stays the same, and the first row is the full ranking's first row.
+    An input it refuses (a batch that does not split over the GPUs, tokens whose time overflows) raises
+    ``PlanInputError`` naming the parameter.
     """
     fitting_only = fitting_only or fastest_only
     if precision not in ("bf16", "fp16", "fp32"):
-        raise ValueError(f"precision must be bf16, fp16 or fp32, got {precision!r}.")
+        raise PlanInputError("precision", precision, "must be bf16, fp16 or fp32")
     for name, value in (("seq_len", seq_len), ("global_batch", global_batch)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if seq_len < 1 or global_batch < 1:
-        raise ValueError("seq_len and global_batch must be >= 1.")
+            raise PlanInputError(name, value, "must be a whole number")
+        if value < 1:
+            raise PlanInputError(name, value, "must be >= 1")
     for name, value in (("tokens", tokens), ("price_per_gpu_hour", price_per_gpu_hour)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0):
-            raise ValueError(f"{name} must be a number >= 0 (or None), got {value!r}.")
+            raise PlanInputError(name, value, "must be a number >= 0 (or None)")
     if not 0 <= memory_headroom < 1:
-        raise ValueError("memory_headroom must be a fraction in [0, 1).")
+        raise PlanInputError("memory_headroom", memory_headroom, "must be a fraction in [0, 1)")
     world = cluster.total_gpus
-    if global_batch % world:
-        raise ValueError(f"global_batch={global_batch} sequences cannot be split over {world} GPUs: pick a multiple "
-                         f"of {world}.")
+    if problem := batch_split_problem(global_batch, world):
+        raise PlanInputError("global_batch", global_batch, problem)
     if isinstance(model, ModelSpec) and (problem := model.sequence_problem(seq_len)):
         raise ValueError(problem + ".")  # no config makes it run: nothing to rank
     per_gpu = global_batch // world
@@ -245,13 +263,14 @@ def recommend(
     if not frame.empty:  # empty: fitting_only, and nothing fits
         if tokens is not None:
             frame["hours"] = tokens / frame["tokens_per_second"] / 3600
+            if not np.isfinite(frame["hours"]).all():
+                raise PlanInputError("tokens", tokens, "gives a training time beyond floating-point range at the "
+                                     f"predicted speed: {_OVERFLOW_FIX}")
             if price_per_gpu_hour is not None:
                 frame["cost"] = frame["hours"] * world * price_per_gpu_hour
-            for key, what in (("hours", f"tokens={tokens:g}"), ("cost", f"tokens={tokens:g} x price_per_gpu_hour="
-                                                                 f"{price_per_gpu_hour or 0:g} x {world} GPUs")):
-                if key in frame and not np.isfinite(frame[key]).all():
-                    raise ValueError(f"{what}: the training {key} is beyond floating-point range; give the tokens "
-                                     "to train (e.g. 2e9) and a price per GPU-hour (e.g. 2.5).")
+                if not np.isfinite(frame["cost"]).all():
+                    raise PlanInputError("price_per_gpu_hour", price_per_gpu_hour, "gives a training cost beyond "
+                                         f"floating-point range for {tokens:g} tokens on {world} GPUs: {_OVERFLOW_FIX}")
         frame = frame.sort_values(["fits", "step_seconds"], ascending=[False, True],
                                   kind="stable").reset_index(drop=True)
         # what the prediction of the best row assumed (e.g. bf16 emulated on a GPU without it), for every row
