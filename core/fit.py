@@ -17,7 +17,7 @@ from core.autofill import AutoFillError, trainer_batch
 from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole, sequence_parallel_degree
 from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
-from core.memory.result import gib_margin, gib_used
+from core.memory.result import gib_capacity, gib_margin, gib_used
 from core.memory.settings import TrainingSettings
 from core.models.arch import ModelSpec
 from core.rules.optim import zero_tested
@@ -157,12 +157,12 @@ def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: M
 
 
 def fit_numbers(estimate: memory.MemoryEstimate) -> str:
-    """GPU, CPU RAM and NVMe use against capacity, with the margin, in GiB with one decimal."""
+    """GPU, CPU RAM and NVMe use against capacity, with the margin, in GiB with one decimal (a capacity with two
+    where one would round it)."""
     hw = estimate.hardware
-    gib = memory.GIB
 
     def part(used: int, cap: int, what: str) -> str:
-        return f"{what} {gib_used(used, cap)} of {cap / gib:.1f} GiB ({gib_margin(used, cap)})"
+        return f"{what} {gib_used(used, cap)} of {gib_capacity(cap)} GiB ({gib_margin(used, cap)})"
 
     parts = [part(estimate.gpu_bytes, hw.gpu_memory_bytes, "GPU"),
              part(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes, "CPU RAM per node")]

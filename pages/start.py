@@ -167,7 +167,10 @@ with cols[2]:
 
     def _gpu_label(name: str) -> str:
         gpu = hardware.find_gpu(name)
-        return f"{name} — {gpu.memory_gib:g} GiB" if gpu else "Custom size"
+        if gpu is None:
+            return "Custom size"
+        per = f" per GCD: count {gpu.devices} GPUs each" if gpu.devices > 1 else ""
+        return f"{name} — {gpu.memory_gib:g} GiB usable{per}"
 
 
     def _on_gpu() -> None:

@@ -15,6 +15,7 @@ import pytest
 from app_support import APP, app, sidebar_text
 from streamlit.testing.v1 import AppTest
 
+from core.hardware import find_gpu
 from core.io import MAX_CONFIG_MB
 from ui import app_state
 from ui.widgets import widget_key
@@ -566,7 +567,7 @@ def test_a_share_link_cannot_contradict_the_catalog():
            "largest_layer_params": gpt2.largest_layer_params}
     context = app_state.clean_context(raw)
     llama = get_spec("meta-llama/Llama-2-70b-hf")
-    assert context["gpu_memory_gib"] == 80
+    assert context["gpu_memory_gib"] == find_gpu("NVIDIA A100 80GB").memory_gib  # the catalog's, not the link's
     assert (context["model_config"], context["total_params"], context["largest_layer_params"]) == (
         get_config("meta-llama/Llama-2-70b-hf"), llama.total_params, llama.largest_layer_params)
     # a custom GPU keeps its size, and a model that is not in the catalog keeps what the link says

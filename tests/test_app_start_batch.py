@@ -8,6 +8,7 @@ import json
 import pytest
 from app_support import ROOT, app, html_tables, sidebar_findings, sidebar_text, texts
 
+from core.hardware import find_gpu
 from ui import app_state
 from ui.widgets import widget_key
 
@@ -79,7 +80,8 @@ def test_hardware_and_model_fill_the_context():
     at.selectbox(key="ctx:gpu").set_value("NVIDIA V100 32GB").run()
     at.selectbox(key="start_model").set_value("meta-llama/Llama-2-7b-hf").run()
     ctx = at.session_state["context"]
-    assert (ctx["nodes"], ctx["gpus_per_node"], ctx["gpu_memory_gib"]) == (2, 4, 32.0)
+    v100 = find_gpu("NVIDIA V100 32GB")
+    assert (ctx["nodes"], ctx["gpus_per_node"], ctx["gpu_memory_gib"]) == (2, 4, v100.memory_gib)
     from core.models import get_spec
     spec = get_spec("meta-llama/Llama-2-7b-hf")
     assert (ctx["total_params"], ctx["largest_layer_params"]) == (spec.total_params, spec.largest_layer_params)
@@ -337,7 +339,8 @@ def test_a_sequence_the_model_cannot_run_is_the_headlines_problem_and_the_sideba
 
 def test_bf16_on_a_gpu_without_bf16_is_the_headlines_problem_on_every_page():
     at = app({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}}, page="pages/batch.py",
-             **_gpt2_context(seq_len=1024, gpu="NVIDIA V100 32GB", gpu_memory_gib=32.0))
+             **_gpt2_context(seq_len=1024, gpu="NVIDIA V100 32GB",
+                           gpu_memory_gib=find_gpu("NVIDIA V100 32GB").memory_gib))
     most = [m.value for m in at.markdown if m.value.startswith("**Most important:**")]
     assert most and "has no bf16 arithmetic" in most[0] and ".." not in most[0]
     assert any("has no bf16 arithmetic" in e.value and ".." not in e.value for e in at.sidebar.error)
@@ -359,7 +362,7 @@ def test_the_custom_gpus_memory_comes_back_after_looking_at_a_catalog_gpu():
     at.selectbox(key="ctx:gpu").set_value("Custom").run()
     at.number_input(key="ctx:gpu_memory_gib").set_value(96.0).run()
     at.selectbox(key="ctx:gpu").set_value("NVIDIA H100 80GB").run()
-    assert at.session_state["context"]["gpu_memory_gib"] == 80.0
+    assert at.session_state["context"]["gpu_memory_gib"] == find_gpu("NVIDIA H100 80GB").memory_gib
     at.selectbox(key="ctx:gpu").set_value("Custom").run()
     assert at.session_state["context"]["gpu_memory_gib"] == 96.0
     assert at.number_input(key="ctx:gpu_memory_gib").value == 96.0

@@ -10,6 +10,7 @@ import json
 
 from app_support import ROOT, app, shown_tables, vega_charts
 
+from core.hardware import find_gpu
 from core.models import get_config, get_spec
 from ui import headline, memory, perf, plan_view, zero_view
 from ui.widgets import widget_key
@@ -73,7 +74,8 @@ def test_zero_page_after_each_change_shows_what_a_fresh_session_shows():
     shown = seen(at)
     assert shown != before and shown == fresh(at, page)
 
-    at.session_state["context"].update(gpu_memory_gib=40.0, gpu="NVIDIA A100 40GB")  # the capacity and the GPU
+    a100_40 = find_gpu("NVIDIA A100 40GB")
+    at.session_state["context"].update(gpu_memory_gib=a100_40.memory_gib, gpu=a100_40.name)  # capacity and GPU
     at.run()
     shown = seen(at)
     assert shown == fresh(at, page)

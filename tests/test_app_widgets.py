@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from core.findings import delete_path, set_path
+from core.hardware import find_gpu
 from core.schema import DeepSpeedConfig
 from core.schema.walk import iter_schema, resolve
 from tests.app_support import app
@@ -162,7 +163,7 @@ def test_share_decode_cleans_out_of_range_and_mistyped_context_values():
     defaults = app_state.default_context()
     assert context["nodes"] == defaults["nodes"]
     assert context["gpus_per_node"] == 2 and isinstance(context["gpus_per_node"], int)
-    assert context["gpu_memory_gib"] == 16.0 and isinstance(context["gpu_memory_gib"], float)  # the T4's own
+    assert context["gpu_memory_gib"] == find_gpu("NVIDIA T4 16GB").memory_gib  # the T4's own
     custom = app_state.decode_state(app_state.encode_state({}, {**raw, "gpu": "Custom"}, {}))[1]
     assert custom["gpu_memory_gib"] == 80.0 and isinstance(custom["gpu_memory_gib"], float)
     assert context["cpu_ram_gib"] == defaults["cpu_ram_gib"]

@@ -8,12 +8,14 @@ import json
 
 import pytest
 
-from core import cli, fit, memory, models
+from core import cli, fit, hardware, memory, models
 from core.cli.common import catalog_gpu
 from core.effective import effective
 from core.validate import validate
 
-A100 = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * memory.GIB,
+#: An A100 80GB's usable memory, as the catalog has it.
+A100_BYTES = hardware.GPU_BY_NAME["NVIDIA A100 80GB"].memory_bytes
+A100 = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=A100_BYTES,
                        cpu_ram_per_node_bytes=512 * memory.GIB)
 ZERO1 = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
          "optimizer": {"type": "AdamW", "params": {"lr": 2e-5}}, "zero_optimization": {"stage": 1}}
@@ -37,7 +39,7 @@ def test_apply_patch_merges_and_deletes_without_touching_the_input():
 
 
 def test_a_config_that_fits_needs_no_way(llama8b):
-    small = memory.Hardware(8, 1, 80 * memory.GIB, 1024 * memory.GIB)
+    small = memory.Hardware(8, 1, A100_BYTES, 1024 * memory.GIB)
     config = {**ZERO1, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
     assert memory.estimate(config, llama8b, small, memory.Shape(1)).fits
     assert fit.ways_to_fit(config, llama8b, small, memory.Shape(1)) == []
@@ -207,7 +209,7 @@ def test_every_way_gives_a_config_deepspeed_accepts_on_its_gpu_count(config, mod
     from core import validate
 
     spec = models.get_spec(model)
-    hardware = memory.Hardware(gpus, 1, 80 * memory.GIB, 512 * memory.GIB)
+    hardware = memory.Hardware(gpus, 1, A100_BYTES, 512 * memory.GIB)
     ways = fit.ways_to_fit(config, spec, hardware, memory.Shape(8, 4096, "sdpa", "full"))
     assert ways
     for way in ways:
@@ -228,7 +230,8 @@ def test_no_nvme_given_means_none_as_in_the_app(tmp_path, capsys):
 
     path = tmp_path / "nvme.json"
     path.write_text(json.dumps(load_preset("zero-infinity-nvme", [BUILTIN_DIR]).config))
-    argv = ["fit", str(path), "--model", "meta-llama/Llama-2-13b-hf"]
+    # on a B200: its GPU peak (79.6 GiB at micro batch 4) is over an A100 80GB's 79.15, and the NVMe is the point
+    argv = ["fit", str(path), "--model", "meta-llama/Llama-2-13b-hf", "--gpu", "NVIDIA B200 180GB"]
     for extra in ([], ["--nvme", "0"]):
         code = cli.main([*argv, *extra], out=io.StringIO())
         assert code == 1, extra
@@ -259,7 +262,7 @@ def test_a_job_short_of_host_memory_is_offered_less_offload(zero, cpu_ram, nvme,
     config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
               "zero_optimization": zero}
     spec = models.get_spec("meta-llama/Llama-2-7b-hf")
-    hardware = memory.Hardware(8, 1, 80 * memory.GIB, cpu_ram * memory.GIB, nvme * memory.GIB)
+    hardware = memory.Hardware(8, 1, A100_BYTES, cpu_ram * memory.GIB, nvme * memory.GIB)
     shape = memory.Shape(4, 1024)
     assert not memory.estimate(config, spec, hardware, shape).fits
     ways = fit.ways_to_fit(config, spec, hardware, shape)
@@ -321,7 +324,7 @@ def _errors(config, gpus):
 def test_ways_that_turn_zero_on_for_an_untested_optimizer_allow_it():
     config = {"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
               "optimizer": {"type": "SGD", "params": {"lr": 0.01, "momentum": 0.9}}}
-    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 512 * memory.GIB)
+    hardware = memory.Hardware(8, 1, A100_BYTES, 512 * memory.GIB)
     shape = memory.Shape(4, 2048)
     ways = fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-7b-hf"), hardware, shape)
     zero_ways = [w for w in ways if effective(fit.apply_patch(config, w.config_patch)).stage > 0]
@@ -344,7 +347,7 @@ def test_a_written_micro_batch_with_auto_accumulation_keeps_the_trainers_global_
 
     config = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": "auto", "train_batch_size": "auto",
               "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}
-    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 1024 * memory.GIB)
+    hardware = memory.Hardware(8, 1, A100_BYTES, 1024 * memory.GIB)
     way = next(w for w in fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-13b-hf"), hardware,
                                           memory.Shape(8, 4096), trainer_accum=4) if w.kind == "micro_batch")
     micro, accum = way.config_patch["train_micro_batch_size_per_gpu"], way.context_patch["hf_grad_accum"]
@@ -357,7 +360,7 @@ def test_a_written_micro_batch_with_auto_accumulation_keeps_the_trainers_global_
 
 def test_zero3_on_the_same_gpus_is_offered_when_the_next_stage_is_not_it():
     config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
-    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 256 * memory.GIB)
+    hardware = memory.Hardware(8, 1, A100_BYTES, 256 * memory.GIB)
     shape = memory.Shape(1, 2048, recompute="full")
     spec = models.get_spec("meta-llama/Llama-2-13b-hf")
     assert fit.short_of(memory.estimate(config, spec, hardware, shape)) == ("CPU RAM",)
@@ -369,7 +372,7 @@ def test_zero3_on_the_same_gpus_is_offered_when_the_next_stage_is_not_it():
 
 def test_a_way_that_takes_gpus_away_says_the_global_batch_shrinks():
     config = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
-    hardware = memory.Hardware(8, 1, 80 * memory.GIB, 256 * memory.GIB)
+    hardware = memory.Hardware(8, 1, A100_BYTES, 256 * memory.GIB)
     shape = memory.Shape(1, 2048, recompute="full")
     ways = [w for w in fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-13b-hf"), hardware, shape)
             if w.kind == "gpus" and w.context_patch["nodes"] * w.context_patch["gpus_per_node"] < 8]
@@ -436,7 +439,7 @@ def test_the_combined_way_titles_the_accumulation_its_patch_sets():
     config = {"train_batch_size": 128, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
               "bf16": {"enabled": True}, "optimizer": {"type": "AdamW", "params": {"lr": 2e-5}},
               "zero_optimization": {"stage": 1}}
-    way = next(w for w in fit.ways_to_fit(config, spec, memory.Hardware(8, 1, 80 * memory.GIB, 512 * memory.GIB),
+    way = next(w for w in fit.ways_to_fit(config, spec, memory.Hardware(8, 1, A100_BYTES, 512 * memory.GIB),
                                           memory.Shape(4)) if w.kind == "combined")
     patch = way.config_patch
     assert (f"Micro batch {patch['train_micro_batch_size_per_gpu']} with {patch['gradient_accumulation_steps']} "
@@ -476,7 +479,7 @@ def test_the_combined_way_uses_nvme_when_cpu_ram_is_what_is_short():
               "sequence_parallel_size": 2, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}},
               "zero_optimization": {"stage": 3, "cpu_offload": True}}
     spec = models.get_spec("meta-llama/Meta-Llama-3-70B")
-    hardware = memory.Hardware(8, 2, 80 * memory.GIB, 256 * memory.GIB, 4000 * memory.GIB)
+    hardware = memory.Hardware(8, 2, A100_BYTES, 256 * memory.GIB, 4000 * memory.GIB)
     ways = fit.ways_to_fit(config, spec, hardware, memory.Shape(4, 2048))
     combined = next(w for w in ways if w.kind == "combined")
     assert combined.fits and "NVMe" in combined.title
@@ -494,7 +497,7 @@ def test_the_combined_way_drops_the_rungs_its_last_one_made_unneeded():
               "sequence_parallel_size": 2, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}},
               "zero_optimization": {"stage": 3, "cpu_offload": True}}
     spec = models.get_spec("meta-llama/Meta-Llama-3-70B")
-    hardware = memory.Hardware(8, 2, 80 * memory.GIB, 256 * memory.GIB, 4000 * memory.GIB)
+    hardware = memory.Hardware(8, 2, A100_BYTES, 256 * memory.GIB, 4000 * memory.GIB)
     shape = memory.Shape(4, 2048)
     ways = {w.kind: w for w in fit.ways_to_fit(config, spec, hardware, shape)}
     combined = ways["combined"]
@@ -511,7 +514,7 @@ def test_a_job_short_only_of_cpu_ram_is_not_offered_more_offload(llama8b, tmp_pa
     is now offered only when it gets closer, nearest first; when none does, the page and the CLI say what would."""
     config = {**ZERO1, "train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}}
     shape = memory.Shape(1, 2048)
-    tiny_ram = memory.Hardware(8, 1, 80 * memory.GIB, 2 * memory.GIB)
+    tiny_ram = memory.Hardware(8, 1, A100_BYTES, 2 * memory.GIB)
     now = memory.estimate(config, llama8b, tiny_ram, shape)
     assert fit.short_of(now) == ("CPU RAM",)
     assert fit.ways_to_fit(config, llama8b, tiny_ram, shape) == []
@@ -522,7 +525,7 @@ def test_a_job_short_only_of_cpu_ram_is_not_offered_more_offload(llama8b, tmp_pa
                       "--cpu-ram", "2")
     assert code == 1 and "gets it closer; more CPU RAM per node" in text
     # a little short: every way offered is nearer than now on what is short, and the nearest comes first
-    some_ram = memory.Hardware(8, 1, 80 * memory.GIB, now.cpu_bytes_per_node * 3 // 4)
+    some_ram = memory.Hardware(8, 1, A100_BYTES, now.cpu_bytes_per_node * 3 // 4)
     ways = fit.ways_to_fit(config, llama8b, some_ram, shape)
     assert ways and all(w.fits or w.cpu_bytes_per_node < now.cpu_bytes_per_node for w in ways)
     assert all(w.kind != "offload_optimizer" for w in ways)
@@ -553,7 +556,7 @@ def test_a_ways_speed_counts_the_trainers_accumulation():
     from core.autofill import trainer_batch
 
     spec = models.get_spec("meta-llama/Llama-2-13b-hf")
-    hardware, shape = memory.Hardware(8, 1, 80 * memory.GIB), memory.Shape(4)
+    hardware, shape = memory.Hardware(8, 1, A100_BYTES), memory.Shape(4)
     config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
               "gradient_accumulation_steps": "auto", "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
     ways = fit.ways_to_fit(config, spec, hardware, shape, trainer_accum=4)
@@ -574,7 +577,7 @@ def test_fit_json_says_what_the_text_says_it_assumed(tmp_path, capsys):
     cli.main(["fit", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert (report["gpu"], report["gpus"], report["nodes"], report["gpus_per_node"]) == ("NVIDIA A100 80GB", 8, 1, 8)
-    assert report["gpu_memory_bytes"] == 80 * memory.GIB and report["cpu_ram_per_node_bytes"] > 0
+    assert report["gpu_memory_bytes"] == A100_BYTES and report["cpu_ram_per_node_bytes"] > 0
     assert report["micro_batch"] == 8 and report["micro_batch_assumed"].startswith("micro batch 8 assumed")
     assert report["assumptions"].endswith("no recomputation")
 

@@ -11,10 +11,12 @@ from hypothesis import strategies as st
 
 from core import memory as m
 from core import models
+from core.hardware import GPU_BY_NAME
 from core.memory.activations import layer_terms
 
 LLAMA7 = models.get_spec("meta-llama/Llama-2-7b-hf")
-HW = m.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * m.GIB, cpu_ram_per_node_bytes=1024 * m.GIB)
+HW = m.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=GPU_BY_NAME["NVIDIA A100 80GB"].memory_bytes,
+                cpu_ram_per_node_bytes=1024 * m.GIB)
 
 
 def _cfg(stage, opt="none", param="none", precision="fp16", optimizer="Adam", **zero):

@@ -252,7 +252,7 @@ def test_sizes_taken_from_the_family_defaults_are_said():
     spec = describe({"model_type": "llama"})
     assert spec.defaulted == ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                               "vocab_size")
-    notes = estimate({}, spec, Hardware(8, 1, 80 * 2**30)).notes
+    notes = estimate({}, spec, Hardware()).notes
     assert any(n.startswith("The model's config.json does not give hidden_size, num_hidden_layers") for n in notes)
     assert not any(get_spec(name).defaulted for name in catalog_names())
     assert describe({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

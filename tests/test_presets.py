@@ -382,8 +382,7 @@ def test_the_cpu_ram_a_preset_asks_for_is_the_memory_models(name, model, gpus):
     preset = load_preset(name, [BUILTIN_DIR])
     spec = models.get_spec(model)
     allowance = 4 * 2**30 * gpus  # the model's process allowance per rank, not part of the per-parameter figure
-    estimate = memory.estimate(preset.config, spec, Hardware(gpus_per_node=gpus, gpu_memory_bytes=80 * 2**30,
-                                                             cpu_ram_per_node_bytes=10**14),
+    estimate = memory.estimate(preset.config, spec, Hardware(gpus_per_node=gpus, cpu_ram_per_node_bytes=10**14),
                                Shape(micro_batch=1, seq_len=512, recompute="full"))
     per_param = (estimate.cpu_bytes_per_node - allowance) / spec.total_params
     assert f"{per_param:.0f} bytes x parameters" in preset.meta["hardware"], (per_param, preset.meta["hardware"])

@@ -10,7 +10,7 @@ import streamlit as st
 
 from core import fit
 from core.findings import Finding, Report
-from core.memory.result import gib_used
+from core.memory.result import gib_capacity, gib_used
 from ui import actions, app_state, fields, focus, memory
 from ui.shared_cache import shared_cache
 
@@ -39,13 +39,13 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any,
 
 
 def shortfall(estimate: Any) -> str:
-    """Only what is short, in words: "needs 630.6 GiB per GPU, the GPU has 80.0 GiB"."""
+    """Only what is short, in words: "needs 630.6 GiB per GPU, the GPU has 79.15 GiB"."""
     hw = estimate.hardware
     gib = memory.GIB
     parts = []
     if not estimate.fits_gpu:  # needs rounded up where plain rounding would read as what the GPU has (gib_used)
         parts.append(f"it needs {gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} GiB per GPU, the GPU has "
-                     f"{hw.gpu_memory_bytes / gib:.1f} GiB")
+                     f"{gib_capacity(hw.gpu_memory_bytes)} GiB")
     if not estimate.fits_cpu:
         parts.append(f"{gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB of CPU RAM per node, "
                      f"the node has {hw.cpu_ram_per_node_bytes / gib:.1f} GiB")

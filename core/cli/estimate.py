@@ -40,7 +40,7 @@ from core.cli.common import (
     read_sizing_config,
     seq_len,
 )
-from core.hardware import DEFAULT_CPU_RAM_GIB
+from core.hardware import DEFAULT_CPU_RAM_GIB, DEFAULT_GPU, GPU_BY_NAME
 from core.memory.result import gib_used
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -73,7 +73,7 @@ def parse_count(text: str) -> int | float:
 
 #: The GPUs per node and GPU memory of the full estimate when --gpus-per-node and --gpu-memory are not given.
 DEFAULT_GPUS_PER_NODE = 8
-DEFAULT_GPU_MEMORY_GIB = 80.0
+DEFAULT_GPU_MEMORY_GIB = GPU_BY_NAME[DEFAULT_GPU].memory_gib
 #: The tables' additional_buffer_factor when --buffer-factor is not given: DeepSpeed's default, as the tables have it.
 DEEPSPEED_BUFFER_FACTOR = inspect.signature(memory.zero2_all_cold_table).parameters["additional_buffer_factor"].default
 
@@ -99,7 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     help=f"GPUs per node (default 1 with --params, else {DEFAULT_GPUS_PER_NODE})")
     hw.add_argument("--nodes", type=gpu_count, default=1, metavar="N", help="nodes (default %(default)s)")
     hw.add_argument("--gpu-memory", type=gib, default=int(DEFAULT_GPU_MEMORY_GIB * memory.GIB), metavar="GIB",
-                    help=f"GPU memory in GiB (default {DEFAULT_GPU_MEMORY_GIB:g})")
+                    help=f"GPU memory in GiB, as PyTorch reports it (default {DEFAULT_GPU_MEMORY_GIB:g}: the "
+                         f"{DEFAULT_GPU}'s)")
     hw.add_argument("--cpu-ram", type=gib, default=int(DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                     help=f"CPU RAM per node in GiB (default {DEFAULT_CPU_RAM_GIB:g})")
     hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",

@@ -35,7 +35,7 @@ from core.cli.common import (
     read_sizing_config,
     seq_len,
 )
-from core.memory.result import gib_used
+from core.memory.result import gib_capacity, gib_used
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 #: The GPU without --gpu or --gpu-memory.
-DEFAULT_GPU = "NVIDIA A100 80GB"
+DEFAULT_GPU = hardware.DEFAULT_GPU
 
 
 def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
@@ -102,7 +102,7 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
 
 
 def _gib_text(n: float) -> str:
-    return f"{n / memory.GIB:.1f} GiB"
+    return f"{gib_capacity(n)} GiB"
 
 
 def _used_text(used: float, capacity: float) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from core.findings import brief
-from core.hardware import GIB
+from core.hardware import DEFAULT_GPU, GIB, GPU_BY_NAME
 from core.memory.settings import TrainingSettings
 
 #: Beyond these no machine or model is built, and 10**400 overflows the float arithmetic of the models.
@@ -36,6 +36,12 @@ def gib_used(used: float, capacity: float | None, digits: int = 1) -> str:
     return f"{shown:.{digits}f}"
 
 
+def gib_capacity(capacity: float) -> str:
+    """``capacity`` bytes in GiB at one decimal, or two where one would round it (the A100 80GB's 79.15)."""
+    value = capacity / GIB
+    return f"{value:.1f}" if round(value, 1) == round(value, 2) else f"{value:.2f}"
+
+
 def gib_margin(used: float, capacity: float, digits: int = 1) -> str:
     """What is left (``"3.2 GiB free"``) or missing (``"0.1 GiB over"``) of ``capacity``, rounded toward the
     verdict as :func:`gib_used` rounds: an overrun is never shown as 0."""
@@ -53,11 +59,11 @@ def _check_finite_count(name: str, value: object, largest: float) -> None:
 
 @dataclass(frozen=True)
 class Hardware:
-    """The cluster: identical nodes with identical GPUs."""
+    """The cluster: identical nodes with identical GPUs (by default 8 of the catalog's default GPU)."""
 
     gpus_per_node: int = 8
     nodes: int = 1
-    gpu_memory_bytes: int = 80 * GIB
+    gpu_memory_bytes: int = GPU_BY_NAME[DEFAULT_GPU].memory_bytes
     cpu_ram_per_node_bytes: int = 1024 * GIB
     nvme_bytes_per_node: int | None = None
 
