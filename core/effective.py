@@ -22,7 +22,9 @@ own code:
   their master weights and gradient partition in that dtype (``ZeROOptimizer._configure_master_weights``), and the
   optimizer's states follow the master weights (``FusedAdam``: ``zeros_like``), except that ``DeepSpeedCPUAdam``
   keeps them fp32 unless its ``fp32_optimizer_states`` is false, which ``bf16_optimizer_states`` forces
-  (``get_optimizer_configuration``; otherwise ``optimizer.params.fp32_optimizer_states`` as a truth value).
+  (``get_optimizer_configuration``; otherwise ``optimizer.params.fp32_optimizer_states`` as a truth value). The
+  bf16 pair is off in releases that never read it (before 0.17.1 bf16 is read with ``dict.get`` and they are
+  ignored; 0.17.1-0.18.2 refuse them): ``core.versions.key_known``.
 """
 
 from __future__ import annotations
@@ -298,7 +300,11 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
     bf16_name = "bfloat16" if "bfloat16" in cfg and cfg.get("bf16") is None else "bf16"
     bf16_section = _section(cfg, bf16_name)
     autocast = _section(cfg, "torch_autocast")
-    bf16_states = pydantic_bool(bf16_section, "bf16_optimizer_states", False)
+    # keys this release never reads (bf16's master-weights keys before 0.17.1, refused until 0.18.3) are off
+    def bf16_flag(key: str) -> bool:
+        return versions.key_known(version, bf16_name, key) is not False and pydantic_bool(bf16_section, key, False)
+
+    bf16_states = bf16_flag("bf16_optimizer_states")
     off_opt = _device(zero, "offload_optimizer", "cpu_offload")[0]
     off_param = _device(zero, "offload_param", "cpu_offload_param")[0]
 
@@ -361,7 +367,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         torch_optimizer=torch_cls,
         zero_allow_untested_optimizer=bool(cfg.get("zero_allow_untested_optimizer", False)),
         fp16_master_weights_and_grads=pydantic_bool(fp16_section, "fp16_master_weights_and_grads", False),
-        bf16_master_weights_and_grads=pydantic_bool(bf16_section, "bf16_master_weights_and_grads", False),
+        bf16_master_weights_and_grads=bf16_flag("bf16_master_weights_and_grads"),
         bf16_optimizer_states=bf16_states,
         # popped from the params; None is True, bf16_optimizer_states forces False, else a Python truth value
         fp32_optimizer_states=not bf16_states and bool(params.get("fp32_optimizer_states", True)),

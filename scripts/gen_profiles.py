@@ -64,6 +64,22 @@ def sdist(release: str) -> Path:
     return path
 
 
+def probe_keys() -> dict[str, dict[str, Any]]:
+    """Per top-level section that some recorded release builds with pydantic: every field name (and alias) any
+    release has there, with its default (a release that reads the section with ``dict.get`` is offered them all,
+    so the keys it never looks up are known to be ignored; ``profile_extract._dict_section_probes``)."""
+    keys: dict[str, dict[str, Any]] = {}
+    for path in sorted(PROFILES.glob("*.json")):
+        for prefix, entry in json.loads(path.read_text())["sections"].items():
+            if "." in prefix:
+                continue
+            for name, info in entry["fields"].items():
+                for key in (name, info.get("alias")):
+                    if key is not None:
+                        keys.setdefault(prefix, {}).setdefault(key, info.get("default"))
+    return keys
+
+
 def generate(release: str) -> dict[str, Any]:
     """Download, unpack and read one release; returns its profile."""
     archive = sdist(release)
@@ -72,7 +88,8 @@ def generate(release: str) -> dict[str, Any]:
             members = [m for m in tar.getmembers() if "/deepspeed/" in m.name and not m.issym() and not m.islnk()]
             tar.extractall(tmp, members=members, filter="data")
         root = next(Path(tmp).iterdir())
-        env = {**os.environ, "PYTHONPATH": str(root), "DS_ACCELERATOR": "cpu", "PYTHONWARNINGS": "ignore"}
+        env = {**os.environ, "PYTHONPATH": str(root), "DS_ACCELERATOR": "cpu", "PYTHONWARNINGS": "ignore",
+               "DSCONFIG_PROBE_KEYS": json.dumps(probe_keys(), sort_keys=True)}
         done = subprocess.run(
             [sys.executable, str(EXTRACT), release],
             capture_output=True, text=True, env=env, cwd=tmp, timeout=600,

@@ -14,6 +14,7 @@ import importlib
 import inspect
 import io
 import json
+import os
 import sys
 import textwrap
 import typing
@@ -454,6 +455,21 @@ def _dict_section_reads(top_keys: set[str], roots: dict[str, type]) -> dict[str,
     return reads
 
 
+def _dict_section_probes(top_keys: set[str], roots: dict[str, type]) -> dict[str, list[str]]:
+    """Per top-level section this release reads with ``dict.get`` while other releases build it with pydantic
+    (fp16 and bf16 before 0.17.1): the keys of those models (``DSCONFIG_PROBE_KEYS``, from ``gen_profiles``) that
+    this release does not look up when the section holds all of them at their defaults with ``enabled`` true.
+    Those it ignores whatever their values; keys read only when present (fp16's dynamic loss-scale arguments,
+    read when any of them is given) are read here."""
+    offered: dict[str, dict[str, Any]] = json.loads(os.environ.get("DSCONFIG_PROBE_KEYS", "{}"))
+    ignored: dict[str, list[str]] = {}
+    for key in sorted((top_keys - set(roots)) & set(offered)):
+        seen: set[str] = set()
+        _parse({"train_batch_size": 1, key: _Recorder({**offered[key], "enabled": True}, seen, "")})
+        ignored[key] = sorted(set(offered[key]) - seen)
+    return ignored
+
+
 #: Dynamic batching switched on without ``max_tokens``: releases that read dynamic batching stop here.
 DYNAMIC_BATCHING_PROBE: dict[str, Any] = {"data_efficiency": {"enabled": True, "data_sampling": {
     "enabled": True, "dynamic_batching": {"enabled": True}}}}
@@ -581,6 +597,7 @@ def extract(release: str) -> dict[str, Any]:
         "compression_shared_enabled": _compression_shared_probes(),
         "elastic_probe": _elastic_probe(release),
         "dict_section_reads": _dict_section_reads(top_keys, roots),
+        "dict_section_ignored": _dict_section_probes(top_keys, roots),
         "zero_optimizer_checks": _zero_optimizer_checks(),
         "dynamic_batching_without_max_tokens": _outcome({"train_batch_size": 1, **DYNAMIC_BATCHING_PROBE}),
         "sequence_parallel_world_size": _sequence_parallel_probes(),

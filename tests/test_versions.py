@@ -376,3 +376,23 @@ def test_a_key_read_only_behind_an_off_switch_is_not_type_checked():
     assert validate(off, version=lenient).codes() == {"precision.loss-scale-unused"}
     assert "type.unchecked" in validate({**off, "fp16": {"enabled": True, "loss_scale": "x"}}, version=lenient).codes()
     assert "type.value_error" in validate(off, version=versions.NEWEST).codes()
+
+
+def test_bf16_master_weight_keys_mean_nothing_where_the_release_ignores_them():
+    """0.16.x read bf16 with dict.get and never look up the master-weights pair (real proof in
+    tests/test_versions_truth.py): the validator warns that they are ignored and the config's meaning (which the
+    memory model sizes) keeps fp32 master weights there; 0.19.8 reads them."""
+    from core.effective import effective
+
+    config = {"train_batch_size": 8, "zero_optimization": {"stage": 2},
+              "bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}}
+    old = effective(config, "0.16.9")
+    assert (old.bf16_master_weights_and_grads, old.bf16_optimizer_states, old.fp32_optimizer_states) == (
+        False, False, True)
+    assert {f.path for f in validate(config, version="0.16.9").findings if f.code == "keys.not-in-version"} == {
+        "bf16.bf16_master_weights_and_grads", "bf16.bf16_optimizer_states"}
+    new = effective(config, "0.19.8")
+    assert (new.bf16_master_weights_and_grads, new.bf16_optimizer_states, new.fp32_optimizer_states) == (
+        True, True, False)
+    # fp16 is read with dict.get there too, but every key of the later model is looked up once fp16 is on
+    assert versions.profile("0.16.9")["dict_section_ignored"]["fp16"] == []

@@ -13,15 +13,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
 
+from core import versions
 from core.io import load_config
 from core.validate import validate
 from tests.conftest import CORPUS_DIR, REPO_ROOT
 from tests.oracle import ds0195_worker
-from tests.oracle.oracle import WORKER_PYTHONS, oracle_available
+from tests.oracle.oracle import WORKER_PYTHONS, oracle_available, release_interpreter
 
 pytestmark = pytest.mark.deepspeed
 
@@ -236,3 +238,50 @@ def test_torch_adam_takes_torchs_keywords_not_the_fused_kernels():
     # the fix writes torch.optim.AdamW's own default (0.01), not the fused kernel's 0
     assert decay.fix.ops[0].value == inspect.signature(torch.optim.AdamW).parameters["weight_decay"].default
 
+
+
+_LOOKUPS = """
+import json, sys
+from deepspeed.runtime.config import DeepSpeedConfig
+class Seen(dict):
+    looked = set()
+    def get(self, key, default=None):
+        Seen.looked.add(key); return super().get(key, default)
+    def __getitem__(self, key):
+        Seen.looked.add(key); return super().__getitem__(key)
+    def __contains__(self, key):
+        Seen.looked.add(key); return super().__contains__(key)
+section, body = sys.argv[1], json.loads(sys.argv[2])
+DeepSpeedConfig({"train_batch_size": 1, section: Seen(body)})
+print(json.dumps(sorted(Seen.looked)))
+"""
+
+
+@pytest.mark.parametrize("release", ["0.16.9", "0.17.6"])
+def test_bf16_keys_of_later_releases_are_ignored_where_bf16_is_read_with_dict_get(release):
+    """0.16.x-0.17.0 read bf16 with ``dict.get`` (``enabled``, ``immediate_grad_update``): the master-weights,
+    optimizer-states and overflow-check keys later releases model are never looked up there, so a config that
+    asks for them trains without them and the validator says so; from 0.17.1 the pydantic model reads or
+    refuses them."""
+    body = {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True,
+            "check_grad_overflow": True}
+    python, env = release_interpreter(release)
+    done = subprocess.run([python, "-c", _LOOKUPS, "bf16", json.dumps(body)], capture_output=True, text=True,
+                          timeout=300, cwd=REPO_ROOT, env={**os.environ, **env})
+    ignored = set(versions.profile(release)["dict_section_ignored"].get("bf16", ()))
+    findings = {f.path: f for f in validate({"train_batch_size": 1, "bf16": body}, version=release).findings}
+    if release == "0.16.9":
+        assert done.returncode == 0, done.stderr[-2000:]
+        looked = set(json.loads(done.stdout.strip().splitlines()[-1]))
+        assert "enabled" in looked
+        assert ignored == set(body) - looked == {"bf16_master_weights_and_grads", "bf16_optimizer_states",
+                                                 "check_grad_overflow"}
+        for key in ignored:
+            finding = findings[f"bf16.{key}"]
+            assert (finding.code, finding.severity) == ("keys.not-in-version", "warning")
+            assert "0.16.9 silently ignores it" in finding.message
+    else:  # pydantic: the keys it lacks are refused, the parse says so
+        assert done.returncode != 0 and "bf16_master_weights_and_grads" in done.stderr
+        assert ignored == set()
+        assert findings["bf16.bf16_master_weights_and_grads"].severity == "error"
+        assert "bf16.check_grad_overflow" not in findings

@@ -193,7 +193,9 @@ def dict_key_read(version: str, prefix: str, key: str) -> bool | None:
     """Whether ``version``, parsing the section at dotted ``prefix`` with ``dict.get``, reads ``key``: True when its
     recorded reads include it; False when they looked inside that (sub)section without it while another release's
     reads include it (a key of other releases: ``aio.thread_count`` before 0.16.4, ``intra_op_parallelism``
-    after); None when the recordings cannot tell (keys read only behind a switch are never recorded)."""
+    after, and the keys of later releases' pydantic models that the release never looks up when offered them,
+    such as ``bf16.bf16_master_weights_and_grads`` before 0.17.1: the profile's ``dict_section_ignored``); None when
+    the recordings cannot tell (keys read only behind a switch are never recorded)."""
     top, _, rest = prefix.partition(".")
     reads = _dict_reads(version, top)
     if reads is None:
@@ -201,6 +203,8 @@ def dict_key_read(version: str, prefix: str, key: str) -> bool | None:
     path = f"{rest}.{key}" if rest else key
     if path in reads:
         return True
+    if path in profile(version).get("dict_section_ignored", {}).get(top, ()):
+        return False
     if _entered(reads, rest) and path in _dict_reads_anywhere(top):
         return False
     return None
