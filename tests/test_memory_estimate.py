@@ -601,3 +601,20 @@ def test_whole_numbers_written_as_text_are_read_as_deepspeed_reads_them(key, tex
     assert m.estimate(config, LLAMA7, HW, m.Shape()).gpu_bytes == m.estimate(written, LLAMA7, HW, m.Shape()).gpu_bytes
     assert getattr(TrainingSettings.from_ds_config({"zero_optimization": {"stage": 3, key: "auto"}}), attribute) == \
         getattr(TrainingSettings.from_ds_config({"zero_optimization": {"stage": 3}}), attribute)
+
+
+def test_the_memory_models_zero_defaults_are_the_schemas():
+    """An empty config is sized with DeepSpeed's defaults as the schema records them (one source)."""
+    from core.memory.settings import TrainingSettings
+    from core.schema.zero import OffloadOptimizerConfig, OffloadParamConfig, ZeroConfig
+
+    read = TrainingSettings.from_ds_config({"zero_optimization": {"stage": 3}})
+    zero = ZeroConfig.model_fields
+    assert (read.reduce_bucket_size, read.allgather_bucket_size, read.prefetch_bucket_size,
+            read.param_persistence_threshold, read.max_live_parameters, read.sub_group_size,
+            read.hpz_partition_size) == tuple(zero[name].default for name in (
+                "reduce_bucket_size", "allgather_bucket_size", "prefetch_bucket_size", "param_persistence_threshold",
+                "max_live_parameters", "sub_group_size", "zero_hpz_partition_size"))
+    assert (read.offload_param_buffer_count, read.offload_param_buffer_size, read.offload_optimizer_buffer_count) == (
+        OffloadParamConfig.model_fields["buffer_count"].default, OffloadParamConfig.model_fields["buffer_size"].default,
+        OffloadOptimizerConfig.model_fields["buffer_count"].default)

@@ -16,12 +16,18 @@ from core.batch import sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
+from core.schema.zero import OffloadOptimizerConfig, OffloadParamConfig, ZeroConfig
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 _DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 _FP32_NAMES = ("torch.float32", "fp32", "float32", "float")  # deepspeed/runtime/config.py DtypeEnum.fp32
 
 _SATURATE = 2**53
+
+
+def _default(model: type, name: str) -> Any:
+    """DeepSpeed's default for a field, as the schema records it (the settings' defaults and their reads share it)."""
+    return model.model_fields[name].default
 
 
 def _num(value: Any, default: float, minimum: float = 0) -> float:
@@ -62,22 +68,23 @@ class TrainingSettings:
     offload_param: str = "none"
     optimizer: str = "adamw"
     optimizer_states: int = 2
-    reduce_bucket_size: int = 500_000_000
-    allgather_bucket_size: int = 500_000_000
+    reduce_bucket_size: int = _default(ZeroConfig, "reduce_bucket_size")
+    allgather_bucket_size: int = _default(ZeroConfig, "allgather_bucket_size")
     overlap_comm: bool = False
     contiguous_gradients: bool = True
-    prefetch_bucket_size: int = 50_000_000
-    param_persistence_threshold: int = 100_000
-    max_live_parameters: int = 1_000_000_000
-    sub_group_size: int = 1_000_000_000
-    offload_optimizer_pin_memory: bool = True
-    offload_param_pin_memory: bool = True
-    offload_param_buffer_count: int = 5
-    offload_param_buffer_size: int = 100_000_000
-    offload_optimizer_buffer_count: int = 4
+    prefetch_bucket_size: int = _default(ZeroConfig, "prefetch_bucket_size")
+    param_persistence_threshold: int = _default(ZeroConfig, "param_persistence_threshold")
+    max_live_parameters: int = _default(ZeroConfig, "max_live_parameters")
+    sub_group_size: int = _default(ZeroConfig, "sub_group_size")
+    offload_optimizer_pin_memory: bool = _default(OffloadOptimizerConfig, "pin_memory")
+    offload_param_pin_memory: bool = _default(OffloadParamConfig, "pin_memory")
+    offload_param_buffer_count: int = _default(OffloadParamConfig, "buffer_count")
+    offload_param_buffer_size: int = _default(OffloadParamConfig, "buffer_size")
+    offload_optimizer_buffer_count: int = _default(OffloadOptimizerConfig, "buffer_count")
     partition_activations: bool = False
     cpu_checkpointing: bool = False
-    hpz_partition_size: int = 1  # ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
+    #: ZeRO++ hierarchical partitioning: secondary 16-bit copy within a node
+    hpz_partition_size: int = _default(ZeroConfig, "zero_hpz_partition_size")
     grad_accum_fp32: bool = False  # data_types.grad_accum_dtype is fp32 (any of DeepSpeed's DtypeEnum spellings)
     master_bytes: int = 4  # master weights and the optimizer's gradient partition (16-bit master-weight flags)
     state_bytes: int = 4  # one element of an optimizer state tensor
@@ -198,29 +205,32 @@ class TrainingSettings:
             offload_param=off_param,
             optimizer=name,
             optimizer_states=states,
-            reduce_bucket_size=int(_num(zero.get("reduce_bucket_size"), 5e8, 1)),
-            allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), 5e8)),
+            reduce_bucket_size=int(_num(zero.get("reduce_bucket_size"), cls.reduce_bucket_size, 1)),
+            allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), cls.allgather_bucket_size)),
             overlap_comm=meaning.overlap_comm,
             contiguous_gradients=meaning.contiguous_gradients,
             prefetch_bucket_size=int(
-                _num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")), 5e7)
+                _num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")),
+                     cls.prefetch_bucket_size)
             ),
             param_persistence_threshold=int(
-                _num(zero.get("stage3_param_persistence_threshold", zero.get("param_persistence_threshold")), 1e5)
+                _num(zero.get("stage3_param_persistence_threshold", zero.get("param_persistence_threshold")),
+                     cls.param_persistence_threshold)
             ),
-            max_live_parameters=int(_num(zero.get("stage3_max_live_parameters", zero.get("max_live_parameters")), 1e9)),
+            max_live_parameters=int(_num(zero.get("stage3_max_live_parameters", zero.get("max_live_parameters")),
+                                         cls.max_live_parameters)),
             # 0 is valid (DeepSpeed's bound is >= 0): one sub-group per parameter tensor
-            sub_group_size=int(_num(zero.get("sub_group_size"), 1e9, 0)),
-            offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", True),
-            offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", True),
-            offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), 5)),
-            offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), 1e8)),
-            offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), 4)),
+            sub_group_size=int(_num(zero.get("sub_group_size"), cls.sub_group_size, 0)),
+            offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", cls.offload_optimizer_pin_memory),
+            offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", cls.offload_param_pin_memory),
+            offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), cls.offload_param_buffer_count)),
+            offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), cls.offload_param_buffer_size)),
+            offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), cls.offload_optimizer_buffer_count)),
             partition_activations=_flag(ac.get("partition_activations"), False),
             grad_accum_fp32=grad_accum_fp32,
             master_bytes=_DTYPE_BYTES[master],
             state_bytes=_DTYPE_BYTES[state_dtype],
-            hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), 1, 1)),
+            hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), cls.hpz_partition_size, 1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
             sequence_parallel=sequence_parallel,
             tensor_parallel=max(1, meaning.autotp_size),
