@@ -8,6 +8,8 @@ import streamlit as st
 
 from core import hardware, models
 from core.memory import ATTENTION_IMPLS, attention_help
+from core.memory.estimate import GIB
+from core.memory.result import gib_capacity
 from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from core.perf.recommend import adopt_candidate, kept_by_adoption
@@ -133,7 +135,8 @@ def planner() -> None:
     st.subheader("Ranked configs")
     storage = ui_memory.node_storage(ctx)
     nvme = f"{storage['nvme_gib']:g} GiB of NVMe" if storage["nvme_gib"] else "no NVMe"
-    st.caption(f"{ranked.fitting} of {ranked.candidates} candidates fit in {ranked.gpu_memory_gib:.0f} GiB with "
+    capacity = gib_capacity(ranked.gpu_memory_gib * GIB)
+    st.caption(f"{ranked.fitting} of {ranked.candidates} candidates fit in {capacity} GiB with "
                f"{ranked.memory_headroom:.0%} kept free; offloading ones also need their CPU RAM and NVMe, judged "
                f"against the Start page's {storage['cpu_ram_gib']:g} GiB of CPU RAM and {nvme} per node. Recompute "
                "is the model's gradient checkpointing (set in your training script, not in the ds_config).")
@@ -199,7 +202,7 @@ def planner() -> None:
                           "fitting or not", key="plan_speed_chart") as speed_chart_open:
         if speed_chart_open:
             charts.draw(plan_charts.speed_memory, {"candidates": ranked.speed_memory, "limit": ranked.limit})
-            st.caption(f"Dashed line: {ranked.usable_gib:.0f} GiB, the GPU memory "
+            st.caption(f"Dashed line: {ranked.usable_gib:.1f} GiB, the GPU memory "
                        f"a config may use ({ranked.memory_headroom:.0%} kept free). A point left of it that does not "
                        "fit is short of CPU RAM or NVMe for its offload.")
 

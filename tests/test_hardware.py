@@ -57,3 +57,13 @@ def test_bf16_follows_the_architecture():
     assert hardware.find_gpu("NVIDIA A100 40GB").bf16 is True
     assert hardware.find_gpu("NVIDIA H100 80GB").bf16 is True
     assert hardware.find_gpu("AMD MI250X 128GB").bf16 is True
+
+
+def test_the_planner_times_the_same_device_the_catalog_sizes():
+    """The MI250X entry is one GCD (64 GiB, one rank): the planner's peak and bandwidth are one GCD's, half the
+    package datasheet's 383 TFLOPs and 3.2 TB/s, not both dies'."""
+    from core.perf.hardware import GPU_PERF
+
+    gcd = GPU_PERF["AMD MI250X 128GB"]
+    assert hardware.GPU_BY_NAME["AMD MI250X 128GB"].memory_gib < 64
+    assert (gcd.peak_tflops, gcd.hbm_gbyte_s) == (383.0 / 2, 3200.0 / 2)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
+from core.hardware import GPU_BY_NAME
 from core.perf.advice import decimals_for
 from core.validate import validate
 
@@ -73,7 +74,8 @@ def test_plan_json_says_what_its_hours_and_cost_assumed():
     code, text = run([*argv, "--format", "json"])
     data = json.loads(text)
     cluster, assumed = data["cluster"], data["assumptions"]
-    assert code == 0 and cluster["gpu"] == "NVIDIA H100 80GB" and cluster["gpu_memory_gib"] == 80
+    assert code == 0 and cluster["gpu"] == "NVIDIA H100 80GB"
+    assert cluster["gpu_memory_gib"] == GPU_BY_NAME["NVIDIA H100 80GB"].memory_gib
     assert (cluster["nodes"], cluster["gpus_per_node"], cluster["total_gpus"]) == (2, 8, 16)
     assert cluster["cpu_ram_gib_per_node"] == 512 and cluster["nvme_gib_per_node"] == 0
     assert cluster["inter_node_gbit_s"] == 3200 and assumed["cluster"] == cluster
@@ -103,7 +105,8 @@ def test_predict_json_names_the_gpu_the_gpu_count_and_the_shape(config_file):
     assert code == 0
     assert {k: data["cluster"][k] for k in ("gpu", "gpus_per_node", "nodes", "total_gpus")} == {
         "gpu": "NVIDIA A100 80GB", "gpus_per_node": 8, "nodes": 2, "total_gpus": 16}
-    assert data["cluster"]["inter_node_gbit_s"] == 1600 and data["cluster"]["gpu_memory_gib"] == 80
+    assert data["cluster"]["inter_node_gbit_s"] == 1600
+    assert data["cluster"]["gpu_memory_gib"] == GPU_BY_NAME["NVIDIA A100 80GB"].memory_gib
     assert data["shape"] == {"micro_batch": 2, "seq_len": 2048, "attention": "eager", "recompute": "full"}
     first = run(argv)[1].splitlines()[0]
     assert first.startswith("meta-llama/Llama-2-7b-hf on 2 x 8 NVIDIA A100 80GB (1600 Gbit/s per node, the GPU's "
@@ -469,23 +472,25 @@ def test_plan_states_its_fits_margin_and_predict_says_where_plan_would_differ(tm
     verdict (the whole GPU) and says, in a caveat and in its JSON, that plan's margin would not let it fit."""
     argv = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len", "8192", "--attention",
             "sdpa", "--global-batch", "8", "--top", "200"]
-    rule = "fits = peak GPU memory at most 95% of the GPU's 80 GiB (76.0 GiB: a 5% margin for what the memory model"
+    capacity = GPU_BY_NAME["NVIDIA H100 80GB"].memory_gib  # PyTorch's total, 79.1 GiB
+    rule = (f"fits = peak GPU memory at most 95% of the GPU's {capacity:g} GiB ({0.95 * capacity:.1f} GiB: a 5% "
+            "margin for what the memory model")
     text = run(argv)[1]
     assert text.splitlines()[2].startswith(rule) and "fit, estimate and predict judge a config against the " \
-        "whole 80 GiB" in text.splitlines()[2]
+        f"whole {capacity:g} GiB" in text.splitlines()[2]
     data = json.loads(run([*argv, "--format", "json"])[1])
     assert data["assumptions"]["fits_rule"].startswith(rule)
-    assert data["assumptions"]["usable_gpu_memory_gib"] == pytest.approx(76.0)
+    assert data["assumptions"]["usable_gpu_memory_gib"] == pytest.approx(0.95 * capacity)
     near = next(r for r in data["rows"] if r["stage"] == 2 and r["offload_optimizer"] == "none"
                 and r["micro_batch"] == 1 and r["recompute"] == "none")
-    assert 76 < near["gpu_peak_gib"] < 80 and near["fits"] is False
+    assert 0.95 * capacity < near["gpu_peak_gib"] <= capacity and near["fits"] is False
     path = tmp_path / "near.json"
     path.write_text(json.dumps(near["config"]))
     predict_argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len",
                     "8192", "--attention", "sdpa"]
     said = run(predict_argv)[1]
-    assert f"caveat: fits, with a peak of {near['gpu_peak_gib']:.1f} GiB of the GPU's 80 GiB, but above 95% of it " \
-        "(76.0 GiB), the margin dsconfig plan keeps" in said
+    assert f"caveat: fits, with a peak of {near['gpu_peak_gib']:.1f} GiB of the GPU's {capacity:g} GiB, but above " \
+        f"95% of it ({0.95 * capacity:.1f} GiB), the margin dsconfig plan keeps" in said
     memory = json.loads(run([*predict_argv, "--format", "json"])[1])["memory"]
     assert memory["fits"] is True and memory["fits_with_plan_margin"] is near["fits"]
     assert memory["plan_memory_headroom"] == data["assumptions"]["memory_headroom"] == 0.05

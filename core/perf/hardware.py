@@ -22,8 +22,10 @@ GPU has no bf16):
 - NVIDIA T4: 65 TFLOPs fp16 tensor, 320 GB/s, PCIe Gen3. Source: NVIDIA T4 datasheet.
 - AMD Instinct MI300X: 1307 TFLOPs bf16 dense, 5.3 TB/s, Infinity Fabric 7 links x 64 GB/s = 448 GB/s per GPU to
   its peers, PCIe Gen5. Source: AMD Instinct MI300X datasheet.
-- AMD Instinct MI250X (OAM, both dies): 383 TFLOPs bf16, 3.2 TB/s, Infinity Fabric up to 8 x 50 GB/s
-  (200 per direction modelled), PCIe Gen4. Source: AMD Instinct MI250X datasheet.
+- AMD Instinct MI250X, one GCD (the catalog's entry: PyTorch and DeepSpeed see each of the package's two dies as
+  a device, one rank each): half of the package's 383 TFLOPs bf16, 3.2 TB/s and 95.7 TFLOPs fp32 matrix; the two
+  GCDs of a package are joined by 4 x 50 GB/s of Infinity Fabric (200 per direction modelled), PCIe Gen4.
+  Source: AMD Instinct MI250X datasheet (package figures).
 
 Achievable matmul fraction (``matmul_fraction``): the best bf16 matmul rate measured over many shapes divided
 by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS comparison table" (ml-engineering,
@@ -93,7 +95,7 @@ GPU_PERF: Final = MappingProxyType(
         "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
         "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
         "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.514),
-        "AMD MI250X 128GB": GPUPerf(383.0, 3200.0, 200.0, 4, 95.7, 0.767),
+        "AMD MI250X 128GB": GPUPerf(191.5, 1600.0, 200.0, 4, 47.85, 0.767),
     }
 )
 

@@ -15,6 +15,7 @@ from core.batch import BATCH_KEYS
 from core.effective import effective, legacy_offload_keys
 from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
+from core.memory.result import gib_capacity
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.errors import PlanInputError
@@ -37,13 +38,14 @@ def usable_gpu_bytes(hardware: Hardware, headroom: float = DEFAULT_MEMORY_HEADRO
 def fits_rule(gpu_memory_gib: float, headroom: float = DEFAULT_MEMORY_HEADROOM) -> str:
     """How the planner decides "fits", in words: what ``plan`` prints beside every fits verdict and its sweep, and
     the limit the commands that judge against the whole GPU (fit, estimate, predict) differ by."""
+    capacity = gib_capacity(gpu_memory_gib * GIB)
     if headroom == 0:
-        return (f"fits = peak GPU memory within the GPU's {gpu_memory_gib:g} GiB, and the offloaded states within "
-                "the node's CPU RAM and NVMe")
-    return (f"fits = peak GPU memory at most {1 - headroom:.0%} of the GPU's {gpu_memory_gib:g} GiB "
+        return (f"fits = peak GPU memory within the GPU's {capacity} GiB, and the offloaded states within the node's "
+                "CPU RAM and NVMe")
+    return (f"fits = peak GPU memory at most {1 - headroom:.0%} of the GPU's {capacity} GiB "
             f"({gpu_memory_gib * (1 - headroom):.1f} GiB: a {headroom:.0%} margin for what the memory model does not "
             "count, such as allocator spikes and NCCL buffers), and the offloaded states within the node's CPU RAM "
-            f"and NVMe; dsconfig fit, estimate and predict judge a config against the whole {gpu_memory_gib:g} GiB")
+            f"and NVMe; dsconfig fit, estimate and predict judge a config against the whole {capacity} GiB")
 
 COLUMNS = (
     "stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "gradient_accumulation_steps",
