@@ -309,3 +309,34 @@ def test_a_bad_size_in_an_hf_config_names_the_file_given(command, tmp_path, caps
         ConfigReader({}, "llama").int("hidden_size")
     assert str(app.value).startswith("config.json (llama): 'hidden_size' is missing")
     assert str(app.value).endswith(" or enter the total and largest-layer parameter counts by hand.")
+
+
+def test_a_sequence_the_model_cannot_run_is_refused_under_its_flag(capsys):
+    """recommend refused GPT-2 at 4096 tokens with a plain ValueError, so the JSON error's flag was null."""
+    from core.models import get_spec
+    from core.perf import Cluster, PlanInputError, recommend
+
+    gpt2 = "openai-community/gpt2"
+    with pytest.raises(PlanInputError) as refused:
+        recommend(get_spec(gpt2), Cluster("NVIDIA H100 80GB"), seq_len=4096, global_batch=8)
+    assert refused.value.parameter == "seq_len" and "1024 learned positions" in refused.value.reason
+    code, text = run(["plan", "--model", gpt2, "--gpu", "H100", "--seq-len", "4096", "--global-batch", "8",
+                      "--format", "json"])
+    error = json.loads(text)["error"]
+    assert code == 2 and error["flag"] == "--seq-len"
+    assert error["message"].startswith("--seq-len 4096 is beyond the model's 1024 learned positions")
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv", [["plan", "--gpu", "H100", "--global-batch", "8"], ["estimate"],
+                                  ["fit", "CONFIG", "--gpu", "H100"]])
+def test_a_model_the_catalog_does_not_have_is_refused_under_model(argv, tmp_path, capsys):
+    """'Unknown model' was the JSON error's message with a null flag in plan, estimate and fit."""
+    config = tmp_path / "ds.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1}')
+    argv = [str(config) if a == "CONFIG" else a for a in argv]
+    code, text = run([*argv, "--model", "gpt2", "--format", "json"])
+    error = json.loads(text)["error"]
+    assert code == 2 and error["flag"] == "--model"
+    assert "Unknown model 'gpt2'" in error["message"] and "openai-community/gpt2" in error["message"]
+    capsys.readouterr()

@@ -125,6 +125,17 @@ def error_report(command: str, kind: str, message: str, position: tuple[int, int
 HF_CONFIG_DOCUMENT = "a model's config.json (Hugging Face)"
 
 
+def catalog_model(name: str) -> Any:
+    """The catalog model ``--model`` names (a ``core.models.ModelSpec``); a name the catalog does not have is a
+    UsageError that names the flag (and, in a JSON error, is its ``flag``), with the close names."""
+    from core import models
+
+    try:
+        return models.get_spec(name)
+    except models.ModelConfigError as exc:
+        raise UsageError(f"--model: {exc}") from None
+
+
 def hf_config_model(path: Path, instead: str) -> Any:
     """The model the --hf-config file at ``path`` describes (a ``core.models.ModelSpec``); a file that is not one
     is a UsageError naming it, with ``instead``: what the command offers in its place (its flags)."""

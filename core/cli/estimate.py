@@ -26,6 +26,7 @@ from core.cli.common import (
     SEQ_LEN_HELP,
     UsageError,
     attention_flag_help,
+    catalog_model,
     config_micro_batch,
     gib,
     gib_or_zero,
@@ -136,7 +137,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _model(args: argparse.Namespace) -> models.ModelSpec:
     if args.model is not None:
-        return models.get_spec(args.model)
+        return catalog_model(args.model)
     return hf_config_model(args.hf_config, "give the counts with --params and --largest-layer instead")
 
 

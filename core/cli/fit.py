@@ -23,6 +23,7 @@ from core.cli.common import (
     UsageError,
     attention_flag_help,
     catalog_gpu,
+    catalog_model,
     config_micro_batch,
     gib,
     gib_or_zero,
@@ -84,7 +85,7 @@ def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
 def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
                                                str | None]:
     config = read_sizing_config(args.config, "fit")
-    spec = models.get_spec(args.model)
+    spec = catalog_model(args.model)
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:
         raise UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")

@@ -38,6 +38,7 @@ from core.cli.common import (
     UsageError,
     attention_flag_help,
     catalog_gpu,
+    catalog_model,
     config_micro_batch,
     gib,
     gib_or_zero,
@@ -170,7 +171,7 @@ def _model(args: argparse.Namespace) -> models.ModelSpec:
     if (args.model is None) == (args.hf_config is None):
         raise UsageError("give exactly one of --model or --hf-config")
     if args.model is not None:
-        return models.get_spec(args.model)
+        return catalog_model(args.model)
     return hf_config_model(args.hf_config, "give a catalog model with --model instead (dsconfig estimate "
                                            "--list-models)")
 

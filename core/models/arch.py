@@ -79,13 +79,19 @@ class ModelSpec:
         return (f"The model's config.json does not give {', '.join(self.defaulted)}: taken from the transformers "
                 f"{self.model_type} config's defaults.")
 
-    def sequence_problem(self, seq_len: int) -> str | None:
-        """Why the model cannot run sequences of ``seq_len`` tokens (beyond a learned position table), or None."""
+    def sequence_reason(self, seq_len: int) -> str | None:
+        """Why the model cannot run sequences of ``seq_len`` tokens, worded to follow the length ("is beyond the
+        model's 1024 learned positions: ..."; a caller names the length its way), or None."""
         if self.position == "learned" and seq_len > self.max_position_embeddings:
-            return (f"Sequence length {seq_len} is beyond the model's {self.max_position_embeddings} learned "
-                    "positions: the model cannot run it (its position table has no row for them); use at most "
+            return (f"is beyond the model's {self.max_position_embeddings} learned positions: the model cannot run "
+                    "it (its position table has no row for them); use at most "
                     f"{self.max_position_embeddings} tokens, or a model with rotary positions (RoPE)")
         return None
+
+    def sequence_problem(self, seq_len: int) -> str | None:
+        """Why the model cannot run sequences of ``seq_len`` tokens (beyond a learned position table), or None."""
+        reason = self.sequence_reason(seq_len)
+        return None if reason is None else f"Sequence length {seq_len} {reason}"
 
     def runnable_sequence(self, preferred: int) -> int:
         """``preferred`` tokens, or the learned position table's length when that is shorter (the longest
