@@ -108,7 +108,8 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     DeepSpeed derives from it, so the Trainer trains the same global batch. A warm-up peak that differs from the
     learning rate follows the learning rate (the Trainer requires them equal), which a note says.
     ``trainer_values`` are TrainingArguments for what the config does not say (its "auto" batch: e.g. the
-    per-device batch the memory estimate assumed)."""
+    per-device batch the memory estimate assumed); a batch argument whose key the config lacks is written into it
+    too, since accelerate writes a missing accumulation as 1 whatever the argument says."""
     if mode not in HF_MODES:
         raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
     args = hf_training_arguments(config)
@@ -120,7 +121,10 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     assumed = [name for name in with_assumed_precision(config, args) if name not in args]
     args |= dict.fromkeys(assumed, True)
     out = copy.deepcopy(dict(config))
-    for name, value in derived.items():  # in the config too: accelerate writes a missing accumulation as 1
+    # in the config too: accelerate writes a missing accumulation as 1, which contradicts an argument of 4
+    given = {name: value for name, value in (trainer_values or {}).items()
+             if name in _HF_BATCH_KEYS and _HF_BATCH_KEYS[name] not in config and args.get(name) == value}
+    for name, value in (derived | given).items():
         out[_HF_BATCH_KEYS[name]] = value
     notes: list[str] = []
     missing = object()

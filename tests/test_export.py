@@ -900,3 +900,19 @@ def test_hf_export_trains_in_the_precision_the_app_assumed_for_auto(preset):
     assert given[assumed]["enabled"] is True
     assert given[assumed]["enabled"] == exports.accelerate[0][assumed]["enabled"]
     assert effective(given).precision == assumed
+
+
+@pytest.mark.parametrize("mode", ["auto", "match"])
+def test_hf_export_writes_an_accumulation_the_caller_passes_for_a_config_without_one(mode):
+    """A config with no accumulation key and an accumulation of 4 passed as a Trainer value: the pair carried
+    gradient_accumulation_steps=4 while the config lacked the key, accelerate wrote it as 1, and the Trainer handed
+    DeepSpeed train_batch_size 128 = 8 GPUs x 4 x 4 beside micro 4 x accumulation 1, which DeepSpeed refuses."""
+    from core.export import hf_trainer_export
+
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "bf16": {"enabled": True}}
+    out, kwargs, _ = hf_trainer_export(config, mode, trainer_values={"per_device_train_batch_size": 4,
+                                                                     "gradient_accumulation_steps": 4}, world_size=8)
+    assert out["gradient_accumulation_steps"] == ("auto" if mode == "auto" else 4)
+    given = _trainer_accepts(out, kwargs)
+    assert (given["train_micro_batch_size_per_gpu"], given["gradient_accumulation_steps"]) == (4, 4)
+    assert given["train_batch_size"] == 4 * 4 * 8  # DeepSpeed's own check: micro x accumulation x GPUs
