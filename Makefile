@@ -45,6 +45,10 @@ bench-versions: $(VENV)/.test-installed  ## validation time per config for each 
 versions-parity: $(VENV)/.test-installed  ## held-out parity with the seven installed releases, with the initialize proof
 	$(PY) scripts/versions_parity.py --first-seed 1000 --seeds 3 --corpus --prove $(PARITY_ARGS)
 
+.PHONY: zero3-hook-cost
+zero3-hook-cost: $(VENV)/.test-installed  ## ZeRO-3's host cost per module per pass on this CPU (real deepspeed.initialize)
+	$(PY) scripts/zero3_hook_cost.py
+
 .PHONY: presets-releases
 presets-releases: $(VENV)/.test-installed  ## every preset trained on every release of its verified_with (CI: a slice)
 	DSCONFIG_ALL_RELEASES=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests/test_presets_deepspeed.py
