@@ -396,8 +396,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         summary, global_batch = parse_log(text), train_batch_of(config, cluster.total_gpus)
         try:
             measured = step_seconds_from_log(summary, global_batch)
-        except ValueError as exc:
-            raise UsageError(f"--log {args.log}: {exc}") from None
+        except ValueError as exc:  # core words it without the flags: here the measured step is --calibrate-step
+            raise UsageError(f"--log {args.log}: {str(exc).rstrip('.')}, with --calibrate-step SECONDS.") from None
         if measured is None and summary.samples_per_second and global_batch is None:
             raise UsageError(f"--log {args.log}: the log has the throughput timer's samples/s (CurrSamplesPerSec) "
                              "but no step times, and samples/s become a step time only with the global batch, "

@@ -170,7 +170,7 @@ def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) 
         step = global_batch / rate if rate > 0 else math.inf
         if not math.isfinite(step):
             raise ValueError(f"the log's throughput timer reads {rate:g} samples/s, which gives no step time for "
-                             f"{global_batch} samples: give the step time with --calibrate-step instead.")
+                             f"{global_batch} samples: give the measured step time instead.")
     return step
 
 
