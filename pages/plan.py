@@ -202,7 +202,7 @@ def planner() -> None:
                           "fitting or not", key="plan_speed_chart") as speed_chart_open:
         if speed_chart_open:
             charts.draw(plan_charts.speed_memory, {"candidates": ranked.speed_memory, "limit": ranked.limit})
-            st.caption(f"Dashed line: {ranked.usable_gib:.1f} GiB, the GPU memory "
+            st.caption(f"Dashed line: {gib_capacity(ranked.usable_gib * GIB)} GiB, the GPU memory "
                        f"a config may use ({ranked.memory_headroom:.0%} kept free). A point left of it that does not "
                        "fit is short of CPU RAM or NVMe for its offload.")
 

@@ -305,6 +305,9 @@ def test_figures_near_the_limit_never_contradict_the_verdict(tmp_path, capsys):
 
     gib = 1024**3
     assert (gib_used(79.996 * gib, 80 * gib), gib_used(80.002 * gib, 80 * gib)) == ("79.9", "80.1")
+    # a limit that rounds up (95% of the A100's 79.15 is 75.19, shown 75.2): a peak just above it is shown above
+    # it, where rounding up to the step gave "75.2" again beside "at most 75.2"
+    assert (gib_used(75.195 * gib, 75.1925 * gib), gib_used(75.19 * gib, 75.1925 * gib)) == ("75.3", "75.1")
     assert (gib_margin(80.002 * gib, 80 * gib), gib_margin(79.996 * gib, 80 * gib)) == ("0.1 GiB over",
                                                                                       "0.0 GiB free")
     # 8527 and 8528 tokens straddle the default GPU's capacity (the A100 80GB's 79.15 GiB) by less than 0.01 GiB

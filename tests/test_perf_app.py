@@ -8,6 +8,7 @@ import pytest
 from app_support import app, shown_tables
 
 from core.hardware import GPU_BY_NAME
+from core.memory.result import gib_capacity
 from core.perf import batch_split_problem
 from core.validate import validate
 from ui import app_state
@@ -35,8 +36,8 @@ def test_plan_ranks_fitting_configs_and_draws_the_charts():
     at.run()
     assert len(at.get("vega_lite_chart")) == 3  # and speed vs memory
     # its dashed line is where the verdict puts it: the H100's capacity (PyTorch's 79.1 GiB) less the 5% kept free
-    usable = 0.95 * GPU_BY_NAME["NVIDIA H100 80GB"].memory_gib
-    assert any(f"Dashed line: {usable:.1f} GiB" in c.value for c in at.caption), [c.value for c in at.caption]
+    usable = gib_capacity(0.95 * GPU_BY_NAME["NVIDIA H100 80GB"].memory_gib * 2**30)  # 75.14 GiB
+    assert any(f"Dashed line: {usable} GiB" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
 def test_a_short_run_shows_its_hours_and_cost_instead_of_zero():

@@ -10,6 +10,7 @@ import pytest
 
 from core.cli import main
 from core.hardware import GPU_BY_NAME
+from core.memory.result import gib_capacity, gib_used
 from core.perf.advice import decimals_for
 from core.validate import validate
 
@@ -473,7 +474,8 @@ def test_plan_states_its_fits_margin_and_predict_says_where_plan_would_differ(tm
     argv = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len", "8192", "--attention",
             "sdpa", "--global-batch", "8", "--top", "200"]
     capacity = GPU_BY_NAME["NVIDIA H100 80GB"].memory_gib  # PyTorch's total, 79.1 GiB
-    rule = (f"fits = peak GPU memory at most 95% of the GPU's {capacity:g} GiB ({0.95 * capacity:.1f} GiB: a 5% "
+    usable = gib_capacity(0.95 * capacity * 2**30)  # 75.14: one decimal would round the limit
+    rule = (f"fits = peak GPU memory at most 95% of the GPU's {capacity:g} GiB ({usable} GiB: a 5% "
             "margin for what the memory model")
     text = run(argv)[1]
     assert text.splitlines()[2].startswith(rule) and "fit, estimate and predict judge a config against the " \
@@ -484,13 +486,15 @@ def test_plan_states_its_fits_margin_and_predict_says_where_plan_would_differ(tm
     near = next(r for r in data["rows"] if r["stage"] == 2 and r["offload_optimizer"] == "none"
                 and r["micro_batch"] == 1 and r["recompute"] == "none")
     assert 0.95 * capacity < near["gpu_peak_gib"] <= capacity and near["fits"] is False
+    peak = gib_used(near["gpu_peak_gib"] * 2**30, 0.95 * capacity * 2**30)
     path = tmp_path / "near.json"
     path.write_text(json.dumps(near["config"]))
     predict_argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--seq-len",
                     "8192", "--attention", "sdpa"]
     said = run(predict_argv)[1]
-    assert f"caveat: fits, with a peak of {near['gpu_peak_gib']:.1f} GiB of the GPU's {capacity:g} GiB, but above " \
-        f"95% of it ({0.95 * capacity:.1f} GiB), the margin dsconfig plan keeps" in said
+    assert f"caveat: fits, with a peak of {peak} GiB of the GPU's {capacity:g} GiB, but above " \
+        f"95% of it ({usable} GiB), the margin dsconfig plan keeps" in said
+    assert float(peak) > float(usable)  # the figures say what the verdict says
     memory = json.loads(run([*predict_argv, "--format", "json"])[1])["memory"]
     assert memory["fits"] is True and memory["fits_with_plan_margin"] is near["fits"]
     assert memory["plan_memory_headroom"] == data["assumptions"]["memory_headroom"] == 0.05

@@ -60,7 +60,7 @@ from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.io import MAX_LOG_BYTES, read_log_tail
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape
 from core.memory import estimate as memory_estimate
-from core.memory.result import gib_used
+from core.memory.result import gib_capacity, gib_used
 from core.perf import (
     NETWORKS,
     CalibrationError,
@@ -296,11 +296,13 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     extra += f" {'cost':>{cost_width}}" if "cost" in table else ""
     out.write(f"{'#':>3} stage offload(opt/param) zero++ micro accum recompute  fits  GiB/GPU       step  tok/s     "
               f"TFLOPs  MFU{extra}\n")
+    usable = table.attrs["usable_gpu_memory_gib"] * GIB  # each peak shown on its side of the rule's limit
     for i, row in enumerate(shown.itertuples(), 1):
         offload = f"{row.offload_optimizer}/{row.offload_param}"
         line = (f"{i:>3} {row.stage:>5} {offload:>18} {'yes' if row.zeropp else 'no':>6} "
                 f"{row.micro_batch:>5} {row.gradient_accumulation_steps:>5} {row.recompute:>9} "
-                f"{'yes' if row.fits else 'NO':>5} {row.gpu_peak_gib:8.1f} {_seconds_text(row.step_seconds):>10} "
+                f"{'yes' if row.fits else 'NO':>5} {gib_used(row.gpu_peak_gib * GIB, usable):>8} "
+                f"{_seconds_text(row.step_seconds):>10} "
                 f"{_number_text(row.tokens_per_second, 0):>9} {_number_text(row.tflops_per_gpu, 1):>7} "
                 f"{percent_text(row.mfu):>4}")
         if "hours" in table:
@@ -431,11 +433,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
                           "it runs (dsconfig fit lists ways to make it fit)")
     elif mem.gpu_bytes > usable:
-        caveats.insert(0, f"fits, with a peak of {gib_used(mem.gpu_bytes, mem.hardware.gpu_memory_bytes)} GiB of "
-                          "the GPU's "
-                          f"{mem.hardware.gpu_memory_bytes / GIB:g} GiB, but above "
-                          f"{1 - DEFAULT_MEMORY_HEADROOM:.0%} of it ({usable / GIB:.1f} GiB), the margin dsconfig plan "
-                          "keeps for what the memory model does not count (allocator spikes, NCCL buffers): plan "
+        caveats.insert(0, f"fits, with a peak of {gib_used(mem.gpu_bytes, usable)} GiB of the GPU's "
+                          f"{gib_capacity(mem.hardware.gpu_memory_bytes)} GiB, but above "
+                          f"{1 - DEFAULT_MEMORY_HEADROOM:.0%} of it ({gib_capacity(usable)} GiB), the margin dsconfig "
+                          "plan keeps for what the memory model does not count (allocator spikes, NCCL buffers): plan "
                           "would mark it as not fitting")
     refusal = refused_caveat(config, cluster.total_gpus)
     if refusal:  # first: a config that cannot start makes every other number moot

@@ -31,8 +31,8 @@ def gib_used(used: float, capacity: float | None, digits: int = 1) -> str:
         limit, step = round(capacity / GIB, digits), 10.0 ** -digits
         if used <= capacity and shown >= limit:
             shown = math.floor(value / step) * step
-        elif used > capacity and shown <= limit:
-            shown = math.ceil(value / step) * step
+        elif used > capacity and shown <= limit:  # at least a step above the shown limit (75.199 of 75.197)
+            shown = max(math.ceil(value / step) * step, limit + step)
     return f"{shown:.{digits}f}"
 
 

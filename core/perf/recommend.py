@@ -42,8 +42,9 @@ def fits_rule(gpu_memory_gib: float, headroom: float = DEFAULT_MEMORY_HEADROOM) 
     if headroom == 0:
         return (f"fits = peak GPU memory within the GPU's {capacity} GiB, and the offloaded states within the node's "
                 "CPU RAM and NVMe")
+    usable = gib_capacity(gpu_memory_gib * GIB * (1 - headroom))
     return (f"fits = peak GPU memory at most {1 - headroom:.0%} of the GPU's {capacity} GiB "
-            f"({gpu_memory_gib * (1 - headroom):.1f} GiB: a {headroom:.0%} margin for what the memory model does not "
+            f"({usable} GiB: a {headroom:.0%} margin for what the memory model does not "
             "count, such as allocator spikes and NCCL buffers), and the offloaded states within the node's CPU RAM "
             f"and NVMe; dsconfig fit, estimate and predict judge a config against the whole {capacity} GiB")
 
