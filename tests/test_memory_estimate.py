@@ -618,3 +618,27 @@ def test_the_memory_models_zero_defaults_are_the_schemas():
     assert (read.offload_param_buffer_count, read.offload_param_buffer_size, read.offload_optimizer_buffer_count) == (
         OffloadParamConfig.model_fields["buffer_count"].default, OffloadParamConfig.model_fields["buffer_size"].default,
         OffloadOptimizerConfig.model_fields["buffer_count"].default)
+
+
+def test_the_estimate_reads_bf16_master_weight_keys_as_the_chosen_release_does():
+    """0.16.x never read bf16's master-weights pair (validate warns that it is ignored), yet the memory model sized
+    bf16 master weights and states there, ~5.9 GiB per GPU too little for Llama-3-8B on 8 GPUs with ZeRO-2. The
+    estimate, and the app's (its context's release), now read the config as that release does."""
+    from core.memory import Hardware, Shape, estimate
+    from core.models import get_spec
+    from ui import memory as ui_memory
+
+    plain = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    asks = {**plain, "bf16": {"enabled": True, "bf16_master_weights_and_grads": True,
+                              "bf16_optimizer_states": True}}
+    model, hardware, shape = get_spec("meta-llama/Meta-Llama-3-8B"), Hardware(gpus_per_node=8), Shape(1, 2048)
+    old = estimate(asks, model, hardware, shape, version="0.16.9").gpu_bytes
+    assert old == estimate(plain, model, hardware, shape, version="0.16.9").gpu_bytes
+    assert estimate(asks, model, hardware, shape).gpu_bytes < old - 5 * 2**30  # 0.19.8 keeps them in bf16
+    from core.models import CATALOG
+    from ui.app_state import default_context
+
+    context = {**default_context(), "model": "meta-llama/Meta-Llama-3-8B", "gpus_per_node": 8, "nodes": 1,
+               "model_config": dict(CATALOG["meta-llama/Meta-Llama-3-8B"]), "seq_len": 2048, "version": "0.16.9"}
+    assert ui_memory.current_estimate(asks, context).gpu_bytes == old
+    assert ui_memory.current_estimate(asks, {**context, "version": "0.19.8"}).gpu_bytes < old

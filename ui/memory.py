@@ -117,7 +117,7 @@ def shape_for(context: Mapping[str, Any], config: Mapping[str, Any], report: Rep
 
 #: The context entries the memory model reads (model, cluster); the cache keys below are built from these only.
 _MODEL_AND_HARDWARE = ("model", "model_config", "total_params", "largest_layer_params", "gpus_per_node", "nodes",
-                       "gpu_memory_gib", "cpu_ram_gib", "nvme_gib")
+                       "gpu_memory_gib", "cpu_ram_gib", "nvme_gib", "version")
 
 
 #: (the config's ``ConfigKey``, JSON of the context entries above, shape tuple): what the in-process caches are
@@ -164,6 +164,11 @@ def inputs(keys: Keys) -> Inputs | None:
     return Inputs(parsed(config), context, model, hardware_for(context), shape_of(shape_key))
 
 
+def version_of(context: Mapping[str, Any]) -> str:
+    """The DeepSpeed release the session validates for, which the memory model reads the config as."""
+    return str(context.get("version") or "0.19.8")
+
+
 def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
     """What makes the run fail on the Start page's setup though DeepSpeed accepts the config and it fits: a
     sequence longer than the model's learned positions, a precision the GPU lacks (the headline and the sidebar
@@ -174,7 +179,7 @@ def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> lis
         problems.append(model.sequence_problem(int(context.get("seq_len") or 2048)))
     gpu = hardware.find_gpu(context.get("gpu"))
     if gpu is not None:
-        problems.append(gpu.precision_problem(precision_mode(config, str(context.get("version") or "0.19.8"))))
+        problems.append(gpu.precision_problem(precision_mode(config, version_of(context))))
     return [problem for problem in problems if problem]
 
 
@@ -185,7 +190,8 @@ def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],
     model = model_for(context)
     if model is None:
         return None
-    return memory.estimate(config, model, hardware_for(context), shape_for(context, config, report))
+    return memory.estimate(config, model, hardware_for(context), shape_for(context, config, report),
+                           version=version_of(context))
 
 
 def option_label(stage: int, offload_optimizer: str, offload_param: str) -> str:
@@ -235,7 +241,7 @@ def options_table(config: ConfigKey, context_json: str, shape_key: tuple) -> pd.
     rows = []
     for stage, opt, param in memory.zero_options():
         est = memory.estimate(_with_zero_option(found.config, stage, opt, param), found.model, found.hardware,
-                              found.shape)
+                              found.shape, version=version_of(found.context))
         label = option_label(stage, opt, param)
         # each total sums the components again: once per option, not once per category
         totals = {"total_gib": est.gpu_bytes / GIB, "cpu_gib": est.cpu_bytes_per_node / GIB,

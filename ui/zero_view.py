@@ -108,7 +108,8 @@ def estimate_view(keys: memory.Keys) -> EstimateView | None:
     found = memory.inputs(keys)
     if found is None:
         return None
-    estimate = core_memory.estimate(found.config, found.model, found.hardware, found.shape)
+    estimate = core_memory.estimate(found.config, found.model, found.hardware, found.shape,
+                                    version=memory.version_of(found.context))
     # the columns of ``MemoryEstimate.components_frame`` read from the components directly (it converts each
     # component with ``dataclasses.asdict``, a tenth of this function)
     parts = pd.DataFrame({

@@ -94,8 +94,10 @@ def estimate(
     *,
     precision: str | None = None,
     allowances: Allowances | None = None,
+    version: str = "0.19.8",
 ) -> MemoryEstimate:
-    """Estimate per-GPU, per-node CPU and NVMe memory for training ``model`` with ``ds_config``.
+    """Estimate per-GPU, per-node CPU and NVMe memory for training ``model`` with ``ds_config``, read as DeepSpeed
+    ``version`` reads it.
 
     ``precision`` ("fp32" | "fp16" | "bf16") overrides what the config says (e.g. for "auto").
     """
@@ -105,7 +107,7 @@ def estimate(
     _check_shape(shape)
     if hardware.gpus_per_node < 1 or hardware.nodes < 1:
         raise ValueError("gpus_per_node and nodes must be >= 1.")
-    st = TrainingSettings.from_ds_config(ds_config)
+    st = TrainingSettings.from_ds_config(ds_config, version)
     if precision is not None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")

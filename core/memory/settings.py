@@ -120,12 +120,13 @@ class TrainingSettings:
                 and not self.bf16_optimizer)
 
     @classmethod
-    def from_ds_config(cls, ds_config: Mapping[str, Any] | None) -> TrainingSettings:
-        """Read a DeepSpeed config dict; unusable values fall back to defaults with a note."""
+    def from_ds_config(cls, ds_config: Mapping[str, Any] | None, version: str = "0.19.8") -> TrainingSettings:
+        """Read a DeepSpeed config dict as DeepSpeed ``version`` does (``core.effective``: e.g. bf16's master-weights
+        keys, which releases before 0.17.1 ignore); unusable values fall back to defaults with a note."""
         cfg = ds_config if isinstance(ds_config, Mapping) else {}
         notes: list[str] = []
         zero = _section(cfg, "zero_optimization")
-        meaning = effective(cfg)
+        meaning = effective(cfg, version)
         stage = meaning.stage
         if stage == 0 and meaning.stage_written not in (0, None, False):
             notes.append(f"zero_optimization.stage={brief(meaning.stage_written)} is not 0-3; estimated as stage 0.")
