@@ -169,7 +169,7 @@ with cols[2]:
         gpu = hardware.find_gpu(name)
         if gpu is None:
             return "Custom size"
-        per = f" per GCD: count {gpu.devices} GPUs each" if gpu.devices > 1 else ""
+        per = f" per GCD (count each package as {gpu.devices} GPUs)" if gpu.devices > 1 else ""
         return f"{name} — {gpu.memory_gib:g} GiB usable{per}"
 
 
