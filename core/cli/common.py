@@ -133,7 +133,7 @@ def catalog_model(name: str) -> Any:
     try:
         return models.get_spec(name)
     except models.ModelConfigError as exc:
-        raise UsageError(f"--model: {exc}") from None
+        raise UsageError(f"--model: {exc} (dsconfig estimate --list-models lists the catalog)") from None
 
 
 def hf_config_model(path: Path, instead: str) -> Any:

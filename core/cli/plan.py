@@ -530,7 +530,7 @@ def _measured_named(refusal: CalibrationError, measured: float, args: argparse.N
     """A calibration's refusal with the measured step named as the user gave it (the flag, or the log it was read
     from) instead of calibrate's parameter."""
     if args.log is None:
-        return refusal.said_as(FLAGS[refusal.parameter])
+        return refusal.said_as(FLAGS.get(refusal.parameter, refusal.parameter))  # a parameter no flag gives
     return f"the step time read from --log {args.log} ({measured:.3g} s) {refusal.reason}"
 
 

@@ -211,7 +211,7 @@ def recommend(
     if problem := batch_split_problem(global_batch, world):
         raise PlanInputError("global_batch", global_batch, problem)
     if isinstance(model, ModelSpec) and (problem := model.sequence_reason(seq_len)):
-        raise PlanInputError("seq_len", seq_len, problem + ".")  # no config makes it run: nothing to rank
+        raise PlanInputError("seq_len", seq_len, problem)  # no config makes it run: nothing to rank
     per_gpu = global_batch // world
     # the micro batches that divide the per-GPU batch, up to the memory search's bound (a global batch of 8e10
     # listed 1e10 candidates)
