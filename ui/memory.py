@@ -22,6 +22,7 @@ from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
 from core.precision import precision_mode
+from core.schema.base import DEFAULT_VERSION
 from ui.shared_cache import ConfigKey, config_key, shared_cache
 
 GIB = memory.GIB
@@ -166,7 +167,7 @@ def inputs(keys: Keys) -> Inputs | None:
 
 def version_of(context: Mapping[str, Any]) -> str:
     """The DeepSpeed release the session validates for, which the memory model reads the config as."""
-    return str(context.get("version") or "0.19.8")
+    return str(context.get("version") or DEFAULT_VERSION)
 
 
 def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:

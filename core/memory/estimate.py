@@ -26,6 +26,7 @@ from core.memory.parts import Inputs, Part
 from core.memory.result import GIB, Allowances, Component, Hardware, MemoryEstimate, ModelCounts, Shape
 from core.memory.settings import PRECISIONS, TrainingSettings
 from core.models.arch import ModelSpec
+from core.schema.base import DEFAULT_VERSION
 
 __all__ = ["GIB", "PRECISIONS", "Allowances", "Component", "Hardware", "MemoryEstimate", "ModelCounts", "Shape",
            "TrainingSettings", "estimate", "evaluate_arrays"]
@@ -94,7 +95,7 @@ def estimate(
     *,
     precision: str | None = None,
     allowances: Allowances | None = None,
-    version: str = "0.19.8",
+    version: str = DEFAULT_VERSION,
 ) -> MemoryEstimate:
     """Estimate per-GPU, per-node CPU and NVMe memory for training ``model`` with ``ds_config``, read as DeepSpeed
     ``version`` reads it.

@@ -16,6 +16,7 @@ from core.batch import sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
+from core.schema.base import DEFAULT_VERSION
 from core.schema.zero import OffloadOptimizerConfig, OffloadParamConfig, ZeroConfig
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -120,7 +121,7 @@ class TrainingSettings:
                 and not self.bf16_optimizer)
 
     @classmethod
-    def from_ds_config(cls, ds_config: Mapping[str, Any] | None, version: str = "0.19.8") -> TrainingSettings:
+    def from_ds_config(cls, ds_config: Mapping[str, Any] | None, version: str = DEFAULT_VERSION) -> TrainingSettings:
         """Read a DeepSpeed config dict as DeepSpeed ``version`` does (``core.effective``: e.g. bf16's master-weights
         keys, which releases before 0.17.1 ignore); unusable values fall back to defaults with a note."""
         cfg = ds_config if isinstance(ds_config, Mapping) else {}
