@@ -83,6 +83,13 @@ FLAGS = {"seq_len": "--seq-len", "global_batch": "--global-batch", "precision": 
          "price_per_gpu_hour": "--price", "measured_step_seconds": "--calibrate-step"}
 
 
+def _flag_named(refusal: PlanInputError) -> str:
+    """A planner refusal as the user gave its input: by the flag, or core's own words for a parameter no flag
+    gives."""
+    flag = FLAGS.get(refusal.parameter)
+    return refusal.said_as(flag) if flag else str(refusal)
+
+
 def network_gbit(text: str) -> float:
     """argparse type: --network, Gbit/s per node: a number, or a preset of ``core.perf.NETWORKS`` by its name or
     a part of it that only presets of one speed have, any case (``"DGX H100"``, ``"EFA p5"``, ``ndr``)."""
@@ -262,9 +269,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                           price_per_gpu_hour=args.price, precision=args.precision,
                           attention=args.attention) if args.sweep else None
     except PlanInputError as exc:  # recommend names its parameters (global_batch): here they are the flags
-        if exc.parameter not in FLAGS:
-            raise
-        raise UsageError(exc.said_as(FLAGS[exc.parameter])) from None
+        raise UsageError(_flag_named(exc)) from None
     table.attrs["notes"] = [*_model_notes(spec), *table.attrs["notes"]]
     verdict = EXIT_OK if table["fits"].any() else EXIT_ERRORS  # 1: nothing fits on the cluster asked about
     if args.format == "json":
@@ -530,7 +535,7 @@ def _measured_named(refusal: CalibrationError, measured: float, args: argparse.N
     """A calibration's refusal with the measured step named as the user gave it (the flag, or the log it was read
     from) instead of calibrate's parameter."""
     if args.log is None:
-        return refusal.said_as(FLAGS.get(refusal.parameter, refusal.parameter))  # a parameter no flag gives
+        return _flag_named(refusal)
     return f"the step time read from --log {args.log} ({measured:.3g} s) {refusal.reason}"
 
 
