@@ -46,12 +46,12 @@ import logging
 import os
 import platform
 import pstats
-import socket
 import statistics
 import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 MODULE_COUNTS = (64, 128, 256)
@@ -61,15 +61,12 @@ REPEATS = 3
 WIDTH = 16
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.oracle.initialize import single_rank_env  # noqa: E402
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
-os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RANK": "0", "WORLD_SIZE": "1",
-                   "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"})
+os.environ.update(single_rank_env())
 
 import deepspeed  # noqa: E402
 import deepspeed.ops  # noqa: E402

@@ -46,7 +46,6 @@ import inspect
 import itertools
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +58,7 @@ from core.presets import BUILTIN_DIR, list_presets, validate_preset
 from core.schema.base import version_tuple
 from tests.conftest import stale_op_locks, torch_extensions_dir
 from tests.oracle.ds0195_worker import DEVICE_REFUSAL, precision_stand_in
+from tests.oracle.initialize import single_rank_env
 from tests.oracle.ops_cache import PREBUILT_OPS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -242,12 +242,6 @@ def preset_runs(presets: list, all_releases: bool) -> list[tuple[Any, str]]:
     return runs
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 #: The interpreter with each DeepSpeed version a preset can claim in meta.verified_with.
 INTERPRETERS = {"0.19.8": Path(sys.executable), "0.19.5": REPO / ".venv-ds0195" / "bin" / "python"}
 
@@ -266,8 +260,7 @@ def run_preset(name: str, config: dict[str, Any], tmp: Path, version: str = "0.1
     assert python.exists(), f"no interpreter with DeepSpeed {version} at {python} (preset {name} claims it)"
     path = tmp / f"{name}.json"
     path.write_text(json.dumps(config, indent=2))
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RANK": "0",
-           "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+    env = single_rank_env()
     env.pop("PYTHONPATH", None)
     # each DeepSpeed version JIT-builds its own ops; a shared folder would rebuild on every switch
     env["TORCH_EXTENSIONS_DIR"] = str(torch_extensions_dir(version))
