@@ -169,8 +169,8 @@ with cols[2]:
         gpu = hardware.find_gpu(name)
         if gpu is None:
             return "Custom size"
-        per = f" per GCD (count each package as {gpu.devices} GPUs)" if gpu.devices > 1 else ""
-        return f"{name} — {gpu.memory_gib:g} GiB usable{per}"
+        per = " per GCD" if gpu.devices > 1 else ""
+        return f"{name} — {gpu.memory_gib:g} GiB{per}"
 
 
     def _on_gpu() -> None:
@@ -188,7 +188,14 @@ with cols[2]:
         st.session_state.pop("ctx:gpu_memory_gib", None)
 
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
-                 format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu)
+                 format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu,
+                 help="The memory shown is the total PyTorch reports for one device (what an out-of-memory error "
+                 "calls total capacity), a little below the name's figure.")
+    chosen_gpu = hardware.find_gpu(ctx["gpu"])
+    if chosen_gpu is not None and chosen_gpu.devices > 1:
+        # the label is cut to the column's width, so the counting rule gets its own line
+        st.caption(f"One {ctx['gpu']} is {chosen_gpu.devices} devices (GCDs) of {chosen_gpu.memory_gib:g} GiB, one "
+                   f"DeepSpeed rank each: count GPUs per node in GCDs ({chosen_gpu.devices} per package).")
 with cols[3]:
     widgets.context_widget(st.number_input, "gpu_memory_gib", "GPU memory (GiB)", step=1.0,
                            disabled=ctx["gpu"] != app_state.CUSTOM_GPU)

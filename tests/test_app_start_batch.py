@@ -8,7 +8,7 @@ import json
 import pytest
 from app_support import ROOT, app, html_tables, sidebar_findings, sidebar_text, texts
 
-from core.hardware import find_gpu
+from core.hardware import GPUS, find_gpu
 from ui import app_state
 from ui.widgets import widget_key
 
@@ -396,3 +396,15 @@ def test_elastic_training_shows_the_batch_it_computes_and_the_gpu_counts_its_sea
     refused = app(elastic, page="pages/batch.py", version="0.19.7", nodes=8, gpus_per_node=8)
     assert any("elasticity.world-size" in e.value for e in refused.main.error)
     assert any("world size 64 is not one of them" in e.value for e in refused.error)
+
+
+def test_a_gpu_of_several_devices_says_how_to_count_it_on_its_own_line():
+    """The MI250X's counting rule was in the drop-down's label, which the narrow column cut off."""
+    mi250x = next(g for g in GPUS if g.devices > 1)
+    at = app({"train_micro_batch_size_per_gpu": 1})
+    assert not [c.value for c in at.caption if "GCDs" in c.value]
+    at.selectbox(key="ctx:gpu").set_value(mi250x.name).run()
+    said = [c.value for c in at.caption if "GCDs" in c.value]
+    assert said == [f"One {mi250x.name} is {mi250x.devices} devices (GCDs) of {mi250x.memory_gib:g} GiB, one "
+                    f"DeepSpeed rank each: count GPUs per node in GCDs ({mi250x.devices} per package)."]
+    assert at.session_state["context"]["gpu_memory_gib"] == mi250x.memory_gib
