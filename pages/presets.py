@@ -11,7 +11,9 @@ import streamlit as st
 
 from core import presets
 from core.export import key_differences
+from core.fit import short_of
 from core.launchers import job_world_size
+from core.memory.result import gib_used
 from ui import actions, app_state, charts, fields, frame, memory, preset_cache, tables, widgets, zero_charts
 
 frame.begin("Presets")
@@ -161,8 +163,9 @@ else:
             mem_rows.append({"config": pname, "category": category, "gib": size / memory.GIB})
         totals.append({"Config": pname, "Micro batch (as written)": json.dumps(written) if written is not None
                        else "not set", "Micro batch used": f"{micro}" + (" (assumed)" if assumed else ""),
-                       "GPU GiB per GPU (peak)": round(est.gpu_bytes / memory.GIB, 1),
-                       "Fits": "yes" if est.fits else "no"})
+                       # on the verdict's side of the capacity, as every other peak (79.14 of 79.10 is "79.2")
+                       "GPU GiB per GPU (peak)": float(gib_used(est.gpu_bytes, est.hardware.gpu_memory_bytes)),
+                       "Fits": "yes" if est.fits else f"no: {', '.join(short_of(est))}"})
     mem = pd.DataFrame(mem_rows)
     capacity = float(ctx["gpu_memory_gib"])
     charts.draw(zero_charts.config_comparison,
@@ -172,7 +175,8 @@ else:
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")
     st.caption(f"{fields.md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "
-               f"(context of the Start page); red line: {capacity:g} GiB per GPU.")
+               f"(context of the Start page); red line: {capacity:g} GiB per GPU, the whole of it (Fits counts the "
+               "CPU RAM and NVMe per node too).")
 
 # ------------------------------------------------------------------ save
 st.subheader("Save the current config as a team preset")

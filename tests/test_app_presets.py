@@ -305,3 +305,22 @@ def test_the_current_configs_derived_micro_batch_is_the_one_compared():
     rows = table(at, "Config", "Micro batch used").set_index("Config")
     current = next(name for name in rows.index if "current" in name)
     assert str(rows.loc[current, "Micro batch used"]) == "4"
+
+
+def test_the_memory_comparison_rounds_each_peak_to_the_side_of_its_verdict_and_says_what_does_not_fit():
+    """A peak just over the GPU was rounded to one decimal below it ("79.1" beside "no" on a 79.15 GiB GPU)."""
+    from ui import memory as ui_memory
+
+    at = app(page=PAGE, **MODEL)
+    context = dict(at.session_state["context"])
+    peaks = {name: ui_memory.current_estimate(presets.load_preset(name, [presets.BUILTIN_DIR]).config,
+                                              context).gpu_bytes / 2**30 for name in BUILTINS}
+    name, peak = next((n, p) for n, p in peaks.items() if round(p, 1) < p)  # one decimal rounds it down
+    capacity = (round(peak, 1) + peak) / 2  # under the peak, over its one-decimal rounding
+    select(at, "presets_left", name)
+    select(at, "presets_right", name)
+    at.session_state["context"].update(gpu="Custom", gpu_memory_gib=capacity, cpu_ram_gib=1e6, nvme_gib=1e6)
+    at.run()
+    row = table(at, "Config", "GPU GiB per GPU (peak)").iloc[0]
+    assert row["Fits"] == "no: GPU"
+    assert row["GPU GiB per GPU (peak)"] > capacity, (row["GPU GiB per GPU (peak)"], capacity, peak)
