@@ -13,13 +13,16 @@ def ring_seconds(bytes_total: float, factor: float, ranks: int, gpus_per_node: i
                  rings_per_node: int = 1) -> float:
     """Seconds for a ring collective moving ``factor`` x (ranks-1)/ranks x bytes per GPU (1: reduce-scatter or
     all-gather, 2: all-reduce) over ``ranks`` GPUs filled node by node, while ``rings_per_node`` such rings
-    (one per tensor-parallel rank in the node) cross each node's network at once and share it."""
+    (one per tensor-parallel rank in the node) cross each node's network at once and share it. A node's members of
+    the ring sit every ``cl.gpus_per_node // gpus_per_node`` devices (a tensor-parallel group's between them), and
+    the devices they span set the link (``Cluster.intra_ring_bytes_s``)."""
     if ranks <= 1 or bytes_total <= 0:
         return 0.0
     volume = factor * (ranks - 1) / ranks * bytes_total
     link = cl.efficiency.link
     in_node = min(ranks, gpus_per_node)
-    t = volume / (cl.intra_bytes_s * link) if in_node > 1 else 0.0
+    span = max(1, cl.gpus_per_node // gpus_per_node) * (in_node - 1) + 1
+    t = volume / (cl.intra_ring_bytes_s(span) * link) if in_node > 1 else 0.0
     if ranks > gpus_per_node and not intra_only:
         t = max(t, volume * rings_per_node / (cl.inter_bytes_s * link))
     return t

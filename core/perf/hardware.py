@@ -23,9 +23,22 @@ GPU has no bf16):
 - AMD Instinct MI300X: 1307 TFLOPs bf16 dense, 5.3 TB/s, Infinity Fabric 7 links x 64 GB/s = 448 GB/s per GPU to
   its peers, PCIe Gen5. Source: AMD Instinct MI300X datasheet.
 - AMD Instinct MI250X, one GCD (the catalog's entry: PyTorch and DeepSpeed see each of the package's two dies as
-  a device, one rank each): half of the package's 383 TFLOPs bf16, 3.2 TB/s and 95.7 TFLOPs fp32 matrix; the two
-  GCDs of a package are joined by 4 x 50 GB/s of Infinity Fabric (200 per direction modelled), PCIe Gen4.
-  Source: AMD Instinct MI250X datasheet (package figures).
+  a device, one rank each): half of the package's 383 TFLOPs bf16, 3.2 TB/s and 95.7 TFLOPs fp32 matrix, PCIe Gen4.
+  Source: AMD Instinct MI250X datasheet (package figures). Infinity Fabric between GCDs, per direction: 200 GB/s
+  inside a package, 50 for a ring that leaves it. OLCF's Frontier User Guide (docs.olcf.ornl.gov/systems/
+  frontier_user_guide.html, "Frontier Compute Nodes"): "The 2 GCDs on the same MI250X are connected with Infinity
+  Fabric GPU-GPU with a peak bandwidth of 200 GB/s. The GCDs on different MI250X are connected with Infinity Fabric
+  GPU-GPU in the arrangement shown in the Frontier Node Diagram below, where the peak bandwidth ranges from 50-100
+  GB/s based on the number of Infinity Fabric connections between individual GCDs"; one link is "50 GB/sec for a
+  16-wide link" (ROCm docs, "AMD Instinct MI250 microarchitecture"); LUMI's documentation (docs.lumi-
+  supercomputer.eu/hardware/lumig) gives the same links as 400 and 100 GB/s bidirectional. The node's links, as
+  ``rocm-smi --shownodesbw`` reports them on a 4 x MI250 node (huggingface/optimum-amd, docs/source/amdgpu/
+  perf_hardware.mdx): 200 GB/s between GCDs 0-1, 2-3, 4-5 and 6-7, 100 between 0-6 and 2-4, 50 between 0-2, 1-3,
+  1-5, 3-7, 4-6 and 5-7, none between the others. Every ring over GCDs 0 to k-1 for k from 3 to 8 (ranks fill a
+  node's GCDs in order) has a hop over a single 50 GB/s link (over all 8: 8 hops, and only 6 links are faster),
+  and a ring step waits for its slowest hop. RCCL runs several rings over different links at once, so a measured
+  collective may beat 50; no published RCCL bus bandwidth over one MI250X node was found, and 50, the bound the
+  topology gives, is modelled.
 
 Achievable matmul fraction (``matmul_fraction``): the best bf16 matmul rate measured over many shapes divided
 by the datasheet peak, from Stas Bekman's "Maximum Achievable Matmul FLOPS comparison table" (ml-engineering,
@@ -48,7 +61,9 @@ run at ``constants.FLASH1_ATTENTION_SPEED`` (0.43) of FlashAttention-2's rate on
 
 fp32 figures are the datasheet non-tensor FP32 rates (used when neither fp16 nor bf16 is enabled).
 
-Intra-node bandwidth is per GPU and per direction (what a ring step can push to its neighbour). PCIe GB/s per
+Intra-node bandwidth is per GPU and per direction (what a ring step can push to its neighbour). A package of
+several devices (``core.hardware.GPU.devices``) may join them faster than it joins packages: its
+``intra_node_gbyte_s_across_packages`` is what a ring over devices of more than one package gets. PCIe GB/s per
 direction of an x16 link: Gen3 15.75, Gen4 31.5, Gen5 63 (PCI-SIG).
 """
 
@@ -76,6 +91,8 @@ class GPUPerf:
     fp32_tflops: float  # plain fp32 (CUDA cores; PyTorch keeps TF32 off for matmuls by default)
     matmul_fraction: float | None = None  # best measured tensor-core matmul / datasheet peak; None: not measured
     flash_attention_fraction: float | None = None  # FlashAttention-2 / datasheet peak where below the GEMMs
+    #: per direction, the slowest link a ring over devices of several packages crosses; None: as inside a package
+    intra_node_gbyte_s_across_packages: float | None = None
 
 
 PCIE_GBYTE_S: Final = MappingProxyType({3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0})
@@ -95,7 +112,7 @@ GPU_PERF: Final = MappingProxyType(
         "NVIDIA RTX 4090 24GB": GPUPerf(165.0, 1008.0, 31.5, 4, 82.6),
         "NVIDIA T4 16GB": GPUPerf(65.0, 320.0, 15.75, 3, 8.1),
         "AMD MI300X 192GB": GPUPerf(1307.0, 5300.0, 448.0, 5, 163.4, 0.514),
-        "AMD MI250X 128GB": GPUPerf(191.5, 1600.0, 200.0, 4, 47.85, 0.767),
+        "AMD MI250X 128GB": GPUPerf(191.5, 1600.0, 200.0, 4, 47.85, 0.767, intra_node_gbyte_s_across_packages=50.0),
     }
 )
 
@@ -238,7 +255,8 @@ class Cluster:
 
     - ``gpu``: a name from ``core.hardware`` (``gpu_names()``).
     - ``inter_node_gbit_s``: total network Gbit/s per node (all NICs; see ``NETWORKS``).
-    - ``intra_node_gbyte_s``: GPU-to-GPU GB/s per GPU per direction inside a node.
+    - ``intra_node_gbyte_s``: GPU-to-GPU GB/s per GPU per direction inside a node (every ring's, inside a package
+      of several devices or across packages).
     - ``pcie_gbyte_s``: host-to-GPU GB/s per GPU per direction.
     - ``nvme_gbyte_s``: NVMe GB/s per node (offload to nvme).
     - ``cpu_adam_params_per_s``: CPU optimizer updates per second per node (offload_optimizer).
@@ -329,7 +347,20 @@ class Cluster:
 
     @property
     def intra_bytes_s(self) -> float:
-        return (self.intra_node_gbyte_s or self.perf.intra_node_gbyte_s) * 1e9
+        """GPU-to-GPU bytes/s per direction of a ring over all ``gpus_per_node`` devices of a node (what
+        ``resolved()`` reports)."""
+        return self.intra_ring_bytes_s(self.gpus_per_node)
+
+    def intra_ring_bytes_s(self, devices: int) -> float:
+        """GPU-to-GPU bytes/s per direction of a ring spanning ``devices`` consecutive devices of a node: the link
+        inside a package while they fit in one (``core.hardware.GPU.devices``, counted from a package's first
+        device), the GPU's ``intra_node_gbyte_s_across_packages`` beyond; ``intra_node_gbyte_s`` overrides both."""
+        if self.intra_node_gbyte_s:
+            return self.intra_node_gbyte_s * 1e9
+        across = self.perf.intra_node_gbyte_s_across_packages
+        if across is not None and devices > GPU_BY_NAME[self.gpu].devices:
+            return across * 1e9
+        return self.perf.intra_node_gbyte_s * 1e9
 
     @property
     def inter_bytes_s(self) -> float:
