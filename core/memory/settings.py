@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache, partial
 from typing import Any
 
 from core.autofill import HIDDEN_SIZE_KEYS
@@ -17,6 +18,7 @@ from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimi
 from core.findings import brief
 from core.rules.context import lax_int
 from core.schema.base import DEFAULT_VERSION
+from core.schema.walk import default_in, section_fields
 from core.schema.zero import OffloadOptimizerConfig, OffloadParamConfig, ZeroConfig
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -29,6 +31,14 @@ _SATURATE = 2**53
 def _default(model: type, name: str) -> Any:
     """DeepSpeed's default for a field, as the schema records it (the settings' defaults and their reads share it)."""
     return model.model_fields[name].default
+
+
+@cache
+def _release_default(version: str, model: type, prefix: str, name: str) -> Any:
+    """What DeepSpeed ``version`` uses for the field ``name`` of the section at dotted ``prefix`` when the config
+    leaves it out: its profile's record (offload ``pin_memory`` is False before 0.19.5), else the schema's default."""
+    value = default_in(section_fields(model)[name], f"{prefix}.{name}", version)
+    return _default(model, name) if value is None else value  # a recorded null is "not set": no number to size
 
 
 def _num(value: Any, default: float, minimum: float = 0) -> float:
@@ -199,6 +209,9 @@ class TrainingSettings:
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
         master, state_dtype = _master_dtypes(meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
+        zero_default = partial(_release_default, version, ZeroConfig, "zero_optimization")
+        opt_default = partial(_release_default, version, OffloadOptimizerConfig, "zero_optimization.offload_optimizer")
+        param_default = partial(_release_default, version, OffloadParamConfig, "zero_optimization.offload_param")
         return cls(
             stage=stage,
             stage_auto=meaning.stage_written == "auto",
@@ -207,32 +220,33 @@ class TrainingSettings:
             offload_param=off_param,
             optimizer=name,
             optimizer_states=states,
-            reduce_bucket_size=int(_num(zero.get("reduce_bucket_size"), cls.reduce_bucket_size, 1)),
-            allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), cls.allgather_bucket_size)),
+            reduce_bucket_size=int(_num(zero.get("reduce_bucket_size"), zero_default("reduce_bucket_size"), 1)),
+            allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), zero_default("allgather_bucket_size"))),
             overlap_comm=meaning.overlap_comm,
             contiguous_gradients=meaning.contiguous_gradients,
             prefetch_bucket_size=int(
                 _num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")),
-                     cls.prefetch_bucket_size)
+                     zero_default("prefetch_bucket_size"))
             ),
             param_persistence_threshold=int(
                 _num(zero.get("stage3_param_persistence_threshold", zero.get("param_persistence_threshold")),
-                     cls.param_persistence_threshold)
+                     zero_default("param_persistence_threshold"))
             ),
             max_live_parameters=int(_num(zero.get("stage3_max_live_parameters", zero.get("max_live_parameters")),
-                                         cls.max_live_parameters)),
+                                         zero_default("max_live_parameters"))),
             # 0 is valid (DeepSpeed's bound is >= 0): one sub-group per parameter tensor
-            sub_group_size=int(_num(zero.get("sub_group_size"), cls.sub_group_size, 0)),
-            offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", cls.offload_optimizer_pin_memory),
-            offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", cls.offload_param_pin_memory),
-            offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), cls.offload_param_buffer_count)),
-            offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), cls.offload_param_buffer_size)),
-            offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), cls.offload_optimizer_buffer_count)),
+            sub_group_size=int(_num(zero.get("sub_group_size"), zero_default("sub_group_size"), 0)),
+            offload_optimizer_pin_memory=pydantic_bool(opt_sec, "pin_memory", opt_default("pin_memory")),
+            offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", param_default("pin_memory")),
+            offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), param_default("buffer_count"))),
+            offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), param_default("buffer_size"))),
+            offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), opt_default("buffer_count"))),
             partition_activations=_flag(ac.get("partition_activations"), False),
             grad_accum_fp32=grad_accum_fp32,
             master_bytes=_DTYPE_BYTES[master],
             state_bytes=_DTYPE_BYTES[state_dtype],
-            hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), cls.hpz_partition_size, 1)),
+            hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), zero_default("zero_hpz_partition_size"),
+                                        1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
             sequence_parallel=sequence_parallel,
             tensor_parallel=max(1, meaning.autotp_size),

@@ -1,0 +1,82 @@
+"""The chosen DeepSpeed release reaches every reading of the user's config: the memory model's defaults, the
+planner (``core.perf.predict``), the ways to fit (``core.fit``), the sizing commands (``--deepspeed-version``) and
+the app's ZeRO page (the session's release)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import memory
+from core.memory.settings import TrainingSettings
+from core.models import get_spec
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+#: bf16 master weights and optimizer states: read from 0.17.1 on, ignored (fp32 master weights) before.
+MASTER_BF16 = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "zero_optimization": {"stage": 2},
+               "bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}}
+#: ZeRO-2 with the optimizer in CPU RAM and pin_memory left out: False before 0.19.5, True from it.
+CPU_OFFLOAD = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+               "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+#: Between the two readings of MASTER_BF16 for Llama-3-8B on 8 GPUs (46.7 GiB as 0.16.9 reads it, 40.8 as 0.19.8).
+TIGHT_GPU = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=44 * memory.GIB,
+                            cpu_ram_per_node_bytes=512 * memory.GIB)
+SHAPE = memory.Shape(1, 2048)
+
+
+@pytest.fixture(scope="module")
+def llama3():
+    return get_spec(LLAMA3)
+
+
+def test_offload_pin_memory_left_out_is_the_chosen_releases_default(llama3):
+    """The memory model took every ZeRO/offload default from the schema (the newest release): a CPU offload without
+    pin_memory was sized as pinned host memory for 0.19.4 too, whose pydantic default is pin_memory=False."""
+    hw = memory.Hardware(gpus_per_node=8)
+    old = memory.estimate(CPU_OFFLOAD, llama3, hw, SHAPE, version="0.19.4")
+    new = memory.estimate(CPU_OFFLOAD, llama3, hw, SHAPE, version="0.19.8")
+    assert old.cpu_bytes_per_node == new.cpu_bytes_per_node > 0
+    assert old.cpu_pinned_bytes_per_node == 0 < new.cpu_pinned_bytes_per_node
+    assert not any(c.pinned for c in old.components) and any(c.pinned for c in new.components)
+    written = {**CPU_OFFLOAD, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
+                                                                                       "pin_memory": True}}}
+    assert memory.estimate(written, llama3, hw, SHAPE, version="0.19.4").cpu_pinned_bytes_per_node == \
+        new.cpu_pinned_bytes_per_node
+    stage3 = {"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}
+    assert not TrainingSettings.from_ds_config(stage3, "0.19.4").offload_param_pin_memory
+    assert TrainingSettings.from_ds_config(stage3, "0.19.5").offload_param_pin_memory
+    assert TrainingSettings.from_ds_config(stage3).offload_param_pin_memory  # the newest by default
+
+
+def test_every_zero_and_offload_default_the_reader_fills_is_the_releases(monkeypatch):
+    """Each size and flag the reader fills in for a left-out key asks the release's record, not only pin_memory:
+    a release recording other defaults gets them (the schema's only where nothing is recorded)."""
+    from core import versions
+    from core.memory.settings import _release_default
+
+    zero, opt, param = "zero_optimization", "zero_optimization.offload_optimizer", "zero_optimization.offload_param"
+    recorded = {(zero, "reduce_bucket_size"): 11, (zero, "allgather_bucket_size"): 12,
+                (zero, "stage3_prefetch_bucket_size"): 13, (zero, "stage3_param_persistence_threshold"): 14,
+                (zero, "stage3_max_live_parameters"): 15, (zero, "sub_group_size"): 16,
+                (zero, "zero_hpz_partition_size"): 17, (param, "buffer_count"): 18, (param, "buffer_size"): 19,
+                (opt, "buffer_count"): 20, (opt, "pin_memory"): False, (param, "pin_memory"): False}
+    real = versions.recorded_default
+
+    def fake(version: str, prefix: str, key: str) -> tuple[bool, object]:
+        if version == "0.19.8" and (prefix, key) in recorded:
+            return True, recorded[prefix, key]
+        return real(version, prefix, key)
+
+    _release_default.cache_clear()
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(versions, "recorded_default", fake)
+            read = TrainingSettings.from_ds_config({"zero_optimization": {"stage": 3, "offload_optimizer": {
+                "device": "cpu"}, "offload_param": {"device": "cpu"}}}, "0.19.8")
+    finally:
+        _release_default.cache_clear()  # the faked records must not outlive the test
+    assert (read.reduce_bucket_size, read.allgather_bucket_size, read.prefetch_bucket_size,
+            read.param_persistence_threshold, read.max_live_parameters, read.sub_group_size,
+            read.hpz_partition_size, read.offload_param_buffer_count, read.offload_param_buffer_size,
+            read.offload_optimizer_buffer_count) == (11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+    assert not read.offload_optimizer_pin_memory and not read.offload_param_pin_memory
+    assert TrainingSettings.from_ds_config({}).reduce_bucket_size == TrainingSettings.reduce_bucket_size
