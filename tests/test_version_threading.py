@@ -5,10 +5,11 @@ the app's ZeRO page (the session's release)."""
 from __future__ import annotations
 
 import pytest
+from app_support import app
 
-from core import memory
+from core import memory, perf
 from core.memory.settings import TrainingSettings
-from core.models import get_spec
+from core.models import get_config, get_spec
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 #: bf16 master weights and optimizer states: read from 0.17.1 on, ignored (fp32 master weights) before.
@@ -80,3 +81,47 @@ def test_every_zero_and_offload_default_the_reader_fills_is_the_releases(monkeyp
             read.offload_optimizer_buffer_count) == (11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
     assert not read.offload_optimizer_pin_memory and not read.offload_param_pin_memory
     assert TrainingSettings.from_ds_config({}).reduce_bucket_size == TrainingSettings.reduce_bucket_size
+
+
+def test_predict_reads_the_config_as_the_chosen_release(llama3):
+    """predict read every config as the newest release: 0.16.9's fp32 master weights were costed as bf16 in the
+    CPU optimizer step, and 0.19.4's unpinned offload (its default) got no pin_memory note."""
+    cluster = perf.Cluster("NVIDIA H100 80GB", 8, 1)
+    config = {**MASTER_BF16, "zero_optimization": CPU_OFFLOAD["zero_optimization"]}
+    old = perf.predict(config, llama3, cluster, SHAPE, version="0.16.9")
+    new = perf.predict(config, llama3, cluster, SHAPE)
+    assert old.assumptions["optimizer_step_bytes_per_param"] > new.assumptions["optimizer_step_bytes_per_param"]
+    assert old.step_seconds > new.step_seconds
+    unpinned = "pin_memory is off: host copies run at about half the PCIe rate (not modelled)."
+    assert unpinned in perf.predict(CPU_OFFLOAD, llama3, cluster, SHAPE, version="0.19.4").notes
+    assert unpinned not in perf.predict(CPU_OFFLOAD, llama3, cluster, SHAPE, version="0.19.8").notes
+
+
+def test_the_pin_memory_note_looks_only_at_the_sections_that_offload(llama3):
+    """The note asked both offload sections' pin_memory even when one offloads nothing: on 0.19.4 (unpinned by
+    default) a ZeRO-2 optimizer offload written pinned was said to be unpinned, for the parameter section it lacks."""
+    cluster = perf.Cluster("NVIDIA H100 80GB", 8, 1)
+    pinned = {**CPU_OFFLOAD, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
+                                                                                      "pin_memory": True}}}
+    assert not [n for n in perf.predict(pinned, llama3, cluster, SHAPE, version="0.19.4").notes if "pin_memory" in n]
+    params_only = {**CPU_OFFLOAD, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}
+    assert [n for n in perf.predict(params_only, llama3, cluster, SHAPE, version="0.19.4").notes
+            if "pin_memory is off" in n]
+
+
+def _zero_page(config: dict, version: str, **context):
+    spec = get_spec(LLAMA3)
+    model = {"model": LLAMA3, "model_config": get_config(LLAMA3), "total_params": spec.total_params,
+             "largest_layer_params": spec.largest_layer_params}
+    return app(config, page="pages/zero.py", **model, version=version, gpu="NVIDIA H100 80GB", gpus_per_node=8,
+               nodes=1, seq_len=2048, **context)
+
+
+def test_the_zero_pages_step_prediction_reads_the_sessions_release():
+    """The ZeRO page's predicted step read the config as the newest release: a CPU offload without pin_memory on
+    0.19.4 (unpinned there) got no pin_memory note."""
+    unpinned = "pin_memory is off"
+    at = _zero_page(CPU_OFFLOAD, "0.19.4")
+    assert any(unpinned in c.value for c in at.caption)
+    at = _zero_page(CPU_OFFLOAD, "0.19.8")
+    assert not any(unpinned in c.value for c in at.caption)

@@ -44,7 +44,7 @@ def _step_view(keys: memory.Keys, gpu: str, network: float | None, trainer_accum
         return None
     config = found.config if trainer_accum is None else autofill.fill_batch_autos(
         found.config, found.shape.micro_batch, trainer_accum)
-    estimate = perf.predict(config, found.model, cluster, found.shape)
+    estimate = perf.predict(config, found.model, cluster, found.shape, version=memory.version_of(found.context))
     breakdown = tables.prepare(pd.DataFrame({
         "Part": list(estimate.breakdown), "Seconds": list(estimate.breakdown.values()),
         "Share": [s / estimate.step_seconds for s in estimate.breakdown.values()],

@@ -71,6 +71,7 @@ from core.perf.constants import (
 )
 from core.perf.hardware import Cluster
 from core.perf.settings import PerfSettings, read_settings
+from core.schema.base import DEFAULT_VERSION
 
 
 @dataclass(frozen=True)
@@ -331,8 +332,10 @@ def predict(
     shape: Shape | None = None,
     *,
     settings: PerfSettings | None = None,
+    version: str = DEFAULT_VERSION,
 ) -> StepEstimate:
-    """Predict one optimizer step of ``ds_config`` training ``model`` on ``cluster`` with ``shape``.
+    """Predict one optimizer step of ``ds_config``, read as DeepSpeed ``version`` reads it, training ``model`` on
+    ``cluster`` with ``shape``.
 
     ``shape.micro_batch`` is the micro batch per GPU; gradient accumulation comes from the config's batch keys
     (1 when they do not resolve, with a note). ``settings`` skips re-reading the config (for sweeps).
@@ -342,7 +345,7 @@ def predict(
     if not model.total_params >= 1:
         raise ValueError(f"the model has {model.total_params!r} parameters: a step needs at least one (give the "
                          "model's total parameter count)")
-    st = settings or read_settings(ds_config, cluster.total_gpus)
+    st = settings or read_settings(ds_config, cluster.total_gpus, version)
     notes = list(st.notes)
     if isinstance(model, ModelSpec) and model.position == "relative" and shape.attention != "eager":
         # transformers computes T5's relative position bias in its own eager attention, whatever is asked
@@ -443,7 +446,9 @@ def predict(
             notes.append(beyond + "positions (max_position_embeddings): it runs, but needs RoPE scaling to train "
                          "well; costed as is.")
     if m.offload_optimizer != "none" or m.offload_param != "none":
-        pinned = m.offload_optimizer_pin_memory and m.offload_param_pin_memory
+        # only a section that offloads copies through host memory: the other's pin_memory changes nothing
+        pinned = ((m.offload_optimizer == "none" or m.offload_optimizer_pin_memory)
+                  and (m.offload_param == "none" or m.offload_param_pin_memory))
         if not pinned:
             notes.append("pin_memory is off: host copies run at about half the PCIe rate (not modelled).")
     if shape.attention == "flash1":

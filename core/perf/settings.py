@@ -10,6 +10,7 @@ from typing import Any
 from core.batch import GA, MB, TB, effective_world_size, parallelism_left_out, positive_whole, resolve_batch
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
+from core.schema.base import DEFAULT_VERSION
 from core.schema.optimizer import OPTIMIZERS
 
 #: The key whose dtype replaces communication_data_type under sequence parallelism (DeepSpeed's
@@ -104,13 +105,15 @@ class PerfSettings:
         return self.memory.stage
 
 
-def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int) -> PerfSettings:
-    """Read a config leniently (like the memory model: bad values fall back to DeepSpeed's defaults, with a note)."""
+def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
+                  version: str = DEFAULT_VERSION) -> PerfSettings:
+    """Read a config leniently, as DeepSpeed ``version`` does (like the memory model: bad values fall back to that
+    release's defaults, with a note)."""
     cfg = ds_config if isinstance(ds_config, Mapping) else {}
-    mem = TrainingSettings.from_ds_config(cfg)
+    mem = TrainingSettings.from_ds_config(cfg, version)
     notes = list(mem.notes)
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), Mapping) else {}
-    meaning = effective(cfg)
+    meaning = effective(cfg, version)
     tp = max(1, meaning.autotp_size)  # AutoTP is off at 0 or 1 (engine: autotp_size() > 1)
     if meaning.autotp_size_string:
         notes.append(f"tensor_parallel.autotp_size is a string: deepspeed.initialize compares it with 0 before "
