@@ -151,8 +151,8 @@ def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int) -> str:
 
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
          hardware: Hardware, shape: Shape, config_patch: dict[str, Any] | None = None,
-         context_patch: dict[str, Any] | None = None) -> Way:
-    est = memory.estimate(apply_patch(config, config_patch or {}), model, hardware, shape)
+         context_patch: dict[str, Any] | None = None, *, version: str) -> Way:
+    est = memory.estimate(apply_patch(config, config_patch or {}), model, hardware, shape, version=version)
     return _from_estimate(kind, title, detail, est, config_patch or {}, context_patch or {})
 
 
@@ -189,7 +189,7 @@ def _micro_batch_title(micro: Any, accum: Any) -> str:
 
 
 def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                     shape: Shape, trainer_accum: int) -> Way | None:
+                     shape: Shape, trainer_accum: int, version: str) -> Way | None:
     """The largest smaller micro batch that fits, with the accumulation that keeps the global batch.
 
     With an "auto" micro batch (the HF Trainer fills it) the change goes to TrainingArguments instead:
@@ -233,20 +233,22 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     else:
         patch = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
     return _way("micro_batch", _micro_batch_title(new_micro, new_accum), detail,
-                config, model, hardware, replace(shape, micro_batch=new_micro), patch, context)
+                config, model, hardware, replace(shape, micro_batch=new_micro), patch, context, version=version)
 
 
 def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                shape: Shape, *, max_nodes: int = 1024, trainer_accum: int = 1) -> list[Way]:
+                shape: Shape, *, max_nodes: int = 1024, trainer_accum: int = 1,
+                version: str = NEWEST) -> list[Way]:
     """Ways out of an out-of-memory job, ranked: those that fit first (cheapest in speed first), then the
     rest by GPU memory. Each single change starts from the current job; "combined" stacks the single
     config changes in cost order until the job fits. Empty when the job already fits. ``trainer_accum`` is
-    the HF Trainer's gradient_accumulation_steps, used when the config's micro batch is "auto"."""
-    current = memory.estimate(config, model, hardware, shape)
+    the HF Trainer's gradient_accumulation_steps, used when the config's micro batch is "auto"; the config and
+    each changed one are read as DeepSpeed ``version`` reads them."""
+    current = memory.estimate(config, model, hardware, shape, version=version)
     if current.fits:
         return []
     ways: list[Way] = []
-    micro = _micro_batch_way(config, model, hardware, shape, trainer_accum)
+    micro = _micro_batch_way(config, model, hardware, shape, trainer_accum, version)
     if micro is not None:
         ways.append(micro)
     if isinstance(model, ModelSpec) and shape.recompute != "full":
@@ -255,8 +257,9 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             "Recompute each layer's activations in the backward pass (gradient checkpointing: "
             "`model.gradient_checkpointing_enable()`, or `gradient_checkpointing=True` in TrainingArguments); "
             "about a third more compute.",
-            config, model, hardware, replace(shape, recompute="full"), context_patch={"recompute": "full"}))
-    meaning = effective(config)
+            config, model, hardware, replace(shape, recompute="full"), context_patch={"recompute": "full"},
+            version=version))
+    meaning = effective(config, version)
     stage, opt, param = meaning.stage, meaning.offload_optimizer, meaning.offload_param
     legacy = _legacy_offload(config)
     # the next stage, and ZeRO-3 (which partitions everything) when the next is not it
@@ -267,7 +270,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             "zero_stage", f"ZeRO stage {target}",
             f"Partition the {partitioned} over the {hardware.total_gpus} GPUs; "
             + ("a little more communication." if target < 3 else "parameters are gathered layer by layer."),
-            config, model, hardware, shape, {"zero_optimization": {"stage": target}}))
+            config, model, hardware, shape, {"zero_optimization": {"stage": target}}, version=version))
     if opt == "none":
         new_stage = max(stage, 1)
         ways.append(_way(
@@ -276,7 +279,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             "limited by PCIe and CPU speed.",
             config, model, hardware, shape,
             {"zero_optimization": {**legacy, "stage": new_stage,
-                                   "offload_optimizer": {"device": "cpu", "pin_memory": True}}}))
+                                   "offload_optimizer": {"device": "cpu", "pin_memory": True}}}, version=version))
     if param == "none":
         ways.append(_way(
             "offload_param", "ZeRO-3 with parameters and optimizer offloaded to CPU RAM",
@@ -284,11 +287,11 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             config, model, hardware, shape,
             {"zero_optimization": {**legacy, "stage": 3,
                                    "offload_optimizer": {"device": opt if opt != "none" else "cpu", "pin_memory": True},
-                                   "offload_param": {"device": "cpu", "pin_memory": True}}}))
-    ways += _host_ways(config, model, hardware, shape, current, meaning)
+                                   "offload_param": {"device": "cpu", "pin_memory": True}}}, version=version))
+    ways += _host_ways(config, model, hardware, shape, current, meaning, version)
     smallest = _smallest(config, model, hardware, shape, max_nodes)
     if smallest is not None and _layout(smallest) != _layout(hardware):
-        est = memory.estimate(config, model, smallest, shape)
+        est = memory.estimate(config, model, smallest, shape, version=version)
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
         batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus)
         ways.append(_from_estimate(
@@ -300,20 +303,20 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
         stage3 = {"zero_optimization": {"stage": 3}}
         enough = _smallest(apply_patch(config, stage3), model, hardware, shape, max_nodes)
         if enough is not None and _layout(enough) != _layout(hardware):
-            est = memory.estimate(apply_patch(config, stage3), model, enough, shape)
+            est = memory.estimate(apply_patch(config, stage3), model, enough, shape, version=version)
             batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware)});"
                 f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
-    combined = _combined(config, model, hardware, shape, ways)
+    combined = _combined(config, model, hardware, shape, ways, version)
     if combined is not None:
         ways.append(combined)
     # a way that fits nothing is worth showing only when it gets closer: adding offload to a job short of CPU RAM
     # alone moves it further away, and was ranked first for its small GPU figure
     now_over = _overshoot(current.gpu_bytes, current.cpu_bytes_per_node, current.nvme_bytes_per_node, hardware)
-    ways = [_with_untested_optimizer_allowed(way, config) for way in ways
+    ways = [_with_untested_optimizer_allowed(way, config, version) for way in ways
             if way.fits or _way_overshoot(way, hardware) < now_over]
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else _way_overshoot(w, hardware),
@@ -350,15 +353,15 @@ def _stage_of(way: Way) -> int:
     return stage if isinstance(stage, int) else 0
 
 
-def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any]) -> Way:
+def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any], version: str) -> Way:
     """``way`` with ``zero_allow_untested_optimizer`` set when it turns ZeRO on for an optimizer ZeRO was not tested
     with (e.g. torch's SGD): without it ``deepspeed.initialize`` refuses the changed job."""
     patched = apply_patch(config, way.config_patch)
     section = patched.get("optimizer")
     name = section.get("type") if isinstance(section, Mapping) else None
-    meaning = effective(patched)
+    meaning = effective(patched, version)
     if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
-            or zero_tested(name, NEWEST, meaning.optimizer_backend or "gpu"):
+            or zero_tested(name, version, meaning.optimizer_backend or "gpu"):
         return way
     return replace(way, config_patch=apply_patch(way.config_patch, {"zero_allow_untested_optimizer": True}),
                    detail=way.detail + f" ZeRO was not tested with {name}: the change also sets "
@@ -382,7 +385,7 @@ def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
-               current: memory.MemoryEstimate, meaning: Effective) -> list[Way]:
+               current: memory.MemoryEstimate, meaning: Effective, version: str) -> list[Way]:
     """When an offloading job is short of CPU RAM or NVMe: offload to CPU RAM instead of NVMe, to NVMe instead of
     CPU RAM (when the nodes have NVMe), or not at all (at this stage, and with ZeRO-3). The other ways only ever
     add offload, so they cannot help there."""
@@ -402,7 +405,7 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
             "The offloaded " + " and ".join({"offload_optimizer": "optimizer states", "offload_param": "parameters"}[n]
                                             for n in moved)
             + " live in CPU RAM rather than on NVMe: faster, and no NVMe needed, if the RAM holds them.",
-            config, model, hardware, shape, {"zero_optimization": moved}))
+            config, model, hardware, shape, {"zero_optimization": moved}, version=version))
     if "cpu" in (opt, param) and "CPU RAM" in short and hardware.nvme_bytes_per_node:
         # ZeRO-Infinity: NVMe offload of either section needs ZeRO-3 (zero.nvme-below-3)
         to_nvme = {name: {"device": "nvme", "nvme_path": NVME_PATH_EXAMPLE}
@@ -411,7 +414,7 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
         said = ""
         # the optimizer's pinned swap buffers hold buffer_count sub-groups: at the default sub_group_size (1e9)
         # they can need more CPU RAM than the states they replace
-        sub_group = TrainingSettings.from_ds_config(config).sub_group_size
+        sub_group = TrainingSettings.from_ds_config(config, version).sub_group_size
         if "offload_optimizer" in to_nvme and sub_group > NVME_SUB_GROUP_SIZE:
             smaller_groups = {"sub_group_size": NVME_SUB_GROUP_SIZE}
             said = (f" sub_group_size {NVME_SUB_GROUP_SIZE:,}: DeepSpeed's pinned swap buffers hold a few sub-groups "
@@ -424,7 +427,8 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
             "mount: change it to yours): far less CPU RAM, slower than CPU RAM when the drives are slow."
             + (" ZeRO-3 partitions the parameters too." if stage < 3 else "") + said,
             config, model, hardware, shape,
-            {"zero_optimization": {**legacy, **to_nvme, **smaller_groups, **({"stage": 3} if stage < 3 else {})}}))
+            {"zero_optimization": {**legacy, **to_nvme, **smaller_groups, **({"stage": 3} if stage < 3 else {})}},
+            version=version))
     off = {name: {"device": "none"} for name in ("offload_optimizer", "offload_param")
            if isinstance(zero.get(name), Mapping) or name in legacy}
     stages = [stage] + ([3] if stage < 3 else [])
@@ -435,7 +439,7 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
             "Optimizer states" + (" and parameters" if param != "none" else "") + " stay on the GPUs"
             + (f", partitioned with ZeRO-{target}" if target != stage else "") + ": no CPU RAM or NVMe for them, "
             "and no PCIe traffic; it needs the GPU memory.",
-            config, model, hardware, shape, patch))
+            config, model, hardware, shape, patch, version=version))
     return ways
 
 
@@ -459,7 +463,7 @@ def _compose(rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], shape: Sha
 
 def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
                             shape: Shape, rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], fitted: _Climb,
-                            ) -> _Climb:
+                            version: str) -> _Climb:
     """The climbed rungs less those the fit does not need: the rung that made it fit often makes an earlier, costly
     one unnecessary (NVMe in place of CPU RAM with the micro batch as it was). The dearest rungs, last on the
     ladder, are tried first; the rung that fitted stays."""
@@ -467,21 +471,21 @@ def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelC
     for index in range(len(rungs) - 2, -1, -1):
         trial_rungs = kept[:index] + kept[index + 1:]
         names, patch, context, trial = _compose(trial_rungs, shape)
-        est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
+        est = memory.estimate(apply_patch(config, patch), model, hardware, trial, version=version)
         if est.fits:
             kept, fitted = trial_rungs, (names, patch, context, trial, est)
     return fitted
 
 
 def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
-              ways: list[Way]) -> Way | None:
+              ways: list[Way], version: str) -> Way | None:
     """When no single change fits: climb the ladder (smaller micro batch, recomputation, each ZeRO stage up to
     3, optimizer offload, parameter offload, then, when host memory is short, the other offload device), stop
     at the first rung that fits and leave out the earlier rungs the fit does not need."""
     if any(w.fits for w in ways):
         return None
     by_kind = {w.kind: w for w in ways}
-    meaning = effective(config)
+    meaning = effective(config, version)
     stage = meaning.stage
     ladder: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     if "micro_batch" in by_kind:
@@ -507,10 +511,10 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     for taken in range(1, len(ladder) + 1):
         names, patch, context, trial = _compose(ladder[:taken], shape)
         climbed.append((names, patch, context, trial))
-        est = memory.estimate(apply_patch(config, patch), model, hardware, trial)
+        est = memory.estimate(apply_patch(config, patch), model, hardware, trial, version=version)
         if est.fits:
             names, patch, context, trial, est = _without_unneeded_rungs(
-                config, model, hardware, shape, ladder[:taken], (names, patch, context, trial, est))
+                config, model, hardware, shape, ladder[:taken], (names, patch, context, trial, est), version)
             break
     else:
         # no rung fits these GPUs: the rungs up to the one that needs the fewest GPUs (the cheaper rungs on a tie),
@@ -525,7 +529,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             names, patch, context, trial = climbed[best[1]]
             context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
             names = [*names, f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})"]
-            est = memory.estimate(apply_patch(config, patch), model, bigger, trial)
+            est = memory.estimate(apply_patch(config, patch), model, bigger, trial, version=version)
             batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
                                                 original=config)
             said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
@@ -556,12 +560,13 @@ def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,
 
 
 def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                shape: Shape, gpu: str, trainer_accum: int = 1) -> list[float | None]:
+                shape: Shape, gpu: str, trainer_accum: int = 1, *, version: str = NEWEST
+                ) -> list[float | None]:
     """For each way, its predicted tokens per second per GPU (``core.perf.predict`` on the GPU model ``gpu``)
     relative to the current job's: 1.0 = as fast, 0.5 = each GPU-hour trains half the tokens (per GPU, so a way
     that adds GPUs is not mistaken for a speed-up). None where the planner cannot say (e.g. a custom GPU).
     "auto" batch keys are costed as the HF Trainer fills them: now with ``trainer_accum`` accumulation steps, after
-    a way with the accumulation it sets."""
+    a way with the accumulation it sets. Each config is read as DeepSpeed ``version`` reads it."""
     from core import perf
 
     def tokens_per_second(cfg: Mapping[str, Any], hw: Hardware, sh: Shape, accum: int) -> float | None:
@@ -569,7 +574,7 @@ def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | M
             hf_batch = "auto" in (cfg.get(key) for key in BATCH_KEYS)  # written keys are what DeepSpeed runs
             filled = trainer_batch(cfg, sh.micro_batch, accum, hw.total_gpus) if hf_batch else cfg
             cluster = perf.Cluster(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes)
-            return perf.predict(filled, model, cluster, sh).tokens_per_second / hw.total_gpus
+            return perf.predict(filled, model, cluster, sh, version=version).tokens_per_second / hw.total_gpus
         except (ValueError, AutoFillError):
             return None
 

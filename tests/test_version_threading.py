@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from app_support import app
 
-from core import memory, perf
+from core import fit, memory, perf
 from core.memory.settings import TrainingSettings
 from core.models import get_config, get_spec
 
@@ -125,3 +125,49 @@ def test_the_zero_pages_step_prediction_reads_the_sessions_release():
     assert any(unpinned in c.value for c in at.caption)
     at = _zero_page(CPU_OFFLOAD, "0.19.8")
     assert not any(unpinned in c.value for c in at.caption)
+
+
+
+def test_ways_to_fit_read_the_config_as_the_chosen_release(llama3):
+    """ways_to_fit read every config as the newest release: for 0.16.9, which sizes fp32 master weights, a job
+    the app and fit call out of memory got no way out ("already fits" as 0.19.8 reads it)."""
+    assert memory.estimate(MASTER_BF16, llama3, TIGHT_GPU, SHAPE).fits
+    assert fit.ways_to_fit(MASTER_BF16, llama3, TIGHT_GPU, SHAPE) == []
+    assert not memory.estimate(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version="0.16.9").fits
+    ways = fit.ways_to_fit(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version="0.16.9")
+    assert ways and ways[0].fits
+    stage3 = next(w for w in ways if w.kind == "zero_stage" and w.config_patch["zero_optimization"]["stage"] == 3)
+    patched = fit.apply_patch(MASTER_BF16, stage3.config_patch)
+    assert stage3.gpu_bytes == memory.estimate(patched, llama3, TIGHT_GPU, SHAPE, version="0.16.9").gpu_bytes
+    assert stage3.gpu_bytes > memory.estimate(patched, llama3, TIGHT_GPU, SHAPE).gpu_bytes
+
+
+def test_speed_costs_predict_as_the_chosen_release(llama3):
+    """speed_costs predicted each way as the newest release reads it: with CPU offload, 0.19.8 steps bf16 master
+    weights and states (fewer bytes per parameter for DeepSpeedCPUAdam) that 0.16.9 keeps in fp32."""
+    config = {**MASTER_BF16, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
+                                                                                      "pin_memory": True}}}
+    way = fit.Way("zero_stage", "ZeRO stage 3", "", 0, 0, 0, True,
+                  config_patch={"zero_optimization": {"stage": 3}})
+    cluster = perf.Cluster("NVIDIA H100 80GB", 8, 1)
+
+    def ratio(version: str) -> float:
+        after = perf.predict(fit.apply_patch(config, way.config_patch), llama3, cluster, SHAPE, version=version)
+        return after.tokens_per_second / perf.predict(config, llama3, cluster, SHAPE, version=version).tokens_per_second
+
+    hw = memory.Hardware(gpus_per_node=8)
+    old = fit.speed_costs([way], config, llama3, hw, SHAPE, "NVIDIA H100 80GB", version="0.16.9")
+    assert old == [pytest.approx(ratio("0.16.9"), rel=1e-12)]
+    assert old != fit.speed_costs([way], config, llama3, hw, SHAPE, "NVIDIA H100 80GB")
+
+
+def test_the_zero_page_makes_it_fit_as_the_sessions_release_reads_the_config():
+    """With 0.16.9 chosen the ZeRO page said "Does not fit" (its estimate read the release) yet listed no way out:
+    ways_to_fit read the config as 0.19.8, where it fits."""
+    at = _zero_page(MASTER_BF16, "0.16.9", gpu_memory_gib=44.0)
+    assert any(s.value == "Make it fit" for s in at.subheader)
+    applies = [b for b in at.button if b.key and b.key.startswith("zero_fit_")]
+    assert applies, [i.value for i in at.info]
+    assert any("Speed: about" in c.value for c in at.caption)  # speed_costs, predicted as 0.16.9 reads it
+    at = _zero_page(MASTER_BF16, "0.19.8", gpu_memory_gib=44.0)
+    assert not any(s.value == "Make it fit" for s in at.subheader)

@@ -101,7 +101,8 @@ def _ways(keys: memory.Keys, trainer_accum: int) -> tuple[fit.Way, ...]:
     found = memory.inputs(keys)
     if found is None:
         return ()
-    return tuple(fit.ways_to_fit(found.config, found.model, found.hardware, found.shape, trainer_accum=trainer_accum))
+    return tuple(fit.ways_to_fit(found.config, found.model, found.hardware, found.shape, trainer_accum=trainer_accum,
+                                 version=memory.version_of(found.context)))
 
 
 @shared_cache(maxsize=256)
@@ -110,7 +111,7 @@ def _speeds(keys: memory.Keys, trainer_accum: int, gpu: str) -> tuple[float | No
     if found is None or not ways_found:
         return (None,) * len(ways_found)
     return tuple(fit.speed_costs(list(ways_found), found.config, found.model, found.hardware, found.shape, gpu,
-                                 trainer_accum))
+                                 trainer_accum, version=memory.version_of(found.context)))
 
 
 def _apply_finding_fix(finding: Finding) -> None:
