@@ -4,12 +4,18 @@ the app's ZeRO page (the session's release)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+
 import pytest
 from app_support import app
 
 from core import fit, memory, perf
+from core.cli import main
 from core.memory.settings import TrainingSettings
 from core.models import get_config, get_spec
+from core.versions import resolve_version
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 #: bf16 master weights and optimizer states: read from 0.17.1 on, ignored (fp32 master weights) before.
@@ -171,3 +177,60 @@ def test_the_zero_page_makes_it_fit_as_the_sessions_release_reads_the_config():
     assert any("Speed: about" in c.value for c in at.caption)  # speed_costs, predicted as 0.16.9 reads it
     at = _zero_page(MASTER_BF16, "0.19.8", gpu_memory_gib=44.0)
     assert not any(s.value == "Make it fit" for s in at.subheader)
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(argv, out), out.getvalue()
+
+
+@pytest.fixture
+def master_file(tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(MASTER_BF16))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["estimate", "fit", "predict"])
+def test_the_sizing_commands_read_the_config_as_deepspeed_version(command, master_file):
+    """estimate, fit and predict had no --deepspeed-version and read the config as the newest release: 0.16.9's
+    fp32 master weights (~5.9 GiB more per GPU for Llama-3-8B) were never sized. Their JSON says the release."""
+    argv = {"estimate": ["estimate", "--model", LLAMA3, "--config", master_file],
+            "fit": ["fit", master_file, "--model", LLAMA3, "--gpu", "H100"],
+            "predict": ["predict", master_file, "--model", LLAMA3, "--gpu", "H100"]}[command]
+
+    def peak(data: dict) -> int:
+        return {"estimate": lambda: data["totals"]["gpu_bytes"], "fit": lambda: data["gpu_bytes"],
+                "predict": lambda: data["memory"]["gpu_bytes"]}[command]()
+
+    read = {}
+    for version in ("0.16.9", "0.19.8"):
+        code, text = _cli([*argv, "--deepspeed-version", version, "--format", "json"])
+        assert code == 0, text
+        data = json.loads(text)
+        assert data["deepspeed_version"] == version
+        read[version] = peak(data)
+        assert f"read as DeepSpeed {version}" in _cli([*argv, "--deepspeed-version", version])[1].splitlines()[
+            1 if command == "estimate" else 0]
+    assert read["0.16.9"] > read["0.19.8"] + 5 * memory.GIB
+    data = json.loads(_cli([*argv, "--format", "json"])[1])
+    assert data["deepspeed_version"] == resolve_version(None)  # the installed DeepSpeed, else the newest
+    code, _ = _cli([*argv, "--deepspeed-version", "0.1.0"])
+    assert code == 2
+
+
+def test_fit_lists_ways_for_a_config_only_the_older_release_cannot_fit(master_file):
+    """dsconfig fit on GPUs between the two readings: out of memory with ways for 0.16.9, fits for 0.19.8."""
+    argv = ["fit", master_file, "--model", LLAMA3, "--gpu-memory", "44", "--format", "json"]
+    old = json.loads(_cli([*argv, "--deepspeed-version", "0.16.9"])[1])
+    assert not old["fits"] and old["ways"] and old["ways"][0]["fits"]
+    new = json.loads(_cli([*argv, "--deepspeed-version", "0.19.8"])[1])
+    assert new["fits"] and new["ways"] == []
+
+
+def test_the_params_tables_refuse_deepspeed_version():
+    """DeepSpeed's --params tables read no config, so no release either: the flag is refused, not ignored."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code, _ = _cli(["estimate", "--params", "7B", "--deepspeed-version", "0.16.9"])
+    assert code == 2 and "--deepspeed-version does not apply here" in err.getvalue()

@@ -43,7 +43,7 @@ from core.cli.common import (
 from core.findings import SEVERITY_ORDER
 from core.io import dump_config
 from core.source_map import Position, at, key_positions, locate
-from core.versions import RELEASES, resolve_version
+from core.versions import resolve_version
 
 
 def _summary(name: str, report: Any) -> str:
@@ -355,9 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed",
                        help="deepspeed: the file goes to deepspeed.initialize as is; hf: the HF Trainer / "
                        "Accelerate fill in \"auto\" first (default: deepspeed)")
-        p.add_argument("--deepspeed-version", type=cli_versions.release, default=None, metavar="RELEASE",
-                       help=f"{what} this DeepSpeed release, {RELEASES[0]} … {RELEASES[-1]} (default: the "
-                       "installed DeepSpeed, else the newest)")
+        cli_estimate.add_release_flag(p, what)
 
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
     p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")

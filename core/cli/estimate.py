@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core import memory, models
+from core.cli import versions as cli_versions
 from core.cli.common import (
     DEFAULT_SEQ_LEN,
     EXIT_OK,
@@ -43,6 +44,7 @@ from core.cli.common import (
 )
 from core.hardware import DEFAULT_CPU_RAM_GIB, DEFAULT_GPU, GPU_BY_NAME
 from core.memory.result import gib_used
+from core.versions import RELEASES, resolve_version
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
@@ -70,6 +72,14 @@ def parse_count(text: str) -> int | float:
     if value != int(value):
         raise argparse.ArgumentTypeError(f"not a whole number of parameters: {text!r} is {value:g} ({examples})")
     return value
+
+
+def add_release_flag(p: argparse.ArgumentParser, what: str = "read the config as") -> None:
+    """Add ``--deepspeed-version`` (dest ``deepspeed_version``, None unless given: ``resolve_version`` makes it the
+    installed DeepSpeed, else the newest), as every command that reads a config as one release has it."""
+    p.add_argument("--deepspeed-version", type=cli_versions.release, default=None, metavar="RELEASE",
+                   help=f"{what} this DeepSpeed release, {RELEASES[0]} … {RELEASES[-1]} (default: the installed "
+                   "DeepSpeed, else the newest)")
 
 
 #: The GPUs per node and GPU memory of the full estimate when --gpus-per-node and --gpu-memory are not given.
@@ -128,6 +138,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help='override the config\'s fp16/bf16 (e.g. when it says "auto")',
     )
     p.add_argument("--options", action="store_true", help="also list every ZeRO stage/offload option")
+    add_release_flag(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     # each flag only one path reads, with the default it is compared with (read from the parser: written once)
     p.set_defaults(handler=run, unread_defaults={dest: p.get_default(dest)
@@ -170,13 +181,13 @@ def _fmt(n: float) -> str:
     return f"{n / memory.GIB:10.2f} GiB"
 
 
-def _render(est: memory.MemoryEstimate, out: TextIO) -> None:
+def _render(est: memory.MemoryEstimate, version: str, out: TextIO) -> None:
     hw, sh, st = est.hardware, est.shape, est.settings
     out.write(f"Model: {est.model_name}: {est.total_params:,} params, largest layer {est.largest_layer_params:,}\n")
     out.write(
         f"Setup: {hw.nodes} node(s) x {hw.gpus_per_node} GPU(s); ZeRO stage {st.stage}, {st.precision}, "
         f"{st.optimizer} ({st.optimizer_states} states); offload optimizer={st.offload_optimizer}, "
-        f"param={st.offload_param}\n"
+        f"param={st.offload_param}; read as DeepSpeed {version}\n"
     )
     out.write(
         f"Shape: micro batch {sh.micro_batch}, seq len {sh.seq_len}, attention {sh.attention}, "
@@ -231,19 +242,20 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     except UsageError as exc:  # estimate stays lenient (it sizes what is written) but says what it assumed
         micro_batch, refused = 1, f"{exc}; estimated at an assumed micro batch of 1"
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
-    est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision)
+    version = resolve_version(args.deepspeed_version)
+    est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision, version=version)
     if refused:
         est = dataclasses.replace(est, notes=(refused, *est.notes))
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         est = dataclasses.replace(est, notes=(cannot + "; sized as if it could", *est.notes))  # as predict says
     table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
     if args.format == "json":
-        data = est.to_dict()
+        data = {**est.to_dict(), "deepspeed_version": version}
         if table is not None:
             data["options"] = json.loads(table.to_json(orient="records"))
         out.write(json_report(data))
         return EXIT_OK
-    _render(est, out)
+    _render(est, version, out)
     if table is not None:
         out.write("\nAll ZeRO options (GPU peak per GPU, largest micro batch that fits):\n")
         for row in table.itertuples():
@@ -294,5 +306,5 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
 
 #: The flags (argparse dests) --params does not read, and the one only --params reads.
 _PARAMS_UNREAD = ("gpu_memory", "cpu_ram", "nvme", "micro_batch", "seq_len", "attention", "recompute", "precision",
-                  "options")
+                  "options", "deepspeed_version")
 _FULL_UNREAD = "buffer_factor"

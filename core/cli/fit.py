@@ -36,7 +36,9 @@ from core.cli.common import (
     read_sizing_config,
     seq_len,
 )
+from core.cli.estimate import add_release_flag
 from core.memory.result import gib_capacity, gib_used
+from core.versions import resolve_version
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -66,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=seq_len, default=DEFAULT_SEQ_LEN, metavar="TOKENS", help=SEQ_LEN_HELP)
     p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=attention_flag_help())
     p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
+    add_release_flag(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
     p.set_defaults(handler=run)
     return p
@@ -119,7 +122,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 def _fit(args: argparse.Namespace, out: TextIO) -> int:
     config, spec, hw, shape, assumed, gpu_name = _inputs(args)
-    est = memory.estimate(config, spec, hw, shape)
+    version = resolve_version(args.deepspeed_version)
+    est = memory.estimate(config, spec, hw, shape, version=version)
     notes = list(est.notes)
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         notes.insert(0, cannot + "; sized as if it could")  # as predict and the app say it
@@ -130,9 +134,9 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     if config.get("gradient_accumulation_steps") == "auto" and args.gradient_accumulation_steps is None:
         notes.append('gradient_accumulation_steps is "auto": the HF Trainer\'s accumulation is taken as 1 (its '
                      "default) where a way keeps the global batch; pass --gradient-accumulation-steps N with yours")
-    ways = fit.ways_to_fit(config, spec, hw, shape, trainer_accum=trainer_accum)
-    speeds = (fit.speed_costs(ways, config, spec, hw, shape, gpu_name, trainer_accum) if gpu_name else
-              [None] * len(ways))
+    ways = fit.ways_to_fit(config, spec, hw, shape, trainer_accum=trainer_accum, version=version)
+    speeds = (fit.speed_costs(ways, config, spec, hw, shape, gpu_name, trainer_accum, version=version) if gpu_name
+              else [None] * len(ways))
     if args.format == "json":
         out.write(json_report({"fits": est.fits, "short": list(fit.short_of(est)), "gpu_bytes": est.gpu_bytes,
                               "cpu_bytes_per_node": est.cpu_bytes_per_node,
@@ -145,6 +149,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
                               "cpu_ram_per_node_bytes": hw.cpu_ram_per_node_bytes,
                               "nvme_bytes_per_node_capacity": hw.nvme_bytes_per_node,
                               "assumptions": est.assumptions, "micro_batch_assumed": assumed[2:-1] or None,
+                              "deepspeed_version": version,
                               "trainer_gradient_accumulation_steps": trainer_accum,
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
                                                                                                   strict=True)],
@@ -153,7 +158,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
     which = gpu_name or f"{_gib_text(hw.gpu_memory_bytes)} GPUs"
     out.write(f"{spec.name} on {hw.total_gpus} × {which} ({hw.nodes} × {hw.gpus_per_node}), "
-              f"{est.assumptions}{assumed}: {verdict}\n")
+              f"{est.assumptions}{assumed}, read as DeepSpeed {version}: {verdict}\n")
     out.write(f"  GPU {_used_text(est.gpu_bytes, hw.gpu_memory_bytes)} of {_gib_text(hw.gpu_memory_bytes)} per "
               f"GPU; CPU RAM {_used_text(est.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} of "
               f"{_gib_text(hw.cpu_ram_per_node_bytes)} per node")

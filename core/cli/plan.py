@@ -55,6 +55,7 @@ from core.cli.common import (
     refused_caveat,
     seq_len,
 )
+from core.cli.estimate import add_release_flag
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.io import MAX_LOG_BYTES, read_log_tail
@@ -76,6 +77,7 @@ from core.perf import (
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
 from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
+from core.versions import resolve_version
 
 #: The core planner's parameters (``PlanInputError.parameter`` of recommend and calibrate) as the flags of plan and
 #: predict that give them: a refused input is named by its flag.
@@ -166,6 +168,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help='the HF Trainer\'s --gradient_accumulation_steps: fills "auto" batch keys as the Trainer '
                         "does (refused when the config writes values that disagree)")
     p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
+    add_release_flag(p)
     cal = p.add_mutually_exclusive_group()
     cal.add_argument("--calibrate-step", type=positive(float), metavar="SECONDS",
                      help="a measured optimizer-step time in seconds: fit the model's constants to it first")
@@ -394,6 +397,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if args.gradient_accumulation_steps is not None:
         config = _hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
+    version = resolve_version(args.deepspeed_version)
     measured = args.calibrate_step
     if args.log is not None:
         text, cut = _read_log(args.log)
@@ -413,7 +417,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if measured is None:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
                               "throughput timer with a batch that resolves on this cluster)")
-    before = predict(config, spec, cluster, shape)
+    before = predict(config, spec, cluster, shape, version=version)
     if args.gradient_accumulation_steps not in (None, before.gradient_accumulation_steps):
         raise UsageError(f"--gradient-accumulation-steps {args.gradient_accumulation_steps}: DeepSpeed runs "
                          f"{before.gradient_accumulation_steps} accumulation step(s) with this config's batch keys "
@@ -426,9 +430,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             refused = _measured_named(exc, measured, args)
             sys.stderr.write(f"dsconfig predict: warning: not calibrated, {refused}; the prediction below is "
                              "uncalibrated.\n")
-    est = predict(config, spec, cluster, shape)
+    est = predict(config, spec, cluster, shape, version=version)
     # a step time for a config that cannot run says so, as fit and estimate do for the same input
-    mem = memory_estimate(config, spec, hardware_for(cluster), shape, allowances=cluster.memory_allowances)
+    mem = memory_estimate(config, spec, hardware_for(cluster), shape, allowances=cluster.memory_allowances,
+                          version=version)
     caveats = list(est.caveats)
     if micro_assumed:
         caveats.insert(0, micro_assumed)
@@ -447,9 +452,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)
     notes = [*_model_notes(spec), *est.notes]
-    uses = _rates_used(config, spec, cluster, shape, est.step_seconds) if measured is not None else {}
+    uses = _rates_used(config, spec, cluster, shape, est.step_seconds, version) if measured is not None else {}
     if args.format == "json":
-        data = {"model": spec.name, **est.to_dict(), "caveats": caveats, "notes": notes,
+        data = {"model": spec.name, "deepspeed_version": version, **est.to_dict(), "caveats": caveats, "notes": notes,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
                            "gpu_memory_bytes": mem.hardware.gpu_memory_bytes,
                            "fits_with_plan_margin": mem.fits and mem.gpu_bytes <= usable,
@@ -467,7 +472,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({_network_text(args, cluster)}); micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}, {args.attention} attention, "
-              f"recompute {args.recompute}\n")
+              f"recompute {args.recompute}, read as DeepSpeed {version}\n")
     out.write(f"step: {_seconds_text(est.step_seconds)}   tokens/s: {_number_text(est.tokens_per_second, 0, True)}   "
               f"TFLOPs/GPU: {_number_text(est.tflops_per_gpu, 1)} (hardware "
               f"{_number_text(est.hardware_tflops_per_gpu, 1)})   MFU: {percent_text(est.mfu)}\n")
@@ -499,13 +504,13 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _rates_used(config: dict[str, Any], spec: models.ModelSpec, cluster: Cluster, shape: Shape,
-                step_seconds: float) -> dict[str, bool]:
+                step_seconds: float, version: str) -> dict[str, bool]:
     """Which of the rates a calibration fits besides the compute efficiency the step of ``config`` depends on:
     the link efficiency (collectives, PCIe and NVMe transfers) and the CPU optimizer's rate (offload_optimizer),
     found by halving each: a step that does not change does not say anything about it."""
     slower = {"link": replace(cluster, efficiency=replace(cluster.efficiency, link=cluster.efficiency.link / 2)),
               "cpu_adam": replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate / 2)}
-    return {key: predict(config, spec, changed, shape).step_seconds != step_seconds
+    return {key: predict(config, spec, changed, shape, version=version).step_seconds != step_seconds
             for key, changed in slower.items()}
 
 
