@@ -7,7 +7,7 @@ from importlib import metadata
 
 import pytest
 
-from core import versions
+from core import presets, versions
 from core.cli import main
 from core.validate import validate
 from core.versions.matrix import ReleaseVerdict, summarise, works_with
@@ -396,3 +396,27 @@ def test_bf16_master_weight_keys_mean_nothing_where_the_release_ignores_them():
         True, True, False)
     # fp16 is read with dict.get there too, but every key of the later model is looked up once fp16 is on
     assert versions.profile("0.16.9")["dict_section_ignored"]["fp16"] == []
+
+
+def test_fp16_and_bf16_both_auto_are_one_precision_under_the_hf_trainer_in_every_release():
+    """Releases up to 0.17.0 read a raw "auto" as on (dict.get), so for plain DeepSpeed both "auto" are two enabled
+    precisions; under the HF Trainer they are filled from --fp16 / --bf16 first, at most one of them true. The
+    standard HF config (and the hf-auto presets) was refused there with target hf."""
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "train_batch_size": "auto", "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}}
+
+    def both_on(version: str, target: str) -> bool:
+        return "precision.fp16-and-bf16" in validate(config, version=version, target=target).codes()
+
+    read_raw = [r for r in versions.RELEASES if both_on(r, "deepspeed")]
+    assert "0.16.9" in read_raw and versions.NEWEST not in read_raw  # the case exists for plain DeepSpeed
+    assert not [r for r in versions.RELEASES if both_on(r, "hf")]
+    # an explicit second precision under the Trainer is still two
+    explicit = {**config, "fp16": {"enabled": True}, "bf16": {"enabled": True}}
+    assert "precision.fp16-and-bf16" in validate(explicit, version="0.16.9", target="hf").codes()
+    hf_presets = [p for p in presets.list_presets([presets.BUILTIN_DIR])[0] if p.target == "hf"]
+    assert hf_presets
+    for preset in hf_presets:
+        for release in versions.RELEASES:
+            errors = [f.code for f in validate(preset.config, version=release, target="hf").errors]
+            assert not errors, (preset.name, release, errors)

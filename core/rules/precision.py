@@ -24,6 +24,15 @@ def _on(ctx: Context, section: str) -> bool:
     return bool(getattr(ctx.meaning, section))
 
 
+def _on_once_filled(ctx: Context, section: str) -> bool:
+    """``_on`` once the HF Trainer has filled an "auto" ``enabled`` (target hf): from --fp16 / --bf16, which
+    TrainingArguments never lets both be on, so an "auto" section is not the second of two enabled ones (older
+    releases read a raw "auto" as on, but they never see it under the Trainer)."""
+    if ctx.is_hf and getattr(ctx.meaning, f"{section}_auto"):
+        return False
+    return _on(ctx, section)
+
+
 def _power_fails(value: Any) -> bool:
     """Whether Python's ``2**value`` fails (not a number, a float overflow) or cannot finish (a huge int)."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -106,7 +115,7 @@ def precision(ctx: Context) -> Iterator[Finding]:
         yield Finding("error", "precision.null", "bf16",
                       f"`bf16` is null; DeepSpeed {ctx.version} reads it with dict.get and fails.",
                       "Remove it or write {\"enabled\": false}.", delete_fix("bf16"), "precision")
-    if _on(ctx, "fp16") and _on(ctx, "bf16"):
+    if _on_once_filled(ctx, "fp16") and _on_once_filled(ctx, "bf16"):
         yield Finding(
             "error", "precision.fp16-and-bf16", "bf16.enabled",
             "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "
