@@ -454,26 +454,61 @@ def _bytes_text(size: int) -> str:
     return f"{size / 2**20:,.0f} MiB" if size >= 2**20 else f"{size:,} bytes"
 
 
+#: Above this share of undecodable characters a "log" is said not to be text (a binary file, a compressed log).
+_NOT_TEXT_SHARE = 0.3
+
+
+def log_encoding(head: bytes) -> str:
+    """The codec a training log starting with ``head`` (its first bytes) is decoded with: UTF-16/32 when a BOM or
+    json's NUL pattern says so (Windows PowerShell's ``>`` and ``Tee-Object`` write UTF-16), else UTF-8. The
+    codec names a byte order, so that a tail cut from the file's end decodes without the BOM."""
+    if not any(head):  # NULs only (/dev/zero, a sparse file): no text pattern to go by
+        return "utf-8"
+    encoding = json.detect_encoding(head)
+    if encoding in ("utf-16", "utf-32"):  # with a BOM: its byte order
+        little = head[:4] == b"\xff\xfe\x00\x00" if encoding == "utf-32" else head[:2] == b"\xff\xfe"
+        return f"{encoding}-{'le' if little else 'be'}"
+    return encoding if encoding.startswith(("utf-16", "utf-32")) else "utf-8"
+
+
+def decode_log(data: bytes, encoding: str = "") -> tuple[str, str | None]:
+    """(text, note): a training log's bytes decoded leniently in ``encoding`` (``log_encoding`` of ``data`` when
+    not given), with a note when that is not UTF-8 or when most of it is not text at all."""
+    encoding = encoding or log_encoding(data[:4])
+    text = data.decode(encoding, errors="replace").lstrip("\ufeff")
+    notes = [] if encoding == "utf-8" else [f"read as {encoding[:6].upper()} text"]
+    if text:
+        junk = (text.count("\ufffd") + text.count("\x00")) / len(text)
+        if junk > _NOT_TEXT_SHARE:
+            notes.append(f"{junk:.0%} of it is not text: is this the training log DeepSpeed wrote?")
+    return text, "; ".join(notes) or None
+
+
 def read_log_tail(path: str | Path, limit: int = MAX_LOG_BYTES) -> tuple[str, str | None]:
     """(text, note): the last ``limit`` bytes of a training log (a stream such as /dev/zero: its first ``limit``
-    bytes), decoded leniently, and a note saying what was left out when it was cut. OSError when unreadable."""
+    bytes), decoded leniently (``decode_log``: UTF-8, or UTF-16/32 as the file's start says), and a note saying
+    what was left out when it was cut or how it was read. OSError when unreadable."""
     file = Path(path)
     if file.is_dir():
         raise IsADirectoryError(21, "is a directory")
     with file.open("rb") as handle:
         size = file.stat().st_size
+        head = handle.read(4)
+        encoding = log_encoding(head)
+        width = 4 if encoding.startswith("utf-32") else 2 if encoding.startswith("utf-16") else 1
+        limit -= limit % width  # a tail on a character boundary
         if size > limit and handle.seekable():
             handle.seek(size - limit)
             data = handle.read(limit)
-            note = f"read the last {_bytes_text(limit)} of {_bytes_text(size)}"
+            notes = [f"read the last {_bytes_text(limit)} of {_bytes_text(size)}"]
         else:  # a device or pipe reports size 0 and may never end
-            data = handle.read(limit + 1)
-            note = f"read the first {_bytes_text(limit)} only (a stream)" if len(data) > limit else None
+            data = head + handle.read(limit + 1 - len(head))
+            notes = [f"read the first {_bytes_text(limit)} only (a stream)"] if len(data) > limit else []
             data = data[:limit]
-    text = data.decode("utf-8", errors="replace")
-    if note and size > limit:
+    text, how = decode_log(data, encoding)
+    if notes and size > limit:
         text = text.partition("\n")[2]  # the first line was cut in the middle
-    return text, note
+    return text, "; ".join([*notes, *([how] if how else [])]) or None
 
 
 def dump_config(config: dict[str, Any], *, indent: int = 2) -> str:

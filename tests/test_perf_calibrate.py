@@ -116,7 +116,8 @@ def test_predict_reads_the_tail_of_a_log_and_a_stream_only_up_to_the_limit(tmp_p
     assert parse_log(text).megatron_tflops == (150.31,)
     if Path("/dev/zero").exists():
         text, note = read_log_tail("/dev/zero", limit=1000)
-        assert len(text) == 1000 and note == "read the first 1,000 bytes only (a stream)"
+        assert len(text) == 1000 and note == ("read the first 1,000 bytes only (a stream); 100% of it is not text: "
+                                              "is this the training log DeepSpeed wrote?")
 
 
 def test_a_throughput_of_zero_measures_nothing():
@@ -357,3 +358,28 @@ def test_parse_log_reads_the_profiler_behind_a_launchers_line_prefix(prefix):
     assert expected.profiler  # the real log has the summary
     got = parse_log(prefixed)
     assert got.profiler == expected.profiler and got.step_seconds == expected.step_seconds
+
+
+def test_a_log_powershell_wrote_as_utf16_is_read_and_a_binary_file_is_called_so(tmp_path):
+    """A UTF-16 log (Windows PowerShell's > and Tee-Object) decoded as UTF-8 had no step time in it, and --log said
+    "enable wall_clock_breakdown" of a log that had it; random bytes got the same advice."""
+    from core.io import read_log_tail
+
+    real = FIXTURE.read_text(encoding="utf-8")
+    expected = parse_log(real)
+    assert expected.typical_step_seconds()  # the fixture has step times
+    for codec, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"), ("utf-16-le", b"")):
+        log = tmp_path / f"{codec}{len(bom)}.log"
+        log.write_bytes(bom + real.encode(codec))
+        text, note = read_log_tail(log)
+        assert parse_log(text) == expected and note == "read as UTF-16 text", (codec, bom, note)
+        odd = len(bom + real.encode(codec)) // 2 + 1  # a tail from an odd byte: still whole characters
+        text, note = read_log_tail(log, limit=odd)
+        assert "\ufffd" not in text and note.endswith("; read as UTF-16 text")
+    noise = tmp_path / "noise.log"
+    noise.write_bytes(bytes(range(128, 256)) * 64)
+    text, note = read_log_tail(noise)
+    assert note is not None and "of it is not text: is this the training log DeepSpeed wrote?" in note
+    plain = tmp_path / "plain.log"
+    plain.write_text(real, encoding="utf-8")
+    assert read_log_tail(plain) == (real, None)
