@@ -20,7 +20,9 @@ from core.memory.estimate import (
     estimate,
     evaluate_arrays,
 )
+from core.memory.settings import TrainingSettings
 from core.models.arch import ModelSpec
+from core.schema.base import DEFAULT_VERSION
 
 SWEEP_AXES = ("micro_batch", "seq_len", "total_gpus")
 #: The largest micro batch ``max_micro_batch`` tries (a config's micro batch may be any integer; the search
@@ -39,12 +41,13 @@ def _fits(res: dict[str, np.ndarray], hardware: Hardware) -> np.ndarray:
 
 def max_micro_batch(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
                     shape: Shape, *, limit: int = 4096, precision: str | None = None,
-                    allowances: Allowances | None = None) -> int:
+                    allowances: Allowances | None = None, version: str = DEFAULT_VERSION) -> int:
     """Largest micro batch per GPU (1..limit, searched up to ``MAX_MICRO_BATCH_SEARCH``) that fits GPU, CPU and
-    NVMe; 0 if even 1 does not fit."""
+    NVMe, the config read as DeepSpeed ``version`` reads it; 0 if even 1 does not fit."""
     batches = np.arange(1, min(limit, MAX_MICRO_BATCH_SEARCH) + 1)
     res = evaluate_arrays(
-        ds_config, model, hardware, shape, micro_batch=batches, precision=precision, allowances=allowances
+        ds_config, model, hardware, shape, micro_batch=batches, precision=precision, allowances=allowances,
+        settings=TrainingSettings.from_ds_config(ds_config, version),
     )
     ok = np.broadcast_to(_fits(res, hardware), batches.shape)
     return int(batches[ok].max()) if ok.any() else 0
@@ -82,12 +85,13 @@ def with_zero_option(
 
 def options_table(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
                   *, precision: str | None = None, allowances: Allowances | None = None,
-                  batch_limit: int = 4096) -> pd.DataFrame:
-    """One row per ZeRO stage / offload option: memory totals, whether it fits, and its largest micro batch."""
+                  batch_limit: int = 4096, version: str = DEFAULT_VERSION) -> pd.DataFrame:
+    """One row per ZeRO stage / offload option: memory totals, whether it fits, and its largest micro batch, each
+    option's config read as DeepSpeed ``version`` reads it."""
     rows = []
     for stage, opt, param in zero_options():
         cfg = with_zero_option(ds_config, stage, opt, param)
-        est = estimate(cfg, model, hardware, shape, precision=precision, allowances=allowances)
+        est = estimate(cfg, model, hardware, shape, precision=precision, allowances=allowances, version=version)
         rows.append(
             {
                 "stage": stage,
@@ -103,7 +107,8 @@ def options_table(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelC
                 "fits_nvme": est.fits_nvme,
                 "fits": est.fits,
                 "max_micro_batch": max_micro_batch(
-                    cfg, model, hardware, shape, limit=batch_limit, precision=precision, allowances=allowances
+                    cfg, model, hardware, shape, limit=batch_limit, precision=precision, allowances=allowances,
+                    version=version,
                 ),
             }
         )
@@ -116,14 +121,15 @@ PARTIAL_LAYOUTS = 1 << 16
 
 def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
              *, max_nodes: int = 1024, precision: str | None = None,
-             allowances: Allowances | None = None, gpus_multiple_of: int = 1) -> Hardware | None:
+             allowances: Allowances | None = None, gpus_multiple_of: int = 1,
+             version: str = DEFAULT_VERSION) -> Hardware | None:
     """Smallest cluster of this hardware's nodes that fits: 1..gpus_per_node GPUs on one node, else the fewest
     nodes, with as many GPUs on each as fit (whole nodes when they fit; fewer per node when the node's CPU RAM
     or NVMe holds less than a whole node's ranks need).
 
     Only GPU counts that are multiples of ``gpus_multiple_of`` are tried (e.g. ``sequence_parallel_size``, whose
-    groups must be whole). Returns the fitting ``Hardware`` (same GPU/CPU/NVMe sizes) or None if ``max_nodes``
-    nodes are not enough.
+    groups must be whole). The config is read as DeepSpeed ``version`` reads it. Returns the fitting ``Hardware``
+    (same GPU/CPU/NVMe sizes) or None if ``max_nodes`` nodes are not enough.
     """
     per_node = hardware.gpus_per_node
     # one node from 1 GPU up; then each node count from whole nodes down (the CPU RAM and NVMe of a node hold
@@ -140,7 +146,8 @@ def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts
         if not gpn.size:
             return None
     res = evaluate_arrays(
-        ds_config, model, hardware, shape, gpus_per_node=gpn, nodes=nodes, precision=precision, allowances=allowances
+        ds_config, model, hardware, shape, gpus_per_node=gpn, nodes=nodes, precision=precision, allowances=allowances,
+        settings=TrainingSettings.from_ds_config(ds_config, version),
     )
     ok = np.broadcast_to(_fits(res, hardware), gpn.shape)
     if not ok.any():
@@ -164,24 +171,24 @@ def _axis_kwargs(axis: str, values: np.ndarray, hardware: Hardware) -> dict[str,
 
 def _evaluate_axis(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
                    shape: Shape, axis: str, values: Sequence[int] | np.ndarray, precision: str | None,
-                   allowances: Allowances | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The axis values as evaluated (floats) and ``evaluate_arrays`` over them: a GPU count beyond one node is
-    rounded up to whole nodes, and the count returned is the one evaluated, so a row is never labelled with
-    another count than the one it sizes."""
+                   allowances: Allowances | None, version: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The axis values as evaluated (floats) and ``evaluate_arrays`` over them, the config read as DeepSpeed
+    ``version`` reads it: a GPU count beyond one node is rounded up to whole nodes, and the count returned is the one
+    evaluated, so a row is never labelled with another count than the one it sizes."""
     vals = np.asarray(values, dtype=np.float64)
     kwargs = _axis_kwargs(axis, vals, hardware)
     if axis == "total_gpus":
         vals = kwargs["gpus_per_node"] * kwargs["nodes"]
     return vals, evaluate_arrays(ds_config, model, hardware, shape, precision=precision, allowances=allowances,
-                                 **kwargs)
+                                 settings=TrainingSettings.from_ds_config(ds_config, version), **kwargs)
 
 
 def sweep_totals(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
                  axis: str, values: Sequence[int] | np.ndarray, *, precision: str | None = None,
-                 allowances: Allowances | None = None) -> pd.DataFrame:
-    """Totals against one axis (vectorised): columns axis, gpu_bytes, cpu_bytes_per_node, nvme_bytes_per_node,
-    gpu_gib, gpu_limit_gib, fits."""
-    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances)
+                 allowances: Allowances | None = None, version: str = DEFAULT_VERSION) -> pd.DataFrame:
+    """Totals against one axis (vectorised), the config read as DeepSpeed ``version`` reads it: columns axis,
+    gpu_bytes, cpu_bytes_per_node, nvme_bytes_per_node, gpu_gib, gpu_limit_gib, fits."""
+    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances, version)
     n = vals.shape
     frame = pd.DataFrame(
         {
@@ -199,9 +206,10 @@ def sweep_totals(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCo
 
 def sweep(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
           axis: str, values: Sequence[int] | np.ndarray, *, precision: str | None = None,
-          allowances: Allowances | None = None) -> pd.DataFrame:
-    """Per-GPU bytes by component against one axis, long format (axis, component, bytes, gib) for altair."""
-    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances)
+          allowances: Allowances | None = None, version: str = DEFAULT_VERSION) -> pd.DataFrame:
+    """Per-GPU bytes by component against one axis, long format (axis, component, bytes, gib) for altair, the
+    config read as DeepSpeed ``version`` reads it."""
+    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances, version)
     parts = []
     for key, arr in res.items():
         if key.startswith("gpu:"):

@@ -1,0 +1,78 @@
+"""The solvers (largest micro batch, fewest GPUs, every ZeRO option, the sweeps), the ways to fit built on them,
+calibration and the app's sweep table read the config as the chosen DeepSpeed release, not always the newest.
+
+The config: Llama-3-8B, ZeRO-2, bf16 with bf16 master weights and optimizer states, keys that releases before 0.17.1
+ignore (fp32 master weights: 46.7 GiB per GPU as 0.16.9 reads it on 8 GPUs, 40.8 as 0.19.8 does)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import memory
+from core.models import get_spec
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+OLD, NEW = "0.16.9", "0.19.8"
+MASTER_BF16 = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "zero_optimization": {"stage": 2},
+               "bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}}
+#: Between the two readings of MASTER_BF16 on 8 GPUs.
+TIGHT_GPU = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=44 * memory.GIB,
+                            cpu_ram_per_node_bytes=512 * memory.GIB)
+SHAPE = memory.Shape(1, 2048)
+#: Recomputed activations are small: the master weights' dtype moves the largest micro batch (3 vs 5 on TIGHT_GPU).
+RECOMPUTED = memory.Shape(16, 2048, recompute="full")
+
+
+@pytest.fixture(scope="module")
+def llama3():
+    return get_spec(LLAMA3)
+
+
+def test_max_micro_batch_reads_the_chosen_release(llama3):
+    old = memory.max_micro_batch(MASTER_BF16, llama3, TIGHT_GPU, RECOMPUTED, version=OLD)
+    new = memory.max_micro_batch(MASTER_BF16, llama3, TIGHT_GPU, RECOMPUTED, version=NEW)
+    assert (old, new) == (3, 5)
+    assert memory.max_micro_batch(MASTER_BF16, llama3, TIGHT_GPU, RECOMPUTED) == new  # the newest by default
+    assert memory.max_micro_batch(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=OLD) == 0
+    assert memory.max_micro_batch(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=NEW) == 1
+
+
+def test_min_gpus_reads_the_chosen_release(llama3):
+    old = memory.min_gpus(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=OLD)
+    new = memory.min_gpus(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=NEW)
+    assert old is not None and new is not None
+    assert (old.nodes, old.gpus_per_node) == (2, 8)
+    assert (new.nodes, new.gpus_per_node) == (1, 6)
+    assert memory.estimate(MASTER_BF16, llama3, old, SHAPE, version=OLD).fits
+    assert not memory.estimate(MASTER_BF16, llama3, new, SHAPE, version=OLD).fits
+
+
+def test_options_table_reads_each_option_as_the_chosen_release(llama3):
+    old = memory.options_table(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=OLD).set_index(
+        ["stage", "offload_optimizer", "offload_param"])
+    new = memory.options_table(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=NEW).set_index(
+        ["stage", "offload_optimizer", "offload_param"])
+    zero2, zero3_param = (2, "none", "none"), (3, "none", "cpu")
+    assert old.loc[zero2, "gpu_gib"] == pytest.approx(46.68, abs=0.01)
+    assert new.loc[zero2, "gpu_gib"] == pytest.approx(40.79, abs=0.01)
+    assert (bool(old.loc[zero2, "fits"]), bool(new.loc[zero2, "fits"])) == (False, True)
+    assert (old.loc[zero3_param, "max_micro_batch"], new.loc[zero3_param, "max_micro_batch"]) == (1, 2)
+    for option in old.index:
+        config = memory.with_zero_option(MASTER_BF16, *option)
+        assert old.loc[option, "gpu_bytes"] == memory.estimate(config, llama3, TIGHT_GPU, SHAPE,
+                                                               version=OLD).gpu_bytes
+
+
+def test_the_sweeps_read_the_chosen_release(llama3):
+    values = [1, 2, 4]
+    old = memory.sweep_totals(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, "micro_batch", values, version=OLD)
+    new = memory.sweep_totals(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, "micro_batch", values, version=NEW)
+    for micro, row in zip(values, old.itertuples(), strict=True):
+        expected = memory.estimate({**MASTER_BF16, "train_micro_batch_size_per_gpu": micro}, llama3, TIGHT_GPU,
+                                   memory.Shape(micro, 2048), version=OLD).gpu_bytes
+        assert row.gpu_bytes == pytest.approx(expected, abs=1)  # the arrays are floats
+    assert (old["gpu_bytes"] > new["gpu_bytes"]).all()
+    by_part = memory.sweep(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, "micro_batch", values, version=OLD)
+    assert by_part.groupby("micro_batch")["bytes"].sum().max() > \
+        memory.sweep(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, "micro_batch", values).groupby(
+            "micro_batch")["bytes"].sum().max()
