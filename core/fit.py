@@ -74,11 +74,12 @@ def _ranks(config: Mapping[str, Any], gpus: int) -> float:
 
 
 def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
-              max_nodes: int = 1024) -> Hardware | None:
-    """``memory.min_gpus`` of ``config`` over the GPU counts that ``sequence_parallel_size`` divides (DeepSpeed
-    needs whole data-parallel ranks), or None when none fits or no count gives whole ranks."""
+              version: str, max_nodes: int = 1024) -> Hardware | None:
+    """``memory.min_gpus`` of ``config`` (read as DeepSpeed ``version`` reads it) over the GPU counts that
+    ``sequence_parallel_size`` divides (DeepSpeed needs whole data-parallel ranks), or None when none fits or no
+    count gives whole ranks."""
     found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes,
-                            gpus_multiple_of=sequence_parallel_degree(dict(config)) or 1)
+                            gpus_multiple_of=sequence_parallel_degree(dict(config)) or 1, version=version)
     return found if found is None or float(_ranks(config, found.total_gpus)).is_integer() else None
 
 
@@ -209,7 +210,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     if micro is None or micro < 2:
         return None
     per_gpu = micro * accum  # samples per GPU per optimizer step: what must stay the same
-    largest = memory.max_micro_batch(config, model, hardware, shape, limit=micro - 1)
+    largest = memory.max_micro_batch(config, model, hardware, shape, limit=micro - 1, version=version)
     # the largest that fits and keeps the global batch; when none fits, 1 still saves the most activations
     new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
     new_accum = per_gpu // new_micro
@@ -289,7 +290,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                                    "offload_optimizer": {"device": opt if opt != "none" else "cpu", "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}, version=version))
     ways += _host_ways(config, model, hardware, shape, current, meaning, version)
-    smallest = _smallest(config, model, hardware, shape, max_nodes)
+    smallest = _smallest(config, model, hardware, shape, version, max_nodes)
     if smallest is not None and _layout(smallest) != _layout(hardware):
         est = memory.estimate(config, model, smallest, shape, version=version)
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
@@ -301,7 +302,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
-        enough = _smallest(apply_patch(config, stage3), model, hardware, shape, max_nodes)
+        enough = _smallest(apply_patch(config, stage3), model, hardware, shape, version, max_nodes)
         if enough is not None and _layout(enough) != _layout(hardware):
             est = memory.estimate(apply_patch(config, stage3), model, enough, shape, version=version)
             batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus)
@@ -521,7 +522,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         # not all of them: more GPUs without the offloads run faster than more GPUs with them
         best: tuple[int, int, Hardware] | None = None
         for index, (_, rung_patch, _, rung_shape) in enumerate(climbed):
-            found = _smallest(apply_patch(config, rung_patch), model, hardware, rung_shape)
+            found = _smallest(apply_patch(config, rung_patch), model, hardware, rung_shape, version)
             if found is not None and (best is None or found.total_gpus < best[0]):
                 best = (found.total_gpus, index, found)
         if best is not None:

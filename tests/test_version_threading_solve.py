@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import memory
+from core import fit, memory
 from core.models import get_spec
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
@@ -76,3 +76,26 @@ def test_the_sweeps_read_the_chosen_release(llama3):
     assert by_part.groupby("micro_batch")["bytes"].sum().max() > \
         memory.sweep(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, "micro_batch", values).groupby(
             "micro_batch")["bytes"].sum().max()
+
+
+def test_the_micro_batch_way_picks_what_fits_as_the_chosen_release_reads_it(llama3):
+    """The way's micro batch was the newest release's largest (4 of 5), which does not fit as 0.16.9 reads it."""
+    config = {**MASTER_BF16, "train_micro_batch_size_per_gpu": 16}
+
+    def micro_way(version: str) -> fit.Way:
+        ways = fit.ways_to_fit(config, llama3, TIGHT_GPU, RECOMPUTED, version=version)
+        return next(w for w in ways if w.kind == "micro_batch")
+
+    old, new = micro_way(OLD), micro_way(NEW)
+    assert old.config_patch == {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 8}
+    assert new.config_patch == {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4}
+    assert old.fits and new.fits
+
+
+def test_the_gpu_count_way_is_the_smallest_cluster_as_the_chosen_release_reads_it(llama3):
+    """As 0.16.9 reads the config the way was 6 GPUs on one node (the newest release's smallest), which does not fit."""
+    ways = fit.ways_to_fit(MASTER_BF16, llama3, TIGHT_GPU, SHAPE, version=OLD)
+    gpus = [w for w in ways if w.kind == "gpus" and not w.config_patch.get("zero_optimization")]
+    assert len(gpus) == 1
+    assert gpus[0].context_patch == {"nodes": 2, "gpus_per_node": 8}
+    assert gpus[0].fits
