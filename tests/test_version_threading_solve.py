@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import fit, memory
+from core import fit, memory, perf
 from core.models import get_spec
+from core.perf.recommend import hardware_for
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 OLD, NEW = "0.16.9", "0.19.8"
@@ -99,3 +100,32 @@ def test_the_gpu_count_way_is_the_smallest_cluster_as_the_chosen_release_reads_i
     assert len(gpus) == 1
     assert gpus[0].context_patch == {"nodes": 2, "gpus_per_node": 8}
     assert gpus[0].fits
+
+
+def _calibration_config() -> dict:
+    return {**MASTER_BF16, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
+                                                                                    "pin_memory": True}}}
+
+
+def test_calibrate_fits_the_step_as_the_chosen_release_predicts_it(llama3):
+    config = _calibration_config()
+    cluster = perf.Cluster("NVIDIA H100 80GB", 8, 1)
+    measured = 1.5 * perf.predict(config, llama3, cluster, SHAPE, version=OLD).step_seconds
+    old = perf.calibrate(config, llama3, cluster, SHAPE, measured_step_seconds=measured, version=OLD)
+    new = perf.calibrate(config, llama3, cluster, SHAPE, measured_step_seconds=measured)
+    assert perf.predict(config, llama3, old, SHAPE, version=OLD).step_seconds == pytest.approx(measured, rel=1e-6)
+    assert old.compute_efficiency != pytest.approx(new.compute_efficiency, rel=1e-3)
+    assert perf.predict(config, llama3, new, SHAPE, version=OLD).step_seconds != pytest.approx(measured, rel=1e-3)
+
+
+def test_calibrate_fits_the_peak_as_the_chosen_release_estimates_it(llama3):
+    cluster = perf.Cluster("NVIDIA H100 80GB", 8, 1)
+    hardware = hardware_for(cluster)
+    peak = int(1.05 * memory.estimate(MASTER_BF16, llama3, hardware, SHAPE, version=OLD).gpu_bytes)
+    old = perf.calibrate(MASTER_BF16, llama3, cluster, SHAPE, measured_peak_bytes=peak, version=OLD)
+    new = perf.calibrate(MASTER_BF16, llama3, cluster, SHAPE, measured_peak_bytes=peak)
+    reached = memory.estimate(MASTER_BF16, llama3, hardware, SHAPE, allowances=old.memory_allowances,
+                              version=OLD).gpu_bytes
+    assert reached == pytest.approx(peak, rel=1e-6)
+    assert old.memory_allowances.allocator_fraction == pytest.approx(0.103, abs=0.001)
+    assert new.memory_allowances.allocator_fraction == pytest.approx(0.266, abs=0.001)

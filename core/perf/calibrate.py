@@ -26,6 +26,7 @@ from core.models.arch import ModelSpec
 from core.perf.errors import PlanInputError
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
+from core.schema.base import DEFAULT_VERSION
 
 #: The prefixes DeepSpeed's flops profiler prints a number with (profiler.number_to_string: u, m, none, K, M, G, T).
 #: A number as Python's and C's printf write one (an exponent where the value needs it).
@@ -230,8 +231,10 @@ def calibrate(
     *,
     measured_step_seconds: float | None = None,
     measured_peak_bytes: int | None = None,
+    version: str = DEFAULT_VERSION,
 ) -> Cluster:
-    """A copy of ``cluster`` whose constants reproduce the measurement.
+    """A copy of ``cluster`` whose constants reproduce the measurement of ``ds_config`` run with DeepSpeed
+    ``version`` (the prediction and the memory estimate read the config as that release does).
 
     A measured step fits one factor on every rate the step depends on: ``efficiency.compute`` and
     ``efficiency.link`` (each at most 1, the datasheet) and ``cpu_adam_params_per_s``. One factor, because one
@@ -255,12 +258,12 @@ def calibrate(
         fastest = 1.0 / min(cluster.compute_efficiency, cluster.efficiency.link)
 
         def step_with(factor: float) -> float:
-            return predict(ds_config, model, _rates_scaled(cluster, factor), shape).step_seconds
+            return predict(ds_config, model, _rates_scaled(cluster, factor), shape, version=version).step_seconds
 
         factor = _solve(step_with, SLOWEST_RATE_FACTOR, fastest, measured)
         reached = step_with(factor)
         if abs(reached / measured - 1) > CALIBRATION_TOLERANCE:
-            before = predict(ds_config, model, cluster, shape).step_seconds
+            before = predict(ds_config, model, cluster, shape, version=version).step_seconds
             if measured < reached:
                 why = (f"faster than this config can run on this cluster with every efficiency at 1 ({reached:.3g} s; "
                        f"the uncalibrated prediction is {before:.3g} s)")
@@ -280,7 +283,7 @@ def calibrate(
         from core.perf.recommend import hardware_for
 
         base = replace(out.memory_allowances, allocator_fraction=0.0)
-        est = estimate(ds_config, model, hardware_for(out), shape, allowances=base)
+        est = estimate(ds_config, model, hardware_for(out), shape, allowances=base, version=version)
         without = est.gpu_bytes - base.cuda_context_bytes
         fraction = (peak - est.gpu_bytes) / without if without > 0 else 0.0
         gib = 2**30
