@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from core import fit, memory, perf
-from core.models import get_spec
+from core.models import get_config, get_spec
 from core.perf.recommend import hardware_for
+from ui import memory as ui_memory
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 OLD, NEW = "0.16.9", "0.19.8"
@@ -129,3 +130,19 @@ def test_calibrate_fits_the_peak_as_the_chosen_release_estimates_it(llama3):
     assert reached == pytest.approx(peak, rel=1e-6)
     assert old.memory_allowances.allocator_fraction == pytest.approx(0.103, abs=0.001)
     assert new.memory_allowances.allocator_fraction == pytest.approx(0.266, abs=0.001)
+
+
+def test_the_apps_sweep_table_reads_the_sessions_release(llama3):
+    """The ZeRO page's sweep chart and table (``ui.memory.sweep_table``) sized the config as the newest release."""
+    context = {"model": LLAMA3, "model_config": get_config(LLAMA3), "total_params": llama3.total_params,
+               "largest_layer_params": llama3.largest_layer_params, "gpus_per_node": 8, "nodes": 1,
+               "gpu_memory_gib": 44.0, "cpu_ram_gib": 512.0, "nvme_gib": 0}
+
+    def table(version: str):
+        keys = ui_memory.cache_keys(MASTER_BF16, {**context, "version": version}, SHAPE)
+        return ui_memory.sweep_table(*keys, "micro_batch", (1, 2))
+
+    old, new = table(OLD), table(NEW)
+    assert old["gpu_gib"].iloc[0] == pytest.approx(46.68, abs=0.01)
+    assert new["gpu_gib"].iloc[0] == pytest.approx(40.79, abs=0.01)
+    assert list(old["fits"]) == [False, False] and bool(new["fits"].iloc[0])

@@ -273,7 +273,8 @@ def sweep_table(config: ConfigKey, context_json: str, shape: tuple, axis: str, v
     found = inputs((config, context_json, shape))
     if found is None:
         raise ValueError("the memory sweep needs a model: choose one on the Start page")
-    return memory.sweep_totals(found.config, found.model, found.hardware, found.shape, axis, list(values))
+    return memory.sweep_totals(found.config, found.model, found.hardware, found.shape, axis, list(values),
+                               version=version_of(found.context))
 
 
 def sweep_values(axis: str, context: Mapping[str, Any], current: int) -> list[int]:
