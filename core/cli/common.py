@@ -20,14 +20,16 @@ from core.batch import (
     GA,
     MB,
     TB,
+    BatchResolution,
     batch_suggestions,
     effective_world_size,
     micro_batch_of,
     positive_whole,
     resolve_batch,
     shown,
+    train_batch_of,
 )
-from core.hardware import gpu_names
+from core.hardware import GPU, gpu_names
 from core.io import (
     MAX_CONFIG_BYTES,
     ConfigLoadError,
@@ -252,6 +254,8 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
     when it says "auto" or nothing. Batch keys DeepSpeed refuses there are a UsageError unless ``given``
     (--micro-batch) replaces them; without ``override`` a ``given`` that contradicts the config is one too
     (a command whose ways patch the config must estimate the micro batch the config will run with)."""
+    if given and _refused_batch(config, gpus) is not None:
+        return None  # --micro-batch stands in for the keys DeepSpeed refuses (sized_batch says what is sized)
     resolved = micro_batch_of(config, gpus)
     if resolved is None and not given and "auto" not in (config.get(k) for k in BATCH_KEYS):
         # "auto" is the HF Trainer's to fill, and nothing written is assumed: both are said where they are used
@@ -272,6 +276,60 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
                          "(written, or derived from train_batch_size); --micro-batch is for a config that says "
                          "\"auto\" or nothing. Change train_micro_batch_size_per_gpu in the config instead.")
     return resolved
+
+
+def _refused_batch(config: dict[str, Any], gpus: int, version: str | None = None) -> BatchResolution | None:
+    """How DeepSpeed refuses the batch keys of ``config`` on ``gpus`` GPUs (none written counts too); None when it
+    accepts them or they say "auto" (the HF Trainer's to fill)."""
+    if "auto" in (config.get(k) for k in BATCH_KEYS):
+        return None
+    batch = resolve_batch(config, effective_world_size(config, gpus, version))
+    return None if batch.ok else batch
+
+
+def sized_batch(config: dict[str, Any], gpus: int, given: int | None, version: str) -> tuple[dict[str, Any],
+                                                                                                str | None]:
+    """``config`` as a sizing command sizes it when --micro-batch ``given`` stands in for batch keys DeepSpeed
+    ``version`` refuses on ``gpus`` GPUs, and a caveat saying so: the micro batch given, the written
+    gradient_accumulation_steps kept (an unresolved trio would time one micro-step), train_batch_size derived.
+    ``config`` itself and None otherwise."""
+    batch = _refused_batch(config, gpus, version) if given else None
+    if batch is None or given is None:
+        return config, None
+    accum = positive_whole(config.get(GA))
+    sized = {key: value for key, value in config.items() if key != TB} | {MB: given, GA: accum or 1}
+    if batch.problem == "missing":  # nothing to replace; the refusal itself is refused_caveat's
+        return sized, None
+    written = f"the written accumulation {accum}" if accum else "accumulation 1"
+    return sized, (f"DeepSpeed {version} refuses the config's batch keys on {gpus} GPUs ({batch.message}): sized "
+                   f"as --micro-batch {given} × {written} on {gpus} GPUs (train_batch_size "
+                   f"{train_batch_of(sized, gpus)}); write batch keys that agree to run it")
+
+
+def micro_batch_words(config: dict[str, Any]) -> str:
+    """What the config writes as its micro batch, in words, for a line saying --micro-batch replaced it."""
+    written = config.get(MB)
+    return "the config writes no micro batch" if written is None else f"the config writes {shown(written)}"
+
+
+def hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: int, version: str) -> dict[str, Any]:
+    """``config`` with its batch keys as the HF Trainer fills them for ``--gradient-accumulation-steps``
+    (core.autofill: "auto" filled, written values that disagree refused as the Trainer refuses them); an
+    accumulation the written keys make DeepSpeed ``version`` run otherwise is refused too, never sized silently."""
+    from core.autofill import AutoFillError, trainer_batch
+
+    try:
+        filled = trainer_batch(config, micro, grad_accum, world_size)
+    except AutoFillError as exc:
+        raise UsageError(f"--gradient-accumulation-steps {grad_accum} with micro batch {micro} on {world_size} GPUs: "
+                         f"{exc}") from None
+    batch = resolve_batch(filled, effective_world_size(filled, world_size, version))
+    runs = (positive_whole(batch.grad_accum) if batch.ok else None) or 1  # an unresolved trio is timed as 1
+    if runs != grad_accum:
+        raise UsageError(f"--gradient-accumulation-steps {grad_accum}: DeepSpeed runs {runs} accumulation step(s) "
+                         "with this config's batch keys (the HF Trainer fills only \"auto\" ones); write "
+                         "gradient_accumulation_steps as \"auto\"")
+    return filled
 
 
 def micro_batch_when_unsaid(config: dict[str, Any], gpus: int,
@@ -461,18 +519,45 @@ def gib(text: str) -> int:
     return int(value * GIB)
 
 
-def refused_caveat(config: dict[str, Any], world_size: int) -> str | None:
-    """What makes DeepSpeed (or, with "auto" values, the HF Trainer) refuse ``config`` on ``world_size`` GPUs, as
-    a caveat for a number computed as if it ran (the validator's errors, newest release); None when nothing does."""
+def refused_caveat(config: dict[str, Any], world_size: int, version: str) -> str | None:
+    """What makes DeepSpeed ``version`` (or, with "auto" values, the HF Trainer) refuse ``config`` on ``world_size``
+    GPUs, as a caveat for a number computed as if it ran (the validator's errors); None when nothing does."""
     from core.autofill import find_auto
     from core.validate import validate
 
     target = "hf" if find_auto(config) else "deepspeed"
-    errors = [f for f in validate(config, world_size=world_size, target=target).findings if f.severity == "error"]
+    report = validate(config, world_size=world_size, target=target, version=version)
+    errors = [f for f in report.findings if f.severity == "error"]
     if not errors:
         return None
     listed = "; ".join(f"{f.code} at {f.path or '<root>'}" for f in errors[:3])
     more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""
-    runner = "the HF Trainer" if target == "hf" else "DeepSpeed"
+    runner = f"the HF Trainer (with DeepSpeed {version})" if target == "hf" else f"DeepSpeed {version}"
     return (f"{runner} refuses this config as written ({len(errors)} error(s): {listed}{more}); the numbers assume "
-            "it is fixed (dsconfig validate FILE says how)")
+            f"it is fixed (dsconfig validate --deepspeed-version {version} --world-size {world_size} FILE says how)")
+
+
+def config_caveats(config: dict[str, Any], gpus: int, version: str, precision: str | None = None) -> list[str]:
+    """What fit and estimate say before their numbers about ``config`` itself: what makes DeepSpeed ``version``
+    refuse it on ``gpus`` GPUs (as predict says it), and the precision sized when fp16 and bf16 are both on and
+    ``precision`` (estimate's --precision) does not choose one."""
+    from core.effective import effective
+
+    caveats = [refusal] if (refusal := refused_caveat(config, gpus, version)) else []
+    meaning = effective(config, version)
+    if meaning.fp16 and meaning.bf16 and precision is None:
+        caveats.append(f"fp16 and bf16 are both enabled, which DeepSpeed refuses: sized as {meaning.precision_mode}; "
+                       "disable the one you do not train in")
+    return caveats
+
+
+def gpu_notes(gpu: GPU | None, precision: str) -> list[str]:
+    """What a sizing command says about the GPU it sized for: training in ``precision`` it cannot do well
+    (``GPU.precision_problem``, as predict and the app say it), and how to count a package of several devices."""
+    if gpu is None:
+        return []
+    notes = [f"{problem}." for problem in (gpu.precision_problem(precision),) if problem]
+    if gpu.devices > 1:  # the app's Start page says it in these words
+        notes.append(f"One {gpu.name} is {gpu.devices} devices (GCDs) of {gpu.memory_gib:g} GiB, one DeepSpeed rank "
+                     f"each: count GPUs per node in GCDs ({gpu.devices} per package)")
+    return notes

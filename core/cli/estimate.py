@@ -28,6 +28,7 @@ from core.cli.common import (
     UsageError,
     attention_flag_help,
     catalog_model,
+    config_caveats,
     config_micro_batch,
     gib,
     gib_or_zero,
@@ -41,6 +42,7 @@ from core.cli.common import (
     positive_int,
     read_sizing_config,
     seq_len,
+    sized_batch,
 )
 from core.hardware import DEFAULT_CPU_RAM_GIB, DEFAULT_GPU, GPU_BY_NAME
 from core.memory.result import gib_used
@@ -243,6 +245,9 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         micro_batch, refused = 1, f"{exc}; estimated at an assumed micro batch of 1"
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
     version = resolve_version(args.deepspeed_version)
+    caveats = [] if args.config is None else config_caveats(ds_config, hw.total_gpus, version, args.precision)
+    ds_config, resized = sized_batch(ds_config, hw.total_gpus, args.micro_batch, version)
+    caveats += [resized] if resized else []
     est = memory.estimate(ds_config, spec, hw, shape, precision=args.precision, version=version)
     if refused:
         est = dataclasses.replace(est, notes=(refused, *est.notes))
@@ -250,12 +255,14 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         est = dataclasses.replace(est, notes=(cannot + "; sized as if it could", *est.notes))  # as predict says
     table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
     if args.format == "json":
-        data = {**est.to_dict(), "deepspeed_version": version}
+        data = {**est.to_dict(), "deepspeed_version": version, "caveats": caveats}
         if table is not None:
             data["options"] = json.loads(table.to_json(orient="records"))
         out.write(json_report(data))
         return EXIT_OK
     _render(est, version, out)
+    for caveat in caveats:
+        out.write(f"caveat: {caveat}\n")
     if table is not None:
         out.write("\nAll ZeRO options (GPU peak per GPU, largest micro batch that fits):\n")
         for row in table.itertuples():

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from core import fit, hardware, memory, models
 from core.cli.common import (
@@ -24,17 +24,22 @@ from core.cli.common import (
     attention_flag_help,
     catalog_gpu,
     catalog_model,
+    config_caveats,
     config_micro_batch,
     gib,
     gib_or_zero,
     gpu_count,
+    gpu_notes,
     guarded,
+    hf_batch,
     json_errors,
     json_report,
     micro_batch_when_unsaid,
+    micro_batch_words,
     positive_int,
     read_sizing_config,
     seq_len,
+    sized_batch,
 )
 from core.cli.estimate import add_release_flag
 from core.memory.result import gib_capacity, gib_used
@@ -85,9 +90,20 @@ def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
     return hardware.find_gpu(args.gpu or DEFAULT_GPU)  # catalog_gpu made it a catalog name
 
 
-def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardware, memory.Shape, str,
-                                               str | None]:
-    config = read_sizing_config(args.config, "fit")
+class _Inputs(NamedTuple):
+    """What fit sizes, read from the arguments."""
+
+    config: dict[str, Any]  # as sized: --micro-batch in place of batch keys DeepSpeed refuses (sized_batch)
+    spec: Any
+    hw: memory.Hardware
+    shape: memory.Shape
+    assumed: str  # how the micro batch was chosen, for the setup line ("" when the config says it)
+    gpu: hardware.GPU | None
+    caveats: list[str]
+
+
+def _inputs(args: argparse.Namespace, version: str) -> _Inputs:
+    written = read_sizing_config(args.config, "fit")
     spec = catalog_model(args.model)
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:
@@ -95,14 +111,17 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, Any], Any, memory.Hardw
     gpu = _gpu(args)
     hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
                          args.nvme)
-    written = config.get("train_micro_batch_size_per_gpu")
-    resolved = config_micro_batch(config, args.gpus, args.micro_batch, override=False)
-    unsaid, said = micro_batch_when_unsaid(config, args.gpus, args.gradient_accumulation_steps)
+    resolved = config_micro_batch(written, args.gpus, args.micro_batch, override=False)
+    unsaid, said = micro_batch_when_unsaid(written, args.gpus, args.gradient_accumulation_steps)
     micro = args.micro_batch or resolved or unsaid
     assumed = "" if resolved and not args.micro_batch else \
-        f" (micro batch given: the config says {json.dumps(written)})" if args.micro_batch else f" ({said})"
-    return (config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute), assumed,
-            gpu.name if gpu else None)
+        f" (micro batch given: {micro_batch_words(written)})" if args.micro_batch else f" ({said})"
+    if args.gradient_accumulation_steps is not None:  # refused where the config's keys run another, as predict
+        hf_batch(written, micro, args.gradient_accumulation_steps, args.gpus, version)
+    config, resized = sized_batch(written, args.gpus, args.micro_batch, version)
+    caveats = config_caveats(written, args.gpus, version) + ([resized] if resized else [])
+    return _Inputs(config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute),
+                   assumed, gpu, caveats)
 
 
 def _gib_text(n: float) -> str:
@@ -121,10 +140,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 
 def _fit(args: argparse.Namespace, out: TextIO) -> int:
-    config, spec, hw, shape, assumed, gpu_name = _inputs(args)
     version = resolve_version(args.deepspeed_version)
+    given = _inputs(args, version)
+    config, spec, hw, shape, assumed = given.config, given.spec, given.hw, given.shape, given.assumed
+    gpu_name = given.gpu.name if given.gpu else None
     est = memory.estimate(config, spec, hw, shape, version=version)
-    notes = list(est.notes)
+    notes = [*gpu_notes(given.gpu, est.settings.precision), *est.notes]
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         notes.insert(0, cannot + "; sized as if it could")  # as predict and the app say it
     if args.gpu_memory is not None and args.gpu is not None:
@@ -153,7 +174,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
                               "trainer_gradient_accumulation_steps": trainer_accum,
                               "ways": [w.to_dict() | {"speed_per_gpu_vs_now": s} for w, s in zip(ways, speeds,
                                                                                                   strict=True)],
-                              "notes": notes}))
+                              "caveats": given.caveats, "notes": notes}))
         return EXIT_OK if est.fits else EXIT_ERRORS
     verdict = "fits" if est.fits else f"DOES NOT FIT ({', '.join(fit.short_of(est))})"
     which = gpu_name or f"{_gib_text(hw.gpu_memory_bytes)} GPUs"
@@ -166,6 +187,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         f"; NVMe {_used_text(est.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0)} of "
         f"{_gib_text(hw.nvme_bytes_per_node) if hw.nvme_bytes_per_node else '0 GiB (none given: --nvme)'}")
     out.write(nvme + "\n")
+    for caveat in given.caveats:
+        out.write(f"  caveat: {caveat}\n")
     for note in notes:
         out.write(f"  note: {note}\n")
     if ways:

@@ -22,7 +22,6 @@ from typing import Any, TextIO
 import pandas as pd
 
 from core import models
-from core.autofill import AutoFillError, trainer_batch
 from core.batch import BATCH_KEYS, train_batch_of
 from core.cli.common import (
     DEFAULT_SEQ_LEN,
@@ -44,6 +43,7 @@ from core.cli.common import (
     gib_or_zero,
     gpu_count,
     guarded,
+    hf_batch,
     hf_config_model,
     json_errors,
     json_report,
@@ -54,6 +54,7 @@ from core.cli.common import (
     read_stdin,
     refused_caveat,
     seq_len,
+    sized_batch,
 )
 from core.cli.estimate import add_release_flag
 from core.fit import fit_numbers, short_of
@@ -382,9 +383,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if str(args.config) == "-" and str(args.log) == "-":  # refused before standard input is read
         raise UsageError("CONFIG - and --log - both read standard input, which holds one of them: give the config "
                          "or the log as a file path")
-    config = read_sizing_config(args.config, "predict")
+    config = written = read_sizing_config(args.config, "predict")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
+    version = resolve_version(args.deepspeed_version)
     # the micro batch the config runs with, read as fit reads it: batch keys DeepSpeed refuses are an error unless
     # --micro-batch replaces them, and a --micro-batch contradicting written keys is refused (with
     # --gradient-accumulation-steps the HF Trainer's own comparison below names the clash)
@@ -394,10 +396,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if micro is None:  # "auto" or not set: assumed as fit, estimate and the app assume it, and said
         micro, micro_assumed = micro_batch_when_unsaid(config, cluster.total_gpus,
                                                           args.gradient_accumulation_steps)
+    config, resized = sized_batch(config, cluster.total_gpus, args.micro_batch, version)
     if args.gradient_accumulation_steps is not None:
-        config = _hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus)
+        config = hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus, version)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
-    version = resolve_version(args.deepspeed_version)
     measured = args.calibrate_step
     if args.log is not None:
         text, cut = _read_log(args.log)
@@ -418,10 +420,6 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
                               "throughput timer with a batch that resolves on this cluster)")
     before = predict(config, spec, cluster, shape, version=version)
-    if args.gradient_accumulation_steps not in (None, before.gradient_accumulation_steps):
-        raise UsageError(f"--gradient-accumulation-steps {args.gradient_accumulation_steps}: DeepSpeed runs "
-                         f"{before.gradient_accumulation_steps} accumulation step(s) with this config's batch keys "
-                         "(the HF Trainer fills only \"auto\" ones); write gradient_accumulation_steps as \"auto\"")
     refused = None
     if measured is not None:
         try:
@@ -435,8 +433,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     mem = memory_estimate(config, spec, hardware_for(cluster), shape, allowances=cluster.memory_allowances,
                           version=version)
     caveats = list(est.caveats)
-    if micro_assumed:
-        caveats.insert(0, micro_assumed)
+    caveats[:0] = [said for said in (resized, micro_assumed) if said]
     # the verdict is fit's and estimate's (the whole GPU); where plan's margin would tell it otherwise, that is said
     usable = usable_gpu_bytes(mem.hardware)
     if not mem.fits:  # the app's headline words it the same way (core.fit.fit_numbers)
@@ -448,7 +445,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                           f"{1 - DEFAULT_MEMORY_HEADROOM:.0%} of it ({gib_capacity(usable)} GiB), the margin dsconfig "
                           "plan keeps for what the memory model does not count (allocator spikes, NCCL buffers): plan "
                           "would mark it as not fitting")
-    refusal = refused_caveat(config, cluster.total_gpus)
+    refusal = refused_caveat(written, cluster.total_gpus, version)
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)
     notes = [*_model_notes(spec), *est.notes]
@@ -542,16 +539,6 @@ def _measured_named(refusal: CalibrationError, measured: float, args: argparse.N
     if args.log is None:
         return _flag_named(refusal)
     return f"the step time read from --log {args.log} ({measured:.3g} s) {refusal.reason}"
-
-
-def _hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: int) -> dict[str, Any]:
-    """``config`` with its batch keys as the HF Trainer fills them for ``--gradient-accumulation-steps``
-    (core.autofill: "auto" filled, written values that disagree refused as the Trainer refuses them)."""
-    try:
-        return trainer_batch(config, micro, grad_accum, world_size)
-    except AutoFillError as exc:
-        raise UsageError(f"--gradient-accumulation-steps {grad_accum} with micro batch {micro} on {world_size} GPUs: "
-                         f"{exc}") from None
 
 
 def run_plan(args: argparse.Namespace, out: TextIO | None = None) -> int:

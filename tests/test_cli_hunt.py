@@ -1,0 +1,119 @@
+"""Bad input and silent assumptions of the sizing commands found by a bug hunt: each is said with the flag or key
+and the release it concerns, or refused naming both flags."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+
+LLAMA = ["--model", "meta-llama/Llama-2-7b-hf"]
+RELEASE = ["--deepspeed-version", "0.19.8"]
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def config_file(tmp_path: Path, config: dict, name: str = "ds.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+#: train_batch_size 192 with 16 accumulation steps: no micro batch gives 192 on 8 GPUs (DeepSpeed derives 1: 128)
+REFUSED_BATCH = {"train_batch_size": 192, "gradient_accumulation_steps": 16, "fp16": {"enabled": True},
+                 "zero_optimization": {"stage": 2}}
+
+
+def test_micro_batch_for_refused_batch_keys_keeps_the_written_accumulation_and_says_so(tmp_path):
+    """predict timed 1 micro-step (dropping the written 16) and fit said "the config says null" of an absent key,
+    neither saying that DeepSpeed refuses the batch keys."""
+    path = config_file(tmp_path, REFUSED_BATCH)
+    code, text = run(["fit", path, *LLAMA, "--micro-batch", "3", *RELEASE])
+    assert code == 0 and "(micro batch given: the config writes no micro batch)" in text and "null" not in text
+    assert ("caveat: DeepSpeed 0.19.8 refuses the config's batch keys on 8 GPUs (train_batch_size 192 ≠" in text
+            and "sized as --micro-batch 3 × the written accumulation 16" in text)
+    code, text = run(["predict", path, *LLAMA, "--gpu", "A100 80GB", "--micro-batch", "3", *RELEASE])
+    assert code == 0 and "micro batch 3 x 16 accumulation" in text
+    assert "write gradient_accumulation_steps and the micro batch" not in text
+    data = json.loads(run(["predict", path, *LLAMA, "--gpu", "A100 80GB", "--micro-batch", "3", "--format",
+                           "json"])[1])
+    assert data["gradient_accumulation_steps"] == 16 and any("the written accumulation 16" in c
+                                                             for c in data["caveats"])
+
+
+def test_micro_batch_replaces_a_written_one_in_refused_batch_keys(tmp_path):
+    """--micro-batch stands in for batch keys DeepSpeed refuses: fit refused it for contradicting the micro batch
+    written among them ("--micro-batch is for a config that says "auto" or nothing")."""
+    path = config_file(tmp_path, {"train_batch_size": 100, "train_micro_batch_size_per_gpu": 3,
+                                  "gradient_accumulation_steps": 2})
+    code, text = run(["fit", path, *LLAMA, *RELEASE])
+    assert code in (0, 1) and "micro batch 3," in text and "refuses this config as written" in text
+    code, text = run(["fit", path, *LLAMA, "--micro-batch", "5", *RELEASE])
+    assert code in (0, 1) and "micro batch 5," in text and "(micro batch given: the config writes 3)" in text
+    assert "sized as --micro-batch 5 × the written accumulation 2 on 8 GPUs (train_batch_size 80)" in text
+
+
+BOTH_PRECISIONS = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+                   "fp16": {"enabled": True}, "zero_optimization": {"stage": 2, "comm_overlap": True}}
+
+
+@pytest.mark.parametrize("command", ["fit", "estimate"])
+def test_fit_and_estimate_say_deepspeed_refuses_the_config_and_the_precision_sized(command, tmp_path):
+    """fit said "fits" (exit 0) for a config DeepSpeed refuses, silently sized as fp16; predict said it."""
+    path = config_file(tmp_path, BOTH_PRECISIONS)
+    argv = [command, path, *LLAMA] if command == "fit" else [command, "--config", path, *LLAMA]
+    code, text = run([*argv, *RELEASE])
+    assert code == 0  # exit codes stay: fit's is the memory verdict, estimate's 0 (the docs say so)
+    caveats = [line.strip() for line in text.splitlines() if line.strip().startswith("caveat: ")]
+    assert caveats[0].startswith("caveat: DeepSpeed 0.19.8 refuses this config as written (2 error(s)")
+    assert "keys.unknown" in caveats[0] and "precision.fp16-and-bf16" in caveats[0]
+    assert any("fp16 and bf16 are both enabled" in c and "sized as fp16" in c for c in caveats)
+    data = json.loads(run([*argv, *RELEASE, "--format", "json"])[1])
+    assert [f"caveat: {c}" for c in data["caveats"]] == caveats
+
+
+@pytest.mark.parametrize("command", ["fit", "estimate", "predict"])
+def test_the_refusal_is_that_of_the_release_asked_for(command, tmp_path):
+    """refused_caveat validated as the newest release whatever --deepspeed-version said: amp is refused by 0.19.8
+    only."""
+    path = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 1, "amp": {"enabled": False}})
+    argv = ([command, "--config", path, *LLAMA] if command == "estimate" else
+            [command, path, *LLAMA, *(["--gpu", "H100"] if command == "predict" else [])])
+    assert "caveat: DeepSpeed 0.19.8 refuses this config as written (1 error(s): removed.key at amp)" in run(
+        [*argv, "--deepspeed-version", "0.19.8"])[1]
+    assert "refuses" not in run([*argv, "--deepspeed-version", "0.19.7"])[1]
+
+
+def test_fit_refuses_an_accumulation_flag_the_config_contradicts(tmp_path, capsys):
+    """--gradient-accumulation-steps 4 on a config writing 2 changed nothing, yet the JSON reported 4."""
+    path = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2,
+                                  "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}})
+    argv = ["fit", path, *LLAMA, "--gpu", "H100"]
+    assert run([*argv, "--gradient-accumulation-steps", "4"])[0] == 2
+    err = capsys.readouterr().err
+    assert "--gradient-accumulation-steps 4" in err and "gradient_accumulation_steps=2" in err
+    assert run([*argv, "--gradient-accumulation-steps", "2"])[0] in (0, 1)
+    path = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 8}, "mb.json")
+    assert run(["fit", path, *LLAMA, "--gpu", "H100", "--gradient-accumulation-steps", "4"])[0] == 2
+    assert "DeepSpeed runs 1 accumulation step(s)" in capsys.readouterr().err
+
+
+def test_fit_says_the_gpu_has_no_bf16_and_how_to_count_a_package_of_devices(tmp_path):
+    """predict and the app said that a T4 has no bf16; fit said nothing, nor that an MI250X entry is one GCD."""
+    path = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                                  "bf16": {"enabled": True}})
+    argv = ["fit", path, "--model", "Qwen/Qwen2.5-0.5B"]
+    assert "note: The NVIDIA T4 16GB has no bf16 arithmetic" in run([*argv, "--gpu", "T4"])[1]
+    data = json.loads(run([*argv, "--gpu", "T4", "--format", "json"])[1])
+    assert any("no bf16 arithmetic" in note for note in data["notes"])
+    text = run([*argv, "--gpu", "MI250X"])[1]
+    assert "One AMD MI250X 128GB is 2 devices (GCDs) of 63.98 GiB, one DeepSpeed rank each: count GPUs per node in " \
+           "GCDs" in text
+    assert "GCDs" not in run([*argv, "--gpu", "H100"])[1]
