@@ -234,3 +234,26 @@ def test_the_params_tables_refuse_deepspeed_version():
     with contextlib.redirect_stderr(err):
         code, _ = _cli(["estimate", "--params", "7B", "--deepspeed-version", "0.16.9"])
     assert code == 2 and "--deepspeed-version does not apply here" in err.getvalue()
+
+
+def test_estimate_options_list_each_option_as_deepspeed_version(master_file):
+    """estimate --options sized every ZeRO option as the newest release whatever --deepspeed-version said: ZeRO-2
+    of MASTER_BF16 on 44 GiB GPUs fits as 0.19.8 reads it, not as 0.16.9 does."""
+    argv = ["estimate", "--model", LLAMA3, "--config", master_file, "--gpu-memory", "44", "--options",
+            "--format", "json"]
+
+    def zero2(version: str) -> dict:
+        rows = json.loads(_cli([*argv, "--deepspeed-version", version])[1])["options"]
+        return next(r for r in rows if (r["stage"], r["offload_optimizer"], r["offload_param"]) == (2, "none", "none"))
+
+    assert (zero2("0.16.9")["fits"], zero2("0.19.8")["fits"]) == (False, True)
+
+
+def test_predict_calibrates_as_deepspeed_version(master_file):
+    """predict --calibrate-step fitted the measured step as the newest release predicts the config: with
+    --deepspeed-version 0.16.9 the calibrated step missed the measured one."""
+    argv = ["predict", master_file, "--model", LLAMA3, "--gpu", "H100", "--deepspeed-version", "0.16.9",
+            "--format", "json"]
+    uncalibrated = json.loads(_cli(argv)[1])["step_seconds"]
+    data = json.loads(_cli([*argv, "--calibrate-step", str(1.5 * uncalibrated)])[1])
+    assert data["calibration"]["reached"] and data["step_seconds"] == pytest.approx(1.5 * uncalibrated, rel=1e-6)

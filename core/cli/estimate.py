@@ -253,7 +253,8 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         est = dataclasses.replace(est, notes=(refused, *est.notes))
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         est = dataclasses.replace(est, notes=(cannot + "; sized as if it could", *est.notes))  # as predict says
-    table = memory.options_table(ds_config, spec, hw, shape, precision=args.precision) if args.options else None
+    table = (memory.options_table(ds_config, spec, hw, shape, precision=args.precision, version=version)
+             if args.options else None)
     if args.format == "json":
         data = {**est.to_dict(), "deepspeed_version": version, "caveats": caveats}
         if table is not None:

@@ -423,7 +423,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     refused = None
     if measured is not None:
         try:
-            cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured)
+            cluster = calibrate(config, spec, cluster, shape, measured_step_seconds=measured, version=version)
         except CalibrationError as exc:
             refused = _measured_named(exc, measured, args)
             sys.stderr.write(f"dsconfig predict: warning: not calibrated, {refused}; the prediction below is "
