@@ -169,6 +169,10 @@ def test_export_with_errors_exits_1_unless_forced(capsys):
     (["export", "--preset", "hf-auto-zero2", "--resolve-auto", "lr=3"], "unknown training value"),
     (["export", "--preset", "hf-auto-zero2", "--resolve-auto", "world_size=0"], "world_size"),
     (["export", "--preset", "missing"], "no preset named"),
+    # the two world sizes disagreeing were blamed on the preset's batch sizes (exit 1)
+    (["export", "--preset", "hf-auto-zero3", "--world-size", "8", "--resolve-auto", "hidden_size=4096",
+      "num_training_steps=100", "world_size=4", "per_device_train_batch_size=2"],
+     "--world-size 8 and --resolve-auto world_size=4 disagree: give one"),
 ])
 def test_export_bad_input_exit_2(argv, fragment, capsys):
     code, out, err = run(argv, capsys)

@@ -256,8 +256,9 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
                 raise UsageError(f"--resolve-auto: unknown training value {key!r}; known: {', '.join(TRAINING_VALUES)}")
             # each value is checked first (world_size=0 is the error to report), and kept as read (1e3 is 1000)
             values[key] = TRAINING_VALUES[key](key, value)
-        if world_size is not None:
-            values.setdefault("world_size", world_size)
+        if world_size is not None and values.setdefault("world_size", world_size) != world_size:
+            raise UsageError(f"--world-size {world_size} and --resolve-auto world_size={values['world_size']} "
+                             "disagree: give one")
         needed = needed_training_values(config)
         missing = [name for name in needed if name not in values and name not in HF_DEFAULTS]
         if missing:  # values with no Trainer default (the model's, the run's length): all named at once
