@@ -117,3 +117,17 @@ def test_fit_says_the_gpu_has_no_bf16_and_how_to_count_a_package_of_devices(tmp_
     assert "One AMD MI250X 128GB is 2 devices (GCDs) of 63.98 GiB, one DeepSpeed rank each: count GPUs per node in " \
            "GCDs" in text
     assert "GCDs" not in run([*argv, "--gpu", "H100"])[1]
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["estimate", "--hf-config", "-", "--config", "-"], "--hf-config - and --config - both read standard input"),
+    (["predict", "-", "--hf-config", "-", "--gpu", "H100"], "CONFIG - and --hf-config - both read standard input"),
+    (["predict", "-", "--model", "gpt2", "--gpu", "H100", "--log", "-"], "CONFIG - and --log - both"),
+    (["predict", "x.json", "--hf-config", "-", "--gpu", "H100", "--log", "-"], "--hf-config - and --log - both"),
+])
+def test_two_inputs_read_from_standard_input_are_refused_naming_both(argv, named, monkeypatch, capsys):
+    """The second reader found standard input empty: "--config -: the config is empty"."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"train_micro_batch_size_per_gpu": 1})))
+    code, _ = run(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and named in err and "give one of them as a file path" in err and "empty" not in err

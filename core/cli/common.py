@@ -184,6 +184,17 @@ def read_sizing_config(path: str | Path, command: str, what: str = "") -> dict[s
     return config["config"]
 
 
+def one_stdin_reader(readers: dict[str, Any]) -> None:
+    """Refuse, before anything is read, two of a command's inputs given as ``-`` (``readers``: each input's name
+    as the user gave it, CONFIG or a flag, and its value): standard input holds one document, and the second
+    reader would find it empty."""
+    given = [name for name, value in readers.items() if value is not None and str(value) == "-"]
+    if len(given) > 1:
+        names = " and ".join(f"{name} -" for name in given)
+        raise UsageError(f"{names} {'both' if len(given) == 2 else 'all'} read standard input, which holds one of "
+                         f"them: give {'one' if len(given) == 2 else 'all but one'} of them as a file path")
+
+
 def read_stdin(limit: int, given: str, what: str) -> bytes | str:
     """Up to ``limit`` bytes of standard input (its characters when a text stream without bytes was put in its
     place); a closed or unreadable one is a UsageError naming ``given`` (the argument that said ``-``) and asking

@@ -38,6 +38,7 @@ from core.cli.common import (
     json_errors,
     json_report,
     micro_batch_when_unsaid,
+    one_stdin_reader,
     positive,
     positive_int,
     read_sizing_config,
@@ -309,6 +310,7 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
                             else "remove it"))
     if args.params is not None:
         return _ds_tables(args, out)
+    one_stdin_reader({"--hf-config": args.hf_config, "--config": args.config})
     return _full(args, out)
 
 

@@ -48,6 +48,7 @@ from core.cli.common import (
     json_errors,
     json_report,
     micro_batch_when_unsaid,
+    one_stdin_reader,
     positive,
     positive_int,
     read_sizing_config,
@@ -380,9 +381,7 @@ def _node_storage(cluster: Cluster) -> str:
 
 
 def _predict(args: argparse.Namespace, out: TextIO) -> int:
-    if str(args.config) == "-" and str(args.log) == "-":  # refused before standard input is read
-        raise UsageError("CONFIG - and --log - both read standard input, which holds one of them: give the config "
-                         "or the log as a file path")
+    one_stdin_reader({"CONFIG": args.config, "--hf-config": args.hf_config, "--log": args.log})
     config = written = read_sizing_config(args.config, "predict")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
