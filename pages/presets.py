@@ -155,9 +155,14 @@ if memory.model_for(ctx) is None:
     st.page_link(app_state.PAGES["start"], label="Choose a model", icon=":material/arrow_back:")
 else:
     mem_rows, totals = [], []
-    for pname in dict.fromkeys((left, right)):
-        est = memory.current_estimate(sides[pname], ctx)
-        micro, assumed = memory.micro_batch_and_assumption(sides[pname], None, ctx)
+    # each side's batch as the release would resolve it on the Start page's GPUs (the current config's is the
+    # headline's report): elastic training and sequence parallelism change it, and the headline counts them
+    side_reports = {name: app_state.report() if name == CURRENT else
+                    preset_cache.report_for(sides[name], job_world_size(ctx), ctx["target"], ctx["version"])
+                    for name in dict.fromkeys((left, right))}
+    for pname, side_report in side_reports.items():
+        est = memory.current_estimate(sides[pname], ctx, side_report)
+        micro, assumed = memory.micro_batch_and_assumption(sides[pname], side_report, ctx)
         written = sides[pname].get("train_micro_batch_size_per_gpu")
         for category, size in sorted(est.gpu_peak_by_category().items()):
             mem_rows.append({"config": pname, "category": category, "gib": size / memory.GIB})
@@ -171,7 +176,7 @@ else:
     charts.draw(zero_charts.config_comparison,
                 {"compare": mem, zero_charts.CAPACITY: pd.DataFrame({"capacity": [capacity]})})
     tables.small_table(totals, {"GPU GiB per GPU (peak)": ".1f"})
-    notes = {memory.micro_batch_and_assumption(sides[n], None, ctx)[1] for n in (left, right)} - {None}
+    notes = {memory.micro_batch_and_assumption(sides[n], r, ctx)[1] for n, r in side_reports.items()} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")
     st.caption(f"{fields.md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from app_support import app, shown_tables
 
+import core
 from core import presets
 from core.models import get_config, get_spec
 
@@ -324,3 +325,31 @@ def test_the_memory_comparison_rounds_each_peak_to_the_side_of_its_verdict_and_s
     row = table(at, "Config", "GPU GiB per GPU (peak)").iloc[0]
     assert row["Fits"] == "no: GPU"
     assert row["GPU GiB per GPU (peak)"] > capacity, (row["GPU GiB per GPU (peak)"], capacity, peak)
+
+
+@pytest.mark.parametrize(("config", "version"), [
+    ({"elasticity": {"enabled": True, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6], "min_gpus": 1,
+                     "max_gpus": 10000, "version": 0.1}, "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}},
+     "0.19.7"),
+    ({"train_batch_size": 64, "sequence_parallel_size": 2, "zero_optimization": {"stage": 1},
+      "bf16": {"enabled": True}}, "0.16.9"),
+], ids=["elastic", "sequence-parallel-before-0.17"])
+def test_the_memory_comparison_uses_the_batch_the_release_resolves_as_the_headline_does(config, version):
+    """The current config's row derived its micro batch without the release: an elastic config (micro batch 6 in
+    the headline) was compared at "1 (assumed)", 28.2 GiB, "yes" beside the headline's "Does not fit"; a
+    sequence_parallel_size that 0.16.9 ignores halved the data-parallel GPUs (micro batch 16 against the headline's
+    8). Presets are resolved the same way."""
+    from ui import memory as ui_memory
+    from ui import preset_cache
+
+    at = app(config, page=PAGE, version=version, **MODEL)
+    context = dict(at.session_state["context"])
+    report = core.validate(config, world_size=8, target="deepspeed", version=version)
+    expected = ui_memory.current_estimate(config, context, report)
+    row = table(at, "Config", "Micro batch used").set_index("Config").loc["(current config)"]
+    assert int(row["Micro batch used"]) == report.batch.train_micro_batch_size_per_gpu
+    assert float(row["GPU GiB per GPU (peak)"]) == pytest.approx(expected.gpu_bytes / 2**30, abs=0.1)
+    assert (row["Fits"] == "yes") == expected.fits
+    preset = presets.load_preset("zero3-bf16", [presets.BUILTIN_DIR]).config
+    resolved = preset_cache.report_for(preset, 8, "deepspeed", version)
+    assert resolved.batch == core.validate(preset, world_size=8, target="deepspeed", version=version).batch

@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import core
 from core import presets
 from core.findings import Report
 from ui.shared_cache import ConfigKey, shared_cache
@@ -47,3 +48,14 @@ def _reports(content: ConfigKey, world_size: int) -> tuple[tuple[str, Report], .
     preset = presets.Preset(name="cached", meta=data["meta"], config=data["config"], path=Path("cached.json"),
                             builtin=False)
     return tuple(presets.validate_preset(preset, world_size=world_size))
+
+
+def report_for(config: dict, world_size: int, target: str, version: str) -> Report:
+    """``core.validate`` of a preset's config for the session's GPU count, target and release, once per distinct
+    input: the batch DeepSpeed would use there (elastic training, sequence parallelism as that release reads it)."""
+    return _report_for(ConfigKey(json.dumps(config, ensure_ascii=False)), world_size, target, version)
+
+
+@shared_cache(maxsize=64)
+def _report_for(config: ConfigKey, world_size: int, target: str, version: str) -> Report:
+    return core.validate(json.loads(config.text), world_size=world_size, target=target, version=version)
