@@ -131,3 +131,17 @@ def test_two_inputs_read_from_standard_input_are_refused_naming_both(argv, named
     code, _ = run(argv)
     err = capsys.readouterr().err
     assert code == 2 and named in err and "give one of them as a file path" in err and "empty" not in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_validate_writes_an_unreadable_file_to_stderr_too(fmt, tmp_path, capsys):
+    """--help says exit 2 is "one message on stderr"; validate wrote a binary file's error to stdout only."""
+    path = tmp_path / "bin.json"
+    path.write_bytes(b"\x00\x01\x02\xff")
+    good = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 1})
+    code, out = run(["validate", str(path), good, "--format", fmt])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"dsconfig validate: error: {path}: ") and err.count("\n") == 1
+    assert str(path) in out  # the report on stdout keeps its entry
+    if fmt == "json":
+        assert [entry.get("unreadable", False) for entry in json.loads(out)] == [True, False]

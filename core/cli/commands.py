@@ -183,6 +183,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
             config, text = read_config_and_text(path)
         except UsageError as exc:
             worst = EXIT_USAGE
+            # exit 2's one message on stderr, as every command writes it; the report on stdout says it in its place
+            sys.stderr.write(f"dsconfig validate: error: {exc}\n")
             if args.format == "json":
                 # the keys of a checked file's entry too, so that a reader of r["findings"] does not fail on it
                 line, column = exc.position or (None, None)
