@@ -175,8 +175,10 @@ def _first_non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
     return None
 
 
-def _non_finite_error(value: Any, path: str = "", text: str | None = None) -> ConfigLoadError | None:
-    """The error naming the first NaN or infinite number in ``value`` (and where it is in ``text``), or None."""
+def _non_finite_error(value: Any, path: str = "", text: str | None = None,
+                      whole: str = "the document") -> ConfigLoadError | None:
+    """The error naming the first NaN or infinite number in ``value`` (and where it is in ``text``; ``whole``
+    names the value itself when that is the number), or None."""
     found = _first_non_finite(value, path)
     if found is None:
         return None
@@ -184,14 +186,15 @@ def _non_finite_error(value: Any, path: str = "", text: str | None = None) -> Co
     spelled = "NaN" if math.isnan(number) else ("-Infinity" if number < 0 else "Infinity")
     position = locate(key_positions(text), where) if text is not None and where else None
     return ConfigLoadError(
-        f"{where or 'the document'} is {spelled} (written as NaN, Infinity, or a number beyond the float range "
+        f"{where or whole} is {spelled} (written as NaN, Infinity, or a number beyond the float range "
         "such as 1e400): these are not valid JSON numbers and DeepSpeed cannot use them; write a finite number",
         line=position[0] if position else None, column=position[1] if position else None)
 
 
-def check_finite_numbers(value: Any, path: str = "") -> None:
-    """Raise ConfigLoadError naming the place of a NaN or infinite number (e.g. 1e400) in a JSON value."""
-    error = _non_finite_error(value, path)
+def check_finite_numbers(value: Any, path: str = "", *, whole: str = "the document") -> None:
+    """Raise ConfigLoadError naming the place of a NaN or infinite number (e.g. 1e400) in a JSON value (``whole``:
+    what to call the value when it is that number)."""
+    error = _non_finite_error(value, path, whole=whole)
     if error is not None:
         raise error
 
@@ -206,14 +209,36 @@ def parse_json_value(text: str, *, finite: bool = True) -> Any:
     except _DuplicateKeyError as exc:
         raise _duplicate_error(text, exc.key) from None
     except json.JSONDecodeError as exc:
-        raise ConfigLoadError(f"not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+        hint = _value_hint(text, exc.pos)
+        raise ConfigLoadError(f"not valid JSON: {exc.msg}" + (f"; {hint}" if hint else ""),
+                              line=exc.lineno, column=exc.colno) from None
     except RecursionError:
         raise ConfigLoadError("the value nests too deeply to read") from None
     except ValueError as exc:  # NaN / Infinity, or an integer of more digits than Python converts
         raise (_number_error(exc) or ConfigLoadError(str(exc))) from None
     if finite:
-        check_finite_numbers(value)  # 1e400 overflows to infinity
+        check_finite_numbers(value, whole="the value")  # 1e400 overflows to infinity
     return value
+
+
+_PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
+_BARE_WORD = re.compile(r"[A-Za-z_][\w.\-]*")
+_SINGLE_QUOTED = re.compile(r"'([^'\n]*)'")
+
+
+def _value_hint(text: str, pos: int) -> str | None:
+    """How to write the token at ``pos`` that JSON refused, when it is a common slip: Python's True/False/None, a
+    string in single quotes, or a bare word such as auto."""
+    if (quoted := _SINGLE_QUOTED.match(text, pos)) is not None:
+        return f"JSON strings take double quotes: {json.dumps(quoted.group(1))}"
+    word = _BARE_WORD.match(text, pos)
+    if word is None:
+        return None
+    if word.group() in _PYTHON_WORDS:
+        return f"JSON writes {_PYTHON_WORDS[word.group()]} where Python writes {word.group()}"
+    if word.group() in ("NaN", "Infinity"):
+        return None  # refused as numbers, with their own message
+    return f"text is written in double quotes: {json.dumps(word.group())}"
 
 
 def is_strict_json(text: str | bytes) -> bool:

@@ -193,7 +193,7 @@ def test_property_load_bytes(data):
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
-    ('{"a": 1, "a": 2}', "line 1, column 10"), ("[1,", "not valid JSON"), ("NaN", "the document is NaN"),
+    ('{"a": 1, "a": 2}', "line 1, column 10"), ("[1,", "not valid JSON"), ("NaN", "the value is NaN"),
     ('{"x": 1e400}', "x is Infinity"), ("[" * 5000, "nests too deeply"), ("9" * 5000, "more than 4300 digits"),
 ])
 def test_a_json_value_is_read_as_strictly_as_a_config(text, fragment):
@@ -209,3 +209,18 @@ def test_utf16_and_utf32_text_is_named_with_the_fix(encoding):
     with pytest.raises(ConfigLoadError, match=f"the file is UTF-{width} text.*save it as UTF-8"):
         load_config('{"train_micro_batch_size_per_gpu": 1}'.encode(encoding))
     assert load_config('{"a": "é"}'.encode("utf-8-sig")) == {"a": "é"}
+
+
+@pytest.mark.parametrize(("text", "hint"), [
+    ("auto", 'text is written in double quotes: "auto"'),
+    ("'auto'", 'JSON strings take double quotes: "auto"'),
+    ("True", "JSON writes true where Python writes True"),
+    ("[0.9, False]", "JSON writes false where Python writes False"),
+    ('{"device": None}', "JSON writes null where Python writes None"),
+])
+def test_a_json_value_typed_as_python_or_bare_text_says_how_json_writes_it(text, hint):
+    """A field's JSON text area answered `auto`, `'auto'` and `True` with "Expecting value (line 1, column 1)"."""
+    with pytest.raises(ConfigLoadError, match=re.escape(hint)):
+        parse_json_value(text)
+    with pytest.raises(ConfigLoadError, match="the value is Infinity"):  # not "the document": it is one value
+        parse_json_value("1e400")

@@ -204,7 +204,7 @@ def test_parse_value():
 @pytest.mark.parametrize(("text", "said"), [
     ('{"a": 1, "a": 2}', "the key 'a' appears twice"),  # was {"a": 2}, the first value lost
     ("9" * 5000, "too large (more than 4300 digits)"),  # was Python's 'use sys.set_int_max_str_digits()'
-    ("NaN", "the document is NaN"),
+    ("NaN", "the value is NaN"),
     ("[1e400]", "write a finite number"),
 ])
 def test_parse_value_refuses_what_the_config_loader_refuses(text, said):
