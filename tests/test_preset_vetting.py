@@ -99,7 +99,18 @@ def test_cli_bad_folders_are_usage_errors(tmp_path, capsys):
     assert _check(str(tmp_path / "missing"))[0] == 2
     assert "no such folder of presets" in capsys.readouterr().err
     assert _check(str(tmp_path), "--reference", str(tmp_path / "nope"))[0] == 2
-    assert _check(str(tmp_path))[1] == "0 preset(s) checked: 0 vetted, 0 with problems\n"
+    # a CI job pointed at a wrong folder passed: "0 preset(s) checked", exit 0
+    for folder in (tmp_path, tmp_path / "notes"):
+        folder.mkdir(exist_ok=True)
+        (folder / "notes.txt").write_text("not a preset")
+        assert _check(str(folder)) == (2, "")
+        assert f"{folder} has no preset files (*.json)" in capsys.readouterr().err
+    # a preset file was "no such folder of presets"
+    (tmp_path / "team.json").write_text(json.dumps(GOOD))
+    assert _check(str(tmp_path / "team.json"))[0] == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'team.json'} is a file: presets check takes folders of presets" in err
+    assert f"({tmp_path})" in err and "no such folder" not in err
 
 
 def test_the_default_folders_are_the_builtins_and_the_team_path(tmp_path, monkeypatch):

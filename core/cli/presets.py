@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -197,6 +198,23 @@ def _preset_text(path: Path) -> str:
         return ""
 
 
+def _not_a_preset_folder(folder: Path) -> str | None:
+    """Why ``presets check FOLDER`` has nothing to check there (a file, nothing, a folder without a .json file),
+    with the fix; None when it has preset files (each is then checked, or reported as skipped)."""
+    if folder.is_file():
+        return (f"{folder} is a file: presets check takes folders of presets; give the folder that holds it "
+                f"({folder.parent})")
+    try:
+        with os.scandir(folder) as entries:
+            if any(entry.name.endswith(".json") for entry in entries):
+                return None
+    except FileNotFoundError:
+        return f"{folder}: no such folder of presets"
+    except OSError as exc:
+        return f"{folder}: cannot list it ({exc.strerror or exc})"
+    return f"{folder} has no preset files (*.json): give the folder that holds the team's presets"
+
+
 @_guard
 def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     """Check that every preset in the folders is vetted; exit 1 on any problem (for a team's CI)."""
@@ -204,9 +222,9 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     from core.source_map import at, key_positions, locate
 
     folders = [Path(f) for f in args.folders] if args.folders else _folders(args)
-    for folder in folders:
-        if args.folders and not folder.is_dir():
-            raise UsageError(f"{folder}: no such folder of presets")
+    for folder in folders if args.folders else ():  # a CI job pointed at a wrong folder must not pass
+        if problem := _not_a_preset_folder(folder):
+            raise UsageError(problem)
     reference = None
     if args.reference:
         if not Path(args.reference).is_dir():
