@@ -197,6 +197,11 @@ def _save(folder: str) -> None:
     ctx = app_state.get_context()
     meta.update(target=ctx["target"], verified_with=[], justifications=[])
     raw_name = ss.get("presets_save_name", "").strip()
+    missing = [label for key, label in (("title", "Title"), ("description", "Description")) if not meta[key]]
+    if missing:  # named as the form names them (core's check says meta.title)
+        ss["presets_save_error"] = f"Give the preset a {' and a '.join(missing)}: both are required."
+        ss.pop("presets_save_ok", None)
+        return
     try:
         name = presets.check_name(raw_name) if raw_name else presets.suggest_name(meta["title"] or "preset")
         path = presets.save_preset(name, app_state.get_config(), meta, folder,

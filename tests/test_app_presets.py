@@ -353,3 +353,16 @@ def test_the_memory_comparison_uses_the_batch_the_release_resolves_as_the_headli
     preset = presets.load_preset("zero3-bf16", [presets.BUILTIN_DIR]).config
     resolved = preset_cache.report_for(preset, 8, "deepspeed", version)
     assert resolved.batch == core.validate(preset, world_size=8, target="deepspeed", version=version).batch
+
+
+def test_saving_without_a_title_or_description_names_the_form_fields_and_keeps_what_was_typed(tmp_path: Path,
+                                                                                             monkeypatch):
+    """An empty Title said "meta.title must be a non-empty text": the file's key, not the form's field."""
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    at = app({"train_micro_batch_size_per_gpu": 2}, page=PAGE)
+    fill(at, title="  ", description="", when_to_use="Always.", name="ours")
+    assert [plain(e.value) for e in at.error] == ["Give the preset a Title and a Description: both are required."]
+    assert at.text_area(key="presets_save_when_to_use").value == "Always."
+    fill(at, title="Ours", description="")
+    assert [plain(e.value) for e in at.error] == ["Give the preset a Description: both are required."]
+    assert not list(tmp_path.iterdir())
