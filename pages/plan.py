@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -12,7 +14,7 @@ from core.memory.estimate import GIB
 from core.memory.result import gib_capacity
 from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
-from core.perf.recommend import adopt_candidate, kept_by_adoption
+from core.perf.recommend import adopt_candidate, kept_by_adoption, removed_by_adoption
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 from ui import memory as ui_memory
 from ui import perf as ui_perf
@@ -45,6 +47,17 @@ close ones, then calibrate with `dsconfig predict --calibrate-step` or `--log`."
 FROM_START = "(the model chosen on Start)"
 #: The Global batch widget's largest value (sequences per optimizer step).
 MAX_GLOBAL_BATCH = 1_000_000
+
+
+def _user_optimizer(config: Mapping[str, Any]) -> str | None:
+    """The config's optimizer section as JSON for the planner's cache key, None without a readable one."""
+    section = config.get("optimizer")
+    if not isinstance(section, Mapping):
+        return None
+    try:
+        return json.dumps(section, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def _option(row: Any) -> str:
@@ -129,8 +142,9 @@ def planner() -> None:
 
     # The ranking of ~500 candidates, the node sweep and what the page draws of them, once per distinct input (a
     # rerun for any other widget, or a second visit, only sends them): ui.plan_view.
+    # the user's optimizer, which "Use this config" keeps: each row is costed with it (its states, fused or not)
     settings = plan_view.Settings(int(seq_len), int(global_batch), tokens * 1e9 or None, price or None, attention,
-                                  precision)
+                                  precision, _user_optimizer(app_state.get_config()))
     ranked = plan_view.ranking(spec, cluster, settings)
     st.subheader("Ranked configs")
     storage = ui_memory.node_storage(ctx)
@@ -171,11 +185,15 @@ def planner() -> None:
             before = app_state.get_config()
             adopted = adopt_candidate(before, row["config"])
             kept = kept_by_adoption(before, adopted, row["config"])
+            removed = removed_by_adoption(before, adopted)
+            optimizer = "" if isinstance(before.get("optimizer"), Mapping) else ", its optimizer"
             app_state.replace_config(adopted)
             st.session_state["plan_message"] = (
                 f"Loaded rank {rank} into the builder ({_option(row)}, micro batch {row['micro_batch']}): its "
-                "batch size, precision and ZeRO stage, offload and ZeRO++"
+                f"batch size, precision and ZeRO stage, offload and ZeRO++{optimizer}"
                 + (f"; your {', '.join(kept[:6])}{' and more' if len(kept) > 6 else ''} kept" if kept else "")
+                + (f"; your {' and '.join(removed)} removed (the planner ranks data parallelism over every GPU with "
+                   "these batch keys, which they would override)" if removed else "")
                 + ". Review & export has the file.")
 
         cols = st.columns([1, 3])

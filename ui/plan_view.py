@@ -11,6 +11,7 @@ process's sessions, which only read it; a change to any input is a different key
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,13 @@ class Settings:
     price_per_gpu_hour: float | None
     attention: str
     precision: str
+    optimizer: str | None = None
+    """The user's optimizer section as JSON (hashable), which every candidate gets; None: the planner's AdamW."""
+
+    @property
+    def optimizer_section(self) -> dict[str, Any] | None:
+        """``optimizer`` as the section ``recommend`` takes."""
+        return json.loads(self.optimizer) if self.optimizer is not None else None
 
 
 def _candidate(r: Any, rank: str = "") -> str:
@@ -83,7 +91,8 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
     """``core.perf.recommend`` of the page's inputs, and what the page draws of it."""
     table = recommend(model, cluster, seq_len=settings.seq_len, global_batch=settings.global_batch,
                       tokens=settings.tokens, price_per_gpu_hour=settings.price_per_gpu_hour,
-                      attention=settings.attention, precision=settings.precision)
+                      attention=settings.attention, precision=settings.precision,
+                      optimizer=settings.optimizer_section)
     fitting = table[table["fits"]]
     shown = fitting.head(SHOWN).reset_index(drop=True)
     usable = table.attrs["usable_gpu_memory_gib"] * GIB
@@ -136,7 +145,7 @@ def node_sweep(model: ModelSpec, cluster: Cluster, settings: Settings, node_coun
     sweep = gpu_sweep(model, cluster, seq_len=settings.seq_len, global_batch=settings.global_batch,
                       node_counts=list(node_counts), tokens=settings.tokens,
                       price_per_gpu_hour=settings.price_per_gpu_hour, attention=settings.attention,
-                      precision=settings.precision)
+                      precision=settings.precision, optimizer=settings.optimizer_section)
     usable = sweep[sweep["fits"]] if not sweep.empty else sweep
     if usable.empty or "hours" not in usable:
         return NodeSweep(None, not usable.empty, sweep.attrs.get("min_gpus"))

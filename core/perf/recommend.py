@@ -64,6 +64,10 @@ def hardware_for(cluster: Cluster) -> Hardware:
                     int(cluster.node_cpu_ram_gib * GIB), nvme)
 
 
+#: The optimizer section of a candidate built for a config without one.
+DEFAULT_OPTIMIZER: Mapping[str, Any] = {"type": "AdamW", "params": {"lr": 1e-4, "weight_decay": 0.0}}
+
+
 def build_config(
     *,
     stage: int,
@@ -76,8 +80,10 @@ def build_config(
     precision: str,
     gpus_per_node: int,
     nvme_path: str = NVME_PATH_EXAMPLE,
+    optimizer: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A complete ds_config for one candidate (AdamW, gradient clipping 1.0, overlap_comm on)."""
+    """A complete ds_config for one candidate (``optimizer``'s section, else AdamW; gradient clipping 1.0,
+    overlap_comm on)."""
     zero: dict[str, Any] = {"stage": stage}
     if stage >= 1:
         zero.update(overlap_comm=True, contiguous_gradients=True)
@@ -95,7 +101,7 @@ def build_config(
         "train_batch_size": micro_batch * grad_accum * world_size,
         "train_micro_batch_size_per_gpu": micro_batch,
         "gradient_accumulation_steps": grad_accum,
-        "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "weight_decay": 0.0}},
+        "optimizer": dict(optimizer) if optimizer is not None else dict(DEFAULT_OPTIMIZER),
         "gradient_clipping": 1.0,
         "zero_optimization": zero,
         "steps_per_print": 100,
@@ -113,11 +119,31 @@ _CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_we
                         "zero_hpz_partition_size")
 
 
+#: The top-level keys ``adopt_candidate`` removes when they are on: the planner ranks data parallelism over every
+#: GPU with the candidate's batch keys, which sequence parallelism (fewer data-parallel ranks) and elastic training
+#: (its own batch search) would override, and DeepSpeed would then refuse the batch keys or run another batch.
+_OVERRIDING_KEYS = ("sequence_parallel_size", "elasticity")
+
+
+def _overrides_batch(key: str, value: Any) -> bool:
+    """Whether the user's ``key`` (one of ``_OVERRIDING_KEYS``) would change what the candidate's batch keys mean."""
+    if key == "sequence_parallel_size":
+        return value != 1
+    return not (isinstance(value, Mapping) and value.get("enabled", False) is False)
+
+
 def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with what a planner candidate (``build_config``) decides: the batch keys, the precision and the
-    ZeRO stage, offload and ZeRO++; the user's optimizer, scheduler, monitoring, unknown keys and every other ZeRO
-    key are kept. Legacy offload keys (``cpu_offload``) go, since they would override the candidate's offload."""
+    ZeRO stage, offload and ZeRO++, and its optimizer when ``config`` has none (the planner costs the optimizer);
+    the user's optimizer, scheduler, monitoring, unknown keys and every other ZeRO key are kept. Legacy offload keys
+    (``cpu_offload``) go, since they would override the candidate's offload, and so do sequence parallelism and
+    elastic training (``removed_by_adoption``), which would override its batch keys."""
     patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
+    if config.get("optimizer") is None and "optimizer" in candidate:
+        patch["optimizer"] = candidate["optimizer"]
+    for key in _OVERRIDING_KEYS:
+        if key in config and _overrides_batch(key, config[key]):
+            patch[key] = None
     cand_zero = candidate["zero_optimization"]
     zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
     zero_patch.update(cand_zero)
@@ -129,10 +155,16 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> 
 
 def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
     """The top-level keys of ``config`` that ``adopted`` (``adopt_candidate(config, candidate)``) has as they were
-    and the candidate has no say in (its optimizer and clipping are not adopted), in the config's order: what the
-    app says it kept."""
+    and the candidate has no say in (its clipping is not adopted, nor its optimizer over the user's), in the
+    config's order: what the app says it kept."""
     decided = {*BATCH_KEYS, "zero_optimization", *(key for key in candidate if key in ("bf16", "fp16"))}
     return [key for key in config if key not in decided and adopted.get(key) == config[key]]
+
+
+def removed_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any]) -> list[str]:
+    """The top-level keys of ``config`` that ``adopted`` no longer has (sequence parallelism, elastic training),
+    in the config's order: what the app says it removed."""
+    return [key for key in config if key not in adopted]
 
 
 def batch_split_problem(global_batch: int, gpus: int, at_most: int | None = None) -> str | None:
@@ -178,6 +210,7 @@ def recommend(
     memory_headroom: float = DEFAULT_MEMORY_HEADROOM,
     fitting_only: bool = False,
     fastest_only: bool = False,
+    optimizer: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Every candidate config with its predicted speed and whether it fits, fastest fitting first.
 
@@ -192,7 +225,8 @@ def recommend(
     larger GEMMs; ``tests/test_perf.py`` holds the model to it), so they are predicted from the largest fitting
     one down only while the step time stays the same, and the first row is the full ranking's first row.
     An input it refuses (a batch that does not split over the GPUs, tokens whose time overflows) raises
-    ``PlanInputError`` naming the parameter.
+    ``PlanInputError`` naming the parameter. ``optimizer`` is the optimizer section every candidate has (the user's,
+    so a used row is costed as ranked), else ``DEFAULT_OPTIMIZER``.
     """
     fitting_only = fitting_only or fastest_only
     if precision not in ("bf16", "fp16", "fp32"):
@@ -223,7 +257,7 @@ def recommend(
     for stage, opt, param, pp in _options(cluster, zeropp, nvme):
         probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
                              grad_accum=per_gpu, world_size=world, precision=precision,
-                             gpus_per_node=cluster.gpus_per_node)
+                             gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
         # the candidates of one option differ only in their batch keys: the config is read once, and each
         # candidate's reading is that one with its own micro batch and accumulation (half of predict's time)
         probe_settings = read_settings(probe, world)
@@ -244,7 +278,7 @@ def recommend(
                 mb = micro_batches[i]
                 cfg = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp,
                                    micro_batch=mb, grad_accum=per_gpu // mb, world_size=world, precision=precision,
-                                   gpus_per_node=cluster.gpus_per_node)
+                                   gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
                 est = predict(cfg, model, cluster, replace(shape, micro_batch=mb),
                               settings=replace(probe_settings, grad_accum=per_gpu // mb, config_micro_batch=mb))
                 if fastest_only and group and est.step_seconds > group[0]["step_seconds"]:
@@ -385,7 +419,7 @@ def gpu_sweep(
             continue
         frugal = build_config(stage=3, offload_optimizer=opt, offload_param=param, zeropp=False, micro_batch=1,
                               grad_accum=1, world_size=1, precision=kwargs.get("precision", "bf16"),
-                              gpus_per_node=cluster.gpus_per_node)
+                              gpus_per_node=cluster.gpus_per_node, optimizer=kwargs.get("optimizer"))
         floor = min_gpus(frugal, model, usable, Shape(1, seq_len, kwargs.get("attention", "flash"), "full"),
                          allowances=cluster.memory_allowances)
         if floor is not None:

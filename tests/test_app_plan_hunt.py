@@ -1,0 +1,109 @@
+"""The Plan page's "Use this config" (AppTest bug hunt): the loaded config is the row it ranked (accepted, fitting,
+costed as ranked), what it changed on the Start page is said, and tiny step times are not shown as zero."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from app_support import app, html_tables
+
+from core.models import get_config, get_spec
+from core.perf.recommend import adopt_candidate, build_config
+
+PAGE = "pages/plan.py"
+LLAMA7 = "meta-llama/Llama-2-7b-hf"
+
+
+def _model(name: str) -> dict:
+    spec = get_spec(name)
+    return dict(model=name, model_config=get_config(name), total_params=spec.total_params,
+                largest_layer_params=spec.largest_layer_params)
+
+
+def _headline(at) -> list[str]:
+    return [m.value for m in at.markdown
+            if "Fits**" in m.value or "fit**" in m.value or "Refused" in m.value or "Accepted" in m.value]
+
+
+def _message(at) -> str:
+    return next(s.value for s in at.success if s.value.startswith("Loaded rank"))
+
+
+def _predicted_step(at) -> float:
+    at.switch_page("pages/zero.py").run()
+    assert not at.exception, at.exception
+    return float(next(m for m in at.metric if m.label == "Predicted step time").value.removesuffix(" s"))
+
+
+def _same_step(shown: float, row: float) -> bool:
+    """The table's 3 decimals against the metric's 3 significant figures: equal within both roundings."""
+    return abs(shown - row) <= 0.5 * 10 ** (math.floor(math.log10(row)) - 2) + 0.0005
+
+
+ELASTIC = {"elasticity": {"enabled": True, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6],
+                          "min_gpus": 1, "max_gpus": 10000, "version": 0.1},
+           "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+SEQUENCE_PARALLEL = {"train_batch_size": 64, "sequence_parallel_size": 2, "zero_optimization": {"stage": 1},
+                     "bf16": {"enabled": True}}
+
+
+@pytest.mark.parametrize(("config", "key"), [(SEQUENCE_PARALLEL, "sequence_parallel_size"), (ELASTIC, "elasticity")])
+def test_a_used_row_is_accepted_and_fits_as_ranked_with_sequence_parallelism_or_elasticity(config, key):
+    """Kept sequence parallelism halved the data-parallel ranks (refused: 256 != 2 x 16 x 4) and kept elastic
+    training chose its own batch (refused, and "Does not fit 114.9 GiB" for a row that fits): both go, said."""
+    at = app(config, PAGE, version="0.19.7", **_model(LLAMA7))
+    row_gib = html_tables(at)[0]["GPU GiB"].iloc[0]
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    assert key not in at.session_state["config"]
+    verdict, fit = _headline(at)
+    assert "**Accepted**" in verdict, verdict
+    assert "**Fits**" in fit and f"GPU {float(row_gib):.1f} of" in fit, (fit, row_gib)
+    assert f"your {key} removed" in _message(at)
+
+
+def test_adoption_removes_only_what_overrides_the_batch_keys_and_adds_an_optimizer_only_when_none():
+    from core.perf.recommend import removed_by_adoption
+
+    candidate = build_config(stage=1, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
+                             grad_accum=4, world_size=8, precision="bf16", gpus_per_node=8)
+    harmless = {"sequence_parallel_size": 1, "elasticity": {"enabled": False, "max_train_batch_size": 64}}
+    adopted = adopt_candidate(harmless, candidate)
+    assert adopted["sequence_parallel_size"] == 1 and adopted["elasticity"] == harmless["elasticity"]
+    assert removed_by_adoption(harmless, adopted) == []
+    assert adopted["optimizer"] == candidate["optimizer"]  # none of the user's: the one the row was costed with
+    lamb = {"optimizer": {"type": "Lamb", "params": {"lr": 3e-4}}}
+    assert adopt_candidate(lamb, candidate)["optimizer"] == lamb["optimizer"]
+
+
+def _gpt2_on_v100(at) -> float:
+    at.selectbox(key="plan_model").set_value("openai-community/gpt2").run()
+    at.selectbox(key="plan_gpu").set_value("NVIDIA V100 16GB").run()
+    at.number_input(key="plan_seq").set_value(1024).run()
+    at.number_input(key="plan_batch").set_value(64).run()
+    assert not at.exception, at.exception
+    return float(html_tables(at)[0]["Step s"].iloc[0])
+
+
+def test_a_used_row_without_an_optimizer_of_the_users_is_costed_as_ranked():
+    """Row 1 (ZeRO-0, fp16) at 0.194 s was predicted at 0.228 s once loaded: its AdamW section was dropped, and
+    fp16 at stage 0 without FusedAdam runs the unfused fp16 optimizer."""
+    at = app(None, PAGE)
+    row = _gpt2_on_v100(at)
+    at.button(key="plan_use").click().run()
+    assert at.session_state["config"]["optimizer"]["type"] == "AdamW"
+    assert "its optimizer" in _message(at)
+    step = _predicted_step(at)
+    assert _same_step(step, row), (step, row)
+
+
+def test_the_users_optimizer_is_kept_and_ranked_with():
+    """With the user's torch Adam (unfused at stage 0 in fp16) the rows were costed with the planner's FusedAdam."""
+    user = {"optimizer": {"type": "Adam", "params": {"lr": 3e-4, "torch_adam": True}}, "fp16": {"enabled": True}}
+    at = app(user, PAGE)
+    row = _gpt2_on_v100(at)
+    at.button(key="plan_use").click().run()
+    assert at.session_state["config"]["optimizer"] == user["optimizer"]
+    step = _predicted_step(at)
+    assert _same_step(step, row), (step, row)
