@@ -49,6 +49,21 @@ FROM_START = "(the model chosen on Start)"
 MAX_GLOBAL_BATCH = 1_000_000
 
 
+#: The context values "Use this config" may change, in the words of its message (model: its name).
+_CONTEXT_NAMES = {"model": "model", "gpu": "GPU", "gpu_memory_gib": "GPU memory (GiB)", "nodes": "nodes",
+                  "gpus_per_node": "GPUs per node", "seq_len": "sequence length", "attention": "attention",
+                  "recompute": "recompute"}
+
+
+def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The context values that differ, as "name old → new" (an unset one reads "unset")."""
+    def shown(value: Any) -> str:
+        return "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+    return [f"{name} {shown(before.get(key))} → {shown(after.get(key))}" for key, name in _CONTEXT_NAMES.items()
+            if before.get(key) != after.get(key)]
+
+
 def _user_optimizer(config: Mapping[str, Any]) -> str | None:
     """The config's optimizer section as JSON for the planner's cache key, None without a readable one."""
     section = config.get("optimizer")
@@ -89,6 +104,13 @@ def planner() -> None:
     gpus = hardware.gpu_names()
     first_gpu = gpus.index(ctx["gpu"]) if ctx.get("gpu") in gpus else 0
     gpu = cols[1].selectbox("GPU", gpus, index=app_state.kept_index("plan_gpu", gpus, first_gpu), key="plan_gpu")
+    if ctx.get("gpu") not in gpus:  # a custom GPU: the planner has no datasheet (speed, links) for it
+        memory_gib = ctx.get("gpu_memory_gib")
+        size = f", {memory_gib:g} GiB" if isinstance(memory_gib, int | float) else ""
+        st.warning(f"The Start page's GPU ({ctx.get('gpu')}{size}) is not in the planner's catalog: it plans for "
+                   f"the {gpu} ({gib_capacity(hardware.GPU_BY_NAME[gpu].memory_gib * GIB)} GiB) chosen here. "
+                   "Pick the catalog GPU nearest yours; \"Use this config\" sets it on the Start page.",
+                   icon=":material/memory:")
     gpus_per_node = cols[2].number_input("GPUs per node", 1, 64,
                                          app_state.kept("plan_gpn", int(ctx.get("gpus_per_node") or 8)), key="plan_gpn")
     cols = st.columns(4)
@@ -174,6 +196,7 @@ def planner() -> None:
         def _use(rank: int) -> None:
             row = shown.iloc[rank - 1]
             actions.remember(f"plan row {rank}")
+            old_ctx = dict(ctx)
             # the network too: the ZeRO page predicts the loaded config on the cluster it was ranked on
             ctx.update(gpu=gpu, gpu_memory_gib=hardware.GPU_BY_NAME[gpu].memory_gib, nodes=int(nodes),
                        network_gbit_s=float(network), network_gpu=gpu,
@@ -186,6 +209,7 @@ def planner() -> None:
             adopted = adopt_candidate(before, row["config"])
             kept = kept_by_adoption(before, adopted, row["config"])
             removed = removed_by_adoption(before, adopted)
+            changed = _changes(old_ctx, ctx)
             optimizer = "" if isinstance(before.get("optimizer"), Mapping) else ", its optimizer"
             app_state.replace_config(adopted)
             st.session_state["plan_message"] = (
@@ -194,6 +218,7 @@ def planner() -> None:
                 + (f"; your {', '.join(kept[:6])}{' and more' if len(kept) > 6 else ''} kept" if kept else "")
                 + (f"; your {' and '.join(removed)} removed (the planner ranks data parallelism over every GPU with "
                    "these batch keys, which they would override)" if removed else "")
+                + (f". Start page changed to the plan's: {', '.join(changed)}" if changed else "")
                 + ". Review & export has the file.")
 
         cols = st.columns([1, 3])

@@ -107,3 +107,25 @@ def test_the_users_optimizer_is_kept_and_ranked_with():
     assert at.session_state["config"]["optimizer"] == user["optimizer"]
     step = _predicted_step(at)
     assert _same_step(step, row), (step, row)
+
+
+def test_a_custom_gpu_is_named_and_every_start_page_change_is_said():
+    """The planner silently planned a Custom 24 GiB GPU as an H100, and "Use this config" changed the Start page's
+    GPU, memory and attention while its message named only the batch, precision and ZeRO."""
+    at = app(None, PAGE, gpu="Custom", gpu_memory_gib=24.0, gpus_per_node=4, **_model("meta-llama/Llama-2-13b-hf"))
+    warning = next(w.value for w in at.warning if "not in the planner's catalog" in w.value)
+    assert "(Custom, 24 GiB)" in warning and "plans for the NVIDIA H100 80GB (79.1 GiB)" in warning
+    at.number_input(key="plan_seq").set_value(1024).run()
+    at.number_input(key="plan_nodes").set_value(2).run()
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    ctx = at.session_state["context"]
+    message = _message(at)
+    changed = message.split("Start page changed to the plan's: ")[1].removesuffix(". Review & export has the file.")
+    expected = ["GPU Custom → NVIDIA H100 80GB", f"GPU memory (GiB) 24 → {ctx['gpu_memory_gib']:g}",
+                "nodes 1 → 2", "sequence length 2048 → 1024", "attention sdpa → flash"]
+    if ctx["recompute"] != "none":
+        expected.append(f"recompute none → {ctx['recompute']}")
+    assert sorted(changed.split(", ")) == sorted(expected), message
+    assert "GPUs per node" not in message and "model " not in changed  # unchanged: not listed
+    assert not any("not in the planner's catalog" in w.value for w in at.warning)  # the H100 now
