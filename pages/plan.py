@@ -187,9 +187,11 @@ def planner() -> None:
         for note in ranked.notes:  # as dsconfig plan prints them (e.g. bf16 emulated on a V100)
             st.caption(f"ℹ️ {note}")
         best = shown.iloc[0]
+        decimals = plan_view.step_decimals(shown["step_seconds"])  # as the table shows it (a tiny model's 0.00014)
         st.info(f"**Fastest fitting:** {_option(best)}, micro batch {best['micro_batch']} x "
                 f"{best['gradient_accumulation_steps']} accumulation, recompute {best['recompute']}: "
-                f"{best['step_seconds']:.2f} s per step. Bottleneck: {best['bottleneck']}", icon=":material/speed:")
+                f"{best['step_seconds']:.{decimals}f} s per step. Bottleneck: {best['bottleneck']}",
+                icon=":material/speed:")
         for caveat in ranked.caveats:
             st.warning(caveat, icon=":material/warning:")
 

@@ -129,3 +129,12 @@ def test_a_custom_gpu_is_named_and_every_start_page_change_is_said():
     assert sorted(changed.split(", ")) == sorted(expected), message
     assert "GPUs per node" not in message and "model " not in changed  # unchanged: not listed
     assert not any("not in the planner's catalog" in w.value for w in at.warning)  # the H100 now
+
+
+def test_a_tiny_models_step_time_is_not_shown_as_zero():
+    at = app(None, PAGE, model=None, model_config=None, total_params=1_000_000, largest_layer_params=100_000)
+    at.number_input(key="plan_batch").set_value(8).run()
+    steps = html_tables(at)[0]["Step s"].astype(float)
+    assert (steps > 0).all(), steps
+    fastest = next(i.value for i in at.info if "Fastest fitting" in i.value)
+    assert " 0.00 s per step" not in fastest and f"{steps.iloc[0]:g} s per step" in fastest, fastest

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from ui import charts, memory, tables
 SHOWN = 20
 #: Candidates in the chart of where the time goes.
 BROKEN_DOWN = 10
-_FORMATS = {"GPU GiB": ".1f", "Step s": ".3f", "Tokens/s": ",.0f", "TFLOPs/GPU": ".1f", "MFU": ".0f", "Hours": ".1f",
+_FORMATS = {"GPU GiB": ".1f", "Tokens/s": ",.0f", "TFLOPs/GPU": ".1f", "MFU": ".0f", "Hours": ".1f",
             "Cost USD": ",.0f"}
 
 
@@ -55,6 +56,11 @@ def _candidate(r: Any, rank: str = "") -> str:
     """A candidate's short name (a row of the ranking, from ``itertuples``)."""
     return (f"{rank}Z{r.stage}{'++' if r.zeropp else ''} {r.offload_optimizer}/{r.offload_param} "
             f"mb{r.micro_batch} {r.recompute}")
+
+
+def step_decimals(seconds: Iterable[float]) -> int:
+    """Decimals for step times: 3, or as many as show a tiny model's 0.00014 s with two significant digits."""
+    return decimals_for(seconds, 3)
 
 
 @dataclass(frozen=True)
@@ -105,11 +111,11 @@ def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
             "Accumulation": shown["gradient_accumulation_steps"], "Recompute": shown["recompute"],
             # each fitting peak shown at or below the limit the caption gives (75.19 is 75.1, not 75.2)
             "GPU GiB": [float(gib_used(peak * GIB, usable)) for peak in shown["gpu_peak_gib"]],
-            "Step s": shown["step_seconds"].round(3),
+            "Step s": shown["step_seconds"].round(step_decimals(shown["step_seconds"])),
             "Tokens/s": shown["tokens_per_second"].round(0), "TFLOPs/GPU": shown["tflops_per_gpu"].round(1),
             "MFU": (shown["mfu"] * 100).round(0),
         })
-        formats = dict(_FORMATS)
+        formats = {**_FORMATS, "Step s": f".{step_decimals(shown['step_seconds'])}f"}
         for column, source, least in (("Hours", "hours", 1), ("Cost USD", "cost", 0)):
             if source in shown:  # a short run's 0.0003 hours must not read 0.0
                 decimals = decimals_for(shown[source], least)
