@@ -8,6 +8,7 @@ the arithmetic and offers values that work.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,12 +154,42 @@ def micro_batch_of(config: dict[str, Any], world_size: int) -> int | None:
     return positive_whole(resolved.micro_batch if resolved.ok else config.get(MB))
 
 
-def micro_and_accum_of(config: dict[str, Any], world_size: int) -> tuple[int, int] | None:
+def micro_and_accum_of(config: dict[str, Any], world_size: int,
+                       version: str | None = None) -> tuple[int, int] | None:
     """The micro batch and accumulation DeepSpeed resolves ``config`` to on ``world_size`` GPUs (data-parallel
-    ranks, as DeepSpeed counts them), written or derived; None when the batch keys do not resolve to whole ones."""
-    resolved = resolve_batch(config, effective_world_size(config, world_size))
+    ranks, as DeepSpeed ``version`` counts them), written or derived; None when the batch keys do not resolve to
+    whole ones."""
+    resolved = resolve_batch(config, effective_world_size(config, world_size, version))
     micro, accum = positive_whole(resolved.micro_batch), positive_whole(resolved.grad_accum)
     return (micro, accum) if resolved.ok and micro is not None and accum is not None else None
+
+
+def runs_elastic(config: Mapping[str, Any], version: str) -> bool:
+    """Whether DeepSpeed ``version`` computes the batch itself: elastic training on, in a release that reads it."""
+    from core.elasticity import elastic_section
+
+    return elastic_section(config, version) is not None
+
+
+def batch_run(config: dict[str, Any], world_size: int, version: str) -> tuple[int, int, int] | None:
+    """(train_batch_size, micro batch, accumulation) DeepSpeed ``version`` runs ``config`` with on ``world_size``
+    GPUs: what elastic training computes when the release acts on an enabled ``elasticity`` section (it ignores
+    the batch keys), else the batch keys resolved over the data-parallel ranks; None when they do not resolve to
+    whole numbers or elastic training refuses the GPU count."""
+    from core.elasticity import elastic_batch_for
+
+    if runs_elastic(config, version):
+        found = elastic_batch_for(config, world_size, version)
+        if found is None or not found.world_size_ok or found.micro_batch is None \
+                or found.gradient_accumulation_steps is None:
+            return None
+        return found.train_batch_size, found.micro_batch, found.gradient_accumulation_steps
+    resolved = resolve_batch(config, effective_world_size(config, world_size, version))
+    tb, micro, accum = (positive_whole(v) for v in (resolved.train_batch_size, resolved.micro_batch,
+                                                     resolved.grad_accum))
+    if not resolved.ok or tb is None or micro is None or accum is None:
+        return None
+    return tb, micro, accum
 
 
 def train_batch_of(config: dict[str, Any], world_size: int) -> int | None:

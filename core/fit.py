@@ -14,7 +14,16 @@ from typing import Any
 
 from core import memory
 from core.autofill import AutoFillError, trainer_batch
-from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, positive_whole, sequence_parallel_degree
+from core.batch import (
+    BATCH_KEYS,
+    batch_run,
+    effective_world_size,
+    micro_and_accum_of,
+    positive_whole,
+    reads_sequence_parallel,
+    runs_elastic,
+    sequence_parallel_degree,
+)
 from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
 from core.memory.result import gib_capacity, gib_margin, gib_used
@@ -68,9 +77,27 @@ def apply_patch(config: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
     return out
 
 
-def _ranks(config: Mapping[str, Any], gpus: int) -> float:
-    """Data-parallel ranks of ``gpus`` GPUs, as DeepSpeed's batch check counts them."""
-    return effective_world_size(dict(config), gpus)
+def _ranks(config: Mapping[str, Any], gpus: int, version: str) -> float:
+    """Data-parallel ranks of ``gpus`` GPUs, as DeepSpeed ``version``'s batch check counts them."""
+    return effective_world_size(dict(config), gpus, version)
+
+
+def _run_shape(config: Mapping[str, Any], gpus: int, shape: Shape, version: str) -> Shape | None:
+    """``shape`` with the micro batch DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs (``batch_run``:
+    elastic training's, else the batch keys'), the one the headline sizes; ``shape`` as given when the keys do not
+    resolve ("auto": the HF Trainer's; else a rule reports them); None when elastic training refuses the count."""
+    run = batch_run(dict(config), gpus, version)
+    if run is None:
+        return None if runs_elastic(config, version) else shape
+    return replace(shape, micro_batch=run[1])
+
+
+def _estimate(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape, *,
+              version: str) -> memory.MemoryEstimate:
+    """``memory.estimate`` with the micro batch DeepSpeed would run on this cluster (``_run_shape``): a change the
+    batch keys or elastic training follow must be sized with the batch they give, not the one before it."""
+    run = _run_shape(config, hardware.total_gpus, shape, version) or shape
+    return memory.estimate(config, model, hardware, run, version=version)
 
 
 def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
@@ -78,9 +105,15 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     """``memory.min_gpus`` of ``config`` (read as DeepSpeed ``version`` reads it) over the GPU counts that
     ``sequence_parallel_size`` divides (DeepSpeed needs whole data-parallel ranks), or None when none fits or no
     count gives whole ranks."""
-    found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes,
-                            gpus_multiple_of=sequence_parallel_degree(dict(config)) or 1, version=version)
-    return found if found is None or float(_ranks(config, found.total_gpus)).is_integer() else None
+    sp = (sequence_parallel_degree(dict(config)) or 1) if reads_sequence_parallel(version) else 1
+    found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes, gpus_multiple_of=sp, version=version)
+    if found is None or not float(_ranks(config, found.total_gpus, version)).is_integer():
+        return None
+    if runs_elastic(config, version):  # elastic training picks another micro batch there, or refuses the count
+        run = _run_shape(config, found.total_gpus, shape, version)
+        if run is None or not memory.estimate(config, model, found, run, version=version).fits:
+            return None
+    return found
 
 
 def _layout(hardware: Hardware) -> tuple[int, int]:
@@ -105,25 +138,31 @@ def _cluster_change(found: Hardware, hardware: Hardware) -> str:
 _CHANGE_BATCH = " an explicit train_batch_size must then be changed to match."
 
 
-def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int,
+def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
               original: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
     ``gpus``, and what they do in words: with a written train_batch_size the same global batch through another
     accumulation when it divides, else the global batch grows with the GPU count (a written train_batch_size kept
     as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto".
-    The words compare with ``original`` when given (the user's config, before the way's other changes)."""
+    The words compare with ``original`` when given (the user's config, before the way's other changes). With
+    elastic training on, DeepSpeed ignores the batch keys: nothing to write, the words say what it computes."""
+    if runs_elastic(config, version):
+        run = batch_run(dict(config), new_gpus, version)
+        return {}, ("" if run is None else f" elastic training computes the batch on {new_gpus} GPUs: "
+                    f"train_batch_size {run[0]}, micro batch {run[1]}, gradient accumulation {run[2]}.")
     tb = config.get("train_batch_size")
     if positive_whole(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
         return {}, ("" if tb is None else _CHANGE_BATCH)
-    trio = micro_and_accum_of(dict(config), gpus)
-    ranks = _ranks(config, new_gpus)
+    trio = micro_and_accum_of(dict(config), gpus, version)
+    ranks = _ranks(config, new_gpus, version)
     if trio is None or not float(ranks).is_integer():  # not float(ranks): SP does not divide the GPUs, a rule says
         return {}, _CHANGE_BATCH
     micro, accum = trio
     ranks = int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
     if tb % (micro * ranks) == 0:
         new_accum = tb // (micro * ranks)
-        was_micro, was_accum = (micro_and_accum_of(dict(original), gpus) if original is not None else None) or trio
+        was = micro_and_accum_of(dict(original), gpus, version) if original is not None else None
+        was_micro, was_accum = was or trio
         micro_said = f"micro batch {was_micro} → {micro}, " if was_micro != micro else ""
         return ({"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": new_accum},
                 f" train_batch_size stays {tb}: {micro_said}gradient accumulation {was_accum} → {new_accum}.")
@@ -139,21 +178,21 @@ def _sentence(said: str) -> str:
     return said if "_" in said.split(" ", 1)[0] else said[0].upper() + said[1:]
 
 
-def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int) -> str:
+def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str) -> str:
     """What happens to a derived global batch (no train_batch_size written) on ``new_gpus`` instead of ``gpus``."""
     verb = "grows" if new_gpus > gpus else "shrinks"
-    trio = micro_and_accum_of(dict(config), gpus)
+    trio = micro_and_accum_of(dict(config), gpus, version)
     if trio is None:
         return f" the global batch {verb} with the GPU count."
     per_gpu = trio[0] * trio[1]
-    return (f" the global batch {verb} with the GPU count ({per_gpu * _ranks(config, gpus):g} → "
-            f"{per_gpu * _ranks(config, new_gpus):g}).")
+    return (f" the global batch {verb} with the GPU count ({per_gpu * _ranks(config, gpus, version):g} → "
+            f"{per_gpu * _ranks(config, new_gpus, version):g}).")
 
 
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
          hardware: Hardware, shape: Shape, config_patch: dict[str, Any] | None = None,
          context_patch: dict[str, Any] | None = None, *, version: str) -> Way:
-    est = memory.estimate(apply_patch(config, config_patch or {}), model, hardware, shape, version=version)
+    est = _estimate(apply_patch(config, config_patch or {}), model, hardware, shape, version=version)
     return _from_estimate(kind, title, detail, est, config_patch or {}, context_patch or {})
 
 
@@ -194,9 +233,12 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     """The largest smaller micro batch that fits, with the accumulation that keeps the global batch.
 
     With an "auto" micro batch (the HF Trainer fills it) the change goes to TrainingArguments instead:
-    ``shape.micro_batch`` is the Trainer's per-device batch and ``trainer_accum`` its accumulation."""
+    ``shape.micro_batch`` is the Trainer's per-device batch and ``trainer_accum`` its accumulation. With elastic
+    training on, the change goes to what it reads (``_elastic_micro_batch_way``)."""
+    if runs_elastic(config, version):
+        return _elastic_micro_batch_way(config, model, hardware, shape, version)
     world = hardware.total_gpus
-    ranks = _ranks(config, world)  # data-parallel: sequence-parallel ranks share one sample
+    ranks = _ranks(config, world, version)  # data-parallel: sequence-parallel ranks share one sample
     trainer = config.get("train_micro_batch_size_per_gpu") == "auto"
     accum_auto = config.get("gradient_accumulation_steps") == "auto"  # the HF Trainer's, from TrainingArguments
     if trainer:
@@ -205,7 +247,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     else:
         written = (positive_whole(config.get("train_micro_batch_size_per_gpu")),
                    positive_whole(config.get("gradient_accumulation_steps")))
-        micro, accum = micro_and_accum_of(dict(config), world) or written
+        micro, accum = micro_and_accum_of(dict(config), world, version) or written
         accum = accum or (trainer_accum if accum_auto else 1)
     if micro is None or micro < 2:
         return None
@@ -235,6 +277,41 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
         patch = {"train_micro_batch_size_per_gpu": new_micro, "gradient_accumulation_steps": new_accum}
     return _way("micro_batch", _micro_batch_title(new_micro, new_accum), detail,
                 config, model, hardware, replace(shape, micro_batch=new_micro), patch, context, version=version)
+
+
+#: The single micro batch sizes ``_elastic_micro_batch_way`` tries below the largest that fits, at most.
+_ELASTIC_TRIES = 64
+
+
+def _elastic_micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
+                             shape: Shape, version: str) -> Way | None:
+    """Elastic training ignores the batch keys and picks its micro batch from ``elasticity.micro_batch_sizes``: the
+    way limits that list to the sizes that fit (or, when none of them does, the largest single size that fits and
+    that elastic training accepts on these GPUs). Elastic training then computes its own global batch and
+    accumulation, which the words say; None when it refuses these GPUs now or with every list tried."""
+    world = hardware.total_gpus
+    now = batch_run(dict(config), world, version)
+    if now is None or now[1] < 2:
+        return None
+    batch, micro, accum = now
+    section = config["elasticity"]
+    sizes = [m for m in section.get("micro_batch_sizes") or () if positive_whole(m) is not None]
+    largest = memory.max_micro_batch(config, model, hardware, shape, limit=micro - 1, version=version)
+    kept = [m for m in sizes if m <= largest]
+    tries = ([kept] if kept else []) + [[m] for m in range(max(largest, 1), 0, -1)][:_ELASTIC_TRIES]
+    for listed in tries:
+        patch = {"elasticity": {"micro_batch_sizes": listed}}
+        run = batch_run(apply_patch(config, patch), world, version)
+        if run is None:
+            continue
+        new_batch, new_micro, new_accum = run
+        detail = (f"elasticity.micro_batch_sizes {sizes} → {listed}: elastic training, which ignores the batch keys, "
+                  f"then runs micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum} on "
+                  f"{world} GPUs; its global batch (train_batch_size) "
+                  + (f"stays {batch}." if new_batch == batch else f"{batch} → {new_batch}."))
+        return _way("micro_batch", _micro_batch_title(new_micro, new_accum), detail, config, model, hardware,
+                    replace(shape, micro_batch=new_micro), patch, version=version)
+    return None
 
 
 def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
@@ -292,24 +369,25 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     ways += _host_ways(config, model, hardware, shape, current, meaning, version)
     smallest = _smallest(config, model, hardware, shape, version, max_nodes)
     if smallest is not None and _layout(smallest) != _layout(hardware):
-        est = memory.estimate(config, model, smallest, shape, version=version)
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
-        batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus)
+        batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus, version)
+        est = _estimate(apply_patch(config, batch_patch), model, smallest, shape, version=version)
         ways.append(_from_estimate(
             "gpus", f"{smallest.total_gpus} GPUs ({nodes})",
             f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware)});"
-            f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus)}",
+            f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version)}",
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
         enough = _smallest(apply_patch(config, stage3), model, hardware, shape, version, max_nodes)
         if enough is not None and _layout(enough) != _layout(hardware):
-            est = memory.estimate(apply_patch(config, stage3), model, enough, shape, version=version)
-            batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus)
+            batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus, version)
+            est = _estimate(apply_patch(apply_patch(config, stage3), batch_patch), model, enough, shape,
+                            version=version)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware)});"
-                f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus)}",
+                f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways, version)
     if combined is not None:
@@ -472,7 +550,7 @@ def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelC
     for index in range(len(rungs) - 2, -1, -1):
         trial_rungs = kept[:index] + kept[index + 1:]
         names, patch, context, trial = _compose(trial_rungs, shape)
-        est = memory.estimate(apply_patch(config, patch), model, hardware, trial, version=version)
+        est = _estimate(apply_patch(config, patch), model, hardware, trial, version=version)
         if est.fits:
             kept, fitted = trial_rungs, (names, patch, context, trial, est)
     return fitted
@@ -512,7 +590,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     for taken in range(1, len(ladder) + 1):
         names, patch, context, trial = _compose(ladder[:taken], shape)
         climbed.append((names, patch, context, trial))
-        est = memory.estimate(apply_patch(config, patch), model, hardware, trial, version=version)
+        est = _estimate(apply_patch(config, patch), model, hardware, trial, version=version)
         if est.fits:
             names, patch, context, trial, est = _without_unneeded_rungs(
                 config, model, hardware, shape, ladder[:taken], (names, patch, context, trial, est), version)
@@ -530,11 +608,12 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             names, patch, context, trial = climbed[best[1]]
             context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
             names = [*names, f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})"]
-            est = memory.estimate(apply_patch(config, patch), model, bigger, trial, version=version)
             batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
-                                                original=config)
-            said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus)
+                                                version, original=config)
+            said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
+                                                version)
             patch = apply_patch(patch, batch_patch)
+            est = _estimate(apply_patch(config, patch), model, bigger, trial, version=version)
             if "gradient_accumulation_steps" in batch_patch:  # the micro-batch rung's title follows the new count
                 retitled = _micro_batch_title(batch_patch["train_micro_batch_size_per_gpu"],
                                               batch_patch["gradient_accumulation_steps"])
@@ -550,14 +629,18 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
 
 
 def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,
-               shape: Shape) -> tuple[dict[str, Any], Hardware, Shape]:
-    """The (config, hardware, shape) the job has after ``way``."""
+               shape: Shape, version: str | None = None) -> tuple[dict[str, Any], Hardware, Shape]:
+    """The (config, hardware, shape) the job has after ``way``; given ``version``, with the micro batch that
+    release runs the changed config with (elastic training's, or the batch keys')."""
     patched = apply_patch(config, way.config_patch)
     ctx = way.context_patch
     if "nodes" in ctx:
         hardware = replace(hardware, nodes=int(ctx["nodes"]), gpus_per_node=int(ctx["gpus_per_node"]))
     micro = way.config_patch.get("train_micro_batch_size_per_gpu", ctx.get("hf_micro_batch", shape.micro_batch))
-    return patched, hardware, replace(shape, micro_batch=micro, recompute=ctx.get("recompute", shape.recompute))
+    after = replace(shape, micro_batch=micro, recompute=ctx.get("recompute", shape.recompute))
+    if version is not None:
+        after = _run_shape(patched, hardware.total_gpus, after, version) or after
+    return patched, hardware, after
 
 
 def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
@@ -583,6 +666,6 @@ def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | M
     out: list[float | None] = []
     for way in ways:
         accum = int(way.context_patch.get("hf_grad_accum", trainer_accum))
-        after = tokens_per_second(*way_inputs(way, config, hardware, shape), accum)
+        after = tokens_per_second(*way_inputs(way, config, hardware, shape, version), accum)
         out.append(None if now is None or after is None or now <= 0 else after / now)
     return out

@@ -1,0 +1,46 @@
+"""AppTest: Make it fit delivers what it promises; the memory sweep agrees with the verdict; headline wording."""
+
+from __future__ import annotations
+
+from app_support import app
+from streamlit.testing.v1 import AppTest
+
+from core.models import get_config, get_spec
+
+L = "meta-llama/Llama-2-7b-hf"
+_SPEC = get_spec(L)
+MODEL = dict(model=L, model_config=get_config(L), total_params=_SPEC.total_params,
+             largest_layer_params=_SPEC.largest_layer_params)
+
+
+def verdicts(at: AppTest) -> list[str]:
+    """The headline's two sentences: accepted or refused, fits or not."""
+    return [m.value for m in at.markdown if any(w in m.value for w in ("Fits**", "fit**", "Refused", "Accepted"))]
+
+
+def test_make_it_fit_with_elastic_training_makes_it_fit() -> None:
+    config = {"elasticity": {"enabled": True, "max_train_batch_size": 4000, "micro_batch_sizes": [16, 32],
+                             "min_gpus": 1, "max_gpus": 10000, "version": 0.1, "ignore_non_elastic_batch_info": True},
+              "train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
+    at = app(config, "pages/zero.py", version="0.19.7", seq_len=4096, **MODEL)
+    assert any("Does not fit" in v and "micro batch 32" in v for v in verdicts(at))
+    promised = next(c.value for c in at.caption if c.value.startswith("Make it fit applies"))
+    at.button(key="headline_fit").click().run()
+    assert not at.exception, at.exception
+    after = verdicts(at)
+    assert any("**Fits**" in v for v in after), after
+    assert not any("Refused" in v for v in after), after
+    gib = promised.split("→ GPU ")[1].split(" GiB")[0]
+    assert any(f"GPU {gib} of" in v for v in after), (promised, after)
+
+
+def test_micro_batch_way_on_016_with_sequence_parallel_keeps_the_config_accepted() -> None:
+    config = {"train_batch_size": 64, "sequence_parallel_size": 2, "zero_optimization": {"stage": 1},
+              "bf16": {"enabled": True}}
+    at = app(config, "pages/zero.py", version="0.16.9", seq_len=4096, **MODEL)
+    assert any("Accepted" in v for v in verdicts(at))
+    at.button(key="zero_fit_0").click().run()
+    assert not at.exception, at.exception
+    after = verdicts(at)
+    assert not any("Refused" in v for v in after), after
+    assert any("**Fits**" in v for v in after), after
