@@ -145,3 +145,41 @@ def test_validate_writes_an_unreadable_file_to_stderr_too(fmt, tmp_path, capsys)
     assert str(path) in out  # the report on stdout keeps its entry
     if fmt == "json":
         assert [entry.get("unreadable", False) for entry in json.loads(out)] == [True, False]
+
+
+def test_the_params_tables_say_their_gb_is_gib_and_refuse_absurd_counts(capsys):
+    """DeepSpeed's tables label GiB "GB"; --params 1e30 printed "999999999999999983222784M total params"."""
+    code, text = run(["estimate", "--params", "7e9"])
+    assert code == 0 and "GB in these tables means GiB (2^30 bytes), as DeepSpeed prints it" in \
+        capsys.readouterr().err and "GiB" not in text  # standard output stays DeepSpeed's printout
+    for count in ("1e30", "2000000000000000", "2000T"):
+        assert run(["estimate", "--params", count])[0] == 2
+        assert f"argument --params: parameter count too large: '{count}' (at most 1e15" in capsys.readouterr().err
+    assert "1000000000M total params" in run(["estimate", "--params", "1e15"])[1]
+
+
+@pytest.mark.parametrize("argv", [["fit", "{path}", *LLAMA], ["estimate", *LLAMA], ["predict", "{path}", *LLAMA,
+                                                                                     "--gpu", "H100"]])
+def test_a_whole_count_written_with_a_decimal_point_is_read_as_1e3_is(argv, tmp_path, capsys):
+    """--seq-len 1e3 was accepted, --seq-len 4096.0 refused as not whole."""
+    path = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 1})
+    argv = [arg.replace("{path}", path) for arg in argv]
+    code, text = run([*argv, "--seq-len", "4096.0", "--format", "json"])
+    assert code in (0, 1) and (code, text) == run([*argv, "--seq-len", "4096", "--format", "json"])
+    assert run([*argv, "--seq-len", "4096.5"])[0] == 2
+    assert "expected a positive whole number, got '4096.5'" in capsys.readouterr().err
+
+
+def test_export_names_the_resolve_auto_value_it_refuses(capsys):
+    code, _ = run(["export", "--preset", "hf-auto-zero3", "--resolve-auto", "per_device_train_batch_size=abc"])
+    assert code == 2
+    assert "error: --resolve-auto per_device_train_batch_size=abc: " in capsys.readouterr().err
+
+
+def test_an_unknown_release_is_answered_with_what_a_user_can_give(capsys):
+    """The hint was "python scripts/gen_profiles.py <release>", a script the package does not ship."""
+    from core.versions import NEWEST
+
+    assert run(["fit", "x.json", *LLAMA, "--deepspeed-version", "latest"])[0] == 2
+    err = capsys.readouterr().err
+    assert "gen_profiles" not in err and "Leave the flag out" in err and f"the newest, {NEWEST}" in err

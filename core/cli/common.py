@@ -465,12 +465,12 @@ def attention_flag_help() -> str:
 
 
 def positive(kind: type, at_most: float | None = None) -> Callable[[str], Any]:
-    """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3``, exactly: ``1e30`` is 10**30 and
-    ``2.5e0`` is refused, not truncated), and no more than ``at_most`` when given."""
+    """argparse type: a finite number > 0 of ``kind`` (int accepts ``2e3`` and ``4096.0``, exactly: ``1e30`` is
+    10**30 and ``2.5e0`` or ``2.5`` is refused, not truncated), and no more than ``at_most`` when given."""
 
     def parse(text: str) -> Any:
         try:
-            if kind is int and "e" in text.lower():
+            if kind is int and ("e" in text.lower() or "." in text):
                 exact = decimal.Decimal(text)
                 # no farther than floats go (what int(float(text)) accepted)
                 if not exact.is_finite() or exact != exact.to_integral_value() or exact.adjusted() > 308:

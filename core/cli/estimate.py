@@ -52,6 +52,15 @@ from core.versions import RELEASES, resolve_version
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
+#: The largest parameter count --params and --largest-layer take: 500x the largest published models, and short of
+#: the counts whose millions DeepSpeed's tables print as float noise.
+MAX_PARAMS = 1e15
+
+
+def _too_many(text: str) -> argparse.ArgumentTypeError:
+    return argparse.ArgumentTypeError(f"parameter count too large: {text!r} (at most 1e15, a quadrillion)")
+
+
 def parse_count(text: str) -> int | float:
     """A parameter count: ``2851e6``, ``7.5B``, ``2851M``, ``1_000_000``, ``1,000,000``; ints stay ints (DeepSpeed
     parity). A comma only groups thousands (``7,5B`` is refused, not read as 75B); the count is a whole number."""
@@ -68,10 +77,12 @@ def parse_count(text: str) -> int | float:
                 f"point is a dot: {number.replace(',', '.')}{suffix})")
         number = number.replace(",", "")
     if re.fullmatch(r"[0-9]+", number) and not suffix:
+        if int(number) > MAX_PARAMS:
+            raise _too_many(text)
         return int(number)
     value = float(number) * _SUFFIX[suffix.lower()]
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"parameter count too large: {text!r}")
+    if not math.isfinite(value) or value > MAX_PARAMS:  # DeepSpeed's "{n}M" of 1e30 is 999999999999999983222784M
+        raise _too_many(text)
     if value != int(value):
         raise argparse.ArgumentTypeError(f"not a whole number of parameters: {text!r} is {value:g} ({examples})")
     return value
@@ -177,6 +188,8 @@ def _ds_tables(args: argparse.Namespace, out: TextIO) -> int:
         out.write(
             "\n" + memory.render_zero3_all_cold(args.params, args.largest_layer, gpn, args.nodes, args.buffer_factor)
         )
+    # on stderr: standard output is DeepSpeed's printout verbatim, whose unit this names
+    sys.stderr.write("dsconfig estimate: note: GB in these tables means GiB (2^30 bytes), as DeepSpeed prints it\n")
     return EXIT_OK
 
 

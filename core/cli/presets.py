@@ -273,7 +273,10 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
             if key not in TRAINING_VALUES:
                 raise UsageError(f"--resolve-auto: unknown training value {key!r}; known: {', '.join(TRAINING_VALUES)}")
             # each value is checked first (world_size=0 is the error to report), and kept as read (1e3 is 1000)
-            values[key] = TRAINING_VALUES[key](key, value)
+            try:
+                values[key] = TRAINING_VALUES[key](key, value)
+            except ValueError as exc:
+                raise UsageError(f"--resolve-auto {item}: {exc}") from None
         if world_size is not None and values.setdefault("world_size", world_size) != world_size:
             raise UsageError(f"--world-size {world_size} and --resolve-auto world_size={values['world_size']} "
                              "disagree: give one")

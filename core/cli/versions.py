@@ -23,7 +23,10 @@ def release(text: str) -> str:
     try:
         return versions.check_version(text.strip())
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        # core's way to add a release is a developer's (scripts/ is not shipped); a user picks one of the profiled
+        said = str(exc).split(" To add a release:")[0]
+        raise argparse.ArgumentTypeError(f"{said} Leave the flag out (the installed DeepSpeed, else the newest) or "
+                                         f"give a release, e.g. the newest, {versions.NEWEST}") from None
 
 
 def checked_on(counts: list[int], given: bool) -> str:
