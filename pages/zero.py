@@ -64,6 +64,7 @@ def sweep_section(keys: memory.Keys, micro_batch: int, seq_len: int, world: int,
     sweep = zero_view.sweep_view(keys, axis, now)
     charts.draw(zero_charts.sweep, {"sweep": sweep.rows, zero_charts.CAPACITY: capacity_row},
                 axis=axis, axis_title=SWEEP_AXES[axis])
+    st.caption(sweep.held)
     tables.draw(sweep.table)
 
 widgets.render_field("zero_optimization.stage", form)

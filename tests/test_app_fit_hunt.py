@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import app
+from app_support import app, html_tables
 from streamlit.testing.v1 import AppTest
 
 from core.models import get_config, get_spec
@@ -44,3 +44,23 @@ def test_micro_batch_way_on_016_with_sequence_parallel_keeps_the_config_accepted
     after = verdicts(at)
     assert not any("Refused" in v for v in after), after
     assert any("**Fits**" in v for v in after), after
+
+
+def _sweep_rows(at: AppTest) -> dict[str, list[str]]:
+    table = next(t for t in html_tables(at) if t.columns[0] == "GPUs")
+    return {row["GPUs"]: [row["Micro batch"], row["GPU, GiB per GPU"], row["Fits"]] for _, row in table.iterrows()}
+
+
+def test_zero_page_gpu_count_sweep_agrees_with_the_verdict_on_that_many_gpus() -> None:
+    config = {"train_batch_size": 64, "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}
+    at = app(config, "pages/zero.py", **MODEL)
+    at.radio(key="zero_sweep_axis").set_value("total_gpus").run()
+    assert not at.exception, at.exception
+    rows = _sweep_rows(at)
+    assert rows["16"] == ["4", "59.6", "fits"] and rows["64"] == ["1", "16.6", "fits"]
+    assert rows["128"] == ["—", "—", "batch does not resolve"]
+    held = next(c.value for c in at.caption if c.value.startswith("Held fixed"))
+    assert "micro batch DeepSpeed derives" in held and "128" in held
+    for nodes, gib in ((2, "59.6"), (8, "16.6")):  # the verdict on that many GPUs (8 per node)
+        on = app(config, "pages/zero.py", nodes=nodes, **MODEL)
+        assert any(f"**Fits**]: GPU {gib} of" in v for v in verdicts(on)), verdicts(on)

@@ -56,3 +56,28 @@ def test_micro_batch_way_on_016_counts_every_gpu_as_data_parallel(llama7b: model
     tb, micro, accum = batch_run(patched, 8, version)
     assert tb == 64 and micro * accum * 8 == 64
     assert "data-parallel ranks" not in way.detail
+
+
+def test_gpu_count_sweep_sizes_each_count_with_the_micro_batch_deepspeed_derives(llama7b: models.ModelSpec) -> None:
+    # train_batch_size 64 alone: DeepSpeed derives micro batch 64 ÷ GPUs (8 on 8, 4 on 16, 1 on 64); 128 refuses it
+    config = {"train_batch_size": 64, "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}
+    shape = memory.Shape(micro_batch=8, seq_len=2048)
+    frame = memory.sweep_totals(config, llama7b, A100, shape, "total_gpus", [8, 16, 64, 128], version="0.19.7")
+    rows = frame.set_index("total_gpus")
+    for gpus, micro in ((8, 8), (16, 4), (64, 1)):
+        hw = memory.Hardware(gpus_per_node=8, nodes=gpus // 8, gpu_memory_bytes=A100.gpu_memory_bytes,
+                             cpu_ram_per_node_bytes=A100.cpu_ram_per_node_bytes)
+        est = memory.estimate(config, llama7b, hw, memory.Shape(micro_batch=micro, seq_len=2048), version="0.19.7")
+        assert rows.loc[gpus, "micro_batch"] == micro
+        assert rows.loc[gpus, "gpu_bytes"] == pytest.approx(est.gpu_bytes, abs=2)
+        assert bool(rows.loc[gpus, "fits"]) == est.fits
+    assert bool(rows.loc[16, "fits"])  # held at micro batch 8 it read "does not fit" (110.2 GiB)
+    assert not rows.loc[128, "batch_resolves"] and rows.loc[128, "fits"] is None
+    assert frame["gpu_gib"].isna().tolist() == [False, False, False, True]
+
+
+def test_gpu_count_sweep_holds_an_auto_micro_batch(llama7b: models.ModelSpec) -> None:
+    config = {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}
+    frame = memory.sweep_totals(config, llama7b, A100, memory.Shape(micro_batch=2), "total_gpus", [8, 16])
+    assert frame["micro_batch"].tolist() == [2, 2] and not frame["batch_derived"].any()
+    assert frame["batch_resolves"].all()

@@ -127,10 +127,32 @@ def estimate_view(keys: memory.Keys) -> EstimateView | None:
 
 @dataclass(frozen=True)
 class SweepView:
-    """Memory against one axis: the chart's rows and the table."""
+    """Memory against one axis: the chart's rows, the table, and what the sweep holds fixed, in words."""
 
     rows: bytes
     table: tables.Table
+    held: str = ""
+
+
+#: The verdict of a GPU count where DeepSpeed refuses the batch (no memory is drawn for it).
+NO_BATCH = "batch does not resolve"
+
+
+def _held(axis: str, shape: tuple, derived: bool, refused: list[int]) -> str:
+    """What a sweep along ``axis`` keeps as it is (``shape``: the key's shape tuple), in words."""
+    micro, seq_len = shape[0], shape[1]
+    if axis == "micro_batch":
+        return f"Held fixed: sequence length {seq_len}, the GPU count and the rest of the config."
+    if axis == "seq_len":
+        return f"Held fixed: micro batch {micro}, the GPU count and the rest of the config."
+    said = (f"Held fixed: sequence length {seq_len} and the config. Each GPU count is sized with the micro batch "
+            "DeepSpeed derives from the batch keys there (or elastic training's), as the Micro batch column shows."
+            if derived else f"Held fixed: micro batch {micro}, sequence length {seq_len} and the rest of the config "
+            "(the batch keys do not resolve on this cluster, or say \"auto\").")
+    if refused:
+        counts = ", ".join(str(c) for c in refused)
+        said += f" DeepSpeed refuses the batch keys on {counts} GPUs ({NO_BATCH}): no memory is shown there."
+    return said
 
 
 @shared_cache(maxsize=256)
@@ -140,7 +162,19 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     sweep = memory.sweep_table(*keys, axis, values).copy()
     sweep["current"] = sweep[axis] == now
     sweep["verdict"] = sweep["fits"].map(memory.fit_label)
-    return SweepView(charts.arrow(sweep[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
-        SWEEP_COLUMNS[axis]: sweep[axis], "GPU, GiB per GPU": sweep["gpu_gib"],
+    columns = {SWEEP_COLUMNS[axis]: sweep[axis]}
+    refused: list[int] = []
+    derived = False
+    if axis == "total_gpus":
+        resolves = sweep["batch_resolves"].astype(bool)
+        sweep.loc[~resolves, "verdict"] = NO_BATCH
+        refused = [int(c) for c in sweep.loc[~resolves, axis]]
+        derived = bool(sweep["batch_derived"].all())
+        columns["Micro batch"] = [str(m) if ok else "—" for m, ok in zip(sweep["micro_batch"], resolves, strict=True)]
+        drawn = sweep[resolves]
+    else:
+        drawn = sweep
+    return SweepView(charts.arrow(drawn[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
+        **columns, "GPU, GiB per GPU": sweep["gpu_gib"],
         "Fits": sweep["verdict"], "Current": ["◀ current" if c else "" for c in sweep["current"]],
-    }), {"GPU, GiB per GPU": ".1f"}))
+    }), {"GPU, GiB per GPU": ".1f"}), _held(axis, keys[2], derived, refused))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.batch import batch_run
 from core.effective import legacy_offload_keys
 from core.memory.estimate import (
     GIB,
@@ -169,26 +170,52 @@ def _axis_kwargs(axis: str, values: np.ndarray, hardware: Hardware) -> dict[str,
     raise ValueError(f"sweep axis must be one of {', '.join(SWEEP_AXES)}, got {axis!r}.")
 
 
+def batch_per_count(ds_config: Mapping[str, Any] | None, hardware: Hardware, counts: Sequence[int] | np.ndarray,
+                    version: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The micro batch DeepSpeed ``version`` runs at each GPU count (``core.batch.batch_run``: derived from the batch
+    keys, e.g. train_batch_size ÷ GPUs, or elastic training's) and whether the batch resolves there at all (0 where
+    not); None when the batch is held fixed: it does not resolve on ``hardware``'s own count either ("auto", which
+    the HF Trainer fills with its per-device batch, or keys DeepSpeed refuses, which a rule reports)."""
+    config = dict(ds_config) if isinstance(ds_config, Mapping) else {}
+    if batch_run(config, hardware.total_gpus, version) is None:
+        return None
+    runs = [batch_run(config, int(count), version) for count in counts]
+    resolves = np.array([run is not None for run in runs], dtype=bool)
+    micro = np.array([run[1] if run is not None else 0 for run in runs], dtype=np.float64)
+    return micro, resolves
+
+
 def _evaluate_axis(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware,
                    shape: Shape, axis: str, values: Sequence[int] | np.ndarray, precision: str | None,
-                   allowances: Allowances | None, version: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The axis values as evaluated (floats) and ``evaluate_arrays`` over them, the config read as DeepSpeed
-    ``version`` reads it: a GPU count beyond one node is rounded up to whole nodes, and the count returned is the one
-    evaluated, so a row is never labelled with another count than the one it sizes."""
+                   allowances: Allowances | None, version: str
+                   ) -> tuple[np.ndarray, dict[str, np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
+    """The axis values as evaluated (floats), ``evaluate_arrays`` over them and, along the GPU count,
+    ``batch_per_count`` (None when the micro batch is held fixed), the config read as DeepSpeed ``version`` reads
+    it: a GPU count beyond one node is rounded up to whole nodes, and the count returned is the one evaluated, so a
+    row is never labelled with another count than the one it sizes. Each GPU count is sized with the micro batch
+    DeepSpeed derives for it (a fixed train_batch_size gives each GPU less with more GPUs); a count where the batch
+    does not resolve is sized at micro batch 1, for the callers to mark, not show."""
     vals = np.asarray(values, dtype=np.float64)
     kwargs = _axis_kwargs(axis, vals, hardware)
+    batch = None
     if axis == "total_gpus":
         vals = kwargs["gpus_per_node"] * kwargs["nodes"]
+        batch = batch_per_count(ds_config, hardware, vals, version)
+        if batch is not None:
+            kwargs["micro_batch"] = np.where(batch[1], batch[0], 1.0)
     return vals, evaluate_arrays(ds_config, model, hardware, shape, precision=precision, allowances=allowances,
-                                 settings=TrainingSettings.from_ds_config(ds_config, version), **kwargs)
+                                 settings=TrainingSettings.from_ds_config(ds_config, version), **kwargs), batch
 
 
 def sweep_totals(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
                  axis: str, values: Sequence[int] | np.ndarray, *, precision: str | None = None,
                  allowances: Allowances | None = None, version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Totals against one axis (vectorised), the config read as DeepSpeed ``version`` reads it: columns axis,
-    gpu_bytes, cpu_bytes_per_node, nvme_bytes_per_node, gpu_gib, gpu_limit_gib, fits."""
-    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances, version)
+    gpu_bytes, cpu_bytes_per_node, nvme_bytes_per_node, gpu_gib, gpu_limit_gib, fits. Along ``total_gpus`` also
+    micro_batch (the one each count is sized with), batch_resolves (False where DeepSpeed refuses the batch on that
+    count: its bytes are NaN and fits None) and batch_derived (False when the micro batch is held at the shape's:
+    the batch keys do not resolve on ``hardware``'s count either, or say "auto")."""
+    vals, res, batch = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances, version)
     n = vals.shape
     frame = pd.DataFrame(
         {
@@ -201,6 +228,19 @@ def sweep_totals(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCo
     frame["gpu_gib"] = frame["gpu_bytes"] / GIB
     frame["gpu_limit_gib"] = hardware.gpu_memory_bytes / GIB
     frame["fits"] = np.broadcast_to(_fits(res, hardware), n)
+    if axis == "total_gpus":
+        resolves = np.ones(n, dtype=bool) if batch is None else batch[1]
+        frame["micro_batch"] = np.full(n, shape.micro_batch, dtype=np.int64) if batch is None \
+            else batch[0].astype(np.int64)
+        frame["batch_resolves"] = resolves
+        frame["batch_derived"] = batch is not None
+        refused = ~resolves
+        if refused.any():
+            frame[["gpu_bytes", "cpu_bytes_per_node", "nvme_bytes_per_node", "gpu_gib"]] = frame[
+                ["gpu_bytes", "cpu_bytes_per_node", "nvme_bytes_per_node", "gpu_gib"]].astype(np.float64)
+            frame.loc[refused, ["gpu_bytes", "cpu_bytes_per_node", "nvme_bytes_per_node", "gpu_gib"]] = np.nan
+            frame["fits"] = frame["fits"].astype(object)
+            frame.loc[refused, "fits"] = None
     return frame
 
 
@@ -208,14 +248,17 @@ def sweep(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, h
           axis: str, values: Sequence[int] | np.ndarray, *, precision: str | None = None,
           allowances: Allowances | None = None, version: str = DEFAULT_VERSION) -> pd.DataFrame:
     """Per-GPU bytes by component against one axis, long format (axis, component, bytes, gib) for altair, the
-    config read as DeepSpeed ``version`` reads it."""
-    vals, res = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances, version)
+    config read as DeepSpeed ``version`` reads it. Along ``total_gpus`` each count is sized with the micro batch
+    DeepSpeed derives for it; counts where the batch does not resolve are left out."""
+    vals, res, batch = _evaluate_axis(ds_config, model, hardware, shape, axis, values, precision, allowances, version)
+    keep = np.ones(vals.shape, dtype=bool) if batch is None else batch[1]
     parts = []
     for key, arr in res.items():
         if key.startswith("gpu:"):
             parts.append(
                 pd.DataFrame(
-                    {axis: vals.astype(np.int64), "component": key[4:], "bytes": np.broadcast_to(arr, vals.shape)}
+                    {axis: vals.astype(np.int64)[keep], "component": key[4:],
+                     "bytes": np.broadcast_to(arr, vals.shape)[keep]}
                 )
             )
     frame = pd.concat(parts, ignore_index=True)
