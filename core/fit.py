@@ -28,6 +28,7 @@ from core.effective import Effective, effective, legacy_offload_keys
 from core.memory import Hardware, ModelCounts, Shape
 from core.memory.result import gib_capacity, gib_margin, gib_used
 from core.memory.settings import TrainingSettings
+from core.memory.solve import LARGEST_SIZED_MICRO_BATCH
 from core.models.arch import ModelSpec
 from core.rules.optim import zero_tested
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
@@ -89,7 +90,7 @@ def _run_shape(config: Mapping[str, Any], gpus: int, shape: Shape, version: str)
     run = batch_run(dict(config), gpus, version)
     if run is None:
         return None if runs_elastic(config, version) else shape
-    return replace(shape, micro_batch=run[1])
+    return replace(shape, micro_batch=min(run[1], LARGEST_SIZED_MICRO_BATCH))
 
 
 def _estimate(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape, *,

@@ -29,6 +29,9 @@ SWEEP_AXES = ("micro_batch", "seq_len", "total_gpus")
 #: The largest micro batch ``max_micro_batch`` tries (a config's micro batch may be any integer; the search
 #: evaluates every candidate at once, so its range is bounded). The app accepts HF micro batches up to this too.
 MAX_MICRO_BATCH_SEARCH = 65_536
+#: The largest micro batch the sweeps and ``core.fit`` size (2**53 - 1, as the app caps the one it shows): DeepSpeed
+#: parses any integer, and train_batch_size 10**400 derives a micro batch no float holds.
+LARGEST_SIZED_MICRO_BATCH = 2**53 - 1
 
 
 def _fits(res: dict[str, np.ndarray], hardware: Hardware) -> np.ndarray:
@@ -181,7 +184,8 @@ def batch_per_count(ds_config: Mapping[str, Any] | None, hardware: Hardware, cou
         return None
     runs = [batch_run(config, int(count), version) for count in counts]
     resolves = np.array([run is not None for run in runs], dtype=bool)
-    micro = np.array([run[1] if run is not None else 0 for run in runs], dtype=np.float64)
+    micro = np.array([min(run[1], LARGEST_SIZED_MICRO_BATCH) if run is not None else 0 for run in runs],
+                     dtype=np.float64)
     return micro, resolves
 
 
