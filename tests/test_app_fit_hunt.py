@@ -64,3 +64,31 @@ def test_zero_page_gpu_count_sweep_agrees_with_the_verdict_on_that_many_gpus() -
     for nodes, gib in ((2, "59.6"), (8, "16.6")):  # the verdict on that many GPUs (8 per node)
         on = app(config, "pages/zero.py", nodes=nodes, **MODEL)
         assert any(f"**Fits**]: GPU {gib} of" in v for v in verdicts(on)), verdicts(on)
+
+
+def _most_important(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Most important:**"))
+
+
+def _edit_links(at: AppTest) -> list[str]:
+    return [link.label for link in at.get("page_link") if link.label.startswith("Edit on")]
+
+
+def test_a_sequence_beyond_the_positions_names_only_the_start_page() -> None:
+    gpt2 = get_spec("openai-community/gpt2")
+    at = app({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}}, "pages/zero.py",
+             model="openai-community/gpt2", model_config=get_config("openai-community/gpt2"),
+             total_params=gpt2.total_params, largest_layer_params=gpt2.largest_layer_params, seq_len=2048)
+    text = _most_important(at)
+    assert "Sequence length 2048" in text and "Start page" in text, text
+    assert "Precision" not in text, text  # the Precision page cannot change a sequence length
+    assert _edit_links(at) == ["Edit on Start"]
+
+
+def test_a_precision_the_gpu_lacks_names_the_start_and_precision_pages() -> None:
+    at = app({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}},
+             "pages/zero.py", gpu="NVIDIA V100 32GB", gpu_memory_gib=31.74, **MODEL)
+    text = _most_important(at)
+    assert "no bf16 arithmetic" in text and "GPU on the Start page" in text, text
+    assert "precision on the Precision page" in text, text
+    assert _edit_links(at) == ["Edit on Start", "Edit on Precision"]

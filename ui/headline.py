@@ -8,20 +8,38 @@ from typing import Any
 
 import streamlit as st
 
-from core import fit
+from core import fit, hardware
 from core.findings import Finding, Report
 from core.memory.result import gib_capacity, gib_used
+from core.models.arch import ModelSpec
+from core.precision import precision_mode
 from ui import actions, app_state, fields, focus, memory
 from ui.shared_cache import shared_cache
 
 
+def setup_pages(problem: str, config: Mapping[str, Any],
+                context: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """Where the inputs behind a setup problem (``memory.setup_problems``) are changed: a sentence and the page ids.
+    A sequence beyond the model's learned positions: the sequence length or the model, both on Start; a precision
+    the GPU lacks: the GPU on Start or the precision on the Precision page."""
+    model = memory.model_for(context)
+    if isinstance(model, ModelSpec) and problem == model.sequence_problem(int(context.get("seq_len") or 2048)):
+        return "Change the sequence length or the model on the Start page.", ("start",)
+    gpu = hardware.find_gpu(context.get("gpu"))
+    if gpu is not None and problem == gpu.precision_problem(precision_mode(config, memory.version_of(context))):
+        return "Change the GPU on the Start page or the precision on the Precision page.", ("start", "precision")
+    return "Change it on the Start page.", ("start",)
+
+
 def top_problem(report: Report, config: Mapping[str, Any], estimate: Any,
-                setup: Sequence[str] = ()) -> tuple[str, Finding | None] | None:
+                setup: Sequence[str] = (), context: Mapping[str, Any] | None = None,
+                ) -> tuple[str, Finding | None] | None:
     """The single most important problem: (text, the finding when there is one), or None.
 
     A misspelt section first (DeepSpeed ignores it entirely, so the run silently trains without it, though it
     is only a warning), then the first error, then a problem of the setup (``memory.setup_problems``: the model
-    or the GPU cannot run it), then "does not fit", then the first warning."""
+    or the GPU cannot run it; ``context`` names the page that changes it), then "does not fit", then the first
+    warning."""
     for finding in report.warnings:
         section = focus.misspelt_section(finding, config)
         if section:
@@ -30,7 +48,7 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any,
     if report.errors:
         return fields.finding_text(report.errors[0]), report.errors[0]
     if setup:
-        return f"{setup[0]}. Change it on the Start page (or the Precision page).", None
+        return f"{setup[0]}. {setup_pages(setup[0], config, context or {})[0]}", None
     if estimate is not None and not estimate.fits:
         return "It does not fit in memory: " + shortfall(estimate) + ".", None
     if report.warnings:
@@ -130,7 +148,7 @@ def render() -> None:
         cols[0].markdown(accept_sentence(report, ctx["version"], ctx["target"]))
         cols[1].markdown(fit_sentence(estimate, assumption))
         setup = memory.setup_problems(config, ctx)
-        problem = top_problem(report, config, estimate, setup)
+        problem = top_problem(report, config, estimate, setup, ctx)
         if problem is None:
             st.markdown("**Nothing to fix.**")
         else:
@@ -138,7 +156,9 @@ def render() -> None:
             st.markdown(f"**Most important:** {text}")
             buttons = st.columns([2, 2, 1])
             if finding is None and setup and text.startswith(setup[0]):
-                buttons[0].page_link(app_state.PAGES["start"], label="Edit on Start", icon=":material/edit:")
+                for column, page in zip(buttons, setup_pages(setup[0], config, ctx)[1], strict=False):
+                    column.page_link(app_state.PAGES[page], label=f"Edit on {app_state.PAGE_TITLES[page]}",
+                                     icon=":material/edit:")
             elif finding is not None and finding.fix is not None:
                 buttons[0].button(f"Fix: {finding.fix.description}", key="headline_fix", type="primary",
                                   on_click=_apply_finding_fix, args=(finding,), icon=":material/build:")
