@@ -135,6 +135,16 @@ def test_predict_reads_a_deepspeed_log(config_file):
 
 
 
+def test_predict_reads_a_utf16_log_from_standard_input_as_from_a_file(config_file, monkeypatch):
+    """A log piped in as UTF-16 (PowerShell) was decoded as UTF-8: no step time found."""
+    data = b"\xff\xfe" + FIXTURE_LOG.read_text(encoding="utf-8").encode("utf-16-le")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
+                      "--seq-len", "2048", "--log", "-", "--format", "json"])
+    assert code == 0
+    assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(0.20387)
+
+
 def test_predict_refuses_a_calibration_it_cannot_reproduce(config_file, capsys):
     """The fixture log is a tiny CPU model's: 0.2 s is faster than a 7B step can run on 16 A100s. The prediction is
     printed uncalibrated, with a warning that says why and what to check (it used to print constants clamped at

@@ -60,7 +60,7 @@ from core.cli.common import (
 from core.cli.estimate import add_release_flag
 from core.fit import fit_numbers, short_of
 from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
-from core.io import MAX_LOG_BYTES, read_log_tail
+from core.io import MAX_LOG_BYTES, decode_log, read_log_tail
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape
 from core.memory import estimate as memory_estimate
 from core.memory.result import gib_capacity, gib_used
@@ -518,9 +518,11 @@ def _read_log(path: Path) -> tuple[str, str | None]:
         except OSError as exc:
             raise UsageError(f"--log {path}: cannot read it ({exc.strerror or exc})") from None
     data = read_stdin(MAX_LOG_BYTES + 1, "--log -", "the log")
-    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")  # leniently, as a file
     cut = f"read the first {MAX_LOG_BYTES // 2**20} MiB only (a stream)" if len(data) > MAX_LOG_BYTES else None
-    return text[:MAX_LOG_BYTES], cut
+    if isinstance(data, str):
+        return data[:MAX_LOG_BYTES], cut
+    text, how = decode_log(data[:MAX_LOG_BYTES])  # as a file is read: UTF-16 from PowerShell, binary named
+    return text, "; ".join(note for note in (cut, how) if note) or None
 
 
 def _unsaid_batch(config: dict[str, Any], gpus: int) -> str:
