@@ -170,15 +170,6 @@ def test_hostile_or_builtin_names_are_refused_and_write_nothing(tmp_path: Path, 
     assert sorted(p.stem for p in presets.BUILTIN_DIR.glob("*.json")) == BUILTINS
 
 
-def test_missing_metadata_is_refused(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
-    at = app(page=PAGE)
-    fill(at, title="", description="", name="no-meta")
-    errors = [plain(e.value) for e in at.error]
-    assert errors and "meta.title" in errors[0] and "meta.description" in errors[0]
-    assert not list(tmp_path.iterdir())
-
-
 def test_broken_team_preset_is_listed_as_a_problem(tmp_path: Path, monkeypatch):
     (tmp_path / "broken.json").write_text("{not json")
     (tmp_path / "fine.json").write_text(json.dumps({"meta": {"title": "Fine", "description": "d",
