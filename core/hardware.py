@@ -46,6 +46,14 @@ class GPU:
         """Usable device memory in bytes."""
         return int(self.memory_gib * GIB)
 
+    def counting_note(self) -> str | None:
+        """How to count GPUs of a package that PyTorch sees as several devices (a sentence without its full stop:
+        callers add theirs), or None for a one-device GPU."""
+        if self.devices == 1:
+            return None
+        return (f"One {self.name} is {self.devices} devices (GCDs) of {self.memory_gib:g} GiB, one DeepSpeed rank "
+                f"each: count GPUs per node in GCDs ({self.devices} per package)")
+
     def precision_problem(self, precision: str) -> str | None:
         """Why training in ``precision`` does not work on this GPU (a sentence without its full stop: callers add
         theirs), or None."""

@@ -192,10 +192,8 @@ with cols[2]:
                  help="The memory shown is the total PyTorch reports for one device (what an out-of-memory error "
                  "calls total capacity), a little below the name's figure.")
     chosen_gpu = hardware.find_gpu(ctx["gpu"])
-    if chosen_gpu is not None and chosen_gpu.devices > 1:
-        # the label is cut to the column's width, so the counting rule gets its own line
-        st.caption(f"One {ctx['gpu']} is {chosen_gpu.devices} devices (GCDs) of {chosen_gpu.memory_gib:g} GiB, one "
-                   f"DeepSpeed rank each: count GPUs per node in GCDs ({chosen_gpu.devices} per package).")
+    if chosen_gpu is not None and (counting := chosen_gpu.counting_note()):
+        st.caption(f"{counting}.")  # the label is cut to the column's width: the counting rule gets its own line
 with cols[3]:
     widgets.context_widget(st.number_input, "gpu_memory_gib", "GPU memory (GiB)", step=1.0,
                            disabled=ctx["gpu"] != app_state.CUSTOM_GPU)
