@@ -16,7 +16,7 @@ import pandas as pd
 
 from core import hardware, memory
 from core.autofill import trainer_batch_arguments
-from core.batch import micro_batch_of
+from core.batch import batch_run
 from core.findings import Report
 from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
@@ -29,8 +29,8 @@ GIB = memory.GIB
 #: The one colour scale of "fits" / "does not fit" in every chart.
 FIT_LABELS = ("fits", "does not fit")
 FIT_COLORS = alt.Scale(domain=list(FIT_LABELS), range=["#2e7d32", "#c62828"])
-#: The largest micro batch the memory charts estimate (2**53 - 1: already exabytes, so "does not fit" stays true).
-MAX_MICRO_BATCH = 2**53 - 1
+#: The largest micro batch the memory charts estimate (already exabytes, so "does not fit" stays true): core's.
+MAX_MICRO_BATCH = memory.solve.LARGEST_SIZED_MICRO_BATCH
 
 
 def fit_label(fits: object) -> str:
@@ -85,9 +85,9 @@ def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
     context (asked on the Batch page); 1 when nothing says it."""
     if report is not None and report.batch is not None:
         value = report.batch.train_micro_batch_size_per_gpu
-    else:  # without a report, derived as the report's batch is (a preset compared on the Presets page)
-        derived = micro_batch_of(dict(config), job_world_size(context)) if context else None
-        value = config.get("train_micro_batch_size_per_gpu") if derived is None else derived
+    else:  # without a report, what the context's release runs (elastic training included), as the report says
+        run = batch_run(dict(config), job_world_size(context), version_of(context)) if context else None
+        value = config.get("train_micro_batch_size_per_gpu") if run is None else run[1]
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1:
         if value > MAX_MICRO_BATCH:  # DeepSpeed parses any int; the memory model cannot count past float range
             return MAX_MICRO_BATCH, (f"micro batch {MAX_MICRO_BATCH:,} assumed: the config's "

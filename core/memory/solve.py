@@ -29,8 +29,8 @@ SWEEP_AXES = ("micro_batch", "seq_len", "total_gpus")
 #: The largest micro batch ``max_micro_batch`` tries (a config's micro batch may be any integer; the search
 #: evaluates every candidate at once, so its range is bounded). The app accepts HF micro batches up to this too.
 MAX_MICRO_BATCH_SEARCH = 65_536
-#: The largest micro batch the sweeps and ``core.fit`` size (2**53 - 1, as the app caps the one it shows): DeepSpeed
-#: parses any integer, and train_batch_size 10**400 derives a micro batch no float holds.
+#: The largest micro batch the sweeps, ``core.fit`` and the app's charts size (2**53 - 1): DeepSpeed parses any
+#: integer, and train_batch_size 10**400 derives a micro batch no float holds.
 LARGEST_SIZED_MICRO_BATCH = 2**53 - 1
 
 
