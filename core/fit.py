@@ -323,7 +323,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     config changes in cost order until the job fits. Empty when the job already fits. ``trainer_accum`` is
     the HF Trainer's gradient_accumulation_steps, used when the config's micro batch is "auto"; the config and
     each changed one are read as DeepSpeed ``version`` reads them."""
-    current = memory.estimate(config, model, hardware, shape, version=version)
+    current = _estimate(config, model, hardware, shape, version=version)  # the micro batch every way is sized with
     if current.fits:
         return []
     ways: list[Way] = []

@@ -459,13 +459,14 @@ def test_predict_sizes_a_config_without_batch_keys_as_fit_does(tmp_path, capsys)
     micro batch 1 and say so, predict refused it ("train_micro_batch_size_per_gpu is null", for a key that is not
     there). It now assumes the same micro batch through the same helper, and says so in text and JSON."""
     from core.cli.common import micro_batch_when_unsaid
+    from core.versions import resolve_version
 
     config = {"fp16": {"enabled": True}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
     path = tmp_path / "ds.json"
     path.write_text(json.dumps(config))
     argv = ["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100 80"]
     code, text = run(argv)
-    micro, said = micro_batch_when_unsaid(config, 8)
+    micro, said = micro_batch_when_unsaid(config, 8, resolve_version(None))
     assert code == 0 and micro == 1 and "is not set" in said
     assert "; micro batch 1 x 1 accumulation," in text.splitlines()[0] and f"caveat: {said}" in text
     data = json.loads(run([*argv, "--format", "json"])[1])

@@ -21,13 +21,13 @@ from core.batch import (
     MB,
     TB,
     BatchResolution,
+    batch_run,
     batch_suggestions,
     effective_world_size,
-    micro_batch_of,
     positive_whole,
     resolve_batch,
+    runs_elastic,
     shown,
-    train_batch_of,
 )
 from core.hardware import GPU, gpu_names
 from core.io import (
@@ -260,17 +260,44 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
     write_text(path, text)
 
 
-def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, override: bool) -> int | None:
-    """The micro batch the config runs with on ``gpus`` GPUs (written, or derived as DeepSpeed derives it); None
-    when it says "auto" or nothing. Batch keys DeepSpeed refuses there are a UsageError unless ``given``
-    (--micro-batch) replaces them; without ``override`` a ``given`` that contradicts the config is one too
-    (a command whose ways patch the config must estimate the micro batch the config will run with)."""
-    if given and _refused_batch(config, gpus) is not None:
+def run_micro_batch(config: dict[str, Any], gpus: int, version: str) -> int | None:
+    """The micro batch DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs (``core.batch.batch_run``: elastic
+    training's where the release acts on it, else the batch keys' over the data-parallel ranks it counts); where the
+    keys do not resolve, the written micro batch (a refusal names it); None when nothing gives one or elastic training
+    refuses the count."""
+    run = batch_run(config, gpus, version)
+    if run is not None:
+        return run[1]
+    return None if runs_elastic(config, version) else positive_whole(config.get(MB))
+
+
+def run_train_batch(config: dict[str, Any], gpus: int, version: str) -> int | None:
+    """The global batch (samples per optimizer step) DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs,
+    as :func:`run_micro_batch` reads the batch (the written train_batch_size where the keys do not resolve)."""
+    run = batch_run(config, gpus, version)
+    if run is not None:
+        return run[0]
+    return None if runs_elastic(config, version) else positive_whole(config.get(TB))
+
+
+def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, version: str, *,
+                       override: bool) -> int | None:
+    """The micro batch the config runs with on ``gpus`` GPUs as DeepSpeed ``version`` reads it (written, derived,
+    or elastic training's: :func:`run_micro_batch`); None when it says "auto" or nothing. Batch keys DeepSpeed
+    refuses there are a UsageError unless ``given`` (--micro-batch) replaces them; without ``override`` a ``given``
+    that contradicts the config is one too (a command whose ways patch the config must estimate the micro batch
+    the config will run with)."""
+    if given and _refused_batch(config, gpus, version) is not None:
         return None  # --micro-batch stands in for the keys DeepSpeed refuses (sized_batch says what is sized)
-    resolved = micro_batch_of(config, gpus)
-    if resolved is None and not given and "auto" not in (config.get(k) for k in BATCH_KEYS):
+    resolved = run_micro_batch(config, gpus, version)
+    elastic = runs_elastic(config, version)
+    if resolved is None and elastic and not given:
+        raise UsageError(f"elastic training (the config's enabled elasticity section, which DeepSpeed {version} "
+                         f"acts on) refuses {gpus} GPUs: pick a GPU count it accepts (dsconfig validate "
+                         f"--deepspeed-version {version} --world-size {gpus} says why) or pass --micro-batch")
+    if resolved is None and not elastic and not given and "auto" not in (config.get(k) for k in BATCH_KEYS):
         # "auto" is the HF Trainer's to fill, and nothing written is assumed: both are said where they are used
-        batch = resolve_batch(config, effective_world_size(config, gpus))
+        batch = resolve_batch(config, effective_world_size(config, gpus, version))
         written = f"{MB} is {shown(config[MB])}; " if MB in config else ""  # what the refusal may name derived
         if batch.ok:  # DeepSpeed runs it, but the micro batch is a fraction or a boolean (batch.not-integer)
             trios = batch_suggestions(config, gpus)
@@ -283,16 +310,22 @@ def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, *, 
                              f"DeepSpeed refuses it: fix them (dsconfig validate --world-size {gpus} suggests "
                              "trios that work) or pass --micro-batch")
     if resolved is not None and given and given != resolved and not override:
+        if elastic:
+            raise UsageError(f"--micro-batch {given}: elastic training runs the config with a micro batch of "
+                             f"{resolved} on {gpus} GPUs (its pick from elasticity.micro_batch_sizes; DeepSpeed "
+                             f"{version} ignores the batch keys); --micro-batch is for a config that says \"auto\" "
+                             "or nothing. Change elasticity.micro_batch_sizes in the config instead.")
         raise UsageError(f"--micro-batch {given}: the config runs with a micro batch of {resolved} on {gpus} GPUs "
                          "(written, or derived from train_batch_size); --micro-batch is for a config that says "
                          "\"auto\" or nothing. Change train_micro_batch_size_per_gpu in the config instead.")
     return resolved
 
 
-def _refused_batch(config: dict[str, Any], gpus: int, version: str | None = None) -> BatchResolution | None:
-    """How DeepSpeed refuses the batch keys of ``config`` on ``gpus`` GPUs (none written counts too); None when it
-    accepts them or they say "auto" (the HF Trainer's to fill)."""
-    if "auto" in (config.get(k) for k in BATCH_KEYS):
+def _refused_batch(config: dict[str, Any], gpus: int, version: str) -> BatchResolution | None:
+    """How DeepSpeed ``version`` refuses the batch keys of ``config`` on ``gpus`` GPUs (none written counts too);
+    None when it accepts them, they say "auto" (the HF Trainer's to fill), or elastic training, which ignores
+    them, computes the batch."""
+    if "auto" in (config.get(k) for k in BATCH_KEYS) or runs_elastic(config, version):
         return None
     batch = resolve_batch(config, effective_world_size(config, gpus, version))
     return None if batch.ok else batch
@@ -314,7 +347,7 @@ def sized_batch(config: dict[str, Any], gpus: int, given: int | None, version: s
     written = f"the written accumulation {accum}" if accum else "accumulation 1"
     return sized, (f"DeepSpeed {version} refuses the config's batch keys on {gpus} GPUs ({batch.message}): sized "
                    f"as --micro-batch {given} × {written} on {gpus} GPUs (train_batch_size "
-                   f"{train_batch_of(sized, gpus)}); write batch keys that agree to run it")
+                   f"{run_train_batch(sized, gpus, version)}); write batch keys that agree to run it")
 
 
 def micro_batch_words(config: dict[str, Any]) -> str:
@@ -343,11 +376,11 @@ def hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: in
     return filled
 
 
-def micro_batch_when_unsaid(config: dict[str, Any], gpus: int,
+def micro_batch_when_unsaid(config: dict[str, Any], gpus: int, version: str,
                             grad_accum: int | None = None) -> tuple[int, str]:
     """The micro batch a sizing command uses on ``gpus`` GPUs when neither the config nor --micro-batch gives one,
     and the words saying so (as the app says them). For "auto", the HF Trainer's per_device_train_batch_size: the
-    one a written train_batch_size leaves (DeepSpeed's derivation, ``micro_batch_of``, with the Trainer's
+    one a written train_batch_size leaves (DeepSpeed ``version``'s derivation, ``run_micro_batch``, with the Trainer's
     accumulation: ``grad_accum`` (--gradient-accumulation-steps) or its default 1 for an "auto" one; the Trainer
     refuses any other), else its default (8, as the app's Batch page starts); 1 when nothing is written."""
     from core.autofill import HF_DEFAULTS
@@ -361,7 +394,7 @@ def micro_batch_when_unsaid(config: dict[str, Any], gpus: int,
             if accum == "auto":
                 accum = grad_accum or HF_DEFAULTS["gradient_accumulation_steps"]
             trainer = {key: value for key, value in {TB: total, GA: accum}.items() if value is not None}
-            micro = micro_batch_of({**config, **trainer, MB: None}, gpus)
+            micro = run_micro_batch({**config, **trainer, MB: None}, gpus, version)
             if micro is not None:
                 return micro, (f'micro batch {micro} assumed: "auto" is filled by the HF Trainer from '
                                f"per_device_train_batch_size, which must be {micro} for the written "

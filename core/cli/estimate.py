@@ -244,12 +244,13 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         ds_config = read_sizing_config(args.config, "estimate", "--config")
     hw = memory.Hardware(args.gpus_per_node or DEFAULT_GPUS_PER_NODE, args.nodes, args.gpu_memory, args.cpu_ram,
                          args.nvme)
+    version = resolve_version(args.deepspeed_version)
     refused = None
     try:
-        written = config_micro_batch(ds_config, hw.total_gpus, args.micro_batch, override=True)
+        written = config_micro_batch(ds_config, hw.total_gpus, args.micro_batch, version, override=True)
         micro_batch = args.micro_batch or written
         if micro_batch is None:  # nothing says it: assumed, and the notes say so when a config was given
-            micro_batch, said = micro_batch_when_unsaid(ds_config, hw.total_gpus)
+            micro_batch, said = micro_batch_when_unsaid(ds_config, hw.total_gpus, version)
             refused = said if args.config is not None else None
         if args.micro_batch and written is not None and written != args.micro_batch:
             # estimate sizes what it is asked, but says that DeepSpeed would run the config's own
@@ -258,7 +259,6 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     except UsageError as exc:  # estimate stays lenient (it sizes what is written) but says what it assumed
         micro_batch, refused = 1, f"{exc}; estimated at an assumed micro batch of 1"
     shape = memory.Shape(micro_batch, args.seq_len, args.attention, args.recompute)
-    version = resolve_version(args.deepspeed_version)
     caveats = [] if args.config is None else config_caveats(ds_config, hw.total_gpus, version, args.precision)
     ds_config, resized = sized_batch(ds_config, hw.total_gpus, args.micro_batch, version)
     caveats += [resized] if resized else []

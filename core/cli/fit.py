@@ -111,8 +111,8 @@ def _inputs(args: argparse.Namespace, version: str) -> _Inputs:
     gpu = _gpu(args)
     hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
                          args.nvme)
-    resolved = config_micro_batch(written, args.gpus, args.micro_batch, override=False)
-    unsaid, said = micro_batch_when_unsaid(written, args.gpus, args.gradient_accumulation_steps)
+    resolved = config_micro_batch(written, args.gpus, args.micro_batch, version, override=False)
+    unsaid, said = micro_batch_when_unsaid(written, args.gpus, version, args.gradient_accumulation_steps)
     micro = args.micro_batch or resolved or unsaid
     assumed = "" if resolved and not args.micro_batch else \
         f" (micro batch given: {micro_batch_words(written)})" if args.micro_batch else f" ({said})"

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from core import models
-from core.batch import BATCH_KEYS, train_batch_of
+from core.batch import BATCH_KEYS
 from core.cli.common import (
     DEFAULT_SEQ_LEN,
     EXIT_ERRORS,
@@ -54,6 +54,7 @@ from core.cli.common import (
     read_sizing_config,
     read_stdin,
     refused_caveat,
+    run_train_batch,
     seq_len,
     sized_batch,
 )
@@ -389,11 +390,11 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     # the micro batch the config runs with, read as fit reads it: batch keys DeepSpeed refuses are an error unless
     # --micro-batch replaces them, and a --micro-batch contradicting written keys is refused (with
     # --gradient-accumulation-steps the HF Trainer's own comparison below names the clash)
-    resolved = config_micro_batch(config, cluster.total_gpus, args.micro_batch,
+    resolved = config_micro_batch(config, cluster.total_gpus, args.micro_batch, version,
                                   override=args.gradient_accumulation_steps is not None)
     micro, micro_assumed = args.micro_batch or resolved, None
     if micro is None:  # "auto" or not set: assumed as fit, estimate and the app assume it, and said
-        micro, micro_assumed = micro_batch_when_unsaid(config, cluster.total_gpus,
+        micro, micro_assumed = micro_batch_when_unsaid(config, cluster.total_gpus, version,
                                                           args.gradient_accumulation_steps)
     config, resized = sized_batch(config, cluster.total_gpus, args.micro_batch, version)
     if args.gradient_accumulation_steps is not None:
@@ -405,7 +406,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if cut:
             sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
         # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
-        summary, global_batch = parse_log(text), train_batch_of(config, cluster.total_gpus)
+        summary, global_batch = parse_log(text), run_train_batch(config, cluster.total_gpus, version)
         try:
             measured = step_seconds_from_log(summary, global_batch)
         except ValueError as exc:  # core words it without the flags: here the measured step is --calibrate-step
