@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from core import hardware, models
+from core.autofill import find_auto
 from core.memory import ATTENTION_IMPLS, attention_help
 from core.memory.estimate import GIB
 from core.memory.result import gib_capacity
@@ -64,15 +65,23 @@ def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
             if before.get(key) != after.get(key)]
 
 
-def _user_optimizer(config: Mapping[str, Any]) -> str | None:
-    """The config's optimizer section as JSON for the planner's cache key, None without a readable one."""
-    section = config.get("optimizer")
-    if not isinstance(section, Mapping):
-        return None
+def _config_key(config: Mapping[str, Any]) -> str | None:
+    """The session's config as JSON for the planner's cache key (each row is ranked as loaded into it), None when
+    it has no JSON form (the planner's own candidates then)."""
     try:
-        return json.dumps(section, sort_keys=True)
+        return json.dumps(config, sort_keys=True)
     except (TypeError, ValueError):
         return None
+
+
+def _optimizer_words(adopted: Mapping[str, Any], before: Mapping[str, Any]) -> str:
+    """What the message says of the optimizer: nothing when the user's is kept as it was."""
+    if adopted.get("optimizer") == before.get("optimizer"):
+        return ""
+    if find_auto(adopted.get("optimizer")):
+        return (', its optimizer (its parameters "auto": the HF Trainer fills them from its TrainingArguments and '
+                "refuses a written learning rate other than --learning_rate)")
+    return ", its optimizer"
 
 
 def _option(row: Any) -> str:
@@ -164,9 +173,11 @@ def planner() -> None:
 
     # The ranking of ~500 candidates, the node sweep and what the page draws of them, once per distinct input (a
     # rerun for any other widget, or a second visit, only sends them): ui.plan_view.
-    # the user's optimizer, which "Use this config" keeps: each row is costed with it (its states, fused or not)
+    # each row is the session's config with the candidate loaded into it, as "Use this config" loads it (the user's
+    # optimizer, precision sections and other ZeRO keys), read as the session's release
     settings = plan_view.Settings(int(seq_len), int(global_batch), tokens * 1e9 or None, price or None, attention,
-                                  precision, _user_optimizer(app_state.get_config()))
+                                  precision, _config_key(app_state.get_config()), ctx.get("target", "deepspeed"),
+                                  ui_memory.version_of(ctx))
     ranked = plan_view.ranking(spec, cluster, settings)
     st.subheader("Ranked configs")
     storage = ui_memory.node_storage(ctx)
@@ -208,11 +219,11 @@ def planner() -> None:
                 ctx.update(model=model_name, total_params=spec.total_params,
                            largest_layer_params=spec.largest_layer_params, model_config=models.get_config(model_name))
             before = app_state.get_config()
-            adopted = adopt_candidate(before, row["config"])
+            adopted = adopt_candidate(before, row["config"], target=settings.target, version=settings.version)
             kept = kept_by_adoption(before, adopted, row["config"])
             removed = removed_by_adoption(before, adopted)
             changed = _changes(old_ctx, ctx)
-            optimizer = "" if isinstance(before.get("optimizer"), Mapping) else ", its optimizer"
+            optimizer = _optimizer_words(adopted, before)
             app_state.replace_config(adopted)
             st.session_state["plan_message"] = (
                 f"Loaded rank {rank} into the builder ({_option(row)}, micro batch {row['micro_batch']}): its "

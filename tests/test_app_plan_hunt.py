@@ -10,6 +10,7 @@ from app_support import app, html_tables
 
 from core.models import get_config, get_spec
 from core.perf.recommend import adopt_candidate, build_config
+from core.schema.base import DEFAULT_VERSION
 
 PAGE = "pages/plan.py"
 LLAMA7 = "meta-llama/Llama-2-7b-hf"
@@ -138,3 +139,86 @@ def test_a_tiny_models_step_time_is_not_shown_as_zero():
     assert (steps > 0).all(), steps
     fastest = next(i.value for i in at.info if "Fastest fitting" in i.value)
     assert " 0.00 s per step" not in fastest and f"{steps.iloc[0]:g} s per step" in fastest, fastest
+
+
+HF_AUTO_ADAMW = {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}}
+
+
+def test_an_hf_target_gets_an_optimizer_the_trainer_fills_and_it_is_costed_as_ranked():
+    """For the HF Trainer the adopted AdamW wrote lr 1e-4, which the Trainer refuses against its --learning_rate
+    (default 5e-5); now every parameter is "auto", as the hf-auto presets write them, and the row's step holds."""
+    from core.autofill import resolve_auto
+    from core.validate import validate
+
+    at = app(None, PAGE, target="hf")
+    row = _gpt2_on_v100(at)
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    config = at.session_state["config"]
+    assert config["optimizer"] == HF_AUTO_ADAMW
+    filled = resolve_auto(config, learning_rate=5e-5, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+                          weight_decay=0.0)  # the Trainer's defaults: no disagreement raised
+    assert filled["optimizer"]["params"] == {"lr": 5e-5, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
+    findings = validate(config, target="hf", world_size=8).findings
+    assert not [f for f in findings if (f.path or "").startswith("optimizer")], findings
+    assert 'its optimizer (its parameters "auto"' in _message(at)
+    step = _predicted_step(at)
+    assert _same_step(step, row), (step, row)
+
+
+def test_a_deepspeed_target_still_gets_a_written_optimizer():
+    candidate = build_config(stage=1, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
+                             grad_accum=4, world_size=8, precision="bf16", gpus_per_node=8)
+    assert adopt_candidate({}, candidate)["optimizer"] == candidate["optimizer"]
+    assert adopt_candidate({}, candidate, target="hf")["optimizer"] == HF_AUTO_ADAMW
+    lamb = {"optimizer": {"type": "Lamb", "params": {"lr": 3e-4}}}
+    assert adopt_candidate(lamb, candidate, target="hf")["optimizer"] == lamb["optimizer"]
+
+
+BF16_MASTER = {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True}, "zero_optimization": {"stage": 2}}
+
+
+@pytest.mark.parametrize("version", ["0.16.9", DEFAULT_VERSION])
+def test_rows_are_ranked_as_loaded_in_the_sessions_release_and_a_used_row_fits_as_ranked(version):
+    """The rows were the bare candidates, without the user's bf16 section that "Use this config" keeps: on the
+    newest release a row said 64.3 GiB and the loaded config 59.3 (bf16 master weights). Each row is now the config
+    as loaded, read as the session's release: 0.16.9 ignores bf16_master_weights_and_grads (fp32 master weights),
+    so its row is the larger one, where reading it as the newest release would have said 59.3."""
+    at = app(BF16_MASTER, PAGE, version=version, **_model(LLAMA7))
+    row_gib = html_tables(at)[0]["GPU GiB"].iloc[0]
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["config"]["bf16"]["bf16_master_weights_and_grads"] is True
+    _, fit = _headline(at)
+    assert "**Fits**" in fit and f"GPU {float(row_gib):.1f} of" in fit, (fit, row_gib)
+    other = "0.16.9" if version == DEFAULT_VERSION else DEFAULT_VERSION
+    assert html_tables(app(BF16_MASTER, PAGE, version=other, **_model(LLAMA7)))[0]["GPU GiB"].iloc[0] != row_gib
+
+
+@pytest.mark.parametrize(("config", "version", "key"), [
+    ({**ELASTIC, "elasticity": {**ELASTIC["elasticity"], "enabled": 0}}, "0.19.7", "elasticity"),
+    ({**ELASTIC, "elasticity": {**ELASTIC["elasticity"], "enabled": None}}, "0.19.7", "elasticity"),
+    (SEQUENCE_PARALLEL, "0.16.9", "sequence_parallel_size"),
+])
+def test_what_the_release_does_not_act_on_is_kept_and_not_said_removed(config, version, key):
+    """Elasticity with "enabled": 0 or null is off as DeepSpeed reads it, and 0.16.x ignores sequence_parallel_size:
+    neither overrides the row's batch keys, yet both were removed 'since they would override' them."""
+    at = app(config, PAGE, version=version, **_model(LLAMA7))
+    row_gib = html_tables(at)[0]["GPU GiB"].iloc[0]
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["config"][key] == config[key]
+    assert "removed" not in _message(at)
+    verdict, fit = _headline(at)
+    assert "**Accepted**" in verdict, verdict
+    assert "**Fits**" in fit and f"GPU {float(row_gib):.1f} of" in fit, (fit, row_gib)
+
+
+def test_an_optimizer_value_that_is_kept_is_not_said_loaded():
+    """A non-object optimizer (here a bare name) is kept by adoption, which replaces only a missing or null one, but
+    the message said it loaded the row's optimizer."""
+    at = app({"optimizer": "AdamW", "bf16": {"enabled": True}}, PAGE, **_model(LLAMA7))
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["config"]["optimizer"] == "AdamW"
+    assert "its optimizer" not in _message(at)

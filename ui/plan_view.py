@@ -23,6 +23,7 @@ from core.memory.result import gib_used
 from core.models.arch import ModelSpec
 from core.perf import Cluster, gpu_sweep, recommend
 from core.perf.advice import decimals_for
+from core.schema.base import DEFAULT_VERSION
 from ui import charts, memory, tables
 
 #: Rows of the ranked table (and the choices of "Use this config").
@@ -43,13 +44,25 @@ class Settings:
     price_per_gpu_hour: float | None
     attention: str
     precision: str
-    optimizer: str | None = None
-    """The user's optimizer section as JSON (hashable), which every candidate gets; None: the planner's AdamW."""
+    config: str | None = None
+    """The session's config as JSON (hashable), which each row is loaded into and ranked as (``recommend``'s
+    ``base``: its optimizer, precision sections and other ZeRO keys); None: the planner's own candidates."""
+    target: str = "deepspeed"
+    """The session's target: for "hf" an adopted optimizer's parameters are "auto"."""
+    version: str = DEFAULT_VERSION
+    """The session's DeepSpeed release, which every candidate is read as."""
 
     @property
-    def optimizer_section(self) -> dict[str, Any] | None:
-        """``optimizer`` as the section ``recommend`` takes."""
-        return json.loads(self.optimizer) if self.optimizer is not None else None
+    def base(self) -> dict[str, Any] | None:
+        """``config`` as the config ``recommend`` takes."""
+        return json.loads(self.config) if self.config is not None else None
+
+    @property
+    def planner_inputs(self) -> dict[str, Any]:
+        """What ``recommend`` and ``gpu_sweep`` take from these settings, as keyword arguments."""
+        return dict(seq_len=self.seq_len, global_batch=self.global_batch, tokens=self.tokens,
+                    price_per_gpu_hour=self.price_per_gpu_hour, attention=self.attention, precision=self.precision,
+                    base=self.base, target=self.target, version=self.version)
 
 
 def _candidate(r: Any, rank: str = "") -> str:
@@ -95,10 +108,7 @@ class Ranking:
 @functools.lru_cache(maxsize=64)
 def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
     """``core.perf.recommend`` of the page's inputs, and what the page draws of it."""
-    table = recommend(model, cluster, seq_len=settings.seq_len, global_batch=settings.global_batch,
-                      tokens=settings.tokens, price_per_gpu_hour=settings.price_per_gpu_hour,
-                      attention=settings.attention, precision=settings.precision,
-                      optimizer=settings.optimizer_section)
+    table = recommend(model, cluster, **settings.planner_inputs)
     fitting = table[table["fits"]]
     shown = fitting.head(SHOWN).reset_index(drop=True)
     usable = table.attrs["usable_gpu_memory_gib"] * GIB
@@ -148,10 +158,7 @@ class NodeSweep:
 @functools.lru_cache(maxsize=64)
 def node_sweep(model: ModelSpec, cluster: Cluster, settings: Settings, node_counts: tuple[int, ...]) -> NodeSweep:
     """``core.perf.gpu_sweep`` of the page's inputs at ``node_counts``, and the rows of its chart."""
-    sweep = gpu_sweep(model, cluster, seq_len=settings.seq_len, global_batch=settings.global_batch,
-                      node_counts=list(node_counts), tokens=settings.tokens,
-                      price_per_gpu_hour=settings.price_per_gpu_hour, attention=settings.attention,
-                      precision=settings.precision, optimizer=settings.optimizer_section)
+    sweep = gpu_sweep(model, cluster, node_counts=list(node_counts), **settings.planner_inputs)
     usable = sweep[sweep["fits"]] if not sweep.empty else sweep
     if usable.empty or "hours" not in usable:
         return NodeSweep(None, not usable.empty, sweep.attrs.get("min_gpus"))

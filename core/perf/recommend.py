@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.batch import BATCH_KEYS
+from core.batch import BATCH_KEYS, reads_sequence_parallel, runs_elastic
 from core.effective import effective, legacy_offload_keys
 from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
@@ -23,6 +23,7 @@ from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import read_settings
 from core.precision import with_precision_mode
+from core.schema.base import DEFAULT_VERSION
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
@@ -119,30 +120,49 @@ _CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_we
                         "zero_hpz_partition_size")
 
 
-#: The top-level keys ``adopt_candidate`` removes when they are on: the planner ranks data parallelism over every
-#: GPU with the candidate's batch keys, which sequence parallelism (fewer data-parallel ranks) and elastic training
-#: (its own batch search) would override, and DeepSpeed would then refuse the batch keys or run another batch.
+#: The top-level keys ``adopt_candidate`` removes when the release acts on them: the planner ranks data parallelism
+#: over every GPU with the candidate's batch keys, which sequence parallelism (fewer data-parallel ranks) and elastic
+#: training (its own batch search) would override, and DeepSpeed would then refuse the batch keys or run another batch.
 _OVERRIDING_KEYS = ("sequence_parallel_size", "elasticity")
 
+#: The optimizer a candidate gets for the HF Trainer: it fills every "auto" from its TrainingArguments (as the
+#: hf-auto presets write it), where a written lr other than --learning_rate makes it refuse the config.
+HF_AUTO_PARAMS: Mapping[str, Any] = {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}
 
-def _overrides_batch(key: str, value: Any) -> bool:
-    """Whether the user's ``key`` (one of ``_OVERRIDING_KEYS``) would change what the candidate's batch keys mean."""
+
+def _overrides_batch(config: Mapping[str, Any], key: str, version: str) -> bool:
+    """Whether DeepSpeed ``version`` acts on the user's ``key`` (one of ``_OVERRIDING_KEYS``) so that it changes
+    what the candidate's batch keys mean: elastic training on as that release reads it, a sequence parallel size
+    other than 1 in a release that reads the key (0.16.x ignores it)."""
     if key == "sequence_parallel_size":
-        return value != 1
-    return not (isinstance(value, Mapping) and value.get("enabled", False) is False)
+        return reads_sequence_parallel(version) and config[key] != 1
+    return runs_elastic(config, version)
 
 
-def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
+def candidate_optimizer(candidate: Mapping[str, Any], target: str = "deepspeed") -> Any:
+    """The optimizer section adoption writes into a config without one: the candidate's, its parameters "auto" for
+    the HF Trainer (``target`` "hf"; the type, which the planner costs, stays)."""
+    section = candidate.get("optimizer")
+    if target == "hf" and isinstance(section, Mapping):
+        return {**section, "params": dict(HF_AUTO_PARAMS)}
+    return section
+
+
+def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, target: str = "deepspeed",
+                    version: str = DEFAULT_VERSION) -> dict[str, Any]:
     """``config`` with what a planner candidate (``build_config``) decides: the batch keys, the precision and the
-    ZeRO stage, offload and ZeRO++, and its optimizer when ``config`` has none (the planner costs the optimizer);
-    the user's optimizer, scheduler, monitoring, unknown keys and every other ZeRO key are kept. Legacy offload keys
-    (``cpu_offload``) go, since they would override the candidate's offload, and so do sequence parallelism and
-    elastic training (``removed_by_adoption``), which would override its batch keys."""
+    ZeRO stage, offload and ZeRO++, and its optimizer when ``config`` has none (the planner costs the optimizer;
+    ``candidate_optimizer``: "auto" parameters for ``target`` "hf"); the user's optimizer, scheduler, monitoring,
+    unknown keys and every other ZeRO key are kept. Legacy offload keys (``cpu_offload``) go, since they would
+    override the candidate's offload, and so do sequence parallelism and elastic training where DeepSpeed
+    ``version`` acts on them (``removed_by_adoption``), since they would override its batch keys. Adopting into
+    ``config`` again what it returned gives it back."""
     patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
     if config.get("optimizer") is None and "optimizer" in candidate:
-        patch["optimizer"] = candidate["optimizer"]
+        patch["optimizer"] = candidate_optimizer(candidate, target)
+    as_dict = dict(config)
     for key in _OVERRIDING_KEYS:
-        if key in config and _overrides_batch(key, config[key]):
+        if key in config and _overrides_batch(as_dict, key, version):
             patch[key] = None
     cand_zero = candidate["zero_optimization"]
     zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
@@ -150,14 +170,15 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any]) -> 
     if not isinstance(config.get("zero_optimization"), Mapping):
         zero_patch = dict(cand_zero)  # nothing readable to keep
     patch["zero_optimization"] = zero_patch
-    return with_precision_mode(apply_patch(config, patch), effective(candidate).precision_mode)
+    return with_precision_mode(apply_patch(config, patch), effective(candidate, version).precision_mode, version)
 
 
 def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
     """The top-level keys of ``config`` that ``adopted`` (``adopt_candidate(config, candidate)``) has as they were
-    and the candidate has no say in (its clipping is not adopted, nor its optimizer over the user's), in the
-    config's order: what the app says it kept."""
-    decided = {*BATCH_KEYS, "zero_optimization", *(key for key in candidate if key in ("bf16", "fp16"))}
+    and the candidate has no say in (its clipping is not adopted, nor its optimizer over the user's, nor the
+    precision sections it does not enable), in the config's order: what the app says it kept."""
+    mode = effective(candidate).precision_mode
+    decided = {*BATCH_KEYS, "zero_optimization", *(("bf16", "bfloat16") if mode == "bf16" else (mode,))}
     return [key for key in config if key not in decided and adopted.get(key) == config[key]]
 
 
@@ -211,6 +232,9 @@ def recommend(
     fitting_only: bool = False,
     fastest_only: bool = False,
     optimizer: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
+    target: str = "deepspeed",
+    version: str = DEFAULT_VERSION,
 ) -> pd.DataFrame:
     """Every candidate config with its predicted speed and whether it fits, fastest fitting first.
 
@@ -226,7 +250,10 @@ def recommend(
     one down only while the step time stays the same, and the first row is the full ranking's first row.
     An input it refuses (a batch that does not split over the GPUs, tokens whose time overflows) raises
     ``PlanInputError`` naming the parameter. ``optimizer`` is the optimizer section every candidate has (the user's,
-    so a used row is costed as ranked), else ``DEFAULT_OPTIMIZER``.
+    so a used row is costed as ranked), else ``DEFAULT_OPTIMIZER``. ``base``: the config a row is loaded into;
+    each candidate is then ``adopt_candidate(base, candidate, target=target, version=version)``, ranked as it
+    would be loaded (the user's optimizer, precision sections and other ZeRO keys). Every candidate is read (memory
+    and speed) as DeepSpeed ``version`` reads it.
     """
     fitting_only = fitting_only or fastest_only
     if precision not in ("bf16", "fp16", "fp32"):
@@ -258,9 +285,11 @@ def recommend(
         probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
                              grad_accum=per_gpu, world_size=world, precision=precision,
                              gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
+        if base is not None:
+            probe = adopt_candidate(base, probe, target=target, version=version)
         # the candidates of one option differ only in their batch keys: the config is read once, and each
         # candidate's reading is that one with its own micro batch and accumulation (half of predict's time)
-        probe_settings = read_settings(probe, world)
+        probe_settings = read_settings(probe, world, version)
         for rc in recompute:
             shape = Shape(1, seq_len, attention, rc)
             mem = evaluate_arrays(probe, model, hardware, shape, micro_batch=mb_array,
@@ -276,10 +305,9 @@ def recommend(
             group: list[dict[str, Any]] = []
             for i in reversed(order) if fastest_only else order:
                 mb = micro_batches[i]
-                cfg = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp,
-                                   micro_batch=mb, grad_accum=per_gpu // mb, world_size=world, precision=precision,
-                                   gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
-                est = predict(cfg, model, cluster, replace(shape, micro_batch=mb),
+                cfg = {**probe, "train_batch_size": global_batch, "train_micro_batch_size_per_gpu": mb,
+                       "gradient_accumulation_steps": per_gpu // mb}
+                est = predict(cfg, model, cluster, replace(shape, micro_batch=mb), version=version,
                               settings=replace(probe_settings, grad_accum=per_gpu // mb, config_micro_batch=mb))
                 if fastest_only and group and est.step_seconds > group[0]["step_seconds"]:
                     break  # slower than a larger micro batch, and so are the smaller ones
@@ -326,7 +354,7 @@ def recommend(
         notes=notes, caveats=caveats,
         memory_headroom=memory_headroom, gpu_memory_gib=hardware.gpu_memory_bytes / GIB,
         usable_gpu_memory_gib=limit / GIB, fits_rule=fits_rule(hardware.gpu_memory_bytes / GIB, memory_headroom),
-        attention=attention,
+        attention=attention, version=version,
         seq_len=seq_len, global_batch=global_batch, precision=precision, cluster=cluster.described(),
         tokens=tokens, price_per_gpu_hour=price_per_gpu_hour,
         recompute_note="recompute is the model's gradient checkpointing (e.g. HF gradient_checkpointing_enable); "
@@ -370,6 +398,7 @@ def gpu_sweep(
     node_counts: list[int] | None = None,
     tokens: float | None = None,
     price_per_gpu_hour: float | None = None,
+    version: str = DEFAULT_VERSION,
     **kwargs: Any,
 ) -> pd.DataFrame:
     """Best fitting config per cluster size (whole nodes of ``cluster``): time and cost against GPU count.
@@ -378,7 +407,7 @@ def gpu_sweep(
     total_gpus and the reason); ``min_gpus`` in ``attrs`` is the smallest
     size in the sweep where anything fits, ``memory_min_gpus`` the memory model's ``min_gpus`` for the most frugal
     config (any GPU count, not only whole nodes), with the GPU memory the rows may use (``memory_headroom`` kept
-    free, as ``recommend`` keeps it).
+    free, as ``recommend`` keeps it). Every config is read as DeepSpeed ``version`` reads it.
     """
     counts = node_counts or [1, 2, 4, 8, 16, 32, 64]
     rows = []
@@ -390,7 +419,7 @@ def gpu_sweep(
                             "reason": f"{sized.total_gpus} GPUs do not divide the global batch of {global_batch}"})
             continue
         table = recommend(model, sized, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
-                          price_per_gpu_hour=price_per_gpu_hour, fastest_only=True, **kwargs)
+                          price_per_gpu_hour=price_per_gpu_hour, fastest_only=True, version=version, **kwargs)
         row = {"nodes": nodes, "total_gpus": sized.total_gpus, "fits": not table.empty}
         for key in ("stage", "offload_optimizer", "offload_param", "zeropp", "micro_batch", "recompute",
                     "step_seconds", "tokens_per_second", "tflops_per_gpu", "hours", "cost"):
@@ -420,8 +449,10 @@ def gpu_sweep(
         frugal = build_config(stage=3, offload_optimizer=opt, offload_param=param, zeropp=False, micro_batch=1,
                               grad_accum=1, world_size=1, precision=kwargs.get("precision", "bf16"),
                               gpus_per_node=cluster.gpus_per_node, optimizer=kwargs.get("optimizer"))
+        if kwargs.get("base") is not None:
+            frugal = adopt_candidate(kwargs["base"], frugal, target=kwargs.get("target", "deepspeed"), version=version)
         floor = min_gpus(frugal, model, usable, Shape(1, seq_len, kwargs.get("attention", "flash"), "full"),
-                         allowances=cluster.memory_allowances)
+                         allowances=cluster.memory_allowances, version=version)
         if floor is not None:
             floors.append(floor.total_gpus)
     frame.attrs["memory_min_gpus"] = min(floors, default=None)
