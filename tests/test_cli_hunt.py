@@ -183,3 +183,17 @@ def test_an_unknown_release_is_answered_with_what_a_user_can_give(capsys):
     assert run(["fit", "x.json", *LLAMA, "--deepspeed-version", "latest"])[0] == 2
     err = capsys.readouterr().err
     assert "gen_profiles" not in err and "Leave the flag out" in err and f"the newest, {NEWEST}" in err
+
+
+def test_predict_names_only_written_values_when_the_trainer_refuses_them(tmp_path, capsys):
+    """predict compared the Trainer's flags with the config as sized for --micro-batch (accumulation 1, which it
+    wrote itself): "ds gradient_accumulation_steps=1 vs hf …" of a key the user never wrote. It compares the
+    written config, as fit does."""
+    path = config_file(tmp_path, {"train_batch_size": 100, "fp16": {"enabled": True}})
+    flags = [*LLAMA, "--micro-batch", "2", "--gradient-accumulation-steps", "4", *RELEASE]
+    errors = []
+    for command in (["predict", path, "--gpu", "A100 80GB"], ["fit", path]):
+        assert run([*command, *flags])[0] == 2
+        errors.append(capsys.readouterr().err.split(": ", 1)[1])
+    assert "ds train_batch_size=100 vs hf train_batch_size (calculated)=64" in errors[0]
+    assert "gradient_accumulation_steps=1" not in errors[0] and errors[0] == errors[1]

@@ -396,9 +396,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if micro is None:  # "auto" or not set: assumed as fit, estimate and the app assume it, and said
         micro, micro_assumed = micro_batch_when_unsaid(config, cluster.total_gpus, version,
                                                           args.gradient_accumulation_steps)
-    config, resized = sized_batch(config, cluster.total_gpus, args.micro_batch, version)
-    if args.gradient_accumulation_steps is not None:
+    if args.gradient_accumulation_steps is not None:  # on the written keys, as fit: a clash names only those
         config = hf_batch(config, micro, args.gradient_accumulation_steps, cluster.total_gpus, version)
+    config, resized = sized_batch(config, cluster.total_gpus, args.micro_batch, version)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
     if args.log is not None:
