@@ -197,3 +197,23 @@ def test_predict_names_only_written_values_when_the_trainer_refuses_them(tmp_pat
         errors.append(capsys.readouterr().err.split(": ", 1)[1])
     assert "ds train_batch_size=100 vs hf train_batch_size (calculated)=64" in errors[0]
     assert "gradient_accumulation_steps=1" not in errors[0] and errors[0] == errors[1]
+
+
+#: The HF Trainer's standard config: every batch key and both precisions "auto"
+HF_STANDARD = {"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto",
+               "gradient_accumulation_steps": "auto", "train_batch_size": "auto", "zero_optimization": {"stage": 2}}
+
+
+@pytest.mark.parametrize("command", ["fit", "estimate"])
+def test_the_standard_hf_config_is_not_said_to_enable_both_precisions(command, tmp_path):
+    """0.16.9 reads a raw "auto" as on, but under the Trainer (--fp16 or --bf16, never both) the config runs, as
+    validate --target hf says: fit and estimate said "fp16 and bf16 are both enabled, which DeepSpeed refuses"."""
+    path = config_file(tmp_path, HF_STANDARD)
+    argv = [command, path, *LLAMA] if command == "fit" else [command, "--config", path, *LLAMA]
+    assert run(["validate", "--target", "hf", "--deepspeed-version", "0.16.9", path])[0] == 0
+    data = json.loads(run([*argv, "--deepspeed-version", "0.16.9", "--format", "json"])[1])
+    assert data["deepspeed_version"] == "0.16.9" and data["caveats"] == []
+    # written on, both are still refused whatever fills the rest
+    path = config_file(tmp_path, {**HF_STANDARD, "fp16": {"enabled": True}, "bf16": {"enabled": True}})
+    data = json.loads(run([*argv, "--deepspeed-version", "0.16.9", "--format", "json"])[1])
+    assert any(c.startswith("fp16 and bf16 are both enabled") for c in data["caveats"])

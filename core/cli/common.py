@@ -563,13 +563,19 @@ def gib(text: str) -> int:
     return int(value * GIB)
 
 
+def _target(config: dict[str, Any]) -> str:
+    """Who reads ``config`` before DeepSpeed does: the HF Trainer ("hf") when it has "auto" values, else nobody."""
+    from core.autofill import find_auto
+
+    return "hf" if find_auto(config) else "deepspeed"
+
+
 def refused_caveat(config: dict[str, Any], world_size: int, version: str) -> str | None:
     """What makes DeepSpeed ``version`` (or, with "auto" values, the HF Trainer) refuse ``config`` on ``world_size``
     GPUs, as a caveat for a number computed as if it ran (the validator's errors); None when nothing does."""
-    from core.autofill import find_auto
     from core.validate import validate
 
-    target = "hf" if find_auto(config) else "deepspeed"
+    target = _target(config)
     report = validate(config, world_size=world_size, target=target, version=version)
     errors = [f for f in report.findings if f.severity == "error"]
     if not errors:
@@ -586,10 +592,11 @@ def config_caveats(config: dict[str, Any], gpus: int, version: str, precision: s
     refuse it on ``gpus`` GPUs (as predict says it), and the precision sized when fp16 and bf16 are both on and
     ``precision`` (estimate's --precision) does not choose one."""
     from core.effective import effective
+    from core.rules.precision import fp16_and_bf16_both_on
 
     caveats = [refusal] if (refusal := refused_caveat(config, gpus, version)) else []
     meaning = effective(config, version)
-    if meaning.fp16 and meaning.bf16 and precision is None:
+    if precision is None and fp16_and_bf16_both_on(meaning, hf=_target(config) == "hf"):
         caveats.append(f"fp16 and bf16 are both enabled, which DeepSpeed refuses: sized as {meaning.precision_mode}; "
                        "disable the one you do not train in")
     return caveats

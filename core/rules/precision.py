@@ -24,13 +24,16 @@ def _on(ctx: Context, section: str) -> bool:
     return bool(getattr(ctx.meaning, section))
 
 
-def _on_once_filled(ctx: Context, section: str) -> bool:
-    """``_on`` once the HF Trainer has filled an "auto" ``enabled`` (target hf): from --fp16 / --bf16, which
+def fp16_and_bf16_both_on(meaning: Effective, hf: bool) -> bool:
+    """Whether fp16 and bf16 are both enabled in the config ``meaning`` reads (as its release reads it), once the
+    HF Trainer has filled an "auto" ``enabled`` when ``hf`` (target hf): from --fp16 / --bf16, which
     TrainingArguments never lets both be on, so an "auto" section is not the second of two enabled ones (older
-    releases read a raw "auto" as on, but they never see it under the Trainer)."""
-    if ctx.is_hf and getattr(ctx.meaning, f"{section}_auto"):
-        return False
-    return _on(ctx, section)
+    releases read a raw "auto" as on, but they never see it under the Trainer). DeepSpeed refuses both on."""
+
+    def on(section: str) -> bool:
+        return not (hf and getattr(meaning, f"{section}_auto")) and bool(getattr(meaning, section))
+
+    return on("fp16") and on("bf16")
 
 
 def _power_fails(value: Any) -> bool:
@@ -115,7 +118,7 @@ def precision(ctx: Context) -> Iterator[Finding]:
         yield Finding("error", "precision.null", "bf16",
                       f"`bf16` is null; DeepSpeed {ctx.version} reads it with dict.get and fails.",
                       "Remove it or write {\"enabled\": false}.", delete_fix("bf16"), "precision")
-    if _on_once_filled(ctx, "fp16") and _on_once_filled(ctx, "bf16"):
+    if fp16_and_bf16_both_on(ctx.meaning, ctx.is_hf):
         yield Finding(
             "error", "precision.fp16-and-bf16", "bf16.enabled",
             "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "
