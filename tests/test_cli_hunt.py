@@ -217,3 +217,18 @@ def test_the_standard_hf_config_is_not_said_to_enable_both_precisions(command, t
     path = config_file(tmp_path, {**HF_STANDARD, "fp16": {"enabled": True}, "bf16": {"enabled": True}})
     data = json.loads(run([*argv, "--deepspeed-version", "0.16.9", "--format", "json"])[1])
     assert any(c.startswith("fp16 and bf16 are both enabled") for c in data["caveats"])
+
+
+@pytest.mark.parametrize("command", ["fit", "predict"])
+def test_the_refusal_suggests_the_validate_command_that_checked_it(command, tmp_path):
+    """For a config with "auto" values the refusal is the HF Trainer's, yet it suggested validate without
+    --target hf, which reads every "auto" raw: 5 errors where the caveat counted 1."""
+    path = config_file(tmp_path, {**HF_STANDARD, "zero_optimization": {"stage": 7}})
+    argv = [command, path, *LLAMA, *(["--gpu", "H100"] if command == "predict" else []),
+            "--deepspeed-version", "0.16.9"]
+    caveat = next(line for line in run(argv)[1].splitlines() if "refuses this config" in line)
+    assert "(1 error(s): type.enum at zero_optimization.stage)" in caveat
+    suggested = caveat.split("(dsconfig ", 1)[1].split(" says how)")[0].replace("FILE", path).split()
+    assert suggested[:3] == ["validate", "--target", "hf"]
+    assert "— 1 error(s)" in run(suggested)[1]
+    assert "— 5 error(s)" in run([arg for arg in suggested if arg not in ("--target", "hf")])[1]

@@ -583,8 +583,10 @@ def refused_caveat(config: dict[str, Any], world_size: int, version: str) -> str
     listed = "; ".join(f"{f.code} at {f.path or '<root>'}" for f in errors[:3])
     more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""
     runner = f"the HF Trainer (with DeepSpeed {version})" if target == "hf" else f"DeepSpeed {version}"
+    hf = " --target hf" if target == "hf" else ""  # what was checked here: without it validate reads "auto" raw
     return (f"{runner} refuses this config as written ({len(errors)} error(s): {listed}{more}); the numbers assume "
-            f"it is fixed (dsconfig validate --deepspeed-version {version} --world-size {world_size} FILE says how)")
+            f"it is fixed (dsconfig validate{hf} --deepspeed-version {version} --world-size {world_size} FILE says "
+            "how)")
 
 
 def config_caveats(config: dict[str, Any], gpus: int, version: str, precision: str | None = None) -> list[str]:
