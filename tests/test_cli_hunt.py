@@ -232,3 +232,14 @@ def test_the_refusal_suggests_the_validate_command_that_checked_it(command, tmp_
     assert suggested[:3] == ["validate", "--target", "hf"]
     assert "— 1 error(s)" in run(suggested)[1]
     assert "— 5 error(s)" in run([arg for arg in suggested if arg not in ("--target", "hf")])[1]
+
+
+def test_fit_counts_a_package_of_devices_in_the_start_page_s_words(tmp_path, monkeypatch):
+    """gpu_notes typed the sentence GPU.counting_note gives the Start page: one wording, so a change to it reaches
+    both."""
+    from core import hardware
+
+    path = config_file(tmp_path, {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}})
+    monkeypatch.setattr(hardware.GPU, "counting_note", lambda gpu: f"count {gpu.name} in GCDs")
+    text = run(["fit", path, "--model", "Qwen/Qwen2.5-0.5B", "--gpu", "MI250X"])[1]
+    assert "note: count AMD MI250X 128GB in GCDs" in text and "one DeepSpeed rank" not in text

@@ -610,7 +610,5 @@ def gpu_notes(gpu: GPU | None, precision: str) -> list[str]:
     if gpu is None:
         return []
     notes = [f"{problem}." for problem in (gpu.precision_problem(precision),) if problem]
-    if gpu.devices > 1:  # the app's Start page says it in these words
-        notes.append(f"One {gpu.name} is {gpu.devices} devices (GCDs) of {gpu.memory_gib:g} GiB, one DeepSpeed rank "
-                     f"each: count GPUs per node in GCDs ({gpu.devices} per package)")
-    return notes
+    counting = gpu.counting_note()  # the app's Start page says it in these words
+    return notes + ([counting] if counting else [])
