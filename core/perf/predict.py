@@ -357,7 +357,10 @@ def predict(
     if gas is None:
         gas = 1
         why = st.batch_problem or "no whole number of accumulation steps"
-        notes.append(f"The config's batch keys do not resolve on this cluster ({why}): 1 micro-step per optimizer "
+        notes.append(f"The config's batch does not resolve on this cluster ({why}): 1 micro-step per optimizer "
+                     "step assumed; DeepSpeed stops there (choose a GPU count elastic training accepts)."
+                     if st.elastic else
+                     f"The config's batch keys do not resolve on this cluster ({why}): 1 micro-step per optimizer "
                      "step assumed; write gradient_accumulation_steps and the micro batch to predict the step you "
                      "run.")
     tokens = shape.micro_batch * shape.seq_len * gas * cluster.total_gpus

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import GA, MB, TB, effective_world_size, parallelism_left_out, positive_whole, resolve_batch
+from core.batch import GA, MB, TB, batch_run, effective_world_size, parallelism_left_out, resolve_batch, runs_elastic
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.base import DEFAULT_VERSION
@@ -92,6 +92,7 @@ class PerfSettings:
     compute_bytes: int = 2  # bytes per activation element
     grad_accum: int | None = None  # from the batch keys; None when they do not resolve
     batch_problem: str = ""  # why they do not (core.batch's message)
+    elastic: bool = False  # elastic training computes the batch, not the batch keys (core.batch.runs_elastic)
     config_micro_batch: int | None = None
     wall_clock_breakdown: bool = False
     fused_optimizer: bool = True  # DeepSpeed builds FusedAdam from the config's optimizer section
@@ -103,6 +104,31 @@ class PerfSettings:
     @property
     def stage(self) -> int:
         return self.memory.stage
+
+
+def _batch(cfg: Mapping[str, Any], total_gpus: int, version: str,
+           notes: list[str]) -> tuple[int | None, int | None, str, bool]:
+    """(accumulation, micro batch, why they do not resolve, elastic) as DeepSpeed ``version`` runs ``cfg`` on
+    ``total_gpus`` GPUs (``core.batch.batch_run``: elastic training's batch where the release runs it, else the
+    batch keys over the data-parallel ranks that release counts)."""
+    as_dict = dict(cfg)
+    # DeepSpeedConfig checks the batch keys against dist.get_world_size() (/ sequence_parallel_size) when no mpu
+    # is passed, which AutoTP is not: its groups come later (engine._configure_tensor_parallel_states), so
+    # train_batch_size counts every tensor-parallel rank (core.batch.effective_world_size, as the validator)
+    run = batch_run(as_dict, total_gpus, version)
+    if run is not None:
+        return run[2], run[1], "", runs_elastic(as_dict, version)
+    if runs_elastic(as_dict, version):  # it ignores the batch keys, "auto" or not
+        return None, None, f"elastic training computes no batch DeepSpeed {version} accepts on {total_gpus} GPUs", True
+    if "auto" in (cfg.get(TB), cfg.get(MB)) and _int(cfg.get(GA), 0):
+        # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
+        # (trainer_config_process fill_match): that written count is the run's
+        grad_accum = _int(cfg.get(GA), 0)
+        notes.append(f'train_batch_size / the micro batch are "auto" (the HF Trainer fills them): the written '
+                     f"gradient_accumulation_steps ({grad_accum}) is used.")
+        return grad_accum, None, "", False
+    resolved = resolve_batch(as_dict, effective_world_size(as_dict, total_gpus, version))
+    return None, None, resolved.message or "no whole number of accumulation steps", False
 
 
 def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
@@ -155,21 +181,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
         zeropp.append("zero_hpz_partition_size")
     if zeropp and mem.stage != 3:  # stage3.py / partition_parameters.py are the only readers
         notes.append(f"ZeRO++ ({', '.join(zeropp)}) only acts with ZeRO stage 3: ignored.")
-    # DeepSpeedConfig checks the batch keys against dist.get_world_size() (/ sequence_parallel_size) when no mpu
-    # is passed, which AutoTP is not: its groups come later (engine._configure_tensor_parallel_states), so
-    # train_batch_size counts every tensor-parallel rank (core.batch.effective_world_size, as the validator)
-    batch = resolve_batch(dict(cfg), effective_world_size(dict(cfg), total_gpus))
-    grad_accum = micro = None
-    # a derived count can be a float (sequence parallelism divides the world size: 2.0 steps is 2)
-    if batch.ok and positive_whole(batch.grad_accum) is not None:
-        grad_accum = positive_whole(batch.grad_accum)
-        micro = positive_whole(batch.micro_batch)
-    elif "auto" in (cfg.get(TB), cfg.get(MB)) and _int(cfg.get(GA), 0):
-        # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
-        # (trainer_config_process fill_match): that written count is the run's
-        grad_accum = _int(cfg.get(GA), 0)
-        notes.append(f'train_batch_size / the micro batch are "auto" (the HF Trainer fills them): the written '
-                     f"gradient_accumulation_steps ({grad_accum}) is used.")
+    grad_accum, micro, batch_problem, elastic = _batch(cfg, total_gpus, version, notes)
     notes.extend(f"Not modelled: {what}." for what, on in _UNMODELLED.values() if on(cfg))
     compile_sec = cfg.get("compile")
     if isinstance(compile_sec, Mapping):  # CompileConfig has no "enabled": engine.compile() turns it on
@@ -220,7 +232,8 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
         compute_precision=compute,
         compute_bytes=compute_bytes,
         grad_accum=grad_accum,
-        batch_problem="" if grad_accum is not None else batch.message,
+        batch_problem=batch_problem,
+        elastic=elastic,
         config_micro_batch=micro,
         wall_clock_breakdown=bool(cfg.get("wall_clock_breakdown", False)),  # get_scalar_param, a truth value
         fused_optimizer=fused,
