@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from core.batch import batch_run
 from core.memory import Shape
+from core.memory.estimate import TrainingSettings
 from core.models import get_spec
 from core.perf import Cluster, predict
 from core.perf.settings import read_settings
 
 LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
 H100 = "NVIDIA H100 80GB"
+ULYSSES = "sequence-parallel all-to-all (Ulysses)"
 SP_ON_16 = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 2,
             "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
 #: DeepSpeed 0.19.7's elastic search: candidates 1680 (2 x 840) and 1440; 1680 is valid on 8 GPUs (840 % 8 == 0),
@@ -51,4 +53,19 @@ def test_a_gpu_count_elastic_training_refuses_says_so_not_the_batch_keys():
                    version="0.19.7")
     assert step.gradient_accumulation_steps == 1
     assert any("elastic training" in n and "batch keys" not in n for n in step.notes)
+
+
+def test_0_16_sizes_and_times_whole_sequences_with_sequence_parallel_size_written():
+    without = {k: v for k, v in SP_ON_16.items() if k != "sequence_parallel_size"}
+    memory = TrainingSettings.from_ds_config(SP_ON_16, "0.16.9")
+    assert memory.sequence_parallel == 1
+    assert any("0.16.9 ignores sequence_parallel_size" in n for n in memory.notes)
+    assert TrainingSettings.from_ds_config(SP_ON_16, "0.19.7").sequence_parallel == 2
+    settings = read_settings(SP_ON_16, 16, "0.16.9")
+    assert settings.sp == 1 and settings.comm_bytes == 2  # no fp32 seq_parallel_communication_data_type either
+    cluster, shape = Cluster(H100, 8, nodes=2), Shape(micro_batch=2, seq_len=8192)
+    old = predict(SP_ON_16, LLAMA7, cluster, shape, version="0.16.9")
+    assert ULYSSES not in old.breakdown
+    assert old.step_seconds == predict(without, LLAMA7, cluster, shape, version="0.16.9").step_seconds
+    assert ULYSSES in predict(SP_ON_16, LLAMA7, cluster, shape, version="0.19.7").breakdown
 

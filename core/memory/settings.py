@@ -13,7 +13,7 @@ from functools import cache, partial
 from typing import Any
 
 from core.autofill import HIDDEN_SIZE_KEYS
-from core.batch import sequence_parallel_degree
+from core.batch import reads_sequence_parallel, sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
@@ -181,7 +181,13 @@ class TrainingSettings:
             notes.append("1-bit optimizers also keep error-feedback buffers (not counted).")
 
         sequence_parallel = sequence_parallel_degree(cfg) or 1
-        if sequence_parallel > 1:
+        if sequence_parallel > 1 and not reads_sequence_parallel(version):
+            notes.append(f"sequence_parallel_size {sequence_parallel}: DeepSpeed {version} ignores "
+                         "sequence_parallel_size, so no Ulysses groups form: each GPU holds and computes whole "
+                         "sequences (activations estimated for the whole sequence, no sequence-parallel "
+                         "all-to-all).")
+            sequence_parallel = 1
+        elif sequence_parallel > 1:
             notes.append(f"sequence_parallel_size {sequence_parallel}: activations are estimated for each GPU's "
                          f"share of the sequence (Ulysses shards it {sequence_parallel} ways; eager attention's "
                          "scores, which span the whole sequence for a share of the heads, are counted for the share "
