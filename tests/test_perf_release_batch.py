@@ -13,6 +13,7 @@ from core.perf.settings import read_settings
 
 LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
 H100 = "NVIDIA H100 80GB"
+MI250X = "AMD MI250X 128GB"
 ULYSSES = "sequence-parallel all-to-all (Ulysses)"
 SP_ON_16 = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "sequence_parallel_size": 2,
             "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
@@ -69,3 +70,15 @@ def test_0_16_sizes_and_times_whole_sequences_with_sequence_parallel_size_writte
     assert old.step_seconds == predict(without, LLAMA7, cluster, shape, version="0.16.9").step_seconds
     assert ULYSSES in predict(SP_ON_16, LLAMA7, cluster, shape, version="0.19.7").breakdown
 
+
+def test_mi250x_ulysses_inside_one_package_runs_at_the_package_link():
+    """8 GCDs in 4 packages: an SP group of 2 spans one package (200 GB/s), of 4 two packages (the 50 GB/s link)."""
+    shape = Shape(micro_batch=1, seq_len=4096)
+
+    def all_to_all(sp: int, intra_gbyte_s: float | None = None) -> float:
+        config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "train_batch_size": 8 // sp,
+                  "sequence_parallel_size": sp, "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+        return predict(config, LLAMA7, Cluster(MI250X, 8, intra_node_gbyte_s=intra_gbyte_s), shape).breakdown[ULYSSES]
+
+    assert all_to_all(2) == all_to_all(2, 200) == all_to_all(2, 50) / 4
+    assert all_to_all(4) == all_to_all(4, 50)

@@ -320,8 +320,12 @@ def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape
         # in backward
         ranks = st.sp
         volume = (12 if rerun else 8) * layers * act * (ranks - 1) / ranks
-        bw = cl.intra_bytes_s if ranks * st.tp <= cl.gpus_per_node else min(cl.intra_bytes_s,
-                                                                            cl.inter_bytes_s / cl.gpus_per_node)
+        # an SP group's ranks sit every tp devices (ring_seconds' placement), so it spans tp*(sp-1)+1 of them:
+        # inside one package that is the package's link, not the whole node's ring (MI250X: 200 vs 50 GB/s)
+        if ranks * st.tp <= cl.gpus_per_node:
+            bw = cl.intra_ring_bytes_s(st.tp * (ranks - 1) + 1)
+        else:
+            bw = min(cl.intra_bytes_s, cl.inter_bytes_s / cl.gpus_per_node)
         parts.add(parts.micro_serial, "sequence-parallel all-to-all (Ulysses)", volume / (bw * cl.efficiency.link))
 
 
