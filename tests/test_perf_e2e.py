@@ -55,10 +55,13 @@ def test_plan_use_the_recommended_config_and_export_it(browser, server):  # noqa
         exported = download(tab)
     finally:
         context.close()
-    # the row's batch, precision and ZeRO settings, adopted into the session's (blank) config: nothing else of
-    # the planner's own config (its AdamW, clipping) replaces what the user has or has not written
-    assert exported == adopt_candidate(empty_config(), table[table["fits"]].iloc[0]["config"])
-    assert "optimizer" not in exported and exported["zero_optimization"]["stage"] in (0, 1, 2, 3)
+    # the row's batch, precision and ZeRO settings, adopted into the session's (blank) config, with the AdamW the
+    # row was costed with since the blank config has no optimizer; nothing else of the planner's own config (its
+    # clipping) replaces what the user has or has not written
+    row = table[table["fits"]].iloc[0]["config"]
+    assert exported == adopt_candidate(empty_config(), row)
+    assert exported["optimizer"] == row["optimizer"] and "gradient_clipping" not in exported
+    assert exported["zero_optimization"]["stage"] in (0, 1, 2, 3)
 
 
 def test_the_ranked_table_stays_inside_the_page_at_1280_px(browser, server):  # noqa: F811 — the imported fixture
