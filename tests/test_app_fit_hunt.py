@@ -92,3 +92,19 @@ def test_a_precision_the_gpu_lacks_names_the_start_and_precision_pages() -> None
     assert "no bf16 arithmetic" in text and "GPU on the Start page" in text, text
     assert "precision on the Precision page" in text, text
     assert _edit_links(at) == ["Edit on Start", "Edit on Precision"]
+
+
+def test_the_gpu_count_sweep_of_an_elastic_config_says_elastic_training_refuses_a_count() -> None:
+    """Elastic training sets the batch and refuses the GPU counts outside its range; the caption blamed batch keys
+    that "do not resolve" (which elastic training ignores)."""
+    config = {"elasticity": {"enabled": True, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6],
+                             "min_gpus": 1, "max_gpus": 16, "version": 0.1},
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 3}}
+    at = app(config, "pages/zero.py", version="0.19.7", **MODEL)
+    at.radio(key="zero_sweep_axis").set_value("total_gpus").run()
+    assert not at.exception, at.exception
+    rows = _sweep_rows(at)
+    refused = [count for count, row in rows.items() if row[2] == "batch does not resolve"]
+    assert refused and "8" not in refused  # the cluster's own 8 GPUs run, the larger counts elastic training refuses
+    held = next(c.value for c in at.caption if c.value.startswith("Held fixed"))
+    assert f"Elastic training refuses {', '.join(refused)} GPUs" in held and "batch keys" not in held

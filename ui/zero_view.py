@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from core import memory as core_memory
+from core.batch import runs_elastic
 from ui import charts, memory, tables
 from ui.shared_cache import shared_cache
 
@@ -138,20 +139,24 @@ class SweepView:
 NO_BATCH = "batch does not resolve"
 
 
-def _held(axis: str, shape: tuple, derived: bool, refused: list[int]) -> str:
-    """What a sweep along ``axis`` keeps as it is (``shape``: the key's shape tuple), in words."""
+def _held(axis: str, shape: tuple, derived: bool, refused: list[int], elastic: bool = False) -> str:
+    """What a sweep along ``axis`` keeps as it is (``shape``: the key's shape tuple), in words; ``elastic``: elastic
+    training sets the batch (and refuses the GPU counts it cannot use), not the batch keys."""
     micro, seq_len = shape[0], shape[1]
     if axis == "micro_batch":
         return f"Held fixed: sequence length {seq_len}, the GPU count and the rest of the config."
     if axis == "seq_len":
         return f"Held fixed: micro batch {micro}, the GPU count and the rest of the config."
+    source = "elastic training picks" if elastic else "DeepSpeed derives from the batch keys"
     said = (f"Held fixed: sequence length {seq_len} and the config. Each GPU count is sized with the micro batch "
-            "DeepSpeed derives from the batch keys there (or elastic training's), as the Micro batch column shows."
+            f"{source} there, as the Micro batch column shows."
             if derived else f"Held fixed: micro batch {micro}, sequence length {seq_len} and the rest of the config "
-            "(the batch keys do not resolve on this cluster, or say \"auto\").")
+            + ("(elastic training refuses this cluster's GPU count)." if elastic else
+               "(the batch keys do not resolve on this cluster, or say \"auto\")."))
     if refused:
         counts = ", ".join(str(c) for c in refused)
-        said += f" DeepSpeed refuses the batch keys on {counts} GPUs ({NO_BATCH}): no memory is shown there."
+        whose = "Elastic training refuses" if elastic else "DeepSpeed refuses the batch keys on"
+        said += f" {whose} {counts} GPUs ({NO_BATCH}): no memory is shown there."
     return said
 
 
@@ -164,8 +169,9 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     sweep["verdict"] = sweep["fits"].map(memory.fit_label)
     columns = {SWEEP_COLUMNS[axis]: sweep[axis]}
     refused: list[int] = []
-    derived = False
+    derived = elastic = False
     if axis == "total_gpus":
+        elastic = runs_elastic(memory.parsed(keys[0]), memory.version_of(json.loads(keys[1])))
         resolves = sweep["batch_resolves"].astype(bool)
         sweep.loc[~resolves, "verdict"] = NO_BATCH
         refused = [int(c) for c in sweep.loc[~resolves, axis]]
@@ -177,4 +183,4 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     return SweepView(charts.arrow(drawn[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
         **columns, "GPU, GiB per GPU": sweep["gpu_gib"],
         "Fits": sweep["verdict"], "Current": ["◀ current" if c else "" for c in sweep["current"]],
-    }), {"GPU, GiB per GPU": ".1f"}), _held(axis, keys[2], derived, refused))
+    }), {"GPU, GiB per GPU": ".1f"}), _held(axis, keys[2], derived, refused, elastic))
