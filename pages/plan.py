@@ -10,6 +10,7 @@ import streamlit as st
 
 from core import hardware, models
 from core.autofill import find_auto
+from core.effective import effective
 from core.memory import ATTENTION_IMPLS, attention_help
 from core.memory.estimate import GIB
 from core.memory.result import gib_capacity
@@ -82,6 +83,18 @@ def _optimizer_words(adopted: Mapping[str, Any], before: Mapping[str, Any]) -> s
         return (', its optimizer (its parameters "auto": the HF Trainer fills them from its TrainingArguments and '
                 "refuses a written learning rate other than --learning_rate)")
     return ", its optimizer"
+
+
+def _trainer_words(row: Any, target: str) -> str:
+    """For the HF Trainer, the arguments to run the loaded row with: it compares the written batch keys and
+    precision with its TrainingArguments and refuses a run they contradict."""
+    if target != "hf":
+        return ""
+    mode = effective(row["config"]).precision_mode
+    flag = f" --{mode}" if mode in ("bf16", "fp16") else ""
+    return (f". Run the HF Trainer with --per_device_train_batch_size {row['micro_batch']} "
+            f"--gradient_accumulation_steps {row['gradient_accumulation_steps']}{flag}: it refuses a config its "
+            "arguments contradict")
 
 
 def _option(row: Any) -> str:
@@ -232,6 +245,7 @@ def planner() -> None:
                 + (f"; your {' and '.join(removed)} removed (the planner ranks data parallelism over every GPU with "
                    "these batch keys, which they would override)" if removed else "")
                 + (f". Start page changed to the plan's: {', '.join(changed)}" if changed else "")
+                + _trainer_words(row, settings.target)
                 + ". Review & export has the file.")
 
         cols = st.columns([1, 3])

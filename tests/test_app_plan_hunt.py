@@ -166,6 +166,33 @@ def test_an_hf_target_gets_an_optimizer_the_trainer_fills_and_it_is_costed_as_ra
     assert _same_step(step, row), (step, row)
 
 
+def test_an_hf_target_is_told_the_trainer_arguments_the_loaded_row_needs():
+    """The loaded row writes its batch keys and precision, which the HF Trainer compares with its arguments (its
+    default per-device batch is 8) and refuses when they differ: the message now says which arguments to pass."""
+    from core.autofill import AutoFillError, resolve_auto
+
+    at = app(None, PAGE, target="hf")
+    _gpt2_on_v100(at)
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    config = at.session_state["config"]
+    micro, accum = config["train_micro_batch_size_per_gpu"], config["gradient_accumulation_steps"]
+    mode = "fp16" if config.get("fp16", {}).get("enabled") is True else "bf16"
+    assert (f"Run the HF Trainer with --per_device_train_batch_size {micro} --gradient_accumulation_steps {accum} "
+            f"--{mode}: it refuses a config its arguments contradict") in _message(at)
+    world = at.session_state["context"]["gpus_per_node"] * at.session_state["context"]["nodes"]
+    said = {"per_device_train_batch_size": micro, "gradient_accumulation_steps": accum, mode: True,
+            "world_size": world, "learning_rate": 5e-5, "weight_decay": 0.0, "adam_beta1": 0.9, "adam_beta2": 0.999,
+            "adam_epsilon": 1e-8}
+    resolve_auto(config, **said)  # the arguments said: accepted
+    with pytest.raises(AutoFillError):  # another per-device batch (the Trainer's default is 8): refused
+        resolve_auto(config, **{**said, "per_device_train_batch_size": micro + 1})
+    plain = app(None, PAGE)
+    _gpt2_on_v100(plain)
+    plain.button(key="plan_use").click().run()
+    assert "Run the HF Trainer" not in _message(plain)
+
+
 def test_a_deepspeed_target_still_gets_a_written_optimizer():
     candidate = build_config(stage=1, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
                              grad_accum=4, world_size=8, precision="bf16", gpus_per_node=8)
