@@ -147,13 +147,6 @@ def positive_whole(value: Any) -> int | None:
     return int(value) if value > 0 else None
 
 
-def micro_batch_of(config: dict[str, Any], world_size: int) -> int | None:
-    """The micro batch per GPU DeepSpeed runs ``config`` with on ``world_size`` GPUs: written, or derived from
-    train_batch_size and gradient_accumulation_steps; None when neither gives a positive whole number."""
-    resolved = resolve_batch(config, effective_world_size(config, world_size))  # data-parallel ranks, as DeepSpeed
-    return positive_whole(resolved.micro_batch if resolved.ok else config.get(MB))
-
-
 def micro_and_accum_of(config: dict[str, Any], world_size: int,
                        version: str | None = None) -> tuple[int, int] | None:
     """The micro batch and accumulation DeepSpeed resolves ``config`` to on ``world_size`` GPUs (data-parallel
@@ -190,13 +183,6 @@ def batch_run(config: dict[str, Any], world_size: int, version: str) -> tuple[in
     if not resolved.ok or tb is None or micro is None or accum is None:
         return None
     return tb, micro, accum
-
-
-def train_batch_of(config: dict[str, Any], world_size: int) -> int | None:
-    """The global batch (samples per optimizer step) DeepSpeed runs ``config`` with on ``world_size`` GPUs:
-    written, or derived from the micro batch and accumulation; None when neither gives a positive whole number."""
-    resolved = resolve_batch(config, effective_world_size(config, world_size))
-    return positive_whole(resolved.train_batch_size if resolved.ok else config.get(TB))
 
 
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:

@@ -10,12 +10,13 @@ from core.batch import (
     GA,
     MB,
     TB,
+    batch_run,
     batch_suggestions,
     effective_world_size,
-    micro_batch_of,
     resolve_batch,
     valid_world_sizes,
 )
+from core.schema.base import DEFAULT_VERSION
 from core.validate import validate
 
 
@@ -95,8 +96,9 @@ def test_suggestions_always_work(tb, mb, ga, w):
     # Ulysses: 8 GPUs in groups of 4 are 2 data-parallel ranks, 64 = 2 accumulation x 2 ranks x micro batch 16
     ({"train_batch_size": 64, "gradient_accumulation_steps": 2, "sequence_parallel_size": 4}, 8, 16),
 ])
-def test_micro_batch_of(config, world, micro):
-    assert micro_batch_of(config, world) == micro
+def test_the_micro_batch_deepspeed_runs(config, world, micro):
+    run = batch_run(config, world, DEFAULT_VERSION)
+    assert (run[1] if run is not None else None) == micro
 
 
 def test_a_fractional_global_batch_gets_suggestions_from_its_whole_part():

@@ -728,13 +728,14 @@ def test_hf_export_on_a_gpu_count_trains_the_global_batch_deepspeed_derives(conf
     """train_batch_size 32 and a micro batch of 2 on 8 GPUs is accumulation 2 to DeepSpeed; the export made the
     global batch "auto" and passed only per_device_train_batch_size=2, so the Trainer (accumulation 1) trained a
     batch of 16. Judged by transformers' own code on the same GPU count."""
-    from core.batch import train_batch_of
+    from core.batch import batch_run
     from core.launchers import launcher_exports
+    from core.schema.base import DEFAULT_VERSION
     from tests.oracle.oracle import deepspeed_verdict
 
     out, kwargs, notes = launcher_exports(config, {"nodes": 2, "gpus_per_node": 4}, mode).hf
     given = _trainer_accepts(out, kwargs, world_size=8)
-    assert given["train_batch_size"] == train_batch_of(dict(config), 8) == config["train_batch_size"]
+    assert given["train_batch_size"] == batch_run(dict(config), 8, DEFAULT_VERSION)[0] == config["train_batch_size"]
     assert any("what DeepSpeed derives from train_batch_size" in note for note in notes)
     assert deepspeed_verdict(given, world_size=8).accepted
 
