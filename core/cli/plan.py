@@ -79,7 +79,7 @@ from core.perf import (
 )
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
-from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, usable_gpu_bytes
+from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, removed_by_adoption, usable_gpu_bytes
 from core.versions import resolve_version
 
 #: The core planner's parameters (``PlanInputError.parameter`` of recommend and calibrate) as the flags of plan and
@@ -158,6 +158,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="price per GPU-hour (with --tokens: adds the cost of training them)")
     p.add_argument("--top", type=positive_int, default=15, metavar="N", help="rows to print (default %(default)s)")
     p.add_argument("--sweep", action="store_true", help="also print time and cost against the node count")
+    p.add_argument("--base", type=Path, metavar="FILE",
+                   help="a DeepSpeed config each candidate is loaded into and ranked as (its optimizer, precision "
+                   "sections and other ZeRO keys kept, as the app's Plan page does with the session's config)")
+    add_release_flag(p, "read each candidate as")
     p.set_defaults(handler=run_plan)
 
     p = subparsers.add_parser("predict", help="predict one config's step time, throughput and bottleneck",
@@ -264,23 +268,27 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     if args.price is not None and args.tokens is None:  # a cost per step or per hour would be another column
         raise UsageError(f"--price {args.price:g} needs --tokens: the cost is that of training --tokens tokens "
                          "(e.g. --tokens 2e9)")
+    one_stdin_reader({"--hf-config": args.hf_config, "--base": args.base})
+    base = None if args.base is None else read_sizing_config(args.base, "plan", "--base")
     spec, cluster = _model(args), _cluster(args)
     _default_seq_len(args, spec)
+    version = resolve_version(args.deepspeed_version)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
     try:
         table = recommend(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch,
                           precision=args.precision, tokens=args.tokens, price_per_gpu_hour=args.price,
-                          attention=args.attention)
+                          attention=args.attention, base=base, version=version)
         sweep = gpu_sweep(spec, cluster, seq_len=args.seq_len, global_batch=args.global_batch, tokens=args.tokens,
                           price_per_gpu_hour=args.price, precision=args.precision,
-                          attention=args.attention) if args.sweep else None
+                          attention=args.attention, base=base, version=version) if args.sweep else None
     except PlanInputError as exc:  # recommend names its parameters (global_batch): here they are the flags
         raise UsageError(_flag_named(exc)) from None
-    table.attrs["notes"] = [*_model_notes(spec), *table.attrs["notes"]]
+    table.attrs["notes"] = [*_model_notes(spec), *_base_notes(args.base, base, table, version), *table.attrs["notes"]]
     verdict = EXIT_OK if table["fits"].any() else EXIT_ERRORS  # 1: nothing fits on the cluster asked about
     if args.format == "json":
         rows = _records(table.drop(columns=["breakdown"]).head(args.top))
-        data: dict[str, Any] = {"model": spec.name, "cluster": cluster.described(), "assumptions": table.attrs,
+        data: dict[str, Any] = {"model": spec.name, "cluster": cluster.described(), "deepspeed_version": version,
+                                "base": None if args.base is None else str(args.base), "assumptions": table.attrs,
                                 "candidates": len(table), "fitting": int(table["fits"].sum()), "rows": rows}
         if sweep is not None:
             data["gpu_sweep"] = _records(sweep)
@@ -291,7 +299,9 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         return verdict
     out.write(f"{spec.name} on {cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu} "
               f"({_network_text(args, cluster)}; {_node_storage(cluster)} each), seq "
-              f"{args.seq_len}, global batch {args.global_batch}, {args.precision}, {args.attention} attention\n")
+              f"{args.seq_len}, global batch {args.global_batch}, {args.precision}, {args.attention} attention, "
+              f"{'loaded into --base ' + str(args.base) + ', ' if args.base is not None else ''}"
+              f"read as DeepSpeed {version}\n")
     out.write(f"{int(table['fits'].sum())} of {len(table)} candidates fit; fastest first.\n")
     out.write(f"{table.attrs['fits_rule']}.\n")
     if args.tokens is not None:
@@ -352,6 +362,18 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"note: {note}\n")
     out.write("\nPredictions are analytical (core/perf); see README 'Planner' for what they assume.\n")
     return verdict
+
+
+def _base_notes(path: Path | None, base: dict[str, Any] | None, table: pd.DataFrame, version: str) -> list[str]:
+    """What loading the candidates into --base took out of it (sequence parallelism, elastic training where
+    ``version`` acts on them: they would override the candidates' batch keys), as the app's Plan page says it."""
+    if base is None or table.empty:
+        return []
+    removed = removed_by_adoption(base, table["config"].iloc[0])  # the same keys in every row: base and release
+    if not removed:
+        return []
+    return [f"--base {path}: {', '.join(removed)} taken out of every candidate: DeepSpeed {version} would let "
+            f"{'it' if len(removed) == 1 else 'them'} override the candidate's batch keys"]
 
 
 def _gpus_in_nodes(gpus: int, per_node: int) -> str:

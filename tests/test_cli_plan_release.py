@@ -1,0 +1,87 @@
+"""``dsconfig plan --deepspeed-version`` and ``--base``: the candidates ranked as a release reads them, loaded into
+the user's config as the app's Plan page loads them."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from core.cli import main
+
+PLAN = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA A100 80GB", "--seq-len", "4096",
+        "--global-batch", "64"]
+#: bf16 master weights and optimizer states: 0.16.x never reads the keys (fp32 master weights), 0.19.8 keeps them
+#: in bf16, so its candidates need less memory and rank differently.
+BF16_STATES = {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}}
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv, out=out)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def base(tmp_path):
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(BF16_STATES))
+    return str(path)
+
+
+def _json(argv: list[str]) -> dict:
+    code, text, _ = run([*argv, "--format", "json"])
+    assert code == 0
+    return json.loads(text)
+
+
+def test_plan_ranks_the_base_as_the_release_reads_it(base):
+    old = _json([*PLAN, "--base", base, "--deepspeed-version", "0.16.9", "--top", "3"])
+    new = _json([*PLAN, "--base", base, "--deepspeed-version", "0.19.8", "--top", "3"])
+    assert (old["deepspeed_version"], new["deepspeed_version"]) == ("0.16.9", "0.19.8")
+    assert old["base"] == new["base"] == base
+    assert old["fitting"] < new["fitting"]  # bf16 master weights free memory in 0.19.8 only
+    assert old["rows"][0]["gpu_peak_gib"] > new["rows"][0]["gpu_peak_gib"]
+    assert [r["micro_batch"] for r in old["rows"]] != [r["micro_batch"] for r in new["rows"]]
+    assert new["rows"][0]["config"]["bf16"] == BF16_STATES["bf16"]  # the base's keys kept in each row
+
+
+def test_plan_sweep_reads_the_release_too(base):
+    argv = [*PLAN, "--base", base, "--sweep", "--top", "1"]
+    old = _json([*argv, "--deepspeed-version", "0.16.9"])["gpu_sweep"][0]
+    new = _json([*argv, "--deepspeed-version", "0.19.8"])["gpu_sweep"][0]
+    assert old["step_seconds"] != new["step_seconds"]
+
+
+def test_plan_text_says_the_release_and_the_base(base):
+    code, text, _ = run([*PLAN, "--base", base, "--deepspeed-version", "0.16.9", "--top", "1"])
+    assert code == 0
+    assert f"loaded into --base {base}, read as DeepSpeed 0.16.9\n" in text.splitlines(keepends=True)[0]
+
+
+def test_plan_says_what_the_base_lost(tmp_path):
+    path = tmp_path / "sp.json"
+    path.write_text(json.dumps({"sequence_parallel_size": 2, "bf16": {"enabled": True}}))
+    text = run([*PLAN, "--base", str(path), "--deepspeed-version", "0.19.8", "--top", "1"])[1]
+    assert "sequence_parallel_size taken out of every candidate: DeepSpeed 0.19.8" in text
+    # 0.16.x ignores the key: nothing to take out, and the rows keep it
+    data = _json([*PLAN, "--base", str(path), "--deepspeed-version", "0.16.9", "--top", "1"])
+    assert data["rows"][0]["config"]["sequence_parallel_size"] == 2
+    assert not any("taken out" in note for note in data["assumptions"]["notes"])
+
+
+def test_plan_refuses_an_unknown_release_as_fit_does(base):
+    code, _, err = run([*PLAN, "--deepspeed-version", "0.1"])
+    fit_code, _, fit_err = run(["fit", base, "--model", "meta-llama/Llama-2-7b-hf", "--deepspeed-version", "0.1"])
+    assert code == fit_code == 2
+    said = fit_err.splitlines()[-1].split("error: ", 1)[1]
+    assert "has no DeepSpeed validation profile" in said
+    assert err.splitlines()[-1] == f"dsconfig plan: error: {said}"
+
+
+def test_plan_base_and_hf_config_cannot_both_read_stdin():
+    code, _, err = run(["plan", "--hf-config", "-", "--base", "-", "--gpu", "NVIDIA A100 80GB", "--global-batch", "8"])
+    assert code == 2 and "both read standard input" in err
