@@ -8,37 +8,28 @@ from typing import Any
 
 import streamlit as st
 
-from core import fit, hardware
+from core import fit
 from core.findings import Finding, Report
 from core.memory.result import gib_capacity, gib_used
-from core.models.arch import ModelSpec
-from core.precision import precision_mode
 from ui import actions, app_state, fields, focus, memory
 from ui.shared_cache import shared_cache
 
 
-def setup_pages(problem: str, config: Mapping[str, Any],
-                context: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """Where the inputs behind a setup problem (``memory.setup_problems``) are changed: a sentence and the page ids.
-    A sequence beyond the model's learned positions: the sequence length or the model, both on Start; a precision
-    the GPU lacks: the GPU on Start or the precision on the Precision page."""
-    model = memory.model_for(context)
-    if isinstance(model, ModelSpec) and problem == model.sequence_problem(int(context.get("seq_len") or 2048)):
-        return "Change the sequence length or the model on the Start page.", ("start",)
-    gpu = hardware.find_gpu(context.get("gpu"))
-    if gpu is not None and problem == gpu.precision_problem(precision_mode(config, memory.version_of(context))):
-        return "Change the GPU on the Start page or the precision on the Precision page.", ("start", "precision")
-    return "Change it on the Start page.", ("start",)
+def setup_advice(problem: memory.SetupProblem) -> str:
+    """The sentence saying where a setup problem's inputs are changed, e.g. "Change the GPU on the Start page or
+    the precision on the Precision page."."""
+    return "Change " + " or ".join(f"{what} on the {app_state.PAGE_TITLES[page]} page"
+                                   for what, page in problem.changed_by) + "."
 
 
 def top_problem(report: Report, config: Mapping[str, Any], estimate: Any,
-                setup: Sequence[str] = (), context: Mapping[str, Any] | None = None,
-                ) -> tuple[str, Finding | None] | None:
-    """The single most important problem: (text, the finding when there is one), or None.
+                setup: Sequence[memory.SetupProblem] = ()) -> tuple[str, Finding | memory.SetupProblem | None] | None:
+    """The single most important problem: (text, the finding or setup problem it is, None for "does not fit"), or
+    None.
 
     A misspelt section first (DeepSpeed ignores it entirely, so the run silently trains without it, though it
     is only a warning), then the first error, then a problem of the setup (``memory.setup_problems``: the model
-    or the GPU cannot run it; ``context`` names the page that changes it), then "does not fit", then the first
+    or the GPU cannot run it; the text names the pages that change it), then "does not fit", then the first
     warning."""
     for finding in report.warnings:
         section = focus.misspelt_section(finding, config)
@@ -48,7 +39,7 @@ def top_problem(report: Report, config: Mapping[str, Any], estimate: Any,
     if report.errors:
         return fields.finding_text(report.errors[0]), report.errors[0]
     if setup:
-        return f"{setup[0]}. {setup_pages(setup[0], config, context or {})[0]}", None
+        return f"{setup[0].message}. {setup_advice(setup[0])}", setup[0]
     if estimate is not None and not estimate.fits:
         return "It does not fit in memory: " + shortfall(estimate) + ".", None
     if report.warnings:
@@ -148,21 +139,22 @@ def render() -> None:
         cols[0].markdown(accept_sentence(report, ctx["version"], ctx["target"]))
         cols[1].markdown(fit_sentence(estimate, assumption))
         setup = memory.setup_problems(config, ctx)
-        problem = top_problem(report, config, estimate, setup, ctx)
+        problem = top_problem(report, config, estimate, setup)
         if problem is None:
             st.markdown("**Nothing to fix.**")
         else:
-            text, finding = problem
+            text, cause = problem
+            finding = cause if isinstance(cause, Finding) else None
             st.markdown(f"**Most important:** {text}")
             buttons = st.columns([2, 2, 1])
-            if finding is None and setup and text.startswith(setup[0]):
-                for column, page in zip(buttons, setup_pages(setup[0], config, ctx)[1], strict=False):
+            if isinstance(cause, memory.SetupProblem):
+                for column, page in zip(buttons, cause.pages, strict=False):
                     column.page_link(app_state.PAGES[page], label=f"Edit on {app_state.PAGE_TITLES[page]}",
                                      icon=":material/edit:")
             elif finding is not None and finding.fix is not None:
                 buttons[0].button(f"Fix: {finding.fix.description}", key="headline_fix", type="primary",
                                   on_click=_apply_finding_fix, args=(finding,), icon=":material/build:")
-            elif finding is None:
+            elif cause is None:
                 found = ways(config, ctx, report)
                 best = found[0] if found and found[0].fits else None
                 if best is not None:

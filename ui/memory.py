@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import altair as alt
@@ -170,18 +172,46 @@ def version_of(context: Mapping[str, Any]) -> str:
     return str(context.get("version") or DEFAULT_VERSION)
 
 
-def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
+#: What changes each kind of setup problem: (the input in words, the id of the page that sets it), in the order
+#: the headline offers them. ``setup_problems`` builds every problem from this table, so a new kind names its pages.
+SETUP_FIXES: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
+    "sequence": (("the sequence length or the model", "start"),),
+    "precision": (("the GPU", "start"), ("the precision", "precision")),
+})
+
+
+@dataclass(frozen=True)
+class SetupProblem:
+    """A problem of the Start page's setup (``setup_problems``): its kind (a key of ``SETUP_FIXES``), the sentence
+    without its full stop, and what changes it: (the input in words, the page id that sets it)."""
+
+    kind: str
+    message: str
+    changed_by: tuple[tuple[str, str], ...]
+
+    @property
+    def pages(self) -> tuple[str, ...]:
+        """The ids of the pages that change it, each once, in order."""
+        return tuple(dict.fromkeys(page for _, page in self.changed_by))
+
+
+def _setup_problem(kind: str, message: str | None) -> SetupProblem | None:
+    return SetupProblem(kind, message, SETUP_FIXES[kind]) if message else None
+
+
+def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> list[SetupProblem]:
     """What makes the run fail on the Start page's setup though DeepSpeed accepts the config and it fits: a
     sequence longer than the model's learned positions, a precision the GPU lacks (the headline and the sidebar
     show them; the ZeRO and Precision pages say them where they are set)."""
     problems = []
     model = model_for(context)
     if isinstance(model, ModelSpec):
-        problems.append(model.sequence_problem(int(context.get("seq_len") or 2048)))
+        problems.append(_setup_problem("sequence", model.sequence_problem(int(context.get("seq_len") or 2048))))
     gpu = hardware.find_gpu(context.get("gpu"))
     if gpu is not None:
-        problems.append(gpu.precision_problem(precision_mode(config, version_of(context))))
-    return [problem for problem in problems if problem]
+        problems.append(_setup_problem("precision",
+                                       gpu.precision_problem(precision_mode(config, version_of(context)))))
+    return [problem for problem in problems if problem is not None]
 
 
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],

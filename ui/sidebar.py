@@ -77,7 +77,7 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
         if assumed:
             text += f" ({assumed}.)"
     for problem in memory.setup_problems(config, ctx):
-        st.error(f"{problem}.", icon=":material/block:")
+        st.error(f"{problem.message}.", icon=":material/block:")
     if estimate.fits:
         st.success(f"Fits: {text}", icon=":material/memory:")
     else:
