@@ -108,3 +108,24 @@ def test_the_gpu_count_sweep_of_an_elastic_config_says_elastic_training_refuses_
     assert refused and "8" not in refused  # the cluster's own 8 GPUs run, the larger counts elastic training refuses
     held = next(c.value for c in at.caption if c.value.startswith("Held fixed"))
     assert f"Elastic training refuses {', '.join(refused)} GPUs" in held and "batch keys" not in held
+
+
+def _sweep_caption(config: dict) -> str:
+    at = app(config, "pages/zero.py", **MODEL)
+    at.radio(key="zero_sweep_axis").set_value("total_gpus").run()
+    assert not at.exception, at.exception
+    return next(c.value for c in at.caption if c.value.startswith("Held fixed"))
+
+
+def test_the_gpu_count_sweep_says_a_written_micro_batch_is_written_not_derived() -> None:
+    """The caption said DeepSpeed "derives" the micro batch from the batch keys even when the config writes it."""
+    held = _sweep_caption({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
+                           "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}})
+    assert "the micro batch the config writes (train_micro_batch_size_per_gpu 2) on every count" in held, held
+    assert "derives" not in held, held
+
+
+def test_the_gpu_count_sweep_says_a_micro_batch_derived_from_train_batch_size_and_accumulation() -> None:
+    held = _sweep_caption({"train_batch_size": 128, "gradient_accumulation_steps": 2,
+                           "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}})
+    assert "DeepSpeed derives there from train_batch_size and gradient_accumulation_steps" in held, held

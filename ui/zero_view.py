@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from core import memory as core_memory
-from core.batch import runs_elastic
+from core.batch import positive_whole, runs_elastic
 from ui import charts, memory, tables
 from ui.shared_cache import shared_cache
 
@@ -139,17 +141,30 @@ class SweepView:
 NO_BATCH = "batch does not resolve"
 
 
-def _held(axis: str, shape: tuple, derived: bool, refused: list[int], elastic: bool = False) -> str:
+def batch_source(config: Mapping[str, Any], version: str) -> str:
+    """Where the GPU-count sweep's micro batch comes from, in words: elastic training's pick, the written
+    ``train_micro_batch_size_per_gpu`` (DeepSpeed uses it on every count), or DeepSpeed's division of
+    train_batch_size (by the accumulation, when written) over the data-parallel ranks."""
+    if runs_elastic(config, version):
+        return "the micro batch elastic training picks there"
+    micro = positive_whole(config.get("train_micro_batch_size_per_gpu"))
+    if micro is not None:
+        return f"the micro batch the config writes (train_micro_batch_size_per_gpu {micro}) on every count"
+    accum = " and gradient_accumulation_steps" if "gradient_accumulation_steps" in config else ""
+    return f"the micro batch DeepSpeed derives there from train_batch_size{accum} (÷ the data-parallel ranks)"
+
+
+def _held(axis: str, shape: tuple, derived: bool, refused: list[int], elastic: bool = False, source: str = "") -> str:
     """What a sweep along ``axis`` keeps as it is (``shape``: the key's shape tuple), in words; ``elastic``: elastic
-    training sets the batch (and refuses the GPU counts it cannot use), not the batch keys."""
+    training sets the batch (and refuses the GPU counts it cannot use), not the batch keys; ``source``:
+    ``batch_source`` of the config, said when the batch keys resolve (``derived``)."""
     micro, seq_len = shape[0], shape[1]
     if axis == "micro_batch":
         return f"Held fixed: sequence length {seq_len}, the GPU count and the rest of the config."
     if axis == "seq_len":
         return f"Held fixed: micro batch {micro}, the GPU count and the rest of the config."
-    source = "elastic training picks" if elastic else "DeepSpeed derives from the batch keys"
-    said = (f"Held fixed: sequence length {seq_len} and the config. Each GPU count is sized with the micro batch "
-            f"{source} there, as the Micro batch column shows."
+    said = (f"Held fixed: sequence length {seq_len} and the config. Each GPU count is sized with {source}, as the "
+            "Micro batch column shows."
             if derived else f"Held fixed: micro batch {micro}, sequence length {seq_len} and the rest of the config "
             + ("(elastic training refuses this cluster's GPU count)." if elastic else
                "(the batch keys do not resolve on this cluster, or say \"auto\")."))
@@ -170,8 +185,10 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     columns = {SWEEP_COLUMNS[axis]: sweep[axis]}
     refused: list[int] = []
     derived = elastic = False
+    source = ""
     if axis == "total_gpus":
-        elastic = runs_elastic(memory.parsed(keys[0]), memory.version_of(json.loads(keys[1])))
+        config, version = memory.parsed(keys[0]), memory.version_of(json.loads(keys[1]))
+        elastic, source = runs_elastic(config, version), batch_source(config, version)
         resolves = sweep["batch_resolves"].astype(bool)
         sweep.loc[~resolves, "verdict"] = NO_BATCH
         refused = [int(c) for c in sweep.loc[~resolves, axis]]
@@ -183,4 +200,4 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     return SweepView(charts.arrow(drawn[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
         **columns, "GPU, GiB per GPU": sweep["gpu_gib"],
         "Fits": sweep["verdict"], "Current": ["◀ current" if c else "" for c in sweep["current"]],
-    }), {"GPU, GiB per GPU": ".1f"}), _held(axis, keys[2], derived, refused, elastic))
+    }), {"GPU, GiB per GPU": ".1f"}), _held(axis, keys[2], derived, refused, elastic, source))
