@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -16,7 +16,7 @@ from core.memory.estimate import GIB
 from core.memory.result import gib_capacity
 from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
-from core.perf.recommend import adopt_candidate, kept_by_adoption, removed_by_adoption
+from core.perf.recommend import adopt_candidate, adoption_removals, kept_by_adoption
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 from ui import memory as ui_memory
 from ui import perf as ui_perf
@@ -73,6 +73,11 @@ def _config_key(config: Mapping[str, Any]) -> str | None:
         return json.dumps(config, sort_keys=True)
     except (TypeError, ValueError):
         return None
+
+
+def _listed(names: Sequence[str]) -> str:
+    """Names in words: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _optimizer_words(adopted: Mapping[str, Any], before: Mapping[str, Any]) -> str:
@@ -234,7 +239,7 @@ def planner() -> None:
             before = app_state.get_config()
             adopted = adopt_candidate(before, row["config"], target=settings.target, version=settings.version)
             kept = kept_by_adoption(before, adopted, row["config"])
-            removed = removed_by_adoption(before, adopted)
+            removals = adoption_removals(before, adopted, settings.version)
             changed = _changes(old_ctx, ctx)
             optimizer = _optimizer_words(adopted, before)
             app_state.replace_config(adopted)
@@ -242,8 +247,7 @@ def planner() -> None:
                 f"Loaded rank {rank} into the builder ({_option(row)}, micro batch {row['micro_batch']}): its "
                 f"batch size, precision and ZeRO stage, offload and ZeRO++{optimizer}"
                 + (f"; your {', '.join(kept[:6])}{' and more' if len(kept) > 6 else ''} kept" if kept else "")
-                + (f"; your {' and '.join(removed)} removed (the planner ranks data parallelism over every GPU with "
-                   "these batch keys, which they would override)" if removed else "")
+                + "".join(f"; your {_listed(paths)} removed ({why})" for paths, why in removals)
                 + (f". Start page changed to the plan's: {', '.join(changed)}" if changed else "")
                 + _trainer_words(row, settings.target)
                 + ". Review & export has the file.")

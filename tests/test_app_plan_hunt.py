@@ -49,11 +49,23 @@ SEQUENCE_PARALLEL = {"train_batch_size": 64, "sequence_parallel_size": 2, "zero_
                      "bf16": {"enabled": True}}
 
 
-@pytest.mark.parametrize(("config", "key"), [(SEQUENCE_PARALLEL, "sequence_parallel_size"), (ELASTIC, "elasticity")])
-def test_a_used_row_is_accepted_and_fits_as_ranked_with_sequence_parallelism_or_elasticity(config, key):
+OVERRIDE_WORDS = "the planner ranks data parallelism over every GPU with these batch keys, which they would override"
+
+
+@pytest.mark.parametrize(("config", "key", "version", "why"), [
+    (SEQUENCE_PARALLEL, "sequence_parallel_size", "0.19.7", OVERRIDE_WORDS),
+    (ELASTIC, "elasticity", "0.19.7", OVERRIDE_WORDS),
+    (ELASTIC, "elasticity", "0.19.8", "DeepSpeed 0.19.8 refuses any config containing it; the row writes the batch "
+                                      "keys directly instead"),
+    ({**ELASTIC, "elasticity": {**ELASTIC["elasticity"], "enabled": False}}, "elasticity", "0.19.8",
+     "DeepSpeed 0.19.8 refuses any config containing it; the row writes the batch keys directly instead"),
+], ids=["sequence-parallel", "elastic-0.19.7", "elastic-0.19.8", "elastic-off-0.19.8"])
+def test_a_used_row_is_accepted_and_fits_as_ranked_with_sequence_parallelism_or_elasticity(config, key, version, why):
     """Kept sequence parallelism halved the data-parallel ranks (refused: 256 != 2 x 16 x 4) and kept elastic
-    training chose its own batch (refused, and "Does not fit 114.9 GiB" for a row that fits): both go, said."""
-    at = app(config, PAGE, version="0.19.7", **_model(LLAMA7))
+    training chose its own batch (refused, and "Does not fit 114.9 GiB" for a row that fits): both go, said.
+    0.19.8 does not run elastic training but refuses any config with an ``elasticity`` section, on or off: it was
+    kept, and the loaded row was refused (removed.enabled-section); it goes too, said with that release's reason."""
+    at = app(config, PAGE, version=version, **_model(LLAMA7))
     row_gib = html_tables(at)[0]["GPU GiB"].iloc[0]
     at.button(key="plan_use").click().run()
     assert not at.exception, at.exception
@@ -61,7 +73,19 @@ def test_a_used_row_is_accepted_and_fits_as_ranked_with_sequence_parallelism_or_
     verdict, fit = _headline(at)
     assert "**Accepted**" in verdict, verdict
     assert "**Fits**" in fit and f"GPU {float(row_gib):.1f} of" in fit, (fit, row_gib)
-    assert f"your {key} removed" in _message(at)
+    assert f"your {key} removed ({why})" in _message(at)
+
+
+def test_the_batch_overriding_keys_are_refused_on_sight_as_each_releases_profile_says():
+    """Adoption asks the schema whether a release refuses ``elasticity`` / ``sequence_parallel_size`` on sight (perf
+    does not import core.versions); the release profiles' own list must agree, release by release."""
+    from core import versions
+    from core.perf.recommend import _OVERRIDING_KEYS, _refused_on_sight
+
+    for version in versions.RELEASES:
+        for key in _OVERRIDING_KEYS:
+            assert _refused_on_sight(key, version) == (key in versions.removed_top_level_keys(version)), (version, key)
+    assert _refused_on_sight("elasticity", "0.19.8") and not _refused_on_sight("elasticity", "0.19.7")
 
 
 def test_adoption_removes_only_what_overrides_the_batch_keys_and_adds_an_optimizer_only_when_none():
@@ -70,9 +94,11 @@ def test_adoption_removes_only_what_overrides_the_batch_keys_and_adds_an_optimiz
     candidate = build_config(stage=1, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
                              grad_accum=4, world_size=8, precision="bf16", gpus_per_node=8)
     harmless = {"sequence_parallel_size": 1, "elasticity": {"enabled": False, "max_train_batch_size": 64}}
-    adopted = adopt_candidate(harmless, candidate)
+    adopted = adopt_candidate(harmless, candidate, version="0.19.7")
     assert adopted["sequence_parallel_size"] == 1 and adopted["elasticity"] == harmless["elasticity"]
     assert removed_by_adoption(harmless, adopted) == []
+    # 0.19.8 refuses any elasticity section, off or not: it goes there
+    assert removed_by_adoption(harmless, adopt_candidate(harmless, candidate, version="0.19.8")) == ["elasticity"]
     assert adopted["optimizer"] == candidate["optimizer"]  # none of the user's: the one the row was costed with
     lamb = {"optimizer": {"type": "Lamb", "params": {"lr": 3e-4}}}
     assert adopt_candidate(lamb, candidate)["optimizer"] == lamb["optimizer"]
@@ -249,3 +275,43 @@ def test_an_optimizer_value_that_is_kept_is_not_said_loaded():
     assert not at.exception, at.exception
     assert at.session_state["config"]["optimizer"] == "AdamW"
     assert "its optimizer" not in _message(at)
+
+
+FP16_SCALING = {"fp16": {"enabled": True, "loss_scale": 0, "initial_scale_power": 16, "loss_scale_window": 1000,
+                         "hysteresis": 2, "min_loss_scale": 1}}
+
+
+@pytest.mark.parametrize("version", ["0.19.7", DEFAULT_VERSION])
+def test_a_bf16_row_loaded_into_an_fp16_config_leaves_no_loss_scaling_behind_and_says_so(version):
+    """Loading a bf16 row switched fp16 off but kept its loss-scaling keys: the validator then warned that they do
+    nothing and advised "Enable fp16 or remove them", where enabling fp16 beside the row's bf16 is wrong. They are
+    taken out now, named in the message; the fp16 section stays, off."""
+    from core.validate import validate
+
+    at = app(FP16_SCALING, PAGE, version=version, **_model(LLAMA7))
+    before = validate(FP16_SCALING, world_size=8, version=version).findings
+    assert not [f for f in before if f.code == "precision.loss-scale-unused"]  # fp16 on: they mean something
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    config = at.session_state["config"]
+    assert config["fp16"] == {"enabled": False} and config["bf16"] == {"enabled": True}
+    findings = validate(config, world_size=8, version=version).findings
+    assert not [f for f in findings if f.path == "fp16" or f.code.startswith("precision.")], findings
+    assert ("your fp16.loss_scale, fp16.initial_scale_power, fp16.loss_scale_window, fp16.hysteresis and "
+            "fp16.min_loss_scale removed (fp16 loss scaling, which does nothing now that the row trains in bf16 "
+            "with fp16 off)") in _message(at)
+    verdict, _fit = _headline(at)
+    assert "**Accepted**" in verdict, verdict
+
+
+def test_an_fp16_row_keeps_the_loss_scaling_it_trains_with():
+    from core.perf.recommend import adoption_removals
+
+    candidate = build_config(stage=2, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
+                             grad_accum=4, world_size=8, precision="fp16", gpus_per_node=8)
+    adopted = adopt_candidate(FP16_SCALING, candidate)
+    assert adopted["fp16"] == FP16_SCALING["fp16"]
+    assert adoption_removals(FP16_SCALING, adopted) == []
+    fp32 = build_config(stage=2, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
+                        grad_accum=4, world_size=8, precision="fp32", gpus_per_node=8)
+    assert adopt_candidate(FP16_SCALING, fp32)["fp16"] == {"enabled": False}  # fp32: off, and nothing to scale

@@ -368,7 +368,7 @@ def test_adopting_a_candidate_keeps_everything_it_does_not_decide():
     assert adopted["zero_optimization"] == {"stage": 2, "reduce_bucket_size": 50_000_000,
                                             "offload_optimizer": {"device": "cpu", "pin_memory": True},
                                             "overlap_comm": True, "contiguous_gradients": True}
-    assert adopted["fp16"] == {"enabled": False, "loss_scale": 128}  # kept for switching back, off
+    assert adopted["fp16"] == {"enabled": False}  # off, without the loss scale that does nothing in bf16
     read = effective(adopted)
     assert read.precision_mode == "bf16" and read.stage == 2
     assert validate(adopted, world_size=16).ok

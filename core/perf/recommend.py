@@ -23,7 +23,9 @@ from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import read_settings
 from core.precision import with_precision_mode
-from core.schema.base import DEFAULT_VERSION
+from core.schema.base import DEFAULT_VERSION, version_tuple
+from core.schema.root import DeepSpeedConfig
+from core.schema.walk import field_exists, section_fields
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
@@ -123,7 +125,13 @@ _CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_we
 #: The top-level keys ``adopt_candidate`` removes when the release acts on them: the planner ranks data parallelism
 #: over every GPU with the candidate's batch keys, which sequence parallelism (fewer data-parallel ranks) and elastic
 #: training (its own batch search) would override, and DeepSpeed would then refuse the batch keys or run another batch.
+#: A release that refuses one of them on sight (0.19.8: ``elasticity``, even disabled) gets it removed too.
 _OVERRIDING_KEYS = ("sequence_parallel_size", "elasticity")
+
+#: fp16's loss-scaling keys (as the validator's ``precision.loss-scale-unused`` lists them): they do nothing unless
+#: fp16 trains, so adopting a bf16 or fp32 row takes them out rather than leave a warning that says "enable fp16".
+FP16_LOSS_SCALE_KEYS = ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale",
+                        "consecutive_hysteresis")
 
 #: The optimizer a candidate gets for the HF Trainer: it fills every "auto" from its TrainingArguments (as the
 #: hf-auto presets write it), where a written lr other than --learning_rate makes it refuse the config.
@@ -137,6 +145,16 @@ def _overrides_batch(config: Mapping[str, Any], key: str, version: str) -> bool:
     if key == "sequence_parallel_size":
         return reads_sequence_parallel(version) and config[key] != 1
     return runs_elastic(config, version)
+
+
+def _refused_on_sight(key: str, version: str) -> bool:
+    """Whether DeepSpeed ``version`` refuses any config containing ``key`` (one of ``_OVERRIDING_KEYS``), switched
+    on or not: the schema says it was removed by then and the release's profile does not read it (``elasticity``
+    from 0.19.8). The profile's own list of keys refused on sight is in ``core.versions``, which perf does not
+    import; ``tests/test_app_plan_hunt.py`` holds the two to agree on these keys in every release."""
+    field = section_fields(DeepSpeedConfig).get(key)
+    return (field is not None and field.meta.removed is not None
+            and version_tuple(version) >= version_tuple(field.meta.removed) and not field_exists(field, "", version))
 
 
 def candidate_optimizer(candidate: Mapping[str, Any], target: str = "deepspeed") -> Any:
@@ -155,14 +173,16 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     ``candidate_optimizer``: "auto" parameters for ``target`` "hf"); the user's optimizer, scheduler, monitoring,
     unknown keys and every other ZeRO key are kept. Legacy offload keys (``cpu_offload``) go, since they would
     override the candidate's offload, and so do sequence parallelism and elastic training where DeepSpeed
-    ``version`` acts on them (``removed_by_adoption``), since they would override its batch keys. Adopting into
-    ``config`` again what it returned gives it back."""
+    ``version`` acts on them, since they would override its batch keys, or refuses them on sight
+    (``_refused_on_sight``), and fp16's loss-scaling keys when the candidate does not train in fp16
+    (``adoption_removals`` says what went and why). Adopting into ``config`` again what it returned gives it
+    back."""
     patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
     if config.get("optimizer") is None and "optimizer" in candidate:
         patch["optimizer"] = candidate_optimizer(candidate, target)
     as_dict = dict(config)
     for key in _OVERRIDING_KEYS:
-        if key in config and _overrides_batch(as_dict, key, version):
+        if key in config and (_overrides_batch(as_dict, key, version) or _refused_on_sight(key, version)):
             patch[key] = None
     cand_zero = candidate["zero_optimization"]
     zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
@@ -170,7 +190,12 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     if not isinstance(config.get("zero_optimization"), Mapping):
         zero_patch = dict(cand_zero)  # nothing readable to keep
     patch["zero_optimization"] = zero_patch
-    return with_precision_mode(apply_patch(config, patch), effective(candidate, version).precision_mode, version)
+    mode = effective(candidate, version).precision_mode
+    adopted = with_precision_mode(apply_patch(config, patch), mode, version)
+    fp16 = adopted.get("fp16")
+    if mode != "fp16" and isinstance(fp16, Mapping):  # fp16 is off now (only ``mode`` is on)
+        adopted["fp16"] = {key: value for key, value in fp16.items() if key not in FP16_LOSS_SCALE_KEYS}
+    return adopted
 
 
 def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
@@ -184,8 +209,34 @@ def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], cand
 
 def removed_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any]) -> list[str]:
     """The top-level keys of ``config`` that ``adopted`` no longer has (sequence parallelism, elastic training),
-    in the config's order: what the app says it removed."""
+    in the config's order."""
     return [key for key in config if key not in adopted]
+
+
+def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any],
+                      version: str = DEFAULT_VERSION) -> list[tuple[tuple[str, ...], str]]:
+    """What ``adopted`` (``adopt_candidate(config, ..., version=version)``) took out of ``config``, grouped by why:
+    (the dotted paths, in the config's order; the reason in words). What the app says it removed."""
+    overriding: list[str] = []
+    refused: list[str] = []
+    for key in removed_by_adoption(config, adopted):
+        (refused if _refused_on_sight(key, version) else overriding).append(key)
+    before, after = config.get("fp16"), adopted.get("fp16")
+    scaling = [f"fp16.{key}" for key in (before if isinstance(before, Mapping) else ())
+               if key in FP16_LOSS_SCALE_KEYS and not (isinstance(after, Mapping) and key in after)]
+    groups: list[tuple[tuple[str, ...], str]] = []
+    if overriding:
+        groups.append((tuple(overriding), "the planner ranks data parallelism over every GPU with these batch keys, "
+                                          "which they would override"))
+    if refused:
+        groups.append((tuple(refused), f"DeepSpeed {version} refuses any config containing "
+                                       f"{'it' if len(refused) == 1 else 'them'}; the row writes the batch keys "
+                                       "directly instead"))
+    if scaling:
+        mode = effective(adopted, version).precision_mode
+        groups.append((tuple(scaling), f"fp16 loss scaling, which does nothing now that the row trains in {mode} "
+                                       "with fp16 off"))
+    return groups
 
 
 def batch_split_problem(global_batch: int, gpus: int, at_most: int | None = None) -> str | None:
