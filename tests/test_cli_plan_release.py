@@ -3,13 +3,11 @@ the user's config as the app's Plan page loads them."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
 
-from core.cli import main
+from tests.cli_support import config_file, run_cli
 
 PLAN = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA A100 80GB", "--seq-len", "4096",
         "--global-batch", "64"]
@@ -18,18 +16,12 @@ PLAN = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA A100 80G
 BF16_STATES = {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}}
 
 
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = main(argv, out=out)
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 @pytest.fixture
 def base(tmp_path):
-    path = tmp_path / "base.json"
-    path.write_text(json.dumps(BF16_STATES))
-    return str(path)
+    return config_file(tmp_path, BF16_STATES, "base.json")
 
 
 def _json(argv: list[str]) -> dict:
@@ -63,12 +55,11 @@ def test_plan_text_says_the_release_and_the_base(base):
 
 
 def test_plan_says_what_the_base_lost(tmp_path):
-    path = tmp_path / "sp.json"
-    path.write_text(json.dumps({"sequence_parallel_size": 2, "bf16": {"enabled": True}}))
-    text = run([*PLAN, "--base", str(path), "--deepspeed-version", "0.19.8", "--top", "1"])[1]
+    path = config_file(tmp_path, {"sequence_parallel_size": 2, "bf16": {"enabled": True}}, "sp.json")
+    text = run([*PLAN, "--base", path, "--deepspeed-version", "0.19.8", "--top", "1"])[1]
     assert "sequence_parallel_size taken out of every candidate: DeepSpeed 0.19.8" in text
     # 0.16.x ignores the key: nothing to take out, and the rows keep it
-    data = _json([*PLAN, "--base", str(path), "--deepspeed-version", "0.16.9", "--top", "1"])
+    data = _json([*PLAN, "--base", path, "--deepspeed-version", "0.16.9", "--top", "1"])
     assert data["rows"][0]["config"]["sequence_parallel_size"] == 2
     assert not any("taken out" in note for note in data["assumptions"]["notes"])
 

@@ -27,12 +27,14 @@ from core.cli.common import (
     SEQ_LEN_HELP,
     UsageError,
     attention_flag_help,
+    catalog_gpu,
     catalog_model,
     config_caveats,
     config_micro_batch,
     gib,
     gib_or_zero,
     gpu_count,
+    gpu_notes,
     guarded,
     hf_config_model,
     json_errors,
@@ -45,7 +47,7 @@ from core.cli.common import (
     seq_len,
     sized_batch,
 )
-from core.hardware import DEFAULT_CPU_RAM_GIB, DEFAULT_GPU, GPU_BY_NAME
+from core.hardware import DEFAULT_CPU_RAM_GIB, DEFAULT_GPU, GPU, GPU_BY_NAME
 from core.memory.result import gib_used
 from core.versions import RELEASES, resolve_version
 
@@ -96,9 +98,29 @@ def add_release_flag(p: argparse.ArgumentParser, what: str = "read the config as
                    "DeepSpeed, else the newest)")
 
 
-#: The GPUs per node and GPU memory of the full estimate when --gpus-per-node and --gpu-memory are not given.
+#: The GPUs per node of the full estimate when --gpus-per-node is not given.
 DEFAULT_GPUS_PER_NODE = 8
-DEFAULT_GPU_MEMORY_GIB = GPU_BY_NAME[DEFAULT_GPU].memory_gib
+
+
+def add_gpu_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--gpu NAME`` and ``--gpu-memory GIB`` (None unless given: ``sized_gpu`` reads them), as every command
+    that sizes a config against one GPU (estimate, fit) has them."""
+    p.add_argument("--gpu", default=None, type=catalog_gpu, metavar="NAME",
+                   help=f"a GPU of the catalog (a unique part of its name is enough; default {DEFAULT_GPU}), or "
+                   "--gpu-memory")
+    p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB",
+                   help="GPU memory in GiB, as PyTorch reports it, instead of --gpu")
+
+
+def sized_gpu(args: argparse.Namespace) -> tuple[GPU | None, int, list[str]]:
+    """The catalog GPU sized for (``--gpu``, default ``DEFAULT_GPU``; None with ``--gpu-memory``), its memory in
+    bytes (``--gpu-memory`` when given) and a note when ``--gpu-memory`` overrides a ``--gpu`` also given."""
+    if args.gpu_memory is None:
+        gpu = GPU_BY_NAME[args.gpu or DEFAULT_GPU]  # catalog_gpu made it a catalog name
+        return gpu, gpu.memory_bytes, []
+    said = [] if args.gpu is None else [f"--gpu-memory {args.gpu_memory / memory.GIB:g} GiB is used instead of "
+                                        f"--gpu {args.gpu}'s memory"]
+    return None, args.gpu_memory, said
 #: The tables' additional_buffer_factor when --buffer-factor is not given: DeepSpeed's default, as the tables have it.
 DEEPSPEED_BUFFER_FACTOR = inspect.signature(memory.zero2_all_cold_table).parameters["additional_buffer_factor"].default
 
@@ -123,9 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     hw.add_argument("--gpus-per-node", type=gpu_count, default=None, metavar="N",
                     help=f"GPUs per node (default 1 with --params, else {DEFAULT_GPUS_PER_NODE})")
     hw.add_argument("--nodes", type=gpu_count, default=1, metavar="N", help="nodes (default %(default)s)")
-    hw.add_argument("--gpu-memory", type=gib, default=int(DEFAULT_GPU_MEMORY_GIB * memory.GIB), metavar="GIB",
-                    help=f"GPU memory in GiB, as PyTorch reports it (default {DEFAULT_GPU_MEMORY_GIB:g}: the "
-                         f"{DEFAULT_GPU}'s)")
+    add_gpu_flags(hw)
     hw.add_argument("--cpu-ram", type=gib, default=int(DEFAULT_CPU_RAM_GIB * memory.GIB), metavar="GIB",
                     help=f"CPU RAM per node in GiB (default {DEFAULT_CPU_RAM_GIB:g})")
     hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
@@ -197,11 +217,12 @@ def _fmt(n: float) -> str:
     return f"{n / memory.GIB:10.2f} GiB"
 
 
-def _render(est: memory.MemoryEstimate, version: str, out: TextIO) -> None:
+def _render(est: memory.MemoryEstimate, version: str, gpu: GPU | None, out: TextIO) -> None:
     hw, sh, st = est.hardware, est.shape, est.settings
     out.write(f"Model: {est.model_name}: {est.total_params:,} params, largest layer {est.largest_layer_params:,}\n")
     out.write(
-        f"Setup: {hw.nodes} node(s) x {hw.gpus_per_node} GPU(s); ZeRO stage {st.stage}, {st.precision}, "
+        f"Setup: {hw.nodes} node(s) x {hw.gpus_per_node} GPU(s){f' ({gpu.name})' if gpu else ''}; "
+        f"ZeRO stage {st.stage}, {st.precision}, "
         f"{st.optimizer} ({st.optimizer_states} states); offload optimizer={st.offload_optimizer}, "
         f"param={st.offload_param}; read as DeepSpeed {version}\n"
     )
@@ -242,8 +263,8 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
     ds_config: Any = {}
     if args.config is not None:
         ds_config = read_sizing_config(args.config, "estimate", "--config")
-    hw = memory.Hardware(args.gpus_per_node or DEFAULT_GPUS_PER_NODE, args.nodes, args.gpu_memory, args.cpu_ram,
-                         args.nvme)
+    gpu, gpu_bytes, gpu_said = sized_gpu(args)
+    hw = memory.Hardware(args.gpus_per_node or DEFAULT_GPUS_PER_NODE, args.nodes, gpu_bytes, args.cpu_ram, args.nvme)
     version = resolve_version(args.deepspeed_version)
     refused = None
     try:
@@ -267,15 +288,16 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         est = dataclasses.replace(est, notes=(refused, *est.notes))
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         est = dataclasses.replace(est, notes=(cannot + "; sized as if it could", *est.notes))  # as predict says
+    est = dataclasses.replace(est, notes=(*gpu_said, *gpu_notes(gpu, est.settings.precision), *est.notes))  # as fit
     table = (memory.options_table(ds_config, spec, hw, shape, precision=args.precision, version=version)
              if args.options else None)
     if args.format == "json":
-        data = {**est.to_dict(), "deepspeed_version": version, "caveats": caveats}
+        data = {**est.to_dict(), "gpu": gpu.name if gpu else None, "deepspeed_version": version, "caveats": caveats}
         if table is not None:
             data["options"] = json.loads(table.to_json(orient="records"))
         out.write(json_report(data))
         return EXIT_OK
-    _render(est, version, out)
+    _render(est, version, gpu, out)
     for caveat in caveats:
         out.write(f"caveat: {caveat}\n")
     if table is not None:
@@ -328,6 +350,6 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 #: The flags (argparse dests) --params does not read, and the one only --params reads.
-_PARAMS_UNREAD = ("gpu_memory", "cpu_ram", "nvme", "micro_batch", "seq_len", "attention", "recompute", "precision",
-                  "options", "deepspeed_version")
+_PARAMS_UNREAD = ("gpu", "gpu_memory", "cpu_ram", "nvme", "micro_batch", "seq_len", "attention", "recompute",
+                  "precision", "options", "deepspeed_version")
 _FULL_UNREAD = "buffer_factor"

@@ -22,7 +22,6 @@ from core.cli.common import (
     SEQ_LEN_HELP,
     UsageError,
     attention_flag_help,
-    catalog_gpu,
     catalog_model,
     config_caveats,
     config_micro_batch,
@@ -41,7 +40,7 @@ from core.cli.common import (
     seq_len,
     sized_batch,
 )
-from core.cli.estimate import add_release_flag
+from core.cli.estimate import add_gpu_flags, add_release_flag, sized_gpu
 from core.memory.result import gib_capacity, gib_used
 from core.versions import resolve_version
 
@@ -53,10 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="the DeepSpeed config (JSON or HJSON)")
     p.add_argument("--model", required=True, metavar="NAME",
                    help="a catalog model name (dsconfig estimate --list-models)")
-    p.add_argument("--gpu", default=None, type=catalog_gpu, metavar="NAME",
-                   help=f"a GPU of the catalog (a unique part of its name is enough; default {DEFAULT_GPU}), or "
-                   "--gpu-memory")
-    p.add_argument("--gpu-memory", type=gib, default=None, metavar="GIB", help="GPU memory in GiB, instead of --gpu")
+    add_gpu_flags(p)
     p.add_argument("--gpus", type=gpu_count, default=8, metavar="N", help="GPUs in the job (default %(default)s)")
     p.add_argument("--gpus-per-node", type=gpu_count, default=8, metavar="N",
                    help="GPUs per node (default %(default)s)")
@@ -79,17 +75,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-#: The GPU without --gpu or --gpu-memory.
-DEFAULT_GPU = hardware.DEFAULT_GPU
-
-
-def _gpu(args: argparse.Namespace) -> hardware.GPU | None:
-    """The catalog GPU --gpu names (a unique part of its name is enough); None with --gpu-memory."""
-    if args.gpu_memory is not None:
-        return None
-    return hardware.find_gpu(args.gpu or DEFAULT_GPU)  # catalog_gpu made it a catalog name
-
-
 class _Inputs(NamedTuple):
     """What fit sizes, read from the arguments."""
 
@@ -100,6 +85,7 @@ class _Inputs(NamedTuple):
     assumed: str  # how the micro batch was chosen, for the setup line ("" when the config says it)
     gpu: hardware.GPU | None
     caveats: list[str]
+    gpu_said: list[str]  # --gpu-memory in place of --gpu's memory
 
 
 def _inputs(args: argparse.Namespace, version: str) -> _Inputs:
@@ -108,9 +94,8 @@ def _inputs(args: argparse.Namespace, version: str) -> _Inputs:
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:
         raise UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")
-    gpu = _gpu(args)
-    hw = memory.Hardware(per_node, args.gpus // per_node, gpu.memory_bytes if gpu else args.gpu_memory, args.cpu_ram,
-                         args.nvme)
+    gpu, gpu_bytes, gpu_said = sized_gpu(args)
+    hw = memory.Hardware(per_node, args.gpus // per_node, gpu_bytes, args.cpu_ram, args.nvme)
     resolved = config_micro_batch(written, args.gpus, args.micro_batch, version, override=False)
     unsaid, said = micro_batch_when_unsaid(written, args.gpus, version, args.gradient_accumulation_steps)
     micro = args.micro_batch or resolved or unsaid
@@ -121,7 +106,7 @@ def _inputs(args: argparse.Namespace, version: str) -> _Inputs:
     config, resized = sized_batch(written, args.gpus, args.micro_batch, version)
     caveats = config_caveats(written, args.gpus, version) + ([resized] if resized else [])
     return _Inputs(config, spec, hw, memory.Shape(micro, args.seq_len, args.attention, args.recompute),
-                   assumed, gpu, caveats)
+                   assumed, gpu, caveats, gpu_said)
 
 
 def _gib_text(n: float) -> str:
@@ -148,9 +133,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     notes = [*gpu_notes(given.gpu, est.settings.precision), *est.notes]
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         notes.insert(0, cannot + "; sized as if it could")  # as predict and the app say it
-    if args.gpu_memory is not None and args.gpu is not None:
-        notes.insert(0, f"--gpu-memory {args.gpu_memory / memory.GIB:g} GiB is used instead of --gpu {args.gpu}'s "
-                        "memory")
+    notes[:0] = given.gpu_said
     trainer_accum = args.gradient_accumulation_steps or 1
     if config.get("gradient_accumulation_steps") == "auto" and args.gradient_accumulation_steps is None:
         notes.append('gradient_accumulation_steps is "auto": the HF Trainer\'s accumulation is taken as 1 (its '
