@@ -8,6 +8,7 @@ activation recomputation is a model setting, the GPU count a launcher setting), 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -396,11 +397,27 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     # a way that fits nothing is worth showing only when it gets closer: adding offload to a job short of CPU RAM
     # alone moves it further away, and was ranked first for its small GPU figure
     now_over = _overshoot(current.gpu_bytes, current.cpu_bytes_per_node, current.nvme_bytes_per_node, hardware)
-    ways = [_with_untested_optimizer_allowed(way, config, version) for way in ways
-            if way.fits or _way_overshoot(way, hardware) < now_over]
+    ways = _distinct([_with_untested_optimizer_allowed(way, config, version) for way in ways
+                      if way.fits or _way_overshoot(way, hardware) < now_over], config)
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else _way_overshoot(w, hardware),
                                        _stage_of(w), w.gpu_bytes))
+
+
+def _distinct(ways: list[Way], config: Mapping[str, Any]) -> list[Way]:
+    """``ways`` less each that leaves the job as it is or as an earlier way leaves it: the combined way can climb
+    its whole ladder to exactly the config of a single way (ZeRO-3 with both offloads), listed twice otherwise."""
+    def change(config_patch: Mapping[str, Any], context_patch: Mapping[str, Any]) -> str:
+        return json.dumps([apply_patch(config, config_patch), dict(context_patch)], sort_keys=True, default=repr)
+
+    seen = {change({}, {})}
+    kept: list[Way] = []
+    for way in ways:
+        key = change(way.config_patch, way.context_patch)
+        if key not in seen:
+            seen.add(key)
+            kept.append(way)
+    return kept
 
 
 def _overshoot(gpu_bytes: int, cpu_bytes: int, nvme_bytes: int, hardware: Hardware) -> float:

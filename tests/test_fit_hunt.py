@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+
 import pytest
 
 from core import fit, hardware, memory, models
@@ -81,3 +84,51 @@ def test_gpu_count_sweep_holds_an_auto_micro_batch(llama7b: models.ModelSpec) ->
     frame = memory.sweep_totals(config, llama7b, A100, memory.Shape(micro_batch=2), "total_gpus", [8, 16])
     assert frame["micro_batch"].tolist() == [2, 2] and not frame["batch_derived"].any()
     assert frame["batch_resolves"].all()
+
+
+GIB = memory.GIB
+_ADAMW = {"bf16": {"enabled": True}, "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}}}
+
+
+def _changes(config: dict, ways: list[fit.Way]) -> list[str]:
+    """What each way leaves the job as: the changed config and the context changes, comparable as text."""
+    return [json.dumps([fit.apply_patch(config, w.config_patch), w.context_patch], sort_keys=True) for w in ways]
+
+
+def test_the_combined_way_is_not_listed_when_it_climbs_to_a_single_ways_config(llama7b: models.ModelSpec) -> None:
+    # micro batch 1 with full recomputation at 32k tokens fits no 24 GiB GPU: the ladder climbed every rung, to
+    # ZeRO-3 with both offloads, and listed it a second time as "Together: ZeRO-3, optimizer offload, parameter offload"
+    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": 2}}
+    hw = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=24 * GIB, cpu_ram_per_node_bytes=64 * GIB)
+    ways = fit.ways_to_fit(config, llama7b, hw, memory.Shape(micro_batch=1, seq_len=32768, recompute="full"))
+    assert "offload_param" in [w.kind for w in ways]
+    changes = _changes(config, ways)
+    assert len(changes) == len(set(changes)), [w.title for w in ways]
+
+
+_BATCHES = ({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4}, {"train_batch_size": 64},
+            {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1},
+            {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"})
+_ZEROS = ({"stage": 0}, {"stage": 2}, {"stage": 3}, {"stage": 2, "offload_optimizer": {"device": "cpu"}},
+          {"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}})
+#: (GPUs per node, GPU GiB, CPU RAM GiB per node, NVMe GiB per node)
+_CLUSTERS = ((8, 24, 64, None), (4, 16, 32, None), (2, 24, 48, 500), (8, 80, 128, 2000))
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-3.2-1B", "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-70b-hf"])
+def test_no_two_ways_make_the_same_change_and_every_way_changes_something(name: str) -> None:
+    spec = models.get_spec(name)
+    for batch, zero, (gpus, gpu_gib, ram, nvme), seq_len, recompute in itertools.product(
+            _BATCHES, _ZEROS, _CLUSTERS, (2048, 32768), ("none", "full")):
+        config = {**_ADAMW, **batch, "zero_optimization": zero}
+        hw = memory.Hardware(gpus_per_node=gpus, nodes=1, gpu_memory_bytes=gpu_gib * GIB,
+                             cpu_ram_per_node_bytes=ram * GIB, nvme_bytes_per_node=nvme and nvme * GIB)
+        micro = batch.get("train_micro_batch_size_per_gpu", 8)
+        shape = memory.Shape(micro_batch=micro if isinstance(micro, int) else 4, seq_len=seq_len, recompute=recompute)
+        ways = fit.ways_to_fit(config, spec, hw, shape, trainer_accum=2)
+        changes = _changes(config, ways)
+        case = (name, batch, zero, hw, seq_len, recompute, [w.title for w in ways])
+        assert len(changes) == len(set(changes)), case
+        assert _changes(config, [fit.Way("none", "", "", 0, 0, 0, False)])[0] not in changes, case
+
