@@ -391,7 +391,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                 f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware)});"
                 f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
-    combined = _combined(config, model, hardware, shape, ways, version)
+    combined = _combined(config, model, hardware, shape, ways, version, max_nodes)
     if combined is not None:
         ways.append(combined)
     # a way that fits nothing is worth showing only when it gets closer: adding offload to a job short of CPU RAM
@@ -555,7 +555,16 @@ def _compose(rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], shape: Sha
     trial = replace(shape, recompute=context.get("recompute", shape.recompute),
                     micro_batch=patch.get("train_micro_batch_size_per_gpu",
                                           context.get("hf_micro_batch", shape.micro_batch)))
-    return [name for name, _, _ in rungs], patch, context, trial
+    # a ZeRO stage the next rung raises is no change of the result ("ZeRO-1, ZeRO-2, ZeRO-3" sets stage 3 only)
+    names = [name for (name, step, _), after in zip(rungs, [*rungs[1:], None], strict=True)
+             if not (after is not None and _zero_stage_rung(step) and _zero_stage_rung(after[1]))]
+    return names, patch, context, trial
+
+
+def _zero_stage_rung(step: Mapping[str, Any]) -> bool:
+    """Whether a ladder rung's config patch only sets the ZeRO stage."""
+    zero = step.get("zero_optimization")
+    return set(step) == {"zero_optimization"} and isinstance(zero, Mapping) and set(zero) == {"stage"}
 
 
 def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
@@ -575,10 +584,12 @@ def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelC
 
 
 def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
-              ways: list[Way], version: str) -> Way | None:
+              ways: list[Way], version: str, max_nodes: int = 1024) -> Way | None:
     """When no single change fits: climb the ladder (smaller micro batch, recomputation, each ZeRO stage up to
     3, optimizer offload, parameter offload, then, when host memory is short, the other offload device), stop
-    at the first rung that fits and leave out the earlier rungs the fit does not need."""
+    at the first rung that fits and leave out the earlier rungs the fit does not need. When no rung fits these
+    GPUs: the rungs up to the one that fits on the fewest GPUs (up to ``max_nodes`` nodes) with those GPUs, else
+    every rung, which the detail says does not fit."""
     if any(w.fits for w in ways):
         return None
     by_kind = {w.kind: w for w in ways}
@@ -604,6 +615,8 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if len(ladder) < 2:
         return None
     said = ""
+    how = ("No single change fits: these changes together, cheapest first, up to the first that fits, less those it "
+           "made unneeded.")
     climbed: list[tuple[list[str], dict[str, Any], dict[str, Any], Shape]] = []
     for taken in range(1, len(ladder) + 1):
         names, patch, context, trial = _compose(ladder[:taken], shape)
@@ -618,10 +631,13 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         # not all of them: more GPUs without the offloads run faster than more GPUs with them
         best: tuple[int, int, Hardware] | None = None
         for index, (_, rung_patch, _, rung_shape) in enumerate(climbed):
-            found = _smallest(apply_patch(config, rung_patch), model, hardware, rung_shape, version)
+            found = _smallest(apply_patch(config, rung_patch), model, hardware, rung_shape, version, max_nodes)
             if found is not None and (best is None or found.total_gpus < best[0]):
                 best = (found.total_gpus, index, found)
+        how = "No change fits, alone or together: these are all of them together, which still do not fit."
         if best is not None:
+            how = ("No change fits these GPUs, alone or together: these changes, cheapest first, up to the one that "
+                   "fits on the fewest GPUs, and those GPUs.")
             bigger = best[2]
             names, patch, context, trial = climbed[best[1]]
             context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
@@ -640,9 +656,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
         # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go
         zero_patch.update({key: None for key, value in legacy.items() if value is None})
-    return _from_estimate("combined", "Together: " + ", ".join(names),
-                          "No single change fits: these changes together, cheapest first, up to the first that "
-                          "fits, less those it made unneeded." + (f" {_sentence(said)}" if said else ""),
+    return _from_estimate("combined", "Together: " + ", ".join(names), how + (f" {_sentence(said)}" if said else ""),
                           est, patch, context)
 
 
