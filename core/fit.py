@@ -118,6 +118,11 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     return found
 
 
+def _gpus(count: int) -> str:
+    """``count`` GPUs in words: "1 GPU", "8 GPUs"."""
+    return f"{count} GPU{'' if count == 1 else 's'}"
+
+
 def _layout(hardware: Hardware) -> tuple[int, int]:
     return hardware.nodes, hardware.gpus_per_node
 
@@ -126,9 +131,9 @@ def _cluster_change(found: Hardware, hardware: Hardware) -> str:
     """``found`` against the current cluster in words, with why it leaves GPUs of its nodes idle when it does
     (a node's host memory holds fewer ranks)."""
     if found.total_gpus != hardware.total_gpus:
-        said = f"{found.total_gpus} GPUs instead of {hardware.total_gpus}"
+        said = f"{_gpus(found.total_gpus)} instead of {hardware.total_gpus}"
     else:
-        said = (f"the same {found.total_gpus} GPUs on {found.nodes} nodes × {found.gpus_per_node} instead of "
+        said = (f"the same {_gpus(found.total_gpus)} on {found.nodes} nodes × {found.gpus_per_node} instead of "
                 f"{hardware.nodes} × {hardware.gpus_per_node}")
     if found.nodes > 1 and found.gpus_per_node < hardware.gpus_per_node:
         said += (f"; {found.gpus_per_node} of each node's {hardware.gpus_per_node} GPUs: the ranks of a whole node "
@@ -150,7 +155,7 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
     elastic training on, DeepSpeed ignores the batch keys: nothing to write, the words say what it computes."""
     if runs_elastic(config, version):
         run = batch_run(dict(config), new_gpus, version)
-        return {}, ("" if run is None else f" elastic training computes the batch on {new_gpus} GPUs: "
+        return {}, ("" if run is None else f" elastic training computes the batch on {_gpus(new_gpus)}: "
                     f"train_batch_size {run[0]}, micro batch {run[1]}, gradient accumulation {run[2]}.")
     tb = config.get("train_batch_size")
     if positive_whole(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
@@ -258,7 +263,7 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     # the largest that fits and keeps the global batch; when none fits, 1 still saves the most activations
     new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
     new_accum = per_gpu // new_micro
-    on = f"{world} GPUs" + (f" ({ranks:g} data-parallel ranks)" if ranks != world else "")
+    on = _gpus(world) + (f" ({ranks:g} data-parallel ranks)" if ranks != world else "")
     global_batch = per_gpu * int(ranks) if float(ranks).is_integer() else per_gpu * ranks  # exact while whole
     detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: the global batch "
               f"stays {global_batch} on {on}; each optimizer step takes {new_accum} smaller passes.")
@@ -309,7 +314,7 @@ def _elastic_micro_batch_way(config: Mapping[str, Any], model: ModelSpec | Model
         new_batch, new_micro, new_accum = run
         detail = (f"elasticity.micro_batch_sizes {sizes} → {listed}: elastic training, which ignores the batch keys, "
                   f"then runs micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum} on "
-                  f"{world} GPUs; its global batch (train_batch_size) "
+                  f"{_gpus(world)}; its global batch (train_batch_size) "
                   + (f"stays {batch}." if new_batch == batch else f"{batch} → {new_batch}."))
         return _way("micro_batch", _micro_batch_title(new_micro, new_accum), detail, config, model, hardware,
                     replace(shape, micro_batch=new_micro), patch, version=version)
@@ -348,7 +353,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                        "optimizer states, gradients and parameters")[target - 1]
         ways.append(_way(
             "zero_stage", f"ZeRO stage {target}",
-            f"Partition the {partitioned} over the {hardware.total_gpus} GPUs; "
+            f"Partition the {partitioned} over the {_gpus(hardware.total_gpus)}; "
             + ("a little more communication." if target < 3 else "parameters are gathered layer by layer."),
             config, model, hardware, shape, {"zero_optimization": {"stage": target}}, version=version))
     if opt == "none":
@@ -375,7 +380,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
         batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus, version)
         est = _estimate(apply_patch(config, batch_patch), model, smallest, shape, version=version)
         ways.append(_from_estimate(
-            "gpus", f"{smallest.total_gpus} GPUs ({nodes})",
+            "gpus", f"{_gpus(smallest.total_gpus)} ({nodes})",
             f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware)});"
             f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version)}",
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
@@ -387,7 +392,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
             est = _estimate(apply_patch(apply_patch(config, stage3), batch_patch), model, enough, shape,
                             version=version)
             ways.append(_from_estimate(
-                "gpus", f"ZeRO-3 on {enough.total_gpus} GPUs ({enough.nodes} × {enough.gpus_per_node})",
+                "gpus", f"ZeRO-3 on {_gpus(enough.total_gpus)} ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware)});"
                 f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
@@ -641,7 +646,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             bigger = best[2]
             names, patch, context, trial = climbed[best[1]]
             context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
-            names = [*names, f"{bigger.total_gpus} GPUs ({bigger.nodes} × {bigger.gpus_per_node})"]
+            names = [*names, f"{_gpus(bigger.total_gpus)} ({bigger.nodes} × {bigger.gpus_per_node})"]
             batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
                                                 version, original=config)
             said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,

@@ -157,3 +157,16 @@ def test_the_combined_way_keeps_to_the_most_nodes_asked_for() -> None:
     assert wide.fits and wide.context_patch["nodes"] > 2
     for way in fit.ways_to_fit(config, spec, hw, shape, max_nodes=2):
         assert way.context_patch.get("nodes", 1) <= 2, way.title
+
+
+def test_one_gpu_is_one_gpu_in_the_ways_words() -> None:
+    # with offload, a node's 32 GiB of CPU RAM holds one rank: the combined way moves to 1 GPU, said "1 GPUs"
+    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
+              "zero_optimization": {"stage": 0}}
+    hw = memory.Hardware(gpus_per_node=4, nodes=1, gpu_memory_bytes=16 * GIB, cpu_ram_per_node_bytes=32 * GIB)
+    ways = fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-3.2-1B"), hw,
+                           memory.Shape(micro_batch=4, seq_len=8192))
+    way = next(w for w in ways if w.kind == "combined")
+    assert way.title.endswith("1 GPU (1 × 1)") and way.fits, way.title
+    assert "fits on the fewest GPUs" in way.detail, way.detail
+    assert not any("1 GPUs" in w.title + w.detail for w in ways), [w.title for w in ways]
