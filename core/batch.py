@@ -185,6 +185,18 @@ def batch_run(config: dict[str, Any], world_size: int, version: str) -> tuple[in
     return tb, micro, accum
 
 
+def run_or_written(config: dict[str, Any], world_size: int, version: str, key: str) -> int | None:
+    """The value of batch key ``key`` (``TB``, ``MB`` or ``GA``) DeepSpeed ``version`` runs ``config`` with on
+    ``world_size`` GPUs: ``batch_run``'s, else, where the batch keys do not resolve to whole numbers, the written
+    ``key`` when it is one (a refusal names it, and sizing goes on with it); None when neither gives one or elastic
+    training, which ignores the batch keys, refuses the GPU count. The CLI and the app both read the batch a config
+    runs with here."""
+    run = batch_run(config, world_size, version)
+    if run is not None:
+        return run[BATCH_KEYS.index(key)]  # batch_run's triple is in BATCH_KEYS' order
+    return None if runs_elastic(config, version) else positive_whole(config.get(key))
+
+
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:
     """Complete trios that satisfy DeepSpeed for ``world_size``, closest to what the user wrote first.
 

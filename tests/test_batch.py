@@ -14,6 +14,7 @@ from core.batch import (
     batch_suggestions,
     effective_world_size,
     resolve_batch,
+    run_or_written,
     valid_world_sizes,
 )
 from core.schema.base import DEFAULT_VERSION
@@ -193,3 +194,28 @@ def test_parallel_groups_must_split_the_gpus_whole(gpus, degrees, left_out):
     from core.batch import parallelism_left_out
 
     assert parallelism_left_out(gpus, degrees, "sp") == left_out
+
+
+ELASTIC = {"elasticity": {"enabled": True, "max_train_batch_size": 2000, "micro_batch_sizes": [2, 4, 6],
+                          "min_gpus": 1, "max_gpus": 10000, "version": 0.1}}
+SEQUENCE_PARALLEL = {TB: 64, "sequence_parallel_size": 2}
+
+
+@pytest.mark.parametrize(("config", "version", "trio"), [
+    (ELASTIC, "0.19.7", (1680, 6, 35)),  # elastic training's batch: 6 x 35 x 8 GPUs, no batch key written
+    (ELASTIC, "0.19.8", (None, None, None)),  # 0.19.8 removed elasticity and nothing else gives a batch
+    (SEQUENCE_PARALLEL, "0.16.9", (64, 8, 1)),  # 0.16.9 does not read sequence_parallel_size: 8 data-parallel ranks
+    (SEQUENCE_PARALLEL, "0.19.8", (64, 16, 1)),  # 0.19.8 divides the 8 GPUs into 4 data-parallel ranks
+    ({TB: 64, MB: 4, GA: 3}, "0.19.8", (64, 4, 3)),  # refused (4 x 3 x 8 = 96): the written keys
+    ({TB: 64, MB: 2.5, GA: 3}, "0.19.8", (64, None, 3)),  # refused, and a written fraction is no micro batch
+    ({TB: "auto", MB: 4}, "0.19.8", (None, 4, None)),  # "auto" is the Trainer's to fill: only the written number
+])
+def test_run_or_written_is_what_the_release_runs_else_the_written_key(config, version, trio):
+    assert tuple(run_or_written(config, 8, version, key) for key in (TB, MB, GA)) == trio
+
+
+def test_run_or_written_ignores_the_batch_keys_when_elastic_training_refuses_the_gpu_count():
+    """Elastic training replaces the batch keys, so where it refuses 8 GPUs the written ones are not the run's."""
+    config = {**ELASTIC, "elasticity": {**ELASTIC["elasticity"], "min_gpus": 16}, TB: 32, MB: 4}
+    assert [run_or_written(config, 8, "0.19.7", key) for key in (TB, MB, GA)] == [None, None, None]
+    assert [run_or_written(config, 8, "0.19.8", key) for key in (TB, MB, GA)] == [32, 4, 1]  # no elasticity there

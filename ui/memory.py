@@ -18,7 +18,7 @@ import pandas as pd
 
 from core import hardware, memory
 from core.autofill import trainer_batch_arguments
-from core.batch import batch_run
+from core.batch import MB, positive_whole, run_or_written
 from core.findings import Report
 from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
@@ -83,26 +83,29 @@ def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
                                context: Mapping[str, Any] | None = None) -> tuple[int, str | None]:
     """The micro batch the memory model uses, and what was assumed to get it (None when the config says it).
 
-    Derived by DeepSpeed when not written; for "auto" the HF Trainer's per_device_train_batch_size from the
+    The report's, else what the context's release runs (``core.batch.run_or_written``, as the CLI sizes it; one GPU
+    and the default release without a context): derived by DeepSpeed when not written; a positive whole number
+    (a fraction is not one a data loader takes); for "auto" the HF Trainer's per_device_train_batch_size from the
     context (asked on the Batch page); 1 when nothing says it."""
     if report is not None and report.batch is not None:
-        value = report.batch.train_micro_batch_size_per_gpu
-    else:  # without a report, what the context's release runs (elastic training included), as the report says
-        run = batch_run(dict(config), job_world_size(context), version_of(context)) if context else None
-        value = config.get("train_micro_batch_size_per_gpu") if run is None else run[1]
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1:
+        said = report.batch.train_micro_batch_size_per_gpu
+        value = positive_whole(said)
+    else:
+        said = config.get(MB)
+        value = run_or_written(dict(config), job_world_size(context or {}), version_of(context or {}), MB)
+    if value is not None:
         if value > MAX_MICRO_BATCH:  # DeepSpeed parses any int; the memory model cannot count past float range
             return MAX_MICRO_BATCH, (f"micro batch {MAX_MICRO_BATCH:,} assumed: the config's "
-                                     f"({len(str(int(value)))} digits) is too large to estimate")
-        return int(value), None
+                                     f"({len(str(value))} digits) is too large to estimate")
+        return value, None
     hf_value = (context or {}).get("hf_micro_batch")
     # an "auto" micro batch, or a missing one beside an "auto" train_batch_size: the Trainer's per-device batch
     if "per_device_train_batch_size" in trainer_batch_arguments(config) and isinstance(hf_value, int) \
             and hf_value >= 1:
-        filled = '"auto" is filled' if value == "auto" else "it is given"
+        filled = '"auto" is filled' if said == "auto" else "it is given"
         return hf_value, (f"micro batch {hf_value} assumed: {filled} by the HF Trainer from "
                           "per_device_train_batch_size (set it on the Batch size page)")
-    what = '"auto"' if value == "auto" else "not resolvable" if value is not None else "not set"
+    what = '"auto"' if said == "auto" else "not resolvable" if said is not None else "not set"
     return 1, f"micro batch 1 assumed: the config's micro batch is {what}"
 
 

@@ -21,11 +21,11 @@ from core.batch import (
     MB,
     TB,
     BatchResolution,
-    batch_run,
     batch_suggestions,
     effective_world_size,
     positive_whole,
     resolve_batch,
+    run_or_written,
     runs_elastic,
     shown,
 )
@@ -260,28 +260,16 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
     write_text(path, text)
 
 
-def _run_part(config: dict[str, Any], gpus: int, version: str, part: int, written: str) -> int | None:
-    """Part ``part`` of ``core.batch.batch_run``'s (global batch, micro batch, accumulation); where the keys do not
-    resolve, the written ``written`` key (a refusal names it); None when nothing gives one or elastic training
-    refuses the count."""
-    run = batch_run(config, gpus, version)
-    if run is not None:
-        return run[part]
-    return None if runs_elastic(config, version) else positive_whole(config.get(written))
-
-
 def run_micro_batch(config: dict[str, Any], gpus: int, version: str) -> int | None:
-    """The micro batch DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs (``core.batch.batch_run``: elastic
-    training's where the release acts on it, else the batch keys' over the data-parallel ranks it counts); where the
-    keys do not resolve, the written micro batch (a refusal names it); None when nothing gives one or elastic training
-    refuses the count."""
-    return _run_part(config, gpus, version, 1, MB)
+    """The micro batch DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs, else the written one
+    (``core.batch.run_or_written``: elastic training's where the release acts on it; None when nothing gives one)."""
+    return run_or_written(config, gpus, version, MB)
 
 
 def run_train_batch(config: dict[str, Any], gpus: int, version: str) -> int | None:
     """The global batch (samples per optimizer step) DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs,
-    as :func:`run_micro_batch` reads the batch (the written train_batch_size where the keys do not resolve)."""
-    return _run_part(config, gpus, version, 0, TB)
+    else the written train_batch_size (``core.batch.run_or_written``)."""
+    return run_or_written(config, gpus, version, TB)
 
 
 def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, version: str, *,
