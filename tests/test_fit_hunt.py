@@ -133,14 +133,21 @@ def test_no_two_ways_make_the_same_change_and_every_way_changes_something(name: 
         assert _changes(config, [fit.Way("none", "", "", 0, 0, 0, False)])[0] not in changes, case
 
 
+def _zero0_ways(name: str, micro: int, accum: int, gpus_per_node: int, gpu_gib: int, ram_gib: int, seq_len: int,
+                max_nodes: int = 1024) -> list[fit.Way]:
+    """The ways of a ZeRO-0 AdamW job of model ``name`` on one node."""
+    config = {**_ADAMW, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum,
+              "zero_optimization": {"stage": 0}}
+    hw = memory.Hardware(gpus_per_node=gpus_per_node, nodes=1, gpu_memory_bytes=gpu_gib * GIB,
+                         cpu_ram_per_node_bytes=ram_gib * GIB)
+    return fit.ways_to_fit(config, models.get_spec(name), hw, memory.Shape(micro_batch=micro, seq_len=seq_len),
+                           max_nodes=max_nodes)
+
+
 def test_a_combined_way_that_does_not_fit_says_so_and_names_only_the_zero_stage_it_sets() -> None:
     # 32k tokens on 24 GiB GPUs: no rung fits, and no cluster does either. The way read "Together: ..., ZeRO-1,
     # ZeRO-2, ZeRO-3, ..." (its config sets stage 3 only) and "up to the first that fits" of a way that does not fit
-    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
-              "zero_optimization": {"stage": 0}}
-    hw = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=24 * GIB, cpu_ram_per_node_bytes=64 * GIB)
-    ways = fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-3.2-1B"), hw,
-                           memory.Shape(micro_batch=4, seq_len=32768))
+    ways = _zero0_ways("meta-llama/Llama-3.2-1B", 4, 4, 8, 24, 64, 32768)
     way = next(w for w in ways if w.kind == "combined")
     assert not way.fits and way.config_patch["zero_optimization"]["stage"] == 3
     assert "ZeRO-3" in way.title and "ZeRO-1" not in way.title and "ZeRO-2" not in way.title, way.title
@@ -149,23 +156,15 @@ def test_a_combined_way_that_does_not_fit_says_so_and_names_only_the_zero_stage_
 
 def test_the_combined_way_keeps_to_the_most_nodes_asked_for() -> None:
     # the single ways kept to max_nodes, the combined way searched up to 1024 nodes: 114 of them for max_nodes=2
-    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
-              "zero_optimization": {"stage": 0}}
-    hw = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=80 * GIB, cpu_ram_per_node_bytes=64 * GIB)
-    spec, shape = models.get_spec("meta-llama/Llama-3.1-405B"), memory.Shape(micro_batch=8, seq_len=4096)
-    wide = next(w for w in fit.ways_to_fit(config, spec, hw, shape) if w.kind == "combined")
+    wide = next(w for w in _zero0_ways("meta-llama/Llama-3.1-405B", 8, 1, 8, 80, 64, 4096) if w.kind == "combined")
     assert wide.fits and wide.context_patch["nodes"] > 2
-    for way in fit.ways_to_fit(config, spec, hw, shape, max_nodes=2):
+    for way in _zero0_ways("meta-llama/Llama-3.1-405B", 8, 1, 8, 80, 64, 4096, max_nodes=2):
         assert way.context_patch.get("nodes", 1) <= 2, way.title
 
 
 def test_one_gpu_is_one_gpu_in_the_ways_words() -> None:
     # with offload, a node's 32 GiB of CPU RAM holds one rank: the combined way moves to 1 GPU, said "1 GPUs"
-    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
-              "zero_optimization": {"stage": 0}}
-    hw = memory.Hardware(gpus_per_node=4, nodes=1, gpu_memory_bytes=16 * GIB, cpu_ram_per_node_bytes=32 * GIB)
-    ways = fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-3.2-1B"), hw,
-                           memory.Shape(micro_batch=4, seq_len=8192))
+    ways = _zero0_ways("meta-llama/Llama-3.2-1B", 4, 4, 4, 16, 32, 8192)
     way = next(w for w in ways if w.kind == "combined")
     assert way.title.endswith("1 GPU (1 × 1)") and way.fits, way.title
     assert "fits on the fewest GPUs" in way.detail, way.detail
