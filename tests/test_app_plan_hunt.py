@@ -315,3 +315,66 @@ def test_an_fp16_row_keeps_the_loss_scaling_it_trains_with():
     fp32 = build_config(stage=2, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=2,
                         grad_accum=4, world_size=8, precision="fp32", gpus_per_node=8)
     assert adopt_candidate(FP16_SCALING, fp32)["fp16"] == {"enabled": False}  # fp32: off, and nothing to scale
+
+
+def _counted(calls: dict[str, int], name: str, function):
+    """``function``, counting its calls in ``calls[name]``."""
+    def counted(*args, **kwargs):
+        calls[name] += 1
+        return function(*args, **kwargs)
+    return counted
+
+
+def test_an_edit_the_planner_does_not_read_ranks_nothing_again_and_one_it_reads_does(monkeypatch):
+    """The ranking (~500 candidates, 100+ ms) and the node sweep (a ranking per size, 200+ ms) were cached on the
+    whole session config: any edit anywhere computed them again. They are keyed on what the planner reads of the
+    config now: a monitoring or unknown key computes nothing again, bf16 master weights (memory) does."""
+    from ui import plan_view
+
+    calls: dict[str, int] = {"recommend": 0, "gpu_sweep": 0}
+    for name in calls:
+        monkeypatch.setattr(plan_view, name, _counted(calls, name, getattr(plan_view, name)))
+    for cached in (plan_view.ranking, plan_view._ranked, plan_view.node_sweep, plan_view._swept):
+        cached.cache_clear()
+    config = {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    at = app(config, PAGE, **_model(LLAMA7))
+    table = html_tables(at)[0]
+    assert calls == {"recommend": 1, "gpu_sweep": 1}
+    edited = {**config, "tensorboard": {"enabled": True, "output_path": "runs/"}, "my_team_key": {"owner": "alice"}}
+    at.session_state["config"] = edited
+    at.run()
+    assert not at.exception, at.exception
+    assert calls == {"recommend": 1, "gpu_sweep": 1}  # not computed again
+    assert html_tables(at)[0].equals(table)
+    at.session_state["config"] = {**edited, "bf16": {"enabled": True, "bf16_master_weights_and_grads": True}}
+    at.run()
+    assert not at.exception, at.exception
+    assert calls == {"recommend": 2, "gpu_sweep": 2}  # read: computed again
+    assert not html_tables(at)[0]["GPU GiB"].equals(table["GPU GiB"])
+
+
+def test_a_ranking_cached_for_another_config_shows_each_row_as_loaded_into_this_one():
+    """The cached ranking is shared by configs read alike: its rows' configs (the "Its ds_config" view, what "Use
+    this config" loads) must still be the ones recommend gives for the config at hand, not the first one's."""
+    import json
+
+    from core.perf import Cluster, recommend
+    from ui import plan_view
+
+    cluster = Cluster("NVIDIA H100 80GB", 8, 2)
+    spec = get_spec(LLAMA7)
+    first = {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2, "reduce_bucket_size": 50_000_000},
+             "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [1]}}
+    second = {**first, "wandb": {"enabled": True, "project": "p"}, "my_team_key": 1}
+
+    def settings(config: dict) -> plan_view.Settings:
+        return plan_view.Settings(1024, 64, 2e9, 2.5, "flash", "bf16", json.dumps(config), "deepspeed", "0.19.7")
+
+    hits = plan_view._ranked.cache_info().hits
+    plan_view.ranking(spec, cluster, settings(first))
+    shown = plan_view.ranking(spec, cluster, settings(second)).shown
+    assert plan_view._ranked.cache_info().hits == hits + 1  # the first config's ranking
+    expected = recommend(spec, cluster, fitting_only=True, **settings(second).planner_inputs)
+    assert list(shown["config"]) == list(expected["config"].head(len(shown)))
+    assert all(c["my_team_key"] == 1 and "elasticity" not in c for c in shown["config"])
+    json.dumps(list(shown["config"]))  # plain values, as the session stores them

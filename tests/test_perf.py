@@ -378,6 +378,25 @@ def test_adopting_a_candidate_keeps_everything_it_does_not_decide():
     assert adopt_candidate({"zero_optimization": 2}, candidate)["zero_optimization"] == candidate["zero_optimization"]
 
 
+def test_bases_read_alike_rank_alike_but_for_their_configs():
+    """What the Plan page's cache rests on: a monitoring or unknown key leaves ``base_reading`` (and every figure of
+    the ranking) as it was, only the rows' configs differ, and ``ranked_configs`` builds them; a key the memory
+    model reads (bf16 master weights) changes the reading."""
+    from core.perf.recommend import base_reading, ranked_configs
+
+    cluster = Cluster("NVIDIA H100 80GB", 8, 2)
+    first = {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    second = {**first, "tensorboard": {"enabled": True, "output_path": "runs/"}, "my_team_key": {"owner": "alice"}}
+    third = {**first, "bf16": {"enabled": True, "bf16_master_weights_and_grads": True}}
+    inputs = dict(global_batch=64, precision="bf16", version="0.19.8")
+    assert base_reading(cluster, base=first, **inputs) == base_reading(cluster, base=second, **inputs)
+    assert base_reading(cluster, base=first, **inputs) != base_reading(cluster, base=third, **inputs)
+    ranked_first, ranked_second = (recommend(LLAMA7, cluster, seq_len=1024, base=base, **inputs)
+                                   for base in (first, second))
+    pd.testing.assert_frame_equal(ranked_first.drop(columns="config"), ranked_second.drop(columns="config"))
+    assert ranked_configs(ranked_first, cluster, base=second, **inputs) == list(ranked_second["config"])
+
+
 def test_gpu_sweep_finds_the_smallest_cluster():
     sweep = gpu_sweep(LLAMA70, Cluster("NVIDIA H100 80GB", 8), seq_len=2048, global_batch=64, node_counts=[1, 2, 4],
                       tokens=1e9, price_per_gpu_hour=3.0, recompute=("full",), nvme=False)

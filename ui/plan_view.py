@@ -6,6 +6,9 @@ for hashing the arguments, unpickling the 500-row result and building the cached
 script runs anew each time): ~20 ms of a ~50 ms rerun, plus ~10 ms of pandas for the table and charts. Here each
 result is a ``functools.lru_cache`` entry on the (hashable, frozen) model, cluster and settings, shared by the
 process's sessions, which only read it; a change to any input is a different key, so nothing stale is shown.
+The ranking itself is keyed on what it reads of the session's config (``Reading``), not on the whole config, so
+an edit it does not read (a monitoring key, an unknown key) ranks nothing again: only the shown rows' configs are
+built anew, in the edited config.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -23,6 +26,8 @@ from core.memory.result import gib_used
 from core.models.arch import ModelSpec
 from core.perf import Cluster, gpu_sweep, recommend
 from core.perf.advice import decimals_for
+from core.perf.recommend import base_reading, ranked_configs
+from core.perf.settings import PerfSettings
 from core.schema.base import DEFAULT_VERSION
 from ui import charts, memory, tables
 
@@ -63,6 +68,33 @@ class Settings:
         return dict(seq_len=self.seq_len, global_batch=self.global_batch, tokens=self.tokens,
                     price_per_gpu_hour=self.price_per_gpu_hour, attention=self.attention, precision=self.precision,
                     base=self.base, target=self.target, version=self.version)
+
+    @property
+    def reading_inputs(self) -> dict[str, Any]:
+        """What ``base_reading`` and ``ranked_configs`` take from these settings (the inputs a row's config
+        rests on), as keyword arguments."""
+        return dict(global_batch=self.global_batch, precision=self.precision, base=self.base, target=self.target,
+                    version=self.version)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the planner reads of the session's config on each cluster size it ranks for
+    (``core.perf.recommend.base_reading``): configs read alike rank alike, so a ranking or sweep is cached on this.
+    ``config`` is not part of the key: it is the config (JSON) the reading was taken from, in which a ranking
+    computed for it is computed."""
+
+    settings: tuple[tuple[PerfSettings, ...], ...]
+    config: str | None = field(default=None, compare=False)
+
+
+def _reading(cluster: Cluster, settings: Settings, node_counts: Iterable[int]) -> Reading:
+    """``settings.config`` as the planner reads it on ``cluster`` resized to each of ``node_counts`` that splits the
+    global batch (``gpu_sweep`` skips the others)."""
+    inputs = settings.reading_inputs  # the config parsed once
+    sizes = (replace(cluster, nodes=n) for n in node_counts)
+    return Reading(tuple(base_reading(sized, **inputs) for sized in sizes
+                         if settings.global_batch % sized.total_gpus == 0), settings.config)
 
 
 def _candidate(r: Any, rank: str = "") -> str:
@@ -107,8 +139,19 @@ class Ranking:
 
 @functools.lru_cache(maxsize=64)
 def ranking(model: ModelSpec, cluster: Cluster, settings: Settings) -> Ranking:
-    """``core.perf.recommend`` of the page's inputs, and what the page draws of it."""
-    table = recommend(model, cluster, **settings.planner_inputs)
+    """``core.perf.recommend`` of the page's inputs, and what the page draws of it: ranked once per distinct reading
+    of the session's config (``_ranked``), the shown rows' configs built in this config."""
+    ranked = _ranked(model, cluster, replace(settings, config=None), _reading(cluster, settings, [cluster.nodes]))
+    # the cached ranking's rows are in the config it was first computed in: each row's config is this one's
+    shown = ranked.shown.assign(config=ranked_configs(ranked.shown, cluster, **settings.reading_inputs))
+    return replace(ranked, shown=shown)
+
+
+@functools.lru_cache(maxsize=64)
+def _ranked(model: ModelSpec, cluster: Cluster, inputs: Settings, reading: Reading) -> Ranking:
+    """The ranking of ``inputs`` (their ``config`` None) for a config read as ``reading``, computed in
+    ``reading.config``."""
+    table = recommend(model, cluster, **replace(inputs, config=reading.config).planner_inputs)
     fitting = table[table["fits"]]
     shown = fitting.head(SHOWN).reset_index(drop=True)
     usable = table.attrs["usable_gpu_memory_gib"] * GIB
@@ -157,8 +200,20 @@ class NodeSweep:
 
 @functools.lru_cache(maxsize=64)
 def node_sweep(model: ModelSpec, cluster: Cluster, settings: Settings, node_counts: tuple[int, ...]) -> NodeSweep:
-    """``core.perf.gpu_sweep`` of the page's inputs at ``node_counts``, and the rows of its chart."""
-    sweep = gpu_sweep(model, cluster, node_counts=list(node_counts), **settings.planner_inputs)
+    """``core.perf.gpu_sweep`` of the page's inputs at ``node_counts``, and the rows of its chart: swept once per
+    distinct reading of the session's config at those sizes (``_swept``; nothing of it depends on the config
+    otherwise: no configs, and the memory floor it does not show)."""
+    return _swept(model, cluster, replace(settings, config=None), node_counts,
+                  _reading(cluster, settings, node_counts))
+
+
+@functools.lru_cache(maxsize=64)
+def _swept(model: ModelSpec, cluster: Cluster, inputs: Settings, node_counts: tuple[int, ...],
+           reading: Reading) -> NodeSweep:
+    """The sweep of ``inputs`` (their ``config`` None) for a config read as ``reading``, swept in
+    ``reading.config``."""
+    sweep = gpu_sweep(model, cluster, node_counts=list(node_counts),
+                      **replace(inputs, config=reading.config).planner_inputs)
     usable = sweep[sweep["fits"]] if not sweep.empty else sweep
     if usable.empty or "hours" not in usable:
         return NodeSweep(None, not usable.empty, sweep.attrs.get("min_gpus"))

@@ -21,7 +21,7 @@ from core.models.arch import ModelSpec
 from core.perf.errors import PlanInputError
 from core.perf.hardware import Cluster
 from core.perf.predict import predict
-from core.perf.settings import read_settings
+from core.perf.settings import PerfSettings, read_settings
 from core.precision import with_precision_mode
 from core.schema.base import DEFAULT_VERSION, version_tuple
 from core.schema.root import DeepSpeedConfig
@@ -255,7 +255,11 @@ _OVERFLOW_FIX = ("give the tokens to train (e.g. 2e9) and a price per GPU-hour (
                  "rates (network, NVMe, CPU optimizer) if its predicted speed is near zero")
 
 
-def _options(cluster: Cluster, zeropp: bool, nvme: bool) -> list[tuple[int, str, str, bool]]:
+Option = tuple[int, str, str, bool]
+"""A ZeRO option of the ranking: stage, optimizer offload, parameter offload, ZeRO++."""
+
+
+def _options(cluster: Cluster, zeropp: bool, nvme: bool) -> list[Option]:
     out = []
     for stage, opt, param in zero_options():
         if not nvme and "nvme" in (opt, param):
@@ -264,6 +268,61 @@ def _options(cluster: Cluster, zeropp: bool, nvme: bool) -> list[tuple[int, str,
         if zeropp and stage == 3 and param == "none" and cluster.nodes > 1:
             out.append((stage, opt, param, True))
     return out
+
+
+def _probe(option: Option, cluster: Cluster, per_gpu: int, precision: str, optimizer: Mapping[str, Any] | None,
+           base: Mapping[str, Any] | None, target: str, version: str) -> dict[str, Any]:
+    """The candidate config of ``option`` at micro batch 1, loaded into ``base`` when given."""
+    stage, opt, param, pp = option
+    probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
+                         grad_accum=per_gpu, world_size=cluster.total_gpus, precision=precision,
+                         gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
+    return probe if base is None else adopt_candidate(base, probe, target=target, version=version)
+
+
+def _probes(cluster: Cluster, global_batch: int, precision: str, zeropp: bool, nvme: bool,
+            optimizer: Mapping[str, Any] | None, base: Mapping[str, Any] | None, target: str,
+            version: str) -> list[tuple[Option, dict[str, Any]]]:
+    """Every option ``recommend`` ranks, with its candidate config at micro batch 1 (``_probe``)."""
+    per_gpu = global_batch // cluster.total_gpus
+    return [(option, _probe(option, cluster, per_gpu, precision, optimizer, base, target, version))
+            for option in _options(cluster, zeropp, nvme)]
+
+
+def _with_micro_batch(probe: Mapping[str, Any], global_batch: int, micro_batch: int, per_gpu: int) -> dict[str, Any]:
+    """A probe's candidate at ``micro_batch``: its batch keys, the rest as it is."""
+    return {**probe, "train_batch_size": global_batch, "train_micro_batch_size_per_gpu": micro_batch,
+            "gradient_accumulation_steps": per_gpu // micro_batch}
+
+
+def base_reading(cluster: Cluster, *, global_batch: int, precision: str = "bf16", zeropp: bool = True,
+                 nvme: bool = True, optimizer: Mapping[str, Any] | None = None, base: Mapping[str, Any] | None = None,
+                 target: str = "deepspeed", version: str = DEFAULT_VERSION) -> tuple[PerfSettings, ...]:
+    """What ``recommend`` with these inputs reads of ``base``: per option it ranks, the candidate loaded into
+    ``base``, read as DeepSpeed ``version`` reads it. Its rows' memory and speed rest on ``base`` through this
+    alone (``evaluate_arrays`` and ``predict`` are handed these settings and read nothing else of a config), so two
+    bases with the same reading rank alike, and their rankings differ only in the ``config`` column
+    (``ranked_configs``): a cache of the ranking can be keyed on it."""
+    return tuple(read_settings(probe, cluster.total_gpus, version)
+                 for _option, probe in _probes(cluster, global_batch, precision, zeropp, nvme, optimizer, base,
+                                               target, version))
+
+
+def ranked_configs(rows: pd.DataFrame, cluster: Cluster, *, global_batch: int, precision: str = "bf16",
+                   optimizer: Mapping[str, Any] | None = None, base: Mapping[str, Any] | None = None,
+                   target: str = "deepspeed", version: str = DEFAULT_VERSION) -> list[dict[str, Any]]:
+    """The ``config`` column ``recommend`` with these inputs gives ``rows`` (some of its rows: their stage, offload,
+    ZeRO++ and micro batch), built for ``base``: a ranking cached on ``base_reading`` made current."""
+    per_gpu = global_batch // cluster.total_gpus
+    probes: dict[Option, dict[str, Any]] = {}
+    configs = []
+    for row in rows.itertuples():
+        # plain ints and bools: the frame's numpy ones would land in the config (and its JSON)
+        option = (int(row.stage), str(row.offload_optimizer), str(row.offload_param), bool(row.zeropp))
+        if option not in probes:
+            probes[option] = _probe(option, cluster, per_gpu, precision, optimizer, base, target, version)
+        configs.append(_with_micro_batch(probes[option], global_batch, int(row.micro_batch), per_gpu))
+    return configs
 
 
 def recommend(
@@ -332,14 +391,11 @@ def recommend(
     limit = usable_gpu_bytes(hardware, memory_headroom)
     rows: list[dict[str, Any]] = []
     mb_array = np.asarray(micro_batches, dtype=np.float64)
-    for stage, opt, param, pp in _options(cluster, zeropp, nvme):
-        probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
-                             grad_accum=per_gpu, world_size=world, precision=precision,
-                             gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
-        if base is not None:
-            probe = adopt_candidate(base, probe, target=target, version=version)
+    for (stage, opt, param, pp), probe in _probes(cluster, global_batch, precision, zeropp, nvme, optimizer, base,
+                                                  target, version):
         # the candidates of one option differ only in their batch keys: the config is read once, and each
-        # candidate's reading is that one with its own micro batch and accumulation (half of predict's time)
+        # candidate's reading is that one with its own micro batch and accumulation (half of predict's time);
+        # evaluate_arrays and predict read nothing else of it (what base_reading rests on)
         probe_settings = read_settings(probe, world, version)
         for rc in recompute:
             shape = Shape(1, seq_len, attention, rc)
@@ -356,8 +412,7 @@ def recommend(
             group: list[dict[str, Any]] = []
             for i in reversed(order) if fastest_only else order:
                 mb = micro_batches[i]
-                cfg = {**probe, "train_batch_size": global_batch, "train_micro_batch_size_per_gpu": mb,
-                       "gradient_accumulation_steps": per_gpu // mb}
+                cfg = _with_micro_batch(probe, global_batch, mb, per_gpu)
                 est = predict(cfg, model, cluster, replace(shape, micro_batch=mb), version=version,
                               settings=replace(probe_settings, grad_accum=per_gpu // mb, config_micro_batch=mb))
                 if fastest_only and group and est.step_seconds > group[0]["step_seconds"]:
