@@ -183,7 +183,9 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
             config, text = read_config_and_text(path)
         except UsageError as exc:
             worst = EXIT_USAGE
-            # exit 2's one message on stderr, as every command writes it; the report on stdout says it in its place
+            # exit 2's one message on stderr, as every command writes it. The text report does not repeat it: a
+            # terminal or a CI log shows both streams, so it was read twice. JSON and GitHub annotations keep an
+            # entry in their place on stdout: a program reads those, and one not finding the file would fail.
             sys.stderr.write(f"dsconfig validate: error: {exc}\n")
             if args.format == "json":
                 # the keys of a checked file's entry too, so that a reader of r["findings"] does not fail on it
@@ -192,8 +194,6 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
                                 "column": column, "counts": dict.fromkeys(SEVERITY_ORDER, 0), "findings": []})
             elif args.format == "github":
                 out.write(_github_annotation("error", path, exc.position, "dsconfig unreadable", str(exc)))
-            else:
-                out.write(f"{exc}\n")
             continue
         reports = [validate(config, world_size=w, target=args.target, version=args.deepspeed_version)
                    for w in sizes]
