@@ -197,6 +197,13 @@ def run_or_written(config: dict[str, Any], world_size: int, version: str, key: s
     return None if runs_elastic(config, version) else positive_whole(config.get(key))
 
 
+def micro_batch_one(written: Any) -> tuple[int, str]:
+    """Micro batch 1 and the words saying it is assumed, for a config whose micro batch (``written``, None when
+    missing) sizes nothing: the app and the CLI size and say the same."""
+    what = '"auto"' if written == "auto" else "not set" if written is None else "not resolvable"
+    return 1, f"micro batch 1 assumed: the config's micro batch is {what}"
+
+
 def batch_suggestions(config: dict[str, Any], world_size: int) -> list[dict[str, int]]:
     """Complete trios that satisfy DeepSpeed for ``world_size``, closest to what the user wrote first.
 

@@ -13,6 +13,7 @@ from core.batch import (
     batch_run,
     batch_suggestions,
     effective_world_size,
+    micro_batch_one,
     resolve_batch,
     run_or_written,
     valid_world_sizes,
@@ -219,3 +220,9 @@ def test_run_or_written_ignores_the_batch_keys_when_elastic_training_refuses_the
     config = {**ELASTIC, "elasticity": {**ELASTIC["elasticity"], "min_gpus": 16}, TB: 32, MB: 4}
     assert [run_or_written(config, 8, "0.19.7", key) for key in (TB, MB, GA)] == [None, None, None]
     assert [run_or_written(config, 8, "0.19.8", key) for key in (TB, MB, GA)] == [32, 4, 1]  # no elasticity there
+
+
+@pytest.mark.parametrize(("written", "what"), [(None, "not set"), ("auto", '"auto"'), (2.5, "not resolvable"),
+                                               (True, "not resolvable")])
+def test_micro_batch_one_says_why_the_config_sizes_none(written, what):
+    assert micro_batch_one(written) == (1, f"micro batch 1 assumed: the config's micro batch is {what}")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from core import hardware, memory
 from core.autofill import trainer_batch_arguments
-from core.batch import MB, positive_whole, run_or_written
+from core.batch import MB, micro_batch_one, positive_whole, run_or_written
 from core.findings import Report
 from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
@@ -105,8 +105,7 @@ def micro_batch_and_assumption(config: Mapping[str, Any], report: Report | None,
         filled = '"auto" is filled' if said == "auto" else "it is given"
         return hf_value, (f"micro batch {hf_value} assumed: {filled} by the HF Trainer from "
                           "per_device_train_batch_size (set it on the Batch size page)")
-    what = '"auto"' if said == "auto" else "not resolvable" if said is not None else "not set"
-    return 1, f"micro batch 1 assumed: the config's micro batch is {what}"
+    return micro_batch_one(said)
 
 
 def micro_batch(config: Mapping[str, Any], report: Report | None, context: Mapping[str, Any] | None = None) -> int:

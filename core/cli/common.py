@@ -23,6 +23,7 @@ from core.batch import (
     BatchResolution,
     batch_suggestions,
     effective_world_size,
+    micro_batch_one,
     positive_whole,
     resolve_batch,
     run_or_written,
@@ -397,8 +398,8 @@ def micro_batch_when_unsaid(config: dict[str, Any], gpus: int, version: str,
                              "config (--micro-batch sets another)")
         return default, (f'micro batch {default} assumed: "auto" is filled by the HF Trainer from '
                          "per_device_train_batch_size, whose default it is (--micro-batch sets another)")
-    what = "not set" if written is None else "not resolvable"
-    return 1, f"micro batch 1 assumed: the config's micro batch is {what} (--micro-batch sets another)"
+    micro, said = micro_batch_one(written)
+    return micro, f"{said} (--micro-batch sets another)"
 
 
 def positive_int(text: str) -> int:
