@@ -107,8 +107,8 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     """``memory.min_gpus`` of ``config`` (read as DeepSpeed ``version`` reads it) over the GPU counts that
     ``sequence_parallel_size`` divides (DeepSpeed needs whole data-parallel ranks), or None when none fits or no
     count gives whole ranks."""
-    sp = (sequence_parallel_degree(dict(config)) or 1) if reads_sequence_parallel(version) else 1
-    found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes, gpus_multiple_of=sp, version=version)
+    found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes,
+                            gpus_multiple_of=_sp_multiple(config, version), version=version)
     if found is None or not float(_ranks(config, found.total_gpus, version)).is_integer():
         return None
     if runs_elastic(config, version):  # elastic training picks another micro batch there, or refuses the count
@@ -123,19 +123,45 @@ def _gpus(count: int) -> str:
     return f"{count} GPU{'' if count == 1 else 's'}"
 
 
+def _sp_multiple(config: Mapping[str, Any], version: str) -> int:
+    """What a GPU count must be a multiple of for ``config``'s sequence-parallel groups (1 without them)."""
+    return (sequence_parallel_degree(dict(config)) or 1) if reads_sequence_parallel(version) else 1
+
+
+def _no_whole_ranks(config: Mapping[str, Any], gpus: int, version: str) -> str:
+    """Why ``gpus`` GPUs give no whole number of data-parallel ranks, in words ("" when they do): DeepSpeed's batch
+    check divides them by sequence_parallel_size, and its sequence-parallel groups need a multiple of it."""
+    if float(_ranks(config, gpus, version)).is_integer():
+        return ""
+    sp = config.get("sequence_parallel_size")
+    said = f"sequence_parallel_size {sp} does not divide the {_gpus(gpus)}, so they make no whole number of " \
+           "data-parallel ranks"
+    multiple = _sp_multiple(config, version)
+    if multiple > 1:
+        counts = [c for c in (gpus // multiple * multiple, (gpus // multiple + 1) * multiple) if c]
+        said += (f" (DeepSpeed builds its sequence-parallel groups only on a multiple of {multiple} GPUs: "
+                 + " or ".join(str(c) for c in counts) + ")")
+    return said
+
+
 def _layout(hardware: Hardware) -> tuple[int, int]:
     return hardware.nodes, hardware.gpus_per_node
 
 
-def _cluster_change(found: Hardware, hardware: Hardware) -> str:
-    """``found`` against the current cluster in words, with why it leaves GPUs of its nodes idle when it does
-    (a node's host memory holds fewer ranks)."""
+def _cluster_change(found: Hardware, hardware: Hardware, multiple: int = 1) -> str:
+    """``found`` against the current cluster in words, with why it leaves GPUs of its nodes idle when it does: no
+    more GPUs per node give a multiple of ``multiple`` (sequence_parallel_size, ``_sp_multiple``), or a node's host
+    memory holds fewer ranks."""
     if found.total_gpus != hardware.total_gpus:
         said = f"{_gpus(found.total_gpus)} instead of {hardware.total_gpus}"
     else:
         said = (f"the same {_gpus(found.total_gpus)} on {found.nodes} nodes × {found.gpus_per_node} instead of "
                 f"{hardware.nodes} × {hardware.gpus_per_node}")
-    if found.nodes > 1 and found.gpus_per_node < hardware.gpus_per_node:
+    more = range(found.gpus_per_node + 1, hardware.gpus_per_node + 1)
+    if found.nodes > 1 and more and not any(found.nodes * g % multiple == 0 for g in more):
+        said += (f"; {found.gpus_per_node} of each node's {hardware.gpus_per_node} GPUs: more per node make no "
+                 f"multiple of sequence_parallel_size {multiple}")
+    elif found.nodes > 1 and more:
         said += (f"; {found.gpus_per_node} of each node's {hardware.gpus_per_node} GPUs: the ranks of a whole node "
                  "need more CPU RAM or NVMe than a node has")
     return said
@@ -192,8 +218,14 @@ def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int, version:
     if trio is None:
         return f" the global batch {verb} with the GPU count."
     per_gpu = trio[0] * trio[1]
-    return (f" the global batch {verb} with the GPU count ({per_gpu * _ranks(config, gpus, version):g} → "
-            f"{per_gpu * _ranks(config, new_gpus, version):g}).")
+    before, after = _ranks(config, gpus, version), _ranks(config, new_gpus, version)
+    if not float(after).is_integer():
+        return f" the global batch {verb} with the GPU count."
+    if not float(before).is_integer():
+        return (f" the global batch becomes {per_gpu * int(after)}: {per_gpu} per data-parallel rank × {int(after)} "
+                f"ranks ({_gpus(gpus)} made no whole number of them: sequence_parallel_size "
+                f"{config.get('sequence_parallel_size')} does not divide {gpus}).")
+    return f" the global batch {verb} with the GPU count ({per_gpu * int(before)} → {per_gpu * int(after)})."
 
 
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
@@ -263,10 +295,14 @@ def _micro_batch_way(config: Mapping[str, Any], model: ModelSpec | ModelCounts, 
     # the largest that fits and keeps the global batch; when none fits, 1 still saves the most activations
     new_micro = next((m for m in range(min(largest, micro - 1), 0, -1) if per_gpu % m == 0), 1)
     new_accum = per_gpu // new_micro
-    on = _gpus(world) + (f" ({ranks:g} data-parallel ranks)" if ranks != world else "")
-    global_batch = per_gpu * int(ranks) if float(ranks).is_integer() else per_gpu * ranks  # exact while whole
-    detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: the global batch "
-              f"stays {global_batch} on {on}; each optimizer step takes {new_accum} smaller passes.")
+    misfit = _no_whole_ranks(config, world, version)
+    if misfit:  # no global batch to keep: say what each rank keeps, and why the count is wrong
+        kept = f"each GPU still takes {per_gpu} samples per optimizer step"
+    else:
+        on = _gpus(world) + (f" ({int(ranks)} data-parallel ranks)" if ranks != world else "")
+        kept = f"the global batch stays {per_gpu * int(ranks)} on {on}"  # integer: exact at any size
+    detail = (f"micro batch {micro} → {new_micro}, gradient accumulation {accum} → {new_accum}: {kept}; each "
+              f"optimizer step takes {new_accum} smaller passes." + (f" {_sentence(misfit)}." if misfit else ""))
     patch: dict[str, Any] = {}
     context: dict[str, Any] = {}
     if trainer:
@@ -375,13 +411,14 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}, version=version))
     ways += _host_ways(config, model, hardware, shape, current, meaning, version)
     smallest = _smallest(config, model, hardware, shape, version, max_nodes)
+    sp = _sp_multiple(config, version)
     if smallest is not None and _layout(smallest) != _layout(hardware):
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
         batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus, version)
         est = _estimate(apply_patch(config, batch_patch), model, smallest, shape, version=version)
         ways.append(_from_estimate(
             "gpus", f"{_gpus(smallest.total_gpus)} ({nodes})",
-            f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware)});"
+            f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware, sp)});"
             f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version)}",
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
@@ -393,7 +430,7 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                             version=version)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {_gpus(enough.total_gpus)} ({enough.nodes} × {enough.gpus_per_node})",
-                f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware)});"
+                f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware, sp)});"
                 f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)}",
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways, version, max_nodes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 
@@ -169,3 +170,27 @@ def test_one_gpu_is_one_gpu_in_the_ways_words() -> None:
     assert way.title.endswith("1 GPU (1 × 1)") and way.fits, way.title
     assert "fits on the fewest GPUs" in way.detail, way.detail
     assert not any("1 GPUs" in w.title + w.detail for w in ways), [w.title for w in ways]
+
+
+def test_ways_on_gpus_that_sequence_parallel_size_does_not_divide_say_no_fractional_rank(
+        llama7b: models.ModelSpec) -> None:
+    # 8 GPUs ÷ sequence_parallel_size 3: DeepSpeed's batch check counts 2.67 data-parallel ranks (the validator
+    # warns), and its sequence-parallel groups need a multiple of 3. The ways said "the global batch stays
+    # 42.666666666666664 on 8 GPUs (2.66667 data-parallel ranks)" and "(42.6667 → 64)", and blamed a node's host
+    # memory for the 6 of each node's 8 GPUs that the multiple of 3 asks for
+    config = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2, "sequence_parallel_size": 3,
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 0}}
+    assert "misc.sequence-parallel" in {f.code for f in validate(config, world_size=8).findings}
+    ways = fit.ways_to_fit(config, llama7b, A100, memory.Shape(micro_batch=8, seq_len=4096))
+    for way in ways:
+        assert not re.search(r"\d\.\d", way.title + way.detail), (way.title, way.detail)
+    micro = next(w for w in ways if w.kind == "micro_batch")
+    assert "each GPU still takes 16 samples per optimizer step" in micro.detail, micro.detail
+    assert "sequence_parallel_size 3 does not divide the 8 GPUs" in micro.detail and "6 or 9" in micro.detail
+    more = next(w for w in ways if w.kind == "gpus")
+    gpus = more.context_patch["nodes"] * more.context_patch["gpus_per_node"]
+    assert gpus % 3 == 0 and more.fits
+    assert "the global batch becomes 64: 16 per data-parallel rank × 4 ranks" in more.detail, more.detail
+    assert "multiple of sequence_parallel_size 3" in more.detail and "CPU RAM" not in more.detail, more.detail
+    report = validate(fit.apply_patch(config, more.config_patch), world_size=gpus)
+    assert not report.errors and "misc.sequence-parallel" not in {f.code for f in report.findings}
