@@ -695,6 +695,10 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
                                               batch_patch["gradient_accumulation_steps"])
                 names = [retitled if name.startswith("Micro batch ") else name for name in names]
     zero_patch = patch.get("zero_optimization")
+    new_stage = zero_patch.get("stage") if isinstance(zero_patch, dict) else None
+    if new_stage not in (None, stage) and not any(f"ZeRO-{new_stage}" in name for name in names):
+        # the offload rungs move to ZeRO-3 themselves: with the ZeRO rungs left out, the title must still say so
+        names.insert(next((i for i, name in enumerate(names) if "offload" in name), len(names)), f"ZeRO-{new_stage}")
     if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
         # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go
         zero_patch.update({key: None for key, value in legacy.items() if value is None})

@@ -194,3 +194,15 @@ def test_ways_on_gpus_that_sequence_parallel_size_does_not_divide_say_no_fractio
     assert "multiple of sequence_parallel_size 3" in more.detail and "CPU RAM" not in more.detail, more.detail
     report = validate(fit.apply_patch(config, more.config_patch), world_size=gpus)
     assert not report.errors and "misc.sequence-parallel" not in {f.code for f in report.findings}
+
+
+def test_the_combined_way_names_the_zero_stage_its_offload_rungs_move_to(llama7b: models.ModelSpec) -> None:
+    # the optimizer-offload rung sets ZeRO-3 itself, so the ZeRO rungs were left out as unneeded and the title read
+    # "Together: Micro batch 1 with 4 accumulation steps, optimizer offload" of a change from ZeRO-0 to ZeRO-3
+    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": 0}}
+    hw = memory.Hardware(gpus_per_node=1, nodes=1, gpu_memory_bytes=80 * GIB, cpu_ram_per_node_bytes=256 * GIB)
+    way = next(w for w in fit.ways_to_fit(config, llama7b, hw, memory.Shape(micro_batch=4, seq_len=4096))
+               if w.kind == "combined")
+    assert way.config_patch["zero_optimization"]["stage"] == 3 and way.fits
+    assert way.title == "Together: Micro batch 1 with 4 accumulation steps, ZeRO-3, optimizer offload", way.title
