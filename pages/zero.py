@@ -143,9 +143,11 @@ if view is not None:
             with st.container(border=True):
                 verdict = ":green[**fits**]" if way.fits else f":red[still short of {', '.join(way.short)}]"
                 hw = estimate.hardware  # the per-GPU and per-node capacities stay whatever a way changes
+                nvme = (f", NVMe {gib_used(way.nvme_bytes_per_node, hw.nvme_bytes_per_node or 0)} GiB per node"
+                        if way.nvme_bytes_per_node else "")  # a way that swaps to NVMe says how much
                 st.markdown(f"**{i + 1}. {way.title}** — GPU {gib_used(way.gpu_bytes, hw.gpu_memory_bytes)} GiB "
                             f"per GPU, CPU RAM {gib_used(way.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB "
-                            f"per node: {verdict}")
+                            f"per node{nvme}: {verdict}")
                 cost = "" if speed is None else (
                     f" Speed: about **{speed:.2f}×** the tokens per second per GPU of the current config "
                     "(the planner's estimate).")

@@ -268,3 +268,15 @@ def test_the_gpu_count_sweep_sizes_each_row_at_the_count_it_names_on_nodes_of_si
         hardware = core_memory.Hardware(gpus_per_node=min(gpus, 6), nodes=max(1, gpus // 6))
         estimate = core_memory.estimate(config, SPEC, hardware, core_memory.Shape(1, 2048))
         assert round(estimate.gpu_bytes / core_memory.GIB, 1) == shown, gpus
+
+
+def test_a_way_that_swaps_to_nvme_says_how_much_nvme_it_uses():
+    """A Make-it-fit way showed GPU and CPU RAM only: "Offload to NVMe instead of CPU RAM" hid the NVMe it fills."""
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                    "offload_param": {"device": "cpu"}}}
+    at = app(config, page="pages/zero.py", seq_len=1024, cpu_ram_gib=96.0, nvme_gib=2000.0, **MODEL)
+    lines = {m.value.split("** — ")[0]: m.value for m in at.markdown if "** — GPU " in m.value}
+    nvme_way = next(line for title, line in lines.items() if "Offload to NVMe instead of CPU RAM" in title)
+    assert ", NVMe " in nvme_way and " GiB per node: " in nvme_way, nvme_way
+    assert all("NVMe " not in line for title, line in lines.items() if "No offload" in title), lines
