@@ -403,7 +403,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                                    "offload_optimizer": {"device": "cpu", "pin_memory": True}}}, version=version))
     if param == "none":
         ways.append(_way(
-            "offload_param", "ZeRO-3 with parameters and optimizer offloaded to CPU RAM",
+            "offload_param", "ZeRO-3 with parameters " + ("offloaded to CPU RAM (the optimizer stays on NVMe)"
+                                                          if opt == "nvme" else "and optimizer offloaded to CPU RAM"),
             "Parameters live in CPU RAM and are fetched layer by layer: the least GPU memory, the slowest.",
             config, model, hardware, shape,
             {"zero_optimization": {**legacy, "stage": 3,

@@ -206,3 +206,16 @@ def test_the_combined_way_names_the_zero_stage_its_offload_rungs_move_to(llama7b
                if w.kind == "combined")
     assert way.config_patch["zero_optimization"]["stage"] == 3 and way.fits
     assert way.title == "Together: Micro batch 1 with 4 accumulation steps, ZeRO-3, optimizer offload", way.title
+
+
+def test_the_parameter_offload_way_does_not_say_it_moves_an_nvme_optimizer_to_cpu_ram() -> None:
+    # its patch keeps the optimizer's NVMe offload, its title read "parameters and optimizer offloaded to CPU RAM"
+    config = {**_ADAMW, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/n"}}}
+    hw = memory.Hardware(gpus_per_node=8, nodes=1, gpu_memory_bytes=24 * GIB, cpu_ram_per_node_bytes=512 * GIB,
+                         nvme_bytes_per_node=4000 * GIB)
+    ways = fit.ways_to_fit(config, models.get_spec("meta-llama/Llama-2-13b-hf"), hw,
+                           memory.Shape(micro_batch=8, seq_len=2048))
+    way = next(w for w in ways if w.kind == "offload_param")
+    assert way.config_patch["zero_optimization"]["offload_optimizer"]["device"] == "nvme"
+    assert way.title == "ZeRO-3 with parameters offloaded to CPU RAM (the optimizer stays on NVMe)", way.title
