@@ -178,7 +178,10 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
     accumulation when it divides, else the global batch grows with the GPU count (a written train_batch_size kept
     as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto".
     The words compare with ``original`` when given (the user's config, before the way's other changes). With
-    elastic training on, DeepSpeed ignores the batch keys: nothing to write, the words say what it computes."""
+    elastic training on, DeepSpeed ignores the batch keys: nothing to write, the words say what it computes. Nothing
+    to write or say on as many GPUs (another layout of them)."""
+    if new_gpus == gpus:
+        return {}, ""
     if runs_elastic(config, version):
         run = batch_run(dict(config), new_gpus, version)
         return {}, ("" if run is None else f" elastic training computes the batch on {_gpus(new_gpus)}: "
@@ -205,6 +208,12 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
             f"{tb} → {new_tb}, the global batch {'grows' if new_tb > tb else 'shrinks'} with the GPU count.")
 
 
+def _then(said: str) -> str:
+    """The end of a GPU-count way's first sentence: ``said`` (what happens to the batch) after a semicolon, or a full
+    stop when nothing happens to it."""
+    return f";{said}" if said else "."
+
+
 def _sentence(said: str) -> str:
     """``said`` as a sentence of its own: capitalised, unless it begins with a config key (``train_batch_size``)."""
     said = said.strip()
@@ -212,7 +221,10 @@ def _sentence(said: str) -> str:
 
 
 def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str) -> str:
-    """What happens to a derived global batch (no train_batch_size written) on ``new_gpus`` instead of ``gpus``."""
+    """What happens to a derived global batch (no train_batch_size written) on ``new_gpus`` instead of ``gpus``;
+    nothing on as many GPUs."""
+    if new_gpus == gpus:
+        return ""
     verb = "grows" if new_gpus > gpus else "shrinks"
     trio = micro_and_accum_of(dict(config), gpus, version)
     if trio is None:
@@ -419,8 +431,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
         est = _estimate(apply_patch(config, batch_patch), model, smallest, shape, version=version)
         ways.append(_from_estimate(
             "gpus", f"{_gpus(smallest.total_gpus)} ({nodes})",
-            f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware, sp)});"
-            f"{batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version)}",
+            f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware, sp)})"
+            + _then(batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version)),
             est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
         stage3 = {"zero_optimization": {"stage": 3}}
@@ -431,8 +443,8 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                             version=version)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {_gpus(enough.total_gpus)} ({enough.nodes} × {enough.gpus_per_node})",
-                f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware, sp)});"
-                f"{batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)}",
+                f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware, sp)})"
+                + _then(batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)),
                 est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways, version, max_nodes)
     if combined is not None:

@@ -219,3 +219,25 @@ def test_the_parameter_offload_way_does_not_say_it_moves_an_nvme_optimizer_to_cp
     way = next(w for w in ways if w.kind == "offload_param")
     assert way.config_patch["zero_optimization"]["offload_optimizer"]["device"] == "nvme"
     assert way.title == "ZeRO-3 with parameters offloaded to CPU RAM (the optimizer stays on NVMe)", way.title
+
+
+@pytest.mark.parametrize(("batch", "gpus_per_node", "gpu_gib", "ram_gib", "shape"), [
+    ({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}, 4, 16, 32,
+     memory.Shape(1, 1024, recompute="full")),
+    ({"train_batch_size": 64}, 8, 80, 128, memory.Shape(8, 1024)),
+], ids=["derived-global-batch", "written-train-batch-size"])
+def test_the_same_gpus_on_more_nodes_leave_the_batch_alone(llama7b: models.ModelSpec, batch: dict,
+                                                           gpus_per_node: int, gpu_gib: int, ram_gib: int,
+                                                           shape: memory.Shape) -> None:
+    # fewer ranks per node, as many GPUs: the way said "the global batch shrinks with the GPU count (4 → 4)" or
+    # "train_batch_size stays 64: gradient accumulation 1 → 1" and wrote the micro batch and accumulation DeepSpeed
+    # derives itself
+    zero = {"stage": 2} if "train_batch_size" in batch else {"stage": 2, "offload_optimizer": {"device": "cpu"}}
+    config = {**_ADAMW, **batch, "zero_optimization": zero}
+    hw = memory.Hardware(gpus_per_node=gpus_per_node, nodes=1, gpu_memory_bytes=gpu_gib * GIB,
+                         cpu_ram_per_node_bytes=ram_gib * GIB)
+    way = next(w for w in fit.ways_to_fit(config, llama7b, hw, shape)
+               if w.kind == "gpus" and w.title.startswith(f"{gpus_per_node} GPUs ("))
+    assert way.context_patch["nodes"] * way.context_patch["gpus_per_node"] == gpus_per_node
+    assert way.config_patch == {}, way.config_patch
+    assert way.detail.endswith("than a node has).") and "batch" not in way.detail, way.detail
