@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import GA, MB, TB, batch_run, effective_world_size, parallelism_left_out, resolve_batch, runs_elastic
+from core.batch import (
+    GA,
+    MB,
+    TB,
+    batch_run,
+    effective_world_size,
+    parallelism_left_out,
+    resolve_batch,
+    run_or_written,
+    runs_elastic,
+)
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.schema.base import DEFAULT_VERSION
@@ -74,10 +84,6 @@ def _flag(section: Mapping[str, Any], key: str) -> bool:
     return pydantic_bool(section, key, False)  # ZeRO++ flags live in the pydantic zero_optimization section
 
 
-def _int(value: Any, default: int) -> int:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
-
-
 @dataclass(frozen=True)
 class PerfSettings:
     """The speed-relevant part of a config (DeepSpeed defaults filled in)."""
@@ -120,10 +126,10 @@ def _batch(cfg: Mapping[str, Any], total_gpus: int, version: str,
         return run[2], run[1], "", runs_elastic(as_dict, version)
     if runs_elastic(as_dict, version):  # it ignores the batch keys, "auto" or not
         return None, None, f"elastic training computes no batch DeepSpeed {version} accepts on {total_gpus} GPUs", True
-    if "auto" in (cfg.get(TB), cfg.get(MB)) and _int(cfg.get(GA), 0):
-        # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
-        # (trainer_config_process fill_match): that written count is the run's
-        grad_accum = _int(cfg.get(GA), 0)
+    # the HF Trainer fills the "auto" keys and requires a written accumulation to match its own
+    # (trainer_config_process fill_match): that written count (4.0 is 4, as DeepSpeed counts it) is the run's
+    grad_accum = run_or_written(as_dict, total_gpus, version, GA) if "auto" in (cfg.get(TB), cfg.get(MB)) else None
+    if grad_accum is not None:
         notes.append(f'train_batch_size / the micro batch are "auto" (the HF Trainer fills them): the written '
                      f"gradient_accumulation_steps ({grad_accum}) is used.")
         return grad_accum, None, "", False
