@@ -340,3 +340,20 @@ def test_a_model_the_catalog_does_not_have_is_refused_under_model(argv, tmp_path
     assert code == 2 and error["flag"] == "--model"
     assert "Unknown model 'gpt2'" in error["message"] and "openai-community/gpt2" in error["message"]
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["plan", *MODEL, "--seq-len", "2048", "--global-batch", "64", "--base", "-"],
+     "--base -: cannot read standard input: it is closed; give a DeepSpeed config as a file path"),
+    (["estimate", "--hf-config", "-"],
+     "--hf-config -: cannot read standard input: it is closed; give a model's config.json (Hugging Face) as a "
+     "file path"),
+    (["validate", "-"], "error: -: cannot read standard input: it is closed; give a DeepSpeed config as a file path"),
+])
+def test_closed_standard_input_names_the_flag_that_said_dash_and_the_document_it_wants(argv, said, monkeypatch,
+                                                                                       capsys):
+    """With standard input closed, ``--base -`` and ``--hf-config -`` were reported as ``-:`` asking for "the
+    config", which for --hf-config is the wrong document (a model's config.json, not a DeepSpeed config)."""
+    monkeypatch.setattr("sys.stdin", None)
+    code, _ = run(argv)
+    assert code == 2 and said in capsys.readouterr().err

@@ -159,7 +159,7 @@ def read_config_and_text(path: str | Path, what: str = "", document: str = "a De
     """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
     try:
         if str(path) == "-":
-            data = read_stdin(MAX_CONFIG_BYTES + 1, "-", "the config")
+            data = read_stdin(MAX_CONFIG_BYTES + 1, f"{what} -" if what else "-", document)
             if isinstance(data, str):  # a text stream put in its place (tests, embedding)
                 return load_config(data, document), data
             return load_config_bytes_and_text(data, document)  # the bytes get a file's encoding checks
