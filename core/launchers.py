@@ -25,7 +25,14 @@ from core.autofill import (
     resolve_auto,
     scheduler_peak,
 )
-from core.batch import BATCH_KEYS, effective_world_size, micro_and_accum_of, sequence_parallel_degree
+from core.batch import (
+    BATCH_KEYS,
+    batch_run,
+    effective_world_size,
+    reads_sequence_parallel,
+    runs_elastic,
+    sequence_parallel_degree,
+)
 from core.effective import effective
 from core.findings import brief, delete_path, get_path, is_number, set_path, split_path
 from core.migrate import zero_section_form
@@ -98,7 +105,8 @@ _HF_BATCH_KEYS = {"per_device_train_batch_size": "train_micro_batch_size_per_gpu
 
 
 def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_values: Mapping[str, Any] | None = None,
-                      world_size: int | None = None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+                      world_size: int | None = None,
+                      version: str | None = None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(config, TrainingArguments keyword arguments, notes) that the HF Trainer accepts together.
 
     ``mode`` "auto": every field the Trainer fills that the config sets becomes "auto", and the arguments carry
@@ -109,12 +117,16 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
     learning rate follows the learning rate (the Trainer requires them equal), which a note says.
     ``trainer_values`` are TrainingArguments for what the config does not say (its "auto" batch: e.g. the
     per-device batch the memory estimate assumed); a batch argument whose key the config lacks is written into it
-    too, since accelerate writes a missing accumulation as 1 whatever the argument says."""
+    too, since accelerate writes a missing accumulation as 1 whatever the argument says. ``version``: the DeepSpeed
+    release the job runs (None: the newest), which decides what the batch keys mean (its sequence parallelism, its
+    elastic training, which replaces the written micro batch and accumulation)."""
     if mode not in HF_MODES:
         raise ValueError(f"mode must be one of {', '.join(HF_MODES)}, got {mode!r}")
     args = hf_training_arguments(config)
-    derived = {} if not is_number(config.get("train_batch_size")) else {  # else DeepSpeed's and the Trainer's 1 agree
-        name: value for name, value in _batch_deepspeed_derives(config, world_size).items() if name not in args}
+    elastic = runs_elastic(config, version or DEFAULT_VERSION)
+    derived = {} if not (elastic or is_number(config.get("train_batch_size"))) else {  # else both count 1
+        name: value for name, value in _batch_deepspeed_derives(config, world_size, version).items()
+        if elastic or name not in args}  # elastic training ignores the written ones
     args |= derived
     for name, value in (trainer_values or {}).items():
         args.setdefault(name, value)  # what the config leaves to the Trainer ("auto"), as the user plans it
@@ -154,14 +166,15 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
               "false by default, and would train in fp32." for name in assumed]
     total = config.get("train_batch_size")
     if derived:
+        source = "elastic training" if elastic else f"train_batch_size {_short(total)}"
         notes.append(", ".join(f"{_HF_BATCH_KEYS[name]} {value}" for name, value in derived.items())
-                     + f" written (what DeepSpeed derives from train_batch_size {_short(total)} on {world_size} "
+                     + f" written (what DeepSpeed derives from {source} on {world_size} "
                      "GPUs) and passed to the Trainer: without it the Trainer uses its default, and accelerate "
                      f"writes a missing gradient_accumulation_steps as {ACCELERATE_ACCUMULATION}, which trains "
                      "another global batch or makes DeepSpeed refuse the batch sizes.")
-    elif is_number(total):
-        notes.extend(_trainer_batch_differs(config, args, total, world_size))
-    sp = sequence_parallel_degree(dict(config))
+    elif is_number(total) and not elastic:
+        notes.extend(_trainer_batch_differs(config, args, total, world_size, version))
+    sp = sequence_parallel_degree(dict(config)) if reads_sequence_parallel(version) else None
     if sp is not None:
         notes.append(f"sequence_parallel_size {sp}: the HF Trainer runs DeepSpeed's sequence parallelism only with "
                      f"TrainingArguments(parallelism_config=ParallelismConfig(sp_backend=\"deepspeed\", sp_size={sp}, "
@@ -199,10 +212,12 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
 
 
 def _trainer_batch_differs(config: Mapping[str, Any], args: Mapping[str, Any], total: float,
-                           world_size: int | None) -> list[str]:
+                           world_size: int | None, version: str | None = None) -> list[str]:
     """The note for a written train_batch_size the export makes "auto" while the Trainer's batch arguments (its
     defaults for what is not passed) give another global batch on ``world_size`` GPUs; without a GPU count, the
-    note that the Trainer computes it when its per-device batch is not passed."""
+    note that the Trainer computes it when its per-device batch is not passed. The ranks are accelerate's: GPUs ÷
+    sequence_parallel_size with the ParallelismConfig the export asks for, only where DeepSpeed ``version`` reads
+    sequence parallelism (0.16.x has no Ulysses for it, so there the Trainer counts every GPU, as DeepSpeed does)."""
     names = ("per_device_train_batch_size", "gradient_accumulation_steps")
     micro, accum = (args.get(name, HF_DEFAULTS[name]) for name in names)
     if not isinstance(world_size, int) or world_size < 1:
@@ -210,7 +225,7 @@ def _trainer_batch_differs(config: Mapping[str, Any], args: Mapping[str, Any], t
             f"train_batch_size {_short(total)} is now \"auto\" and the Trainer computes it as "
             "per_device_train_batch_size × gradient_accumulation_steps × GPUs, with its defaults (8 and 1) for what "
             f"is not set; set both so the product is {_short(total)}."]
-    ranks = effective_world_size(dict(config), world_size)  # accelerate's data-parallel ranks (sequence parallel)
+    ranks = effective_world_size(dict(config), world_size, version)  # accelerate's data-parallel ranks
     trains = micro * accum * ranks
     if trains == total:
         return []
@@ -242,10 +257,12 @@ def _require_zero_section(config: dict[str, Any], notes: list[str]) -> None:
                      "Trainer launches through, refuses a config without that section.")
 
 
-def _sequence_parallel_sizes(config: Mapping[str, Any] | None, world: int) -> tuple[int, int] | None:
+def _sequence_parallel_sizes(config: Mapping[str, Any] | None, world: int,
+                             version: str | None = None) -> tuple[int, int] | None:
     """(sp_size, dp_replicate_size) of accelerate's ``ParallelismConfig`` for the config's sequence parallelism on
-    ``world`` GPUs; None without sequence parallelism or when it does not divide the GPUs (a rule reports that)."""
-    sp = sequence_parallel_degree(dict(config)) if config is not None else None
+    ``world`` GPUs; None without sequence parallelism, in a DeepSpeed ``version`` that ignores it (0.16.x, which
+    has no Ulysses module for accelerate either), or when it does not divide the GPUs (a rule reports that)."""
+    sp = sequence_parallel_degree(dict(config)) if config is not None and reads_sequence_parallel(version) else None
     return (sp, world // sp) if sp is not None and world % sp == 0 else None
 
 
@@ -269,8 +286,8 @@ def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json",
             "trainer.train()")
 
 
-def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any],
-                    launcher_fills: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
+def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any], launcher_fills: tuple[str, ...] = (),
+                    version: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) with every "auto" filled as the HF Trainer would fill it, for launchers that do not fill
     "auto" themselves (Lightning) or only some of them (accelerate: not the optimizer's or scheduler's). The
     "auto"s at ``launcher_fills`` stay: the launcher fills those from its own settings (accelerate's stage).
@@ -278,14 +295,15 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any],
     ``values`` are training values (``core.autofill.resolve_auto`` names: the Trainer batch the app planned,
     world_size, num_training_steps, hidden_size …); the config's own explicit values and then the Trainer's
     defaults fill the rest. An "auto" that needs a value nobody gave (the model's hidden size for the bucket
-    sizes) is removed, so DeepSpeed's default applies. Each filled or removed "auto" gets a note."""
+    sizes) is removed, so DeepSpeed's default applies. Each filled or removed "auto" gets a note. ``version``: the
+    DeepSpeed release whose reading of the batch keys derives the batch (None: the newest)."""
     autos = find_auto(config)
     if not autos:
         return copy.deepcopy(dict(config)), []
     explicit = hf_training_arguments(config)
     if "max_steps" in explicit:
         explicit["num_training_steps"] = explicit.pop("max_steps")
-    explicit = _batch_deepspeed_derives(config, values.get("world_size")) | explicit
+    explicit = _batch_deepspeed_derives(config, values.get("world_size"), version) | explicit
     given = {**HF_DEFAULTS, **values, **explicit}  # what the config says wins over what the app assumed
     given = {k: v for k, v in given.items() if v is not None and k in TRAINING_VALUES}
     out = copy.deepcopy(dict(config))
@@ -332,15 +350,19 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any],
     return resolved, notes
 
 
-def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any) -> dict[str, int]:
-    """The Trainer batch arguments for the micro batch and accumulation DeepSpeed derives from the config's own
-    batch keys on ``world_size`` GPUs (``train_batch_size`` 16 on 8 GPUs is 2 x 1), so no launcher but the HF
-    Trainer is held to the Trainer's default batch of 8; {} while a batch key is "auto" or the trio fails."""
-    if not isinstance(world_size, int) or world_size < 1 or AUTO in (config.get(key) for key in BATCH_KEYS):
+def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any, version: str | None = None) -> dict[str, int]:
+    """The Trainer batch arguments for the micro batch and accumulation DeepSpeed ``version`` (None: the newest)
+    runs the config with on ``world_size`` GPUs (``core.batch.batch_run``): derived from its own batch keys over
+    the data-parallel ranks that release counts (``train_batch_size`` 16 on 8 GPUs is 2 x 1), or what elastic
+    training computes where the release runs it; so no launcher but the HF Trainer is held to the Trainer's default
+    batch of 8. {} while a batch key it reads is "auto", or the batch does not resolve."""
+    release = version or DEFAULT_VERSION
+    as_dict = dict(config)
+    if not isinstance(world_size, int) or world_size < 1 or (
+            not runs_elastic(as_dict, release) and AUTO in (config.get(key) for key in BATCH_KEYS)):
         return {}
-    trio = micro_and_accum_of(dict(config), world_size)
-    return {} if trio is None else dict(zip(("per_device_train_batch_size", "gradient_accumulation_steps"), trio,
-                                             strict=True))
+    run = batch_run(as_dict, world_size, release)
+    return {} if run is None else {"per_device_train_batch_size": run[1], "gradient_accumulation_steps": run[2]}
 
 
 def _needs(path: str, param: str) -> bool:
@@ -360,15 +382,17 @@ def with_assumed_precision(config: Mapping[str, Any], values: Mapping[str, Any])
     return values
 
 
-def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any],
+                      version: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) for ``accelerate launch`` with ``deepspeed_config_file``: "auto" resolved (accelerate fills
     only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) except the
     stage and offload settings its plugin fills from ``accelerate config``, and a ``zero_optimization`` section,
-    which accelerate requires."""
-    out, notes = resolved_export(config, with_assumed_precision(config, values), ACCELERATE_PLUGIN_PATHS)
+    which accelerate requires. ``version``: the DeepSpeed release (None: the newest), as for ``resolved_export``."""
+    out, notes = resolved_export(config, with_assumed_precision(config, values), ACCELERATE_PLUGIN_PATHS, version)
     _require_zero_section(out, notes)
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
-        accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1)).get("gradient_accumulation_steps")
+        accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1), version).get(
+            "gradient_accumulation_steps")
         if accum is not None and accum != ACCELERATE_ACCUMULATION:  # what accelerate writes anyway
             out["gradient_accumulation_steps"] = accum
             notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
@@ -390,14 +414,14 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     dropped (DeepSpeed derives it from micro batch × accumulation × GPUs). "auto" is resolved (Lightning fills
     none), and the Trainer's precision follows the config's half precision. A config without
     ``gradient_clipping`` gets DeepSpeed ``version``'s default written (Lightning writes its own 0.0 there)."""
-    out, notes = resolved_export(config, with_assumed_precision(config, values))
+    out, notes = resolved_export(config, with_assumed_precision(config, values), version=version)
     _zero_as_section(out, notes)
     kwargs: dict[str, Any] = {}
     reading = effective(out)  # "enabled": 1 or "true" is on, as DeepSpeed reads it
     for section, precision in _LIGHTNING_PRECISION.items():
         if getattr(reading, section):
             kwargs["precision"] = precision
-    derived = _batch_deepspeed_derives(out, world_size)
+    derived = _batch_deepspeed_derives(out, world_size, version)
     if "train_micro_batch_size_per_gpu" not in out and "per_device_train_batch_size" in derived:
         # without it Lightning takes the micro batch from the training DataLoader, not from this config
         out["train_micro_batch_size_per_gpu"] = derived["per_device_train_batch_size"]
@@ -487,11 +511,13 @@ class LauncherExports:
 
 def launcher_exports(config: Mapping[str, Any], context: Mapping[str, Any], hf_mode: str = "auto",
                      trainer_values: Mapping[str, Any] | None = None) -> LauncherExports:
-    """The three launchers' exports of ``config`` for the app's ``context`` (GPU count, steps, model)."""
+    """The three launchers' exports of ``config`` for the app's ``context`` (GPU count, steps, model, and the
+    DeepSpeed release, ``version``, whose reading of the batch keys each export follows)."""
     values = launch_values(context, trainer_values)
-    return LauncherExports(hf_trainer_export(config, hf_mode, trainer_values, int(values["world_size"])),
-                           accelerate_export(config, values),
-                           lightning_export(config, values, int(values["world_size"]), context.get("version")))
+    version = context.get("version")
+    return LauncherExports(hf_trainer_export(config, hf_mode, trainer_values, int(values["world_size"]), version),
+                           accelerate_export(config, values, version),
+                           lightning_export(config, values, int(values["world_size"]), version))
 
 
 def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
@@ -516,7 +542,7 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
     else:
         deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
     hf_args = exports.hf[1] if exports is not None else {}
-    sequence_parallel = _sequence_parallel_sizes(config, world)
+    sequence_parallel = _sequence_parallel_sizes(config, world, context.get("version"))
     hf = (hf_snippet(hf_args, file_name, sequence_parallel)
           + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
     accelerate_file, lightning_file, lightning_args = file_name, file_name, {}
