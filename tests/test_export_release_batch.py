@@ -102,3 +102,48 @@ def test_lightning_gets_the_batch_elastic_training_runs():
     for version, (micro, accum) in (("0.19.7", (6, 35)), ("0.19.8", (8, 1))):
         out, kwargs, _ = lightning_export(ELASTIC, values, 8, version)
         assert (out["train_micro_batch_size_per_gpu"], kwargs["accumulate_grad_batches"]) == (micro, accum)
+
+
+# ------------------------------------------------------------------ the Review page's HF path, end to end
+
+def _snippet_arguments(snippet: str) -> dict:
+    """The keyword arguments the HF snippet's ``TrainingArguments(...)`` passes, read from its text."""
+    body = snippet.split("args = TrainingArguments(\n", 1)[1].split("\n)\n", 1)[0]
+    return eval(f"dict({body})", {"__builtins__": {"dict": dict}})  # noqa: S307 - the app's own snippet
+
+
+@pytest.mark.parametrize("release", ["0.16.9", "0.19.8"])
+@pytest.mark.parametrize("mode", ["auto", "match"])
+@pytest.mark.parametrize("preset", ["hf-auto-zero2", "hf-auto-zero3", "zero2-bf16", "zero3-offload-cpu",
+                                    "single-gpu-lowmem"])
+def test_the_review_pages_hf_snippet_and_file_are_accepted_and_train_the_batch_they_say(preset, mode, release):
+    """What the Review page shows for the HF Trainer (the snippet's TrainingArguments and the ds_config.json beside
+    it, from the page's own context and planned batch) goes through transformers' own ``TrainingArguments`` and
+    ``trainer_config_finalize``: accepted, and the batch the Trainer hands DeepSpeed is the snippet's per-device
+    batch and accumulation (the Trainer's 8 and 1 where it passes none) on 8 GPUs, which DeepSpeed ``release``
+    runs as they are; a preset's written micro batch and accumulation survive, an "auto" one is the planned one."""
+    from core.autofill import trainer_batch_arguments
+    from core.presets import BUILTIN_DIR, list_presets
+
+    config = next(p.config for p in list_presets([BUILTIN_DIR])[0] if p.name == preset)
+    context = {"nodes": 2, "gpus_per_node": 4, "train_steps": 1000, "model_config": {"hidden_size": 1024},
+               "version": release, "hf_micro_batch": 2, "hf_grad_accum": 4}
+    planned = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4}
+    trainer_values = {name: value for name, value in planned.items() if name in trainer_batch_arguments(config)}
+    exports = launcher_exports(config, context, mode, trainer_values)
+    snippet = launch_snippets(context, 0, config=config, hf_mode=mode, trainer_values=trainer_values,
+                              exports=exports)["HF Trainer"]
+    told = _snippet_arguments(snippet)
+    assert told.pop("deepspeed") == "ds_config.json" and told.pop("output_dir") == "out"
+    assert told == exports.hf[1]
+    given = _trainer_accepts(exports.hf[0], told, world_size=8)
+    micro = told.get("per_device_train_batch_size", 8)
+    accum = told.get("gradient_accumulation_steps", 1)
+    run = batch_run(given, 8, release)  # a train_batch_size the file leaves out is DeepSpeed's to derive
+    assert run == (micro * accum * 8, micro, accum)
+    assert (given["train_micro_batch_size_per_gpu"], given["gradient_accumulation_steps"]) == run[1:]
+    assert given.get("train_batch_size", run[0]) == run[0]
+    for name, key in (("per_device_train_batch_size", "train_micro_batch_size_per_gpu"),
+                      ("gradient_accumulation_steps", "gradient_accumulation_steps")):
+        written = config.get(key)
+        assert dict(zip(ARGS, run[1:], strict=True))[name] == (planned[name] if written == "auto" else written)
