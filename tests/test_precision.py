@@ -168,3 +168,19 @@ def test_any_chain_of_switches_back_to_the_first_mode_gives_the_config_back(conf
     read = effective(config, version)
     if read.fp16 + read.bf16 + read.torch_autocast <= 1:
         assert json.dumps(out) == json.dumps(config)
+
+
+def test_fp16_loss_scaling_keys_are_listed_once_for_the_rule_and_the_planner():
+    """The rule ``precision.loss-scale-unused`` and the planner's adoption each wrote the list of fp16's loss-scaling
+    keys: both read the schema's now, which names every fp16 field except the switches and master weights."""
+    from core.perf.recommend import FP16_LOSS_SCALE_KEYS as ADOPTION_KEYS
+    from core.schema.precision import FP16_LOSS_SCALE_KEYS, FP16Config
+    from core.validate import validate
+
+    assert set(FP16_LOSS_SCALE_KEYS) == set(FP16Config.model_fields) - {
+        "enabled", "auto_cast", "fp16_master_weights_and_grads"}
+    assert ADOPTION_KEYS is FP16_LOSS_SCALE_KEYS
+    scaling = {key: FP16Config.model_fields[key].default for key in FP16_LOSS_SCALE_KEYS}
+    finding = next(f for f in validate({"fp16": {"enabled": False, **scaling}}).findings
+                   if f.code == "precision.loss-scale-unused")
+    assert f"({', '.join(FP16_LOSS_SCALE_KEYS)})" in finding.message

@@ -24,6 +24,7 @@ from core.perf.predict import predict
 from core.perf.settings import PerfSettings, read_settings
 from core.precision import with_precision_mode
 from core.schema.base import DEFAULT_VERSION, version_tuple
+from core.schema.precision import FP16_LOSS_SCALE_KEYS
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, section_fields
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
@@ -127,11 +128,6 @@ _CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_we
 #: training (its own batch search) would override, and DeepSpeed would then refuse the batch keys or run another batch.
 #: A release that refuses one of them on sight (0.19.8: ``elasticity``, even disabled) gets it removed too.
 _OVERRIDING_KEYS = ("sequence_parallel_size", "elasticity")
-
-#: fp16's loss-scaling keys (as the validator's ``precision.loss-scale-unused`` lists them): they do nothing unless
-#: fp16 trains, so adopting a bf16 or fp32 row takes them out rather than leave a warning that says "enable fp16".
-FP16_LOSS_SCALE_KEYS = ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale",
-                        "consecutive_hysteresis")
 
 #: The optimizer a candidate gets for the HF Trainer: it fills every "auto" from its TrainingArguments (as the
 #: hf-auto presets write it), where a written lr other than --learning_rate makes it refuse the config.

@@ -12,7 +12,7 @@ from core.effective import Effective, effective, uses_bf16_optimizer
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool
 from core.rules.fixes import delete_fix, set_fix
-from core.schema.precision import canonical_dtype
+from core.schema.precision import FP16_LOSS_SCALE_KEYS, canonical_dtype
 
 # --------------------------------------------------------------------------------------------
 # Precision
@@ -174,8 +174,7 @@ def precision(ctx: Context) -> Iterator[Finding]:
             page="precision",
         )
     if isinstance(fp16, dict) and not ctx.meaning.fp16:
-        scale_keys = [k for k in ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
-                                  "min_loss_scale", "consecutive_hysteresis") if k in fp16]
+        scale_keys = [k for k in FP16_LOSS_SCALE_KEYS if k in fp16]
         if scale_keys and fp16.get("enabled") != "auto":
             yield Finding(
                 "warning", "precision.loss-scale-unused", "fp16",

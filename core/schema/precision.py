@@ -173,6 +173,12 @@ class FP16Config(Section):
         return self
 
 
+#: fp16's loss-scaling keys: they do nothing unless fp16 trains (the validator's ``precision.loss-scale-unused``;
+#: the planner's adoption of a bf16 or fp32 row takes them out).
+FP16_LOSS_SCALE_KEYS: tuple[str, ...] = ("loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+                                         "min_loss_scale", "consecutive_hysteresis")
+
+
 class BF16Config(Section):
     """bfloat16 mixed precision: same range as fp32, so no loss scaling. Needs Ampere (A100) or newer
     GPUs, or a CPU."""
