@@ -239,7 +239,7 @@ def planner() -> None:
             before = app_state.get_config()
             adopted = adopt_candidate(before, row["config"], target=settings.target, version=settings.version)
             kept = kept_by_adoption(before, adopted, row["config"])
-            removals = adoption_removals(before, adopted, settings.version)
+            removals = adoption_removals(before, adopted, settings.version, settings.target)
             changed = _changes(old_ctx, ctx)
             optimizer = _optimizer_words(adopted, before)
             app_state.replace_config(adopted)

@@ -228,7 +228,10 @@ def test_a_deepspeed_target_still_gets_a_written_optimizer():
     assert adopt_candidate(lamb, candidate, target="hf")["optimizer"] == lamb["optimizer"]
 
 
-BF16_MASTER = {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True}, "zero_optimization": {"stage": 2}}
+#: bf16 master weights with bf16 optimizer states: the pair 0.19.x runs without an optimizer offload (master weights
+#: alone need DeepSpeedCPUAdam there, and adoption removes them from a row without it)
+BF16_MASTER = {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True},
+               "zero_optimization": {"stage": 2}}
 
 
 @pytest.mark.parametrize("version", ["0.16.9", DEFAULT_VERSION])
@@ -236,7 +239,8 @@ def test_rows_are_ranked_as_loaded_in_the_sessions_release_and_a_used_row_fits_a
     """The rows were the bare candidates, without the user's bf16 section that "Use this config" keeps: on the
     newest release a row said 64.3 GiB and the loaded config 59.3 (bf16 master weights). Each row is now the config
     as loaded, read as the session's release: 0.16.9 ignores bf16_master_weights_and_grads (fp32 master weights),
-    so its row is the larger one, where reading it as the newest release would have said 59.3."""
+    so its row is the larger one, where reading it as the newest release would have said 59.3. (With the states in
+    bf16 the newest release runs the master weights without an offload, so the loaded row keeps them.)"""
     at = app(BF16_MASTER, PAGE, version=version, **_model(LLAMA7))
     row_gib = html_tables(at)[0]["GPU GiB"].iloc[0]
     at.button(key="plan_use").click().run()
@@ -378,3 +382,25 @@ def test_a_ranking_cached_for_another_config_shows_each_row_as_loaded_into_this_
     assert list(shown["config"]) == list(expected["config"].head(len(shown)))
     assert all(c["my_team_key"] == 1 and "elasticity" not in c for c in shown["config"])
     json.dumps(list(shown["config"]))  # plain values, as the session stores them
+
+
+def test_a_row_that_cannot_keep_the_configs_master_weights_loads_accepted_without_them_as_costed():
+    """bf16 master weights in the session config: "Use this config" loaded ZeRO-1 without an optimizer offload with
+    them kept, which 0.19.8 refuses (precision.master-weights-offload). They go now, said with why, and the loaded
+    config is accepted at the GPU memory and step time its row showed."""
+    config = {"bf16": {"enabled": True, "bf16_master_weights_and_grads": True}}
+    at = app(config, PAGE, version=DEFAULT_VERSION, **_model(LLAMA7))
+    table = html_tables(at)[0]
+    row_gib, row_step = table["GPU GiB"].iloc[0], float(table["Step s"].iloc[0])
+    at.button(key="plan_use").click().run()
+    assert not at.exception, at.exception
+    loaded = at.session_state["config"]
+    assert loaded["bf16"] == {"enabled": True} and loaded["zero_optimization"].get("offload_optimizer") is None
+    verdict, fit = _headline(at)
+    assert "**Accepted**" in verdict, verdict
+    assert "**Fits**" in fit and f"GPU {float(row_gib):.1f} of" in fit, (fit, row_gib)
+    assert (f"your bf16.bf16_master_weights_and_grads removed (16-bit master weights, which DeepSpeed "
+            f"{DEFAULT_VERSION} runs at ZeRO-{loaded['zero_optimization']['stage']} only with the optimizer offloaded "
+            "to the CPU as DeepSpeedCPUAdam, which this row does not do)") in _message(at)
+    step = _predicted_step(at)
+    assert _same_step(step, row_step), (step, row_step)

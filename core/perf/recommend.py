@@ -23,6 +23,7 @@ from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import PerfSettings, read_settings
 from core.precision import with_precision_mode
+from core.rules.precision import refused_master_weights
 from core.schema.base import DEFAULT_VERSION, version_tuple
 from core.schema.precision import FP16_LOSS_SCALE_KEYS
 from core.schema.root import DeepSpeedConfig
@@ -129,6 +130,7 @@ _CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_we
 #: A release that refuses one of them on sight (0.19.8: ``elasticity``, even disabled) gets it removed too.
 _OVERRIDING_KEYS = ("sequence_parallel_size", "elasticity")
 
+
 #: The optimizer a candidate gets for the HF Trainer: it fills every "auto" from its TrainingArguments (as the
 #: hf-auto presets write it), where a written lr other than --learning_rate makes it refuse the config.
 HF_AUTO_PARAMS: Mapping[str, Any] = {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}
@@ -170,9 +172,10 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     unknown keys and every other ZeRO key are kept. Legacy offload keys (``cpu_offload``) go, since they would
     override the candidate's offload, and so do sequence parallelism and elastic training where DeepSpeed
     ``version`` acts on them, since they would override its batch keys, or refuses them on sight
-    (``_refused_on_sight``), and fp16's loss-scaling keys when the candidate does not train in fp16
-    (``adoption_removals`` says what went and why). Adopting into ``config`` again what it returned gives it
-    back."""
+    (``_refused_on_sight``); fp16's loss-scaling keys when the candidate does not train in fp16; and the 16-bit
+    master-weights keys the validator's rules refuse with the candidate's stage and offload
+    (``refused_master_weights``).
+    ``adoption_removals`` says what went and why. Adopting into ``config`` again what it returned gives it back."""
     patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
     if config.get("optimizer") is None and "optimizer" in candidate:
         patch["optimizer"] = candidate_optimizer(candidate, target)
@@ -191,7 +194,27 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     fp16 = adopted.get("fp16")
     if mode != "fp16" and isinstance(fp16, Mapping):  # fp16 is off now (only ``mode`` is on)
         adopted["fp16"] = {key: value for key, value in fp16.items() if key not in FP16_LOSS_SCALE_KEYS}
-    return adopted
+    return _without_refused_master_weights(adopted, version, target)[0]
+
+
+def _without_refused_master_weights(config: dict[str, Any], version: str,
+                                    target: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """``config`` without the master-weights keys the validator refuses (``refused_master_weights``), and what went
+    (dotted path -> the finding code that refused it). Asked again after each removal: taking
+    ``bf16_master_weights_and_grads`` out can leave ``bf16_optimizer_states`` refused without it."""
+    removed: dict[str, str] = {}
+    while refused := refused_master_weights(config, version, target):
+        progress = False
+        for path, code in refused.items():
+            section, _, key = path.partition(".")
+            values = config.get(section)
+            if isinstance(values, Mapping) and key in values:
+                config = {**config, section: {k: v for k, v in values.items() if k != key}}
+                removed[path] = code
+                progress = True
+        if not progress:
+            break  # refused for a reason no removal of ours changes: the validator says so
+    return config, removed
 
 
 def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
@@ -209,10 +232,36 @@ def removed_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any]) -
     return [key for key in config if key not in adopted]
 
 
-def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any],
-                      version: str = DEFAULT_VERSION) -> list[tuple[tuple[str, ...], str]]:
-    """What ``adopted`` (``adopt_candidate(config, ..., version=version)``) took out of ``config``, grouped by why:
-    (the dotted paths, in the config's order; the reason in words). What the app says it removed."""
+#: The keys ``_without_refused_master_weights`` may remove, per precision section.
+_MASTER_WEIGHTS_KEYS = {"fp16": ("fp16_master_weights_and_grads",),
+                        "bf16": ("bf16_master_weights_and_grads", "bf16_optimizer_states"),
+                        "bfloat16": ("bf16_master_weights_and_grads", "bf16_optimizer_states")}
+
+
+def _master_weights_reasons(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str,
+                            target: str) -> dict[str, str]:
+    """The master-weights keys of ``config`` that ``adopted`` no longer has, each with the validator's code that
+    refused it: adoption asked again on ``adopted`` with them put back."""
+    restored = dict(adopted)
+    gone = []
+    for section, keys in _MASTER_WEIGHTS_KEYS.items():
+        before, after = config.get(section), adopted.get(section)
+        if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
+            continue
+        back = {key: before[key] for key in keys if key in before and key not in after}
+        if back:
+            restored[section] = {**after, **back}
+            gone += [f"{section}.{key}" for key in back]
+    if not gone:
+        return {}
+    codes = _without_refused_master_weights(restored, version, target)[1]
+    return {path: codes[path] for path in gone if path in codes}
+
+
+def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str = DEFAULT_VERSION,
+                      target: str = "deepspeed") -> list[tuple[tuple[str, ...], str]]:
+    """What ``adopted`` (``adopt_candidate(config, ..., target=target, version=version)``) took out of ``config``,
+    grouped by why: (the dotted paths, in the config's order; the reason in words). What the app says it removed."""
     overriding: list[str] = []
     refused: list[str] = []
     for key in removed_by_adoption(config, adopted):
@@ -220,6 +269,8 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any],
     before, after = config.get("fp16"), adopted.get("fp16")
     scaling = [f"fp16.{key}" for key in (before if isinstance(before, Mapping) else ())
                if key in FP16_LOSS_SCALE_KEYS and not (isinstance(after, Mapping) and key in after)]
+    mode = effective(adopted, version).precision_mode
+    stage = effective(adopted, version).stage
     groups: list[tuple[tuple[str, ...], str]] = []
     if overriding:
         groups.append((tuple(overriding), "the planner ranks data parallelism over every GPU with these batch keys, "
@@ -229,9 +280,22 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any],
                                        f"{'it' if len(refused) == 1 else 'them'}; the row writes the batch keys "
                                        "directly instead"))
     if scaling:
-        mode = effective(adopted, version).precision_mode
         groups.append((tuple(scaling), f"fp16 loss scaling, which does nothing now that the row trains in {mode} "
                                        "with fp16 off"))
+    reasons = {
+        "precision.master-weights-offload": f"16-bit master weights, which DeepSpeed {version} runs at ZeRO-{stage} "
+                                            "only with the optimizer offloaded to the CPU as DeepSpeedCPUAdam, which "
+                                            "this row does not do",
+        "precision.master-weights-stage": f"16-bit master weights or optimizer states, which DeepSpeed {version} does "
+                                          f"not support at the row's ZeRO-{stage}",
+        "precision.bf16-optimizer-states": f"bf16 optimizer states, which DeepSpeed {version} refuses at ZeRO-{stage} "
+                                           "without bf16_master_weights_and_grads",
+    }
+    master = _master_weights_reasons(config, adopted, version, target)
+    for code, words in reasons.items():
+        paths = tuple(path for path, why in master.items() if why == code)
+        if paths:
+            groups.append((paths, words))
     return groups
 
 

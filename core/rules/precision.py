@@ -4,7 +4,7 @@ communication data types."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from core import versions
@@ -107,25 +107,9 @@ def master_weights_offload(ctx: Context) -> Iterator[Finding]:
     )
 
 
-def precision(ctx: Context) -> Iterator[Finding]:
-    """fp16/bf16 exclusivity, master-weights options, loss-scale keys without fp16."""
-    fp16 = ctx.config.get("fp16")
-    bf16 = ctx.config.get("bf16")
-    if "fp16" in ctx.config and fp16 is None:
-        yield Finding("error", "precision.null", "fp16", "`fp16` is null; DeepSpeed fails reading it.",
-                      "Remove it or write {\"enabled\": false}.", delete_fix("fp16"), "precision")
-    if "bf16" in ctx.config and bf16 is None and versions.section_strict(ctx.version, "bf16") is False:
-        yield Finding("error", "precision.null", "bf16",
-                      f"`bf16` is null; DeepSpeed {ctx.version} reads it with dict.get and fails.",
-                      "Remove it or write {\"enabled\": false}.", delete_fix("bf16"), "precision")
-    if fp16_and_bf16_both_on(ctx.meaning, ctx.is_hf):
-        yield Finding(
-            "error", "precision.fp16-and-bf16", "bf16.enabled",
-            "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "
-            "simultaneously enabled\").",
-            suggestion="Use bf16 on Ampere (A100) or newer GPUs, fp16 on older ones.",
-            fix=set_fix("fp16.enabled", False, "Keep bf16, disable fp16"), page="precision",
-        )
+def master_weights_stage(ctx: Context) -> Iterator[Finding]:
+    """16-bit master weights or optimizer states at a ZeRO stage the release's own config check refuses
+    (``precision.master-weights-stage``)."""
     stage = ctx.stage
     read = ctx.meaning.bf16_section  # the old spelling `bfloat16` when `bf16` is not set
     checks = (
@@ -133,7 +117,6 @@ def precision(ctx: Context) -> Iterator[Finding]:
         (read, "bf16_master_weights_and_grads", "Bf16_master_weights_and_grads"),
         (read, "bf16_optimizer_states", "bf16_optimizer_states"),
     )
-    lenient_fp16 = versions.section_strict(ctx.version, "fp16") is False
     for section, key, label in checks:
         value = ctx.get(f"{section}.{key}")
         allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
@@ -155,15 +138,53 @@ def precision(ctx: Context) -> Iterator[Finding]:
                    if refused else "") + ", or turn this option off.",
                 fix=None if refused else staged, page="precision",
             )
+
+
+def bf16_optimizer_states(ctx: Context) -> Iterator[Finding]:
+    """bf16 optimizer states without bf16 master weights above stage 0 (``precision.bf16-optimizer-states``)."""
+    read = ctx.meaning.bf16_section
     states_check = "bf16_optimizer_states requires bf16_master_weights_and_grads to be enabled."
     read_bf16 = ctx.config.get(read)
-    if isinstance(read_bf16, dict) and lax_bool(read_bf16.get("bf16_optimizer_states")) and stage != 0 and not lax_bool(
-        read_bf16.get("bf16_master_weights_and_grads")
-    ) and versions.has_check(ctx.version, states_check):
+    if isinstance(read_bf16, dict) and lax_bool(read_bf16.get("bf16_optimizer_states")) and ctx.stage != 0 \
+            and not lax_bool(read_bf16.get("bf16_master_weights_and_grads")) \
+            and versions.has_check(ctx.version, states_check):
         yield Finding(
             "error", "precision.bf16-optimizer-states", f"{read}.bf16_optimizer_states",
             states_check, fix=set_fix(f"{read}.bf16_master_weights_and_grads", True), page="precision",
         )
+
+
+def refused_master_weights(config: Mapping[str, Any], version: str, target: str = "deepspeed") -> dict[str, str]:
+    """The 16-bit master-weights keys of ``config`` that DeepSpeed ``version`` refuses (dotted path -> finding
+    code): what the rules ``master_weights_offload``, ``master_weights_stage`` and ``bf16_optimizer_states`` report,
+    asked of them, so that whoever removes such keys (the planner's adoption) and the validator agree."""
+    ctx = Context(config=dict(config), target=target, version=version)
+    findings = [*master_weights_offload(ctx), *master_weights_stage(ctx), *bf16_optimizer_states(ctx)]
+    return {finding.path: finding.code for finding in findings}
+
+
+def precision(ctx: Context) -> Iterator[Finding]:
+    """fp16/bf16 exclusivity, master-weights options, loss-scale keys without fp16."""
+    fp16 = ctx.config.get("fp16")
+    bf16 = ctx.config.get("bf16")
+    if "fp16" in ctx.config and fp16 is None:
+        yield Finding("error", "precision.null", "fp16", "`fp16` is null; DeepSpeed fails reading it.",
+                      "Remove it or write {\"enabled\": false}.", delete_fix("fp16"), "precision")
+    if "bf16" in ctx.config and bf16 is None and versions.section_strict(ctx.version, "bf16") is False:
+        yield Finding("error", "precision.null", "bf16",
+                      f"`bf16` is null; DeepSpeed {ctx.version} reads it with dict.get and fails.",
+                      "Remove it or write {\"enabled\": false}.", delete_fix("bf16"), "precision")
+    if fp16_and_bf16_both_on(ctx.meaning, ctx.is_hf):
+        yield Finding(
+            "error", "precision.fp16-and-bf16", "bf16.enabled",
+            "fp16 and bf16 are both enabled; DeepSpeed allows only one (\"bfloat16 and fp16 modes cannot be "
+            "simultaneously enabled\").",
+            suggestion="Use bf16 on Ampere (A100) or newer GPUs, fp16 on older ones.",
+            fix=set_fix("fp16.enabled", False, "Keep bf16, disable fp16"), page="precision",
+        )
+    yield from master_weights_stage(ctx)
+    yield from bf16_optimizer_states(ctx)
+    lenient_fp16 = versions.section_strict(ctx.version, "fp16") is False
     power = fp16.get("initial_scale_power") if isinstance(fp16, dict) else None
     if lenient_fp16 and _on(ctx, "fp16") and "initial_scale_power" in fp16 and _power_fails(power):
         yield Finding(
