@@ -83,7 +83,7 @@ def test_the_batch_overriding_keys_are_refused_on_sight_as_each_releases_profile
     from core.perf.recommend import _OVERRIDING_KEYS, _refused_on_sight
 
     for version in versions.RELEASES:
-        for key in _OVERRIDING_KEYS:
+        for key in (*_OVERRIDING_KEYS, "amp"):
             assert _refused_on_sight(key, version) == (key in versions.removed_top_level_keys(version)), (version, key)
     assert _refused_on_sight("elasticity", "0.19.8") and not _refused_on_sight("elasticity", "0.19.7")
 

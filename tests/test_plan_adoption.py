@@ -1,6 +1,6 @@
-"""Loading a Plan row into the session config (``adopt_candidate``): whatever 16-bit master-weights keys the config
-holds, the loaded config is one the validator accepts, what went is said with its reason, and the row was costed as
-it loads."""
+"""Loading a Plan row into the session config (``adopt_candidate``): whatever precision keys the config holds (16-bit
+master weights, Apex AMP) and whichever built-in preset it starts from, the loaded config is one the validator
+accepts, what went is said with its reason, and the row was costed as it loads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from core.models import get_spec
 from core.perf.hardware import Cluster
 from core.perf.recommend import adopt_candidate, adoption_removals, build_config, recommend
+from core.presets import BUILTIN_DIR, list_presets
 from core.validate import validate
+from core.versions import NEWEST
 
 LLAMA7 = get_spec("meta-llama/Llama-2-7b-hf")
 H100X8 = Cluster("NVIDIA H100 80GB", 8)
@@ -90,3 +92,44 @@ def test_a_row_that_loses_its_master_weights_is_costed_without_them():
     for i in lost:
         assert ranked.loc[i, "gpu_peak_gib"] == plain.loc[i, "gpu_peak_gib"], i
         assert ranked.loc[i, "step_seconds"] == plain.loc[i, "step_seconds"], i
+
+
+@pytest.mark.parametrize("version", ["0.16.9", "0.19.7", "0.19.8"])
+def test_apex_amp_switched_on_goes_since_the_row_decides_the_precision(version):
+    """``"amp": {"enabled": true}`` was kept beside the row's bf16: 0.19.8 refuses any config with `amp`
+    (removed.enabled-section), and the older releases stop at initialize ("Amp and ZeRO are not currently
+    compatible", or "Cannot enable both amp with (legacy) fp16 or bfloat16 mode" at ZeRO-0)."""
+    base = {"amp": {"enabled": True, "opt_level": "O1"}}
+    for stage in (0, 1, 3):
+        row = build_config(stage=stage, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=1,
+                           grad_accum=8, world_size=8, precision="bf16", gpus_per_node=8)
+        adopted = adopt_candidate(base, row, version=version)
+        assert "amp" not in adopted and _errors(adopted, version) == []
+        assert adoption_removals(base, adopted, version) == [(("amp",), (
+            "DeepSpeed 0.19.8 refuses any config containing it; the row trains in bf16" if version == "0.19.8" else
+            "Apex AMP, which the row's bf16 replaces: DeepSpeed stops with AMP beside ZeRO, fp16 or bf16"))]
+
+
+def test_apex_amp_switched_off_stays_where_the_release_accepts_it():
+    off = {"amp": {"enabled": False}}
+    row = build_config(stage=2, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=1,
+                       grad_accum=8, world_size=8, precision="bf16", gpus_per_node=8)
+    assert adopt_candidate(off, row, version="0.19.7")["amp"] == off["amp"]
+    assert "amp" not in adopt_candidate(off, row, version="0.19.8")  # refused on sight there, off or not
+
+
+PRESETS = list_presets([BUILTIN_DIR])[0]
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.name for p in PRESETS])
+def test_the_top_rows_loaded_into_every_preset_are_accepted(preset, precision):
+    """Every built-in preset as the session config, on the newest release and for its own target: the top rows of
+    each precision, as "Use this config" loads them, are configs the validator accepts."""
+    assert len(PRESETS) >= 10
+    target = preset.meta.get("target", "deepspeed")
+    assert _errors(preset.config, NEWEST, target) == []  # the preset itself is accepted
+    rows = _rank(preset.config, NEWEST, precision, target).head(12)
+    for row in rows.itertuples():
+        adopted = adopt_candidate(preset.config, row.config, target=target, version=NEWEST)
+        assert _errors(adopted, NEWEST, target) == [], (row.stage, row.offload_optimizer, row.offload_param)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from core.batch import BATCH_KEYS, reads_sequence_parallel, runs_elastic
-from core.effective import effective, legacy_offload_keys
+from core.effective import effective, legacy_offload_keys, section_enabled
 from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.result import gib_capacity
@@ -130,6 +130,10 @@ _CANDIDATE_ZERO_KEYS = ("offload_optimizer", "offload_param", "zero_quantized_we
 #: A release that refuses one of them on sight (0.19.8: ``elasticity``, even disabled) gets it removed too.
 _OVERRIDING_KEYS = ("sequence_parallel_size", "elasticity")
 
+#: Apex AMP, a precision of its own: the row decides the precision, and DeepSpeed stops with AMP beside ZeRO
+#: ("Amp and ZeRO are not currently compatible") or beside fp16/bf16, so adoption removes it when it is on (and
+#: where the release refuses it on sight, 0.19.8, even off).
+_AMP = "amp"
 
 #: The optimizer a candidate gets for the HF Trainer: it fills every "auto" from its TrainingArguments (as the
 #: hf-auto presets write it), where a written lr other than --learning_rate makes it refuse the config.
@@ -146,10 +150,11 @@ def _overrides_batch(config: Mapping[str, Any], key: str, version: str) -> bool:
 
 
 def _refused_on_sight(key: str, version: str) -> bool:
-    """Whether DeepSpeed ``version`` refuses any config containing ``key`` (one of ``_OVERRIDING_KEYS``), switched
-    on or not: the schema says it was removed by then and the release's profile does not read it (``elasticity``
-    from 0.19.8). The profile's own list of keys refused on sight is in ``core.versions``, which perf does not
-    import; ``tests/test_app_plan_hunt.py`` holds the two to agree on these keys in every release."""
+    """Whether DeepSpeed ``version`` refuses any config containing ``key`` (one of ``_OVERRIDING_KEYS``, or
+    ``amp``), switched on or not: the schema says it was removed by then and the release's profile does not read it
+    (``elasticity`` and ``amp`` from 0.19.8). The profile's own list of keys refused on sight is in
+    ``core.versions``, which perf does not import; ``tests/test_app_plan_hunt.py`` holds the two to agree on these
+    keys in every release."""
     field = section_fields(DeepSpeedConfig).get(key)
     return (field is not None and field.meta.removed is not None
             and version_tuple(version) >= version_tuple(field.meta.removed) and not field_exists(field, "", version))
@@ -172,9 +177,9 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     unknown keys and every other ZeRO key are kept. Legacy offload keys (``cpu_offload``) go, since they would
     override the candidate's offload, and so do sequence parallelism and elastic training where DeepSpeed
     ``version`` acts on them, since they would override its batch keys, or refuses them on sight
-    (``_refused_on_sight``); fp16's loss-scaling keys when the candidate does not train in fp16; and the 16-bit
-    master-weights keys the validator's rules refuse with the candidate's stage and offload
-    (``refused_master_weights``).
+    (``_refused_on_sight``); Apex AMP when on or refused on sight, since the candidate decides the precision;
+    fp16's loss-scaling keys when the candidate does not train in fp16; and the 16-bit master-weights keys the
+    validator's rules refuse with the candidate's stage and offload (``refused_master_weights``).
     ``adoption_removals`` says what went and why. Adopting into ``config`` again what it returned gives it back."""
     patch: dict[str, Any] = {key: candidate[key] for key in BATCH_KEYS}
     if config.get("optimizer") is None and "optimizer" in candidate:
@@ -183,6 +188,8 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     for key in _OVERRIDING_KEYS:
         if key in config and (_overrides_batch(as_dict, key, version) or _refused_on_sight(key, version)):
             patch[key] = None
+    if _AMP in config and (section_enabled(as_dict, _AMP, version) or _refused_on_sight(_AMP, version)):
+        patch[_AMP] = None
     cand_zero = candidate["zero_optimization"]
     zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
     zero_patch.update(cand_zero)
@@ -264,8 +271,12 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any], ver
     grouped by why: (the dotted paths, in the config's order; the reason in words). What the app says it removed."""
     overriding: list[str] = []
     refused: list[str] = []
+    amp: list[str] = []
     for key in removed_by_adoption(config, adopted):
-        (refused if _refused_on_sight(key, version) else overriding).append(key)
+        if key == _AMP:
+            amp.append(key)
+        else:
+            (refused if _refused_on_sight(key, version) else overriding).append(key)
     before, after = config.get("fp16"), adopted.get("fp16")
     scaling = [f"fp16.{key}" for key in (before if isinstance(before, Mapping) else ())
                if key in FP16_LOSS_SCALE_KEYS and not (isinstance(after, Mapping) and key in after)]
@@ -279,6 +290,11 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any], ver
         groups.append((tuple(refused), f"DeepSpeed {version} refuses any config containing "
                                        f"{'it' if len(refused) == 1 else 'them'}; the row writes the batch keys "
                                        "directly instead"))
+    if amp:
+        groups.append((tuple(amp), f"DeepSpeed {version} refuses any config containing it; the row trains in {mode}"
+                                   if _refused_on_sight(_AMP, version) else
+                                   f"Apex AMP, which the row's {mode} replaces: DeepSpeed stops with AMP beside ZeRO, "
+                                   "fp16 or bf16"))
     if scaling:
         groups.append((tuple(scaling), f"fp16 loss scaling, which does nothing now that the row trains in {mode} "
                                        "with fp16 off"))
