@@ -57,7 +57,8 @@ def test_plan_text_says_the_release_and_the_base(base):
 def test_plan_says_what_the_base_lost(tmp_path):
     path = config_file(tmp_path, {"sequence_parallel_size": 2, "bf16": {"enabled": True}}, "sp.json")
     text = run([*PLAN, "--base", path, "--deepspeed-version", "0.19.8", "--top", "1"])[1]
-    assert "sequence_parallel_size taken out of every candidate: DeepSpeed 0.19.8" in text
+    assert ("sequence_parallel_size taken out of every candidate shown: the planner ranks data parallelism over every "
+            "GPU" in text)
     # 0.16.x ignores the key: nothing to take out, and the rows keep it
     data = _json([*PLAN, "--base", path, "--deepspeed-version", "0.16.9", "--top", "1"])
     assert data["rows"][0]["config"]["sequence_parallel_size"] == 2
@@ -76,3 +77,24 @@ def test_plan_refuses_an_unknown_release_as_fit_does(base):
 def test_plan_base_and_hf_config_cannot_both_read_stdin():
     code, _, err = run(["plan", "--hf-config", "-", "--base", "-", "--gpu", "NVIDIA A100 80GB", "--global-batch", "8"])
     assert code == 2 and "both read standard input" in err
+
+
+def test_plan_notes_say_why_each_base_key_went_and_from_how_many_rows(tmp_path):
+    """The note said every removal was a key DeepSpeed "would let override the candidate's batch keys": wrong for an
+    elasticity section 0.19.8 refuses outright, silent on fp16 loss scaling a bf16 row drops, and "every candidate"
+    for master weights only the rows without a CPU optimizer offload lose."""
+    elastic = config_file(tmp_path, {"elasticity": {"enabled": True, "max_train_batch_size": 64,
+                                                    "micro_batch_sizes": [2, 4]},
+                                     "fp16": {"enabled": False, "loss_scale": 0}}, "elastic.json")
+    text = run([*PLAN, "--base", elastic, "--deepspeed-version", "0.19.8", "--top", "5"])[1]
+    assert ("elasticity taken out of every candidate shown: DeepSpeed 0.19.8 refuses any config containing it"
+            in text)
+    assert "fp16.loss_scale taken out of every candidate shown: fp16 loss scaling" in text
+    assert "override" not in text
+    master = config_file(tmp_path, {"fp16": {"enabled": False, "fp16_master_weights_and_grads": True}}, "mw.json")
+    data = _json([*PLAN, "--base", master, "--top", "40"])
+    notes = [note for note in data["assumptions"]["notes"] if "fp16_master_weights_and_grads taken out" in note]
+    kept = [row for row in data["rows"] if "fp16_master_weights_and_grads" in row["config"].get("fp16", {})]
+    lost = len(data["rows"]) - len(kept)
+    assert notes and 0 < lost < len(data["rows"])
+    assert sum(int(note.split(" taken out of ")[1].split(" of the ")[0]) for note in notes) == lost

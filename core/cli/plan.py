@@ -79,7 +79,7 @@ from core.perf import (
 )
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
-from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, hardware_for, removed_by_adoption, usable_gpu_bytes
+from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, adoption_removals, hardware_for, usable_gpu_bytes
 from core.versions import resolve_version
 
 #: The core planner's parameters (``PlanInputError.parameter`` of recommend and calibrate) as the flags of plan and
@@ -283,7 +283,8 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
                           attention=args.attention, base=base, version=version) if args.sweep else None
     except PlanInputError as exc:  # recommend names its parameters (global_batch): here they are the flags
         raise UsageError(_flag_named(exc)) from None
-    table.attrs["notes"] = [*_model_notes(spec), *_base_notes(args.base, base, table, version), *table.attrs["notes"]]
+    table.attrs["notes"] = [*_model_notes(spec), *_base_notes(args.base, base, table, version, args.top),
+                            *table.attrs["notes"]]
     verdict = EXIT_OK if table["fits"].any() else EXIT_ERRORS  # 1: nothing fits on the cluster asked about
     if args.format == "json":
         rows = _records(table.drop(columns=["breakdown"]).head(args.top))
@@ -364,16 +365,21 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     return verdict
 
 
-def _base_notes(path: Path | None, base: dict[str, Any] | None, table: pd.DataFrame, version: str) -> list[str]:
-    """What loading the candidates into --base took out of it (sequence parallelism, elastic training where
-    ``version`` acts on them: they would override the candidates' batch keys), as the app's Plan page says it."""
+def _base_notes(path: Path | None, base: dict[str, Any] | None, table: pd.DataFrame, version: str,
+                shown: int) -> list[str]:
+    """What loading the candidates into --base took out of it, and why, as the app's Plan page says it after "Use
+    this config" (``adoption_removals``): over the ``shown`` rows printed, since some keys go only from some rows
+    (master weights a row without CPU offload cannot keep)."""
     if base is None or table.empty:
         return []
-    removed = removed_by_adoption(base, table["config"].iloc[0])  # the same keys in every row: base and release
-    if not removed:
-        return []
-    return [f"--base {path}: {', '.join(removed)} taken out of every candidate: DeepSpeed {version} would let "
-            f"{'it' if len(removed) == 1 else 'them'} override the candidate's batch keys"]
+    rows = list(table["config"].head(shown))
+    counts: dict[tuple[tuple[str, ...], str], int] = {}
+    for config in rows:
+        for group in adoption_removals(base, config, version):  # (paths, why): a reason per ZeRO stage, say
+            counts[group] = counts.get(group, 0) + 1
+    return [f"--base {path}: {', '.join(paths)} taken out of "
+            f"{'every candidate shown' if n == len(rows) else f'{n} of the {len(rows)} candidates shown'}: {why}"
+            for (paths, why), n in counts.items()]
 
 
 def _gpus_in_nodes(gpus: int, per_node: int) -> str:
