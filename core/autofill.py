@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import BATCH_KEYS, GA, MB, TB, sequence_parallel_degree
+from core.batch import BATCH_KEYS, GA, MB, TB, effective_world_size, reads_sequence_parallel, sequence_parallel_degree
 from core.findings import brief, join_index, join_path
 
 AUTO = "auto"
@@ -217,8 +217,10 @@ def _warmup_steps(warmup_steps: float, num_training_steps: int) -> int:
     return int(warmup_steps) if warmup_steps >= 1 else math.ceil(num_training_steps * warmup_steps)
 
 
-def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str, Any]:
-    """A copy of ``config`` with its "auto" values filled as the HF Trainer would fill them.
+def resolve_auto(config: Mapping[str, Any], *, version: str | None = None, **training_values: Any) -> dict[str, Any]:
+    """A copy of ``config`` with its "auto" values filled as the HF Trainer would fill them for a job on DeepSpeed
+    ``version`` (None: the newest release), whose reading of ``sequence_parallel_size`` decides the "auto"
+    train_batch_size (``core.batch.effective_world_size``).
 
     Training values (all optional; an "auto" that needs a missing one raises AutoFillError naming it):
     world_size, per_device_train_batch_size, gradient_accumulation_steps, max_grad_norm,
@@ -242,7 +244,7 @@ def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str,
     for flag in _OPTIONAL_FLAGS:
         values.setdefault(flag, False)
     filler = _Filler(copy.deepcopy(dict(config)), values, [])
-    _process(filler)
+    _process(filler, version)
     _accelerate(filler)
     _finalize(filler)
     if filler.mismatches:
@@ -254,8 +256,8 @@ def resolve_auto(config: Mapping[str, Any], **training_values: Any) -> dict[str,
     return filler.config
 
 
-def _process(f: _Filler) -> None:
-    """``trainer_config_process``."""
+def _process(f: _Filler, version: str | None = None) -> None:
+    """``trainer_config_process``, for a job on DeepSpeed ``version``."""
     auto_batch = f.values["auto_find_batch_size"]
     f.fill("train_micro_batch_size_per_gpu", ("per_device_train_batch_size",), lambda v: v,
            "per_device_train_batch_size", not auto_batch)
@@ -263,7 +265,7 @@ def _process(f: _Filler) -> None:
            "gradient_accumulation_steps")
     f.fill("train_batch_size", ("world_size", "per_device_train_batch_size", "gradient_accumulation_steps"),
            lambda w, m, g: w * m * g, "train_batch_size (calculated)", not auto_batch,
-           filled=_sequence_parallel_batch(f.config))
+           filled=_sequence_parallel_batch(f.config, version))
     f.fill("gradient_clipping", ("max_grad_norm",), lambda v: v, "max_grad_norm")
     f.fill("optimizer.params.lr", ("learning_rate",), lambda v: v, "learning_rate")
     f.fill("optimizer.params.betas", ("adam_beta1", "adam_beta2"), lambda b1, b2: [b1, b2],
@@ -315,12 +317,18 @@ def as_accelerate_passes(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _sequence_parallel_batch(config: dict[str, Any]) -> Callable[[int, int, int], int] | None:
-    """The train_batch_size that reaches DeepSpeed under sequence parallelism: the Trainer computes GPUs × micro
-    × accumulation, and accelerate (``Accelerator._prepare_deepspeed``, with the ``ParallelismConfig`` that
-    sequence parallelism needs under the Trainer) replaces it by micro × accumulation × data-parallel ranks
-    (GPUs ÷ ``sequence_parallel_size``), which DeepSpeed checks. None without sequence parallelism."""
-    sp = sequence_parallel_degree(config)
+def _sequence_parallel_batch(config: dict[str, Any],
+                             version: str | None = None) -> Callable[[int, int, int], int] | None:
+    """The train_batch_size that reaches DeepSpeed ``version`` under sequence parallelism: the Trainer computes
+    GPUs × micro × accumulation, and accelerate (``Accelerator._prepare_deepspeed``, with the ``ParallelismConfig``
+    that sequence parallelism needs under the Trainer) replaces it by micro × accumulation × the data-parallel
+    ranks the release counts (``core.batch.effective_world_size``), which DeepSpeed checks. None without sequence
+    parallelism, or in a release that ignores ``sequence_parallel_size`` (0.16.x: it counts every GPU, and has no
+    Ulysses module for accelerate either, so the Trainer's product is the batch it checks)."""
+    from core.schema.base import DEFAULT_VERSION
+
+    release = version or DEFAULT_VERSION
+    sp = sequence_parallel_degree(config) if reads_sequence_parallel(release) else None
     if sp is None:
         return None
 
@@ -331,7 +339,7 @@ def _sequence_parallel_batch(config: dict[str, Any]) -> Callable[[int, int, int]
                 "the data-parallel ranks (GPUs ÷ sequence_parallel_size) must be whole; change one of them",
                 "world_size",
             )
-        return micro * accum * (world // sp)
+        return micro * accum * int(effective_world_size(config, world, release))
 
     return batch
 
@@ -395,13 +403,16 @@ def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
     return filled, used
 
 
-def trainer_batch(config: Mapping[str, Any], micro_batch: int, grad_accum: int, world_size: int) -> dict[str, Any]:
+def trainer_batch(config: Mapping[str, Any], micro_batch: int, grad_accum: int, world_size: int,
+                  version: str | None = None) -> dict[str, Any]:
     """``config`` with only its batch keys as the HF Trainer fills them for a per-device batch of ``micro_batch``
-    and ``grad_accum`` accumulation steps on ``world_size`` GPUs ("auto" filled; written values that disagree
-    raise AutoFillError, as the Trainer refuses them); every other "auto" stays."""
-    batch = {key: config[key] for key in BATCH_KEYS if key in config}
-    return {**config, **resolve_auto(batch, world_size=world_size, per_device_train_batch_size=micro_batch,
-                                     gradient_accumulation_steps=grad_accum)}
+    and ``grad_accum`` accumulation steps on ``world_size`` GPUs, for a job on DeepSpeed ``version`` (None: the
+    newest) ("auto" filled; written values that disagree raise AutoFillError, as the Trainer refuses them); every
+    other "auto" stays."""
+    # sequence_parallel_size goes along: it decides the "auto" train_batch_size where the release reads it
+    batch = {key: config[key] for key in (*BATCH_KEYS, "sequence_parallel_size") if key in config}
+    return {**config, **resolve_auto(batch, version=version, world_size=world_size,
+                                     per_device_train_batch_size=micro_batch, gradient_accumulation_steps=grad_accum)}
 
 
 def walk_auto(config: Any) -> Iterator[tuple[str, Any]]:

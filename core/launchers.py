@@ -310,7 +310,7 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any], launch
     notes: list[str] = []
     for _ in range(len(autos) + 1):
         try:
-            resolved = resolve_auto(out, **given)
+            resolved = resolve_auto(out, version=version, **given)
             break
         except AutoFillError as exc:
             # the Trainer would fill these from the model or launch; without the value DeepSpeed's default serves

@@ -147,3 +147,45 @@ def test_the_review_pages_hf_snippet_and_file_are_accepted_and_train_the_batch_t
                       ("gradient_accumulation_steps", "gradient_accumulation_steps")):
         written = config.get(key)
         assert dict(zip(ARGS, run[1:], strict=True))[name] == (planned[name] if written == "auto" else written)
+
+
+# ------------------------------------------------------------------ "auto" train_batch_size, per release
+
+#: Micro batch 2 x accumulation 2 with sequence parallelism 2, the global batch left to the launcher.
+SP_AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+           "sequence_parallel_size": 2, "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+
+
+@pytest.mark.parametrize(("release", "total"), [("0.16.9", 32), ("0.19.8", 16)])
+def test_an_auto_global_batch_is_resolved_as_the_release_counts_the_ranks(release, total):
+    """0.16.9 ignores sequence_parallel_size and checks 2 x 2 x 8 = 32 on 8 GPUs; 0.19.8 checks 2 x 2 x (8 ÷ 2).
+    The accelerate and Lightning files wrote 16 whatever the release (resolve_auto divided by hand), which 0.16.9
+    refuses. Each release's own DeepSpeedConfig (0.16.9 in its worker subprocess) judges the exported file."""
+    from core.autofill import resolve_auto
+    from core.launchers import accelerate_export, resolved_export
+    from tests.oracle.oracle import deepspeed_verdict, oracle_available
+
+    values = launch_values({"nodes": 1, "gpus_per_node": 8})
+    out, _ = accelerate_export(SP_AUTO, values, release)
+    assert out["train_batch_size"] == total == batch_run(SP_AUTO | {"train_batch_size": total}, 8, release)[0]
+    assert resolved_export(SP_AUTO, values, version=release)[0]["train_batch_size"] == total
+    trainer = {"world_size": 8, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}
+    assert resolve_auto(SP_AUTO, version=release, **trainer)["train_batch_size"] == total
+    reason = oracle_available(release)
+    if reason:
+        pytest.skip(reason)
+    verdict = deepspeed_verdict(out, 8, release)
+    assert verdict.accepted, verdict.describe()
+
+
+def test_resolve_auto_defaults_to_the_newest_release():
+    from core.autofill import resolve_auto, trainer_batch
+
+    trainer = {"world_size": 8, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}
+    assert resolve_auto(SP_AUTO, **trainer) == resolve_auto(SP_AUTO, version="0.19.8", **trainer)
+    auto = {**SP_AUTO, "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}
+    # the HF batch the CLI and the planner size: sequence parallelism goes along with the batch keys
+    assert trainer_batch(auto, 2, 2, 8)["train_batch_size"] == 16
+    assert trainer_batch(auto, 2, 2, 8, "0.16.9")["train_batch_size"] == 32
+    # 0.16.9 has no sequence-parallel groups to make whole: 7 GPUs are 7 data-parallel ranks
+    assert trainer_batch(auto, 2, 2, 7, "0.16.9")["train_batch_size"] == 28
