@@ -456,7 +456,9 @@ def find_auto(config: Any) -> list[str]:
 def needed_training_values(config: Mapping[str, Any]) -> list[str]:
     """The training values ``resolve_auto`` needs for this config's "auto" keys (for forms and CLI help)."""
     needed: list[str] = []
-    probe = {**HF_DEFAULTS, "hidden_size": 1, "num_training_steps": 1}
+    # a GPU count sequence parallelism divides: the Trainer's single process would make every probe fail on it
+    sp = sequence_parallel_degree(dict(config)) if isinstance(config, Mapping) else None
+    probe = {**HF_DEFAULTS, "world_size": sp or 1, "hidden_size": 1, "num_training_steps": 1}
     for name in [*probe]:
         trial = {k: v for k, v in probe.items() if k != name}
         try:

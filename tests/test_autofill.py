@@ -452,3 +452,14 @@ def test_a_scheduler_switched_away_and_back_gets_its_params_back_in_their_order(
     back = switch_scheduler(away, "WarmupDecayLR", 5000, remembered=params)
     assert list(back["scheduler"]["params"]) == ["warmup_min_lr", "warmup_type", "warmup_max_lr", "total_num_steps",
                                                  "warmup_num_steps"]
+
+
+def test_needed_training_values_under_sequence_parallelism():
+    """The probe ran as the Trainer's single process, which sequence_parallel_size 2 cannot divide: every probe
+    failed on world_size, so only the batch values were asked for and gradient_clipping's max_grad_norm never was
+    (the Review page then said it could not resolve, with no box to give it in)."""
+    from core.autofill import needed_training_values
+
+    config = {"train_batch_size": "auto", "gradient_clipping": "auto", "sequence_parallel_size": 2}
+    assert needed_training_values(config) == ["world_size", "per_device_train_batch_size",
+                                              "gradient_accumulation_steps", "max_grad_norm"]
