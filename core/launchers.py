@@ -286,6 +286,20 @@ def hf_snippet(args: Mapping[str, Any], file_name: str = "ds_config.json",
             "trainer.train()")
 
 
+def export_training_values(config: Mapping[str, Any], values: Mapping[str, Any],
+                           version: str | None = None) -> dict[str, Any]:
+    """The training values the exports fill "auto" with (``resolve_auto`` names): the Trainer's defaults, then
+    ``values`` (``launch_values``: what the app assumed), then what the config itself says (its explicit values,
+    and the micro batch and accumulation DeepSpeed ``version`` derives from its batch keys), which wins. The
+    Review page starts its "resolve auto" boxes from these, so its file and the exports agree."""
+    explicit = hf_training_arguments(config)
+    if "max_steps" in explicit:
+        explicit["num_training_steps"] = explicit.pop("max_steps")
+    explicit = _batch_deepspeed_derives(config, values.get("world_size"), version) | explicit
+    given = {**HF_DEFAULTS, **values, **explicit}
+    return {k: v for k, v in given.items() if v is not None and k in TRAINING_VALUES}
+
+
 def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any], launcher_fills: tuple[str, ...] = (),
                     version: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) with every "auto" filled as the HF Trainer would fill it, for launchers that do not fill
@@ -300,12 +314,7 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any], launch
     autos = find_auto(config)
     if not autos:
         return copy.deepcopy(dict(config)), []
-    explicit = hf_training_arguments(config)
-    if "max_steps" in explicit:
-        explicit["num_training_steps"] = explicit.pop("max_steps")
-    explicit = _batch_deepspeed_derives(config, values.get("world_size"), version) | explicit
-    given = {**HF_DEFAULTS, **values, **explicit}  # what the config says wins over what the app assumed
-    given = {k: v for k, v in given.items() if v is not None and k in TRAINING_VALUES}
+    given = export_training_values(config, values, version)
     out = copy.deepcopy(dict(config))
     notes: list[str] = []
     for _ in range(len(autos) + 1):

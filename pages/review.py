@@ -111,24 +111,20 @@ st.download_button("Download ds_config.json", data=text, file_name="ds_config.js
 #: The Trainer's batch arguments, the context keys the Batch page keeps them in, and the config key each fills.
 HF_BATCH_ARGUMENTS = (("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),
                       ("gradient_accumulation_steps", "hf_grad_accum", "gradient_accumulation_steps"))
+# the Trainer's batch arguments where the config says "auto": the values the Batch page and the memory use, which
+# the launch files and the "auto" values resolved below both take
+trainer_values = {name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS
+                  if ctx.get(key) and name in autofill.trainer_batch_arguments(final)}
 autos = autofill.find_auto(config)
 if autos:
     with st.expander(f'Resolve the {len(autos)} "auto" values as the HF Trainer would', icon=":material/auto_fix:"):
         st.caption("For a plain DeepSpeed launch (or to see what the Trainer will use): give the training values "
                    "the Trainer would take from TrainingArguments, the launcher and the model.")
-        # the Trainer's batch as the Batch page set it (the memory figures assume it), else its defaults
-        # only the batch arguments the config leaves to the Trainer (a value kept from another config is not
-        # one), and the precision the memory figures and the launch files assume for an "auto" one
-        guesses = dict(autofill.HF_DEFAULTS) | {"world_size": job_world_size(ctx),
-                                                "num_training_steps": int(ctx.get("train_steps") or 1)} | {
-            name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS
-            if ctx.get(key) and name in autofill.trainer_batch_arguments(config)} | dict(
-            launchers.with_assumed_precision(config, {}))
-        hf_model = ctx.get("model_config")
-        if isinstance(hf_model, dict):
-            hidden = hf_model.get("hidden_size") or hf_model.get("d_model") or hf_model.get("n_embd")
-            if isinstance(hidden, int) and hidden > 0:
-                guesses["hidden_size"] = hidden
+        # what the launch files below are resolved with (the one source: core.launchers), so this file and
+        # theirs agree: the Trainer's batch the Batch page set, the cluster, steps and model, the precision the
+        # memory figures assume, and the config's own values
+        guesses = launchers.export_training_values(config, launchers.with_assumed_precision(
+            config, launchers.launch_values(ctx, trainer_values)), ctx["version"])
         values: dict = {}
         needed = autofill.needed_training_values(config)
         cols = st.columns(3)
@@ -154,7 +150,7 @@ if autos:
                 app_state.keep(key)
         given = {k: v for k, v in values.items() if v is not None}
         try:
-            resolved = autofill.resolve_auto(config, **given)
+            resolved = autofill.resolve_auto(config, version=ctx["version"], **given)
         except autofill.AutoFillError as exc:
             st.error(f"Cannot resolve yet: {exc}", icon=":material/error:")
         else:
@@ -184,9 +180,6 @@ hf_mode = st.radio("HF Trainer export", list(HF_MODE_LABELS), format_func=HF_MOD
                         "warm-up or precision differ from its TrainingArguments: either leave them to the Trainer "
                         '("auto") or pass the same values both ways.')
 app_state.keep("review_hf_mode")
-# the Trainer's batch arguments where the config says "auto": the values the Batch page and the memory use
-trainer_values = {name: int(ctx[key]) for name, key, _ in HF_BATCH_ARGUMENTS
-                  if name in autofill.trainer_batch_arguments(final)}
 # each launcher's file once, for its snippet and for the file shown under it
 exports = export.launcher_exports(final, ctx, hf_mode, trainer_values)
 LAUNCHER_FILES = {"accelerate launch": ("accelerate", *exports.accelerate),

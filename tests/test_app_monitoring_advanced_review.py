@@ -307,3 +307,33 @@ def test_a_field_deepspeed_leaves_to_its_consumer_says_what_not_set_means():
     assert fields.unset_value("pipeline.use_reentrant", {}, "0.19.8", None,
                               fields.field_for("pipeline.use_reentrant")) is True
     assert fields.unset_value("comet.project", {}, "0.19.8", None, fields.field_for("comet.project")) is None
+
+
+def test_the_resolved_auto_values_are_the_launch_files_values_on_each_release():
+    """The "resolve auto" box worked out its own training values (the model's width read by hand, no release):
+    for a Bloom model (its width is ``n_embed``) it asked for a hidden size the launch files had, and under
+    sequence parallelism on 0.16.9 its train_batch_size was half the accelerate file's. It now starts from what
+    the exports are resolved with (``core.launchers``), so untouched, its file says what accelerate's says."""
+    from core import launchers
+    from core.autofill import find_auto
+    from core.findings import get_path
+
+    config = {**copy.deepcopy(PRESETS["hf-auto-zero2"].config), "sequence_parallel_size": 2}
+    bloom = {"model_type": "bloom", "n_embed": 1024, "n_layer": 4, "n_head": 16, "vocab_size": 1000}
+    for release, total in (("0.16.9", 2 * 4 * 8), ("0.19.8", 2 * 4 * 4)):
+        at = app(copy.deepcopy(config), page="pages/review.py", target="hf", nodes=1, gpus_per_node=8,
+                 version=release, model_config=bloom, hf_micro_batch=2, hf_grad_accum=4, train_steps=500)
+        assert not at.error, [e.value for e in at.error]
+        box = next(e for e in at.expander if e.label.startswith("Resolve the"))
+        resolved = json.loads(box.code[0].value)
+        tab = next(t for t in at.tabs if t.label == "accelerate launch")
+        accelerate = json.loads(tab.code[1].value)
+        exported = launchers.accelerate_export(config, launchers.with_assumed_precision(
+            config, launchers.launch_values(at.session_state["context"], {
+                "per_device_train_batch_size": 2, "gradient_accumulation_steps": 4})), release)[0]
+        assert accelerate == exported
+        filled = find_auto(config)
+        assert not find_auto(accelerate)  # accelerate's file fills every one of them (none is its plugin's)
+        assert {p: get_path(resolved, p) for p in filled} == {p: get_path(accelerate, p) for p in filled}
+        assert resolved["train_batch_size"] == total
+        assert resolved["zero_optimization"]["reduce_bucket_size"] == 1024 * 1024
