@@ -208,12 +208,22 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
     section = ctx.elastic_section
     if section is None:
         return
-    if not section.get("ignore_non_elastic_batch_info") and any(k in ctx.config for k in BATCH_KEYS):
+    # under the HF Trainer accelerate's DeepSpeedPlugin writes a missing accumulation before DeepSpeed reads the
+    # config, so even a config that writes no batch key reaches DeepSpeed with one
+    received = as_accelerate_passes(ctx.config) if ctx.is_hf else ctx.config
+    if not section.get("ignore_non_elastic_batch_info") and any(k in received for k in BATCH_KEYS):
+        written = any(k in ctx.config for k in BATCH_KEYS)
         yield Finding(
             "error", "elasticity.batch-keys", "elasticity.ignore_non_elastic_batch_info",
-            "Elastic training is enabled and computes the batch size itself, but the config also sets "
-            f"batch keys; DeepSpeed {ctx.version} refuses that (ElasticityConfigError).",
-            suggestion="Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true.",
+            "Elastic training is enabled and computes the batch size itself, but "
+            + ("the config also sets batch keys" if written else
+               "the config reaches DeepSpeed with a batch key: under the HF Trainer / accelerate, accelerate writes "
+               f"gradient_accumulation_steps {ACCELERATE_ACCUMULATION} into a config without one")
+            + f"; DeepSpeed {ctx.version} refuses that (ElasticityConfigError).",
+            suggestion=("Remove the batch keys, or set elasticity.ignore_non_elastic_batch_info: true." if written
+                        else "Set elasticity.ignore_non_elastic_batch_info: true (the HF Trainer runs elastic "
+                        "training only with it), and pass the Trainer the micro batch and accumulation elastic "
+                        "training computes (the HF Trainer export does): DeepSpeed trains with those."),
             fix=set_fix("elasticity.ignore_non_elastic_batch_info", True), page="batch",
         )
     result = ctx.elastic

@@ -249,7 +249,11 @@ TABLE: tuple[Code, ...] = (
        {**B, "sequence_parallel_size": 3}, settings={"world_size": 8}),
     _c("elasticity.batch-keys", "error", "parse", False, "Elastic training with explicit batch keys.",
        "Elasticity (in the releases that read it, up to 0.19.7) computes the batch itself and refuses batch keys "
-       "unless ignore_non_elastic_batch_info is true (ElasticityConfigError).",
+       "unless ignore_non_elastic_batch_info is true (ElasticityConfigError). For the HF Trainer / accelerate a "
+       "config that writes none gets it too: accelerate's DeepSpeedPlugin writes a missing "
+       "gradient_accumulation_steps as 1, so the Trainer runs elastic training only with the flag. The fix sets it "
+       "(unsafe: DeepSpeed then trains with elastic training's micro batch and accumulation, silently replacing "
+       "the written or the Trainer's ones).",
        {**B, "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]}},
        settings={"version": "0.19.5"}),
     _c("elasticity.world-size", "error", "parse", False, "Elastic training refuses this GPU count.",
