@@ -747,7 +747,7 @@ def speed_costs(ways: list[Way], config: Mapping[str, Any], model: ModelSpec | M
     def tokens_per_second(cfg: Mapping[str, Any], hw: Hardware, sh: Shape, accum: int) -> float | None:
         try:
             hf_batch = "auto" in (cfg.get(key) for key in BATCH_KEYS)  # written keys are what DeepSpeed runs
-            filled = trainer_batch(cfg, sh.micro_batch, accum, hw.total_gpus) if hf_batch else cfg
+            filled = trainer_batch(cfg, sh.micro_batch, accum, hw.total_gpus, version) if hf_batch else cfg
             cluster = perf.Cluster(gpu=gpu, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes)
             return perf.predict(filled, model, cluster, sh, version=version).tokens_per_second / hw.total_gpus
         except (ValueError, AutoFillError):

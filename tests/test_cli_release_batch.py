@@ -98,3 +98,17 @@ def test_a_log_s_samples_per_second_are_timed_with_elastic_training_s_global_bat
     data = json.loads(run(["predict", path, *LLAMA3, "--gpu", "H100", "--deepspeed-version", "0.19.7", "--log",
                            str(log), "--format", "json"])[1])
     assert data["calibration"]["measured_step_seconds"] == pytest.approx(42.0)
+
+
+@pytest.mark.parametrize("command", ["predict", "fit"])
+@pytest.mark.parametrize("release", ["0.16.9", "0.19.8"])
+def test_trainer_accumulation_flag_fills_auto_keys_as_the_release_reads_them(command, release, tmp_path, capsys):
+    """An all-"auto" config with sequence_parallel_size 2: the HF Trainer's train batch was filled as the newest
+    release reads the key (2 x 2 x 8 / 2 = 16), so on 0.16.9, which counts all 8 GPUs, DeepSpeed ran 1 accumulation
+    step and --gradient-accumulation-steps 2 was refused, telling the user to write "auto" where it already was."""
+    config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+              "gradient_accumulation_steps": "auto", "sequence_parallel_size": 2,
+              "zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    code, _ = run([command, config_file(tmp_path, config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100",
+                   "--micro-batch", "2", "--gradient-accumulation-steps", "2", "--deepspeed-version", release])
+    assert code == 0, capsys.readouterr().err

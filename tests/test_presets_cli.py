@@ -348,3 +348,18 @@ def test_export_names_the_nearest_profile_for_a_release_it_has_none_of(capsys):
     assert code == 2 and "The nearest profile is" in err and "invalid choice" not in err
     code, out, _err = run(["export", "--preset", "zero3-bf16", "--deepspeed-version", "v0.17.0"], capsys)
     assert code == 0 and '"stage": 3' in out
+
+
+@pytest.mark.parametrize(("version", "train_batch"), [("0.16.9", 32), ("0.19.8", 16)])
+def test_export_resolves_auto_for_the_release_it_validates_for(version, train_batch, capsys):
+    """--resolve-auto filled an "auto" train batch as the newest release reads sequence_parallel_size (micro 2 x
+    accumulation 2 x 8 GPUs / 2 = 16) whatever --deepspeed-version said, so the 0.16.9 export, which counts every
+    GPU, was refused (16 != 2 * 2 * 8) by the validation right after it."""
+    code, out, err = run(["export", "--preset", "hf-auto-zero2", "--set", "sequence_parallel_size=2", "--world-size",
+                          "8", "--deepspeed-version", version, "--resolve-auto", "per_device_train_batch_size=2",
+                          "gradient_accumulation_steps=2", "hidden_size=4096", "num_training_steps=100"], capsys)
+    assert code == 0, err
+    config = json.loads(out)
+    assert (config["train_batch_size"], config["train_micro_batch_size_per_gpu"],
+            config["gradient_accumulation_steps"]) == (train_batch, 2, 2)
+    assert validate(config, world_size=8, version=version).ok

@@ -356,7 +356,7 @@ def hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: in
     from core.autofill import AutoFillError, trainer_batch
 
     try:
-        filled = trainer_batch(config, micro, grad_accum, world_size)
+        filled = trainer_batch(config, micro, grad_accum, world_size, version)
     except AutoFillError as exc:
         raise UsageError(f"--gradient-accumulation-steps {grad_accum} with micro batch {micro} on {world_size} GPUs: "
                          f"{exc}") from None

@@ -257,9 +257,10 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_ERRORS if failing or unreadable else EXIT_OK
 
 
-def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, world_size: int | None
-                 ) -> tuple[dict[str, Any], str, list[str]]:
-    """The exported config, its target and notes for stderr (pure: no I/O)."""
+def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, world_size: int | None,
+                 version: str | None = None) -> tuple[dict[str, Any], str, list[str]]:
+    """The exported config, its target and notes for stderr (pure: no I/O); "auto" values are resolved for a job on
+    DeepSpeed ``version`` (None: the newest), whose reading of sequence_parallel_size sets the train batch."""
     config = json.loads(json.dumps(preset.config))
     for item in sets:
         key, value = _split_assignment(item, "--set")
@@ -289,7 +290,7 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
         if defaulted:
             notes.append("the HF Trainer's defaults filled what --resolve-auto did not give: "
                          + ", ".join(f"{name}={json.dumps(value)}" for name, value in defaulted.items()))
-        config = resolve_auto(config, **defaulted, **values)
+        config = resolve_auto(config, version=version, **defaulted, **values)
         left = find_auto(config)
         if left:
             notes.append(f'still "auto" (the HF Trainer leaves these too; DeepSpeed uses its defaults): '
@@ -307,7 +308,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     preset = _loaded(args.preset, _folders(args))
     _warn_meta(preset)
     resolve = None if args.resolve_auto is None else [v for group in args.resolve_auto for v in group]
-    config, target, notes = build_export(preset, args.set or [], resolve, args.world_size)
+    config, target, notes = build_export(preset, args.set or [], resolve, args.world_size,
+                                          args.deepspeed_version)
     for note in notes:
         sys.stderr.write(f"dsconfig: note: {note}\n")
     report = validate(config, world_size=args.world_size or 1, target=target, version=args.deepspeed_version)
