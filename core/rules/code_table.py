@@ -583,6 +583,30 @@ TABLE: tuple[Code, ...] = (
     _c("engine.legacy-stage1", "error", "initialize", False, "legacy_stage1 is set.",
        "The old ZeRO stage 1 is gone; deepspeed.initialize fails.",
        {**B, "zero_optimization": {"stage": 1, "legacy_stage1": True}}),
+    _c("engine.amp-zero", "error", "initialize", None, "Apex AMP (`amp.enabled`) with ZeRO stage 1-3.",
+       "Releases that still read `amp` (up to 0.19.7) assert in deepspeed.initialize that AMP and ZeRO are not both "
+       "on (\"Amp and ZeRO are not currently compatible, please use (legacy) fp16 mode which performs similar to "
+       "amp opt_mode=O2\"), before they look for apex. `enabled` is read with dict.get as a Python truth value, so "
+       "\"false\" is on. No automatic fix: replacing amp with fp16/bf16 changes the numerics, and dropping ZeRO "
+       "changes the memory per GPU.",
+       {**B, "amp": {"enabled": True}, "zero_optimization": {"stage": 2}}, settings={"version": "0.19.7"}),
+    _c("engine.amp-half-precision", "error", "initialize", None,
+       "Apex AMP with fp16 or bf16, without ZeRO.",
+       "Without ZeRO, releases up to 0.19.7 refuse amp together with DeepSpeed's own fp16 or bf16 at "
+       "deepspeed.initialize (\"Cannot enable both amp with (legacy) fp16 or bfloat16 mode\"), before they look "
+       "for apex; with ZeRO, engine.amp-zero comes first. Where gradients accumulate in another dtype (bf16 "
+       "without ZeRO does by default up to 0.17.5) the same check stops earlier, at \"Model data type and "
+       "gradient accumulation data type must be equal to use Amp\". No automatic fix: which mixed precision to "
+       "keep is the user's choice (amp's O1/O2 casts and loss scaling differ from DeepSpeed's fp16/bf16).",
+       {**B, "amp": {"enabled": True}, "bf16": {"enabled": True}}, settings={"version": "0.19.7"}),
+    _c("engine.amp-managed-accumulation", "error", "initialize", None,
+       "Apex AMP with managed_gradient_accumulation off.",
+       "The releases that read both (0.19.4-0.19.7) assert in deepspeed.initialize's sanity check, whatever the ZeRO "
+       "stage or precision, that amp is off when DeepSpeed does not manage gradient accumulation "
+       "(\"managed_gradient_accumulation=False is not supported with Apex AMP\"). The key is read as a Python "
+       "truth value: only false, 0 or null turn it off. No automatic fix: giving DeepSpeed back the accumulation "
+       "changes how the training loop must call it, and dropping amp changes the numerics.",
+       {**B, "amp": {"enabled": True}, "managed_gradient_accumulation": False}, settings={"version": "0.19.7"}),
     # ---- misc parse-time checks
     _c("checkpoint.tag-validation", "error", "parse", False, "checkpoint.tag_validation is not Warn, Ignore or "
        "Fail.", "DeepSpeed upper-cases the value and accepts only these. The fix sets the closest one (\"failed\" "

@@ -1,12 +1,14 @@
 """Initialize-time rules: combinations DeepSpeed accepts while parsing but refuses when
 ``deepspeed.initialize`` builds the engine (``runtime/engine.py``, ``zero/stage_1_and_2.py`` of DeepSpeed
-0.19.8). Each was reproduced with ``deepspeed.initialize`` on the CPU (tests/test_initialize_failures.py)."""
+0.19.8). Each was reproduced with ``deepspeed.initialize`` on the CPU (tests/test_initialize_failures.py; the Apex
+AMP ones, which 0.19.8 never reaches since it refuses ``amp`` while parsing, on 0.16.9 and 0.19.7 in
+tests/test_amp_engine.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from core import versions
+from core import effective, versions
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import delete_fix, set_fix
@@ -86,6 +88,54 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "error", "engine.legacy-stage1", "zero_optimization.legacy_stage1",
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
+        )
+
+
+def amp_combinations(ctx: Context) -> Iterator[Finding]:
+    """Apex AMP with what the engine refuses next to it: ZeRO, fp16/bf16 without ZeRO (both in
+    ``_do_optimizer_sanity_check``), and ``managed_gradient_accumulation`` false (``_do_sanity_check``, where the
+    release reads that key). All raise before DeepSpeed looks for apex, so they do not depend on it. Only
+    where the release reads ``amp`` (its profile); 0.19.8 refuses the section itself (``removed.*``)."""
+    if versions.key_known(ctx.version, "amp", "enabled") is not True:
+        return
+    section = ctx.config.get("amp")
+    if not isinstance(section, dict):
+        return
+    # get_scalar_param: a plain dict.get used as a truth value, so "false" and "auto" (no Trainer fills it) are on
+    if not effective.section_enabled(ctx.config, "amp", ctx.version):
+        return
+    path = "amp"  # the section: without `enabled` every such release fails to parse it (pops the key)
+    # get_scalar_param again, tested with `not`: only a falsy value (false, 0, null) turns it off
+    managed = bool(ctx.config.get("managed_gradient_accumulation", True))
+    if not managed and versions.key_known(ctx.version, "", "managed_gradient_accumulation"):
+        yield Finding(
+            "error", "engine.amp-managed-accumulation", path,
+            "Apex AMP is on and managed_gradient_accumulation is off; deepspeed.initialize fails "
+            "(\"managed_gradient_accumulation=False is not supported with Apex AMP\").",
+            suggestion="Remove managed_gradient_accumulation (DeepSpeed then manages accumulation), or replace amp "
+            "with fp16 or bf16.",
+            page="precision",
+        )
+    if ctx.stage >= 1:
+        yield Finding(
+            "error", "engine.amp-zero", path,
+            f"Apex AMP is on with ZeRO stage {ctx.stage}; deepspeed.initialize fails (\"Amp and ZeRO are not "
+            "currently compatible, please use (legacy) fp16 mode which performs similar to amp opt_mode=O2\").",
+            suggestion="Remove the amp section and enable fp16 or bf16 instead (DeepSpeed's advice: its fp16 "
+            "performs like amp O2), or keep amp with ZeRO stage 0.",
+            page="precision",
+        )
+        return
+    dtype = model_dtype(ctx)
+    if dtype in ("fp16", "bf16"):
+        yield Finding(
+            "error", "engine.amp-half-precision", path,
+            f"Apex AMP is on together with {dtype}; without ZeRO deepspeed.initialize refuses both (\"Cannot enable "
+            "both amp with (legacy) fp16 or bfloat16 mode\", or first \"Model data type and gradient accumulation "
+            "data type must be equal to use Amp\" where gradients accumulate in another dtype).",
+            suggestion=f"Keep one mixed-precision mode: remove the amp section (training then runs in DeepSpeed's "
+            f"{dtype}) or turn {dtype} off (amp alone needs NVIDIA Apex installed).",
+            page="precision",
         )
 
 

@@ -26,5 +26,6 @@ RULES: tuple[Rule, ...] = (
     zero.zero_form, zero.offload, zero.sub_group_zero, zero.deprecated_zero_keys, precision.bfloat16_alias,
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,
     optim.optimizer, optim.scheduler,
-    initialize.engine_combinations, precision.master_weights_offload, initialize.autotp_size,
+    initialize.engine_combinations, initialize.amp_combinations, precision.master_weights_offload,
+    initialize.autotp_size,
 )
