@@ -75,8 +75,8 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             fix=Fix("Remove data_types.param_dtype", (FixOp("delete", "data_types.param_dtype"),)),
             page="precision",
         )
-    managed = lax_bool(ctx.config.get("managed_gradient_accumulation", True))
-    if managed is False and ctx.stage < 2 and _overlap_comm(ctx):
+    managed = ctx.config.get("managed_gradient_accumulation", True)  # read as Python truth, like the engine
+    if not managed and ctx.stage < 2 and _overlap_comm(ctx):
         yield Finding(
             "error", "engine.managed-accumulation-overlap", "managed_gradient_accumulation",
             "managed_gradient_accumulation=false supports ZeRO overlap_comm only with ZeRO stage 2; "
