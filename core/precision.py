@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.effective import effective
+from core.effective import Effective, effective
 
 #: The precision modes, in the order the app offers them ("fp32": no mixed-precision section enabled).
 PRECISION_MODES: tuple[str, ...] = ("fp32", "fp16", "bf16", "torch_autocast")
@@ -58,6 +58,20 @@ def precision_mode(config: Mapping[str, Any], version: str = "0.19.8") -> str:
     are on; before 0.19 a section read with dict.get takes any non-empty string as on); ``"auto"`` counts as on
     (the HF Trainer fills it) after a section written on; the first enabled one wins when several are."""
     return effective(config, version).precision_mode
+
+
+def autocast_compute(meaning: Effective) -> str:
+    """The dtype torch_autocast runs the matmuls in: its ``dtype``, else PyTorch's CUDA autocast default, fp16
+    (DeepSpeed passes no dtype then)."""
+    return meaning.torch_autocast_dtype or "fp16"
+
+
+def compute_precision(config: Mapping[str, Any], version: str = "0.19.8") -> str:
+    """The dtype the matmuls run in: the precision mode (``precision_mode``), or torch_autocast's dtype. What a GPU
+    must support (``GPU.precision_problem``) and what the planner costs."""
+    meaning = effective(config, version)
+    mode = meaning.precision_mode
+    return autocast_compute(meaning) if mode == "torch_autocast" else mode
 
 
 def auto_flag_reading(config: Mapping[str, Any], path: str, version: str = "0.19.8") -> bool | None:

@@ -63,8 +63,10 @@ st.radio("Training precision", precision.PRECISION_MODES,
          help="Sets `enabled` in the chosen section and turns the others off; the details are below.")
 
 gpu = hardware.find_gpu(app_state.get_context().get("gpu"))
-if gpu is not None and gpu.precision_problem(mode):
-    st.warning(f"{gpu.precision_problem(mode)}.", icon=":material/warning:")
+gpu_problem = None if gpu is None else gpu.precision_problem(precision.compute_precision(
+    config, app_state.get_context()["version"]))
+if gpu_problem:
+    st.warning(f"{gpu_problem}.", icon=":material/warning:")
 
 if mode == "fp16":
     with st.container(border=True):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app_support import app
+
 from core.hardware import find_gpu
 from core.models import describe, get_config
 from ui import app_state, headline
@@ -48,3 +50,33 @@ def test_the_headline_says_where_each_kind_is_changed_as_before() -> None:
     assert headline.setup_advice(problems["precision"]) == \
         "Change the GPU on the Start page or the precision on the Precision page."
     assert problems["precision"].pages == ("start", "precision")
+
+
+def test_torch_autocast_in_bf16_on_a_gpu_without_bf16_is_a_setup_problem_as_bf16_is():
+    """torch_autocast with dtype bf16 runs the matmuls in bf16 (the planner costs it so and predict says the V100
+    emulates it), but the setup check asked the precision mode, "torch_autocast", and said nothing."""
+    context = {**app_state.default_context(), "gpu": "NVIDIA V100 32GB"}
+    for dtype, flagged in (("torch.bfloat16", True), ("bf16", True), ("torch.float16", False), (None, False)):
+        section = {"enabled": True, **({"dtype": dtype} if dtype else {})}
+        kinds = [problem.kind for problem in ui_memory.setup_problems({"torch_autocast": section}, context)]
+        assert ("precision" in kinds) is flagged, dtype
+
+
+def test_fit_and_estimate_say_a_gpu_lacks_the_autocast_dtype(tmp_path, capsys):
+    import json
+
+    from core.cli import main
+
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"torch_autocast": {"enabled": True, "dtype": "torch.bfloat16"},
+                                "zero_optimization": {"stage": 2}}))
+    for argv in (["fit", str(path)], ["estimate", "--config", str(path)]):
+        main([*argv, "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA V100 32GB"])
+        said = capsys.readouterr()
+        assert "V100 32GB has no bf16 arithmetic" in said.out + said.err, argv
+
+
+def test_the_precision_page_warns_about_autocast_in_bf16_on_a_v100():
+    at = app({"torch_autocast": {"enabled": True, "dtype": "torch.bfloat16"}}, "pages/precision.py",
+             gpu="NVIDIA V100 32GB")
+    assert any("V100 32GB has no bf16 arithmetic" in warning.value for warning in at.warning)

@@ -23,7 +23,7 @@ from core.findings import Report
 from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
-from core.precision import precision_mode
+from core.precision import compute_precision
 from core.schema.base import DEFAULT_VERSION
 from ui.shared_cache import ConfigKey, config_key, shared_cache
 
@@ -212,7 +212,7 @@ def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> lis
     gpu = hardware.find_gpu(context.get("gpu"))
     if gpu is not None:
         problems.append(_setup_problem("precision",
-                                       gpu.precision_problem(precision_mode(config, version_of(context)))))
+                                       gpu.precision_problem(compute_precision(config, version_of(context)))))
     return [problem for problem in problems if problem is not None]
 
 

@@ -49,6 +49,7 @@ from core.cli.common import (
 )
 from core.hardware import DEFAULT_CPU_RAM_GIB, DEFAULT_GPU, GPU, GPU_BY_NAME
 from core.memory.result import gib_used
+from core.precision import compute_precision
 from core.versions import RELEASES, resolve_version
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -288,7 +289,9 @@ def _full(args: argparse.Namespace, out: TextIO) -> int:
         est = dataclasses.replace(est, notes=(refused, *est.notes))
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         est = dataclasses.replace(est, notes=(cannot + "; sized as if it could", *est.notes))  # as predict says
-    est = dataclasses.replace(est, notes=(*gpu_said, *gpu_notes(gpu, est.settings.precision), *est.notes))  # as fit
+    computes_in = args.precision or (compute_precision(ds_config, version) if args.config is not None
+                                     else est.settings.precision)  # torch_autocast: its dtype, as fit says
+    est = dataclasses.replace(est, notes=(*gpu_said, *gpu_notes(gpu, computes_in), *est.notes))  # as fit
     table = (memory.options_table(ds_config, spec, hw, shape, precision=args.precision, version=version)
              if args.options else None)
     if args.format == "json":

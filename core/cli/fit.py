@@ -42,6 +42,7 @@ from core.cli.common import (
 )
 from core.cli.estimate import add_gpu_flags, add_release_flag, sized_gpu
 from core.memory.result import gib_capacity, gib_used
+from core.precision import compute_precision
 from core.versions import resolve_version
 
 
@@ -130,7 +131,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     config, spec, hw, shape, assumed = given.config, given.spec, given.hw, given.shape, given.assumed
     gpu_name = given.gpu.name if given.gpu else None
     est = memory.estimate(config, spec, hw, shape, version=version)
-    notes = [*gpu_notes(given.gpu, est.settings.precision), *est.notes]
+    notes = [*gpu_notes(given.gpu, compute_precision(config, version)), *est.notes]
     if isinstance(spec, models.ModelSpec) and (cannot := spec.sequence_problem(shape.seq_len)):
         notes.insert(0, cannot + "; sized as if it could")  # as predict and the app say it
     notes[:0] = given.gpu_said

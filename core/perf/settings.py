@@ -20,6 +20,7 @@ from core.batch import (
 )
 from core.effective import effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
+from core.precision import autocast_compute
 from core.schema.base import DEFAULT_VERSION
 from core.schema.optimizer import OPTIMIZERS
 
@@ -161,7 +162,7 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
     if meaning.precision == "torch_autocast":
         # parameters, gradients and optimizer states stay fp32 (the memory model's reading); the forward runs
         # under torch.autocast, and init_autocast_params sets the Linear/Conv parameters' comm_dtype to its dtype
-        compute = meaning.torch_autocast_dtype or "fp16"
+        compute = autocast_compute(meaning)
         compute_bytes = 4 if compute == "fp32" else 2
         notes.append(f"torch_autocast: matmuls and activations costed in {compute} (its dtype; unset is "
                      "PyTorch's CUDA default, fp16), parameters and optimizer states in fp32, gradients reduced in "
