@@ -16,7 +16,7 @@ from core.memory.estimate import GIB
 from core.memory.result import gib_capacity
 from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
-from core.perf.recommend import adopt_candidate, adoption_removals, kept_by_adoption
+from core.perf.recommend import adopt_candidate, adoption_notes, adoption_removals, kept_by_adoption
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 from ui import memory as ui_memory
 from ui import perf as ui_perf
@@ -240,6 +240,7 @@ def planner() -> None:
             adopted = adopt_candidate(before, row["config"], target=settings.target, version=settings.version)
             kept = kept_by_adoption(before, adopted, row["config"])
             removals = adoption_removals(before, adopted, settings.version, settings.target)
+            notes = adoption_notes(before, adopted, settings.version)
             changed = _changes(old_ctx, ctx)
             optimizer = _optimizer_words(adopted, before)
             app_state.replace_config(adopted)
@@ -248,6 +249,7 @@ def planner() -> None:
                 f"batch size, precision and ZeRO stage, offload and ZeRO++{optimizer}"
                 + (f"; your {', '.join(kept[:6])}{' and more' if len(kept) > 6 else ''} kept" if kept else "")
                 + "".join(f"; your {_listed(paths)} removed ({why})" for paths, why in removals)
+                + "".join(f"; {note}" for note in notes)
                 + (f". Start page changed to the plan's: {', '.join(changed)}" if changed else "")
                 + _trainer_words(row, settings.target)
                 + ". Review & export has the file.")

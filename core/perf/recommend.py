@@ -16,6 +16,7 @@ from core.effective import effective, legacy_offload_keys, section_enabled
 from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.result import gib_capacity
+from core.memory.settings import TrainingSettings
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
 from core.perf.errors import PlanInputError
@@ -23,6 +24,7 @@ from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import PerfSettings, read_settings
 from core.precision import with_precision_mode
+from core.rules.optim import zero_tested
 from core.rules.precision import refused_master_weights
 from core.schema.base import DEFAULT_VERSION, version_tuple
 from core.schema.precision import FP16_LOSS_SCALE_KEYS
@@ -191,9 +193,12 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     if _AMP in config and (section_enabled(as_dict, _AMP, version) or _refused_on_sight(_AMP, version)):
         patch[_AMP] = None
     cand_zero = candidate["zero_optimization"]
+    user_zero = config.get("zero_optimization")
     zero_patch: dict[str, Any] = {key: None for key in (*_CANDIDATE_ZERO_KEYS, *legacy_offload_keys())}
     zero_patch.update(cand_zero)
-    if not isinstance(config.get("zero_optimization"), Mapping):
+    if isinstance(user_zero, Mapping):
+        zero_patch.update(_kept_zero_tuning(user_zero, cand_zero, version))
+    else:
         zero_patch = dict(cand_zero)  # nothing readable to keep
     patch["zero_optimization"] = zero_patch
     mode = effective(candidate, version).precision_mode
@@ -201,7 +206,96 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     fp16 = adopted.get("fp16")
     if mode != "fp16" and isinstance(fp16, Mapping):  # fp16 is off now (only ``mode`` is on)
         adopted["fp16"] = {key: value for key, value in fp16.items() if key not in FP16_LOSS_SCALE_KEYS}
-    return _without_refused_master_weights(adopted, version, target)[0]
+    adopted = _without_refused_master_weights(adopted, version, target)[0]
+    if _untested_optimizer(adopted, version) is not None:
+        adopted["zero_allow_untested_optimizer"] = True
+    return adopted
+
+
+#: The offload sections a candidate decides the device of.
+_OFFLOAD_KEYS = ("offload_optimizer", "offload_param")
+
+
+def _user_nvme_path(user_zero: Mapping[str, Any], key: str) -> Any:
+    """The ``nvme_path`` the user wrote for NVMe offload: of their ``key`` section when it swaps to NVMe, else of
+    their other offload section that does; None when they wrote none."""
+    for name in (key, *(k for k in _OFFLOAD_KEYS if k != key)):
+        section = user_zero.get(name)
+        if isinstance(section, Mapping) and section.get("device") == "nvme" and section.get("nvme_path"):
+            return section["nvme_path"]
+    return None
+
+
+def _kept_zero_tuning(user_zero: Mapping[str, Any], cand_zero: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """What of the user's ZeRO section the candidate's ZeRO keys (``cand_zero``) give way to: an offload section
+    with the candidate's device keeps the user's tuning keys (pin_memory, buffer_count, fast_init, nvme_path, ...),
+    one with another device loses them, a candidate's NVMe section takes the user's nvme_path from their other NVMe
+    section when this one has none, and the user's sub_group_size stays unless it is larger than the candidate's
+    (the NVMe optimizer swap pins buffer_count sub-groups of fp32 states in CPU RAM: the candidate's smaller one is
+    what its memory rests on)."""
+    kept: dict[str, Any] = {}
+    for key in _OFFLOAD_KEYS:
+        cand, user = cand_zero.get(key), user_zero.get(key)
+        if not isinstance(cand, Mapping):
+            continue
+        if isinstance(user, Mapping) and user.get("device") == cand.get("device"):
+            kept[key] = {**cand, **user}
+            continue
+        # another device: the user's keys for theirs go (``apply_patch`` merges sections, None removes)
+        kept[key] = {**{name: None for name in (user if isinstance(user, Mapping) else ())}, **cand}
+        if cand.get("device") == "nvme" and (path := _user_nvme_path(user_zero, key)) is not None:
+            kept[key]["nvme_path"] = path
+    if "sub_group_size" in cand_zero and "sub_group_size" in user_zero:
+        user_groups = TrainingSettings.from_ds_config({"zero_optimization": dict(user_zero)}, version).sub_group_size
+        if user_groups <= cand_zero["sub_group_size"]:
+            kept["sub_group_size"] = user_zero["sub_group_size"]
+    return kept
+
+
+def _untested_optimizer(config: Mapping[str, Any], version: str) -> str | None:
+    """The optimizer ``config`` runs with ZeRO that ZeRO was not tested with (``core.rules.optim.zero_tested``, as
+    the validator's ``optimizer.untested-with-zero`` asks it) while ``zero_allow_untested_optimizer`` is off: what
+    ``deepspeed.initialize`` refuses; None otherwise."""
+    section = config.get("optimizer")
+    name = section.get("type") if isinstance(section, Mapping) else None
+    meaning = effective(config, version)
+    if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
+            or zero_tested(name, version, meaning.optimizer_backend or "gpu"):
+        return None
+    return name
+
+
+def adoption_notes(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str = DEFAULT_VERSION) -> list[str]:
+    """What ``adopted`` (``adopt_candidate(config, ..., version=version)``) added to or changed in ``config``
+    beyond the row's batch keys, precision and ZeRO choice, in words: the app says each (``adoption_removals``
+    says what went)."""
+    notes: list[str] = []
+    if adopted.get("zero_allow_untested_optimizer") is True and config.get("zero_allow_untested_optimizer") is not True:
+        section = adopted.get("optimizer")
+        name = section.get("type") if isinstance(section, Mapping) else None
+        notes.append(f"zero_allow_untested_optimizer set to true (ZeRO was not tested with {name}: without it "
+                     "deepspeed.initialize refuses the config)")
+    before = config.get("zero_optimization")
+    before = before if isinstance(before, Mapping) else {}
+    after = adopted.get("zero_optimization")
+    after = after if isinstance(after, Mapping) else {}
+    placeholder = [key for key in _OFFLOAD_KEYS if isinstance(after.get(key), Mapping)
+                   and after[key].get("device") == "nvme" and after[key].get("nvme_path") == NVME_PATH_EXAMPLE]
+    kept = sorted({str(after[key]["nvme_path"]) for key in _OFFLOAD_KEYS if isinstance(after.get(key), Mapping)
+                   and after[key].get("device") == "nvme" and key not in placeholder})
+    if kept:
+        notes.append(f"your nvme_path {' and '.join(kept)} kept")
+    if placeholder:
+        notes.append(f"nvme_path {NVME_PATH_EXAMPLE} written in {' and '.join(placeholder)}: a placeholder, set it to "
+                     "your NVMe drive's mount before training")
+    groups_before, groups_after = before.get("sub_group_size"), after.get("sub_group_size")
+    if groups_after is not None and groups_after != groups_before:
+        was = ("DeepSpeed's default" if groups_before is None else f"your {groups_before:,}"
+               if isinstance(groups_before, numbers.Real) and not isinstance(groups_before, bool)
+               else f"your {groups_before!r}")
+        notes.append(f"sub_group_size set to {groups_after:,} (was {was}): the NVMe optimizer swap pins a few "
+                     "sub-groups of fp32 states in CPU RAM, and the row's memory rests on the smaller one")
+    return notes
 
 
 def _without_refused_master_weights(config: dict[str, Any], version: str,
