@@ -243,8 +243,59 @@ def _batch_follows(config: Mapping[str, Any], gpus: int, new_gpus: int, version:
 def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: ModelSpec | ModelCounts,
          hardware: Hardware, shape: Shape, config_patch: dict[str, Any] | None = None,
          context_patch: dict[str, Any] | None = None, *, version: str) -> Way:
-    est = _estimate(apply_patch(config, config_patch or {}), model, hardware, shape, version=version)
-    return _from_estimate(kind, title, detail, est, config_patch or {}, context_patch or {})
+    patch, said = _applicable(config, config_patch or {}, version)
+    est = _estimate(apply_patch(config, patch), model, hardware, shape, version=version)
+    return _from_estimate(kind, title, detail + said, est, patch, context_patch or {})
+
+
+#: The 16-bit master-weights keys ``_applicable`` may remove, per precision section (the keys
+#: ``core.rules.precision.refused_master_weights`` reports).
+_MASTER_WEIGHTS_KEYS = {"fp16": ("fp16_master_weights_and_grads",),
+                        "bf16": ("bf16_master_weights_and_grads", "bf16_optimizer_states"),
+                        "bfloat16": ("bf16_master_weights_and_grads", "bf16_optimizer_states")}
+
+#: Why DeepSpeed refuses a master-weights key, by the validator's code; ``{it}`` is "it" or "them".
+_REFUSED_BECAUSE = {
+    "precision.master-weights-stage": "does not support {it} at ZeRO-{stage}",
+    "precision.master-weights-offload": "runs {it} at ZeRO-{stage} only with the optimizer offloaded to the CPU as "
+                                        "DeepSpeedCPUAdam, which this way does not do",
+    "precision.bf16-optimizer-states": "refuses {it} at ZeRO-{stage} without bf16_master_weights_and_grads",
+}
+
+
+def _applicable(config: Mapping[str, Any], patch: Mapping[str, Any], version: str) -> tuple[dict[str, Any], str]:
+    """``patch`` plus the removal (``None``) of the 16-bit master-weights keys the validator refuses in the config it
+    makes (``core.rules.precision.refused_master_weights``: ZeRO-3 or no CPU-Adam offload where the release does not
+    run them), and what it removes and why, in words ("" when nothing). A way sizes and costs the config as it will
+    be applied, without them (the master weights are then fp32). Removals already in ``patch`` are decided again, so
+    composing ways' patches (the combined way) removes only what the composed config needs removed."""
+    from core.perf.recommend import _without_refused_master_weights  # perf imports fit: inside the function
+
+    bare: dict[str, Any] = {}
+    for key, value in patch.items():
+        if key in _MASTER_WEIGHTS_KEYS and isinstance(value, Mapping):
+            kept = {k: v for k, v in value.items() if not (v is None and k in _MASTER_WEIGHTS_KEYS[key])}
+            if kept:  # an empty section left by composed removals merges nothing
+                bare[key] = kept
+        else:
+            bare[key] = value
+    patched = apply_patch(config, bare)
+    removed = _without_refused_master_weights(patched, version, "deepspeed")[1]
+    if not removed:
+        return bare, ""
+    for path in removed:
+        section, _, key = path.partition(".")
+        part = bare.get(section)
+        bare[section] = {**(part if isinstance(part, Mapping) else {}), key: None}
+    stage = effective(patched, version).stage
+    said = ""
+    for code in dict.fromkeys(removed.values()):
+        paths = [path for path, why in removed.items() if why == code]
+        it = "it" if len(paths) == 1 else "them"
+        because = _REFUSED_BECAUSE.get(code, "refuses {it} at ZeRO-{stage}").format(it=it, stage=stage)
+        said += (f" The change also removes {' and '.join(paths)}: DeepSpeed {version} {because} (sized and costed "
+                 f"without {it}).")
+    return bare, said
 
 
 def fit_numbers(estimate: memory.MemoryEstimate) -> str:
@@ -423,29 +474,32 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
                                    "offload_optimizer": {"device": opt if opt != "none" else "cpu", "pin_memory": True},
                                    "offload_param": {"device": "cpu", "pin_memory": True}}}, version=version))
     ways += _host_ways(config, model, hardware, shape, current, meaning, version)
-    smallest = _smallest(config, model, hardware, shape, version, max_nodes)
+    # the batch keys these ways add leave the master weights as they are: only the stage and offload decide those
+    as_is, as_is_said = _applicable(config, {}, version)
+    smallest = _smallest(apply_patch(config, as_is), model, hardware, shape, version, max_nodes)
     sp = _sp_multiple(config, version)
     if smallest is not None and _layout(smallest) != _layout(hardware):
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
         batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus, version)
-        est = _estimate(apply_patch(config, batch_patch), model, smallest, shape, version=version)
+        est = _estimate(apply_patch(config, {**as_is, **batch_patch}), model, smallest, shape, version=version)
         ways.append(_from_estimate(
             "gpus", f"{_gpus(smallest.total_gpus)} ({nodes})",
             f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware, sp)})"
-            + _then(batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version)),
-            est, batch_patch, {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
+            + _then(batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version))
+            + as_is_said, est, {**as_is, **batch_patch},
+            {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
     if stage < 3:
-        stage3 = {"zero_optimization": {"stage": 3}}
+        stage3, stage3_said = _applicable(config, {"zero_optimization": {"stage": 3}}, version)
         enough = _smallest(apply_patch(config, stage3), model, hardware, shape, version, max_nodes)
         if enough is not None and _layout(enough) != _layout(hardware):
             batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus, version)
-            est = _estimate(apply_patch(apply_patch(config, stage3), batch_patch), model, enough, shape,
-                            version=version)
+            est = _estimate(apply_patch(config, {**stage3, **batch_patch}), model, enough, shape, version=version)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {_gpus(enough.total_gpus)} ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware, sp)})"
-                + _then(batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version)),
-                est, apply_patch(stage3, batch_patch), {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
+                + _then(batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version))
+                + stage3_said, est, {**stage3, **batch_patch},
+                {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
     combined = _combined(config, model, hardware, shape, ways, version, max_nodes)
     if combined is not None:
         ways.append(combined)
@@ -599,14 +653,16 @@ def _host_ways(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwa
 _Climb = tuple[list[str], dict[str, Any], dict[str, Any], Shape, memory.MemoryEstimate]
 
 
-def _compose(rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], shape: Shape,
-             ) -> tuple[list[str], dict[str, Any], dict[str, Any], Shape]:
-    """The names, config patch, context patch and shape of the ladder rungs taken together, in their order."""
+def _compose(config: Mapping[str, Any], rungs: list[tuple[str, dict[str, Any], dict[str, Any]]], shape: Shape,
+             version: str) -> tuple[list[str], dict[str, Any], dict[str, Any], Shape]:
+    """The names, config patch, context patch and shape of the ladder rungs taken together, in their order; the
+    patch removes the master-weights keys the validator refuses in the config they make together (``_applicable``)."""
     patch: dict[str, Any] = {}
     context: dict[str, Any] = {}
     for _, config_step, context_step in rungs:
         patch = apply_patch(patch, config_step)
         context.update(context_step)
+    patch = _applicable(config, patch, version)[0]
     trial = replace(shape, recompute=context.get("recompute", shape.recompute),
                     micro_batch=patch.get("train_micro_batch_size_per_gpu",
                                           context.get("hf_micro_batch", shape.micro_batch)))
@@ -631,7 +687,7 @@ def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelC
     kept = list(rungs)
     for index in range(len(rungs) - 2, -1, -1):
         trial_rungs = kept[:index] + kept[index + 1:]
-        names, patch, context, trial = _compose(trial_rungs, shape)
+        names, patch, context, trial = _compose(config, trial_rungs, shape, version)
         est = _estimate(apply_patch(config, patch), model, hardware, trial, version=version)
         if est.fits:
             kept, fitted = trial_rungs, (names, patch, context, trial, est)
@@ -674,7 +730,7 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
            "made unneeded.")
     climbed: list[tuple[list[str], dict[str, Any], dict[str, Any], Shape]] = []
     for taken in range(1, len(ladder) + 1):
-        names, patch, context, trial = _compose(ladder[:taken], shape)
+        names, patch, context, trial = _compose(config, ladder[:taken], shape, version)
         climbed.append((names, patch, context, trial))
         est = _estimate(apply_patch(config, patch), model, hardware, trial, version=version)
         if est.fits:
@@ -715,8 +771,9 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     if isinstance(zero_patch, dict) and {"offload_optimizer", "offload_param"} & set(zero_patch):
         # composing the rungs dropped the patch's deletions (None): the deprecated keys must still go
         zero_patch.update({key: None for key, value in legacy.items() if value is None})
-    return _from_estimate("combined", "Together: " + ", ".join(names), how + (f" {_sentence(said)}" if said else ""),
-                          est, patch, context)
+    patch, removed_said = _applicable(config, patch, version)  # what the composed patch removes, in words
+    return _from_estimate("combined", "Together: " + ", ".join(names),
+                          how + (f" {_sentence(said)}" if said else "") + removed_said, est, patch, context)
 
 
 def way_inputs(way: Way, config: Mapping[str, Any], hardware: Hardware,

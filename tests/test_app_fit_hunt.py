@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from app_support import app, html_tables
 from streamlit.testing.v1 import AppTest
 
@@ -129,3 +131,32 @@ def test_the_gpu_count_sweep_says_a_micro_batch_derived_from_train_batch_size_an
     held = _sweep_caption({"train_batch_size": 128, "gradient_accumulation_steps": 2,
                            "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}})
     assert "DeepSpeed derives there from train_batch_size and gradient_accumulation_steps" in held, held
+
+
+def test_every_way_with_fp16_master_weights_applies_an_accepted_config_of_the_promised_size() -> None:
+    """0.16.9 runs fp16 master weights at ZeRO-2 only, 0.19.8 at ZeRO-3 only with the CPU-Adam offload: the ZeRO-3
+    and no-offload ways remove them, say so, and the page then shows the GPU memory the way promised."""
+    big = "meta-llama/Llama-2-70b-hf"
+    spec = get_spec(big)
+    model = dict(model=big, model_config=get_config(big), total_params=spec.total_params,
+                 largest_layer_params=spec.largest_layer_params)
+    config = {"train_batch_size": 64, "fp16": {"enabled": True, "fp16_master_weights_and_grads": True},
+              "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},
+              "optimizer": {"type": "Adam", "params": {"lr": 1e-4}}}
+    for version in ("0.16.9", "0.19.8"):
+        at = app(config, "pages/zero.py", version=version, seq_len=4096, **model)
+        lines = [m.value for m in at.markdown if re.match(r"\*\*\d+\. ", m.value)]
+        said = [c.value for c in at.caption if "also removes fp16.fp16_master_weights_and_grads" in c.value]
+        keys = [b.key for b in at.button if b.key and b.key.startswith("zero_fit_")]
+        assert len(lines) == len(keys) > 1
+        removing = 0
+        for key, line in zip(keys, lines, strict=True):
+            clicked = app(config, "pages/zero.py", version=version, seq_len=4096, **model)
+            clicked.button(key=key).click().run()
+            assert not clicked.exception, clicked.exception
+            after = verdicts(clicked)
+            assert any("Accepted" in v for v in after), (version, line, after)
+            removing += "fp16_master_weights_and_grads" not in clicked.session_state["config"]["fp16"]
+            gib = line.split("— GPU ")[1].split(" GiB")[0]
+            assert any(f"GPU {gib} of" in v for v in after), (version, line, after)
+        assert removing and len(said) == removing, (version, removing, said)
