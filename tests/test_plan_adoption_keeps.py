@@ -39,6 +39,17 @@ def test_top_rows_loaded_into_an_untested_optimizer_config_are_accepted(version,
                        for note in adoption_notes(LAMB, adopted, version))
 
 
+@pytest.mark.parametrize("optimizer", ["Lamb", "SGD"])
+def test_every_row_with_an_untested_optimizer_is_accepted_offloads_included(optimizer):
+    """DeepSpeed's own optimizers and torch.optim's alike, whatever the row offloads (a CPU optimizer offload
+    changes what ZeRO was tested with)."""
+    base = {**LAMB, "optimizer": {"type": optimizer, "params": {"lr": 1e-4}}}
+    rows = recommend(LLAMA7, H100X8, seq_len=2048, global_batch=64, base=base, version="0.19.8")
+    assert set(rows.offload_optimizer) == {"none", "cpu", "nvme"}
+    for row in rows.drop_duplicates(["stage", "offload_optimizer", "offload_param", "zeropp"]).itertuples():
+        assert _errors(row.config, "0.19.8", "deepspeed") == [], (row.stage, row.offload_optimizer)
+
+
 def test_a_tested_optimizer_or_zero_0_gets_no_untested_flag():
     adamw = {**LAMB, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
     z3 = build_config(stage=3, offload_optimizer="none", offload_param="none", zeropp=False, micro_batch=1,
@@ -123,8 +134,8 @@ def test_app_loading_an_nvme_row_keeps_the_users_drive_and_says_so():
              nvme_gib=8000, cpu_ram_gib=256, model=name, model_config=get_config(name),
              total_params=spec.total_params, largest_layer_params=spec.largest_layer_params)
     table = html_tables(at)[0]
-    rank = next(int(r["Rank"]) for _, r in table.iterrows()
-                if r["Offload optimizer"] == "nvme" and r["Offload params"] == "nvme")
+    row = next(r for _, r in table.iterrows() if r["Offload optimizer"] == "nvme" and r["Offload params"] == "nvme")
+    rank = int(row["Rank"])
     at.selectbox(key="plan_row").set_value(rank).run()
     at.button(key="plan_use").click().run()
     assert not at.exception, at.exception
@@ -133,6 +144,9 @@ def test_app_loading_an_nvme_row_keeps_the_users_drive_and_says_so():
     assert zero["offload_optimizer"]["buffer_count"] == 5 and zero["sub_group_size"] == 50_000_000
     message = next(s.value for s in at.success if s.value.startswith("Loaded rank"))
     assert "your nvme_path /mnt/fastdisk kept" in message
+    # the loaded config is the row as ranked: the headline's GPU memory is the row's
+    fit = next(m.value for m in at.markdown if "**Fits**" in m.value)
+    assert f"GPU {float(row['GPU GiB']):.1f} of" in fit, (fit, row["GPU GiB"])
 
 
 def test_app_loading_a_row_into_a_lamb_config_is_accepted_and_says_the_flag():
