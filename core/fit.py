@@ -31,7 +31,8 @@ from core.memory.result import gib_capacity, gib_margin, gib_used
 from core.memory.settings import TrainingSettings
 from core.memory.solve import LARGEST_SIZED_MICRO_BATCH
 from core.models.arch import ModelSpec
-from core.rules.optim import zero_tested
+from core.rules.optim import untested_with_zero
+from core.rules.precision import MASTER_WEIGHTS_KEYS, without_refused_master_weights
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
 from core.versions import NEWEST
 
@@ -248,12 +249,6 @@ def _way(kind: str, title: str, detail: str, config: Mapping[str, Any], model: M
     return _from_estimate(kind, title, detail + said, est, patch, context_patch or {})
 
 
-#: The 16-bit master-weights keys ``_applicable`` may remove, per precision section (the keys
-#: ``core.rules.precision.refused_master_weights`` reports).
-_MASTER_WEIGHTS_KEYS = {"fp16": ("fp16_master_weights_and_grads",),
-                        "bf16": ("bf16_master_weights_and_grads", "bf16_optimizer_states"),
-                        "bfloat16": ("bf16_master_weights_and_grads", "bf16_optimizer_states")}
-
 #: Why DeepSpeed refuses a master-weights key, by the validator's code; ``{it}`` is "it" or "them".
 _REFUSED_BECAUSE = {
     "precision.master-weights-stage": "does not support {it} at ZeRO-{stage}",
@@ -269,18 +264,16 @@ def _applicable(config: Mapping[str, Any], patch: Mapping[str, Any], version: st
     run them), and what it removes and why, in words ("" when nothing). A way sizes and costs the config as it will
     be applied, without them (the master weights are then fp32). Removals already in ``patch`` are decided again, so
     composing ways' patches (the combined way) removes only what the composed config needs removed."""
-    from core.perf.recommend import _without_refused_master_weights  # perf imports fit: inside the function
-
     bare: dict[str, Any] = {}
     for key, value in patch.items():
-        if key in _MASTER_WEIGHTS_KEYS and isinstance(value, Mapping):
-            kept = {k: v for k, v in value.items() if not (v is None and k in _MASTER_WEIGHTS_KEYS[key])}
+        if key in MASTER_WEIGHTS_KEYS and isinstance(value, Mapping):
+            kept = {k: v for k, v in value.items() if not (v is None and k in MASTER_WEIGHTS_KEYS[key])}
             if kept:  # an empty section left by composed removals merges nothing
                 bare[key] = kept
         else:
             bare[key] = value
     patched = apply_patch(config, bare)
-    removed = _without_refused_master_weights(patched, version, "deepspeed")[1]
+    removed = without_refused_master_weights(patched, version, "deepspeed")[1]
     if not removed:
         return bare, ""
     for path in removed:
@@ -562,12 +555,8 @@ def _stage_of(way: Way) -> int:
 def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any], version: str) -> Way:
     """``way`` with ``zero_allow_untested_optimizer`` set when it turns ZeRO on for an optimizer ZeRO was not tested
     with (e.g. torch's SGD): without it ``deepspeed.initialize`` refuses the changed job."""
-    patched = apply_patch(config, way.config_patch)
-    section = patched.get("optimizer")
-    name = section.get("type") if isinstance(section, Mapping) else None
-    meaning = effective(patched, version)
-    if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
-            or zero_tested(name, version, meaning.optimizer_backend or "gpu"):
+    name = untested_with_zero(apply_patch(config, way.config_patch), version)
+    if name is None:
         return way
     return replace(way, config_patch=apply_patch(way.config_patch, {"zero_allow_untested_optimizer": True}),
                    detail=way.detail + f" ZeRO was not tested with {name}: the change also sets "

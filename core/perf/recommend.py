@@ -24,8 +24,8 @@ from core.perf.hardware import Cluster
 from core.perf.predict import predict
 from core.perf.settings import PerfSettings, read_settings
 from core.precision import with_precision_mode
-from core.rules.optim import zero_tested
-from core.rules.precision import refused_master_weights
+from core.rules.optim import untested_with_zero
+from core.rules.precision import MASTER_WEIGHTS_KEYS, without_refused_master_weights
 from core.schema.base import DEFAULT_VERSION, version_tuple
 from core.schema.precision import FP16_LOSS_SCALE_KEYS
 from core.schema.root import DeepSpeedConfig
@@ -206,8 +206,8 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     fp16 = adopted.get("fp16")
     if mode != "fp16" and isinstance(fp16, Mapping):  # fp16 is off now (only ``mode`` is on)
         adopted["fp16"] = {key: value for key, value in fp16.items() if key not in FP16_LOSS_SCALE_KEYS}
-    adopted = _without_refused_master_weights(adopted, version, target)[0]
-    if _untested_optimizer(adopted, version) is not None:
+    adopted = without_refused_master_weights(adopted, version, target)[0]
+    if untested_with_zero(adopted, version) is not None:
         adopted["zero_allow_untested_optimizer"] = True
     return adopted
 
@@ -252,19 +252,6 @@ def _kept_zero_tuning(user_zero: Mapping[str, Any], cand_zero: Mapping[str, Any]
     return kept
 
 
-def _untested_optimizer(config: Mapping[str, Any], version: str) -> str | None:
-    """The optimizer ``config`` runs with ZeRO that ZeRO was not tested with (``core.rules.optim.zero_tested``, as
-    the validator's ``optimizer.untested-with-zero`` asks it) while ``zero_allow_untested_optimizer`` is off: what
-    ``deepspeed.initialize`` refuses; None otherwise."""
-    section = config.get("optimizer")
-    name = section.get("type") if isinstance(section, Mapping) else None
-    meaning = effective(config, version)
-    if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
-            or zero_tested(name, version, meaning.optimizer_backend or "gpu"):
-        return None
-    return name
-
-
 def adoption_notes(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str = DEFAULT_VERSION) -> list[str]:
     """What ``adopted`` (``adopt_candidate(config, ..., version=version)``) added to or changed in ``config``
     beyond the row's batch keys, precision and ZeRO choice, in words: the app says each (``adoption_removals``
@@ -298,26 +285,6 @@ def adoption_notes(config: Mapping[str, Any], adopted: Mapping[str, Any], versio
     return notes
 
 
-def _without_refused_master_weights(config: dict[str, Any], version: str,
-                                    target: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """``config`` without the master-weights keys the validator refuses (``refused_master_weights``), and what went
-    (dotted path -> the finding code that refused it). Asked again after each removal: taking
-    ``bf16_master_weights_and_grads`` out can leave ``bf16_optimizer_states`` refused without it."""
-    removed: dict[str, str] = {}
-    while refused := refused_master_weights(config, version, target):
-        progress = False
-        for path, code in refused.items():
-            section, _, key = path.partition(".")
-            values = config.get(section)
-            if isinstance(values, Mapping) and key in values:
-                config = {**config, section: {k: v for k, v in values.items() if k != key}}
-                removed[path] = code
-                progress = True
-        if not progress:
-            break  # refused for a reason no removal of ours changes: the validator says so
-    return config, removed
-
-
 def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
     """The top-level keys of ``config`` that ``adopted`` (``adopt_candidate(config, candidate)``) has as they were
     and the candidate has no say in (its clipping is not adopted, nor its optimizer over the user's, nor the
@@ -333,19 +300,13 @@ def removed_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any]) -
     return [key for key in config if key not in adopted]
 
 
-#: The keys ``_without_refused_master_weights`` may remove, per precision section.
-_MASTER_WEIGHTS_KEYS = {"fp16": ("fp16_master_weights_and_grads",),
-                        "bf16": ("bf16_master_weights_and_grads", "bf16_optimizer_states"),
-                        "bfloat16": ("bf16_master_weights_and_grads", "bf16_optimizer_states")}
-
-
 def _master_weights_reasons(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str,
                             target: str) -> dict[str, str]:
     """The master-weights keys of ``config`` that ``adopted`` no longer has, each with the validator's code that
     refused it: adoption asked again on ``adopted`` with them put back."""
     restored = dict(adopted)
     gone = []
-    for section, keys in _MASTER_WEIGHTS_KEYS.items():
+    for section, keys in MASTER_WEIGHTS_KEYS.items():
         before, after = config.get(section), adopted.get(section)
         if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
             continue
@@ -355,7 +316,7 @@ def _master_weights_reasons(config: Mapping[str, Any], adopted: Mapping[str, Any
             gone += [f"{section}.{key}" for key in back]
     if not gone:
         return {}
-    codes = _without_refused_master_weights(restored, version, target)[1]
+    codes = without_refused_master_weights(restored, version, target)[1]
     return {path: codes[path] for path in gone if path in codes}
 
 

@@ -7,11 +7,12 @@ scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from core import versions
+from core.effective import effective
 from core.findings import Finding, Fix, FixOp, brief, join_path
 from core.rules import torch_checks
 from core.rules.context import Context, lax_float
@@ -56,6 +57,20 @@ def zero_tested(name: str, version: str, backend: str) -> bool:
     if isinstance(spec, OptimizerSpec):
         return spec.zero_supported or backend == "cpu"
     return spec is None or spec in _TORCH_ZERO_SUPPORTED
+
+
+def untested_with_zero(config: Mapping[str, Any], version: str) -> str | None:
+    """The ``optimizer.type`` that ``config`` runs under ZeRO (stage 1-3, as ``version`` reads it) though ZeRO was
+    not tested with it and ``zero_allow_untested_optimizer`` is off: what ``deepspeed.initialize`` refuses and
+    ``optimizer.untested-with-zero`` reports; None otherwise (no optimizer, "auto", ZeRO off, allowed, tested).
+    Make it fit and the Plan page's adoption ask it before they turn ZeRO on."""
+    section = config.get("optimizer")
+    name = section.get("type") if isinstance(section, Mapping) else None
+    meaning = effective(config, version)
+    if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
+            or zero_tested(name, version, meaning.optimizer_backend or "gpu"):
+        return None
+    return name
 
 
 def _not_object(code: str, key: str, section: Any, suggestion: str | None) -> Finding:

@@ -163,6 +163,34 @@ def refused_master_weights(config: Mapping[str, Any], version: str, target: str 
     return {finding.path: finding.code for finding in findings}
 
 
+#: The 16-bit master-weights keys ``refused_master_weights`` can report, per precision section.
+MASTER_WEIGHTS_KEYS: dict[str, tuple[str, ...]] = {
+    "fp16": ("fp16_master_weights_and_grads",),
+    "bf16": ("bf16_master_weights_and_grads", "bf16_optimizer_states"),
+    "bfloat16": ("bf16_master_weights_and_grads", "bf16_optimizer_states")}
+
+
+def without_refused_master_weights(config: dict[str, Any], version: str,
+                                   target: str = "deepspeed") -> tuple[dict[str, Any], dict[str, str]]:
+    """``config`` without the master-weights keys the validator refuses (``refused_master_weights``), and what went
+    (dotted path -> the finding code that refused it). Asked again after each removal: taking
+    ``bf16_master_weights_and_grads`` out can leave ``bf16_optimizer_states`` refused without it. The Plan page's
+    adoption and Make it fit's ways both remove them so."""
+    removed: dict[str, str] = {}
+    while refused := refused_master_weights(config, version, target):
+        progress = False
+        for path, code in refused.items():
+            section, _, key = path.partition(".")
+            values = config.get(section)
+            if isinstance(values, Mapping) and key in values:
+                config = {**config, section: {k: v for k, v in values.items() if k != key}}
+                removed[path] = code
+                progress = True
+        if not progress:
+            break  # refused for a reason no removal of ours changes: the validator says so
+    return config, removed
+
+
 def precision(ctx: Context) -> Iterator[Finding]:
     """fp16/bf16 exclusivity, master-weights options, loss-scale keys without fp16."""
     fp16 = ctx.config.get("fp16")
