@@ -98,3 +98,16 @@ def test_plan_notes_say_why_each_base_key_went_and_from_how_many_rows(tmp_path):
     lost = len(data["rows"]) - len(kept)
     assert notes and 0 < lost < len(data["rows"])
     assert sum(int(note.split(" taken out of ")[1].split(" of the ")[0]) for note in notes) == lost
+
+
+def test_plan_notes_say_what_loading_adds_too(tmp_path):
+    """The app's Plan page says what "Use this config" adds (zero_allow_untested_optimizer for an optimizer ZeRO
+    was not tested with, a placeholder NVMe path); the CLI's --base note said only what went."""
+    lamb = config_file(tmp_path, {"bf16": {"enabled": True}, "optimizer": {"type": "Lamb", "params": {"lr": 1e-4}}},
+                       "lamb.json")
+    data = _json([*PLAN, "--base", lamb, "--top", "5"])
+    allowed = [row for row in data["rows"] if row["config"].get("zero_allow_untested_optimizer") is True]
+    notes = [note for note in data["assumptions"]["notes"] if "zero_allow_untested_optimizer set to true" in note]
+    assert allowed and len(notes) == 1 and notes[0].startswith(f"--base {lamb}: ")
+    said = "every candidate shown" if len(allowed) == len(data["rows"]) else f"{len(allowed)} of the"
+    assert said in notes[0]

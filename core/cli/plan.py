@@ -79,7 +79,13 @@ from core.perf import (
 )
 from core.perf.advice import decimals_for, duration_text, percent_text, share_text
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
-from core.perf.recommend import DEFAULT_MEMORY_HEADROOM, adoption_removals, hardware_for, usable_gpu_bytes
+from core.perf.recommend import (
+    DEFAULT_MEMORY_HEADROOM,
+    adoption_notes,
+    adoption_removals,
+    hardware_for,
+    usable_gpu_bytes,
+)
 from core.versions import resolve_version
 
 #: The core planner's parameters (``PlanInputError.parameter`` of recommend and calibrate) as the flags of plan and
@@ -367,19 +373,27 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
 
 def _base_notes(path: Path | None, base: dict[str, Any] | None, table: pd.DataFrame, version: str,
                 shown: int) -> list[str]:
-    """What loading the candidates into --base took out of it, and why, as the app's Plan page says it after "Use
-    this config" (``adoption_removals``): over the ``shown`` rows printed, since some keys go only from some rows
-    (master weights a row without CPU offload cannot keep)."""
-    if base is None or table.empty:
+    """What loading the candidates into --base took out of it and why, and what it added or changed (an NVMe
+    placeholder path, zero_allow_untested_optimizer, sub_group_size), as the app's Plan page says it after "Use
+    this config" (``adoption_removals``, ``adoption_notes``): over the ``shown`` rows printed, since some apply to
+    some rows only (master weights a row without CPU offload cannot keep, paths of NVMe rows)."""
+    if table.empty:
         return []
     rows = list(table["config"].head(shown))
-    counts: dict[tuple[tuple[str, ...], str], int] = {}
+    removed: dict[tuple[tuple[str, ...], str], int] = {}
+    changed: dict[str, int] = {}
     for config in rows:
-        for group in adoption_removals(base, config, version):  # (paths, why): a reason per ZeRO stage, say
-            counts[group] = counts.get(group, 0) + 1
-    return [f"--base {path}: {', '.join(paths)} taken out of "
-            f"{'every candidate shown' if n == len(rows) else f'{n} of the {len(rows)} candidates shown'}: {why}"
-            for (paths, why), n in counts.items()]
+        for group in (adoption_removals(base, config, version) if base is not None else ()):
+            removed[group] = removed.get(group, 0) + 1  # (paths, why): a reason per ZeRO stage, say
+        for note in adoption_notes(base or {}, config, version):
+            changed[note] = changed.get(note, 0) + 1
+
+    def rows_said(n: int) -> str:
+        return "every candidate shown" if n == len(rows) else f"{n} of the {len(rows)} candidates shown"
+
+    given = f"--base {path}" if base is not None else "the candidates' configs"
+    return [*(f"{given}: {', '.join(paths)} taken out of {rows_said(n)}: {why}" for (paths, why), n in removed.items()),
+            *(f"{given}: {note} ({rows_said(n)})" for note, n in changed.items())]
 
 
 def _gpus_in_nodes(gpus: int, per_node: int) -> str:
