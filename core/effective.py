@@ -24,7 +24,9 @@ own code:
   keeps them fp32 unless its ``fp32_optimizer_states`` is false, which ``bf16_optimizer_states`` forces
   (``get_optimizer_configuration``; otherwise ``optimizer.params.fp32_optimizer_states`` as a truth value). The
   bf16 pair is off in releases that never read it (before 0.17.1 bf16 is read with ``dict.get`` and they are
-  ignored; 0.17.1-0.18.2 refuse them): ``core.versions.key_known``.
+  ignored; 0.17.1-0.18.2 refuse them): ``core.versions.key_known``. The fp16 one is read with ``dict.get`` where
+  the release reads ``fp16`` so (up to 0.17.0), and there only when ``fp16.enabled`` is on
+  (``get_fp16_master_weights_and_grads_enabled``; ``core.versions.read_behind_switch``).
 """
 
 from __future__ import annotations
@@ -92,6 +94,18 @@ def _read_bool_in(values: Mapping[str, Any], section: str, key: str, default: bo
     if versions.section(version, section) is not None:
         return pydantic_bool(values, key, default)
     return bool(values.get(key, default))
+
+
+def _fp16_master_weights(fp16_section: Mapping[str, Any], version: str) -> bool:
+    """``fp16.fp16_master_weights_and_grads`` as DeepSpeed ``version`` reads it. The releases that read ``fp16`` with
+    ``dict.get`` (up to 0.17.0) read it only when ``fp16.enabled`` is on (``get_fp16_master_weights_and_grads_enabled``
+    returns False otherwise: the profile's ``read_behind_switch``), and then as a Python truth value (``"false"`` is
+    on); the pydantic ones (``DeepSpeedFP16Config``) read it whatever ``enabled`` says, as a lax bool."""
+    key = "fp16_master_weights_and_grads"
+    if versions.read_behind_switch(version, "fp16", key) \
+            and not _read_bool_in(fp16_section, "fp16", "enabled", False, version):
+        return False
+    return _read_bool_in(fp16_section, "fp16", key, False, version)
 
 
 def switch_on(value: Any, section: str, version: str = "0.19.8") -> bool:
@@ -201,7 +215,8 @@ class Effective:
     fp16_master_weights_and_grads: bool = False
     bf16_master_weights_and_grads: bool = False
     bf16_optimizer_states: bool = False
-    """The 16-bit master-weight flags as pydantic reads them (``bf16_section`` holds the bf16 ones)."""
+    """The 16-bit master-weight flags as the release reads them (``bf16_section`` holds the bf16 ones; the fp16 one
+    is off with fp16 off in the releases that read it only then)."""
     fp32_optimizer_states: bool = True
     """Whether ``DeepSpeedCPUAdam`` keeps its states fp32 (``get_optimizer_configuration``)."""
     autotp_size: int = 0
@@ -366,7 +381,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         optimizer_states=states,
         torch_optimizer=torch_cls,
         zero_allow_untested_optimizer=bool(cfg.get("zero_allow_untested_optimizer", False)),
-        fp16_master_weights_and_grads=pydantic_bool(fp16_section, "fp16_master_weights_and_grads", False),
+        fp16_master_weights_and_grads=_fp16_master_weights(fp16_section, version),
         bf16_master_weights_and_grads=bf16_flag("bf16_master_weights_and_grads"),
         bf16_optimizer_states=bf16_states,
         # popped from the params; None is True, bf16_optimizer_states forces False, else a Python truth value

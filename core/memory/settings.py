@@ -17,6 +17,7 @@ from core.batch import reads_sequence_parallel, sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
+from core.rules.precision import refused_master_weights
 from core.schema.base import DEFAULT_VERSION
 from core.schema.walk import default_in, section_fields
 from core.schema.zero import OffloadOptimizerConfig, OffloadParamConfig, ZeroConfig
@@ -213,7 +214,7 @@ class TrainingSettings:
                          "the model's hidden size (reduce bucket hidden_size², usually far smaller), so the buffers "
                          "are overestimated there: write the values to size them.")
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
-        master, state_dtype = _master_dtypes(meaning, precision, off_opt, grad_accum_fp32, notes)
+        master, state_dtype = _master_dtypes(cfg, version, meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
         zero_default = partial(_release_default, version, ZeroConfig, "zero_optimization")
         opt_default = partial(_release_default, version, OffloadOptimizerConfig, "zero_optimization.offload_optimizer")
@@ -259,9 +260,10 @@ class TrainingSettings:
             notes=tuple(notes),
         )
 
-def _master_dtypes(meaning: Effective, precision: str, off_opt: str, grad_accum_fp32: bool,
-                   notes: list[str]) -> tuple[str, str]:
-    """The dtypes of the master weights (and gradient partition) and of the optimizer states, as built."""
+def _master_dtypes(cfg: Mapping[str, Any], version: str, meaning: Effective, precision: str, off_opt: str,
+                   grad_accum_fp32: bool, notes: list[str]) -> tuple[str, str]:
+    """The dtypes of the master weights (and gradient partition) and of the optimizer states, as built; whether
+    ``deepspeed.initialize`` refuses them is the validator's verdict for ``version`` (``refused_master_weights``)."""
     master = meaning.master_dtype
     if master == "fp32":
         return "fp32", "fp32"
@@ -270,8 +272,27 @@ def _master_dtypes(meaning: Effective, precision: str, off_opt: str, grad_accum_
                      "estimated in fp32.")
         return "fp32", "fp32"
     states = meaning.optimizer_states_dtype
-    if meaning.master_weights_refused:
-        notes.append(f"{master} master weights{'' if meaning.bf16_optimizer_states else ' with fp32 optimizer states'} "
-                     "need optimizer offload with DeepSpeedCPUAdam: deepspeed.initialize refuses this config "
-                     "(_configure_master_weights); estimated as DeepSpeed would keep them.")
+    what = f"{master} master weights{'' if meaning.bf16_optimizer_states else ' with fp32 optimizer states'}"
+    refused = _master_weights_refusals(cfg, version)
+    if refused:
+        why = [text for code, text in (
+            ("precision.master-weights-offload", "need optimizer offload with DeepSpeedCPUAdam"),
+            ("precision.master-weights-stage", f"are not supported at ZeRO stage {meaning.stage}"),
+        ) if code in refused.values()]
+        notes.append(f"{what} {' and '.join(why)}: DeepSpeed {version} refuses this config at deepspeed.initialize ("
+                     + ", ".join(f"{code} at {path}" for path, code in sorted(refused.items()))
+                     + "); estimated as DeepSpeed would keep them.")
+    elif meaning.master_weights_refused and meaning.optimizer_class is None:
+        # the optimizer is the client's (or "auto"), which the validator does not judge: the ZeRO optimizer checks
+        # the one it is given (where a release's ZeRO-3 optimizer has no such check, its config check refuses the
+        # flag at stage 3, and the validator says so above)
+        notes.append(f"{what} need optimizer offload with DeepSpeedCPUAdam: deepspeed.initialize refuses them with "
+                     "any other optimizer (_configure_master_weights); estimated as DeepSpeed would keep them.")
     return master, states
+
+
+def _master_weights_refusals(cfg: Mapping[str, Any], version: str) -> dict[str, str]:
+    """The master-weights keys DeepSpeed ``version`` refuses in ``cfg`` (dotted path -> finding code), as the
+    validator's rules judge them; the memory model does not judge them again."""
+    return {path: code for path, code in refused_master_weights(cfg, version).items()
+            if code != "precision.bf16-optimizer-states"}
