@@ -79,10 +79,8 @@ def master_weights_offload(ctx: Context) -> Iterator[Finding]:
     check = _master_weights_check(ctx, m, ctx.stage)
     if check is None:
         return
-    if m.fp16_master_weights_and_grads:
+    if m.fp16_master_weights_and_grads:  # read as the release reads it (dict.get releases: only with fp16 on)
         owner, key = "fp16", "fp16_master_weights_and_grads"
-        if versions.section_strict(ctx.version, "fp16") is False and not m.fp16:
-            return  # dict.get releases read it only when fp16 is on
     else:
         owner, key = m.bf16_section, "bf16_master_weights_and_grads"
         if versions.key_known(ctx.version, "bf16", key) is not True:
@@ -118,12 +116,13 @@ def master_weights_stage(ctx: Context) -> Iterator[Finding]:
         (read, "bf16_optimizer_states", "bf16_optimizer_states"),
     )
     for section, key, label in checks:
-        value = ctx.get(f"{section}.{key}")
         allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
-        lenient = versions.section_strict(ctx.version, section) is False
-        if section == "fp16" and lenient and not _on(ctx, "fp16"):
-            continue  # dict.get releases read it only when fp16 is on (get_fp16_master_weights_and_grads_enabled)
-        on = bool(value) if lenient else lax_bool(value)  # dict.get releases use the truth value: "false" is on
+        if section == "fp16":  # read as the release reads it (dict.get releases: only with fp16 on)
+            on = ctx.meaning.fp16_master_weights_and_grads
+        else:
+            value = ctx.get(f"{section}.{key}")
+            lenient = versions.section_strict(ctx.version, section) is False
+            on = bool(value) if lenient else lax_bool(value)  # dict.get releases use the truth value: "false" is on
         if isinstance(ctx.config.get(section), dict) and on and allowed and stage not in allowed:
             names = " or ".join(map(str, sorted(allowed)))
             staged = set_fix("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}")
