@@ -335,8 +335,8 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any], ver
     before, after = config.get("fp16"), adopted.get("fp16")
     scaling = [f"fp16.{key}" for key in (before if isinstance(before, Mapping) else ())
                if key in FP16_LOSS_SCALE_KEYS and not (isinstance(after, Mapping) and key in after)]
-    mode = effective(adopted, version).precision_mode
-    stage = effective(adopted, version).stage
+    meaning = effective(adopted, version)
+    mode, stage = meaning.precision_mode, meaning.stage
     groups: list[tuple[tuple[str, ...], str]] = []
     if overriding:
         groups.append((tuple(overriding), "the planner ranks data parallelism over every GPU with these batch keys, "
