@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.batch import BATCH_KEYS, GA, MB, TB, effective_world_size, reads_sequence_parallel, sequence_parallel_degree
+from core.batch import BATCH_KEYS, GA, MB, TB, reads_sequence_parallel, sequence_parallel_degree
 from core.findings import brief, join_index, join_path
 
 AUTO = "auto"
@@ -220,7 +220,7 @@ def _warmup_steps(warmup_steps: float, num_training_steps: int) -> int:
 def resolve_auto(config: Mapping[str, Any], *, version: str | None = None, **training_values: Any) -> dict[str, Any]:
     """A copy of ``config`` with its "auto" values filled as the HF Trainer would fill them for a job on DeepSpeed
     ``version`` (None: the newest release), whose reading of ``sequence_parallel_size`` decides the "auto"
-    train_batch_size (``core.batch.effective_world_size``).
+    train_batch_size (``core.batch.reads_sequence_parallel``).
 
     Training values (all optional; an "auto" that needs a missing one raises AutoFillError naming it):
     world_size, per_device_train_batch_size, gradient_accumulation_steps, max_grad_norm,
@@ -322,13 +322,10 @@ def _sequence_parallel_batch(config: dict[str, Any],
     """The train_batch_size that reaches DeepSpeed ``version`` under sequence parallelism: the Trainer computes
     GPUs × micro × accumulation, and accelerate (``Accelerator._prepare_deepspeed``, with the ``ParallelismConfig``
     that sequence parallelism needs under the Trainer) replaces it by micro × accumulation × the data-parallel
-    ranks the release counts (``core.batch.effective_world_size``), which DeepSpeed checks. None without sequence
+    ranks the release counts (GPUs ÷ sequence_parallel_size), which DeepSpeed checks. None without sequence
     parallelism, or in a release that ignores ``sequence_parallel_size`` (0.16.x: it counts every GPU, and has no
     Ulysses module for accelerate either, so the Trainer's product is the batch it checks)."""
-    from core.schema.base import DEFAULT_VERSION
-
-    release = version or DEFAULT_VERSION
-    sp = sequence_parallel_degree(config) if reads_sequence_parallel(release) else None
+    sp = sequence_parallel_degree(config) if reads_sequence_parallel(version) else None
     if sp is None:
         return None
 
@@ -339,7 +336,7 @@ def _sequence_parallel_batch(config: dict[str, Any],
                 "the data-parallel ranks (GPUs ÷ sequence_parallel_size) must be whole; change one of them",
                 "world_size",
             )
-        return micro * accum * int(effective_world_size(config, world, release))
+        return micro * accum * (world // sp)
 
     return batch
 
