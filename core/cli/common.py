@@ -261,28 +261,16 @@ def rewrite_config_file(path: str | Path, text: str) -> None:
     write_text(path, text)
 
 
-def run_micro_batch(config: dict[str, Any], gpus: int, version: str) -> int | None:
-    """The micro batch DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs, else the written one
-    (``core.batch.run_or_written``: elastic training's where the release acts on it; None when nothing gives one)."""
-    return run_or_written(config, gpus, version, MB)
-
-
-def run_train_batch(config: dict[str, Any], gpus: int, version: str) -> int | None:
-    """The global batch (samples per optimizer step) DeepSpeed ``version`` runs ``config`` with on ``gpus`` GPUs,
-    else the written train_batch_size (``core.batch.run_or_written``)."""
-    return run_or_written(config, gpus, version, TB)
-
-
 def config_micro_batch(config: dict[str, Any], gpus: int, given: int | None, version: str, *,
                        override: bool) -> int | None:
     """The micro batch the config runs with on ``gpus`` GPUs as DeepSpeed ``version`` reads it (written, derived,
-    or elastic training's: :func:`run_micro_batch`); None when it says "auto" or nothing. Batch keys DeepSpeed
+    or elastic training's: ``core.batch.run_or_written``); None when it says "auto" or nothing. Batch keys DeepSpeed
     refuses there are a UsageError unless ``given`` (--micro-batch) replaces them; without ``override`` a ``given``
     that contradicts the config is one too (a command whose ways patch the config must estimate the micro batch
     the config will run with)."""
     if given and _refused_batch(config, gpus, version) is not None:
         return None  # --micro-batch stands in for the keys DeepSpeed refuses (sized_batch says what is sized)
-    resolved = run_micro_batch(config, gpus, version)
+    resolved = run_or_written(config, gpus, version, MB)
     elastic = runs_elastic(config, version)
     if resolved is None and elastic and not given:
         raise UsageError(f"elastic training (the config's enabled elasticity section, which DeepSpeed {version} "
@@ -340,7 +328,7 @@ def sized_batch(config: dict[str, Any], gpus: int, given: int | None, version: s
     written = f"the written accumulation {accum}" if accum else "accumulation 1"
     return sized, (f"DeepSpeed {version} refuses the config's batch keys on {gpus} GPUs ({batch.message}): sized "
                    f"as --micro-batch {given} × {written} on {gpus} GPUs (train_batch_size "
-                   f"{run_train_batch(sized, gpus, version)}); write batch keys that agree to run it")
+                   f"{run_or_written(sized, gpus, version, TB)}); write batch keys that agree to run it")
 
 
 def micro_batch_words(config: dict[str, Any]) -> str:
@@ -373,7 +361,7 @@ def micro_batch_when_unsaid(config: dict[str, Any], gpus: int, version: str,
                             grad_accum: int | None = None) -> tuple[int, str]:
     """The micro batch a sizing command uses on ``gpus`` GPUs when neither the config nor --micro-batch gives one,
     and the words saying so (as the app says them). For "auto", the HF Trainer's per_device_train_batch_size: the
-    one a written train_batch_size leaves (DeepSpeed ``version``'s derivation, ``run_micro_batch``, with the Trainer's
+    one a written train_batch_size leaves (DeepSpeed ``version``'s derivation, ``run_or_written``, with the Trainer's
     accumulation: ``grad_accum`` (--gradient-accumulation-steps) or its default 1 for an "auto" one; the Trainer
     refuses any other), else its default (8, as the app's Batch page starts); 1 when nothing is written."""
     from core.autofill import HF_DEFAULTS
@@ -387,7 +375,7 @@ def micro_batch_when_unsaid(config: dict[str, Any], gpus: int, version: str,
             if accum == "auto":
                 accum = grad_accum or HF_DEFAULTS["gradient_accumulation_steps"]
             trainer = {key: value for key, value in {TB: total, GA: accum}.items() if value is not None}
-            micro = run_micro_batch({**config, **trainer, MB: None}, gpus, version)
+            micro = run_or_written({**config, **trainer, MB: None}, gpus, version, MB)
             if micro is not None:
                 return micro, (f'micro batch {micro} assumed: "auto" is filled by the HF Trainer from '
                                f"per_device_train_batch_size, which must be {micro} for the written "

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from core import models
-from core.batch import BATCH_KEYS
+from core.batch import BATCH_KEYS, TB, run_or_written
 from core.cli.common import (
     DEFAULT_SEQ_LEN,
     EXIT_ERRORS,
@@ -54,7 +54,6 @@ from core.cli.common import (
     read_sizing_config,
     read_stdin,
     refused_caveat,
-    run_train_batch,
     seq_len,
     sized_batch,
 )
@@ -448,7 +447,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if cut:
             sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
         # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
-        summary, global_batch = parse_log(text), run_train_batch(config, cluster.total_gpus, version)
+        summary, global_batch = parse_log(text), run_or_written(config, cluster.total_gpus, version, TB)
         try:
             measured = step_seconds_from_log(summary, global_batch)
         except ValueError as exc:  # core words it without the flags: here the measured step is --calibrate-step
