@@ -30,6 +30,12 @@ def _overlap_comm(ctx: Context) -> bool:
     return ctx.meaning.overlap_comm
 
 
+def _manages_accumulation(ctx: Context) -> bool:
+    """``managed_gradient_accumulation`` as the engine reads it: ``get_scalar_param``, tested with ``not``, so only a
+    falsy value (false, 0, null) turns it off and ``"false"`` leaves it on."""
+    return bool(ctx.config.get("managed_gradient_accumulation", True))
+
+
 def engine_combinations(ctx: Context) -> Iterator[Finding]:
     """Mixes of precision, gradient accumulation and ZeRO options the engine refuses."""
     zero = ctx.zero
@@ -75,8 +81,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             fix=Fix("Remove data_types.param_dtype", (FixOp("delete", "data_types.param_dtype"),)),
             page="precision",
         )
-    managed = ctx.config.get("managed_gradient_accumulation", True)  # read as Python truth, like the engine
-    if not managed and ctx.stage < 2 and _overlap_comm(ctx):
+    if not _manages_accumulation(ctx) and ctx.stage < 2 and _overlap_comm(ctx):
         yield Finding(
             "error", "engine.managed-accumulation-overlap", "managed_gradient_accumulation",
             "managed_gradient_accumulation=false supports ZeRO overlap_comm only with ZeRO stage 2; "
@@ -105,9 +110,7 @@ def amp_combinations(ctx: Context) -> Iterator[Finding]:
     if not effective.section_enabled(ctx.config, "amp", ctx.version):
         return
     path = "amp"  # the section: without `enabled` every such release fails to parse it (pops the key)
-    # get_scalar_param again, tested with `not`: only a falsy value (false, 0, null) turns it off
-    managed = bool(ctx.config.get("managed_gradient_accumulation", True))
-    if not managed and versions.key_known(ctx.version, "", "managed_gradient_accumulation"):
+    if not _manages_accumulation(ctx) and versions.key_known(ctx.version, "", "managed_gradient_accumulation"):
         yield Finding(
             "error", "engine.amp-managed-accumulation", path,
             "Apex AMP is on and managed_gradient_accumulation is off; deepspeed.initialize fails "
