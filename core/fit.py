@@ -107,9 +107,27 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
               version: str, max_nodes: int = 1024) -> Hardware | None:
     """``memory.min_gpus`` of ``config`` (read as DeepSpeed ``version`` reads it) over the GPU counts that
     ``sequence_parallel_size`` divides (DeepSpeed needs whole data-parallel ranks), or None when none fits or no
-    count gives whole ranks."""
-    found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes,
-                            gpus_multiple_of=_sp_multiple(config, version), version=version)
+    count gives whole ranks. Each count is sized with the micro batch ``_batch_on`` leaves it (a written
+    train_batch_size kept with a smaller one where it divides), not the one run on ``hardware``; a count that would
+    change a written train_batch_size is taken only when no count keeps it."""
+    here = (_run_shape(config, hardware.total_gpus, shape, version) or shape).micro_batch
+    written = positive_whole(config.get("train_batch_size")) is not None and not runs_elastic(config, version) \
+        and "auto" not in (config.get(k) for k in BATCH_KEYS)
+
+    def micro_at(count: int, keep_batch: bool) -> int | None:
+        kept = _kept_batch(config, hardware.total_gpus, count, version)
+        if kept is None:
+            return None if keep_batch and written else here
+        return min(kept[0], LARGEST_SIZED_MICRO_BATCH)
+
+    # the counts that keep a written global batch first; only when none fits, those that change it (the way says)
+    found = None
+    for keep_batch in (True, False) if written else (False,):
+        found = memory.min_gpus(config, model, hardware, shape, max_nodes=max_nodes,
+                                gpus_multiple_of=_sp_multiple(config, version), version=version,
+                                micro_batch_at=lambda count, keep=keep_batch: micro_at(count, keep))
+        if found is not None:
+            break
     if found is None or not float(_ranks(config, found.total_gpus, version)).is_integer():
         return None
     if runs_elastic(config, version):  # elastic training picks another micro batch there, or refuses the count
@@ -172,12 +190,32 @@ def _cluster_change(found: Hardware, hardware: Hardware, multiple: int = 1) -> s
 _CHANGE_BATCH = " an explicit train_batch_size must then be changed to match."
 
 
+def _kept_batch(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str) -> tuple[int, int] | None:
+    """(micro batch, accumulation) that keep ``config``'s written train_batch_size on ``new_gpus`` GPUs: the largest
+    micro batch up to the one run on ``gpus`` that divides the batch per data-parallel rank (a smaller micro batch
+    needs less memory, so what fitted still fits). None when no train_batch_size is written (or a batch key is
+    "auto"), elastic training computes the batch, or the batch does not divide over the new ranks at all."""
+    tb = positive_whole(config.get("train_batch_size"))
+    if tb is None or "auto" in (config.get(k) for k in BATCH_KEYS) or runs_elastic(config, version):
+        return None
+    trio = micro_and_accum_of(dict(config), gpus, version)
+    ranks = _ranks(config, new_gpus, version)
+    if trio is None or not float(ranks).is_integer() or tb % int(ranks):  # float: SP not dividing is a rule's
+        return None
+    per_rank = tb // int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
+    top = min(trio[0], per_rank)
+    # a micro batch is at most a few thousand in any real config: past that, 1 (which always divides) is the answer
+    micro = next((m for m in range(top, max(top - 10_000, 0), -1) if per_rank % m == 0), 1)
+    return micro, per_rank // micro
+
+
 def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
               original: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
-    ``gpus``, and what they do in words: with a written train_batch_size the same global batch through another
-    accumulation when it divides, else the global batch grows with the GPU count (a written train_batch_size kept
-    as it was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto".
+    ``gpus``, and what they do in words: with a written train_batch_size the same global batch when it divides over
+    the new ranks (``_kept_batch``: nothing to write when DeepSpeed derives that itself, e.g. from
+    train_batch_size alone), else the global batch grows with the GPU count (a written train_batch_size kept as it
+    was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto".
     The words compare with ``original`` when given (the user's config, before the way's other changes). With
     elastic training on, DeepSpeed ignores the batch keys: nothing to write, the words say what it computes. Nothing
     to write or say on as many GPUs (another layout of them)."""
@@ -194,18 +232,22 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
     ranks = _ranks(config, new_gpus, version)
     if trio is None or not float(ranks).is_integer():  # not float(ranks): SP does not divide the GPUs, a rule says
         return {}, _CHANGE_BATCH
-    micro, accum = trio
-    ranks = int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
-    if tb % (micro * ranks) == 0:
-        new_accum = tb // (micro * ranks)
+    kept = _kept_batch(config, gpus, new_gpus, version)
+    if kept is not None:
         was = micro_and_accum_of(dict(original), gpus, version) if original is not None else None
-        was_micro, was_accum = was or trio
-        micro_said = f"micro batch {was_micro} → {micro}, " if was_micro != micro else ""
-        return ({"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": new_accum},
-                f" train_batch_size stays {tb}: {micro_said}gradient accumulation {was_accum} → {new_accum}.")
-    new_tb = micro * accum * ranks
+        (was_micro, was_accum), (micro, accum) = was or trio, kept
+        changes = [f"{what} {before} → {after}" for what, before, after in
+                   (("micro batch", was_micro, micro), ("gradient accumulation", was_accum, accum)) if before != after]
+        derived = batch_run(dict(config), new_gpus, version) == (tb, micro, accum)
+        said = f" train_batch_size stays {tb}" + (f": {', '.join(changes)}" if changes else "") + (
+            f" (DeepSpeed derives {'them' if len(changes) > 1 else 'it'} on {_gpus(new_gpus)})."
+            if derived and changes else ".")
+        return ({} if derived else {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
+                said)
+    micro, accum = trio
+    new_tb = micro * accum * int(ranks)
     return ({"train_batch_size": new_tb, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
-            f" {tb} does not divide over {ranks} data-parallel ranks with micro batch {micro}: train_batch_size "
+            f" {tb} does not divide over {int(ranks)} data-parallel ranks: train_batch_size "
             f"{tb} → {new_tb}, the global batch {'grows' if new_tb > tb else 'shrinks'} with the GPU count.")
 
 
@@ -502,8 +544,14 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     ways = _distinct([_with_untested_optimizer_allowed(way, config, version) for way in ways
                       if way.fits or _way_overshoot(way, hardware) < now_over], config)
     order = {kind: i for i, kind in enumerate(KINDS)}
+    order["combined"] = order["gpus"]  # the ways that change the GPU count rank among themselves by the count
+
+    def gpus_after(way: Way) -> int:
+        return way.context_patch.get("nodes", hardware.nodes) * way.context_patch.get("gpus_per_node",
+                                                                                     hardware.gpus_per_node)
+
     return sorted(ways, key=lambda w: (not w.fits, order[w.kind] if w.fits else _way_overshoot(w, hardware),
-                                       _stage_of(w), w.gpu_bytes))
+                                       gpus_after(w) if w.fits else 0, _stage_of(w), w.gpu_bytes))
 
 
 def _distinct(ways: list[Way], config: Mapping[str, Any]) -> list[Way]:
@@ -685,12 +733,14 @@ def _without_unneeded_rungs(config: Mapping[str, Any], model: ModelSpec | ModelC
 
 def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
               ways: list[Way], version: str, max_nodes: int = 1024) -> Way | None:
-    """When no single change fits: climb the ladder (smaller micro batch, recomputation, each ZeRO stage up to
-    3, optimizer offload, parameter offload, then, when host memory is short, the other offload device), stop
+    """When no single change fits these GPUs: climb the ladder (smaller micro batch, recomputation, each ZeRO stage
+    up to 3, optimizer offload, parameter offload, then, when host memory is short, the other offload device), stop
     at the first rung that fits and leave out the earlier rungs the fit does not need. When no rung fits these
     GPUs: the rungs up to the one that fits on the fewest GPUs (up to ``max_nodes`` nodes) with those GPUs, else
     every rung, which the detail says does not fit."""
-    if any(w.fits for w in ways):
+    # a GPU count alone can fit by dividing the batch into micro batches of 1 over many more GPUs: the ladder may
+    # still fit on these GPUs, or on far fewer more
+    if any(w.fits and w.kind != "gpus" for w in ways):
         return None
     by_kind = {w.kind: w for w in ways}
     meaning = effective(config, version)

@@ -202,7 +202,10 @@ def test_cli_fit_states_what_it_assumed(tmp_path, capsys):
       "zero_optimization": {"stage": 1}}, "meta-llama/Meta-Llama-3-70B", 8),
     ({"train_batch_size": 48, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
       "zero_optimization": {"stage": 0}}, "meta-llama/Llama-2-70b-hf", 8),
-], ids=["sequence-parallel", "zero3-more-gpus", "zero1-more-gpus", "derived-micro"])
+    # train_batch_size alone: DeepSpeed divides it over the GPUs, so more GPUs keep it with a smaller micro batch
+    ({"train_batch_size": 64, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}},
+     "meta-llama/Llama-2-13b-hf", 8),
+], ids=["sequence-parallel", "zero3-more-gpus", "zero1-more-gpus", "derived-micro", "global-batch-only"])
 def test_every_way_gives_a_config_deepspeed_accepts_on_its_gpu_count(config, model, gpus):
     """Each way's patch, applied with its context (more GPUs included), passes the batch check at its world size;
     a way that keeps the global batch says so truthfully, one that cannot says the batch grows."""
@@ -594,3 +597,41 @@ def test_fit_and_estimate_say_a_sequence_the_model_cannot_run(tmp_path):
     _code, text = _run("fit", str(path), "--model", "openai-community/gpt2", "--gpu", "NVIDIA A100 80GB",
                        "--seq-len", "1024")
     assert "learned positions" not in text
+
+
+def test_more_gpus_keep_a_global_batch_written_alone_with_the_micro_batch_deepspeed_derives():
+    """train_batch_size 64 alone on 8 GPUs runs micro batch 8; the "16 GPUs" way wrote micro batch 8 and
+    train_batch_size 128 (the global batch doubled, "64 does not divide over 16 ranks with micro batch 8") and was
+    sized at micro batch 8, so the smallest cluster "that fits as configured" did not fit. On 16 GPUs DeepSpeed
+    divides 64 into micro batches of 4 itself: nothing to write, and the way is sized (and found) with that."""
+    from core.batch import batch_run
+
+    spec = models.get_spec("meta-llama/Llama-2-13b-hf")
+    config = {"train_batch_size": 64, "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
+    hardware = memory.Hardware(8, 1, A100_BYTES, 512 * memory.GIB)
+    ways = fit.ways_to_fit(config, spec, hardware, memory.Shape(8, 4096, "sdpa", "full"))
+    way = next(w for w in ways if w.kind == "gpus" and "stage" not in json.dumps(w.config_patch))
+    gpus = way.context_patch["nodes"] * way.context_patch["gpus_per_node"]
+    assert gpus == 16 and way.fits and way.config_patch == {}
+    assert "train_batch_size stays 64: micro batch 8 → 4 (DeepSpeed derives it on 16 GPUs)." in way.detail
+    assert batch_run(fit.apply_patch(config, way.config_patch), gpus, "0.19.8") == (64, 4, 1)
+    _, hw, shape = fit.way_inputs(way, config, hardware, memory.Shape(8, 4096, "sdpa", "full"), "0.19.8")
+    assert shape.micro_batch == 4 and memory.estimate(config, spec, hw, shape).fits
+
+
+def test_ways_that_fit_only_on_more_gpus_still_get_the_combined_way_ranked_by_gpu_count():
+    """Llama-2-70B, ZeRO-1, train_batch_size 128 on one node of 8: ZeRO-3 alone fits once 128 GPUs run micro
+    batches of 1, which kept the combined way (micro batch 1, recomputation, ZeRO-3 on 16 GPUs) from being
+    offered at all; it is offered, and ranked first, needing 8x fewer GPUs."""
+    spec = models.get_spec("meta-llama/Llama-2-70b-hf")
+    config = {"train_batch_size": 128, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
+              "bf16": {"enabled": True}, "zero_optimization": {"stage": 1}}
+    ways = fit.ways_to_fit(config, spec, memory.Hardware(8, 1, A100_BYTES, 512 * memory.GIB), memory.Shape(4))
+    fitting = [w for w in ways if w.fits]
+    assert [w.kind for w in fitting] == ["combined", "gpus"]
+    counts = [w.context_patch["nodes"] * w.context_patch["gpus_per_node"] for w in fitting]
+    assert counts == sorted(counts) and counts[0] < counts[1]
+    for way, gpus in zip(fitting, counts, strict=True):
+        patched = fit.apply_patch(config, way.config_patch)
+        assert patched["train_batch_size"] == 128
+        assert patched["train_micro_batch_size_per_gpu"] * patched["gradient_accumulation_steps"] * gpus == 128

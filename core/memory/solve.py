@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -126,13 +126,17 @@ PARTIAL_LAYOUTS = 1 << 16
 def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, hardware: Hardware, shape: Shape,
              *, max_nodes: int = 1024, precision: str | None = None,
              allowances: Allowances | None = None, gpus_multiple_of: int = 1,
-             version: str = DEFAULT_VERSION) -> Hardware | None:
+             version: str = DEFAULT_VERSION,
+             micro_batch_at: Callable[[int], int | None] | None = None) -> Hardware | None:
     """Smallest cluster of this hardware's nodes that fits: 1..gpus_per_node GPUs on one node, else the fewest
     nodes, with as many GPUs on each as fit (whole nodes when they fit; fewer per node when the node's CPU RAM
     or NVMe holds less than a whole node's ranks need).
 
     Only GPU counts that are multiples of ``gpus_multiple_of`` are tried (e.g. ``sequence_parallel_size``, whose
-    groups must be whole). The config is read as DeepSpeed ``version`` reads it. Returns the fitting ``Hardware``
+    groups must be whole). The config is read as DeepSpeed ``version`` reads it. ``micro_batch_at``: the micro
+    batch each GPU count runs (e.g. train_batch_size alone divided over the ranks), None to leave a count out; else
+    ``shape``'s at every count.
+    Returns the fitting ``Hardware``
     (same GPU/CPU/NVMe sizes) or None if ``max_nodes`` nodes are not enough.
     """
     per_node = hardware.gpus_per_node
@@ -149,8 +153,18 @@ def min_gpus(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts
         gpn, nodes = gpn[keep], nodes[keep]
         if not gpn.size:
             return None
+    micro = None
+    if micro_batch_at is not None:
+        counts = (gpn * nodes).astype(np.int64)
+        at = {int(count): micro_batch_at(int(count)) for count in np.unique(counts)}
+        keep = np.array([at[int(count)] is not None for count in counts], dtype=bool)
+        gpn, nodes, counts = gpn[keep], nodes[keep], counts[keep]
+        if not gpn.size:
+            return None
+        micro = np.array([at[int(count)] for count in counts], dtype=np.float64)
     res = evaluate_arrays(
-        ds_config, model, hardware, shape, gpus_per_node=gpn, nodes=nodes, precision=precision, allowances=allowances,
+        ds_config, model, hardware, shape, micro_batch=micro, gpus_per_node=gpn, nodes=nodes, precision=precision,
+        allowances=allowances,
         settings=TrainingSettings.from_ds_config(ds_config, version),
     )
     ok = np.broadcast_to(_fits(res, hardware), gpn.shape)
