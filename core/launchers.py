@@ -10,6 +10,7 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from core.autofill import (
@@ -45,8 +46,15 @@ from core.schema.walk import release_default, resolve
 HF_MODES = ("auto", "match")
 
 
-def _short(value: float) -> str:
-    """A number in a note, compactly (an integer beyond float range as written)."""
+def _short(value: float | Fraction) -> str:
+    """A number in a note, compactly (an integer beyond float range as written, a fraction beyond it too)."""
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            value = value.numerator
+        elif abs(value) > 2**53:
+            return str(value)
+        else:
+            value = float(value)
     return str(value) if isinstance(value, int) and abs(value) > 2**53 else f"{value:g}"
 
 
@@ -226,7 +234,8 @@ def _trainer_batch_differs(config: Mapping[str, Any], args: Mapping[str, Any], t
             "per_device_train_batch_size × gradient_accumulation_steps × GPUs, with its defaults (8 and 1) for what "
             f"is not set; set both so the product is {_short(total)}."]
     ranks = effective_world_size(dict(config), world_size, version)  # accelerate's data-parallel ranks
-    trains = micro * accum * ranks
+    # exact: a micro batch of 10**400 times a fractional rank count is no float
+    trains = micro * accum * (int(ranks) if float(ranks).is_integer() else Fraction(ranks))
     if trains == total:
         return []
     defaults = [name for name in names if name not in args]
