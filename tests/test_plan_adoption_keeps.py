@@ -160,3 +160,18 @@ def test_app_loading_a_row_into_a_lamb_config_is_accepted_and_says_the_flag():
     message = next(s.value for s in at.success if s.value.startswith("Loaded rank"))
     assert "zero_allow_untested_optimizer set to true" in message
     assert any("Accepted" in m.value for m in at.markdown)
+
+
+def test_the_overlap_and_contiguous_switches_a_row_turns_back_on_are_said():
+    """A config with overlap_comm and contiguous_gradients off: loading a ZeRO-3 row turned both on (the row is costed
+    with them) and the message listed only the batch, precision, stage, offload and ZeRO++, as if the rest was kept."""
+    base = {"train_micro_batch_size_per_gpu": 1,
+            "zero_optimization": {"stage": 2, "contiguous_gradients": False, "overlap_comm": False}}
+    adopted = adopt_candidate(base, _candidate("none", "none"), version="0.19.8")
+    assert adopted["zero_optimization"]["overlap_comm"] is True
+    notes = adoption_notes(base, adopted, "0.19.8")
+    assert any(note.startswith("overlap_comm false → true and contiguous_gradients false → true: the row is costed")
+               for note in notes), notes
+    same = {"zero_optimization": {"stage": 2, "overlap_comm": True}}
+    assert not any("overlap_comm" in note for note in adoption_notes(same, adopt_candidate(
+        same, _candidate("none", "none"), version="0.19.8"), "0.19.8"))

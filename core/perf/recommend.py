@@ -3,6 +3,7 @@ the GPU count (time and cost against cluster size)."""
 
 from __future__ import annotations
 
+import json
 import numbers
 from collections.abc import Mapping
 from dataclasses import replace
@@ -75,6 +76,11 @@ def hardware_for(cluster: Cluster) -> Hardware:
 DEFAULT_OPTIMIZER: Mapping[str, Any] = {"type": "AdamW", "params": {"lr": 1e-4, "weight_decay": 0.0}}
 
 
+#: The ZeRO switches every candidate at stage >= 1 turns on (``build_config``) and is costed with: adopting a row over
+#: a config that turned them off turns them on, and the notes say so.
+_CANDIDATE_SWITCHES = ("overlap_comm", "contiguous_gradients")
+
+
 def build_config(
     *,
     stage: int,
@@ -93,7 +99,7 @@ def build_config(
     overlap_comm on)."""
     zero: dict[str, Any] = {"stage": stage}
     if stage >= 1:
-        zero.update(overlap_comm=True, contiguous_gradients=True)
+        zero.update(dict.fromkeys(_CANDIDATE_SWITCHES, True))
     for key, device in (("offload_optimizer", offload_optimizer), ("offload_param", offload_param)):
         if device == "cpu":
             zero[key] = {"device": "cpu", "pin_memory": True}
@@ -275,6 +281,12 @@ def adoption_notes(config: Mapping[str, Any], adopted: Mapping[str, Any], versio
     if placeholder:
         notes.append(f"nvme_path {NVME_PATH_EXAMPLE} written in {' and '.join(placeholder)}: a placeholder, set it to "
                      "your NVMe drive's mount before training")
+    switched = [f"{key} {json.dumps(before[key])} → {json.dumps(after[key])}" for key in _CANDIDATE_SWITCHES
+                if key in before and key in after and before[key] != after[key]]
+    if switched:
+        notes.append(f"{' and '.join(switched)}: the row is costed with the gradient reduction overlapped with the "
+                     "backward pass into contiguous buckets; write your value back to keep it (the row's speed and "
+                     "memory then no longer apply as shown)")
     groups_before, groups_after = before.get("sub_group_size"), after.get("sub_group_size")
     if groups_after is not None and groups_after != groups_before:
         was = ("DeepSpeed's default" if groups_before is None else f"your {groups_before:,}"
