@@ -40,9 +40,9 @@ source = st.radio("Source", SOURCES, index=app_state.kept_index("start_source", 
 app_state.keep("start_source")
 
 
-def _load(config: dict, label: str) -> None:
+def _load(config: dict, label: str, *, own: bool = False) -> None:
     # the target stays the user's choice; what was there before can be restored with one click
-    actions.remember(label)
+    actions.remember(label, own=own)
     app_state.replace_config(config, baseline=True)
 
 
@@ -77,7 +77,7 @@ def _import() -> None:
         st.session_state.pop("start_message", None)
         return
     st.session_state.pop("start_error", None)
-    _load(loaded, "import")
+    _load(loaded, "import", own=True)  # the user's own config: a load after it undoes to it
     st.session_state["start_message"] = (
         f"Imported a config with {len(loaded)} top-level keys; it is the baseline the Review page compares against."
     )

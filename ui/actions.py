@@ -11,7 +11,8 @@ import streamlit as st
 from core import fit
 from ui import app_state
 
-#: Session key of the state before the last big edit: (label, config, baseline, context).
+#: Session key of the state before the last big edit: (label, config, baseline, context, whether the edit brought
+#: in the user's own config).
 UNDO = "undo_state"
 #: The context values a way to fit may change (recomputation, GPU count, the HF Trainer's batch arguments).
 WAY_CONTEXT_KEYS = ("recompute", "nodes", "gpus_per_node", "hf_micro_batch", "hf_grad_accum")
@@ -21,21 +22,23 @@ WAY_CONTEXT_KEYS = ("recompute", "nodes", "gpus_per_node", "hf_micro_batch", "hf
 BIG_EDIT_MESSAGES = ("start_message", "presets_message", "plan_message")
 
 
-def remember(label: str) -> None:
-    """Keep the current state so that the next big edit (described by ``label``) can be undone.
+def remember(label: str, *, own: bool = False) -> None:
+    """Keep the current state so that the next big edit (described by ``label``) can be undone; ``own`` says the
+    edit brings in the user's own config (an import).
 
     When nothing was edited since the previous big edit (two presets loaded one after the other), the state kept
-    is still the one from before both: undo then goes back to the user's own config, not to the first preset."""
+    is still the one from before both: undo then goes back to the user's own config, not to the first preset. An
+    import is the user's own config: an edit after it undoes to it, never past it."""
     for key in BIG_EDIT_MESSAGES:
         st.session_state.pop(key, None)
     earlier = st.session_state.get(UNDO)
-    if (earlier is not None and not st.session_state.get(app_state.EDITS_SINCE_UNDO, 0)
+    if (earlier is not None and not earlier[4] and not st.session_state.get(app_state.EDITS_SINCE_UNDO, 0)
             and earlier[3] == app_state.get_context()):
         first = earlier[0].partition(" (after ")[2].removesuffix(")") or earlier[0]  # the chain's first edit
-        st.session_state[UNDO] = (f"{label} (after {first})", *earlier[1:])
+        st.session_state[UNDO] = (f"{label} (after {first})", *earlier[1:4], own)
         return
     st.session_state[UNDO] = (label, copy.deepcopy(app_state.get_config()), copy.deepcopy(app_state.get_baseline()),
-                              copy.deepcopy(app_state.get_context()))
+                              copy.deepcopy(app_state.get_context()), own)
     st.session_state[app_state.EDITS_SINCE_UNDO] = 0
 
 
@@ -43,7 +46,7 @@ def undo() -> None:
     saved = st.session_state.pop(UNDO, None)
     if saved is None:
         return
-    _, config, baseline, context = saved
+    _, config, baseline, context, _ = saved
     st.session_state[app_state.CONTEXT] = context
     st.session_state[app_state.BASELINE] = baseline
     app_state.replace_config(config)

@@ -1,0 +1,49 @@
+"""Bugs a bug hunt found in the pages: undo after an import, a precision switch and back, the optimizer choices of
+the selected release, and the Plan page's global batch after a change of GPU count."""
+
+from __future__ import annotations
+
+import json
+
+from app_support import app
+
+MINE = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8, "my_team_key": 1}
+
+
+def _undo(at):
+    return next(b for b in at.button if b.label.startswith("Undo"))
+
+
+def _imported_on_presets():
+    """A session that imported MINE on the Start page, on the Presets page."""
+    at = app(page="pages/start.py")
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    at.text_area(key="start_paste").input(json.dumps(MINE)).run()
+    at.button(key="start_import").click().run()
+    assert at.session_state["config"] == MINE
+    at.switch_page("pages/presets.py").run()
+    return at
+
+
+def test_undo_of_a_preset_loaded_after_an_import_gives_the_imported_config_back():
+    """The load chained back past the import (nothing was edited between): undo gave the blank config, and the
+    import was lost."""
+    at = _imported_on_presets()
+    at.button(key="presets_load").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["config"] != MINE
+    assert _undo(at).label.startswith("Undo: load of ") and "(after" not in _undo(at).label
+    _undo(at).click().run()
+    assert at.session_state["config"] == MINE
+    assert at.session_state["baseline"] == MINE
+
+
+def test_presets_loaded_in_a_row_after_an_import_still_undo_to_the_import():
+    """What the chaining is for stays: two loads after the import come back to the import, not the first load."""
+    at = _imported_on_presets()
+    for name in ("zero3-bf16", "zero2-bf16"):
+        at.selectbox(key="presets_selected").set_value(name).run()
+        at.button(key="presets_load").click().run()
+    assert _undo(at).label == "Undo: load of zero2-bf16 (after load of zero3-bf16)"
+    _undo(at).click().run()
+    assert at.session_state["config"] == MINE
