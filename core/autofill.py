@@ -517,8 +517,7 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
     if ("total_num_steps" in accepted and "total_num_steps" not in adapted
             and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
         adapted["total_num_steps"] = train_steps
-    if adapted or "params" in scheduler:
-        scheduler["params"] = adapted
+    scheduler["params"] = adapted  # even empty: DeepSpeed calls the scheduler with **params, None fails
     return out
 
 

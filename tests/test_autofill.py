@@ -432,7 +432,7 @@ def test_a_first_scheduler_gets_its_step_count_as_a_switch_does():
         "type": "WarmupDecayLR", "params": {"total_num_steps": 5000}}
     typed = {**optimizer, "scheduler": {"type": "WarmupDecayLR"}}  # as the app writes the type before switching
     assert switch_scheduler(typed, "WarmupDecayLR", 5000)["scheduler"]["params"] == {"total_num_steps": 5000}
-    assert switch_scheduler(optimizer, "WarmupLR", 5000)["scheduler"] == {"type": "WarmupLR"}  # nothing to fill
+    assert switch_scheduler(optimizer, "WarmupLR", 5000)["scheduler"] == {"type": "WarmupLR", "params": {}}
     kept = {"scheduler": {"type": "WarmupLR", "params": [1]}}
     assert switch_scheduler(kept, "WarmupDecayLR", 5000) == {"scheduler": {"type": "WarmupDecayLR", "params": [1]}}
     assert switch_scheduler({"scheduler": {"type": "WarmupLR"}}, None) == {"scheduler": {}}
@@ -463,3 +463,17 @@ def test_needed_training_values_under_sequence_parallelism():
     config = {"train_batch_size": "auto", "gradient_clipping": "auto", "sequence_parallel_size": 2}
     assert needed_training_values(config) == ["world_size", "per_device_train_batch_size",
                                               "gradient_accumulation_steps", "max_grad_norm"]
+
+
+@pytest.mark.parametrize("new_type", ["WarmupLR", "LRRangeTest", "OneCycle", "WarmupDecayLR", "WarmupCosineLR"])
+def test_switching_to_a_scheduler_writes_its_params_even_when_none_are_filled(new_type):
+    """Choosing WarmupLR (whose parameters all have defaults) for a config without a scheduler wrote
+    {"type": "WarmupLR"} alone, which DeepSpeed refuses (it calls the scheduler with **params): the Optimizer page
+    then showed scheduler.params-missing for a choice the page itself made."""
+    from core.validate import validate
+
+    out = switch_scheduler({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW",
+                                                                              "params": {"lr": 1e-4}}},
+                           new_type, train_steps=100)
+    assert isinstance(out["scheduler"].get("params"), dict)
+    assert "scheduler.params-missing" not in {f.code for f in validate(out, world_size=1).findings}
