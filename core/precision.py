@@ -115,12 +115,13 @@ def with_precision_mode(config: Mapping[str, Any], mode: str, version: str = "0.
 
 
 def _restore(config: dict[str, Any], mode: str, version: str, before: Mapping[str, Before]) -> dict[str, Any]:
-    """``config`` with every section as it was ``before``, all at once when ``mode`` stays the only one selected,
-    else each one that keeps it so."""
+    """``config`` with every section as it was ``before``, all at once when ``mode`` stays the only one selected
+    (torch_autocast may stay on beside fp16 or bf16: the config had them so, and DeepSpeed runs autocast over
+    either), else each one that keeps ``mode`` the only one selected."""
     restored = config
     for section in SECTIONS:
         restored = _restored(restored, section, before[section])
-    if _only(restored, mode, version):
+    if _only(restored, mode, version, beside=("torch_autocast",)):
         return restored
     for section in SECTIONS:
         trial = _restored(config, section, before[section])
@@ -129,13 +130,13 @@ def _restore(config: dict[str, Any], mode: str, version: str, before: Mapping[st
     return config
 
 
-def _only(config: Mapping[str, Any], mode: str, version: str) -> bool:
-    """Whether ``config`` selects ``mode`` with no other section on as DeepSpeed reads it (an "auto" beside is not
-    on: the Trainer fills it from the flag that agrees)."""
+def _only(config: Mapping[str, Any], mode: str, version: str, beside: tuple[str, ...] = ()) -> bool:
+    """Whether ``config`` selects ``mode`` with no other section on as DeepSpeed reads it, but those ``beside`` (an
+    "auto" beside is not on: the Trainer fills it from the flag that agrees)."""
     read = effective(config, version)
     on = {name for name, flag in (("fp16", read.fp16), ("bf16", read.bf16), ("torch_autocast", read.torch_autocast))
           if flag}
-    return read.precision_mode == mode and on <= {mode}
+    return read.precision_mode == mode and on <= {mode, *beside}
 
 
 def _restored(config: dict[str, Any], section: str, before: Before) -> dict[str, Any]:

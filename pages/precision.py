@@ -74,7 +74,8 @@ if mode == "fp16":
 elif mode == "bf16":
     with st.container(border=True):
         widgets.render_section(precision.bf16_section(config), form)
-elif mode == "torch_autocast":
+if mode == "torch_autocast" or "torch_autocast" in config:
+    # on beside fp16 or bf16 (DeepSpeed runs autocast over either), or off with settings kept: editable here too
     with st.container(border=True):
         widgets.render_section("torch_autocast", form)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from app_support import app
 
 MINE = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8, "my_team_key": 1}
@@ -47,3 +48,28 @@ def test_presets_loaded_in_a_row_after_an_import_still_undo_to_the_import():
     assert _undo(at).label == "Undo: load of zero2-bf16 (after load of zero3-bf16)"
     _undo(at).click().run()
     assert at.session_state["config"] == MINE
+
+
+def _autocast_keys(at) -> list[str]:
+    return [w.key for kind in ("checkbox", "selectbox", "text_input", "text_area") for w in at.get(kind)
+            if str(w.key).startswith("cfg:torch_autocast.")]
+
+
+@pytest.mark.parametrize("mode", ["bf16", "fp16"])
+def test_a_precision_switch_and_back_keeps_torch_autocast_on_beside_bf16_or_fp16(mode):
+    """fp32 and back turned torch_autocast off (the restore left a second section on and was refused), and no page
+    drew a torch_autocast widget while the mode was bf16 or fp16."""
+    config = {"train_micro_batch_size_per_gpu": 1, mode: {"enabled": True},
+              "torch_autocast": {"enabled": True, "dtype": "torch.bfloat16"}}
+    at = app(config=json.loads(json.dumps(config)), page="pages/precision.py")
+    assert at.radio(key="cfg:precision_mode").value == mode
+    assert "cfg:torch_autocast.enabled" in _autocast_keys(at)
+    at.radio(key="cfg:precision_mode").set_value("fp32").run()
+    assert at.session_state["config"]["torch_autocast"]["enabled"] is False
+    assert "cfg:torch_autocast.enabled" in _autocast_keys(at)  # off, its settings kept: still shown
+    at.radio(key="cfg:precision_mode").set_value(mode).run()
+    assert not at.exception, at.exception
+    assert json.dumps(at.session_state["config"]) == json.dumps(config)
+    at.checkbox(key="cfg:torch_autocast.enabled").uncheck().run()  # editable beside the mode
+    assert at.session_state["config"]["torch_autocast"]["enabled"] is False
+    assert at.radio(key="cfg:precision_mode").value == mode
