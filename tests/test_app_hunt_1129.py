@@ -73,3 +73,36 @@ def test_a_precision_switch_and_back_keeps_torch_autocast_on_beside_bf16_or_fp16
     at.checkbox(key="cfg:torch_autocast.enabled").uncheck().run()  # editable beside the mode
     assert at.session_state["config"]["torch_autocast"]["enabled"] is False
     assert at.radio(key="cfg:precision_mode").value == mode
+
+
+def test_the_optimizer_drop_down_offers_only_what_the_selected_release_knows():
+    """0.19.8 removed OneBitAdam, ZeroOneAdam and OneBitLamb; the drop-down offered them, and choosing one was an
+    error. A config that holds one keeps it shown (nothing is lost); 0.19.5, which has them, offers them."""
+    removed = {"OneBitAdam", "ZeroOneAdam", "OneBitLamb"}
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}}
+    at = app(config=config, page="pages/optimizer.py", version="0.19.8")
+    options = set(at.selectbox(key="cfg:optimizer.type").options)
+    assert {"AdamW", "Lamb", "SGD"} <= options and not options & removed
+    old = app(config=config, page="pages/optimizer.py", version="0.19.5")
+    assert removed <= set(old.selectbox(key="cfg:optimizer.type").options)
+    held = {**config, "optimizer": {"type": "OneBitAdam", "params": {"lr": 1e-4}}}
+    at = app(config=held, page="pages/optimizer.py", version="0.19.8")
+    box = at.selectbox(key="cfg:optimizer.type")
+    assert box.value == "OneBitAdam" and not set(box.options) & (removed - {"OneBitAdam"})
+
+
+def test_no_other_choice_field_has_options_that_differ_between_releases():
+    """ui.fields.release_choices filters optimizer.type and scheduler.type by release; every other field whose type
+    the profiles record as a Literal or an Enum has the same type in every release (compile.passes, a list, is edited
+    as JSON), so no other choice widget offers what a release refuses."""
+    from core import versions
+    from ui import fields
+
+    types: dict[str, set[str]] = {}
+    for release in versions.RELEASES:
+        for section, entry in versions.profile(release)["sections"].items():
+            for name, info in entry["fields"].items():
+                if "Literal" in str(info.get("type")) or "Enum" in str(info.get("type")):
+                    types.setdefault(f"{section}.{name}", set()).add(str(info.get("type")))
+    assert {path for path, seen in types.items() if len(seen) > 1} == {"compile.passes"}
+    assert fields.field_kind(fields.field_for("compile.passes")).kind == "json"

@@ -11,8 +11,8 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from functools import cached_property
 from typing import Any, Literal
@@ -20,13 +20,14 @@ from typing import Any, Literal
 import annotated_types as at
 from pydantic import BaseModel
 
-from core import io
+from core import io, versions
 from core.effective import Effective, effective, switch_on
 from core.findings import Finding, Report, delete_path, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
 from core.schema import DeepSpeedConfig
 from core.schema.base import DEFAULT_VERSION, FieldMeta
+from core.schema.optimizer import resolve_optimizer
 from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
 
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
@@ -340,6 +341,24 @@ def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
     if kind.kind == "str":
         return isinstance(value, str)
     return True
+
+
+#: The choice fields whose options come and go with the DeepSpeed release: whether a release knows an option, asked
+#: of core's per-release knowledge (the optimizers each profile lists, or a torch.optim class; its schedulers). The
+#: other choice fields' options are the same in every release (tests/test_app_hunt_1129.py checks the profiles).
+_RELEASE_CHOICES: dict[str, Callable[[Any, str], bool]] = {
+    "optimizer.type": lambda name, version: resolve_optimizer(name, version) is not None,
+    "scheduler.type": lambda name, version: name in versions.scheduler_names(version),
+}
+
+
+def release_choices(kind: FieldKind, path: str, version: str) -> FieldKind:
+    """``kind`` without the choices DeepSpeed ``version`` does not know (OneBitAdam in 0.19.8: choosing it is an
+    error); the value the config holds is still offered (``choice_options``), so nothing is lost."""
+    known = _RELEASE_CHOICES.get(path)
+    if known is None:
+        return kind
+    return replace(kind, choices=tuple(choice for choice in kind.choices if known(choice, version)))
 
 
 def choice_options(kind: FieldKind, value: Any) -> list[Any]:

@@ -263,6 +263,7 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
         render_section(path, form)
         return
     path = fields.config_path(form.config, path)
+    kind = fields.release_choices(kind, path, form.version)  # an optimizer the release does not know is no choice
     current = get_path(form.config, path, _MISSING)
     present = current is not _MISSING
     default = default_in(field, path, form.version)
