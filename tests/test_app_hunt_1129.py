@@ -106,3 +106,21 @@ def test_no_other_choice_field_has_options_that_differ_between_releases():
                     types.setdefault(f"{section}.{name}", set()).add(str(info.get("type")))
     assert {path for path, seen in types.items() if len(seen) > 1} == {"compile.passes"}
     assert fields.field_kind(fields.field_for("compile.passes")).kind == "json"
+
+
+def test_the_plans_untouched_global_batch_follows_the_gpu_count_and_a_typed_one_stays():
+    """3 nodes of 8 GPUs: the global batch stayed at the 256 offered for 8 GPUs ("cannot be split over 24 GPUs")."""
+    at = app(page="pages/plan.py")
+    assert at.number_input(key="plan_batch").value == 256
+    at.number_input(key="plan_nodes").set_value(3).run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="plan_batch").value == 264  # the smallest multiple of 24 from 256
+    assert not any("cannot be split" in e.value for e in at.error)
+    at.number_input(key="plan_nodes").set_value(1).run()
+    assert at.number_input(key="plan_batch").value == 256
+    at.number_input(key="plan_batch").set_value(512).run()
+    at.number_input(key="plan_nodes").set_value(2).run()
+    assert at.number_input(key="plan_batch").value == 512
+    at.switch_page("pages/start.py").run()
+    at.switch_page("pages/plan.py").run()
+    assert at.number_input(key="plan_batch").value == 512

@@ -226,6 +226,10 @@ def kept(key: str, default: Any) -> Any:
     value = store.get(key, default)
     if key in store and key in defaults and store[key] == defaults[key]:
         value = default
+        # a widget drawn on the last run too keeps its own state whatever default it is drawn with: an untouched one
+        # is set to the new default (the Plan page's global batch after a change of GPU count)
+        if st.session_state.get(key, _ABSENT) == defaults[key] != default:
+            st.session_state[key] = default
     defaults[key] = default
     return value
 
