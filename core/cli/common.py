@@ -468,7 +468,18 @@ FORMAT_HELP = ("text (for reading) or json (for scripts: an error inside the com
 RECOMPUTE_HELP = ("gradient (activation) checkpointing in the model, not a ds_config key: full recomputes each "
                   "layer in the backward pass (the least activation memory), selective only the attention core; "
                   "default %(default)s")
-SEQ_LEN_HELP = "tokens per sequence (default %(default)s)"
+SEQ_LEN_HELP = (f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's learned positions when fewer, "
+                "e.g. 1024 for GPT-2)")
+
+
+def default_seq_len(args: argparse.Namespace, spec: Any) -> None:
+    """Fill ``args.seq_len`` when not given: the default, or a learned position table's length when shorter (a
+    model cannot run beyond it); every sizing and planning command the same."""
+    from core import models
+
+    if args.seq_len is None:
+        known = isinstance(spec, models.ModelSpec)
+        args.seq_len = spec.runnable_sequence(DEFAULT_SEQ_LEN) if known else DEFAULT_SEQ_LEN
 
 
 def attention_flag_help() -> str:

@@ -20,7 +20,6 @@ from typing import Any, TextIO
 from core import memory, models
 from core.cli import versions as cli_versions
 from core.cli.common import (
-    DEFAULT_SEQ_LEN,
     EXIT_OK,
     FORMAT_HELP,
     RECOMPUTE_HELP,
@@ -31,6 +30,7 @@ from core.cli.common import (
     catalog_model,
     config_caveats,
     config_micro_batch,
+    default_seq_len,
     gib,
     gib_or_zero,
     gpu_count,
@@ -124,6 +124,9 @@ def sized_gpu(args: argparse.Namespace) -> tuple[GPU | None, int, list[str]]:
     return None, args.gpu_memory, said
 #: The tables' additional_buffer_factor when --buffer-factor is not given: DeepSpeed's default, as the tables have it.
 DEEPSPEED_BUFFER_FACTOR = inspect.signature(memory.zero2_all_cold_table).parameters["additional_buffer_factor"].default
+#: The largest --buffer-factor: a hundred times the CPU memory the tables count is far past any allowance, and short of
+#: the products that overflow.
+MAX_BUFFER_FACTOR = 100.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -151,7 +154,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     help=f"CPU RAM per node in GiB (default {DEFAULT_CPU_RAM_GIB:g})")
     hw.add_argument("--nvme", type=gib_or_zero, default=0, metavar="GIB",
                     help="NVMe capacity per node in GiB (default 0: none, as on the app's Start page)")
-    hw.add_argument("--buffer-factor", type=positive(float), default=DEEPSPEED_BUFFER_FACTOR, metavar="FACTOR",
+    hw.add_argument("--buffer-factor", type=positive(float, at_most=MAX_BUFFER_FACTOR),
+                    default=DEEPSPEED_BUFFER_FACTOR, metavar="FACTOR",
                     help="with --params: the DeepSpeed tables' additional_buffer_factor, a multiplier on the CPU "
                     "memory they count (default %(default)s, DeepSpeed's)")
     shape = p.add_argument_group("training shape")
@@ -163,7 +167,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="default: the config's micro batch (written, or derived from train_batch_size); 8, the HF "
              "Trainer's default, when it is \"auto\"; else 1",
     )
-    shape.add_argument("--seq-len", type=seq_len, default=DEFAULT_SEQ_LEN, metavar="TOKENS", help=SEQ_LEN_HELP)
+    shape.add_argument("--seq-len", type=seq_len, default=None, metavar="TOKENS", help=SEQ_LEN_HELP)
     shape.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=attention_flag_help())
     shape.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
     shape.add_argument(
@@ -261,6 +265,7 @@ def _render(est: memory.MemoryEstimate, version: str, gpu: GPU | None, out: Text
 
 def _full(args: argparse.Namespace, out: TextIO) -> int:
     spec = _model(args)
+    default_seq_len(args, spec)
     ds_config: Any = {}
     if args.config is not None:
         ds_config = read_sizing_config(args.config, "estimate", "--config")
@@ -322,8 +327,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 def _estimate(args: argparse.Namespace, out: TextIO) -> int:
     if args.list_models:
-        for name in models.catalog_names():
-            out.write(name + "\n")
+        given = [flag for flag, name in (("--params", "params"), ("--model", "model"), ("--hf-config", "hf_config"))
+                 if getattr(args, name) is not None]
+        if given:
+            raise UsageError(f"--list-models lists the catalog; it takes no {' or '.join(given)}")
+        names = models.catalog_names()
+        out.write(json_report(list(names)) if args.format == "json" else "".join(name + "\n" for name in names))
         return EXIT_OK
     sources = [x for x in ("params", "model", "hf_config") if getattr(args, x) is not None]
     if len(sources) != 1:

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple, TextIO
 
 from core import fit, hardware, memory, models
 from core.cli.common import (
-    DEFAULT_SEQ_LEN,
     EXIT_ERRORS,
     EXIT_OK,
     FORMAT_HELP,
@@ -25,6 +24,7 @@ from core.cli.common import (
     catalog_model,
     config_caveats,
     config_micro_batch,
+    default_seq_len,
     gib,
     gib_or_zero,
     gpu_count,
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--gradient-accumulation-steps", type=positive_int, default=None, metavar="N",
                    help='the HF Trainer\'s --gradient_accumulation_steps, for a config whose accumulation is "auto" '
                         "(default 1, the Trainer's default; said when used)")
-    p.add_argument("--seq-len", type=seq_len, default=DEFAULT_SEQ_LEN, metavar="TOKENS", help=SEQ_LEN_HELP)
+    p.add_argument("--seq-len", type=seq_len, default=None, metavar="TOKENS", help=SEQ_LEN_HELP)
     p.add_argument("--attention", choices=memory.ATTENTION_IMPLS, default="sdpa", help=attention_flag_help())
     p.add_argument("--recompute", choices=memory.RECOMPUTE_MODES, default="none", help=RECOMPUTE_HELP)
     add_release_flag(p)
@@ -92,6 +92,7 @@ class _Inputs(NamedTuple):
 def _inputs(args: argparse.Namespace, version: str) -> _Inputs:
     written = read_sizing_config(args.config, "fit")
     spec = catalog_model(args.model)
+    default_seq_len(args, spec)
     per_node = min(args.gpus_per_node, args.gpus)
     if args.gpus % per_node:
         raise UsageError(f"--gpus {args.gpus} is not a whole number of nodes of --gpus-per-node {per_node}")

@@ -24,7 +24,6 @@ import pandas as pd
 from core import models
 from core.batch import BATCH_KEYS, TB, run_or_written
 from core.cli.common import (
-    DEFAULT_SEQ_LEN,
     EXIT_ERRORS,
     EXIT_OK,
     FORMAT_HELP,
@@ -34,11 +33,13 @@ from core.cli.common import (
     MAX_PRICE_PER_GPU_HOUR,
     MAX_TOKENS,
     RECOMPUTE_HELP,
+    SEQ_LEN_HELP,
     UsageError,
     attention_flag_help,
     catalog_gpu,
     catalog_model,
     config_micro_batch,
+    default_seq_len,
     gib,
     gib_or_zero,
     gpu_count,
@@ -141,9 +142,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                     help="NVMe capacity per node in GiB (default 0: none, so NVMe offload does not fit; as fit)")
     hw.add_argument("--cpu-ram", type=gib, metavar="GIB",
                     help=f"CPU RAM per node in GiB (default {DEFAULT_CPU_RAM_GIB:g})")
-    p.add_argument("--seq-len", type=seq_len, default=None, metavar="TOKENS",
-                   help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's learned positions when "
-                        "fewer, e.g. 1024 for GPT-2)")
+    p.add_argument("--seq-len", type=seq_len, default=None, metavar="TOKENS", help=SEQ_LEN_HELP)
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="flash", help=attention_flag_help())
     p.add_argument("--format", choices=("text", "json"), default="text", help=FORMAT_HELP)
 
@@ -261,14 +260,6 @@ def _sweep_text(sweep: pd.DataFrame) -> str:
                      for line in [columns, *rows])
 
 
-def _default_seq_len(args: argparse.Namespace, spec: models.ModelSpec) -> None:
-    """Fill ``args.seq_len`` when not given: the default, or a learned position table's length when shorter (a
-    model cannot run beyond it)."""
-    if args.seq_len is None:
-        known = isinstance(spec, models.ModelSpec)
-        args.seq_len = spec.runnable_sequence(DEFAULT_SEQ_LEN) if known else DEFAULT_SEQ_LEN
-
-
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     if args.price is not None and args.tokens is None:  # a cost per step or per hour would be another column
         raise UsageError(f"--price {args.price:g} needs --tokens: the cost is that of training --tokens tokens "
@@ -276,7 +267,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
     one_stdin_reader({"--hf-config": args.hf_config, "--base": args.base})
     base = None if args.base is None else read_sizing_config(args.base, "plan", "--base")
     spec, cluster = _model(args), _cluster(args)
-    _default_seq_len(args, spec)
+    default_seq_len(args, spec)
     version = resolve_version(args.deepspeed_version)
     args.precision = args.precision or ("bf16" if GPU_BY_NAME[cluster.gpu].bf16 else "fp16")
     try:
@@ -426,7 +417,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     one_stdin_reader({"CONFIG": args.config, "--hf-config": args.hf_config, "--log": args.log})
     config = written = read_sizing_config(args.config, "predict")
     spec, cluster = _model(args), _cluster(args)
-    _default_seq_len(args, spec)
+    default_seq_len(args, spec)
     version = resolve_version(args.deepspeed_version)
     # the micro batch the config runs with, read as fit reads it: batch keys DeepSpeed refuses are an error unless
     # --micro-batch replaces them, and a --micro-batch contradicting written keys is refused (with

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -43,6 +44,10 @@ def _versions() -> tuple[tuple[str, ...], str]:
     return KNOWN_VERSIONS, DEFAULT_VERSION
 
 
+#: A value that begins as JSON does (an object, a list, a string, a number): when it does not parse, it was meant to.
+_MEANT_AS_JSON = re.compile(r"\s*([{\[\"]|[-+]?[\d.]*\d[\d.]*([eE][-+]?\d*)?\s*$)")
+
+
 def parse_value(text: str) -> Any:
     """A --set/--resolve-auto value: JSON when it parses (numbers, true, null, lists ...), else the text.
 
@@ -54,7 +59,11 @@ def parse_value(text: str) -> Any:
     except ConfigLoadError as exc:
         try:
             json.loads(text, parse_constant=lambda name: None)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as bad:
+            if _MEANT_AS_JSON.match(text):  # an object, list or number that does not parse is a typo, not text
+                raise UsageError(f"{text.strip()!r} is not valid JSON ({bad.msg} at column {bad.colno}): write "
+                                 "objects and strings with double quotes and numbers with a digit before the point "
+                                 "(0.0001); a plain word needs no quotes") from None
             return text  # not JSON: the text itself (cpu, a path ...)
         except (ValueError, RecursionError):
             pass  # JSON the loader refuses (a number too long to convert)
