@@ -73,7 +73,7 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
                    f"{estimate.micro_batch} sequences per GPU), the planner's estimate. "
                    + advice.assumptions_text(cluster))
     st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
-               f"TFLOPs per GPU (MFU {estimate.mfu:.0%}). **Bottleneck:** {estimate.bottleneck}")
+               f"TFLOPs per GPU (MFU {advice.percent_text(estimate.mfu)}). **Bottleneck:** {estimate.bottleneck}")
     for caveat in estimate.caveats:  # beside the figure it qualifies, not in the popover
         st.warning(caveat, icon=":material/warning:")
     with st.popover("Where the step time goes", icon=":material/speed:"):

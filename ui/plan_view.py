@@ -166,9 +166,10 @@ def _ranked(model: ModelSpec, cluster: Cluster, inputs: Settings, reading: Readi
             "GPU GiB": [float(gib_used(peak * GIB, usable)) for peak in shown["gpu_peak_gib"]],
             "Step s": shown["step_seconds"].round(step_decimals(shown["step_seconds"])),
             "Tokens/s": shown["tokens_per_second"].round(0), "TFLOPs/GPU": shown["tflops_per_gpu"].round(1),
-            "MFU": (shown["mfu"] * 100).round(0),
         })
-        formats = {**_FORMATS, "Step s": f".{step_decimals(shown['step_seconds'])}f"}
+        mfu_decimals = decimals_for(shown["mfu"] * 100, 0)  # a row at 0.1% must not read 0 (the CLI says 0.1%)
+        frame["MFU"] = (shown["mfu"] * 100).round(mfu_decimals)
+        formats = {**_FORMATS, "Step s": f".{step_decimals(shown['step_seconds'])}f", "MFU": f".{mfu_decimals}f"}
         for column, source, least in (("Hours", "hours", 1), ("Cost USD", "cost", 0)):
             if source in shown:  # a short run's 0.0003 hours must not read 0.0
                 decimals = decimals_for(shown[source], least)
