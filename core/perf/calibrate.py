@@ -254,8 +254,9 @@ def calibrate(
     out = cluster
     if measured_step_seconds is not None:
         measured = _number("measured_step_seconds", measured_step_seconds, "seconds")
-        # the most a rate can rise: until both efficiencies reach 1
-        fastest = 1.0 / min(cluster.compute_efficiency, cluster.efficiency.link)
+        # the most a rate can rise: until both efficiencies reach 1, and the CPU optimizer's rate (a host's, whose
+        # catalog figure is one CPU among many) as far as the slow side goes down
+        fastest = max(1.0 / min(cluster.compute_efficiency, cluster.efficiency.link), 1.0 / SLOWEST_RATE_FACTOR)
 
         def step_with(factor: float) -> float:
             return predict(ds_config, model, _rates_scaled(cluster, factor), shape, version=version).step_seconds
@@ -265,8 +266,9 @@ def calibrate(
         if abs(reached / measured - 1) > CALIBRATION_TOLERANCE:
             before = predict(ds_config, model, cluster, shape, version=version).step_seconds
             if measured < reached:
-                why = (f"faster than this config can run on this cluster with every efficiency at 1 ({reached:.3g} s; "
-                       f"the uncalibrated prediction is {before:.3g} s)")
+                why = (f"faster than this config can run on this cluster with every efficiency at 1 and the CPU "
+                       f"optimizer at {fastest:.3g}x its rate ({reached:.3g} s; the uncalibrated prediction is "
+                       f"{before:.3g} s; latencies and host overheads are fixed)")
             else:
                 # latencies and host overheads do not scale with the rates, so the slowest step the factor
                 # reaches is less than 1 / SLOWEST_RATE_FACTOR times the prediction: say the real bound

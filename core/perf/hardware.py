@@ -329,12 +329,16 @@ class Cluster:
     def attention_efficiency(self, attention: str) -> float:
         """Fraction of the peak the attention core (QK^T, softmax, AV) runs at for an attention implementation:
         eager attention and FlashAttention-2 / SDPA as the GEMMs, or FlashAttention-2's own measured rate where that
-        is lower (the H100); the first-generation kernels (``flash1``) at ``FLASH1_ATTENTION_SPEED`` of that."""
+        is lower (the H100, scaled as ``efficiency.compute`` is scaled from the catalog's, e.g. by ``calibrate``); the
+        first-generation kernels (``flash1``) at ``FLASH1_ATTENTION_SPEED`` of that."""
         eff = self.compute_efficiency
         if attention == "eager":
             return eff
         if self.perf.flash_attention_fraction:
-            eff = min(eff, self.perf.flash_attention_fraction)
+            # measured at the catalog's GEMM rate: a compute efficiency set (or calibrated) above or below it moves
+            # the kernel's rate by as much (at most the peak)
+            relative = eff / ((self.perf.matmul_fraction or DEFAULT_MATMUL_FRACTION) * self.efficiency.gemm_fraction)
+            eff = min(eff, 1.0, self.perf.flash_attention_fraction * relative)
         return eff * FLASH1_ATTENTION_SPEED if attention == "flash1" else eff
 
     @property
