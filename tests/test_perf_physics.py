@@ -146,5 +146,6 @@ def test_zero3_hooks_run_again_in_the_recomputation():
     plain, full = (predict(cfg(3, 1, 4), LLAMA7, cl, Shape(1, 512, "flash", r)).breakdown[host]
                    for r in ("none", "full"))
     eff, layers = cl.efficiency, LLAMA7.num_layers
-    modules = 7 + LLAMA7.norms_per_layer  # q, k, v, o, gate, up, down and the norms
-    assert full - plain == pytest.approx(layers * (eff.layer_overhead_s / 3 + modules * eff.zero3_module_overhead_s))
+    # per layer q, k, v, o, gate, up, down and the two norms; the embedding, the final norm and the head
+    modules = layers * (7 + LLAMA7.norms_per_layer) + 3
+    assert full - plain == pytest.approx(layers * eff.layer_overhead_s / 3 + modules * eff.zero3_module_overhead_s)

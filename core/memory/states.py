@@ -9,10 +9,19 @@ from core.memory.parts import Inputs, Part, dtype_label
 from core.models.arch import ModelSpec
 
 
-def _persistent_small_params(model: object, threshold: int) -> int:
+def persists(numel: int, threshold: int) -> bool:
+    """Whether ZeRO-3 keeps a parameter tensor of ``numel`` elements whole on every GPU: DeepSpeed decides per
+    tensor, ``param.ds_numel <= param_threshold`` (parameter_offload.py ``mark_persistent_parameters`` over
+    ``module.named_parameters()``, the same in every release 0.16 to 0.19)."""
+    return numel <= threshold
+
+
+def persistent_parameters(model: object, threshold: int) -> int:
+    """Parameters ZeRO-3 keeps whole on every GPU under ``stage3_param_persistence_threshold``: every parameter
+    tensor (a weight, a bias, a norm's scale) that ``persists``, a tied one once; 0 for a model known by counts."""
     if not isinstance(model, ModelSpec):
         return 0
-    return sum(m.params * m.count for m in model.modules if not m.tied and m.params < threshold)
+    return sum(t * m.count for m in model.modules if not m.tied for t in m.tensor_sizes if persists(t, threshold))
 
 
 def grads_offloaded(x: Inputs) -> bool:
@@ -27,7 +36,7 @@ def parameters(x: Inputs) -> list[Part]:
         return [Part("parameters", "gpu", e * p + 0 * n, f"{e}*P (full {st.precision} copy on every GPU)",
                      "model_states", "persistent")]
     out: list[Part] = []
-    persist = _persistent_small_params(x.model, st.param_persistence_threshold)
+    persist = persistent_parameters(x.model, st.param_persistence_threshold)
     if st.offload_param == "none":
         out.append(Part("parameters (partition)", "gpu", e * part, f"{e}*P/N", "model_states", "persistent"))
     else:
@@ -46,8 +55,8 @@ def parameters(x: Inputs) -> list[Part]:
                         f"{e}*P/hpz (zero_hpz_partition_size={st.hpz_partition_size})", "model_states", "persistent"))
     if persist:
         out.append(Part("persistent small parameters", "gpu", e * persist + 0 * n,
-                        f"{e}*(params of modules below stage3_param_persistence_threshold="
-                        f"{st.param_persistence_threshold})", "model_states", "persistent"))
+                        f"{e}*(parameter tensors of at most stage3_param_persistence_threshold="
+                        f"{st.param_persistence_threshold} elements)", "model_states", "persistent"))
     gathered = min(st.max_live_parameters, x.lg + st.prefetch_bucket_size)
     out.append(Part("gathered parameters (ZeRO-3 fetch + prefetch)", "gpu", e * gathered + 0 * n,
                     f"{e}*min(max_live_parameters, largest_layer + prefetch_bucket_size)", "buffers",

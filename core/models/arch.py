@@ -32,6 +32,19 @@ class ModuleParams:
     params: int
     count: int = 1
     tied: bool = False  # the tensor is shared with an earlier entry: counted for the largest layer only
+    #: The sizes of the module's own parameter tensors (a Linear's weight and bias, a LayerNorm's scale and shift,
+    #: a fused MoE experts module's two stacked weights) when there is more than one; empty: one tensor of
+    #: ``params``. ZeRO-3 decides persistence per tensor and per-parameter hooks visit each one.
+    tensors: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.tensors and sum(self.tensors) != self.params:
+            raise ValueError(f"{self.name}: tensors {self.tensors} do not add up to its {self.params} parameters")
+
+    @property
+    def tensor_sizes(self) -> tuple[int, ...]:
+        """Sizes of one instance's parameter tensors (none for a module without parameters)."""
+        return self.tensors or ((self.params,) if self.params else ())
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,9 @@ class ModelSpec:
     attn_logit_softcapping: float = 0.0  # gemma2: tanh soft-capping of attention scores (eager saves tanh)
     final_logit_softcapping: float = 0.0  # gemma2: tanh soft-capping of the logits
     position: str = "rope"  # "rope" | "learned" | "alibi" | "relative"
+    #: The token embedding's and LM head's width when a projection maps it to and from the hidden size (OPT's
+    #: word_embed_proj_dim: project_in, project_out); 0: the hidden size.
+    embedding_width: int = 0
     modules: tuple[ModuleParams, ...] = field(default=(), repr=False)
     #: The size keys the config.json did not give, taken from the family's ``transformers`` defaults.
     defaulted: tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -107,6 +123,11 @@ class ModelSpec:
     def largest_layer_params(self) -> int:
         """Largest own-parameter count of a single module (DeepSpeed's ``largest_layer_params``)."""
         return max((m.params for m in self.modules), default=0)
+
+    @property
+    def head_width(self) -> int:
+        """The LM head's input width (``embedding_width``, else the hidden size)."""
+        return self.embedding_width or self.hidden_size
 
     @property
     def q_dim(self) -> int:

@@ -29,6 +29,16 @@ def _linear(n_in: int, n_out: int, bias: bool) -> int:
     return n_in * n_out + (n_out if bias else 0)
 
 
+def _lin(name: str, n_in: int, n_out: int, bias: bool, count: int = 1) -> ModuleParams:
+    """A Linear (or GPT-2's Conv1D) module: its weight, and its bias when it has one, as separate tensors."""
+    return ModuleParams(name, _linear(n_in, n_out, bias), count, tensors=(n_in * n_out, n_out) if bias else ())
+
+
+def _layernorm(name: str, width: int, count: int = 1) -> ModuleParams:
+    """A LayerNorm with its scale and shift (two tensors of ``width``)."""
+    return ModuleParams(name, 2 * width, count, tensors=(width, width))
+
+
 def _layernorm_era_spec(name: str, model_type: str, *, hidden: int, layers: int, heads: int, inter: int, vocab: int,
                         positions: int, tie: bool, modules: Sequence[ModuleParams], **rest: Any) -> ModelSpec:
     """A ModelSpec for gpt2, gpt_neox, opt, bloom, falcon, bert and t5: unless ``rest`` says otherwise,
@@ -87,14 +97,14 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
     q, kvd = heads * head_dim, kv * head_dim
     per_layer: list[ModuleParams] = []
     if mt == "phi3":
-        per_layer.append(ModuleParams("self_attn.qkv_proj", _linear(hidden, q + 2 * kvd, False), layers))
+        per_layer.append(_lin("self_attn.qkv_proj", hidden, q + 2 * kvd, False, layers))
     else:
         per_layer += [
-            ModuleParams("self_attn.q_proj", _linear(hidden, q, qkv_bias), layers),
-            ModuleParams("self_attn.k_proj", _linear(hidden, kvd, qkv_bias), layers),
-            ModuleParams("self_attn.v_proj", _linear(hidden, kvd, qkv_bias), layers),
+            _lin("self_attn.q_proj", hidden, q, qkv_bias, layers),
+            _lin("self_attn.k_proj", hidden, kvd, qkv_bias, layers),
+            _lin("self_attn.v_proj", hidden, kvd, qkv_bias, layers),
         ]
-    per_layer.append(ModuleParams("self_attn.o_proj", _linear(q, hidden, out_bias), layers))
+    per_layer.append(_lin("self_attn.o_proj", q, hidden, out_bias, layers))
     experts = top_k = 0
     if mt == "mixtral":
         experts = c.int("num_local_experts", default=8)
@@ -104,18 +114,20 @@ def _llama_like(c: ConfigReader, name: str) -> ModelSpec:
                                    f"'num_local_experts' ({experts}): the router cannot pick more experts than exist.")
         per_layer += [
             ModuleParams("mlp.gate (router)", hidden * experts, layers),
-            ModuleParams("mlp.experts", experts * (2 * inter * hidden + hidden * inter), layers),
+            # transformers 5 stacks the experts into one module of two tensors (gate_up_proj, down_proj)
+            ModuleParams("mlp.experts", experts * (2 * inter * hidden + hidden * inter), layers,
+                         tensors=(experts * 2 * inter * hidden, experts * hidden * inter)),
         ]
     elif mt == "phi3":
         per_layer += [
-            ModuleParams("mlp.gate_up_proj", _linear(hidden, 2 * inter, False), layers),
-            ModuleParams("mlp.down_proj", _linear(inter, hidden, False), layers),
+            _lin("mlp.gate_up_proj", hidden, 2 * inter, False, layers),
+            _lin("mlp.down_proj", inter, hidden, False, layers),
         ]
     else:
         per_layer += [
-            ModuleParams("mlp.gate_proj", _linear(hidden, inter, mlp_bias), layers),
-            ModuleParams("mlp.up_proj", _linear(hidden, inter, mlp_bias), layers),
-            ModuleParams("mlp.down_proj", _linear(inter, hidden, mlp_bias), layers),
+            _lin("mlp.gate_proj", hidden, inter, mlp_bias, layers),
+            _lin("mlp.up_proj", hidden, inter, mlp_bias, layers),
+            _lin("mlp.down_proj", inter, hidden, mlp_bias, layers),
         ]
     norms = 4 if mt == "gemma2" else 2
     per_layer.append(ModuleParams("layer norms (RMSNorm)", hidden, layers * norms))
@@ -168,12 +180,12 @@ def _gpt2(c: ConfigReader, name: str) -> ModelSpec:
     modules = (
         ModuleParams("wte", vocab * hidden),
         ModuleParams("wpe", positions * hidden),
-        ModuleParams("ln_1, ln_2", 2 * hidden, 2 * layers),
-        ModuleParams("attn.c_attn", _linear(hidden, 3 * hidden, True), layers),
-        ModuleParams("attn.c_proj", _linear(hidden, hidden, True), layers),
-        ModuleParams("mlp.c_fc", _linear(hidden, inter, True), layers),
-        ModuleParams("mlp.c_proj", _linear(inter, hidden, True), layers),
-        ModuleParams("ln_f", 2 * hidden),
+        _layernorm("ln_1, ln_2", hidden, 2 * layers),
+        _lin("attn.c_attn", hidden, 3 * hidden, True, layers),
+        _lin("attn.c_proj", hidden, hidden, True, layers),
+        _lin("mlp.c_fc", hidden, inter, True, layers),
+        _lin("mlp.c_proj", inter, hidden, True, layers),
+        _layernorm("ln_f", hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
     return _layernorm_era_spec(
@@ -197,12 +209,12 @@ def _gpt_neox(c: ConfigReader, name: str) -> ModelSpec:
     bias = c.bool("attention_bias", default=True)
     modules = (
         ModuleParams("embed_in", vocab * hidden),
-        ModuleParams("input/post_attention_layernorm", 2 * hidden, 2 * layers),
-        ModuleParams("attention.query_key_value", _linear(hidden, 3 * hidden, bias), layers),
-        ModuleParams("attention.dense", _linear(hidden, hidden, bias), layers),
-        ModuleParams("mlp.dense_h_to_4h", _linear(hidden, inter, True), layers),
-        ModuleParams("mlp.dense_4h_to_h", _linear(inter, hidden, True), layers),
-        ModuleParams("final_layer_norm", 2 * hidden),
+        _layernorm("input/post_attention_layernorm", hidden, 2 * layers),
+        _lin("attention.query_key_value", hidden, 3 * hidden, bias, layers),
+        _lin("attention.dense", hidden, hidden, bias, layers),
+        _lin("mlp.dense_h_to_4h", hidden, inter, True, layers),
+        _lin("mlp.dense_4h_to_h", inter, hidden, True, layers),
+        _layernorm("final_layer_norm", hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
     return _layernorm_era_spec(
@@ -228,6 +240,7 @@ def _opt(c: ConfigReader, name: str) -> ModelSpec:
     bias = c.bool("enable_bias", default=True)
     affine = c.bool("layer_norm_elementwise_affine", default=True)
     ln = 2 * hidden if affine else 0
+    ln_tensors = (hidden, hidden) if affine else ()
     final_ln = c.bool("do_layer_norm_before", default=True) and not c.bool("_remove_final_layer_norm", default=False)
     tie = c.bool("tie_word_embeddings", default=True)
     modules = [
@@ -237,12 +250,12 @@ def _opt(c: ConfigReader, name: str) -> ModelSpec:
     if proj != hidden:
         modules += [ModuleParams("project_in", proj * hidden), ModuleParams("project_out", hidden * proj)]
     if final_ln:
-        modules.append(ModuleParams("final_layer_norm", ln))
+        modules.append(ModuleParams("final_layer_norm", ln, tensors=ln_tensors))
     modules += [
-        ModuleParams("self_attn.q/k/v/out_proj", _linear(hidden, hidden, bias), 4 * layers),
-        ModuleParams("self_attn_layer_norm, final_layer_norm", ln, 2 * layers),
-        ModuleParams("fc1", _linear(hidden, ffn, bias), layers),
-        ModuleParams("fc2", _linear(ffn, hidden, bias), layers),
+        _lin("self_attn.q/k/v/out_proj", hidden, hidden, bias, 4 * layers),
+        ModuleParams("self_attn_layer_norm, final_layer_norm", ln, 2 * layers, tensors=ln_tensors),
+        _lin("fc1", hidden, ffn, bias, layers),
+        _lin("fc2", ffn, hidden, bias, layers),
         ModuleParams("lm_head", proj * vocab, tied=tie),
     ]
     return _layernorm_era_spec(
@@ -250,7 +263,7 @@ def _opt(c: ConfigReader, name: str) -> ModelSpec:
         hidden=hidden, layers=layers, heads=heads, inter=ffn, vocab=vocab, positions=positions, tie=tie,
         attention_bias=bias, mlp_bias=bias, attention_dropout=c.float("attention_dropout", default=0.0),
         hidden_dropout=c.float("dropout", default=0.1), hidden_act=c.str("activation_function", default="relu"),
-        position="learned", modules=modules,
+        position="learned", embedding_width=proj if proj != hidden else 0, modules=modules,
     )
 
 
@@ -266,13 +279,13 @@ def _bloom(c: ConfigReader, name: str) -> ModelSpec:
     tie = c.bool("tie_word_embeddings", default=True)
     modules = (
         ModuleParams("word_embeddings", vocab * hidden),
-        ModuleParams("word_embeddings_layernorm", 2 * hidden),
-        ModuleParams("input/post_attention_layernorm", 2 * hidden, 2 * layers),
-        ModuleParams("self_attention.query_key_value", _linear(hidden, 3 * hidden, True), layers),
-        ModuleParams("self_attention.dense", _linear(hidden, hidden, True), layers),
-        ModuleParams("mlp.dense_h_to_4h", _linear(hidden, 4 * hidden, True), layers),
-        ModuleParams("mlp.dense_4h_to_h", _linear(4 * hidden, hidden, True), layers),
-        ModuleParams("ln_f", 2 * hidden),
+        _layernorm("word_embeddings_layernorm", hidden),
+        _layernorm("input/post_attention_layernorm", hidden, 2 * layers),
+        _lin("self_attention.query_key_value", hidden, 3 * hidden, True, layers),
+        _lin("self_attention.dense", hidden, hidden, True, layers),
+        _lin("mlp.dense_h_to_4h", hidden, 4 * hidden, True, layers),
+        _lin("mlp.dense_4h_to_h", 4 * hidden, hidden, True, layers),
+        _layernorm("ln_f", hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
     return _layernorm_era_spec(
@@ -311,12 +324,12 @@ def _falcon(c: ConfigReader, name: str) -> ModelSpec:
     norms = 2 if (not parallel or n_ln == 2) else 1
     modules = (
         ModuleParams("word_embeddings", vocab * hidden),
-        ModuleParams("self_attention.query_key_value", _linear(hidden, qkv_out, bias), layers),
-        ModuleParams("self_attention.dense", _linear(hidden, hidden, bias), layers),
-        ModuleParams("mlp.dense_h_to_4h", _linear(hidden, ffn, bias), layers),
-        ModuleParams("mlp.dense_4h_to_h", _linear(ffn, hidden, bias), layers),
-        ModuleParams("layer norms", 2 * hidden, norms * layers),
-        ModuleParams("ln_f", 2 * hidden),
+        _lin("self_attention.query_key_value", hidden, qkv_out, bias, layers),
+        _lin("self_attention.dense", hidden, hidden, bias, layers),
+        _lin("mlp.dense_h_to_4h", hidden, ffn, bias, layers),
+        _lin("mlp.dense_4h_to_h", ffn, hidden, bias, layers),
+        _layernorm("layer norms", hidden, norms * layers),
+        _layernorm("ln_f", hidden),
         ModuleParams("lm_head", vocab * hidden, tied=tie),
     )
     return _layernorm_era_spec(
@@ -344,19 +357,17 @@ def _bert(c: ConfigReader, name: str) -> ModelSpec:
         ModuleParams("embeddings.word_embeddings", vocab * hidden),
         ModuleParams("embeddings.position_embeddings", positions * hidden),
         ModuleParams("embeddings.token_type_embeddings", types * hidden),
-        ModuleParams("embeddings.LayerNorm", 2 * hidden),
-        ModuleParams(
-            "attention.self.query/key/value, attention.output.dense", _linear(hidden, hidden, True), 4 * layers
-        ),
-        ModuleParams("attention.output.LayerNorm, output.LayerNorm", 2 * hidden, 2 * layers),
-        ModuleParams("intermediate.dense", _linear(hidden, inter, True), layers),
-        ModuleParams("output.dense", _linear(inter, hidden, True), layers),
-        ModuleParams("cls.predictions.transform.dense", _linear(hidden, hidden, True)),
-        ModuleParams("cls.predictions.transform.LayerNorm", 2 * hidden),
+        _layernorm("embeddings.LayerNorm", hidden),
+        _lin("attention.self.query/key/value, attention.output.dense", hidden, hidden, True, 4 * layers),
+        _layernorm("attention.output.LayerNorm, output.LayerNorm", hidden, 2 * layers),
+        _lin("intermediate.dense", hidden, inter, True, layers),
+        _lin("output.dense", inter, hidden, True, layers),
+        _lin("cls.predictions.transform.dense", hidden, hidden, True),
+        _layernorm("cls.predictions.transform.LayerNorm", hidden),
         ModuleParams("cls.predictions.bias", vocab),
         # tied: the decoder's weight is the word embedding and its bias is cls.predictions.bias;
         # untied (transformers ties neither then): both are its own tensors
-        ModuleParams("cls.predictions.decoder", vocab * hidden + vocab, tied=tie),
+        ModuleParams("cls.predictions.decoder", vocab * hidden + vocab, tied=tie, tensors=(vocab * hidden, vocab)),
     )
     return _layernorm_era_spec(
         name, "bert",

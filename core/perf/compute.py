@@ -47,10 +47,25 @@ def _cross_attention_linears(spec: ModelSpec) -> list[tuple[int, int, float]]:
     return [(h, q, 1.0), (h, 2 * q, 1.0), (q, h, 1.0)]
 
 
+def _head_linears(spec: ModelSpec) -> list[tuple[int, int, float]]:
+    """(in, out, count) of the linear layers outside the layers that run per token: the projections between the
+    embedding width and the hidden size (OPT's project_in and project_out) when the two differ; the LM head is
+    costed apart."""
+    if not spec.embedding_width:
+        return []
+    return [(spec.embedding_width, spec.hidden_size, 1.0), (spec.hidden_size, spec.embedding_width, 1.0)]
+
+
 def layer_module_params(spec: ModelSpec) -> list[float]:
     """Parameters of each linear module of one layer in forward order (q/k/v or fused qkv, o, the MLP's input
-    projections, its output projection): the order ZeRO-3 fetches them in."""
-    return [i * o * c for i, o, c in _linears(spec)]
+    projections, its output projection; MoE: the router, then every expert in the one module transformers stacks
+    them in): the order ZeRO-3 fetches them in."""
+    linears = _linears(spec)
+    if not spec.num_experts:
+        return [i * o * c for i, o, c in linears]
+    attention, experts, router = linears[:2], linears[2:4], linears[4]
+    return ([i * o * c for i, o, c in attention] + [router[0] * router[1] * router[2]]
+            + [spec.num_experts * sum(i * o for i, o, _ in experts)])
 
 
 def flops_per_token(model: ModelSpec | ModelCounts, seq_len: int) -> tuple[float, float]:
@@ -59,7 +74,8 @@ def flops_per_token(model: ModelSpec | ModelCounts, seq_len: int) -> tuple[float
     if not isinstance(model, ModelSpec):
         return 2.0 * model.total_params, 0.0
     layers = model.num_layers + model.num_decoder_layers
-    linear = sum(i * o * c for i, o, c in _linears(model)) * layers + model.vocab_size * model.hidden_size
+    linear = sum(i * o * c for i, o, c in _linears(model)) * layers + model.vocab_size * model.head_width
+    linear += sum(i * o * c for i, o, c in _head_linears(model))
     linear += model.num_decoder_layers * sum(i * o * c for i, o, c in _cross_attention_linears(model))
     # a decoder layer of an encoder-decoder model attends twice: to itself and to the encoder's output
     cross_layers = model.num_decoder_layers if model.encoder_decoder else 0
@@ -73,28 +89,19 @@ def padded_head_dim(head_dim: int, attention: str) -> int:
     return next((d for d in FUSED_ATTENTION_HEAD_DIMS.get(attention, ()) if d >= head_dim), head_dim)
 
 
-def linear_modules_per_layer(spec: ModelSpec) -> int:
-    """nn.Linear modules of one layer as Hugging Face builds them (q, k, v apart unless fused; gate and up apart):
-    what ZeRO-3 fetches and hooks module by module."""
-    mlp = (3 if spec.gated_mlp else 2) * max(1, spec.num_experts) + (1 if spec.num_experts else 0)
-    return (1 if spec.fused_qkv else 3) + 1 + mlp
+def parameterised_modules(spec: ModelSpec) -> int:
+    """Modules with parameters of their own in the module tree transformers builds (``spec.modules``: linears,
+    norms, embeddings, the head, a MoE layer's router and its one stacked experts module): what ZeRO-3 fetches
+    and hooks module by module. A tied head is a module of its own, hooked like the others."""
+    return sum(m.count for m in spec.modules if m.tensor_sizes)
 
 
 def parameter_tensors(model: ModelSpec | ModelCounts) -> int | None:
-    """Parameter tensors of the whole model (the layers', the embeddings and the final norm), or None for a model
-    known by its counts: what per-parameter hooks visit and the most gradient buckets a backward fills."""
+    """Parameter tensors of the whole model (``spec.modules``' tensors, a tied one once), or None for a model known
+    by its counts: what per-parameter hooks visit and the most gradient buckets a backward fills."""
     if not isinstance(model, ModelSpec):
         return None
-    return (model.num_layers + model.num_decoder_layers) * param_tensors_per_layer(model) + 3
-
-
-def param_tensors_per_layer(spec: ModelSpec) -> int:
-    """Parameter tensors of one layer (weights, biases, norm scales and shifts): what per-parameter hooks visit."""
-    attention = (1 if spec.fused_qkv else 3) + 1
-    mlp = linear_modules_per_layer(spec) - attention
-    norm = 2 if spec.norm == "layernorm" else 1
-    return (attention * (2 if spec.attention_bias else 1) + mlp * (2 if spec.mlp_bias else 1)
-            + spec.norms_per_layer * norm)
+    return sum(len(m.tensor_sizes) * m.count for m in model.modules if not m.tied)
 
 
 def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, shape: Shape, peak: float) -> dict:
@@ -124,8 +131,8 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
         return total
 
     gemm = gemms(_linears(model))
-    head = max(2 * tokens * model.hidden_size * model.vocab_size / tp / (peak * eff),
-               e * model.vocab_size * model.hidden_size / tp / hbm)
+    head = max(2 * tokens * model.head_width * model.vocab_size / tp / (peak * eff),
+               e * model.vocab_size * model.head_width / tp / hbm) + gemms(_head_linears(model))
     # attention core per layer: QK^T and AV, local heads (tp) over the full sequence (Ulysses gathers it)
     causal_skip = 0.5 if (model.causal and shape.attention != "eager") else 1.0
     attn_eff = min(1.0, cl.attention_efficiency(shape.attention) * cuda_cores)  # fused kernels can run slower
@@ -159,12 +166,11 @@ def micro_step(model: ModelSpec | ModelCounts, st: PerfSettings, cl: Cluster, sh
         recompute = layers * attn_core + model.num_decoder_layers * cross_core
     else:
         recompute = 0.0
-    modules = linear_modules_per_layer(model) + model.norms_per_layer
     fused = shape.attention != "eager" and model.position != "relative"
     bwd_extra = (layers * attn_core + model.num_decoder_layers * cross_core) * (FUSED_ATTENTION_BACKWARD_FACTOR - 2) \
         if fused else 0.0
-    return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": modules, "lin_f": lin_f,
-            "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra,
+    return {"fwd": fwd, "recompute": recompute, "layers": layers, "modules": parameterised_modules(model),
+            "lin_f": lin_f, "attn_f": attn_f, "elementwise": elementwise * layers, "bwd_extra": bwd_extra,
             "attn_computed": causal_skip}
 
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from core.hardware import GPU_BY_NAME
 from core.memory.estimate import ModelCounts, Shape, _check_shape
+from core.memory.states import persistent_parameters, persists
 from core.models.arch import ModelSpec
 from core.perf.advice import bottleneck_text, small_work_note
 from core.perf.collectives import qgz_reduce_seconds, ring_seconds
@@ -56,7 +57,6 @@ from core.perf.compute import (
     ACTIVATION_PASSES,
     layer_module_params,
     micro_step,
-    param_tensors_per_layer,
     parameter_tensors,
     peak_flops,
 )
@@ -230,11 +230,13 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         # only sets how far ahead DeepSpeed fetches, not how much one fetch holds)
         fetches = max(1.0, math.ceil(params / COUNTS_FETCH_PARAMS))
         if isinstance(model, ModelSpec):
-            persistent = sum(x.params * x.count for x in model.modules
-                             if not x.tied and x.params < m.param_persistence_threshold) / st.tp
-            # one all-gather per module with a parameter at or above the persistence threshold: a persistent
-            # module's parameters stay AVAILABLE and are never gathered (a tied head is fetched again)
-            fetches = sum(x.count for x in model.modules if x.params >= m.param_persistence_threshold)
+            persistent = persistent_parameters(model, m.param_persistence_threshold) / st.tp
+            # one all-gather per module with a parameter tensor above the persistence threshold: persistent
+            # tensors stay AVAILABLE and are never gathered, so a module whose tensors all persist is not fetched
+            # (partitioned_param_coordinator.fetch_sub_module gathers only NOT_AVAILABLE ones; a tied head is
+            # fetched again)
+            fetches = sum(x.count for x in model.modules
+                          if any(not persists(t, m.param_persistence_threshold) for t in x.tensor_sizes))
         # qwZ quantizes every parameter gather to int8, the backward's and hpZ's secondary ones too
         # (partitioned_param_coordinator.__all_gather_params passes quantize=zero_quantized_weights to each)
         gathered_params = max(0.0, params - persistent)
@@ -316,10 +318,15 @@ def _tensor_sequence_parallel(model, st: PerfSettings, cl: Cluster, shape: Shape
         t = (6 if rerun else 4) * layers * ring_seconds(act, 2, st.tp, cl.gpus_per_node, cl)
         parts.add(parts.micro_serial, "tensor-parallel all-reduce (autotp)", t)
     if st.sp > 1:
-        # Ulysses: q, k, v and the output re-sharded by all-to-all in forward (and the recomputation), and again
-        # in backward
+        # Ulysses: q, k, v and the attention output re-sharded by all-to-all in forward (and the recomputation),
+        # and again in backward. k and v move at their own (grouped) head count; DeepSpeed's Hugging Face
+        # integration repeats KV heads up to one per rank when there are fewer (runtime/sequence_parallel/
+        # ulysses_sp.py kv_replication_factor; sequence/layer.py DistributedAttention moves key and value as
+        # given and refuses fewer KV heads than ranks)
         ranks = st.sp
-        volume = (12 if rerun else 8) * layers * act * (ranks - 1) / ranks
+        per_token = 2 * model.q_dim + 2 * max(model.num_kv_heads, ranks) * model.head_dim
+        moved = shape.micro_batch * shape.seq_len / ranks * per_token * e
+        volume = (3 if rerun else 2) * layers * moved * (ranks - 1) / ranks
         # an SP group's ranks sit every tp devices (ring_seconds' placement), so it spans tp*(sp-1)+1 of them:
         # inside one package that is the package's link, not the whole node's ring (MI250X: 200 vs 50 GB/s)
         if ranks * st.tp <= cl.gpus_per_node:
@@ -384,9 +391,8 @@ def predict(
     if m.stage == 3:
         # the fetch/release hooks run in every pass over a module: forward, backward and the recomputation
         passes = 3 if shape.recompute == "full" else 2
-        overhead += comp["layers"] * comp["modules"] * passes * cluster.efficiency.zero3_module_overhead_s
-    hooks = comp["layers"] * param_tensors_per_layer(model) * cluster.efficiency.grad_hook_overhead_s \
-        if isinstance(model, ModelSpec) else 0.0
+        overhead += comp["modules"] * passes * cluster.efficiency.zero3_module_overhead_s
+    hooks = (parameter_tensors(model) or 0) * cluster.efficiency.grad_hook_overhead_s
     if m.stage >= 2:  # per-parameter gradient hooks (stage 3 has them as well as its module fetch/release hooks)
         overhead += hooks
     parts.add(parts.micro_serial, "host overhead (kernel launches, hooks)", overhead)
