@@ -75,3 +75,24 @@ def test_set_keeps_plain_words_as_text(value, tmp_path):
     assert node == word
 
 
+
+
+@pytest.mark.parametrize(("name", "meant"), [
+    ("llama-7b", "meta-llama/Llama-2-7b-hf"), ("llama2-7b", "meta-llama/Llama-2-7b-hf"),
+    ("gpt-2", "openai-community/gpt2"), ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf"),
+])
+def test_an_unknown_model_name_gets_the_catalog_names_sharing_its_words(name, meant, tmp_path):
+    """Only names containing the whole typed text were suggested: "llama-7b" got "Pick a name from the model
+    catalog" while --gpu "Tesla T4" gets "did you mean NVIDIA T4 16GB"."""
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1}))
+    code, out, err = run(["fit", str(path), "--model", name])
+    assert code == 2 and f"Unknown model '{name}'. Did you mean: " in out + err and meant in out + err
+
+
+def test_a_name_sharing_only_a_letter_gets_no_suggestion():
+    from core.models import ModelConfigError
+    from core.models.catalog import catalog_name
+
+    with pytest.raises(ModelConfigError, match="Pick a name from the model catalog"):
+        catalog_name("zzz-b")

@@ -6,6 +6,7 @@ Parameter counts are never typed in: they are computed from these dicts by ``cor
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -371,8 +372,24 @@ def catalog_name(name: str) -> str:
     if found is not None:
         return found
     close = [n for n in CATALOG if wanted and (wanted in n.lower() or wanted.split("/")[-1] in n.lower())]
+    close = close or _sharing_most_words(wanted)
     hint = f" Did you mean: {', '.join(close[:5])}?" if close else " Pick a name from the model catalog."
     raise ModelConfigError(f"Unknown model '{name}'.{hint}")
+
+
+def _name_words(name: str) -> set[str]:
+    """The words of a model name, letters and numbers apart ("Llama-2-7b-hf": llama, 2, 7, b, hf)."""
+    return set(re.findall(r"[a-z]+|\d+(?:\.\d+)?", name.lower()))
+
+
+def _sharing_most_words(wanted: str) -> list[str]:
+    """The catalog names sharing the most words with ``wanted`` ("llama-7b": Llama-2-7b-hf), one of them longer
+    than a letter (a size's "b" alone says nothing); none when they share no such word."""
+    words = _name_words(wanted)
+    shared = {name: words & _name_words(name) for name in CATALOG}
+    best = max((len(common) for common in shared.values() if any(len(w) > 1 for w in common)), default=0)
+    return [name for name, common in shared.items() if best and len(common) == best
+            and any(len(w) > 1 for w in common)][:5]
 
 
 def get_config(name: str) -> dict[str, Any]:
