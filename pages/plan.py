@@ -173,9 +173,9 @@ def planner() -> None:
     global_batch = cols[1].number_input("Global batch (sequences per step)", 1, MAX_GLOBAL_BATCH,
                                         app_state.kept("plan_batch", -(-256 // job_gpus) * job_gpus), key="plan_batch")
     tokens = cols[2].number_input("Tokens to train (billions)", 0.0, 1e6, app_state.kept("plan_tokens", 2.0),
-                                  key="plan_tokens")
+                                  key="plan_tokens", help="0 leaves out the hours and cost columns.")
     price = cols[3].number_input("Price per GPU-hour (USD)", 0.0, 1000.0, app_state.kept("plan_price", 2.5),
-                                 key="plan_price")
+                                 key="plan_price", help="0 leaves out the cost column (needs the tokens to train).")
     app_state.keep("plan_model", "plan_gpu", "plan_gpn", "plan_nodes", network_key, "plan_attention", precision_key,
                    "plan_seq", "plan_batch", "plan_tokens", "plan_price")
 
@@ -204,7 +204,9 @@ def planner() -> None:
     st.caption(f"{ranked.fitting} of {ranked.candidates} candidates fit in {capacity} GiB with "
                f"{ranked.memory_headroom:.0%} kept free; offloading ones also need their CPU RAM and NVMe, judged "
                f"against the Start page's {storage['cpu_ram_gib']:g} GiB of CPU RAM and {nvme} per node. Recompute "
-               "is the model's gradient checkpointing (set in your training script, not in the ds_config).")
+               "is the model's gradient checkpointing (set in your training script, not in the ds_config). Each "
+               "row is your config with that candidate loaded, as \"Use this config\" loads it (your optimizer and "
+               "other ZeRO keys kept, e.g. bucket sizes): `dsconfig plan --base your_config.json` ranks the same.")
     if ranked.table is None:
         st.error("Nothing fits on this cluster: add GPUs or nodes, shorten the sequence, use a smaller model, or give "
                  f"more CPU RAM or NVMe per node on the Start page (now {storage['cpu_ram_gib']:g} GiB and {nvme}) "
