@@ -485,7 +485,8 @@ _NOT_TEXT_SHARE = 0.3
 
 def log_encoding(head: bytes) -> str:
     """The codec a training log starting with ``head`` (its first bytes) is decoded with: UTF-16/32 when a BOM or
-    json's NUL pattern says so (Windows PowerShell's ``>`` and ``Tee-Object`` write UTF-16), else UTF-8. The
+    json's NUL pattern says so (Windows PowerShell's ``>`` and ``Tee-Object`` write UTF-16) and, without a BOM, the
+    bytes decode to text (binary data has NULs too), else UTF-8. The
     codec names a byte order, so that a tail cut from the file's end decodes without the BOM."""
     if not any(head):  # NULs only (/dev/zero, a sparse file): no text pattern to go by
         return "utf-8"
@@ -493,7 +494,13 @@ def log_encoding(head: bytes) -> str:
     if encoding in ("utf-16", "utf-32"):  # with a BOM: its byte order
         little = head[:4] == b"\xff\xfe\x00\x00" if encoding == "utf-32" else head[:2] == b"\xff\xfe"
         return f"{encoding}-{'le' if little else 'be'}"
-    return encoding if encoding.startswith(("utf-16", "utf-32")) else "utf-8"
+    if encoding.startswith(("utf-16", "utf-32")):  # NULs between bytes, no BOM: text only if they decode to text
+        try:
+            start = head[: len(head) - len(head) % (4 if encoding.startswith("utf-32") else 2)].decode(encoding)
+        except UnicodeDecodeError:
+            return "utf-8"
+        return encoding if start and all(ch.isprintable() or ch in "\t\n\r" for ch in start) else "utf-8"
+    return "utf-8"
 
 
 def decode_log(data: bytes, encoding: str = "") -> tuple[str, str | None]:

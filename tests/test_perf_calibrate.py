@@ -383,3 +383,15 @@ def test_a_log_powershell_wrote_as_utf16_is_read_and_a_binary_file_is_called_so(
     plain = tmp_path / "plain.log"
     plain.write_text(real, encoding="utf-8")
     assert read_log_tail(plain) == (real, None)
+
+
+def test_binary_bytes_with_nuls_are_not_called_utf16():
+    """00 01 02 ff (json.detect_encoding's NUL pattern for UTF-16) was "read as UTF-16 text", and the not-text check
+    counted its decoded characters as text; a log without a BOM is UTF-16 only if its start decodes to text."""
+    from core.io import decode_log, log_encoding
+
+    assert log_encoding(b"\x00\x01\x02\xff") == "utf-8"
+    _, note = decode_log(b"\x00\x01\x02\xff" * 100)
+    assert "UTF-16" not in note and "not text" in note
+    assert log_encoding("[2026".encode("utf-16-le")) == "utf-16-le"
+    assert log_encoding("[2026".encode("utf-16-be")) == "utf-16-be"
