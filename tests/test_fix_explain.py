@@ -206,6 +206,17 @@ def test_explain_suggests_the_code_that_was_meant(capsys):
     assert main(["explain", "zzz"]) == 2 and "did you mean" not in capsys.readouterr().err
 
 
+def test_a_misspelt_type_code_is_not_taken_for_the_pydantic_family(capsys):
+    """type.unchekced printed the type.<pydantic error type> entry and exited 0: any code starting with "type." was
+    taken for the family; only a pydantic error type is one of it."""
+    assert main(["explain", "type.unchekced"]) == 2
+    assert "(did you mean type.unchecked?)" in capsys.readouterr().err
+    assert main(["explain", "type.int-parsing"]) == 2
+    assert "(did you mean type.int_parsing?)" in capsys.readouterr().err
+    assert main(["explain", "type.int_parsing"]) == 0
+    assert capsys.readouterr().out.startswith("type.<pydantic error type> — ")
+
+
 def test_fixes_of_unknown_keys_go_together_and_others_one_at_a_time(monkeypatch):
     """1,000 misspelt ZeRO keys were fixed one validation each (and only 100 of them: the cap); unknown-key fixes
     whose paths do not overlap now go in one round. The first rename still goes alone onto its destination, and

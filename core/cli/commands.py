@@ -315,10 +315,24 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
         out.write(explain.index())
         return EXIT_OK
     entry = lookup(args.code) or lookup(args.code.lower())
+    if entry is not None and entry.family and not _in_family(entry.prefix, args.code.lower()):
+        entry = None  # "type.unchekced" is a typo, not one of the pydantic error types the family stands for
     if entry is None:
-        raise UsageError(f"no finding code {args.code!r}{_code_hint(args.code)}; `dsconfig explain` lists them all")
+        underscored = args.code.lower().replace("-", "_")
+        hint = (f" (did you mean {underscored}?)" if lookup(underscored) and _in_family("type.", underscored)
+                else _code_hint(args.code))
+        raise UsageError(f"no finding code {args.code!r}{hint}; `dsconfig explain` lists them all")
     out.write(explain.text(entry))
     return EXIT_OK
+
+
+def _in_family(prefix: str, code: str) -> bool:
+    """Whether ``code`` is one of the codes a family entry stands for: ``type.`` and a pydantic error type."""
+    import typing
+
+    from pydantic_core import core_schema
+
+    return code.startswith(prefix) and code[len(prefix):] in typing.get_args(core_schema.ErrorType)
 
 
 def _code_hint(text: str) -> str:
