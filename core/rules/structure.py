@@ -17,6 +17,7 @@ from core.findings import Finding, Fix, FixOp, get_path, join_index, join_path
 from core.rules.context import Context, switched_on
 from core.rules.fixes import MAX_SUGGESTED_PER_SECTION
 from core.schema.base import version_tuple
+from core.schema.optimizer import OPTIMIZERS, SCHEDULERS, TORCH_OPTIMIZER_PARAMS, TORCH_SCHEDULER_PARAMS
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import (
     SchemaField,
@@ -315,9 +316,23 @@ def _unknown_top_level(key: str, guess: str | None, moved_to: tuple[str, str] | 
     return _unknown_nested(key, _join("", key), "", None, False, guess, moved_to, misfit)
 
 
+@cache
+def _constructor_keywords(section: str) -> frozenset[str]:
+    """Every keyword an optimizer (``section`` "optimizer") or scheduler ("scheduler") the schema knows takes in
+    its ``params``: DeepSpeed's own classes and torch's."""
+    if section == "optimizer":
+        own = {p.name for spec in OPTIMIZERS.values() for p in spec.params}
+        return frozenset(own.union(*TORCH_OPTIMIZER_PARAMS.values()))
+    own = {p.name for spec in SCHEDULERS.values() for p in spec.params}
+    return frozenset(own.union(*(names for names, _ in TORCH_SCHEDULER_PARAMS.values())))
+
+
 def _destination(key: str, prefix: str, guess: str | None) -> tuple[str, str] | None:
-    """Where a fix would put an unknown key: ("move", path) when it is a field of another section, ("rename",
-    path) when it looks like a misspelt field of its own section, else None."""
+    """Where a fix would put an unknown key: ("move", path) when it is a field of another section, or a keyword of
+    the optimizer or scheduler written beside ``params`` instead of inside it (``optimizer.lr``), ("rename", path)
+    when it looks like a misspelt field of its own section, else None."""
+    if prefix in ("optimizer", "scheduler") and key in _constructor_keywords(prefix):
+        return "move", _join(f"{prefix}.params", key)
     # Where else this key is a field; never "move" a key into itself or one of its own parents.
     elsewhere = [
         p for p in key_index(ROOT).get(key, ())
@@ -378,7 +393,10 @@ def _unknown_nested(key: str, path: str, prefix: str, value: Any, strict: bool, 
     if moved_to is not None:
         how, dest = moved_to
         if how == "move":
-            suggestion = f"`{shown}` belongs in `{dest.rpartition('.')[0] or 'the top level'}`: move it to `{dest}`."
+            parent = dest.rpartition(".")[0]
+            suggestion = (f"`{shown}` belongs in `{parent}`: move it to `{dest}`." if parent
+                          else f"`{shown}` is a top-level setting: move it out of `{prefix}` to the top level of the "
+                          "config.")
             fix = Fix(f"Move `{path}` to `{dest}`", (FixOp("move", path, to=dest),))
         else:
             suggestion = f"Did you mean `{guess}`?"
