@@ -3,10 +3,12 @@ assumed about the cluster."""
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from core.perf.constants import (
     ADAM_BYTES_PER_PARAM,
@@ -96,15 +98,10 @@ def small_work_note(tokens_per_gpu: float, ev: SmallWorkEvidence = ZERO3_SMALL_W
 
 
 _ADVICE = {
-    "compute": "the GPUs are busy computing: larger micro-batches, fewer recomputations or faster GPUs help",
-    "recomputation": "activation recomputation repeats the forward: turn it off or use selective recompute "
-    "if the memory allows",
-    "host overhead": "kernel-launch and Python overhead dominate: larger micro-batches amortise it "
-    "(ZeRO-3's per-module hooks add to it)",
-    "ZeRO-3 parameter all-gather": "the ZeRO-3 parameter all-gathers are exposed: ZeRO++ (qwZ + hpZ) shrinks "
-    "them, ZeRO-2 avoids them when the model fits, a faster network or larger micro-batches hide them",
-    "gradient all-reduce": "the gradient all-reduce runs after the backward: ZeRO-1/2 with overlap_comm or more "
-    "gradient accumulation amortises it",
+    "recomputation": "activation recomputation repeats the forward: {recompute_change}",
+    "forward + backward compute": "the GPUs are busy computing: larger micro-batches{fewer_recomputations} or "
+    "faster GPUs help",
+    "host overhead": "kernel-launch and Python overhead dominate: larger micro-batches amortise it{hooks}",
     "parameter all-gather after the step": "the post-step all-gather of the updated parameters: more gradient "
     "accumulation amortises it",
     "CPU optimizer step": "the CPU-Adam step on the host dominates: keep the optimizer on the GPU if it fits "
@@ -116,29 +113,220 @@ _ADVICE = {
     "optimizer step (GPU)": "the GPU optimizer step dominates: accumulate more micro-steps per step",
 }
 
+#: A change is advised only when the planner predicts it at least this much faster (a 1% change is noise).
+_HELPS = 0.99
 
-def _reduce_scatter_advice(name: str, stage: int | None, overlap: bool | None) -> str:
-    """What shortens an exposed gradient reduce-scatter, for this config: overlap_comm only when it is off, ZeRO++
-    qgZ only at stage 3 (the only stage where the planner uses it), the bucket size for the last bucket."""
+
+@dataclass(frozen=True)
+class Situation:
+    """What the advice may try on the predicted config: ``predict``'s inputs and its reading of ``config``, so a
+    change can be applied to the config and predicted (the advice names only changes the planner predicts faster,
+    with both step times). ``config`` None: only the config's state (the reading) conditions the advice."""
+
+    config: Mapping[str, Any] | None
+    model: Any
+    cluster: Any
+    shape: Any
+    settings: Any  # the PerfSettings predict used
+    version: str
+    step_seconds: float
+
+
+#: Set while the advice predicts a changed config: that prediction's own bottleneck tries nothing (no recursion).
+_TRYING: ContextVar[bool] = ContextVar("advice_trying", default=False)
+
+
+def _changed(config: Mapping[str, Any], zero: Mapping[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``config`` with ``zero`` written into its zero_optimization section (and the ``drop`` keys removed)."""
+    out = dict(config)  # a shallow copy: reading a config changes nothing in it
+    section = out.get("zero_optimization")
+    section = dict(section) if isinstance(section, Mapping) else {}
+    for key in drop:
+        section.pop(key, None)
+    section.update(zero)
+    out["zero_optimization"] = section
+    return out
+
+
+def _tried(sit: Situation | None, zero: Mapping[str, Any], drop: tuple[str, ...] = ()) -> float | None:
+    """The predicted step time of the config with this zero_optimization change, or None when it cannot be tried
+    (no config given) or is not faster."""
+    if sit is None or sit.config is None or not isinstance(sit.config, Mapping):
+        return None
+    from core.perf.predict import predict  # predict imports this module
+
+    changed = _changed(sit.config, zero, drop)
+    token = _TRYING.set(True)
+    try:
+        seconds = predict(changed, sit.model, sit.cluster, sit.shape, version=sit.version,
+                          settings=_reading(changed, sit)).step_seconds
+    except (ValueError, TypeError):
+        return None
+    finally:
+        _TRYING.reset(token)
+    return seconds if seconds < _HELPS * sit.step_seconds else None
+
+
+#: Readings of changed configs without their batch keys (``_reading``), bounded: a sweep's candidates differ in
+#: their batch keys only, so each option's change is read once.
+_READINGS: dict[tuple[str, int, str], Any] = {}
+_READINGS_MAX = 256
+_BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+
+
+def _reading(changed: dict[str, Any], sit: Situation) -> Any:
+    """``read_settings(changed)``: a change to zero_optimization leaves the batch's reading as it was, so the
+    reading of the config without its batch keys is kept and given this config's batch (what read_settings of the
+    changed config returns; elastic training, which may read more, is read afresh)."""
+    from core.perf.settings import read_settings
+
+    st = sit.settings
+    gpus = sit.cluster.total_gpus
+    if st.elastic:
+        return read_settings(changed, gpus, sit.version)
+    try:
+        key = (json.dumps({k: v for k, v in changed.items() if k not in _BATCH_KEYS}, sort_keys=True, default=repr),
+               gpus, sit.version)
+    except (TypeError, ValueError):
+        return read_settings(changed, gpus, sit.version)
+    base = _READINGS.get(key)
+    if base is None:
+        if len(_READINGS) >= _READINGS_MAX:
+            _READINGS.clear()
+        base = _READINGS[key] = read_settings({k: v for k, v in changed.items() if k not in _BATCH_KEYS}, gpus,
+                                              sit.version)
+    return replace(base, grad_accum=st.grad_accum, batch_problem=st.batch_problem, elastic=st.elastic,
+                   config_micro_batch=st.config_micro_batch)
+
+
+def _effect(sit: Situation, seconds: float) -> str:
+    return f" ({duration_text(sit.step_seconds)} → {duration_text(seconds)} per step)"
+
+
+_ZEROPP_KEYS = ("zero_quantized_weights", "zero_quantized_gradients", "zero_hpz_partition_size")
+
+
+def _fewer_buckets_size(sit: Situation) -> int | None:
+    """A reduce_bucket_size that splits this model's gradients into about 8 buckets, when the config's holds them
+    in fewer (one bucket is reduced only after the backward, overlap_comm or not)."""
+    params = getattr(sit.model, "total_params", 0) / max(1, sit.settings.tp)
+    size = sit.settings.memory.reduce_bucket_size
+    if not params or size * 4 < params:
+        return None
+    target = params / 8
+    digits = 10 ** math.floor(math.log10(target))
+    return int(max(1, math.floor(target / digits)) * digits)
+
+
+def _count(n: int) -> str:
+    """A bucket size as a config would write it: 10000000 reads 1e7."""
+    mantissa, exponent = f"{n:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}" if int(exponent) >= 4 and int(mantissa) * 10 ** int(exponent) == n \
+        else str(n)
+
+
+def _gather_advice(sit: Situation | None, stage: int | None) -> str:
+    """What shortens exposed ZeRO-3 parameter all-gathers: the ZeRO++ parts the config lacks and ZeRO-2, each
+    only when the planner predicts it faster, then what always does (more work per gather, a faster network)."""
     ways = []
+    st = sit.settings if sit else None
+    if st is not None:
+        multi_node = sit.cluster.nodes > 1
+        zero: dict[str, Any] = {}
+        names = []
+        if not st.quantized_weights:
+            zero["zero_quantized_weights"] = True
+            names.append("qwZ")
+        if multi_node and st.memory.hpz_partition_size <= 1:
+            zero["zero_hpz_partition_size"] = sit.cluster.gpus_per_node
+            names.append(f"hpZ over {sit.cluster.gpus_per_node} GPUs")
+        faster = _tried(sit, zero) if zero else None
+        if faster is not None:
+            keys = ", ".join(f"{k}: {str(v).lower()}" for k, v in zero.items())
+            ways.append(f"ZeRO++ {' + '.join(names)} ({keys}) shrinks them{_effect(sit, faster)}")
+        # ZeRO-2 offloads no parameters and the optimizer to the CPU only: a config offloading either way keeps
+        # ZeRO-3 (the change would be two)
+        zero2 = st.memory.offload_param == "none" and st.memory.offload_optimizer != "nvme"
+        faster = _tried(sit, {"stage": 2, "overlap_comm": True}, drop=_ZEROPP_KEYS) if zero2 else None
+        if faster is not None:
+            ways.append(f"ZeRO-2 with overlap_comm avoids them when the model fits{_effect(sit, faster)}")
+    ways.append("larger micro-batches hide them")
+    if st is None or sit.cluster.nodes > 1:
+        ways.append("a faster network shortens them")
+    return "the ZeRO-3 parameter all-gathers are exposed: " + "; ".join(ways)
+
+
+def _all_reduce_advice(sit: Situation | None) -> str:
+    """Stage 0's gradient all-reduce after the backward: ZeRO-1 with overlap_comm when the planner predicts it
+    faster, and more gradient accumulation (a step's all-reduce spread over more tokens)."""
+    ways = []
+    # ZeRO-1 reduces once per step and hooks the gradients in the last backward only: never slower than ZeRO-2 in
+    # the planner, so it alone is tried (ZeRO-2 saves memory, not time)
+    faster = _tried(sit, {"stage": 1, "overlap_comm": True})
+    if faster is not None:
+        ways.append(f"ZeRO-1 with overlap_comm reduces while the backward runs{_effect(sit, faster)}")
+    ways.append("more gradient accumulation amortises it")
+    return "the gradient all-reduce runs after the backward: " + "; ".join(ways)
+
+
+def _reduce_scatter_advice(name: str, stage: int | None, overlap: bool | None,
+                           sit: Situation | None = None) -> str:
+    """What shortens an exposed gradient reduce-scatter, for this config: reduce_scatter when it is off, overlap_comm
+    when it is off, a smaller reduce_bucket_size for the last bucket, ZeRO++ qgZ at stage 3 when it is off (the
+    only stage where the planner uses it); with a config to try them on, each only when the planner predicts it
+    faster."""
+    ways = []
+    st = sit.settings if sit is not None and sit.config is not None else None
     if "reduce_scatter off" in name:
         ways.append("set zero_optimization.reduce_scatter to true: it reduce-scatters with half the traffic")
-    if "last bucket" in name:
-        ways.append("the last bucket is reduced after the backward: a smaller reduce_bucket_size shortens it")
-    elif not overlap:
-        ways.append("enable overlap_comm to reduce while the backward runs")
-    if stage == 3:
-        ways.append("ZeRO++ qgZ quantises it on slow networks")
-    ways.append("a faster network shortens it")
+    if st is None:
+        if "last bucket" in name:
+            ways.append("the last bucket is reduced after the backward: a smaller reduce_bucket_size shortens it")
+        elif not overlap:
+            ways.append("enable overlap_comm to reduce while the backward runs")
+        if stage == 3 and "qgZ" not in name:
+            ways.append("ZeRO++ qgZ quantises it on slow networks")
+    else:
+        size = _fewer_buckets_size(sit)
+        if not overlap:
+            change: dict[str, Any] = {"overlap_comm": True}
+            if size is not None:  # one bucket is reduced after the backward, overlap_comm or not
+                change["reduce_bucket_size"] = size
+            faster = _tried(sit, change)
+            if faster is not None:
+                smaller = f" with reduce_bucket_size {_count(size)}" if "reduce_bucket_size" in change else ""
+                ways.append(f"enable overlap_comm{smaller} to reduce while the backward runs{_effect(sit, faster)}")
+        elif size is not None or "last bucket" in name:
+            size = size or max(1, st.memory.reduce_bucket_size // 4)
+            faster = _tried(sit, {"reduce_bucket_size": size})
+            if faster is not None:
+                ways.append("the last bucket is reduced after the backward: reduce_bucket_size "
+                            f"{_count(size)} shortens it{_effect(sit, faster)}")
+        if st.stage == 3 and not st.quantized_gradients:
+            faster = _tried(sit, {"zero_quantized_gradients": True})
+            if faster is not None:
+                ways.append(f"ZeRO++ qgZ (zero_quantized_gradients: true) quantises it{_effect(sit, faster)}")
+    if sit is None or sit.cluster.nodes > 1:
+        ways.append("a faster network shortens it")
     return "the gradient reduction is exposed: " + "; ".join(ways)
 
 
-def _advice(name: str, stage: int | None = None, overlap: bool | None = None) -> str:
+def _advice(name: str, stage: int | None = None, overlap: bool | None = None, sit: Situation | None = None) -> str:
     if "gradient reduce-scatter" in name or "reduce_scatter off" in name:
-        return _reduce_scatter_advice(name, stage, overlap)
+        return _reduce_scatter_advice(name, stage, overlap, sit)
+    if name.startswith("ZeRO-3 parameter all-gather"):
+        return _gather_advice(sit, stage)
+    if name.startswith("gradient all-reduce"):
+        return _all_reduce_advice(sit)
+    recompute = getattr(sit.shape, "recompute", None) if sit is not None else None
     for key, text in _ADVICE.items():
         if key in name:
-            return text
+            return text.format(
+                recompute_change="turn it off if the memory allows" if recompute == "selective" else
+                "turn it off or use selective recompute if the memory allows",
+                fewer_recomputations=", less recomputation" if recompute in ("full", "selective") else "",
+                hooks=(", and ZeRO-3's per-module hooks add to it" if stage == 3 else
+                       ", and ZeRO's per-parameter gradient hooks add to it" if stage == 2 else ""))
     return ""
 
 
@@ -177,14 +365,19 @@ def percent_text(fraction: float) -> str:
 
 
 def bottleneck_text(breakdown: dict[str, float], total: float, *, stage: int | None = None,
-                    overlap: bool | None = None) -> str:
+                    overlap: bool | None = None, situation: Situation | None = None) -> str:
     """The largest part of the step in words, with the change that would help this config (its ZeRO ``stage``
-    and ``overlap_comm``: advice it already follows is not given)."""
+    and ``overlap_comm``: advice it already follows is not given). With a ``situation`` (``predict`` passes its
+    inputs), the ZeRO changes the advice names (ZeRO++, ZeRO-2, ZeRO-1/2 with overlap_comm, overlap_comm, the bucket
+    size, qgZ) are applied to the config and predicted: only those the planner predicts faster are named, with both
+    step times."""
     if not breakdown or total <= 0:
         return "nothing to run"
     name, seconds = max(breakdown.items(), key=lambda kv: kv[1])
     share = 100 * seconds / total
-    advice = _advice(name, stage, overlap)
+    if _TRYING.get():  # a changed config predicted for another's advice: its own words are not read
+        return f"{name} takes {share:.0f}% of the step."
+    advice = _advice(name, stage, overlap, situation)
     return f"{name} takes {share:.0f}% of the step" + (f"; {advice}." if advice else ".")
 
 

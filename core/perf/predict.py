@@ -51,7 +51,7 @@ from core.hardware import GPU_BY_NAME
 from core.memory.estimate import ModelCounts, Shape, _check_shape
 from core.memory.states import persistent_parameters, persists
 from core.models.arch import ModelSpec
-from core.perf.advice import bottleneck_text, small_work_note
+from core.perf.advice import Situation, bottleneck_text, small_work_note
 from core.perf.collectives import qgz_reduce_seconds, ring_seconds
 from core.perf.compute import (
     ACTIVATION_PASSES,
@@ -481,7 +481,8 @@ def predict(
         hardware_tflops_per_gpu=hw_tflops,
         mfu=tflops * 1e12 / peak,
         breakdown=breakdown,
-        bottleneck=bottleneck_text(breakdown, step, stage=m.stage, overlap=bool(m.overlap_comm)),
+        bottleneck=bottleneck_text(breakdown, step, stage=m.stage, overlap=bool(m.overlap_comm),
+                                  situation=Situation(ds_config, model, cluster, shape, st, version, step)),
         notes=tuple(dict.fromkeys(notes)),
         micro_batch=shape.micro_batch,
         gradient_accumulation_steps=gas,
