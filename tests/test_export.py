@@ -105,7 +105,7 @@ def test_explicit_config_never_adds_a_key_deepspeed_refuses():
     tp = explicit_config({"tensor_parallel": {"autotp_size": 2}})["tensor_parallel"]
     assert "dtype" not in tp and "tp_overlap_comm" in tp
     assert not core.validate(explicit_config({"tensor_parallel": {"autotp_size": 2},
-                                              "train_micro_batch_size_per_gpu": 1})).errors
+                                              "train_micro_batch_size_per_gpu": 1}), world_size=2).errors
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

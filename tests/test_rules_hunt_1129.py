@@ -1,6 +1,13 @@
-"""Disagreements with DeepSpeed found by the 2026-11-29 bug hunt, each reproduced on the CPU: optimizer and
-scheduler parameters written beside ``params`` instead of inside it were told to check their spelling, and a
-top-level key inside the optimizer was told it "belongs in `the top level`".
+"""Disagreements with ``deepspeed.initialize`` found by the 2026-11-29 bug hunt, each reproduced on the CPU:
+
+- ``prescale_gradients`` and ``gradient_predivide_factor`` != 1 with ZeRO-2/3 and ``reduce_scatter`` on: the ZeRO
+  optimizer asserts at initialize (``engine.prescale-reduce-scatter``, ``engine.predivide-reduce-scatter``);
+- ZenFlow without optimizer offload (``engine.zenflow-without-offload``), an ``autotp_size`` that does not divide the
+  GPUs (``engine.autotp-world-size``), partial optimizer offload with an optimizer other than DeepSpeedCPUAdam
+  (``engine.partial-offload-optimizer``), and optimizer/scheduler parameters written beside ``params`` instead of
+  inside it.
+
+The 0.19.8 proofs are cases of ``tests/oracle/initialize_cases.py`` (``tests/test_initialize_failures.py``).
 """
 
 from __future__ import annotations
@@ -9,9 +16,130 @@ from typing import Any
 
 import pytest
 
+from core import versions
 from core.validate import validate
 
 B: dict[str, Any] = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
+TORCH_ADAMW = {"type": "AdamW", "params": {"lr": 0.01, "torch_adam": True}}
+CPU_ADAMW = {"type": "AdamW", "params": {"lr": 0.01}}
+
+
+def _zero(stage: int, **extra: Any) -> dict[str, Any]:
+    return {"zero_optimization": {"stage": stage, **extra}}
+
+
+def _codes(config: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    """{code: finding} of ``config`` (the last finding of each code)."""
+    return {f.code: f for f in validate(config, **settings).findings}
+
+
+def _errors(config: dict[str, Any], **settings: Any) -> set[str]:
+    return {f.code for f in validate(config, **settings).errors}
+
+
+# ------------------------------------------------------------------ prescale / predivide with reduce_scatter
+@pytest.mark.parametrize("release", [versions.RELEASES[0], "0.17.6", versions.NEWEST])
+@pytest.mark.parametrize("stage", [2, 3])
+def test_prescale_and_predivide_are_refused_at_zero_2_and_3_with_reduce_scatter(release, stage):
+    prescale = _codes({**B, "optimizer": TORCH_ADAMW, "prescale_gradients": True, **_zero(stage)}, version=release)
+    finding = prescale["engine.prescale-reduce-scatter"]
+    assert finding.severity == "error" and finding.path == "prescale_gradients"
+    assert f"pre-scale gradients is not yet supported with ZeRO-{stage} with reduce scatter enabled" in finding.message
+    assert "reduce_scatter to false" in finding.suggestion and finding.fix.ops[0].path == "prescale_gradients"
+    predivide = _codes({**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 2.0, **_zero(stage)},
+                       version=release)
+    finding = predivide["engine.predivide-reduce-scatter"]
+    assert finding.path == "gradient_predivide_factor"
+    assert f"gradient_predivide_factor != 1.0 is not yet supported with ZeRO-{stage}" in finding.message
+    assert "reduce_scatter" in finding.suggestion and finding.fix.ops[0].op == "delete"
+
+
+@pytest.mark.parametrize("config", [
+    {**B, "optimizer": TORCH_ADAMW, "prescale_gradients": True, **_zero(1)},
+    {**B, "optimizer": TORCH_ADAMW, "prescale_gradients": True, **_zero(2, reduce_scatter=False)},
+    {**B, "optimizer": TORCH_ADAMW, "prescale_gradients": False, **_zero(3)},
+    {**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 2.0, **_zero(1)},
+    {**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 2.0, **_zero(3, reduce_scatter=False)},
+    {**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 1, **_zero(2)},  # 1 == 1.0
+], ids=["prescale-stage1", "prescale-no-reduce-scatter", "prescale-false", "predivide-stage1",
+        "predivide-no-reduce-scatter", "predivide-one"])
+def test_what_initialize_takes_is_not_an_error(config):
+    assert not _errors(config), config
+
+
+def test_prescale_written_false_as_a_string_is_on():
+    """get_scalar_param, used as a Python truth value: "false" prescales, so ZeRO-2 refuses it too."""
+    codes = _codes({**B, "optimizer": TORCH_ADAMW, "prescale_gradients": "false", **_zero(2)})
+    assert "engine.prescale-reduce-scatter" in codes
+
+
+# ------------------------------------------------------------------ ZenFlow
+def _zenflow_releases() -> list[str]:
+    return [r for r in versions.RELEASES if versions.key_known(r, "zero_optimization", "zenflow")]
+
+
+def test_zenflow_without_offload_is_an_error_in_every_release_that_has_zenflow():
+    having = _zenflow_releases()
+    assert having and having[0] == "0.17.5" and having[-1] == versions.NEWEST  # read from the profiles
+    config = {**B, "optimizer": TORCH_ADAMW, **_zero(2, zenflow={})}
+    for release in versions.RELEASES:
+        codes = _codes(config, version=release)
+        assert ("engine.zenflow-without-offload" in codes) == (release in having), release
+    finding = _codes(config)["engine.zenflow-without-offload"]
+    assert "Zenflow must be used with cpu offload" in finding.message and "offload_optimizer" in finding.suggestion
+    assert finding.fix.ops[0].path == "zero_optimization.offload_optimizer"
+
+
+@pytest.mark.parametrize(("zero", "flagged"), [
+    (_zero(2, zenflow={"topk_ratio": 0.1}, offload_optimizer={"device": "cpu"}), False),
+    (_zero(1, zenflow={"topk_ratio": 0.1}, offload_optimizer={"device": "nvme"}), False),  # NVMe is CPU below 3
+    (_zero(2, zenflow=None), False),
+    (_zero(1, zenflow={"topk_ratio": 0.1}), True),
+    (_zero(0, zenflow={"topk_ratio": 0.1}), True),  # the first step asks the plain optimizer for ZenFlow's state
+], ids=["cpu", "nvme", "null", "stage1", "stage0"])
+def test_zenflow_needs_zero_1_or_2_with_optimizer_offload(zero, flagged):
+    codes = _codes({**B, "optimizer": CPU_ADAMW, **zero})
+    assert ("engine.zenflow-without-offload" in codes) == flagged, codes
+
+
+# ------------------------------------------------------------------ AutoTP degree and the GPU count
+@pytest.mark.parametrize(("size", "gpus", "flagged"), [(2, 1, True), (4, 6, True), (2, 8, False), (8, 8, False),
+                                                       (1, 3, False)])
+def test_autotp_size_must_divide_the_gpus(size, gpus, flagged):
+    config = {**B, "optimizer": {"type": "SGD", "params": {"lr": 0.01}}, "tensor_parallel": {"autotp_size": size}}
+    codes = _codes(config, world_size=gpus)
+    assert ("engine.autotp-world-size" in codes) == flagged, codes
+    if flagged:
+        finding = codes["engine.autotp-world-size"]
+        assert finding.path == "tensor_parallel.autotp_size" and f"{gpus} GPU" in finding.message
+        assert "divisor" in finding.suggestion
+
+
+def test_autotp_world_size_only_where_the_release_reads_autotp_size():
+    config = {**B, "tensor_parallel": {"autotp_size": 2}}
+    for release in versions.RELEASES:
+        reads = versions.key_known(release, "tensor_parallel", "autotp_size") is True
+        assert ("engine.autotp-world-size" in _codes(config, version=release)) == reads, release
+
+
+# ------------------------------------------------------------------ partial optimizer offload
+@pytest.mark.parametrize(("optimizer", "ratio", "flagged"), [
+    (TORCH_ADAMW, 0.5, True),
+    ({"type": "SGD", "params": {"lr": 0.01}}, 0.5, True),  # also untested with ZeRO: both are true
+    ({"type": "Adagrad", "params": {"lr": 0.01}}, 0.3, True),  # DeepSpeedCPUAdagrad is not DeepSpeedCPUAdam
+    (CPU_ADAMW, 0.5, False),
+    (TORCH_ADAMW, 1.0, False),
+    (None, 0.5, False),  # a client optimizer: its class is not known here
+], ids=["torch-adamw", "sgd", "adagrad", "cpu-adam", "whole", "client"])
+def test_partial_offload_needs_deepspeed_cpu_adam(optimizer, ratio, flagged):
+    config = {**B, **_zero(3, offload_optimizer={"device": "cpu", "ratio": ratio}),
+              **({"optimizer": optimizer} if optimizer else {})}
+    codes = _codes(config)
+    assert ("engine.partial-offload-optimizer" in codes) == flagged, codes
+    if flagged:
+        finding = codes["engine.partial-offload-optimizer"]
+        assert "Hybrid Optimizer Only Supports DeepSpeedCPUAdam" in finding.message
+        assert finding.path == "zero_optimization.offload_optimizer.ratio" and "ratio" in finding.suggestion
 
 
 # ------------------------------------------------------------------ parameters beside params

@@ -308,6 +308,18 @@ CASES = [
      {"version": "0.19.7"}, "engine.amp-managed-accumulation", "error", "amp"),
     ("autotp-size-string", cfg(tensor_parallel={"autotp_size": "2"}), {"world_size": 2},
      "engine.autotp-size-string", "error", "tensor_parallel.autotp_size"),
+    ("autotp-world-size", cfg(tensor_parallel={"autotp_size": 4}), {"world_size": 6},
+     "engine.autotp-world-size", "error", "tensor_parallel.autotp_size"),
+    ("predivide-reduce-scatter", cfg(gradient_predivide_factor=2.0, zero_optimization={"stage": 2}), {},
+     "engine.predivide-reduce-scatter", "error", "gradient_predivide_factor"),
+    ("prescale-reduce-scatter", cfg(prescale_gradients=True, zero_optimization={"stage": 3}), {},
+     "engine.prescale-reduce-scatter", "error", "prescale_gradients"),
+    ("zenflow-without-offload", cfg(zero_optimization={"stage": 2, "zenflow": {}}), {},
+     "engine.zenflow-without-offload", "error", "zero_optimization.offload_optimizer"),
+    ("partial-offload-optimizer", cfg(optimizer={"type": "SGD", "params": {"lr": 0.01}},
+                                      zero_optimization={"stage": 3, "offload_optimizer": {"device": "cpu",
+                                                                                            "ratio": 0.5}}), {},
+     "engine.partial-offload-optimizer", "error", "zero_optimization.offload_optimizer.ratio"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]
@@ -444,7 +456,8 @@ def test_infinite_and_huge_numbers_never_crash():
 
 
 def test_version_specific_checks():
-    config = cfg(zero_optimization={"stage": 2, "zenflow": {"update_interval": 0}})
+    config = cfg(zero_optimization={"stage": 2, "zenflow": {"update_interval": 0},
+                                    "offload_optimizer": {"device": "cpu"}})  # ZenFlow needs it
     assert "type.value_error" in validate(config).codes()
     assert validate(config, version="0.19.5").ok
 

@@ -570,6 +570,43 @@ TABLE: tuple[Code, ...] = (
        "TypeError there, although DeepSpeed's parser alone reads \"2\" as 2 and drops \"auto\". The fix "
        "writes the number, or removes \"auto\" (no AutoTP).",
        {**B, "tensor_parallel": {"autotp_size": "1"}}),
+    _c("engine.autotp-world-size", "error", "initialize", None,
+       "tensor_parallel.autotp_size does not divide the GPU count.",
+       "deepspeed.initialize lays the GPUs out as (GPUs // autotp_size) data-parallel x autotp_size tensor-parallel "
+       "ranks: with fewer GPUs than autotp_size (e.g. 2 on one GPU) it fails building the groups (AssertionError); "
+       "with a GPU count it does not divide, the remainder is left outside every group, and DeepSpeed's group "
+       "builder asserts that autotp_size divides the world size. No automatic fix: the tensor-parallel degree or the "
+       "GPU count is the user's choice.",
+       {**B, "tensor_parallel": {"autotp_size": 2}}),
+    _c("engine.predivide-reduce-scatter", "error", "initialize", False,
+       "gradient_predivide_factor other than 1 with ZeRO 2/3 and reduce_scatter on.",
+       "The ZeRO-2 and ZeRO-3 optimizers assert at deepspeed.initialize that gradient_predivide_factor is 1.0 while "
+       "zero_optimization.reduce_scatter is on, its default (\"gradient_predivide_factor != 1.0 is not yet supported "
+       "with ZeRO-2 with reduce scatter enabled\"); ZeRO stage 1, and reduce_scatter false, take it. The fix removes "
+       "the factor (the gradients are then averaged after the reduction, as by default).",
+       {**B, "gradient_predivide_factor": 2.0, "zero_optimization": {"stage": 2}}),
+    _c("engine.prescale-reduce-scatter", "error", "initialize", False,
+       "prescale_gradients with ZeRO 2/3 and reduce_scatter on.",
+       "The ZeRO-2 and ZeRO-3 optimizers assert at deepspeed.initialize that gradients are not pre-scaled while "
+       "zero_optimization.reduce_scatter is on, its default (\"pre-scale gradients is not yet supported with ZeRO-2 "
+       "with reduce scatter enabled\"); ZeRO stage 1, and reduce_scatter false, take it. prescale_gradients is read "
+       "as a Python truth value, so \"false\" is on. The fix removes it.",
+       {**B, "prescale_gradients": True, "zero_optimization": {"stage": 2}}),
+    _c("engine.zenflow-without-offload", "error", "initialize", False,
+       "ZenFlow without ZeRO-1/2 optimizer offload.",
+       "ZenFlow (zero_optimization.zenflow, DeepSpeed 0.17.5 on; any object, {} too, turns it on) updates the "
+       "parameters on the CPU: at ZeRO stage 1-2 without offload_optimizer deepspeed.initialize fails (\"Zenflow must "
+       "be used with cpu offload\"), and without ZeRO training fails at the first step (the plain optimizer has no "
+       "ZenFlow state). The fix offloads the optimizer to the CPU (stage 1-2) or removes zenflow (stage 0).",
+       {**B, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": 0.1}}}),
+    _c("engine.partial-offload-optimizer", "error", "initialize", False,
+       "ZeRO-3 partial optimizer offload (ratio below 1) with an optimizer other than DeepSpeedCPUAdam.",
+       "With offload_optimizer.ratio below 1 the stage-3 optimizer keeps part of the step on the GPU and asserts at "
+       "deepspeed.initialize that the optimizer is DeepSpeedCPUAdam (\"Hybrid Optimizer Only Supports "
+       "DeepSpeedCPUAdam\"): Adam or AdamW with CPU offload, not torch_adam, SGD or another class (the class is "
+       "core.effective's reading). The fix removes ratio (the whole optimizer is offloaded).",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": True}},
+        "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}}),
     _c("precision.master-weights-offload", "error", "initialize", None,
        "16-bit master weights without ZeRO-Offload and DeepSpeedCPUAdam.",
        "With fp16_master_weights_and_grads, or bf16_master_weights_and_grads whose optimizer states stay in fp32 "

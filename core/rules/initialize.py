@@ -171,3 +171,143 @@ def autotp_size(ctx: Context) -> Iterator[Finding]:
         else "Write the tensor-parallel degree as a number (e.g. 2), or remove the key to train without AutoTP.",
         fix=set_fix(path, number) if number is not None else delete_fix(path),
     )
+
+
+def reduce_scatter_on(ctx: Context) -> bool:
+    """``zero_optimization.reduce_scatter`` as DeepSpeed reads it (a pydantic bool, on by default)."""
+    return effective.pydantic_bool(ctx.zero, "reduce_scatter", True)
+
+
+#: The parts of the ZeRO-2/3 optimizers' assertions on gradient scaling with reduce_scatter on that every release
+#: words the same way (the profile's ``zero_optimizer_checks`` hold the whole messages).
+PREDIVIDE_CHECK = "gradient_predivide_factor != 1.0 is not yet supported"
+PRESCALE_CHECK = "pre-scale gradients is not yet supported"
+
+
+def _zero_check(ctx: Context, fragment: str) -> str | None:
+    """The release's ZeRO-optimizer assertion containing ``fragment`` for the config's stage, as it reads when it
+    fails (its ``{}`` filled with "ZeRO-2"); None when the release has no such check for that stage."""
+    text = versions.zero_optimizer_check(ctx.version, ctx.stage, fragment)
+    return None if text is None else text.replace("{}", f"ZeRO-{ctx.stage}")
+
+
+def gradient_scaling_reduce_scatter(ctx: Context) -> Iterator[Finding]:
+    """``gradient_predivide_factor`` other than 1 and ``prescale_gradients`` on, which the ZeRO-2 and ZeRO-3
+    optimizers refuse at ``deepspeed.initialize`` while ``reduce_scatter`` is on (its default); stage 1 and
+    ``reduce_scatter: false`` take both."""
+    if ctx.stage not in (2, 3) or not reduce_scatter_on(ctx):
+        return
+    where = f"with ZeRO stage {ctx.stage} and zero_optimization.reduce_scatter on" + (
+        "" if "reduce_scatter" in ctx.zero else " (its default)")
+    factor = ctx.config.get("gradient_predivide_factor", 1.0)
+    # a number other than 1 (other values: misc.step-number); prescale_gradients is read with get_scalar_param and
+    # used as a Python truth value ("false" is on: type.truthy-string; "auto": the auto rule)
+    prescale = ctx.config.get("prescale_gradients", False)
+    refused = (
+        ("error", "engine.predivide-reduce-scatter", "gradient_predivide_factor", factor, PREDIVIDE_CHECK,
+         isinstance(factor, int | float) and not isinstance(factor, bool) and factor != 1.0,
+         "the default 1.0", "so that ZeRO all-reduces the gradients and divides them by the factor first"),
+        ("error", "engine.prescale-reduce-scatter", "prescale_gradients", prescale, PRESCALE_CHECK,
+         prescale != "auto" and bool(prescale), "ZeRO then averages the gradients after reducing them", ""),
+    )
+    for severity, code, key, value, fragment, on, removed, kept in refused:
+        if on and (check := _zero_check(ctx, fragment)):
+            yield Finding(
+                severity, code, key, f"{key} is {brief(value)} {where}; deepspeed.initialize fails (\"{check}\").",
+                suggestion=f"Remove {key} ({removed}), or set zero_optimization.reduce_scatter to false"
+                + (f" {kept}." if kept else "."),
+                fix=delete_fix(key), page="precision",
+            )
+
+
+def zenflow_offload(ctx: Context) -> Iterator[Finding]:
+    """A ZenFlow section without ZeRO-1/2 optimizer offload, in the releases that read ``zero_optimization.zenflow``
+    (0.17.5 on): at stage 1-2 the ZenFlow ZeRO optimizer raises "Zenflow must be used with cpu offload" at
+    ``deepspeed.initialize`` (NVMe counts: below stage 3 it offloads to the CPU); at stage 0 there is no ZeRO
+    optimizer, and the engine's ZenFlow step fails at the first step asking the plain optimizer for ZenFlow's state
+    (AttributeError). ``null`` (and "auto") leave ZenFlow off; any object, ``{}`` too, turns it on."""
+    if ctx.stage == 3 or not isinstance(ctx.zero.get("zenflow"), dict):
+        return
+    if versions.key_known(ctx.version, "zero_optimization", "zenflow") is not True:
+        return  # refused as an unknown key where the release has no ZenFlow (keys.not-in-version)
+    path = "zero_optimization.zenflow"
+    if ctx.stage == 0:
+        yield Finding(
+            "error", "engine.zenflow-without-offload", path,
+            "zero_optimization.zenflow is set without ZeRO (stage 0); ZenFlow drives the ZeRO-1/2 optimizer offloaded "
+            "to the CPU, and without it training fails at the first step (AttributeError: the optimizer has no "
+            "`zenflow_need_update`).",
+            suggestion="Use ZeRO stage 1 or 2 with \"offload_optimizer\": {\"device\": \"cpu\"}, or remove zenflow.",
+            fix=delete_fix(path), page="zero",
+        )
+        return
+    offload = ctx.zero.get("offload_optimizer")
+    refused = offload not in (None, "auto") and not isinstance(offload, dict)  # the type check reports it
+    if ctx.meaning.offload_optimizer in ("cpu", "nvme") or refused:
+        return
+    # at the offload section, the missing piece: a generic type error of the zenflow section stays visible
+    yield Finding(
+        "error", "engine.zenflow-without-offload", "zero_optimization.offload_optimizer",
+        f"zero_optimization.zenflow is set at ZeRO stage {ctx.stage} without optimizer offload; ZenFlow updates "
+        "the parameters on the CPU, and deepspeed.initialize fails (\"Zenflow must be used with cpu offload\").",
+        suggestion="Add \"offload_optimizer\": {\"device\": \"cpu\"} to zero_optimization, or remove zenflow.",
+        fix=set_fix("zero_optimization.offload_optimizer.device", "cpu") if isinstance(offload, dict)
+        else set_fix("zero_optimization.offload_optimizer", {"device": "cpu"}), page="zero",
+    )
+
+
+def partial_offload_optimizer(ctx: Context) -> Iterator[Finding]:
+    """ZeRO-3 partial optimizer offload (``offload_optimizer.ratio`` below 1) with an optimizer other than
+    DeepSpeedCPUAdam: the stage-3 optimizer asserts "Hybrid Optimizer Only Supports DeepSpeedCPUAdam" at
+    ``deepspeed.initialize`` (the releases whose profile records the check). The class is ``core.effective``'s
+    reading; a client optimizer or "auto" is not known here."""
+    meaning = ctx.meaning
+    if ctx.stage != 3 or meaning.offload_optimizer not in ("cpu", "nvme") \
+            or meaning.optimizer_class in (None, effective.CPU_ADAM):
+        return
+    section = ctx.zero.get("offload_optimizer")
+    raw = section.get("ratio", 1.0) if isinstance(section, dict) else 1.0
+    ratio = None if raw == "auto" else lax_float(raw)  # pydantic float: "0.5" is 0.5; "auto" the default
+    if ratio is None or not 0 <= ratio < 1:  # out of bounds: the parser refuses it (typecheck)
+        return
+    check = versions.zero_optimizer_check(ctx.version, 3, "Hybrid Optimizer Only Supports")
+    if check is None:
+        return
+    yield Finding(
+        "error", "engine.partial-offload-optimizer", "zero_optimization.offload_optimizer.ratio",
+        f"offload_optimizer.ratio is {brief(raw)}: ZeRO-3 keeps part of the optimizer step on the GPU, which it "
+        f"supports only with DeepSpeedCPUAdam, and this config builds {meaning.optimizer_class}; "
+        f"deepspeed.initialize fails (\"{check}\").",
+        suggestion="Use optimizer type Adam or AdamW without torch_adam (DeepSpeed then builds DeepSpeedCPUAdam), "
+        "or remove ratio to offload the whole optimizer.",
+        fix=delete_fix("zero_optimization.offload_optimizer.ratio"), page="zero",
+    )
+
+
+def autotp_world_size(ctx: Context) -> Iterator[Finding]:
+    """``tensor_parallel.autotp_size`` that does not divide the GPUs, in the releases that read it: ``deepspeed.
+    initialize`` lays the ranks out as a (GPUs // autotp_size) x autotp_size mesh (``groups._init_tp_mesh_device``).
+    With fewer GPUs than autotp_size the mesh is empty and initialize fails (AssertionError, proven on one rank);
+    otherwise the mesh leaves the remainder out, and DeepSpeed's other group builder asserts divisibility
+    (``_ensure_divisibility``)."""
+    size = ctx.meaning.autotp_size
+    if size <= 1 or ctx.meaning.autotp_size_string or ctx.world_size % size == 0:
+        return
+    if versions.key_known(ctx.version, "tensor_parallel", "autotp_size") is not True:
+        return
+    path = "tensor_parallel.autotp_size"
+    if ctx.world_size < size:
+        why = ("tensor parallelism needs at least that many; deepspeed.initialize cannot build the tensor-parallel "
+               "groups and fails (AssertionError)")
+    else:
+        left = ctx.world_size % size
+        why = (f"{size} does not divide it. DeepSpeed arranges the GPUs in tensor-parallel groups of {size}, which "
+               f"leaves {left} GPU(s) outside every group, and its group builder asserts that autotp_size divides the "
+               "world size")
+    yield Finding(
+        "error", "engine.autotp-world-size", path,
+        f"`{path}` is {size} but the job runs on {ctx.world_size} GPU(s): {why}.",
+        suggestion=f"Set autotp_size to a divisor of {ctx.world_size} (1 turns AutoTP off), or run on a multiple of "
+        f"{size} GPUs.",
+        page="advanced",
+    )

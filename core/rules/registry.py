@@ -27,5 +27,6 @@ RULES: tuple[Rule, ...] = (
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,
     optim.optimizer, optim.scheduler,
     initialize.engine_combinations, initialize.amp_combinations, precision.master_weights_offload,
-    initialize.autotp_size,
+    initialize.autotp_size, initialize.autotp_world_size, initialize.gradient_scaling_reduce_scatter,
+    initialize.zenflow_offload, initialize.partial_offload_optimizer,
 )
