@@ -2,12 +2,17 @@
 
 - ``prescale_gradients`` and ``gradient_predivide_factor`` != 1 with ZeRO-2/3 and ``reduce_scatter`` on: the ZeRO
   optimizer asserts at initialize (``engine.prescale-reduce-scatter``, ``engine.predivide-reduce-scatter``);
+- a predivide factor of 0 was an error wherever it was written, though ZeRO-1 with ``reduce_scatter`` on never
+  reads it (``misc.step-number`` only where DeepSpeed divides by it);
+- NVMe offload without ``nvme_path`` fails at initialize at stage 3 (``zero.nvme-without-path`` is an error there,
+  and quiet below stage 3, where nothing is swapped);
 - ZenFlow without optimizer offload (``engine.zenflow-without-offload``), an ``autotp_size`` that does not divide the
   GPUs (``engine.autotp-world-size``), partial optimizer offload with an optimizer other than DeepSpeedCPUAdam
-  (``engine.partial-offload-optimizer``), and optimizer/scheduler parameters written beside ``params`` instead of
-  inside it.
+  (``engine.partial-offload-optimizer``), a ``datastates_ckpt`` written to mean off that turns DataStates on
+  (``misc.datastates-on``), and optimizer/scheduler parameters written beside ``params`` instead of inside it.
 
-The 0.19.8 proofs are cases of ``tests/oracle/initialize_cases.py`` (``tests/test_initialize_failures.py``).
+The 0.19.8 proofs are cases of ``tests/oracle/initialize_cases.py`` (``tests/test_initialize_failures.py``); the
+oldest installed release is proven here with one ``deepspeed.initialize`` run.
 """
 
 from __future__ import annotations
@@ -71,6 +76,49 @@ def test_prescale_written_false_as_a_string_is_on():
     """get_scalar_param, used as a Python truth value: "false" prescales, so ZeRO-2 refuses it too."""
     codes = _codes({**B, "optimizer": TORCH_ADAMW, "prescale_gradients": "false", **_zero(2)})
     assert "engine.prescale-reduce-scatter" in codes
+
+
+# ------------------------------------------------------------------ predivide factor 0
+@pytest.mark.parametrize(("config", "fails"), [
+    ({**B, "optimizer": TORCH_ADAMW, **_zero(1)}, False),  # ZeRO-1 reduce-scatters: the factor is never read
+    ({**B, "optimizer": TORCH_ADAMW, **_zero(1, reduce_scatter=False)}, True),
+    ({**B, "optimizer": TORCH_ADAMW, **_zero(2, reduce_scatter=False)}, True),
+    ({**B, "optimizer": TORCH_ADAMW, **_zero(3, reduce_scatter=False)}, False),  # a tensor division: no exception
+    ({**B, "optimizer": {"type": "SGD", "params": {"lr": 0.01}}}, True),  # the engine's all-reduce
+    ({**B, "optimizer": TORCH_ADAMW, "bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"},
+      **_zero(1)}, True),  # BF16_Optimizer: the engine's all-reduce again
+], ids=["zero1", "zero1-no-reduce-scatter", "zero2-no-reduce-scatter", "zero3-no-reduce-scatter", "no-zero",
+        "bf16-optimizer"])
+def test_predivide_factor_zero_is_an_error_only_where_deepspeed_divides_by_it(config, fails):
+    codes = _codes({**config, "gradient_predivide_factor": 0})
+    assert ("misc.step-number" in codes) == fails, codes
+    if fails:
+        assert "ZeroDivisionError" in codes["misc.step-number"].message
+
+
+def test_predivide_factor_zero_with_reduce_scatter_at_zero_2_is_the_initialize_error():
+    codes = _codes({**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 0, **_zero(2)})
+    assert "engine.predivide-reduce-scatter" in codes and "misc.step-number" not in codes
+
+
+# ------------------------------------------------------------------ NVMe without nvme_path
+@pytest.mark.parametrize("section", ["offload_param", "offload_optimizer"])
+def test_nvme_without_path_is_an_initialize_error_at_stage_3(section):
+    finding = _codes({**B, "optimizer": TORCH_ADAMW, **_zero(3, **{section: {"device": "nvme"}})})[
+        "zero.nvme-without-path"]
+    assert finding.severity == "error" and finding.path == f"zero_optimization.{section}.nvme_path"
+    assert "deepspeed.initialize fails" in finding.message and "nvme_path" in finding.suggestion
+    assert finding.fix.ops[0].path == f"zero_optimization.{section}.nvme_path"
+    with_path = {**B, "optimizer": TORCH_ADAMW, **_zero(3, **{section: {"device": "nvme", "nvme_path": "/nvme"}})}
+    assert "zero.nvme-without-path" not in _codes(with_path)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_nvme_without_path_below_stage_3_is_left_to_the_offload_findings(stage):
+    """Below stage 3 DeepSpeed offloads the optimizer to the CPU and never reads nvme_path: it trains."""
+    codes = _codes({**B, "optimizer": TORCH_ADAMW, **_zero(stage, offload_optimizer={"device": "nvme"})})
+    assert "zero.nvme-without-path" not in codes and "zero.nvme-below-3" in codes
+    assert not _errors({**B, "optimizer": TORCH_ADAMW, **_zero(stage, offload_optimizer={"device": "nvme"})})
 
 
 # ------------------------------------------------------------------ ZenFlow
@@ -142,6 +190,29 @@ def test_partial_offload_needs_deepspeed_cpu_adam(optimizer, ratio, flagged):
         assert finding.path == "zero_optimization.offload_optimizer.ratio" and "ratio" in finding.suggestion
 
 
+# ------------------------------------------------------------------ DataStates
+@pytest.mark.parametrize(("value", "warned"), [
+    ({"enabled": False}, True), (None, True), ({}, True), ({"enabled": "false"}, True), (0, True),
+    (False, False), (True, False), ({"enabled": True}, False), ({"host_cache_size": 16}, False),
+], ids=["enabled-false", "null", "empty", "enabled-false-string", "zero", "false", "true", "enabled", "settings"])
+def test_datastates_written_to_mean_off_is_on(value, warned):
+    codes = _codes({**B, "datastates_ckpt": value})
+    assert ("misc.datastates-on" in codes) == warned, codes
+    if warned:
+        finding = codes["misc.datastates-on"]
+        assert finding.severity == "warning" and finding.path == "datastates_ckpt"
+        assert '"datastates_ckpt": false' in finding.suggestion and "remove" in finding.suggestion
+        assert finding.fix.ops[0].value is False
+
+
+def test_datastates_warning_only_where_the_release_reads_the_key():
+    config = {**B, "datastates_ckpt": {"enabled": False}}
+    reading = [r for r in versions.RELEASES if versions.key_known(r, "", "datastates_ckpt")]
+    assert reading and reading[-1] == versions.NEWEST
+    for release in versions.RELEASES:
+        assert ("misc.datastates-on" in _codes(config, version=release)) == (release in reading), release
+
+
 # ------------------------------------------------------------------ parameters beside params
 @pytest.mark.parametrize(("section", "key", "value"), [
     ("optimizer", "lr", 0.001), ("optimizer", "betas", [0.9, 0.95]), ("scheduler", "warmup_num_steps", 10),
@@ -161,3 +232,35 @@ def test_a_top_level_key_inside_the_optimizer_says_the_top_level_plainly():
     finding = next(f for f in validate(config).findings if f.path == "optimizer.gradient_clipping")
     assert "`the top level`" not in finding.suggestion and "top level" in finding.suggestion
     assert (finding.fix.ops[0].op, finding.fix.ops[0].to) == ("move", "gradient_clipping")
+
+
+# ------------------------------------------------------------------ the real deepspeed.initialize, oldest release
+OLDEST_INSTALLED = "0.16.9"
+_OLD_RELEASE_CONFIGS: dict[str, dict[str, Any]] = {
+    "prescale-zero2": {**B, "optimizer": TORCH_ADAMW, "prescale_gradients": True, **_zero(2)},
+    "predivide-zero3": {**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 2.0, **_zero(3)},
+    "predivide-zero-zero1": {**B, "optimizer": TORCH_ADAMW, "gradient_predivide_factor": 0, **_zero(1)},
+    "nvme-param-zero3": {**B, "optimizer": TORCH_ADAMW, **_zero(3, offload_param={"device": "nvme"})},
+    "partial-offload-torch-adamw": {**B, "optimizer": TORCH_ADAMW,
+                                    **_zero(3, offload_optimizer={"device": "cpu", "ratio": 0.5})},
+}
+
+
+@pytest.mark.deepspeed
+@pytest.mark.slow
+def test_the_oldest_installed_release_agrees():
+    """One ``deepspeed.initialize`` run (and two training steps) per config on 0.16.9: the validator has an error
+    exactly where the release fails."""
+    from tests.oracle.initialize import run_initialize_configs
+    from tests.oracle.oracle import oracle_available
+
+    reason = oracle_available(OLDEST_INSTALLED)
+    if reason:
+        pytest.skip(reason)
+    run = run_initialize_configs(_OLD_RELEASE_CONFIGS, OLDEST_INSTALLED)
+    for key, config in _OLD_RELEASE_CONFIGS.items():
+        result = run.results[key]
+        fails = bool(result["raised"] or (result["step"] or {}).get("raised"))
+        errors = _errors(config, version=OLDEST_INSTALLED)
+        assert bool(errors) == fails, (key, result, errors)
+    assert not run.results["predivide-zero-zero1"]["raised"]  # the false alarm: it trains

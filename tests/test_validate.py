@@ -122,7 +122,7 @@ CASES = [
     ("offload-opt-stage-0", cfg(zero_optimization={"stage": 0, "offload_optimizer": {"device": "cpu"}}), {},
      "zero.offload-optimizer-stage-0", "warning", "zero_optimization.offload_optimizer"),
     ("nvme-without-path", cfg(zero_optimization={"stage": 3, "offload_param": {"device": "nvme"}}), {},
-     "zero.nvme-without-path", "warning", "zero_optimization.offload_param.nvme_path"),
+     "zero.nvme-without-path", "error", "zero_optimization.offload_param.nvme_path"),
     ("elastic-z3", cfg(zero_optimization={"stage": 3, "elastic_checkpoint": True}), {},
      "zero.elastic-checkpoint-stage-3", "warning", "zero_optimization.elastic_checkpoint"),
     ("stage3-keys-unused", cfg(zero_optimization={"stage": 2, "stage3_max_live_parameters": 1000}), {},
@@ -320,6 +320,7 @@ CASES = [
                                       zero_optimization={"stage": 3, "offload_optimizer": {"device": "cpu",
                                                                                             "ratio": 0.5}}), {},
      "engine.partial-offload-optimizer", "error", "zero_optimization.offload_optimizer.ratio"),
+    ("datastates-on", cfg(datastates_ckpt=None), {}, "misc.datastates-on", "warning", "datastates_ckpt"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]

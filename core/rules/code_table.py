@@ -389,8 +389,11 @@ TABLE: tuple[Code, ...] = (
        "states to NVMe. The fix writes \"cpu\", which is what runs (marked unsafe: the device the config names "
        "changes).",
        {**B, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}),
-    _c("zero.nvme-without-path", "warning", "training", False, "NVMe offload without nvme_path.",
-       "DeepSpeed accepts it and fails when it starts swapping. The fix sets a placeholder path to edit.",
+    _c("zero.nvme-without-path", "error", "initialize", False, "NVMe offload without nvme_path at ZeRO stage 3.",
+       "DeepSpeed's parser accepts it; deepspeed.initialize then fails setting up the swap files: parameter offload "
+       "asserts \"nvme_path\" in DeepSpeed Config cannot be None if remote device is OffloadDeviceEnum.nvme, optimizer "
+       "offload joins None into a path (TypeError). Below stage 3 nothing is swapped to NVMe (zero.nvme-below-3, "
+       "zero.offload-param-below-3) and the path is unused. The fix sets a placeholder path to edit.",
        {**B, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}),
     _c("zero.elastic-checkpoint-stage-3", "warning", "ignored", True, "elastic_checkpoint with ZeRO stage 3.",
        "DeepSpeed warns and ignores it at stage 3; removing it changes nothing.",
@@ -684,13 +687,21 @@ TABLE: tuple[Code, ...] = (
        "Training computes step % steps_per_print: 0 divides by zero at the first step. The fix sets 10.",
        {**B, "steps_per_print": 0}),
     _c("misc.step-number", "error", "training", False, "gradient_clipping or gradient_predivide_factor is not a "
-       "number (or the factor is 0).", "DeepSpeed keeps them as written and computes with them at the first "
-       "optimizer step: a string or null stops training (TypeError), a factor of 0 divides by zero. The fix "
-       "writes the number a numeric string holds, else the default.",
+       "number (or the factor is 0 where DeepSpeed divides by it).", "DeepSpeed keeps them as written and computes "
+       "with them at the first optimizer step: a string or null stops training (TypeError), a factor of 0 divides "
+       "by zero where the factor is used: without ZeRO, under BF16_Optimizer, and with ZeRO-1/2 and reduce_scatter "
+       "false (ZeRO-1 with reduce_scatter on never reads it; ZeRO-2/3 with it on refuse any factor but 1, "
+       "engine.predivide-reduce-scatter). The fix writes the number a numeric string holds, else the default.",
        {**B, "gradient_clipping": "1.0"}),
     _c("misc.steps-per-print-odd", "warning", "n/a", False, "steps_per_print is negative or fractional.",
        "It is meant to be a positive whole number of steps. The fix sets 10.",
        {**B, "steps_per_print": -1}),
+    _c("misc.datastates-on", "warning", "n/a", False, "datastates_ckpt written to mean off turns DataStates on.",
+       "DeepSpeed (0.18.1 on) enables DataStates checkpointing when `datastates_ckpt` is anything but `false` "
+       "(`enabled = value is not False`): null, {} and {\"enabled\": false} all switch it on, and checkpoints are "
+       "saved through DataStates (or, without its package, DeepSpeed logs an error and falls back to torch.save). "
+       "The fix writes false (unsafe: it turns DataStates off, which is what the config seems to mean).",
+       {**B, "datastates_ckpt": {"enabled": False}}),
     _c("misc.load-balance-coeff", "error", "parse", False, "expert_parallel.load_balance_coeff is set.",
        "DeepSpeed's AutoEP build does not support it and stops. The fix removes it.",
        {**B, "expert_parallel": {"load_balance_coeff": 0.01}}),

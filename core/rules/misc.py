@@ -11,11 +11,14 @@ from pydantic import BaseModel
 
 from core import versions
 from core.batch import reads_sequence_parallel
+from core.effective import uses_bf16_optimizer
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
+from core.rules.initialize import reduce_scatter_on
 from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig, DataSamplingConfig
 from core.schema.base import field_meta, version_tuple
+from core.schema.precision import canonical_dtype
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, section_fields
 from core.schema.zero import ZeroConfig
@@ -274,6 +277,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("steps_per_print", 10), page="monitoring",
         )
     yield from _step_numbers(ctx)
+    yield from _datastates_on(ctx)
     ep = ctx.config.get("expert_parallel")
     if isinstance(ep, dict) and ep.get("load_balance_coeff") is not None:
         yield Finding(
@@ -327,6 +331,36 @@ def _wall_clock(ctx: Context) -> Iterator[Finding]:
         )
 
 
+def _datastates_on(ctx: Context) -> Iterator[Finding]:
+    """A ``datastates_ckpt`` written to mean off that turns DataStates checkpointing on: DeepSpeed's
+    ``DeepSpeedDataStatesConfig`` sets ``enabled = value is not False``, so only the JSON ``false`` leaves it off;
+    ``null``, ``{}``, ``{"enabled": false}``, ``0`` or ``"false"`` all switch it on (the releases that read the key,
+    0.18.1 on)."""
+    if "datastates_ckpt" not in ctx.config or versions.key_known(ctx.version, "", "datastates_ckpt") is not True:
+        return
+    value = ctx.config["datastates_ckpt"]
+    if value is False:
+        return
+    if isinstance(value, dict):
+        if value and ("enabled" not in value or lax_bool(value["enabled"]) is True):
+            return  # DataStates settings, or switched on as written: meant on
+        how = "an empty object" if not value else f"an object whose `enabled` is {brief(value['enabled'])}"
+    elif value is None or lax_bool(value) is False:
+        how = "null" if value is None else brief(value)
+    else:
+        return  # true, or something the type check refuses
+    yield Finding(
+        "warning", "misc.datastates-on", "datastates_ckpt",
+        f"`datastates_ckpt` is {how}, which reads as off but turns DataStates checkpointing ON: DeepSpeed "
+        f"{ctx.version} enables it for any value but `false` (`value is not False`), and its keys are not read to "
+        "decide. Checkpoints are then saved through DataStates (without the datastates package, DeepSpeed logs an "
+        "error and falls back to torch.save).",
+        suggestion="To keep DataStates off, remove `datastates_ckpt` or write `\"datastates_ckpt\": false`; to use it, "
+        "write its settings without a false `enabled`.",
+        fix=set_fix("datastates_ckpt", False), page="advanced",
+    )
+
+
 #: Top-level numbers DeepSpeed reads as written (``get_scalar_param``) and computes with at the first optimizer
 #: step: ``if self.gradient_clipping() > 0.0`` (``_take_model_step``) and ``1.0 / gradient_predivide_factor``
 #: (the gradient all-reduce, engine and ZeRO-1/2 optimizer).
@@ -334,8 +368,26 @@ _STEP_NUMBERS = {"gradient_clipping": ("compares it with 0.0", 1.0),
                  "gradient_predivide_factor": ("divides the gradients by it", 1.0)}
 
 
+def _divides_by_predivide_factor(ctx: Context) -> str | None:
+    """Where DeepSpeed computes ``1.0 / gradient_predivide_factor`` (a Python division: 0 raises
+    ZeroDivisionError) at the first gradient all-reduce, or None where it never does. The engine's all-reduce does
+    it without ZeRO and under BF16_Optimizer (bf16 ZeRO-1 accumulating in fp32); ZeRO-1/2 only with
+    ``reduce_scatter`` off. With it on, ZeRO-2 and ZeRO-3 refuse any factor but 1 at initialize
+    (``engine.predivide-reduce-scatter``); ZeRO-3 without it divides the gradient tensors, which gives inf, not an
+    exception."""
+    meaning = ctx.meaning
+    accum = ctx.get("data_types.grad_accum_dtype")
+    accum_fp32 = accum is not None and canonical_dtype(accum) == "fp32"
+    if ctx.stage == 0 or uses_bf16_optimizer(ctx.stage, meaning.precision, accum_fp32, meaning.offload_optimizer):
+        return "at the first gradient all-reduce" + (" without ZeRO" if ctx.stage == 0 else " (BF16_Optimizer)")
+    if ctx.stage in (1, 2) and not reduce_scatter_on(ctx):
+        return f"in ZeRO stage {ctx.stage}'s gradient all-reduce (zero_optimization.reduce_scatter is false)"
+    return None
+
+
 def _step_numbers(ctx: Context) -> Iterator[Finding]:
-    """A string, null, list or object (or a predivide factor of 0) where the step computes with a number."""
+    """A string, null, list or object (or a predivide factor of 0 where DeepSpeed divides by it) where the step
+    computes with a number."""
     for key, (use, default) in _STEP_NUMBERS.items():
         if key not in ctx.config or ctx.config[key] == "auto":  # "auto": the auto rule
             continue
@@ -343,11 +395,11 @@ def _step_numbers(ctx: Context) -> Iterator[Finding]:
             continue  # read raw, Python truth: prescaling divides by the world size instead
         value = ctx.config[key]
         if isinstance(value, int | float):
-            if key == "gradient_predivide_factor" and value == 0:
+            where = _divides_by_predivide_factor(ctx) if key == "gradient_predivide_factor" and value == 0 else None
+            if where is not None:
                 yield Finding(
                     "error", "misc.step-number", key,
-                    f"{key} is {brief(value)}; DeepSpeed {use} at the first gradient all-reduce and stops "
-                    "(ZeroDivisionError).",
+                    f"{key} is {brief(value)}; DeepSpeed {use} {where} and stops (ZeroDivisionError).",
                     suggestion="1.0 divides nothing before the all-reduce (the default).",
                     fix=set_fix(key, default), page="precision",
                 )

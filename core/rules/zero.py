@@ -17,6 +17,9 @@ from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE, ZeroConfig
 # --------------------------------------------------------------------------------------------
 # ZeRO and offload
 
+#: How DeepSpeed prints the NVMe offload device in its messages (``OffloadDeviceEnum.nvme``).
+_NVME_ENUM = "OffloadDeviceEnum.nvme"
+
 
 def zero_form(ctx: Context) -> Iterator[Finding]:
     """The deprecated boolean form and null; with the HF target, the section Accelerate requires and its "auto"
@@ -105,13 +108,18 @@ def offload(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("zero_optimization.offload_optimizer.device", "cpu")
             if isinstance(zero.get("offload_optimizer"), dict) else None, page="zero",
         )
+    # Only stage 3 swaps to NVMe; below it the other offload findings say what runs and nvme_path is unused.
     for name, dev in (("offload_param", param_dev), ("offload_optimizer", opt_dev)):
         section = zero.get(name)
-        if dev == "nvme" and isinstance(section, dict) and not section.get("nvme_path"):
+        # pydantic drops "auto": the path stays None
+        if stage == 3 and dev == "nvme" and isinstance(section, dict) and section.get("nvme_path") in (None, "auto"):
+            failure = (f"AssertionError: \"nvme_path\" in DeepSpeed Config cannot be None if remote device is "
+                       f"{_NVME_ENUM}" if name == "offload_param"
+                       else "TypeError: expected str, bytes or os.PathLike object, not NoneType")
             yield Finding(
-                "warning", "zero.nvme-without-path", f"zero_optimization.{name}.nvme_path",
-                f"{name} uses NVMe but has no nvme_path; DeepSpeed accepts the config and fails when it "
-                "starts swapping.",
+                "error", "zero.nvme-without-path", f"zero_optimization.{name}.nvme_path",
+                f"{name} swaps to NVMe at ZeRO stage 3 but has no nvme_path; DeepSpeed accepts the config and "
+                f"deepspeed.initialize fails setting up the swap files ({failure}).",
                 suggestion=f"Set nvme_path to a directory on a fast local NVMe drive, e.g. {NVME_PATH_EXAMPLE}.",
                 fix=set_fix(f"zero_optimization.{name}.nvme_path", NVME_PATH_EXAMPLE), page="zero",
             )
