@@ -264,3 +264,52 @@ def test_the_oldest_installed_release_agrees():
         errors = _errors(config, version=OLDEST_INSTALLED)
         assert bool(errors) == fails, (key, result, errors)
     assert not run.results["predivide-zero-zero1"]["raised"]  # the false alarm: it trains
+
+
+def test_compute_grad_norm_is_checked_only_where_the_release_reads_it_with_its_own_clipping_default():
+    """compute_grad_norm false on 0.19.6 (which has no such key) got "deepspeed.initialize fails" beside the right
+    keys.not-in-version-on, and an unsafe fix that turned clipping off; on 0.16.9 it said clipping was "1 (the
+    default)" where 0.16.9's default is 0."""
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1, "compute_grad_norm": False}}
+    for version in ("0.16.9", "0.19.6"):
+        codes = {f.code for f in validate(config, world_size=1, version=version).findings}
+        assert "engine.compute-grad-norm-clipping" not in codes, version
+    found = [f for f in validate(config, world_size=1, version="0.19.7").findings
+             if f.code == "engine.compute-grad-norm-clipping"]
+    assert len(found) == 1 and "gradient_clipping is 1 (the default)" in found[0].message
+
+
+def test_stage3_keys_unused_names_the_keys_as_written_deprecated_spellings_included():
+    """At stage 2, the deprecated stage3_gather_fp16_weights_on_model_save got no zero.stage3-keys-unused while its
+    rename (the safe fix of deprecated.key) did: the fix brought up a new finding. And the message listed the
+    schema's field names (max_live_parameters), not the keys the config writes."""
+    def unused(zero: dict[str, Any]) -> list[str]:
+        config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, **zero}}
+        return [f.message for f in validate(config, world_size=1).findings if f.code == "zero.stage3-keys-unused"]
+
+    assert unused({"stage3_gather_fp16_weights_on_model_save": True, "stage3_max_live_parameters": 5}) == [
+        "Stage-3 settings have no effect at stage 2: stage3_gather_fp16_weights_on_model_save, "
+        "stage3_max_live_parameters."]
+    assert unused({"stage3_gather_16bit_weights_on_model_save": True}) == [
+        "Stage-3 settings have no effect at stage 2: stage3_gather_16bit_weights_on_model_save."]
+
+
+@pytest.mark.parametrize(("written", "stage"), [(True, 1), ("3", 3), (3.0, 3), (" 2 ", 2), ("3.0", 3)])
+def test_a_stage_written_as_bool_float_or_string_warns_and_its_fix_is_what_the_hf_trainer_reads(written, stage):
+    """"stage": "3" or true was silent: DeepSpeed coerces it, but accelerate's HfDeepSpeedConfig (the HF Trainer's)
+    compares the raw value with 3, so "3" was not ZeRO-3 to it (no zero.Init when the model loads)."""
+    from accelerate.utils.deepspeed import HfDeepSpeedConfig
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+
+    from core.autofix import fix_until_stable
+
+    assert int(DeepSpeedZeroConfig(stage=written).stage) == stage
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": written}}
+    found = [f for f in validate(config, world_size=1).findings if f.code == "zero.stage-not-integer"]
+    assert len(found) == 1 and f"reads it as stage {stage}" in found[0].message
+    fixed = fix_until_stable(config).config  # a safe fix
+    assert fixed["zero_optimization"]["stage"] == stage and type(fixed["zero_optimization"]["stage"]) is int
+    assert HfDeepSpeedConfig(fixed).is_zero3() == (stage == 3)
+    if stage == 3 and isinstance(written, str):
+        assert not HfDeepSpeedConfig(config).is_zero3() and "HF Trainer and accelerate" in found[0].message
+    assert not [f for f in validate(fixed, world_size=1).findings if f.code == "zero.stage-not-integer"]

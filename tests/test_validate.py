@@ -127,6 +127,8 @@ CASES = [
      "zero.elastic-checkpoint-stage-3", "warning", "zero_optimization.elastic_checkpoint"),
     ("stage3-keys-unused", cfg(zero_optimization={"stage": 2, "stage3_max_live_parameters": 1000}), {},
      "zero.stage3-keys-unused", "info", "zero_optimization"),
+    ("stage-not-integer", cfg(zero_optimization={"stage": "3"}), {},
+     "zero.stage-not-integer", "warning", "zero_optimization.stage"),
     ("hpz", cfg(zero_optimization={"stage": 3, "zero_hpz_partition_size": 8}), {"world_size": 12},
      "zero.hpz-partition", "warning", "zero_optimization.zero_hpz_partition_size"),
     ("sub-group-zero", cfg(zero_optimization={"stage": 3, "sub_group_size": 0}), {},

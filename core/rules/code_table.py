@@ -401,6 +401,12 @@ TABLE: tuple[Code, ...] = (
     _c("zero.stage3-keys-unused", "info", "ignored", None, "Stage-3 settings at stage 1 or 2.",
        "stage3_* knobs do nothing below stage 3; fine to keep if you switch stages.",
        {**B, "zero_optimization": {"stage": 2, "stage3_max_live_parameters": 1000000000}}),
+    _c("zero.stage-not-integer", "warning", "n/a", True, "The ZeRO stage written as a bool, float or string.",
+       "DeepSpeed's pydantic model coerces true, 3.0 or \"3\" to the stage, so DeepSpeed itself runs it; the HF "
+       "Trainer and accelerate read zero_optimization.stage as written and compare it with 3 "
+       "(HfDeepSpeedConfig.is_zero3), so a \"3\" trains without zero.Init at model loading and without their "
+       "ZeRO-3 checkpoint handling. The fix writes the integer.",
+       {**B, "zero_optimization": {"stage": "3"}}),
     _c("zero.hpz-partition", "warning", "n/a", None, "zero_hpz_partition_size does not divide the GPUs.",
        "ZeRO++ hpZ needs the secondary partition to divide the world size (normally the GPUs per node).",
        {**B, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}}, settings={"world_size": 12}),

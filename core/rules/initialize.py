@@ -39,8 +39,11 @@ def _manages_accumulation(ctx: Context) -> bool:
 def engine_combinations(ctx: Context) -> Iterator[Finding]:
     """Mixes of precision, gradient accumulation and ZeRO options the engine refuses."""
     zero = ctx.zero
-    compute_grad_norm = lax_bool(zero.get("compute_grad_norm", True))
-    clipping = lax_float(ctx.config.get("gradient_clipping", 1.0))
+    # a release without the key ignores it (another rule says so): the norm is computed as always
+    reads_norm_switch = versions.key_known(ctx.version, "zero_optimization", "compute_grad_norm") is not False
+    compute_grad_norm = lax_bool(zero.get("compute_grad_norm", True)) if reads_norm_switch else True
+    clipping = lax_float(ctx.config.get("gradient_clipping",
+                                        versions.recorded_default(ctx.version, "", "gradient_clipping")[1]))
     if compute_grad_norm is False and ctx.stage in (1, 2) and clipping is not None and clipping > 0:
         yield Finding(
             "error", "engine.compute-grad-norm-clipping", "zero_optimization.compute_grad_norm",

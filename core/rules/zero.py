@@ -132,11 +132,12 @@ def offload(ctx: Context) -> Iterator[Finding]:
             suggestion="Use Universal Checkpointing instead.", fix=delete_fix("zero_optimization.elastic_checkpoint"),
             page="zero",
         )
+    # as written (alias or name); deprecated spellings too: the same setting, and renaming it (a safe fix) must not
+    # bring this up
     stage3_only = [
-        path for path, field in iter_schema(ZeroConfig)
+        next(k for k in field.keys if k in zero) for path, field in iter_schema(ZeroConfig)
         if "." not in path and field.meta.stages == (3,) and stage in (1, 2)
-        and any(k in zero for k in field.keys) and field.model is None and not field.meta.deprecated
-        and not field.meta.removed
+        and any(k in zero for k in field.keys) and field.model is None and not field.meta.removed
     ]
     if stage3_only:
         yield Finding(
@@ -163,6 +164,36 @@ def offload(ctx: Context) -> Iterator[Finding]:
                 suggestion="The default is 500000000 (5e8) elements.",
                 fix=set_fix("zero_optimization.reduce_bucket_size", 500_000_000), page="zero",
             )
+
+
+def _stage_as_read(raw: object) -> int | None:
+    """The stage pydantic's lax mode makes of a ``zero_optimization.stage`` that is not a plain int (true, 3.0,
+    "3", " 2 ", "3.0"), or None for an int, "auto" or a value it refuses (another rule reports that)."""
+    if isinstance(raw, bool):
+        return int(raw)
+    number = raw.strip() if isinstance(raw, str) and raw.strip() != "auto" else raw if isinstance(raw, float) else None
+    try:
+        value = float(number) if number is not None else None
+    except ValueError:
+        return None
+    return int(value) if value is not None and value.is_integer() and 0 <= value <= 3 else None
+
+
+def stage_not_integer(ctx: Context) -> Iterator[Finding]:
+    """``zero_optimization.stage`` written as a bool, float or string DeepSpeed coerces: it runs the coerced stage,
+    while the HF Trainer and accelerate compare the raw value with 3 (``HfDeepSpeedConfig.is_zero3``)."""
+    raw = ctx.zero.get("stage")
+    stage = _stage_as_read(raw)
+    if stage is None:
+        return
+    yield Finding(
+        "warning", "zero.stage-not-integer", "zero_optimization.stage",
+        f"`zero_optimization.stage` is {brief(raw)}: DeepSpeed {ctx.version} reads it as stage {stage}"
+        + (", but the HF Trainer and accelerate read the value as written and compare it with the integers (a string "
+           "is no stage to them: \"3\" is not ZeRO-3, so no zero.Init at model loading and no ZeRO-3 checkpoint "
+           "handling)." if isinstance(raw, str) else "; other tools reading the file may not."),
+        suggestion=f"Write the integer {stage}.", fix=set_fix("zero_optimization.stage", stage), page="zero",
+    )
 
 
 def sub_group_zero(ctx: Context) -> Iterator[Finding]:
