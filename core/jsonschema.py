@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 
 from core import versions
+from core.findings import join_path
 from core.rules.misc import removed_zero_reason
 from core.rules.structure import _exists_in, _profile_prefix
 from core.schema.base import DEFAULT_VERSION, META_KEY, version_tuple
@@ -36,22 +39,27 @@ def json_schema(version: str = DEFAULT_VERSION, target: str = "deepspeed") -> di
     Every spelling DeepSpeed accepts is a property (``stage3_*`` aliases and the plain names),
     ``"auto"`` is allowed where DeepSpeed or the HF Trainer accepts it, keys of other versions are
     marked, and deprecated keys carry VS Code's ``deprecationMessage``. Which keys ``version`` has, which of its
-    sections refuse unknown keys and its numeric bounds come from its generated profile, as for ``validate``.
+    sections refuse unknown keys and its numeric bounds come from its generated profile, as for ``validate``; what
+    the validator refuses by a rule rather than by the type (null, a string outside the choices DeepSpeed checks,
+    an empty string, 0, the deprecated boolean ZeRO form it only warns about) is asked of ``validate`` itself
+    (``_refusals``), and pydantic sections take numeric strings for integers as DeepSpeed's lax pydantic does.
     """
     schema = copy.deepcopy(DeepSpeedConfig.model_json_schema(by_alias=True, mode="validation"))
     defs = schema.setdefault("$defs", {})
     models = _models(DeepSpeedConfig, {})
-    _adjust(schema, DeepSpeedConfig, version, target)
+    _adjust(schema, DeepSpeedConfig, version, target, defs)
     for name, model in models.items():
         if name in defs and model is not DeepSpeedConfig:
-            _adjust(defs[name], model, version, target)
+            _adjust(defs[name], model, version, target, defs)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_ID
     schema["title"] = f"DeepSpeed config (ds_config.json) for DeepSpeed {version}, target {target}"
     return schema
 
 
-def _adjust(node: dict[str, Any], model: type[BaseModel], version: str, target: str) -> None:
+def _adjust(
+    node: dict[str, Any], model: type[BaseModel], version: str, target: str, defs: dict[str, Any]
+) -> None:
     """One section of the schema as DeepSpeed ``version`` reads it: which of its keys that release has, whether
     it refuses unknown keys, and its numeric bounds all come from the release's profile (``core.versions``), asked
     through the functions the validator asks (``core.rules.structure``), never from ``added=``/``removed=``."""
@@ -60,12 +68,19 @@ def _adjust(node: dict[str, Any], model: type[BaseModel], version: str, target: 
     strict = _release_strict(version, model, prefixes)
     if is_strict(model) and not strict:
         node["additionalProperties"] = True  # a dict.get section in this release: unknown keys are ignored
+    elif strict and target != "hf" and node.get("additionalProperties") is False:
+        # DeepSpeed's config models drop "auto" values before they check the keys: an unknown key holding "auto"
+        # is dropped (the validator warns, keys.unknown-auto), any other value is refused. (The HF Trainer refuses
+        # an "auto" it does not fill: auto.not-filled.)
+        node["additionalProperties"] = {
+            "const": "auto", "description": f"Not a key of this section: DeepSpeed {version} drops it when it is "
+            "\"auto\" and refuses it otherwise."}
     for field in unique_fields(model):
         key = field.alias or field.name
         if key not in props:
             continue
         props[key] = _absent(version, prefixes, field, key, strict) or _present(
-            props[key], version, model, prefixes, field, strict, target)
+            props[key], version, model, prefixes, field, strict, target, defs)
         if field.alias and field.name not in props:
             props[field.name] = copy.deepcopy(props[key])
     if strict and prefixes:
@@ -74,7 +89,7 @@ def _adjust(node: dict[str, Any], model: type[BaseModel], version: str, target: 
 
 def _present(
     prop: dict[str, Any], version: str, model: type[BaseModel], prefixes: tuple[str, ...], field: SchemaField,
-    strict: bool, target: str,
+    strict: bool, target: str, defs: dict[str, Any],
 ) -> dict[str, Any]:
     """The property schema of a key ``version`` reads."""
     meta = field.meta
@@ -89,8 +104,12 @@ def _present(
         kept = ("title", "description", "markdownDescription", "deprecationMessage", "default", META_KEY)
         return {k: prop[k] for k in kept if k in prop}
     _bounds(prop, version, model, prefixes, field, xds)
+    _refusals(prop, version, target, prefixes, field)
+    if strict and is_strict(model):
+        _numeric_strings(prop, defs)
     auto_ok = is_strict(model) or (target == "hf" and meta.hf_auto) or meta.auto == "default"
-    if auto_ok and field.model is None:
+    # a sub-section of a section this release parses with pydantic: "auto" is dropped there too (the default)
+    if auto_ok and (field.model is None or (strict and is_strict(model))):
         outer = ("description", "markdownDescription", "deprecationMessage")
         return {"anyOf": [prop, _AUTO], **{k: prop[k] for k in outer if k in prop}}
     return prop
@@ -212,3 +231,139 @@ def _numeric_branches(prop: dict[str, Any]) -> list[dict[str, Any]]:
         if branch.get("type") in ("integer", "number") or any(name in branch for name in _SCHEMA_BOUNDS):
             found.append(branch)
     return found
+
+
+# ------------------------------------------------------------------ values the validator refuses by a rule
+#: The config each probe adds one value to: the batch trio set, so that no key's null reads as a missing batch size.
+_PROBE_BASE: dict[str, Any] = {"train_batch_size": 1, "train_micro_batch_size_per_gpu": 1,
+                               "gradient_accumulation_steps": 1}
+_NOT_A_CHOICE = "not-one-of-the-choices"
+
+
+def _refusals(prop: dict[str, Any], version: str, target: str, prefixes: tuple[str, ...], field: SchemaField) -> None:
+    """What DeepSpeed refuses in a field beyond its type, as the validator decides it by a rule (not by the
+    pydantic type the schema is generated from), asked of ``validate`` with the value alone in the config: null
+    where a rule refuses it (``bfloat16``, ``sequence_parallel_size`` in 0.19.6+, ``gradient_allreduce_op``), a
+    string outside the field's ``choices`` where DeepSpeed checks the value while parsing (``communication_data_type``,
+    ``checkpoint.tag_validation``: an ``enum``, or a case-insensitive ``pattern`` where DeepSpeed lower- or
+    upper-cases it), an empty string (``autotuning.results_dir``), 0 (``sequence_parallel_size``), and the boolean
+    form of a section the validator only warns about (``"zero_optimization": true``, deprecated)."""
+    if not prefixes:
+        return
+    key = field.alias or field.name
+    paths = tuple(join_path(prefix, key) for prefix in prefixes)
+
+    def refused(value: Any) -> bool:
+        return all(_probe(version, target, path, json.dumps(value))[0] for path in paths)
+
+    branches = prop.get("anyOf", [prop])
+    if len(branches) > 1 and any(b.get("type") == "null" for b in branches) and refused(None):
+        prop["anyOf"] = branches = [b for b in branches if b.get("type") != "null"]
+        if prop.get("default", 0) is None:
+            del prop["default"]  # an editor would offer it
+    if field.model is not None:
+        flags = []
+        for flag in (True, False) if "$ref" in prop else ():
+            warned = {w for path in paths for w in _probe(version, target, path, json.dumps(flag))[1]}
+            message = " ".join(sorted(warned))
+            if message and not refused(flag):
+                flags.append({"const": flag, "description": message, "deprecationMessage": message})
+        if flags:
+            prop["anyOf"] = [{"$ref": prop.pop("$ref")}, *flags]
+        return
+    for branch in branches:
+        if branch.get("type") == "string" and not {"enum", "const", "pattern"} & branch.keys():
+            _closed_choices(branch, field, refused)
+            if "enum" not in branch and "pattern" not in branch and refused(""):
+                branch["minLength"] = 1
+        elif (branch.get("type") == "integer" and not {"enum", "const", "minimum", "exclusiveMinimum"} & branch.keys()
+              and refused(0) and not refused(1)):
+            if refused(-1):
+                branch["minimum"] = 1
+            else:
+                branch["not"] = {"const": 0}
+
+
+def _closed_choices(branch: dict[str, Any], field: SchemaField, refused: Any) -> None:
+    """The field's ``choices`` as the only strings, when the validator refuses another one and DeepSpeed looks at
+    the value while parsing (not a name it looks up later among classes the choices only sample, like
+    ``optimizer.type`` among torch's optimizers: ``auto`` "kept"/"fails" fields). Each choice DeepSpeed reads in any
+    case (the validator accepts it case-swapped) matches case-insensitively ("SUM", "FP16", "warn")."""
+    choices = field.meta.choices or ()
+    if not choices or not all(isinstance(c, str) for c in choices) or field.meta.auto in ("kept", "fails"):
+        return
+    if not refused(_NOT_A_CHOICE):
+        return
+    if not any(c.swapcase() != c and not refused(c.swapcase()) for c in choices):
+        branch["enum"] = list(choices)
+        return
+    spellings = [_any_case(c) if not refused(c.swapcase()) else _escape(c) for c in choices]
+    branch["pattern"] = "^(?:" + "|".join(spellings) + ")$"
+    branch.setdefault("examples", list(choices))
+
+
+def _any_case(text: str) -> str:
+    """A regular expression matching ``text`` in any letter case, without inline flags (ECMA-262 has none)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.lower() != c.upper() else _escape(c) for c in text)
+
+
+def _escape(text: str) -> str:
+    """``text`` as a regular expression: only its syntax characters escaped (``re.escape`` also escapes "-", which
+    ECMA-262's unicode mode, as editors compile patterns, refuses outside a class)."""
+    return re.sub(r"([\\^$.*+?()[\]{}|/])", r"\\\1", text)
+
+
+@cache
+def _probe(version: str, target: str, path: str, value_json: str) -> tuple[bool, tuple[str, ...]]:
+    """(whether ``validate`` finds an error at ``path`` or below it, the warnings there) for ``value_json`` at the
+    dotted ``path`` of ``_PROBE_BASE``."""
+    from core.validate import validate
+
+    config: dict[str, Any] = copy.deepcopy(_PROBE_BASE)
+    node = config
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = json.loads(value_json)
+    report = validate(config, target=target, version=version)
+    here = [f for f in report.findings if f.path == path or f.path.startswith(path + ".")]
+    return (any(f.severity == "error" for f in here),
+            tuple(f.message for f in here if f.severity == "warning"))
+
+
+#: What pydantic's lax mode takes for an int from a string: blanks around, a sign, digits with single underscores
+#: between them, a zero fraction ("1", " 2 ", "+3", "1_000", "4.0"; not "1e3", "0x10", "5.").
+_INT_TAIL = r"(?:\.0+)?\s*$"
+
+
+def _numeric_strings(prop: dict[str, Any], defs: dict[str, Any]) -> None:
+    """A string branch beside each integer one in a section the release parses with pydantic: its lax mode reads a
+    numeric string as the number (``"stage": "1"`` is stage 1). An enum of non-negative values keeps the enum;
+    a lower bound of 0 or 1 keeps the sign or the zero out; other bounds are not checked on the string."""
+    branches = prop.get("anyOf", [prop])
+    added = []
+    for branch in branches:
+        target = defs.get(branch["$ref"].rsplit("/", 1)[-1], {}) if "$ref" in branch else branch
+        if target.get("type") != "integer":
+            continue
+        enum = target.get("enum")
+        if enum is not None:
+            if not all(isinstance(v, int) and v >= 0 for v in enum):
+                continue
+            digits = "0*(?:" + "|".join(str(v) for v in enum) + ")"
+            sign = r"\+?"
+        else:
+            low = target.get("minimum", target.get("exclusiveMinimum"))
+            positive = target.get("minimum", 0) >= 1 or target.get("exclusiveMinimum", -1) >= 0
+            sign = r"\+?" if low is not None and low >= 0 else "[+-]?"
+            digits = "0*[1-9][0-9]*(?:_[0-9]+)*" if positive else "[0-9]+(?:_[0-9]+)*"
+        added.append({"type": "string", "pattern": r"^\s*" + sign + digits + _INT_TAIL,
+                      "description": "The number as a string, which DeepSpeed's pydantic config reads as the number."})
+    if not added:
+        return
+    if "anyOf" in prop:
+        prop["anyOf"].extend(added)
+    else:
+        moved = {k: prop.pop(k) for k in list(prop) if k not in (
+            "title", "description", "markdownDescription", "deprecationMessage", "default", META_KEY)}
+        prop["anyOf"] = [moved, *added]
