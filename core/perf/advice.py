@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from core.perf.constants import (
@@ -167,11 +168,16 @@ def _tried(sit: Situation | None, zero: Mapping[str, Any], drop: tuple[str, ...]
     return seconds if seconds < _HELPS * sit.step_seconds else None
 
 
-#: Readings of changed configs without their batch keys (``_reading``), bounded: a sweep's candidates differ in
-#: their batch keys only, so each option's change is read once.
-_READINGS: dict[tuple[str, int, str], Any] = {}
-_READINGS_MAX = 256
 _BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+
+
+@lru_cache(maxsize=256)
+def _reading_without_batch(config_json: str, gpus: int, version: str) -> Any:
+    """``read_settings`` of a changed config without its batch keys, bounded: a sweep's candidates differ in their
+    batch keys only, so each option's change is read once (JSON text in, so that the cache holds no caller's dict)."""
+    from core.perf.settings import read_settings
+
+    return read_settings(json.loads(config_json), gpus, version)
 
 
 def _reading(changed: dict[str, Any], sit: Situation) -> Any:
@@ -185,16 +191,10 @@ def _reading(changed: dict[str, Any], sit: Situation) -> Any:
     if st.elastic:
         return read_settings(changed, gpus, sit.version)
     try:
-        key = (json.dumps({k: v for k, v in changed.items() if k not in _BATCH_KEYS}, sort_keys=True, default=repr),
-               gpus, sit.version)
-    except (TypeError, ValueError):
+        text = json.dumps({k: v for k, v in changed.items() if k not in _BATCH_KEYS}, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON data: read as it is
         return read_settings(changed, gpus, sit.version)
-    base = _READINGS.get(key)
-    if base is None:
-        if len(_READINGS) >= _READINGS_MAX:
-            _READINGS.clear()
-        base = _READINGS[key] = read_settings({k: v for k, v in changed.items() if k not in _BATCH_KEYS}, gpus,
-                                              sit.version)
+    base = _reading_without_batch(text, gpus, sit.version)
     return replace(base, grad_accum=st.grad_accum, batch_problem=st.batch_problem, elastic=st.elastic,
                    config_micro_batch=st.config_micro_batch)
 
