@@ -33,7 +33,7 @@ st.subheader("Sections")
 for name in sections:
     field = schema_fields[name]
     present = name in form.config
-    if not present and (field.meta.deprecated or not field.meta.exists_in(form.version)):
+    if not present and (field.meta.deprecated or not fields.exists(field, form, "")):
         continue  # removed or deprecated sections appear only when the config has them
     errors = form.findings_under(name)
     mark = " 🛑" if any(f.severity == "error" for f in errors) else " ⚠️" if errors else ""

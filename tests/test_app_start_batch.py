@@ -178,15 +178,15 @@ def test_switching_auto_off_restores_each_value_it_replaced():
 def test_version_choice_hides_or_disables_fields_the_version_lacks():
     key = widget_key("managed_gradient_accumulation")
     at = app({"train_micro_batch_size_per_gpu": 1})
-    at.selectbox(key="ctx:version").set_value("0.19.5").run()
-    assert at.session_state["context"]["version"] == "0.19.5"
+    at.selectbox(key="ctx:version").set_value("0.19.3").run()
+    assert at.session_state["context"]["version"] == "0.19.3"
     at.switch_page("pages/batch.py").run()
-    assert not [c for c in at.checkbox if c.key == key]  # not in 0.19.5 and not set: hidden
+    assert not [c for c in at.checkbox if c.key == key]  # not in 0.19.3 (read since 0.19.4) and not set: hidden
     at.session_state["config"]["managed_gradient_accumulation"] = False
     at.run()
     managed = at.checkbox(key=key)  # set in the config: shown, disabled, with the reason
     assert managed.disabled
-    assert "Not available in DeepSpeed 0.19.5 (added in 0.19.8)." in managed.help
+    assert "Not available in DeepSpeed 0.19.3 (added in 0.19.4)." in managed.help
     at.switch_page("pages/start.py").run()
     at.selectbox(key="ctx:version").set_value("0.19.8").run()
     at.switch_page("pages/batch.py").run()

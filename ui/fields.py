@@ -28,7 +28,7 @@ from core.rules import codes
 from core.schema import DeepSpeedConfig
 from core.schema.base import DEFAULT_VERSION, FieldMeta
 from core.schema.optimizer import resolve_optimizer
-from core.schema.walk import SchemaField, resolve, section_fields, unique_fields
+from core.schema.walk import SchemaField, field_exists, resolve, section_fields, unique_fields
 
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
 SCHEDULER_TYPE = "scheduler.type"
@@ -209,9 +209,26 @@ def page_fields(page: str) -> list[str]:
     return [f.name for f in unique_fields(DeepSpeedConfig) if f.meta.page == page]
 
 
-def _help(description: str, meta: FieldMeta, default_line: str | None) -> str:
+def release_history(field: SchemaField, prefix: str | None) -> tuple[str | None, str | None]:
+    """(the release that added ``field``, the one that removed it) as the releases' profiles say for the section at
+    ``prefix`` (``versions.history``), else as the schema's metadata says (sections no profile records)."""
+    if prefix is not None:
+        for key in (field.alias, field.name):
+            if key is not None and (found := versions.history(prefix.split("[")[0], key)) != (None, None):
+                return found
+    return field.meta.added, field.meta.removed
+
+
+def parent_path(path: str) -> str:
+    """The dotted path of the section holding ``path`` ("" for a top-level key)."""
+    return _join(split_path(path)[:-1])
+
+
+def _help(description: str, meta: FieldMeta, default_line: str | None,
+          history: tuple[str | None, str | None] | None = None) -> str:
     """Help text from a description, a default (or "Required.") and the metadata config fields and optimizer or
-    scheduler parameters share (``FieldMeta``)."""
+    scheduler parameters share (``FieldMeta``); ``history`` (added, removed) as the releases say, else the
+    metadata's."""
     parts = [description]
     if default_line is not None:
         parts.append(default_line)
@@ -221,10 +238,11 @@ def _help(description: str, meta: FieldMeta, default_line: str | None) -> str:
         parts.append("Applies to ZeRO stage " + ", ".join(str(s) for s in meta.stages) + ".")
     if meta.hf_auto:
         parts.append('The HF Trainer / Accelerate can fill this in ("auto").')
-    if meta.added:
-        parts.append(f"Added in DeepSpeed {meta.added}.")
-    if meta.removed:
-        parts.append(f"Removed in DeepSpeed {meta.removed}.")
+    added, removed = history or (meta.added, meta.removed)
+    if added:
+        parts.append(f"Added in DeepSpeed {added}.")
+    if removed:
+        parts.append(f"Removed in DeepSpeed {removed}.")
     if meta.deprecated:
         parts.append("Deprecated" + (f": use `{meta.replaced_by}`." if meta.replaced_by else "."))
     if meta.doc_note:
@@ -236,12 +254,13 @@ def _default_line(default: Any, meta: FieldMeta) -> str:
     return f"Default: `{json.dumps(default)}`" + (f" {meta.unit}" if meta.unit else "") + "."
 
 
-def help_text(field: SchemaField, default: Any = Ellipsis) -> str:
+def help_text(field: SchemaField, default: Any = Ellipsis, prefix: str | None = None) -> str:
     """Help text of a widget: description, unit, default (``default`` when given: the release's), notes — all
-    from the schema."""
+    from the schema; the releases that added or removed it from their profiles when the section ``prefix`` is
+    given."""
     shown_default = plain_default(field) if default is Ellipsis else default
     default_line = _default_line(shown_default, field.meta) if field.model is None else None
-    return _help(field.info.description or "", field.meta, default_line)
+    return _help(field.info.description or "", field.meta, default_line, release_history(field, prefix))
 
 
 def _join(keys: list[str]) -> str:
@@ -298,12 +317,15 @@ def switched_off(section_path: str, config: Mapping[str, Any], version: str = DE
 
 
 def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> str | None:
-    """Why a field cannot be edited now (not in this DeepSpeed version, wrong ZeRO stage, its section
-    switched off), or None. ``path`` is the field's dotted path (needed for the section switch)."""
+    """Why a field cannot be edited now (not in this DeepSpeed version, as its profile says; wrong ZeRO stage; its
+    section switched off), or None. ``path`` is the field's dotted path (needed for the section switch)."""
     meta = field.meta
-    if not meta.exists_in(form.version):
-        when = f"removed in {meta.removed}" if meta.removed else f"added in {meta.added}"
-        return f"Not available in DeepSpeed {form.version} ({when})."
+    prefix = None if path is None else parent_path(path)
+    if not exists(field, form, prefix):
+        added, removed = release_history(field, prefix)
+        when = f"removed in {removed}" if removed and versions.version_tuple(form.version) >= \
+            versions.version_tuple(removed) else f"added in {added}" if added else None
+        return f"Not available in DeepSpeed {form.version}" + (f" ({when})." if when else ".")
     if meta.stages is not None and form.stage not in meta.stages:
         stages = ", ".join(str(s) for s in meta.stages)
         return f"Only has an effect with ZeRO stage {stages}; the current stage is {form.stage}."
@@ -316,12 +338,19 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
     return None
 
 
-def visible(field: SchemaField, form: Form, section_value: Any) -> bool:
-    """A field is listed when the config has it, or when it is current (not deprecated, in this version)."""
+def exists(field: SchemaField, form: Form, prefix: str | None) -> bool:
+    """Whether the form's DeepSpeed release reads ``field`` in the section at ``prefix`` (its profile, where one
+    records the section; the schema's metadata without a ``prefix`` or a profile)."""
+    return field.meta.exists_in(form.version) if prefix is None else field_exists(field, prefix, form.version)
+
+
+def visible(field: SchemaField, form: Form, section_value: Any, prefix: str | None = None) -> bool:
+    """A field is listed when the config has it, or when it is current (not deprecated, read by this release in
+    the section at ``prefix``)."""
     present = isinstance(section_value, Mapping) and any(k in section_value for k in field.keys)
     if present:
         return True
-    return not field.meta.deprecated and field.meta.exists_in(form.version)
+    return not field.meta.deprecated and exists(field, form, prefix)
 
 
 def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:

@@ -270,7 +270,7 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     value = current if present else default
     unset = fields.unset_value(path, form.config, form.version, default, field)
     reason = fields.disabled_reason(field, form, path)
-    help_ = fields.help_text(field, unset)
+    help_ = fields.help_text(field, unset, fields.parent_path(path))
     label = label or field.name
     form.shown.add(path)
     if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):
@@ -358,10 +358,10 @@ def render_section(
     if only is not None:
         wanted = list(only)
         shown = [f for f in shown if f.name in wanted]
-    shown = [f for f in shown if fields.visible(f, form, value)]
+    shown = [f for f in shown if fields.visible(f, form, value, path or "")]
     if title and field is not None:
         st.markdown(f"**`{path}`** — {field.info.description}")
-        reason = fields.disabled_reason(field, form)
+        reason = fields.disabled_reason(field, form, path)
         if reason:
             st.caption(f"⚠️ {reason}")
         off = fields.switched_off(path, form.config, form.version)
