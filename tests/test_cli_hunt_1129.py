@@ -96,3 +96,14 @@ def test_a_name_sharing_only_a_letter_gets_no_suggestion():
 
     with pytest.raises(ModelConfigError, match="Pick a name from the model catalog"):
         catalog_name("zzz-b")
+
+
+@pytest.mark.parametrize("preset", ["hf-auto-zero2", "hf-auto-zero3"])
+def test_export_resolved_for_a_gpu_count_is_validated_on_that_count(preset, tmp_path):
+    """--resolve-auto world_size=8 resolved train_batch_size 64 for 8 GPUs, then validated it on 1 GPU and refused
+    its own output ("64 ≠ micro batch 8 × accumulation 1 × 1 GPUs"); --world-size 8 worked."""
+    out = tmp_path / "x.json"
+    code, stdout, err = run(["export", "--preset", preset, "--resolve-auto", "world_size=8", "num_training_steps=1000",
+                             "hidden_size=2048", "bf16=true", "-o", str(out)])
+    assert code == 0, stdout + err
+    assert json.loads(out.read_text())["train_batch_size"] == 64

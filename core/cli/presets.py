@@ -267,9 +267,10 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, world_size: int | None,
-                 version: str | None = None) -> tuple[dict[str, Any], str, list[str]]:
-    """The exported config, its target and notes for stderr (pure: no I/O); "auto" values are resolved for a job on
-    DeepSpeed ``version`` (None: the newest), whose reading of sequence_parallel_size sets the train batch."""
+                 version: str | None = None) -> tuple[dict[str, Any], str, list[str], int | None]:
+    """The exported config, its target, notes for stderr and the GPU count it was made for (--world-size, or the
+    world_size --resolve-auto resolved with; pure: no I/O); "auto" values are resolved for a job on DeepSpeed
+    ``version`` (None: the newest), whose reading of sequence_parallel_size sets the train batch."""
     config = json.loads(json.dumps(preset.config))
     for item in sets:
         key, value = _split_assignment(item, "--set")
@@ -305,7 +306,8 @@ def build_export(preset: Preset, sets: list[str], resolve: list[str] | None, wor
             notes.append(f'still "auto" (the HF Trainer leaves these too; DeepSpeed uses its defaults): '
                          f"{', '.join(left)}")
         target = "deepspeed"
-    return config, target, notes
+        world_size = values.get("world_size", world_size)
+    return config, target, notes, world_size
 
 
 @_guard
@@ -317,11 +319,11 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     preset = _loaded(args.preset, _folders(args))
     _warn_meta(preset)
     resolve = None if args.resolve_auto is None else [v for group in args.resolve_auto for v in group]
-    config, target, notes = build_export(preset, args.set or [], resolve, args.world_size,
-                                          args.deepspeed_version)
+    config, target, notes, world_size = build_export(preset, args.set or [], resolve, args.world_size,
+                                                      args.deepspeed_version)
     for note in notes:
         sys.stderr.write(f"dsconfig: note: {note}\n")
-    report = validate(config, world_size=args.world_size or 1, target=target, version=args.deepspeed_version)
+    report = validate(config, world_size=world_size or 1, target=target, version=args.deepspeed_version)
     _print_findings(report, sys.stderr)
     if not report.ok and not args.force:
         sys.stderr.write(f"dsconfig: not exported: {len(report.errors)} error(s) (use --force to export anyway)\n")
