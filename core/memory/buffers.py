@@ -11,7 +11,7 @@ from core.memory.result import GIB, Allowances
 
 def step_buffers(x: Inputs) -> list[Part]:
     """GPU transients of the optimizer step (none when the optimizer runs offloaded)."""
-    st, e, n, p, part = x.st, x.e, x.n, x.p, x.part
+    st, n, p, part = x.st, x.n, x.p, x.part
     out: list[Part] = []
     if st.stage == 0 or st.offload_optimizer == "none":
         if st.stage == 0 and x.mixed:
@@ -28,21 +28,61 @@ def step_buffers(x: Inputs) -> list[Part]:
             out.append(Part(f"{dtype} gradients of one sub-group during step", "gpu",
                             mb * x.sub_group, f"{mb}*{x.sub_group_text}", "buffers",
                             "step"))
-    if st.stage in (1, 2):
-        out.append(Part("all-gather bucket after step", "gpu", e * np.minimum(st.allgather_bucket_size, p) + 0 * n,
-                        f"{e}*min(allgather_bucket_size, P)", "buffers", "step"))
+    # no all-gather bucket after the ZeRO-1/2 step: all_gather_dp_groups (runtime/utils.py) gathers each rank's
+    # partition straight into the flat 16-bit groups (all_gather_into_tensor, else all_gather into narrow() views of
+    # them); allgather_bucket_size only sets how many pieces the fallback sends
     return out
 
 
 def comm_buckets(x: Inputs) -> list[Part]:
-    """Gradient all-reduce / reduce buckets during backward."""
+    """Gradient all-reduce / reduce buckets."""
     st, e, n, p = x.st, x.e, x.n, x.p
-    if st.stage == 0:
-        return [Part("gradient all-reduce bucket", "gpu", e * min(500_000_000, p) + 0 * n, f"{e}*min(5e8, P)",
+    if st.stage == 0 or st.bf16_optimizer:
+        return _engine_allreduce(x)
+    rbs = st.reduce_bucket_size
+    dtypes = st.reduce_buffer_bytes
+    element = "+".join(str(b) for b in dtypes)
+    element = element if len(dtypes) == 1 else f"({element})"
+    per_dtype = "" if len(dtypes) == 1 else " (one bucket per communication dtype)"
+    if st.stage == 3:
+        if not st.contiguous_gradients:  # the bucket's gradients are flattened for the reduce-scatter
+            return [Part("gradient reduce bucket", "gpu", e * min(rbs, p) + 0 * n, f"{e}*min(reduce_bucket_size, P)",
+                         "buffers", "forward_backward")]
+        # stage3.py: allocated once at initialize (contiguous_gradients), kept through the optimizer step
+        return [Part(f"gradient reduce bucket{'s' if len(dtypes) > 1 else ''} (contiguous_gradients)", "gpu",
+                     sum(dtypes) * rbs + 0 * n, f"{element}*reduce_bucket_size{per_dtype}", "buffers", "persistent")]
+    # stage_1_and_2.py: ZeRO-Offload forces contiguous gradients (``contiguous_gradients or self.cpu_offload``)
+    if not (st.contiguous_gradients or st.offload_optimizer != "none"):
+        return [Part("gradient reduce bucket", "gpu", e * min(rbs, p) + 0 * n, f"{e}*min(reduce_bucket_size, P)",
                      "buffers", "forward_backward")]
-    copies = 2 if (st.overlap_comm and st.stage in (1, 2) and st.contiguous_gradients) else 1
-    return [Part("gradient reduce bucket(s)", "gpu", copies * e * min(st.reduce_bucket_size, p) + 0 * n,
-                 f"{copies}*{e}*min(reduce_bucket_size, P)" + (" (overlap_comm double buffer)" if copies == 2 else ""),
+    # setup_buckets (backward_prologue before 0.17): torch.empty(reduce_bucket_size) per bucket, a second with
+    # overlap_comm; freed after each backward (_release_ipg_buffers)
+    copies = 2 if st.overlap_comm else 1
+    return [Part("gradient reduce bucket(s)", "gpu", copies * sum(dtypes) * rbs + 0 * n,
+                 f"{copies}*{element}*reduce_bucket_size{per_dtype}"
+                 + (" (overlap_comm double buffer)" if copies == 2 else ""), "buffers", "forward_backward")]
+
+
+def _engine_allreduce(x: Inputs) -> list[Part]:
+    """The engine's own gradient all-reduce (engine.py ``buffered_allreduce_fallback``): at stage 0 it flattens the
+    gradients 5e8 elements at a time and casts the flat copy to the communication dtype when that differs
+    (``allreduce_bucket``). ZeRO-1's BF16_Optimizer (no ``reduce_gradients``) hands it its fp32 flat gradient buffer
+    per parameter group: flattening one tensor copies nothing, so only the cast to a 16-bit communication dtype
+    allocates, a whole group at once (bounded here by P)."""
+    st, n, p = x.st, x.n, x.p
+    comm = st.communication_bytes
+    if st.bf16_optimizer:
+        grad = st.grad_accum_bytes
+        cast = comm if comm != grad else 0
+        return [Part("gradient all-reduce bucket", "gpu", cast * p + 0 * n,
+                     f"{cast}*P (fp32 flat gradients cast to communication_data_type)" if cast else
+                     "0 (fp32 flat gradients all-reduced in place)", "buffers", "forward_backward")]
+    grad = x.e
+    element, formula = grad, f"{grad}"
+    if comm != grad:
+        element, formula = grad + comm, f"({grad}+{comm})"
+    return [Part("gradient all-reduce bucket", "gpu", element * min(500_000_000, p) + 0 * n,
+                 f"{formula}*min(5e8, P)" + (" (flat copy cast to communication_data_type)" if comm != grad else ""),
                  "buffers", "forward_backward")]
 
 

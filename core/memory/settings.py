@@ -19,7 +19,8 @@ from core.findings import brief
 from core.rules.context import lax_int
 from core.rules.precision import refused_master_weights
 from core.schema.base import DEFAULT_VERSION
-from core.schema.walk import default_in, section_fields
+from core.schema.root import DeepSpeedConfig
+from core.schema.walk import default_in, field_exists, section_fields
 from core.schema.zero import OffloadOptimizerConfig, OffloadParamConfig, ZeroConfig
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -100,6 +101,12 @@ class TrainingSettings:
     grad_accum_fp32: bool = False  # data_types.grad_accum_dtype is fp32 (any of DeepSpeed's DtypeEnum spellings)
     master_bytes: int = 4  # master weights and the optimizer's gradient partition (16-bit master-weight flags)
     state_bytes: int = 4  # one element of an optimizer state tensor
+    #: bytes of an element of ``communication_data_type`` as written (None: unset, the training precision's)
+    communication_data_type_bytes: int | None = None
+    #: the release keeps one ZeRO reduce bucket per communication dtype (``reduce_buffer_bytes``)
+    buckets_by_comm_dtype: bool = True
+    #: the communication dtypes torch_autocast gives the parameters (``_autocast_comm_bytes``; (): off)
+    autocast_comm_bytes: tuple[int, ...] = ()
     sequence_parallel: int = 1  # sequence_parallel_size (Ulysses): each GPU holds 1/sp of a sequence's activations
     #: tensor_parallel.autotp_size as DeepSpeed reads it (1: off). Not modelled (the estimate is for data
     #: parallelism), but its groups and the sequence-parallel ones must split the GPUs whole together.
@@ -121,6 +128,31 @@ class TrainingSettings:
         """Bytes of one element of DeepSpeed's gradient accumulation dtype: ``data_types.grad_accum_dtype`` when
         fp32, else the model's dtype (``engine.get_data_types``)."""
         return 4 if self.grad_accum_fp32 else self.bytes_per_param
+
+    @property
+    def communication_bytes(self) -> int:
+        """Bytes of one element of DeepSpeed's communication dtype: ``communication_data_type``, else the training
+        precision's (engine.py ``communication_data_type``)."""
+        return self.communication_data_type_bytes or self.bytes_per_param
+
+    @property
+    def reduce_buffer_bytes(self) -> tuple[int, ...]:
+        """Bytes of one element of each ZeRO gradient reduce bucket's buffer, one entry per bucket.
+
+        The releases with torch.autocast support (DeepSpeed #6993, 0.17.2: the ones that read ``torch_autocast``)
+        keep one bucket per communication dtype (``ipg_buckets``): :attr:`communication_bytes`, or under torch_autocast
+        :attr:`autocast_comm_bytes`. ZeRO-1/2 buffers hold the parameters' dtype whatever the bucket
+        (stage_1_and_2.py ``setup_buckets``: ``dtype=self.dtype``), ZeRO-3 ones the bucket's communication dtype
+        (stage3.py ``torch.empty(self.reduce_bucket_size, dtype=dtype)``). Older releases keep one buffer in the
+        parameters' dtype.
+
+        Not derived: DeepSpeed 0.19.8's ZeRO-1 with 16-bit parameters and an fp32 ``grad_accum_dtype``
+        (``use_grad_accum_attribute``) stages in fp32 (``_gradient_reduction_buffer_dtype``), earlier releases in
+        the parameters' dtype; no profile records which release does which, so the parameters' dtype is used."""
+        if not self.buckets_by_comm_dtype:
+            return (self.bytes_per_param,)
+        comm = self.autocast_comm_bytes or (self.communication_bytes,)
+        return comm if self.stage == 3 else (self.bytes_per_param,) * len(comm)
 
     @property
     def fp32_grad_partition(self) -> bool:
@@ -214,6 +246,8 @@ class TrainingSettings:
                          "the model's hidden size (reduce bucket hidden_size², usually far smaller), so the buffers "
                          "are overestimated there: write the values to size them.")
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
+        comm = cfg.get("communication_data_type")
+        comm = _DTYPE_BYTES.get(comm.lower()) if isinstance(comm, str) else None  # get_communication_data_type
         master, state_dtype = _master_dtypes(cfg, version, meaning, precision, off_opt, grad_accum_fp32, notes)
         ac = _section(cfg, "activation_checkpointing")
         zero_default = partial(_release_default, version, ZeroConfig, "zero_optimization")
@@ -255,10 +289,33 @@ class TrainingSettings:
             hpz_partition_size=int(_num(zero.get("zero_hpz_partition_size"), zero_default("zero_hpz_partition_size"),
                                         1)),
             cpu_checkpointing=_flag(ac.get("cpu_checkpointing"), False),
+            communication_data_type_bytes=comm,
+            buckets_by_comm_dtype=_buckets_by_comm_dtype(version),
+            autocast_comm_bytes=_autocast_comm_bytes(mode == "torch_autocast", meaning.torch_autocast_dtype, version),
             sequence_parallel=sequence_parallel,
             tensor_parallel=max(1, meaning.autotp_size),
             notes=tuple(notes),
         )
+
+
+def _buckets_by_comm_dtype(version: str) -> bool:
+    """Whether DeepSpeed ``version`` keeps one ZeRO reduce bucket per communication dtype: the torch.autocast support
+    (DeepSpeed #6993, 0.17.2) brought both, so the releases that read ``torch_autocast``."""
+    return field_exists(section_fields(DeepSpeedConfig)["torch_autocast"], "", version)
+
+
+def _autocast_comm_bytes(autocast: bool, autocast_dtype: str | None, version: str) -> tuple[int, ...]:
+    """The communication dtypes (bytes of an element) torch_autocast gives the parameters, one per ZeRO reduce bucket;
+    () when it is off or the release does not read it. The lower-precision-safe modules' parameters (Linear, Conv)
+    communicate in the autocast dtype, the rest (norms, embeddings: every transformer has them) in their fp32
+    (torch_autocast.py ``init_autocast_params``, ``get_all_comm_dtypes``)."""
+    if not autocast or not _buckets_by_comm_dtype(version):
+        return ()
+    if autocast_dtype == "fp32":
+        return (4,)  # the autocast modules' dtype is the rest's: one communication dtype
+    # unset: the modules' comm dtype is None, a second key whose buffer torch.empty makes float32
+    return (_DTYPE_BYTES.get(autocast_dtype or "fp32", 4), 4)
+
 
 def _master_dtypes(cfg: Mapping[str, Any], version: str, meaning: Effective, precision: str, off_opt: str,
                    grad_accum_fp32: bool, notes: list[str]) -> tuple[str, str]:
