@@ -30,6 +30,7 @@ from core.batch import (
     BATCH_KEYS,
     batch_run,
     effective_world_size,
+    positive_whole,
     reads_sequence_parallel,
     runs_elastic,
     sequence_parallel_degree,
@@ -304,7 +305,10 @@ def export_training_values(config: Mapping[str, Any], values: Mapping[str, Any],
     explicit = hf_training_arguments(config)
     if "max_steps" in explicit:
         explicit["num_training_steps"] = explicit.pop("max_steps")
-    explicit = _batch_deepspeed_derives(config, values.get("world_size"), version) | explicit
+    # an "auto" micro batch is the Trainer's per-device batch; its accumulation, when not given, what DeepSpeed
+    # derives from a written train_batch_size (given, it is the Trainer's, and a mismatch is said)
+    trainer_micro = None if "gradient_accumulation_steps" in values else values.get("per_device_train_batch_size")
+    explicit = _batch_deepspeed_derives(config, values.get("world_size"), version, trainer_micro) | explicit
     given = {**HF_DEFAULTS, **values, **explicit}
     return {k: v for k, v in given.items() if v is not None and k in TRAINING_VALUES}
 
@@ -368,16 +372,24 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any], launch
     return resolved, notes
 
 
-def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any, version: str | None = None) -> dict[str, int]:
+def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any, version: str | None = None,
+                             trainer_micro: Any = None) -> dict[str, int]:
     """The Trainer batch arguments for the micro batch and accumulation DeepSpeed ``version`` (None: the newest)
     runs the config with on ``world_size`` GPUs (``core.batch.batch_run``): derived from its own batch keys over
     the data-parallel ranks that release counts (``train_batch_size`` 16 on 8 GPUs is 2 x 1), or what elastic
     training computes where the release runs it; so no launcher but the HF Trainer is held to the Trainer's default
-    batch of 8. {} while a batch key it reads is "auto", or the batch does not resolve."""
+    batch of 8. An "auto" micro batch beside a written train_batch_size is ``trainer_micro`` (the Trainer's
+    per-device batch, when given), and an "auto" accumulation then derived as DeepSpeed derives a missing one
+    (256 on 8 GPUs of 4: 8). {} while another batch key it reads is "auto", or the batch does not resolve."""
     release = version or DEFAULT_VERSION
     as_dict = dict(config)
+    if (as_dict.get("train_micro_batch_size_per_gpu") == AUTO and positive_whole(trainer_micro) is not None
+            and positive_whole(as_dict.get("train_batch_size")) is not None):
+        as_dict["train_micro_batch_size_per_gpu"] = trainer_micro
+        if as_dict.get("gradient_accumulation_steps") == AUTO:
+            del as_dict["gradient_accumulation_steps"]
     if not isinstance(world_size, int) or world_size < 1 or (
-            not runs_elastic(as_dict, release) and AUTO in (config.get(key) for key in BATCH_KEYS)):
+            not runs_elastic(as_dict, release) and AUTO in (as_dict.get(key) for key in BATCH_KEYS)):
         return {}
     run = batch_run(as_dict, world_size, release)
     return {} if run is None else {"per_device_train_batch_size": run[1], "gradient_accumulation_steps": run[2]}
