@@ -455,6 +455,31 @@ def _curve(scheduler_type: str, bound: dict[str, Any], steps: int, base_lr: floa
     return frame
 
 
+def release_default(scheduler_type: Any, name: str, version: str) -> tuple[bool, Any]:
+    """(True, the default) of scheduler parameter ``name`` in DeepSpeed ``version`` as its profile records it
+    (WarmupLR's warmup_max_lr is 0.001 in 0.16.x, None later: the optimizer's lr), else (False, None)."""
+    from core import versions
+
+    entry = versions.profile(version).get("schedulers", {}).get(scheduler_type) if isinstance(scheduler_type, str) \
+        else None
+    info = entry.get(name) if isinstance(entry, Mapping) else None
+    return (True, info["default"]) if isinstance(info, Mapping) and "default" in info else (False, None)
+
+
+def release_params(scheduler_type: Any, params: Any, version: str) -> Any:
+    """``params`` with DeepSpeed ``version``'s own defaults written in where they differ from ``SIGNATURES`` (the
+    newest release's), so the curve is the one that release draws; anything else as given."""
+    signature = SIGNATURES.get(scheduler_type) if isinstance(scheduler_type, str) else None
+    if signature is None or not isinstance(params, Mapping):
+        return params
+    differ = {}
+    for name, default in signature.items():
+        found, own = release_default(scheduler_type, name, version)
+        if name not in params and default is not _REQUIRED and found and own != default:
+            differ[name] = own
+    return {**params, **differ} if differ else params
+
+
 def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = "0.19.8") -> pd.DataFrame:
     """``schedule_curve`` for a whole DeepSpeed config (reads ``scheduler`` and ``optimizer``). A learning rate
     the optimizer section leaves out is the built optimizer's default, as in DeepSpeed (FusedAdam's 1e-3, SGD's
@@ -473,8 +498,8 @@ def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = 
         base_lr = given.get("lr", defaults_lr)
         if defaults_betas is not None:
             has_betas = defaults_betas
-    frame = schedule_curve(scheduler["type"], scheduler.get("params"), steps, base_lr,
-                           optimizer_has_betas=has_betas)
+    frame = schedule_curve(scheduler["type"], release_params(scheduler["type"], scheduler.get("params"), version),
+                           steps, base_lr, optimizer_has_betas=has_betas)
     frame.attrs["assumed"] = ([f"optimizer.params.lr is not written: the optimizer's default lr, {base_lr:g}, as "
                                "DeepSpeed builds it"]
                               if isinstance(optimizer, Mapping) and "lr" not in given and is_number(base_lr) else [])

@@ -442,9 +442,19 @@ def param_bounds(param: Any, kind: Kind) -> Bounds:
     return number_bounds(kind, param.ge, param.gt, param.le, param.lt)
 
 
-def param_default(param: Any, form: Form) -> Any:
+def param_default(param: Any, form: Form, base: str = "optimizer.params") -> Any:
     """The value a parameter left out of the form's config takes: the default of the class the config selects
-    (``Param.default_for``: torch.optim.AdamW's weight_decay is 0.01 where DeepSpeed's AdamW's is 0)."""
+    (``Param.default_for``: torch.optim.AdamW's weight_decay is 0.01 where DeepSpeed's AdamW's is 0); for a
+    scheduler's (``base`` "scheduler.params"), the release's own where its profile records it (WarmupLR's
+    warmup_max_lr is 0.001 in 0.16.x)."""
+    if base == "scheduler.params":
+        from core.lr_schedules import release_default
+
+        section = form.config.get("scheduler")
+        found, default = release_default(section.get("type") if isinstance(section, Mapping) else None,
+                                         param.name, form.version)
+        if found:
+            return default
     return param.default_for(form.meaning.optimizer_class)
 
 

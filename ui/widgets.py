@@ -476,7 +476,7 @@ def _render_param(base: str, param: Any, form: Form) -> None:
     path = f"{base}.{param.name}"
     form.shown.add(path)
     current = get_path(form.config, path, _MISSING)
-    default = fields.param_default(param, form)
+    default = fields.param_default(param, form, base)
     value = default if current is _MISSING else current
     kind = fields.param_kind(param, value)
     if form.target == "hf" or value == "auto":
