@@ -111,11 +111,11 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     train_batch_size kept with a smaller one where it divides), not the one run on ``hardware``; a count that would
     change a written train_batch_size is taken only when no count keeps it."""
     here = (_run_shape(config, hardware.total_gpus, shape, version) or shape).micro_batch
-    written = positive_whole(config.get("train_batch_size")) is not None and not runs_elastic(config, version) \
-        and "auto" not in (config.get(k) for k in BATCH_KEYS)
+    written = _written_global_batch(config, version) is not None
+    trio = micro_and_accum_of(dict(config), hardware.total_gpus, version) if written else None  # once, not per count
 
     def micro_at(count: int, keep_batch: bool) -> int | None:
-        kept = _kept_batch(config, hardware.total_gpus, count, version)
+        kept = None if trio is None else _kept_batch(config, trio[0], count, version)
         if kept is None:
             return None if keep_batch and written else here
         return min(kept[0], LARGEST_SIZED_MICRO_BATCH)
@@ -190,20 +190,26 @@ def _cluster_change(found: Hardware, hardware: Hardware, multiple: int = 1) -> s
 _CHANGE_BATCH = " an explicit train_batch_size must then be changed to match."
 
 
-def _kept_batch(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str) -> tuple[int, int] | None:
-    """(micro batch, accumulation) that keep ``config``'s written train_batch_size on ``new_gpus`` GPUs: the largest
-    micro batch up to the one run on ``gpus`` that divides the batch per data-parallel rank (a smaller micro batch
-    needs less memory, so what fitted still fits). None when no train_batch_size is written (or a batch key is
-    "auto"), elastic training computes the batch, or the batch does not divide over the new ranks at all."""
+def _written_global_batch(config: Mapping[str, Any], version: str) -> int | None:
+    """The train_batch_size ``config`` writes and DeepSpeed ``version`` holds the job to: a whole positive one, no
+    batch key "auto" (the HF Trainer fills those) and no elastic training (which ignores the batch keys); else None."""
     tb = positive_whole(config.get("train_batch_size"))
     if tb is None or "auto" in (config.get(k) for k in BATCH_KEYS) or runs_elastic(config, version):
         return None
-    trio = micro_and_accum_of(dict(config), gpus, version)
+    return tb
+
+
+def _kept_batch(config: Mapping[str, Any], micro_run: int, new_gpus: int, version: str) -> tuple[int, int] | None:
+    """(micro batch, accumulation) that keep ``config``'s written train_batch_size on ``new_gpus`` GPUs: the largest
+    micro batch up to ``micro_run`` (the one run on the current GPUs) that divides the batch per data-parallel rank
+    (a smaller micro batch needs less memory, so what fitted still fits). None when no train_batch_size holds the
+    job (``_written_global_batch``), or the batch does not divide over the new ranks at all."""
+    tb = _written_global_batch(config, version)
     ranks = _ranks(config, new_gpus, version)
-    if trio is None or not float(ranks).is_integer() or tb % int(ranks):  # float: SP not dividing is a rule's
+    if tb is None or not float(ranks).is_integer() or tb % int(ranks):  # float: SP not dividing is a rule's
         return None
     per_rank = tb // int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
-    top = min(trio[0], per_rank)
+    top = min(micro_run, per_rank)
     # a micro batch is at most a few thousand in any real config: past that, 1 (which always divides) is the answer
     micro = next((m for m in range(top, max(top - 10_000, 0), -1) if per_rank % m == 0), 1)
     return micro, per_rank // micro
@@ -225,14 +231,14 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
         run = batch_run(dict(config), new_gpus, version)
         return {}, ("" if run is None else f" elastic training computes the batch on {_gpus(new_gpus)}: "
                     f"train_batch_size {run[0]}, micro batch {run[1]}, gradient accumulation {run[2]}.")
-    tb = config.get("train_batch_size")
-    if positive_whole(tb) is None or "auto" in (config.get(k) for k in BATCH_KEYS):
-        return {}, ("" if tb is None else _CHANGE_BATCH)
+    tb = _written_global_batch(config, version)
+    if tb is None:
+        return {}, ("" if config.get("train_batch_size") is None else _CHANGE_BATCH)
     trio = micro_and_accum_of(dict(config), gpus, version)
     ranks = _ranks(config, new_gpus, version)
     if trio is None or not float(ranks).is_integer():  # not float(ranks): SP does not divide the GPUs, a rule says
         return {}, _CHANGE_BATCH
-    kept = _kept_batch(config, gpus, new_gpus, version)
+    kept = _kept_batch(config, trio[0], new_gpus, version)
     if kept is not None:
         was = micro_and_accum_of(dict(original), gpus, version) if original is not None else None
         (was_micro, was_accum), (micro, accum) = was or trio, kept
