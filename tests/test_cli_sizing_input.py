@@ -357,3 +357,26 @@ def test_closed_standard_input_names_the_flag_that_said_dash_and_the_document_it
     monkeypatch.setattr("sys.stdin", None)
     code, _ = run(argv)
     assert code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("model_type", "key"), [("llama", "hidden_size"), ("gpt2", "n_embd"), ("t5", "d_model"),
+                                                 ("mistral", "vocab_size")])
+def test_a_null_size_in_an_hf_config_is_refused_as_transformers_refuses_it(model_type, key, tmp_path, capsys):
+    """``"hidden_size": null`` was read as missing, so Llama's family default (4096) sized a model that
+    transformers refuses to build (its config classes type the sizes as int)."""
+    import transformers
+
+    from core.models.arch import ModelConfigError
+    from core.models.families import describe
+
+    hf_config = {"model_type": model_type, key: None}
+    with pytest.raises(Exception) as refused_by_transformers:  # transformers refuses with its own error type
+        transformers.AutoConfig.for_model(**hf_config)
+    assert key in str(refused_by_transformers.value)
+    with pytest.raises(ModelConfigError) as refused:
+        describe(hf_config)
+    assert f"'{key}' is null; transformers refuses it" in str(refused.value)
+    hf = tmp_path / "m.json"
+    hf.write_text(json.dumps(hf_config))
+    code, _ = run(["estimate", "--hf-config", str(hf)])
+    assert code == 2 and f"--hf-config {hf} ({model_type}): '{key}' is null" in capsys.readouterr().err

@@ -187,6 +187,13 @@ class ConfigReader:
     def int(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:
         value = self._raw(keys)
         if value is None:
+            written_null = next((k for k in keys if k in self.cfg and k in SIZE_KEYS), None)
+            if written_null is not None:
+                # transformers' config classes refuse a null size (it is typed int); a default here would size
+                # a model nobody can build
+                raise ModelConfigError(
+                    f"{self.where}: '{written_null}' is null; transformers refuses it. Give it a positive integer."
+                )
             if default is None:
                 raise ModelConfigError(
                     f"{self.where}: '{keys[0]}' is missing; add it (a positive integer) or {self.instead}."
