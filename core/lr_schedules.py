@@ -455,7 +455,7 @@ def _curve(scheduler_type: str, bound: dict[str, Any], steps: int, base_lr: floa
     return frame
 
 
-def release_default(scheduler_type: Any, name: str, version: str) -> tuple[bool, Any]:
+def scheduler_param_default(scheduler_type: Any, name: str, version: str) -> tuple[bool, Any]:
     """(True, the default) of scheduler parameter ``name`` in DeepSpeed ``version`` as its profile records it
     (WarmupLR's warmup_max_lr is 0.001 in 0.16.x, None later: the optimizer's lr), else (False, None)."""
     from core import versions
@@ -474,7 +474,7 @@ def release_params(scheduler_type: Any, params: Any, version: str) -> Any:
         return params
     differ = {}
     for name, default in signature.items():
-        found, own = release_default(scheduler_type, name, version)
+        found, own = scheduler_param_default(scheduler_type, name, version)
         if name not in params and default is not _REQUIRED and found and own != default:
             differ[name] = own
     return {**params, **differ} if differ else params

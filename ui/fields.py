@@ -448,11 +448,11 @@ def param_default(param: Any, form: Form, base: str = "optimizer.params") -> Any
     scheduler's (``base`` "scheduler.params"), the release's own where its profile records it (WarmupLR's
     warmup_max_lr is 0.001 in 0.16.x)."""
     if base == "scheduler.params":
-        from core.lr_schedules import release_default
+        from core.lr_schedules import scheduler_param_default
 
         section = form.config.get("scheduler")
-        found, default = release_default(section.get("type") if isinstance(section, Mapping) else None,
-                                         param.name, form.version)
+        found, default = scheduler_param_default(section.get("type") if isinstance(section, Mapping) else None,
+                                                 param.name, form.version)
         if found:
             return default
     return param.default_for(form.meaning.optimizer_class)
