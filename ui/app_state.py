@@ -19,13 +19,13 @@ from typing import Any, ParamSpec, TypeVar
 import streamlit as st
 
 import core
-from core import hardware, memory, models
+from core import hardware, memory, models, versions
 from core.autofill import HF_DEFAULTS
 from core.findings import Report, get_path
 from core.io import parse_json_value
 from core.launchers import job_world_size
 from core.rules.context import TARGETS, Context
-from core.schema import DEFAULT_VERSION, KNOWN_VERSIONS
+from core.schema import KNOWN_VERSIONS
 from core.schema.root import empty_config
 from core.versions.matrix import WorksWith, works_with
 
@@ -108,7 +108,7 @@ def default_context() -> dict[str, Any]:
     """A fresh context: what the config is for (runtime, version, hardware, model, training shape)."""
     return {
         "target": "deepspeed",
-        "version": DEFAULT_VERSION,
+        "version": versions.default_version(),  # the installed DeepSpeed, as the CLI's default
         "nodes": 1,
         "gpus_per_node": 8,
         "gpu": hardware.DEFAULT_GPU,

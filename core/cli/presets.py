@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from core.autofill import HF_DEFAULTS, TRAINING_VALUES, find_auto, needed_training_values, resolve_auto
 from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, json_errors, write_text
-from core.cli.versions import release
+from core.cli.estimate import add_release_flag
 from core.findings import split_path
 from core.io import ConfigLoadError, parse_json_value
 from core.presets import (
@@ -34,14 +34,9 @@ from core.presets import (
     read_preset_bytes,
     read_reference,
 )
+from core.versions import resolve_version
 
 __all__ = ["UsageError", "parse_value", "register", "set_path"]
-
-
-def _versions() -> tuple[tuple[str, ...], str]:
-    from core.schema.base import DEFAULT_VERSION, KNOWN_VERSIONS
-
-    return KNOWN_VERSIONS, DEFAULT_VERSION
 
 
 #: A value that begins as JSON does (an object, a list, a string, a number): when it does not parse, it was meant to.
@@ -319,11 +314,11 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     preset = _loaded(args.preset, _folders(args))
     _warn_meta(preset)
     resolve = None if args.resolve_auto is None else [v for group in args.resolve_auto for v in group]
-    config, target, notes, world_size = build_export(preset, args.set or [], resolve, args.world_size,
-                                                      args.deepspeed_version)
+    version = resolve_version(args.deepspeed_version)  # the installed DeepSpeed unless given, as validate's
+    config, target, notes, world_size = build_export(preset, args.set or [], resolve, args.world_size, version)
     for note in notes:
         sys.stderr.write(f"dsconfig: note: {note}\n")
-    report = validate(config, world_size=world_size or 1, target=target, version=args.deepspeed_version)
+    report = validate(config, world_size=world_size or 1, target=target, version=version)
     _print_findings(report, sys.stderr)
     if not report.ok and not args.force:
         sys.stderr.write(f"dsconfig: not exported: {len(report.errors)} error(s) (use --force to export anyway)\n")
@@ -342,7 +337,6 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``presets`` (list, show) and ``export`` to an ``argparse`` sub-parser set."""
-    versions, default_version = _versions()
     p = subparsers.add_parser("presets", help="list and show the vetted presets (and DSCONFIG_PRESETS_PATH folders)")
     sub = p.add_subparsers(dest="presets_command", required=True, metavar="ACTION")
     q = sub.add_parser("list", help="list every preset")
@@ -372,9 +366,7 @@ def register(subparsers: Any) -> None:
                    help="fill \"auto\" as the HF Trainer would, from training values such as "
                         "per_device_train_batch_size=4 learning_rate=2e-5 bf16=true hidden_size=4096 "
                         "num_training_steps=1000 warmup_steps=100; the result targets plain DeepSpeed")
-    p.add_argument("--deepspeed-version", type=release, default=default_version, metavar="RELEASE",
-                   help=f"validate the export for this DeepSpeed release, {versions[0]} … {versions[-1]} (default: "
-                        f"{default_version})")
+    add_release_flag(p, "validate the export for")
     p.add_argument("--force", action="store_true", help="export even if the result has errors (exit code 1)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
     p.set_defaults(handler=cmd_export)
