@@ -226,6 +226,10 @@ class Effective:
     autotp_size_string: bool = False
     """``autotp_size`` is written as a string (also "auto"): ``deepspeed.initialize`` compares the raw value with 0
     (``autotp_size and autotp_size > 0``, deepspeed/__init__.py) before the parser reads it, and raises TypeError."""
+    zenflow: bool = False
+    """ZenFlow is on: ``zero_optimization.zenflow`` is an object (``{}`` too; null and "auto" leave it off) in a
+    release that reads it (0.17.5 on). With ZeRO-1/2 and the optimizer offloaded, Adam/AdamW is then
+    ``ZenFlowCPUAdam`` and ZenFlow's own torch AdamW is built with ``optimizer.params`` as keywords."""
 
     @property
     def master_dtype(self) -> str:
@@ -388,6 +392,8 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         fp32_optimizer_states=not bf16_states and bool(params.get("fp32_optimizer_states", True)),
         autotp_size=_pydantic_int(_section(cfg, "tensor_parallel"), "autotp_size", 0),
         autotp_size_string=isinstance(_section(cfg, "tensor_parallel").get("autotp_size"), str),
+        zenflow=isinstance(zero.get("zenflow"), Mapping)
+        and versions.key_known(version, "zero_optimization", "zenflow") is True,
     )
 
 

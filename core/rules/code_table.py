@@ -407,8 +407,11 @@ TABLE: tuple[Code, ...] = (
        "(HfDeepSpeedConfig.is_zero3), so a \"3\" trains without zero.Init at model loading and without their "
        "ZeRO-3 checkpoint handling. The fix writes the integer.",
        {**B, "zero_optimization": {"stage": "3"}}),
-    _c("zero.hpz-partition", "warning", "n/a", None, "zero_hpz_partition_size does not divide the GPUs.",
-       "ZeRO++ hpZ needs the secondary partition to divide the world size (normally the GPUs per node).",
+    _c("zero.hpz-partition", "error", "initialize", False, "zero_hpz_partition_size does not divide the GPUs.",
+       "ZeRO-3 builds ZeRO++ hpZ's secondary partition groups of min(zero_hpz_partition_size, world size) ranks and "
+       "asserts that they tile the world: a size that does not divide the GPU count fails at deepspeed.initialize "
+       "(\"12 is not divisible by 8\"); one at or above the GPU count is capped to it and runs. Below stage 3 the "
+       "key is not used. The fix turns hpZ off (1), which changes the communication: unsafe.",
        {**B, "zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}}, settings={"world_size": 12}),
     _c("zero.sub-group-zero", "info", "n/a", False, "sub_group_size 0 at ZeRO stage 3.",
        "DeepSpeed accepts 0 (the bound is >= 0), and ZeRO-3 then makes every parameter tensor its own sub-group: "
@@ -608,6 +611,15 @@ TABLE: tuple[Code, ...] = (
        "be used with cpu offload\"), and without ZeRO training fails at the first step (the plain optimizer has no "
        "ZenFlow state). The fix offloads the optimizer to the CPU (stage 1-2) or removes zenflow (stage 0).",
        {**B, "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": 0.1}}}),
+    _c("engine.zenflow-optimizer-params", "error", "initialize", False,
+       "ZenFlow's torch AdamW given a keyword it does not take, or no optimizer.params.",
+       "With ZenFlow at ZeRO stage 1-2 and the optimizer offloaded, DeepSpeed (0.17.5 on) builds ZenFlow's selective "
+       "optimizer, a torch.optim.AdamW, with optimizer.params passed as keyword arguments as written: DeepSpeed's "
+       "own keys (bias_correction, adam_w_mode, torch_adam, fp32_optimizer_states) make deepspeed.initialize fail "
+       "with TypeError (unexpected keyword argument), and so does an optimizer section without params (None is not "
+       "a mapping). The fix removes the key (it may change which optimizer runs: unsafe) or writes empty params.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "bias_correction": True}},
+        "zero_optimization": {"stage": 2, "zenflow": {"topk_ratio": 0.1}, "offload_optimizer": {"device": "cpu"}}}),
     _c("engine.partial-offload-optimizer", "error", "initialize", False,
        "ZeRO-3 partial optimizer offload (ratio below 1) with an optimizer other than DeepSpeedCPUAdam.",
        "With offload_optimizer.ratio below 1 the stage-3 optimizer keeps part of the step on the GPU and asserts at "

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from core import effective, versions
-from core.findings import Finding, Fix, FixOp, brief
+from core.findings import Finding, Fix, FixOp, brief, join_path
+from core.rules import torch_checks
 from core.rules.context import Context, lax_bool, lax_float, lax_int
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.precision import canonical_dtype
@@ -257,6 +258,44 @@ def zenflow_offload(ctx: Context) -> Iterator[Finding]:
         fix=set_fix("zero_optimization.offload_optimizer.device", "cpu") if isinstance(offload, dict)
         else set_fix("zero_optimization.offload_optimizer", {"device": "cpu"}), page="zero",
     )
+
+
+def zenflow_optimizer_params(ctx: Context) -> Iterator[Finding]:
+    """ZenFlow at ZeRO-1/2 with the optimizer offloaded builds its own torch AdamW (``ZenFlowSelectiveAdamW``)
+    with ``optimizer.params`` as keyword arguments, as written (every release with ZenFlow): a key torch's AdamW
+    does not take (DeepSpeed's ``bias_correction``, ``adam_w_mode``, ``torch_adam``, ``fp32_optimizer_states``)
+    raises TypeError at ``deepspeed.initialize``, and so does an optimizer section without ``params`` (None is
+    passed with ``**``). Torch's AdamW keywords come from the recorded torch checks."""
+    if not ctx.meaning.zenflow or ctx.stage not in (1, 2) or ctx.meaning.offload_optimizer not in ("cpu", "nvme"):
+        return
+    section = ctx.config.get("optimizer")
+    if not isinstance(section, dict) or not isinstance(section.get("type"), str) or section["type"] == "auto":
+        return  # no optimizer section (a client optimizer) or one the optimizer rules report
+    params = section.get("params")
+    why = (f"ZenFlow (ZeRO stage {ctx.stage}, optimizer offloaded) builds its own torch.optim.AdamW with "
+           "optimizer.params as keyword arguments")
+    if not isinstance(params, dict):
+        if params is None:
+            yield Finding(
+                "error", "engine.zenflow-optimizer-params", "optimizer.params",
+                f"{why}; without optimizer.params deepspeed.initialize fails (TypeError: argument after ** must be "
+                "a mapping).",
+                suggestion="Add \"params\": {} (or the learning rate and betas) to the optimizer section.",
+                fix=set_fix("optimizer.params", {}), page="optimizer",
+            )
+        return  # a params value of another type is reported by the optimizer rules
+    accepted = sorted(torch_checks.defaults("AdamW"))
+    for key in params:
+        if key in accepted:
+            continue
+        path = join_path("optimizer.params", key)
+        yield Finding(
+            "error", "engine.zenflow-optimizer-params", path,
+            f"{why}, and torch's AdamW has no `{key}`: deepspeed.initialize fails (TypeError: unexpected keyword "
+            f"argument '{key}').",
+            suggestion=f"Remove `{key}` (torch's AdamW takes: {', '.join(accepted)}), or remove zenflow.",
+            fix=delete_fix(path), page="optimizer",
+        )
 
 
 def partial_offload_optimizer(ctx: Context) -> Iterator[Finding]:

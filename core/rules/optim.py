@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from core import versions
-from core.effective import effective
+from core.effective import CPU_ADAM, effective
 from core.findings import Finding, Fix, FixOp, brief, join_path
 from core.rules import torch_checks
 from core.rules.context import Context, lax_float
@@ -50,9 +50,20 @@ def _backend(ctx: Context) -> str:
     return ctx.meaning.optimizer_backend or "gpu"
 
 
-def zero_tested(name: str, version: str, backend: str) -> bool:
+def zenflow_cpu_adam(name: str, version: str, backend: str, zenflow: bool) -> bool:
+    """Whether ``optimizer.type`` = ``name`` is built as ``ZenFlowCPUAdam``: ZenFlow on and the optimizer
+    offloaded, where DeepSpeedCPUAdam would be (``get_optimizer_configuration``)."""
+    spec = resolve_optimizer(name, version)
+    return zenflow and backend == "cpu" and isinstance(spec, OptimizerSpec) \
+        and spec.implementations.get("cpu") == CPU_ADAM
+
+
+def zero_tested(name: str, version: str, backend: str, zenflow: bool = False) -> bool:
     """Whether ZeRO runs the optimizer ``optimizer.type`` = ``name`` selects in ``version`` without
-    ``zero_allow_untested_optimizer`` (True for a name that selects nothing: another rule reports it)."""
+    ``zero_allow_untested_optimizer`` (True for a name that selects nothing: another rule reports it). With ZenFlow
+    on (``zenflow``) an offloaded Adam is ``ZenFlowCPUAdam``, which the release's own list may lack."""
+    if zenflow_cpu_adam(name, version, backend, zenflow):
+        return versions.zero_supported_optimizer(version, "ZenFlowCPUAdam") is not False
     spec = resolve_optimizer(name, version)
     if isinstance(spec, OptimizerSpec):
         return spec.zero_supported or backend == "cpu"
@@ -68,7 +79,7 @@ def untested_with_zero(config: Mapping[str, Any], version: str) -> str | None:
     name = section.get("type") if isinstance(section, Mapping) else None
     meaning = effective(config, version)
     if not isinstance(name, str) or name == "auto" or meaning.stage == 0 or meaning.zero_allow_untested_optimizer \
-            or zero_tested(name, version, meaning.optimizer_backend or "gpu"):
+            or zero_tested(name, version, meaning.optimizer_backend or "gpu", meaning.zenflow):
         return None
     return name
 
@@ -173,11 +184,14 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
                 "DeepSpeed checks this even when fp16 is off; deepspeed.initialize fails.",
                 fix=set_fix("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
             )
-    if ctx.stage > 0 and not zero_tested(name, ctx.version, _backend(ctx)) \
+    if ctx.stage > 0 and not zero_tested(name, ctx.version, _backend(ctx), ctx.meaning.zenflow) \
             and not ctx.meaning.zero_allow_untested_optimizer:
+        what = (f"ZenFlowCPUAdam (what DeepSpeed {ctx.version} builds for {name} with ZenFlow and the optimizer "
+                "offloaded)" if zenflow_cpu_adam(name, ctx.version, _backend(ctx), ctx.meaning.zenflow)
+                else f"the {name} optimizer")
         yield Finding(
             "error", "optimizer.untested-with-zero", "zero_allow_untested_optimizer",
-            f"ZeRO has not been tested with the {name} optimizer; deepspeed.initialize refuses it unless "
+            f"ZeRO has not been tested with {what}; deepspeed.initialize refuses it unless "
             "zero_allow_untested_optimizer is true.",
             suggestion="Use AdamW/Adam, or set zero_allow_untested_optimizer: true to accept the risk.",
             fix=set_fix("zero_allow_untested_optimizer", True), page="optimizer",

@@ -29,5 +29,5 @@ RULES: tuple[Rule, ...] = (
     optim.optimizer, optim.scheduler,
     initialize.engine_combinations, initialize.amp_combinations, precision.master_weights_offload,
     initialize.autotp_size, initialize.autotp_world_size, initialize.gradient_scaling_reduce_scatter,
-    initialize.zenflow_offload, initialize.partial_offload_optimizer,
+    initialize.zenflow_offload, initialize.zenflow_optimizer_params, initialize.partial_offload_optimizer,
 )

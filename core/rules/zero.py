@@ -146,12 +146,19 @@ def offload(ctx: Context) -> Iterator[Finding]:
             suggestion="Fine to keep if you switch stages; otherwise remove them.", page="zero",
         )
     hpz = lax_int(zero.get("zero_hpz_partition_size", 1))
-    if hpz and hpz > 1 and ctx.world_size % hpz != 0:
+    # ZeRO-3 builds hpZ's groups of min(hpz, world size) ranks and asserts they tile the world
+    # (groups._create_zero_param_parallel_group); below stage 3 the key is not used
+    group = min(hpz, ctx.world_size) if hpz is not None and hpz > 1 else 1
+    if stage == 3 and ctx.world_size % group != 0:
+        divisors = [d for d in range(2, ctx.world_size) if ctx.world_size % d == 0]
         yield Finding(
-            "warning", "zero.hpz-partition", "zero_optimization.zero_hpz_partition_size",
-            f"zero_hpz_partition_size {hpz} does not divide the {ctx.world_size} GPUs; ZeRO++ hpZ needs the "
-            "secondary partition to be a divisor of the world size (normally the GPUs per node).",
-            suggestion="Set it to the number of GPUs per node.", page="zero",
+            "error", "zero.hpz-partition", "zero_optimization.zero_hpz_partition_size",
+            f"zero_hpz_partition_size {hpz} does not divide the {ctx.world_size} GPUs; ZeRO-3 builds the hpZ "
+            f"groups and deepspeed.initialize fails (\"{ctx.world_size} is not divisible by {group}\").",
+            suggestion="Set it to the number of GPUs per node"
+            + (f" (a divisor of {ctx.world_size}: {', '.join(map(str, divisors))})" if divisors else "")
+            + ", or 1 to turn hpZ off.",
+            fix=set_fix("zero_optimization.zero_hpz_partition_size", 1, "Turn hpZ off (1)"), page="zero",
         )
     rbs = zero.get("reduce_bucket_size")
     rbs_bounds = versions.field_entry(ctx.version, "zero_optimization", "reduce_bucket_size") or {}

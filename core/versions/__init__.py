@@ -129,15 +129,30 @@ def recorded_default(version: str, prefix: str, key: str) -> tuple[bool, Any]:
     ("" for the top level) when the config leaves it out: a top-level key's ``get_scalar_param`` default, or a
     pydantic field's default, if it is a JSON scalar or null. (False, None) when it records none, e.g. for a
     lenient section or a default built by a factory; the schema's default is the one to use then.
-    ``gradient_clipping`` is 0.0 up to 0.18.9 and 1.0 from 0.19.0: the schema holds the newest release's."""
+    ``gradient_clipping`` is 0.0 up to 0.18.9 and 1.0 from 0.19.0: the schema holds the newest release's. A
+    section the release reads with ``dict.get`` gives the default its parse reads a missing key with (the profile's
+    ``dict_section_defaults``: bf16's ``immediate_grad_update`` is true in 0.16.x, false from 0.17.1)."""
     if not prefix:
         defaults = profile(version).get("top_level_defaults", {})
         return (True, defaults[key]) if key in defaults else (False, None)
     entry = field_entry(version, prefix, key)
+    if entry is None and section(version, prefix) is None:
+        top, _, rest = prefix.partition(".")
+        read_with = profile(version).get("dict_section_defaults", {}).get(top, {})
+        path = f"{rest}.{key}" if rest else key
+        return (True, read_with[path]) if path in read_with else (False, None)
     if entry is None or "default" not in entry:
         return False, None
     value = entry["default"]
     return (True, value) if value is None or isinstance(value, bool | int | float | str) else (False, None)
+
+
+def zero_supported_optimizer(version: str, class_name: str) -> bool | None:
+    """Whether ZeRO in DeepSpeed ``version`` runs the optimizer class ``class_name`` (a torch or DeepSpeed class's
+    ``__name__``) without ``zero_allow_untested_optimizer`` (its ``ZERO_SUPPORTED_OPTIMIZERS``); None when the
+    profile does not record the list."""
+    supported = profile(version).get("zero_supported_optimizers")
+    return None if supported is None else class_name in supported
 
 
 def section_strict(version: str, prefix: str) -> bool | None:
