@@ -156,3 +156,18 @@ def test_cli_a_team_file_named_like_a_builtin_is_reported_not_vetted(tmp_path):
     # the built-in folder named on the command line with the team's: each built-in checked once
     code, out = _check(str(BUILTIN_DIR), str(tmp_path))
     assert f"{len(BUILTINS) + 1} preset(s) checked" in out and out.count("built-in preset") == 1
+
+
+def test_cli_a_folder_given_twice_is_checked_once(tmp_path, monkeypatch):
+    """`presets check team team/` said "'x' is already defined in team; ignored ... 1 file(s) skipped" and exited
+    1: a CI gate failed on a duplicate that is the same file."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "team-good.json").write_text(json.dumps(GOOD, indent=2))
+    monkeypatch.chdir(tmp_path)
+    once = _check("team")
+    assert once[0] == 0 and once[1].endswith("1 preset(s) checked: 1 vetted, 0 with problems\n"), once
+    assert _check("team", "team/") == once
+    both = _check("team", str(team), str(BUILTIN_DIR), str(BUILTIN_DIR) + "/")
+    assert both[0] == 0 and both[1].endswith(f"{len(BUILTINS) + 1} preset(s) checked: {len(BUILTINS) + 1} vetted, "
+                                             "0 with problems\n"), both

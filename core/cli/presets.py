@@ -21,7 +21,6 @@ from core.cli.estimate import add_release_flag
 from core.findings import split_path
 from core.io import ConfigLoadError, parse_json_value
 from core.presets import (
-    BUILTIN_DIR,
     Preset,
     PresetError,
     decode_preset,
@@ -33,6 +32,7 @@ from core.presets import (
     meta_problems,
     read_preset_bytes,
     read_reference,
+    search_path,
 )
 from core.versions import resolve_version
 
@@ -236,8 +236,7 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
         reference = read_reference(Path(args.reference))
     if args.folders:  # a team file named like a built-in preset is never used: list it after the built-ins
         given = {folder.resolve() for folder in folders}
-        presets, unreadable = list_presets(
-            [BUILTIN_DIR, *(folder for folder in folders if folder.resolve() != BUILTIN_DIR.resolve())])
+        presets, unreadable = list_presets(search_path(folders))  # a folder given twice ("team", "team/") once
         presets = [p for p in presets if p.path.parent.resolve() in given]
     else:
         presets, unreadable = list_presets(folders)
