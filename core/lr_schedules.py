@@ -1,7 +1,8 @@
 """The learning rate (and OneCycle momentum) of DeepSpeed's schedulers, step by step, without torch.
 
-Mirrors ``deepspeed/runtime/lr_schedules.py`` of DeepSpeed 0.19.8 operation for operation, so the
-values are bit-identical to what the real schedulers write into the optimizer:
+Mirrors ``deepspeed/runtime/lr_schedules.py`` of DeepSpeed 0.19.8 operation for operation, and the older
+releases' where their maths or checks differ (``_Release``), so the values are bit-identical to what the real
+schedulers write into the optimizer:
 
 * The engine builds the scheduler with ``cls(optimizer, **params)`` before the first step and calls
   ``scheduler.step()`` after every optimizer step that was applied. Row ``step = k`` of the curve is
@@ -97,6 +98,36 @@ SIGNATURES: dict[str, dict[str, Any]] = {
         "last_batch_iteration": -1,
     },
 }
+
+
+@dataclass(frozen=True)
+class _Release:
+    """Where the chosen release's scheduler differs from 0.19.8's: the messages it raises (its profile's
+    ``scheduler_facts``: the argument checks 0.19.3 and 0.19.4 added), the parameters it never reads, and two
+    changes of WarmupCosineLR the profiles do not record."""
+
+    version: str
+    raises: tuple[str, ...] | None
+    unread: frozenset[str]
+    #: WarmupCosineLR clamps its cosine at total_num_steps and divides by max(1, total - warm-up): 0.19.3 and later
+    #: (0.16.9, 0.17.6, 0.18.9 and the v0.19.0-v0.19.2 sources do not; the cosine climbs back past the total, and
+    #: total == warm-up divides by zero when the warm-up ends).
+    cosine_clamps: bool
+    #: WarmupCosineLR warns and uses 'log' for an unknown warmup_type: 0.19.4 and later (before, its warm-up leaves
+    #: the ratio unset: UnboundLocalError at the first step; WarmupLR has the fallback in every release).
+    cosine_type_fallback: bool
+
+    @classmethod
+    def of(cls, version: str, scheduler_type: str) -> _Release:
+        from core import versions
+
+        at = versions.version_tuple(version)
+        return cls(version, versions.scheduler_checks(version, scheduler_type),
+                   versions.scheduler_unread(version, scheduler_type), at >= (0, 19, 3), at >= (0, 19, 4))
+
+    def checks(self, fragment: str) -> bool:
+        """Whether the scheduler raises the message starting with ``fragment`` (True when the profile has none)."""
+        return self.raises is None or any(text.startswith(fragment) for text in self.raises)
 
 
 @dataclass(frozen=True)
@@ -206,13 +237,36 @@ def _bound_params(scheduler_type: str, params: Mapping[str, Any] | None) -> dict
     return bound
 
 
-def _warmup_type(value: Any, warnings: list[str]) -> str:
+def _warmup_type(value: Any, warnings: list[str], unknown_fails: str | None = None) -> str:
+    """The warm-up shape; ``unknown_fails`` says how the release fails on an unknown one (None: it warns and uses
+    'log')."""
     if not isinstance(value, str):
         raise ScheduleError(f"warmup_type must be 'log' or 'linear', got {brief(value)}", "warmup_type")
     if value not in {"log", "linear"}:
+        if unknown_fails:
+            raise ScheduleError(f"warmup_type {brief(value)} is unknown: {unknown_fails}; use 'log' or 'linear'",
+                                "warmup_type")
         warnings.append(f"warmup_type {brief(value)} is unknown: DeepSpeed warns and uses 'log'")
         return "log"
     return value
+
+
+def _warmup_steps(bound: dict[str, Any], release: _Release) -> int | float:
+    """``max(2, warmup_num_steps)`` as the release computes it: from 0.19.3 the value must be a positive integer;
+    before, any number is taken (0 or -3 warm up over 2 steps, 10.0 over 10)."""
+    value = bound["warmup_num_steps"]
+    if release.checks("warmup_num_steps must be a positive integer"):
+        return max(2, _positive_int("warmup_num_steps", value))
+    if value == "auto":
+        raise ScheduleError(_auto_message("warmup_num_steps"), "warmup_num_steps")
+    return max(2, _number("warmup_num_steps", value))
+
+
+def _truthy(name: str, value: Any) -> bool:
+    """A switch every release reads with ``if value:`` (1 or "false" are on, 0 and "" off)."""
+    if value == "auto":
+        raise ScheduleError(_auto_message(name), name)
+    return bool(value)
 
 
 def _need_base_lr(base_lr: float | None, why: str) -> float:
@@ -227,13 +281,13 @@ def _need_base_lr(base_lr: float | None, why: str) -> float:
 # ---------------------------------------------------------------- the schedulers
 
 
-def _warmup(bound: dict[str, Any], base_lr: float | None, warnings: list[str], decay: bool):
+def _warmup(bound: dict[str, Any], base_lr: float | None, warnings: list[str], decay: bool, release: _Release):
     min_lr = _number("warmup_min_lr", bound["warmup_min_lr"])
     if bound["warmup_max_lr"] is None:
         max_lr = _need_base_lr(base_lr, "warmup_max_lr is not set, so WarmupLR warms up to the optimizer lr")
     else:
         max_lr = _number("warmup_max_lr", bound["warmup_max_lr"])
-    num_steps = max(2, _positive_int("warmup_num_steps", bound["warmup_num_steps"]))
+    num_steps = _warmup_steps(bound, release)
     total = _number("total_num_steps", bound["total_num_steps"]) if decay else None
     if decay and total < num_steps:
         warnings.append(f"total_num_steps {total} is less than warmup_num_steps {bound['warmup_num_steps']}")
@@ -258,15 +312,24 @@ def _warmup(bound: dict[str, Any], base_lr: float | None, warnings: list[str], d
     return at, _Point(min_lr)
 
 
-def _warmup_cosine(bound: dict[str, Any], base_lr: float | None, warnings: list[str]):
+def _warmup_cosine(bound: dict[str, Any], base_lr: float | None, warnings: list[str], release: _Release):
     org_lr = _need_base_lr(base_lr, "WarmupCosineLR scales the optimizer lr by a ratio")
     total = _number("total_num_steps", bound["total_num_steps"])
     min_ratio = _number("warmup_min_ratio", bound["warmup_min_ratio"])
     cos_min_ratio = _number("cos_min_ratio", bound["cos_min_ratio"])
-    num_steps = max(2, _positive_int("warmup_num_steps", bound["warmup_num_steps"]))
-    kind = _warmup_type(bound["warmup_type"], warnings)
+    num_steps = _warmup_steps(bound, release)
+    warms_up = bound["last_batch_iteration"] + 1 < num_steps  # a resumed run past the warm-up never reads the type
+    kind = _warmup_type(bound["warmup_type"], warnings, None if release.cosine_type_fallback or not warms_up else (
+        f"DeepSpeed {release.version}'s WarmupCosineLR has no fallback for it and raises UnboundLocalError at the "
+        "first step of the warm-up"))
     if total < num_steps:
         warnings.append(f"total_num_steps {total} is less than warmup_num_steps {bound['warmup_num_steps']}")
+    if not release.cosine_clamps and total == num_steps:
+        raise ScheduleError(
+            f"total_num_steps {brief(total)} equals the warm-up ({brief(num_steps)} steps): DeepSpeed "
+            f"{release.version}'s WarmupCosineLR divides by total_num_steps - warmup_num_steps when the warm-up "
+            f"ends (ZeroDivisionError at step {brief(num_steps)}); give a total larger than the warm-up",
+            "total_num_steps")
     inverse_log = 1.0 / math.log(num_steps)
 
     def ratio(it: int) -> float:
@@ -274,8 +337,10 @@ def _warmup_cosine(bound: dict[str, Any], base_lr: float | None, warnings: list[
             r = inverse_log * math.log(it + 1) if kind == "log" else it / num_steps
             return min_ratio + r * (1.0 - min_ratio)
         real_last_step = it - num_steps + 1
-        real_total_steps = max(1, total - num_steps)
-        progress = min(1.0, real_last_step / real_total_steps)
+        if release.cosine_clamps:
+            progress = min(1.0, real_last_step / max(1, total - num_steps))
+        else:
+            progress = real_last_step / (total - num_steps)
         r = (1 + math.cos(math.pi * progress)) / 2
         return max(0.0, cos_min_ratio + (1.0 - cos_min_ratio) * r)
 
@@ -287,14 +352,18 @@ def _warmup_cosine(bound: dict[str, Any], base_lr: float | None, warnings: list[
     return at, _Point(0.0)
 
 
-def _lr_range_test(bound: dict[str, Any], warnings: list[str]):
+def _lr_range_test(bound: dict[str, Any], warnings: list[str], release: _Release):
     min_lr = _number("lr_range_test_min_lr", bound["lr_range_test_min_lr"])
-    step_size = _positive_int("lr_range_test_step_size", bound["lr_range_test_step_size"])
+    if release.checks("lr_range_test_step_size must be a positive integer"):
+        step_size: int | float = _positive_int("lr_range_test_step_size", bound["lr_range_test_step_size"])
+    else:  # up to 0.19.3 any number is taken, and 0 divides by zero at the first step
+        step_size = _number("lr_range_test_step_size", bound["lr_range_test_step_size"])
+        if step_size == 0:
+            raise ScheduleError(f"lr_range_test_step_size 0: DeepSpeed {release.version}'s LRRangeTest divides by it "
+                                "at the first step (ZeroDivisionError); give a positive step size",
+                                "lr_range_test_step_size")
     step_rate = _number("lr_range_test_step_rate", bound["lr_range_test_step_rate"])
-    staircase = bound["lr_range_test_staircase"]
-    if not isinstance(staircase, bool):
-        raise ScheduleError(f"lr_range_test_staircase must be true or false, got {brief(staircase)}",
-                            "lr_range_test_staircase")
+    staircase = _truthy("lr_range_test_staircase", bound["lr_range_test_staircase"])
 
     def at(it: int) -> _Point:
         interval = math.floor(float(it + 1) / step_size) if staircase else float(it + 1) / step_size
@@ -303,20 +372,24 @@ def _lr_range_test(bound: dict[str, Any], warnings: list[str]):
     return at, _Point(min_lr)
 
 
-def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: bool):
+def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: bool, release: _Release):
     first = float(_number("cycle_first_step_size", bound["cycle_first_step_size"]))
     second_raw = bound["cycle_second_step_size"]
     second = float(_number("cycle_second_step_size", second_raw)) if second_raw is not None else first
-    if first <= 0:
+    # up to 0.19.3 the sizes are not checked: the arithmetic below divides by zero where DeepSpeed's does
+    if first <= 0 and release.checks("cycle_first_step_size must be positive"):
         raise ScheduleError(f"cycle_first_step_size must be positive, got {first}", "cycle_first_step_size")
-    if second < 0:
+    if second < 0 and release.checks("cycle_second_step_size must be non-negative"):
         raise ScheduleError(f"cycle_second_step_size must be non-negative, got {second}",
                             "cycle_second_step_size")
     total_size = first + second
     step_ratio = first / total_size
-    first_stairs = _number("cycle_first_stair_count", bound["cycle_first_stair_count"])
-    second_raw = bound["cycle_second_stair_count"]
-    second_stairs = first_stairs if second_raw is None else _number("cycle_second_stair_count", second_raw)
+    if "cycle_first_stair_count" in release.unread:  # stored, never used: the cycle stays continuous
+        first_stairs = second_stairs = 0.0
+    else:
+        first_stairs = _number("cycle_first_stair_count", bound["cycle_first_stair_count"])
+        second_raw = bound["cycle_second_stair_count"]
+        second_stairs = first_stairs if second_raw is None else _number("cycle_second_stair_count", second_raw)
     decay_step_size = _number("decay_step_size", bound["decay_step_size"])
     skip_lr_decay = skip_mom_decay = math.isclose(decay_step_size, 0)
     min_lr = _number("cycle_min_lr", bound["cycle_min_lr"])
@@ -324,9 +397,7 @@ def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: 
     decay_lr_rate = _number("decay_lr_rate", bound["decay_lr_rate"])
     if math.isclose(decay_lr_rate, 0):
         skip_lr_decay = True
-    cycle_momentum = bound["cycle_momentum"]
-    if not isinstance(cycle_momentum, bool):
-        raise ScheduleError(f"cycle_momentum must be true or false, got {brief(cycle_momentum)}", "cycle_momentum")
+    cycle_momentum = _truthy("cycle_momentum", bound["cycle_momentum"])
     if cycle_momentum and not optimizer_has_betas:
         warnings.append("cycle_momentum is disabled: the optimizer has no betas (DeepSpeed warns, skips it)")
         cycle_momentum = False
@@ -396,8 +467,9 @@ def schedule_curve(
     base_lr: float | None = None,
     *,
     optimizer_has_betas: bool = True,
+    version: str = "0.19.8",
 ) -> pd.DataFrame:
-    """Learning rate per optimizer step, as DeepSpeed 0.19.8's scheduler ``scheduler_type`` sets it.
+    """Learning rate per optimizer step, as DeepSpeed ``version``'s scheduler ``scheduler_type`` sets it.
 
     ``params`` is the config's ``scheduler.params``; ``base_lr`` the optimizer's ``lr`` (needed by
     WarmupCosineLR, by WarmupLR without ``warmup_max_lr`` and when resuming); ``optimizer_has_betas``
@@ -410,26 +482,26 @@ def schedule_curve(
         raise ScheduleError(f"steps must be an integer from 1 to {MAX_STEPS}, got {brief(steps)}", "steps")
     bound = _bound_params(scheduler_type, params)
     try:
-        return _curve(scheduler_type, bound, steps, base_lr, optimizer_has_betas)
+        return _curve(scheduler_type, bound, steps, base_lr, optimizer_has_betas, _Release.of(version, scheduler_type))
     except (OverflowError, ZeroDivisionError) as exc:  # the same arithmetic fails in DeepSpeed's scheduler
         raise ScheduleError(f"DeepSpeed's {scheduler_type} arithmetic fails with these values ({type(exc).__name__}: "
                             f"{exc}); give step sizes and learning rates of a trainable size") from exc
 
 
 def _curve(scheduler_type: str, bound: dict[str, Any], steps: int, base_lr: float | None,
-           optimizer_has_betas: bool) -> pd.DataFrame:
+           optimizer_has_betas: bool, release: _Release) -> pd.DataFrame:
     """``schedule_curve`` once the parameters are bound."""
     warnings: list[str] = []
     at: Callable[[int], _Point]
     if scheduler_type in (WARMUP_LR, WARMUP_DECAY_LR):
         bound.setdefault("total_num_steps", None)
-        at, initial = _warmup(bound, base_lr, warnings, decay=scheduler_type == WARMUP_DECAY_LR)
+        at, initial = _warmup(bound, base_lr, warnings, scheduler_type == WARMUP_DECAY_LR, release)
     elif scheduler_type == WARMUP_COSINE_LR:
-        at, initial = _warmup_cosine(bound, base_lr, warnings)
+        at, initial = _warmup_cosine(bound, base_lr, warnings, release)
     elif scheduler_type == LR_RANGE_TEST:
-        at, initial = _lr_range_test(bound, warnings)
+        at, initial = _lr_range_test(bound, warnings, release)
     else:
-        at, initial = _one_cycle(bound, warnings, optimizer_has_betas)
+        at, initial = _one_cycle(bound, warnings, optimizer_has_betas, release)
 
     lbi0 = bound["last_batch_iteration"]
     if lbi0 != -1:
@@ -499,7 +571,7 @@ def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = 
         if defaults_betas is not None:
             has_betas = defaults_betas
     frame = schedule_curve(scheduler["type"], release_params(scheduler["type"], scheduler.get("params"), version),
-                           steps, base_lr, optimizer_has_betas=has_betas)
+                           steps, base_lr, optimizer_has_betas=has_betas, version=version)
     frame.attrs["assumed"] = ([f"optimizer.params.lr is not written: the optimizer's default lr, {base_lr:g}, as "
                                "DeepSpeed builds it"]
                               if isinstance(optimizer, Mapping) and "lr" not in given and is_number(base_lr) else [])
