@@ -488,13 +488,15 @@ HF_TRAINER_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int | None = None,
-                     remembered: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     remembered: Mapping[str, Any] | None = None, *, target: str = "deepspeed") -> dict[str, Any]:
     """A copy of ``config`` whose scheduler (created when there is none) is ``new_type`` (None: no type, the key
     removed), with its params adapted (created too when there are none): parameters the new scheduler does not take
     are dropped (DeepSpeed would fail on them), the ones it takes from ``remembered`` (what this type had before the
     user switched away) come back, and a required ``total_num_steps`` still missing is filled from ``train_steps``
-    (an integer, as DeepSpeed wants a step count). Parameters both schedulers take are kept; a type DeepSpeed does
-    not define keeps its params."""
+    (an integer, as DeepSpeed wants a step count). For ``target`` "hf" the parameters the Trainer fills from
+    TrainingArguments that are still missing are "auto" instead (it refuses a total_num_steps other than its own
+    step count, and a missing warm-up would be DeepSpeed's 1000 steps, not ``warmup_steps``). Parameters both
+    schedulers take are kept; a type DeepSpeed does not define keeps its params."""
     from core.schema.optimizer import SCHEDULERS
 
     out = copy.deepcopy(dict(config))
@@ -514,7 +516,12 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
     accepted = {p.name for p in spec.params}
     adapted = _with_remembered({k: v for k, v in params.items() if k in accepted},
                                {k: v for k, v in (remembered or {}).items() if k in accepted})
-    if ("total_num_steps" in accepted and "total_num_steps" not in adapted
+    if target == "hf":
+        for path in HF_TRAINER_FIELDS:
+            name = path.removeprefix("scheduler.params.")
+            if name != path and name in accepted:
+                adapted.setdefault(name, AUTO)
+    elif ("total_num_steps" in accepted and "total_num_steps" not in adapted
             and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
         adapted["total_num_steps"] = train_steps
     scheduler["params"] = adapted  # even empty: DeepSpeed calls the scheduler with **params, None fails
