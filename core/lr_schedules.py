@@ -561,35 +561,62 @@ def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = 
         raise ScheduleError("the config has no scheduler with a type", "scheduler.type")
     optimizer = config.get("optimizer")
     base_lr = None
-    given: Mapping[str, Any] = {}
+    assumed: list[str] = []
     has_betas = True  # an optimizer the studio does not know (a client optimizer): assumed Adam-like
     if isinstance(optimizer, Mapping):
-        defaults_lr, defaults_betas = _optimizer_defaults(config, version)
+        defaults_lr, defaults_betas, name = _optimizer_defaults(config, version)
         opt_params = optimizer.get("params")
         given = opt_params if isinstance(opt_params, Mapping) else {}
-        base_lr = given.get("lr", defaults_lr)
+        if name == "muon":
+            base_lr, assumed = _muon_group_lr(given)
+        else:
+            base_lr = given.get("lr", defaults_lr)
+            if "lr" not in given and is_number(base_lr):
+                assumed = [f"optimizer.params.lr is not written: the optimizer's default lr, {base_lr:g}, as "
+                           "DeepSpeed builds it"]
         if defaults_betas is not None:
             has_betas = defaults_betas
     frame = schedule_curve(scheduler["type"], release_params(scheduler["type"], scheduler.get("params"), version),
                            steps, base_lr, optimizer_has_betas=has_betas, version=version)
-    frame.attrs["assumed"] = ([f"optimizer.params.lr is not written: the optimizer's default lr, {base_lr:g}, as "
-                               "DeepSpeed builds it"]
-                              if isinstance(optimizer, Mapping) and "lr" not in given and is_number(base_lr) else [])
+    frame.attrs["assumed"] = assumed
     return frame
 
 
-def _optimizer_defaults(config: Mapping[str, Any], version: str) -> tuple[Any, bool | None]:
-    """(the default lr, whether ``betas`` is in the defaults) of the optimizer ``deepspeed.initialize`` builds
-    from the config's section; (None, None) when it is not one the studio knows."""
+#: The lr of MuonWithAuxAdam's groups when the engine hands it none (``group.get("lr", 0.02)`` for the Muon group,
+#: ``3e-4`` for the Adam group, in runtime/zero/muon/original_muon.py of every release with Muon, 0.18.0 to 0.19.8;
+#: the profiles record the class's constructor, which takes no lr).
+MUON_GROUP_LR = 0.02
+MUON_ADAM_GROUP_LR = 3e-4
+
+
+def _muon_group_lr(given: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """The lr of Muon's group of 2-D weight matrices, the group the curve draws, and the caption saying so: the
+    engine gives that group ``muon_lr``, else ``lr``, else Muon's default; the Adam group ``adam_lr``, else ``lr``,
+    else its own (``DeepSpeedEngine._muon_param_groups``)."""
+
+    def written(override: str, default: float) -> tuple[Any, str]:
+        key = next((k for k in (override, "lr") if k in given), None)
+        return (given[key], f"{key} {brief(given[key])}") if key else (default, f"Muon's default {default:g}")
+
+    lr, muon_from = written("muon_lr", MUON_GROUP_LR)
+    _, adam_from = written("adam_lr", MUON_ADAM_GROUP_LR)
+    return lr, [f"the curve is the learning rate of Muon's group of 2-D weight matrices ({muon_from}); the Adam group "
+                f"of the other parameters has its own ({adam_from})"]
+
+
+def _optimizer_defaults(config: Mapping[str, Any], version: str) -> tuple[Any, bool | None, str | None]:
+    """(the default lr, whether ``betas`` is in the defaults, the studio's name for it) of the optimizer
+    ``deepspeed.initialize`` builds from the config's section; (None, None, None) when it is not one the studio
+    knows."""
     from core.effective import effective
     from core.rules import torch_checks
 
     meaning = effective(config, version)
     if meaning.torch_optimizer is not None and torch_checks.known(meaning.torch_optimizer):
         defaults = torch_checks.defaults(meaning.torch_optimizer)
-        return defaults.get("lr"), "betas" in defaults
+        return defaults.get("lr"), "betas" in defaults, None
     spec = meaning.optimizer_spec
     if spec is None:
-        return None, None
+        return None, None, None
     lr = spec.param("lr")
-    return (lr.default if lr is not None else None), spec.has_betas_default
+    return (lr.default if lr is not None else None), spec.has_betas_default, spec.name
