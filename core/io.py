@@ -242,13 +242,26 @@ def _value_hint(text: str, pos: int) -> str | None:
 
 
 def is_strict_json(text: str | bytes) -> bool:
-    """Whether ``text`` is strict JSON (no comments, trailing commas or unquoted keys), as ``json.load`` in the HF
-    Trainer and Accelerate requires; DeepSpeed itself reads HJSON too."""
+    """Whether ``text`` is strict JSON (no comments, trailing commas, unquoted keys or byte-order mark), as
+    ``json.load`` in the HF Trainer and Accelerate requires; DeepSpeed itself reads HJSON too."""
+    return strict_json_problem(text) is None
+
+
+def strict_json_problem(text: str | bytes) -> tuple[str, int, int] | None:
+    """(json's message, line, column) of why ``json.load`` on a file of ``text``, opened as UTF-8 as the HF
+    Trainer and Accelerate open it, fails (a byte-order mark is not skipped there); None when it reads it."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"not UTF-8 ({exc.reason} at byte {exc.start})", 1, 1
     try:
         json.loads(text)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return True
+    except json.JSONDecodeError as exc:
+        return exc.msg, exc.lineno, exc.colno
+    except ValueError as exc:  # numbers json refuses to convert (over Python's digit limit)
+        return str(exc), 1, 1
+    return None
 
 
 def _decodes(data: bytes, encoding: str) -> bool:

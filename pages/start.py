@@ -83,9 +83,9 @@ def _import() -> None:
     )
     if not is_strict_json(raw):
         st.session_state["start_message"] += (
-            "\n\n**Not strict JSON** (comments, trailing commas or unquoted keys): DeepSpeed reads it, but strict "
-            "JSON readers refuse it — the HF Trainer's `json.load` and Accelerate among them. Every export of this "
-            "app is strict JSON: use the downloaded file.")
+            "\n\n**Not strict JSON** (comments, trailing commas, unquoted keys or a byte-order mark): DeepSpeed "
+            "reads it, but strict JSON readers refuse it — the HF Trainer's `json.load` and Accelerate among them. "
+            "Every export of this app is strict JSON: use the downloaded file.")
 
 
 def _blank() -> None:

@@ -41,7 +41,7 @@ from core.cli.common import (
     write_text,
 )
 from core.findings import SEVERITY_ORDER
-from core.io import dump_config
+from core.io import dump_config, strict_json_problem
 from core.source_map import Position, at, key_positions, locate
 from core.versions import resolve_version
 
@@ -170,6 +170,19 @@ def _print_github_many(name: str, reports: Sequence[Any], where: Callable[[str],
                                      f"dsconfig {finding.code}{only}", message))
 
 
+def _readable_by_hf(path: str, text: str) -> None:
+    """UsageError unless the HF Trainer and Accelerate can read the file: they ``json.load`` it as UTF-8, so
+    comments, trailing commas, unquoted keys (HJSON, which DeepSpeed reads) and a byte-order mark fail there."""
+    raw = text.encode() if path == "-" else Path(path).read_bytes()
+    problem = strict_json_problem(raw)
+    if problem is not None:
+        message, line, column = problem
+        raise UsageError(
+            f"{path}: the HF Trainer and Accelerate cannot read it: their json.load fails ({message}: line {line} "
+            f"column {column}); DeepSpeed itself reads it. Save it as strict JSON (no comments, trailing commas, "
+            "unquoted keys or byte-order mark), as dsconfig's and the app's exports are.", position=(line, column))
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from core.validate import validate
 
@@ -181,6 +194,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     for path in args.files:
         try:
             config, text = read_config_and_text(path)
+            if args.target == "hf":
+                _readable_by_hf(path, text)
         except UsageError as exc:
             worst = EXIT_USAGE
             # exit 2's one message on stderr, as every command writes it. The text report does not repeat it: a
