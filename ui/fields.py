@@ -28,7 +28,7 @@ from core.rules import codes
 from core.schema import DeepSpeedConfig
 from core.schema.base import DEFAULT_VERSION, FieldMeta
 from core.schema.optimizer import resolve_optimizer
-from core.schema.walk import SchemaField, field_exists, resolve, section_fields, unique_fields
+from core.schema.walk import SchemaField, field_exists, resolve, section_fields, section_meta, unique_fields
 
 #: The scheduler's type: changing it adapts the scheduler's params (``core.autofill.switch_scheduler``).
 SCHEDULER_TYPE = "scheduler.type"
@@ -300,6 +300,7 @@ def switched_off(section_path: str, config: Mapping[str, Any], version: str = DE
     model: type[BaseModel] | None = DeepSpeedConfig
     node: Any = config
     walked: list[str] = []
+    reason: str | None = None
     for key in split_path(section_path):
         found = section_fields(model).get(key) if model is not None else None
         if found is None or found.model is None:
@@ -307,13 +308,21 @@ def switched_off(section_path: str, config: Mapping[str, Any], version: str = DE
         model = found.model
         node = node.get(key) if isinstance(node, Mapping) else None
         walked.append(key)
+        if switch_ungated(model):
+            reason = None  # DeepSpeed reads this section's switch whatever the enclosing ones say
         switch = section_fields(model).get(SWITCH)
-        if switch is None:
+        if switch is None or reason is not None:
             continue
         value = node.get(SWITCH, plain_default(switch)) if isinstance(node, Mapping) else plain_default(switch)
         if value != "auto" and not switch_on(value, _join(walked), version):
-            return f"`{_join(walked)}` is off: turn on `{SWITCH}` first."
-    return None
+            reason = f"`{_join(walked)}` is off: turn on `{SWITCH}` first."
+    return reason
+
+
+def switch_ungated(model: type[BaseModel]) -> bool:
+    """Whether DeepSpeed acts on the section's own ``enabled`` switch whatever the enclosing sections' switches
+    say (the schema's ``switch_ungated``: random-LTD and the curriculum of ``data_efficiency``)."""
+    return bool(section_meta(model).get("switch_ungated"))
 
 
 def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> str | None:
@@ -333,6 +342,8 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
         return blocked
     if path:
         # A section's own switch stays editable (only enclosing switches count); all else waits for it.
+        if field.name == SWITCH and switch_ungated(field.owner):
+            return None
         keys = split_path(path)[: -2 if field.name == SWITCH else -1]
         return switched_off(_join(keys), form.config, form.version) if keys else None
     return None

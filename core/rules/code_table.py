@@ -160,11 +160,24 @@ TABLE: tuple[Code, ...] = (
        "The section is read leniently, so the value passes parsing; deepspeed.initialize then fails using it. "
        "The fix is the type error's (what the value most likely meant, else the default).",
        {**B, "expert_parallel": {"score_apply": None}}),
+    _c("type.as-written", "error", "training", False, "A flops-profiler number written as text (or not a number).",
+       "With the flops profiler on, DeepSpeed reads profile_step, recompute_fwd_factor, module_depth and "
+       "top_modules with dict.get and computes with them as written: \"1\" passes the parse and initialize, then "
+       "`global_steps >= profile_step` stops the first optimizer step and the other three stop the profiling step "
+       "(TypeError). The fix writes the number the text says, else the default. (Pipeline keys used as written "
+       "fail at initialize: type.engine.)",
+       {**B, "flops_profiler": {"enabled": True, "profile_step": "1"}}),
     _c("type.unchecked", "warning", "training", False, "A wrong value DeepSpeed does not check.",
        "The section is read with dict.get and the value is carried along unchecked; the mistake surfaces later, "
        "in training, if the value is used. The fix is the type error's (what the value most likely meant, else "
        "the default).",
        {**B, "activation_checkpointing": {"number_checkpoints": "four"}}),
+    _c("type.section-ignored", "warning", "ignored", True, "A top-level section that is not an object, ignored.",
+       "Some sections are read only through `key in section` tests (timers: `\"throughput\" in timers`), which a "
+       "string or an empty list passes without failing: DeepSpeed then finds none of the section's settings and "
+       "uses its defaults, as each release's parser was probed to do. The fix removes the value, which changes "
+       "nothing DeepSpeed does.",
+       {**B, "timers": "auto"}),
     _c("type.unreadable", "error", "parse", None, "DeepSpeed cannot read the config at all.",
        "A section's own validator failed outside pydantic's error handling (absurd numbers, deep nesting). No "
        "known config triggers it; it keeps such a failure a finding rather than a crash.",
@@ -683,6 +696,12 @@ TABLE: tuple[Code, ...] = (
     _c("data-efficiency.curriculum-metrics", "error", "parse", None, "Curriculum learning without metrics.",
        "DeepSpeed stops when curriculum learning is enabled without curriculum_metrics.",
        {**B, "data_efficiency": {"data_sampling": {"curriculum_learning": {"enabled": True}}}}),
+    _c("data-efficiency.random-ltd-keys", "error", "initialize", None, "Random-LTD on without the keys it reads.",
+       "With data_routing.random_ltd.enabled truthy, deepspeed.initialize builds RandomLTDScheduler, which reads "
+       "total_layer_num, random_ltd_layer_num and random_ltd_schedule (and, when the schedule is an object, its "
+       "min_value, max_value, schedule_config and schedule_type) with config[key]: a missing one stops it with a "
+       "KeyError, even with data_efficiency.enabled and data_routing.enabled off (they gate nothing here).",
+       {**B, "data_efficiency": {"data_routing": {"random_ltd": {"enabled": True}}}}),
     _c("data-efficiency.max-tokens", "error", "parse", None, "Dynamic batching without max_tokens.",
        "DeepSpeed stops when dynamic batching is enabled without max_tokens.",
        {**B, "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}}),

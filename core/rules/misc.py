@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from core import versions
 from core.batch import reads_sequence_parallel
 from core.effective import uses_bf16_optimizer
-from core.findings import Finding, brief, get_path, join_path
+from core.findings import Finding, Fix, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.rules.initialize import reduce_scatter_on
@@ -148,7 +148,7 @@ def checkpoint(ctx: Context) -> Iterator[Finding]:
             "error", "checkpoint.pipeline-stage", "checkpoint.parallel_write.pipeline_stage",
             f"checkpoint.parallel_write.pipeline_stage is {brief(parallel['pipeline_stage'])}; it must be true or "
             "false.",
-            fix=set_fix("checkpoint.parallel_write.pipeline_stage", False), page="advanced",
+            fix=_bool_fix("checkpoint.parallel_write.pipeline_stage", parallel["pipeline_stage"]), page="advanced",
         )
     writer = section.get("writer")
     if isinstance(writer, dict) and field_exists(section_fields(CheckpointConfig)["writer"], "checkpoint", ctx.version):
@@ -203,6 +203,7 @@ def data_efficiency(ctx: Context) -> Iterator[Finding]:
     section = ctx.config.get("data_efficiency")
     if not isinstance(section, dict):
         return
+    yield from _random_ltd_keys(ctx, section)
     sampling = section.get("data_sampling")
     if not isinstance(sampling, dict):
         return
@@ -221,6 +222,42 @@ def data_efficiency(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "error", "data-efficiency.max-tokens", "data_efficiency.data_sampling.dynamic_batching.max_tokens",
             "Dynamic batching is enabled but max_tokens is not set; DeepSpeed stops.", page="advanced",
+        )
+
+
+#: Keys RandomLTDScheduler reads with ``config[key]`` when deepspeed.initialize builds it (random_ltd on):
+#: ``__init__`` reads the first three, ``reset_to_init`` the schedule's four when the schedule is not null.
+_RANDOM_LTD_KEYS = ("total_layer_num", "random_ltd_layer_num", "random_ltd_schedule")
+_RANDOM_LTD_SCHEDULE_KEYS = ("min_value", "max_value", "schedule_config", "schedule_type")
+
+
+def _random_ltd_keys(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
+    """Random-LTD switched on without what its scheduler reads: the engine builds the scheduler whenever
+    ``random_ltd.enabled`` is truthy (dict.get), whatever ``data_efficiency.enabled`` and ``data_routing.enabled``
+    say, and stops with a KeyError."""
+    routing = section.get("data_routing")
+    ltd = routing.get("random_ltd") if isinstance(routing, dict) else None
+    if not isinstance(ltd, dict) or not ltd.get("enabled"):
+        return
+    prefix = "data_efficiency.data_routing.random_ltd"
+    missing = [key for key in _RANDOM_LTD_KEYS if key not in ltd]
+    schedule = ltd.get("random_ltd_schedule")
+    if isinstance(schedule, dict):
+        missing += [f"random_ltd_schedule.{key}" for key in _RANDOM_LTD_SCHEDULE_KEYS if key not in schedule]
+    lr_schedule = ltd.get("layer_token_lr_schedule")
+    if isinstance(lr_schedule, dict) and "enabled" not in lr_schedule:
+        missing.append("layer_token_lr_schedule.enabled")  # the user's object replaces the default {enabled: false}
+    if missing:
+        names = ", ".join(f"`{key}`" for key in missing)
+        yield Finding(
+            "error", "data-efficiency.random-ltd-keys", f"{prefix}.{missing[0]}",
+            f"Random-LTD is on (`{prefix}.enabled`) but {names} {'is' if len(missing) == 1 else 'are'} not set: "
+            f"deepspeed.initialize builds its scheduler, which reads {'it' if len(missing) == 1 else 'them'}, and "
+            f"stops (KeyError: '{missing[0].rpartition('.')[2]}'), whether or not `data_efficiency.enabled` and "
+            "`data_routing.enabled` are on.",
+            suggestion="Set the model's layer count, the number of token-dropping layers and the kept-token "
+            "schedule (see DeepSpeed's data efficiency tutorial), or turn random-LTD off.",
+            page="advanced",
         )
 
 
@@ -327,8 +364,13 @@ def _wall_clock(ctx: Context) -> Iterator[Finding]:
             "error", "misc.wall-clock-breakdown", culprit,
             f"`{culprit}` is {brief(value)}; DeepSpeed combines wall_clock_breakdown and flops_profiler.enabled "
             "with `|` while reading the config and fails on anything but true/false.",
-            fix=set_fix(culprit, False), page="monitoring",
+            fix=_bool_fix(culprit, value), page="monitoring",
         )
+
+
+def _bool_fix(path: str, value: Any) -> Fix:
+    """Set ``path`` to the boolean ``value`` spells ("true" → true), else false."""
+    return set_fix(path, lax_bool(value) is True)
 
 
 def _datastates_on(ctx: Context) -> Iterator[Finding]:

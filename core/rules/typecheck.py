@@ -3,6 +3,7 @@ words), and the bounds of this release's fields from its profile."""
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from core import versions
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero, switch_on
 from core.findings import Finding, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, lax_int
-from core.rules.fixes import plain_default, set_fix, value_fix
+from core.rules.fixes import delete_fix, plain_default, set_fix, value_fix
 from core.rules.structure import ROOT, _exists, _join, _profile_prefix, _strict, page_of
 from core.schema.walk import SchemaField, is_strict, resolve, section_fields, section_meta
 from core.schema.zero import ZeroConfig
@@ -127,6 +128,68 @@ def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], 
                 suggestion="Write false (JSON's boolean, without quotes).",
                 fix=set_fix(path, False), page=page_of(path),
             )
+
+
+#: What the schema's ``as_written`` says, in a message: when DeepSpeed uses the value as written.
+_AS_WRITTEN_WHEN = {"initialize": "when deepspeed.initialize builds the engine",
+                    "step": "at the first optimizer step",
+                    "profile": "at the profiling step (`profile_step`, the first step by default)"}
+
+
+def as_written(ctx: Context) -> Iterator[Finding]:
+    """A value not of its field's own JSON type where DeepSpeed reads the key with dict.get and uses it as written
+    (schema: ``as_written``): pydantic's lax mode reads "1" as 1 and 1 as true, DeepSpeed does not (the pipeline
+    engine asserts ``isinstance(..., bool)``, the flops profiler compares the step with ``>=``)."""
+    yield from _as_written(ctx, ctx.config, ROOT, "")
+
+
+def _as_written(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
+    fields = section_fields(model)
+    if "enabled" in fields and "enabled" in data and not switch_on(data["enabled"], prefix, ctx.version):
+        return  # the section is off: DeepSpeed never uses its values
+    for key, value in data.items():
+        field = fields.get(key) if isinstance(key, str) else None
+        if field is None or not _exists(ctx, prefix, field, key):
+            continue
+        path = _join(prefix, key)
+        if field.model is not None and isinstance(value, dict):
+            yield from _as_written(ctx, value, field.model, path)
+            continue
+        when = field.meta.extra.get("as_written")
+        if when is None or value == "auto" or _strict(ctx, model, prefix) or _written_as(field, value):
+            continue  # "auto": the auto rule explains it
+        meant = _meant_value(field, value)
+        default = plain_default(field)
+        text = (f"`{path}` is {brief(value)}, not {_kind(field)}: DeepSpeed {ctx.version} reads it with dict.get and "
+                f"uses it as written, which fails {_AS_WRITTEN_WHEN[when]}")
+        yield Finding(
+            "error", "type.engine" if when == "initialize" else "type.as-written", path,
+            text + (" (the pipeline engine asserts it is a bool)." if _is_bool(field) else " (TypeError)."),
+            suggestion=f"Write {brief(meant)} without quotes." if meant is not None and meant != value
+            else f"Default: {brief(default)}.",
+            fix=set_fix(path, meant if meant is not None else default), page=page_of(path),
+        )
+
+
+def _written_as(field: SchemaField, value: Any) -> bool:
+    """Whether ``value`` is of the field's own JSON type (a bool is no number, a number no bool)."""
+    if _is_bool(field):
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float)  # DeepSpeed compares and counts with a float as well
+
+
+def _meant_value(field: SchemaField, value: Any) -> Any:
+    """What a value of the wrong type most likely meant (pydantic's lax reading), or None."""
+    if _is_bool(field):
+        return lax_bool(value)
+    number = lax_int(value) if field.info.annotation is int else lax_float(value)
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _kind(field: SchemaField) -> str:
+    return "true or false" if _is_bool(field) else "a number"
 
 
 def _is_bool(field: SchemaField) -> bool:
@@ -256,6 +319,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     key = key.split("[")[0]
     if (field is not None and not _exists(ctx, prefix, field, key)) or _section_not_read(ctx, prefix):
         return None  # a key this version does not have: check_keys reports that instead
+    if field is not None and field.meta.extra.get("as_written") and not _strict(ctx, owner, prefix):
+        return None  # used as written: as_written says how any value of another type fails
     if _switched_off_and_unread(ctx, prefix, key):
         return None  # e.g. fp16's loss-scale keys in 0.16, read only with fp16 on: a wrong type there does nothing
     if kind in _BOUND_KINDS and field is not None:
@@ -303,8 +368,15 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     ):
         strict = raises = False  # this release does not check this while parsing
     fails = versions.top_level_value_fails(ctx.version, key, value) if container else None
-    if fails is not None:  # this release's own parser, tried with such a value (the profile's probe)
-        strict, raises = fails, raises if fails else None
+    if fails is False:  # this release's own parser, tried with such a value (the profile's probe), goes through
+        return Finding(
+            "warning", "type.section-ignored", path,
+            f"{label} is {shown}, not an object; DeepSpeed {ctx.version} reads none of its settings from it and "
+            "uses the section's defaults.",
+            "Write it as a JSON object with the settings you mean, or remove it.", delete_fix(path), page_of(path),
+        )
+    if fails:
+        strict = True
     items = get_path(ctx.config, path[:path.rindex("[")], None) if path.endswith("]") else None
     fix = value_fix(field, path, value, items if isinstance(items, list) else None) \
         if kind not in container_kinds else None

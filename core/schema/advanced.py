@@ -391,17 +391,21 @@ class PipelineConfig(OpenSection):
     )
     seed_layers: bool = ds_field(False, description="Use a different random seed for each layer.")
     activation_checkpoint_interval: int = ds_field(
-        0, description="Checkpoint activations every N layers (0: off). Saves memory, costs recomputation."
+        0,
+        as_written="initialize",
+        description="Checkpoint activations every N layers (0: off). Saves memory, costs recomputation.",
     )
     pipe_partitioned: bool = ds_field(
         True,
         raises="engine",
+        as_written="initialize",
         description="Partition the activations sent between stages over the model-parallel group. Must be a "
         "boolean (the pipeline engine asserts it).",
     )
     grad_partitioned: bool = ds_field(
         True,
         raises="engine",
+        as_written="initialize",
         description="Partition the gradients sent between stages over the model-parallel group. Must be a boolean.",
     )
     use_reentrant: bool | None = ds_field(
@@ -473,7 +477,8 @@ class CurriculumMetricConfig(LenientSection):
 class DataSamplingCurriculumConfig(LenientSection):
     """Curriculum learning of the data-efficiency library (feeds easy samples first)."""
 
-    model_config = ConfigDict(json_schema_extra=_RAISES_WHEN_PARSED)
+    # The engine and the parser's assert read this switch whatever data_efficiency and data_sampling say.
+    model_config = ConfigDict(json_schema_extra={META_KEY: {**_RAISES_WHEN_PARSED[META_KEY], "switch_ungated": True}})
 
     enabled: bool = ds_field(
         False,
@@ -592,6 +597,9 @@ class LayerTokenLRScheduleConfig(LenientSection):
 
 class RandomLTDConfig(LenientSection):
     """Random layerwise token dropping: middle layers see only a random subset of the tokens."""
+
+    # The engine builds the scheduler on this switch alone, whatever data_efficiency and data_routing say.
+    model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "switch_ungated": True}})
 
     enabled: bool = ds_field(False, description="Turn random-LTD on.")
     total_layer_num: int | None = ds_field(None, description="Number of layers of the model.")
