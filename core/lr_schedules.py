@@ -103,8 +103,8 @@ SIGNATURES: dict[str, dict[str, Any]] = {
 @dataclass(frozen=True)
 class _Release:
     """Where the chosen release's scheduler differs from 0.19.8's: the messages it raises (its profile's
-    ``scheduler_facts``: the argument checks 0.19.3 and 0.19.4 added), the parameters it never reads, and two
-    changes of WarmupCosineLR the profiles do not record."""
+    ``scheduler_facts``: the argument checks 0.19.3 and 0.19.4 added), the parameters it never reads, what its
+    WarmupLR signature says of warmup_max_lr, and two changes of WarmupCosineLR the profiles do not record."""
 
     version: str
     raises: tuple[str, ...] | None
@@ -116,14 +116,20 @@ class _Release:
     #: WarmupCosineLR warns and uses 'log' for an unknown warmup_type: 0.19.4 and later (before, its warm-up leaves
     #: the ratio unset: UnboundLocalError at the first step; WarmupLR has the fallback in every release).
     cosine_type_fallback: bool
+    #: WarmupLR (and WarmupDecayLR through it) takes a null warmup_max_lr as the optimizer's lr: the releases whose
+    #: WarmupLR signature defaults it to None (0.17.2 on, as the v0.17.1/v0.17.2 sources show); before, it subtracts
+    #: None (TypeError).
+    null_peak_is_lr: bool
 
     @classmethod
     def of(cls, version: str, scheduler_type: str) -> _Release:
         from core import versions
 
         at = versions.version_tuple(version)
+        found, peak = scheduler_param_default(WARMUP_LR, "warmup_max_lr", version)
         return cls(version, versions.scheduler_checks(version, scheduler_type),
-                   versions.scheduler_unread(version, scheduler_type), at >= (0, 19, 3), at >= (0, 19, 4))
+                   versions.scheduler_unread(version, scheduler_type), at >= (0, 19, 3), at >= (0, 19, 4),
+                   not found or peak is None)
 
     def checks(self, fragment: str) -> bool:
         """Whether the scheduler raises the message starting with ``fragment`` (True when the profile has none)."""
@@ -283,6 +289,10 @@ def _need_base_lr(base_lr: float | None, why: str) -> float:
 
 def _warmup(bound: dict[str, Any], base_lr: float | None, warnings: list[str], decay: bool, release: _Release):
     min_lr = _number("warmup_min_lr", bound["warmup_min_lr"])
+    if bound["warmup_max_lr"] is None and not release.null_peak_is_lr:
+        raise ScheduleError(f"warmup_max_lr is null: DeepSpeed {release.version}'s WarmupLR does not read it as the "
+                            "optimizer's lr and subtracts it (TypeError); give a number, or leave it out for the "
+                            "release's default", "warmup_max_lr")
     if bound["warmup_max_lr"] is None:
         max_lr = _need_base_lr(base_lr, "warmup_max_lr is not set, so WarmupLR warms up to the optimizer lr")
     else:

@@ -1,7 +1,8 @@
 """The LR curve draws the selected release's scheduler, not 0.19.8's for every release: up to 0.19.2 WarmupCosineLR
 does not clamp past total_num_steps and divides by zero when total == warm-up, and up to 0.19.3 its unknown
 warmup_type raises UnboundLocalError; up to 0.19.3 OneCycle ignores its stair counts and the step counts take any
-number; every release reads lr_range_test_staircase by truthiness."""
+number; WarmupLR fails on a null warmup_max_lr before 0.17.2; every release reads lr_range_test_staircase by
+truthiness."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ CASES: list[tuple[str, dict[str, Any], int]] = [
     ("WarmupLR", {"warmup_num_steps": 10.0, "warmup_type": "linear"}, 12),
     ("WarmupLR", {"warmup_num_steps": 5, "warmup_type": "cubic"}, 8),
     ("WarmupDecayLR", {"total_num_steps": 20, "warmup_num_steps": -3}, 25),
+    ("WarmupLR", {"warmup_max_lr": None, "warmup_num_steps": 3}, 5),
+    ("WarmupDecayLR", {"total_num_steps": 20, "warmup_max_lr": None, "warmup_num_steps": 3}, 5),
     ("LRRangeTest", {"lr_range_test_step_size": 5.0}, 5),
     ("LRRangeTest", {"lr_range_test_step_size": 0}, 5),
     ("LRRangeTest", {"lr_range_test_staircase": 1, "lr_range_test_step_size": 2}, 6),
@@ -149,3 +152,12 @@ def test_switches_are_read_by_truthiness(version: str) -> None:
     assert config_schedule_curve(_config("LRRangeTest", params), 4, version)["lr"].tolist() == [1, 1, 2, 2]
     cycle = {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3, "cycle_momentum": 0}
     assert "momentum" not in config_schedule_curve(_config("OneCycle", cycle), 4, version)
+
+
+def test_a_null_peak_is_the_optimizers_lr_from_0_17_2() -> None:
+    config = _config("WarmupDecayLR", {"total_num_steps": 20, "warmup_max_lr": None, "warmup_num_steps": 3})
+    for version in ("0.16.9", "0.17.1"):
+        with pytest.raises(ScheduleError, match="TypeError") as raised:
+            config_schedule_curve(config, 5, version)
+        assert raised.value.param == "warmup_max_lr"
+    assert config_schedule_curve(config, 5, "0.17.2")["lr"].max() == pytest.approx(1e-3)
