@@ -705,6 +705,13 @@ TABLE: tuple[Code, ...] = (
     _c("data-efficiency.max-tokens", "error", "parse", None, "Dynamic batching without max_tokens.",
        "DeepSpeed stops when dynamic batching is enabled without max_tokens.",
        {**B, "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}}),
+    _c("activation-checkpointing.contiguous", "warning", "initialize", None,
+       "Contiguous activation checkpointing without partitioned activations or number_checkpoints.",
+       "deepspeed.checkpointing.configure(mpu, deepspeed_config=...), how Megatron-style models set up DeepSpeed's "
+       "activation checkpointing, asserts that contiguous_memory_optimization comes with partition_activations and "
+       "number_checkpoints. A warning: deepspeed.initialize does not read these keys, and configure's own "
+       "arguments may supply them.",
+       {**B, "activation_checkpointing": {"contiguous_memory_optimization": True}}),
     _c("autotuning.empty-dir", "error", "parse", False, "An empty autotuning directory.",
        "DeepSpeed stops (\"results_dir cannot be empty\"). The fix sets a directory name.",
        {**B, "autotuning": {"enabled": True, "results_dir": ""}}),

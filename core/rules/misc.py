@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from core import versions
 from core.batch import reads_sequence_parallel
-from core.effective import uses_bf16_optimizer
+from core.effective import switch_on, uses_bf16_optimizer
 from core.findings import Finding, Fix, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
@@ -259,6 +259,40 @@ def _random_ltd_keys(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]
             "schedule (see DeepSpeed's data efficiency tutorial), or turn random-LTD off.",
             page="advanced",
         )
+
+
+def contiguous_checkpointing(ctx: Context) -> Iterator[Finding]:
+    """activation_checkpointing.contiguous_memory_optimization needs partition_activations and
+    number_checkpoints: ``deepspeed.checkpointing.configure(mpu, deepspeed_config=...)`` (the Megatron path) asserts
+    both. A warning: it only matters where activation checkpointing is set up through deepspeed.checkpointing, whose
+    keyword arguments may supply what the config lacks."""
+    section = ctx.config.get("activation_checkpointing")
+    if not isinstance(section, dict) or not _on(ctx, section, "contiguous_memory_optimization"):
+        return
+    prefix = "activation_checkpointing"
+    if not _on(ctx, section, "partition_activations"):
+        missing, message = "partition_activations", (
+            "Contiguous Checkpointing is only available with partitioned activations")
+    elif section.get("number_checkpoints") is None:
+        missing, message = "number_checkpoints", (
+            "Must specify the number of layers with contiguous memory checkpointing")
+    else:
+        return
+    yield Finding(
+        "warning", "activation-checkpointing.contiguous", f"{prefix}.contiguous_memory_optimization",
+        f"`{prefix}.contiguous_memory_optimization` is on without `{prefix}.{missing}`: where activation "
+        "checkpointing is set up through deepspeed.checkpointing.configure (Megatron-style models), DeepSpeed "
+        f"stops there (AssertionError: \"{message}\") unless its arguments supply it.",
+        suggestion=f"Set `{prefix}.{missing}`" + (" to true" if missing == "partition_activations" else
+                                                  " (the number of checkpointed layers)")
+        + ", or turn contiguous_memory_optimization off.",
+        page="advanced",
+    )
+
+
+def _on(ctx: Context, section: dict[str, Any], key: str) -> bool:
+    """Whether the switch ``key`` of activation_checkpointing is on as this release reads it."""
+    return key in section and switch_on(section[key], "activation_checkpointing", ctx.version)
 
 
 def autotuning(ctx: Context) -> Iterator[Finding]:

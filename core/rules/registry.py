@@ -25,7 +25,7 @@ RULES: tuple[Rule, ...] = (
     precision.precision, precision.torch_autocast, precision.communication,
     zero.zero_form, zero.offload, zero.stage_not_integer, zero.sub_group_zero, zero.deprecated_zero_keys,
     precision.bfloat16_alias,
-    misc.checkpoint, misc.data_types, misc.data_efficiency, misc.autotuning, misc.misc,
+    misc.checkpoint, misc.data_types, misc.data_efficiency, misc.contiguous_checkpointing, misc.autotuning, misc.misc,
     optim.optimizer, optim.scheduler,
     initialize.engine_combinations, initialize.amp_combinations, precision.master_weights_offload,
     initialize.autotp_size, initialize.autotp_world_size, initialize.gradient_scaling_reduce_scatter,
