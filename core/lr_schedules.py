@@ -593,8 +593,8 @@ def config_schedule_curve(config: Mapping[str, Any], steps: int, version: str = 
 
 
 #: The lr of MuonWithAuxAdam's groups when the engine hands it none (``group.get("lr", 0.02)`` for the Muon group,
-#: ``3e-4`` for the Adam group, in runtime/zero/muon/original_muon.py of every release with Muon, 0.18.0 to 0.19.8;
-#: the profiles record the class's constructor, which takes no lr).
+#: ``3e-4`` for the Adam group, in runtime/zero/muon/original_muon.py of each installed release with Muon: 0.17.6,
+#: 0.18.9, 0.19.5 to 0.19.8; the profiles record the class's constructor, which takes no lr).
 MUON_GROUP_LR = 0.02
 MUON_ADAM_GROUP_LR = 3e-4
 
