@@ -166,6 +166,8 @@ CASES = [
     ("as-written-initialize", cfg(pipeline={"pipe_partitioned": "true"}), {}, "type.engine", "error",
      "pipeline.pipe_partitioned"),
     ("section-ignored", cfg(timers="auto"), {}, "type.section-ignored", "warning", "timers"),
+    ("legacy-curriculum", cfg(curriculum_learning={"enabled": True}), {"version": "0.19.7"},
+     "curriculum.legacy-schedule", "error", "curriculum_learning.min_difficulty"),
     ("contiguous-checkpointing", cfg(activation_checkpointing={"contiguous_memory_optimization": True}), {},
      "activation-checkpointing.contiguous", "warning", "activation_checkpointing.contiguous_memory_optimization"),
     ("autotuning-dir", cfg(autotuning={"enabled": True, "results_dir": ""}), {}, "autotuning.empty-dir", "error",

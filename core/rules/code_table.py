@@ -705,6 +705,12 @@ TABLE: tuple[Code, ...] = (
     _c("data-efficiency.max-tokens", "error", "parse", None, "Dynamic batching without max_tokens.",
        "DeepSpeed stops when dynamic batching is enabled without max_tokens.",
        {**B, "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}}),
+    _c("curriculum.legacy-schedule", "error", "initialize", None, "Legacy curriculum learning on without its schedule.",
+       "Releases up to 0.19.7 read the top-level curriculum_learning with dict.get; switched on, deepspeed.initialize "
+       "builds CurriculumScheduler, which asserts min_difficulty, max_difficulty and schedule_type, refuses any type "
+       "but fixed_linear, fixed_root, fixed_discrete or custom (RuntimeError), and reads schedule_config with the "
+       "keys of its type (KeyError, AssertionError); the first forward pass then reads curriculum_type (KeyError).",
+       {**B, "curriculum_learning": {"enabled": True}}, settings={"version": "0.19.7"}),
     _c("activation-checkpointing.contiguous", "warning", "initialize", None,
        "Contiguous activation checkpointing without partitioned activations or number_checkpoints.",
        "deepspeed.checkpointing.configure(mpu, deepspeed_config=...), how Megatron-style models set up DeepSpeed's "

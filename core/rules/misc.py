@@ -261,6 +261,67 @@ def _random_ltd_keys(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]
         )
 
 
+#: What the legacy CurriculumScheduler asserts its schedule_config holds, per schedule type ("custom" needs none).
+_LEGACY_SCHEDULE_KEYS = {"fixed_discrete": ("difficulty", "max_step"),
+                         "fixed_root": ("total_curriculum_step", "difficulty_step", "root_degree"),
+                         "fixed_linear": ("total_curriculum_step", "difficulty_step"), "custom": ()}
+
+
+def legacy_curriculum(ctx: Context) -> Iterator[Finding]:
+    """The legacy top-level curriculum_learning switched on (dict.get: any truthy ``enabled``) without what
+    deepspeed.initialize's CurriculumScheduler asserts, in the releases that read the key (up to 0.19.7)."""
+    section = ctx.config.get("curriculum_learning")
+    if not isinstance(section, dict) or not section.get("enabled") \
+            or versions.key_known(ctx.version, "", "curriculum_learning") is not True:
+        return
+    problem = _legacy_curriculum_problem(section)
+    if problem is None:
+        return
+    key, failure = problem
+    path = f"curriculum_learning.{key}"
+    yield Finding(
+        "error", "curriculum.legacy-schedule", path,
+        f"Legacy curriculum learning is on, and DeepSpeed {ctx.version} stops"
+        + ("" if key == "curriculum_type" else " building its scheduler in deepspeed.initialize") + f": {failure}.",
+        suggestion="Set curriculum_type, min_difficulty, max_difficulty, schedule_type (fixed_linear, fixed_root, "
+        "fixed_discrete or custom) and the schedule_config it needs, or move to "
+        "data_efficiency.data_sampling.curriculum_learning.",
+        page="advanced",
+    )
+
+
+def _legacy_curriculum_problem(section: dict[str, Any]) -> tuple[str, str] | None:
+    """The first check of the legacy CurriculumScheduler that ``section`` fails: (key, DeepSpeed's failure)."""
+    for key in ("min_difficulty", "max_difficulty", "schedule_type"):
+        if key not in section:
+            return key, f"AssertionError: Curriculum learning requires the config '{key}'"
+    kind = section["schedule_type"]
+    required = _LEGACY_SCHEDULE_KEYS.get(kind) if isinstance(kind, str) else None
+    if required is None:
+        return "schedule_type", (f"RuntimeError: Unsupported curriculum schedule type ({brief(kind)}; it knows "
+                                 f"{', '.join(_LEGACY_SCHEDULE_KEYS)})")
+    if not required:
+        return None
+    schedule = section.get("schedule_config")
+    if not isinstance(schedule, dict):
+        return "schedule_config", ("KeyError: 'schedule_config'" if "schedule_config" not in section else
+                                   f"schedule_config is {brief(schedule)}, not an object with {', '.join(required)}")
+    for key in required:
+        if key not in schedule:
+            return f"schedule_config.{key}", (f"AssertionError: Curriculum learning with {kind} schedule requires the "
+                                              f"schedule_config '{key}'")
+    if kind == "fixed_discrete":
+        difficulty, max_step = schedule["difficulty"], schedule["max_step"]
+        if not (isinstance(difficulty, list) and isinstance(max_step, list) and max_step
+                and len(difficulty) == len(max_step) + 1):
+            return "schedule_config.max_step", ("AssertionError: fixed_discrete needs non-empty lists, with one "
+                                                "difficulty more than max_step")
+    if "curriculum_type" not in section:
+        return "curriculum_type", ("KeyError: 'curriculum_type' at the first training forward pass, where the engine "
+                                   "reads it to decide whether to pass curriculum_seqlen")
+    return None
+
+
 def contiguous_checkpointing(ctx: Context) -> Iterator[Finding]:
     """activation_checkpointing.contiguous_memory_optimization needs partition_activations and
     number_checkpoints: ``deepspeed.checkpointing.configure(mpu, deepspeed_config=...)`` (the Megatron path) asserts
