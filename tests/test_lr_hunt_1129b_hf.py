@@ -46,8 +46,6 @@ def test_no_scheduler_under_the_trainer_is_its_own_scheduler() -> None:
     assert any("stays at the optimizer's `lr`" in c for c in plain)
 
 
-@pytest.mark.xfail(strict=True, reason="ui/widgets.py _set_value does not pass the context's target to "
-                   "autofill.switch_scheduler yet; remove this mark with that one-line change")
 def test_choosing_a_scheduler_on_the_page_for_the_trainer_writes_auto() -> None:
     at = app(dict(BASE), "pages/optimizer.py", target="hf")
     at.selectbox(key="cfg:scheduler.type").set_value("WarmupDecayLR").run()

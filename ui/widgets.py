@@ -113,7 +113,8 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
         if isinstance(params, dict) and isinstance(before, str):
             st.session_state[app_state.SCHEDULER_PARAMS_KEY + before] = copy.deepcopy(params)
         remembered = st.session_state.get(app_state.SCHEDULER_PARAMS_KEY + value) if isinstance(value, str) else None
-        app_state.rewrite_config(autofill.switch_scheduler(config, value, steps, remembered))
+        app_state.rewrite_config(autofill.switch_scheduler(config, value, steps, remembered,
+                                                           target=app_state.get_context()["target"]))
 
 
 def _places(config: Mapping[str, Any], path: str) -> list[Any]:
