@@ -342,8 +342,9 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
         return blocked
     if path:
         # A section's own switch stays editable (only enclosing switches count); all else waits for it.
-        if field.name == SWITCH and switch_ungated(field.owner):
-            return None
+        if switch_ungated(field.model if field.model is not None else field.owner) and (
+                field.name == SWITCH or field.model is not None):
+            return None  # the section itself and its own switch: the enclosing switches gate neither
         keys = split_path(path)[: -2 if field.name == SWITCH else -1]
         return switched_off(_join(keys), form.config, form.version) if keys else None
     return None
