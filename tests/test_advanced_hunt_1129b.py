@@ -56,8 +56,9 @@ def test_the_profile_step_fails_at_the_first_optimizer_step():
 
 
 def test_flops_profiler_text_is_not_an_error_with_the_profiler_off_and_numbers_are_fine():
-    off = _cfg(flops_profiler={"enabled": False, "profile_step": "1", "top_modules": "3"})
-    assert [f for f in _found(off) if f[0] == "error"] == []
+    for off in (_cfg(flops_profiler={"enabled": False, "profile_step": "1", "top_modules": "3"}),
+                _cfg(flops_profiler={"profile_step": "1", "top_modules": "3"})):  # off by default
+        assert [f for f in _found(off) if f[0] == "error"] == []
     on = _cfg(flops_profiler={"enabled": True, "profile_step": 2, "recompute_fwd_factor": 1, "module_depth": -1})
     assert [f for f in _found(on) if f[0] == "error"] == []
 

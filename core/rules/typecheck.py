@@ -145,8 +145,9 @@ def as_written(ctx: Context) -> Iterator[Finding]:
 
 def _as_written(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
     fields = section_fields(model)
-    if "enabled" in fields and "enabled" in data and not switch_on(data["enabled"], prefix, ctx.version):
-        return  # the section is off: DeepSpeed never uses its values
+    switch = fields.get("enabled")
+    if switch is not None and not switch_on(data.get("enabled", plain_default(switch)), prefix, ctx.version):
+        return  # the section is off (an absent switch takes its default): DeepSpeed never uses its values
     for key, value in data.items():
         field = fields.get(key) if isinstance(key, str) else None
         if field is None or not _exists(ctx, prefix, field, key):
