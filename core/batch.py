@@ -47,8 +47,9 @@ def shown(value: Any) -> str:
     return brief(value)
 
 
-def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
-    """Resolve the trio exactly as DeepSpeed does for ``world_size`` data-parallel ranks."""
+def resolve_batch(config: dict[str, Any], world_size: float, ranks: str = "GPUs") -> BatchResolution:
+    """Resolve the trio exactly as DeepSpeed does for ``world_size`` data-parallel ranks (``ranks``: what the
+    product's message calls them, e.g. "data-parallel ranks (3 GPUs ÷ sequence_parallel_size 2)")."""
     tb, mb, ga = (config.get(k) for k in BATCH_KEYS)
     w = world_size
     has_tb, has_mb, has_ga = (_provided(config, k) for k in BATCH_KEYS)
@@ -98,7 +99,8 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
         if tb != mb * ga * w:
             return BatchResolution(
                 False, tb, mb, ga, w, derived, "product",
-                f"train_batch_size {tb} ≠ micro batch {mb} × accumulation {ga} × {_fmt(w)} GPUs = {mb * ga * w}",
+                f"train_batch_size {tb} ≠ micro batch {mb} × accumulation {ga} × {number_text(w)} {ranks} = "
+                f"{number_text(mb * ga * w)}",
             )
     except OverflowError:
         return BatchResolution(
@@ -122,8 +124,11 @@ def resolve_batch(config: dict[str, Any], world_size: float) -> BatchResolution:
     return BatchResolution(True, tb, mb, ga, w, derived, None, "")
 
 
-def _fmt(w: float) -> str:
-    return str(int(w)) if isinstance(w, float) and w.is_integer() else str(w)
+def number_text(value: float) -> str:
+    """A count in a message: 4.0 as 4, 2.6666666666666665 as 2.6667."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return f"{round(value, 4):g}" if isinstance(value, float) else str(value)
 
 
 def _whole_seed(value: Any) -> int | None:

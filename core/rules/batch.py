@@ -16,10 +16,13 @@ from core.batch import (
     TB,
     batch_suggestions,
     effective_world_size,
+    number_text,
     positive_whole,
     reads_sequence_parallel,
     resolve_batch,
+    sequence_parallel_degree,
     shown,
+    valid_world_sizes,
 )
 from core.elasticity import elastic_batch, keeps_oversized_elastic_base
 from core.findings import Finding, Fix, FixOp, brief
@@ -76,7 +79,7 @@ def _hf_accumulation_missing(ctx: Context) -> Finding | None:
     if not plain.ok or GA not in plain.derived or accum is None or accum == ACCELERATE_ACCUMULATION:
         return None
     tb, mb = shown(plain.train_batch_size), shown(plain.micro_batch)
-    ranks = _number(plain.world_size)
+    ranks = number_text(plain.world_size)
     return Finding(
         "error", "hf.batch-accumulation-missing", GA,
         f"gradient_accumulation_steps is not set: plain DeepSpeed derives {accum} (train_batch_size {tb} ÷ micro "
@@ -91,47 +94,40 @@ def _hf_accumulation_missing(ctx: Context) -> Finding | None:
 
 def batch_triangle(ctx: Context) -> Iterator[Finding]:
     """train_batch_size = micro batch × accumulation × world size, exactly as DeepSpeed checks it (for the HF
-    target, with the accumulation accelerate writes when it is missing)."""
+    target, with the accumulation accelerate writes when it is missing, and the Trainer's own check)."""
     values = {k: ctx.config.get(k) for k in BATCH_KEYS}
+    if ctx.elastic_section is not None:
+        return  # elastic training computes the batch values itself (the elasticity rule checks them)
+    if values[TB] is None and values[MB] is None:
+        yield _missing(ctx)
+        return
+    split = _hf_sequence_parallel(ctx, values)
+    if split is not None:
+        yield split
+        return
     autos = [k for k, v in values.items() if v == "auto"]
     if autos:
         if ctx.is_hf and TB not in autos:
             yield from _hf_never_matches(ctx, values)
         return  # the "auto" rule reports these; arithmetic on "auto" is meaningless
-    if ctx.elastic_section is not None:
-        return  # elastic training computes the batch values itself (the elasticity rule checks them)
     missing = _hf_accumulation_missing(ctx) if ctx.is_hf else None
     if missing is not None:
         yield missing
         return
-    result = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
+    ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)
+    result = resolve_batch(ctx.config, ranks, _ranks_label(ctx, ranks))
     gpus = _gpus(ctx.world_size)
     if result.ok:
-        for key in BATCH_KEYS:
-            value = values[key]
-            if (isinstance(value, float) and not value.is_integer()) or isinstance(value, bool):
-                fixes = _trio_fixes(ctx)
-                options = "; ".join(f.description[4:] for f in fixes)
-                yield Finding(
-                    "warning", "batch.not-integer", key,
-                    f"`{key}` is {shown(value)}; DeepSpeed accepts it but data loaders need a whole number.",
-                    suggestion=f"Whole numbers that work on {gpus}: {options}." if options
-                    else "Use a positive integer.",
-                    fix=fixes[0] if fixes else None, page="batch",
-                )
+        yield from _not_integer(ctx, values, result.micro_batch, ranks)
         return
     fixes = _trio_fixes(ctx)
     options = "; ".join(f.description[4:] for f in fixes)
-    suggestion = (f"Values that work on {gpus}: {options}." if options else
-                  f"Write positive whole numbers with train_batch_size = micro batch × accumulation × {gpus}.")
-    if result.problem == "missing":
-        yield Finding(
-            "error", "batch.missing", TB, f"The batch size is not set: {result.message}.",
-            suggestion="Set train_micro_batch_size_per_gpu (and gradient_accumulation_steps), or "
-            "train_batch_size.",
-            fix=set_fix(MB, 1, "Set train_micro_batch_size_per_gpu to 1"), page="batch",
-        )
-        return
+    if options:
+        suggestion = f"Values that work on {_ranks_text(ctx.world_size, ranks)}: {options}."
+    elif ranks == ctx.world_size:
+        suggestion = f"Write positive whole numbers with train_batch_size = micro batch × accumulation × {gpus}."
+    else:
+        suggestion = _sequence_parallel_suggestion(ctx, ranks)
     if result.problem == "type":
         return  # reported by batch_types with the field named
     derived = ", ".join(result.derived)
@@ -146,6 +142,121 @@ def batch_triangle(ctx: Context) -> Iterator[Finding]:
     yield Finding(
         "error", f"batch.{result.problem}", TB, message, suggestion, fixes[0] if fixes else None, page="batch"
     )
+
+
+def _missing(ctx: Context) -> Finding:
+    """Neither train_batch_size nor the micro batch: DeepSpeed asserts, whatever the accumulation says (the HF
+    Trainer fills only "auto" keys, so it adds neither)."""
+    hf = (" The HF Trainer fills only keys written as \"auto\": it adds no micro batch to a config without one."
+          if ctx.is_hf else "")
+    return Finding(
+        "error", "batch.missing", TB,
+        "The batch size is not set: neither train_batch_size nor train_micro_batch_size_per_gpu is set, and "
+        "DeepSpeed stops (\"Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided\")."
+        + hf,
+        suggestion="Set train_micro_batch_size_per_gpu (and gradient_accumulation_steps), or train_batch_size"
+        + (' (with the HF Trainer, "auto" takes per_device_train_batch_size).' if ctx.is_hf else "."),
+        fix=set_fix(MB, 1, "Set train_micro_batch_size_per_gpu to 1"), page="batch",
+    )
+
+
+def _hf_sequence_parallel(ctx: Context, values: dict[str, Any]) -> Finding | None:
+    """Target hf with sequence parallelism: the Trainer checks a written train_batch_size against micro batch ×
+    accumulation × every process (``TrainingArguments.world_size``), DeepSpeed against the data-parallel ranks
+    (GPUs ÷ sequence_parallel_size), so no written number satisfies both."""
+    sp = sequence_parallel_degree(ctx.config) if ctx.is_hf and reads_sequence_parallel(ctx.version) else None
+    tb = values[TB]
+    if sp is None or isinstance(tb, bool) or not isinstance(tb, int | float):
+        return None
+    passed = as_accelerate_passes(ctx.config)
+    counts = [positive_whole(passed.get(key)) for key in (MB, GA)]
+    ranks = ctx.world_size / sp
+    trainer = deepspeed = ""
+    verdict = "whatever the Trainer fills, one of them refuses it"
+    if None not in counts:
+        product = math.prod(c for c in counts if c is not None)
+        trainer, deepspeed = f" = {product * ctx.world_size}", f" = {number_text(product * ranks)}"
+        verdict = (f"the Trainer refuses {shown(tb)} (\"ds train_batch_size={shown(tb)} vs hf train_batch_size "
+                   f"(calculated)={product * ctx.world_size}\")" if tb != product * ctx.world_size else
+                   f"DeepSpeed refuses {shown(tb)} unless accelerate replaces it (it does under TrainingArguments("
+                   f"parallelism_config=ParallelismConfig(sp_backend=\"deepspeed\", sp_size={sp}))), and then "
+                   f"trains with train_batch_size {number_text(product * ranks)}, not the written {shown(tb)}")
+    return Finding(
+        "error", "hf.batch-never-matches" if "auto" in (values[MB], values[GA]) else "batch.product", TB,
+        f"train_batch_size {shown(tb)} with sequence_parallel_size {sp}: the HF Trainer checks it against micro "
+        f"batch × accumulation × all {_gpus(ctx.world_size)} (TrainingArguments.world_size counts every process)"
+        f"{trainer}, DeepSpeed against micro batch × accumulation × {number_text(ranks)} data-parallel ranks "
+        f"(GPUs ÷ sequence_parallel_size){deepspeed}; no written number passes both: {verdict}.",
+        suggestion="Set train_batch_size to \"auto\": the Trainer and accelerate then write micro batch × "
+        "accumulation × data-parallel ranks, which DeepSpeed checks.",
+        fix=set_fix(TB, "auto"), page="batch",
+    )
+
+
+def _not_integer(ctx: Context, values: dict[str, Any], micro: Any, ranks: float) -> Iterator[Finding]:
+    """Batch values DeepSpeed accepts but a data loader does not: a fraction or a boolean written, or a micro batch
+    DeepSpeed ends with as a float (written 4.0, or derived with float arithmetic, e.g. over GPUs ÷
+    sequence_parallel_size), which torch's DataLoader refuses when DeepSpeed builds one."""
+    warned = False
+    for key in BATCH_KEYS:
+        value = values[key]
+        if (isinstance(value, float) and not value.is_integer()) or isinstance(value, bool):
+            warned = warned or key == MB
+            yield _not_integer_finding(
+                ctx, key, f"`{key}` is {shown(value)}; DeepSpeed accepts it but data loaders need a whole number.")
+    if warned or ctx.is_hf or not isinstance(micro, float):
+        return  # the HF Trainer builds its data loader from per_device_train_batch_size, an int
+    if MB in ctx.config:
+        how = f"train_micro_batch_size_per_gpu is written as {shown(micro)}"
+    else:
+        operands = [f"{key} {shown(values[key])}" for key in (TB, GA) if values[key] is not None]
+        if ranks != ctx.world_size:
+            operands.append(f"{number_text(ranks)} data-parallel ranks ({_gpus(ctx.world_size)} ÷ "
+                            f"sequence_parallel_size {shown(ctx.config.get('sequence_parallel_size'))}, a float)")
+        how = f"DeepSpeed derives it with float arithmetic from {', '.join(operands)}"
+    yield _not_integer_finding(
+        ctx, MB,
+        f"DeepSpeed ends with micro batch {shown(micro)}, a float ({how}). It trains with it, but when DeepSpeed "
+        f"builds the data loader (deepspeed.initialize(..., training_data=...)), or you pass the value to a "
+        f"DataLoader, torch refuses it (\"batch_size should be a positive integer value, but got "
+        f"batch_size={shown(micro)}\").")
+
+
+def _not_integer_finding(ctx: Context, key: str, message: str) -> Finding:
+    fixes = _trio_fixes(ctx)
+    ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)
+    options = "; ".join(f.description[4:] for f in fixes)
+    return Finding(
+        "warning", "batch.not-integer", key, message,
+        suggestion=f"Whole numbers that work on {_ranks_text(ctx.world_size, ranks)}: {options}." if options
+        else "Use a positive integer.",
+        fix=fixes[0] if fixes else None, page="batch",
+    )
+
+
+def _ranks_label(ctx: Context, ranks: float) -> str:
+    """What the batch product's message calls the ``ranks`` DeepSpeed multiplies by."""
+    if ranks == ctx.world_size:
+        return "GPUs"
+    return f"data-parallel ranks ({_gpus(ctx.world_size)} ÷ sequence_parallel_size " \
+           f"{shown(ctx.config.get('sequence_parallel_size'))})"
+
+
+def _sequence_parallel_suggestion(ctx: Context, ranks: float) -> str:
+    """Where GPUs ÷ sequence_parallel_size is not whole: DeepSpeed checks the batch over the data-parallel ranks,
+    so the way out is a GPU count the degree divides (the nearest where these batch values work)."""
+    sp = sequence_parallel_degree(ctx.config)
+    how = ("positive whole numbers with train_batch_size = micro batch × accumulation × data-parallel ranks "
+           "(GPUs ÷ sequence_parallel_size)")
+    if sp is None:
+        return f"Write {how}."
+    counts = tuple(valid_world_sizes(ctx.config, max(1024, 2 * ctx.world_size), ctx.version))
+    if counts:
+        return (f"Run on a GPU count sequence_parallel_size {sp} divides, where these values work"
+                f"{_nearest_text(counts, ctx.world_size)}, or write {how}.")
+    below = ctx.world_size // sp * sp
+    near = " or ".join(str(c) for c in (below, below + sp) if c > 0)
+    return f"Write {how}, and run on a GPU count sequence_parallel_size {sp} divides ({near} GPUs)."
 
 
 def _trio_fixes(ctx: Context) -> list[Fix]:
@@ -186,7 +297,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
             "warning", "misc.sequence-parallel-swallowed", "sequence_parallel_size",
             f"sequence_parallel_size is {brief(sp)}: DeepSpeed {ctx.version} fails to divide the GPU count by it, "
             f"catches that, and checks the batch as on {_gpus(fallback)}: train_batch_size then counts "
-            f"{_number(fallback)} of the {_gpus(ctx.world_size)} that all train, so each optimizer step sees more "
+            f"{number_text(fallback)} of the {_gpus(ctx.world_size)} that all train, so each optimizer step sees more "
             "samples than it says.",
             suggestion="Remove it (no sequence parallelism), or set the sequence-parallel degree (e.g. 2).",
             fix=delete_fix("sequence_parallel_size"), page="batch",
@@ -230,17 +341,21 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
     if result is None:
         return  # the section's own values are wrong: the schema names them
     ranks = effective_world_size(ctx.config, ctx.world_size, ctx.version)
-    on = _elastic_ranks_text(ctx.world_size, ranks)
+    on = _ranks_text(ctx.world_size, ranks)
     valid = _counts_text(result.valid_world_sizes)
     if result.refusal == "world-size":
         fix = _elastic_batch_fix(ctx, section, ranks)
+        # the search lists data-parallel sizes; DeepSpeed checks GPUs ÷ sequence_parallel_size against them
+        sp = (sequence_parallel_degree(ctx.config) if reads_sequence_parallel(ctx.version) else None) or 1
+        gpu_counts = tuple(c * sp for c in result.valid_world_sizes)
+        in_gpus = f" (GPU counts: {_counts_text(gpu_counts)}, with sequence_parallel_size {sp})" if sp > 1 else ""
         yield Finding(
             "error", "elasticity.world-size", "elasticity",
             f"Elastic training picks train_batch_size {result.train_batch_size}, and DeepSpeed {ctx.version} "
-            + (f"accepts it only on these data-parallel sizes: {valid}; {on} is not one of them"
+            + (f"accepts it only on these data-parallel sizes: {valid}{in_gpus}; {on} is not one of them"
                if valid else "finds no data-parallel size it accepts")
             + ", so DeepSpeed stops at start-up (ElasticityIncompatibleWorldSize).",
-            suggestion=(f"Run on a valid count{_nearest_text(result.valid_world_sizes, ranks)}, or "
+            suggestion=(f"Run on a GPU count it accepts{_nearest_text(gpu_counts, ctx.world_size)}, or "
                         + (f"{fix.description[0].lower()}{fix.description[1:]}, which makes {on} valid." if fix else
                            "change elasticity.max_train_batch_size, micro_batch_sizes, min_gpus or max_gpus.")),
             fix=fix, page="batch",
@@ -250,7 +365,7 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
         shown_micro = ", ".join(str(m) for m in section.get("micro_batch_sizes", []))
         if result.train_batch_size == 0:
             why = (f"max_train_batch_size {brief(section.get('max_train_batch_size'))} is less than one micro batch "
-                   f"({shown_micro}) for each of the {_number(ranks)} data-parallel ranks")
+                   f"({shown_micro}) for each of the {number_text(ranks)} data-parallel ranks")
         elif result.refusal == "micro-batch":
             why = f"none of the micro batch sizes ({shown_micro}) divides each rank's share of it"
         else:
@@ -261,7 +376,7 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
             f"Elastic training picks train_batch_size {result.train_batch_size} on {on}: {why}; DeepSpeed "
             f"{ctx.version} stops at start-up.",
             suggestion=(f"{fix.description}." if fix else "Raise elasticity.max_train_batch_size, or add a micro "
-                        f"batch size that divides {result.train_batch_size} ÷ {_number(ranks)}."),
+                        f"batch size that divides {result.train_batch_size} ÷ {number_text(ranks)}."),
             fix=fix, page="batch",
         )
         return
@@ -284,18 +399,17 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
     )
 
 
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
 def _gpus(count: float) -> str:
     """``8 GPUs``, ``1 GPU``: a GPU count in a message."""
-    return f"{_number(count)} GPU{'s' if count != 1 else ''}"
+    return f"{number_text(count)} GPU{'s' if count != 1 else ''}"
 
 
-def _elastic_ranks_text(world_size: int, ranks: float) -> str:
+def _ranks_text(world_size: int, ranks: float) -> str:
+    """``8 GPUs``, or ``8 GPUs (4 data-parallel ranks after sequence parallelism)`` where DeepSpeed divides them."""
     gpus = _gpus(world_size)
-    return gpus if ranks == world_size else f"{gpus} ({_number(ranks)} data-parallel ranks after sequence parallelism)"
+    if ranks == world_size:
+        return gpus
+    return f"{gpus} ({number_text(ranks)} data-parallel ranks after sequence parallelism)"
 
 
 def _counts_text(counts: tuple[int, ...], shown: int = 16) -> str:
@@ -304,11 +418,12 @@ def _counts_text(counts: tuple[int, ...], shown: int = 16) -> str:
     return ", ".join(str(c) for c in counts[:shown]) + f", … ({len(counts)} in all, up to {counts[-1]})"
 
 
-def _nearest_text(counts: tuple[int, ...], ranks: float) -> str:
-    below = [c for c in counts if c < ranks]
-    above = [c for c in counts if c > ranks]
+def _nearest_text(counts: tuple[int, ...], pivot: float) -> str:
+    """`` (nearest: 8 or 12 GPUs)``: the GPU counts of ``counts`` either side of ``pivot``."""
+    below = [c for c in counts if c < pivot]
+    above = [c for c in counts if c > pivot]
     near = [str(x) for x in (below[-1:] + above[:1])]
-    return f" (nearest: {' or '.join(near)})" if near else ""
+    return f" (nearest: {' or '.join(near)} GPUs)" if near else ""
 
 
 #: How far from the written max_train_batch_size the fix looks for one that makes the world size valid (a third
