@@ -5,10 +5,14 @@ sequence parallelism makes the data-parallel size fractional or elastic training
 
 from __future__ import annotations
 
+import io
+import json
 import re
+from pathlib import Path
 
 import pytest
 
+from core.cli import main
 from core.validate import validate
 from tests.oracle.oracle import deepspeed_verdict, deepspeed_verdicts, oracle_available
 from tests.test_autofill import full_values, hf_resolve
@@ -56,6 +60,38 @@ def test_a_written_train_batch_size_with_sequence_parallelism_passes_the_trainer
     assert found["hf.batch-never-matches"].severity == "error"
     # the plain DeepSpeed target counts the data-parallel ranks, as DeepSpeed does
     assert not [f for f in validate(plain, world_size=8).findings if f.severity == "error"]
+
+
+def test_fit_takes_the_per_device_batch_the_trainer_accepts_under_sequence_parallelism(tmp_path: Path):
+    """fit derived the "auto" micro batch over GPUs ÷ sequence_parallel_size (64 ÷ 4 ÷ 2 = 8) and then refused
+    its own pick ("ds train_batch_size=64 vs hf ... 128"): the Trainer's per-device batch is 64 ÷ (8 × 2) = 4."""
+    config = {**SP_HF, "train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto"}
+    assert isinstance(_trainer(config, 8, 8, 2), str) and not isinstance(_trainer(config, 8, 4, 2), str)
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(config))
+    out = io.StringIO()
+    code = main(["fit", str(path), "--model", "openai-community/gpt2", "--gpus", "8",
+                 "--gradient-accumulation-steps", "2"], out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "micro batch 4 assumed" in text and "hf.batch-never-matches" in text
+
+
+@pytest.mark.deepspeed
+def test_the_hf_batch_a_sizing_command_runs_is_the_one_accelerate_hands_deepspeed():
+    """hf_batch (fit and plan with --gradient-accumulation-steps) checked the Trainer's filled train_batch_size 64
+    over GPUs ÷ sequence_parallel_size, found 1 accumulation step and refused --gradient-accumulation-steps 2:
+    accelerate replaces it by micro × accumulation × data-parallel ranks (Accelerator._prepare_deepspeed)."""
+    from core.cli.common import hf_batch
+
+    config = {**SP_HF, "train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto",
+              "gradient_accumulation_steps": "auto"}
+    filled = hf_batch(config, 4, 2, 8, "0.19.8")
+    assert {k: filled[k] for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
+                                   "gradient_accumulation_steps")} == {"train_batch_size": 32,
+                                                                      "train_micro_batch_size_per_gpu": 4,
+                                                                      "gradient_accumulation_steps": 2}
+    assert deepspeed_verdict({k: v for k, v in filled.items() if k != "zero_optimization"}, 8).accepted
 
 
 # ------------------------------------------------------------------ 2. no micro batch and no train_batch_size

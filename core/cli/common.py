@@ -25,9 +25,11 @@ from core.batch import (
     effective_world_size,
     micro_batch_one,
     positive_whole,
+    reads_sequence_parallel,
     resolve_batch,
     run_or_written,
     runs_elastic,
+    sequence_parallel_degree,
     shown,
 )
 from core.hardware import GPU, gpu_names
@@ -348,6 +350,7 @@ def hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: in
     except AutoFillError as exc:
         raise UsageError(f"--gradient-accumulation-steps {grad_accum} with micro batch {micro} on {world_size} GPUs: "
                          f"{exc}") from None
+    filled = _accelerate_sequence_parallel_batch(filled, world_size, version)
     batch = resolve_batch(filled, effective_world_size(filled, world_size, version))
     runs = (positive_whole(batch.grad_accum) if batch.ok else None) or 1  # an unresolved trio is timed as 1
     if runs != grad_accum:
@@ -355,6 +358,20 @@ def hf_batch(config: dict[str, Any], micro: int, grad_accum: int, world_size: in
                          "with this config's batch keys (the HF Trainer fills only \"auto\" ones); write "
                          "gradient_accumulation_steps as \"auto\"")
     return filled
+
+
+def _accelerate_sequence_parallel_batch(filled: dict[str, Any], world_size: int, version: str) -> dict[str, Any]:
+    """``filled`` (the Trainer's batch keys) as DeepSpeed ``version`` gets them under sequence parallelism: the
+    Trainer checked train_batch_size over every process, and accelerate (``Accelerator._prepare_deepspeed``, with
+    the ParallelismConfig sequence parallelism needs under the Trainer) replaces it by micro batch × accumulation ×
+    the data-parallel ranks (GPUs ÷ sequence_parallel_size) DeepSpeed checks."""
+    from core.autofill import as_accelerate_passes
+
+    sp = sequence_parallel_degree(filled) if reads_sequence_parallel(version) else None
+    micro, accum = positive_whole(filled.get(MB)), positive_whole(as_accelerate_passes(filled).get(GA))
+    if sp is None or world_size % sp or micro is None or accum is None:
+        return filled
+    return {**filled, TB: micro * accum * (world_size // sp)}
 
 
 def micro_batch_when_unsaid(config: dict[str, Any], gpus: int, version: str,
@@ -375,7 +392,10 @@ def micro_batch_when_unsaid(config: dict[str, Any], gpus: int, version: str,
             if accum == "auto":
                 accum = grad_accum or HF_DEFAULTS["gradient_accumulation_steps"]
             trainer = {key: value for key, value in {TB: total, GA: accum}.items() if value is not None}
-            micro = run_or_written({**config, **trainer, MB: None}, gpus, version, MB)
+            # the Trainer checks train_batch_size over every process (TrainingArguments.world_size), never over
+            # GPUs ÷ sequence_parallel_size as DeepSpeed does: its view has no sequence parallelism
+            view = {key: value for key, value in config.items() if key != "sequence_parallel_size"}
+            micro = run_or_written({**view, **trainer, MB: None}, gpus, version, MB)
             if micro is not None:
                 return micro, (f'micro batch {micro} assumed: "auto" is filled by the HF Trainer from '
                                f"per_device_train_batch_size, which must be {micro} for the written "
