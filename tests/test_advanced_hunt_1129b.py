@@ -214,7 +214,8 @@ _PIPELINE_WORKER = textwrap.dedent("""
 
 _PIPELINES = {"control": {"pipe_partitioned": True, "grad_partitioned": False, "activation_checkpoint_interval": 1},
               "pipe-true-string": {"pipe_partitioned": "true"}, "pipe-one": {"pipe_partitioned": 1},
-              "grad-zero": {"grad_partitioned": 0}, "interval-string": {"activation_checkpoint_interval": "2"}}
+              "grad-zero": {"grad_partitioned": 0}, "interval-string": {"activation_checkpoint_interval": "2"},
+              "pipe-auto": {"pipe_partitioned": "auto"}, "interval-auto": {"activation_checkpoint_interval": "auto"}}
 
 
 @pytest.mark.deepspeed
@@ -228,7 +229,9 @@ def test_the_pipeline_engine_refuses_what_the_validator_flags():
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got == {"control": None, "pipe-true-string": "AssertionError", "pipe-one": "AssertionError",
-                   "grad-zero": "AssertionError", "interval-string": "TypeError"}
+                   "grad-zero": "AssertionError", "interval-string": "TypeError", "pipe-auto": "AssertionError",
+                   "interval-auto": "TypeError"}
     for label, pipeline in _PIPELINES.items():
-        errors = [f for f in _found(_cfg(pipeline=pipeline)) if f[0] == "error"]
-        assert [f[1] for f in errors] == ([] if label == "control" else ["type.engine"]), label
+        errors = [f[1] for f in _found(_cfg(pipeline=pipeline)) if f[0] == "error"]
+        expected = [] if label == "control" else ["auto.fails"] if "auto" in label else ["type.engine"]
+        assert errors == expected, label

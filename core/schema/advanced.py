@@ -392,20 +392,20 @@ class PipelineConfig(OpenSection):
     seed_layers: bool = ds_field(False, description="Use a different random seed for each layer.")
     activation_checkpoint_interval: int = ds_field(
         0,
-        as_written="initialize",
+        as_written="initialize", auto="fails",
         description="Checkpoint activations every N layers (0: off). Saves memory, costs recomputation.",
     )
     pipe_partitioned: bool = ds_field(
         True,
         raises="engine",
-        as_written="initialize",
+        as_written="initialize", auto="fails",
         description="Partition the activations sent between stages over the model-parallel group. Must be a "
         "boolean (the pipeline engine asserts it).",
     )
     grad_partitioned: bool = ds_field(
         True,
         raises="engine",
-        as_written="initialize",
+        as_written="initialize", auto="fails",
         description="Partition the gradients sent between stages over the model-parallel group. Must be a boolean.",
     )
     use_reentrant: bool | None = ds_field(
