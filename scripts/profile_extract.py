@@ -58,19 +58,23 @@ class _Recorder(dict):
     dict) gives a recorder of that subsection, so the parse's reads inside it are seen too (``copy.copy`` keeps
     recording)."""
 
-    def __init__(self, data: dict, seen: set[str], prefix: str | None = None) -> None:
+    def __init__(self, data: dict, seen: set[str], prefix: str | None = None,
+                 defaults: dict[str, list[Any]] | None = None) -> None:
         super().__init__(data)
         self.seen = seen
         self.prefix = prefix
+        #: with a prefix: every default a missing key was read with (``get(KEY, DEFAULT)``), per dotted path
+        self.defaults = {} if defaults is None else defaults
 
     def _see(self, key) -> None:
         self.seen.add(key if self.prefix is None or not isinstance(key, str) else self.prefix + key)
 
     def get(self, key, default=None):
         self._see(key)
-        if (self.prefix is not None and isinstance(key, str) and not super().__contains__(key)
-                and isinstance(default, dict) and not default):
-            return _Recorder({}, self.seen, f"{self.prefix}{key}.")
+        if self.prefix is not None and isinstance(key, str) and not super().__contains__(key):
+            if isinstance(default, dict) and not default:
+                return _Recorder({}, self.seen, f"{self.prefix}{key}.", self.defaults)
+            self.defaults.setdefault(self.prefix + key, []).append(default)
         return super().get(key, default)
 
     def __getitem__(self, key):
@@ -81,7 +85,7 @@ class _Recorder(dict):
         # a parse that fills in a missing subsection (param_dict[KEY] = {}) then reads it: keep recording there
         if self.prefix is not None and isinstance(key, str) and isinstance(value, dict) and not value \
                 and not isinstance(value, _Recorder):
-            value = _Recorder({}, self.seen, f"{self.prefix}{key}.")
+            value = _Recorder({}, self.seen, f"{self.prefix}{key}.", self.defaults)
         super().__setitem__(key, value)
 
     def __contains__(self, key):
@@ -431,6 +435,35 @@ ZERO_OPTIMIZERS = {"1_2": ("deepspeed.runtime.zero.stage_1_and_2", "DeepSpeedZer
                    "3": ("deepspeed.runtime.zero.stage3", "DeepSpeedZeroOptimizer_Stage3")}
 
 
+def _optimizer_params_popped(engine: Any) -> list[str]:
+    """The keys ``DeepSpeedEngine`` pops from ``optimizer.params`` before it builds the optimizer
+    (``optimizer_parameters.pop(KEY, ...)``): ``torch_adam`` and ``adam_w_mode`` in every release,
+    ``fp32_optimizer_states`` from 0.19; a key not popped reaches the optimizer's constructor."""
+    tree = ast.parse(inspect.getsource(engine))
+    popped: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop" \
+                and ast.unparse(node.func.value) == "optimizer_parameters" and node.args:
+            key = node.args[0]
+            value = key.value if isinstance(key, ast.Constant) else getattr(engine, key.id, None) \
+                if isinstance(key, ast.Name) else None
+            if isinstance(value, str):
+                popped.add(value)
+    return sorted(popped)
+
+
+def _zero_supported_optimizers() -> list[str] | None:
+    """The names of the torch and DeepSpeed optimizer classes ZeRO runs without ``zero_allow_untested_optimizer``
+    (``ZERO_SUPPORTED_OPTIMIZERS``, matched by exact type; apex's and muon's join it when they are installed, so
+    they are left out): ``ZenFlowCPUAdam`` joined it in 0.19.3, and ZenFlow's optimizer is refused before."""
+    from deepspeed.runtime.zero import utils
+
+    classes = getattr(utils, "ZERO_SUPPORTED_OPTIMIZERS", None)
+    if classes is None:
+        return None
+    return sorted({c.__name__ for c in classes if c.__module__.split(".")[0] in ("torch", "deepspeed")})
+
+
 def _zero_optimizer_checks() -> dict[str, list[str]]:
     """Per ZeRO optimizer (stages 1-2, stage 3): the assert/raise messages of its class."""
     out = {}
@@ -441,18 +474,27 @@ def _zero_optimizer_checks() -> dict[str, list[str]]:
     return out
 
 
-def _dict_section_reads(top_keys: set[str], roots: dict[str, type]) -> dict[str, list[str]]:
+def _dict_section_reads(top_keys: set[str], roots: dict[str, type]) -> tuple[dict[str, list[str]],
+                                                                           dict[str, dict[str, Any]]]:
     """Per top-level section the release reads with ``dict.get`` (not a pydantic model): the keys its parse looks
     up in that section when the section is empty, as dotted paths below it (``data_sampling.dynamic_batching``)
     so the keys read whatever the values; keys read only behind a switch are not seen. Sections whose parse never
-    looks inside are left out."""
+    looks inside are left out. Second, per section, the default each key is read with when it is missing (bf16's
+    ``immediate_grad_update`` is true in 0.16.x), where it is a JSON scalar and the same at every read."""
     reads: dict[str, list[str]] = {}
+    defaults: dict[str, dict[str, Any]] = {}
     for key in sorted(top_keys - set(roots)):
         seen: set[str] = set()
-        _parse({"train_batch_size": 1, key: _Recorder({}, seen, "")})
+        read_with: dict[str, list[Any]] = {}
+        _parse({"train_batch_size": 1, key: _Recorder({}, seen, "", read_with)})
         if names := sorted(k for k in seen if isinstance(k, str)):
             reads[key] = names
-    return reads
+        same = {path: values[0] for path, values in sorted(read_with.items())
+                if (values[0] is None or isinstance(values[0], bool | int | float | str))
+                and all(v == values[0] and type(v) is type(values[0]) for v in values)}
+        if same:
+            defaults[key] = same
+    return reads, defaults
 
 
 def _dict_section_probes(top_keys: set[str], roots: dict[str, type]) -> dict[str, list[str]]:
@@ -588,6 +630,14 @@ def extract(release: str) -> dict[str, Any]:
             own = [c for c in cls.__mro__ if c.__module__ == lr_schedules.__name__]
             checks = sorted({m for c in own for m in _messages(inspect.getsource(c))})
             scheduler_facts[name] = {"checks": checks, "unread": _unread_params(inspect.getsource(cls), sig["params"])}
+    dict_reads, dict_defaults = _dict_section_reads(top_keys, roots)
+    # A constant of a membership test that the parse was only seen reading inside a section is that section's key:
+    # ``get_sparse_attention_mode(sparsity)`` names its argument ``param_dict`` too ("mode", "attention").
+    in_sections = {read.split(".")[-1] for reads in dict_reads.values() for read in reads}
+    misread = (top_keys - seen) & in_sections
+    top_keys -= misread
+    dict_reads = {k: v for k, v in dict_reads.items() if k not in misread}
+    dict_defaults = {k: v for k, v in dict_defaults.items() if k not in misread}
     return {
         "schema": SCHEMA_VERSION,
         "release": release,
@@ -596,9 +646,12 @@ def extract(release: str) -> dict[str, Any]:
         "top_level_probes": _top_level_probes(top_keys),
         "compression_shared_enabled": _compression_shared_probes(),
         "elastic_probe": _elastic_probe(release),
-        "dict_section_reads": _dict_section_reads(top_keys, roots),
+        "dict_section_reads": dict_reads,
+        "dict_section_defaults": dict_defaults,
         "dict_section_ignored": _dict_section_probes(top_keys, roots),
         "zero_optimizer_checks": _zero_optimizer_checks(),
+        "zero_supported_optimizers": _zero_supported_optimizers(),
+        "optimizer_params_popped": _optimizer_params_popped(importlib.import_module("deepspeed.runtime.engine")),
         "dynamic_batching_without_max_tokens": _outcome({"train_batch_size": 1, **DYNAMIC_BATCHING_PROBE}),
         "sequence_parallel_world_size": _sequence_parallel_probes(),
         "removed_top_level_keys": {k: " ".join(str(v).split()) for k, v in sorted(removed.items())},

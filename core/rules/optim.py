@@ -287,11 +287,17 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     everything = {p.name: p for p in spec.params}
     # The constructor keywords of this release's class, from its profile (None: no signature recorded).
     keywords = versions.optimizer_keywords(ctx.version, spec.name, backend)
+    # A key DeepSpeed pops off the params in this release; one it does not pop reaches the constructor
+    # (fp32_optimizer_states before 0.19: FusedAdam and torch's AdamW raise TypeError on it).
+    consumed = {k for k, p in accepted.items()
+                if p.consumed and versions.optimizer_param_popped(ctx.version, k) is not False}
     if keywords is not None:
-        accepted = {k: p for k, p in accepted.items() if k in keywords or p.consumed}
+        accepted = {k: p for k, p in accepted.items() if k in keywords or k in consumed}
+    else:  # torch's class (torch_adam) or one that picks its keys: none takes what DeepSpeed means to consume
+        accepted = {k: p for k, p in accepted.items() if not p.consumed or k in consumed}
     refused: dict[str, Finding] = {}
     if ctx.meaning.torch_optimizer is not None:  # torch's constructor checks the values DeepSpeed passes on
-        passed = {k: v for k, v in params.items() if k in accepted and not accepted[k].consumed}
+        passed = {k: v for k, v in params.items() if k in accepted and k not in consumed}
         refused = {f.path: f for f in _torch_refused(ctx.meaning.torch_optimizer, passed, set())}
     guess_for = guesser(params, accepted)
     for key, value in params.items():

@@ -147,6 +147,14 @@ def recorded_default(version: str, prefix: str, key: str) -> tuple[bool, Any]:
     return (True, value) if value is None or isinstance(value, bool | int | float | str) else (False, None)
 
 
+def optimizer_param_popped(version: str, key: str) -> bool | None:
+    """Whether DeepSpeed ``version`` pops ``key`` off ``optimizer.params`` before it builds the optimizer
+    (``torch_adam``, ``adam_w_mode``; ``fp32_optimizer_states`` from 0.19), so the constructor never sees it;
+    None when the profile does not record it."""
+    popped = profile(version).get("optimizer_params_popped")
+    return None if popped is None else key in popped
+
+
 def zero_supported_optimizer(version: str, class_name: str) -> bool | None:
     """Whether ZeRO in DeepSpeed ``version`` runs the optimizer class ``class_name`` (a torch or DeepSpeed class's
     ``__name__``) without ``zero_allow_untested_optimizer`` (its ``ZERO_SUPPORTED_OPTIMIZERS``); None when the
@@ -382,11 +390,22 @@ def _releases_reading(prefix: str) -> dict[str, tuple[str, ...]]:
                 and _entered(reads, rest := prefix.partition(".")[2]):
             inside = f"{rest}." if rest else ""
             names = {r[len(inside):] for r in reads if r.startswith(inside) and "." not in r[len(inside):]}
+            ignored = profile(release).get("dict_section_ignored", {}).get(prefix)
+            if not rest and ignored is not None:
+                # offered every key of the releases that build the section with pydantic, with ``enabled`` on,
+                # it looked up all but ``ignored`` (0.16.x reads fp16's loss-scale keys only with fp16 on)
+                names |= _pydantic_names_anywhere(prefix) - set(ignored)
         else:
             continue
         for name in names:
             reading.setdefault(name, []).append(release)
     return {name: tuple(releases) for name, releases in reading.items()}
+
+
+@cache
+def _pydantic_names_anywhere(prefix: str) -> frozenset[str]:
+    """The field names and aliases of the section at ``prefix`` in every release that builds it with pydantic."""
+    return frozenset().union(*(_section_names(r, prefix) for r in RELEASES if prefix in profile(r)["sections"]))
 
 
 def supported_stages(version: str, option: str) -> frozenset[int] | None:
