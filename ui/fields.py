@@ -295,7 +295,8 @@ def switched_off(section_path: str, config: Mapping[str, Any], version: str = DE
 
     Driven by the schema, not a list of sections: ``tensorboard``, ``wandb``, ``fp16``, ``flops_profiler``,
     ``data_efficiency.data_sampling`` … all qualify by having the field. ``"auto"`` counts as on (the HF
-    Trainer fills it in); an absent switch takes the schema default.
+    Trainer fills it in); an absent switch takes the schema default. A section marked ``switch_ungated`` (DeepSpeed
+    acts on its own switch alone, e.g. random-LTD) is not gated by the switches above it.
     """
     model: type[BaseModel] | None = DeepSpeedConfig
     node: Any = config
