@@ -23,6 +23,7 @@ from tests.oracle.ds0195_worker import precision_stand_in
 from tests.oracle.initialize import InitializeRun, initialize_outcome_problems, run_initialize_cases
 from tests.oracle.initialize_cases import INITIALIZE_CASES
 from tests.oracle.oracle import deepspeed_verdict, oracle_available
+from tests.test_advanced_hunt_1129d import PROVEN_ON_OLDER_RELEASES as PROVEN_LEGACY_CURRICULUM
 from tests.test_amp_engine import PROVEN_ON_OLDER_RELEASES
 from tests.test_hpz_world_size import PROVEN_WITH_RANKS
 
@@ -136,7 +137,8 @@ def test_validator_accepts_what_initialize_accepts(case):
 
 def test_every_initialize_time_code_is_proven_by_a_case():
     _, codes = _validator()
-    proven = {f.code for case in RAISING for f in _errors(case.config)} | PROVEN_ON_OLDER_RELEASES | PROVEN_WITH_RANKS
+    proven = ({f.code for case in RAISING for f in _errors(case.config)} | PROVEN_ON_OLDER_RELEASES
+              | PROVEN_LEGACY_CURRICULUM | PROVEN_WITH_RANKS)
     unproven = sorted(codes - proven)
     assert not unproven, f"INITIALIZE_TIME_CODES without a deepspeed.initialize case proving them: {unproven}"
 

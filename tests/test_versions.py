@@ -88,7 +88,7 @@ def test_a_key_added_later_is_unknown_before_and_fine_after():
     assert first is not None
     before = versions.RELEASES[versions.RELEASES.index(first) - 1]
     assert [f.code for f in validate(config, version=before).findings if f.path == "compile"] == [
-        "keys.not-in-version"]
+        "keys.not-in-version-on"]
     assert validate(config, version=first).ok
 
 
@@ -105,7 +105,7 @@ def test_a_dict_get_section_key_renamed_between_releases_is_judged_by_each_relea
     assert versions.key_known(last_old, "aio", "block_size") is True
     assert validate(old_key, version=last_old).findings == ()  # read there: no rename to a key it ignores
     (finding,) = validate(new_key, version=last_old).findings
-    assert (finding.code, finding.path) == ("keys.not-in-version", "aio.intra_op_parallelism")
+    assert (finding.code, finding.path) == ("keys.not-in-version-on", "aio.intra_op_parallelism")
     assert f"was added in DeepSpeed {renamed}" in finding.message and "silently ignores" in finding.message
     (finding,) = validate(old_key, version=renamed).findings
     assert finding.code == "keys.ignored" and finding.fix and "intra_op_parallelism" in finding.fix.description
@@ -125,7 +125,7 @@ def test_a_subsection_a_release_does_not_read_is_not_checked_there():
     assert {f.code for f in validate(config, version=added).errors} == {
         "data-efficiency.max-tokens", "type.value_error"}
     (finding,) = validate(config, version=before).findings
-    assert (finding.code, finding.severity) == ("keys.not-in-version", "warning")
+    assert (finding.code, finding.severity) == ("keys.not-in-version-on", "warning")
     assert finding.path == "data_efficiency.data_sampling.dynamic_batching"
     # a key read only behind a switch is never recorded: the recordings do not call it unknown
     assert versions.key_known(added, "data_efficiency.data_sampling.dynamic_batching", "max_tokens") is None
@@ -362,7 +362,7 @@ def test_a_rule_on_a_key_the_release_ignores_stays_quiet():
     assert first is not None
     before = versions.RELEASES[versions.RELEASES.index(first) - 1]
     assert [(f.code, f.severity) for f in validate(config, version=before).findings] == [
-        ("keys.not-in-version", "warning")]
+        ("keys.not-in-version-on", "warning")]
     assert "engine.param-dtype-conflict" in validate(config, version=first).codes()
 
 
@@ -389,7 +389,7 @@ def test_bf16_master_weight_keys_mean_nothing_where_the_release_ignores_them():
     old = effective(config, "0.16.9")
     assert (old.bf16_master_weights_and_grads, old.bf16_optimizer_states, old.fp32_optimizer_states) == (
         False, False, True)
-    assert {f.path for f in validate(config, version="0.16.9").findings if f.code == "keys.not-in-version"} == {
+    assert {f.path for f in validate(config, version="0.16.9").findings if f.code == "keys.not-in-version-on"} == {
         "bf16.bf16_master_weights_and_grads", "bf16.bf16_optimizer_states"}
     new = effective(config, "0.19.8")
     assert (new.bf16_master_weights_and_grads, new.bf16_optimizer_states, new.fp32_optimizer_states) == (

@@ -91,10 +91,13 @@ TABLE: tuple[Code, ...] = (
        {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": True}}, settings={"version": "0.19.5"},
        other_severity="warning"),
     _c("keys.not-in-version-on", "error", "parse", False, "A key the chosen release does not have, switched on.",
-       "As keys.not-in-version in a section that rejects it, but the value asks for something the releases that "
-       "read the key do (a true flag, an enabled or non-empty section, a value other than their default). "
-       "Removing it lets this release load the config, but training then runs without it, so the fix is unsafe.",
-       {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": False}}, settings={"version": "0.19.5"}),
+       "As keys.not-in-version, but the value asks for something the releases that read the key do (a true flag, "
+       "an enabled or non-empty section, a value other than their default). In a section that rejects it, "
+       "removing it lets this release load the config but training then runs without it; in one the release reads "
+       "with dict.get (0.16.x's bf16, a top-level key it does not know) it is ignored (a warning), and the config "
+       "may be meant for a release that has it. Either way the fix is unsafe.",
+       {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": False}}, settings={"version": "0.19.5"},
+       other_severity="warning"),
     _c("keys.alias-clash", "error", "parse", True, "A key and its alias are both set.",
        "DeepSpeed reads the alias (e.g. `stage3_prefetch_bucket_size`) and rejects the other spelling as an "
        "unknown key. Removing the spelling DeepSpeed does not read keeps the value it uses.",
@@ -184,19 +187,24 @@ TABLE: tuple[Code, ...] = (
        None),
     # ---- batch
     _c("batch.missing", "error", "parse", False, "No batch size is set.",
-       "DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu. The fix sets a micro batch of 1.",
+       "DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu, whatever gradient_accumulation_steps "
+       "says (\"auto\" included: the HF Trainer does not add a missing micro batch). The fix sets a micro batch of "
+       "1.",
        {}),
     _c("batch.product", "error", "parse", False, "The batch sizes do not multiply out on this GPU count.",
-       "DeepSpeed checks train_batch_size = micro batch × gradient accumulation × data-parallel GPUs and stops "
-       "with \"Check batch related parameters\". A config can be right on 8 GPUs and wrong on 64: validate for "
-       "the GPU count you run. The fix picks values that work, which changes the training batch.",
+       "DeepSpeed checks train_batch_size = micro batch × gradient accumulation × data-parallel GPUs (GPUs ÷ "
+       "sequence_parallel_size) and stops with \"Check batch related parameters\". A config can be right on 8 GPUs "
+       "and wrong on 64: validate for the GPU count you run. For the HF target with sequence parallelism the "
+       "Trainer checks over all GPUs and DeepSpeed over GPUs ÷ sp, so no written number satisfies both: the fix is "
+       "\"auto\". Otherwise the fix picks values that work, which changes the training batch.",
        {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1},
        settings={"world_size": 3}),
     _c("hf.batch-never-matches", "error", "parse", False, "A written train_batch_size no value of the \"auto\" "
        "batch keys can match.",
        "The HF Trainer fills an \"auto\" micro batch or accumulation from TrainingArguments and then checks a "
-       "written train_batch_size against micro batch × accumulation × data-parallel GPUs; when the written values "
-       "and the GPU count do not divide it (a missing accumulation counts as the 1 accelerate writes; with both "
+       "written train_batch_size against micro batch × accumulation × every GPU (TrainingArguments.world_size; "
+       "with sequence parallelism DeepSpeed checks GPUs ÷ sp, so no written number passes both); when the written "
+       "values and the GPU count do not divide it (a missing accumulation counts as the 1 accelerate writes; with both "
        "\"auto\", the GPU count alone), every value the Trainer could fill fails that check (\"ds "
        "train_batch_size=... vs hf train_batch_size\"). The fix sets train_batch_size to \"auto\" (unsafe: the "
        "global batch becomes the Trainer's).",
@@ -244,7 +252,9 @@ TABLE: tuple[Code, ...] = (
        "\"eight\" fails. The fix writes the number without quotes when it is one.",
        {"train_batch_size": "8"}),
     _c("batch.not-integer", "warning", "n/a", False, "A batch value is not a whole number.",
-       "DeepSpeed accepts 1.5 as a micro batch (and true as 1), but data loaders need whole numbers. The fix "
+       "DeepSpeed accepts 1.5 as a micro batch (and true as 1), and ends with a float micro batch when one is "
+       "written (4.0) or derived over GPUs ÷ sequence_parallel_size, but data loaders need whole numbers: torch's "
+       "DataLoader refuses it when deepspeed.initialize(training_data=) builds the loader. The fix "
        "writes the closest whole trio that adds up on the GPU count (unsafe: it changes the batch).",
        {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}),
     _c("misc.sequence-parallel-invalid", "error", "parse", False, "sequence_parallel_size is not positive.",
@@ -272,7 +282,8 @@ TABLE: tuple[Code, ...] = (
     _c("elasticity.world-size", "error", "parse", False, "Elastic training refuses this GPU count.",
        "Elastic training (up to 0.19.7) picks one global batch for many GPU counts and stops with "
        "ElasticityIncompatibleWorldSize on any data-parallel size outside its list: the config starts on 8 GPUs and "
-       "not on 64. The message lists the valid counts; where a max_train_batch_size within 256 of the written one "
+       "not on 64. The message lists the valid data-parallel sizes and, with sequence parallelism (0.17 on), the "
+       "GPU counts (× sp); where a max_train_batch_size within 256 of the written one "
        "makes this count valid, the fix writes it (unsafe: it changes the batch size).",
        {"elasticity": {"enabled": True, "max_train_batch_size": 100, "micro_batch_sizes": [2, 4], "version": 0.1}},
        settings={"version": "0.19.7", "world_size": 32}),

@@ -238,6 +238,17 @@ def _wrong_version(
             suggestion="Remove it, or validate for the DeepSpeed version you will run.",
             fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
         )
+    elif switched_on(_profile_prefix(prefix), key, get_path(ctx.config, path)):
+        # ignored here, but asking for something the releases that read it do: removing it is not "safe" (the
+        # config may be meant for one of those releases), so its own code and an unsafe fix
+        yield Finding(
+            "warning", "keys.not-in-version-on", path,
+            f"`{path}` {when}; {_version_label(ctx.version)} silently ignores it, and it is switched on: with this "
+            "release training runs without what it asks for.",
+            suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing "
+            "the feature is off.",
+            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
+        )
     else:
         yield Finding(
             "warning", "keys.not-in-version", path,
