@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.batch import BATCH_KEYS, GA, MB, TB, reads_sequence_parallel, sequence_parallel_degree
-from core.findings import brief, join_index, join_path
+from core.findings import brief, get_path, join_index, join_path
 
 AUTO = "auto"
 
@@ -380,6 +380,23 @@ def scheduler_peak(config: Mapping[str, Any], version: str | None = None) -> flo
     return peak if signature and "warmup_max_lr" in signature else None
 
 
+def _written_training_values(part: Mapping[str, Any]) -> dict[str, Any]:
+    """The TrainingArguments a config's written optimizer/scheduler values stand for (its lr is the run's
+    learning_rate, its warm-up the run's warmup_steps ...): the Trainer checks the written ones against them, so a
+    chart of the "auto" ones assumes arguments that agree with what is written, not the Trainer's defaults."""
+    values: dict[str, Any] = {}
+    for path, names in HF_TRAINER_FIELDS.items():
+        if not path.startswith(("optimizer.", "scheduler.")) or path == "scheduler.params.total_num_steps":
+            continue  # the run's length is the chart's step count
+        written = get_path(part, path, None)
+        numbers = written if isinstance(written, list) else [written]
+        if len(numbers) != len(names) or any(isinstance(n, bool) or not isinstance(n, int | float) for n in numbers):
+            continue
+        for name, number in zip(names, numbers, strict=True):
+            values.setdefault(name, number)  # the optimizer's lr first; a warm-up peak that differs stays refused
+    return values
+
+
 def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
                      **training_values: Any) -> tuple[dict[str, Any], list[str]]:
     """The ``optimizer`` and ``scheduler`` sections with their "auto" values filled as the HF Trainer fills them
@@ -387,7 +404,8 @@ def trainer_schedule(config: Mapping[str, Any], num_training_steps: int,
     before the run; and the training values that filled something, as ``name=value`` (what the curve assumed).
     Raises AutoFillError when the sections' own values disagree with them."""
     part = {key: copy.deepcopy(config[key]) for key in ("optimizer", "scheduler") if key in config}
-    values = {**HF_DEFAULTS, **training_values, "num_training_steps": num_training_steps}
+    values = {**HF_DEFAULTS, **_written_training_values(part), **training_values,
+              "num_training_steps": num_training_steps}
     filled = resolve_auto(part, **values)
     used = []
     for path in find_auto(part):

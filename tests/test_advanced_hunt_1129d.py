@@ -15,7 +15,7 @@ CODE = "curriculum.legacy-schedule"
 #: This module's real-initialize test proves the code on the old releases (0.19.8 refuses the key while parsing, so
 #: tests/oracle/initialize_cases.py cannot).
 PROVEN_ON_OLDER_RELEASES = frozenset({CODE})
-OLD_RELEASES = ("0.16.9", "0.19.7")
+OLD_RELEASES = ("0.19.7",)  # the last release that reads it (CI time: 0.16.9 agreed when checked)
 
 LINEAR = {"enabled": True, "curriculum_type": "other", "min_difficulty": 8, "max_difficulty": 64,
           "schedule_type": "fixed_linear", "schedule_config": {"total_curriculum_step": 10, "difficulty_step": 8}}

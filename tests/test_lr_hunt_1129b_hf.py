@@ -50,3 +50,18 @@ def test_choosing_a_scheduler_on_the_page_for_the_trainer_writes_auto() -> None:
     at = app(dict(BASE), "pages/optimizer.py", target="hf")
     at.selectbox(key="cfg:scheduler.type").set_value("WarmupDecayLR").run()
     assert at.session_state["config"]["scheduler"]["params"]["total_num_steps"] == "auto"
+
+
+def test_a_switched_scheduler_for_the_trainer_is_charted_with_the_written_values() -> None:
+    """After the switch wrote "auto" for total_num_steps, the chart refused it ("No curve ... resolve it"): it
+    filled the "auto" steps with the Trainer's default arguments, which disagreed with the written lr, weight
+    decay and warm-up. The arguments it assumes now agree with what the config writes."""
+    edited = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8, "bf16": {"enabled": True},
+              "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "weight_decay": 0.1}},
+              "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-4,
+                                                           "warmup_num_steps": 100}}}
+    at = app(edited, "pages/optimizer.py", target="hf", train_steps=12000)
+    at.selectbox(key="cfg:scheduler.type").set_value("WarmupCosineLR").run()
+    assert at.session_state["config"]["scheduler"]["params"]["total_num_steps"] == "auto"
+    assert not at.main.error, [e.value for e in at.main.error]
+    assert any("num_training_steps=12000" in c.value for c in at.main.caption)
