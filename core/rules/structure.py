@@ -222,40 +222,22 @@ def _wrong_version(
         when = f"was removed in DeepSpeed {removed}"
     else:
         when = f"is not read by DeepSpeed {ctx.version}"
-    if strict and switched_on(_profile_prefix(prefix), key, get_path(ctx.config, path)):
-        yield Finding(
-            "error", "keys.not-in-version-on", path,
-            f"`{path}` {when}; {_version_label(ctx.version)} rejects it as an unknown key, and it is switched on: "
-            "removing it lets this release load the config, but training then runs without what it asks for.",
-            suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing "
-            "the feature is off.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
-        )
-    elif strict:
-        yield Finding(
-            "error", "keys.not-in-version", path,
-            f"`{path}` {when}; {_version_label(ctx.version)} rejects it as an unknown key.",
-            suggestion="Remove it, or validate for the DeepSpeed version you will run.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
-        )
-    elif switched_on(_profile_prefix(prefix), key, get_path(ctx.config, path)):
-        # ignored here, but asking for something the releases that read it do: removing it is not "safe" (the
-        # config may be meant for one of those releases), so its own code and an unsafe fix
-        yield Finding(
-            "warning", "keys.not-in-version-on", path,
-            f"`{path}` {when}; {_version_label(ctx.version)} silently ignores it, and it is switched on: with this "
-            "release training runs without what it asks for.",
-            suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing "
-            "the feature is off.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
-        )
-    else:
-        yield Finding(
-            "warning", "keys.not-in-version", path,
-            f"`{path}` {when}; {_version_label(ctx.version)} silently ignores it.",
-            suggestion="Remove it, or validate for the DeepSpeed version you will run.",
-            fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
-        )
+    # switched on (the value asks for what the releases that read the key do): removing it is not "safe", whether
+    # this release refuses the key or ignores it (the config may be meant for one of those releases)
+    on = switched_on(_profile_prefix(prefix), key, get_path(ctx.config, path))
+    said = f"`{path}` {when}; {_version_label(ctx.version)} " + (
+        "rejects it as an unknown key" if strict else "silently ignores it")
+    if on:
+        said += ", and it is switched on: " + (
+            "removing it lets this release load the config, but training then runs without what it asks for."
+            if strict else "with this release training runs without what it asks for.")
+    yield Finding(
+        "error" if strict else "warning", "keys.not-in-version-on" if on else "keys.not-in-version", path,
+        said if on else f"{said}.",
+        suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing the "
+        "feature is off." if on else "Remove it, or validate for the DeepSpeed version you will run.",
+        fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
+    )
 
 
 def _unknown_key(

@@ -151,16 +151,20 @@ def optimizer_param_popped(version: str, key: str) -> bool | None:
     """Whether DeepSpeed ``version`` pops ``key`` off ``optimizer.params`` before it builds the optimizer
     (``torch_adam``, ``adam_w_mode``; ``fp32_optimizer_states`` from 0.19), so the constructor never sees it;
     None when the profile does not record it."""
-    popped = profile(version).get("optimizer_params_popped")
-    return None if popped is None else key in popped
+    return _recorded_in(version, "optimizer_params_popped", key)
 
 
 def zero_supported_optimizer(version: str, class_name: str) -> bool | None:
     """Whether ZeRO in DeepSpeed ``version`` runs the optimizer class ``class_name`` (a torch or DeepSpeed class's
     ``__name__``) without ``zero_allow_untested_optimizer`` (its ``ZERO_SUPPORTED_OPTIMIZERS``); None when the
     profile does not record the list."""
-    supported = profile(version).get("zero_supported_optimizers")
-    return None if supported is None else class_name in supported
+    return _recorded_in(version, "zero_supported_optimizers", class_name)
+
+
+def _recorded_in(version: str, listing: str, name: str) -> bool | None:
+    """Whether the profile's list ``listing`` holds ``name``; None for a profile generated before it was recorded."""
+    recorded = profile(version).get(listing)
+    return None if recorded is None else name in recorded
 
 
 def section_strict(version: str, prefix: str) -> bool | None:
