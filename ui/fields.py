@@ -74,6 +74,8 @@ class Form:
     stage: int
     shown: set[str] = dc_field(default_factory=set)
     """Paths whose findings a widget of this run already showed."""
+    raw_boxes: set[str] = dc_field(default_factory=set)
+    """Paths whose raw JSON box this run already drew."""
 
     @cached_property
     def meaning(self) -> Effective:
@@ -270,9 +272,12 @@ def _join(keys: list[str]) -> str:
     return out
 
 
-def not_an_object(config: Mapping[str, Any], path: str) -> str | None:
-    """Why nothing can be written at ``path``: an enclosing key the config has holds a list, a string or a
-    number instead of an object (an edit there was dropped while the widget showed it); else None."""
+def non_object_parent(config: Mapping[str, Any], path: str) -> tuple[str, Any] | None:
+    """The enclosing key of ``path`` the config has that holds a list, a string, a number or a boolean instead of
+    an object (an edit inside it would be dropped), with its value; else None.
+
+    A null is no obstacle: DeepSpeed reads it as "not set", and a widget writing inside it replaces it with a new
+    object (``core.findings.set_path``); the null held no keys, so nothing the user wrote is lost."""
     node: Any = config
     walked: list[str] = []
     for key in split_path(path)[:-1]:
@@ -280,11 +285,34 @@ def not_an_object(config: Mapping[str, Any], path: str) -> str | None:
             return None
         node = node[key]
         walked.append(key)
+        if node is None:
+            return None
         if not isinstance(node, Mapping):
-            kind = "a list" if isinstance(node, list) else "null" if node is None else f"a {type(node).__name__}"
-            return (f"`{'.'.join(walked)}` is {kind}, not an object, so nothing can be set inside it: correct it "
-                    "in the raw JSON (Review & export) or apply its finding's fix first.")
+            return ".".join(walked), node
     return None
+
+
+def _json_kind(value: Any) -> str:
+    """``value``'s JSON type in words (\"a list\", \"a string\", \"a number\", \"a boolean\")."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a list" if isinstance(value, list) else "a string" if isinstance(value, str) else \
+        f"a {type(value).__name__}"
+
+
+def not_an_object(config: Mapping[str, Any], path: str) -> str | None:
+    """Why nothing can be written at ``path``: an enclosing key the config has holds a list, a string or a
+    number instead of an object (``non_object_parent``); else None. The widget draws the raw JSON box it names
+    (``ui.widgets``)."""
+    found = non_object_parent(config, path)
+    if found is None:
+        return None
+    where, value = found
+    return (f"`{where}` is {_json_kind(value)}, not an object, so nothing can be set inside it: write it as an "
+            f"object in the box \"Raw JSON of `{where}`\" on this page, or empty that box to remove it (DeepSpeed "
+            "then uses the defaults).")
 
 
 def switched_off(section_path: str, config: Mapping[str, Any], version: str = DEFAULT_VERSION) -> str | None:

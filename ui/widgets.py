@@ -189,6 +189,8 @@ def _on_raw_change(path: str, key: str) -> None:
     text = st.session_state.get(key) or ""
     if not _set_from_text(app_state.get_config(), path, text, key, "Nothing was changed."):
         return
+    if split_path(path)[0] != path:
+        _forget_raw_editor(path)  # the box of the enclosing top-level section (Advanced page) shows the old text
     _forget_widgets_under(path)  # the field widgets of this section must re-read the new value
 
 
@@ -274,6 +276,7 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     help_ = fields.help_text(field, unset, fields.parent_path(path))
     label = label or field.name
     form.shown.add(path)
+    _blocking_section_box(path, form)
     if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):
         # switched off, a precision flag keeps the mode its "auto" was read as (not the schema's off)
         read = precision.auto_flag_reading(form.config, path, form.version)
@@ -387,12 +390,24 @@ def render_section(
 
 
 def raw_section_editor(path: str, form: Form) -> None:
-    """A raw JSON editor for a whole top-level section (applies on change; errors name line and column)."""
+    """A raw JSON editor for a whole section (applies on change; errors name line and column), drawn once per page
+    run."""
+    if path in form.raw_boxes:
+        return
+    form.raw_boxes.add(path)
     key = f"{app_state.WIDGET_PREFIX}raw:{path}"
     value = get_path(form.config, path, None)
     text = "" if value is None else json.dumps(value, indent=2)
     _json_text_area(f"Raw JSON of `{path}`", text, key, height=160, on_change=_on_raw_change, args=(path, key),
                    help="Edit the whole section as JSON; empty removes the section.")
+
+
+def _blocking_section_box(path: str, form: Form) -> None:
+    """The raw JSON box of the section enclosing ``path`` that holds no object (a list, a string ...), which the
+    disabled widget's help points to (``fields.not_an_object``): the one place on the page to correct it."""
+    found = fields.non_object_parent(form.config, path)
+    if found is not None:
+        raw_section_editor(found[0], form)
 
 
 def explain(title: str, body: str, *, expanded: bool = True) -> None:
@@ -480,6 +495,7 @@ def _render_param(base: str, param: Any, form: Form) -> None:
     default = fields.param_default(param, form, base)
     value = default if current is _MISSING else current
     kind = fields.param_kind(param, value)
+    _blocking_section_box(path, form)
     if form.target == "hf" or value == "auto":
         _auto_toggle(param.name, path, value, None)
     if value == "auto":
