@@ -214,12 +214,26 @@ def _not_integer(ctx: Context, values: dict[str, Any], micro: Any, ranks: float)
             operands.append(f"{number_text(ranks)} data-parallel ranks ({_gpus(ctx.world_size)} ÷ "
                             f"sequence_parallel_size {shown(ctx.config.get('sequence_parallel_size'))}, a float)")
         how = f"DeepSpeed derives it with float arithmetic from {', '.join(operands)}"
-    yield _not_integer_finding(
-        ctx, MB,
-        f"DeepSpeed ends with micro batch {shown(micro)}, a float ({how}). It trains with it, but when DeepSpeed "
-        f"builds the data loader (deepspeed.initialize(..., training_data=...)), or you pass the value to a "
-        f"DataLoader, torch refuses it (\"batch_size should be a positive integer value, but got "
-        f"batch_size={shown(micro)}\").")
+    refused = (f"It trains with it, but when DeepSpeed builds the data loader (deepspeed.initialize(..., "
+               f"training_data=...)), or you pass the value to a DataLoader, torch refuses it (\"batch_size should be "
+               f"a positive integer value, but got batch_size={shown(micro)}\").")
+    if MB in ctx.config or (ranks == ctx.world_size and all(
+            _whole(values[key]) for key in (TB, GA) if values[key] is not None)):
+        # only whole numbers written as floats: DeepSpeed opens a config path with hjson, which reads 4.0 as 4
+        yield _not_integer_finding(
+            ctx, MB,
+            f"Passed as a dict (deepspeed.initialize(config=dict), e.g. a config your script builds or reads with "
+            f"json), DeepSpeed ends with micro batch {shown(micro)}, a float ({how}). {refused} Given as a file "
+            f"path (deepspeed.initialize(config=path) or the launcher's --deepspeed_config), DeepSpeed reads the "
+            f"file with hjson, which reads whole numbers such as 4.0 as integers: the micro batch is "
+            f"{shown(int(micro))} and the loader works.")
+        return
+    yield _not_integer_finding(ctx, MB, f"DeepSpeed ends with micro batch {shown(micro)}, a float ({how}). {refused}")
+
+
+def _whole(value: Any) -> bool:
+    """A whole number, as an int or a float (never a boolean): what hjson reads back as an integer."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer()
 
 
 def _not_integer_finding(ctx: Context, key: str, message: str) -> Finding:

@@ -1,0 +1,40 @@
+"""Bugs a bug hunt found in the engine: the float micro batch a file path does not have, model configs with whole
+floats that transformers refuses, and Adam betas that are strings or outside [0, 1)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.validate import validate
+
+# ---- 2. batch.not-integer: a file DeepSpeed loads itself has no float micro batch
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize(("config", "world_size"), [
+    ({"train_micro_batch_size_per_gpu": 4.0, "gradient_accumulation_steps": 2.0}, 8),
+    ({"train_batch_size": 16, "gradient_accumulation_steps": 2.0}, 2),
+])
+def test_a_whole_float_micro_batch_is_a_float_only_when_the_config_is_passed_as_a_dict(config, world_size, tmp_path):
+    """The message said "DeepSpeed ends with micro batch 4.0, a float" for a file, but DeepSpeed opens a path with
+    hjson, which reads 4.0 as 4: only a config passed as a dict keeps the float. It now says both."""
+    from tests.oracle.ds0195_worker import _deepspeed_config_class, _quiet
+
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps(config))
+    with _quiet():
+        from_dict = _deepspeed_config_class()(dict(config), world_size).train_micro_batch_size_per_gpu
+        from_file = _deepspeed_config_class()(str(path), world_size).train_micro_batch_size_per_gpu
+    assert isinstance(from_dict, float) and type(from_file) is int and from_file == from_dict
+    finding = next(f for f in validate(config, world_size=world_size).findings if f.code == "batch.not-integer")
+    assert "as a dict" in finding.message and f"micro batch {from_dict}, a float" in finding.message
+    assert "hjson" in finding.message and f"the micro batch is {from_file} and the loader works" in finding.message
+
+
+def test_a_float_micro_batch_derived_over_sequence_parallel_ranks_is_a_float_from_a_file_too():
+    """GPUs ÷ sequence_parallel_size is a float division whatever the file holds: no "file path" nuance there."""
+    config = {"train_batch_size": 32, "gradient_accumulation_steps": 2, "sequence_parallel_size": 2}
+    finding = next(f for f in validate(config, world_size=8).findings if f.code == "batch.not-integer")
+    assert "hjson" not in finding.message and "DeepSpeed ends with micro batch 4.0, a float" in finding.message
