@@ -38,3 +38,43 @@ def test_a_float_micro_batch_derived_over_sequence_parallel_ranks_is_a_float_fro
     config = {"train_batch_size": 32, "gradient_accumulation_steps": 2, "sequence_parallel_size": 2}
     finding = next(f for f in validate(config, world_size=8).findings if f.code == "batch.not-integer")
     assert "hjson" not in finding.message and "DeepSpeed ends with micro batch 4.0, a float" in finding.message
+
+
+# ---- 3. a model config.json with whole-number floats for integer sizes
+
+
+def _hf_verdicts(config: dict, tmp_path) -> tuple[str | None, str | None]:
+    """What transformers' AutoConfig.from_pretrained and the app's reader (parse_hf_config, then describe) say of
+    ``config`` written as a model directory's config.json: None where each accepts it, else its error."""
+    transformers = pytest.importorskip("transformers")
+    from core.models import ModelConfigError, describe, parse_hf_config
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    try:
+        transformers.AutoConfig.from_pretrained(str(tmp_path))
+        theirs = None
+    except Exception as exc:  # transformers' own validation error, whatever its class
+        theirs = f"{type(exc).__name__}: {exc}"
+    try:
+        describe(parse_hf_config((tmp_path / "config.json").read_bytes()))
+        ours = None
+    except ModelConfigError as exc:
+        ours = str(exc)
+    return theirs, ours
+
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "intermediate_size": 11008, "vocab_size": 32000}
+
+
+@pytest.mark.parametrize(("key", "value"), [("hidden_size", 4096.0), ("num_hidden_layers", 2.0)])
+def test_a_whole_float_size_that_transformers_refuses_is_refused(key, value, tmp_path):
+    """4096.0 was read as 4096 and the model sized, while transformers refuses it (Field 'hidden_size' expected int,
+    got float); 4096.5 was already refused."""
+    theirs, ours = _hf_verdicts({**LLAMA, key: value}, tmp_path)
+    assert theirs is not None and key in theirs and "float" in theirs
+    assert ours is not None and f"'{key}' must be an integer, got {value!r}" in ours and f"write {int(value)}" in ours
+
+
+def test_the_same_config_with_integers_is_accepted_by_both(tmp_path):
+    assert _hf_verdicts(LLAMA, tmp_path) == (None, None)

@@ -213,6 +213,11 @@ class ConfigReader:
             or int(value) != value
         ):
             raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be an integer, got {value!r}.")
+        if isinstance(value, float):
+            # transformers' config classes are typed int (StrictDataclassFieldValidationError on 4096.0), and where a
+            # key is an alias (gpt2's hidden_size) the model it builds refuses the float size
+            raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be an integer, got {value!r} (a float, "
+                                   f"which transformers refuses); write {int(value)}.")
         if value < minimum:
             raise ModelConfigError(f"{self.where}: '{self.named(*keys)}' must be >= {minimum}, got {value}.")
         return int(value)
