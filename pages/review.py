@@ -105,8 +105,10 @@ app_state.keep("review_variant")
 final = VARIANTS[variant](config)
 text = core.dump_config(final)
 widgets.code_preview(text, language="json")
-st.download_button("Download ds_config.json", data=text, file_name="ds_config.json", mime="application/json",
-                   key="review_download", type="primary", icon=":material/download:")
+# labelled by its form: the sidebar's button downloads the config as written, whatever form is chosen here
+st.download_button(f"Download ds_config.json: {variant[0].lower()}{variant[1:]}", data=text,
+                   file_name="ds_config.json", mime="application/json", key="review_download", type="primary",
+                   icon=":material/download:")
 
 #: The Trainer's batch arguments, the context keys the Batch page keeps them in, and the config key each fills.
 HF_BATCH_ARGUMENTS = (("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),

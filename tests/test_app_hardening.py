@@ -240,7 +240,7 @@ def test_lone_surrogate_survives_every_page_and_the_download():
     assert at.session_state["config"] == config
     _visit_every_page(at)
     download = at.sidebar.get("download_button")[0]
-    assert download.proto.label == "Download ds_config.json"
+    assert download.proto.label == "Download ds_config.json: as written"
 
 
 def test_lone_surrogate_in_an_unknown_key_is_flagged_not_fatal():

@@ -69,3 +69,32 @@ def test_a_list_optimizer_params_gets_one_raw_box_and_emptying_it_removes_the_ke
     boxes[0].input("").run()
     assert not at.exception, at.exception
     assert at.session_state["config"]["optimizer"] == {"type": "AdamW"}
+
+
+# ---- 4. the Review page's download and the sidebar's: two files, two labels
+
+
+def _downloads(at) -> dict[str, str]:
+    """Each button on the page (sidebar included) that downloads the config (not the one filled for the HF Trainer):
+    its label -> its file's media URL (the URL names the content: two buttons with one URL give the same bytes)."""
+    buttons = [b for b in [*at.get("download_button"), *at.sidebar.get("download_button")]
+               if b.proto.label.split(":")[0] == "Download ds_config.json"]
+    found: dict[str, str] = {}
+    for button in buttons:
+        assert found.setdefault(button.proto.label, button.proto.url) == button.proto.url, button.proto.label
+    return found
+
+
+def test_the_two_download_buttons_say_which_file_they_give():
+    """Both were labelled "Download ds_config.json": the sidebar's gives the config as written, the page's the form
+    chosen above it ("Only what differs from defaults"), so one label gave two different files."""
+    at = app({"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "fp16": {"enabled": False}},
+             "pages/review.py")
+    at.radio(key="review_variant").set_value("Only what differs from defaults").run()
+    assert not at.exception, at.exception
+    found = _downloads(at)
+    assert set(found) == {"Download ds_config.json: as written",
+                          "Download ds_config.json: only what differs from defaults"}
+    assert len(set(found.values())) == 2  # two files, as the labels say
+    at.radio(key="review_variant").set_value("As written").run()
+    assert list(_downloads(at)) == ["Download ds_config.json: as written"]  # one file, one label

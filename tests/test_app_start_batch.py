@@ -19,7 +19,7 @@ def test_home_is_start_page_with_sidebar_and_download():
     at = app()
     assert texts(at.title) == ["Start"]
     assert at.expander[0].label == "What is a DeepSpeed config?"
-    assert at.sidebar.get("download_button")[0].label == "Download ds_config.json"
+    assert at.sidebar.get("download_button")[0].label == "Download ds_config.json: as written"
     assert texts(at.sidebar.success) == ["No errors or warnings"]
 
 

@@ -130,7 +130,8 @@ def shot(tab, name: str) -> None:
 def download(tab) -> dict:
     idle(tab)  # the button's file is replaced on every rerun; click the final one
     with tab.expect_download() as info:
-        tab.locator('[data-testid="stSidebar"]').get_by_role("button", name="Download ds_config.json").click()
+        sidebar = tab.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_role("button", name="Download ds_config.json: as written").click()
     path = info.value.path()
     return core.load_config(Path(path).read_text(encoding="utf-8"))
 

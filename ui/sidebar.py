@@ -55,7 +55,7 @@ def render(report: Report) -> None:
             st.page_link(app_state.PAGES["review"], label=f"… and {hidden} more on Review & export")
         _memory_fit(config, ctx, report)
         st.download_button(
-            "Download ds_config.json", data=core.dump_config(config), file_name="ds_config.json",
+            "Download ds_config.json: as written", data=core.dump_config(config), file_name="ds_config.json",
             mime="application/json", icon=":material/download:", key="sidebar_download",
             width="stretch",
         )
