@@ -78,3 +78,51 @@ def test_a_whole_float_size_that_transformers_refuses_is_refused(key, value, tmp
 
 def test_the_same_config_with_integers_is_accepted_by_both(tmp_path):
     assert _hf_verdicts(LLAMA, tmp_path) == (None, None)
+
+
+# ---- 5. Adam betas outside [0, 1): DeepSpeed's own Adam trains with them silently
+
+
+def _adamw(betas, **more) -> dict:
+    return {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+            "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": betas}}, **more}
+
+
+@pytest.mark.parametrize(("betas", "element"), [
+    ([1.5, 0.9], "betas[0] is 1.5"), ([0.9, 1.5], "betas[1] is 1.5"), ([-0.5, 0.999], "betas[0] is -0.5"),
+    ([1.0, 1.0], "betas[0] is 1.0"),
+])
+def test_a_beta_outside_zero_one_is_a_warning_naming_the_element(betas, element):
+    """With DeepSpeed's default FusedAdam (no torch_adam) [1.5, 0.9] got no finding."""
+    found = [f for f in validate(_adamw(betas)).findings if f.path == "optimizer.params.betas"]
+    assert [(f.code, f.severity) for f in found] == [("optimizer.param-range", "warning")]
+    assert found[0].message.startswith(f"{element}, outside [0, 1)") and "diverges" in found[0].message
+    assert "never decays" in found[0].message and "without an error" in found[0].message
+
+
+@pytest.mark.parametrize("betas", [[0.9, 0.95], [0.0, 0.5]])
+def test_betas_inside_zero_one_get_no_finding(betas):
+    assert not [f for f in validate(_adamw(betas)).findings if f.path == "optimizer.params.betas"]
+
+
+def test_torchs_adam_keeps_its_own_error_for_a_beta_out_of_range():
+    config = _adamw([1.5, 0.9])
+    config["optimizer"]["params"]["torch_adam"] = True
+    found = [f for f in validate(config).findings if f.path == "optimizer.params.betas"]
+    assert [(f.code, f.severity) for f in found] == [("optimizer.torch-raises", "error")]
+
+
+@pytest.mark.deepspeed
+@pytest.mark.slow
+def test_deepspeeds_adam_trains_with_a_beta_out_of_range_as_the_warning_says():
+    """What the warning claims, on DeepSpeed 0.19.8: its fused Adam and its CPU Adam (ZeRO-Offload) build and step
+    with betas outside [0, 1) without an error."""
+    from tests.oracle.initialize import run_initialize_configs
+    from tests.oracle.oracle import oracle_available
+
+    if oracle_available("0.19.8"):
+        pytest.skip(oracle_available("0.19.8"))
+    offload = {"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+    run = run_initialize_configs({"fused": _adamw([0.9, 1.5]), "cpu": _adamw([1.5, 0.9], **offload)}, "0.19.8")
+    for label, got in run.results.items():
+        assert not got["raised"] and not got["step"]["raised"], (label, got)

@@ -56,6 +56,10 @@ class Param:
     """Bounds: values outside fail (DeepSpeed or torch raise) or make no sense (negative lr)."""
     length: int | None = None
     """For arrays of fixed length (``betas``: 2)."""
+    item_range: tuple[float, float] | None = None
+    """For arrays: the half-open range ``[low, high)`` each number in it belongs to (``betas``: [0, 1));
+    ``item_note`` says what a number outside it does."""
+    item_note: str = ""
     backends: tuple[Backend, ...] | None = None
     """Optimizers only: the implementations that accept it (None: all). Others fail with TypeError."""
     consumed: bool = False
@@ -75,7 +79,14 @@ class Param:
         return any(_JSON_CHECKS[t](value) for t in self.types)
 
     def bound_problem(self, value: Any) -> str | None:
-        """A message if the numeric ``value`` violates a bound, else None."""
+        """A message if the numeric ``value`` violates a bound, or a number in the array ``value`` is outside
+        ``item_range``; else None."""
+        if isinstance(value, list | tuple) and self.item_range is not None:
+            low, high = self.item_range
+            outside = next(((i, v) for i, v in enumerate(value)
+                            if _JSON_CHECKS["number"](v) and not low <= v < high), None)
+            return None if outside is None else \
+                f"{self.name}[{outside[0]}] is {outside[1]}, outside [{low:g}, {high:g}): {self.item_note}"
         if not _JSON_CHECKS["number"](value):
             return None
         for op, bound, text in (
@@ -175,7 +186,8 @@ def _lr(default: float) -> Param:
     )
 
 
-def _betas(default: tuple[float, float], backends: tuple[Backend, ...] | None = None) -> Param:
+def _betas(default: tuple[float, float], backends: tuple[Backend, ...] | None = None, unchecked: str = "") -> Param:
+    """``betas``; ``unchecked``: what was seen of the optimizer's implementations given a beta outside [0, 1)."""
     return Param(
         "betas",
         ("array",),
@@ -184,6 +196,9 @@ def _betas(default: tuple[float, float], backends: tuple[Backend, ...] | None = 
         default=list(default),
         length=2,
         backends=backends,
+        item_range=(0.0, 1.0),
+        item_note="every step multiplies the optimizer's moving average (its moment estimate) by it, so at 1 the "
+                  "estimate never decays, above 1 it diverges, and below 0 it flips sign every step" + unchecked,
     )
 
 
@@ -255,7 +270,9 @@ def _adam_params() -> tuple[Param, ...]:
             default=True,
             backends=_ADAM_LIKE,
         ),
-        _betas((0.9, 0.999)),
+        # run on DeepSpeed 0.19.8's CPU build: [1.5, 0.9], [0.9, 1.5], [-0.5, 0.999] and [1.0, 1.0] train with
+        # FusedAdam and ([1.5, 0.9]) with DeepSpeedCPUAdam without an error; torch's Adam refuses them
+        _betas((0.9, 0.999), unchecked="; DeepSpeed's fused Adam and its CPU Adam train with it without an error"),
         _eps(1e-8),
         Param(
             "weight_decay",
