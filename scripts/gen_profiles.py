@@ -80,8 +80,9 @@ def probe_keys() -> dict[str, dict[str, Any]]:
     return keys
 
 
-def generate(release: str) -> dict[str, Any]:
-    """Download, unpack and read one release; returns its profile."""
+def generate(release: str, fields: list[str] | None = None) -> dict[str, Any]:
+    """Download, unpack and read one release; returns its profile (only ``fields`` of it when given: the
+    probes ``profile_extract.FIELD_PROBES`` names, without the whole reading)."""
     archive = sdist(release)
     with tempfile.TemporaryDirectory(prefix=f"ds{release}-") as tmp:
         with tarfile.open(archive) as tar:
@@ -91,7 +92,7 @@ def generate(release: str) -> dict[str, Any]:
         env = {**os.environ, "PYTHONPATH": str(root), "DS_ACCELERATOR": "cpu", "PYTHONWARNINGS": "ignore",
                "DSCONFIG_PROBE_KEYS": json.dumps(probe_keys(), sort_keys=True)}
         done = subprocess.run(
-            [sys.executable, str(EXTRACT), release],
+            [sys.executable, str(EXTRACT), release, *(["--fields", ",".join(fields)] if fields else [])],
             capture_output=True, text=True, env=env, cwd=tmp, timeout=600,
         )
         if done.returncode != 0:
@@ -114,14 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("releases", nargs="*", help="DeepSpeed releases, e.g. 0.19.8")
     parser.add_argument("--all", action="store_true", help="regenerate every release in releases.json")
+    parser.add_argument("--fields", help="comma-separated: re-read only these fields (profile_extract.FIELD_PROBES) "
+                        "into the existing profiles, e.g. after a probe was added")
     args = parser.parse_args(argv)
     releases = list(args.releases)
     if args.all:
         releases += json.loads(RELEASES.read_text())
     if not releases:
         parser.error("name at least one release, or --all")
+    fields = args.fields.split(",") if args.fields else None
     for release in dict.fromkeys(releases):
-        path = write_profile(generate(release))
+        profile = generate(release, fields)
+        if fields:
+            profile = {**json.loads((PROFILES / f"{release}.json").read_text()), **profile}
+        path = write_profile(profile)
         print(f"{release}: {path.relative_to(REPO)}")
     return 0
 

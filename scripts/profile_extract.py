@@ -464,6 +464,113 @@ def _zero_supported_optimizers() -> list[str] | None:
     return sorted({c.__name__ for c in classes if c.__module__.split(".")[0] in ("torch", "deepspeed")})
 
 
+def _torch_autocast_checks() -> list[str] | None:
+    """The assert/raise messages of ``runtime/torch_autocast.py`` (what ``deepspeed.initialize`` refuses beside
+    ``torch_autocast``: fp16 and bf16 in 0.17.2-0.18.2, ZeRO's quantized weights in every release with it); None
+    before the section existed (0.17.2)."""
+    try:
+        module = importlib.import_module("deepspeed.runtime.torch_autocast")
+    except ImportError:
+        return None
+    return _messages(inspect.getsource(module))
+
+
+#: Configs whose parsed ``loss_scale`` (what Lamb's "requires dynamic loss scaling" check reads) tells how a release
+#: reads it: with fp16 off (0.16 only with fp16 on; later releases always) and under bf16 (0.16: a static 1.0).
+LOSS_SCALE_PROBES: dict[str, dict[str, Any]] = {
+    "fp16_off": {"fp16": {"enabled": False, "loss_scale": 128}},
+    "bf16": {"bf16": {"enabled": True}},
+}
+
+
+def _loss_scale_probes() -> dict[str, Any]:
+    """Per ``LOSS_SCALE_PROBES`` config, the loss scale the engine's ``dynamic_loss_scale()`` compares with 0 (the
+    parsed config's ``loss_scale``, ``float16_config.loss_scale`` from 0.17), or the error's type."""
+    out: dict[str, Any] = {}
+    for label, config in LOSS_SCALE_PROBES.items():
+        try:
+            with _quiet():
+                parsed = _config_class()({"train_batch_size": 1, **config})
+            fp16 = getattr(parsed, "float16_config", None)
+            out[label] = fp16.loss_scale if fp16 is not None else parsed.loss_scale
+        except Exception as exc:  # the outcome is what is recorded
+            out[label] = type(exc).__name__
+    return out
+
+
+def _allgather_sequential_prefetch() -> bool:
+    """Whether the engine sets ZeRO-3's ``prefetch_bucket_size`` to 1 when ``stage3_allgather_sequential`` is on
+    (``if self.zero_allgather_sequential(): ... prefetch_bucket_size = 1`` before it builds the stage-3 optimizer,
+    from 0.18.x); before, the written prefetch bucket is used as it is."""
+    tree = ast.parse(inspect.getsource(importlib.import_module("deepspeed.runtime.engine")))
+    return any(isinstance(node, ast.If) and "zero_allgather_sequential()" in ast.unparse(node.test)
+               and any(isinstance(n, ast.Assign) and ast.unparse(n.targets[0]).endswith("prefetch_bucket_size")
+                       for n in ast.walk(node))
+               for node in ast.walk(tree))
+
+
+#: The dtypes ``_do_optimizer_sanity_check`` is probed with: the trained dtype (from the fp16/bf16 switches)
+#: and ``data_types.grad_accum_dtype`` (None: not written, the release's own default).
+WRAPPER_MODEL_DTYPES = ("fp32", "fp16", "bf16")
+WRAPPER_ACCUM_DTYPES = (None, "fp32", "fp16", "bf16")
+
+
+def _optimizer_wrappers() -> dict[str, str] | None:
+    """What ``DeepSpeedEngine._do_optimizer_sanity_check`` (after ``get_data_types``) picks, per trained dtype x
+    ``data_types.grad_accum_dtype`` (``"-"``: not written) x ZeRO stage 0-3, without pipeline, Apex AMP or
+    offload, keyed ``"bf16/fp32/0"``: the wrapper's name (``"bf16"`` is BF16_Optimizer, ``"ddp_bf16"``,
+    ``"fp16"``, ``"zero_optimization"``, ``"none"`` for the plain optimizer) or the error it raises
+    (``"NotImplementedError: ..."``). Called on a stand-in engine that answers only what a config decides;
+    None when the release asks it anything else."""
+    import deepspeed.runtime.engine as engine
+    from deepspeed.runtime.engine import DeepSpeedEngine
+
+    class _Unanswered(Exception):
+        pass
+
+    # the optimizer class is another question (``zero_supported_optimizers``); this one asks for ranks
+    supported, engine.is_zero_supported_optimizer = engine.is_zero_supported_optimizer, lambda optimizer: True
+    try:
+        return _wrapper_outcomes(DeepSpeedEngine, _Unanswered)
+    finally:
+        engine.is_zero_supported_optimizer = supported
+
+
+def _wrapper_outcomes(engine_class: type, unanswered: type[Exception]) -> dict[str, str] | None:
+    out: dict[str, str] = {}
+    for model in WRAPPER_MODEL_DTYPES:
+        for accum in WRAPPER_ACCUM_DTYPES:
+            for stage in range(4):
+                answers = {
+                    "fp16_enabled": model == "fp16", "bfloat16_enabled": model == "bf16", "amp_enabled": False,
+                    "zero_optimization": stage > 0, "zero_optimization_stage": stage, "zero_cpu_offload": False,
+                    "zero_allow_untested_optimizer": False, "zero_compute_grad_norm": True,
+                }
+
+                class _StandIn:
+                    pipeline_parallelism = False
+                    global_rank = 0
+                    _config = type("Config", (), {"grad_accum_dtype": accum})()
+                    get_data_types = engine_class.get_data_types
+                    check = engine_class._do_optimizer_sanity_check
+
+                    def __getattr__(self, name: str, answers: dict = answers) -> Any:
+                        if name in answers:
+                            return lambda: answers[name]
+                        raise unanswered(name)
+
+                try:
+                    with _quiet():
+                        picked = _StandIn().check(None)
+                    outcome = "none" if picked is None else str(picked)
+                except unanswered:
+                    return None
+                except Exception as exc:  # the outcome is what is recorded
+                    outcome = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+                out[f"{model}/{accum or '-'}/{stage}"] = outcome
+    return out
+
+
 def _zero_optimizer_checks() -> dict[str, list[str]]:
     """Per ZeRO optimizer (stages 1-2, stage 3): the assert/raise messages of its class."""
     out = {}
@@ -651,6 +758,10 @@ def extract(release: str) -> dict[str, Any]:
         "dict_section_ignored": _dict_section_probes(top_keys, roots),
         "zero_optimizer_checks": _zero_optimizer_checks(),
         "zero_supported_optimizers": _zero_supported_optimizers(),
+        "torch_autocast_checks": _torch_autocast_checks(),
+        "optimizer_wrappers": _optimizer_wrappers(),
+        "loss_scale_probes": _loss_scale_probes(),
+        "allgather_sequential_prefetch_one": _allgather_sequential_prefetch(),
         "optimizer_params_popped": _optimizer_params_popped(importlib.import_module("deepspeed.runtime.engine")),
         "dynamic_batching_without_max_tokens": _outcome({"train_batch_size": 1, **DYNAMIC_BATCHING_PROBE}),
         "sequence_parallel_world_size": _sequence_parallel_probes(),
@@ -668,5 +779,17 @@ def extract(release: str) -> dict[str, Any]:
     }
 
 
+#: The fields ``gen_profiles.py --fields`` can re-read alone (probes that need no other part of the reading).
+FIELD_PROBES = {"torch_autocast_checks": _torch_autocast_checks, "optimizer_wrappers": _optimizer_wrappers,
+                "loss_scale_probes": _loss_scale_probes,
+                "allgather_sequential_prefetch_one": _allgather_sequential_prefetch}
+
+
 if __name__ == "__main__":
-    print(json.dumps(extract(sys.argv[1]), sort_keys=True))
+    if "--fields" in sys.argv:
+        import deepspeed  # noqa: F401  (the release on sys.path, as extract() imports it)
+
+        names = sys.argv[sys.argv.index("--fields") + 1].split(",")
+        print(json.dumps({"release": sys.argv[1], **{name: FIELD_PROBES[name]() for name in names}}, sort_keys=True))
+    else:
+        print(json.dumps(extract(sys.argv[1]), sort_keys=True))

@@ -358,6 +358,39 @@ def zero_optimizer_check(version: str, stage: int, fragment: str) -> str | None:
     return next((text for text in checks if fragment in text), None)
 
 
+def torch_autocast_check(version: str, fragment: str) -> str | None:
+    """The assertion message containing ``fragment`` that ``deepspeed.initialize`` of ``version`` runs when
+    ``torch_autocast`` is on (``runtime/torch_autocast.py``: "Cannot enable both torch autocast and bfloat16" in
+    0.17.2-0.18.2, "... zero quantized weights" in every release with the section); None when it has none."""
+    checks = profile(version).get("torch_autocast_checks") or ()
+    return next((text for text in checks if fragment in text), None)
+
+
+def optimizer_wrapper(version: str, model_dtype: str, grad_accum_dtype: str | None, stage: int) -> str | None:
+    """What the engine of ``version`` wraps the optimizer in (``_do_optimizer_sanity_check``) for a model trained in
+    ``model_dtype`` (fp32/fp16/bf16) with ``data_types.grad_accum_dtype`` (None: not written) at ZeRO ``stage``,
+    without pipeline, AMP or offload: ``"bf16"`` (BF16_Optimizer), ``"ddp_bf16"``, ``"fp16"``,
+    ``"zero_optimization"``, ``"none"``, or the error it raises (``"NotImplementedError: ..."``); None when the
+    profile does not record it."""
+    wrappers = profile(version).get("optimizer_wrappers")
+    if not wrappers:
+        return None
+    return wrappers.get(f"{model_dtype}/{grad_accum_dtype or '-'}/{min(max(stage, 0), 3)}")
+
+
+def loss_scale_probe(version: str, label: str) -> Any:
+    """The loss scale the engine of ``version`` reads for the probe config ``label`` of the profile's
+    ``loss_scale_probes`` ("fp16_off": fp16 off with loss_scale 128, which 0.17 on reads and 0.16 does not;
+    "bf16": bf16 on, a static 1.0 in 0.16); None when the profile does not record it."""
+    return (profile(version).get("loss_scale_probes") or {}).get(label)
+
+
+def allgather_sequential_prefetch_one(version: str) -> bool:
+    """Whether the engine of ``version`` sets ZeRO-3's prefetch bucket to 1 when ``stage3_allgather_sequential`` is on
+    (from 0.18.x; the profile's ``allgather_sequential_prefetch_one``, False where unrecorded)."""
+    return bool(profile(version).get("allgather_sequential_prefetch_one"))
+
+
 def has_check(version: str, fragment: str) -> bool:
     """Whether one of ``DeepSpeedConfig``'s own assertion messages in ``version`` contains ``fragment``."""
     return any(fragment in text for text in profile(version)["checks"])
