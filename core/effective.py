@@ -118,9 +118,10 @@ def switch_on(value: Any, section: str, version: str = "0.19.8") -> bool:
 
 
 def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offload_optimizer: str) -> bool:
-    """bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` without offload: ``_do_optimizer_sanity_check`` picks
-    BF16_Optimizer (fp32 gradient accumulation buffer and master weights) instead of the ZeRO optimizer."""
-    return stage == 1 and precision == "bf16" and grad_accum_fp32 and offload_optimizer == "none"
+    """bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` without offload to the CPU: ``_do_optimizer_sanity_check`` picks
+    BF16_Optimizer (fp32 gradient accumulation buffer and master weights) instead of the ZeRO optimizer. Its test is
+    ``zero_cpu_offload()``, the CPU device only: an NVMe offload_optimizer gets BF16_Optimizer too (0.16.9-0.19.8)."""
+    return stage == 1 and precision == "bf16" and grad_accum_fp32 and offload_optimizer != "cpu"
 
 
 def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.19.8") -> bool:

@@ -75,7 +75,8 @@ elif mode == "bf16":
     with st.container(border=True):
         widgets.render_section(precision.bf16_section(config), form)
 if mode == "torch_autocast" or "torch_autocast" in config:
-    # on beside fp16 or bf16 (DeepSpeed runs autocast over either), or off with settings kept: editable here too
+    # on beside fp16 or bf16 (DeepSpeed runs autocast over either from 0.18.3; 0.17.2-0.18.2 refuse the pair, which
+    # engine.autocast-conflict reports), or off with settings kept: editable here too
     with st.container(border=True):
         widgets.render_section("torch_autocast", form)
 

@@ -126,3 +126,14 @@ def test_deepspeeds_adam_trains_with_a_beta_out_of_range_as_the_warning_says():
     run = run_initialize_configs({"fused": _adamw([0.9, 1.5]), "cpu": _adamw([1.5, 0.9], **offload)}, "0.19.8")
     for label, got in run.results.items():
         assert not got["raised"] and not got["step"]["raised"], (label, got)
+
+
+@pytest.mark.parametrize(("betas", "element"), [(["0.9", "0.95"], 0), ([0.9, None], 1), ([0.9, [0.95]], 1)])
+def test_a_beta_that_is_not_a_number_is_an_error_naming_the_element(betas, element):
+    """DeepSpeed's fused Adam hands betas to its kernel at the first step, which refuses a string (TypeError
+    "incompatible function arguments": the initialize case adam-betas-strings); CPU Adam's create_adam at
+    initialize."""
+    (finding,) = [f for f in validate(_adamw(betas)).findings if f.path == "optimizer.params.betas"]
+    assert (finding.code, finding.severity) == ("optimizer.param-type", "error")
+    assert f"betas[{element}]" in finding.message
+    assert finding.fix.ops[0].value == [0.9, 0.999]

@@ -22,7 +22,9 @@ def _errors(config: dict, version: str, target: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("target", ["deepspeed", "hf"])
-@pytest.mark.parametrize("version", ["0.16.9", "0.19.7", "0.19.8"])
+# not 0.16.x: under bf16 it sets a static loss scale of 1.0, which Lamb refuses whatever the row (real 0.16.9:
+# "DeepSpeed lamb optimizer requires dynamic loss scaling"; optimizer.lamb-static-loss-scale)
+@pytest.mark.parametrize("version", ["0.17.6", "0.19.7", "0.19.8"])
 def test_top_rows_loaded_into_an_untested_optimizer_config_are_accepted(version, target):
     """Every ZeRO row loaded into a Lamb config was refused (optimizer.untested-with-zero): adoption now sets
     zero_allow_untested_optimizer where the loaded row needs it, asked as the validator asks, and says so."""

@@ -305,6 +305,12 @@ CASES = [
      "engine.compute-grad-norm-bf16-stage1", "error", "zero_optimization.compute_grad_norm"),
     ("dtype-mix", cfg(bf16={"enabled": True}, data_types={"grad_accum_dtype": "fp32"}), {}, "engine.dtype-mix",
      "error", "data_types.grad_accum_dtype"),
+    ("compute-grad-norm-offload", cfg(gradient_clipping=0.0, zero_optimization={
+        "stage": 2, "compute_grad_norm": False, "offload_optimizer": {"device": "cpu"}}), {},
+     "engine.compute-grad-norm-offload", "error", "zero_optimization.compute_grad_norm"),
+    ("autocast-conflict", cfg(torch_autocast={"enabled": True},
+                              zero_optimization={"stage": 3, "zero_quantized_weights": True}), {},
+     "engine.autocast-conflict", "error", "zero_optimization.zero_quantized_weights"),
     ("param-dtype-conflict", cfg(data_types={"param_dtype": "bf16"}), {}, "engine.param-dtype-conflict", "error",
      "data_types.param_dtype"),
     ("managed-accumulation", cfg(managed_gradient_accumulation=False, zero_optimization={"stage": 1,

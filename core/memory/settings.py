@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
+from core import versions
 from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import reads_sequence_parallel, sequence_parallel_degree
 from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
@@ -93,6 +94,7 @@ class TrainingSettings:
     offload_param_pin_memory: bool = _default(OffloadParamConfig, "pin_memory")
     offload_param_buffer_count: int = _default(OffloadParamConfig, "buffer_count")
     offload_param_buffer_size: int = _default(OffloadParamConfig, "buffer_size")
+    offload_param_max_in_cpu: int = _default(OffloadParamConfig, "max_in_cpu")
     offload_optimizer_buffer_count: int = _default(OffloadOptimizerConfig, "buffer_count")
     partition_activations: bool = False
     cpu_checkpointing: bool = False
@@ -193,6 +195,13 @@ class TrainingSettings:
         if stage < 3 and off_param != "none":
             notes.append("offload_param only works with ZeRO stage 3; ignored.")
             off_param = "none"
+        if off_opt == "nvme" and stage < 3 and uses_bf16_optimizer(
+                stage, precision, _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES, off_opt):
+            notes.append("offload_optimizer to nvme with bf16, ZeRO-1 and an fp32 grad_accum_dtype: DeepSpeed picks "
+                         "BF16_Optimizer (its offload test is the CPU device only), which offloads nothing; estimated "
+                         "without offload. Its CPU Adam then steps on GPU tensors and fails at the first step on GPUs: "
+                         "use device cpu.")
+            off_opt = "none"
         if off_opt == "nvme" and stage < 3:  # DeepSpeedZeroOptimizer: cpu_offload for any device but none
             notes.append(f"offload_optimizer to nvme at ZeRO stage {stage}: DeepSpeed has no NVMe swapper below "
                          "stage 3 and keeps the optimizer states in CPU RAM; estimated as CPU offload.")
@@ -245,6 +254,14 @@ class TrainingSettings:
                          "(reduce bucket 5e8 elements), what plain DeepSpeed uses; the HF Trainer fills them from "
                          "the model's hidden size (reduce bucket hidden_size², usually far smaller), so the buffers "
                          "are overestimated there: write the values to size them.")
+        prefetch = int(_num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")),
+                            _release_default(version, ZeroConfig, "zero_optimization", "prefetch_bucket_size")))
+        if (stage == 3 and prefetch != 1 and versions.allgather_sequential_prefetch_one(version)
+                and pydantic_bool(zero, "stage3_allgather_sequential",
+                                  pydantic_bool(zero, "allgather_sequential", False))):
+            notes.append(f"stage3_allgather_sequential is on: DeepSpeed {version} sets the prefetch bucket to 1 "
+                         f"element (the written {prefetch:,} is not used), so no parameters are prefetched.")
+            prefetch = 1
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
         comm = cfg.get("communication_data_type")
         comm = _DTYPE_BYTES.get(comm.lower()) if isinstance(comm, str) else None  # get_communication_data_type
@@ -265,10 +282,7 @@ class TrainingSettings:
             allgather_bucket_size=int(_num(zero.get("allgather_bucket_size"), zero_default("allgather_bucket_size"))),
             overlap_comm=meaning.overlap_comm,
             contiguous_gradients=meaning.contiguous_gradients,
-            prefetch_bucket_size=int(
-                _num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")),
-                     zero_default("prefetch_bucket_size"))
-            ),
+            prefetch_bucket_size=prefetch,
             param_persistence_threshold=int(
                 _num(zero.get("stage3_param_persistence_threshold", zero.get("param_persistence_threshold")),
                      zero_default("param_persistence_threshold"))
@@ -281,6 +295,7 @@ class TrainingSettings:
             offload_param_pin_memory=pydantic_bool(param_sec, "pin_memory", param_default("pin_memory")),
             offload_param_buffer_count=int(_num(param_sec.get("buffer_count"), param_default("buffer_count"))),
             offload_param_buffer_size=int(_num(param_sec.get("buffer_size"), param_default("buffer_size"))),
+            offload_param_max_in_cpu=int(_num(param_sec.get("max_in_cpu"), param_default("max_in_cpu"))),
             offload_optimizer_buffer_count=int(_num(opt_sec.get("buffer_count"), opt_default("buffer_count"))),
             partition_activations=_flag(ac.get("partition_activations"), False),
             grad_accum_fp32=grad_accum_fp32,

@@ -45,6 +45,13 @@ def parameters(x: Inputs) -> list[Part]:
                         f"{e}*P/N per rank x gpus_per_node", "model_states", "persistent",
                         pinned=where == "cpu" and st.offload_param_pin_memory))
         if where == "nvme":
+            # stage3.py _create_param_groups_fp16_flat_cpu_memory: with params offloaded, a pinned flat CPU buffer per
+            # parameter group holds the partition; with NVMe only its first max_in_cpu elements (read, not measured:
+            # the async I/O op has no build in the tests)
+            held = np.minimum(part, st.offload_param_max_in_cpu)
+            out.append(Part("parameters held in CPU memory (max_in_cpu, pinned)", "cpu", e * held * x.gpn + 0 * n,
+                            f"{e}*min(P/N, max_in_cpu={st.offload_param_max_in_cpu:g}) per rank x gpus_per_node",
+                            "model_states", "persistent", pinned=True))
             out.append(Part("parameter swap buffers (pinned)", "cpu",
                             st.offload_param_buffer_count * st.offload_param_buffer_size * e * x.gpn + 0 * n,
                             f"buffer_count*buffer_size*{e} per rank x gpus_per_node", "buffers", "persistent",

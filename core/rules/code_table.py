@@ -253,7 +253,8 @@ TABLE: tuple[Code, ...] = (
        {"train_batch_size": "8"}),
     _c("batch.not-integer", "warning", "n/a", False, "A batch value is not a whole number.",
        "DeepSpeed accepts 1.5 as a micro batch (and true as 1), and ends with a float micro batch when one is "
-       "written (4.0) or derived over GPUs ÷ sequence_parallel_size, but data loaders need whole numbers: torch's "
+       "written (4.0, in a config passed as a dict: DeepSpeed's own file loader, hjson, reads 4.0 as 4) or derived "
+       "over GPUs ÷ sequence_parallel_size, but data loaders need whole numbers: torch's "
        "DataLoader refuses it when deepspeed.initialize(training_data=) builds the loader. The fix "
        "writes the closest whole trio that adds up on the GPU count (unsafe: it changes the batch).",
        {"train_micro_batch_size_per_gpu": 1.5, "gradient_accumulation_steps": 2}),
@@ -516,7 +517,9 @@ TABLE: tuple[Code, ...] = (
        "the truth value the optimizer already uses.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": "yes"}}}),
     _c("optimizer.param-range", "warning", "initialize", False, "An optimizer parameter out of range.",
-       "For example a negative learning rate, which torch optimizers refuse. The fix writes the default.",
+       "For example a negative learning rate, which torch optimizers refuse at deepspeed.initialize, or an Adam "
+       "beta outside [0, 1), which DeepSpeed's own Adams train with (the moment estimate then never decays or "
+       "diverges). The fix writes the default.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": -1.0}}}),
     _c("optimizer.max-grad-norm", "error", "initialize", False, "max_grad_norm in optimizer params.",
        "DeepSpeed refuses it (ValueError at deepspeed.initialize): clipping is set with gradient_clipping. The "
@@ -589,10 +592,27 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed does not support this combination at deepspeed.initialize.",
        {**B, "gradient_clipping": 0.0, "bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"},
         "zero_optimization": {"stage": 1, "compute_grad_norm": False}}),
-    _c("engine.dtype-mix", "error", "initialize", False, "Without ZeRO, gradients accumulated in another dtype.",
-       "\"unsupported mix of model_dtype and grad_accum_dtype\" at deepspeed.initialize. The fix removes "
-       "grad_accum_dtype.",
+    _c("engine.compute-grad-norm-offload", "error", "initialize", False,
+       "compute_grad_norm false with optimizer offload or ZenFlow.",
+       "ZeRO-1/2's optimizer needs the norm for both: \"compute_grad_norm=false does not support optimizer "
+       "offload\" (or \"... ZenFlow\") at deepspeed.initialize, in the releases whose optimizer checks it. The fix "
+       "turns compute_grad_norm back on.",
+       {**B, "gradient_clipping": 0.0,
+        "zero_optimization": {"stage": 2, "compute_grad_norm": False, "offload_optimizer": {"device": "cpu"}}}),
+    _c("engine.dtype-mix", "error", "initialize", False, "Without ZeRO, a precision and gradient accumulation "
+       "dtype the release's engine refuses.",
+       "What the engine accepts differs by release (read from each release's _do_optimizer_sanity_check): 0.19.8 "
+       "refuses bf16 with fp32 accumulation (\"unsupported mix of model_dtype and grad_accum_dtype\"), which "
+       "0.16-0.17 wrap in BF16_Optimizer, and 0.16 refuses bf16 with bf16 accumulation. The fix removes "
+       "grad_accum_dtype where the release's default for the precision trains.",
        {**B, "bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"}}),
+    _c("engine.autocast-conflict", "error", "initialize", False, "torch_autocast beside what the release's "
+       "initialize refuses with it.",
+       "runtime/torch_autocast.py asserts at deepspeed.initialize: \"Cannot enable both torch autocast and "
+       "bfloat16\" (and fp16) in 0.17.2-0.18.2, \"... and zero quantized weights\" in every release with the "
+       "section, a 16-bit communication_data_type in 0.17.2-0.17.5 (read from each release's code). The fix "
+       "turns the other setting off.",
+       {**B, "torch_autocast": {"enabled": True}, "zero_optimization": {"stage": 3, "zero_quantized_weights": True}}),
     _c("engine.param-dtype-conflict", "error", "initialize", False, "data_types.param_dtype conflicts with the "
        "enabled precision.", "deepspeed.initialize refuses the conflict. The fix removes param_dtype.",
        {**B, "data_types": {"param_dtype": "bf16"}}),

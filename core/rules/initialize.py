@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from core import effective, versions
+from core.effective import pydantic_bool
 from core.findings import Finding, Fix, FixOp, brief, join_path
 from core.rules import torch_checks
 from core.rules.context import Context, lax_bool, lax_float, lax_int
@@ -55,8 +56,11 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             suggestion="Set gradient_clipping to 0, or compute_grad_norm back to true.",
             fix=set_fix("gradient_clipping", 0.0), page="zero",
         )
+    if compute_grad_norm is False and ctx.stage in (1, 2):
+        yield from _compute_grad_norm_refusals(ctx)
     dtype, accum = model_dtype(ctx), _grad_accum_dtype(ctx) or model_dtype(ctx)
-    cpu_offload = ctx.meaning.offload_optimizer in ("cpu", "nvme")
+    # BF16_Optimizer is picked unless ``zero_cpu_offload()``, which is the CPU device only (NVMe is not)
+    cpu_offload = ctx.meaning.offload_optimizer == "cpu"
     if (ctx.stage == 1 and dtype == "bf16" and accum == "fp32" and not cpu_offload
             and compute_grad_norm is False):
         yield Finding(
@@ -65,13 +69,16 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "accumulation; deepspeed.initialize fails.",
             fix=set_fix("zero_optimization.compute_grad_norm", True), page="zero",
         )
-    if ctx.stage == 0 and dtype != accum and accum in ("fp16", "bf16", "fp32"):
+    if ctx.stage == 0 and (refusal := _dtype_mix_refusal(ctx, dtype)):
+        removable = _dtype_mix_refusal(ctx, dtype, written=None) is None
         yield Finding(
             "error", "engine.dtype-mix", "data_types.grad_accum_dtype",
-            f"Without ZeRO, DeepSpeed cannot train in {dtype} while accumulating gradients in {accum} "
-            "(\"unsupported mix of model_dtype and grad_accum_dtype\" at deepspeed.initialize).",
-            suggestion="Use ZeRO stage 1 or more, or remove data_types.grad_accum_dtype.",
-            fix=Fix("Remove data_types.grad_accum_dtype", (FixOp("delete", "data_types.grad_accum_dtype"),)),
+            f"Without ZeRO, DeepSpeed {ctx.version} cannot train in {dtype} while accumulating gradients in "
+            f"{accum} (\"{refusal}\" at deepspeed.initialize).",
+            suggestion="Use ZeRO stage 1 or more" + (", or remove data_types.grad_accum_dtype (the release's "
+                                                     "default for this precision trains)." if removable else "."),
+            fix=Fix("Remove data_types.grad_accum_dtype", (FixOp("delete", "data_types.grad_accum_dtype"),))
+            if removable else None,
             page="precision",
         )
     param_dtype = ctx.get("data_types.param_dtype")
@@ -98,6 +105,71 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
         )
+
+
+def _dtype_mix_refusal(ctx: Context, dtype: str, written: str | bool | None = True) -> str | None:
+    """The error ``deepspeed.initialize`` of the release raises without ZeRO for the trained ``dtype`` and the
+    written ``data_types.grad_accum_dtype`` (``written=None``: as if it were not written), from the release's
+    ``_do_optimizer_sanity_check`` (``versions.optimizer_wrapper``); None when it trains. Releases differ: 0.16-0.17
+    wrap bf16 with an fp32 accumulation in BF16_Optimizer and 0.16 refuses a bf16 one; later ones the reverse."""
+    accum = _grad_accum_dtype(ctx) if written is True else None
+    if written is True and accum is None:
+        return None
+    outcome = versions.optimizer_wrapper(ctx.version, dtype, accum, 0)
+    if outcome is None:  # a profile without the probe: the newest releases' rule
+        mixed = accum is not None and accum != dtype
+        return "unsupported mix of model_dtype and grad_accum_dtype" if mixed else None
+    error, _, message = outcome.partition(": ")
+    return message if message and error.endswith("Error") else None
+
+
+def _compute_grad_norm_refusals(ctx: Context) -> Iterator[Finding]:
+    """``compute_grad_norm`` false beside what ZeRO-1/2's optimizer refuses without the norm in the release (its
+    assertions, ``versions.zero_optimizer_check``): optimizer offload (to the CPU or NVMe) and ZenFlow."""
+    beside = [(where, check) for on, where, fragment in (
+        (ctx.meaning.offload_optimizer in ("cpu", "nvme"), "zero_optimization.offload_optimizer",
+         "does not support optimizer offload"),
+        (ctx.meaning.zenflow, "zero_optimization.zenflow", "does not support ZenFlow"),
+    ) if on and (check := versions.zero_optimizer_check(ctx.version, ctx.stage, fragment))]
+    if beside:
+        yield Finding(
+            "error", "engine.compute-grad-norm-offload", "zero_optimization.compute_grad_norm",
+            f"compute_grad_norm is false beside {' and '.join(where for where, _ in beside)}; ZeRO stage "
+            f"{ctx.stage}'s optimizer refuses it at deepspeed.initialize ("
+            + "; ".join(f'"{check}"' for _, check in beside) + ").",
+            suggestion=f"Set compute_grad_norm back to true, or remove {' and '.join(w for w, _ in beside)}.",
+            fix=set_fix("zero_optimization.compute_grad_norm", True), page="zero",
+        )
+
+
+def autocast_combinations(ctx: Context) -> Iterator[Finding]:
+    """What ``deepspeed.initialize`` of the release refuses beside ``torch_autocast`` switched on (the assertions of
+    its ``runtime/torch_autocast.py``, ``versions.torch_autocast_check``): fp16 or bf16 switched on too (0.17.2-0.18.2),
+    ZeRO's quantized weights (every release with the section), a 16-bit communication_data_type (0.17.2-0.17.5)."""
+    m = ctx.meaning
+    if not m.torch_autocast or versions.key_known(ctx.version, "", "torch_autocast") is not True:
+        return
+    comm = ctx.config.get("communication_data_type")
+    beside = (
+        (m.fp16, "fp16.enabled", "torch autocast and fp16", set_fix("fp16.enabled", False)),
+        (m.bf16, f"{m.bf16_section}.enabled", "torch autocast and bfloat16",
+         set_fix(f"{m.bf16_section}.enabled", False)),
+        (pydantic_bool(ctx.zero, "zero_quantized_weights", False), "zero_optimization.zero_quantized_weights",
+         "torch autocast and zero quantized weights", set_fix("zero_optimization.zero_quantized_weights", False)),
+        (comm is not None and canonical_dtype(comm) in ("fp16", "bf16"), "communication_data_type",
+         "Communication data type must be float32", delete_fix("communication_data_type")),
+    )
+    for on, path, fragment, fix in beside:
+        check = versions.torch_autocast_check(ctx.version, fragment) if on else None
+        if check:
+            yield Finding(
+                "error", "engine.autocast-conflict", path,
+                f"torch_autocast is on and so is {path}; DeepSpeed {ctx.version} refuses the pair at "
+                f"deepspeed.initialize (\"{check}\").",
+                suggestion=f"Use one of them: turn torch_autocast off, or {fix.description[0].lower()}"
+                           f"{fix.description[1:]}.",
+                fix=fix, page="precision",
+            )
 
 
 def amp_combinations(ctx: Context) -> Iterator[Finding]:

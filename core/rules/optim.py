@@ -15,8 +15,9 @@ from core import versions
 from core.effective import CPU_ADAM, effective
 from core.findings import Finding, Fix, FixOp, brief, join_path
 from core.rules import torch_checks
-from core.rules.context import Context, lax_float
+from core.rules.context import Context
 from core.rules.fixes import closest_choice, delete_fix, guesser, nearest_whole, set_fix
+from core.rules.precision import static_loss_scale
 from core.schema.optimizer import (
     FORBIDDEN_OPTIMIZER_PARAMS,
     OPTIMIZERS,
@@ -174,16 +175,18 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         return
     if isinstance(params, dict):
         yield from _optimizer_params(ctx, name, spec, params)
-    if isinstance(spec, OptimizerSpec) and spec.requires_dynamic_loss_scale:
-        # DeepSpeed checks fp16.loss_scale even when fp16 is off.
-        scale = lax_float(ctx.get("fp16.loss_scale", 0)) if isinstance(ctx.config.get("fp16"), dict) else 0.0
-        if scale not in (None, 0.0):
-            yield Finding(
-                "error", "optimizer.lamb-static-loss-scale", "fp16.loss_scale",
-                f"{spec.display_name} needs dynamic loss scaling, but fp16.loss_scale is {scale:g} (static) — "
-                "DeepSpeed checks this even when fp16 is off; deepspeed.initialize fails.",
-                fix=set_fix("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)"), page="precision",
-            )
+    if isinstance(spec, OptimizerSpec) and spec.requires_dynamic_loss_scale and (found := static_loss_scale(ctx)):
+        scale, path, why = found
+        from_fp16 = path == "fp16.loss_scale"
+        yield Finding(
+            "error", "optimizer.lamb-static-loss-scale", path,
+            f"{spec.display_name} needs dynamic loss scaling, but the loss scale is {scale:g} (static)"
+            + (f": {why}" if why else "") + "; deepspeed.initialize fails (\"DeepSpeed lamb optimizer requires "
+            "dynamic loss scaling\").",
+            suggestion="" if from_fp16 else "Use another optimizer (AdamW, Lion), or fp16 with dynamic loss scaling.",
+            fix=set_fix("fp16.loss_scale", 0, "Use dynamic loss scaling (loss_scale 0)") if from_fp16 else None,
+            page="precision",
+        )
     if ctx.stage > 0 and not zero_tested(name, ctx.version, _backend(ctx), ctx.meaning.zenflow) \
             and not ctx.meaning.zero_allow_untested_optimizer:
         what = (f"ZenFlowCPUAdam (what DeepSpeed {ctx.version} builds for {name} with ZenFlow and the optimizer "
@@ -413,6 +416,18 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
         yield Finding(
             "error", f"{kind}.param-type", path,
             f"`{path}` has {len(value)} values; it must have {param.length}.",
+            fix=set_fix(path, list(default)) if default is not None else None, page="optimizer",
+        )
+        return
+    if param.item_range is not None and isinstance(value, list | tuple) and (bad := next(
+            ((i, v) for i, v in enumerate(value) if not isinstance(v, int | float)),  # a bool converts, as 1.0
+            None)):
+        yield Finding(
+            "error", f"{kind}.param-type", path,
+            f"`{path}[{bad[0]}]` is {brief(bad[1])}; every value must be a number. DeepSpeed passes them to the "
+            "optimizer's C++ kernel, which refuses anything else (TypeError: at the first step for the fused Adam, "
+            "at deepspeed.initialize for the CPU Adam of ZeRO-Offload).",
+            suggestion=f"Default: {brief(default)}." if default is not None else "",
             fix=set_fix(path, list(default)) if default is not None else None, page="optimizer",
         )
         return

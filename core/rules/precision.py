@@ -10,8 +10,9 @@ from typing import Any
 from core import versions
 from core.effective import Effective, effective, uses_bf16_optimizer
 from core.findings import Finding, Fix, FixOp, brief
-from core.rules.context import Context, lax_bool
+from core.rules.context import Context, lax_bool, lax_float
 from core.rules.fixes import delete_fix, set_fix
+from core.schema.optimizer import OptimizerSpec, resolve_optimizer
 from core.schema.precision import FP16_LOSS_SCALE_KEYS, canonical_dtype
 
 # --------------------------------------------------------------------------------------------
@@ -222,13 +223,41 @@ def precision(ctx: Context) -> Iterator[Finding]:
             page="precision",
         )
     if isinstance(fp16, dict) and not ctx.meaning.fp16:
-        scale_keys = [k for k in FP16_LOSS_SCALE_KEYS if k in fp16]
+        # Lamb's check reads loss_scale with fp16 off (optimizer.lamb-static-loss-scale): not unused then
+        read = requires_dynamic_loss_scale(ctx) and (found := static_loss_scale(ctx)) and found[1] == "fp16.loss_scale"
+        scale_keys = [k for k in FP16_LOSS_SCALE_KEYS if k in fp16 and not (read and k == "loss_scale")]
         if scale_keys and fp16.get("enabled") != "auto":
             yield Finding(
                 "warning", "precision.loss-scale-unused", "fp16",
                 f"fp16 loss-scaling keys ({', '.join(scale_keys)}) are set but fp16 is off, so they do nothing.",
                 suggestion="Enable fp16 or remove them.", page="precision",
             )
+
+
+def requires_dynamic_loss_scale(ctx: Context) -> bool:
+    """Whether the config's optimizer is one the engine refuses with a static loss scale (Lamb)."""
+    section = ctx.config.get("optimizer")
+    name = section.get("type") if isinstance(section, dict) else None
+    spec = resolve_optimizer(name, ctx.version) if isinstance(name, str) else None
+    return isinstance(spec, OptimizerSpec) and spec.requires_dynamic_loss_scale
+
+
+def static_loss_scale(ctx: Context) -> tuple[float, str, str] | None:
+    """The loss scale the engine compares with 0 for Lamb's "requires dynamic loss scaling" (``dynamic_loss_scale()``)
+    when it is static: (scale, the path that sets it, why the release reads it), else None. fp16 on: its loss_scale.
+    fp16 off: still its loss_scale in the releases that read it then (0.17 on, ``loss_scale_probes``), and under bf16
+    a static 1.0 in those that set one (0.16). Unrecorded: as the newest releases."""
+    fp16 = ctx.config.get("fp16")
+    written = lax_float(fp16.get("loss_scale", 0)) if isinstance(fp16, dict) else 0.0
+    read_when_off = versions.loss_scale_probe(ctx.version, "fp16_off")
+    if ctx.meaning.fp16 or read_when_off is None or read_when_off == 128:
+        why = "" if ctx.meaning.fp16 else f"DeepSpeed {ctx.version} reads it even when fp16 is off"
+        return (written, "fp16.loss_scale", why) if written not in (None, 0.0) else None
+    bf16_scale = versions.loss_scale_probe(ctx.version, "bf16")
+    if ctx.meaning.bf16 and isinstance(bf16_scale, int | float) and bf16_scale != 0:
+        return (float(bf16_scale), f"{ctx.meaning.bf16_section}.enabled",
+                f"with bf16 on and fp16 off, DeepSpeed {ctx.version} sets a static loss scale of {bf16_scale:g}")
+    return None
 
 
 def torch_autocast(ctx: Context) -> Iterator[Finding]:

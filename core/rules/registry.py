@@ -28,7 +28,8 @@ RULES: tuple[Rule, ...] = (
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.contiguous_checkpointing, misc.legacy_curriculum,
     misc.autotuning, misc.misc,
     optim.optimizer, optim.scheduler,
-    initialize.engine_combinations, initialize.amp_combinations, precision.master_weights_offload,
+    initialize.engine_combinations, initialize.autocast_combinations, initialize.amp_combinations,
+    precision.master_weights_offload,
     initialize.autotp_size, initialize.autotp_world_size, initialize.gradient_scaling_reduce_scatter,
     initialize.zenflow_offload, initialize.zenflow_optimizer_params, initialize.partial_offload_optimizer,
 )

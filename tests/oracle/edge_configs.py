@@ -302,6 +302,17 @@ def edge_configs() -> list[Mutation]:
         ("compression technique with empty different_groups",
          {**_BASE, "compression_training": {"sparse_pruning": {"shared_parameters": {}, "different_groups": {}}}}),
         ("amp disabled (removed key even when off)", {**_BASE, "amp": {"enabled": False}}),
+        # what the engine refuses differs by release (0.17.2-0.18.2 refuse autocast beside bf16; 0.16 a bf16
+        # accumulation without ZeRO, 0.18 on an fp32 one): each release's initialize proof runs the ones it rejects
+        ("torch_autocast beside bf16", {**_BASE, "bf16": {"enabled": True}, "torch_autocast": {"enabled": True}}),
+        ("bf16 without ZeRO accumulating in bf16", {**_BASE, "bf16": {"enabled": True},
+                                                    "data_types": {"grad_accum_dtype": "bf16"}}),
+        ("bf16 without ZeRO accumulating in fp32", {**_BASE, "bf16": {"enabled": True},
+                                                    "data_types": {"grad_accum_dtype": "fp32"}}),
+        ("compute_grad_norm false with the optimizer offloaded",
+         {**_BASE, "gradient_clipping": 0, "zero_force_ds_cpu_optimizer": False,
+          "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": True}},
+          "zero_optimization": {"stage": 2, "compute_grad_norm": False, "offload_optimizer": {"device": "cpu"}}}),
         (
             "elasticity with batch info",
             {**_BASE, "elasticity": {"enabled": True, "max_train_batch_size": 64, "micro_batch_sizes": [2, 4]}},

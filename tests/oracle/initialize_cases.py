@@ -581,6 +581,53 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "compute-grad-norm-offload",
+        "compute_grad_norm false with the optimizer offloaded (gradient clipping 0): ZeRO-2's optimizer refuses it",
+        {**TINY, "optimizer": ADAMW, "gradient_clipping": 0, "bf16": {"enabled": True},
+         "zero_optimization": {"stage": 2, "compute_grad_norm": False, "offload_optimizer": {"device": "cpu"}}},
+        True,
+        "ValueError",
+        "compute_grad_norm=false does not support optimizer offload",
+    ),
+    InitializeCase(
+        "control-compute-grad-norm-offloaded",
+        "the same offload with compute_grad_norm on: trains",
+        {**TINY, "optimizer": ADAMW, "gradient_clipping": 0, "bf16": {"enabled": True},
+         "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+        False,
+    ),
+    InitializeCase(
+        "autocast-quantized-weights",
+        "torch_autocast on beside ZeRO++ quantized weights: runtime/torch_autocast.py asserts",
+        {**TINY, "optimizer": ADAMW, "torch_autocast": {"enabled": True, "dtype": "bf16"},
+         "zero_optimization": {"stage": 3, "zero_quantized_weights": True}},
+        True,
+        "AssertionError",
+        "Cannot enable both torch autocast and zero quantized weights",
+    ),
+    InitializeCase(
+        "control-autocast-stage3",
+        "torch_autocast on at ZeRO-3 without quantized weights: trains",
+        {**TINY, "optimizer": ADAMW, "torch_autocast": {"enabled": True, "dtype": "bf16"},
+         "zero_optimization": {"stage": 3}},
+        False,
+    ),
+    InitializeCase(
+        "adam-betas-strings",
+        "betas written as strings: DeepSpeed's fused Adam hands them to its kernel at the first step",
+        {**TINY, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": ["0.9", "0.95"]}}},
+        True,
+        "TypeError",
+        "incompatible function arguments",
+        phase="step",
+    ),
+    InitializeCase(
+        "control-adam-betas-numbers",
+        "the same fused Adam with betas as numbers: trains",
+        {**TINY, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": [0.9, 0.95]}}},
+        False,
+    ),
+    InitializeCase(
         "control-end", "the first control again, last (no state leaked)", {**TINY, "optimizer": SGD}, False
     ),
 )
