@@ -31,9 +31,10 @@ lint: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check .
 
 # --dist loadgroup: tests spread over the workers as they free up, except that a module marked
-# xdist_group (one whose module fixture starts a browser, a server or a DeepSpeed run) stays on one worker
+# xdist_group (one whose module fixture starts a browser, a server or a DeepSpeed run) stays on one worker;
+# --durations: the 30 longest tests, where CI's time budget goes
 pytest: $(VENV)/.test-installed
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 bench: $(VENV)/.test-installed
 	$(PY) scripts/bench.py
@@ -48,6 +49,11 @@ versions-parity: $(VENV)/.test-installed  ## held-out parity with the seven inst
 .PHONY: zero3-hook-cost
 zero3-hook-cost: $(VENV)/.test-installed  ## ZeRO-3's host cost per module per pass on this CPU (real deepspeed.initialize)
 	$(PY) scripts/zero3_hook_cost.py
+
+.PHONY: releases-all
+releases-all: $(VENV)/.test-installed  ## the real-release tests CI runs a slice of, on every installed release
+	DSCONFIG_ALL_RELEASES=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests/test_presets_deepspeed.py \
+		tests/test_memory_buffers_hunt.py
 
 .PHONY: presets-releases
 presets-releases: $(VENV)/.test-installed  ## every preset trained on every release of its verified_with (CI: a slice)
