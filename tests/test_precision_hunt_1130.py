@@ -197,3 +197,16 @@ def test_allgather_sequential_sets_the_prefetch_bucket_to_one_where_the_engine_d
     (gathered,) = [c for c in est.components if c.name.startswith("gathered parameters")]
     assert gathered.bytes == 2 * (50_000_000 + (1 if prefetch_one else 200_000_000))
     assert any("stage3_allgather_sequential" in note for note in est.notes) is prefetch_one
+
+
+@pytest.mark.parametrize(("optimizer", "fails_on_gpus"), [
+    ({"type": "AdamW", "params": {"lr": 1e-3}}, True),  # DeepSpeedCPUAdam (zero_use_cpu_optimizer counts NVMe)
+    ({"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}, False),  # torch's AdamW steps on GPU tensors
+])
+def test_bf16_optimizer_under_nvme_says_the_first_step_fails_only_for_a_cpu_optimizer(optimizer, fails_on_gpus):
+    config = {**NVME_BF16_ZERO1, "optimizer": optimizer}
+    (finding,) = [f for f in validate(config).findings if f.code == "zero.nvme-below-3"]
+    assert ("fails at the first step" in finding.message) is fails_on_gpus
+    est = m.estimate(config, m.ModelCounts(10**9, 5 * 10**7), m.Hardware(gpus_per_node=8), m.Shape())
+    (note,) = [n for n in est.notes if "BF16_Optimizer" in n]
+    assert ("fails at the first step" in note) is fails_on_gpus

@@ -15,7 +15,7 @@ from typing import Any
 from core import versions
 from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import reads_sequence_parallel, sequence_parallel_degree
-from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
+from core.effective import Effective, effective, optimizer_backend, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
 from core.rules.precision import refused_master_weights
@@ -197,10 +197,11 @@ class TrainingSettings:
             off_param = "none"
         if off_opt == "nvme" and stage < 3 and uses_bf16_optimizer(
                 stage, precision, _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES, off_opt):
+            cpu_class = meaning.optimizer_name is not None and optimizer_backend(cfg, meaning.optimizer_name) == "cpu"
             notes.append("offload_optimizer to nvme with bf16, ZeRO-1 and an fp32 grad_accum_dtype: DeepSpeed picks "
                          "BF16_Optimizer (its offload test is the CPU device only), which offloads nothing; estimated "
-                         "without offload. Its CPU Adam then steps on GPU tensors and fails at the first step on GPUs: "
-                         "use device cpu.")
+                         "without offload." + (" Its CPU Adam then steps on GPU tensors and fails at the first step "
+                                               "on GPUs: use device cpu." if cpu_class else ""))
             off_opt = "none"
         if off_opt == "nvme" and stage < 3:  # DeepSpeedZeroOptimizer: cpu_offload for any device but none
             notes.append(f"offload_optimizer to nvme at ZeRO stage {stage}: DeepSpeed has no NVMe swapper below "

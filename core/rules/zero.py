@@ -110,9 +110,12 @@ def offload(ctx: Context) -> Iterator[Finding]:
         accum = ctx.get("data_types.grad_accum_dtype")
         bf16_optimizer = uses_bf16_optimizer(stage, ctx.meaning.precision,
                                              accum is not None and canonical_dtype(accum) == "fp32", "nvme")
+        name = ctx.meaning.optimizer_name
+        cpu_class = name is not None and optimizer_backend(ctx.config, name) == "cpu"
         below = ("With bf16 and an fp32 grad_accum_dtype at ZeRO-1, DeepSpeed picks BF16_Optimizer instead (its "
-                 "offload test is the CPU device only): nothing is offloaded, and its CPU Adam steps on the GPU "
-                 "tensors, which fails at the first step on GPUs." if bf16_optimizer else
+                 "offload test is the CPU device only): nothing is offloaded"
+                 + (", and its CPU Adam steps on the GPU tensors, which fails at the first step on GPUs."
+                    if cpu_class else ".") if bf16_optimizer else
                  "Below it the optimizer runs on the CPU with its states in CPU RAM, and nvme_path is unused.")
         yield Finding(
             "warning", "zero.nvme-below-3", "zero_optimization.offload_optimizer.device",
