@@ -628,6 +628,19 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "control-adam-beta-out-of-range",
+        "a beta outside [0, 1) in the fused Adam: builds and steps (optimizer.param-range is only a warning)",
+        {**TINY, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": [0.9, 1.5]}}},
+        False,
+    ),
+    InitializeCase(
+        "control-cpu-adam-beta-out-of-range",
+        "a beta outside [0, 1) in the CPU Adam of ZeRO-Offload: builds and steps",
+        {**TINY, "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "betas": [1.5, 0.9]}},
+         "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+        False,
+    ),
+    InitializeCase(
         "control-end", "the first control again, last (no state leaked)", {**TINY, "optimizer": SGD}, False
     ),
 )
