@@ -603,7 +603,7 @@ TABLE: tuple[Code, ...] = (
        "dtype the release's engine refuses.",
        "What the engine accepts differs by release (read from each release's _do_optimizer_sanity_check): 0.19.8 "
        "refuses bf16 with fp32 accumulation (\"unsupported mix of model_dtype and grad_accum_dtype\"), which "
-       "0.16-0.17 wrap in BF16_Optimizer, and 0.16 refuses bf16 with bf16 accumulation. The fix removes "
+       "0.16.0-0.18.4 wrap in BF16_Optimizer, and 0.16.0-0.17.5 refuse bf16 with bf16 accumulation. The fix removes "
        "grad_accum_dtype where the release's default for the precision trains.",
        {**B, "bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"}}),
     _c("engine.autocast-conflict", "error", "initialize", False, "torch_autocast beside what the release's "

@@ -110,8 +110,9 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
 def _dtype_mix_refusal(ctx: Context, dtype: str, written: str | bool | None = True) -> str | None:
     """The error ``deepspeed.initialize`` of the release raises without ZeRO for the trained ``dtype`` and the
     written ``data_types.grad_accum_dtype`` (``written=None``: as if it were not written), from the release's
-    ``_do_optimizer_sanity_check`` (``versions.optimizer_wrapper``); None when it trains. Releases differ: 0.16-0.17
-    wrap bf16 with an fp32 accumulation in BF16_Optimizer and 0.16 refuses a bf16 one; later ones the reverse."""
+    ``_do_optimizer_sanity_check`` (``versions.optimizer_wrapper``); None when it trains. Releases differ:
+    0.16.0-0.18.4 wrap bf16 with an fp32 accumulation in BF16_Optimizer and 0.16.0-0.17.5 refuse a bf16 one; later
+    ones the reverse."""
     accum = _grad_accum_dtype(ctx) if written is True else None
     if written is True and accum is None:
         return None

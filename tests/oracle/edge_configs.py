@@ -302,8 +302,9 @@ def edge_configs() -> list[Mutation]:
         ("compression technique with empty different_groups",
          {**_BASE, "compression_training": {"sparse_pruning": {"shared_parameters": {}, "different_groups": {}}}}),
         ("amp disabled (removed key even when off)", {**_BASE, "amp": {"enabled": False}}),
-        # what the engine refuses differs by release (0.17.2-0.18.2 refuse autocast beside bf16; 0.16 a bf16
-        # accumulation without ZeRO, 0.18 on an fp32 one): each release's initialize proof runs the ones it rejects
+        # what the engine refuses differs by release (0.17.2-0.18.2 refuse autocast beside bf16; 0.16.0-0.17.5 a
+        # bf16 accumulation without ZeRO, 0.18.5 on an fp32 one): each release's initialize proof runs the ones it
+        # rejects
         ("torch_autocast beside bf16", {**_BASE, "bf16": {"enabled": True}, "torch_autocast": {"enabled": True}}),
         ("bf16 without ZeRO accumulating in bf16", {**_BASE, "bf16": {"enabled": True},
                                                     "data_types": {"grad_accum_dtype": "bf16"}}),
