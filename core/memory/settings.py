@@ -15,7 +15,7 @@ from typing import Any
 from core import versions
 from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import reads_sequence_parallel, sequence_parallel_degree
-from core.effective import Effective, effective, optimizer_backend, pydantic_bool, uses_bf16_optimizer
+from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
 from core.rules.precision import refused_master_weights
@@ -195,9 +195,9 @@ class TrainingSettings:
         if stage < 3 and off_param != "none":
             notes.append("offload_param only works with ZeRO stage 3; ignored.")
             off_param = "none"
-        if off_opt == "nvme" and stage < 3 and uses_bf16_optimizer(
-                stage, precision, _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES, off_opt):
-            cpu_class = meaning.optimizer_name is not None and optimizer_backend(cfg, meaning.optimizer_name) == "cpu"
+        grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
+        if off_opt == "nvme" and stage < 3 and uses_bf16_optimizer(stage, precision, grad_accum_fp32, off_opt):
+            cpu_class = meaning.optimizer_backend == "cpu"
             notes.append("offload_optimizer to nvme with bf16, ZeRO-1 and an fp32 grad_accum_dtype: DeepSpeed picks "
                          "BF16_Optimizer (its offload test is the CPU device only), which offloads nothing; estimated "
                          "without offload." + (" Its CPU Adam then steps on GPU tensors and fails at the first step "
@@ -255,20 +255,19 @@ class TrainingSettings:
                          "(reduce bucket 5e8 elements), what plain DeepSpeed uses; the HF Trainer fills them from "
                          "the model's hidden size (reduce bucket hidden_size², usually far smaller), so the buffers "
                          "are overestimated there: write the values to size them.")
+        comm = cfg.get("communication_data_type")
+        comm = _DTYPE_BYTES.get(comm.lower()) if isinstance(comm, str) else None  # get_communication_data_type
+        master, state_dtype = _master_dtypes(cfg, version, meaning, precision, off_opt, grad_accum_fp32, notes)
+        ac = _section(cfg, "activation_checkpointing")
+        zero_default = partial(_release_default, version, ZeroConfig, "zero_optimization")
         prefetch = int(_num(zero.get("stage3_prefetch_bucket_size", zero.get("prefetch_bucket_size")),
-                            _release_default(version, ZeroConfig, "zero_optimization", "prefetch_bucket_size")))
+                            zero_default("prefetch_bucket_size")))
         if (stage == 3 and prefetch != 1 and versions.allgather_sequential_prefetch_one(version)
                 and pydantic_bool(zero, "stage3_allgather_sequential",
                                   pydantic_bool(zero, "allgather_sequential", False))):
             notes.append(f"stage3_allgather_sequential is on: DeepSpeed {version} sets the prefetch bucket to 1 "
                          f"element (the written {prefetch:,} is not used), so no parameters are prefetched.")
             prefetch = 1
-        grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
-        comm = cfg.get("communication_data_type")
-        comm = _DTYPE_BYTES.get(comm.lower()) if isinstance(comm, str) else None  # get_communication_data_type
-        master, state_dtype = _master_dtypes(cfg, version, meaning, precision, off_opt, grad_accum_fp32, notes)
-        ac = _section(cfg, "activation_checkpointing")
-        zero_default = partial(_release_default, version, ZeroConfig, "zero_optimization")
         opt_default = partial(_release_default, version, OffloadOptimizerConfig, "zero_optimization.offload_optimizer")
         param_default = partial(_release_default, version, OffloadParamConfig, "zero_optimization.offload_param")
         return cls(

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from core import versions
 from core.autofill import ACCELERATE_NO_ZERO, HF_DEFAULTS
-from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero, optimizer_backend, uses_bf16_optimizer
+from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero, uses_bf16_optimizer
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
 from core.rules.fixes import delete_fix, set_fix
@@ -93,14 +93,13 @@ def offload(ctx: Context) -> Iterator[Finding]:
             else set_fix("zero_optimization.stage", 3, "Switch to ZeRO stage 3"), page="zero",
         )
     if opt_dev in ("cpu", "nvme") and stage == 0:
-        name = ctx.meaning.optimizer_name
         # zero_use_cpu_optimizer() does not look at the stage: the CPU class is built for parameters left on the GPU
-        cpu_class = name is not None and optimizer_backend(ctx.config, name) == "cpu"
+        cpu_class = ctx.meaning.optimizer_backend == "cpu"
         yield Finding(
             "warning", "zero.offload-optimizer-stage-0", "zero_optimization.offload_optimizer",
             "Optimizer offload is set but ZeRO is off (stage 0); offload needs ZeRO stage 1, 2 or 3, so nothing "
             "is offloaded." + (
-                f" DeepSpeed still builds {(ctx.meaning.optimizer_class or name).rsplit('.', 1)[-1]}, the CPU "
+                f" DeepSpeed still builds {(ctx.meaning.optimizer_class or '').rsplit('.', 1)[-1]}, the CPU "
                 "implementation (it does not check the stage), while the parameters stay on the GPU: on GPUs its "
                 "first step asserts that they are on the CPU and fails; a CPU-only run trains." if cpu_class else ""),
             suggestion="Use ZeRO stage 2 or 3 with optimizer offload.",
@@ -110,8 +109,7 @@ def offload(ctx: Context) -> Iterator[Finding]:
         accum = ctx.get("data_types.grad_accum_dtype")
         bf16_optimizer = uses_bf16_optimizer(stage, ctx.meaning.precision,
                                              accum is not None and canonical_dtype(accum) == "fp32", "nvme")
-        name = ctx.meaning.optimizer_name
-        cpu_class = name is not None and optimizer_backend(ctx.config, name) == "cpu"
+        cpu_class = ctx.meaning.optimizer_backend == "cpu"
         below = ("With bf16 and an fp32 grad_accum_dtype at ZeRO-1, DeepSpeed picks BF16_Optimizer instead (its "
                  "offload test is the CPU device only): nothing is offloaded"
                  + (", and its CPU Adam steps on the GPU tensors, which fails at the first step on GPUs."
