@@ -90,9 +90,17 @@ else:
 # ------------------------------------------------------------------ offload
 st.subheader("Offload")
 cols = st.columns(2)
+#: The deprecated booleans DeepSpeed still reads as ``{"device": "cpu"}`` when the section is absent (core.effective).
+LEGACY_OFFLOAD = {"offload_optimizer": "cpu_offload", "offload_param": "cpu_offload_param"}
 for col, section in zip(cols, ("offload_optimizer", "offload_param"), strict=True):
     with col, st.container(border=True):
         device = get_path(config, f"zero_optimization.{section}.device")
+        if device is None and getattr(form.meaning, section) == "cpu":
+            # the widget below shows the section (absent: "none"), not what DeepSpeed does with the old key
+            st.caption(f"**Offloaded to the CPU** by the deprecated `zero_optimization.{LEGACY_OFFLOAD[section]}: "
+                       f"true`, which DeepSpeed reads as `{section}.device: cpu`. The finding about it on this page "
+                       "rewrites it as this section (Fix); a device chosen here while the old key is there makes "
+                       "DeepSpeed refuse the config.")
         # the other knobs do nothing without a device: only the device is shown then
         widgets.render_section(f"zero_optimization.{section}", form, columns=1,
                                only=None if device in ("cpu", "nvme") else ["device"])
