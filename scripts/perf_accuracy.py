@@ -1,10 +1,11 @@
 """Print the planner's prediction against every published measurement (core/perf/measurements*.py).
 
-Usage: python scripts/perf_accuracy.py [--sources] [--first-round | --third-set]
+Usage: python scripts/perf_accuracy.py [--sources] [--first-round | --third-set | --fourth-set]
 Step seconds per optimizer step, predicted vs measured (each source's FLOP convention normalised), the error
 per row, then per group and overall: rows, median error, worst factor and rows beyond 1.5x.
 ``--first-round`` limits it to the 65 rows of the first round (core/perf/measurements.py), ``--third-set`` to the
-third held-out set (core/perf/measurements_third.py).
+third held-out set (core/perf/measurements_third.py), ``--fourth-set`` to the fourth held-out set
+(core/perf/measurements_fourth.py).
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.perf.accuracy import ALL_ROWS, evaluate, group_table
 from core.perf.measurements import MEASUREMENTS
+from core.perf.measurements_fourth import FOURTH_ROWS
 from core.perf.measurements_third import THIRD_ROWS
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    table = evaluate(MEASUREMENTS if "--first-round" in args else THIRD_ROWS if "--third-set" in args else ALL_ROWS)
+    rows = (MEASUREMENTS if "--first-round" in args else THIRD_ROWS if "--third-set" in args
+            else FOURTH_ROWS if "--fourth-set" in args else ALL_ROWS)
+    table = evaluate(rows)
     print(f"{'measurement':38} {'predicted s':>12} {'measured s':>11} {'pred/meas':>9} {'error':>7}  bottleneck")
     for row in table.itertuples():
         print(f"{row.id:38} {row.predicted_step_s:12.3f} {row.measured_step_s:11.3f} {row.ratio:9.2f} "

@@ -27,6 +27,12 @@ ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS, *THIRD_ROWS)
 
 #: Groups for the accuracy report: (name, id prefixes; "e2e" matches the end-to-end rows), first match wins.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("4th round: DeepSpeed docs' Megatron GPT-2 table, ZeRO-1 vs Megatron (held out)", ("dsdocs-megatron-",)),
+    ("4th round: ZeRO-Offload paper, 10B on one V100 (held out)", ("zero-offload-",)),
+    ("4th round: ZeRO-Infinity paper, 10T/20T, NVMe offload, 512 V100 (held out)", ("zero-infinity-",)),
+    ("4th round: DeepSpeed ZeRO-3 Offload post, 1T on 512 V100 (held out)", ("dsblog-zero3offload-",)),
+    ("4th round: DeepSpeed core-binding blog, ZeRO-2 +- CPU Adam, 2 A100 (held out)", ("dsblog-corebind-",)),
+    ("4th round: DeepSpeed BERT post, transformer kernel, 1 V100 (held out)", ("dsblog-bert-",)),
     ("3rd round: DeepSpeedExamples bf16 master weights, ZeRO-3, 4 H100 (held out)", ("dsx-bf16mw-",)),
     ("3rd round: BigScience 20B, Megatron TP 8, 8 A100 (held out)", ("bigscience-",)),
     ("3rd round: HF blog Ulysses SP, Qwen3-4B, ZeRO-3 + CPU Adam, TRL loop (held out)", ("hfblog-ulysses-",)),
