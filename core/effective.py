@@ -117,11 +117,21 @@ def switch_on(value: Any, section: str, version: str = "0.19.8") -> bool:
     return bool(value)
 
 
-def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offload_optimizer: str) -> bool:
-    """bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` without offload to the CPU: ``_do_optimizer_sanity_check`` picks
-    BF16_Optimizer (fp32 gradient accumulation buffer and master weights) instead of the ZeRO optimizer. Its test is
-    ``zero_cpu_offload()``, the CPU device only: an NVMe offload_optimizer gets BF16_Optimizer too (0.16.9-0.19.8)."""
-    return stage == 1 and precision == "bf16" and grad_accum_fp32 and offload_optimizer != "cpu"
+def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offload_optimizer: str,
+                        version: str = versions.NEWEST) -> bool:
+    """Whether ``_do_optimizer_sanity_check`` of DeepSpeed ``version`` wraps the optimizer in BF16_Optimizer (an fp32
+    gradient accumulation buffer of every parameter, fp32 master weights and optimizer states split over the
+    data-parallel ranks) instead of the ZeRO optimizer or FP16_Optimizer. Read from the release's profile
+    (``versions.optimizer_wrapper``): bf16 + ZeRO-1 + fp32 ``grad_accum_dtype`` in every release, and bf16 without
+    ZeRO in 0.16.0-0.18.4 (from 0.18.5 FP16_Optimizer in bf16). ZeRO-1 with the optimizer offloaded to the CPU gets
+    the ZeRO optimizer: the test is ``zero_cpu_offload()``, the CPU device only, so an NVMe offload_optimizer gets
+    BF16_Optimizer too (0.16.9-0.19.8)."""
+    if precision != "bf16" or stage > 1 or (stage == 1 and offload_optimizer == "cpu"):
+        return False
+    wrapper = versions.optimizer_wrapper(version, "bf16", "fp32" if grad_accum_fp32 else None, stage)
+    if wrapper is None:  # a profile without the probe: the rule every recorded release follows at ZeRO-1
+        return stage == 1 and grad_accum_fp32
+    return wrapper == "bf16"
 
 
 def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.19.8") -> bool:

@@ -13,6 +13,10 @@ def step_buffers(x: Inputs) -> list[Part]:
     """GPU transients of the optimizer step (none when the optimizer runs offloaded)."""
     st, n, p, part = x.st, x.n, x.p, x.part
     out: list[Part] = []
+    if st.bf16_optimizer:
+        # BF16_Optimizer steps on narrow() views of its fp32 gradient buffer (fp32_groups_gradient_flat_partition)
+        # and copies the updated partition into the 16-bit flat groups in place: no step copy
+        return out
     if st.stage == 0 or st.offload_optimizer == "none":
         if st.stage == 0 and x.mixed:
             out.append(Part("fp32 gradient copy during step", "gpu", 4 * p + 0 * n,

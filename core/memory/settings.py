@@ -113,12 +113,15 @@ class TrainingSettings:
     #: tensor_parallel.autotp_size as DeepSpeed reads it (1: off). Not modelled (the estimate is for data
     #: parallelism), but its groups and the sequence-parallel ones must split the GPUs whole together.
     tensor_parallel: int = 1
+    #: the DeepSpeed release read as (which optimizer wrapper it builds: :attr:`bf16_optimizer`)
+    version: str = DEFAULT_VERSION
     notes: tuple[str, ...] = ()
 
     @property
     def bf16_optimizer(self) -> bool:
         """Whether DeepSpeed wraps the optimizer in BF16_Optimizer (see :func:`uses_bf16_optimizer`)."""
-        return uses_bf16_optimizer(self.stage, self.precision, self.grad_accum_fp32, self.offload_optimizer)
+        return uses_bf16_optimizer(self.stage, self.precision, self.grad_accum_fp32, self.offload_optimizer,
+                                   self.version)
 
     @property
     def bytes_per_param(self) -> int:
@@ -196,7 +199,12 @@ class TrainingSettings:
             notes.append("offload_param only works with ZeRO stage 3; ignored.")
             off_param = "none"
         grad_accum_fp32 = _section(cfg, "data_types").get("grad_accum_dtype") in _FP32_NAMES
-        if off_opt == "nvme" and stage < 3 and uses_bf16_optimizer(stage, precision, grad_accum_fp32, off_opt):
+        if stage == 0 and uses_bf16_optimizer(stage, precision, grad_accum_fp32, off_opt, version):
+            notes.append(f"bf16 without ZeRO: DeepSpeed {version} wraps the optimizer in BF16_Optimizer, which splits "
+                         "the fp32 master weights and optimizer states over the data-parallel GPUs as ZeRO-1 does and "
+                         "accumulates the gradients in an fp32 buffer of every parameter; estimated so (from 0.18.5 "
+                         "each GPU keeps them whole).")
+        if off_opt == "nvme" and stage < 3 and uses_bf16_optimizer(stage, precision, grad_accum_fp32, off_opt, version):
             cpu_class = meaning.optimizer_backend == "cpu"
             notes.append("offload_optimizer to nvme with bf16, ZeRO-1 and an fp32 grad_accum_dtype: DeepSpeed picks "
                          "BF16_Optimizer (its offload test is the CPU device only), which offloads nothing; estimated "
@@ -309,6 +317,7 @@ class TrainingSettings:
             autocast_comm_bytes=_autocast_comm_bytes(mode == "torch_autocast", meaning.torch_autocast_dtype, version),
             sequence_parallel=sequence_parallel,
             tensor_parallel=max(1, meaning.autotp_size),
+            version=version,
             notes=tuple(notes),
         )
 
@@ -332,6 +341,11 @@ def _autocast_comm_bytes(autocast: bool, autocast_dtype: str | None, version: st
     return (_DTYPE_BYTES.get(autocast_dtype or "fp32", 4), 4)
 
 
+def _bf16_optimizer_case(stage: int) -> str:
+    """Why DeepSpeed picks BF16_Optimizer, in words (see :func:`uses_bf16_optimizer`)."""
+    return "bf16 + ZeRO-1 + fp32 grad_accum_dtype" if stage == 1 else "bf16 without ZeRO, this release's default"
+
+
 def _master_dtypes(cfg: Mapping[str, Any], version: str, meaning: Effective, precision: str, off_opt: str,
                    grad_accum_fp32: bool, notes: list[str]) -> tuple[str, str]:
     """The dtypes of the master weights (and gradient partition) and of the optimizer states, as built; whether
@@ -339,8 +353,8 @@ def _master_dtypes(cfg: Mapping[str, Any], version: str, meaning: Effective, pre
     master = meaning.master_dtype
     if master == "fp32":
         return "fp32", "fp32"
-    if uses_bf16_optimizer(meaning.stage, precision, grad_accum_fp32, off_opt):  # not given the flags
-        notes.append("16-bit master weights are ignored by BF16_Optimizer (bf16 + ZeRO-1 + fp32 grad_accum_dtype): "
+    if uses_bf16_optimizer(meaning.stage, precision, grad_accum_fp32, off_opt, version):  # not given the flags
+        notes.append(f"16-bit master weights are ignored by BF16_Optimizer ({_bf16_optimizer_case(meaning.stage)}): "
                      "estimated in fp32.")
         return "fp32", "fp32"
     states = meaning.optimizer_states_dtype

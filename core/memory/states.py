@@ -78,9 +78,9 @@ def gradients(x: Inputs) -> list[Part]:
     fp32); the master-dtype copy the optimizer steps on is a step transient or lives with the offload."""
     st, e, n, p = x.st, x.e, x.n, x.p
     if st.bf16_optimizer:
+        why = "bf16 + ZeRO-1 + grad_accum_dtype fp32" if st.stage == 1 else "bf16 without ZeRO, in this release"
         return [Part("gradients (fp32 accumulation buffer, BF16_Optimizer)", "gpu", 4 * p + 0 * n,
-                     "4*P (bf16 + ZeRO-1 + grad_accum_dtype fp32 selects BF16_Optimizer)", "model_states",
-                     "persistent")]
+                     f"4*P ({why} selects BF16_Optimizer)", "model_states", "persistent")]
     out: list[Part] = []
     if st.stage <= 1:
         out.append(Part("gradients", "gpu", e * p + 0 * n, f"{e}*P (full gradients before the optimizer step)",
@@ -134,12 +134,15 @@ def optimizer_states(x: Inputs) -> list[Part]:
     stage_1_and_2.py ``weights_partition = self.parallel_partitioned_bit16_groups[i][partition_id].detach().clone()``;
     stage3.py ``_create_fp32_partitions`` would reuse the flat 16-bit buffer only if ``...device == self.device``,
     which compares a torch.device with a string and is False, so it copies (``converted.clone().detach()``).
-    Stage 0 in fp32 has no master copy: the torch optimizer steps on the model's parameters."""
+    Stage 0 in fp32 has no master copy: the torch optimizer steps on the model's parameters. BF16_Optimizer (bf16
+    without ZeRO in 0.16.0-0.18.4) splits its fp32 copy and the states over the ranks as ZeRO-1 does
+    (bf16_optimizer.py: ``bf16_dp_partitions[partition_id].clone().float()``)."""
     st, k, part = x.st, x.k, x.part
     mb, sb = st.master_bytes, st.state_bytes
     master, states = f"{dtype_label(mb)} master weights", f"{k} {dtype_label(sb)} tensors"
-    master_elems = x.p + 0 * x.n if st.stage == 0 else part
-    master_text = "P" if st.stage == 0 else "P/N"
+    whole = st.stage == 0 and not st.bf16_optimizer
+    master_elems = x.p + 0 * x.n if whole else part
+    master_text = "P" if whole else "P/N"
     opt_dev = st.offload_optimizer if st.stage >= 1 else "none"
     out: list[Part] = []
     if opt_dev == "none":

@@ -515,7 +515,8 @@ def _divides_by_predivide_factor(ctx: Context) -> str | None:
     meaning = ctx.meaning
     accum = ctx.get("data_types.grad_accum_dtype")
     accum_fp32 = accum is not None and canonical_dtype(accum) == "fp32"
-    if ctx.stage == 0 or uses_bf16_optimizer(ctx.stage, meaning.precision, accum_fp32, meaning.offload_optimizer):
+    if ctx.stage == 0 or uses_bf16_optimizer(ctx.stage, meaning.precision, accum_fp32, meaning.offload_optimizer,
+                                             ctx.version):
         return "at the first gradient all-reduce" + (" without ZeRO" if ctx.stage == 0 else " (BF16_Optimizer)")
     if ctx.stage in (1, 2) and not reduce_scatter_on(ctx):
         return f"in ZeRO stage {ctx.stage}'s gradient all-reduce (zero_optimization.reduce_scatter is false)"

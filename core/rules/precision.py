@@ -61,7 +61,7 @@ def _master_weights_check(ctx: Context, meaning: Effective, stage: int) -> str |
         return None
     accum = ctx.get("data_types.grad_accum_dtype")
     accum_fp32 = accum is not None and canonical_dtype(accum) == "fp32"
-    if uses_bf16_optimizer(stage, meaning.precision, accum_fp32, meaning.offload_optimizer):
+    if uses_bf16_optimizer(stage, meaning.precision, accum_fp32, meaning.offload_optimizer, ctx.version):
         return None
     return versions.zero_optimizer_check(ctx.version, stage, MASTER_WEIGHTS_CHECK)
 

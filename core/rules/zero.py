@@ -108,7 +108,8 @@ def offload(ctx: Context) -> Iterator[Finding]:
     if opt_dev == "nvme" and stage in (1, 2):
         accum = ctx.get("data_types.grad_accum_dtype")
         bf16_optimizer = uses_bf16_optimizer(stage, ctx.meaning.precision,
-                                             accum is not None and canonical_dtype(accum) == "fp32", "nvme")
+                                             accum is not None and canonical_dtype(accum) == "fp32", "nvme",
+                                             ctx.version)
         cpu_class = ctx.meaning.optimizer_backend == "cpu"
         below = ("With bf16 and an fp32 grad_accum_dtype at ZeRO-1, DeepSpeed picks BF16_Optimizer instead (its "
                  "offload test is the CPU device only): nothing is offloaded"
