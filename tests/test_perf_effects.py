@@ -19,6 +19,7 @@ from core.perf.compute import micro_step
 from core.perf.hardware import Efficiency
 from core.perf.measurements import MEASUREMENTS
 from core.perf.measurements_docs import NEW_ROWS
+from core.perf.measurements_fourth import FOURTH_ROWS
 from core.perf.measurements_third import THIRD_ROWS
 from core.perf.predict import backward_gathers
 
@@ -247,7 +248,7 @@ def test_recomputation_reruns_the_forward_collectives():
 
 def test_held_out_rows_are_cited_and_grouped():
     assert len(NEW_ROWS) >= 40 and len({m.id for m in ALL_ROWS}) == len(ALL_ROWS) == len(MEASUREMENTS) + len(NEW_ROWS) \
-        + len(THIRD_ROWS)
+        + len(THIRD_ROWS) + len(FOURTH_ROWS)
     table = evaluate(ALL_ROWS)
     assert table["source"].str.len().min() > 40 and "other" not in set(table["group"])
     groups = group_table(table).set_index("group")
@@ -273,13 +274,17 @@ def test_the_accuracy_the_pages_quote_is_the_measured_one():
     long after the 123-row table measured 13.8%)."""
     table = evaluate(ALL_ROWS)
     first = table.iloc[:len(MEASUREMENTS)]
+    second, third, fourth = ({m.id for m in rows} for rows in (NEW_ROWS, THIRD_ROWS, FOURTH_ROWS))
     gpus = {m.id: m.gpu for m in ALL_ROWS}
     ampere_hopper = table[table["id"].map(gpus).str.contains("A100|H100")]
     measured = Accuracy(rows=len(table), median_error=round(table["error"].median(), 3),
                         first_round_rows=len(first), first_round_median=round(first["error"].median(), 3),
-                        held_out_median=round(table["error"].iloc[len(MEASUREMENTS):].median(), 3),
+                        second_round_rows=len(NEW_ROWS),
+                        second_round_median=round(table["error"][table["id"].isin(second)].median(), 3),
                         third_round_rows=len(THIRD_ROWS),
-                        third_round_median=round(table["error"].iloc[len(table) - len(THIRD_ROWS):].median(), 3),
+                        third_round_median=round(table["error"][table["id"].isin(third)].median(), 3),
+                        fourth_round_rows=len(FOURTH_ROWS),
+                        fourth_round_median=round(table["error"][table["id"].isin(fourth)].median(), 3),
                         a100_h100_rows=len(ampere_hopper),
                         a100_h100_median=round(ampere_hopper["error"].median(), 3),
                         a100_h100_worst=round(ampere_hopper["off_by"].max(), 2), worst=round(table["off_by"].max(), 2),
@@ -410,12 +415,13 @@ def test_a_zero3_step_with_little_work_per_gpu_says_it_is_optimistic():
 
 
 def test_the_accuracy_script_prints_each_set(capsys):
-    """scripts/perf_accuracy.py: every row by default, the first round or the third held-out set on request."""
+    """scripts/perf_accuracy.py: every row by default, the first round or a held-out set on request."""
     path = Path(__file__).resolve().parent.parent / "scripts" / "perf_accuracy.py"
     spec = importlib.util.spec_from_file_location("perf_accuracy", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    for args, rows in (([], len(ALL_ROWS)), (["--first-round"], len(MEASUREMENTS)), (["--third-set"], len(THIRD_ROWS))):
+    for args, rows in (([], len(ALL_ROWS)), (["--first-round"], len(MEASUREMENTS)), (["--third-set"], len(THIRD_ROWS)),
+                       (["--fourth-set"], len(FOURTH_ROWS))):
         assert script.main(args) == 0
         out = capsys.readouterr().out
         assert f"rows: {rows} " in out

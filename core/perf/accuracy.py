@@ -18,12 +18,14 @@ from core.perf.constants import UNFUSED_FP16_OPTIMIZER_BYTES_PER_PARAM
 from core.perf.hardware import Cluster, gpu_perf
 from core.perf.measurements import MEASUREMENTS, Measurement, deepcompile_flops_per_sample
 from core.perf.measurements_docs import NEW_ROWS
+from core.perf.measurements_fourth import FOURTH_ROWS
 from core.perf.measurements_third import THIRD_ROWS
 from core.perf.predict import predict
 
 #: Every published row: the first round's, the held-out second round's (``measurements_docs``) and the held-out
-#: third round's (``measurements_third``, collected by a session that saw no prediction; the model is unchanged).
-ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS, *THIRD_ROWS)
+#: third and fourth rounds' (``measurements_third``, ``measurements_fourth``: each collected by a session that saw no
+#: prediction, and evaluated with the model as it was).
+ALL_ROWS: tuple[Measurement, ...] = (*MEASUREMENTS, *NEW_ROWS, *THIRD_ROWS, *FOURTH_ROWS)
 
 #: Groups for the accuracy report: (name, id prefixes; "e2e" matches the end-to-end rows), first match wins.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
