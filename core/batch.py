@@ -142,14 +142,20 @@ def _whole_seed(value: Any) -> int | None:
     return int(abs(value))
 
 
-def positive_whole(value: Any) -> int | None:
-    """A batch count as DeepSpeed's arithmetic takes it: a positive int, or a float without a fraction (a derived
-    2.0 is 2); None otherwise (booleans included)."""
+def whole(value: Any) -> int | None:
+    """A whole number as DeepSpeed's arithmetic (and hjson, reading a file) takes it: an int, or a float without a
+    fraction (4.0 is 4); None otherwise (booleans included)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(value, float) and not value.is_integer():
         return None
-    return int(value) if value > 0 else None
+    return int(value)
+
+
+def positive_whole(value: Any) -> int | None:
+    """A batch count as DeepSpeed's arithmetic takes it: a positive :func:`whole` number (a derived 2.0 is 2)."""
+    found = whole(value)
+    return found if found is not None and found > 0 else None
 
 
 def micro_and_accum_of(config: dict[str, Any], world_size: int,

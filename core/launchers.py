@@ -34,6 +34,7 @@ from core.batch import (
     reads_sequence_parallel,
     runs_elastic,
     sequence_parallel_degree,
+    whole,
 )
 from core.effective import effective
 from core.findings import brief, delete_path, get_path, is_number, set_path, split_path
@@ -59,13 +60,6 @@ def _short(value: float | Fraction) -> str:
     return str(value) if isinstance(value, int) and abs(value) > 2**53 else f"{value:g}"
 
 
-def _whole(value: Any) -> int | None:
-    """A count as DeepSpeed's arithmetic takes it: an int, or a float without a fraction (4.0 is 4)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return int(value) if isinstance(value, float) and value.is_integer() else None
-
-
 #: Trainer-filled counts the config may write as a whole float, which the Trainer's arguments need as ints.
 _COUNTS = ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "scheduler.params.warmup_num_steps",
            "scheduler.params.total_num_steps")
@@ -75,8 +69,8 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
     """The TrainingArguments that agree with the config's explicit values (what the HF Trainer checks), each read
     as DeepSpeed reads it: ``"bf16": {"enabled": 1}`` is bf16 (``core.effective``), a micro batch of 4.0 is 4."""
     args: dict[str, Any] = {}
-    micro = _whole(config.get("train_micro_batch_size_per_gpu"))
-    accum = _whole(config.get("gradient_accumulation_steps"))
+    micro = whole(config.get("train_micro_batch_size_per_gpu"))
+    accum = whole(config.get("gradient_accumulation_steps"))
     if micro is not None:
         args["per_device_train_batch_size"] = micro
     if accum is not None:
@@ -95,12 +89,12 @@ def hf_training_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
             args[name] = get_path(config, path)
     warmup = get_path(config, "scheduler.params.warmup_num_steps")
     total = get_path(config, "scheduler.params.total_num_steps")
-    if _whole(warmup) is not None:
+    if whole(warmup) is not None:
         # the Trainer fills and compares max(1, warmup_steps); DeepSpeed warms up over max(2, n) steps, so 0 and 1
         # are the same schedule
-        args["warmup_steps"] = max(1, _whole(warmup))
-    if _whole(total) is not None:
-        args["max_steps"] = _whole(total)
+        args["warmup_steps"] = max(1, whole(warmup))
+    if whole(total) is not None:
+        args["max_steps"] = whole(total)
     reading = effective(config)
     for section, enabled in (("fp16", reading.fp16), ("bf16", reading.bf16)):
         if enabled:
@@ -158,12 +152,12 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
             continue
         # "match": the Trainer compares each value with its argument by ==, so a spelling DeepSpeed reads the same
         # way but the Trainer does not ("true", 4.0 is fine, "4" is not a count) is written as the argument is
-        canonical = (lax_bool(value) if path.endswith(".enabled") else _whole(value) if path in _COUNTS else value)
+        canonical = (lax_bool(value) if path.endswith(".enabled") else whole(value) if path in _COUNTS else value)
         if canonical is not None and (type(canonical) is not type(value) or canonical != value):
             set_path(out, path, canonical)
             notes.append(f"{path} {json.dumps(value)} is written as {json.dumps(canonical)}: the same to DeepSpeed, "
                          "and the form the HF Trainer compares with its argument.")
-    warmup = _whole(get_path(out, "scheduler.params.warmup_num_steps"))
+    warmup = whole(get_path(out, "scheduler.params.warmup_num_steps"))
     if warmup is not None and warmup < 1:
         set_path(out, "scheduler.params.warmup_num_steps", 1)
         notes.append(f"scheduler.params.warmup_num_steps {warmup} is written as 1: the HF Trainer fills and compares "
@@ -461,12 +455,12 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
     if accum is None:
         accum = derived.get("gradient_accumulation_steps")
     total = out.pop("train_batch_size", None)
-    whole = _whole(accum)
-    if accum is not None and whole is None:  # an "auto" resolved_export could not fill, a string, a boolean
+    accum_count = whole(accum)
+    if accum is not None and accum_count is None:  # an "auto" resolved_export could not fill, a string, a boolean
         notes.append(f"gradient_accumulation_steps {brief(accum)} could not be resolved: set the Trainer's "
                      "accumulate_grad_batches (a whole number) yourself.")
     elif accum is not None:
-        accum = kwargs["accumulate_grad_batches"] = whole
+        accum = kwargs["accumulate_grad_batches"] = accum_count
         notes.append(f"gradient_accumulation_steps {accum} is passed as the Trainer's accumulate_grad_batches: "
                      "Lightning refuses it in the DeepSpeed config.")
     if total is not None:

@@ -23,6 +23,7 @@ from core.batch import (
     sequence_parallel_degree,
     shown,
     valid_world_sizes,
+    whole,
 )
 from core.elasticity import elastic_batch, keeps_oversized_elastic_base
 from core.findings import Finding, Fix, FixOp, brief
@@ -218,7 +219,7 @@ def _not_integer(ctx: Context, values: dict[str, Any], micro: Any, ranks: float)
                f"training_data=...)), or you pass the value to a DataLoader, torch refuses it (\"batch_size should be "
                f"a positive integer value, but got batch_size={shown(micro)}\").")
     if MB in ctx.config or (ranks == ctx.world_size and all(
-            _whole(values[key]) for key in (TB, GA) if values[key] is not None)):
+            whole(values[key]) is not None for key in (TB, GA) if values[key] is not None)):
         # only whole numbers written as floats: DeepSpeed opens a config path with hjson, which reads 4.0 as 4
         yield _not_integer_finding(
             ctx, MB,
@@ -229,11 +230,6 @@ def _not_integer(ctx: Context, values: dict[str, Any], micro: Any, ranks: float)
             f"{shown(int(micro))} and the loader works.")
         return
     yield _not_integer_finding(ctx, MB, f"DeepSpeed ends with micro batch {shown(micro)}, a float ({how}). {refused}")
-
-
-def _whole(value: Any) -> bool:
-    """A whole number, as an int or a float (never a boolean): what hjson reads back as an integer."""
-    return not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer()
 
 
 def _not_integer_finding(ctx: Context, key: str, message: str) -> Finding:
