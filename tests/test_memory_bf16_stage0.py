@@ -100,3 +100,32 @@ def test_real_engines_on_two_ranks_hold_what_the_estimate_counts(release, wrappe
     assert parts["fp32 master weights"] == real["master"]
     assert next(v for k, v in parts.items() if k.startswith("optimizer states")) == real["states"]
     assert parts.get("gradients (fp32 accumulation buffer, BF16_Optimizer)", 0) == real["grad_buffer"]
+
+
+# --------------------------------------------------------------------------------------------- the planner
+def _predict(zero: dict, version: str, **extra):
+    from core.memory.estimate import Shape
+    from core.perf.hardware import Cluster
+    from core.perf.predict import predict
+
+    cfg = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+           "zero_optimization": zero, **extra}
+    return predict(cfg, get_spec("meta-llama/Llama-2-7b-hf"), Cluster("NVIDIA A100 80GB", 8, 2),
+                   Shape(4, 2048, "flash", "none"), version=version)
+
+
+def test_the_planner_costs_bf16_optimizer_as_it_runs():
+    """BF16_Optimizer all-reduces the gradients (no reduce-scatter of its own), steps on 1/N and gathers: ZeRO-1 with
+    fp32 accumulation was costed as ZeRO-1's reduce-scatter, and bf16 without ZeRO in 0.16-0.18.4 as the unfused fp16
+    optimizer stepping on every parameter."""
+    zero1 = _predict({"stage": 1}, "0.19.8")
+    bf16_opt = _predict({"stage": 1}, "0.19.8", data_types={"grad_accum_dtype": "fp32"})
+    assert "gradient reduce-scatter" in zero1.breakdown and "gradient reduce-scatter" not in bf16_opt.breakdown
+    assert bf16_opt.breakdown["gradient all-reduce"] == pytest.approx(2 * zero1.breakdown["gradient reduce-scatter"],
+                                                                      rel=0.05)
+    assert any("BF16_Optimizer" in n for n in bf16_opt.notes) and not any("BF16_Optimizer" in n for n in zero1.notes)
+    old, new = _predict({"stage": 0}, "0.16.9"), _predict({"stage": 0}, "0.19.8")
+    assert old.breakdown["optimizer step (GPU)"] == pytest.approx(bf16_opt.breakdown["optimizer step (GPU)"])
+    assert "parameter all-gather after the step" in old.breakdown
+    assert not [k for k in old.breakdown if "unfused" in k] and [k for k in new.breakdown if "unfused" in k]
+    assert old.step_seconds < new.step_seconds

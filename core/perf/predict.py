@@ -209,9 +209,15 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
             seconds -= tail
         parts.add(target, name, seconds)
 
-    if m.stage == 0:
+    if m.stage == 0 or m.bf16_optimizer:
+        # the engine's own all-reduce (buffered_allreduce_fallback, 5e8 elements a call): without ZeRO, and under
+        # BF16_Optimizer (bf16 + ZeRO-1 + fp32 grad_accum_dtype; bf16 without ZeRO in 0.16.0-0.18.4), which has no
+        # reduce-scatter of its own
         parts.add(parts.step_serial, "gradient all-reduce",
                   ring(wire, 2) + calls(wire, 500_000_000, st.comm_bytes) * alpha_of(zero_ranks, 2))
+        if m.bf16_optimizer:  # it steps on its 1/N partition, then gathers the 16-bit ones (all_gather_dp_groups)
+            parts.add(parts.step_serial, "parameter all-gather after the step",
+                      ring(params * m.bytes_per_param, 1) + alpha)
     elif m.stage in (1, 2):
         # reduce_scatter false: average_tensor all-reduces each bucket whole (twice a reduce-scatter's traffic)
         grads = ring(wire, 1 if st.reduce_scatter else 2)
@@ -299,7 +305,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
             parts.add(parts.step_serial, "unfused fp16 optimizer loop over parameter tensors (host)",
                       tensors * cl.efficiency.grad_hook_overhead_s)
     else:
-        owned = params if m.stage == 0 else part
+        owned = params if m.stage == 0 and not m.bf16_optimizer else part
         parts.add(parts.step_serial, "optimizer step (GPU)",
                   optimizer_step_bytes_per_param(m.master_bytes, m.state_bytes, m.optimizer_states) * owned
                   / cl.hbm_bytes_s)
