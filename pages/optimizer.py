@@ -114,12 +114,12 @@ elif isinstance(sched_type, str) and sched_type != "auto":
     st.caption(f"`{sched_type}` is not one of DeepSpeed's schedulers; it must be a class of "
                "torch.optim.lr_scheduler, built with the parameters as they are.")
     widgets.render_field("scheduler.params", form)
-elif sched_type is None and ctx["target"] == "hf":
+elif sched_type is None and ctx["target"] == "hf" and "scheduler" not in config:
     # transformers' deepspeed_optim_sched / Trainer.create_scheduler: without a scheduler section it builds its own
     st.caption("No scheduler section: the HF Trainer creates its own from TrainingArguments (`lr_scheduler_type`, "
                "`linear` by default: a warm-up over `warmup_steps`, 0 by default, then a linear decay to 0 over the "
                "run, from `learning_rate`).")
-elif sched_type is None:
+elif sched_type is None and ctx["target"] != "hf":  # for the Trainer a section without a type is an error below
     st.caption("No scheduler: the learning rate stays at the optimizer's `lr`.")
 
 widgets.page_findings(form, "optimizer")

@@ -509,6 +509,25 @@ def _allgather_sequential_prefetch() -> bool:
                for node in ast.walk(tree))
 
 
+def _path_config_sequence_parallel() -> bool | None:
+    """Whether ``deepspeed.initialize(config=<a file path>)`` divides the GPUs by ``sequence_parallel_size`` as it does
+    for a dict. ``DeepSpeedConfig`` tests ``"sequence_parallel_size" in config`` on what it was given: a path string
+    has no such key, so the batch is checked over every GPU, unless ``initialize`` reads the file into a dict first
+    (``load_ds_config``, from 0.18.x) or the test reads the parsed dict. None where the config class never reads
+    ``sequence_parallel_size``."""
+    import deepspeed
+    from deepspeed.runtime import config as config_module
+
+    tree = ast.parse(inspect.getsource(config_module))
+    tests = [node for node in ast.walk(tree) if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)
+             and node.left.value == "sequence_parallel_size" and isinstance(node.ops[0], ast.In)]
+    if not tests:
+        return None
+    if "load_ds_config(" in inspect.getsource(deepspeed.initialize):
+        return True
+    return all(ast.unparse(node.comparators[0]) != "config" for node in tests)
+
+
 #: The dtypes ``_do_optimizer_sanity_check`` is probed with: the trained dtype (from the fp16/bf16 switches)
 #: and ``data_types.grad_accum_dtype`` (None: not written, the release's own default).
 WRAPPER_MODEL_DTYPES = ("fp32", "fp16", "bf16")
@@ -762,6 +781,7 @@ def extract(release: str) -> dict[str, Any]:
         "optimizer_wrappers": _optimizer_wrappers(),
         "loss_scale_probes": _loss_scale_probes(),
         "allgather_sequential_prefetch_one": _allgather_sequential_prefetch(),
+        "path_config_sequence_parallel": _path_config_sequence_parallel(),
         "optimizer_params_popped": _optimizer_params_popped(importlib.import_module("deepspeed.runtime.engine")),
         "dynamic_batching_without_max_tokens": _outcome({"train_batch_size": 1, **DYNAMIC_BATCHING_PROBE}),
         "sequence_parallel_world_size": _sequence_parallel_probes(),
@@ -782,7 +802,8 @@ def extract(release: str) -> dict[str, Any]:
 #: The fields ``gen_profiles.py --fields`` can re-read alone (probes that need no other part of the reading).
 FIELD_PROBES = {"torch_autocast_checks": _torch_autocast_checks, "optimizer_wrappers": _optimizer_wrappers,
                 "loss_scale_probes": _loss_scale_probes,
-                "allgather_sequential_prefetch_one": _allgather_sequential_prefetch}
+                "allgather_sequential_prefetch_one": _allgather_sequential_prefetch,
+                "path_config_sequence_parallel": _path_config_sequence_parallel}
 
 
 if __name__ == "__main__":

@@ -323,6 +323,51 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
         )
 
 
+def sequence_parallel_path(ctx: Context) -> Iterator[Finding]:
+    """sequence_parallel_size in a config DeepSpeed is given as a file path, in the releases whose
+    ``deepspeed.initialize`` hands the path to ``DeepSpeedConfig`` unread (0.17.x): it looks for the key in the path
+    string, so it checks and derives the batch over every GPU, not GPUs ÷ sp, where a dict (the HF Trainer's,
+    accelerate's, a script's) divides. Said when that changes the verdict or the micro batch / accumulation."""
+    sp = sequence_parallel_degree(ctx.config)
+    if (sp is None or ctx.is_hf or ctx.elastic_section is not None or not reads_sequence_parallel(ctx.version)
+            or versions.path_config_divides_by_sequence_parallel(ctx.version)):
+        return
+    values = {k: ctx.config.get(k) for k in BATCH_KEYS}
+    if "auto" in values.values():
+        return
+    as_dict = resolve_batch(ctx.config, effective_world_size(ctx.config, ctx.world_size, ctx.version))
+    as_path = resolve_batch(ctx.config, ctx.world_size)
+    if not as_dict.ok:
+        return  # batch_triangle reports the config as DeepSpeed reads it from a dict
+    same = as_path.ok and (as_path.micro_batch, as_path.grad_accum) == (as_dict.micro_batch, as_dict.grad_accum)
+    if same:
+        return  # only the derived train_batch_size differs, which trains the same
+    gpus = _gpus(ctx.world_size)
+    outcome = (f"it derives micro batch {shown(as_path.micro_batch)} and accumulation {shown(as_path.grad_accum)}, "
+               f"not the {shown(as_dict.micro_batch)} and {shown(as_dict.grad_accum)} of a dict"
+               if as_path.ok else f"{as_path.message}, and deepspeed.initialize stops (\"Check batch related "
+                                  "parameters\")")
+    fix = None
+    if MB not in ctx.config or GA not in ctx.config:  # write the dict's micro batch and accumulation, drop the total
+        fix = Fix(f"Write micro batch {shown(as_dict.micro_batch)} and accumulation {shown(as_dict.grad_accum)} "
+                  "instead of train_batch_size",
+                  (FixOp("set", MB, positive_whole(as_dict.micro_batch) or as_dict.micro_batch),
+                   FixOp("set", GA, positive_whole(as_dict.grad_accum) or as_dict.grad_accum), FixOp("delete", TB)))
+    elif TB in ctx.config:
+        fix = delete_fix(TB)
+    yield Finding(
+        "warning", "batch.sequence-parallel-path", "sequence_parallel_size",
+        "Given as a file path (the launcher's --deepspeed_config, or deepspeed.initialize(config=\"ds_config.json\")), "
+        f"DeepSpeed {ctx.version} checks the batch over all {gpus}, not {gpus} ÷ sequence_parallel_size {sp}: it "
+        f"looks for sequence_parallel_size in the path string rather than in the file. On {gpus} {outcome}. Passed "
+        "as a dict (the HF Trainer, accelerate, or a script that loads the file) it divides, as checked above.",
+        suggestion="Pass the loaded dict (deepspeed.initialize(config=json.load(open(path)))), or write the micro "
+                   "batch and accumulation without train_batch_size (then both ways train the same), or use a "
+                   "release that reads the file first (0.18.6 on).",
+        fix=fix, page="batch",
+    )
+
+
 def elasticity(ctx: Context) -> Iterator[Finding]:
     """Elasticity, in the releases that read it: it takes over the batch size, refuses explicit batch keys, and
     accepts only the world sizes its batch search calls valid (``core.elasticity``)."""

@@ -251,6 +251,18 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed does arithmetic with the batch values while reading the config; a string such as \"8\" or "
        "\"eight\" fails. The fix writes the number without quotes when it is one.",
        {"train_batch_size": "8"}),
+    _c("batch.sequence-parallel-path", "warning", "parse", False, "sequence_parallel_size in a config given as a "
+       "file path, in a release that does not divide the GPUs by it then.",
+       "DeepSpeed divides the GPUs by sequence_parallel_size before it checks or derives the batch, but in "
+       "0.17.0-0.18.5 deepspeed.initialize hands a config path (the launcher's --deepspeed_config, or "
+       "config=\"ds_config.json\") to DeepSpeedConfig unread, and it tests `\"sequence_parallel_size\" in config` "
+       "on the path string: no division, so the batch is checked over every GPU (\"Check batch related "
+       "parameters\"), or the micro batch and accumulation come out different from a dict's. A dict (the HF "
+       "Trainer's, accelerate's, a script's json.load) divides; 0.18.6 on read the file first. Said when the two "
+       "ways differ. The fix writes the dict's micro batch and accumulation without train_batch_size, which both "
+       "ways train the same (unsafe: the config changes form).",
+       {"train_batch_size": 2, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+        "sequence_parallel_size": 2}, settings={"world_size": 4, "version": "0.17.6"}),
     _c("batch.not-integer", "warning", "n/a", False, "A batch value is not a whole number.",
        "DeepSpeed accepts 1.5 as a micro batch (and true as 1), and ends with a float micro batch when one is "
        "written (4.0, in a config passed as a dict: DeepSpeed's own file loader, hjson, reads 4.0 as 4) or derived "
@@ -540,6 +552,23 @@ TABLE: tuple[Code, ...] = (
     _c("scheduler.not-object", "error", "parse", False, "`scheduler` is not an object.",
        "DeepSpeed reads type and params from it. The fix removes it.",
        {**B, "scheduler": None}),
+    _c("hf.optimizer-no-type", "error", "initialize", False, "An optimizer section without a type, for the HF "
+       "Trainer.",
+       "transformers' deepspeed_optim_sched only asks whether the config has an optimizer key: with one it leaves "
+       "the optimizer to DeepSpeed (a DummyOptim in its place), and DeepSpeed builds none without optimizer.type, "
+       "so deepspeed.initialize fails (\"zero stage 2 requires an optimizer\"; at stage 0 the first backward). "
+       "Plain DeepSpeed only ignores the params (optimizer.no-type). The fix removes the section, so the Trainer "
+       "builds its optimizer from TrainingArguments (unsafe: the section's settings go).",
+       {"train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto", "zero_optimization": {"stage": 2},
+        "optimizer": {"params": {"lr": "auto"}}}, settings={"target": "hf"}),
+    _c("hf.scheduler-no-type", "error", "training", False, "A scheduler section without a type, for the HF "
+       "Trainer.",
+       "With a scheduler key in the config the HF Trainer leaves the schedule to DeepSpeed (a DummyScheduler in "
+       "its place), which builds none without scheduler.type, and the Trainer's first step fails (\"'DummyScheduler' "
+       "object has no attribute 'get_last_lr'\"). The fix removes the section, so the Trainer builds its scheduler "
+       "from TrainingArguments (unsafe: the section's settings go).",
+       {"train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto", "zero_optimization": {"stage": 2},
+        "scheduler": {"params": {"warmup_num_steps": "auto"}}}, settings={"target": "hf"}),
     _c("scheduler.no-type", "warning", "ignored", False, "scheduler.params without scheduler.type.",
        "DeepSpeed builds no scheduler. The fix sets WarmupLR.",
        {**B, "scheduler": {"params": {"warmup_num_steps": 10}}}),

@@ -128,6 +128,9 @@ def optimizer(ctx: Context) -> Iterator[Finding]:
         yield _params_not_object(ctx, "optimizer", params, "{\"lr\": 0.0001}")
     if name is not None and isinstance(params, dict):
         yield from _forbidden_params(params)
+    if name is None and ctx.is_hf:
+        yield _hf_dummy_section(ctx, "optimizer")
+        return
     if name is None:
         if params:
             yield Finding(
@@ -447,6 +450,23 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
         )
 
 
+def _hf_dummy_section(ctx: Context, section: str) -> Finding:
+    """An optimizer or scheduler section without a type for the HF Trainer: transformers' ``deepspeed_optim_sched``
+    only asks whether the key is there, hands DeepSpeed a DummyOptim / DummyScheduler for it, and DeepSpeed, which
+    builds none without a type, trains with neither."""
+    failure = ("deepspeed.initialize fails (\"zero stage N requires an optimizer\"; without ZeRO the first backward: "
+               "\"must provide optimizer during init in order to use backward\")" if section == "optimizer" else
+               "the first step fails (\"'DummyScheduler' object has no attribute 'get_last_lr'\")")
+    return Finding(
+        "error", f"hf.{section}-no-type", f"{section}.type",
+        f"The {section} section has no type. The HF Trainer sees the section and leaves the {section} to DeepSpeed "
+        f"(a placeholder in its place), DeepSpeed builds none without a type, and {failure}.",
+        suggestion=f"Remove the {section} section (the Trainer then builds its own from TrainingArguments), or set "
+                   f"{section}.type.",
+        fix=delete_fix(section), page="optimizer",
+    )
+
+
 def scheduler(ctx: Context) -> Iterator[Finding]:
     """scheduler.type and scheduler.params as the engine builds them: cls(optimizer, **params)."""
     if "scheduler" not in ctx.config:
@@ -456,6 +476,9 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
         yield _not_object("scheduler.not-object", "scheduler", section, None)
         return
     name = section.get("type")
+    if name is None and ctx.is_hf:
+        yield _hf_dummy_section(ctx, "scheduler")
+        return
     if name is None or name == "auto":
         if section.get("params"):
             yield Finding(

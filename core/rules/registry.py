@@ -19,7 +19,7 @@ Rule = Callable[[Context], Iterable[Finding]]
 RULES: tuple[Rule, ...] = (
     structure.preset_file, structure.check_keys, typecheck.check_types, typecheck.check_profile_bounds,
     typecheck.truthy_strings, typecheck.as_written,
-    batch.sequence_parallel, misc.compile_passes, batch.elasticity,
+    batch.sequence_parallel, batch.sequence_parallel_path, misc.compile_passes, batch.elasticity,
     misc.removed_keys, misc.compression_shared_parameters, batch.batch_triangle, batch.batch_types, auto.auto_values,
     auto.hf_never_matches,
     precision.precision, precision.torch_autocast, precision.communication,

@@ -391,6 +391,14 @@ def allgather_sequential_prefetch_one(version: str) -> bool:
     return bool(profile(version).get("allgather_sequential_prefetch_one"))
 
 
+def path_config_divides_by_sequence_parallel(version: str) -> bool:
+    """Whether ``deepspeed.initialize(config=<a file path>)`` of ``version`` divides the GPUs by
+    ``sequence_parallel_size`` as it does for a dict (the profile's ``path_config_sequence_parallel``). Where False
+    (0.17.x), ``DeepSpeedConfig`` looks for the key in the path string, finds none and checks the batch over every
+    GPU. True where unrecorded or where the release has no sequence parallelism (nothing to divide)."""
+    return profile(version).get("path_config_sequence_parallel") is not False
+
+
 def has_check(version: str, fragment: str) -> bool:
     """Whether one of ``DeepSpeedConfig``'s own assertion messages in ``version`` contains ``fragment``."""
     return any(fragment in text for text in profile(version)["checks"])
