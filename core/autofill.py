@@ -125,6 +125,10 @@ ACCELERATE_FILLS: dict[str, Any] = {
     "zero_optimization.stage3_gather_16bit_weights_on_model_save": False,
 }
 
+#: Keys Accelerate's DeepSpeedPlugin overwrites whatever the config says (``__post_init__``: ``steps_per_print`` set
+#: to infinity to silence DeepSpeed's log), so an "auto" there never reaches DeepSpeed.
+ACCELERATE_OVERWRITES: tuple[str, ...] = ("steps_per_print",)
+
 #: The paths Accelerate's plugin fills from its own settings (``accelerate config``): a config for ``accelerate
 #: launch`` keeps these "auto", so that the launch's settings decide.
 ACCELERATE_PLUGIN_PATHS: tuple[str, ...] = ("zero_optimization.stage", *ACCELERATE_FILLS)

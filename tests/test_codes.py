@@ -146,6 +146,13 @@ def test_a_monitor_written_auto_is_dropped_as_deepspeed_drops_it(monitor, target
     config = {"train_batch_size": 8, monitor: "auto", "zero_optimization": {"stage": 0}}  # the HF target needs one
     assert deepspeed_verdict(config, world_size=1).accepted
     findings = core.validate(config, target=target).findings
+    if target == "hf":  # accelerate, under the Trainer too, refuses every "auto" it does not fill
+        from accelerate.utils import DeepSpeedPlugin
+
+        with pytest.raises(ValueError, match=f"`{monitor}` not found in kwargs"):
+            DeepSpeedPlugin(hf_ds_config=dict(config)).deepspeed_config_process(must_match=False)
+        assert [(f.code, f.severity) for f in findings] == [("auto.not-filled", "error")], findings
+        return
     assert [(f.code, f.severity) for f in findings] == [("auto.default", "info")], findings
     assert deepspeed_verdict({"train_batch_size": 8, monitor: "x"}, world_size=1).accepted is False
     assert any(f.severity == "error" for f in core.validate({"train_batch_size": 8, monitor: "x"}).findings)

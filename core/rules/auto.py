@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core import versions
-from core.autofill import scheduler_peak, walk_auto
+from core.autofill import ACCELERATE_OVERWRITES, ACCELERATE_PLUGIN_PATHS, scheduler_peak, walk_auto
 from core.findings import Finding, brief, join_path, shown, split_path
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, set_fix
@@ -20,15 +20,22 @@ from core.schema.walk import default_in, field_exists, is_strict
 
 
 def _hf_fills(path: str) -> bool:
-    """Whether the HF Trainer / Accelerate replace "auto" at this path."""
+    """Whether the HF Trainer / Accelerate replace "auto" at this path: the Trainer's keys (the schema's ``hf_auto``,
+    under the spelling they write: ``stage3_prefetch_bucket_size``, not its other name ``prefetch_bucket_size``),
+    the plugin's (``ACCELERATE_PLUGIN_PATHS``) and the ones it overwrites whatever they hold."""
     from core.schema.optimizer import HF_FILLED_PARAMS
     from core.schema.walk import resolve
 
+    if path in ACCELERATE_PLUGIN_PATHS or path in ACCELERATE_OVERWRITES:
+        return True
     section, _, rest = path.partition(".params.")
     if rest and section in HF_FILLED_PARAMS:
         return rest in HF_FILLED_PARAMS[section]
     field = resolve(DeepSpeedConfig, path)
-    return bool(field and field.meta.hf_auto)
+    if not (field and field.meta.hf_auto):
+        return False
+    # transformers and accelerate fill one literal key (fill_only / fill_match find it by that name)
+    return field.alias is None or path.rpartition(".")[2] == field.alias
 
 
 def _filled_list(path: str) -> str | None:
@@ -119,11 +126,14 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             continue  # no type: DeepSpeed builds nothing from these params (optimizer/scheduler.no-type say so)
         # what this release uses when the key is left out
         release_default = default_in(field, path, ctx.version) if field is not None else None
-        if ctx.is_hf and not dropped:
+        if ctx.is_hf:
+            # accelerate (under the Trainer too) fills or refuses every "auto" left in the dict before DeepSpeed
+            # reads it (DeepSpeedPlugin.deepspeed_config_process -> fill_match), whatever DeepSpeed would do with it
             yield Finding(
                 "error", "auto.not-filled", path,
-                f"`{path}` is \"auto\", but the HF Trainer / Accelerate does not fill this key in, so DeepSpeed "
-                "sees the literal string \"auto\".",
+                f"`{path}` is \"auto\", but neither the HF Trainer nor Accelerate fills this key in, and Accelerate "
+                f"refuses every \"auto\" it leaves (\"`{path}` not found in kwargs. Please specify `{path}` without "
+                "`auto`\") before DeepSpeed sees the config.",
                 suggestion="Write an explicit value." + (
                     "" if field is None else f" Default: {brief(release_default)}."
                     if field.default is not None else " Or remove the key: DeepSpeed then uses its default."),

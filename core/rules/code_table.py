@@ -339,10 +339,12 @@ TABLE: tuple[Code, ...] = (
        "and makes the config self-explanatory.",
        {**B, "zero_optimization": {"parameter_alignment": "auto"}}),
     _c("auto.not-filled", "error", "parse", False, "\"auto\" the HF Trainer does not fill in.",
-       "With the HF target, \"auto\" is fine only where the HF Trainer / Accelerate replace it; elsewhere "
-       "DeepSpeed sees the literal string. The fix writes the default, or removes the key when DeepSpeed's "
-       "default is no value.",
-       {**B, "steps_per_print": "auto"}, settings={"target": "hf"}),
+       "With the HF target, \"auto\" is fine only where the HF Trainer / Accelerate replace it (under the "
+       "spelling they write: stage3_prefetch_bucket_size, not prefetch_bucket_size). Accelerate, which the Trainer "
+       "runs, walks the config before DeepSpeed reads it and refuses every \"auto\" left (\"... not found in "
+       "kwargs. Please specify ... without auto\"), even where DeepSpeed itself would drop it and use the default. "
+       "The fix writes the default, or removes the key when DeepSpeed's default is no value.",
+       {**B, "zero_optimization": {"stage": 2, "overlap_comm": "auto"}}, settings={"target": "hf"}),
     # ---- precision and communication
     _c("precision.fp16-and-bf16", "error", "parse", False, "fp16 and bf16 are both enabled.",
        "DeepSpeed allows one of them (\"bfloat16 and fp16 modes cannot be simultaneously enabled\"). The fix keeps "
