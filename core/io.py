@@ -281,7 +281,7 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
     """
     if isinstance(text, bytes):
         if len(text) > MAX_CONFIG_BYTES:
-            raise ConfigLoadError(_too_big(len(text)))
+            raise ConfigLoadError(too_big(len(text)))
         encoding = json.detect_encoding(text)  # how json tells UTF-16/32 text (BOM or NUL pattern) from UTF-8
         if encoding.startswith(("utf-16", "utf-32")) and _decodes(text, encoding):
             width = encoding[4:6]
@@ -301,7 +301,7 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
     if not isinstance(text, str):
         raise ConfigLoadError(f"expected config text, got {type(text).__name__}")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
-        raise ConfigLoadError(_too_big(len(text.encode("utf-8", "surrogatepass"))))
+        raise ConfigLoadError(too_big(len(text.encode("utf-8", "surrogatepass"))))
     if "\x00" in text:
         pos = text.index("\x00")
         line, col = _line_col(text, pos)
@@ -331,7 +331,8 @@ def load_config(text: str | bytes, document: str = "a DeepSpeed config") -> dict
     return data
 
 
-def _too_big(size: int, *, at_least: bool = False) -> str:
+def too_big(size: int, *, at_least: bool = False) -> str:
+    """The message for a config of ``size`` bytes over the limit (``at_least``: more was there than was read)."""
     amount = f"more than {MAX_CONFIG_MB} MB" if at_least else f"{size / 1024 / 1024:.1f} MB"
     return (
         f"the config is {amount}, too large: the limit is {MAX_CONFIG_MB} MB "
@@ -466,12 +467,12 @@ def load_config_file_and_text(path: str | Path, document: str = "a DeepSpeed con
             raise ConfigLoadError(f"{path}: is a directory, expected a JSON config file")
         size = file.stat().st_size
         if size > MAX_CONFIG_BYTES:
-            raise ConfigLoadError(f"{path}: {_too_big(size)}")
+            raise ConfigLoadError(f"{path}: {too_big(size)}")
         # A device or pipe reports size 0 (/dev/zero never ends): read no more than the limit allows
         with file.open("rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
         if len(data) > MAX_CONFIG_BYTES:
-            raise ConfigLoadError(f"{path}: {_too_big(len(data), at_least=True)}")
+            raise ConfigLoadError(f"{path}: {too_big(len(data), at_least=True)}")
     except FileNotFoundError:
         raise ConfigLoadError(f"{path}: no such file") from None
     except OSError as exc:

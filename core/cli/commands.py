@@ -37,6 +37,7 @@ from core.cli.common import (
     json_report,
     read_config_and_text,
     read_config_file,
+    read_config_text_and_bytes,
     rewrite_config_file,
     write_text,
 )
@@ -170,10 +171,11 @@ def _print_github_many(name: str, reports: Sequence[Any], where: Callable[[str],
                                      f"dsconfig {finding.code}{only}", message))
 
 
-def _readable_by_hf(path: str, text: str) -> None:
+def _readable_by_hf(path: str, text: str, stdin_bytes: bytes | None = None) -> None:
     """UsageError unless the HF Trainer and Accelerate can read the file: they ``json.load`` it as UTF-8, so
-    comments, trailing commas, unquoted keys (HJSON, which DeepSpeed reads) and a byte-order mark fail there."""
-    raw = text.encode() if path == "-" else Path(path).read_bytes()
+    comments, trailing commas, unquoted keys (HJSON, which DeepSpeed reads) and a byte-order mark fail there.
+    ``stdin_bytes``: what standard input held (its decoded text has lost the byte-order mark)."""
+    raw = stdin_bytes if stdin_bytes is not None else text.encode() if path == "-" else Path(path).read_bytes()
     problem = strict_json_problem(raw)
     if problem is not None:
         message, line, column = problem
@@ -193,9 +195,9 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("standard input (-) can be read only once: give - once")
     for path in args.files:
         try:
-            config, text = read_config_and_text(path)
+            config, text, stdin_bytes = read_config_text_and_bytes(path)
             if args.target == "hf":
-                _readable_by_hf(path, text)
+                _readable_by_hf(path, text, stdin_bytes)
         except UsageError as exc:
             worst = EXIT_USAGE
             # exit 2's one message on stderr, as every command writes it. The text report does not repeat it: a

@@ -40,6 +40,7 @@ from core.io import (
     load_config,
     load_config_bytes_and_text,
     load_config_file_and_text,
+    too_big,
 )
 
 #: 0: done, no errors; 1: the answer is "no" (errors found; the config does not fit: fit; no candidate fits the
@@ -159,13 +160,23 @@ def read_config_file(path: str | Path, what: str = "", document: str = "a DeepSp
 def read_config_and_text(path: str | Path, what: str = "", document: str = "a DeepSpeed config",
                          ) -> tuple[Any, str]:
     """``read_config_file`` and the text it parsed (what a diff of the file must start from)."""
+    config, text, _ = read_config_text_and_bytes(path, what, document)
+    return config, text
+
+
+def read_config_text_and_bytes(path: str | Path, what: str = "", document: str = "a DeepSpeed config",
+                               ) -> tuple[Any, str, bytes | None]:
+    """``read_config_and_text``, and for standard input the bytes it read (None for a file, which can be read
+    again): checks of the bytes themselves (a byte-order mark) cannot read standard input twice."""
     try:
         if str(path) == "-":
             data = read_stdin(MAX_CONFIG_BYTES + 1, f"{what} -" if what else "-", document)
+            if len(data) > MAX_CONFIG_BYTES:  # only the limit and one more were read: say "more than"
+                raise ConfigLoadError(too_big(len(data), at_least=True))
             if isinstance(data, str):  # a text stream put in its place (tests, embedding)
-                return load_config(data, document), data
-            return load_config_bytes_and_text(data, document)  # the bytes get a file's encoding checks
-        return load_config_file_and_text(path, document)
+                return load_config(data, document), data, None
+            return (*load_config_bytes_and_text(data, document), data)  # the bytes get a file's encoding checks
+        return (*load_config_file_and_text(path, document), None)
     except ConfigLoadError as exc:
         text = str(exc) if str(path) != "-" else f"-: {exc}"
         position = (exc.line, exc.column or 1) if exc.line is not None else None
