@@ -119,22 +119,39 @@ def test_real_deepspeed_drops_auto_in_pydantic_fields_and_uses_the_default():
     assert parsed.zero_config.offload_param.buffer_size == 100_000_000
 
 
-@pytest.mark.parametrize("target", ["hf", "deepspeed"])
-def test_auto_in_an_unfilled_pydantic_field_is_an_info_that_the_default_applies(target):
-    report = validate(_AUTO_IN_PYDANTIC, target=target)
+_UNFILLED_DEFAULTS = (("zero_optimization.stage3_max_live_parameters", 1_000_000_000),
+                      ("zero_optimization.offload_param.buffer_size", 100_000_000))
+
+
+def test_auto_in_an_unfilled_pydantic_field_is_an_info_that_the_default_applies():
+    report = validate(_AUTO_IN_PYDANTIC)
     by_path = {f.path: f for f in report.findings}
     assert report.errors == []
-    for path, default in (("zero_optimization.stage3_max_live_parameters", 1_000_000_000),
-                          ("zero_optimization.offload_param.buffer_size", 100_000_000)):
+    for path, default in _UNFILLED_DEFAULTS:
         finding = by_path[path]
         assert (finding.severity, finding.code) == ("info", "auto.default")
         assert f"({default})" in finding.message
     assert all(f.code != "auto.not-filled" for f in report.findings)
 
 
+def test_with_hf_accelerate_refuses_that_auto_before_deepspeed_drops_it():
+    """The HF Trainer hands the config to accelerate, whose DeepSpeedPlugin refuses every "auto" it does not fill
+    ("... not found in kwargs") before DeepSpeed could drop it: an error there, whose fix writes the default."""
+    from accelerate.utils import DeepSpeedPlugin
+
+    with pytest.raises(ValueError, match="not found in kwargs"):
+        DeepSpeedPlugin(hf_ds_config=json.loads(json.dumps(_AUTO_IN_PYDANTIC))).deepspeed_config_process(
+            must_match=False)
+    by_path = {f.path: f for f in validate(_AUTO_IN_PYDANTIC, target="hf").findings}
+    for path, default in _UNFILLED_DEFAULTS:
+        finding = by_path[path]
+        assert (finding.severity, finding.code) == ("error", "auto.not-filled")
+        assert finding.fix.ops[0].value == default
+
+
 def test_auto_where_deepspeed_keeps_the_string_is_still_an_error_with_hf():
-    report = validate({"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto"}, target="hf")
-    assert [(f.severity, f.code) for f in report.findings if f.path == "steps_per_print"] == [
+    report = validate({"train_micro_batch_size_per_gpu": 1, "wall_clock_breakdown": "auto"}, target="hf")
+    assert [(f.severity, f.code) for f in report.findings if f.path == "wall_clock_breakdown"] == [
         ("error", "auto.not-filled")]
 
 
