@@ -90,7 +90,8 @@ TABLE: tuple[Code, ...] = (
        "a lenient one ignores it (then it is a warning). Removing it is safe: this release gives it no meaning.",
        {**B, "zero_optimization": {"stage": 1, "compute_grad_norm": True}}, settings={"version": "0.19.5"},
        other_severity="warning"),
-    _c("keys.not-in-version-on", "error", "parse", False, "A key the chosen release does not have, switched on.",
+    _c("keys.not-in-version-on", "error", "parse", False, "A key the chosen release does not have, set to "
+       "what the releases that have it act on.",
        "As keys.not-in-version, but the value asks for something the releases that read the key do (a true flag, "
        "an enabled or non-empty section, a value other than their default). In a section that rejects it, "
        "removing it lets this release load the config but training then runs without it; in one the release reads "

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from core import versions
 from core.effective import legacy_zero_keys
-from core.findings import Finding, Fix, FixOp, get_path, join_index, join_path
+from core.findings import Finding, Fix, FixOp, brief, get_path, join_index, join_path
 from core.rules.context import Context, switched_on
 from core.rules.fixes import MAX_SUGGESTED_PER_SECTION
 from core.schema.base import version_tuple
@@ -224,18 +224,25 @@ def _wrong_version(
         when = f"is not read by DeepSpeed {ctx.version}"
     # switched on (the value asks for what the releases that read the key do): removing it is not "safe", whether
     # this release refuses the key or ignores it (the config may be meant for one of those releases)
-    on = switched_on(_profile_prefix(prefix), key, get_path(ctx.config, path))
+    value = get_path(ctx.config, path)
+    on = switched_on(_profile_prefix(prefix), key, value)
     said = f"`{path}` {when}; {_version_label(ctx.version)} " + (
         "rejects it as an unknown key" if strict else "silently ignores it")
     if on:
-        said += ", and it is switched on: " + (
+        found, default = versions.newest_default(_profile_prefix(prefix), key)
+        # "on" is what the value asks for, which may be false (compute_grad_norm false skips a default behaviour)
+        asks = ("it is switched on" if isinstance(value, dict) or (value is True and not found) else
+                f"its value {brief(value)} asks for something the releases that read it do"
+                + (f" (their default is {brief(default)})" if found else ""))
+        said += f", and {asks}: " + (
             "removing it lets this release load the config, but training then runs without what it asks for."
             if strict else "with this release training runs without what it asks for.")
     yield Finding(
         "error" if strict else "warning", "keys.not-in-version-on" if on else "keys.not-in-version", path,
         said if on else f"{said}.",
-        suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing the "
-        "feature is off." if on else "Remove it, or validate for the DeepSpeed version you will run.",
+        suggestion="Validate for the DeepSpeed version you will run (one that has it), or remove it knowing this "
+        "release then runs without what it asks for." if on else "Remove it, or validate for the DeepSpeed version you "
+        "will run.",
         fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)), page=page_of(path),
     )
 
