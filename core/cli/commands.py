@@ -238,6 +238,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from core.migrate import left_behind, migrate
+    from core.presets import is_preset_document
 
     # refused before standard input is read or anything is printed
     if (args.write or args.check) and "-" in args.files:
@@ -254,8 +255,14 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
             sys.stderr.write(f"dsconfig migrate: error: {exc}\n")  # the other files are still checked or written
             unreadable += 1
             continue
-        new, changes = migrate(config)
+        # a preset file ({"meta": ..., "config": ...}): its config is migrated, the rest kept as it is
+        preset = is_preset_document(config)
+        new, changes = migrate(config["config"] if preset else config)
         left = left_behind(new)
+        if preset:
+            new = {**config, "config": new}
+            changes = [f"in the preset's config: {change}" for change in changes]
+            left = [f"in the preset's config: {why}" for why in left]
         if args.write and changes:
             try:  # written first, so that "migrated" is said only of a file that was
                 rewrite_config_file(name, dump_config(new))
