@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from core import versions
 from core.findings import join_path
+from core.rules.auto import hf_fills
 from core.rules.misc import removed_zero_reason
 from core.rules.structure import _exists_in, _profile_prefix
 from core.schema.base import DEFAULT_VERSION, META_KEY, version_tuple
@@ -79,19 +80,24 @@ def _adjust(
         key = field.alias or field.name
         if key not in props:
             continue
+        original = props[key]
         props[key] = _absent(version, prefixes, field, key, strict) or _present(
-            props[key], version, model, prefixes, field, strict, target, defs)
+            copy.deepcopy(original), version, model, prefixes, field, strict, target, defs, key)
         if field.alias and field.name not in props:
-            props[field.name] = copy.deepcopy(props[key])
+            # the HF Trainer fills "auto" under one spelling only (stage3_prefetch_bucket_size, not the plain name)
+            props[field.name] = copy.deepcopy(props[key]) if target != "hf" else (
+                _absent(version, prefixes, field, field.name, strict)
+                or _present(copy.deepcopy(original), version, model, prefixes, field, strict, target, defs,
+                            field.name))
     if strict and prefixes:
         _profile_only_keys(props, version, model, prefixes)
 
 
 def _present(
     prop: dict[str, Any], version: str, model: type[BaseModel], prefixes: tuple[str, ...], field: SchemaField,
-    strict: bool, target: str, defs: dict[str, Any],
+    strict: bool, target: str, defs: dict[str, Any], spelling: str,
 ) -> dict[str, Any]:
-    """The property schema of a key ``version`` reads."""
+    """The property schema of a key ``version`` reads, written as ``spelling``."""
     meta = field.meta
     xds = prop.get(META_KEY, {})
     if meta.deprecated:
@@ -107,7 +113,9 @@ def _present(
     _refusals(prop, version, target, prefixes, field)
     if strict and is_strict(model):
         _numeric_strings(prop, defs)
-    auto_ok = is_strict(model) or (target == "hf" and meta.hf_auto) or meta.auto == "default"
+    # accelerate (under the HF Trainer too) refuses every "auto" it and the Trainer do not fill (auto.not-filled)
+    auto_ok = (any(hf_fills(join_path(prefix, spelling)) for prefix in prefixes) if target == "hf"
+               else is_strict(model) or meta.auto == "default")
     # a sub-section of a section this release parses with pydantic: "auto" is dropped there too (the default)
     if auto_ok and (field.model is None or (strict and is_strict(model))):
         outer = ("description", "markdownDescription", "deprecationMessage")

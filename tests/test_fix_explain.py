@@ -152,12 +152,14 @@ def test_cli_fix_diff_shows_exactly_what_fix_writes(tmp_path):
 
 
 def test_auto_not_filled_without_a_default_value_is_removed_not_set_to_none():
-    """steps_per_print's default is None: the advice is not "Default: None." and the fix removes the key."""
-    config = {"train_micro_batch_size_per_gpu": 1, "steps_per_print": "auto", "zero_optimization": {"stage": 0}}
+    """data_types.grad_accum_dtype's default is None: the advice is not "Default: None." and the fix removes the
+    key (steps_per_print, the earlier example, is overwritten by accelerate whatever it holds)."""
+    config = {"train_micro_batch_size_per_gpu": 1, "data_types": {"grad_accum_dtype": "auto"},
+              "zero_optimization": {"stage": 0}}
     finding = next(f for f in validate(config, target="hf").findings if f.code == "auto.not-filled")
     assert "None" not in finding.suggestion and finding.fix is not None
     fixed = fix_until_stable(config, target="hf", unsafe=True)
-    assert fixed.config == {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 0}}
+    assert fixed.config == {"train_micro_batch_size_per_gpu": 1, "data_types": {}, "zero_optimization": {"stage": 0}}
     assert fixed.report.ok
 
 

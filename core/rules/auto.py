@@ -19,10 +19,11 @@ from core.schema.walk import default_in, field_exists, is_strict
 # "auto"
 
 
-def _hf_fills(path: str) -> bool:
+def hf_fills(path: str) -> bool:
     """Whether the HF Trainer / Accelerate replace "auto" at this path: the Trainer's keys (the schema's ``hf_auto``,
     under the spelling they write: ``stage3_prefetch_bucket_size``, not its other name ``prefetch_bucket_size``),
-    the plugin's (``ACCELERATE_PLUGIN_PATHS``) and the ones it overwrites whatever they hold."""
+    the plugin's (``ACCELERATE_PLUGIN_PATHS``) and the ones it overwrites whatever they hold. Accelerate refuses
+    every other "auto" (``auto.not-filled``); the HF target's JSON Schema asks this too."""
     from core.schema.optimizer import HF_FILLED_PARAMS
     from core.schema.walk import resolve
 
@@ -45,7 +46,7 @@ def _filled_list(path: str) -> str | None:
     if not keys or not isinstance(keys[-1], int):
         return None
     whole = path[:path.rindex("[")]
-    return whole if _hf_fills(whole) else None
+    return whole if hf_fills(whole) else None
 
 
 def _hf_list_item(path: str, items: list[Any]) -> Finding:
@@ -111,7 +112,7 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
             is_strict(field.owner) and versions.section(ctx.version, path.rpartition(".")[0]) is not None))
         if field is not None and behaviour == "default" and not dropped:
             behaviour = "kept"
-        if ctx.is_hf and _hf_fills(path):
+        if ctx.is_hf and hf_fills(path):
             continue
         if ctx.is_hf and isinstance(_parent, list):
             whole = _filled_list(path)
