@@ -107,6 +107,17 @@ class Context:
 
         return effective(self.config, self.version)
 
+    def bf16_optimizer(self, stage: int | None = None) -> bool:
+        """Whether the release wraps the optimizer in BF16_Optimizer at ``stage`` (None: the config's own), with the
+        config's precision, written ``data_types.grad_accum_dtype`` and optimizer offload
+        (``core.effective.uses_bf16_optimizer``)."""
+        from core.effective import uses_bf16_optimizer
+        from core.schema.precision import canonical_dtype
+
+        accum_fp32 = canonical_dtype(self.get("data_types.grad_accum_dtype")) == "fp32"
+        return uses_bf16_optimizer(self.stage if stage is None else stage, self.meaning.precision, accum_fp32,
+                                   self.meaning.offload_optimizer, self.version)
+
     @cached_property
     def elastic_section(self) -> Mapping[str, Any] | None:
         """The ``elasticity`` section this release acts on (None when off or not read), read once."""

@@ -11,14 +11,13 @@ from pydantic import BaseModel
 
 from core import versions
 from core.batch import reads_sequence_parallel
-from core.effective import switch_on, uses_bf16_optimizer
+from core.effective import switch_on
 from core.findings import Finding, Fix, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.rules.initialize import reduce_scatter_on
 from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig, DataSamplingConfig
 from core.schema.base import field_meta, version_tuple
-from core.schema.precision import canonical_dtype
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, section_fields
 from core.schema.zero import ZeroConfig
@@ -512,11 +511,7 @@ def _divides_by_predivide_factor(ctx: Context) -> str | None:
     ``reduce_scatter`` off. With it on, ZeRO-2 and ZeRO-3 refuse any factor but 1 at initialize
     (``engine.predivide-reduce-scatter``); ZeRO-3 without it divides the gradient tensors, which gives inf, not an
     exception."""
-    meaning = ctx.meaning
-    accum = ctx.get("data_types.grad_accum_dtype")
-    accum_fp32 = accum is not None and canonical_dtype(accum) == "fp32"
-    if ctx.stage == 0 or uses_bf16_optimizer(ctx.stage, meaning.precision, accum_fp32, meaning.offload_optimizer,
-                                             ctx.version):
+    if ctx.stage == 0 or ctx.bf16_optimizer():
         return "at the first gradient all-reduce" + (" without ZeRO" if ctx.stage == 0 else " (BF16_Optimizer)")
     if ctx.stage in (1, 2) and not reduce_scatter_on(ctx):
         return f"in ZeRO stage {ctx.stage}'s gradient all-reduce (zero_optimization.reduce_scatter is false)"

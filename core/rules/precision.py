@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from core import versions
-from core.effective import Effective, effective, uses_bf16_optimizer
+from core.effective import Effective, effective
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_float
 from core.rules.fixes import delete_fix, set_fix
@@ -59,9 +59,7 @@ def _master_weights_check(ctx: Context, meaning: Effective, stage: int) -> str |
     and when the optimizer class is not known here (a client optimizer, or "auto")."""
     if not meaning.master_weights_refused or meaning.optimizer_class is None:
         return None
-    accum = ctx.get("data_types.grad_accum_dtype")
-    accum_fp32 = accum is not None and canonical_dtype(accum) == "fp32"
-    if uses_bf16_optimizer(stage, meaning.precision, accum_fp32, meaning.offload_optimizer, ctx.version):
+    if ctx.bf16_optimizer(stage):
         return None
     return versions.zero_optimizer_check(ctx.version, stage, MASTER_WEIGHTS_CHECK)
 

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 
 from core import versions
 from core.autofill import ACCELERATE_NO_ZERO, HF_DEFAULTS
-from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero, uses_bf16_optimizer
+from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
 from core.rules.fixes import delete_fix, set_fix
-from core.schema.precision import canonical_dtype
 from core.schema.walk import iter_schema, section_fields
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE, ZeroConfig
 
@@ -106,10 +105,7 @@ def offload(ctx: Context) -> Iterator[Finding]:
             fix=set_fix("zero_optimization.stage", 2, "Switch to ZeRO stage 2"), page="zero",
         )
     if opt_dev == "nvme" and stage in (1, 2):
-        accum = ctx.get("data_types.grad_accum_dtype")
-        bf16_optimizer = uses_bf16_optimizer(stage, ctx.meaning.precision,
-                                             accum is not None and canonical_dtype(accum) == "fp32", "nvme",
-                                             ctx.version)
+        bf16_optimizer = ctx.bf16_optimizer(stage)
         cpu_class = ctx.meaning.optimizer_backend == "cpu"
         below = ("With bf16 and an fp32 grad_accum_dtype at ZeRO-1, DeepSpeed picks BF16_Optimizer instead (its "
                  "offload test is the CPU device only): nothing is offloaded"
