@@ -134,6 +134,11 @@ def uses_bf16_optimizer(stage: int, precision: str, grad_accum_fp32: bool, offlo
     return wrapper == "bf16"
 
 
+def bf16_optimizer_reason(stage: int, version: str) -> str:
+    """Why DeepSpeed ``version`` picks BF16_Optimizer (:func:`uses_bf16_optimizer`), in words."""
+    return "bf16 + ZeRO-1 + fp32 grad_accum_dtype" if stage == 1 else f"bf16 without ZeRO in DeepSpeed {version}"
+
+
 def section_enabled(config: Mapping[str, Any], section: str, version: str = "0.19.8") -> bool:
     """Whether ``section.enabled`` is on as DeepSpeed ``version`` reads it (see :func:`read_bool`)."""
     return read_bool(config, section, "enabled", False, version)

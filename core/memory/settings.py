@@ -15,7 +15,7 @@ from typing import Any
 from core import versions
 from core.autofill import HIDDEN_SIZE_KEYS
 from core.batch import reads_sequence_parallel, sequence_parallel_degree
-from core.effective import Effective, effective, pydantic_bool, uses_bf16_optimizer
+from core.effective import Effective, bf16_optimizer_reason, effective, pydantic_bool, uses_bf16_optimizer
 from core.findings import brief
 from core.rules.context import lax_int
 from core.rules.precision import refused_master_weights
@@ -341,11 +341,6 @@ def _autocast_comm_bytes(autocast: bool, autocast_dtype: str | None, version: st
     return (_DTYPE_BYTES.get(autocast_dtype or "fp32", 4), 4)
 
 
-def _bf16_optimizer_case(stage: int) -> str:
-    """Why DeepSpeed picks BF16_Optimizer, in words (see :func:`uses_bf16_optimizer`)."""
-    return "bf16 + ZeRO-1 + fp32 grad_accum_dtype" if stage == 1 else "bf16 without ZeRO, this release's default"
-
-
 def _master_dtypes(cfg: Mapping[str, Any], version: str, meaning: Effective, precision: str, off_opt: str,
                    grad_accum_fp32: bool, notes: list[str]) -> tuple[str, str]:
     """The dtypes of the master weights (and gradient partition) and of the optimizer states, as built; whether
@@ -354,8 +349,8 @@ def _master_dtypes(cfg: Mapping[str, Any], version: str, meaning: Effective, pre
     if master == "fp32":
         return "fp32", "fp32"
     if uses_bf16_optimizer(meaning.stage, precision, grad_accum_fp32, off_opt, version):  # not given the flags
-        notes.append(f"16-bit master weights are ignored by BF16_Optimizer ({_bf16_optimizer_case(meaning.stage)}): "
-                     "estimated in fp32.")
+        why = bf16_optimizer_reason(meaning.stage, version)
+        notes.append(f"16-bit master weights are ignored by BF16_Optimizer ({why}): estimated in fp32.")
         return "fp32", "fp32"
     states = meaning.optimizer_states_dtype
     what = f"{master} master weights{'' if meaning.bf16_optimizer_states else ' with fp32 optimizer states'}"

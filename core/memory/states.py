@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.effective import bf16_optimizer_reason
 from core.memory.parts import Inputs, Part, dtype_label
 from core.models.arch import ModelSpec
 
@@ -78,9 +79,9 @@ def gradients(x: Inputs) -> list[Part]:
     fp32); the master-dtype copy the optimizer steps on is a step transient or lives with the offload."""
     st, e, n, p = x.st, x.e, x.n, x.p
     if st.bf16_optimizer:
-        why = "bf16 + ZeRO-1 + grad_accum_dtype fp32" if st.stage == 1 else "bf16 without ZeRO, in this release"
         return [Part("gradients (fp32 accumulation buffer, BF16_Optimizer)", "gpu", 4 * p + 0 * n,
-                     f"4*P ({why} selects BF16_Optimizer)", "model_states", "persistent")]
+                     f"4*P ({bf16_optimizer_reason(st.stage, st.version)} selects BF16_Optimizer)", "model_states",
+                     "persistent")]
     out: list[Part] = []
     if st.stage <= 1:
         out.append(Part("gradients", "gpu", e * p + 0 * n, f"{e}*P (full gradients before the optimizer step)",

@@ -18,7 +18,7 @@ from core.batch import (
     run_or_written,
     runs_elastic,
 )
-from core.effective import effective, pydantic_bool, read_bool, section_enabled
+from core.effective import bf16_optimizer_reason, effective, pydantic_bool, read_bool, section_enabled
 from core.memory.estimate import TrainingSettings
 from core.precision import autocast_compute
 from core.schema.base import DEFAULT_VERSION
@@ -226,11 +226,9 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
     # BF16_Optimizer (bf16 without ZeRO in 0.16.0-0.18.4) takes the place of the fp16 optimizers
     unfused = mem.stage == 0 and mem.precision in UNFUSED_PRECISIONS and not fused and not mem.bf16_optimizer
     if mem.bf16_optimizer:
-        why = ("bf16 with ZeRO-1 and an fp32 grad_accum_dtype" if mem.stage == 1
-               else f"bf16 without ZeRO in DeepSpeed {version}")
-        notes.append(f"{why}: DeepSpeed wraps the optimizer in BF16_Optimizer, which all-reduces the gradients "
-                     "(twice a reduce-scatter's traffic), steps on its 1/N partition and gathers the parameters after "
-                     "the step; costed as such.")
+        notes.append(f"{bf16_optimizer_reason(mem.stage, version)}: DeepSpeed wraps the optimizer in BF16_Optimizer, "
+                     "which all-reduces the gradients (twice a reduce-scatter's traffic), steps on its 1/N partition "
+                     "and gathers the parameters after the step; costed as such.")
     if unfused:
         notes.append(f"{mem.precision} at stage 0 without FusedAdam (no DeepSpeed Adam/AdamW section, or "
                      "torch_adam): DeepSpeed wraps the optimizer in its unfused fp16 optimizer (a loop over "
