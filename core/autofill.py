@@ -111,7 +111,7 @@ HF_DEFAULTS: dict[str, Any] = {
     "save_on_each_node": False,
     "warmup_steps": 0,
     # Accelerate's DeepSpeedPlugin (not a TrainingArguments field): ACCELERATE_DEEPSPEED_ZERO_STAGE, which
-    # `accelerate config` / `accelerate launch --zero_stage` set, else 2
+    # `accelerate launch --zero_stage` sets, else 2 (`accelerate config` refuses a zero_stage beside a config file)
     "zero_stage": 2,
 }
 
@@ -123,6 +123,18 @@ ACCELERATE_FILLS: dict[str, Any] = {
     "zero_optimization.offload_optimizer.nvme_path": "none",
     "zero_optimization.offload_param.nvme_path": "none",
     "zero_optimization.stage3_gather_16bit_weights_on_model_save": False,
+}
+
+#: The environment variable Accelerate's DeepSpeedPlugin reads each of its fills from. ``accelerate launch`` sets the
+#: stage's and the devices' from its flags; nothing of accelerate's sets the NVMe paths' (its --*_nvme_path flags are
+#: not passed on, and ``accelerate config`` refuses them beside a DeepSpeed config file).
+ACCELERATE_VARIABLES: dict[str, str] = {
+    "zero_optimization.stage": "ACCELERATE_DEEPSPEED_ZERO_STAGE",
+    "zero_optimization.offload_optimizer.device": "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE",
+    "zero_optimization.offload_param.device": "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE",
+    "zero_optimization.offload_optimizer.nvme_path": "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_NVME_PATH",
+    "zero_optimization.offload_param.nvme_path": "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_NVME_PATH",
+    "zero_optimization.stage3_gather_16bit_weights_on_model_save": "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL",
 }
 
 #: Keys Accelerate's DeepSpeedPlugin overwrites whatever the config says (``__post_init__``: ``steps_per_print`` set

@@ -108,6 +108,8 @@ CASES = [
      "zero_optimization"),
     ("hf-auto-stage", cfg(zero_optimization={"stage": "auto"}), {"target": "hf"}, "hf.auto-stage", "warning",
      "zero_optimization.stage"),
+    ("hf-auto-nvme-path", cfg(zero_optimization={"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "auto"}}),
+     {"target": "hf"}, "hf.auto-nvme-path", "warning", "zero_optimization.offload_param.nvme_path"),
     ("fp16-null", cfg(fp16=None), {}, "precision.null", "error", "fp16"),
     ("fp16-and-bf16", cfg(fp16={"enabled": True}, bf16={"enabled": True}), {}, "precision.fp16-and-bf16", "error",
      "bf16.enabled"),

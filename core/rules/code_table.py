@@ -399,7 +399,8 @@ TABLE: tuple[Code, ...] = (
        {**B}, settings={"target": "hf"}),
     _c("hf.auto-stage", "warning", "n/a", False, "`zero_optimization.stage` is \"auto\" for the HF Trainer.",
        "Accelerate's DeepSpeedPlugin, which the HF Trainer starts DeepSpeed through, fills an \"auto\" stage with "
-       "its zero_stage: 2 unless `accelerate config` (ACCELERATE_DEEPSPEED_ZERO_STAGE) chose another. Plain "
+       "its zero_stage: 2 unless ACCELERATE_DEEPSPEED_ZERO_STAGE (`accelerate launch --zero_stage`) sets another; "
+       "`accelerate config` refuses a zero_stage beside a DeepSpeed config file. Plain "
        "DeepSpeed drops it and runs stage 0, and so do this studio's memory and speed figures until the stage is "
        "written. The fix writes Accelerate's default, 2 (unsafe: the launch may set another).",
        {**B, "zero_optimization": {"stage": "auto"}}, settings={"target": "hf"}),
@@ -429,6 +430,16 @@ TABLE: tuple[Code, ...] = (
        "states to NVMe. The fix writes \"cpu\", which is what runs (marked unsafe: the device the config names "
        "changes).",
        {**B, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"}}}),
+    _c("hf.auto-nvme-path", "warning", "n/a", False,
+       "An NVMe offload's `nvme_path` is \"auto\" for the HF Trainer / Accelerate.",
+       "Accelerate's DeepSpeedPlugin fills an \"auto\" nvme_path with \"none\", its default when "
+       "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_NVME_PATH / ..._PARAM_NVME_PATH is not in the environment (`accelerate "
+       "launch`'s --*_nvme_path flags are not passed on, and `accelerate config` refuses them beside a DeepSpeed "
+       "config file). DeepSpeed then swaps into a relative folder named \"none\" on whatever disk the job runs "
+       "from. Plain DeepSpeed drops the \"auto\" and fails at initialize (zero.nvme-without-path). The fix sets a "
+       "placeholder path to edit.",
+       {**B, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "auto"}}},
+       settings={"target": "hf"}),
     _c("zero.nvme-without-path", "error", "initialize", False, "NVMe offload without nvme_path at ZeRO stage 3.",
        "DeepSpeed's parser accepts it; deepspeed.initialize then fails setting up the swap files: parameter offload "
        "asserts \"nvme_path\" in DeepSpeed Config cannot be None if remote device is OffloadDeviceEnum.nvme, optimizer "

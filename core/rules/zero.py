@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from core import versions
-from core.autofill import ACCELERATE_NO_ZERO, HF_DEFAULTS
+from core.autofill import ACCELERATE_FILLS, ACCELERATE_NO_ZERO, ACCELERATE_VARIABLES, HF_DEFAULTS
 from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
@@ -66,8 +66,9 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "warning", "hf.auto-stage", "zero_optimization.stage",
             f"`zero_optimization.stage` is \"auto\": the HF Trainer's Accelerate plugin fills it with its zero_stage, "
-            f"{stage} unless `accelerate config` (ACCELERATE_DEEPSPEED_ZERO_STAGE) chose another, where plain "
-            "DeepSpeed would use 0. This studio's memory and speed figures read it as stage 0.",
+            f"{stage} unless {ACCELERATE_VARIABLES['zero_optimization.stage']} (`accelerate launch --zero_stage`) "
+            "sets another, where plain DeepSpeed would use 0. This studio's memory and speed figures read it as "
+            "stage 0.",
             suggestion=f"Write the stage the run uses ({stage} with Accelerate's defaults), so that the figures "
             "describe it.",
             fix=set_fix("zero_optimization.stage", stage), page="zero",
@@ -123,17 +124,33 @@ def offload(ctx: Context) -> Iterator[Finding]:
     # Only stage 3 swaps to NVMe; below it the other offload findings say what runs and nvme_path is unused.
     for name, dev in (("offload_param", param_dev), ("offload_optimizer", opt_dev)):
         section = zero.get(name)
+        if not (stage == 3 and dev == "nvme" and isinstance(section, dict)):
+            continue
+        path = f"zero_optimization.{name}.nvme_path"
+        if ctx.is_hf and section.get("nvme_path") == "auto":
+            # accelerate's plugin fills it from its ACCELERATE_DEEPSPEED_* variable, which nothing but the user's
+            # own environment sets (`accelerate launch`'s --*_nvme_path flags are not passed on)
+            filled = ACCELERATE_FILLS[path]
+            yield Finding(
+                "warning", "hf.auto-nvme-path", path,
+                f"{name}.nvme_path is \"auto\": Accelerate's DeepSpeedPlugin, which the HF Trainer starts DeepSpeed "
+                f"through, fills it with \"{filled}\" unless the environment sets "
+                f"{ACCELERATE_VARIABLES[path]}, so DeepSpeed swaps into a folder named \"{filled}\" under "
+                "the working directory, wherever that disk is, not onto an NVMe drive.",
+                suggestion=f"Write the NVMe directory, e.g. {NVME_PATH_EXAMPLE}.",
+                fix=set_fix(path, NVME_PATH_EXAMPLE), page="zero",
+            )
         # pydantic drops "auto": the path stays None
-        if stage == 3 and dev == "nvme" and isinstance(section, dict) and section.get("nvme_path") in (None, "auto"):
+        elif section.get("nvme_path") in (None, "auto"):
             failure = (f"AssertionError: \"nvme_path\" in DeepSpeed Config cannot be None if remote device is "
                        f"{_NVME_ENUM}" if name == "offload_param"
                        else "TypeError: expected str, bytes or os.PathLike object, not NoneType")
             yield Finding(
-                "error", "zero.nvme-without-path", f"zero_optimization.{name}.nvme_path",
+                "error", "zero.nvme-without-path", path,
                 f"{name} swaps to NVMe at ZeRO stage 3 but has no nvme_path; DeepSpeed accepts the config and "
                 f"deepspeed.initialize fails setting up the swap files ({failure}).",
                 suggestion=f"Set nvme_path to a directory on a fast local NVMe drive, e.g. {NVME_PATH_EXAMPLE}.",
-                fix=set_fix(f"zero_optimization.{name}.nvme_path", NVME_PATH_EXAMPLE), page="zero",
+                fix=set_fix(path, NVME_PATH_EXAMPLE), page="zero",
             )
     if param_dev == "nvme" and stage == 3 and opt_dev in (None, "none"):
         pass  # valid: parameters on NVMe, optimizer on GPU (rare but allowed)
