@@ -171,3 +171,15 @@ def test_cli_a_folder_given_twice_is_checked_once(tmp_path, monkeypatch):
     both = _check("team", str(team), str(BUILTIN_DIR), str(BUILTIN_DIR) + "/")
     assert both[0] == 0 and both[1].endswith(f"{len(BUILTINS) + 1} preset(s) checked: {len(BUILTINS) + 1} vetted, "
                                              "0 with problems\n"), both
+
+
+def test_cli_world_sizes_take_a_comma_list_as_validate_does(tmp_path):
+    document = copy.deepcopy(GOOD)  # micro batch 4 x accumulation 4: 128 sequences need 8 GPUs
+    document["config"]["train_batch_size"] = 128
+    document["meta"]["justifications"].append({**document["meta"]["justifications"][0], "key": "train_batch_size"})
+    (tmp_path / "team.json").write_text(json.dumps(document, indent=2))
+    listed = _check(str(tmp_path), "--world-size", "1,8", "--world-size", "3")
+    repeated = _check(str(tmp_path), "--world-size", "1", "--world-size", "8", "--world-size", "3")
+    assert listed == repeated and listed[0] == 1
+    assert "on 1 GPU" in listed[1] and "on 3 GPUs" in listed[1] and "on 8 GPUs" not in listed[1]
+    assert _check(str(tmp_path), "--world-size", "8") == (0, "1 preset(s) checked: 1 vetted, 0 with problems\n")

@@ -30,8 +30,8 @@ from core.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    add_world_sizes_flag,
     gpu_count,
-    gpu_counts,
     guarded,
     json_errors,
     json_report,
@@ -399,10 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check config files; exit 1 on errors, 2 on unreadable input")
     p.add_argument("files", nargs="+", metavar="FILE", help="config files (JSON or HJSON); - for stdin")
-    p.add_argument("--world-size", type=gpu_counts, action="extend", default=None, metavar="N[,N...]",
-                   help="GPU count(s) to check for, e.g. 8 or 8,16,64 (or the flag repeated): each finding is "
-                   "shown once, marked with the counts it is on when not all; exit 1 if any count fails "
-                   "(default 1)")
+    add_world_sizes_flag(p, "each finding is shown once, marked with the counts it is on when not all; exit 1 if "
+                            "any count fails (default 1)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="text (each finding with FILE:LINE:COLUMN), json (with line and column), or github: "
                    "annotations on the lines of a pull request in GitHub Actions")

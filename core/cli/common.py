@@ -444,6 +444,13 @@ def gpu_counts(text: str) -> list[int]:
     return [gpu_count(part) for part in parts]
 
 
+def add_world_sizes_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--world-size N[,N...]``: one GPU count or several, comma-separated or the flag repeated (``None`` when
+    not given); ``what`` ends the help text."""
+    parser.add_argument("--world-size", type=gpu_counts, action="extend", default=None, metavar="N[,N...]",
+                        help=f"GPU count(s), e.g. 8 or 8,16,64 (or the flag repeated): {what}")
+
+
 def catalog_gpu(text: str) -> str:
     """argparse type: the catalog name of the GPU ``text`` names: its name (any case) or a part only it has
     (``H100`` when one H100 is listed, ``a100 80``)."""

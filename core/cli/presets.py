@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.autofill import HF_DEFAULTS, TRAINING_VALUES, find_auto, needed_training_values, resolve_auto
-from core.cli.common import EXIT_ERRORS, EXIT_OK, UsageError, gpu_count, guarded, json_errors, write_text
+from core.cli.common import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    UsageError,
+    add_world_sizes_flag,
+    gpu_count,
+    guarded,
+    json_errors,
+    write_text,
+)
 from core.cli.estimate import add_release_flag
 from core.findings import split_path
 from core.io import ConfigLoadError, parse_json_value
@@ -349,8 +358,7 @@ def register(subparsers: Any) -> None:
                        "justifications, and no validation error on each release it names")
     q.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="folders of presets (default: the built-in folder and DSCONFIG_PRESETS_PATH)")
-    q.add_argument("--world-size", type=gpu_count, action="append", metavar="N",
-                   help="GPU count to validate for; repeat for several (default 1)")
+    add_world_sizes_flag(q, "each preset is validated for each (default 1)")
     q.add_argument("--reference", metavar="DIR",
                    help="DeepSpeed's documentation: also check each justification's doc file and section heading")
     q.set_defaults(handler=cmd_presets_check)

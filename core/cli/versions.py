@@ -14,7 +14,7 @@ import argparse
 from typing import Any, TextIO
 
 from core import versions
-from core.cli.common import EXIT_ERRORS, EXIT_OK, gpu_counts, json_report, read_config_file
+from core.cli.common import EXIT_ERRORS, EXIT_OK, add_world_sizes_flag, json_report, read_config_file
 from core.versions.matrix import works_with
 
 
@@ -58,9 +58,7 @@ def register(sub: Any) -> None:
     """Add ``dsconfig versions`` to the CLI's subcommands."""
     p = sub.add_parser("versions", help="which DeepSpeed releases a config works with")
     p.add_argument("file", metavar="FILE", help="config file (JSON or HJSON); - for stdin")
-    p.add_argument("--world-size", type=gpu_counts, action="extend", default=None, metavar="N[,N...]",
-                   help="GPU count(s) to check; several (8,16,64 or the flag repeated): a release must work on each "
-                        "(default 1)")
+    add_world_sizes_flag(p, "a release must work on each (default 1)")
     p.add_argument("--target", choices=("deepspeed", "hf"), default="deepspeed")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=cmd_versions)
