@@ -137,12 +137,20 @@ ACCELERATE_VARIABLES: dict[str, str] = {
     "zero_optimization.stage3_gather_16bit_weights_on_model_save": "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL",
 }
 
+#: The ``accelerate launch`` flag that sets each of those variables; the NVMe paths have flags that are not passed on.
+ACCELERATE_LAUNCH_FLAGS: dict[str, str] = {
+    "zero_optimization.stage": "--zero_stage",
+    "zero_optimization.offload_optimizer.device": "--offload_optimizer_device",
+    "zero_optimization.offload_param.device": "--offload_param_device",
+    "zero_optimization.stage3_gather_16bit_weights_on_model_save": "--zero3_save_16bit_model",
+}
+
 #: Keys Accelerate's DeepSpeedPlugin overwrites whatever the config says (``__post_init__``: ``steps_per_print`` set
 #: to infinity to silence DeepSpeed's log), so an "auto" there never reaches DeepSpeed.
 ACCELERATE_OVERWRITES: tuple[str, ...] = ("steps_per_print",)
 
-#: The paths Accelerate's plugin fills from its own settings (``accelerate config``): a config for ``accelerate
-#: launch`` keeps these "auto", so that the launch's settings decide.
+#: The paths Accelerate's plugin fills from its own settings (``ACCELERATE_VARIABLES``, which ``accelerate launch``'s
+#: flags set): a config for ``accelerate launch`` keeps these "auto", so that the launch's settings decide.
 ACCELERATE_PLUGIN_PATHS: tuple[str, ...] = ("zero_optimization.stage", *ACCELERATE_FILLS)
 
 #: Accelerate's refusal of a config without a ZeRO section (``DeepSpeedPlugin.__post_init__``), word for word.

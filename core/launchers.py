@@ -15,7 +15,10 @@ from typing import Any
 
 from core.autofill import (
     ACCELERATE_ACCUMULATION,
+    ACCELERATE_FILLS,
+    ACCELERATE_LAUNCH_FLAGS,
     ACCELERATE_PLUGIN_PATHS,
+    ACCELERATE_VARIABLES,
     AUTO,
     FILLED_FROM,
     HF_DEFAULTS,
@@ -410,10 +413,18 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any],
                       version: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """(config, notes) for ``accelerate launch`` with ``deepspeed_config_file``: "auto" resolved (accelerate fills
     only the batch, clipping, buckets and precision, and the optimizer's only through ``DummyOptim``) except the
-    stage and offload settings its plugin fills from ``accelerate config``, and a ``zero_optimization`` section,
-    which accelerate requires. ``version``: the DeepSpeed release (None: the newest), as for ``resolved_export``."""
+    stage and offload settings its plugin fills from ``accelerate launch``'s flags (``--zero_stage``, ...), and a
+    ``zero_optimization`` section, which accelerate requires. ``version``: the DeepSpeed release (None: the
+    newest), as for ``resolved_export``."""
     out, notes = resolved_export(config, with_assumed_precision(config, values), ACCELERATE_PLUGIN_PATHS, version)
     _require_zero_section(out, notes)
+    for path, variable in ACCELERATE_VARIABLES.items():
+        # an "auto" no flag of the launch can set: accelerate's default is what runs
+        if path not in ACCELERATE_LAUNCH_FLAGS and get_path(out, path, None) == "auto" and get_path(
+                out, path.rsplit(".", 1)[0] + ".device", None) in ("nvme", "auto"):
+            notes.append(f"{path} stays \"auto\": accelerate fills it from {variable}, which `accelerate launch` "
+                         f"does not set, else with \"{ACCELERATE_FILLS[path]}\" (DeepSpeed then swaps into a "
+                         f"folder of that name). Write the NVMe directory, or export {variable} before launching.")
     if "gradient_accumulation_steps" not in out:  # accelerate writes 1 where DeepSpeed would derive it
         accum = _batch_deepspeed_derives(out, int(values.get("world_size") or 1), version).get(
             "gradient_accumulation_steps")

@@ -143,8 +143,8 @@ if autos:
                 elif check is autofill.TRAINING_VALUES["zero_stage"]:
                     values[name] = st.number_input(
                         name, value=app_state.kept(key, default), min_value=0, max_value=3, step=1, key=key,
-                        help="Accelerate's ZeRO stage for an \"auto\" stage: what `accelerate config` wrote "
-                             "(ACCELERATE_DEEPSPEED_ZERO_STAGE), else 2")
+                        help="Accelerate's ZeRO stage for an \"auto\" stage: what `accelerate launch --zero_stage` "
+                             "set (ACCELERATE_DEEPSPEED_ZERO_STAGE), else 2")
                 else:
                     values[name] = st.number_input(
                         name, value=app_state.kept(key, None if default is None else float(default)), format="%g",

@@ -88,3 +88,40 @@ def test_accelerate_config_cannot_set_the_stage_beside_a_config_file(clean_envir
     message = next(f.message for f in validate({**BASE, "zero_optimization": {"stage": "auto"}}, target="hf").findings
                    if f.code == "hf.auto-stage")
     assert "accelerate config" not in message and "--zero_stage" in message
+
+
+def _launch_environment(*flags: str) -> dict[str, str]:
+    """The ACCELERATE_* variables `accelerate launch --use_deepspeed ... FLAGS train.py` hands the training process,
+    built by accelerate's own launcher code."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+    args = launch_command_parser().parse_args(
+        ["--use_deepspeed", "--num_processes", "2", "--deepspeed_config_file", "ds_config.json", *flags, "train.py"])
+    args = _validate_launch_command(args)[0]
+    args.deepspeed_fields_from_accelerate_config = ""
+    return {k: v for k, v in prepare_deepspeed_cmd_env(args)[1].items() if k.startswith("ACCELERATE_")}
+
+
+@pytest.mark.parametrize("path", sorted(ACCELERATE_VARIABLES))
+def test_accelerate_launch_sets_a_variable_only_for_the_paths_the_studio_says(clean_environment, path):
+    from core.autofill import ACCELERATE_LAUNCH_FLAGS
+
+    setting = {"zero_optimization.stage": "3",
+               "zero_optimization.stage3_gather_16bit_weights_on_model_save": "true"}.get(
+        path, "cpu" if path.endswith("device") else "/nvme0")
+    flag = ACCELERATE_LAUNCH_FLAGS.get(path, "--" + path.split(".")[1] + "_nvme_path")
+    environment = _launch_environment(flag, setting)
+    assert (ACCELERATE_VARIABLES[path] in environment) == (path in ACCELERATE_LAUNCH_FLAGS), environment
+
+
+def test_the_accelerate_export_says_an_auto_nvme_path_becomes_none(clean_environment):
+    from core.launchers import accelerate_export
+
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "auto"},
+                                    "offload_param": {"device": "none", "nvme_path": "auto"}}}
+    out, notes = accelerate_export(config, {"world_size": 2})
+    assert _value(_filled(out), NVME_PATHS[0]) == "none"
+    assert [note.split(" ", 1)[0] for note in notes if "nvme_path" in note] == [NVME_PATHS[0]]
+    assert "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_NVME_PATH" in " ".join(notes)
