@@ -555,6 +555,10 @@ def launcher_exports(config: Mapping[str, Any], context: Mapping[str, Any], hf_m
                            lightning_export(config, values, int(values["world_size"]), version))
 
 
+#: The hostfile the multi-node launch snippets write and read.
+HOSTFILE = "hostfile"
+
+
 def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds_config.json",
                     config: Mapping[str, Any] | None = None, hf_mode: str = "auto",
                     trainer_values: Mapping[str, Any] | None = None,
@@ -567,19 +571,21 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         exports = launcher_exports(config, context, hf_mode, trainer_values)
     nodes, gpus = int(context["nodes"]), int(context["gpus_per_node"])
     world = job_world_size(context)
-    if nodes > 1:
-        hosts = "\n".join(f"node{i + 1} slots={gpus}" for i in range(nodes))
-        deepspeed = (
-            f"# hostfile (one line per node)\ncat > hostfile <<'EOF'\n{hosts}\nEOF\n\n"
-            f"deepspeed --hostfile hostfile --num_nodes {nodes} --num_gpus {gpus} \\\n"
-            f"    train.py --deepspeed --deepspeed_config {file_name}"
-        )
-    else:
-        deepspeed = f"deepspeed --num_gpus {gpus} train.py --deepspeed --deepspeed_config {file_name}"
+    # several nodes: DeepSpeed's launcher starts them all from the first over ssh (pdsh), given a hostfile
+    runner = f"deepspeed --hostfile {HOSTFILE} --num_nodes {nodes} --num_gpus {gpus}" if nodes > 1 else \
+        f"deepspeed --num_gpus {gpus}"
+    hostfile = (f"# {HOSTFILE} (one line per node; run the launch on the first)\ncat > {HOSTFILE} <<'EOF'\n"
+                + "\n".join(f"node{i + 1} slots={gpus}" for i in range(nodes)) + "\nEOF\n\n") if nodes > 1 else ""
+    deepspeed = (f"{hostfile}{runner} \\\n    train.py --deepspeed --deepspeed_config {file_name}" if nodes > 1
+                 else f"{runner} train.py --deepspeed --deepspeed_config {file_name}")
     hf_args = exports.hf[1] if exports is not None else {}
     sequence_parallel = _sequence_parallel_sizes(config, world, context.get("version"))
+    torchrun = (f"torchrun --nnodes {nodes} --nproc_per_node {gpus} --node_rank <0..{nodes - 1}> "
+                "--rdzv_backend c10d --rdzv_endpoint <first node>:29500 train.py on each node" if nodes > 1
+                else f"torchrun --nproc_per_node {gpus} train.py")
     hf = (hf_snippet(hf_args, file_name, sequence_parallel)
-          + f"\n\n# launch: deepspeed --num_gpus {gpus} train.py   (or torchrun --nproc_per_node {gpus} train.py)")
+          + f"\n\n# launch: {runner} train.py   (or {torchrun})"
+          + (f"\n# {HOSTFILE}: one line per node, e.g. \"node1 slots={gpus}\"" if nodes > 1 else ""))
     accelerate_file, lightning_file, lightning_args = file_name, file_name, {}
     if config is not None and exports is not None:
         accelerate_config = exports.accelerate[0]
@@ -596,7 +602,9 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         "deepspeed_config:\n"
         f"  deepspeed_config_file: {accelerate_file}\n"
         f"  zero3_init_flag: {'true' if stage == 3 else 'false'}\n"
-        f"num_machines: {nodes}\n"
+        + (f"  deepspeed_multinode_launcher: pdsh\n  deepspeed_hostfile: {HOSTFILE}   # one line per node, e.g. "
+           f"\"node1 slots={gpus}\"; launch on the first\n" if nodes > 1 else "")
+        + f"num_machines: {nodes}\n"
         f"num_processes: {world}\n"
         "machine_rank: 0\n"
         + ("" if sequence_parallel is None else

@@ -6,6 +6,7 @@ import copy
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -515,7 +516,38 @@ def _exported_files(config: dict, tmp_path: Path) -> dict[str, str]:
         core.dump_config(accelerate_export(config, values)[0]))
     (tmp_path / variant_name("ds_config.json", "lightning")).write_text(
         core.dump_config(lightning_export(config, values, 8)[0]))
+    # the hostfile the deepspeed launcher's snippet writes (a heredoc), which the other multi-node launches read
+    written = re.search(r"cat > (\S+) <<'EOF'\n(.*?)\nEOF\n", snippets["deepspeed launcher"], re.S)
+    (tmp_path / written[1]).write_text(written[2] + "\n")
     return snippets
+
+
+def _deepspeed_runner_ranks(command: list[str]) -> int:
+    """How many ranks DeepSpeed's own launcher (``deepspeed.launcher.runner``) starts for ``deepspeed ARGS``, read
+    with its argument parser, ``fetch_hostfile`` and its node and GPU filters; 0 when it finds no hostfile."""
+    from deepspeed.launcher.runner import fetch_hostfile, parse_args, parse_inclusion_exclusion
+
+    args = parse_args([*command[1:], "train.py"])
+    pool = fetch_hostfile(args.hostfile)
+    if not pool:
+        return 0
+    active = parse_inclusion_exclusion(pool, args.include, args.exclude)
+    if args.num_nodes > 0:
+        active = dict(list(active.items())[:args.num_nodes])
+    return sum(min(len(slots), args.num_gpus) if args.num_gpus > 0 else len(slots) for slots in active.values())
+
+
+@pytest.mark.deepspeed
+def test_every_multi_node_launch_starts_every_node(tmp_path, monkeypatch):
+    """A hunt: on 2 nodes the accelerate file had no hostfile (accelerate handed DeepSpeed's launcher
+    `--hostfile None`, which trains on the local node only) and the HF launch line started one node."""
+    snippets = _exported_files(NO_ZERO, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    world = LAUNCH_CONTEXT["nodes"] * LAUNCH_CONTEXT["gpus_per_node"]
+    for name in ("deepspeed launcher", "HF Trainer"):
+        line = next(line for line in snippets[name].splitlines() if "deepspeed --" in line)
+        command = line.split("deepspeed ", 1)[1].split(" train.py")[0].rstrip(" \\").split()
+        assert _deepspeed_runner_ranks(["deepspeed", *command]) == world, (name, line)
 
 
 @pytest.mark.deepspeed
@@ -543,7 +575,8 @@ def test_accelerate_snippet_is_accepted_by_accelerate_launch(config, tmp_path, m
     # what accelerate's launch_command does before deepspeed_launcher
     fields = list(defaults.deepspeed_config) + ["mixed_precision"] * bool(mixed_precision_from_config)
     args.deepspeed_fields_from_accelerate_config = ",".join(fields)
-    _, env = prepare_deepspeed_cmd_env(args)
+    runner, env = prepare_deepspeed_cmd_env(args)
+    assert _deepspeed_runner_ranks(runner[:runner.index("train.py")]) == args.num_processes, runner
     for name, value in env.items():
         if name.startswith("ACCELERATE_"):
             monkeypatch.setenv(name, value)
