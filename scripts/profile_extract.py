@@ -419,6 +419,29 @@ def _top_level_probes(top_keys: set[str]) -> dict[str, list[str]]:
             for kind, value in TOP_LEVEL_PROBES.items()}
 
 
+def _top_level_member_probes(dict_reads: dict[str, list[str]] | None = None) -> dict[str, dict[str, list[str]]]:
+    """Per kind (string, list): the keys of each section read with ``KEY in param_dict[SECTION]`` that make the parse
+    fail when a non-object section holds them: such a test is true of a string containing the key or a list
+    holding it, and the read that follows (``param_dict[SECTION][KEY]``) then fails (timers: ``"throughput"``),
+    where the plain probe (``TOP_LEVEL_PROBES``) goes through. ``dict_reads``: the profile's ``dict_section_reads``
+    (read from this release's profile when not given, for ``--fields``)."""
+    if dict_reads is None:
+        profile = Path(__file__).resolve().parent.parent / "core" / "versions" / "profiles" / f"{sys.argv[1]}.json"
+        dict_reads = json.loads(profile.read_text())["dict_section_reads"]
+    probes: dict[str, dict[str, list[str]]] = {}
+    for kind, wrap in (("string", str), ("list", lambda key: [key])):
+        found: dict[str, list[str]] = {}
+        for section, reads in sorted(dict_reads.items()):
+            if _parse({"train_batch_size": 1, section: TOP_LEVEL_PROBES[kind]}) is not None:
+                continue  # fails with any such value: the plain probe says so
+            keys = sorted({read.split(".")[0] for read in reads})
+            failing = [key for key in keys if _parse({"train_batch_size": 1, section: wrap(key)}) is not None]
+            if failing:
+                found[section] = failing
+        probes[kind] = found
+    return probes
+
+
 # get_quantize_enabled reads compression_training.shared_parameters (not weight_quantization's) to decide whether
 # the MoQ eigenvalue settings are read: what each release does when that block is switched on, alone and with
 # quantize_training.eigenvalue switched on too.
@@ -773,6 +796,7 @@ def extract(release: str) -> dict[str, Any]:
         "compression_shared_enabled": _compression_shared_probes(),
         "elastic_probe": _elastic_probe(release),
         "dict_section_reads": dict_reads,
+        "top_level_member_probes": _top_level_member_probes(dict_reads),
         "dict_section_defaults": dict_defaults,
         "dict_section_ignored": _dict_section_probes(top_keys, roots),
         "zero_optimizer_checks": _zero_optimizer_checks(),
@@ -803,7 +827,8 @@ def extract(release: str) -> dict[str, Any]:
 FIELD_PROBES = {"torch_autocast_checks": _torch_autocast_checks, "optimizer_wrappers": _optimizer_wrappers,
                 "loss_scale_probes": _loss_scale_probes,
                 "allgather_sequential_prefetch_one": _allgather_sequential_prefetch,
-                "path_config_sequence_parallel": _path_config_sequence_parallel}
+                "path_config_sequence_parallel": _path_config_sequence_parallel,
+                "top_level_member_probes": _top_level_member_probes}
 
 
 if __name__ == "__main__":

@@ -293,7 +293,8 @@ _EMPTY_KIND = {"list": "empty list", "string": "empty string", "number": "zero",
 
 def top_level_value_fails(version: str, key: str, value: Any) -> bool | None:
     """Whether ``version``'s parser fails when the top-level ``key`` holds ``value`` that is not an object
-    (the profile's probe with a value of the same JSON kind, empty or not); None when the profile cannot say."""
+    (the profile's probe with a value of the same JSON kind, empty or not, and with the section's own keys as a
+    string or list item); None when the profile cannot say."""
     probes = profile(version).get("top_level_probes")
     kind = ("null" if value is None else "bool" if isinstance(value, bool) else "number"
             if isinstance(value, int | float) else "string" if isinstance(value, str) else "list"
@@ -302,7 +303,12 @@ def top_level_value_fails(version: str, key: str, value: Any) -> bool | None:
         kind = _EMPTY_KIND[kind]
     if probes is None or kind not in probes or key not in _top_level_keys(version):
         return None
-    return key in probes[kind]
+    if key in probes[kind]:
+        return True
+    # a section read with `KEY in section`: true of a string containing KEY or a list holding it, and reading
+    # section[KEY] then fails (timers: "throughput")
+    members = profile(version).get("top_level_member_probes", {}).get(kind, {}).get(key, ())
+    return any(member in value for member in members)
 
 
 def optimizer_names(version: str) -> tuple[str, ...]:
