@@ -3,10 +3,12 @@ the GPU count (time and cost against cluster size)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import numbers
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,7 @@ import pandas as pd
 
 from core.batch import BATCH_KEYS, reads_sequence_parallel, runs_elastic
 from core.effective import effective, legacy_offload_keys, section_enabled
+from core.findings import Finding, delete_path, get_path, join_path, set_path
 from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
 from core.memory.result import gib_capacity
@@ -32,6 +35,7 @@ from core.schema.precision import FP16_LOSS_SCALE_KEYS
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import field_exists, section_fields
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
+from core.validate import validate
 
 #: Fraction of GPU memory a recommended config may plan to use: the rest absorbs what the memory model cannot
 #: see (allocator spikes, NCCL buffers growing with the cluster, library versions).
@@ -215,7 +219,77 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     adopted = without_refused_master_weights(adopted, version, target)[0]
     if untested_with_zero(adopted, version) is not None:
         adopted["zero_allow_untested_optimizer"] = True
-    return adopted
+    return _without_refused_user_keys(config, adopted, version, target)[0]
+
+
+def _without_refused_user_keys(config: Mapping[str, Any], adopted: dict[str, Any], version: str,
+                               target: str) -> tuple[dict[str, Any], dict[str, Finding]]:
+    """``adopted`` without the user's keys that the row's stage, offload or precision make DeepSpeed ``version``
+    refuse (a grad_accum_dtype stage 0 refuses, an offload ratio below stage 3, prescale_gradients with ZeRO-2's
+    reduce-scatter, ZenFlow without offload), and the validator's finding for each: an error ``config`` does not
+    have, at a key ``adopted`` keeps as the user wrote it, whose fix is to remove that key. Asked again after each
+    removal (``_refused_keys``)."""
+    refused = _refused_keys(_key_of(config), _key_of(adopted), version, target)
+    if not refused:
+        return adopted, {}
+    adopted = copy.deepcopy(adopted)
+    for key, _ in refused:
+        delete_path(adopted, key, prune=True)
+    return adopted, dict(refused)
+
+
+def _key_of(config: Mapping[str, Any]) -> str:
+    """What the refusals are judged on, as a cache key: the keys the schema knows (``_schema_part``) without the
+    batch keys, which a row writes for its own GPU count and no refusal here depends on; so one ranking, its GPU-count
+    sweep and every micro batch ask once per ZeRO option."""
+    part = _schema_part(config, DeepSpeedConfig)
+    return json.dumps({key: value for key, value in part.items() if key not in BATCH_KEYS}, sort_keys=True,
+                      default=str)
+
+
+@lru_cache(maxsize=512)
+def _refused_keys(config_key: str, adopted_key: str, version: str, target: str) -> tuple[tuple[str, Finding], ...]:
+    """(key, finding) for each key ``_without_refused_user_keys`` removes, in order (pure: JSON in, findings out)."""
+    config, adopted = json.loads(config_key), json.loads(adopted_key)
+    own = {(f.code, f.path) for f in validate(config, version=version, target=target).findings
+           if f.severity == "error"}
+    removed: dict[str, Finding] = {}
+    for _ in range(_REMOVAL_ROUNDS):
+        refused = {}
+        for f in validate(adopted, version=version, target=target).findings:
+            key = _ROW_REMOVES.get(f.code) or (f.path if f.fix is not None and [
+                (op.op, op.path) for op in f.fix.ops] == [("delete", f.path)] else None)
+            if (f.severity == "error" and key is not None and (f.code, f.path) not in own and key not in BATCH_KEYS
+                    and key not in removed and get_path(config, key, _ABSENT) == get_path(adopted, key, _NOT_THERE)):
+                refused[key] = f
+        if not refused:
+            break
+        for key, finding in refused.items():
+            delete_path(adopted, key, prune=True)
+            removed[key] = finding
+    return tuple(removed.items())
+
+
+def _schema_part(node: Mapping[str, Any], model: type) -> dict[str, Any]:
+    """``node`` with only the keys the schema knows, at every level of its sections: what the rules that can refuse
+    a row read (a team's own keys only meet keys.unknown), so a config at the size limit is judged in milliseconds
+    per row."""
+    fields = section_fields(model)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        field = fields.get(key)
+        if field is not None:
+            out[key] = _schema_part(value, field.model) if field.model is not None and isinstance(
+                value, Mapping) else value
+    return out
+
+
+#: How often ``_without_refused_user_keys`` asks again (a removal can make another key refused; none has yet).
+_REMOVAL_ROUNDS = 4
+#: Findings whose fix keeps the user's key by changing what the row decides (ZenFlow's: offload the optimizer):
+#: the row's choice stands, and the key goes.
+_ROW_REMOVES = {"engine.zenflow-without-offload": "zero_optimization.zenflow"}
+_ABSENT, _NOT_THERE = object(), object()
 
 
 #: The offload sections a candidate decides the device of.
@@ -339,7 +413,10 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any], ver
     overriding: list[str] = []
     refused: list[str] = []
     amp: list[str] = []
+    row_refuses = _refused_user_key_reasons(config, adopted, version, target)
     for key in removed_by_adoption(config, adopted):
+        if any(_under(path, key) for path in row_refuses):
+            continue  # said below, with the validator's reason (a section it left empty goes with it)
         if key == _AMP:
             amp.append(key)
         else:
@@ -379,7 +456,54 @@ def adoption_removals(config: Mapping[str, Any], adopted: Mapping[str, Any], ver
         paths = tuple(path for path, why in master.items() if why == code)
         if paths:
             groups.append((paths, words))
+    for code in dict.fromkeys(finding.code for finding in row_refuses.values()):
+        paths = tuple(path for path, finding in row_refuses.items() if finding.code == code)
+        groups.append((paths, f"DeepSpeed {version} refuses {'it' if len(paths) == 1 else 'them'} with the row's "
+                              f"settings ({code}: {_first_sentence(row_refuses[paths[0]].message)})"))
     return groups
+
+
+def _missing_paths(config: Any, adopted: Any, prefix: str = "") -> list[str]:
+    """The dotted paths of ``config``'s keys that ``adopted`` has not (the highest missing one of a subtree)."""
+    if not (isinstance(config, Mapping) and isinstance(adopted, Mapping)):
+        return []
+    paths = []
+    for key, value in config.items():
+        path = join_path(prefix, key)
+        paths += [path] if key not in adopted else _missing_paths(value, adopted[key], path)
+    return paths
+
+
+#: What adoption takes out for the row's own choices, said by the other groups of ``adoption_removals``: the
+#: candidate's ZeRO keys (its offload sections among them), the keys that override its batch, Apex AMP, fp16's
+#: loss scaling and the master-weights keys.
+_DECIDED_PATHS = (*(f"zero_optimization.{key}" for key in _CANDIDATE_ZERO_KEYS), *_OVERRIDING_KEYS, _AMP,
+                  *(f"fp16.{key}" for key in FP16_LOSS_SCALE_KEYS),
+                  *(f"{section}.{key}" for section, keys in MASTER_WEIGHTS_KEYS.items() for key in keys))
+
+
+def _first_sentence(text: str) -> str:
+    return text.split("; ", 1)[0].split(". ", 1)[0].rstrip(".")
+
+
+def _refused_user_key_reasons(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str,
+                              target: str) -> dict[str, Finding]:
+    """The keys of ``config`` that adoption removed because the row's settings make DeepSpeed refuse them
+    (``_without_refused_user_keys``), each with the finding: asked again on ``adopted`` with the user's missing
+    keys put back."""
+    missing = [path for path in _missing_paths(config, adopted)
+               if path not in _DECIDED_PATHS]
+    if not missing:
+        return {}
+    restored = copy.deepcopy(dict(adopted))
+    for path in missing:
+        set_path(restored, path, copy.deepcopy(get_path(config, path)))
+    removed = _without_refused_user_keys(config, restored, version, target)[1]
+    return {path: finding for path, finding in removed.items() if any(_under(path, gone) for gone in missing)}
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".")
 
 
 def batch_split_problem(global_batch: int, gpus: int, at_most: int | None = None) -> str | None:

@@ -338,6 +338,9 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         ctx, path if model_level else prefix, message
     ) and (model_level or _release_type_accepts(ctx, prefix, key, value)):
         return None
+    pointed = error.get("ctx") or {}  # a section check that names its key (core.schema.base.pointed_error)
+    if "at" in pointed:
+        path = f"{path}.{pointed['at']}" if path else pointed["at"]
     raises = _raises(field, owner, kind)
     if raises == "step":
         return None  # read raw and used at the first optimizer step: misc.step_numbers says how it fails
@@ -358,8 +361,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         text = f"{label} must be an object ({{...}}), not {shown}; DeepSpeed fails when it reads it."
         hint = "Write it as a JSON object, or remove it to use the defaults."
     elif kind in ("value_error", "assertion_error"):
-        text = f"{label}: {message}."
-        hint = _hint(field)
+        text = f"{label}: {message.rstrip('.')}."
+        hint = pointed.get("suggestion") or _hint(field)
     else:
         text = f"{label} is {shown}: {message[0].lower() + message[1:]}."
         hint = _hint(field)
@@ -379,8 +382,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     if fails:
         strict = True
     items = get_path(ctx.config, path[:path.rindex("[")], None) if path.endswith("]") else None
-    fix = value_fix(field, path, value, items if isinstance(items, list) else None) \
-        if kind not in container_kinds else None
+    fix = delete_fix(path) if "at" in pointed else value_fix(field, path, value, items if isinstance(items, list)
+                                                             else None) if kind not in container_kinds else None
     if strict:
         return Finding("error", f"type.{kind}", path, text, hint, fix, page_of(path))
     if raises == "engine":

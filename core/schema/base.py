@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from core import versions
 from core.versions import version_tuple  # the one parser of release numbers; also re-exported from here
@@ -201,3 +202,10 @@ def is_open_section(model: type[BaseModel]) -> bool:
 def section_kind(model: type[BaseModel]) -> SectionKind:
     """"strict" or "lenient" for a section model."""
     return "lenient" if issubclass(model, LenientSection) else "strict"
+
+
+def pointed_error(message: str, at: str, suggestion: str) -> PydanticCustomError:
+    """A section check's failure that names the key it is about (``at``, under the section) and the fix: the
+    finding points at that key, suggests ``suggestion`` and offers to remove the key. ``message`` is DeepSpeed's
+    own (the profiles match it per release)."""
+    return PydanticCustomError("value_error", message, {"at": at, "suggestion": suggestion})

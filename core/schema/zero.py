@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, field_validator, model_validator
 
-from core.schema.base import META_KEY, Section, ds_field
+from core.schema.base import META_KEY, Section, ds_field, pointed_error
 
 OffloadDevice = Literal["none", "cpu", "nvme"]
 
@@ -543,11 +543,13 @@ class ZeroConfig(Section):
     @model_validator(mode="after")
     def _compute_grad_norm_valid(self) -> ZeroConfig:
         if not self.compute_grad_norm and self.stage not in (1, 2):
-            raise ValueError("compute_grad_norm=false is supported only with ZeRO Stage 1 or 2")
+            raise pointed_error("compute_grad_norm=false is supported only with ZeRO Stage 1 or 2", "compute_grad_norm",
+                                "Remove compute_grad_norm (true, the default), or use ZeRO stage 1 or 2.")
         return self
 
     @model_validator(mode="after")
     def _offload_ratio_check(self) -> ZeroConfig:
         if self.offload_optimizer is not None and self.offload_optimizer.ratio < 1.0 and self.stage != 3:
-            raise ValueError("Partial offloading only supported for ZeRO Stage 3.")
+            raise pointed_error("Partial offloading only supported for ZeRO Stage 3.", "offload_optimizer.ratio",
+                                "Remove ratio (the whole optimizer offloaded, the default), or use ZeRO stage 3.")
         return self
