@@ -89,7 +89,8 @@ def _hf_accumulation_missing(ctx: Context) -> Finding | None:
         f"{mb} × {ACCELERATE_ACCUMULATION} × {ranks} and stops (\"Check batch related parameters\").",
         suggestion=f"Write gradient_accumulation_steps {accum} and pass gradient_accumulation_steps={accum} to "
         "TrainingArguments, or set it to \"auto\" and pass it there.",
-        fix=set_fix(GA, accum), page="batch",
+        fix=set_fix(GA, accum, f"Set gradient_accumulation_steps to {accum} (for {ranks} data-parallel "
+                    f"rank{'s' if plain.world_size != 1 else ''})"), page="batch",
     )
 
 

@@ -211,13 +211,14 @@ TABLE: tuple[Code, ...] = (
        "global batch becomes the Trainer's).",
        {"train_batch_size": 32, "train_micro_batch_size_per_gpu": 16, "gradient_accumulation_steps": "auto"},
        settings={"target": "hf", "world_size": 4}),
-    _c("hf.batch-accumulation-missing", "error", "parse", True, "train_batch_size and the micro batch are "
+    _c("hf.batch-accumulation-missing", "error", "parse", False, "train_batch_size and the micro batch are "
        "written, gradient_accumulation_steps is not, and the HF Trainer / accelerate writes it as 1.",
        "Plain DeepSpeed derives a missing accumulation from train_batch_size ÷ (micro batch × data-parallel GPUs). "
        "accelerate's DeepSpeedPlugin, which the HF Trainer builds in TrainingArguments, writes a missing "
        "gradient_accumulation_steps as 1 first, so DeepSpeed checks train_batch_size = micro batch × 1 × GPUs and "
        "stops (\"Check batch related parameters\") unless the derivation is 1 anyway. The fix writes the "
-       "accumulation DeepSpeed derives (pass the same gradient_accumulation_steps to TrainingArguments).",
+       "accumulation DeepSpeed derives on the GPU count checked (pass the same gradient_accumulation_steps to "
+       "TrainingArguments); it is unsafe since that number holds for that count only (validate --world-size).",
        {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}},
        settings={"target": "hf"}),
     _c("hf.never-matches", "error", "parse", False, "A value the HF Trainer compares with TrainingArguments and "
