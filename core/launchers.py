@@ -44,6 +44,7 @@ from core.findings import brief, delete_path, get_path, is_number, set_path, spl
 from core.migrate import zero_section_form
 from core.rules.context import Context, lax_bool
 from core.schema.base import DEFAULT_VERSION
+from core.schema.optimizer import SCHEDULERS
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import release_default, resolve
 
@@ -214,6 +215,7 @@ def hf_trainer_export(config: Mapping[str, Any], mode: str = "auto", trainer_val
         notes.append(f"scheduler.params.warmup_max_lr {_short(peak)} differed from the learning rate "
                      f"{_short(args['learning_rate'])}; the HF Trainer requires them equal, so it now follows "
                      "learning_rate.")
+    _elastic_takes_the_batch(out, version, notes, "the HF Trainer fills the batch keys")
     return out, args, notes
 
 
@@ -339,7 +341,9 @@ def resolved_export(config: Mapping[str, Any], values: Mapping[str, Any], launch
             for path in needs:
                 delete_path(out, path)
                 notes.append(f'Removed "auto" `{path}` (it needs {exc.param}, which the app does not know): '
-                             "DeepSpeed's default applies.")
+                             + ("the scheduler has no default for it, so deepspeed.initialize refuses the file "
+                                "until it is written." if _required_scheduler_param(out, path) else
+                                "DeepSpeed's default applies."))
     else:  # pragma: no cover - each round removes at least one "auto"
         raise AutoFillError("could not resolve the \"auto\" values", None)
     kept = [path for path in launcher_fills if get_path(out, path, None) == AUTO]
@@ -392,6 +396,14 @@ def _batch_deepspeed_derives(config: Mapping[str, Any], world_size: Any, version
     return {} if run is None else {"per_device_train_batch_size": run[1], "gradient_accumulation_steps": run[2]}
 
 
+def _required_scheduler_param(config: Mapping[str, Any], path: str) -> bool:
+    """Whether ``path`` is a parameter the config's scheduler cannot be built without (WarmupDecayLR's
+    total_num_steps)."""
+    section = config.get("scheduler")
+    spec = SCHEDULERS.get(section.get("type")) if isinstance(section, Mapping) else None
+    return spec is not None and path.startswith("scheduler.params.") and path.split(".", 2)[2] in spec.required
+
+
 def _needs(path: str, param: str) -> bool:
     """Whether the "auto" at ``path`` is one the Trainer fills from ``param``."""
     return path in FILLED_FROM.get(param, ())
@@ -433,6 +445,8 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any],
             notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
                          f"accelerate would otherwise write {ACCELERATE_ACCUMULATION} and DeepSpeed would refuse the "
                          "batch sizes.")
+    _elastic_takes_the_batch(out, version, notes, "accelerate writes the batch keys it fills, and a missing "
+                             f"gradient_accumulation_steps as {ACCELERATE_ACCUMULATION},")
     return out, notes
 
 
@@ -458,10 +472,15 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
             kwargs["precision"] = precision
     derived = _batch_deepspeed_derives(out, world_size, version)
     if "train_micro_batch_size_per_gpu" not in out and "per_device_train_batch_size" in derived:
-        # without it Lightning takes the micro batch from the training DataLoader, not from this config
+        # without it Lightning writes the training DataLoader's batch size there, or 1 before it has one
         out["train_micro_batch_size_per_gpu"] = derived["per_device_train_batch_size"]
-        notes.append(f"Added train_micro_batch_size_per_gpu {out['train_micro_batch_size_per_gpu']} (what DeepSpeed "
-                     f"derives on {world_size} GPUs): Lightning would otherwise take it from the DataLoader.")
+    micro = out.get("train_micro_batch_size_per_gpu")
+    if whole(micro) is not None:
+        notes.append(f"train_micro_batch_size_per_gpu {micro}"
+                     + (f" added (what DeepSpeed derives on {world_size} GPUs)" if micro != config.get(
+                         "train_micro_batch_size_per_gpu") else "")
+                     + f": under Lightning the training DataLoader's batch size is what trains (DeepSpeed reads "
+                     f"this number for its throughput figures); build it with batch_size={micro}.")
     accum = out.pop("gradient_accumulation_steps", None)
     if accum is None:
         accum = derived.get("gradient_accumulation_steps")
@@ -487,7 +506,24 @@ def lightning_export(config: Mapping[str, Any], values: Mapping[str, Any], world
             notes.append(f"Added gradient_clipping {clip} (DeepSpeed {release}'s default): Lightning would otherwise "
                          "write the Trainer's gradient_clip_val, 0.0 unless set"
                          + (", and train without clipping." if clip else "."))
+    _elastic_takes_the_batch(out, version, notes, "Lightning writes gradient_accumulation_steps and "
+                             "train_micro_batch_size_per_gpu")
     return out, kwargs, notes
+
+
+def _elastic_takes_the_batch(out: dict[str, Any], version: str | None, notes: list[str], writer: str) -> None:
+    """Elastic training where DeepSpeed ``version`` runs it refuses batch keys beside it (ElasticityConfigError)
+    unless ``ignore_non_elastic_batch_info`` is on, and every launcher but DeepSpeed's own writes them (``writer``
+    says which): the export turns it on, since the batch written is what elastic training computes anyway."""
+    section = out.get("elasticity")
+    release = version or DEFAULT_VERSION
+    if not (isinstance(section, dict) and runs_elastic(out, release)) or lax_bool(
+            section.get("ignore_non_elastic_batch_info")):
+        return
+    out["elasticity"] = {**section, "ignore_non_elastic_batch_info": True}
+    notes.append(f"elasticity.ignore_non_elastic_batch_info set to true: {writer} into the config DeepSpeed reads, "
+                 f"and DeepSpeed {release} refuses batch keys beside elastic training otherwise "
+                 "(ElasticityConfigError); elastic training still decides the batch.")
 
 
 def job_world_size(context: Mapping[str, Any]) -> int:
@@ -615,10 +651,12 @@ def launch_snippets(context: Mapping[str, Any], stage: int, file_name: str = "ds
         + "\naccelerate launch --config_file accelerate.yaml train.py"
     )
     extra = "".join(f" {name}={value!r}," for name, value in lightning_args.items())
+    micro = whole(exports.lightning[0].get("train_micro_batch_size_per_gpu")) if exports is not None else None
     lightning = (
         "from lightning.pytorch import Trainer\n"
         "from lightning.pytorch.strategies import DeepSpeedStrategy\n\n"
-        f'trainer = Trainer(accelerator="gpu", devices={gpus}, num_nodes={nodes},{extra}\n'
+        + ("" if micro is None else f"# the training DataLoader's batch_size={micro} is the micro batch that trains\n")
+        + f'trainer = Trainer(accelerator="gpu", devices={gpus}, num_nodes={nodes},{extra}\n'
         f'                  strategy=DeepSpeedStrategy(config="{lightning_file}"))\n'
         "trainer.fit(model)"
     )
