@@ -79,6 +79,14 @@ def test_parse_log_reads_the_real_fixture():
     assert summary.to_dict()["typical_step_seconds"] == summary.typical_step_seconds()
 
 
+def test_a_coloured_log_reads_as_the_plain_one():
+    """A hunt: a wrapper's ANSI colours around each line hid every timer line ("no step times found")."""
+    plain = FIXTURE.read_text()
+    coloured = "\n".join(f"\x1b[36m{line}\x1b[0m" if line else line for line in plain.split("\n"))
+    assert parse_log(coloured).to_dict() == parse_log(plain).to_dict()
+    assert parse_log(coloured).step_seconds
+
+
 def test_step_seconds_from_throughput_and_megatron_lines():
     log = ("[INFO] [timer.py:264:stop] epoch=0/micro_step=20/global_step=10, RunningAvgSamplesPerSec=31.5, "
            "CurrSamplesPerSec=32.0, MemAllocated=11.2GB, MaxMemAllocated=20.5GB\n")

@@ -32,6 +32,8 @@ from core.schema.base import DEFAULT_VERSION
 #: A number as Python's and C's printf write one (an exponent where the value needs it).
 _NUMBER = r"[\d.]+(?:[eE][+-]?\d+)?"
 _SCALE = {"u": 1e-6, "m": 1e-3, "": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+#: ANSI terminal escapes (colours, bold): ``ESC [ numbers m``.
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 _TIMERS = re.compile(r"time \(ms\) \|(?P<body>.*)$", re.M)
 _THROUGHPUT = re.compile(
     r"global_step=(?P<step>\d+), RunningAvgSamplesPerSec=(?P<avg>[\d.eE+-]+), CurrSamplesPerSec=(?P<cur>[\d.eE+-]+)"
@@ -116,6 +118,7 @@ def parse_log(text: str) -> LogSummary:
     """Step times, throughput and the flops-profiler summary found in ``text`` (a DeepSpeed training log)."""
     if not isinstance(text, str):
         raise TypeError("parse_log expects the log as text.")
+    text = _COLOURS.sub("", text)  # a wrapper's colours (DeepSpeed writes none) would hide the numbers they end
     steps: list[float] = []
     micro: list[float] = []
     optimizer: list[float] = []
