@@ -63,7 +63,7 @@ def test_every_row_is_accepted_and_says_what_it_dropped(case):
 
 def test_a_release_that_trains_it_keeps_it():
     """0.16.9 builds BF16_Optimizer for bf16 + fp32 accumulation without ZeRO: the row keeps the key."""
-    base, key, _, _ = CASES["grad-accum-fp32"]
+    base = CASES["grad-accum-fp32"][0]
     row = recommend(GPT2, H100X8, seq_len=1024, global_batch=64, base=base, version="0.16.9").query("stage == 0")
     config = row.iloc[0].config
     assert config["data_types"] == {"grad_accum_dtype": "fp32"} and _errors(config, "0.16.9") == []
