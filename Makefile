@@ -53,7 +53,7 @@ zero3-hook-cost: $(VENV)/.test-installed  ## ZeRO-3's host cost per module per p
 .PHONY: releases-all
 releases-all: $(VENV)/.test-installed  ## the real-release tests CI runs a slice of, on every installed release
 	DSCONFIG_ALL_RELEASES=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup tests/test_presets_deepspeed.py \
-		tests/test_memory_buffers_hunt.py
+		tests/test_memory_buffers_hunt.py tests/test_versions_initialize.py
 
 .PHONY: presets-releases
 presets-releases: $(VENV)/.test-installed  ## every preset trained on every release of its verified_with (CI: a slice)

@@ -68,7 +68,8 @@ REPO = Path(__file__).resolve().parent.parent
 #: release JIT-builds its own copy of every op it loads (DeepSpeed's include paths differ per install, so nothing
 #: is shared; even one preset on 0.19.5 costs ~7 CPU-minutes of fused Adam and shm builds), which the 35-minute
 #: budget cannot hold. The older releases' runtime stays in CI through the initialize proofs
-#: (``test_versions_initialize.py``: deepspeed.initialize and two steps on every installed release).
+#: (``test_versions_initialize.py``: deepspeed.initialize and two steps on each minor line and the newest patch;
+#: on every installed release with DSCONFIG_ALL_RELEASES=1).
 #: It also runs the NVMe preset's real swap to disk (``cpu_adaptation``).
 ALL_RELEASES = os.environ.get("DSCONFIG_ALL_RELEASES") == "1"
 NVME_SWAP_ONLY_IN_MAKE = ("CI does not build DeepSpeed's async_io op (~9 CPU-minutes cold); "

@@ -13,6 +13,8 @@ listed, not counted. The whole corpus with its mutations is
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.oracle.edge_configs import edge_configs
@@ -24,7 +26,13 @@ from tests.test_versions_differential import KNOWN_FALSE_ALARMS, RELEASES
 pytestmark = [pytest.mark.deepspeed, pytest.mark.long]
 
 
-@pytest.mark.parametrize("release", RELEASES)
+#: CI proves each minor line and the newest patch of the installed releases; 0.19.5 and 0.19.6, the neighbours of
+#: 0.19.7, are proven by ``make releases-all`` (DSCONFIG_ALL_RELEASES=1): about 300 CPU-seconds of CI's budget.
+PROVED = RELEASES if os.environ.get("DSCONFIG_ALL_RELEASES") == "1" else tuple(
+    release for release in RELEASES if release not in ("0.19.5", "0.19.6"))
+
+
+@pytest.mark.parametrize("release", PROVED)
 def test_configs_rejected_but_parsed_fail_in_the_release(release):
     reason = oracle_available(release)
     if reason:
