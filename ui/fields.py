@@ -137,6 +137,20 @@ def field_kind(field: SchemaField) -> FieldKind:
     return FieldKind("json", (), optional, allows_auto)
 
 
+def added_by_presence(field: SchemaField) -> bool:
+    """A nested section that is absent unless written (``Section | None = None``) and has no ``enabled`` switch:
+    being there is what DeepSpeed reads (``zero_optimization.zenflow``: any object, ``{}`` too, turns ZenFlow on), so
+    the app adds it only when asked, not as a side effect of a knob inside it."""
+    return (field.model is not None and field.default is None and SWITCH not in section_fields(field.model)
+            and type(None) in typing.get_args(field.info.annotation))
+
+
+def auto_is_default(field: SchemaField) -> bool:
+    """DeepSpeed's own default is ``"auto"`` (AutoEP's ``top_k``, ``pipeline.stages``, ZenFlow's intervals): a value
+    it works out itself, not one the HF Trainer fills in, so it is a choice among the field's values."""
+    return isinstance(field.default, str) and field.default == "auto"
+
+
 def number_bounds(kind: Kind, ge: Any = None, gt: Any = None, le: Any = None, lt: Any = None) -> Bounds:
     """(min, max) of a number widget: an integer's open bounds become closed ones; open float bounds are left to
     the validator."""

@@ -277,13 +277,20 @@ def _render_field(path: str, form: Form, *, label: str | None = None, placeholde
     label = label or field.name
     form.shown.add(path)
     _blocking_section_box(path, form)
-    if (kind.allows_auto or field.meta.hf_auto) and (form.target == "hf" or value == "auto"):
+    own_auto = fields.auto_is_default(field)
+    if (field.meta.hf_auto or (kind.allows_auto and not own_auto)) and (form.target == "hf" or value == "auto"):
         # switched off, a precision flag keeps the mode its "auto" was read as (not the schema's off)
         read = precision.auto_flag_reading(form.config, path, form.version)
         off = (None if kind.optional else default) if read is None else read
         _auto_toggle(label, path, value, off, disabled=reason is not None,
                      help='Leave this to the HF Trainer / Accelerate, which fill "auto" in from TrainingArguments.')
-    if value == "auto":
+    if value == "auto" and own_auto and kind.kind in ("int", "float"):
+        # DeepSpeed works "auto" out itself: an empty box; a number replaces it, emptying the box gives "auto" back
+        low, high = fields.bounds(field, kind.kind)
+        number_box(label, None, widget_key(path), integer=kind.kind == "int", low=low, high=high,
+                   help_=help_ + '\n\nEmpty: `"auto"`, DeepSpeed\'s default.', disabled=reason is not None,
+                   args={"path": path, "kind": kind.kind, "optional": kind.optional}, placeholder='"auto"')
+    elif value == "auto" and not own_auto:
         st.caption(f'`{path}` = `"auto"`')
     else:
         bounds = fields.bounds(field, kind.kind) if kind.kind in ("int", "float") else (None, None)
@@ -380,13 +387,41 @@ def render_section(
                 render_field(f"{path}.{leaf.name}" if path else leaf.name, form)
     for sub in sections:
         with st.container(border=True):
-            render_section(f"{path}.{sub.name}" if path else sub.name, form, columns=columns)
+            sub_path = f"{path}.{sub.name}" if path else sub.name
+            if not path or not fields.added_by_presence(sub) or _section_switch(sub_path, sub, form):
+                render_section(sub_path, form, columns=columns)
     if isinstance(value, Mapping) and model is not None and only is None:
         known = section_fields(model)
         kept = [k for k in value if k not in known]
         if kept:
             note = "free-form keys of this section" if is_open(model) else "keys the schema does not know"
             st.caption(fields.safe_text(f"Kept unchanged ({note}): " + ", ".join(f"`{k}`" for k in kept)))
+
+
+def _section_switch(path: str, field: Any, form: Form) -> bool:
+    """A checkbox that adds or removes the nested section at ``path`` (``fields.added_by_presence``); whether it is
+    there now, so its fields are drawn. A widget inside an absent section would add it, and with it what the section
+    turns on (ZenFlow's CPU optimizer and step), by touching any knob."""
+    present = isinstance(get_path(form.config, path, None), Mapping)
+    st.checkbox(f"Set `{path}`", value=present, key=widget_key(path) + ":set", on_change=_on_section_switch,
+                args=(path,), disabled=fields.disabled_reason(field, form, path) is not None,
+                help=f"{field.info.description}\n\nAbsent, DeepSpeed does not read this section; present (`{{}}` "
+                     "too), it does. Removing it keeps what it held for this session, to add back.")
+    return present
+
+
+@app_state.counted_edit
+def _on_section_switch(path: str) -> None:
+    key = widget_key(path) + ":set"
+    config = app_state.get_config()
+    _forget_raw_editor(path)
+    if st.session_state.get(key):
+        set_path(config, path, copy.deepcopy(app_state.forget(key, {})))
+    else:
+        held = get_path(config, path, None)
+        delete_path(config, path, prune=False)
+        app_state.note(key, path, held if isinstance(held, dict) else {})
+    _forget_widgets_under(path)
 
 
 def raw_section_editor(path: str, form: Form) -> None:

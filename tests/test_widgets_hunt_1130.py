@@ -1,0 +1,105 @@
+"""Widgets against what DeepSpeed reads (a read-only hunt of 30 Nov 2026, second round): a section whose presence
+turns a feature on is added only on request, and a field whose DeepSpeed default is "auto" can be edited."""
+
+from __future__ import annotations
+
+import copy
+
+from app_support import app
+
+from core.effective import effective
+
+ZENFLOW = "zero_optimization.zenflow"
+ZERO2_CPU = {"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
+             "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+
+
+def _zero_knobs(config):
+    at = app(copy.deepcopy(config), None)
+    at.session_state["zero_knobs"] = True
+    at.switch_page("pages/zero.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _widget(at, kind, key):
+    return next((w for w in getattr(at, kind) if w.key == key), None)
+
+
+def test_zenflow_knobs_are_not_drawn_until_the_section_is_asked_for():
+    """A knob inside an absent zenflow section would add the section, which turns ZenFlow on (DeepSpeed's
+    ``configure_zenflow``: ``zenflow_config is not None``), by touching any knob."""
+    at = _zero_knobs(ZERO2_CPU)
+    assert _widget(at, "checkbox", f"cfg:{ZENFLOW}.overlap_step") is None
+    switch = _widget(at, "checkbox", f"cfg:{ZENFLOW}:set")
+    assert switch is not None and switch.value is False
+    assert "zenflow" not in at.session_state["config"]["zero_optimization"]
+
+    switch.check().run()
+    config = at.session_state["config"]
+    assert config["zero_optimization"]["zenflow"] == {}
+    assert effective(config).zenflow
+    _widget(at, "checkbox", f"cfg:{ZENFLOW}.overlap_step").check().run()
+    assert at.session_state["config"]["zero_optimization"]["zenflow"] == {"overlap_step": True}
+
+    _widget(at, "checkbox", f"cfg:{ZENFLOW}:set").uncheck().run()
+    config = at.session_state["config"]
+    assert "zenflow" not in config["zero_optimization"] and not effective(config).zenflow
+    assert _widget(at, "checkbox", f"cfg:{ZENFLOW}.overlap_step") is None
+    # added back, it holds what the user had set in it
+    _widget(at, "checkbox", f"cfg:{ZENFLOW}:set").check().run()
+    assert at.session_state["config"]["zero_optimization"]["zenflow"] == {"overlap_step": True}
+    assert not at.exception
+
+
+def test_a_written_zenflow_section_is_shown_checked_and_left_as_written():
+    written = copy.deepcopy(ZERO2_CPU)
+    written["zero_optimization"]["zenflow"] = {"topk_ratio": 0.05, "select_strategy": "step"}
+    at = _zero_knobs(written)
+    assert _widget(at, "checkbox", f"cfg:{ZENFLOW}:set").value is True
+    assert _widget(at, "selectbox", f"cfg:{ZENFLOW}.select_strategy").value == "step"
+    at.switch_page("pages/review.py").run()
+    assert at.session_state["config"] == written
+
+
+AUTOEP = {"train_micro_batch_size_per_gpu": 1, "expert_parallel": {"enabled": True, "autoep_size": 2}}
+
+
+def _advanced(config, section, **context):
+    at = app(copy.deepcopy(config), None, **context)
+    at.session_state[f"advanced_section:{section}"] = True
+    at.switch_page("pages/advanced.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_field_whose_deepspeed_default_is_auto_gets_a_number_box_not_an_hf_toggle():
+    for target in ("deepspeed", "hf"):
+        at = _advanced(AUTOEP, "expert_parallel", target=target)
+        assert _widget(at, "toggle", "cfg:expert_parallel.top_k:auto") is None, target
+        box = _widget(at, "number_input", "cfg:expert_parallel.top_k")
+        assert box is not None and box.value is None, target
+        box.set_value(2).run()
+        assert at.session_state["config"]["expert_parallel"]["top_k"] == 2
+        assert isinstance(at.session_state["config"]["expert_parallel"]["top_k"], int)
+        _widget(at, "number_input", "cfg:expert_parallel.top_k").set_value(None).run()
+        assert at.session_state["config"]["expert_parallel"] == AUTOEP["expert_parallel"]  # "auto" again: unset
+
+
+def test_a_written_auto_of_deepspeed_own_stays_and_its_choices_are_offered():
+    written = copy.deepcopy(AUTOEP)
+    written["expert_parallel"].update(top_k="auto", score_func="auto")
+    at = _advanced(written, "expert_parallel")
+    assert _widget(at, "number_input", "cfg:expert_parallel.top_k").value is None
+    choice = _widget(at, "selectbox", "cfg:expert_parallel.score_func")
+    assert choice is not None and choice.value == "auto"
+    at.switch_page("pages/review.py").run()
+    assert at.session_state["config"] == written  # visiting changes nothing
+    at = _advanced(written, "expert_parallel")
+    _widget(at, "selectbox", "cfg:expert_parallel.score_func").set_value("sigmoid").run()
+    assert at.session_state["config"]["expert_parallel"] == {**written["expert_parallel"], "score_func": "sigmoid"}
+
+
+def test_an_hf_auto_field_keeps_its_toggle():
+    at = app({"train_micro_batch_size_per_gpu": "auto"}, "pages/batch.py", target="hf")
+    assert _widget(at, "toggle", "cfg:train_micro_batch_size_per_gpu:auto").value is True
