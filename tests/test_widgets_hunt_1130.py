@@ -8,6 +8,7 @@ import copy
 from app_support import app
 
 from core.effective import effective
+from core.validate import validate
 
 ZENFLOW = "zero_optimization.zenflow"
 ZERO2_CPU = {"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True},
@@ -103,3 +104,35 @@ def test_a_written_auto_of_deepspeed_own_stays_and_its_choices_are_offered():
 def test_an_hf_auto_field_keeps_its_toggle():
     at = app({"train_micro_batch_size_per_gpu": "auto"}, "pages/batch.py", target="hf")
     assert _widget(at, "toggle", "cfg:train_micro_batch_size_per_gpu:auto").value is True
+
+
+def test_hf_target_offers_auto_only_where_the_trainer_fills_it_in():
+    """Accelerate refuses an "auto" it does not fill (auto.not-filled): no toggle may write one."""
+    config = {"train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}},
+              "scheduler": {"type": "WarmupDecayLR", "params": {}}}
+    at = app(copy.deepcopy(config), "pages/optimizer.py", target="hf")
+    toggles = [t.key for t in at.toggle if t.key.startswith(("cfg:optimizer.params.", "cfg:scheduler.params."))]
+    names = {key.removeprefix("cfg:").removesuffix(":auto") for key in toggles}
+    assert {"optimizer.params.lr", "optimizer.params.betas", "optimizer.params.eps",
+            "optimizer.params.weight_decay", "scheduler.params.total_num_steps"} <= names
+    assert not names & {"optimizer.params.amsgrad", "optimizer.params.torch_adam", "optimizer.params.adam_w_mode",
+                        "scheduler.params.warmup_type", "scheduler.params.last_batch_iteration"}
+    for key in toggles:
+        session = app(copy.deepcopy(config), "pages/optimizer.py", target="hf")
+        toggle = _widget(session, "toggle", key)
+        if not toggle.value:
+            toggle.set_value(True).run()
+        written = session.session_state["config"]
+        assert "auto.not-filled" not in {f.code for f in validate(written, target="hf").findings}, (key, written)
+
+
+def test_a_true_false_or_unset_optimizer_parameter_can_go_back_to_unset():
+    """torch's ``foreach`` / ``fused``: null picks by device (foreach on CUDA), false forces the per-tensor loop."""
+    at = app({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Adagrad", "params": {"lr": 0.01}}},
+             "pages/optimizer.py")
+    box = _widget(at, "selectbox", "cfg:optimizer.params.foreach")
+    assert box is not None and box.value is None
+    box.set_value(False).run()
+    assert at.session_state["config"]["optimizer"]["params"] == {"lr": 0.01, "foreach": False}
+    _widget(at, "selectbox", "cfg:optimizer.params.foreach").select_index(0).run()  # "— not set —"
+    assert at.session_state["config"]["optimizer"]["params"] == {"lr": 0.01}

@@ -481,6 +481,9 @@ def param_kind(param: Any, value: Any) -> FieldKind:
         return FieldKind("choice", tuple(param.meta.choices), optional)
     if "array" in types_ and (isinstance(value, list) or types_ <= {"array", "null"}):
         return FieldKind("json", (), optional)
+    if types_ == {"boolean", "null"}:
+        # null is neither (torch's foreach / fused: null picks by device): a checkbox could not show it nor go back
+        return FieldKind("choice", (True, False), optional)
     if "boolean" in types_:
         return FieldKind("bool", (), optional)
     if ("integer" in types_ and "number" not in types_) or ("number" in types_ and param.meta.unit == "steps"):

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from core import autofill, precision
 from core.effective import effective
 from core.findings import Finding, delete_path, get_path, is_number, set_path, split_path
+from core.rules.auto import hf_fills
 from core.schema import DeepSpeedConfig
 from core.schema.walk import default_in, is_open, section_fields, unique_fields
 from ui import actions, app_state, fields, focus
@@ -523,6 +524,12 @@ def render_param(base: str, param: Any, form: Form) -> None:
         _render_param(base, param, form)
 
 
+def _param_choice_label(value: Any, default: Any) -> str:
+    if value is None:
+        return "— not set —" if default is None else f"— default ({json.dumps(default)}) —"
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
 def _render_param(base: str, param: Any, form: Form) -> None:
     path = f"{base}.{param.name}"
     form.shown.add(path)
@@ -531,7 +538,8 @@ def _render_param(base: str, param: Any, form: Form) -> None:
     value = default if current is _MISSING else current
     kind = fields.param_kind(param, value)
     _blocking_section_box(path, form)
-    if form.target == "hf" or value == "auto":
+    if (form.target == "hf" and hf_fills(path)) or value == "auto":
+        # only where the HF Trainer / Accelerate fill it in: Accelerate refuses any other "auto" (auto.not-filled)
         _auto_toggle(param.name, path, value, None)
     if value == "auto":
         st.caption(f'`{path}` = `"auto"`')
@@ -539,7 +547,7 @@ def _render_param(base: str, param: Any, form: Form) -> None:
         _value_widget(path, param.name + (" *" if param.required else ""), value, kind,
                       fields.param_bounds(param, kind.kind), help_=fields.param_help(param, default),
                       reason=fields.not_an_object(form.config, path),
-                      format_func=lambda v: f"— default ({default}) —" if v is None else str(v),
+                      format_func=lambda v: _param_choice_label(v, default),
                       placeholder="not set")
     for finding in form.findings_at(path):
         _show_finding(finding)
