@@ -136,3 +136,16 @@ def test_a_true_false_or_unset_optimizer_parameter_can_go_back_to_unset():
     assert at.session_state["config"]["optimizer"]["params"] == {"lr": 0.01, "foreach": False}
     _widget(at, "selectbox", "cfg:optimizer.params.foreach").select_index(0).run()  # "— not set —"
     assert at.session_state["config"]["optimizer"]["params"] == {"lr": 0.01}
+
+
+def test_a_field_written_under_its_deprecated_name_shows_that_value_and_cannot_be_set_twice():
+    """DeepSpeed reads ``stage3_gather_fp16_weights_on_model_save`` as ``gather_16bit_weights_on_model_save`` and
+    refuses the two together ("Cannot provide deprecated parameter ... and replacing parameter ... together")."""
+    written = {"train_micro_batch_size_per_gpu": 1,
+               "zero_optimization": {"stage": 3, "stage3_gather_fp16_weights_on_model_save": True}}
+    at = _zero_knobs(written)
+    new = _widget(at, "checkbox", "cfg:zero_optimization.stage3_gather_16bit_weights_on_model_save")
+    assert new.value is True and new.disabled
+    assert "stage3_gather_fp16_weights_on_model_save" in new.help
+    at.switch_page("pages/review.py").run()
+    assert at.session_state["config"] == written

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from core import io, versions
 from core.effective import Effective, effective, switch_on
-from core.findings import Finding, Report, delete_path, join_path, split_path
+from core.findings import Finding, Report, delete_path, get_path, join_path, split_path
 from core.findings import plain as json_value
 from core.rules import codes
 from core.schema import DeepSpeedConfig
@@ -383,6 +383,9 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
         return f"Only has an effect with ZeRO stage {stages}; the current stage is {form.stage}."
     if path and (blocked := not_an_object(form.config, path)):
         return blocked
+    if path and (old := written_as_deprecated(field, form.config, path)):
+        return (f"Written under its deprecated name `{old[0]}` ({json.dumps(json_value(old[1]))}), which this "
+                "widget shows; rename the key (the finding's fix) to edit it here.")
     if path:
         # A section's own switch stays editable (only enclosing switches count); all else waits for it.
         if switch_ungated(field.model if field.model is not None else field.owner) and (
@@ -390,6 +393,24 @@ def disabled_reason(field: SchemaField, form: Form, path: str | None = None) -> 
             return None  # the section itself and its own switch: the enclosing switches gate neither
         keys = split_path(path)[: -2 if field.name == SWITCH else -1]
         return switched_off(_join(keys), form.config, form.version) if keys else None
+    return None
+
+
+def written_as_deprecated(field: SchemaField, config: Mapping[str, Any], path: str) -> tuple[str, Any] | None:
+    """(key, value) of the deprecated key of the same section that names this field as its replacement and stands
+    in its place in ``config`` (``stage3_gather_fp16_weights_on_model_save`` for
+    ``gather_16bit_weights_on_model_save``), while the field's own keys are absent; else None."""
+    if field.model is not None:
+        return None
+    parent = parent_path(path)
+    section = get_path(config, parent, None) if parent else config
+    if not isinstance(section, Mapping) or any(key in section for key in field.keys):
+        return None
+    for spec in unique_fields(field.owner):
+        if spec.model is None and spec.meta.deprecated and spec.meta.replaced_by in field.keys:
+            for key in spec.keys:
+                if key in section:
+                    return key, section[key]
     return None
 
 
