@@ -193,6 +193,14 @@ class MemoryEstimate:
         return overhead + max(self._sum("cpu", "load"), training)
 
     @property
+    def cpu_peak_is_model_load(self) -> bool:
+        """The CPU RAM peak is model construction (every rank's whole model before ``deepspeed.initialize``), not
+        training."""
+        overhead = self._sum("cpu", "persistent", "overhead")
+        training = self._sum("cpu", "persistent") - overhead + self._sum("cpu", "forward_backward")
+        return self._sum("cpu", "load") > training
+
+    @property
     def cpu_pinned_bytes_per_node(self) -> int:
         return sum(c.bytes for c in self.components if c.device == "cpu" and c.pinned)
 
