@@ -81,6 +81,17 @@ def _pydantic_int(section: Mapping[str, Any], key: str, default: int) -> int:
     return default if read is None else read
 
 
+def _autoep_size(config: Mapping[str, Any], version: str) -> int:
+    """``Effective.autoep_size``."""
+    section = _section(config, "expert_parallel")
+    if not section or versions.key_known(version, "", "expert_parallel") is not True:
+        return 1
+    if not read_bool(config, "expert_parallel", "enabled", False, version):
+        return 1
+    size = section.get("autoep_size", 1)  # parse_autoep_config: a raw dict.get, not converted
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 1 else 1
+
+
 def read_bool(config: Mapping[str, Any], section: str, key: str, default: bool, version: str = "0.19.8") -> bool:
     """``config[section][key]`` as DeepSpeed ``version`` reads it: pydantic's lax bool in a section that
     release parses with pydantic (its profile says which), else a ``dict.get`` used as a Python truth value
@@ -239,6 +250,10 @@ class Effective:
     """``tensor_parallel.autotp_size`` as ``TPTrainingConfig`` (pydantic, lax int) reads it: 2.0 and "2" are 2,
     "auto" is the default 0; a value it rejects (2.5, "two") is 0 here (the validator reports it). AutoTP is on
     when it is above 1 (``engine.autotp_size() > 1``)."""
+    autoep_size: int = 1
+    """The expert-parallel degree AutoEP spreads each MoE layer's experts over: ``expert_parallel.autoep_size`` when
+    the section is on (``enabled``) in a release that reads it, else 1 (``deepspeed/module_inject/auto_ep_layer.py``:
+    ``num_local_experts = num_experts // ep_size``)."""
     autotp_size_string: bool = False
     """``autotp_size`` is written as a string (also "auto"): ``deepspeed.initialize`` compares the raw value with 0
     (``autotp_size and autotp_size > 0``, deepspeed/__init__.py) before the parser reads it, and raises TypeError."""
@@ -407,6 +422,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         # popped from the params; None is True, bf16_optimizer_states forces False, else a Python truth value
         fp32_optimizer_states=not bf16_states and bool(params.get("fp32_optimizer_states", True)),
         autotp_size=_pydantic_int(_section(cfg, "tensor_parallel"), "autotp_size", 0),
+        autoep_size=_autoep_size(cfg, version),
         autotp_size_string=isinstance(_section(cfg, "tensor_parallel").get("autotp_size"), str),
         zenflow=isinstance(zero.get("zenflow"), Mapping)
         and versions.key_known(version, "zero_optimization", "zenflow") is True,

@@ -252,6 +252,10 @@ class TrainingSettings:
         if meaning.autotp_size > 1:
             notes.append(f"tensor_parallel.autotp_size {meaning.autotp_size}: not modelled here (the estimate is "
                          "for data parallelism); AutoTP splits the weights, so the model states are overestimated.")
+        if meaning.autoep_size > 1:
+            notes.append(f"expert_parallel.autoep_size {meaning.autoep_size}: not modelled here (the estimate is for "
+                         "data parallelism); AutoEP gives each GPU 1/{0} of each MoE layer's experts, so the model "
+                         "states of an MoE model are overestimated.".format(meaning.autoep_size))
         ratio = opt_sec.get("ratio")
         if off_opt != "none" and isinstance(ratio, int | float) and not isinstance(ratio, bool) and 0 <= ratio < 1:
             notes.append(f"offload_optimizer.ratio {ratio:g}: not modelled (estimated as a full offload); DeepSpeed "
