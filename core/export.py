@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.autofill import HF_TRAINER_FIELDS
 from core.effective import Effective, effective
 from core.findings import delete_path, join_path, plain, split_path
 from core.io import dump_config
@@ -125,7 +126,8 @@ def _same_reading(config: Mapping[str, Any], stripped: dict[str, Any]) -> dict[s
     return {key: out[key] for key in config if key in out}  # the file's key order
 
 
-def explicit_config(config: Mapping[str, Any], version: str = DEFAULT_VERSION) -> dict[str, Any]:
+def explicit_config(config: Mapping[str, Any], version: str = DEFAULT_VERSION,
+                    target: str = "deepspeed") -> dict[str, Any]:
     """The config with every default of every section it uses written out (the opposite of ``strip_defaults``).
 
     Which sections: the top level, and every section the config already has (a dict under a section key),
@@ -146,9 +148,17 @@ def explicit_config(config: Mapping[str, Any], version: str = DEFAULT_VERSION) -
     after them under the spelling DeepSpeed documents (the alias, else the name). Unknown keys are kept.
     Lenient sections (which DeepSpeed hands on as raw dicts) are kept as written, mirroring
     ``strip_defaults``. The input is not modified.
+
+    For the HF ``target`` no default is written where the HF Trainer checks the file against TrainingArguments
+    (``HF_TRAINER_FIELDS``: its ``fill_match`` refuses ``gradient_clipping`` 0.0 beside ``max_grad_norm`` 1.0,
+    where the file without the key trains).
     """
     added: list[str] = []
     out = _fill(config, version, DeepSpeedConfig, Context(dict(config)).stage, "", added)
+    if target == "hf":
+        for path in [a for a in added if a in HF_TRAINER_FIELDS]:
+            delete_path(out, path)
+            added.remove(path)
     if not added:
         return out
     before = {(f.code, f.path) for f in validate(dict(config), version=version).errors}

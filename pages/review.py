@@ -95,7 +95,8 @@ st.subheader("ds_config.json")
 VARIANTS = {
     "As written": lambda c: c,
     "Only what differs from defaults": lambda c: export.strip_defaults(c, version=ctx["version"], target=ctx["target"]),
-    "Explicit (every default of the sections in use)": lambda c: export.explicit_config(c, version=ctx["version"]),
+    "Explicit (every default of the sections in use)": lambda c: export.explicit_config(c, version=ctx["version"],
+                                                                                     target=ctx["target"]),
 }
 variant = st.radio("Form", list(VARIANTS), index=app_state.kept_index("review_variant", list(VARIANTS)),
                    horizontal=True, key="review_variant",

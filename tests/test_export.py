@@ -187,6 +187,21 @@ def _trainer_accepts(config: dict, kwargs: dict, world_size: int = 8) -> dict:
     return given
 
 
+@pytest.mark.parametrize("version", ["0.18.9", "0.19.8"])
+def test_the_explicit_hf_form_trains_where_the_written_one_does(version):
+    """Review's "Explicit" download for the HF Trainer: a default written where the Trainer checks the file against
+    TrainingArguments (gradient_clipping 0.0 up to 0.18.9, beside max_grad_norm 1.0) made it refuse to start."""
+    config = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+              "zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}, "fp16": {"loss_scale": 0}}
+    for max_grad_norm in (1.0, 0.3):
+        kwargs = {"bf16": True, "max_grad_norm": max_grad_norm}
+        _trainer_accepts(config, kwargs)
+        explicit = explicit_config(config, version=version, target="hf")
+        _trainer_accepts(explicit, kwargs)
+        assert "gradient_clipping" not in explicit and "enabled" not in explicit["fp16"]
+    assert "gradient_clipping" in explicit_config(config, version=version)  # plain DeepSpeed: every default
+
+
 EDITED = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8,
           "gradient_clipping": 0.5, "bf16": {"enabled": True},
           "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8,
