@@ -186,6 +186,7 @@ with cols[2]:
         elif name == app_state.CUSTOM_GPU and CUSTOM_MEMORY in store:
             context["gpu_memory_gib"] = store[CUSTOM_MEMORY]
         st.session_state.pop("ctx:gpu_memory_gib", None)
+        app_state.context_edited()
 
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
                  format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu,

@@ -42,6 +42,32 @@ def test_an_edit_between_two_loads_is_what_the_second_undo_restores():
     assert at.session_state["config"] == edited
 
 
+def test_loads_after_an_hf_preset_still_undo_to_the_users_own_config_and_context():
+    """The HF preset switches the target to hf as part of its load: the chain compared the context kept from before
+    that load with the one after it, and undo came back to the HF preset instead (a hunt of 30 Nov 2026)."""
+    at = app(config=dict(MINE), page="pages/presets.py")
+    before = copy.deepcopy(at.session_state["context"])
+    _load(at, "hf-auto-zero2")
+    assert at.session_state["context"]["target"] == "hf" != before["target"]
+    _load(at, "zero3-bf16")
+    assert _undo_labels(at)[0] == "Undo: load of zero3-bf16 (after load of hf-auto-zero2)"
+    next(b for b in at.button if b.label.startswith("Undo")).click().run()
+    assert at.session_state["config"] == MINE and at.session_state["context"] == before
+
+
+def test_a_context_changed_by_hand_between_two_loads_is_what_the_second_undo_restores():
+    at = app(config=dict(MINE), page="pages/presets.py")
+    _load(at, "zero3-bf16")
+    at.switch_page("pages/start.py").run()
+    at.selectbox(key="ctx:gpu").set_value("NVIDIA H100 80GB").run()
+    changed = copy.deepcopy(at.session_state["context"])
+    at.switch_page("pages/presets.py").run()
+    _load(at, "zero2-bf16")
+    assert _undo_labels(at)[0] == "Undo: load of zero2-bf16"
+    next(b for b in at.button if b.label.startswith("Undo")).click().run()
+    assert at.session_state["context"] == changed
+
+
 def test_undo_of_a_plan_row_takes_its_loaded_message_away():
     at = app(page="pages/plan.py")
     before = dict(at.session_state["config"])

@@ -32,14 +32,17 @@ def remember(label: str, *, own: bool = False) -> None:
     for key in BIG_EDIT_MESSAGES:
         st.session_state.pop(key, None)
     earlier = st.session_state.get(UNDO)
+    # the context is compared by whether the user changed it since, not with the context kept before the earlier
+    # edit: that edit may have changed it itself (an HF preset loaded switches the target to hf)
     if (earlier is not None and not earlier[4] and not st.session_state.get(app_state.EDITS_SINCE_UNDO, 0)
-            and earlier[3] == app_state.get_context()):
+            and not st.session_state.get(app_state.CONTEXT_EDITED_SINCE_UNDO)):
         first = earlier[0].partition(" (after ")[2].removesuffix(")") or earlier[0]  # the chain's first edit
         st.session_state[UNDO] = (f"{label} (after {first})", *earlier[1:4], own)
         return
     st.session_state[UNDO] = (label, copy.deepcopy(app_state.get_config()), copy.deepcopy(app_state.get_baseline()),
                               copy.deepcopy(app_state.get_context()), own)
     st.session_state[app_state.EDITS_SINCE_UNDO] = 0
+    st.session_state[app_state.CONTEXT_EDITED_SINCE_UNDO] = False
 
 
 def undo() -> None:

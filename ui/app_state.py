@@ -248,6 +248,13 @@ def keep(*keys: str) -> None:
 
 #: Session key: widget edits made since the last undoable action (its undo reverts them too, and says so).
 EDITS_SINCE_UNDO = "edits_since_undo"
+#: Session key: the user changed the context (target, release, cluster, model) since the last undoable action.
+CONTEXT_EDITED_SINCE_UNDO = "context_edited_since_undo"
+
+
+def context_edited() -> None:
+    """Note that the user changed the context by hand (a widget), not as part of a big edit (a preset's target)."""
+    st.session_state[CONTEXT_EDITED_SINCE_UNDO] = True
 
 
 P = ParamSpec("P")

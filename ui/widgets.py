@@ -486,6 +486,7 @@ CONTEXT_PREFIX = "ctx:"
 
 def _on_context(name: str, then: Callable[[], None] | None = None) -> None:
     app_state.get_context()[name] = st.session_state[CONTEXT_PREFIX + name]
+    app_state.context_edited()
     if then is not None:
         then()
 
