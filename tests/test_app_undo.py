@@ -56,15 +56,10 @@ def test_loads_after_an_hf_preset_still_undo_to_the_users_own_config_and_context
 
 
 def test_a_context_changed_by_hand_between_two_loads_is_what_the_second_undo_restores():
-    at = app(config=dict(MINE), page="pages/presets.py")
-    _load(at, "zero3-bf16")
-    at.switch_page("pages/start.py").run()
+    at = _on_page_after_a_load("pages/start.py")
     at.selectbox(key="ctx:gpu").set_value("NVIDIA H100 80GB").run()
     changed = copy.deepcopy(at.session_state["context"])
-    at.switch_page("pages/presets.py").run()
-    _load(at, "zero2-bf16")
-    assert _undo_labels(at)[0] == "Undo: load of zero2-bf16"
-    next(b for b in at.button if b.label.startswith("Undo")).click().run()
+    _second_load_and_undo(at)
     assert at.session_state["context"] == changed
 
 
@@ -207,6 +202,14 @@ def test_an_auto_toggle_forgets_the_value_it_replaced_when_the_config_is_replace
     assert at.session_state["config"].get("train_micro_batch_size_per_gpu") != 4
 
 
+def _second_load_and_undo(at) -> None:
+    """Load zero2-bf16 after an edit made since the first load, and undo it: the edit is what comes back."""
+    at.switch_page("pages/presets.py").run()
+    _load(at, "zero2-bf16")
+    assert _undo_labels(at)[0] == "Undo: load of zero2-bf16"
+    next(b for b in at.button if b.label.startswith("Undo")).click().run()
+
+
 def _on_page_after_a_load(page: str):
     """A session with the user's config and zero3-bf16 loaded over it, on ``page``."""
     at = app(config=dict(MINE), page="pages/presets.py")
@@ -220,10 +223,7 @@ def test_a_precision_switch_between_two_loads_is_an_edit_the_second_undo_restore
     at.radio(key="cfg:precision_mode").set_value("fp16").run()
     assert _undo_labels(at)[0] == "Undo: load of zero3-bf16 and the 1 edit made since"
     edited = copy.deepcopy(at.session_state["config"])
-    at.switch_page("pages/presets.py").run()
-    _load(at, "zero2-bf16")
-    assert _undo_labels(at)[0] == "Undo: load of zero2-bf16"
-    next(b for b in at.button if b.label.startswith("Undo")).click().run()
+    _second_load_and_undo(at)
     assert at.session_state["config"] == edited
 
 
