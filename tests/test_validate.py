@@ -357,6 +357,8 @@ CASES = [
                                                                                             "ratio": 0.5}}), {},
      "engine.partial-offload-optimizer", "error", "zero_optimization.offload_optimizer.ratio"),
     ("datastates-on", cfg(datastates_ckpt=None), {}, "misc.datastates-on", "warning", "datastates_ckpt"),
+    ("comms-logger-on", cfg(comms_logger={"enabled": False, "verbose": True}), {}, "misc.comms-logger-on", "warning",
+     "comms_logger"),
     ("sequence-parallel", cfg(sequence_parallel_size=3), {"world_size": 8}, "misc.sequence-parallel", "warning",
      "sequence_parallel_size"),
 ]

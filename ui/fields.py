@@ -356,6 +356,8 @@ def switched_off(section_path: str, config: Mapping[str, Any], version: str = DE
         switch = section_fields(model).get(SWITCH)
         if switch is None or reason is not None:
             continue
+        if found.meta.extra.get("presence_matters") and isinstance(node, Mapping):
+            continue  # on by being there, whatever its switch says (comms_logger: 'comms_logger' in ds_config)
         value = node.get(SWITCH, plain_default(switch)) if isinstance(node, Mapping) else plain_default(switch)
         if value != "auto" and not switch_on(value, _join(walked), version):
             reason = f"`{_join(walked)}` is off: turn on `{SWITCH}` first."

@@ -827,6 +827,13 @@ TABLE: tuple[Code, ...] = (
        "saved through DataStates (or, without its package, DeepSpeed logs an error and falls back to torch.save). "
        "The fix writes false (unsafe: it turns DataStates off, which is what the config seems to mean).",
        {**B, "datastates_ckpt": {"enabled": False}}),
+    _c("misc.comms-logger-on", "warning", "n/a", False, "comms_logger written to mean off turns the logger on.",
+       "DeepSpeed switches the communication logger on whenever the `comms_logger` key is present "
+       "(`comms_logger_enabled = 'comms_logger' in ds_config`) and never reads the section's own `enabled`, in "
+       "every release: {} and {\"enabled\": false} both log every collective, each synchronising the device, which "
+       "slows training. The fix removes the section (unsafe: it turns the logger off, which is what the config seems "
+       "to mean).",
+       {**B, "comms_logger": {"enabled": False}}),
     _c("misc.load-balance-coeff", "error", "parse", False, "expert_parallel.load_balance_coeff is set.",
        "DeepSpeed's AutoEP build does not support it and stops. The fix removes it.",
        {**B, "expert_parallel": {"load_balance_coeff": 0.01}}),

@@ -409,6 +409,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
         )
     yield from _step_numbers(ctx)
     yield from _datastates_on(ctx)
+    yield from _comms_logger_on(ctx)
     ep = ctx.config.get("expert_parallel")
     if isinstance(ep, dict) and ep.get("load_balance_coeff") is not None:
         yield Finding(
@@ -494,6 +495,24 @@ def _datastates_on(ctx: Context) -> Iterator[Finding]:
         suggestion="To keep DataStates off, remove `datastates_ckpt` or write `\"datastates_ckpt\": false`; to use it, "
         "write its settings without a false `enabled`.",
         fix=set_fix("datastates_ckpt", False), page="advanced",
+    )
+
+
+def _comms_logger_on(ctx: Context) -> Iterator[Finding]:
+    """A ``comms_logger`` written to mean off that logs every collective: DeepSpeed's ``DeepSpeedCommsConfig`` sets
+    ``comms_logger_enabled = 'comms_logger' in ds_config`` and ``CommsLogger.configure`` takes its ``enabled`` from
+    that, never from the section's own ``enabled`` (0.16.9-0.19.8); each logged op then synchronises the device."""
+    value = ctx.config.get("comms_logger")
+    if not isinstance(value, dict) or (value and ("enabled" not in value or lax_bool(value["enabled"]) is not False)):
+        return  # absent, settings meant on, or something the type check refuses
+    how = "an empty object" if not value else f"an object whose `enabled` is {brief(value['enabled'])}"
+    yield Finding(
+        "warning", "misc.comms-logger-on", "comms_logger",
+        f"`comms_logger` is {how}, which reads as off but turns the communication logger ON: DeepSpeed "
+        f"{ctx.version} switches it on whenever the `comms_logger` key is present (`'comms_logger' in ds_config`) and "
+        "never reads its `enabled`. Every collective is then timed and synchronised, which slows training.",
+        suggestion="To keep the logger off, remove `comms_logger`; to use it, set `enabled` to true.",
+        fix=delete_fix("comms_logger"), page="monitoring",
     )
 
 

@@ -94,8 +94,8 @@ class CommsLoggerConfig(Section):
 
     enabled: bool = ds_field(
         False,
-        description="Log communication operations. Note: DeepSpeed turns the logger on as soon as the "
-        "`comms_logger` key is present; `enabled` then decides whether ops are recorded.",
+        description="Log communication operations. Not read by DeepSpeed: the logger is on whenever the "
+        "`comms_logger` key is present (`enabled` false too) and off only without the section.",
     )
     prof_all: bool = ds_field(True, description="Profile every operation (true) or only those in `prof_ops`.")
     prof_ops: list = ds_field(
