@@ -548,9 +548,14 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
     if not isinstance(scheduler, dict):
         return out
     if new_type is None:
+        # no type, no scheduler: its params go too (the Trainer takes a "scheduler" key as one to build, and DeepSpeed
+        # builds none without a type); a section left empty goes
         scheduler.pop("type", None)
-    else:
-        scheduler["type"] = new_type
+        scheduler.pop("params", None)
+        if not scheduler:
+            del out["scheduler"]
+        return out
+    scheduler["type"] = new_type
     spec = SCHEDULERS.get(new_type) if isinstance(new_type, str) else None
     params = scheduler.get("params", {})  # none yet (a first scheduler): the new one's are filled all the same
     if spec is None or not isinstance(params, dict):

@@ -435,8 +435,16 @@ def test_a_first_scheduler_gets_its_step_count_as_a_switch_does():
     assert switch_scheduler(optimizer, "WarmupLR", 5000)["scheduler"] == {"type": "WarmupLR", "params": {}}
     kept = {"scheduler": {"type": "WarmupLR", "params": [1]}}
     assert switch_scheduler(kept, "WarmupDecayLR", 5000) == {"scheduler": {"type": "WarmupDecayLR", "params": [1]}}
-    assert switch_scheduler({"scheduler": {"type": "WarmupLR"}}, None) == {"scheduler": {}}
+    assert switch_scheduler({"scheduler": {"type": "WarmupLR"}}, None) == {}
     assert switch_scheduler({}, None) == {}
+
+
+def test_no_scheduler_type_takes_its_params_away():
+    """A scheduler set back to "not set" left its params: DeepSpeed builds no scheduler without a type, and the HF
+    Trainer takes any "scheduler" key as one to build (hf.scheduler-no-type), a hunt of 30 Nov 2026."""
+    params = {"warmup_max_lr": "auto", "warmup_num_steps": "auto"}
+    assert switch_scheduler({"scheduler": {"type": "WarmupLR", "params": params}}, None, target="hf") == {}
+    assert switch_scheduler({"scheduler": {"params": params, "team_note": 1}}, None) == {"scheduler": {"team_note": 1}}
 
 
 def test_a_scheduler_switched_away_and_back_gets_its_params_back_in_their_order():

@@ -149,3 +149,16 @@ def test_a_field_written_under_its_deprecated_name_shows_that_value_and_cannot_b
     assert "stage3_gather_fp16_weights_on_model_save" in new.help
     at.switch_page("pages/review.py").run()
     assert at.session_state["config"] == written
+
+
+def test_a_scheduler_set_back_to_not_set_leaves_no_section_and_comes_back_with_its_params():
+    config = {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}
+    at = app(copy.deepcopy(config), "pages/optimizer.py", target="hf")
+    _widget(at, "selectbox", "cfg:scheduler.type").select("WarmupLR").run()
+    chosen = copy.deepcopy(at.session_state["config"]["scheduler"])
+    assert chosen["params"]
+    _widget(at, "selectbox", "cfg:scheduler.type").select_index(0).run()  # "— not set —"
+    assert at.session_state["config"] == config
+    assert "hf.scheduler-no-type" not in {f.code for f in validate(at.session_state["config"], target="hf").findings}
+    _widget(at, "selectbox", "cfg:scheduler.type").select("WarmupLR").run()
+    assert at.session_state["config"]["scheduler"] == chosen
