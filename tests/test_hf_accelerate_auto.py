@@ -4,6 +4,8 @@ validator called overlap_comm "auto" an info, since DeepSpeed alone drops it, wh
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core import validate
@@ -25,6 +27,12 @@ CASES = [
     ({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": "auto"}}, None),
     ({"zero_optimization": {"stage": 2}, "steps_per_print": "auto"}, None),
     ({"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": "auto"}}, None),
+    # DeepSpeed's own "auto" defaults, which the validator let pass for the HF target (a hunt of 30 Nov 2026)
+    ({"zero_optimization": {"stage": 2}, "pipeline": {"stages": "auto"}}, "pipeline.stages"),
+    ({"zero_optimization": {"stage": 2}, "expert_parallel": {"enabled": True, "autoep_size": 2, "score_apply": "auto"}},
+     "expert_parallel.score_apply"),
+    ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
+                            "zenflow": {"select_strategy": "auto"}}}, "zero_optimization.zenflow.select_strategy"),
 ]
 
 
@@ -41,3 +49,14 @@ def test_the_validator_refuses_what_accelerate_refuses(extra, refused):
         plugin.deepspeed_config_process(must_match=False, **FILLED)
     errors = [(f.code, f.path) for f in validate(config, target="hf").findings if f.severity == "error"]
     assert errors == ([("auto.not-filled", refused)] if refused else []), errors
+
+
+@pytest.mark.parametrize(("extra", "refused"), [c for c in CASES if c[1]], ids=[c[1] for c in CASES if c[1]])
+def test_the_fix_gives_a_config_accelerate_takes(extra, refused):
+    from accelerate.utils import DeepSpeedPlugin
+
+    from core.autofix import fix_until_stable
+
+    fixed = fix_until_stable({**BASE, **extra}, target="hf", unsafe=True).config
+    DeepSpeedPlugin(hf_ds_config=fixed).deepspeed_config_process(must_match=False, **FILLED)
+    assert '"auto"' not in json.dumps(fixed)

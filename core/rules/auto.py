@@ -102,8 +102,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         section_dropped = field is not None and field.meta.extra.get("auto_dropped", False)
         if field is not None and field.model is not None and not is_strict(field.owner) and not section_dropped:
             continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)
-        if field is not None and field.default == "auto":
-            continue  # "auto" is the default value itself: nothing to explain
+        if field is not None and field.default == "auto" and not ctx.is_hf:
+            continue  # "auto" is DeepSpeed's own default value: nothing to explain (Accelerate still refuses it)
         behaviour = field.meta.auto if field else ("kept" if path.split(".")[0] in ("optimizer", "scheduler")
                                                     else "default")
         # A pydantic section drops "auto" whoever passes the config on, so there it means the default; a section
@@ -137,9 +137,10 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 "`auto`\") before DeepSpeed sees the config.",
                 suggestion="Write an explicit value." + (
                     "" if field is None else f" Default: {brief(release_default)}."
-                    if field.default is not None else " Or remove the key: DeepSpeed then uses its default."),
+                    if field.default not in (None, "auto") else " Or remove the key: DeepSpeed then uses its default"
+                    + (' (its own "auto", worked out without Accelerate).' if field.default == "auto" else ".")),
                 fix=None if field is None else set_fix(path, release_default)
-                if field.default is not None else delete_fix(path),
+                if field.default not in (None, "auto") else delete_fix(path),
                 page=field.meta.page if field else None,
             )
             continue
