@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+import typing
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -120,7 +121,18 @@ def _present(
     if auto_ok and (field.model is None or (strict and is_strict(model))):
         outer = ("description", "markdownDescription", "deprecationMessage")
         return {"anyOf": [prop, _AUTO], **{k: prop[k] for k in outer if k in prop}}
+    if target == "hf" and field.model is None and _own_auto(field):
+        prop["not"] = {"const": "auto", "description": "Accelerate refuses an \"auto\" it does not fill: leave "
+                       "the key out for DeepSpeed's own \"auto\"."}
     return prop
+
+
+def _own_auto(field: SchemaField) -> bool:
+    """DeepSpeed itself takes the string "auto" here (its default, or one of the choices): a value the HF target
+    refuses all the same (``auto.not-filled``)."""
+    literal = any(typing.get_origin(arg) is Literal and "auto" in typing.get_args(arg)
+                  for arg in (field.info.annotation, *typing.get_args(field.info.annotation)))
+    return field.default == "auto" or "auto" in (field.meta.choices or ()) or literal
 
 
 def _release_strict(version: str, model: type[BaseModel], prefixes: tuple[str, ...]) -> bool:

@@ -60,3 +60,14 @@ def test_the_fix_gives_a_config_accelerate_takes(extra, refused):
     fixed = fix_until_stable({**BASE, **extra}, target="hf", unsafe=True).config
     DeepSpeedPlugin(hf_ds_config=fixed).deepspeed_config_process(must_match=False, **FILLED)
     assert '"auto"' not in json.dumps(fixed)
+
+
+@pytest.mark.parametrize(("extra", "refused"), CASES, ids=[str(c[1] or "filled") for c in CASES])
+def test_the_hf_json_schema_refuses_what_accelerate_refuses(extra, refused):
+    """Editors get the same answer (``dsconfig schema --target hf``)."""
+    import jsonschema
+
+    from core.jsonschema import json_schema
+
+    errors = list(jsonschema.Draft202012Validator(json_schema(target="hf")).iter_errors({**BASE, **extra}))
+    assert bool(errors) == bool(refused), [e.message for e in errors]
