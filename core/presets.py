@@ -74,6 +74,17 @@ class Preset:
         return [str(v) for v in versions] if isinstance(versions, list) else []
 
     @property
+    def judged_with(self) -> list[str]:
+        """The releases the preset is validated for: those it was verified with, else the one it was written for in
+        the app (``meta.written_for``, a quick save claims no verification), else the default release."""
+        from core import versions
+
+        written = self.meta.get("written_for")
+        if self.verified_with:
+            return self.verified_with
+        return [written] if isinstance(written, str) and written in versions.RELEASES else [versions.NEWEST]
+
+    @property
     def justifications(self) -> list[dict[str, Any]]:
         """The well-formed items of ``meta.justifications`` (objects); ``meta_problems`` names the others."""
         items = self.meta.get("justifications")
@@ -398,7 +409,7 @@ def validate_preset(preset: Preset, *, version: str | None = None, world_size: i
     """
     from core.validate import validate  # imported here: core.validate imports the whole schema
 
-    versions = [version] if version else (preset.verified_with or ["0.19.8"])
+    versions = [version] if version else preset.judged_with
     return [(v, validate(preset.config, world_size=world_size, target=preset.target, version=v)) for v in versions]
 
 
@@ -434,11 +445,13 @@ def save_preset(
     *,
     overwrite: bool = False,
     builtin_dir: Path = BUILTIN_DIR,
+    later_folders: Sequence[str | os.PathLike[str]] = (),
 ) -> Path:
     """Write ``folder/name.json`` and return its path.
 
     Refuses hostile names, the built-in folder, names of built-in presets, incomplete metadata
-    (title, description, target), oversize content, and an existing file unless ``overwrite``.
+    (title, description, target), oversize content, and an existing file unless ``overwrite``: in ``folder``, or in
+    one of ``later_folders`` (the rest of the search path), whose preset of that name the saved one would hide.
     """
     check_name(name)
     folder = Path(folder).expanduser()
@@ -458,11 +471,18 @@ def save_preset(
     if len(text.encode()) > MAX_PRESET_BYTES:
         raise PresetError(f"the preset is larger than the {MAX_PRESET_BYTES}-byte limit")
     if not folder.is_dir():
-        raise PresetError(f"preset folder {folder} does not exist; create it first")
+        why = _why_not_a_folder(folder)
+        raise PresetError(f"{folder}: {why}" + ("; create it first" if why == "preset folder does not exist" else ""))
     path = _file_in(folder, name)
     if path.exists() and not overwrite:
         raise PresetError(f"preset {name!r} already exists in {folder}: choose another file name, or choose to "
                           "replace it (on the Presets page: \"Replace a team preset of the same name\")")
+    hidden = next((Path(other).expanduser() for other in later_folders
+                   if (Path(other).expanduser() / f"{name}.json").is_file()), None)
+    if hidden is not None and not overwrite:
+        raise PresetError(f"preset {name!r} already exists in {hidden}, a later folder of the search path: saved in "
+                          f"{folder}, it would hide that one (the first folder wins). Choose another file name, or "
+                          "choose to replace it (on the Presets page: \"Replace a team preset of the same name\")")
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -195,7 +195,8 @@ def _save(folder: str) -> None:
         if ss.get(f"presets_save_{key}", "").strip():
             meta[key] = ss[f"presets_save_{key}"].strip()
     ctx = app_state.get_context()
-    meta.update(target=ctx["target"], verified_with=[], justifications=[])
+    # a quick save claims no verification; the release it was written for is what it is judged by (judged_with)
+    meta.update(target=ctx["target"], verified_with=[], written_for=ctx["version"], justifications=[])
     raw_name = ss.get("presets_save_name", "").strip()
     missing = [label for key, label in (("title", "Title"), ("description", "Description")) if not meta[key]]
     if missing:  # named as the form names them (core's check says meta.title)
@@ -205,7 +206,7 @@ def _save(folder: str) -> None:
     try:
         name = presets.check_name(raw_name) if raw_name else presets.suggest_name(meta["title"] or "preset")
         path = presets.save_preset(name, app_state.get_config(), meta, folder,
-                                   overwrite=bool(ss.get("presets_save_overwrite")))
+                                   overwrite=bool(ss.get("presets_save_overwrite")), later_folders=team_folders[1:])
     except (presets.PresetError, OSError) as exc:
         ss["presets_save_error"] = str(exc)
         ss.pop("presets_save_ok", None)

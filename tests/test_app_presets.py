@@ -156,6 +156,47 @@ def test_save_into_the_team_folder_appears_in_the_list(tmp_path: Path, monkeypat
     assert presets.load_preset("our-zero1", [tmp_path]).meta["description"] == "v2"
 
 
+def test_a_save_that_would_hide_a_later_folders_preset_asks_for_replace(tmp_path: Path, monkeypatch):
+    """The first folder wins on duplicate names: saving "shared" into team1 hid team2's "shared" unasked."""
+    team1, team2 = tmp_path / "team1", tmp_path / "team2"
+    team1.mkdir(), team2.mkdir()
+    theirs = {"meta": {"title": "Shared", "description": "x", "target": "deepspeed"},
+              "config": {"train_micro_batch_size_per_gpu": 1}}
+    (team2 / "shared.json").write_text(json.dumps(theirs))
+    monkeypatch.setenv(presets.ENV_VAR, f"{team1}{presets.os.pathsep}{team2}")
+    at = app({"train_micro_batch_size_per_gpu": 2}, page=PAGE)
+    fill(at, title="Mine", description="d", name="shared")
+    assert any("already exists in" in plain(e.value) and str(team2) in plain(e.value) for e in at.error)
+    assert not (team1 / "shared.json").exists()
+    at.checkbox(key="presets_save_overwrite").check()
+    fill(at, title="Mine", description="d", name="shared")
+    assert (team1 / "shared.json").exists() and json.loads((team2 / "shared.json").read_text()) == theirs
+
+
+def test_a_saved_preset_is_judged_by_the_release_it_was_written_for(tmp_path: Path, monkeypatch):
+    """Saved with an empty verified_with, it was judged by 0.19.8, which refuses mics_shard_size that 0.17.0 reads."""
+    monkeypatch.setenv(presets.ENV_VAR, str(tmp_path))
+    config = {"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3, "mics_shard_size": 8},
+              "bf16": {"enabled": True}}
+    at = app(config, page=PAGE, version="0.17.0")
+    fill(at, title="Our MiCS", description="d", name="our-mics")
+    saved = presets.load_preset("our-mics", [tmp_path])
+    assert saved.meta["written_for"] == "0.17.0" and saved.verified_with == []
+    ((version, report),) = presets.validate_preset(saved)
+    assert version == "0.17.0" and not report.errors
+    assert presets.validate_preset(presets.Preset("x", {}, config, tmp_path / "x.json", builtin=False))[0][0] == \
+        core.versions.NEWEST
+
+
+def test_a_search_path_that_names_a_file_is_said_so_on_save(tmp_path: Path, monkeypatch):
+    not_a_folder = tmp_path / "presets.json"
+    not_a_folder.write_text("{}")
+    monkeypatch.setenv(presets.ENV_VAR, str(not_a_folder))
+    at = app({"train_micro_batch_size_per_gpu": 2}, page=PAGE)
+    fill(at, title="Mine", description="d", name="mine")
+    assert any("is a file, not a preset folder" in plain(e.value) for e in at.error), [e.value for e in at.error]
+
+
 @pytest.mark.parametrize("name", ["../../etc/passwd", "zero2-bf16", "a b"])
 def test_hostile_or_builtin_names_are_refused_and_write_nothing(tmp_path: Path, monkeypatch, name):
     team = tmp_path / "team"
