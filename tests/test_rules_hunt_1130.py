@@ -45,3 +45,25 @@ def test_migrate_migrates_a_preset_files_config_and_keeps_its_meta(tmp_path):
     assert code == 0 and migrated["meta"] == preset["meta"] and list(migrated) == list(preset)
     assert "cpu_offload" not in migrated["config"]["zero_optimization"]
     assert migrated["config"]["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+
+
+def _unknown_key_fix(config: dict, path: str):
+    (finding,) = [f for f in validate({"train_micro_batch_size_per_gpu": 1, **config}).findings if f.path == path]
+    return finding.fix
+
+
+def test_an_unknown_key_is_not_moved_into_a_deprecated_key_but_renamed_to_its_replacement():
+    """zero_optimization.allgather_size was "moved" to the top-level allgather_size, which DeepSpeed deprecates in
+    favour of zero_optimization.allgather_bucket_size (a hunt of 30 Nov 2026)."""
+    fix = _unknown_key_fix({"zero_optimization": {"stage": 2, "allgather_size": 5e8}},
+                           "zero_optimization.allgather_size")
+    assert [(op.op, op.to) for op in fix.ops] == [("move", "zero_optimization.allgather_bucket_size")]
+
+
+def test_a_key_that_is_a_field_of_several_sections_gets_no_guessed_move():
+    """`type` in fp16 could be the optimizer's, the scheduler's or a checkpoint writer's: "Move fp16.type to
+    optimizer.type" would set the optimizer to "bfloat16"."""
+    assert _unknown_key_fix({"fp16": {"enabled": True, "type": "bfloat16"}}, "fp16.type") is None
+    assert _unknown_key_fix({"bf16": {"enabled": True, "params": {"lr": 1}}}, "bf16.params") is None
+    fix = _unknown_key_fix({"zero_optimization": {"stage": 2, "ratio": 0.5}}, "zero_optimization.ratio")
+    assert [(op.op, op.to) for op in fix.ops] == [("move", "zero_optimization.offload_optimizer.ratio")]

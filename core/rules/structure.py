@@ -333,14 +333,22 @@ def _destination(key: str, prefix: str, guess: str | None) -> tuple[str, str] | 
     when it looks like a misspelt field of its own section, else None."""
     if prefix in ("optimizer", "scheduler") and key in _constructor_keywords(prefix):
         return "move", _join(f"{prefix}.params", key)
-    # Where else this key is a field; never "move" a key into itself or one of its own parents.
+    # Where else this key is a field; never "move" a key into itself or one of its own parents, nor into a deprecated
+    # key (the top-level allgather_size is zero_optimization.allgather_bucket_size now), and only where there is one
+    # such place: `type` or `params` in fp16 could be the optimizer's, the scheduler's or a checkpoint writer's.
     elsewhere = [
         p for p in key_index(ROOT).get(key, ())
-        if p != prefix and not (prefix + ".").startswith(_join(p, key) + ".")
+        if p != prefix and not (prefix + ".").startswith(_join(p, key) + ".") and _current_field(_join(p, key))
     ]
-    if elsewhere:
+    if len(elsewhere) == 1:
         return "move", _join(elsewhere[0], key)
     return ("rename", _join(prefix, guess)) if guess else None
+
+
+def _current_field(path: str) -> bool:
+    """``path`` is a field of the schema that is not deprecated."""
+    field = resolve(ROOT, path)
+    return field is not None and not field.meta.deprecated
 
 
 #: Values up to this size (as JSON text) have their ``_misfit`` remembered; a larger one is judged each time.
