@@ -162,3 +162,18 @@ def test_a_scheduler_set_back_to_not_set_leaves_no_section_and_comes_back_with_i
     assert "hf.scheduler-no-type" not in {f.code for f in validate(at.session_state["config"], target="hf").findings}
     _widget(at, "selectbox", "cfg:scheduler.type").select("WarmupLR").run()
     assert at.session_state["config"]["scheduler"] == chosen
+
+
+def test_offload_device_set_back_to_none_removes_the_section_it_added():
+    at = _zero_knobs({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}})
+    key = "cfg:zero_optimization.offload_optimizer.device"
+    _widget(at, "selectbox", key).set_value("cpu").run()
+    assert at.session_state["config"]["zero_optimization"]["offload_optimizer"] == {"device": "cpu"}
+    _widget(at, "selectbox", key).set_value("none").run()
+    assert at.session_state["config"]["zero_optimization"] == {"stage": 3}
+    # a section with other keys keeps them, with device "none", as the user set it
+    kept = {"train_micro_batch_size_per_gpu": 1,
+            "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "pin_memory": True}}}
+    at = _zero_knobs(kept)
+    _widget(at, "selectbox", "cfg:zero_optimization.offload_param.device").set_value("none").run()
+    assert at.session_state["config"]["zero_optimization"]["offload_param"] == {"device": "none", "pin_memory": True}

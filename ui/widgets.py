@@ -106,6 +106,12 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
         delete_path(config, path, prune=True)
     else:
         set_path(config, path, value)
+    parent = fields.parent_path(path)
+    if value == "none" and path.endswith(".device") and get_path(config, parent, None) == {"device": "none"} and \
+            fields.added_by_presence(fields.field_for(parent)):
+        # an offload section holding only device "none" is not "no offload section": DeepSpeed builds its config
+        # object (zero_offload_optimizer() is not None), which AutoEP/AutoTP folding refuses; absent means "none"
+        delete_path(config, parent, prune=True)
     if path == fields.SCHEDULER_TYPE:
         # a new scheduler takes other parameters: drop the ones it would fail on (remembered per type for a switch
         # back, until another config is loaded), fill its step count
