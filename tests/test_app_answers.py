@@ -112,7 +112,8 @@ def test_switching_to_warmup_cosine_adapts_the_params_and_keeps_step_counts_inte
 
 def test_switching_the_scheduler_away_and_back_restores_its_params_and_not_set_removes_the_type():
     """WarmupDecayLR's total_num_steps 1000 came back as the chart's 10000 after a switch to WarmupLR and back;
-    "not set" wrote "type": null after params instead of removing it."""
+    "not set" wrote "type": null after params instead of removing it. "Not set" now takes the params with it (no type,
+    no scheduler; the HF Trainer took the params left as one to build), and they come back with the type."""
     config = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
               "scheduler": {"type": "WarmupDecayLR",
                             "params": {"warmup_max_lr": 1e-3, "warmup_num_steps": 100, "total_num_steps": 1000}}}
@@ -123,7 +124,9 @@ def test_switching_the_scheduler_away_and_back_restores_its_params_and_not_set_r
     assert at.session_state["config"]["scheduler"] == config["scheduler"]
     at.selectbox(key="cfg:scheduler.type").select_index(0).run()  # "not set"
     assert not at.exception
-    assert at.session_state["config"]["scheduler"] == {"params": config["scheduler"]["params"]}
+    assert "scheduler" not in at.session_state["config"]
+    at.selectbox(key="cfg:scheduler.type").set_value("WarmupDecayLR").run()
+    assert at.session_state["config"]["scheduler"] == config["scheduler"]
 
 
 def test_upload_and_paste_the_last_one_given_wins_and_the_page_says_which():
