@@ -181,13 +181,13 @@ def estimate(
 
 def _model_load_note(est: MemoryEstimate) -> str:
     """What the CPU RAM peak assumes when model construction sets it (``buffers.host_overheads``)."""
-    gpn, params = est.hardware.gpus_per_node, est.total_params
-    note = (f"CPU RAM peaks while the model is built, before deepspeed.initialize: {4 * params * gpn / 2**30:.1f} "
-            f"GiB per node, every rank holding the whole model in fp32 (4 bytes per parameter x {gpn} ranks per node, "
-            "as DeepSpeed's own ZeRO-2 estimator counts it).")
+    load, gpn = est.cpu_load_bytes_per_node, est.hardware.gpus_per_node
+    note = (f"CPU RAM peaks while the model is built, before deepspeed.initialize: {load / 2**30:.1f} GiB per node, "
+            f"every rank holding the whole model in fp32 (4 bytes per parameter x {gpn} ranks per node, as DeepSpeed's "
+            "own ZeRO-2 estimator counts it).")
     if est.settings.bytes_per_param < 4:
         note += (f" Loaded in its 16-bit dtype (transformers 5's from_pretrained of a bf16 checkpoint) it needs "
-                 f"{2 * params * gpn / 2**30:.1f} GiB; ZeRO-3's zero.Init builds only each rank's partition.")
+                 f"{load / 2 / 2**30:.1f} GiB; ZeRO-3's zero.Init builds only each rank's partition.")
     return note
 
 

@@ -188,17 +188,23 @@ class MemoryEstimate:
         """Peak CPU RAM of one node: the process overhead, plus the larger of model loading and training (the model
         built before ``deepspeed.initialize`` moves to the GPUs, or is partitioned, before the optimizer creates its
         offloaded states; DeepSpeed's own ZeRO-2 estimator takes the same maximum)."""
-        overhead = self._sum("cpu", "persistent", "overhead")
-        training = self._sum("cpu", "persistent") - overhead + self._sum("cpu", "forward_backward")
-        return overhead + max(self._sum("cpu", "load"), training)
+        return self._sum("cpu", "persistent", "overhead") + max(self.cpu_load_bytes_per_node, self._cpu_training())
+
+    @property
+    def cpu_load_bytes_per_node(self) -> int:
+        """CPU RAM of one node's model construction, before ``deepspeed.initialize`` (``buffers.host_overheads``)."""
+        return self._sum("cpu", "load")
 
     @property
     def cpu_peak_is_model_load(self) -> bool:
         """The CPU RAM peak is model construction (every rank's whole model before ``deepspeed.initialize``), not
         training."""
-        overhead = self._sum("cpu", "persistent", "overhead")
-        training = self._sum("cpu", "persistent") - overhead + self._sum("cpu", "forward_backward")
-        return self._sum("cpu", "load") > training
+        return self.cpu_load_bytes_per_node > self._cpu_training()
+
+    def _cpu_training(self) -> int:
+        """CPU RAM of one node while training, without the process overhead."""
+        return (self._sum("cpu", "persistent") - self._sum("cpu", "persistent", "overhead")
+                + self._sum("cpu", "forward_backward"))
 
     @property
     def cpu_pinned_bytes_per_node(self) -> int:
