@@ -477,8 +477,8 @@ def save_preset(
     if path.exists() and not overwrite:
         raise PresetError(f"preset {name!r} already exists in {folder}: choose another file name, or choose to "
                           "replace it (on the Presets page: \"Replace a team preset of the same name\")")
-    hidden = next((Path(other).expanduser() for other in later_folders
-                   if (Path(other).expanduser() / f"{name}.json").is_file()), None)
+    hidden = next((other for other in map(Path.expanduser, map(Path, later_folders))
+                   if (other / f"{name}.json").is_file()), None)
     if hidden is not None and not overwrite:
         raise PresetError(f"preset {name!r} already exists in {hidden}, a later folder of the search path: saved in "
                           f"{folder}, it would hide that one (the first folder wins). Choose another file name, or "
