@@ -5,15 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import re
-import typing
 from functools import cache
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from core import versions
+from core.batch import BATCH_KEYS
 from core.findings import join_path
-from core.rules.auto import hf_fills
 from core.rules.misc import removed_zero_reason
 from core.rules.structure import _exists_in, _profile_prefix
 from core.schema.base import DEFAULT_VERSION, META_KEY, version_tuple
@@ -21,7 +20,6 @@ from core.schema.root import DeepSpeedConfig
 from core.schema.walk import SchemaField, is_strict, iter_schema, nested_model, section_fields, unique_fields
 
 SCHEMA_ID = "https://deepspeed-config-studio.local/ds_config.schema.json"
-_AUTO = {"const": "auto", "description": "Filled in by the HF Trainer / Accelerate, or the default."}
 
 
 def _models(model: type[BaseModel], seen: dict[str, type[BaseModel]]) -> dict[str, type[BaseModel]]:
@@ -52,21 +50,49 @@ def json_schema(version: str = DEFAULT_VERSION, target: str = "deepspeed") -> di
     _adjust(schema, DeepSpeedConfig, version, target, defs)
     for name, model in models.items():
         if name in defs and model is not DeepSpeedConfig:
-            _adjust(defs[name], model, version, target, defs)
+            own = _own_defs_for_old_spellings(schema, name, model, version, target)
+            _adjust(defs[name], model, version, target, defs,
+                    prefixes=tuple(p for p in _prefixes().get(model, ()) if p not in own))
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_ID
     schema["title"] = f"DeepSpeed config (ds_config.json) for DeepSpeed {version}, target {target}"
     return schema
 
 
+def _own_defs_for_old_spellings(
+    schema: dict[str, Any], name: str, model: type[BaseModel], version: str, target: str,
+) -> tuple[str, ...]:
+    """A top-level section that shares its model with another one (``bfloat16``, the old spelling of ``bf16``) gets
+    a definition of its own, judged at its own path (the HF Trainer fills ``bf16.enabled``, not
+    ``bfloat16.enabled``), when that differs from the shared one; returns the sections that got one."""
+    defs = schema["$defs"]
+    own = []
+    for prefix in _prefixes().get(model, ())[1:]:
+        prop = schema["properties"].get(prefix)
+        refs = [b for b in ([prop, *prop.get("anyOf", ())] if prop else ()) if b.get("$ref") == f"#/$defs/{name}"]
+        if "." in prefix or not refs:
+            continue
+        alone, shared = copy.deepcopy(defs[name]), copy.deepcopy(defs[name])
+        _adjust(alone, model, version, target, defs, prefixes=(prefix,))
+        _adjust(shared, model, version, target, defs)
+        if alone != shared:
+            defs[f"{name}__{prefix}"] = alone
+            for branch in refs:
+                branch["$ref"] = f"#/$defs/{name}__{prefix}"
+            own.append(prefix)
+    return tuple(own)
+
+
 def _adjust(
-    node: dict[str, Any], model: type[BaseModel], version: str, target: str, defs: dict[str, Any]
+    node: dict[str, Any], model: type[BaseModel], version: str, target: str, defs: dict[str, Any],
+    prefixes: tuple[str, ...] | None = None,
 ) -> None:
-    """One section of the schema as DeepSpeed ``version`` reads it: which of its keys that release has, whether
-    it refuses unknown keys, and its numeric bounds all come from the release's profile (``core.versions``), asked
-    through the functions the validator asks (``core.rules.structure``), never from ``added=``/``removed=``."""
+    """One section of the schema as DeepSpeed ``version`` reads it (at ``prefixes``, else every path of its model):
+    which of its keys that release has, whether it refuses unknown keys, and its numeric bounds all come from the
+    release's profile (``core.versions``), asked through the functions the validator asks
+    (``core.rules.structure``), never from ``added=``/``removed=``."""
     props: dict[str, Any] = node.get("properties", {})
-    prefixes = _prefixes().get(model, ())
+    prefixes = _prefixes().get(model, ()) if prefixes is None else prefixes
     strict = _release_strict(version, model, prefixes)
     if is_strict(model) and not strict:
         node["additionalProperties"] = True  # a dict.get section in this release: unknown keys are ignored
@@ -112,27 +138,56 @@ def _present(
         return {k: prop[k] for k in kept if k in prop}
     _bounds(prop, version, model, prefixes, field, xds)
     _refusals(prop, version, target, prefixes, field)
+    paths = tuple(join_path(prefix, spelling) for prefix in prefixes)
     if strict and is_strict(model):
-        _numeric_strings(prop, defs)
-    # accelerate (under the HF Trainer too) refuses every "auto" it and the Trainer do not fill (auto.not-filled)
-    auto_ok = (any(hf_fills(join_path(prefix, spelling)) for prefix in prefixes) if target == "hf"
-               else is_strict(model) or meta.auto == "default")
-    # a sub-section of a section this release parses with pydantic: "auto" is dropped there too (the default)
-    if auto_ok and (field.model is None or (strict and is_strict(model))):
-        outer = ("description", "markdownDescription", "deprecationMessage")
-        return {"anyOf": [prop, _AUTO], **{k: prop[k] for k in outer if k in prop}}
-    if target == "hf" and field.model is None and _own_auto(field):
-        prop["not"] = {"const": "auto", "description": "Accelerate refuses an \"auto\" it does not fill: leave "
-                       "the key out for DeepSpeed's own \"auto\"."}
+        _lax_strings(prop, defs, lambda value: any(_probe(version, target, path, json.dumps(value))[0]
+                                                   for path in paths))
+    if field.model is None and _default_refused(prop, version, target, paths):
+        # DeepSpeed refuses even the field's own default when it is written (tensor_parallel.dtype wants a
+        # torch.dtype object): no JSON value but the "auto" it drops can stand here
+        prop = {**{k: prop[k] for k in _OUTER if k in prop}, "not": {}}
+    auto = _auto_branch(version, target, paths, field)
+    # "auto" where a section belongs: only a sub-section of a section this release parses with pydantic drops it
+    if auto is not None and (field.model is None or (strict and is_strict(model))):
+        return {"anyOf": [prop, auto], **{k: prop[k] for k in _OUTER if k in prop}}
+    if field.model is None and auto is None:
+        reason = next((error for path in paths for error in _probe(version, target, path, '"auto"')[0]), None)
+        if reason and "not" not in prop:
+            prop["not"] = {"const": "auto", "description": reason}
+    if "default" in prop and any(_probe(version, target, path, json.dumps(prop["default"]))[0] for path in paths):
+        del prop["default"]  # an editor would offer a value it then flags
     return prop
 
 
-def _own_auto(field: SchemaField) -> bool:
-    """DeepSpeed itself takes the string "auto" here (its default, or one of the choices): a value the HF target
-    refuses all the same (``auto.not-filled``)."""
-    literal = any(typing.get_origin(arg) is Literal and "auto" in typing.get_args(arg)
-                  for arg in (field.info.annotation, *typing.get_args(field.info.annotation)))
-    return field.default == "auto" or "auto" in (field.meta.choices or ()) or literal
+_OUTER = ("description", "markdownDescription", "deprecationMessage")
+
+
+def _default_refused(prop: dict[str, Any], version: str, target: str, paths: tuple[str, ...]) -> bool:
+    """Whether ``validate`` refuses the field's own default written out (JSON-able, not null, not "auto")."""
+    default = prop.get("default")
+    return (paths != () and default is not None and default != "auto" and isinstance(default, str | int | float)
+            and all(_probe(version, target, path, json.dumps(default))[0] for path in paths))
+
+
+def _auto_branch(version: str, target: str, paths: tuple[str, ...], field: SchemaField) -> dict[str, Any] | None:
+    """The schema of ``"auto"`` at these paths as ``validate`` judges it, or None where it refuses it: for the HF
+    target where neither the Trainer nor Accelerate fills it (Accelerate refuses every other "auto":
+    auto.not-filled), for DeepSpeed where its parser keeps the string and fails with it (a section it reads with
+    dict.get: ``checkpoint.tag_validation``). Where the validator only warns (DeepSpeed keeps the string, and a
+    switch reads it as on: auto.kept) an editor marks it with that warning."""
+    if not paths:
+        return None
+    verdicts = [_probe(version, target, path, '"auto"') for path in paths]
+    if any(errors for errors, _ in verdicts):
+        return None
+    warned = " ".join(sorted({w for _, warnings in verdicts for w in warnings}))
+    if warned:
+        return {"const": "auto", "description": warned, "deprecationMessage": warned}
+    if target == "hf":
+        return {"const": "auto", "description": "Filled in by the HF Trainer / Accelerate."}
+    if field.default == "auto":
+        return {"const": "auto", "description": "DeepSpeed's own default: it works the value out itself."}
+    return {"const": "auto", "description": "DeepSpeed drops \"auto\" here and uses the default."}
 
 
 def _release_strict(version: str, model: type[BaseModel], prefixes: tuple[str, ...]) -> bool:
@@ -334,9 +389,10 @@ def _escape(text: str) -> str:
 
 
 @cache
-def _probe(version: str, target: str, path: str, value_json: str) -> tuple[bool, tuple[str, ...]]:
-    """(whether ``validate`` finds an error at ``path`` or below it, the warnings there) for ``value_json`` at the
-    dotted ``path`` of ``_PROBE_BASE``."""
+def _probe(version: str, target: str, path: str, value_json: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the messages of the errors ``validate`` finds at ``path`` or below it, of the warnings there) for
+    ``value_json`` at the dotted ``path`` of ``_PROBE_BASE``. The batch rules report at ``train_batch_size`` what
+    any of the three keys breaks; the base's three agree, so a batch error is the probed batch key's."""
     from core.validate import validate
 
     config: dict[str, Any] = copy.deepcopy(_PROBE_BASE)
@@ -346,39 +402,43 @@ def _probe(version: str, target: str, path: str, value_json: str) -> tuple[bool,
         node = node.setdefault(part, {})
     node[last] = json.loads(value_json)
     report = validate(config, target=target, version=version)
-    here = [f for f in report.findings if f.path == path or f.path.startswith(path + ".")]
-    return (any(f.severity == "error" for f in here),
+    here = [f for f in report.findings if f.path == path or f.path.startswith(path + ".")
+            or (path in BATCH_KEYS and f.path in BATCH_KEYS)]
+    return (tuple(f.message for f in here if f.severity == "error"),
             tuple(f.message for f in here if f.severity == "warning"))
 
 
 #: What pydantic's lax mode takes for an int from a string: blanks around, a sign, digits with single underscores
 #: between them, a zero fraction ("1", " 2 ", "+3", "1_000", "4.0"; not "1e3", "0x10", "5.").
 _INT_TAIL = r"(?:\.0+)?\s*$"
+#: What it takes for a bool from a string, in any letter case: exactly these words, no blanks around.
+_BOOL_WORDS = ("0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes")
+#: ... and for a float: Python's float() of the string (blanks around, underscores between digits, an exponent,
+#: inf / infinity / nan in any case).
+_DIGITS = "[0-9]+(?:_[0-9]+)*"
+_FLOAT_STRING = (r"^\s*[+-]?(?:(?:" + _DIGITS + r"(?:\.(?:" + _DIGITS + r")?)?|\." + _DIGITS + r")(?:[eE][+-]?"
+                 + _DIGITS + r")?|" + "|".join(_any_case(word) for word in ("infinity", "inf", "nan")) + r")\s*$")
+_LAX_NOTE = "DeepSpeed's pydantic config reads this string as the value."
 
 
-def _numeric_strings(prop: dict[str, Any], defs: dict[str, Any]) -> None:
-    """A string branch beside each integer one in a section the release parses with pydantic: its lax mode reads a
-    numeric string as the number (``"stage": "1"`` is stage 1). An enum of non-negative values keeps the enum;
-    a lower bound of 0 or 1 keeps the sign or the zero out; other bounds are not checked on the string."""
+def _lax_strings(prop: dict[str, Any], defs: dict[str, Any], refused: Any) -> None:
+    """What else a section the release parses with pydantic takes for a value, in its lax mode, unless ``validate``
+    refuses it there (``refused(value)``: ``autotp_size`` is compared with a number before parsing): a numeric string
+    for an integer (``"stage": "1"`` is stage 1; an enum of non-negative values keeps the enum, a lower bound of 0
+    or 1 keeps the sign or the zero out, other bounds are not checked on the string), a word or 0 / 1 for a bool
+    (``"true"``, ``"off"``), a numeric string for a float (``"1e-5"``; bounds not checked on the string)."""
     branches = prop.get("anyOf", [prop])
-    added = []
+    added: list[dict[str, Any]] = []
     for branch in branches:
         target = defs.get(branch["$ref"].rsplit("/", 1)[-1], {}) if "$ref" in branch else branch
-        if target.get("type") != "integer":
-            continue
-        enum = target.get("enum")
-        if enum is not None:
-            if not all(isinstance(v, int) and v >= 0 for v in enum):
-                continue
-            digits = "0*(?:" + "|".join(str(v) for v in enum) + ")"
-            sign = r"\+?"
-        else:
-            low = target.get("minimum", target.get("exclusiveMinimum"))
-            positive = target.get("minimum", 0) >= 1 or target.get("exclusiveMinimum", -1) >= 0
-            sign = r"\+?" if low is not None and low >= 0 else "[+-]?"
-            digits = "0*[1-9][0-9]*(?:_[0-9]+)*" if positive else "[0-9]+(?:_[0-9]+)*"
-        added.append({"type": "string", "pattern": r"^\s*" + sign + digits + _INT_TAIL,
-                      "description": "The number as a string, which DeepSpeed's pydantic config reads as the number."})
+        kind = target.get("type")
+        if kind == "boolean" and not refused("true") and not refused(1):
+            added += [{"type": "string", "pattern": "^(?:" + "|".join(_any_case(w) for w in _BOOL_WORDS) + ")$",
+                       "description": _LAX_NOTE}, {"enum": [0, 1], "description": _LAX_NOTE}]
+        elif kind == "number" and not {"enum", "const"} & target.keys() and not refused(_lax_sample(target)):
+            added.append({"type": "string", "pattern": _FLOAT_STRING, "description": _LAX_NOTE})
+        elif kind == "integer" and not refused(_lax_sample(target)):
+            added += _int_string(target)
     if not added:
         return
     if "anyOf" in prop:
@@ -387,3 +447,29 @@ def _numeric_strings(prop: dict[str, Any], defs: dict[str, Any]) -> None:
         moved = {k: prop.pop(k) for k in list(prop) if k not in (
             "title", "description", "markdownDescription", "deprecationMessage", "default", META_KEY)}
         prop["anyOf"] = [moved, *added]
+
+
+def _lax_sample(target: dict[str, Any]) -> str:
+    """A number this integer or float branch takes, written as a string."""
+    enum = target.get("enum")
+    if enum:
+        return str(enum[0])
+    low = target.get("minimum", target.get("exclusiveMinimum", 0))
+    return str(max(int(low) + 1, 1) if isinstance(low, int | float) else 1)
+
+
+def _int_string(target: dict[str, Any]) -> list[dict[str, Any]]:
+    """The string branch of an integer branch (see ``_lax_strings``), or none for an enum with negative values."""
+    enum = target.get("enum")
+    if enum is not None:
+        if not all(isinstance(v, int) and v >= 0 for v in enum):
+            return []
+        digits = "0*(?:" + "|".join(str(v) for v in enum) + ")"
+        sign = r"\+?"
+    else:
+        low = target.get("minimum", target.get("exclusiveMinimum"))
+        positive = target.get("minimum", 0) >= 1 or target.get("exclusiveMinimum", -1) >= 0
+        sign = r"\+?" if low is not None and low >= 0 else "[+-]?"
+        digits = "0*[1-9][0-9]*(?:_[0-9]+)*" if positive else "[0-9]+(?:_[0-9]+)*"
+    return [{"type": "string", "pattern": r"^\s*" + sign + digits + _INT_TAIL,
+             "description": "The number as a string, which DeepSpeed's pydantic config reads as the number."}]

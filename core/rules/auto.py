@@ -32,11 +32,18 @@ def hf_fills(path: str) -> bool:
     section, _, rest = path.partition(".params.")
     if rest and section in HF_FILLED_PARAMS:
         return rest in HF_FILLED_PARAMS[section]
+    if path.removesuffix(".params") in HF_FILLED_PARAMS:
+        return False  # the Trainer fills values inside params (fill_match calls params.get), never params itself
     field = resolve(DeepSpeedConfig, path)
     if not (field and field.meta.hf_auto):
         return False
-    # transformers and accelerate fill one literal key (fill_only / fill_match find it by that name)
-    return field.alias is None or path.rpartition(".")[2] == field.alias
+    # transformers and accelerate fill one literal path (fill_only / fill_match find it by that name): not under a
+    # section's old spelling (`bfloat16.enabled` is not `bf16.enabled`), not by a key's other name
+    parts = path.split(".")
+    sections = (resolve(DeepSpeedConfig, ".".join(parts[:i])) for i in range(1, len(parts)))
+    if any(section is not None and section.meta.deprecated for section in sections):
+        return False
+    return field.alias is None or parts[-1] == field.alias
 
 
 def _filled_list(path: str) -> str | None:
