@@ -7,9 +7,11 @@ browsers, each pinned to a different replica, must each keep their own config ac
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -42,8 +44,8 @@ def render_config(listen: int, replicas: tuple[int, int]) -> str:
     """deploy/nginx.conf with its listen port and its two upstream ports replaced."""
     text = CONF.read_text(encoding="utf-8")
     defaults = ("server 127.0.0.1:8501;", "server 127.0.0.1:8502;")
-    assert "listen 127.0.0.1:8080;" in text and all(d in text for d in defaults), "deploy/nginx.conf changed shape"
-    text = text.replace("listen 127.0.0.1:8080;", f"listen {LOOPBACK}:{listen};")
+    assert "listen 8080;" in text and all(d in text for d in defaults), "deploy/nginx.conf changed shape"
+    text = text.replace("listen 8080;", f"listen {LOOPBACK}:{listen};")
     for default, port in zip(defaults, replicas, strict=True):
         text = text.replace(default, f"server {LOOPBACK}:{port};")
     return text
@@ -90,6 +92,31 @@ def test_render_config_replaces_only_the_ports():
     assert "listen 127.0.0.1:9000;" in text and "server 127.0.0.1:9001;" in text and "server 127.0.0.1:9002;" in text
     assert "8501" not in text and "8080" not in text
     assert "hash $dsstudio_route consistent;" in text and "proxy_set_header Upgrade $http_upgrade;" in text
+
+
+def websocket_handshake(url: str, host: str) -> int:
+    """The status of a websocket handshake on /_stcore/stream sent to ``url`` as a browser that reached the server
+    as ``host`` (its Host and Origin)."""
+    address, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((address, int(port)), timeout=10) as conn:
+        conn.sendall((f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\n"
+                      "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                      f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\n"
+                      "Sec-WebSocket-Protocol: streamlit\r\n\r\n").encode())
+        return int(conn.recv(4096).split(b" ", 2)[1])
+
+
+def test_a_browser_that_reaches_nginx_by_name_and_port_gets_its_websocket(tmp_path):
+    """A room reaches nginx as http://studio.example:8080: Streamlit accepts the websocket only when the Host it
+    sees is the one the browser sent (port included) as its Origin; with nginx's $host (no port) it refused it
+    (403, "disallowed Origin or Host header")."""
+    with contextlib.ExitStack() as stack:
+        backends = [stack.enter_context(streamlit_server(f"streamlit-nginx-ws{i}.log")) for i in (1, 2)]
+        ports = tuple(int(b.rsplit(":", 1)[1]) for b in backends)
+        listen = free_port()
+        url = stack.enter_context(nginx(tmp_path / "nginx", listen, ports))
+        assert websocket_handshake(url, f"studio.example:{listen}") == 101
+        assert websocket_handshake(url, f"{LOOPBACK}:{listen}") == 101
 
 
 def test_two_replicas_behind_nginx_keep_each_browser_on_its_own_replica(tmp_path):
