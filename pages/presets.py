@@ -66,7 +66,7 @@ st.subheader("Details")
 
 def _load(name: str) -> None:
     preset = by_name[name]
-    actions.remember(f"load of {preset.name}")  # the edits it replaces come back with one click
+    actions.remember(f"load of {preset.name}", load=True)  # the edits it replaces come back with one click
     app_state.replace_config(copy.deepcopy(preset.config), baseline=True)
     note = actions.keep_target(preset.target, "on Start")
     st.session_state["presets_message"] = f"Loaded the preset {preset.title} ({preset.name}) into the builder.{note}"

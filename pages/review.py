@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 import core
@@ -111,6 +113,25 @@ st.download_button(f"Download ds_config.json: {variant[0].lower()}{variant[1:]}"
                    file_name="ds_config.json", mime="application/json", key="review_download", type="primary",
                    icon=":material/download:")
 
+def _box_start(guess: object, low: int, high: int | None = None) -> int | None:
+    """The value an integer box starts from, or None (the box asks for it) when it cannot hold the guess: the
+    config's own value (a micro batch of 0 or -2, 1e30) is then one the validator reports, not a crash here."""
+    if isinstance(guess, bool) or not isinstance(guess, int) or abs(guess) > fields.JS_MAX_SAFE_INT:
+        return None
+    return guess if guess >= low and (high is None or guess <= high) else None
+
+
+def _float_start(guess: object) -> float | None:
+    """The value a number box starts from: a finite number, else None (the box asks for it)."""
+    if isinstance(guess, bool) or not isinstance(guess, int | float):
+        return None
+    try:
+        value = float(guess)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 #: The Trainer's batch arguments, the context keys the Batch page keeps them in, and the config key each fills.
 HF_BATCH_ARGUMENTS = (("per_device_train_batch_size", "hf_micro_batch", "train_micro_batch_size_per_gpu"),
                       ("gradient_accumulation_steps", "hf_grad_accum", "gradient_accumulation_steps"))
@@ -139,17 +160,16 @@ if autos:
                 if check is autofill.TRAINING_VALUES["fp16"]:
                     values[name] = st.checkbox(name, value=app_state.kept(key, bool(default)), key=key)
                 elif check is autofill.TRAINING_VALUES["world_size"]:
-                    values[name] = st.number_input(name, value=app_state.kept(key, default), min_value=1, step=1,
-                                                   key=key, placeholder="required")
+                    values[name] = st.number_input(name, value=app_state.kept(key, _box_start(default, 1)),
+                                                   min_value=1, step=1, key=key, placeholder="required")
                 elif check is autofill.TRAINING_VALUES["zero_stage"]:
                     values[name] = st.number_input(
-                        name, value=app_state.kept(key, default), min_value=0, max_value=3, step=1, key=key,
-                        help="Accelerate's ZeRO stage for an \"auto\" stage: what `accelerate launch --zero_stage` "
-                             "set (ACCELERATE_DEEPSPEED_ZERO_STAGE), else 2")
+                        name, value=app_state.kept(key, _box_start(default, 0, 3)), min_value=0, max_value=3, step=1,
+                        key=key, help="Accelerate's ZeRO stage for an \"auto\" stage: what `accelerate launch "
+                        "--zero_stage` set (ACCELERATE_DEEPSPEED_ZERO_STAGE), else 2")
                 else:
-                    values[name] = st.number_input(
-                        name, value=app_state.kept(key, None if default is None else float(default)), format="%g",
-                        key=key, placeholder="required")
+                    values[name] = st.number_input(name, value=app_state.kept(key, _float_start(default)), format="%g",
+                                                   key=key, placeholder="required")
                 app_state.keep(key)
         given = {k: v for k, v in values.items() if v is not None}
         try:

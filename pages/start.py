@@ -42,7 +42,7 @@ app_state.keep("start_source")
 
 def _load(config: dict, label: str, *, own: bool = False) -> None:
     # the target stays the user's choice; what was there before can be restored with one click
-    actions.remember(label, own=own)
+    actions.remember(label, own=own, load=True)
     app_state.replace_config(config, baseline=True)
 
 
@@ -176,6 +176,7 @@ with cols[2]:
     def _on_gpu() -> None:
         name = st.session_state["ctx:gpu"]
         context = app_state.get_context()
+        before = dict(context)
         gpu = hardware.find_gpu(name)
         store = st.session_state.setdefault(app_state.KEPT_INPUTS, {})
         if context["gpu"] == app_state.CUSTOM_GPU:  # leaving Custom: its memory comes back with it
@@ -186,7 +187,7 @@ with cols[2]:
         elif name == app_state.CUSTOM_GPU and CUSTOM_MEMORY in store:
             context["gpu_memory_gib"] = store[CUSTOM_MEMORY]
         st.session_state.pop("ctx:gpu_memory_gib", None)
-        app_state.context_edited()
+        app_state.context_edited(before)
 
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
                  format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu,
@@ -215,7 +216,9 @@ app_state.keep("start_model_source")
 
 
 def _set_model(name: str | None, total: int | None, largest: int | None, hf_config: dict | None = None) -> None:
+    before = dict(ctx)
     ctx.update(model=name, total_params=total, largest_layer_params=largest, model_config=hf_config)
+    app_state.context_edited(before)
     for key in ("ctx:total_params", "ctx:largest_layer_params"):
         st.session_state.pop(key, None)
 

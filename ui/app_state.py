@@ -248,13 +248,18 @@ def keep(*keys: str) -> None:
 
 #: Session key: widget edits made since the last undoable action (its undo reverts them too, and says so).
 EDITS_SINCE_UNDO = "edits_since_undo"
-#: Session key: the user changed the context (target, release, cluster, model) since the last undoable action.
+#: Session key: the context keys (target, release, cluster, model) the user changed by hand since the last
+#: undoable action, a frozenset; its undo keeps them.
 CONTEXT_EDITED_SINCE_UNDO = "context_edited_since_undo"
 
 
-def context_edited() -> None:
-    """Note that the user changed the context by hand (a widget), not as part of a big edit (a preset's target)."""
-    st.session_state[CONTEXT_EDITED_SINCE_UNDO] = True
+def context_edited(before: dict[str, Any]) -> None:
+    """Note the context keys that differ from ``before`` as changed by the user by hand (a widget), not as part of a
+    big edit (a preset's target, a Plan row's cluster)."""
+    now = get_context()
+    changed = {key for key in {*before, *now} if before.get(key, _ABSENT) != now.get(key, _ABSENT)}
+    st.session_state[CONTEXT_EDITED_SINCE_UNDO] = frozenset(
+        st.session_state.get(CONTEXT_EDITED_SINCE_UNDO) or ()) | changed
 
 
 P = ParamSpec("P")

@@ -23,7 +23,7 @@ from core.effective import effective
 from core.findings import Finding, delete_path, get_path, is_number, set_path, split_path
 from core.rules.auto import hf_fills
 from core.schema import DeepSpeedConfig
-from core.schema.walk import default_in, is_open, section_fields, unique_fields
+from core.schema.walk import default_in, is_open, resolve, section_fields, unique_fields
 from ui import actions, app_state, fields, focus
 from ui.fields import FieldKind, Kind
 
@@ -65,8 +65,22 @@ def _set_from_text(config: dict[str, Any], path: str, text: str, key: str, kept:
     if stripped:
         set_path(config, path, parsed)
     else:
-        delete_path(config, path, prune=True)
+        _delete_pruned(config, path)
     return True
+
+
+def _delete_pruned(config: dict[str, Any], path: str) -> None:
+    """Remove the key at ``path`` and the sections this leaves empty (``delete_path(prune=True)``), up to a section
+    whose presence is its switch (``fields.added_by_presence``: ``zero_optimization.zenflow``, where ``{}`` too turns
+    ZenFlow on), which stays, emptied, as its "Set" box still says."""
+    parent = fields.parent_path(path)
+    while parent:
+        field = resolve(DeepSpeedConfig, parent)
+        if field is not None and fields.added_by_presence(field) and isinstance(get_path(config, parent, None), dict):
+            delete_path(get_path(config, parent), path[len(parent) + 1:], prune=True)
+            return
+        parent = fields.parent_path(parent)
+    delete_path(config, path, prune=True)
 
 
 def _forget_widgets_under(path: str) -> None:
@@ -103,7 +117,7 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
     if kind == "float":
         value = _whole_as_written(path, value, before)
     if value is None:
-        delete_path(config, path, prune=True)
+        _delete_pruned(config, path)
     else:
         set_path(config, path, value)
     parent = fields.parent_path(path)
@@ -184,7 +198,7 @@ def _on_auto(path: str, default: Any) -> None:
         set_path(config, path, before)
     elif default is None:
         places = _places(config, path)
-        delete_path(config, path, prune=True)
+        _delete_pruned(config, path)
         app_state.note(key + ":place", path, places)
     else:
         set_path(config, path, default)
@@ -491,10 +505,11 @@ CONTEXT_PREFIX = "ctx:"
 
 
 def _on_context(name: str, then: Callable[[], None] | None = None) -> None:
+    before = dict(app_state.get_context())
     app_state.get_context()[name] = st.session_state[CONTEXT_PREFIX + name]
-    app_state.context_edited()
     if then is not None:
         then()
+    app_state.context_edited(before)
 
 
 def context_widget(factory: Any, name: str, label: str, *, then: Callable[[], None] | None = None,
