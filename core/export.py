@@ -215,11 +215,20 @@ def _fill(config: Mapping[str, Any], version: str, model: type[BaseModel], stage
 
 def unified_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """A unified diff of the two configs as exported JSON ("" when they are equal)."""
-    lines = difflib.unified_diff(
-        dump_config(dict(before)).splitlines(keepends=True), dump_config(dict(after)).splitlines(keepends=True),
-        fromfile="baseline/ds_config.json", tofile="current/ds_config.json",
-    )
-    return "".join(lines)
+    return text_diff(dump_config(dict(before)), dump_config(dict(after)), "baseline/ds_config.json",
+                     "current/ds_config.json")
+
+
+def text_diff(before: str, after: str, fromfile: str, tofile: str) -> str:
+    """A unified diff of two texts that ``patch`` applies ("" when they are equal): a last line without its newline
+    is followed by diff's "\\ No newline at end of file" instead of running into the next line."""
+    out = []
+    for line in difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                     fromfile, tofile):
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def leaf_values(config: Any, prefix: str = "") -> dict[str, Any]:

@@ -138,7 +138,9 @@ def key_positions(text: str) -> dict[str, Position]:
     for a list item; {} when the text is not JSON or HJSON this reader can follow."""
     reader = _Reader(text)
     try:
-        if reader.peek() == "{":
+        first = reader.peek()
+        reader.offsets[""] = reader.pos  # the document: where a missing top-level key points
+        if first == "{":
             reader.pos += 1
             reader.members("", "}")
         else:
@@ -157,7 +159,8 @@ def key_positions(text: str) -> dict[str, Position]:
 
 def locate(positions: dict[str, Position], path: str) -> Position | None:
     """Where a finding at ``path`` points: its key, else the nearest enclosing key the text has (a missing
-    key points at its section); None for the config as a whole or text without positions."""
+    key points at its section, a missing top-level key and the config as a whole at the document's start); None
+    for text without positions."""
     keys = split_path(path)
     while keys:
         prefix = ""
@@ -166,7 +169,7 @@ def locate(positions: dict[str, Position], path: str) -> Position | None:
         if prefix in positions:
             return positions[prefix]
         keys.pop()
-    return None
+    return positions.get("")
 
 
 def at(name: str, position: Position | None) -> str:

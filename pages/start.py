@@ -7,7 +7,7 @@ import copy
 import streamlit as st
 
 import core
-from core import hardware, memory, presets
+from core import hardware, memory, presets, versions
 from core.io import MAX_CONFIG_BYTES, MAX_CONFIG_MB, is_strict_json
 from core.launchers import job_world_size
 from core.models import ModelConfigError, catalog_names, describe, get_config, parse_hf_config
@@ -156,6 +156,8 @@ with cols[0]:
 with cols[1]:
     widgets.context_widget(st.selectbox, "version", "DeepSpeed version", options=list(app_state.VERSIONS),
                            help="Validation follows this release's parser.")
+    if (note := versions.default_version_note()) is not None:
+        st.caption(f"ℹ️ {note[0].upper()}{note[1:]}: choose another here.")
 
 # ------------------------------------------------------------------ hardware
 st.subheader("3. Hardware")

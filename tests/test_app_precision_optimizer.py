@@ -276,7 +276,7 @@ def test_the_precision_radio_follows_the_config_when_a_section_is_switched_off_b
 
 
 def test_gradient_clipping_shows_the_selected_releases_default():
-    """DeepSpeed's gradient_clipping default is 0.0 (no clipping) up to 0.18.9 and 1.0 from 0.19.0 (the release
+    """DeepSpeed's gradient_clipping default is 0.0 (no clipping) up to 0.19.2 and 1.0 from 0.19.3 (the release
     profiles record it): the widget showed 1.0, "clipping on", for every release."""
     from core import versions
 

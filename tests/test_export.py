@@ -112,7 +112,7 @@ def test_explicit_config_never_adds_a_key_deepspeed_refuses():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=any_config, version=st.sampled_from(["0.16.0", "0.18.9", "0.19.8"]))
 def test_explicit_then_strip_is_strip_for_any_config(config, version):
-    """For each release's own defaults (gradient_clipping 0.0 before 0.19, 1.0 since)."""
+    """For each release's own defaults (gradient_clipping 0.0 before 0.19.3, 1.0 since)."""
     explicit = explicit_config(config, version=version)
     assert strip_defaults(explicit, version=version) == strip_defaults(config, version=version)
     json.dumps(explicit, allow_nan=False)  # still a JSON document

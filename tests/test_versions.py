@@ -71,8 +71,14 @@ def test_default_version_is_the_installed_deepspeed_from_metadata(monkeypatch):
     monkeypatch.setattr(metadata, "version", lambda name: "0.17.2")
     assert versions.default_version() == "0.17.2"
     assert validate({"train_batch_size": 1}).version == "0.17.2"
+    assert versions.default_version_note() is None
     monkeypatch.setattr(metadata, "version", lambda name: "0.21.0+abc")
     assert versions.default_version() == versions.NEWEST
+    # an installed release without a profile is judged as the nearest one, and the user is told
+    monkeypatch.setattr(metadata, "version", lambda name: "0.15.4")
+    assert versions.default_version() == versions.RELEASES[0] == "0.16.0"
+    assert "DeepSpeed 0.15.4 has no profile" in versions.default_version_note()
+    assert "judged as DeepSpeed 0.16.0" in versions.default_version_note()
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
@@ -80,6 +86,21 @@ def test_default_version_is_the_installed_deepspeed_from_metadata(monkeypatch):
     monkeypatch.setattr(metadata, "version", missing)
     assert versions.installed_deepspeed() is None
     assert versions.default_version() == versions.NEWEST
+    assert versions.default_version_note() is None
+
+
+def test_the_cli_says_which_release_judges_when_the_installed_one_has_no_profile(monkeypatch, tmp_path, capsys):
+    from core.cli import main
+
+    path = tmp_path / "ds.json"
+    path.write_text('{"train_micro_batch_size_per_gpu": 1}\n')
+    monkeypatch.setattr(metadata, "version", lambda name: "0.15.4")
+    assert main(["validate", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "(DeepSpeed 0.16.0," in captured.out
+    assert "note: the installed DeepSpeed 0.15.4 has no profile" in captured.err
+    assert main(["validate", "--deepspeed-version", "0.19.8", str(path)]) == 0
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_a_key_added_later_is_unknown_before_and_fine_after():

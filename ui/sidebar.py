@@ -34,10 +34,13 @@ def render(report: Report) -> None:
             f"**{job_world_size(ctx)}** GPUs ({ctx['nodes']} × {ctx['gpus_per_node']})"
         )
         errors, warnings = report.errors, report.warnings
+        problems = memory.setup_problems(config, ctx)  # of the model and cluster chosen, shown with the memory
         if errors:
             st.markdown(f"**{len(errors)} error(s)**, {len(warnings)} warning(s)")
         elif warnings:
             st.markdown(f"No errors, **{len(warnings)} warning(s)**")
+        elif problems:
+            st.markdown("No errors or warnings in the config; the model or cluster chosen has a problem (below)")
         else:
             st.success("No errors or warnings", icon=":material/check_circle:")
         for i, finding in enumerate([*errors, *warnings][:MAX_LISTED]):
@@ -53,7 +56,7 @@ def render(report: Report) -> None:
         hidden = len(errors) + len(warnings) - MAX_LISTED
         if hidden > 0:
             st.page_link(app_state.PAGES["review"], label=f"… and {hidden} more on Review & export")
-        _memory_fit(config, ctx, report)
+        _memory_fit(config, ctx, report, problems)
         st.download_button(
             "Download ds_config.json: as written", data=core.dump_config(config), file_name="ds_config.json",
             mime="application/json", icon=":material/download:", key="sidebar_download",
@@ -61,7 +64,9 @@ def render(report: Report) -> None:
         )
 
 
-def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
+def _memory_fit(config: dict, ctx: dict, report: Report, problems: list) -> None:
+    for problem in problems:
+        st.error(f"{problem.message}.", icon=":material/block:")
     estimate = memory.current_estimate(config, ctx, report)
     if estimate is None:
         st.caption("Memory: choose a model on Start to see whether it fits.")
@@ -76,8 +81,6 @@ def _memory_fit(config: dict, ctx: dict, report: Report) -> None:
     for assumed in (memory.micro_batch_and_assumption(config, report, ctx)[1], estimate.scope):
         if assumed:
             text += f" ({assumed}.)"
-    for problem in memory.setup_problems(config, ctx):
-        st.error(f"{problem.message}.", icon=":material/block:")
     if estimate.fits:
         st.success(f"Fits: {text}", icon=":material/memory:")
     else:

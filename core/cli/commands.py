@@ -44,7 +44,7 @@ from core.cli.common import (
 from core.findings import SEVERITY_ORDER
 from core.io import dump_config, strict_json_problem
 from core.source_map import Position, at, key_positions, locate
-from core.versions import resolve_version
+from core.versions import default_version_note, resolve_version
 
 
 def _summary(name: str, report: Any) -> str:
@@ -295,9 +295,8 @@ FIXED_SEVERITIES = {False: ("error", "warning"), True: ("error", "warning", "inf
 
 
 def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
-    import difflib
-
     from core.autofix import MAX_ROUNDS, fix_until_stable
+    from core.export import text_diff
 
     config, text = read_config_and_text(args.file)
     result = fix_until_stable(config, unsafe=args.unsafe, world_size=args.world_size, target=args.target,
@@ -320,8 +319,7 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
                      f"{len(left.warnings)} warning(s) left\n")
     before, after = text, dump_config(result.config)  # the diff shows the reformatting the write does too
     if args.diff:
-        out.writelines(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                            args.file, f"{args.file} (fixed)"))
+        out.write(text_diff(before, after, args.file, f"{args.file} (fixed)"))
     elif args.output and args.output != "-":  # -o -: standard output, as for export
         same = args.file != "-" and Path(args.output).resolve() == Path(args.file).resolve()
         (rewrite_config_file if same else write_text)(args.output, after)
@@ -465,6 +463,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if out is None:  # started with standard output closed: nothing could be printed, not even a verdict
         return _cannot_write(args.command, "standard output is closed")
+    if getattr(args, "deepspeed_version", "") is None and (note := default_version_note()) and sys.stderr:
+        sys.stderr.write(f"dsconfig {args.command}: note: {note}; choose another with --deepspeed-version\n")
     try:
         return guarded(args.command, lambda: args.handler(args, out), json_out=json_errors(args, out))
     except KeyboardInterrupt:

@@ -136,7 +136,8 @@ class DeepSpeedConfig(LenientSection):
     gradient_clipping: float = ds_field(
         1.0, auto="fails", hf_auto=True, page="precision", raises="step",
         description="Clip the global gradient norm to this value. 0 disables clipping.",
-        doc_note="The docs give 1.0 as the default; the code agrees.",
+        doc_note="The docs give 1.0 as the default; older releases default to 0.0 (no clipping): the Default line "
+        "gives the chosen release's.",
     )
     data_types: DataTypesConfig = ds_field(
         default_factory=DataTypesConfig, page="advanced",

@@ -179,7 +179,7 @@ def json_default(field: SchemaField) -> tuple[bool, Any]:
 
 def default_in(field: SchemaField, path: str, version: str) -> Any:
     """The value DeepSpeed ``version`` uses when the key at dotted ``path`` is left out, as JSON writes it: its
-    profile's record (``gradient_clipping`` is 0.0 before 0.19.0), else the schema's default (None when required)."""
+    profile's record (``gradient_clipping`` is 0.0 before 0.19.3), else the schema's default (None when required)."""
     found, recorded = versions.recorded_default(version, path.rpartition(".")[0], field.alias or field.name)
     if found:
         return recorded

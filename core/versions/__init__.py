@@ -87,9 +87,21 @@ def installed_deepspeed() -> str | None:
 
 
 def default_version() -> str:
-    """The installed DeepSpeed when it has a profile, else the newest profiled release."""
+    """The installed DeepSpeed when it has a profile, else the profiled release nearest to it (0.15.4 is judged as
+    0.16.0, 0.20.0 as the newest), else (none installed) the newest."""
     installed = installed_deepspeed()
-    return installed if installed in RELEASES else NEWEST
+    if installed is None or installed in RELEASES:
+        return installed or NEWEST
+    return nearest(installed)
+
+
+def default_version_note() -> str | None:
+    """A sentence for the user when the installed DeepSpeed has no profile and the default is another release."""
+    installed = installed_deepspeed()
+    if installed is None or installed in RELEASES:
+        return None
+    return (f"the installed DeepSpeed {installed} has no profile (supported: {RELEASES[0]} – {NEWEST}): configs are "
+            f"judged as DeepSpeed {default_version()}, the nearest")
 
 
 def resolve_version(version: str | None) -> str:
