@@ -177,3 +177,17 @@ def test_offload_device_set_back_to_none_removes_the_section_it_added():
     at = _zero_knobs(kept)
     _widget(at, "selectbox", "cfg:zero_optimization.offload_param.device").set_value("none").run()
     assert at.session_state["config"]["zero_optimization"]["offload_param"] == {"device": "none", "pin_memory": True}
+
+
+def test_choosing_deepspeeds_own_auto_leaves_the_key_out_so_the_hf_target_stays_valid():
+    """A choice whose DeepSpeed default is "auto" wrote the string back when chosen: under the HF target Accelerate
+    refuses it (auto.not-filled); leaving the key out gives DeepSpeed's own "auto" under either target."""
+    for target in ("hf", "deepspeed"):
+        written = copy.deepcopy(AUTOEP)
+        written["expert_parallel"]["score_func"] = "sigmoid"
+        at = _advanced(written, "expert_parallel", target=target)
+        _widget(at, "selectbox", "cfg:expert_parallel.score_func").set_value("auto").run()
+        config = at.session_state["config"]
+        assert config["expert_parallel"] == AUTOEP["expert_parallel"], target
+        assert not [f.code for f in validate(config, target=target).findings if f.path.startswith("expert_parallel")]
+        assert _widget(at, "selectbox", "cfg:expert_parallel.score_func").value == "auto"

@@ -116,6 +116,10 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
     before = get_path(config, path, None)
     if kind == "float":
         value = _whole_as_written(path, value, before)
+    if value == "auto" and (field := resolve(DeepSpeedConfig, path)) is not None and fields.auto_is_default(field):
+        # DeepSpeed's own "auto" (a ZenFlow strategy, an AutoEP choice) is what leaving the key out gives, and the
+        # only way to it under the HF target: Accelerate refuses an "auto" it does not fill (auto.not-filled)
+        value = None
     if value is None:
         _delete_pruned(config, path)
     else:
