@@ -118,6 +118,17 @@ def _adjust(
                             field.name))
     if strict and prefixes:
         _profile_only_keys(props, version, model, prefixes)
+    if "enabled" in props and _enabled_required(version, target, prefixes):
+        node["required"] = sorted({*node.get("required", ()), "enabled"})
+
+
+def _enabled_required(version: str, target: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether ``validate`` refuses this section without its ``enabled`` key and takes it with one (``amp``,
+    ``progressive_layer_drop`` and legacy curriculum learning up to 0.19.7: DeepSpeed pops the key without a
+    default, KeyError)."""
+    return bool(prefixes) and "" not in prefixes and all(
+        _probe(version, target, prefix, "{}")[0] and not _probe(version, target, prefix, '{"enabled": false}')[0]
+        for prefix in prefixes)
 
 
 def _present(

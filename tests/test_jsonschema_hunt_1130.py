@@ -120,3 +120,30 @@ def test_no_default_is_one_the_same_schema_refuses():
             assert "auto" not in defaults  # Accelerate refuses DeepSpeed's own "auto" here
         else:
             assert defaults == ["auto"]
+
+
+#: Sections every release up to 0.19.7 reads by popping "enabled" without a default (KeyError without it).
+ENABLED_ROWS = [
+    ("amp without enabled", {"train_batch_size": 8, "amp": {"opt_level": "O1"}}, False),
+    ("amp with enabled", {"train_batch_size": 8, "amp": {"enabled": False, "opt_level": "O1"}}, True),
+    ("pld without enabled", {"train_batch_size": 8, "progressive_layer_drop": {"theta": 0.5}}, False),
+    ("pld with enabled", {"train_batch_size": 8, "progressive_layer_drop": {"enabled": False, "theta": 0.5}}, True),
+]
+
+
+@pytest.mark.parametrize("release", ["0.16.9", "0.19.7"])
+def test_a_section_older_releases_read_only_with_its_enabled_key_requires_it(release):
+    schema = json_schema(release)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    editor = jsonschema.Draft202012Validator(schema)
+    for label, config, accepted in ENABLED_ROWS:
+        assert validate(config, version=release).ok == accepted, label
+        assert editor.is_valid(config) == accepted, label
+
+
+@pytest.mark.deepspeed
+def test_the_enabled_rows_are_deepspeed_0169s_verdicts():
+    verdicts = _release_verdicts("0.16.9", [config for _, config, _ in ENABLED_ROWS])
+    if isinstance(verdicts, str):
+        pytest.fail(verdicts)
+    assert [bool(v["accepted"]) for v in verdicts] == [accepted for _, _, accepted in ENABLED_ROWS], verdicts
