@@ -31,9 +31,12 @@ from core.memory.result import gib_capacity, gib_margin, gib_used
 from core.memory.settings import TrainingSettings
 from core.memory.solve import LARGEST_SIZED_MICRO_BATCH
 from core.models.arch import ModelSpec
+from core.rules.initialize import autotp_fits
 from core.rules.optim import untested_with_zero
 from core.rules.precision import MASTER_WEIGHTS_KEYS, without_refused_master_weights
+from core.rules.zero import hpz_fits
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE
+from core.validate import validate
 from core.versions import NEWEST
 
 #: Ways in the order they cost speed (cheapest first); ``ways_to_fit`` ranks fitting ways by it.
@@ -114,7 +117,13 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     written = _written_global_batch(config, version) is not None
     trio = micro_and_accum_of(dict(config), hardware.total_gpus, version) if written else None  # once, not per count
 
+    meaning = effective(dict(config), version)
+    zero = config.get("zero_optimization")
+
     def micro_at(count: int, keep_batch: bool) -> int | None:
+        # a count AutoTP or hpZ cannot build their groups on is no way out (deepspeed.initialize fails there)
+        if not (autotp_fits(meaning.autotp_size, count, version) and hpz_fits(zero, meaning.stage, count)):
+            return None
         kept = None if trio is None else _kept_batch(config, trio[0], count, version)
         if kept is None:
             return None if keep_batch and written else here
@@ -547,8 +556,12 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     # a way that fits nothing is worth showing only when it gets closer: adding offload to a job short of CPU RAM
     # alone moves it further away, and was ranked first for its small GPU figure
     now_over = _overshoot(current.gpu_bytes, current.cpu_bytes_per_node, current.nvme_bytes_per_node, hardware)
-    ways = _distinct([_with_untested_optimizer_allowed(way, config, version) for way in ways
-                      if way.fits or _way_overshoot(way, hardware) < now_over], config)
+    refused_now = frozenset((f.code, f.path) for f in validate(
+        dict(config), version=version, world_size=hardware.total_gpus).errors)
+    judged = [_without_new_refusals(_with_untested_optimizer_allowed(way, config, version), config, model, hardware,
+                                    shape, version, refused_now) for way in ways]
+    ways = _distinct([way for way in judged
+                      if way is not None and (way.fits or _way_overshoot(way, hardware) < now_over)], config)
     order = {kind: i for i, kind in enumerate(KINDS)}
     order["combined"] = order["gpus"]  # the ways that change the GPU count rank among themselves by the count
 
@@ -615,6 +628,53 @@ def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any], versio
     return replace(way, config_patch=apply_patch(way.config_patch, {"zero_allow_untested_optimizer": True}),
                    detail=way.detail + f" ZeRO was not tested with {name}: the change also sets "
                    "zero_allow_untested_optimizer, without which deepspeed.initialize refuses it.")
+
+
+def _without_new_refusals(way: Way, config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
+                          shape: Shape, version: str, refused_now: frozenset[tuple[str, str]]) -> Way | None:
+    """``way`` as the validator judges the config it makes, on the GPUs it runs on: unchanged when it adds no error;
+    with the keys removed that DeepSpeed refuses only in the changed job (``compute_grad_norm: false`` or
+    ``prescale_gradients`` at ZeRO-3: errors whose fix removes the key), said in its detail and sized again; None
+    when it adds an error no removal of the user's key clears (an NVMe offload without a path that ZeRO-3 starts
+    using): a way DeepSpeed refuses is no way out. ``refused_now``: (code, path) of the config's own errors."""
+    nodes = way.context_patch.get("nodes", hardware.nodes)
+    per_node = way.context_patch.get("gpus_per_node", hardware.gpus_per_node)
+    patch = dict(way.config_patch)
+    removed: dict[str, str] = {}
+    for _ in range(3):
+        report = validate(apply_patch(config, patch), version=version, world_size=nodes * per_node)
+        new = [f for f in report.errors if (f.code, f.path) not in refused_now]
+        if not new:
+            break
+        for finding in new:
+            ops = [(op.op, op.path) for op in finding.fix.ops] if finding.fix is not None else []
+            if ops != [("delete", finding.path)] or finding.path in removed:
+                return None
+            removed[finding.path] = finding.code
+            patch = _with_deletion(patch, finding.path)
+    else:
+        return None
+    if not removed:
+        return way
+    run_on = replace(hardware, nodes=nodes, gpus_per_node=per_node)
+    run_shape = replace(shape, recompute=way.context_patch.get("recompute", shape.recompute))
+    est = _estimate(apply_patch(config, patch), model, run_on, run_shape, version=version)
+    said = "".join(f" The change also removes {path}: DeepSpeed {version} refuses it in the changed job ({code})."
+                   for path, code in removed.items())
+    return replace(_from_estimate(way.kind, way.title, way.detail + said, est, patch, way.context_patch))
+
+
+def _with_deletion(patch: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """``patch`` that also removes the key at the dotted ``path`` (a ``None`` there, which ``apply_patch`` reads as a
+    removal)."""
+    head, _, rest = path.partition(".")
+    out = dict(patch)
+    if not rest:
+        out[head] = None
+    else:
+        inner = out.get(head)
+        out[head] = _with_deletion(inner if isinstance(inner, Mapping) else {}, rest)
+    return out
 
 
 def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:

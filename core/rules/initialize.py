@@ -399,6 +399,14 @@ def partial_offload_optimizer(ctx: Context) -> Iterator[Finding]:
     )
 
 
+def autotp_fits(size: int, world_size: int, version: str) -> bool:
+    """Whether DeepSpeed ``version`` builds AutoTP's groups of ``size`` on ``world_size`` GPUs: it reads
+    ``autotp_size`` and it is above 1, then only a multiple of it (``autotp_world_size``)."""
+    if size <= 1 or versions.key_known(version, "tensor_parallel", "autotp_size") is not True:
+        return True
+    return world_size % size == 0
+
+
 def autotp_world_size(ctx: Context) -> Iterator[Finding]:
     """``tensor_parallel.autotp_size`` that does not divide the GPUs, in the releases that read it: ``deepspeed.
     initialize`` lays the ranks out as a (GPUs // autotp_size) x autotp_size mesh (``groups._init_tp_mesh_device``).
@@ -406,9 +414,7 @@ def autotp_world_size(ctx: Context) -> Iterator[Finding]:
     otherwise the mesh leaves the remainder out, and DeepSpeed's other group builder asserts divisibility
     (``_ensure_divisibility``)."""
     size = ctx.meaning.autotp_size
-    if size <= 1 or ctx.meaning.autotp_size_string or ctx.world_size % size == 0:
-        return
-    if versions.key_known(ctx.version, "tensor_parallel", "autotp_size") is not True:
+    if ctx.meaning.autotp_size_string or autotp_fits(size, ctx.world_size, ctx.version):
         return
     path = "tensor_parallel.autotp_size"
     if ctx.world_size < size:

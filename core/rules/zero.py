@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from core import versions
 from core.autofill import ACCELERATE_FILLS, ACCELERATE_NO_ZERO, ACCELERATE_VARIABLES, HF_DEFAULTS
@@ -20,6 +21,15 @@ from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE, ZeroConfig
 #: How DeepSpeed prints the NVMe offload device in its messages (``OffloadDeviceEnum.nvme``).
 _NVME_ENUM = "OffloadDeviceEnum.nvme"
 
+
+
+def hpz_fits(zero: Any, stage: int, world_size: int) -> bool:
+    """Whether ZeRO-3 builds hpZ's groups on ``world_size`` GPUs: groups of min(zero_hpz_partition_size, world size)
+    ranks that must tile the world (``groups._create_zero_param_parallel_group`` asserts it); below stage 3 the key
+    is not used."""
+    hpz = lax_int(zero.get("zero_hpz_partition_size", 1)) if isinstance(zero, Mapping) else None
+    group = min(hpz, world_size) if hpz is not None and hpz > 1 else 1
+    return stage != 3 or world_size % group == 0
 
 def zero_form(ctx: Context) -> Iterator[Finding]:
     """The deprecated boolean form and null; with the HF target, the section Accelerate requires and its "auto"
@@ -175,10 +185,8 @@ def offload(ctx: Context) -> Iterator[Finding]:
             suggestion="Fine to keep if you switch stages; otherwise remove them.", page="zero",
         )
     hpz = lax_int(zero.get("zero_hpz_partition_size", 1))
-    # ZeRO-3 builds hpZ's groups of min(hpz, world size) ranks and asserts they tile the world
-    # (groups._create_zero_param_parallel_group); below stage 3 the key is not used
     group = min(hpz, ctx.world_size) if hpz is not None and hpz > 1 else 1
-    if stage == 3 and ctx.world_size % group != 0:
+    if not hpz_fits(zero, stage, ctx.world_size):
         divisors = [d for d in range(2, ctx.world_size) if ctx.world_size % d == 0]
         yield Finding(
             "error", "zero.hpz-partition", "zero_optimization.zero_hpz_partition_size",
