@@ -664,6 +664,29 @@ TABLE: tuple[Code, ...] = (
        "managed_gradient_accumulation false with overlap_comm below stage 2.",
        "deepspeed.initialize supports this only with ZeRO stage 2. The fix turns overlap_comm off.",
        {**B, "managed_gradient_accumulation": False, "zero_optimization": {"stage": 1, "overlap_comm": True}}),
+    _c("engine.managed-accumulation-deepcompile", "error", "initialize", False,
+       "managed_gradient_accumulation false with DeepCompile.",
+       "deepspeed.initialize asserts \"managed_gradient_accumulation=False is not supported with DeepCompile\" (every "
+       "release that reads the key). The fix removes the key, so DeepSpeed manages gradient accumulation again.",
+       {**B, "managed_gradient_accumulation": False, "compile": {"deepcompile": True}}),
+    _c("engine.allgather-bucket-alignment", "error", "initialize", False,
+       "An odd allgather_bucket_size at ZeRO stage 1 or 2.",
+       "The ZeRO-1/2 optimizer aligns its all-gather buffers to 2 elements and asserts that allgather_bucket_size is a "
+       "multiple of 2 (its profile's check); ZeRO-3 does not. The fix adds one element.",
+       {**B, "zero_optimization": {"stage": 2, "allgather_bucket_size": 500000001}}),
+    _c("engine.muon-reduce-scatter", "error", "initialize", False,
+       "The Muon optimizer at ZeRO stage 3 with reduce_scatter on.",
+       "ZeRO-3's optimizer refuses Muon while reduce_scatter is on, its default (\"Muon and reduce scatter cannot be "
+       "used together\", in the releases whose profile records it). The fix sets reduce_scatter to false.",
+       {**B, "optimizer": {"type": "Muon", "params": {"lr": 0.02}}, "zero_optimization": {"stage": 3}}),
+    _c("engine.torch-scheduler-wrapped", "error", "initialize", None,
+       "A torch scheduler named in the config, on an optimizer DeepSpeed wraps.",
+       "DeepSpeed builds a torch.optim.lr_scheduler class named in the config on the optimizer it trains with: a "
+       "ZeRO optimizer at stage 1-3, or the fp16/bf16 wrapper without ZeRO, none of which is a torch Optimizer, so "
+       "torch raises TypeError (\"DeepSpeedZeroOptimizer is not an Optimizer\"). Without ZeRO in fp32 it works. No "
+       "automatic fix: choose one of DeepSpeed's schedulers, or build the torch one in Python.",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "zero_optimization": {"stage": 2},
+        "scheduler": {"type": "StepLR", "params": {"step_size": 10}}}),
     _c("engine.autotp-size-string", "error", "initialize", False, "tensor_parallel.autotp_size is a string.",
        "deepspeed.initialize (in the releases whose profile records the comparison) compares autotp_size "
        "with 0 before the config is parsed, and the HF Trainer compares it with 1: \"2\" or \"auto\" is a "

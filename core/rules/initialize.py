@@ -99,12 +99,29 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "deepspeed.initialize fails.",
             fix=set_fix("zero_optimization.overlap_comm", False), page="batch",
         )
-    if lax_bool(zero.get("legacy_stage1")) is True:
+    if not _manages_accumulation(ctx) and _deepcompile(ctx) and versions.key_known(
+            ctx.version, "", "managed_gradient_accumulation"):
+        yield Finding(
+            "error", "engine.managed-accumulation-deepcompile", "managed_gradient_accumulation",
+            "managed_gradient_accumulation is false while DeepCompile is on (compile.deepcompile); "
+            "deepspeed.initialize fails (\"managed_gradient_accumulation=False is not supported with DeepCompile\").",
+            suggestion="Remove managed_gradient_accumulation (DeepSpeed then manages accumulation), or turn "
+            "compile.deepcompile off.",
+            fix=delete_fix("managed_gradient_accumulation"), page="batch",
+        )
+    # the engine raises only where it configures ZeRO's optimizer (_configure_zero_optimizer): stage 1 or more
+    if lax_bool(zero.get("legacy_stage1")) is True and ctx.stage >= 1:
         yield Finding(
             "error", "engine.legacy-stage1", "zero_optimization.legacy_stage1",
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
         )
+
+
+def _deepcompile(ctx: Context) -> bool:
+    """``compile.deepcompile`` as the engine reads it (``is_deepcompile_enabled``: the pydantic compile config)."""
+    section = ctx.config.get("compile")
+    return isinstance(section, dict) and lax_bool(section.get("deepcompile", False)) is True
 
 
 def _dtype_mix_refusal(ctx: Context, dtype: str, written: str | bool | None = True) -> str | None:
@@ -295,6 +312,67 @@ def gradient_scaling_reduce_scatter(ctx: Context) -> Iterator[Finding]:
                 + (f" {kept}." if kept else "."),
                 fix=delete_fix(key), page="precision",
             )
+
+
+#: The parts of ZeRO optimizers' assertions on a config value that every release words the same way.
+ALLGATHER_ALIGNMENT_CHECK = "allgather_bucket_size must be a multiple of nccl_start_alignment_factor"
+MUON_REDUCE_SCATTER_CHECK = "Muon and reduce scatter cannot be used together"
+
+
+def zero_optimizer_values(ctx: Context) -> Iterator[Finding]:
+    """Values the ZeRO optimizer of the config's stage refuses when ``deepspeed.initialize`` builds it (its assertions
+    in the release's profile, ``versions.zero_optimizer_check``): an odd ``allgather_bucket_size`` at stage 1-2 (its
+    all-gather buffers are aligned to 2 elements), and Muon at stage 3 with ``reduce_scatter`` on (its default)."""
+    size = lax_int(ctx.zero.get("allgather_bucket_size"))
+    if size is not None and size % 2 and (check := _zero_check(ctx, ALLGATHER_ALIGNMENT_CHECK)):
+        yield Finding(
+            "error", "engine.allgather-bucket-alignment", "zero_optimization.allgather_bucket_size",
+            f"allgather_bucket_size is {size}, an odd number; ZeRO stage {ctx.stage} aligns its all-gather buffers "
+            f"to 2 elements and deepspeed.initialize fails (\"{check.replace('{}', '2')}\").",
+            suggestion=f"Use an even size, e.g. {size + 1}.",
+            fix=set_fix("zero_optimization.allgather_bucket_size", size + 1), page="zero",
+        )
+    muon = (ctx.meaning.optimizer_class or "").endswith("MuonWithAuxAdam")
+    if muon and reduce_scatter_on(ctx) and (check := _zero_check(ctx, MUON_REDUCE_SCATTER_CHECK)):
+        yield Finding(
+            "error", "engine.muon-reduce-scatter", "zero_optimization.reduce_scatter",
+            f"The Muon optimizer with ZeRO stage {ctx.stage} and zero_optimization.reduce_scatter on"
+            + ("" if "reduce_scatter" in ctx.zero else " (its default)")
+            + f"; deepspeed.initialize fails (\"{check}\").",
+            suggestion="Set zero_optimization.reduce_scatter to false (ZeRO-3 then all-reduces the gradients), or use "
+            "ZeRO stage 2.",
+            fix=set_fix("zero_optimization.reduce_scatter", False), page="zero",
+        )
+
+
+def torch_scheduler_on_a_wrapper(ctx: Context) -> Iterator[Finding]:
+    """A scheduler of ``torch.optim.lr_scheduler`` named in the config, which the engine builds on its own optimizer
+    (``_scheduler_from_config(self.optimizer)``): where that is a DeepSpeed wrapper (a ZeRO optimizer at stage 1-3,
+    the fp16/bf16 optimizer without ZeRO: ``versions.optimizer_wrapper``), torch refuses it ("... is not an
+    Optimizer", TypeError). DeepSpeed's own schedulers take any optimizer."""
+    from core.rules.optim import TORCH_SCHEDULERS
+    from core.schema.optimizer import SCHEDULERS
+
+    section = ctx.config.get("scheduler")
+    name = section.get("type") if isinstance(section, dict) else None
+    if not isinstance(name, str) or name in SCHEDULERS or name not in TORCH_SCHEDULERS:
+        return
+    if ctx.stage >= 1:
+        wrapper = "the ZeRO optimizer"
+    else:
+        outcome = versions.optimizer_wrapper(ctx.version, model_dtype(ctx), _grad_accum_dtype(ctx), 0)
+        if outcome in (None, "none") or "Error" in outcome:
+            return  # the optimizer itself (fp32), or an error another rule reports (engine.dtype-mix)
+        wrapper = f"the {model_dtype(ctx)} optimizer wrapper"
+    yield Finding(
+        "error", "engine.torch-scheduler-wrapped", "scheduler.type",
+        f"scheduler.type is torch's {name}, which DeepSpeed builds on the optimizer it trains with: here {wrapper} "
+        f"(ZeRO stage {ctx.stage}, {model_dtype(ctx)}), not a torch Optimizer, so deepspeed.initialize fails "
+        f"(\"... is not an Optimizer\", TypeError).",
+        suggestion="Use one of DeepSpeed's schedulers (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle), or build "
+        f"{name} in Python on the engine's optimizer (engine.optimizer) and step it yourself.",
+        page="optimizer",
+    )
 
 
 def zenflow_offload(ctx: Context) -> Iterator[Finding]:
