@@ -848,7 +848,9 @@ TABLE: tuple[Code, ...] = (
        "DeepSpeed (0.18.1 on) enables DataStates checkpointing when `datastates_ckpt` is anything but `false` "
        "(`enabled = value is not False`): null, {} and {\"enabled\": false} all switch it on, and checkpoints are "
        "saved through DataStates (or, without its package, DeepSpeed logs an error and falls back to torch.save). "
-       "The fix writes false (unsafe: it turns DataStates off, which is what the config seems to mean).",
+       "The fix writes false (unsafe: it turns DataStates off, which is what the config seems to mean). A value "
+       "that is neither a switch nor an object (2, \"x\") turns it on too and is handed to DataStates as its "
+       "settings: warned, with no fix (what it meant is unknown).",
        {**B, "datastates_ckpt": {"enabled": False}}),
     _c("misc.comms-logger-on", "warning", "n/a", False, "comms_logger written to mean off turns the logger on.",
        "DeepSpeed switches the communication logger on whenever the `comms_logger` key is present "

@@ -484,8 +484,19 @@ def _datastates_on(ctx: Context) -> Iterator[Finding]:
         how = "an empty object" if not value else f"an object whose `enabled` is {brief(value['enabled'])}"
     elif value is None or lax_bool(value) is False:
         how = "null" if value is None else brief(value)
-    else:
-        return  # true, or something the type check refuses
+    elif value is True:
+        return
+    else:  # 2, [], "x": not a switch nor settings; DataStates is on and gets the value as its settings
+        yield Finding(
+            "warning", "misc.datastates-on", "datastates_ckpt",
+            f"`datastates_ckpt` is {brief(value)}, neither false nor an object of DataStates settings: DeepSpeed "
+            f"{ctx.version} turns DataStates checkpointing ON for any value but `false` and hands {brief(value)} to "
+            "DataStates as its settings.",
+            suggestion="Write `\"datastates_ckpt\": false` to keep DataStates off, or an object with its settings "
+            "to use it.",
+            page="advanced",
+        )
+        return
     yield Finding(
         "warning", "misc.datastates-on", "datastates_ckpt",
         f"`datastates_ckpt` is {how}, which reads as off but turns DataStates checkpointing ON: DeepSpeed "

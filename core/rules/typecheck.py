@@ -372,6 +372,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     ):
         strict = raises = False  # this release does not check this while parsing
     fails = versions.top_level_value_fails(ctx.version, key, value) if container else None
+    if fails is False and field is not None and field.meta.extra.get("enabled_by_presence"):
+        return None  # not ignored: any value but false switches the feature on (its own rule says so)
     if fails is False:  # this release's own parser, tried with such a value (the profile's probe), goes through
         return Finding(
             "warning", "type.section-ignored", path,

@@ -239,7 +239,7 @@ class DeepSpeedConfig(LenientSection):
         default_factory=ExpertParallelConfig, page="advanced", description="AutoEP expert parallelism."
     )
     datastates_ckpt: DataStatesConfig | bool | None = ds_field(
-        None, page="advanced",
+        None, page="advanced", enabled_by_presence=True,
         description="DataStates asynchronous checkpointing: enabled when the key is present, unless it is "
         "`false`.",
     )
