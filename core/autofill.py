@@ -21,6 +21,7 @@ from typing import Any
 
 from core.batch import BATCH_KEYS, GA, MB, TB, reads_sequence_parallel, sequence_parallel_degree
 from core.findings import brief, get_path, join_index, join_path
+from core.versions import NEWEST
 
 AUTO = "auto"
 
@@ -530,16 +531,24 @@ HF_TRAINER_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int | None = None,
-                     remembered: Mapping[str, Any] | None = None, *, target: str = "deepspeed") -> dict[str, Any]:
+                     remembered: Mapping[str, Any] | None = None, *, target: str = "deepspeed",
+                     version: str = NEWEST) -> dict[str, Any]:
     """A copy of ``config`` whose scheduler (created when there is none) is ``new_type`` (None: no type, the key
     removed), with its params adapted (created too when there are none): parameters the new scheduler does not take
     are dropped (DeepSpeed would fail on them), the ones it takes from ``remembered`` (what this type had before the
     user switched away) come back, and a required ``total_num_steps`` still missing is filled from ``train_steps``
-    (an integer, as DeepSpeed wants a step count). For ``target`` "hf" the parameters the Trainer fills from
-    TrainingArguments that are still missing are "auto" instead (it refuses a total_num_steps other than its own
-    step count, and a missing warm-up would be DeepSpeed's 1000 steps, not ``warmup_steps``). Parameters both
-    schedulers take are kept; a type DeepSpeed does not define keeps its params."""
-    from core.schema.optimizer import SCHEDULERS
+    (an integer, as DeepSpeed wants a step count). A missing peak learning rate (``SCHEDULER_PEAK_LR``:
+    WarmupLR's and WarmupDecayLR's ``warmup_max_lr``, OneCycle's ``cycle_max_lr``) is the optimizer's numeric
+    ``lr`` when DeepSpeed ``version`` (the newest profiled release unless given) would not follow that lr itself:
+    the scheduler writes its peak into the optimizer, and the release default is 0.001 (WarmupDecayLR in every
+    release, WarmupLR before 0.17.2; OneCycle has none and fails). OneCycle's required ``cycle_min_lr`` is left for
+    the user (the validator names it): DeepSpeed documents no ratio to the peak. For ``target`` "hf" the
+    parameters the Trainer fills from TrainingArguments that are still missing are "auto" instead (it refuses a
+    total_num_steps other than its own step count, a missing warm-up would be DeepSpeed's 1000 steps, not
+    ``warmup_steps``, and it fills warmup_max_lr with ``learning_rate``). Parameters both schedulers take are
+    kept, as are the ones written or remembered; a type DeepSpeed does not define keeps its params."""
+    from core.lr_schedules import scheduler_param_default
+    from core.schema.optimizer import SCHEDULER_PEAK_LR, SCHEDULERS
 
     out = copy.deepcopy(dict(config))
     if "scheduler" not in out and new_type is not None:
@@ -568,9 +577,19 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
             name = path.removeprefix("scheduler.params.")
             if name != path and name in accepted:
                 adapted.setdefault(name, AUTO)
-    elif ("total_num_steps" in accepted and "total_num_steps" not in adapted
-            and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
-        adapted["total_num_steps"] = train_steps
+    else:
+        if ("total_num_steps" in accepted and "total_num_steps" not in adapted
+                and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
+            adapted["total_num_steps"] = train_steps
+        peak = SCHEDULER_PEAK_LR.get(new_type)
+        optimizer = out.get("optimizer")
+        lr = optimizer.get("params", {}).get("lr") if isinstance(optimizer, dict) and \
+            isinstance(optimizer.get("params", {}), dict) else None
+        if peak in accepted and peak not in adapted and isinstance(lr, int | float) and not isinstance(lr, bool) \
+                and math.isfinite(lr):
+            found, default = scheduler_param_default(new_type, peak, version)
+            if not found or default is not None:  # required, or a number of its own: not the optimizer's lr
+                adapted[peak] = lr
     scheduler["params"] = adapted  # even empty: DeepSpeed calls the scheduler with **params, None fails
     return out
 

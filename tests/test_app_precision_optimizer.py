@@ -399,5 +399,7 @@ def test_a_first_scheduler_is_filled_with_the_step_count():
     at = app({"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "Adam", "params": {"lr": 1e-4}}},
              page="pages/optimizer.py")
     at.selectbox(key=widget_key("scheduler.type")).set_value("WarmupDecayLR").run()
-    assert at.session_state["config"]["scheduler"] == {"type": "WarmupDecayLR", "params": {"total_num_steps": 10_000}}
+    # and its peak is the optimizer's lr, not DeepSpeed's default 0.001 (tests/test_scheduler_peak_lr.py)
+    assert at.session_state["config"]["scheduler"] == {"type": "WarmupDecayLR",
+                                                       "params": {"total_num_steps": 10_000, "warmup_max_lr": 1e-4}}
     assert not any("scheduler.missing-param" in e.value for e in at.main.error)

@@ -426,12 +426,14 @@ def test_a_written_global_batch_no_auto_value_can_match_is_an_error_for_the_hf_t
 
 def test_a_first_scheduler_gets_its_step_count_as_a_switch_does():
     """With no scheduler (or one without params) WarmupDecayLR came without total_num_steps, which it requires,
-    while switching to it from WarmupLR filled it."""
+    while switching to it from WarmupLR filled it. Its peak is the optimizer's lr: DeepSpeed's default
+    warmup_max_lr (0.001) would replace it (tests/test_scheduler_peak_lr.py); WarmupLR follows the lr from 0.17.2."""
     optimizer = {"optimizer": {"type": "Adam", "params": {"lr": 1e-4}}}
     assert switch_scheduler(optimizer, "WarmupDecayLR", 5000)["scheduler"] == {
-        "type": "WarmupDecayLR", "params": {"total_num_steps": 5000}}
+        "type": "WarmupDecayLR", "params": {"total_num_steps": 5000, "warmup_max_lr": 1e-4}}
     typed = {**optimizer, "scheduler": {"type": "WarmupDecayLR"}}  # as the app writes the type before switching
-    assert switch_scheduler(typed, "WarmupDecayLR", 5000)["scheduler"]["params"] == {"total_num_steps": 5000}
+    assert switch_scheduler(typed, "WarmupDecayLR", 5000)["scheduler"]["params"] == {"total_num_steps": 5000,
+                                                                                     "warmup_max_lr": 1e-4}
     assert switch_scheduler(optimizer, "WarmupLR", 5000)["scheduler"] == {"type": "WarmupLR", "params": {}}
     kept = {"scheduler": {"type": "WarmupLR", "params": [1]}}
     assert switch_scheduler(kept, "WarmupDecayLR", 5000) == {"scheduler": {"type": "WarmupDecayLR", "params": [1]}}

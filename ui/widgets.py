@@ -132,14 +132,16 @@ def _set_value(config: dict[str, Any], path: str, kind: Kind, optional: bool, va
         delete_path(config, parent, prune=True)
     if path == fields.SCHEDULER_TYPE:
         # a new scheduler takes other parameters: drop the ones it would fail on (remembered per type for a switch
-        # back, until another config is loaded), fill its step count
-        steps = app_state.get_context().get("train_steps")
+        # back, until another config is loaded), fill its step count and its peak lr (the optimizer's, for the
+        # release chosen: DeepSpeed's own 0.001 would replace it)
+        context = app_state.get_context()
+        steps = context.get("train_steps")
         params = get_path(config, "scheduler.params", None)  # still the previous type's: only the type was set
         if isinstance(params, dict) and isinstance(before, str):
             st.session_state[app_state.SCHEDULER_PARAMS_KEY + before] = copy.deepcopy(params)
         remembered = st.session_state.get(app_state.SCHEDULER_PARAMS_KEY + value) if isinstance(value, str) else None
         app_state.rewrite_config(autofill.switch_scheduler(config, value, steps, remembered,
-                                                           target=app_state.get_context()["target"]))
+                                                           target=context["target"], version=context["version"]))
 
 
 def _places(config: Mapping[str, Any], path: str) -> list[Any]:

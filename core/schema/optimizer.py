@@ -955,6 +955,15 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
     )
 }
 
+#: The parameter holding each DeepSpeed scheduler's peak learning rate, which the scheduler writes into the
+#: optimizer (replacing its ``lr``). WarmupCosineLR scales the optimizer's lr (ratios) and LRRangeTest sweeps
+#: upwards from ``lr_range_test_min_lr`` with no peak: neither has one.
+SCHEDULER_PEAK_LR: dict[str, str] = {
+    "WarmupLR": "warmup_max_lr",
+    "WarmupDecayLR": "warmup_max_lr",
+    "OneCycle": "cycle_max_lr",
+}
+
 
 # --------------------------------------------------------------------------------------------------
 # sections
