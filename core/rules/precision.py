@@ -104,10 +104,9 @@ def master_weights_offload(ctx: Context) -> Iterator[Finding]:
     )
 
 
-def master_weights_stage(ctx: Context) -> Iterator[Finding]:
-    """16-bit master weights or optimizer states at a ZeRO stage the release's own config check refuses
-    (``precision.master-weights-stage``)."""
-    stage = ctx.stage
+def _master_weight_flags(ctx: Context) -> Iterator[tuple[str, str, str, frozenset[int] | None]]:
+    """(section, key, the release's label, the stages its own check allows) of each 16-bit master-weights or
+    optimizer-states flag the config switches on, read as the release reads it."""
     read = ctx.meaning.bf16_section  # the old spelling `bfloat16` when `bf16` is not set
     checks = (
         ("fp16", "fp16_master_weights_and_grads", "Fp16_master_weights_and_grads"),
@@ -115,14 +114,31 @@ def master_weights_stage(ctx: Context) -> Iterator[Finding]:
         (read, "bf16_optimizer_states", "bf16_optimizer_states"),
     )
     for section, key, label in checks:
-        allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
         if section == "fp16":  # read as the release reads it (dict.get releases: only with fp16 on)
             on = ctx.meaning.fp16_master_weights_and_grads
         else:
             value = ctx.get(f"{section}.{key}")
             lenient = versions.section_strict(ctx.version, section) is False
             on = bool(value) if lenient else lax_bool(value)  # dict.get releases use the truth value: "false" is on
-        if isinstance(ctx.config.get(section), dict) and on and allowed and stage not in allowed:
+        if isinstance(ctx.config.get(section), dict) and on:
+            allowed = versions.supported_stages(ctx.version, label)  # this release's own check, if it has one
+            yield section, key, label, frozenset(allowed) if allowed else None
+
+
+def master_weights_refuse_stage(ctx: Context, stage: int) -> bool:
+    """Whether the config's 16-bit master weights or optimizer states would be refused at ZeRO ``stage`` (the
+    release's config check of the stages, or its ZeRO optimizer's without CPU-Adam offload): a fix that moves the
+    config to that stage must not be offered."""
+    return (any(allowed and stage not in allowed for *_, allowed in _master_weight_flags(ctx))
+            or _refused_at_stage(ctx, stage))
+
+
+def master_weights_stage(ctx: Context) -> Iterator[Finding]:
+    """16-bit master weights or optimizer states at a ZeRO stage the release's own config check refuses
+    (``precision.master-weights-stage``)."""
+    stage = ctx.stage
+    for section, key, label, allowed in _master_weight_flags(ctx):
+        if allowed and stage not in allowed:
             names = " or ".join(map(str, sorted(allowed)))
             staged = set_fix("zero_optimization.stage", min(allowed), f"Set ZeRO stage {min(allowed)}")
             # at that stage the ZeRO optimizer may refuse the flag in turn (no CPU Adam offload): no fix then

@@ -12,6 +12,7 @@ from core.effective import LEGACY_ALLGATHER_KEY, legacy_zero
 from core.findings import Finding, Fix, FixOp, brief
 from core.rules.context import Context, lax_bool, lax_int, supplied
 from core.rules.fixes import delete_fix, set_fix
+from core.rules.precision import master_weights_refuse_stage
 from core.schema.walk import iter_schema, section_fields
 from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE, ZeroConfig
 
@@ -91,14 +92,17 @@ def offload(ctx: Context) -> Iterator[Finding]:
     stage = ctx.stage
     param_dev, opt_dev = ctx.meaning.offload_param, ctx.meaning.offload_optimizer  # the legacy cpu_offload too
     if param_dev in ("cpu", "nvme") and stage != 3:
-        # DeepSpeed refuses compute_grad_norm false at stage 3: then the offload goes, not the stage.
-        stage3_refused = lax_bool(zero.get("compute_grad_norm", True)) is False
+        # DeepSpeed refuses compute_grad_norm false at stage 3, and some releases 16-bit master weights there:
+        # then the offload goes, not the stage
+        why_not_3 = ("compute_grad_norm false" if lax_bool(zero.get("compute_grad_norm", True)) is False
+                     else "the 16-bit master weights" if master_weights_refuse_stage(ctx, 3) else None)
+        stage3_refused = why_not_3 is not None
         yield Finding(
             "warning", "zero.offload-param-below-3", "zero_optimization.offload_param",
             f"Parameter offload is set but ZeRO stage is {stage}; only stage 3 offloads parameters, so this "
             "does nothing.",
-            suggestion="Remove offload_param (compute_grad_norm false rules out stage 3)." if stage3_refused
-            else "Use stage 3, or remove offload_param.",
+            suggestion=f"Remove offload_param: DeepSpeed {ctx.version} refuses {why_not_3} at stage 3."
+            if stage3_refused else "Use stage 3, or remove offload_param.",
             fix=delete_fix("zero_optimization.offload_param") if stage3_refused
             else set_fix("zero_optimization.stage", 3, "Switch to ZeRO stage 3"), page="zero",
         )
