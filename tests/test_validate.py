@@ -329,6 +329,8 @@ CASES = [
      {}, "engine.managed-accumulation-overlap", "error", "managed_gradient_accumulation"),
     ("legacy-stage1", cfg(zero_optimization={"stage": 1, "legacy_stage1": True}), {}, "engine.legacy-stage1",
      "error", "zero_optimization.legacy_stage1"),
+    ("autocast-module-name", cfg(torch_autocast={"enabled": True, "lower_precision_safe_modules": ["Linear"]}), {},
+     "precision.autocast-module-name", "error", "torch_autocast.lower_precision_safe_modules"),
     ("managed-accumulation-deepcompile", cfg(managed_gradient_accumulation=False, compile={"deepcompile": True}), {},
      "engine.managed-accumulation-deepcompile", "error", "managed_gradient_accumulation"),
     ("allgather-bucket-odd", cfg(zero_optimization={"stage": 1, "allgather_bucket_size": 7}), {},

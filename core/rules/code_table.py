@@ -375,6 +375,12 @@ TABLE: tuple[Code, ...] = (
     _c("precision.autocast-dtype", "error", "parse", False, "torch_autocast.dtype is not a known dtype.",
        "DeepSpeed converts the name to a torch dtype while reading the config.",
        {**B, "torch_autocast": {"enabled": True, "dtype": "float8"}}),
+    _c("precision.autocast-module-name", "error", "initialize", None,
+       "A lower_precision_safe_modules entry without its module.",
+       "With torch_autocast on, deepspeed.initialize imports each entry as \"package.Class\" (split at the last dot) "
+       "and fails on a bare class name such as \"Linear\" (\"Failed to import lower precision safe module\"). No "
+       "automatic fix: the module is the user's to name (torch.nn.Linear, or their own).",
+       {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": ["Linear"]}}),
     _c("precision.autocast-modules", "error", "parse", None, "lower_precision_safe_modules is not a list of names.",
        "DeepSpeed expects module class names (strings) such as \"torch.nn.Linear\".",
        {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}}),

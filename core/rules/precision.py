@@ -298,6 +298,19 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
             suggestion="Write e.g. [\"torch.nn.Linear\"], or remove the key to use the default modules.",
             page="precision",
         )
+        return
+    # with autocast on, deepspeed.initialize imports each name as "package.Class" (rsplit on the last dot)
+    bare = [m for m in modules or () if isinstance(m, str) and "." not in m] if isinstance(modules, list | tuple) \
+        else []
+    check = versions.torch_autocast_check(ctx.version, "Failed to import lower precision safe module")
+    if bare and ctx.meaning.torch_autocast and check:
+        yield Finding(
+            "error", "precision.autocast-module-name", "torch_autocast.lower_precision_safe_modules",
+            f"lower_precision_safe_modules holds {', '.join(map(brief, bare))}, a class name without its module; "
+            "deepspeed.initialize imports each entry as \"package.Class\" and fails (\""
+            + check.replace("{}", f"{bare[0]}", 1).replace("{}", "not enough values to unpack") + "\").",
+            suggestion="Write the full import path, e.g. \"torch.nn.Linear\".", page="precision",
+        )
 
 
 def bfloat16_alias(ctx: Context) -> Iterator[Finding]:

@@ -690,6 +690,22 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         "managed_gradient_accumulation=False is not supported with DeepCompile",
     ),
     InitializeCase(
+        "autocast-module-without-package",
+        "a lower_precision_safe_modules entry without its module, torch_autocast on",
+        {**TINY, "optimizer": SGD, "torch_autocast": {"enabled": True, "dtype": "bfloat16",
+                                                      "lower_precision_safe_modules": ["Linear"]}},
+        True,
+        "ValueError",
+        "Failed to import lower precision safe module Linear",
+    ),
+    InitializeCase(
+        "control-autocast-module-with-package",
+        "the same with the full import path: trains",
+        {**TINY, "optimizer": SGD, "torch_autocast": {"enabled": True, "dtype": "bfloat16",
+                                                      "lower_precision_safe_modules": ["torch.nn.Linear"]}},
+        False,
+    ),
+    InitializeCase(
         "control-legacy-stage1-at-stage-0",
         "legacy_stage1 without ZeRO: the engine asks for it only when it builds ZeRO's optimizer; trains",
         {**TINY, "optimizer": SGD, "zero_optimization": {"stage": 0, "legacy_stage1": True}},
