@@ -10,7 +10,9 @@ import streamlit as st
 
 from core import hardware, models
 from core.autofill import find_auto
+from core.batch import batch_run
 from core.effective import effective
+from core.launchers import job_world_size
 from core.memory import ATTENTION_IMPLS, attention_help
 from core.memory.estimate import GIB
 from core.memory.result import gib_capacity
@@ -64,6 +66,15 @@ def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
 
     return [f"{name} {shown(before.get(key))} → {shown(after.get(key))}" for key, name in _CONTEXT_NAMES.items()
             if before.get(key) != after.get(key)]
+
+
+def _config_global_batch(config: Mapping[str, Any], gpus: int, version: str) -> int | None:
+    """The config's train_batch_size as DeepSpeed ``version`` runs it on ``gpus`` GPUs, when it resolves to one the
+    planner can split over them; else None."""
+    run = batch_run(dict(config), gpus, version)
+    if run is None or batch_split_problem(run[0], gpus, at_most=MAX_GLOBAL_BATCH):
+        return None
+    return run[0]
 
 
 def _config_key(config: Mapping[str, Any]) -> str | None:
@@ -150,9 +161,10 @@ def planner() -> None:
                                                   ui_perf.network_for({**ctx, "gpu": gpu}) or float(default_net)),
                                    step=100.0, key=network_key,
                                    help="Presets: " + ", ".join(f"{k} = {v:g}" for k, v in NETWORKS.items()))
+    # the Start page's kernel, which the headline and the ZeRO page size with
+    first_attention = ATTENTION_IMPLS.index(ctx["attention"] if ctx.get("attention") in ATTENTION_IMPLS else "flash")
     attention = cols[2].selectbox("Attention kernel", ATTENTION_IMPLS, key="plan_attention",
-                                  index=app_state.kept_index("plan_attention", ATTENTION_IMPLS,
-                                                             ATTENTION_IMPLS.index("flash")),
+                                  index=app_state.kept_index("plan_attention", ATTENTION_IMPLS, first_attention),
                                   help=attention_help("\n\n"))
     precisions = ["bf16", "fp16", "fp32"] if hardware.GPU_BY_NAME[gpu].bf16 else ["fp16", "fp32", "bf16"]
     precision = cols[3].selectbox("Precision", precisions, key=precision_key,
@@ -169,9 +181,13 @@ def planner() -> None:
                                    f"Started at {first_seq:,}: the model learns {first_seq:,} positions, fewer than "
                                    f"the Start page's {start_seq:,} tokens.")
     job_gpus = int(gpus_per_node * nodes)
-    # the first value offered splits over the GPUs: the smallest multiple of their count from 256 sequences
-    global_batch = cols[1].number_input("Global batch (sequences per step)", 1, MAX_GLOBAL_BATCH,
-                                        app_state.kept("plan_batch", -(-256 // job_gpus) * job_gpus), key="plan_batch")
+    config_batch = _config_global_batch(app_state.get_config(), job_gpus, ui_memory.version_of(ctx))
+    # the config's own global batch on these GPUs, else the smallest multiple of their count from 256 sequences
+    global_batch = cols[1].number_input(
+        "Global batch (sequences per step)", 1, MAX_GLOBAL_BATCH,
+        app_state.kept("plan_batch", config_batch or -(-256 // job_gpus) * job_gpus), key="plan_batch",
+        help=f"Your config's train_batch_size on {job_gpus} GPUs is {config_batch}." if config_batch else
+        "Your config's batch does not resolve on these GPUs (or is \"auto\"): started from 256 sequences.")
     tokens = cols[2].number_input("Tokens to train (billions)", 0.0, 1e6, app_state.kept("plan_tokens", 2.0),
                                   key="plan_tokens", help="0 leaves out the hours and cost columns.")
     price = cols[3].number_input("Price per GPU-hour (USD)", 0.0, 1000.0, app_state.kept("plan_price", 2.5),
@@ -230,6 +246,7 @@ def planner() -> None:
             row = shown.iloc[rank - 1]
             actions.remember(f"plan row {rank}")
             old_ctx = dict(ctx)
+            job_gpus_before = job_world_size(old_ctx)
             # the network too: the ZeRO page predicts the loaded config on the cluster it was ranked on
             ctx.update(gpu=gpu, gpu_memory_gib=hardware.GPU_BY_NAME[gpu].memory_gib, nodes=int(nodes),
                        network_gbit_s=float(network), network_gpu=gpu,
@@ -244,11 +261,16 @@ def planner() -> None:
             removals = adoption_removals(before, adopted, settings.version, settings.target)
             notes = adoption_notes(before, adopted, settings.version)
             changed = _changes(old_ctx, ctx)
+            batch_before = batch_run(dict(before), job_gpus_before, settings.version)
+            batch_after = batch_run(dict(adopted), int(gpus_per_node * nodes), settings.version)
+            batch_said = (f"; global batch {batch_before[0] if batch_before else 'unresolved'} → {batch_after[0]} "
+                          "sequences per step" if batch_after is not None and (
+                              batch_before is None or batch_before[0] != batch_after[0]) else "")
             optimizer = _optimizer_words(adopted, before)
             app_state.replace_config(adopted)
             st.session_state["plan_message"] = (
                 f"Loaded rank {rank} into the builder ({_option(row)}, micro batch {row['micro_batch']}): its "
-                f"batch size, precision and ZeRO stage, offload and ZeRO++{optimizer}"
+                f"batch size, precision and ZeRO stage, offload and ZeRO++{optimizer}{batch_said}"
                 + (f"; your {', '.join(kept[:6])}{' and more' if len(kept) > 6 else ''} kept" if kept else "")
                 + "".join(f"; your {_listed(paths)} removed ({why})" for paths, why in removals)
                 + "".join(f"; {note}" for note in notes)

@@ -150,7 +150,7 @@ def test_a_custom_gpu_is_named_and_every_start_page_change_is_said():
     message = _message(at)
     changed = message.split("Start page changed to the plan's: ")[1].removesuffix(". Review & export has the file.")
     expected = ["GPU Custom → NVIDIA H100 80GB", f"GPU memory (GiB) 24 → {ctx['gpu_memory_gib']:g}",
-                "nodes 1 → 2", "sequence length 2048 → 1024", "attention sdpa → flash"]
+                "nodes 1 → 2", "sequence length 2048 → 1024"]  # the attention is the Start page's (sdpa)
     if ctx["recompute"] != "none":
         expected.append(f"recompute none → {ctx['recompute']}")
     assert sorted(changed.split(", ")) == sorted(expected), message
