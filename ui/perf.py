@@ -52,9 +52,10 @@ def _step_view(keys: memory.Keys, gpu: str, network: float | None, trainer_accum
     return cluster, estimate, breakdown
 
 
-def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
+def step_panel(keys: memory.Keys, context: Mapping[str, Any], short_of: tuple[str, ...] = ()) -> None:
     """Predicted step time, throughput and bottleneck of the current config, with its breakdown on demand;
-    ``keys`` are ``memory.cache_keys`` of the session's config, context and shape."""
+    ``keys`` are ``memory.cache_keys`` of the session's config, context and shape; ``short_of`` what the memory
+    estimate beside it says does not fit ("GPU", "CPU RAM", "NVMe"), which qualifies the prediction."""
     if cluster_for(context) is None:
         st.caption("ℹ️ No step-time prediction: the planner has no datasheet for a custom GPU (pick a catalog GPU "
                    "on the Start page).")
@@ -72,6 +73,10 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any]) -> None:
               help=f"One optimizer step ({estimate.gradient_accumulation_steps} micro-step(s) of "
                    f"{estimate.micro_batch} sequences per GPU), the planner's estimate. "
                    + advice.assumptions_text(cluster))
+    if short_of:
+        st.warning(f"The config does not fit ({', '.join(short_of)} memory, beside): this is the speed it would "
+                   "run at if it did, and the advice below holds only for a change that fits.",
+                   icon=":material/memory:")
     st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
                f"TFLOPs per GPU (MFU {advice.percent_text(estimate.mfu)}). **Bottleneck:** {estimate.bottleneck}")
     for caveat in estimate.caveats:  # beside the figure it qualifies, not in the popover
