@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 
 import pandas as pd
@@ -11,7 +12,7 @@ import streamlit as st
 from core import autofill, lr_schedules
 from core.effective import optimizer_backend
 from core.findings import get_path
-from core.schema.optimizer import SCHEDULERS, OptimizerSpec, resolve_optimizer
+from core.schema.optimizer import SCHEDULER_PEAK_LR, SCHEDULERS, OptimizerSpec, resolve_optimizer
 from ui import app_state, charts, frame, lr_chart, tables, widgets
 
 frame.begin("Optimizer & scheduler")
@@ -72,6 +73,19 @@ with cols[1]:
 st.subheader("Learning-rate scheduler")
 widgets.render_field("scheduler.type", form)
 sched_type = get_path(config, "scheduler.type")
+
+def _peak_note(config: dict, scheduler: object, peak: float) -> str | None:
+    """Why the curve does not reach the optimizer's lr, when the scheduler's own peak replaces it (DeepSpeed's
+    WarmupLR, WarmupDecayLR and OneCycle write their learning rate into the optimizer); None when they agree."""
+    name = SCHEDULER_PEAK_LR.get(scheduler) if isinstance(scheduler, str) else None
+    optimizer = config.get("optimizer")
+    params = optimizer.get("params") if isinstance(optimizer, dict) else None
+    lr = params.get("lr") if isinstance(params, dict) else None
+    if name is None or isinstance(lr, bool) or not isinstance(lr, int | float) or math.isclose(lr, peak, rel_tol=1e-9):
+        return None
+    return (f"The scheduler sets the learning rate: the curve peaks at {peak:.3e} (`scheduler.params.{name}`, or its "
+            f"default), not at the optimizer's `lr` {lr:.3e}, which {scheduler} replaces.")
+
 sched = SCHEDULERS.get(sched_type) if isinstance(sched_type, str) else None
 if sched is not None:
     st.caption(sched.description)
@@ -102,6 +116,8 @@ if sched is not None:
         if trainer_fills:
             st.caption('Assumed: the HF Trainer fills the "auto" values from TrainingArguments; charted with its '
                        f"defaults and {steps} training steps: {', '.join(trainer_fills)}. Your arguments decide.")
+        if (peak_note := _peak_note(chart_config, sched_type, float(curve["lr"].max()))) is not None:
+            st.caption(f"ℹ️ {peak_note}")
         series = [c for c in ("lr", "momentum") if c in curve]
         shown = lr_chart.decimate(curve, series)
         long = shown.melt("step", series, "series", "value")

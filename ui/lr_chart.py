@@ -23,7 +23,10 @@ def lr_curve(with_momentum: bool) -> alt.Chart:
     """The schedule against the optimizer step (dataset ``curve``: step, series, value); one facet row per
     series when the schedule also cycles the momentum."""
     return alt.Chart(alt.NamedData("curve")).mark_line().encode(
-        x=alt.X("step:Q", title="optimizer step"), y=alt.Y("value:Q", title=None),
+        x=alt.X("step:Q", title="optimizer step"),
+        # the learning rate alone: in the table's notation (2e-05, not 0.000020); with the momentum, one row each
+        y=alt.Y("value:Q", title=None) if with_momentum else alt.Y("value:Q", title="learning rate",
+                                                                    axis=alt.Axis(format=".2~e")),
         color=alt.Color("series:N", title=None),
         row=alt.Row("series:N", title=None) if with_momentum else alt.Undefined,
         tooltip=["step:Q", "series:N", alt.Tooltip("value:Q", format=".3e")],
