@@ -32,8 +32,9 @@ ctx = app_state.get_context()
 st.subheader("Findings")
 report = form.report
 counts = report.counts()
-st.markdown(f"**{counts['error']}** errors · **{counts['warning']}** warnings · **{counts['info']}** notes "
-            f"(DeepSpeed {form.version}, {form.target}, {job_world_size(ctx)} GPUs)")
+st.markdown(" · ".join(f"**{fields.counted(counts[kind], noun)}**" for kind, noun in (
+    ("error", "error"), ("warning", "warning"), ("info", "note")))
+    + f" (DeepSpeed {form.version}, {form.target}, {job_world_size(ctx)} GPUs)")
 safe = [f for f in report.findings if f.fix is not None and f.fix.safe and f.severity in ("error", "warning")]
 UNSAFE_LEFT = "review_unsafe_left"
 

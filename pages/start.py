@@ -81,6 +81,11 @@ def _import() -> None:
     st.session_state["start_message"] = (
         f"Imported a config with {len(loaded)} top-level keys; it is the baseline the Review page compares against."
     )
+    errors = app_state.report().errors  # once per distinct input: the headline and the sidebar ask it again
+    if errors:
+        st.session_state["start_message"] += (
+            f"\n\n**DeepSpeed {app_state.get_context()['version']} would refuse it as it is: "
+            f"{fields.counted(len(errors), 'error')}**, the first in the headline above.")
     if not is_strict_json(raw):
         st.session_state["start_message"] += (
             "\n\n**Not strict JSON** (comments, trailing commas, unquoted keys or a byte-order mark): DeepSpeed "
@@ -140,7 +145,9 @@ else:
     st.markdown("A blank config holds only a micro batch of 1 and 1 accumulation step.")
     st.button("Start blank", type="primary", key="start_blank", on_click=_blank)
 if st.session_state.get("start_message"):
-    st.success(st.session_state["start_message"], icon=":material/check:")
+    message = st.session_state["start_message"]
+    # a loaded config DeepSpeed refuses is no success: said where the user is looking, not only in the headline
+    (st.warning if "would refuse it" in message else st.success)(message, icon=":material/check:")
     actions.undo_button("start")
 elif source == "Preset" and app_state.get_config() == empty_config():
     st.caption("Nothing is loaded yet: the builder holds a blank config until you press **Load this preset**.")

@@ -598,6 +598,11 @@ def preview(text: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- findings in words
 
 
+def counted(count: int, noun: str) -> str:
+    """"1 error", "2 errors", "0 warnings": a count in words, as every page says it."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def finding_text(finding: Finding) -> str:
     """A finding as markdown: code, path, message and suggestion (safe to send to the browser)."""
     text = f"**{finding.code}** at `{finding.path or '(top level)'}` — {finding.message}"

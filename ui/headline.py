@@ -68,10 +68,10 @@ def accept_sentence(report: Report, version: str, target: str) -> str:
     errors, warnings = len(report.errors), len(report.warnings)
     who = "the HF Trainer + DeepSpeed" if target == "hf" else f"DeepSpeed {version}"
     if errors:
-        return (f":red[:material/block: **Refused**] by {who}: {errors} error{'s' * (errors > 1)}, "
-                f"{warnings} warning{'s' * (warnings != 1)}")
+        return (f":red[:material/block: **Refused**] by {who}: {fields.counted(errors, 'error')}, "
+                f"{fields.counted(warnings, 'warning')}")
     if warnings:
-        return f":orange[:material/warning: **Accepted**] by {who} with {warnings} warning{'s' * (warnings > 1)}"
+        return f":orange[:material/warning: **Accepted**] by {who} with {fields.counted(warnings, 'warning')}"
     return f":green[:material/check_circle: **Accepted**] by {who}: no errors or warnings"
 
 

@@ -36,9 +36,9 @@ def render(report: Report) -> None:
         errors, warnings = report.errors, report.warnings
         problems = memory.setup_problems(config, ctx)  # of the model and cluster chosen, shown with the memory
         if errors:
-            st.markdown(f"**{len(errors)} error(s)**, {len(warnings)} warning(s)")
+            st.markdown(f"**{fields.counted(len(errors), 'error')}**, {fields.counted(len(warnings), 'warning')}")
         elif warnings:
-            st.markdown(f"No errors, **{len(warnings)} warning(s)**")
+            st.markdown(f"No errors, **{fields.counted(len(warnings), 'warning')}**")
         elif problems:
             st.markdown("No errors or warnings in the config; the model or cluster chosen has a problem (below)")
         else:

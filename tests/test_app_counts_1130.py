@@ -1,0 +1,37 @@
+"""Counts said one way on every page, and an import DeepSpeed refuses is said where the user is looking (a browser
+hunt of 30 Nov 2026: "1 error(s)" in the sidebar, "1 errors" on Review, and a green "Imported a config" above a
+config the headline, off-screen, called refused)."""
+
+from __future__ import annotations
+
+from app_support import app
+
+from ui.fields import counted
+
+BAD = '{"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}'
+
+
+def test_counted_says_one_and_many():
+    assert [counted(n, "error") for n in (0, 1, 2)] == ["0 errors", "1 error", "2 errors"]
+
+
+def test_an_import_deepspeed_refuses_is_a_warning_that_says_so_and_counts_agree():
+    at = app(None, "pages/start.py")
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    at.text_area(key="start_paste").input(BAD).run()
+    at.button(key="start_import").click().run()
+    assert not at.exception, at.exception
+    warned = [w.value for w in at.warning if "Imported a config" in w.value]
+    assert warned and "would refuse it as it is: 1 error**" in warned[0], warned
+    assert not [s.value for s in at.success if "Imported a config" in s.value]
+    assert any(m.value.startswith("**1 error**, 0 warnings") for m in at.sidebar.markdown)
+    at.switch_page("pages/review.py").run()
+    assert any(m.value.startswith("**1 error** · **0 warnings** · ") for m in at.markdown)
+
+
+def test_an_accepted_import_stays_a_success():
+    at = app(None, "pages/start.py")
+    at.radio(key="start_source").set_value("Upload or paste").run()
+    at.text_area(key="start_paste").input('{"train_micro_batch_size_per_gpu": 4}').run()
+    at.button(key="start_import").click().run()
+    assert [s.value for s in at.success if "Imported a config" in s.value]
