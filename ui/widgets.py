@@ -474,9 +474,15 @@ def _blocking_section_box(path: str, form: Form) -> None:
 
 
 def explain(title: str, body: str, *, expanded: bool = True) -> None:
-    """The plain-words explanation every page opens with (collapsible for experts)."""
-    with st.expander(title, expanded=expanded, icon=":material/school:"):
-        st.markdown(body)
+    """The plain-words explanation every page opens with (collapsible for experts): open on the first visit, then
+    as the user left it (folded away, it stays folded on the next visit instead of pushing the page's result below
+    the first screen again)."""
+    key = f"explain:{title}"
+    was_open = app_state.kept(key + ":open", expanded)
+    with st.expander(title, expanded=was_open, icon=":material/school:", key=key, on_change="rerun") as box:
+        if box.open:
+            st.markdown(body)
+    st.session_state.setdefault(app_state.KEPT_INPUTS, {})[key + ":open"] = bool(box.open)
 
 
 def page_findings(form: Form, page: str) -> None:
