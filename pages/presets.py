@@ -165,7 +165,8 @@ else:
         micro, assumed = memory.micro_batch_and_assumption(sides[pname], side_report, ctx)
         written = sides[pname].get("train_micro_batch_size_per_gpu")
         for category, size in sorted(est.gpu_peak_by_category().items()):
-            mem_rows.append({"config": pname, "category": category, "gib": size / memory.GIB})
+            mem_rows.append({"config": pname, "category": zero_charts.category_label(category),
+                             "gib": size / memory.GIB})
         totals.append({"Config": pname, "Micro batch (as written)": json.dumps(written) if written is not None
                        else "not set", "Micro batch used": f"{micro}" + (" (assumed)" if assumed else ""),
                        # on the verdict's side of the capacity, as every other peak (79.14 of 79.10 is "79.2")

@@ -285,7 +285,7 @@ def options_table(config: ConfigKey, context_json: str, shape_key: tuple) -> pd.
 
 
 #: Chart labels of the parts of ``core.memory.PaperBreakdown`` (the paper's Figure 1 accounting).
-PAPER_LABELS = (("parameters", "parameters (fp16)"), ("gradients", "gradients (fp16)"),
+PAPER_LABELS = (("parameters", "parameters (16-bit)"), ("gradients", "gradients (16-bit)"),
                 ("optimizer_states", "optimizer states (fp32)"))
 
 

@@ -11,6 +11,11 @@ from ui import memory
 
 CATEGORY_COLORS = alt.Scale(domain=["model states", "activations", "buffers", "overhead"],
                             range=["#4c78a8", "#f58518", "#72b7b2", "#bab0ac"])
+
+
+def category_label(category: str) -> str:
+    """A memory component's category as every chart names it ("model_states" -> "model states")."""
+    return category.replace("_", " ")
 #: Legends under the chart in two columns, so a phone-width chart shows every entry.
 LEGEND = alt.Legend(orient="bottom", columns=2, labelLimit=220)
 CAPACITY = "capacity"
@@ -89,7 +94,7 @@ def config_comparison() -> alt.LayerChart:
     bars = alt.Chart(alt.NamedData("compare")).mark_bar().encode(
         x=alt.X("config:N", title=None, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("gib:Q", title="GiB per GPU"),
-        color=alt.Color("category:N", title=None, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=LEGEND),
         tooltip=["config:N", "category:N", alt.Tooltip("gib:Q", format=".1f")],
     )
     return (bars + _capacity_rule("y")).properties(height=280)

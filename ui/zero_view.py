@@ -20,7 +20,7 @@ import pandas as pd
 
 from core import memory as core_memory
 from core.batch import positive_whole, runs_elastic
-from ui import charts, memory, tables
+from ui import charts, memory, tables, zero_charts
 from ui.shared_cache import shared_cache
 
 SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
@@ -73,7 +73,7 @@ class OptionsView:
         options = self.options.copy()
         options["current"] = options["option"] == self.current_label
         options["verdict"] = options["fits"].map(memory.fit_label)
-        options["category"] = options["category"].str.replace("_", " ")
+        options["category"] = options["category"].map(zero_charts.category_label)
         return options[OPTION_COLUMNS], options.drop_duplicates("option")[OPTION_COLUMNS]
 
 
@@ -118,7 +118,7 @@ def estimate_view(keys: memory.Keys) -> EstimateView | None:
     parts = pd.DataFrame({
         "name": [c.name for c in estimate.components], "device": [c.device for c in estimate.components],
         "formula": [c.formula for c in estimate.components],
-        "category": [c.category.replace("_", " ") for c in estimate.components],
+        "category": [zero_charts.category_label(c.category) for c in estimate.components],
         "phase": [c.phase for c in estimate.components],
         "gib": [c.bytes / core_memory.GIB for c in estimate.components]})
     transient = "step" if estimate.gpu_peak_phase == "optimizer step" else "forward_backward"
