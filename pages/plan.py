@@ -19,6 +19,7 @@ from core.memory.result import gib_capacity
 from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from core.perf.recommend import adopt_candidate, adoption_notes, adoption_removals, kept_by_adoption
+from core.schema.root import empty_config
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 from ui import memory as ui_memory
 from ui import perf as ui_perf
@@ -70,9 +71,11 @@ def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
 
 def _config_global_batch(config: Mapping[str, Any], gpus: int, version: str) -> int | None:
     """The config's train_batch_size as DeepSpeed ``version`` runs it on ``gpus`` GPUs, when it resolves to one the
-    planner can split over them; else None."""
+    planner can split over them; else None, and None for the blank start (its micro batch of 1 is nobody's choice)."""
+    if config == empty_config():
+        return None
     run = batch_run(dict(config), gpus, version)
-    if run is None or batch_split_problem(run[0], gpus, at_most=MAX_GLOBAL_BATCH):
+    if run is None or run[0] > MAX_GLOBAL_BATCH or batch_split_problem(run[0], gpus, at_most=MAX_GLOBAL_BATCH):
         return None
     return run[0]
 
