@@ -424,7 +424,8 @@ def _disagreements(config: dict[str, Any], ds: Reading) -> list[str]:
 def _fit_stages_start_above(fit, config: dict[str, Any], ds_stage: int) -> bool:
     """Whether the fit advisor's ZeRO-stage ways start above the stage DeepSpeed runs: the next stage up, ZeRO-3
     beside it, none at stage 3. The next stage may be left out only when it saves no GPU memory (stage 1 for a
-    stateless SGD in fp32): a way that gets the job no closer is not offered."""
+    stateless SGD in fp32): a way that gets the job no closer is not offered; a stage the validator refuses the
+    job at (new errors) may be left out too: a way DeepSpeed refuses is no way out."""
     from core import memory
     from core.memory import Hardware, ModelCounts, Shape
 
@@ -434,13 +435,28 @@ def _fit_stages_start_above(fit, config: dict[str, Any], ds_stage: int) -> bool:
     stages = {w.config_patch["zero_optimization"]["stage"] for w in ways if w.kind == "zero_stage"}
     if ds_stage == 3:
         return not stages
-    if 3 not in stages or min(stages) <= ds_stage:
+    if stages and min(stages) <= ds_stage:
         return False
+    if 3 not in stages:
+        # offered only when the validator takes the ZeRO-3 job (an NVMe offload without a path that ZeRO-3 starts
+        # using, AutoTP or Muon's reduce_scatter refused there: a way DeepSpeed refuses is no way out)
+        return _refused_above(fit, config, 3)
     if min(stages) == ds_stage + 1:
+        return True
+    if _refused_above(fit, config, ds_stage + 1):
         return True
     next_stage = fit.apply_patch(config, {"zero_optimization": {"stage": ds_stage + 1}})
     return (memory.estimate(next_stage, model, hardware, shape).gpu_bytes
             >= memory.estimate(config, model, hardware, shape).gpu_bytes)
+
+
+def _refused_above(fit, config: dict[str, Any], stage: int) -> bool:
+    """Whether the validator refuses ``config`` at ZeRO ``stage`` with an error it does not have as written."""
+    from core.validate import validate
+
+    own = {(f.code, f.path) for f in validate(config, world_size=8).errors}
+    moved = fit.apply_patch(config, {"zero_optimization": {"stage": stage}})
+    return any((f.code, f.path) not in own for f in validate(moved, world_size=8).errors)
 
 
 @pytest.mark.deepspeed
