@@ -309,7 +309,7 @@ def planner() -> None:
                        f"a config may use ({ranked.memory_headroom:.0%} kept free). A point left of it that does not "
                        "fit is short of CPU RAM or NVMe for its offload.")
 
-    st.subheader("Time and cost against the number of nodes")
+    st.subheader(f"Time and cost against the GPU count ({int(gpus_per_node)} per node)")
     sweep = plan_view.node_sweep(spec, cluster, settings, tuple(sorted({1, 2, 4, 8, 16, 32, int(nodes)})))
     if sweep.rows is None:
         st.caption("Give the tokens to train to see time and cost against the GPU count."

@@ -1,6 +1,6 @@
 """Counts said one way on every page, and an import DeepSpeed refuses is said where the user is looking (a browser
 hunt of 30 Nov 2026: "1 error(s)" in the sidebar, "1 errors" on Review, and a green "Imported a config" above a
-config the headline, off-screen, called refused)."""
+config the headline, off-screen, called refused); one Undo button on a screen, not two."""
 
 from __future__ import annotations
 
@@ -35,3 +35,14 @@ def test_an_accepted_import_stays_a_success():
     at.text_area(key="start_paste").input('{"train_micro_batch_size_per_gpu": 4}').run()
     at.button(key="start_import").click().run()
     assert [s.value for s in at.success if "Imported a config" in s.value]
+
+
+def test_one_undo_button_after_a_load_not_two():
+    """Start showed "Undo: load of …" beside its message and again in the headline: two identical buttons."""
+    at = app(None, "pages/presets.py")
+    at.selectbox(key="presets_selected").set_value("zero2-bf16").run()
+    at.button(key="presets_load").click().run()
+    undo = [b for b in at.button if b.label.startswith("Undo")]
+    assert len(undo) == 1 and undo[0].key == "undo:presets", [b.key for b in undo]
+    at.switch_page("pages/batch.py").run()  # no message there: the headline's button
+    assert [b.key for b in at.button if b.label.startswith("Undo")] == ["undo:headline"]

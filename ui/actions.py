@@ -85,10 +85,19 @@ def undo() -> None:
         st.session_state.pop(key, None)
 
 
+#: Session key: a page drew its own undo button in this run (beside its "loaded" message); the headline, drawn after
+#: the page, then draws none, so the screen does not show two identical buttons.
+UNDO_DRAWN = "undo_drawn_this_run"
+
+
 def undo_button(key: str) -> None:
-    """"Undo <last big edit>" when there is one."""
+    """"Undo <last big edit>" when there is one: a page's beside its message, else the headline's."""
     saved: Snapshot | None = st.session_state.get(UNDO)
+    if key == "headline" and st.session_state.pop(UNDO_DRAWN, False):
+        return
     if saved is not None:
+        if key != "headline":
+            st.session_state[UNDO_DRAWN] = True
         edits = st.session_state.get(app_state.EDITS_SINCE_UNDO, 0)
         since = f" and the {edits} edit{'s' if edits > 1 else ''} made since" if edits else ""
         by_hand = sorted(st.session_state.get(app_state.CONTEXT_EDITED_SINCE_UNDO) or ())

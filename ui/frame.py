@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from ui import app_state, headline, preload, sidebar, tables, widgets
+from ui import actions, app_state, headline, preload, sidebar, tables, widgets
 
 #: Session key: this session's first run has left the ``pages/``-folder navigation (``_leave_folder_navigation``).
 _NAVIGATION_FIXED = "_navigation_fixed"
@@ -39,6 +39,7 @@ def begin(title: str) -> None:
                        layout="wide")
     app_state.init_state()
     st.session_state.pop(app_state.REPLACED, None)  # this run draws everything anew
+    st.session_state.pop(actions.UNDO_DRAWN, None)
     st.title(title)
     st.session_state[_SLOT] = st.container()
 

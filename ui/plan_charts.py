@@ -12,7 +12,9 @@ def breakdown() -> alt.Chart:
     return alt.Chart(alt.NamedData("parts")).mark_bar().encode(
         y=alt.Y("Candidate:N", sort=None),
         x=alt.X("Seconds:Q", stack=True, title="seconds per optimizer step"),
-        color=alt.Color("Part:N", legend=alt.Legend(orient="bottom", columns=2)),
+        # the parts' names are long ("ZeRO-3 parameter all-gather (forward)"): cut at the default 160 px, two
+        # of them read the same
+        color=alt.Color("Part:N", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)),
         tooltip=["Candidate:N", "Part:N", alt.Tooltip("Seconds:Q", format=".3f")],
     )
 

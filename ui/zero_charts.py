@@ -50,7 +50,7 @@ def peak_components() -> alt.Chart:
     """This config's GPU components at the peak (dataset ``peak``: name, gib, category, phase, formula)."""
     return alt.Chart(alt.NamedData("peak")).mark_bar().encode(
         # labels capped so a phone-width chart keeps room for its bars; the full name is in the tooltip
-        y=alt.Y("name:N", title=None, sort="-x", axis=alt.Axis(labelLimit=150, labelOverlap=False)),
+        y=alt.Y("name:N", title=None, sort="-x", axis=alt.Axis(labelLimit=230, labelOverlap=False)),
         x=alt.X("gib:Q", title="GiB on one GPU at the peak"),
         color=alt.Color("category:N", title=None, scale=CATEGORY_COLORS, legend=LEGEND),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("gib:Q", format=".2f"), alt.Tooltip("phase:N"),
