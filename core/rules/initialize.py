@@ -99,7 +99,7 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "deepspeed.initialize fails.",
             fix=set_fix("zero_optimization.overlap_comm", False), page="batch",
         )
-    if not _manages_accumulation(ctx) and _deepcompile(ctx) and versions.key_known(
+    if not _manages_accumulation(ctx) and ctx.meaning.deepcompile and versions.key_known(
             ctx.version, "", "managed_gradient_accumulation"):
         yield Finding(
             "error", "engine.managed-accumulation-deepcompile", "managed_gradient_accumulation",
@@ -116,12 +116,6 @@ def engine_combinations(ctx: Context) -> Iterator[Finding]:
             "legacy_stage1 (the old ZeRO stage 1) is no longer supported; deepspeed.initialize fails.",
             fix=Fix("Remove legacy_stage1", (FixOp("delete", "zero_optimization.legacy_stage1"),)), page="zero",
         )
-
-
-def _deepcompile(ctx: Context) -> bool:
-    """``compile.deepcompile`` as the engine reads it (``is_deepcompile_enabled``: the pydantic compile config)."""
-    section = ctx.config.get("compile")
-    return isinstance(section, dict) and lax_bool(section.get("deepcompile", False)) is True
 
 
 def _dtype_mix_refusal(ctx: Context, dtype: str, written: str | bool | None = True) -> str | None:

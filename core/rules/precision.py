@@ -386,8 +386,7 @@ def communication(ctx: Context) -> Iterator[Finding]:
             conflicts.append("ZeRO stage 3")
         if isinstance(ctx.zero.get("zenflow"), dict) or ("zenflow" in ctx.zero and ctx.zero["zenflow"] is not None):
             conflicts.append("ZenFlow")
-        compile_section = ctx.config.get("compile")
-        if isinstance(compile_section, dict) and lax_bool(compile_section.get("deepcompile")):
+        if ctx.meaning.deepcompile:
             conflicts.append("DeepCompile")
         if conflicts:
             yield Finding(
