@@ -582,9 +582,7 @@ def switch_scheduler(config: Mapping[str, Any], new_type: Any, train_steps: int 
                 and isinstance(train_steps, int) and not isinstance(train_steps, bool) and train_steps >= 1):
             adapted["total_num_steps"] = train_steps
         peak = SCHEDULER_PEAK_LR.get(new_type)
-        optimizer = out.get("optimizer")
-        lr = optimizer.get("params", {}).get("lr") if isinstance(optimizer, dict) and \
-            isinstance(optimizer.get("params", {}), dict) else None
+        lr = get_path(out, "optimizer.params.lr")
         if peak in accepted and peak not in adapted and isinstance(lr, int | float) and not isinstance(lr, bool) \
                 and math.isfinite(lr):
             found, default = scheduler_param_default(new_type, peak, version)

@@ -661,7 +661,7 @@ def _without_new_refusals(way: Way, config: Mapping[str, Any], model: ModelSpec 
     est = _estimate(apply_patch(config, patch), model, run_on, run_shape, version=version)
     said = "".join(f" The change also removes {path}: DeepSpeed {version} refuses it in the changed job ({code})."
                    for path, code in removed.items())
-    return replace(_from_estimate(way.kind, way.title, way.detail + said, est, patch, way.context_patch))
+    return _from_estimate(way.kind, way.title, way.detail + said, est, patch, way.context_patch)
 
 
 def _with_deletion(patch: Mapping[str, Any], path: str) -> dict[str, Any]:

@@ -67,14 +67,17 @@ def _own_defs_for_old_spellings(
     ``bfloat16.enabled``), when that differs from the shared one; returns the sections that got one."""
     defs = schema["$defs"]
     own = []
+    shared: dict[str, Any] | None = None  # the definition judged at every path, once
     for prefix in _prefixes().get(model, ())[1:]:
         prop = schema["properties"].get(prefix)
         refs = [b for b in ([prop, *prop.get("anyOf", ())] if prop else ()) if b.get("$ref") == f"#/$defs/{name}"]
         if "." in prefix or not refs:
             continue
-        alone, shared = copy.deepcopy(defs[name]), copy.deepcopy(defs[name])
+        if shared is None:
+            shared = copy.deepcopy(defs[name])
+            _adjust(shared, model, version, target, defs)
+        alone = copy.deepcopy(defs[name])
         _adjust(alone, model, version, target, defs, prefixes=(prefix,))
-        _adjust(shared, model, version, target, defs)
         if alone != shared:
             defs[f"{name}__{prefix}"] = alone
             for branch in refs:

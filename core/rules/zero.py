@@ -23,14 +23,18 @@ from core.schema.zero import NVME_PATH_EXAMPLE, NVME_SUB_GROUP_SIZE, ZeroConfig
 _NVME_ENUM = "OffloadDeviceEnum.nvme"
 
 
+def _hpz_group(zero: Any, world_size: int) -> int:
+    """The size of ZeRO-3's hpZ groups on ``world_size`` GPUs: min(zero_hpz_partition_size, world size), 1 without
+    hpZ (``groups._create_zero_param_parallel_group``)."""
+    hpz = lax_int(zero.get("zero_hpz_partition_size", 1)) if isinstance(zero, Mapping) else None
+    return min(hpz, world_size) if hpz is not None and hpz > 1 else 1
+
 
 def hpz_fits(zero: Any, stage: int, world_size: int) -> bool:
-    """Whether ZeRO-3 builds hpZ's groups on ``world_size`` GPUs: groups of min(zero_hpz_partition_size, world size)
-    ranks that must tile the world (``groups._create_zero_param_parallel_group`` asserts it); below stage 3 the key
-    is not used."""
-    hpz = lax_int(zero.get("zero_hpz_partition_size", 1)) if isinstance(zero, Mapping) else None
-    group = min(hpz, world_size) if hpz is not None and hpz > 1 else 1
-    return stage != 3 or world_size % group == 0
+    """Whether ZeRO-3 builds hpZ's groups on ``world_size`` GPUs: they must tile the world (the group builder asserts
+    it); below stage 3 the key is not used."""
+    return stage != 3 or world_size % _hpz_group(zero, world_size) == 0
+
 
 def zero_form(ctx: Context) -> Iterator[Finding]:
     """The deprecated boolean form and null; with the HF target, the section Accelerate requires and its "auto"
@@ -188,9 +192,8 @@ def offload(ctx: Context) -> Iterator[Finding]:
             f"Stage-3 settings have no effect at stage {stage}: {', '.join(sorted(stage3_only))}.",
             suggestion="Fine to keep if you switch stages; otherwise remove them.", page="zero",
         )
-    hpz = lax_int(zero.get("zero_hpz_partition_size", 1))
-    group = min(hpz, ctx.world_size) if hpz is not None and hpz > 1 else 1
     if not hpz_fits(zero, stage, ctx.world_size):
+        hpz, group = lax_int(zero.get("zero_hpz_partition_size", 1)), _hpz_group(zero, ctx.world_size)
         divisors = [d for d in range(2, ctx.world_size) if ctx.world_size % d == 0]
         yield Finding(
             "error", "zero.hpz-partition", "zero_optimization.zero_hpz_partition_size",
