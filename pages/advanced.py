@@ -39,15 +39,11 @@ for name in sections:
     mark = " 🛑" if any(f.severity == "error" for f in errors) else " ⚠️" if errors else ""
     # Keyed and tracked, so a section the config does not use draws its widgets only while it is open (about
     # 180 widgets in all); sections the config sets are always drawn, so their values and findings are there.
-    # Streamlit makes a new expander when its label or `expanded` changes (the first edit adds " (set)"): it is
-    # drawn open when it was open on the last run, so an edit inside it does not fold it shut.
-    was_open = app_state.kept(f"advanced_open:{name}", False)
-    with st.expander(f"`{name}`{' (set)' if present else ''}{mark}", expanded=bool(errors) or was_open,
-                     key=f"advanced_section:{name}", on_change="rerun") as section:
+    with widgets.kept_expander(f"`{name}`{' (set)' if present else ''}{mark}", f"advanced_section:{name}",
+                               first=False, opened=bool(errors)) as section:
         if present or errors or section.open:
             widgets.render_section(name, form, columns=2)
             widgets.raw_section_editor(name, form)
-    st.session_state.setdefault(app_state.KEPT_INPUTS, {})[f"advanced_open:{name}"] = bool(section.open)
 
 known = section_fields(DeepSpeedConfig)
 unknown = [k for k in form.config if k not in known]

@@ -78,9 +78,7 @@ def _peak_note(config: dict, scheduler: object, peak: float) -> str | None:
     """Why the curve does not reach the optimizer's lr, when the scheduler's own peak replaces it (DeepSpeed's
     WarmupLR, WarmupDecayLR and OneCycle write their learning rate into the optimizer); None when they agree."""
     name = SCHEDULER_PEAK_LR.get(scheduler) if isinstance(scheduler, str) else None
-    optimizer = config.get("optimizer")
-    params = optimizer.get("params") if isinstance(optimizer, dict) else None
-    lr = params.get("lr") if isinstance(params, dict) else None
+    lr = get_path(config, "optimizer.params.lr")
     if name is None or isinstance(lr, bool) or not isinstance(lr, int | float) or math.isclose(lr, peak, rel_tol=1e-9):
         return None
     return (f"The scheduler sets the learning rate: the curve peaks at {peak:.3e} (`scheduler.params.{name}`, or its "

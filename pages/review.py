@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import streamlit as st
 
@@ -114,12 +115,11 @@ st.download_button(f"Download ds_config.json: {variant[0].lower()}{variant[1:]}"
                    file_name="ds_config.json", mime="application/json", key="review_download", type="primary",
                    icon=":material/download:")
 
-def _box_start(guess: object, low: int, high: int | None = None) -> int | None:
-    """The value an integer box starts from, or None (the box asks for it) when it cannot hold the guess: the
-    config's own value (a micro batch of 0 or -2, 1e30) is then one the validator reports, not a crash here."""
-    if isinstance(guess, bool) or not isinstance(guess, int) or abs(guess) > fields.JS_MAX_SAFE_INT:
-        return None
-    return guess if guess >= low and (high is None or guess <= high) else None
+def _box_start(guess: Any, low: int, high: int | None = None) -> int | None:
+    """The value an integer box starts from, or None (the box asks for it) when it cannot hold the guess
+    (``fields.fits``): the config's own value (a micro batch of 0 or -2, 1e30) is then one the validator reports,
+    not a crash here."""
+    return guess if fields.fits(guess, fields.FieldKind("int"), low, high) else None
 
 
 def _float_start(guess: object) -> float | None:

@@ -10,9 +10,10 @@ widget for, is left as it is.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import streamlit as st
@@ -473,16 +474,24 @@ def _blocking_section_box(path: str, form: Form) -> None:
         raw_section_editor(found[0], form)
 
 
+@contextlib.contextmanager
+def kept_expander(label: str, key: str, *, first: bool, opened: bool = False, **kwargs: Any) -> Iterator[Any]:
+    """A tracked expander (``key``, a rerun when it opens or closes) drawn as the user left it on the last run, else
+    ``first``; always open when ``opened``. Streamlit makes a new expander when its label or ``expanded`` changes
+    (an Advanced section's " (set)" after its first edit), which would otherwise fold it shut."""
+    was_open = app_state.kept(key + ":open", first)
+    with st.expander(label, expanded=opened or was_open, key=key, on_change="rerun", **kwargs) as box:
+        yield box
+    st.session_state.setdefault(app_state.KEPT_INPUTS, {})[key + ":open"] = bool(box.open)
+
+
 def explain(title: str, body: str, *, expanded: bool = True) -> None:
     """The plain-words explanation every page opens with (collapsible for experts): open on the first visit, then
     as the user left it (folded away, it stays folded on the next visit instead of pushing the page's result below
     the first screen again)."""
-    key = f"explain:{title}"
-    was_open = app_state.kept(key + ":open", expanded)
-    with st.expander(title, expanded=was_open, icon=":material/school:", key=key, on_change="rerun") as box:
+    with kept_expander(title, f"explain:{title}", first=expanded, icon=":material/school:") as box:
         if box.open:
             st.markdown(body)
-    st.session_state.setdefault(app_state.KEPT_INPUTS, {})[key + ":open"] = bool(box.open)
 
 
 def page_findings(form: Form, page: str) -> None:
