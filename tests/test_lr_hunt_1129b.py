@@ -7,18 +7,13 @@ truthiness."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.lr_schedules import ScheduleError, config_schedule_curve
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.oracle.oracle import run_under_release
 
 _REAL = """
 import json, sys, torch
@@ -68,15 +63,8 @@ def _config(kind: str, params: dict[str, Any]) -> dict[str, Any]:
 @cache
 def _real(release: str) -> list[dict[str, Any]]:
     """Every case run by ``release``'s own schedulers (one subprocess per release)."""
-    env = dict(os.environ)
-    if release != "0.19.8":
-        root = REPO / ".venv-ds" / release
-        assert root.is_dir(), f"{root} is installed by `make test-install`"
-        env["PYTHONPATH"] = str(root)
     cases = [{"type": k, "params": p, "steps": n, "lr": 1e-3} for k, p, n in CASES]
-    done = subprocess.run([sys.executable, "-c", _REAL, json.dumps(cases)], capture_output=True, text=True, env=env,
-                          timeout=300, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(run_under_release(release, _REAL, json.dumps(cases)))
 
 
 @pytest.mark.deepspeed

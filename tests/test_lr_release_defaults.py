@@ -5,17 +5,13 @@ is 0.001 in DeepSpeed 0.16.x and the optimizer's lr from 0.17 (the app drew 0.16
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from app_support import app
 
 from core.lr_schedules import config_schedule_curve
+from tests.oracle.oracle import run_under_release
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = {"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
           "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}}
 
@@ -32,20 +28,12 @@ print(json.dumps(lrs))
 
 
 @pytest.mark.deepspeed
-@pytest.mark.parametrize("release", ["0.16.9", "this venv"])
-def test_the_warmup_curve_is_the_releases_own(release):
-    env = dict(os.environ)
-    if release != "this venv":
-        root = REPO / ".venv-ds" / release
-        assert root.is_dir(), f"{root} is installed by `make test-install`"
-        env["PYTHONPATH"] = str(root)
-    done = subprocess.run([sys.executable, "-c", _REAL], capture_output=True, text=True, env=env, timeout=300,
-                          check=True)
-    real = json.loads(done.stdout.strip().splitlines()[-1])
-    version = "0.16.9" if release == "0.16.9" else "0.19.8"
+@pytest.mark.parametrize("version", ["0.16.9", "0.19.8"])
+def test_the_warmup_curve_is_the_releases_own(version):
+    real = json.loads(run_under_release(version, _REAL))
     ours = config_schedule_curve(CONFIG, 30, version)["lr"].tolist()
     assert ours == pytest.approx(real, rel=1e-9)
-    assert max(real) == pytest.approx(0.001 if release == "0.16.9" else 1e-4)
+    assert max(real) == pytest.approx(0.001 if version == "0.16.9" else 1e-4)
 
 
 def test_the_optimizer_page_shows_0_16_9s_warmup_max_lr_default():

@@ -215,6 +215,15 @@ def parser_cannot_finish(release: str, config: dict) -> bool:
 
 
 # --------------------------------------------------------------------------- interpreters
+def run_under_release(version: str, script: str, *args: str, timeout: int = 300) -> str:
+    """The last line ``script`` (Python source) prints when the interpreter that imports DeepSpeed ``version`` runs
+    it with ``args`` (``release_interpreter``); CalledProcessError when it fails."""
+    python, extra = release_interpreter(version)
+    done = subprocess.run([python, "-c", script, *args], capture_output=True, text=True,
+                          env={**os.environ, **extra}, timeout=timeout, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
 def release_interpreter(version: str) -> tuple[str, dict[str, str]]:
     """(python, extra environment) that imports DeepSpeed ``version``: the main interpreter for the
     in-process and side-by-side releases (the latter first on PYTHONPATH, own JIT ops folder), else the
