@@ -147,7 +147,10 @@ else:
 if st.session_state.get("start_message"):
     message = st.session_state["start_message"]
     # a loaded config DeepSpeed refuses is no success: said where the user is looking, not only in the headline
-    (st.warning if "would refuse it" in message else st.success)(message, icon=":material/check:")
+    if "would refuse it" in message:
+        st.warning(message, icon=":material/warning:")
+    else:
+        st.success(message, icon=":material/check:")
     actions.undo_button("start")
 elif source == "Preset" and app_state.get_config() == empty_config():
     st.caption("Nothing is loaded yet: the builder holds a blank config until you press **Load this preset**.")
