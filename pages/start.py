@@ -171,7 +171,7 @@ with cols[1]:
 
 # ------------------------------------------------------------------ hardware
 st.subheader("3. Hardware")
-cols = st.columns(4)
+cols = st.columns([1, 1, 2.2, 1])  # the GPU's label ("AMD MI250X 128GB — 63.98 GiB per GCD") needs the width
 widgets.cluster_widgets(cols)
 with cols[2]:
     gpu_options = [*hardware.gpu_names(), app_state.CUSTOM_GPU]
@@ -198,9 +198,11 @@ with cols[2]:
             context["gpu_memory_gib"] = gpu.memory_gib
         elif name == app_state.CUSTOM_GPU and CUSTOM_MEMORY in store:
             context["gpu_memory_gib"] = store[CUSTOM_MEMORY]
-        st.session_state.pop("ctx:gpu_memory_gib", None)
+        st.session_state.pop(widgets.CONTEXT_PREFIX + "gpu_memory_gib", None)  # re-seeded from the context
         app_state.context_edited(before)
 
+    widgets.seed("ctx:gpu", ctx["gpu"] if ctx["gpu"] in gpu_options else gpu_options[0],
+                 keep=lambda held: held in gpu_options)
     st.selectbox("GPU", gpu_options, index=gpu_options.index(ctx["gpu"]) if ctx["gpu"] in gpu_options else 0,
                  format_func=_gpu_label, key="ctx:gpu", on_change=_on_gpu,
                  help="The memory shown is the total PyTorch reports for one device (what an out-of-memory error "

@@ -274,6 +274,33 @@ def test_clearing_a_number_field_removes_the_key_and_typing_it_back_restores_it(
     number(page, "gradient_clipping", 0.5)
     assert review_json(page) == {**expected, "gradient_clipping": 0.5}
 
+def test_a_value_the_app_sets_shows_in_the_browser_and_the_next_click_keeps_it(page):
+    """A widget whose value the app changes (a preset's target, the GPU's memory, an undone import) shows the new
+    value at once, and the next unrelated click does not send the old one back. With ``value=`` widgets the
+    browser kept the old value and the next click silently put it back (Streamlit 1.67)."""
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    load_preset(page, "hf-auto-zero2")  # written for the HF Trainer: the target becomes hf
+    target = page.locator('[data-testid="stRadio"]').filter(has_text="Target")
+    playwright_api.expect(target.get_by_role("radio", name=re.compile("HF Trainer"))).to_be_checked()
+    select(page, "GPU", "AMD MI250X 128GB")
+    playwright_api.expect(page.get_by_role("spinbutton", name="GPU memory (GiB)")).to_have_value("63.98")
+    page.locator('[data-testid="stNumberInput"]').filter(has_text="Nodes").locator("button").last.click()
+    idle(page)
+    sidebar.get_by_text("Target hf · DeepSpeed").filter(has_text="(2 × 8)").wait_for()
+    playwright_api.expect(page.get_by_role("spinbutton", name="GPU memory (GiB)")).to_have_value("63.98")
+
+    paste(page, json.dumps({"train_batch_size": 16, "zero_optimization": {"stage": 1}}))
+    nav(page, "ZeRO & offload")
+    playwright_api.expect(stage_button(page, 1)).to_have_attribute("aria-checked", "true")
+    page.get_by_role("button", name=re.compile("^Undo: import")).first.click()
+    idle(page)
+    playwright_api.expect(stage_button(page, 2)).to_have_attribute("aria-checked", "true")
+    select(page, "device", "cpu")  # any other change: the stage control must not send its old 1 back
+    config = download(page)
+    assert config["zero_optimization"]["stage"] == 2, config["zero_optimization"]
+    assert config["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+
+
 def test_two_sessions_do_not_see_each_others_config(browser, server):
     contexts = [browser.new_context(viewport={"width": 1400, "height": 1800}) for _ in range(2)]
     try:

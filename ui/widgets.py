@@ -225,6 +225,23 @@ def _on_raw_change(path: str, key: str) -> None:
 # --------------------------------------------------------------------------- drawing
 
 
+def seed(key: str, value: Any, *, keep: Callable[[Any], bool] = lambda held: True) -> None:
+    """Give the widget at ``key`` the value to show through its session state, unless it holds one of its own
+    that ``keep`` accepts. The widget still gets ``value=`` (``index=``, ``default=``): what it shows when its
+    type changes under the same key, and the fallback for a value outside its limits.
+
+    Why: when a fix, an undo, a load or another widget clears or sets a widget's state, Streamlit redraws a
+    widget created with ``value=`` with the new value on the server but does not send it to the browser, which
+    keeps showing the old one and sends it back with the next click, silently undoing the change. A value put
+    in session state before the widget is created is sent."""
+    if key not in st.session_state or not keep(st.session_state[key]):
+        st.session_state[key] = value
+
+
+def _is_number(held: Any) -> bool:
+    return isinstance(held, int | float) and not isinstance(held, bool)
+
+
 def number_box(label: str, value: Any, key: str, *, integer: bool, low: float | None, high: float | None,
                help_: str, disabled: bool, args: dict[str, Any], placeholder: str) -> None:
     """A number box showing ``value`` that the user can empty, which removes the key from the config.
@@ -244,7 +261,9 @@ def number_box(label: str, value: Any, key: str, *, integer: bool, low: float | 
 
 
 def _auto_toggle(label: str, path: str, value: Any, default: Any, **kwargs: Any) -> None:
-    st.toggle(f'{label}: "auto"', value=value == "auto", key=widget_key(path) + ":auto", on_change=_on_auto,
+    key = widget_key(path) + ":auto"
+    seed(key, value == "auto", keep=lambda held: isinstance(held, bool))
+    st.toggle(f'{label}: "auto"', value=value == "auto", key=key, on_change=_on_auto,
               kwargs={"path": path, "default": default}, **kwargs)
 
 
@@ -261,19 +280,23 @@ def _value_widget(path: str, label: str, value: Any, kind: FieldKind, bounds: fi
         # The value cannot be shown by the normal widget (wrong type, out of range): edit it as JSON.
         _json_widget(path, label + " (raw JSON)", value, help_, reason, args | {"kind": "json"})
     elif kind.kind == "bool":
+        seed(key, bool(value), keep=lambda held: isinstance(held, bool))
         st.checkbox(label, value=bool(value), key=key, help=help_, disabled=disabled, on_change=_on_change,
                     kwargs=args)
     elif kind.kind in ("int", "float"):
         number_box(label, value, key, integer=kind.kind == "int", low=low, high=high, help_=help_,
                    disabled=disabled, args=args, placeholder=placeholder)
     elif kind.kind == "choice" and kind.segmented and not kind.optional and value in kind.choices:
+        seed(key, value, keep=lambda held: held in kind.choices)
         st.segmented_control(label, list(kind.choices), default=value, required=True, key=key, help=help_,
                              disabled=disabled, on_change=_on_change, kwargs=args, format_func=format_func)
     elif kind.kind == "choice":
         options = fields.choice_options(kind, value)
+        seed(key, value, keep=lambda held: held in options)
         st.selectbox(label, options, index=options.index(value), key=key, help=help_, disabled=disabled,
                      on_change=_on_change, kwargs=args, format_func=format_func)
     elif kind.kind == "str":
+        seed(key, fields.safe_text(value or ""), keep=lambda held: isinstance(held, str))
         st.text_input(label, value=fields.safe_text(value or ""), key=key, help=help_, disabled=disabled,
                       on_change=_on_change, kwargs=args, placeholder="not set")
     else:
@@ -432,6 +455,7 @@ def _section_switch(path: str, field: Any, form: Form) -> bool:
     there now, so its fields are drawn. A widget inside an absent section would add it, and with it what the section
     turns on (ZenFlow's CPU optimizer and step), by touching any knob."""
     present = isinstance(get_path(form.config, path, None), Mapping)
+    seed(widget_key(path) + ":set", present, keep=lambda held: isinstance(held, bool))
     st.checkbox(f"Set `{path}`", value=present, key=widget_key(path) + ":set", on_change=_on_section_switch,
                 args=(path,), disabled=fields.disabled_reason(field, form, path) is not None,
                 help=f"{field.info.description}\n\nAbsent, DeepSpeed does not read this section; present (`{{}}` "
@@ -538,16 +562,19 @@ def context_widget(factory: Any, name: str, label: str, *, then: Callable[[], No
     """A widget bound to ``context[name]`` (target, hardware, model, training shape); ``then`` runs after the
     user changes it."""
     value = app_state.get_context().get(name)
+    key = CONTEXT_PREFIX + name
     if factory is st.number_input and name in app_state.CONTEXT_LIMITS:
         low, high = app_state.CONTEXT_LIMITS[name]
         kwargs.setdefault("min_value", low)
         kwargs.setdefault("max_value", high)
     if "options" in kwargs:
         options = list(kwargs["options"])
+        seed(key, value if value in options else options[0], keep=lambda held: held in options)
         kwargs["index"] = options.index(value) if value in options else 0
     else:
+        seed(key, value, keep=lambda held: held is None or _is_number(held))
         kwargs["value"] = value
-    return factory(label, key=CONTEXT_PREFIX + name, on_change=_on_context, args=(name, then), **kwargs)
+    return factory(label, key=key, on_change=_on_context, args=(name, then), **kwargs)
 
 
 def cluster_widgets(cols: list[Any]) -> None:
