@@ -442,7 +442,11 @@ def accelerate_export(config: Mapping[str, Any], values: Mapping[str, Any],
             "gradient_accumulation_steps")
         if accum is not None and accum != ACCELERATE_ACCUMULATION:  # what accelerate writes anyway
             out["gradient_accumulation_steps"] = accum
-            notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / GPUs): "
+            gpus = int(values.get("world_size") or 1)
+            ranks = effective_world_size(out, gpus, version)
+            over = (f"{ranks:g} data-parallel ranks: {gpus} GPUs / sequence_parallel_size" if ranks != gpus
+                    else "GPUs")
+            notes.append(f"Added gradient_accumulation_steps {accum} (train_batch_size / micro batch / {over}): "
                          f"accelerate would otherwise write {ACCELERATE_ACCUMULATION} and DeepSpeed would refuse the "
                          "batch sizes.")
     _elastic_takes_the_batch(out, version, notes, "accelerate writes the batch keys it fills, and a missing "

@@ -107,7 +107,8 @@ if batch is not None:
     derived = "" if elastic else ", ".join(f"`{k}`" for k in BATCH_KEYS if k not in autos and k not in form.config
                                            and not (k == GA and accelerate_writes))
     st.caption(
-        f"On {batch.world_size:g} data-parallel GPUs: {shown_count(batch.train_batch_size)} = "
+        f"On {batch.world_size:g} data-parallel GPU{'' if batch.world_size == 1 else 's'}: "
+        f"{shown_count(batch.train_batch_size)} = "
         f"{shown_count(batch.train_micro_batch_size_per_gpu)} × {shown_count(batch.gradient_accumulation_steps)} × "
         f"{batch.world_size:g}."
         + (f" Derived: {derived}." if derived else "")
@@ -124,7 +125,7 @@ elif autos:
     accum = shown_count(config_used[GA]) + (" (what accelerate writes for the missing key)" if GA not in form.config
                                             else "")
     st.error(f"With per_device_train_batch_size {shown_count(config_used.get(MB))} and gradient_accumulation_steps "
-             f"{accum}, the batch does not resolve on {world} GPUs: {why} The HF Trainer refuses "
+             f"{accum}, the batch does not resolve on {fields.counted(world, 'GPU')}: {why} The HF Trainer refuses "
              "this at launch (\"train_batch_size … vs hf train_batch_size (calculated) …\"): give TrainingArguments "
              "whose per-device batch × accumulation × data-parallel GPUs is the written train_batch_size, or make "
              'train_batch_size "auto" too.', icon=":material/error:")

@@ -180,7 +180,7 @@ else:
     notes = {memory.micro_batch_and_assumption(sides[n], r, ctx)[1] for n, r in side_reports.items()} - {None}
     for note in sorted(notes):
         st.caption(f"ℹ️ {note}")
-    st.caption(f"{fields.md_escape(ctx.get('model') or 'Your model')} on {job_world_size(ctx)} GPUs "
+    st.caption(f"{fields.md_escape(ctx.get('model') or 'Your model')} on {fields.counted(job_world_size(ctx), 'GPU')} "
                f"(context of the Start page); red line: {capacity:g} GiB per GPU, the whole of it (Fits counts the "
                "CPU RAM and NVMe per node too).")
 

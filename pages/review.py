@@ -35,7 +35,7 @@ report = form.report
 counts = report.counts()
 st.markdown(" · ".join(f"**{fields.counted(counts[kind], noun)}**" for kind, noun in (
     ("error", "error"), ("warning", "warning"), ("info", "note")))
-    + f" (DeepSpeed {form.version}, {form.target}, {job_world_size(ctx)} GPUs)")
+    + f" (DeepSpeed {form.version}, {form.target}, {fields.counted(job_world_size(ctx), 'GPU')})")
 safe = [f for f in report.findings if f.fix is not None and f.fix.safe and f.severity in ("error", "warning")]
 UNSAFE_LEFT = "review_unsafe_left"
 

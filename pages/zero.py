@@ -81,7 +81,8 @@ if params is None:
 else:
     figure = zero_view.stage_view(params[0], world, stage, () if full is None else full.verdicts)
     charts.draw(zero_charts.stage_figure, {"figure": figure.figure, zero_charts.CAPACITY: capacity_row})
-    st.caption(f"{ctx.get('model') or 'Your model'} ({params[0] / 1e9:.2f} B parameters) on {world} GPUs; "
+    st.caption(f"{ctx.get('model') or 'Your model'} ({params[0] / 1e9:.2f} B parameters) on "
+               f"{fields.counted(world, 'GPU')}; "
                f"red line: {capacity:g} GiB per GPU. Model states only (16 bytes per parameter, the ZeRO "
                "paper's accounting); activations come on top, so whether a stage fits is the full estimate's "
                "verdict (the same as in the table of every option below).")

@@ -6,6 +6,7 @@ from app_support import app, click_fix, shown_tables, sidebar_findings, texts
 
 from core import memory as core_memory
 from core.models import get_config, get_spec
+from core.perf.advice import seconds_text
 from ui.widgets import widget_key
 
 SPEC = get_spec("meta-llama/Llama-2-7b-hf")
@@ -189,10 +190,10 @@ def test_predicted_step_time_and_bottleneck_beside_the_memory_numbers():
     spec = get_spec("meta-llama/Llama-2-7b-hf")
     expected = {stage: perf.predict({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": stage}},
                                     spec, cluster, shape) for stage in (2, 3)}
-    assert _step_metric(at).value == f"{expected[2].step_seconds:.3g} s"
+    assert _step_metric(at).value == seconds_text(expected[2].step_seconds)  # as `dsconfig predict` writes it
     assert any(expected[2].bottleneck in c.value for c in at.caption)
     at.button_group(key=widget_key("zero_optimization.stage")).set_value(3).run()
-    assert _step_metric(at).value == f"{expected[3].step_seconds:.3g} s"
+    assert _step_metric(at).value == seconds_text(expected[3].step_seconds)
     assert expected[3].breakdown != expected[2].breakdown  # the stage changes what is communicated
     assert any(expected[3].bottleneck in c.value for c in at.caption)
     breakdown = table(at, "Share")

@@ -113,7 +113,8 @@ def test_the_sweep_table_is_formatted_as_the_ranked_one_with_units():
 def test_huge_values_are_printed_compactly(tmp_path):
     """--network 1e-9 and --cpu-adam 1e-9 (accepted) printed '80016189440.502 s' steps, 18-digit hours and
     31-digit costs, and tok/s of 0; such values are now in scientific notation, in every table and in predict."""
-    from core.cli.plan import _number_text, _seconds_text
+    from core.cli.plan import _number_text
+    from core.perf.advice import seconds_text as _seconds_text
 
     assert _seconds_text(8.0016e10) == "8e+10 s" and _seconds_text(1.4625) == "1.462 s"
     assert _number_text(1.7e17, 1) == "1.7e+17" and _number_text(2.7e24, 0, grouped=True) == "2.7e+24"

@@ -69,7 +69,7 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any], short_of: tuple[st
     if view is None:
         return
     cluster, estimate, breakdown = view
-    st.metric("Predicted step time", f"{estimate.step_seconds:.3g} s",
+    st.metric("Predicted step time", advice.seconds_text(estimate.step_seconds),
               help=f"One optimizer step ({estimate.gradient_accumulation_steps} micro-step(s) of "
                    f"{estimate.micro_batch} sequences per GPU), the planner's estimate. "
                    + advice.assumptions_text(cluster))
@@ -84,7 +84,8 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any], short_of: tuple[st
     with st.popover("Where the step time goes", icon=":material/speed:"):
         tables.draw(breakdown)
         if estimate.hidden:
-            st.caption("Hidden behind compute: " + ", ".join(f"{k} {v:.3g} s" for k, v in estimate.hidden.items()))
+            st.caption("Hidden behind compute: " + ", ".join(f"{k} {advice.seconds_text(v)}"
+                                                             for k, v in estimate.hidden.items()))
         st.caption("Assumed: " + advice.assumptions_text(cluster) + " The Plan page ranks every stage and offload "
                    "option by this model.")
         for note in estimate.notes:

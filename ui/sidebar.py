@@ -76,7 +76,9 @@ def _memory_fit(config: dict, ctx: dict, report: Report, problems: list) -> None
     text = (f"{gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} of {float(ctx['gpu_memory_gib']):g} GiB per GPU "
             f"(peak in {estimate.gpu_peak_phase}); CPU {cpu} of {float(ctx['cpu_ram_gib']):g} GiB per node")
     if estimate.nvme_bytes_per_node:
-        text += f"; NVMe {estimate.nvme_bytes_per_node / memory.GIB:.0f} GiB per node"
+        nvme = gib_used(estimate.nvme_bytes_per_node, hw.nvme_bytes_per_node)
+        text += (f"; NVMe {nvme} GiB per node" if hw.nvme_bytes_per_node is None
+                 else f"; NVMe {nvme} of {float(ctx['nvme_gib']):g} GiB per node")
     text += f" — {estimate.assumptions}."
     for assumed in (memory.micro_batch_and_assumption(config, report, ctx)[1], estimate.scope):
         if assumed:

@@ -20,13 +20,13 @@ import pandas as pd
 
 from core import memory as core_memory
 from core.batch import positive_whole, runs_elastic
+from core.memory.result import GIB, gib_used
 from ui import charts, memory, tables, zero_charts
 from ui.shared_cache import shared_cache
 
 SWEEP_COLUMNS = {"micro_batch": "Micro batch", "seq_len": "Sequence length (tokens)", "total_gpus": "GPUs"}
 #: Columns of the chart of every option (drawn on demand).
 OPTION_COLUMNS = ["option", "category", "gib", "cpu_gib", "total_gib", "verdict", "current"]
-_GIB_COLUMNS = ("GPU, GiB per GPU", "CPU RAM, GiB per node", "NVMe, GiB per node")
 
 
 @functools.lru_cache(maxsize=64)
@@ -77,6 +77,12 @@ class OptionsView:
         return options[OPTION_COLUMNS], options.drop_duplicates("option")[OPTION_COLUMNS]
 
 
+def _gib_texts(gibs: pd.Series, capacity: int | None) -> list[str]:
+    """GiB figures as the headline writes them (``gib_used``: rounded toward the verdict against ``capacity``),
+    so a table row never reads 79.1 of 79.15 GiB "does not fit" beside a headline's 79.2."""
+    return ["—" if pd.isna(gib) else gib_used(gib * GIB, capacity) for gib in gibs]
+
+
 @shared_cache(maxsize=256)
 def options_view(keys: memory.Keys, current_label: str) -> OptionsView | None:
     """``keys``: ``memory.options_keys`` of the config; ``current_label``: ``memory.current_option`` of it."""
@@ -86,12 +92,14 @@ def options_view(keys: memory.Keys, current_label: str) -> OptionsView | None:
     totals = found.drop_duplicates("option")
     verdicts = tuple((int(r.stage), r.fits) for r in totals.itertuples()
                      if r.option == memory.option_label(int(r.stage), "none", "none"))
+    hardware = memory.inputs(keys).hardware
     table = tables.prepare(pd.DataFrame({
-        "Option": totals["option"], "GPU, GiB per GPU": totals["total_gib"],
-        "CPU RAM, GiB per node": totals["cpu_gib"], "NVMe, GiB per node": totals["nvme_gib"],
+        "Option": totals["option"], "GPU, GiB per GPU": _gib_texts(totals["total_gib"], hardware.gpu_memory_bytes),
+        "CPU RAM, GiB per node": _gib_texts(totals["cpu_gib"], hardware.cpu_ram_per_node_bytes),
+        "NVMe, GiB per node": _gib_texts(totals["nvme_gib"], hardware.nvme_bytes_per_node),
         "Fits": [memory.fit_label(f) for f in totals["fits"]],
         "Current": ["◀ current" if o == current_label else "" for o in totals["option"]],
-    }), dict.fromkeys(_GIB_COLUMNS, ".1f"))
+    }))
     return OptionsView(table, verdicts, found, current_label)
 
 
@@ -198,6 +206,6 @@ def sweep_view(keys: memory.Keys, axis: str, now: int) -> SweepView:
     else:
         drawn = sweep
     return SweepView(charts.arrow(drawn[[axis, "gpu_gib", "verdict"]]), tables.prepare(pd.DataFrame({
-        **columns, "GPU, GiB per GPU": sweep["gpu_gib"],
+        **columns, "GPU, GiB per GPU": _gib_texts(sweep["gpu_gib"], memory.inputs(keys).hardware.gpu_memory_bytes),
         "Fits": sweep["verdict"], "Current": ["◀ current" if c else "" for c in sweep["current"]],
-    }), {"GPU, GiB per GPU": ".1f"}), _held(axis, keys[2], derived, refused, elastic, source))
+    })), _held(axis, keys[2], derived, refused, elastic, source))

@@ -77,7 +77,7 @@ from core.perf import (
     recommend,
     step_seconds_from_log,
 )
-from core.perf.advice import decimals_for, duration_text, percent_text, share_text
+from core.perf.advice import COMPACT_FROM, decimals_for, percent_text, seconds_text, share_text
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
 from core.perf.recommend import (
     DEFAULT_MEMORY_HEADROOM,
@@ -214,23 +214,12 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
 
 
-#: From here on, and where fixed decimals would round a non-zero value to 0, a number is printed in scientific
-#: notation with 3 significant digits: absurd but accepted rates (--network 1e-9) give 22-digit step times and
-#: costs that say no more than their exponent.
-COMPACT_FROM = 1e9
-
-
 def _number_text(value: float, decimals: int, grouped: bool = False) -> str:
     """``value`` with ``decimals`` (thousands grouped when ``grouped``), or as ``3.1e+17`` where that would be
     beyond ``COMPACT_FROM`` or read 0."""
     if value and (abs(value) >= COMPACT_FROM or round(value, decimals) == 0):
         return f"{value:.3g}"
     return f"{value:{',' if grouped else ''}.{decimals}f}"
-
-
-def _seconds_text(seconds: float) -> str:
-    """A time as ``duration_text`` writes it (s, ms or µs), in scientific notation beyond ``COMPACT_FROM``."""
-    return f"{seconds:.3g} s" if abs(seconds) >= COMPACT_FROM else duration_text(seconds)
 
 
 def _sweep_text(sweep: pd.DataFrame) -> str:
@@ -248,7 +237,7 @@ def _sweep_text(sweep: pd.DataFrame) -> str:
             rows.append(cells + ["-"] * (len(columns) - len(cells)))
             continue
         cells += [str(int(row.stage)), f"{row.offload_optimizer}/{row.offload_param}", "yes" if row.zeropp else "no",
-                  str(int(row.micro_batch)), row.recompute, _seconds_text(row.step_seconds),
+                  str(int(row.micro_batch)), row.recompute, seconds_text(row.step_seconds),
                   _number_text(row.tokens_per_second, 0), _number_text(row.tflops_per_gpu, 1)]
         if "hours" in sweep:
             cells.append(_number_text(row.hours, hours_decimals))
@@ -320,7 +309,7 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         line = (f"{i:>3} {row.stage:>5} {offload:>18} {'yes' if row.zeropp else 'no':>6} "
                 f"{row.micro_batch:>5} {row.gradient_accumulation_steps:>5} {row.recompute:>9} "
                 f"{'yes' if row.fits else 'NO':>5} {gib_used(row.gpu_peak_gib * GIB, usable):>8} "
-                f"{_seconds_text(row.step_seconds):>10} "
+                f"{seconds_text(row.step_seconds):>10} "
                 f"{_number_text(row.tokens_per_second, 0):>9} {_number_text(row.tflops_per_gpu, 1):>7} "
                 f"{percent_text(row.mfu):>4}")
         if "hours" in table:
@@ -502,7 +491,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
               f"({_network_text(args, cluster)}); micro batch {micro} x "
               f"{est.gradient_accumulation_steps} accumulation, seq {args.seq_len}, {args.attention} attention, "
               f"recompute {args.recompute}, read as DeepSpeed {version}\n")
-    out.write(f"step: {_seconds_text(est.step_seconds)}   tokens/s: {_number_text(est.tokens_per_second, 0, True)}   "
+    out.write(f"step: {seconds_text(est.step_seconds)}   tokens/s: {_number_text(est.tokens_per_second, 0, True)}   "
               f"TFLOPs/GPU: {_number_text(est.tflops_per_gpu, 1)} (hardware "
               f"{_number_text(est.hardware_tflops_per_gpu, 1)})   MFU: {percent_text(est.mfu)}\n")
     if measured is not None and refused is None:
@@ -512,18 +501,18 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if uses["cpu_adam"]:
             fitted.append(f"CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node")
         unused = [what for key, what in (("link", "link efficiency"), ("cpu_adam", "CPU-Adam rate")) if not uses[key]]
-        out.write(f"calibrated to a measured {_seconds_text(measured)} (uncalibrated prediction "
-                  f"{_seconds_text(before.step_seconds)}): {', '.join(fitted)}"
+        out.write(f"calibrated to a measured {seconds_text(measured)} (uncalibrated prediction "
+                  f"{seconds_text(before.step_seconds)}): {', '.join(fitted)}"
                   + (f" ({' and '.join(unused)} not fitted: this config's step does not depend on "
                      f"{'it' if len(unused) == 1 else 'them'})" if unused else "")
                   + "\n")
     out.write("\nCritical path:\n")
     for name, sec in sorted(est.breakdown.items(), key=lambda kv: -kv[1]):
-        out.write(f"  {name:58s} {_seconds_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
+        out.write(f"  {name:58s} {seconds_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
     if est.hidden:
         out.write("Hidden behind compute:\n")
         for name, sec in est.hidden.items():
-            out.write(f"  {name:58s} {_seconds_text(sec):>10}\n")
+            out.write(f"  {name:58s} {seconds_text(sec):>10}\n")
     out.write(f"\nBottleneck: {est.bottleneck}\n")
     for caveat in caveats:
         out.write(f"caveat: {caveat}\n")

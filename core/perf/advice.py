@@ -347,6 +347,18 @@ def duration_text(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} µs"
 
 
+#: From here on, and where fixed decimals would round a non-zero value to 0, a number is written in scientific
+#: notation with 3 significant digits: absurd but accepted rates (--network 1e-9) give 22-digit step times and
+#: costs that say no more than their exponent.
+COMPACT_FROM = 1e9
+
+
+def seconds_text(seconds: float) -> str:
+    """A time as ``duration_text`` writes it (s, ms or µs), in scientific notation beyond ``COMPACT_FROM``: the
+    step time as the CLI and the app both show it."""
+    return f"{seconds:.3g} s" if abs(seconds) >= COMPACT_FROM else duration_text(seconds)
+
+
 def decimals_for(values: Iterable[float], least: int) -> int:
     """Decimals that show every non-zero finite value of a column with two significant digits, and at least
     ``least``: training hours of a short run (0.0003 h) read 0.0 with the one decimal of a long one."""
