@@ -34,7 +34,8 @@ def _message(at) -> str:
 def _predicted_step(at) -> float:
     at.switch_page("pages/zero.py").run()
     assert not at.exception, at.exception
-    return float(next(m for m in at.metric if m.label == "Predicted step time").value.removesuffix(" s"))
+    shown = next(m for m in at.metric if m.label == "Predicted step time").value  # "1.234 s" or "194 ms"
+    return float(shown.removesuffix(" ms")) / 1e3 if shown.endswith(" ms") else float(shown.removesuffix(" s"))
 
 
 def _same_step(shown: float, row: float) -> bool:
