@@ -38,6 +38,9 @@ class FixResult:
     """``validate`` of the fixed config."""
     stopped: bool = False
     """Whether the loop stopped at ``MAX_ROUNDS`` (running it again may apply more)."""
+    withheld: tuple[tuple[Finding, tuple[str, ...]], ...] = ()
+    """Fixes of warnings not applied because the config they give has errors the config did not have: (the
+    finding, those error codes). Removing a value DeepSpeed does not check can remove a key another rule requires."""
 
 
 def fix_until_stable(
@@ -59,6 +62,7 @@ def fix_until_stable(
     check_depth(config)
     current = config
     applied: list[Finding] = []
+    withheld: list[tuple[Finding, tuple[str, ...]]] = []
     seen = {_key(config)}
     tried: set[tuple[str, str, str]] = set()
     report = validate(current, world_size=world_size, target=target, version=version)
@@ -94,14 +98,25 @@ def fix_until_stable(
             break
         if len(batch) > 1 and _key(candidate) in seen:  # together they go back to a config seen before
             batch, candidate = batch[:1], batch[0].fix.apply(current)
-        current = candidate
-        seen.add(_key(current))
+        seen.add(_key(candidate))
+        after = validate(candidate, world_size=world_size, target=target, version=version)
+        added = _added_errors(report, after)
+        if added and batch[0].severity != "error" and batch[0].code not in BATCHED_CODES:
+            withheld.append((batch[0], added))  # renames (BATCHED_CODES) may reveal a section's errors: kept
+            continue
+        current, report = candidate, after
         applied.extend(batch)
-        report = validate(current, world_size=world_size, target=target, version=version)
     else:
         stopped = True
     skipped = tuple(f for f in report.findings if f.fix is not None and f.severity in severities)
-    return FixResult(current if applied else copy.deepcopy(config), tuple(applied), skipped, report, stopped)
+    return FixResult(current if applied else copy.deepcopy(config), tuple(applied), skipped, report, stopped,
+                     tuple(withheld))
+
+
+def _added_errors(before: Report, after: Report) -> tuple[str, ...]:
+    """The codes of the errors ``after`` has and ``before`` has not, in order."""
+    known = {f.code for f in before.errors}
+    return tuple(dict.fromkeys(f.code for f in after.errors if f.code not in known))
 
 
 def _key(config: dict[str, Any]) -> str:

@@ -126,10 +126,9 @@ class _Release:
         from core import versions
 
         at = versions.version_tuple(version)
-        found, peak = scheduler_param_default(WARMUP_LR, "warmup_max_lr", version)
         return cls(version, versions.scheduler_checks(version, scheduler_type),
                    versions.scheduler_unread(version, scheduler_type), at >= (0, 19, 3), at >= (0, 19, 4),
-                   not found or peak is None)
+                   null_peak_is_lr(version))
 
     def checks(self, fragment: str) -> bool:
         """Whether the scheduler raises the message starting with ``fragment`` (True when the profile has none)."""
@@ -535,6 +534,14 @@ def _curve(scheduler_type: str, bound: dict[str, Any], steps: int, base_lr: floa
     frame = pd.DataFrame(data)
     frame.attrs["warnings"] = warnings
     return frame
+
+
+def null_peak_is_lr(version: str) -> bool:
+    """Whether DeepSpeed ``version``'s WarmupLR (and WarmupDecayLR, which passes its ``warmup_max_lr`` on) reads a
+    null ``warmup_max_lr`` as the optimizer's lr: where the profile records its signature default as None (0.17.2
+    on); before, ``__init__`` subtracts it (TypeError at deepspeed.initialize)."""
+    found, peak = scheduler_param_default(WARMUP_LR, "warmup_max_lr", version)
+    return not found or peak is None
 
 
 def scheduler_param_default(scheduler_type: Any, name: str, version: str) -> tuple[bool, Any]:

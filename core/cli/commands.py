@@ -305,8 +305,11 @@ def cmd_fix(args: argparse.Namespace, out: TextIO) -> int:
         kind = "safe" if finding.fix and finding.fix.safe else "unsafe"
         sys.stderr.write(f"fixed ({kind}): {finding.code} {finding.path or '(config)'}: "
                          f"{finding.fix.description if finding.fix else ''}\n")
+    withheld = {(finding.code, finding.path): codes for finding, codes in result.withheld}
     for finding in result.skipped:
-        if finding.fix and not finding.fix.safe and not args.unsafe:
+        if (finding.code, finding.path) in withheld:
+            why = f"it would add the error {', '.join(withheld[finding.code, finding.path])}"
+        elif finding.fix and not finding.fix.safe and not args.unsafe:
             why = "unsafe, use --unsafe"
         elif result.stopped:
             why = f"stopped after {MAX_ROUNDS} rounds of fixes; run dsconfig fix again on the output"

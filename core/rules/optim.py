@@ -441,7 +441,13 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
             fix=set_fix(path, default) if default is not None else None, page="optimizer",
         )
     problem = param.bound_problem(value)
-    if problem:
+    if problem and not checked:  # a list of numbers, one out of range: as for one number above
+        yield Finding(
+            "warning", "type.unchecked", path,
+            f"`{path}` is {brief(value)} ({problem}); DeepSpeed {release} does not check it and uses the numbers as "
+            "they are.", suggestion=suggestion, fix=fix, page="optimizer",
+        )
+    elif problem:
         yield Finding(
             "error" if kind == "scheduler" else "warning",
             f"{kind}.param-range", path, f"{problem}.",
@@ -538,6 +544,8 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
                 if guess and guess not in params else delete_fix(path),
                 page="optimizer",
             )
+        elif key == "warmup_max_lr" and value is None and name in ("WarmupLR", "WarmupDecayLR"):
+            yield from _null_peak(ctx.version, name, path)
         elif value != "auto" and key not in versions.scheduler_unread(ctx.version, name):
             checks = versions.scheduler_checks(ctx.version, name)
             checked = checks is None or any(check.startswith(f"{key} must") for check in checks)
@@ -558,6 +566,20 @@ def scheduler(ctx: Context) -> Iterator[Finding]:
                 f"total_num_steps ({total}) is below warmup_num_steps ({warm}): training ends during warm-up.",
                 page="optimizer",
             )
+
+
+def _null_peak(version: str, name: str, path: str) -> Iterator[Finding]:
+    """A null warmup_max_lr: the optimizer's lr where the release reads it so, else refused at initialize."""
+    from core.lr_schedules import null_peak_is_lr
+
+    if not null_peak_is_lr(version):
+        yield Finding(
+            "error", "scheduler.param-type", path,
+            f"`{path}` is null; DeepSpeed {version}'s {name} does not read it as the optimizer's lr (0.17.2 and "
+            "later do) and subtracts it: deepspeed.initialize fails (TypeError).",
+            suggestion="Give the peak learning rate, or leave the key out for the release's default.",
+            fix=delete_fix(path), page="optimizer",
+        )
 
 
 def _torch_scheduler_params(name: str, params: dict[str, Any]) -> Iterator[Finding]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import cache, lru_cache
 from typing import Any
 
@@ -271,7 +272,12 @@ def _unknown_key(
     misfit = None if moved_to is None else _misfit(moved_to[1], value)
     if prefix == "":
         return _unknown_top_level(key, guess, moved_to, misfit)
-    return _unknown_nested(key, path, prefix, value, strict, guess, moved_to, misfit)
+    found = _unknown_nested(key, path, prefix, value, strict, guess, moved_to, misfit)
+    if moved_to is not None and moved_to[0] == "move" and moved_to[1].startswith("fp16.") and not ctx.meaning.fp16:
+        # moved into an fp16 section that is off, the key would do nothing there either (bf16's loss scaling)
+        return replace(found, suggestion=f"`{key}` is an fp16 setting (`{moved_to[1]}`) and fp16 is off, so it does "
+                       "nothing there either: remove it.", fix=Fix(f"Remove `{path}`", (FixOp("delete", path),)))
+    return found
 
 
 #: The top-level key a JSON editor reads the config's JSON Schema from (``dsconfig schema``, README): not a

@@ -99,7 +99,8 @@ class Param:
                 continue
             ok = {"ge": value >= bound, "gt": value > bound, "le": value <= bound, "lt": value < bound}[op]
             if not ok:
-                return f"{self.name} must be {text} {bound}, got {value}"
+                return f"{self.name} must be {text} {bound}, got {value}" + (f": {self.item_note}" if self.item_note
+                                                                             else "")
         return None
 
 
@@ -812,6 +813,12 @@ _TOTAL_NUM_STEPS = Param(
     required=True,
     meta=FieldMeta(unit="steps"))
 _LR_OR_LIST: tuple[JsonType, ...] = ("number", "array")
+#: Bounds of a scheduler's learning rate (or lr ratio): DeepSpeed's schedulers take any number and a negative one
+#: trains uphill; the schedulers check none of them (a finding is a warning, ``type.unchecked``).
+_NOT_NEGATIVE_LR: dict[str, Any] = {
+    "ge": 0, "item_range": (0.0, float("inf")),
+    "item_note": "a negative learning rate makes the optimizer climb the loss (gradient ascent)",
+}
 
 SCHEDULERS: dict[str, SchedulerSpec] = {
     spec.name: spec
@@ -825,12 +832,14 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     _LR_OR_LIST,
                     "Learning rate at step 0 (a number, or one per parameter group).",
                     default=0.0,
+                    **_NOT_NEGATIVE_LR,
                 ),
                 Param(
                     "warmup_max_lr",
                     ("number", "array", "null"),
                     "Learning rate reached after warm-up. Unset: each parameter group's `lr` from the optimizer.",
                     default=None,
+                    **_NOT_NEGATIVE_LR,
                     meta=FieldMeta(doc_note="The docstring says the default is 0.001; the signature's default is None "
                     "(the optimizer's lr).")),
                 _WARMUP_NUM_STEPS,
@@ -843,8 +852,10 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
             "Warm up like WarmupLR, then decay linearly to 0 at `total_num_steps`.",
             (
                 _TOTAL_NUM_STEPS,
-                Param("warmup_min_lr", _LR_OR_LIST, "Learning rate at step 0.", default=0.0),
-                Param("warmup_max_lr", _LR_OR_LIST, "Peak learning rate after warm-up.", default=0.001),
+                Param("warmup_min_lr", _LR_OR_LIST, "Learning rate at step 0.", default=0.0, **_NOT_NEGATIVE_LR),
+                Param("warmup_max_lr", ("number", "array", "null"), "Peak learning rate after warm-up. null: each "
+                      "parameter group's `lr` from the optimizer (passed on to WarmupLR; 0.17.2 and later).",
+                      default=0.001, **_NOT_NEGATIVE_LR),
                 _WARMUP_NUM_STEPS,
                 _WARMUP_TYPE,
                 _LAST_BATCH,
@@ -861,10 +872,12 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     _NUM,
                     "Starting learning rate as a fraction of the optimizer's lr.",
                     default=0.0,
+                    **_NOT_NEGATIVE_LR,
                     meta=FieldMeta(doc_note="The docstring says 'float or list'; the code uses it as one number.")),
                 _WARMUP_NUM_STEPS,
                 Param(
-                    "cos_min_ratio", _NUM, "Final learning rate as a fraction of the optimizer's lr.", default=0.0001
+                    "cos_min_ratio", _NUM, "Final learning rate as a fraction of the optimizer's lr.", default=0.0001,
+                    **_NOT_NEGATIVE_LR,
                 ),
                 _WARMUP_TYPE,
                 _LAST_BATCH,
@@ -875,8 +888,10 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
             "1-cycle policy: lr rises from `cycle_min_lr` to `cycle_max_lr` and back (momentum the other way), "
             "then optionally decays.",
             (
-                Param("cycle_min_lr", _LR_OR_LIST, "Lowest learning rate of the cycle. Required.", required=True),
-                Param("cycle_max_lr", _LR_OR_LIST, "Highest learning rate of the cycle. Required.", required=True),
+                Param("cycle_min_lr", _LR_OR_LIST, "Lowest learning rate of the cycle. Required.", required=True,
+                      **_NOT_NEGATIVE_LR),
+                Param("cycle_max_lr", _LR_OR_LIST, "Highest learning rate of the cycle. Required.", required=True,
+                      **_NOT_NEGATIVE_LR),
                 Param("decay_lr_rate", _NUM, "Learning-rate decay rate after the cycle (0: no decay).", default=0.0),
                 Param(
                     "cycle_first_step_size",
@@ -934,6 +949,7 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     _LR_OR_LIST,
                     "Starting learning rate.",
                     default=0.001,
+                    **_NOT_NEGATIVE_LR,
                     meta=FieldMeta(doc_note="The docstring gives no default; the signature's is 0.001.")),
                 Param(
                     "lr_range_test_step_size",
