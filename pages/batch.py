@@ -6,11 +6,11 @@ import streamlit as st
 
 import core
 from core import autofill
-from core.batch import BATCH_KEYS, GA, MB, effective_world_size, resolve_batch
+from core.batch import BATCH_KEYS, GA, MB
 from core.elasticity import elastic_section
-from core.findings import BatchValues
 from core.launchers import job_world_size
 from ui import app_state, fields, frame, tables, widgets
+from ui import memory as ui_memory
 
 
 def shown_count(value: object) -> str:
@@ -18,15 +18,6 @@ def shown_count(value: object) -> str:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else f"{value:g}"
     return str(value)
-
-
-def _trainer_batch(config: dict, world_size: int, version: str) -> tuple[BatchValues | None, str]:
-    """The trio as DeepSpeed ``version`` resolves ``config`` (its "auto" values already filled), or None with why it
-    does not."""
-    res = resolve_batch(config, effective_world_size(config, world_size, version))
-    if not res.ok:
-        return None, res.message
-    return BatchValues(res.train_batch_size, res.micro_batch, res.grad_accum, res.world_size, res.derived), ""
 
 
 frame.begin("Batch size")
@@ -89,7 +80,7 @@ if autos:
 
 st.subheader("What DeepSpeed will use")
 elastic = elastic_section(form.config, ctx["version"]) is not None
-batch, unresolved = _trainer_batch(config_used, world, ctx["version"]) if autos else (form.report.batch, "")
+batch, unresolved = ui_memory.trainer_batch(form.config, ctx) if autos else (form.report.batch, "")
 if batch is not None:
     rows = []
     # under the HF Trainer accelerate writes a missing accumulation as 1, and DeepSpeed derives nothing from it

@@ -19,6 +19,7 @@ from core.memory.result import gib_capacity
 from core.perf import NETWORKS, Cluster, advice, batch_split_problem
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, FALLBACK_NETWORK_GBIT_S, Efficiency
 from core.perf.recommend import adopt_candidate, adoption_notes, adoption_removals, kept_by_adoption
+from core.precision import compute_precision
 from core.schema.root import empty_config
 from ui import actions, app_state, charts, frame, plan_charts, plan_view, tables, widgets
 from ui import memory as ui_memory
@@ -170,9 +171,15 @@ def planner() -> None:
                                   index=app_state.kept_index("plan_attention", ATTENTION_IMPLS, first_attention),
                                   help=attention_help("\n\n"))
     precisions = ["bf16", "fp16", "fp32"] if hardware.GPU_BY_NAME[gpu].bf16 else ["fp16", "fp32", "bf16"]
+    # the config's precision, as every other input here starts from the session (a blank config's fp32 is no
+    # choice: the GPU's 16-bit format); bf16 only where the GPU has it
+    written = compute_precision(app_state.get_config(), ui_memory.version_of(ctx))
+    supported = written in precisions and (written != "bf16" or hardware.GPU_BY_NAME[gpu].bf16) \
+        and app_state.get_config() != empty_config()
+    first_precision = precisions.index(written) if supported else 0
     precision = cols[3].selectbox("Precision", precisions, key=precision_key,
-                                  index=app_state.kept_index(precision_key, precisions),
-                                  help="The GPUs without bf16 (V100, T4) train in fp16.")
+                                  index=app_state.kept_index(precision_key, precisions, first_precision),
+                                  help="Starts at your config's. The GPUs without bf16 (V100, T4) train in fp16.")
     spec = start_model if model_name == FROM_START else models.get_spec(model_name)
     cols = st.columns(4)
     start_seq = int(ctx.get("seq_len") or 2048)
@@ -311,13 +318,17 @@ def planner() -> None:
 
     st.subheader(f"Time and cost against the GPU count ({int(gpus_per_node)} per node)")
     sweep = plan_view.node_sweep(spec, cluster, settings, tuple(sorted({1, 2, 4, 8, 16, 32, int(nodes)})))
+    left_out = (f" Left out: {', '.join(map(str, sweep.skipped))} GPUs, which do not divide the global batch of "
+                f"{global_batch}." if sweep.skipped else "")
+    floor = ("" if sweep.memory_min_gpus is None else
+             f" The memory floor (ZeRO-3, micro batch 1, full recomputation, the offload that needs fewest) is "
+             f"{sweep.memory_min_gpus} GPUs.")
     if sweep.rows is None:
-        st.caption("Give the tokens to train to see time and cost against the GPU count."
-                   if sweep.any_fits else "No cluster size in the sweep fits.")
+        st.caption(("Give the tokens to train to see time and cost against the GPU count." if sweep.any_fits
+                    else "No GPU count tried in the sweep fits.") + left_out + floor)
     else:
         charts.draw(plan_charts.time_and_cost, {"sweep": sweep.rows})
-        st.caption(f"Smallest cluster in the sweep where something fits: {sweep.min_gpus} GPUs. Sizes "
-                   f"whose GPU count does not divide the global batch of {global_batch} are left out.")
+        st.caption(f"Smallest cluster in the sweep where something fits: {sweep.min_gpus} GPUs." + left_out)
 
 
 planner()

@@ -8,6 +8,7 @@ from core import fit
 from core.findings import get_path
 from core.launchers import job_world_size
 from core.memory.result import gib_margin, gib_used
+from core.perf.recommend import margin_caveat
 from ui import (
     actions,
     app_state,
@@ -130,7 +131,7 @@ if view is not None:
         st.metric("CPU RAM per node", f"{gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB",
                   delta=margin(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes),
                   help=f"Pinned: {estimate.cpu_pinned_bytes_per_node / memory.GIB:.1f} GiB.")
-        perf.step_panel(keys, ctx, fit.short_of(estimate))
+        perf.step_panel(keys, ctx, fit.short_of(estimate), margin_caveat(estimate, "the Plan page"))
     st.caption(f"Current config: {memory.current_option(config, stage)} — "
                f"{gib_used(estimate.gpu_bytes, hw.gpu_memory_bytes)} GiB per GPU, "
                f"{gib_used(estimate.cpu_bytes_per_node, hw.cpu_ram_per_node_bytes)} GiB CPU RAM per node "

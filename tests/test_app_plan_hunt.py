@@ -294,6 +294,7 @@ def test_a_bf16_row_loaded_into_an_fp16_config_leaves_no_loss_scaling_behind_and
     from core.validate import validate
 
     at = app(FP16_SCALING, PAGE, version=version, **_model(LLAMA7))
+    next(s for s in at.selectbox if s.label == "Precision").set_value("bf16").run()  # it starts at the config's
     before = validate(FP16_SCALING, world_size=8, version=version).findings
     assert not [f for f in before if f.code == "precision.loss-scale-unused"]  # fp16 on: they mean something
     at.button(key="plan_use").click().run()

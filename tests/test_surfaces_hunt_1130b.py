@@ -83,3 +83,52 @@ def test_the_accelerate_note_divides_by_the_data_parallel_ranks_under_sequence_p
     _, plain = launchers.accelerate_export({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2},
                                            {"world_size": 8}, "0.19.8")
     assert any("(train_batch_size / micro batch / GPUs)" in n for n in plain), plain
+
+
+def test_trainer_batch_values_the_written_batch_refuses_are_the_headlines_problem_under_the_hf_trainer():
+    # per_device_train_batch_size 8 (the Batch page's default) cannot give the written 256 on 8 GPUs: the Batch
+    # page said the Trainer refuses it, while the headline said "no errors or warnings" and nothing to fix
+    config = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": "auto", "bf16": {"enabled": True},
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "zero_optimization": {"stage": 3}}
+    at = app(config, "pages/zero.py", target="hf", **LLAMA7)
+    most = next(m.value for m in at.markdown if m.value.startswith("**Most important:**"))
+    assert "per_device_train_batch_size 8" in most and "the HF Trainer refuses this at launch" in most, most
+    assert any("the HF Trainer refuses this at launch" in e.value for e in at.sidebar.error)
+    at.session_state["context"]["hf_micro_batch"] = 32  # 32 × 1 × 8 = 256: the Trainer runs it
+    at.run()
+    assert not any("refuses this at launch" in m.value for m in at.markdown)
+    at.session_state["context"]["target"] = "deepspeed"  # plain DeepSpeed: the validator's own errors say it
+    at.session_state["context"]["hf_micro_batch"] = 8
+    at.run()
+    assert not any("refuses this at launch" in e.value for e in at.sidebar.error)
+
+
+def test_the_plan_page_starts_at_the_configs_precision():
+    config = {"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3},
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}}}  # fp32: no precision section
+    at = app(config, "pages/plan.py", **LLAMA7)
+    assert next(s.value for s in at.selectbox if s.label == "Precision") == "fp32"
+    at = app({**config, "bf16": {"enabled": True}}, "pages/plan.py", gpu="NVIDIA V100 32GB", gpu_memory_gib=31.74,
+             **LLAMA7)
+    assert next(s.value for s in at.selectbox if s.label == "Precision") == "fp16"  # the V100 has no bf16
+    at = app(None, "pages/plan.py", **LLAMA7)  # a blank config's fp32 is no choice: the GPU's 16-bit format
+    assert next(s.value for s in at.selectbox if s.label == "Precision") == "bf16"
+
+
+def test_the_zero_page_says_when_a_fitting_config_is_above_the_plan_pages_margin():
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 3}}
+    at = app(config, "pages/zero.py", seq_len=2560, **LLAMA7)  # 78.8 of 79.15 GiB: fits, above 95%
+    assert any(w.value.startswith("Fits, with a peak of 78.8 GiB") and "the Plan page would mark it as not fitting"
+               in w.value for w in at.warning), [w.value for w in at.warning]
+    at = app(config, "pages/zero.py", seq_len=1024, **LLAMA7)
+    assert not any("Plan page would mark" in w.value for w in at.warning)
+
+
+def test_the_plan_sweep_names_the_sizes_it_left_out_and_the_memory_floor():
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+              "optimizer": {"type": "AdamW", "params": {"lr": 2e-5}}, "zero_optimization": {"stage": 3}}
+    at = app(config, "pages/plan.py", seq_len=4096, **model("meta-llama/Llama-2-70b-hf"))  # global batch 8
+    caption = next(c.value for c in at.caption if "in the sweep fits" in c.value)
+    assert "Left out: 16, 32, 64, 128, 256 GPUs, which do not divide the global batch of 8" in caption, caption
+    assert "The memory floor" in caption and "is 16 GPUs" in caption

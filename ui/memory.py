@@ -17,9 +17,17 @@ import altair as alt
 import pandas as pd
 
 from core import hardware, memory
-from core.autofill import trainer_batch_arguments
-from core.batch import MB, micro_batch_one, positive_whole, run_or_written
-from core.findings import Report
+from core.autofill import fill_batch_autos, trainer_batch_arguments
+from core.batch import (
+    BATCH_KEYS,
+    MB,
+    effective_world_size,
+    micro_batch_one,
+    positive_whole,
+    resolve_batch,
+    run_or_written,
+)
+from core.findings import BatchValues, Report
 from core.launchers import job_world_size
 from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
@@ -179,6 +187,7 @@ def version_of(context: Mapping[str, Any]) -> str:
 SETUP_FIXES: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
     "sequence": (("the sequence length or the model", "start"),),
     "precision": (("the GPU", "start"), ("the precision", "precision")),
+    "trainer_batch": (("the Trainer's batch arguments or the batch keys", "batch"),),
 })
 
 
@@ -213,7 +222,32 @@ def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> lis
     if gpu is not None:
         problems.append(_setup_problem("precision",
                                        gpu.precision_problem(compute_precision(config, version_of(context)))))
+    if context.get("target") == "hf" and (why := trainer_batch(config, context)[1]):
+        (micro, accum), world = _trainer_values(context), job_world_size(context)
+        problems.append(_setup_problem("trainer_batch", (
+            f"With per_device_train_batch_size {micro} and gradient_accumulation_steps {accum} (TrainingArguments, "
+            f"on the Batch size page), the batch does not resolve on {world} GPU{'' if world == 1 else 's'} "
+            f"({why.rstrip('.')}): the HF Trainer refuses this at launch")))
     return [problem for problem in problems if problem is not None]
+
+
+def trainer_batch(config: Mapping[str, Any], context: Mapping[str, Any]) -> tuple[BatchValues | None, str | None]:
+    """The batch trio DeepSpeed runs once the HF Trainer fills the config's "auto" batch keys with the Batch
+    page's TrainingArguments (``hf_micro_batch``, ``hf_grad_accum``), or (None, why it does not resolve); (None,
+    None) when no batch key is "auto". The validator judges the config alone, which some Trainer values make
+    work, so these are the session's own."""
+    if not any(config.get(key) == "auto" for key in BATCH_KEYS):
+        return None, None
+    filled = fill_batch_autos(dict(config), *_trainer_values(context))
+    res = resolve_batch(filled, effective_world_size(filled, job_world_size(context), version_of(context)))
+    if res.ok:
+        return BatchValues(res.train_batch_size, res.micro_batch, res.grad_accum, res.world_size, res.derived), None
+    return None, res.message
+
+
+def _trainer_values(context: Mapping[str, Any]) -> tuple[int, int]:
+    """The Batch page's per_device_train_batch_size and gradient_accumulation_steps."""
+    return int(context.get("hf_micro_batch") or 1), int(context.get("hf_grad_accum") or 1)
 
 
 def current_estimate(config: Mapping[str, Any], context: Mapping[str, Any],

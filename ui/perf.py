@@ -52,10 +52,12 @@ def _step_view(keys: memory.Keys, gpu: str, network: float | None, trainer_accum
     return cluster, estimate, breakdown
 
 
-def step_panel(keys: memory.Keys, context: Mapping[str, Any], short_of: tuple[str, ...] = ()) -> None:
+def step_panel(keys: memory.Keys, context: Mapping[str, Any], short_of: tuple[str, ...] = (),
+               tight: str | None = None) -> None:
     """Predicted step time, throughput and bottleneck of the current config, with its breakdown on demand;
     ``keys`` are ``memory.cache_keys`` of the session's config, context and shape; ``short_of`` what the memory
-    estimate beside it says does not fit ("GPU", "CPU RAM", "NVMe"), which qualifies the prediction."""
+    estimate beside it says does not fit ("GPU", "CPU RAM", "NVMe"), which qualifies the prediction; ``tight``
+    the sentence saying it fits the GPU but not the Plan page's margin (``core.perf.recommend.margin_caveat``)."""
     if cluster_for(context) is None:
         st.caption("ℹ️ No step-time prediction: the planner has no datasheet for a custom GPU (pick a catalog GPU "
                    "on the Start page).")
@@ -79,7 +81,8 @@ def step_panel(keys: memory.Keys, context: Mapping[str, Any], short_of: tuple[st
                    icon=":material/memory:")
     st.caption(f"{estimate.tokens_per_second:,.0f} tokens/s on the cluster, {estimate.tflops_per_gpu:.0f} "
                f"TFLOPs per GPU (MFU {advice.percent_text(estimate.mfu)}). **Bottleneck:** {estimate.bottleneck}")
-    for caveat in estimate.caveats:  # beside the figure it qualifies, not in the popover
+    # beside the figure it qualifies, not in the popover; ``tight``: it fits, but not with the Plan page's margin
+    for caveat in ([tight[0].upper() + tight[1:] + "."] if tight else []) + list(estimate.caveats):
         st.warning(caveat, icon=":material/warning:")
     with st.popover("Where the step time goes", icon=":material/speed:"):
         tables.draw(breakdown)

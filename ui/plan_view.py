@@ -197,6 +197,10 @@ class NodeSweep:
     rows: bytes | None
     any_fits: bool
     min_gpus: int | None
+    skipped: tuple[int, ...] = ()
+    """GPU counts left out: they do not divide the global batch."""
+    memory_min_gpus: int | None = None
+    """The memory model's floor (``core.perf.gpu_sweep``'s ``memory_min_gpus``): fewest GPUs anything fits on."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -216,11 +220,13 @@ def _swept(model: ModelSpec, cluster: Cluster, inputs: Settings, node_counts: tu
     sweep = gpu_sweep(model, cluster, node_counts=list(node_counts),
                       **replace(inputs, config=reading.config).planner_inputs)
     usable = sweep[sweep["fits"]] if not sweep.empty else sweep
+    said = {"skipped": tuple(int(s["total_gpus"]) for s in sweep.attrs.get("skipped", ())),
+            "memory_min_gpus": sweep.attrs.get("memory_min_gpus")}
     if usable.empty or "hours" not in usable:
-        return NodeSweep(None, not usable.empty, sweep.attrs.get("min_gpus"))
+        return NodeSweep(None, not usable.empty, sweep.attrs.get("min_gpus"), **said)
     long = pd.concat([
         usable.assign(Metric="training hours", Value=usable["hours"]),
         *([usable.assign(Metric="cost (USD)", Value=usable["cost"])] if "cost" in usable else []),
     ])
     return NodeSweep(charts.arrow(long[["total_gpus", "stage", "micro_batch", "Metric", "Value"]]), True,
-                     sweep.attrs.get("min_gpus"))
+                     sweep.attrs.get("min_gpus"), **said)

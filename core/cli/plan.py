@@ -64,7 +64,7 @@ from core.hardware import DEFAULT_CPU_RAM_GIB, GPU_BY_NAME, gpu_names
 from core.io import MAX_LOG_BYTES, decode_log, read_log_tail
 from core.memory import ATTENTION_IMPLS, GIB, RECOMPUTE_MODES, Shape
 from core.memory import estimate as memory_estimate
-from core.memory.result import gib_capacity, gib_used
+from core.memory.result import gib_used
 from core.perf import (
     NETWORKS,
     CalibrationError,
@@ -84,6 +84,7 @@ from core.perf.recommend import (
     adoption_notes,
     adoption_removals,
     hardware_for,
+    margin_caveat,
     usable_gpu_bytes,
 )
 from core.versions import resolve_version
@@ -460,12 +461,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if not mem.fits:  # the app's headline words it the same way (core.fit.fit_numbers)
         caveats.insert(0, f"does not fit ({', '.join(short_of(mem))}): {fit_numbers(mem)}; the step time assumes "
                           "it runs (dsconfig fit lists ways to make it fit)")
-    elif mem.gpu_bytes > usable:
-        caveats.insert(0, f"fits, with a peak of {gib_used(mem.gpu_bytes, usable)} GiB of the GPU's "
-                          f"{gib_capacity(mem.hardware.gpu_memory_bytes)} GiB, but above "
-                          f"{1 - DEFAULT_MEMORY_HEADROOM:.0%} of it ({gib_capacity(usable)} GiB), the margin dsconfig "
-                          "plan keeps for what the memory model does not count (allocator spikes, NCCL buffers): plan "
-                          "would mark it as not fitting")
+    elif (tight := margin_caveat(mem, "dsconfig plan")) is not None:
+        caveats.insert(0, tight)
     refusal = refused_caveat(written, cluster.total_gpus, version)
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)

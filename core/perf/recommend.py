@@ -19,7 +19,7 @@ from core.effective import effective, legacy_offload_keys, section_enabled
 from core.findings import Finding, delete_path, get_path, join_path, set_path
 from core.fit import apply_patch
 from core.memory.estimate import COUNTS_ONLY_NOTE, GIB, Hardware, ModelCounts, Shape, evaluate_arrays
-from core.memory.result import gib_capacity
+from core.memory.result import MemoryEstimate, gib_capacity, gib_used
 from core.memory.settings import TrainingSettings
 from core.memory.solve import MAX_MICRO_BATCH_SEARCH, min_gpus, zero_options
 from core.models.arch import ModelSpec
@@ -45,6 +45,19 @@ DEFAULT_MEMORY_HEADROOM = 0.05
 def usable_gpu_bytes(hardware: Hardware, headroom: float = DEFAULT_MEMORY_HEADROOM) -> float:
     """The GPU memory a planned config may use: the GPU's, less ``headroom`` of it."""
     return hardware.gpu_memory_bytes * (1 - headroom)
+
+
+def margin_caveat(estimate: MemoryEstimate, planner: str) -> str | None:
+    """For a config that fits the whole GPU but peaks above the planner's margin (``usable_gpu_bytes``), the
+    sentence saying so beside its step time (``dsconfig predict``, the ZeRO page); else None. ``planner`` names
+    the planner as the reader knows it ("dsconfig plan", "the Plan page")."""
+    usable = usable_gpu_bytes(estimate.hardware)
+    if not estimate.fits or estimate.gpu_bytes <= usable:
+        return None
+    return (f"fits, with a peak of {gib_used(estimate.gpu_bytes, usable)} GiB of the GPU's "
+            f"{gib_capacity(estimate.hardware.gpu_memory_bytes)} GiB, but above {1 - DEFAULT_MEMORY_HEADROOM:.0%} of "
+            f"it ({gib_capacity(usable)} GiB), the margin {planner} keeps for what the memory model does not count "
+            f"(allocator spikes, NCCL buffers): {planner} would mark it as not fitting")
 
 
 def fits_rule(gpu_memory_gib: float, headroom: float = DEFAULT_MEMORY_HEADROOM) -> str:
