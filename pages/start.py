@@ -239,6 +239,9 @@ def _set_model(name: str | None, total: int | None, largest: int | None, hf_conf
 
 if model_source == "Catalog":
     names = catalog_names()
+    # an undo pops the key (actions.CONTEXT_MIRRORS): re-seeded, the browser shows the model the undo restored
+    widgets.seed("start_model", ctx["model"] if ctx["model"] in names else None,
+                 keep=lambda held: held is None or held in names)
     choice = st.selectbox("Model from the catalog", [None, *names], key="start_model",
                           index=(names.index(ctx["model"]) + 1) if ctx["model"] in names else 0,
                           format_func=lambda n: "— none —" if n is None else n)

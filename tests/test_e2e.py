@@ -301,6 +301,28 @@ def test_a_value_the_app_sets_shows_in_the_browser_and_the_next_click_keeps_it(p
     assert config["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
 
 
+def test_an_undone_plan_row_takes_its_model_back_in_the_browser_and_the_next_click_keeps_it(page):
+    """Undoing a Plan row that set the model popped the Start page's model picker, which the browser kept showing
+    with the row's model; the next click on Start sent that model back and the undo was silently reversed."""
+    picker = page.get_by_role("combobox", name="Model from the catalog", exact=True)
+    none = picker.input_value()  # no model: what the picker shows for "— none —"
+    assert "Llama" not in none
+    nav(page, "Plan")
+    page.get_by_role("button", name="Use this config").click()
+    idle(page)
+    nav(page, "Start")
+    playwright_api.expect(picker).to_have_value(re.compile("Llama"))
+    page.get_by_role("button", name=re.compile("^Undo: plan row")).first.click()
+    idle(page)
+    playwright_api.expect(picker).to_have_value(none)
+    page.locator('[data-testid="stNumberInput"]').filter(has_text="Nodes").locator("button").last.click()
+    idle(page)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("(2 × 8)").wait_for()
+    playwright_api.expect(picker).to_have_value(none)
+    assert sidebar.get_by_text("choose a model on Start").count() == 1
+
+
 def test_two_sessions_do_not_see_each_others_config(browser, server):
     contexts = [browser.new_context(viewport={"width": 1400, "height": 1800}) for _ in range(2)]
     try:
