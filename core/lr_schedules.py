@@ -18,6 +18,7 @@ schedulers write into the optimizer:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -201,6 +202,15 @@ def _number(name: str, value: Any) -> float:
     return value
 
 
+def _float_read(name: str, value: Any) -> float:
+    """A parameter DeepSpeed passes through ``float()`` first (OneCycle's step sizes): a number written as text
+    ("100") is that number."""
+    if isinstance(value, str) and value != "auto":
+        with contextlib.suppress(ValueError):  # a text that is no number is refused below, shown as it is
+            value = float(value)
+    return float(_number(name, value))
+
+
 def _positive_int(name: str, value: Any) -> int:
     if value == "auto":
         raise ScheduleError(_auto_message(name), name)
@@ -382,9 +392,9 @@ def _lr_range_test(bound: dict[str, Any], warnings: list[str], release: _Release
 
 
 def _one_cycle(bound: dict[str, Any], warnings: list[str], optimizer_has_betas: bool, release: _Release):
-    first = float(_number("cycle_first_step_size", bound["cycle_first_step_size"]))
+    first = _float_read("cycle_first_step_size", bound["cycle_first_step_size"])
     second_raw = bound["cycle_second_step_size"]
-    second = float(_number("cycle_second_step_size", second_raw)) if second_raw is not None else first
+    second = _float_read("cycle_second_step_size", second_raw) if second_raw is not None else first
     # up to 0.19.3 the sizes are not checked: the arithmetic below divides by zero where DeepSpeed's does
     if first <= 0 and release.checks("cycle_first_step_size must be positive"):
         raise ScheduleError(f"cycle_first_step_size must be positive, got {first}", "cycle_first_step_size")

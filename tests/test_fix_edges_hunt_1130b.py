@@ -145,3 +145,24 @@ def test_the_cli_says_why_a_withheld_fix_was_not_applied(tmp_path, capsys):
     assert main(["fix", "--unsafe", str(source), "-o", str(tmp_path / "out.json")]) == 0
     err = capsys.readouterr().err
     assert "not applied (it would add the error auto.kept-optimizer): optimizer.no-type" in err, err
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("version", ["0.16.9", "0.19.8"])
+def test_a_one_cycle_step_size_written_as_text_trains_as_its_number_and_the_fix_writes_that_number(version):
+    from core.lr_schedules import config_schedule_curve
+
+    params = {"cycle_min_lr": 0.001, "cycle_max_lr": 0.01, "cycle_first_step_size": "100",
+              "cycle_second_step_size": " 50"}
+    real = json.loads(run_under_release(version, _BUILD, "OneCycle", json.dumps(params)))
+    numbers = {**params, "cycle_first_step_size": 100, "cycle_second_step_size": 50}
+    as_numbers = json.loads(run_under_release(version, _BUILD, "OneCycle", json.dumps(numbers)))
+    assert real == as_numbers  # DeepSpeed float()s them first
+    config = {"train_micro_batch_size_per_gpu": 1, "optimizer": SGD,
+              "scheduler": {"type": "OneCycle", "params": params}}
+    report = validate(config, version=version)
+    assert report.ok and {f.code for f in report.warnings} == {"scheduler.param-text"}
+    fixed = fix_until_stable(config, version=version)  # safe: DeepSpeed reads the number the same way
+    assert fixed.config["scheduler"]["params"] == numbers and not fixed.report.findings
+    curve = config_schedule_curve(config, 5, version=version)
+    assert curve["lr"].tolist() == config_schedule_curve(fixed.config, 5, version=version)["lr"].tolist()

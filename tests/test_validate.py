@@ -253,6 +253,9 @@ CASES = [
      "scheduler.param-type", "error", "scheduler.params.warmup_num_steps"),
     ("scheduler-param-range", cfg(scheduler={"type": "WarmupLR", "params": {"warmup_num_steps": 0}}), {},
      "scheduler.param-range", "error", "scheduler.params.warmup_num_steps"),
+    ("scheduler-param-text", cfg(scheduler={"type": "OneCycle", "params": {
+        "cycle_min_lr": 1e-5, "cycle_max_lr": 1e-4, "cycle_first_step_size": "100"}}), {},
+     "scheduler.param-text", "warning", "scheduler.params.cycle_first_step_size"),
     ("scheduler-param-choice", cfg(scheduler={"type": "WarmupLR", "params": {"warmup_type": "cosine"}}), {},
      "scheduler.param-choice", "warning", "scheduler.params.warmup_type"),
     ("total-below-warmup", cfg(scheduler={"type": "WarmupDecayLR", "params": {"total_num_steps": 10,

@@ -615,6 +615,13 @@ TABLE: tuple[Code, ...] = (
        "own file loader (hjson) reads it as an integer. "
        "The fix writes the whole number a float was meant as (100.5 -> 100), else the default.",
        {**B, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100.5}}}),
+    _c("scheduler.param-text", "warning", "n/a", True, "A scheduler parameter written as text that DeepSpeed "
+       "reads as a number.",
+       "OneCycle's cycle_first_step_size and cycle_second_step_size go through float() before any check, so "
+       "\"100\" trains a 100-step half cycle; other tools reading the file see text. The fix writes the number, "
+       "which DeepSpeed reads the same way.",
+       {**B, "scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 1e-5, "cycle_max_lr": 1e-4,
+                                                          "cycle_first_step_size": "100"}}}),
     _c("scheduler.param-choice", "warning", "ignored", False, "A scheduler parameter outside its choices.",
        "For example WarmupLR's warmup_type, which is \"log\" or \"linear\"; DeepSpeed warns and uses \"log\". "
        "The fix writes the default.",

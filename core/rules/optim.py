@@ -7,6 +7,7 @@ scheduler. Those findings carry codes listed in ``INITIALIZE_TIME_CODES``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -45,6 +46,17 @@ def _whole_number_for(param: Param, value: Any) -> int | None:
         return None
     whole = nearest_whole(value)
     return whole if whole is not None and param.bound_problem(whole) is None else None
+
+
+def _float_of_text(value: Any) -> float | None:
+    """What Python's ``float()`` makes of a text (" 100", "1e3"), when it is a finite number; else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        read = float(value)
+    except ValueError:
+        return None
+    return read if math.isfinite(read) else None
 
 
 def _backend(ctx: Context) -> str:
@@ -387,6 +399,16 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
             suggestion="Write true or false.", fix=set_fix(path, bool(value)), page="optimizer",
         )
         return
+    if param.float_read and (read := _float_of_text(value)) is not None:
+        meant = int(read) if read.is_integer() else read
+        yield Finding(
+            "warning", f"{kind}.param-text", path,
+            f"`{path}` is the text {brief(value)}; DeepSpeed {release} reads it with float() as {brief(read)}.",
+            suggestion=f"Write the number {brief(meant)}.", fix=set_fix(path, meant), page="optimizer",
+        )
+        if param.bound_problem(read) is None:
+            return
+        value = read  # judged as the number DeepSpeed reads
     number = isinstance(value, int | float) and not isinstance(value, bool)
     whole = _whole_number_for(param, value)
     if whole is not None:

@@ -64,6 +64,9 @@ class Param:
     """Optimizers only: the implementations that accept it (None: all). Others fail with TypeError."""
     consumed: bool = False
     """Read and removed by DeepSpeed itself; never passed to the constructor."""
+    float_read: bool = False
+    """DeepSpeed passes it through ``float()`` before any check (OneCycle's step sizes in ``_initialize_cycle``), so
+    a number written as text works: a warning that says so, not a type error."""
     class_defaults: Mapping[str, Any] = field(default_factory=dict)
     """The default where an implementation class differs from ``default`` (torch.optim.AdamW's weight_decay)."""
     meta: FieldMeta = field(default_factory=FieldMeta)
@@ -899,6 +902,7 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     "Steps of the rising half of the cycle. Must be > 0.",
                     default=2000,
                     gt=0,
+                    float_read=True,
                     meta=FieldMeta(unit="steps")),
                 Param(
                     "cycle_second_step_size",
@@ -906,6 +910,7 @@ SCHEDULERS: dict[str, SchedulerSpec] = {
                     "Steps of the falling half. Unset: same as `cycle_first_step_size`. Must be >= 0.",
                     default=None,
                     ge=0,
+                    float_read=True,
                     meta=FieldMeta(unit="steps")),
                 Param(
                     "cycle_first_stair_count",
