@@ -74,6 +74,8 @@ def test_use_this_config_keeps_the_users_optimizer_scheduler_and_own_keys():
             "tensorboard": {"enabled": True, "output_path": "runs/"}, "my_team_key": {"owner": "alice"},
             "zero_optimization": {"stage": 2, "reduce_bucket_size": 50_000_000}}
     at = app(config=user, page=PAGE)
+    assert next(s for s in at.selectbox if s.label == "Precision").value == "fp16"  # the config's, to start
+    next(s for s in at.selectbox if s.label == "Precision").set_value("bf16").run()
     at.button(key="plan_use").click().run()
     assert not at.exception, at.exception
     config = at.session_state["config"]

@@ -35,7 +35,10 @@ def test_every_kind_names_a_page_the_app_has() -> None:
 
 
 def test_setup_problems_produces_every_kind_of_the_table_and_no_other() -> None:
-    problems = ui_memory.setup_problems({"bf16": {"enabled": True}}, _both_problems_context())
+    # under the HF Trainer, its default per-device batch of 8 cannot give the written 256 on 8 GPUs
+    trainer = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": "auto"}
+    problems = ui_memory.setup_problems({"bf16": {"enabled": True}, **trainer},
+                                        {**_both_problems_context(), "target": "hf"})
     assert [p.kind for p in problems] == list(ui_memory.SETUP_FIXES)
     for problem in problems:
         assert problem.changed_by == ui_memory.SETUP_FIXES[problem.kind] and problem.pages
