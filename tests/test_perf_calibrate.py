@@ -311,6 +311,8 @@ def test_parse_log_reads_what_deepspeed_writes_now(tmp_path):
     assert len(summary.step_seconds) == 4 and len(summary.micro_step_seconds) == 8
     assert summary.samples_per_second and summary.profiler["batch_size_per_gpu"] == 4
     assert summary.typical_step_seconds() > 0
+    assert summary.logged_config == {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4,
+                                     "gradient_accumulation_steps": 2, "world_size": 1}
 
 
 @pytest.mark.parametrize("line", [
@@ -403,3 +405,52 @@ def test_binary_bytes_with_nuls_are_not_called_utf16():
     assert "UTF-16" not in note and "not text" in note
     assert log_encoding("[2026".encode("utf-16-le")) == "utf-16-le"
     assert log_encoding("[2026".encode("utf-16-be")) == "utf-16-be"
+
+
+def test_parse_log_reads_the_runs_own_batch_and_world_size_from_deepspeeds_config_printout():
+    assert parse_log(FIXTURE.read_text()).logged_config == {
+        "train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+        "world_size": 1}
+    prefixed = "".join(f"[default0]:{line}\n" for line in FIXTURE.read_text().splitlines())  # torchrun's prefix
+    assert parse_log(prefixed).logged_config["train_batch_size"] == 8
+
+
+def test_predict_converts_the_logs_samples_per_second_with_the_logged_runs_batch_and_says_it_differs(tmp_path):
+    """The throughput timer counts the logged run's train_batch_size; predict took this config's on the cluster
+    given (4 x 2 x 8 GPUs = 64 here), so a 1-GPU log read as a step 8x too long, called measured."""
+    text = "".join(line + "\n" for line in FIXTURE.read_text().splitlines() if "time (ms)" not in line)
+    summary = parse_log(text)
+    assert not summary.step_seconds and summary.samples_per_second  # only the throughput timer is left
+    log = tmp_path / "throughput.log"
+    log.write_text(text)
+    config = tmp_path / "ds.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}')
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        main(["predict", str(config), "--model", "openai-community/gpt2", "--gpu", "NVIDIA A100 80GB", "--seq-len",
+              "128", "--log", str(log), "--format", "json"], out=out)
+    assert "the logged run trained train_batch_size 8 on 1 GPU(s); this prediction is for 64 on 8" in err.getvalue()
+    said = f"({8 / summary.samples_per_second[0]:.3g} s)"  # 8 samples at the logged rate, not 64
+    assert said in err.getvalue(), err.getvalue()
+
+
+def test_no_step_times_names_deepspeeds_info_level(tmp_path):
+    config = tmp_path / "ds.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}')
+    log = tmp_path / "quiet.log"
+    log.write_text("[WARNING] [real_accelerator.py:209:get_accelerator] Setting accelerator to CPU.\n")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["predict", str(config), "--model", "openai-community/gpt2", "--gpu", "NVIDIA A100 80GB",
+                     "--log", str(log)], out=io.StringIO()) == 2
+    assert "DeepSpeed 0.17 and later log at WARNING by default" in err.getvalue()
+    assert "deepspeed.utils.logger.setLevel(logging.INFO)" in err.getvalue()
+
+
+def test_a_measurement_beyond_float_range_of_the_prediction_is_worded_without_inf():
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 1}}
+    with pytest.raises(CalibrationError) as refused:  # a step of ~28 ms: 1e308 s is beyond float range of it
+        calibrate(config, get_spec("openai-community/gpt2"), Cluster("NVIDIA A100 80GB", 1), Shape(4, 128),
+                  measured_step_seconds=1e308)
+    assert "infx" not in str(refused.value) and "is over 2e+308 times the prediction" in str(refused.value)

@@ -427,8 +427,19 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         text, cut = _read_log(args.log)
         if cut:
             sys.stderr.write(f"dsconfig predict: --log {args.log}: {cut}\n")
-        # the throughput timer's samples are DeepSpeed's train_batch_size, written or derived
-        summary, global_batch = parse_log(text), run_or_written(config, cluster.total_gpus, version, TB)
+        # the throughput timer's samples are the logged run's train_batch_size (its config printout), else this
+        # config's on this cluster, written or derived
+        summary, ours = parse_log(text), run_or_written(config, cluster.total_gpus, version, TB)
+        logged_batch, logged_world = (summary.logged_config.get(k) for k in ("train_batch_size", "world_size"))
+        global_batch = logged_batch or ours
+        if (logged_world is not None and logged_world != cluster.total_gpus) or \
+                (logged_batch is not None and ours is not None and logged_batch != ours):
+            sys.stderr.write(f"dsconfig predict: warning: --log {args.log}: the logged run trained train_batch_size "
+                             f"{logged_batch if logged_batch is not None else '(not printed)'} on "
+                             f"{logged_world if logged_world is not None else '(not printed)'} GPU(s); this prediction "
+                             f"is for {ours if ours is not None else 'a batch the config does not fix'} on "
+                             f"{cluster.total_gpus}: its step time is that run's, so calibrate with a log of the "
+                             "same cluster and batch.\n")
         try:
             measured = step_seconds_from_log(summary, global_batch)
         except ValueError as exc:  # core words it without the flags: here the measured step is --calibrate-step
@@ -440,7 +451,10 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                              "with --calibrate-step SECONDS")
         if measured is None:
             raise UsageError(f"--log {args.log}: no step times found (enable wall_clock_breakdown, or the "
-                              "throughput timer with a batch that resolves on this cluster)")
+                              "throughput timer with a batch that resolves on this cluster). DeepSpeed 0.17 and later "
+                              "log at WARNING by default and write the throughput timer (and, in 0.17, the "
+                              "wall-clock timers) at INFO: raise its logger before training "
+                              "(deepspeed.utils.logger.setLevel(logging.INFO))")
     before = predict(config, spec, cluster, shape, version=version)
     refused = None
     if measured is not None:

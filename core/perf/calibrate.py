@@ -17,6 +17,7 @@ import math
 import numbers
 import re
 import statistics
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -42,6 +43,10 @@ _THROUGHPUT = re.compile(
 #: What a launcher puts before each line of a worker's output: pdsh's "worker-0: " (the deepspeed launcher on
 #: several nodes), torchrun --tee's "[default0]:" or "[rank0]: "; the profiler's lines are matched after it.
 _LINE_START = r"^(?:[\w.-]+: |\[[^\]\n]*\]: ?)?"
+#: The batch and world size in DeepSpeed's printout of its config at start ("[config.py:678:print]   world_size
+#: ................... 1"), every release from 0.16 on.
+_CONFIG_PRINT = re.compile(r"\[config\.py:\d+:print\]\s+(?P<key>train_batch_size|train_micro_batch_size_per_gpu|"
+                           r"gradient_accumulation_steps|world_size) \.* +(?P<value>\d+)\s*$", re.M)
 #: Durations as profiler.duration_to_string writes them: "20.96 ms", "15.74 us", "400 s", "1.2 Ks" (1,000 s or more).
 _PROFILER = {key: rf"{_LINE_START}{name} latency:\s+([\d.]+(?:e[+-]?\d+)?)\s*([umKMGT]?)s\b"
              for key, name in (("fwd_latency_s", "fwd"), ("bwd_latency_s", "bwd"), ("step_latency_s", "step"),
@@ -69,6 +74,9 @@ class LogSummary:
     megatron_iteration_seconds: tuple[float, ...] = ()
     megatron_tflops: tuple[float, ...] = ()
     pipe_iteration_seconds: tuple[float, ...] = ()  # the pipeline engine's "iter time (s)"
+    #: what the run's DeepSpeed printed of its own config at start (``DeepSpeedConfig.print``: "  train_batch_size
+    #: ...... 16"), the last run's when the log holds several: the batch its samples/s count
+    logged_config: dict[str, int] = field(default_factory=dict)
 
     def typical_step_seconds(self) -> float | None:
         """Median optimizer-step time, the first (warm-up) step dropped when there are more; None if unknown.
@@ -158,8 +166,9 @@ def parse_log(text: str) -> LogSummary:
     mega_s = [ms / 1000 for m in _MEGATRON.finditer(text) if (ms := _measured(m.group("ms")))]
     mega_tf = [tf for m in _MEGATRON.finditer(text) if (tf := _measured(m.group("tflops"))) is not None]
     pipe_s = [seconds for m in _PIPE.finditer(text) if (seconds := _measured(m.group("s")))]
+    logged = {m.group("key"): int(m.group("value")) for m in _CONFIG_PRINT.finditer(text)}
     return LogSummary(tuple(steps), tuple(micro), tuple(optimizer), tuple(current), running, max_mem, profiler,
-                      tuple(mega_s), tuple(mega_tf), tuple(pipe_s))
+                      tuple(mega_s), tuple(mega_tf), tuple(pipe_s), logged)
 
 
 def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) -> float | None:
@@ -275,7 +284,9 @@ def calibrate(
             else:
                 # latencies and host overheads do not scale with the rates, so the slowest step the factor
                 # reaches is less than 1 / SLOWEST_RATE_FACTOR times the prediction: say the real bound
-                why = (f"{measured / before:.3g}x the prediction ({before:.3g} s), slower than this config runs even "
+                ratio = measured / before
+                times = f"{ratio:.3g}x" if math.isfinite(ratio) else f"over {sys.float_info.max:.0e} times"
+                why = (f"{times} the prediction ({before:.3g} s), slower than this config runs even "
                        f"with every rate at {SLOWEST_RATE_FACTOR:g} of its default ({reached:.3g} s, "
                        f"{reached / before:.3g}x), more than a slower cluster explains (data loading, evaluation or "
                        "checkpointing inside the timed step?)")
