@@ -454,3 +454,21 @@ def test_a_measurement_beyond_float_range_of_the_prediction_is_worded_without_in
         calibrate(config, get_spec("openai-community/gpt2"), Cluster("NVIDIA A100 80GB", 1), Shape(4, 128),
                   measured_step_seconds=1e308)
     assert "infx" not in str(refused.value) and "is over 2e+308 times the prediction" in str(refused.value)
+
+
+def test_calibration_leaves_the_rates_the_step_does_not_depend_on_as_they_were():
+    """One GPU without offload: no collective and no CPU optimizer in the step, so the measurement says nothing of
+    the link efficiency or the CPU-Adam rate; they were scaled with the compute efficiency all the same, and the
+    JSON reported them as fitted values."""
+    from core.perf.calibrate import rates_used
+
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4, "bf16": {"enabled": True},
+              "zero_optimization": {"stage": 1}}
+    spec, cluster, shape = get_spec("openai-community/gpt2"), Cluster("NVIDIA A100 80GB", 1), Shape(4, 128)
+    assert rates_used(config, spec, cluster, shape) == {"link": False, "cpu_adam": False}
+    before = predict(config, spec, cluster, shape).step_seconds
+    fitted = calibrate(config, spec, cluster, shape, measured_step_seconds=before * 3)
+    assert fitted.compute_efficiency < cluster.compute_efficiency
+    assert fitted.efficiency.link == cluster.efficiency.link and fitted.cpu_adam_rate == cluster.cpu_adam_rate
+    offloaded = {**config, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}
+    assert rates_used(offloaded, spec, cluster, shape)["cpu_adam"]  # here the CPU optimizer is in the step

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -78,6 +77,7 @@ from core.perf import (
     step_seconds_from_log,
 )
 from core.perf.advice import COMPACT_FROM, decimals_for, percent_text, seconds_text, share_text
+from core.perf.calibrate import rates_used
 from core.perf.hardware import CPU_ADAM_PARAMS_PER_S, DEFAULT_NETWORK_GBIT_S, NVME_GBYTE_S_DEFAULT
 from core.perf.recommend import (
     DEFAULT_MEMORY_HEADROOM,
@@ -481,7 +481,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     if refusal:  # first: a config that cannot start makes every other number moot
         caveats.insert(0, refusal)
     notes = [*_model_notes(spec), *est.notes]
-    uses = _rates_used(config, spec, cluster, shape, est.step_seconds, version) if measured is not None else {}
+    uses = rates_used(config, spec, cluster, shape, version) if measured is not None else {}
     if args.format == "json":
         data = {"model": spec.name, "deepspeed_version": version, **est.to_dict(), "caveats": caveats, "notes": notes,
                 "memory": {"fits": mem.fits, "short": list(short_of(mem)), "gpu_bytes": mem.gpu_bytes,
@@ -530,17 +530,6 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     for note in notes:
         out.write(f"note: {note}\n")
     return EXIT_OK
-
-
-def _rates_used(config: dict[str, Any], spec: models.ModelSpec, cluster: Cluster, shape: Shape,
-                step_seconds: float, version: str) -> dict[str, bool]:
-    """Which of the rates a calibration fits besides the compute efficiency the step of ``config`` depends on:
-    the link efficiency (collectives, PCIe and NVMe transfers) and the CPU optimizer's rate (offload_optimizer),
-    found by halving each: a step that does not change does not say anything about it."""
-    slower = {"link": replace(cluster, efficiency=replace(cluster.efficiency, link=cluster.efficiency.link / 2)),
-              "cpu_adam": replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate / 2)}
-    return {key: predict(config, spec, changed, shape, version=version).step_seconds != step_seconds
-            for key, changed in slower.items()}
 
 
 def _read_log(path: Path) -> tuple[str, str | None]:

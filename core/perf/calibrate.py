@@ -226,13 +226,29 @@ def _number(name: str, value: object, unit: str) -> float:
     return float(value)
 
 
-def _rates_scaled(cluster: Cluster, factor: float) -> Cluster:
+def _rates_scaled(cluster: Cluster, factor: float, used: Mapping[str, bool] | None = None) -> Cluster:
     """``cluster`` with every rate the step depends on times ``factor``: the GEMM and link efficiencies (capped at
-    1, the datasheet) and the CPU optimizer's rate."""
+    1, the datasheet) and the CPU optimizer's rate; ``used`` (``rates_used``) leaves the rates the step does not
+    depend on as they are, since the measurement says nothing of them."""
     eff = cluster.efficiency
-    return replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate * factor,
+    scale_link = used is None or used.get("link", True)
+    scale_cpu = used is None or used.get("cpu_adam", True)
+    return replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate * factor if scale_cpu else
+                   cluster.cpu_adam_params_per_s,
                    efficiency=replace(eff, compute=min(1.0, cluster.compute_efficiency * factor),
-                                      link=min(1.0, eff.link * factor)))
+                                      link=min(1.0, eff.link * factor) if scale_link else eff.link))
+
+
+def rates_used(ds_config: Mapping[str, Any] | None, model: ModelSpec | ModelCounts, cluster: Cluster, shape: Shape,
+               version: str = DEFAULT_VERSION) -> dict[str, bool]:
+    """Which of the rates a calibration fits besides the compute efficiency the step of ``ds_config`` depends on:
+    the link efficiency (collectives, PCIe and NVMe transfers) and the CPU optimizer's rate (offload_optimizer),
+    found by halving each: a step that does not change says nothing about it."""
+    step = predict(ds_config, model, cluster, shape, version=version).step_seconds
+    slower = {"link": replace(cluster, efficiency=replace(cluster.efficiency, link=cluster.efficiency.link / 2)),
+              "cpu_adam": replace(cluster, cpu_adam_params_per_s=cluster.cpu_adam_rate / 2)}
+    return {key: predict(ds_config, model, changed, shape, version=version).step_seconds != step
+            for key, changed in slower.items()}
 
 
 def calibrate(
@@ -293,7 +309,7 @@ def calibrate(
             raise CalibrationError("measured_step_seconds", measured, f"is {why}: check that the micro batch, "
                                    "gradient accumulation, sequence length, GPU count and precision are the measured "
                                    "run's")
-        out = _rates_scaled(cluster, factor)
+        out = _rates_scaled(cluster, factor, rates_used(ds_config, model, cluster, shape, version))
     if measured_peak_bytes is not None:
         peak = _number("measured_peak_bytes", measured_peak_bytes, "bytes")
         from core.perf.recommend import hardware_for
