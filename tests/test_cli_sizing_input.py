@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
 from core.cli import main
+from core.perf import parse_log
 
 MODEL = ["--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100"]
 
@@ -116,9 +118,13 @@ def test_predict_log_with_throughput_but_no_batch_says_the_batch_is_missing(batc
     (enable wall_clock_breakdown, …)", although the log has what is needed but the batch."""
     from tests.test_perf_cli import FIXTURE_LOG
 
-    log = tmp_path / "throughput.log"  # the real DeepSpeed log without its wall-clock timers
-    log.write_text("".join(line for line in FIXTURE_LOG.read_text().splitlines(keepends=True)
-                           if "time (ms)" not in line))
+    # the real DeepSpeed log without its wall-clock timers, nor the printout of its config (whose train_batch_size
+    # gives the samples/s their batch: core.perf.parse_log's logged_config)
+    lines = [line for line in FIXTURE_LOG.read_text().splitlines(keepends=True) if "time (ms)" not in line]
+    printed = tmp_path / "printed.log"
+    printed.write_text("".join(lines))
+    log = tmp_path / "throughput.log"
+    log.write_text("".join(line for line in lines if not re.search(r"\[config\.py:\d+:print\]", line)))
     config = tmp_path / "c.json"
     config.write_text(json.dumps(batch_keys))
     code, _ = run(["predict", str(config), *MODEL, "--log", str(log)])
@@ -129,6 +135,11 @@ def test_predict_log_with_throughput_but_no_batch_says_the_batch_is_missing(batc
         code, text = run(["predict", str(config), *MODEL, "--log", str(log), "--micro-batch", "2",
                           "--gradient-accumulation-steps", "4", "--format", "json"])
         assert code == 0 and json.loads(text)["calibration"]["measured_step_seconds"] > 0
+    # with the printout, the run's own batch (8 samples per step) converts them
+    flags = ["--micro-batch", "2", "--gradient-accumulation-steps", "4"] if batch_keys else []
+    code, text = run(["predict", str(config), *MODEL, "--log", str(printed), *flags, "--format", "json"])
+    samples = parse_log(printed.read_text()).samples_per_second
+    assert code == 0 and json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(8 / samples[0])
 
 
 @pytest.mark.parametrize("command", ["fit", "predict", "estimate"])
