@@ -33,6 +33,7 @@ from core.models import ModelConfigError, describe
 from core.models.arch import ModelSpec
 from core.precision import compute_precision
 from core.schema.base import DEFAULT_VERSION
+from ui import fields
 from ui.shared_cache import ConfigKey, config_key, shared_cache
 
 GIB = memory.GIB
@@ -226,7 +227,7 @@ def setup_problems(config: Mapping[str, Any], context: Mapping[str, Any]) -> lis
         (micro, accum), world = _trainer_values(context), job_world_size(context)
         problems.append(_setup_problem("trainer_batch", (
             f"With per_device_train_batch_size {micro} and gradient_accumulation_steps {accum} (TrainingArguments, "
-            f"on the Batch size page), the batch does not resolve on {world} GPU{'' if world == 1 else 's'} "
+            f"on the Batch size page), the batch does not resolve on {fields.counted(world, 'GPU')} "
             f"({why.rstrip('.')}): the HF Trainer refuses this at launch")))
     return [problem for problem in problems if problem is not None]
 
