@@ -140,6 +140,69 @@ def _parent_call(function: ast.FunctionDef, cls: type) -> dict[str, Any] | None:
     return None
 
 
+#: The values tried at the first steps, one of each kind a config may write where a constructor takes a number and
+#: the constructor lets through: the booleans (Python's bool is an int: ``weight_decay: true`` reaches
+#: ``grad.add(param, alpha=True)``), zero, whole numbers of each sign, the same as floats, and fractions.
+#: ``core.rules.torch_checks.step_probe`` maps a config's value to the one of its kind.
+STEP_PROBE_VALUES: tuple[Any, ...] = (True, False, 0, 1, -1, 0.0, 1.0, -1.0, 0.5, -0.5)
+#: Optimizer steps each probe takes: the second sees the state the first created (momentum buffers, LBFGS history).
+PROBE_STEPS = 2
+
+
+def _steps(cls: type, keywords: dict[str, Any]) -> str | None:
+    """Build ``cls`` on one 2-D weight (Muon takes only matrices) with ``keywords`` and take ``PROBE_STEPS``
+    steps on a fixed loss; None when it trains, else the exception ``Type: message`` of construction or a step
+    (construction's prefixed ``init:``)."""
+    import torch
+
+    torch.manual_seed(0)
+    weight = torch.nn.Parameter(torch.randn(3, 3))
+    try:
+        optimizer = cls([weight], **keywords)
+    except Exception as exc:  # the constructor's own refusal: class_checks records those
+        return f"init: {type(exc).__name__}: {exc}"
+
+    def closure() -> Any:
+        optimizer.zero_grad()
+        loss = (weight @ torch.ones(3)).pow(2).sum()
+        loss.backward()
+        return loss
+
+    try:
+        for _ in range(PROBE_STEPS):
+            closure()
+            optimizer.step(closure)
+    except Exception as exc:  # the point: what the first steps raise
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def step_refusals(cls: type, defaults: dict[str, Any]) -> dict[str, Any]:
+    """What the first optimizer steps refuse that the constructor accepts, tried on the installed torch: each
+    ``STEP_PROBE_VALUES`` value for each keyword whose default is a number, one at a time, with every
+    implementation the class offers on the CPU (``foreach`` off and on; a GPU runs the foreach one). A value is
+    recorded when every implementation raises the same exception, with torch's message; a class whose defaults
+    do not step here (SparseAdam needs sparse gradients) is recorded as not probed, with the reason."""
+    control = _steps(cls, {})
+    if control is not None:
+        return {"not_probed": f"its defaults do not step on a dense weight ({control.splitlines()[0]})"}
+    implementations = [{"foreach": False}, {"foreach": True}] if "foreach" in defaults else [{}]
+    refused = []
+    for name, default in sorted(defaults.items()):
+        if isinstance(default, bool) or not isinstance(default, int | float):
+            continue
+        for value in STEP_PROBE_VALUES:
+            outcomes = {_steps(cls, {name: value, **implementation}) for implementation in implementations}
+            if len(outcomes) != 1 or None in outcomes:
+                continue
+            outcome = outcomes.pop()
+            if outcome.startswith("init:"):
+                continue  # the constructor refuses it: a recorded check, or one class_checks lists as skipped
+            error, _, message = outcome.partition(": ")
+            refused.append({"param": name, "value": value, "raises": error, "message": message.splitlines()[0]})
+    return {"refused": refused}
+
+
 def extract() -> dict[str, Any]:
     """The checks of every class in ``TORCH_OPTIMIZERS`` and of every ``TORCH_SCHEDULER_PARAMS`` scheduler a JSON
     config can build, from the installed torch."""
@@ -150,6 +213,8 @@ def extract() -> dict[str, Any]:
     from core.schema.optimizer import TORCH_OPTIMIZERS, TORCH_SCHEDULER_PARAMS, TORCH_SCHEDULERS_NEED_OBJECTS
 
     classes = {name: class_checks(getattr(torch.optim, name)) for name in TORCH_OPTIMIZERS}
+    for name, data in classes.items():
+        data["steps"] = step_refusals(getattr(torch.optim, name), data["defaults"])
     for data in list(classes.values()):
         parent = data.get("parent", {}).get("class")
         if parent is not None and parent not in classes:

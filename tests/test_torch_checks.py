@@ -216,3 +216,73 @@ def test_validate_reports_a_torch_schedulers_refusal(scheduler, path):
     found = [f for f in core.validate(config, world_size=8).findings if f.code == "scheduler.torch-raises"]
     assert [f.path for f in found] == ([path] if path else [])
     assert all("\n" not in f.message and f.severity == "error" for f in found)
+
+
+def _first_steps(cls: str, params: dict[str, Any]) -> str | None:
+    """What the real class raises in its first three steps on a small weight (None: it trains), built with torch's
+    default implementation; "init" when the constructor already refuses ``params``."""
+    torch.manual_seed(1)
+    weight = torch.nn.Parameter(torch.randn(4, 2))
+    try:
+        optimizer = getattr(torch.optim, cls)([weight], **params)
+    except Exception:  # a constructor refusal: the other tests' subject
+        return "init"
+
+    def closure() -> Any:
+        optimizer.zero_grad()
+        loss = (weight.sum(dim=1) - 1).pow(2).mean()
+        loss.backward()
+        return loss
+
+    try:
+        for _ in range(3):
+            closure()
+            optimizer.step(closure)
+    except Exception as exc:  # the refusal being compared
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+@pytest.mark.parametrize("cls", [c for c in TORCH_OPTIMIZERS if "refused" in core.versions.torch_checks()[
+    "classes"][c]["steps"]])
+def test_the_step_refusals_are_what_the_real_steps_refuse(cls):
+    """Every number parameter set to a bool, and to the numbers the bool stands for (1 is not true to torch's
+    tensor operations), one at a time: the recorded step refusals name exactly the values the real class, built
+    and stepped three times, raises on (with its exception and message)."""
+    numbers = [k for k, d in torch_checks.defaults(cls).items()
+               if isinstance(d, int | float) and not isinstance(d, bool)]
+    assert numbers
+    compared = 0
+    for key in numbers:
+        for value in (True, False, 0, 1, 0.0, 1.0, 0.5, 2, 3.0, 2.5, 7, -1):
+            raised = _first_steps(cls, {key: value})
+            if raised == "init":
+                continue
+            compared += 1
+            found = [f"{r.error}: {r.message}" for r in torch_checks.step_refusals(cls, {key: value})]
+            assert found == ([raised] if raised else []), (cls, key, value, raised, found)
+    assert compared >= len(numbers)
+
+
+@pytest.mark.parametrize(("optimizer", "code"), [
+    ({"type": "SGD", "params": {"lr": 0.1, "weight_decay": True}}, "optimizer.torch-step-raises"),
+    ({"type": "SGD", "params": {"lr": 0.1, "weight_decay": 1}}, None),  # the number trains
+    ({"type": "SGD", "params": {"lr": 0.1, "weight_decay": False}}, None),  # no decay: the bool is never used
+    ({"type": "LBFGS", "params": {"lr": True}}, "optimizer.torch-step-raises"),  # the error, not the bool warning
+    # torch_adam: AdamW (adam_w_mode's default) multiplies by 1 - lr * True and trains; Adam's step refuses it
+    ({"type": "Adam", "params": {"lr": 0.1, "torch_adam": True, "weight_decay": True}}, "optimizer.param-bool"),
+    ({"type": "Adam", "params": {"lr": 0.1, "torch_adam": True, "adam_w_mode": False, "weight_decay": True}},
+     "optimizer.torch-step-raises"),
+    # under ZeRO the torch class still steps the partitions
+    ({"type": "RMSprop", "params": {"lr": 0.1, "weight_decay": True}}, "optimizer.torch-step-raises"),
+])
+def test_validate_reports_a_value_the_first_step_refuses(optimizer, code):
+    config = {"train_batch_size": 8, "optimizer": optimizer, "zero_optimization": {"stage": 1},
+              "zero_allow_untested_optimizer": True}
+    found = [f for f in core.validate(config, world_size=8).findings if f.path.startswith("optimizer.params")]
+    assert [f.code for f in found] == ([code] if code else []), found
+    if code == "optimizer.torch-step-raises":
+        assert found[0].severity == "error" and "first optimizer step raises RuntimeError" in found[0].message
+        assert found[0].fix is not None
+        fixed = found[0].fix.apply(config)
+        assert not [f for f in core.validate(fixed, world_size=8).findings if f.path.startswith("optimizer.params")]

@@ -224,6 +224,8 @@ CASES = [
      "optimizer.param-range", "warning", "optimizer.params.lr"),
     ("optimizer-torch-raises", cfg(optimizer={"type": "SGD", "params": {"lr": 0.1, "nesterov": True}}), {},
      "optimizer.torch-raises", "error", "optimizer.params.nesterov"),
+    ("optimizer-torch-step-raises", cfg(optimizer={"type": "RMSprop", "params": {"lr": 0.1, "weight_decay": True}}),
+     {}, "optimizer.torch-step-raises", "error", "optimizer.params.weight_decay"),
     ("scheduler-torch-raises", cfg(optimizer={"type": "SGD", "params": {"lr": 0.1}},
                                    scheduler={"type": "ConstantLR", "params": {"factor": 2}}), {},
      "scheduler.torch-raises", "error", "scheduler.params.factor"),

@@ -525,6 +525,14 @@ TABLE: tuple[Code, ...] = (
        "own. Where the parameter is one the schema knows (torch_adam's AdamW), the fix writes torch's default; "
        "otherwise there is none, the value to choose is yours.",
        {**B, "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "torch_adam": True, "weight_decay": None}}}),
+    _c("optimizer.torch-step-raises", "error", "training", False, "A value a torch.optim class accepts and its "
+       "first step refuses.",
+       "Python's bool is an int, so a torch.optim constructor lets `weight_decay: true` through; the step then "
+       "passes it to a tensor operation as a scale (`grad.add(param, alpha=True)`), which refuses a boolean for "
+       "a float tensor: training stops at the first optimizer step. Which values fail is found by stepping the "
+       "pinned torch's classes (scripts/gen_torch_checks.py), not typed. The fix writes torch's default; write "
+       "the number you meant instead if it was not that.",
+       {**B, "optimizer": {"type": "SGD", "params": {"lr": 0.1, "weight_decay": True}}}),
     _c("scheduler.torch-raises", "error", "initialize", None, "A value a torch LR scheduler's constructor refuses.",
        "When scheduler.type names a torch.optim.lr_scheduler class, deepspeed.initialize calls it with the "
        "optimizer and params as keyword arguments, and its __init__ checks some values (OneCycleLR's pct_start "

@@ -290,6 +290,25 @@ def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str], kind: st
                if any(k in defaults for k in culprits) else "."),
             page="optimizer",
         )
+    if kind == "optimizer":
+        for refusal in torch_checks.step_refusals(cls, {k: v for k, v in params.items() if k not in flagged}):
+            key = refusal.reads[0]
+            path = join_path("optimizer.params", key)
+            if path in found:
+                continue
+            value = params[key]
+            whole = int(value) if isinstance(value, float) and value.is_integer() and isinstance(
+                defaults.get(key), int) and not isinstance(defaults.get(key), bool) and value else None
+            meant = whole if whole is not None else defaults.get(key)
+            found[path] = Finding(
+                "error", "optimizer.torch-step-raises", path,
+                f"`{path}` is {brief(value)}: torch.optim.{cls}'s constructor accepts it"
+                + (" (Python's bool is an int)" if isinstance(value, bool) else "")
+                + f", but its first optimizer step raises {refusal.error}: {refusal.message.rstrip('.')}.",
+                suggestion=f"Write {whole}." if whole is not None else f"Write a number (torch's default: "
+                f"{brief(defaults[key])})." if key in defaults else "Write a number.",
+                fix=set_fix(path, meant) if key in defaults else None, page="optimizer",
+            )
     return list(found.values())
 
 
@@ -297,8 +316,10 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
     if not isinstance(spec, OptimizerSpec):
         findings = list(_torch_optimizer_params(spec, params))
         flagged = {f.path.split(".", 2)[-1] for f in findings if f.severity == "error"}
-        yield from findings
-        yield from _torch_refused(spec, params, flagged)
+        refused = _torch_refused(spec, params, flagged)
+        errors = {f.path for f in refused}  # an error on the key says more than its warning (LBFGS's lr: true)
+        yield from (f for f in findings if f.path not in errors)
+        yield from refused
         return
     backend = _backend(ctx)
     accepted = {p.name: p for p in spec.params_for(backend)}  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ expressions; anything else in a test (a method call reached only for tensors) st
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -127,6 +128,8 @@ class Refusal:
     error: str
     message: str
     reads: tuple[str, ...]
+    at: str = "init"
+    """"init": the constructor raises (at deepspeed.initialize); "step": the first optimizer steps do."""
 
 
 #: JSON key of each kind of class in ``torch_checks.json``
@@ -208,3 +211,30 @@ def refusals(cls: str, params: Mapping[str, Any], kind: str = "optimizer") -> It
             # the parent's parameter names are the child's where it passes them on by name (AdamW → Adam)
             reads = tuple(k for k in refusal.reads if k in arguments and arguments[k][0] == k)
             yield Refusal(cls, refusal.error, refusal.message, reads)
+
+
+def step_probe(value: Any) -> Any:
+    """The value ``scripts/gen_torch_checks.py`` stepped that stands for ``value``'s kind (its STEP_PROBE_VALUES):
+    a bool itself, 0 / 0.0 themselves, a whole int ±1, a whole float ±1.0, a fraction ±0.5 (by sign); None for
+    anything else (text, null, lists, infinities: the constructor's and the schema's to judge)."""
+    if isinstance(value, bool):
+        return value
+    sign = 1 if isinstance(value, int | float) and value > 0 else -1
+    if isinstance(value, int):
+        return 0 if value == 0 else sign
+    if isinstance(value, float) and math.isfinite(value):
+        return 0.0 if value == 0 else sign * 1.0 if value.is_integer() else sign * 0.5
+    return None
+
+
+def step_refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
+    """What the first steps of the torch.optim class ``cls`` refuse in ``params`` although its constructor accepts
+    it (``weight_decay: true`` reaches ``grad.add(param, alpha=True)``; LBFGS's ``history_size: 0`` pops from an
+    empty history): the kinds of value ``scripts/gen_torch_checks.py`` found refused by stepping the installed
+    torch, a value matched by its kind (``step_probe``: true is not 1, 2.0 is a whole float like 1.0)."""
+    if not known(cls):
+        return
+    for record in versions.torch_checks()["classes"][cls].get("steps", {}).get("refused", ()):
+        probe = step_probe(params.get(record["param"]))
+        if probe is not None and type(probe) is type(record["value"]) and probe == record["value"]:
+            yield Refusal(cls, record["raises"], record["message"], (record["param"],), at="step")

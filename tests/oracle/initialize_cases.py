@@ -142,6 +142,39 @@ OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "torch-optimizer-bool-weight-decay",
+        "SGD's constructor takes weight_decay true (a bool is an int); the step's grad.add(param, alpha=True) "
+        "refuses it",
+        {**TINY, "optimizer": {"type": "SGD", "params": {"lr": 0.01, "weight_decay": True}}},
+        True,
+        "RuntimeError",
+        "Boolean alpha only supported for Boolean results",
+        phase="step",
+    ),
+    InitializeCase(
+        "torch-adam-bool-weight-decay",
+        "torch_adam with adam_w_mode false builds torch.optim.Adam, whose step refuses weight_decay true the same way",
+        {**TINY, "optimizer": {"type": "Adam", "params": {"lr": 0.01, "weight_decay": True, "torch_adam": True,
+                                                          "adam_w_mode": False}}},
+        True,
+        "RuntimeError",
+        "Boolean alpha only supported for Boolean results",
+        phase="step",
+    ),
+    InitializeCase(
+        "control-torch-adamw-bool-weight-decay",
+        "torch_adam in AdamW mode builds torch.optim.AdamW, whose decoupled decay multiplies by 1 - lr * True: "
+        "trains (a warning, not an error)",
+        {**TINY, "optimizer": {"type": "Adam", "params": {"lr": 0.01, "weight_decay": True, "torch_adam": True}}},
+        False,
+    ),
+    InitializeCase(
+        "control-torch-optimizer-false-weight-decay",
+        "SGD with weight_decay false: no decay is applied, so the bool never reaches the tensor operation",
+        {**TINY, "optimizer": {"type": "SGD", "params": {"lr": 0.01, "weight_decay": False}}},
+        False,
+    ),
+    InitializeCase(
         "torch-adam-beta-out-of-range",
         "torch_adam builds torch.optim.AdamW, whose parent Adam checks betas in [0, 1)",
         {**TINY, "optimizer": {**ADAMW, "params": {**ADAMW["params"], "betas": [1.5, 0.9]}}},
