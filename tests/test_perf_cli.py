@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,30 @@ def test_predict_reads_a_deepspeed_log(config_file):
     code, text = run(["predict", str(config_file), "--model", "meta-llama/Llama-2-7b-hf", *CLUSTER,
                       "--seq-len", "2048", "--log", str(FIXTURE_LOG), "--format", "json"])
     assert code == 0
-    assert json.loads(text)["calibration"]["measured_step_seconds"] == pytest.approx(0.20387)
+    calibration = json.loads(text)["calibration"]
+    assert calibration["measured_step_seconds"] == pytest.approx(0.20387)
+    # which series, how many steps, what was dropped: the user can check it against the log
+    assert calibration["measured_from"].startswith(f"read from --log {FIXTURE_LOG}, the wall-clock timers")
+    assert re.search(r"the median of \d+ steps, the first of \d+ dropped as warm-up", calibration["measured_from"])
+
+
+def test_predict_names_the_series_and_batch_a_log_was_read_with(tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1,
+                                  "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}))
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"[INFO] [timer.py:264:stop] epoch=0/micro_step={i * 4}/global_step={i}, "
+                           f"RunningAvgSamplesPerSec=60.0, CurrSamplesPerSec={rate}, MemAllocated=11.2GB, "
+                           "MaxMemAllocated=20.5GB\n" for i, rate in enumerate((30.0, 32.0, 34.0), start=1)))
+    code, text = run(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB",
+                      "--gpus-per-node", "8", "--nodes", "8", "--log", str(log)])
+    assert code == 0, text
+    line = next(line for line in text.splitlines() if line.startswith("calibrated to a measured"))
+    assert (f"read from --log {log}, the throughput timer: 64 samples per step (this config's train_batch_size) at "
+            "the median 32 samples/s of 3 reports") in line
+    code, text = run(["predict", str(config), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "NVIDIA H100 80GB",
+                      "--gpus-per-node", "8", "--nodes", "8", "--calibrate-step", "2.5"])
+    assert "calibrated to a measured 2.500 s (given with --calibrate-step; uncalibrated" in text
 
 
 

@@ -75,6 +75,7 @@ from core.perf import (
     predict,
     recommend,
     step_seconds_from_log,
+    step_source,
 )
 from core.perf.advice import COMPACT_FROM, decimals_for, percent_text, seconds_text, share_text
 from core.perf.calibrate import rates_used
@@ -423,6 +424,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
     config, resized = sized_batch(config, cluster.total_gpus, args.micro_batch, version)
     shape = Shape(micro, args.seq_len, args.attention, args.recompute)
     measured = args.calibrate_step
+    measured_from = "given with --calibrate-step" if measured is not None else None
     if args.log is not None:
         text, cut = _read_log(args.log)
         if cut:
@@ -442,6 +444,9 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                              "same cluster and batch.\n")
         try:
             measured = step_seconds_from_log(summary, global_batch)
+            source = step_source(summary, global_batch, "the logged run's train_batch_size" if logged_batch
+                                 else "this config's train_batch_size")
+            measured_from = f"read from --log {args.log}, {source}" if source else None
         except ValueError as exc:  # core words it without the flags: here the measured step is --calibrate-step
             raise UsageError(f"--log {args.log}: {str(exc).rstrip('.')}, with --calibrate-step SECONDS.") from None
         if measured is None and summary.samples_per_second and global_batch is None:
@@ -491,7 +496,8 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                            "cpu_bytes_per_node": mem.cpu_bytes_per_node, "nvme_bytes_per_node": mem.nvme_bytes_per_node,
                            "assumptions": mem.assumptions}}
         if measured is not None:
-            data["calibration"] = {"measured_step_seconds": measured, "uncalibrated_step_seconds": before.step_seconds,
+            data["calibration"] = {"measured_step_seconds": measured, "measured_from": measured_from,
+                                   "uncalibrated_step_seconds": before.step_seconds,
                                    "efficiency": cluster.efficiency.__dict__,
                                    "cpu_adam_params_per_s": cluster.cpu_adam_rate, "reached": refused is None,
                                    "step_uses": uses,
@@ -512,7 +518,7 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
         if uses["cpu_adam"]:
             fitted.append(f"CPU-Adam {cluster.cpu_adam_rate:.3g} parameters/s per node")
         unused = [what for key, what in (("link", "link efficiency"), ("cpu_adam", "CPU-Adam rate")) if not uses[key]]
-        out.write(f"calibrated to a measured {seconds_text(measured)} (uncalibrated prediction "
+        out.write(f"calibrated to a measured {seconds_text(measured)} ({measured_from}; uncalibrated prediction "
                   f"{seconds_text(before.step_seconds)}): {', '.join(fitted)}"
                   + (f" ({' and '.join(unused)} not fitted: this config's step does not depend on "
                      f"{'it' if len(unused) == 1 else 'them'})" if unused else "")

@@ -1,6 +1,13 @@
 """Planner: predict the step time of a DeepSpeed config on a cluster, rank configs, calibrate from a measurement."""
 
-from core.perf.calibrate import CalibrationError, LogSummary, calibrate, parse_log, step_seconds_from_log
+from core.perf.calibrate import (
+    CalibrationError,
+    LogSummary,
+    calibrate,
+    parse_log,
+    step_seconds_from_log,
+    step_source,
+)
 from core.perf.compute import flops_per_token
 from core.perf.errors import PlanInputError
 from core.perf.hardware import GPU_PERF, NETWORKS, Cluster, Efficiency, GPUPerf, gpu_perf
@@ -30,4 +37,5 @@ __all__ = [
     "read_settings",
     "recommend",
     "step_seconds_from_log",
+    "step_source",
 ]

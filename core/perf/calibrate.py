@@ -84,10 +84,19 @@ class LogSummary:
         A time per iteration the log states (the pipeline engine's, Megatron's) comes first: the pipeline
         engine logs its fwd/bwd/step timers only every steps_per_print steps, summed over them, so there the
         wall-clock series is steps_per_print times one step."""
-        for series in (self.pipe_iteration_seconds, self.megatron_iteration_seconds, self.step_seconds):
+        found = self.step_series()
+        if found is None:
+            return None
+        series = found[1]
+        return statistics.median(series[1:] if len(series) > 1 else series)
+
+    def step_series(self) -> tuple[str, tuple[float, ...]] | None:
+        """The series ``typical_step_seconds`` reads, in words, with its values; None when the log has none."""
+        for what, series in (("the pipeline engine's iter time", self.pipe_iteration_seconds),
+                             ("Megatron's elapsed time per iteration", self.megatron_iteration_seconds),
+                             ("the wall-clock timers (forward + backward + step)", self.step_seconds)):
             if series:
-                steady = series[1:] if len(series) > 1 else series
-                return statistics.median(steady)
+                return what, series
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -185,6 +194,23 @@ def step_seconds_from_log(summary: LogSummary, global_batch: int | None = None) 
             raise ValueError(f"the log's throughput timer reads {rate:g} samples/s, which gives no step time for "
                              f"{global_batch} samples: give the measured step time instead.")
     return step
+
+
+def step_source(summary: LogSummary, global_batch: int | None = None, batch_of: str = "") -> str | None:
+    """Where ``step_seconds_from_log`` took its step time from, in words (which series, how many steps or reports,
+    what was dropped); None when it found none. ``batch_of`` says whose the global batch is ("the logged run's")."""
+    found = summary.step_series()
+    if found is not None:
+        what, series = found
+        if len(series) == 1:
+            return f"{what}: the log's one step"
+        return f"{what}: the median of {len(series) - 1} steps, the first of {len(series)} dropped as warm-up"
+    if summary.samples_per_second and global_batch:
+        reports = len(summary.samples_per_second)
+        return (f"the throughput timer: {global_batch} samples per step{f' ({batch_of})' if batch_of else ''} at the "
+                f"median {statistics.median(summary.samples_per_second):.4g} samples/s of {reports} "
+                f"report{'' if reports == 1 else 's'}")
+    return None
 
 
 def _solve(fn, lo: float, hi: float, target: float) -> float:
