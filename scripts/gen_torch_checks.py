@@ -142,17 +142,18 @@ def _parent_call(function: ast.FunctionDef, cls: type) -> dict[str, Any] | None:
 
 #: The values tried at the first steps, one of each kind a config may write where a constructor takes a number and
 #: the constructor lets through: the booleans (Python's bool is an int: ``weight_decay: true`` reaches
-#: ``grad.add(param, alpha=True)``), zero, whole numbers of each sign, the same as floats, and fractions.
+#: ``grad.add(param, alpha=True)``), zero, whole numbers of each sign, the same as floats, fractions, and numbers
+#: beyond float32's range (a step's ``alpha=-lr`` on float32 weights: "cannot be converted ... without overflow").
 #: ``core.rules.torch_checks.step_probe`` maps a config's value to the one of its kind.
-STEP_PROBE_VALUES: tuple[Any, ...] = (True, False, 0, 1, -1, 0.0, 1.0, -1.0, 0.5, -0.5)
+STEP_PROBE_VALUES: tuple[Any, ...] = (True, False, 0, 1, -1, 0.0, 1.0, -1.0, 0.5, -0.5, 1e39, -1e39)
 #: Optimizer steps each probe takes: the second sees the state the first created (momentum buffers, LBFGS history).
 PROBE_STEPS = 2
 
 
 def _steps(cls: type, keywords: dict[str, Any]) -> str | None:
     """Build ``cls`` on one 2-D weight (Muon takes only matrices) with ``keywords`` and take ``PROBE_STEPS``
-    steps on a fixed loss; None when it trains, else the exception ``Type: message`` of construction or a step
-    (construction's prefixed ``init:``)."""
+    steps on a fixed loss, calling ``step()`` without arguments as DeepSpeed's engine does; None when it trains, else
+    the exception ``Type: message`` of construction or a step (construction's prefixed ``init:``)."""
     import torch
 
     torch.manual_seed(0)
@@ -161,17 +162,11 @@ def _steps(cls: type, keywords: dict[str, Any]) -> str | None:
         optimizer = cls([weight], **keywords)
     except Exception as exc:  # the constructor's own refusal: class_checks records those
         return f"init: {type(exc).__name__}: {exc}"
-
-    def closure() -> Any:
-        optimizer.zero_grad()
-        loss = (weight @ torch.ones(3)).pow(2).sum()
-        loss.backward()
-        return loss
-
     try:
         for _ in range(PROBE_STEPS):
-            closure()
-            optimizer.step(closure)
+            optimizer.zero_grad()
+            (weight @ torch.ones(3)).pow(2).sum().backward()
+            optimizer.step()
     except Exception as exc:  # the point: what the first steps raise
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -181,8 +176,17 @@ def step_refusals(cls: type, defaults: dict[str, Any]) -> dict[str, Any]:
     """What the first optimizer steps refuse that the constructor accepts, tried on the installed torch: each
     ``STEP_PROBE_VALUES`` value for each keyword whose default is a number, one at a time, with every
     implementation the class offers on the CPU (``foreach`` off and on; a GPU runs the foreach one). A value is
-    recorded when every implementation raises the same exception, with torch's message; a class whose defaults
-    do not step here (SparseAdam needs sparse gradients) is recorded as not probed, with the reason."""
+    recorded when every implementation raises the same exception, with torch's message. A class whose ``step``
+    needs a closure (LBFGS re-evaluates the loss) never steps under DeepSpeed, whose engine calls ``step()`` with
+    none: that is recorded instead; a class whose defaults do not step here (SparseAdam needs sparse gradients) is
+    recorded as not probed, with the reason."""
+    closure = inspect.signature(cls.step).parameters.get("closure")
+    if closure is not None and closure.default is inspect.Parameter.empty:
+        failure = _steps(cls, {})
+        if failure is None:
+            raise RuntimeError(f"{cls.__name__}.step() trains without its required closure: update this script")
+        error, _, message = failure.partition(": ")
+        return {"needs_closure": {"raises": error, "message": message.splitlines()[0]}}
     control = _steps(cls, {})
     if control is not None:
         return {"not_probed": f"its defaults do not step on a dense weight ({control.splitlines()[0]})"}

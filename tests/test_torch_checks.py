@@ -228,16 +228,11 @@ def _first_steps(cls: str, params: dict[str, Any]) -> str | None:
     except Exception:  # a constructor refusal: the other tests' subject
         return "init"
 
-    def closure() -> Any:
-        optimizer.zero_grad()
-        loss = (weight.sum(dim=1) - 1).pow(2).mean()
-        loss.backward()
-        return loss
-
     try:
-        for _ in range(3):
-            closure()
-            optimizer.step(closure)
+        for _ in range(3):  # as DeepSpeed's engine steps: backward, then step() without a closure
+            optimizer.zero_grad()
+            (weight.sum(dim=1) - 1).pow(2).mean().backward()
+            optimizer.step()
     except Exception as exc:  # the refusal being compared
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
     return None
@@ -246,18 +241,23 @@ def _first_steps(cls: str, params: dict[str, Any]) -> str | None:
 @pytest.mark.parametrize("cls", [c for c in TORCH_OPTIMIZERS if "refused" in core.versions.torch_checks()[
     "classes"][c]["steps"]])
 def test_the_step_refusals_are_what_the_real_steps_refuse(cls):
-    """Every number parameter set to a bool, and to the numbers the bool stands for (1 is not true to torch's
-    tensor operations), one at a time: the recorded step refusals name exactly the values the real class, built
-    and stepped three times, raises on (with its exception and message)."""
+    """Every number parameter set to a bool, to the numbers the bool stands for (1 is not true to torch's tensor
+    operations), to other members of each kind ``step_probe`` maps (2 like 1, 2.5 like 0.5, 1e300 like 1e39), one at
+    a time: the recorded step refusals name exactly the values the real class, built and stepped three times with
+    each of its implementations, raises on (with its exception and message)."""
     numbers = [k for k, d in torch_checks.defaults(cls).items()
                if isinstance(d, int | float) and not isinstance(d, bool)]
     assert numbers
     compared = 0
     for key in numbers:
-        for value in (True, False, 0, 1, 0.0, 1.0, 0.5, 2, 3.0, 2.5, 7, -1):
-            raised = _first_steps(cls, {key: value})
-            if raised == "init":
+        for value in (True, False, 0, 1, 0.0, 1.0, 0.5, 2, 3.0, 2.5, 7, -1, 3.5e38, 1e300, -1e300):
+            # the claim is for every implementation the class has (a GPU steps with the foreach one): where they
+            # disagree (single-tensor ASGD overflows on a huge alpha, foreach trains on) nothing is claimed
+            ways = [{"foreach": False}, {"foreach": True}] if "foreach" in torch_checks.defaults(cls) else [{}]
+            outcomes = {_first_steps(cls, {key: value, **way}) for way in ways}
+            if "init" in outcomes:
                 continue
+            raised = outcomes.pop() if len(outcomes) == 1 else None
             compared += 1
             found = [f"{r.error}: {r.message}" for r in torch_checks.step_refusals(cls, {key: value})]
             assert found == ([raised] if raised else []), (cls, key, value, raised, found)
@@ -268,11 +268,13 @@ def test_the_step_refusals_are_what_the_real_steps_refuse(cls):
     ({"type": "SGD", "params": {"lr": 0.1, "weight_decay": True}}, "optimizer.torch-step-raises"),
     ({"type": "SGD", "params": {"lr": 0.1, "weight_decay": 1}}, None),  # the number trains
     ({"type": "SGD", "params": {"lr": 0.1, "weight_decay": False}}, None),  # no decay: the bool is never used
-    ({"type": "LBFGS", "params": {"lr": True}}, "optimizer.torch-step-raises"),  # the error, not the bool warning
     # torch_adam: AdamW (adam_w_mode's default) multiplies by 1 - lr * True and trains; Adam's step refuses it
     ({"type": "Adam", "params": {"lr": 0.1, "torch_adam": True, "weight_decay": True}}, "optimizer.param-bool"),
     ({"type": "Adam", "params": {"lr": 0.1, "torch_adam": True, "adam_w_mode": False, "weight_decay": True}},
      "optimizer.torch-step-raises"),
+    # kinds of number, not only booleans: a float beyond float32's range, a whole float where LBFGS counts
+    ({"type": "SGD", "params": {"lr": 1e300}}, "optimizer.torch-step-raises"),
+    ({"type": "SGD", "params": {"lr": 1e30}}, None),
     # under ZeRO the torch class still steps the partitions
     ({"type": "RMSprop", "params": {"lr": 0.1, "weight_decay": True}}, "optimizer.torch-step-raises"),
 ])
@@ -282,7 +284,19 @@ def test_validate_reports_a_value_the_first_step_refuses(optimizer, code):
     found = [f for f in core.validate(config, world_size=8).findings if f.path.startswith("optimizer.params")]
     assert [f.code for f in found] == ([code] if code else []), found
     if code == "optimizer.torch-step-raises":
-        assert found[0].severity == "error" and "first optimizer step raises RuntimeError" in found[0].message
+        assert found[0].severity == "error" and "first optimizer step raises" in found[0].message
         assert found[0].fix is not None
         fixed = found[0].fix.apply(config)
         assert not [f for f in core.validate(fixed, world_size=8).findings if f.path.startswith("optimizer.params")]
+
+
+def test_an_optimizer_whose_step_needs_a_closure_never_steps_under_deepspeed():
+    """LBFGS.step(closure) re-evaluates the loss; DeepSpeed's engine calls optimizer.step() (checked with 0.19.8:
+    TypeError "missing 1 required positional argument: 'closure'"). Read from the class's signature and one call."""
+    assert [c for c in TORCH_OPTIMIZERS if torch_checks.step_without_closure(c)] == ["LBFGS"]
+    config = {"train_batch_size": 8, "optimizer": {"type": "LBFGS", "params": {"lr": 0.1, "history_size": 10.0}}}
+    found = [f for f in core.validate(config, world_size=8).findings if f.severity == "error"]
+    assert [(f.code, f.path) for f in found] == [("optimizer.torch-step-raises", "optimizer.type")]
+    assert "missing 1 required positional argument: 'closure'" in found[0].message
+    assert "AdamW" in found[0].suggestion
+

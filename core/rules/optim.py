@@ -290,6 +290,15 @@ def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str], kind: st
                if any(k in defaults for k in culprits) else "."),
             page="optimizer",
         )
+    if kind == "optimizer" and (closure := torch_checks.step_without_closure(cls)) is not None:
+        found["optimizer.type"] = Finding(
+            "error", "optimizer.torch-step-raises", "optimizer.type",
+            f"torch.optim.{cls}'s step needs a closure that computes the loss again, and DeepSpeed's engine.step() "
+            f"calls optimizer.step() without one: the first optimizer step raises {closure.error}: "
+            f"{closure.message.rstrip('.')}.",
+            suggestion="Use an optimizer that steps without a closure (AdamW, SGD, ...); "
+            f"{cls} needs its own training loop around the optimizer.", page="optimizer",
+        )
     if kind == "optimizer":
         for refusal in torch_checks.step_refusals(cls, {k: v for k, v in params.items() if k not in flagged}):
             key = refusal.reads[0]
@@ -297,14 +306,18 @@ def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str], kind: st
             if path in found:
                 continue
             value = params[key]
-            whole = int(value) if isinstance(value, float) and value.is_integer() and isinstance(
-                defaults.get(key), int) and not isinstance(defaults.get(key), bool) and value else None
+            # a whole float where the class counts with an int (LBFGS's history_size 10.0): the int was meant
+            whole = int(value) if torch_checks.step_probe(value) in (1.0, -1.0) and isinstance(value, float) and \
+                type(defaults.get(key)) is int else None
             meant = whole if whole is not None else defaults.get(key)
             found[path] = Finding(
                 "error", "optimizer.torch-step-raises", path,
                 f"`{path}` is {brief(value)}: torch.optim.{cls}'s constructor accepts it"
                 + (" (Python's bool is an int)" if isinstance(value, bool) else "")
-                + f", but its first optimizer step raises {refusal.error}: {refusal.message.rstrip('.')}.",
+                + f", but its first optimizer step raises {refusal.error}: {refusal.message.rstrip('.')}"
+                + (f" (DeepSpeed reads it as {whole} when it loads this file itself, a path given to "
+                   "deepspeed.initialize or the launcher; a config passed as a dict, as the HF Trainer and Accelerate "
+                   "pass it, keeps the float)." if whole is not None else "."),
                 suggestion=f"Write {whole}." if whole is not None else f"Write a number (torch's default: "
                 f"{brief(defaults[key])})." if key in defaults else "Write a number.",
                 fix=set_fix(path, meant) if key in defaults else None, page="optimizer",

@@ -213,13 +213,20 @@ def refusals(cls: str, params: Mapping[str, Any], kind: str = "optimizer") -> It
             yield Refusal(cls, refusal.error, refusal.message, reads)
 
 
+#: The largest finite float32: torch converts a scalar for a float32 tensor operation and refuses one beyond it.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
 def step_probe(value: Any) -> Any:
     """The value ``scripts/gen_torch_checks.py`` stepped that stands for ``value``'s kind (its STEP_PROBE_VALUES):
-    a bool itself, 0 / 0.0 themselves, a whole int ±1, a whole float ±1.0, a fraction ±0.5 (by sign); None for
-    anything else (text, null, lists, infinities: the constructor's and the schema's to judge)."""
+    a bool itself, 0 / 0.0 themselves, a float beyond float32's range ±1e39, a whole int ±1, a whole float ±1.0, a
+    fraction ±0.5 (by sign); None for anything else (an int beyond float32's range, text, null, lists, infinities:
+    not judged here)."""
     if isinstance(value, bool):
         return value
     sign = 1 if isinstance(value, int | float) and value > 0 else -1
+    if isinstance(value, int | float) and math.isfinite(value) and abs(value) > FLOAT32_MAX:
+        return sign * 1e39 if isinstance(value, float) else None
     if isinstance(value, int):
         return 0 if value == 0 else sign
     if isinstance(value, float) and math.isfinite(value):
@@ -238,3 +245,13 @@ def step_refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
         probe = step_probe(params.get(record["param"]))
         if probe is not None and type(probe) is type(record["value"]) and probe == record["value"]:
             yield Refusal(cls, record["raises"], record["message"], (record["param"],), at="step")
+
+
+def step_without_closure(cls: str) -> Refusal | None:
+    """What the torch.optim class ``cls`` raises when stepped as DeepSpeed's engine steps it, ``step()`` without a
+    closure, when its ``step`` requires one (LBFGS re-evaluates the loss); None for a class that steps without."""
+    if not known(cls):
+        return None
+    record = versions.torch_checks()["classes"][cls].get("steps", {}).get("needs_closure")
+    return None if record is None else Refusal(cls, record["raises"], record["message"], (), at="step")
+

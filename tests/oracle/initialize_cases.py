@@ -162,6 +162,24 @@ OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
         phase="step",
     ),
     InitializeCase(
+        "torch-optimizer-lr-beyond-float32",
+        "SGD's constructor takes lr 1e300; the step's param.add_(grad, alpha=-lr) cannot convert it for float32",
+        {**TINY, "optimizer": {"type": "SGD", "params": {"lr": 1e300}}},
+        True,
+        "RuntimeError",
+        "value cannot be converted to type float without overflow",
+        phase="step",
+    ),
+    InitializeCase(
+        "torch-optimizer-needs-closure",
+        "LBFGS.step(closure) re-evaluates the loss; DeepSpeed's engine.step() calls optimizer.step() without one",
+        {**TINY, "optimizer": {"type": "LBFGS", "params": {"lr": 0.1}}},
+        True,
+        "TypeError",
+        "missing 1 required positional argument: 'closure'",
+        phase="step",
+    ),
+    InitializeCase(
         "control-torch-adamw-bool-weight-decay",
         "torch_adam in AdamW mode builds torch.optim.AdamW, whose decoupled decay multiplies by 1 - lr * True: "
         "trains (a warning, not an error)",
