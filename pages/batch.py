@@ -98,7 +98,7 @@ if batch is not None:
     derived = "" if elastic else ", ".join(f"`{k}`" for k in BATCH_KEYS if k not in autos and k not in form.config
                                            and not (k == GA and accelerate_writes))
     st.caption(
-        f"On {batch.world_size:g} data-parallel GPU{'' if batch.world_size == 1 else 's'}: "
+        f"On {fields.counted(batch.world_size, 'data-parallel GPU')}: "
         f"{shown_count(batch.train_batch_size)} = "
         f"{shown_count(batch.train_micro_batch_size_per_gpu)} × {shown_count(batch.gradient_accumulation_steps)} × "
         f"{batch.world_size:g}."

@@ -13,6 +13,15 @@ BAD = '{"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4, "gradient_a
 
 def test_counted_says_one_and_many():
     assert [counted(n, "error") for n in (0, 1, 2)] == ["0 errors", "1 error", "2 errors"]
+    # GPUs ÷ model-parallel ranks may not divide (the Batch page's data-parallel GPUs): said as a number, one plural
+    assert [counted(n, "GPU") for n in (1.0, 8.0, 1.5)] == ["1 GPU", "8 GPUs", "1.5 GPUs"]
+
+
+def test_the_batch_page_counts_data_parallel_gpus_as_every_page_does():
+    at = app(None, "pages/batch.py")
+    assert not at.exception, at.exception
+    said = [c.value for c in at.caption if "data-parallel GPU" in c.value]
+    assert said and said[0].startswith(("On 1 data-parallel GPU: ", "On 8 data-parallel GPUs: ")), said
 
 
 def test_an_import_deepspeed_refuses_is_a_warning_that_says_so_and_counts_agree():

@@ -598,9 +598,11 @@ def preview(text: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- findings in words
 
 
-def counted(count: int, noun: str) -> str:
-    """"1 error", "2 errors", "0 warnings": a count in words, as every page says it."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def counted(count: int | float, noun: str) -> str:
+    """"1 error", "2 errors", "0 warnings", "1.5 GPUs": a count in words, as every page says it (a fractional
+    count, GPUs ÷ model-parallel ranks that do not divide, is written as Python's ``g`` format writes it)."""
+    return f"{count:g} {noun}{'' if count == 1 else 's'}" if isinstance(count, float) else \
+        f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def finding_text(finding: Finding) -> str:
