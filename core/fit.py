@@ -26,6 +26,7 @@ from core.batch import (
     sequence_parallel_degree,
 )
 from core.effective import Effective, effective, legacy_offload_keys
+from core.findings import brief
 from core.memory import Hardware, ModelCounts, Shape
 from core.memory.result import gib_capacity, gib_margin, gib_used
 from core.memory.settings import TrainingSettings
@@ -634,47 +635,74 @@ def _without_new_refusals(way: Way, config: Mapping[str, Any], model: ModelSpec 
                           shape: Shape, version: str, refused_now: frozenset[tuple[str, str]]) -> Way | None:
     """``way`` as the validator judges the config it makes, on the GPUs it runs on: unchanged when it adds no error;
     with the keys removed that DeepSpeed refuses only in the changed job (``compute_grad_norm: false`` or
-    ``prescale_gradients`` at ZeRO-3: errors whose fix removes the key), said in its detail and sized again; None
-    when it adds an error no removal of the user's key clears (an NVMe offload without a path that ZeRO-3 starts
-    using): a way DeepSpeed refuses is no way out. ``refused_now``: (code, path) of the config's own errors."""
+    ``prescale_gradients`` at ZeRO-3: errors whose fix removes the key) or with the switch it needs turned (Muon at
+    ZeRO-3: ``reduce_scatter`` false, an error whose fix sets a boolean), said in its detail and sized again; None
+    when it adds an error no removal or switch clears (an NVMe offload without a path that ZeRO-3 starts using):
+    a way DeepSpeed refuses is no way out. ``refused_now``: (code, path) of the config's own errors."""
     nodes = way.context_patch.get("nodes", hardware.nodes)
     per_node = way.context_patch.get("gpus_per_node", hardware.gpus_per_node)
     patch = dict(way.config_patch)
     removed: dict[str, str] = {}
+    settled: dict[str, tuple[str, Any]] = {}  # path -> (code, value the fix sets)
     for _ in range(3):
         report = validate(apply_patch(config, patch), version=version, world_size=nodes * per_node)
         new = [f for f in report.errors if (f.code, f.path) not in refused_now]
         if not new:
             break
         for finding in new:
-            ops = [(op.op, op.path) for op in finding.fix.ops] if finding.fix is not None else []
-            if ops != [("delete", finding.path)] or finding.path in removed:
+            ops = list(finding.fix.ops) if finding.fix is not None else []
+            if len(ops) != 1 or ops[0].path != finding.path or finding.path in removed or finding.path in settled:
                 return None
-            removed[finding.path] = finding.code
-            patch = _with_deletion(patch, finding.path)
+            if ops[0].op == "delete":
+                removed[finding.path] = finding.code
+                patch = _with_deletion(patch, finding.path)
+            elif ops[0].op == "set" and isinstance(ops[0].value, bool) and \
+                    finding.path not in _patched_paths(way.config_patch):
+                # a switch the changed job needs (Muon at ZeRO-3: reduce_scatter false), never one the way itself sets
+                # nor a value that is the user's to choose (an NVMe path: its fix writes an example)
+                settled[finding.path] = (finding.code, ops[0].value)
+                patch = _with_value(patch, finding.path, ops[0].value)
+            else:
+                return None
     else:
         return None
-    if not removed:
+    if not removed and not settled:
         return way
     run_on = replace(hardware, nodes=nodes, gpus_per_node=per_node)
     run_shape = replace(shape, recompute=way.context_patch.get("recompute", shape.recompute))
     est = _estimate(apply_patch(config, patch), model, run_on, run_shape, version=version)
     said = "".join(f" The change also removes {path}: DeepSpeed {version} refuses it in the changed job ({code})."
                    for path, code in removed.items())
+    said += "".join(f" The change also sets {path} to {brief(value)}: DeepSpeed {version} refuses the changed job "
+                    f"without it ({code})." for path, (code, value) in settled.items())
     return _from_estimate(way.kind, way.title, way.detail + said, est, patch, way.context_patch)
+
+
+def _patched_paths(patch: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The dotted paths a config patch sets or removes (its leaves)."""
+    paths: set[str] = set()
+    for key, value in patch.items():
+        path = f"{prefix}{key}"
+        paths |= _patched_paths(value, f"{path}.") if isinstance(value, Mapping) and value else {path}
+    return paths
+
+
+def _with_value(patch: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """``patch`` that also sets the key at the dotted ``path`` to ``value``."""
+    head, _, rest = path.partition(".")
+    out = dict(patch)
+    if not rest:
+        out[head] = value
+    else:
+        inner = out.get(head)
+        out[head] = _with_value(inner if isinstance(inner, Mapping) else {}, rest, value)
+    return out
 
 
 def _with_deletion(patch: Mapping[str, Any], path: str) -> dict[str, Any]:
     """``patch`` that also removes the key at the dotted ``path`` (a ``None`` there, which ``apply_patch`` reads as a
     removal)."""
-    head, _, rest = path.partition(".")
-    out = dict(patch)
-    if not rest:
-        out[head] = None
-    else:
-        inner = out.get(head)
-        out[head] = _with_deletion(inner if isinstance(inner, Mapping) else {}, rest)
-    return out
+    return _with_value(patch, path, None)
 
 
 def _legacy_offload(config: Mapping[str, Any]) -> dict[str, Any]:

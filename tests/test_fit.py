@@ -635,3 +635,22 @@ def test_ways_that_fit_only_on_more_gpus_still_get_the_combined_way_ranked_by_gp
         patched = fit.apply_patch(config, way.config_patch)
         assert patched["train_batch_size"] == 128
         assert patched["train_micro_batch_size_per_gpu"] * patched["gradient_accumulation_steps"] * gpus == 128
+
+
+def test_a_way_to_zero3_sets_what_the_changed_job_needs_instead_of_being_dropped(llama8b):
+    """Muon at ZeRO-3 needs reduce_scatter false (engine.muon-reduce-scatter, whose fix sets it): the ZeRO-3 ways were
+    dropped as refused; they are offered with the setting, said in their detail, and the changed config validates."""
+    muon = {**ZERO1, "optimizer": {"type": "Muon", "params": {"lr": 0.02}}}
+    assert not validate(muon, world_size=8).errors
+    ways = fit.ways_to_fit(muon, llama8b, A100, memory.Shape(4, 4096))
+    zero3 = [w for w in ways if w.config_patch.get("zero_optimization", {}).get("stage") == 3]
+    assert zero3, [w.title for w in ways]
+    for way in zero3:
+        assert way.config_patch["zero_optimization"]["reduce_scatter"] is False
+        assert "also sets zero_optimization.reduce_scatter to false" in way.detail
+        assert "engine.muon-reduce-scatter" in way.detail
+        assert not validate(fit.apply_patch(muon, way.config_patch), world_size=8).errors
+    # AdamW needs no such setting: its ZeRO-3 way leaves reduce_scatter alone
+    plain = next(w for w in fit.ways_to_fit(ZERO1, llama8b, A100, memory.Shape(4, 4096)) if w.kind == "zero_stage"
+                 and w.config_patch["zero_optimization"]["stage"] == 3)
+    assert "reduce_scatter" not in plain.config_patch["zero_optimization"] and "also sets" not in plain.detail
