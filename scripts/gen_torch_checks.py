@@ -25,6 +25,7 @@ import inspect
 import json
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,12 @@ def _steps(cls: type, keywords: dict[str, Any]) -> str | None:
 
     torch.manual_seed(0)
     weight = torch.nn.Parameter(torch.randn(3, 3))
+    with warnings.catch_warnings():  # a probe's overflow warns (ASGD: complex values cast) before it raises or not
+        warnings.simplefilter("ignore")
+        return _stepped(cls, keywords, weight, torch)
+
+
+def _stepped(cls: type, keywords: dict[str, Any], weight: Any, torch: Any) -> str | None:
     try:
         optimizer = cls([weight], **keywords)
     except Exception as exc:  # the constructor's own refusal: class_checks records those
@@ -230,7 +237,29 @@ def extract() -> dict[str, Any]:
         cls = getattr(torch.optim.lr_scheduler, name)
         if issubclass(cls, torch.optim.lr_scheduler.LRScheduler) and "last_epoch" in data["defaults"]:
             data["checks"].append(resume)  # the base constructor runs after the class's own checks
-    return {"torch": torch.__version__.split("+")[0], "classes": classes, "schedulers": schedulers}
+    return {"torch": torch.__version__.split("+")[0], "classes": classes, "schedulers": schedulers,
+            "nn_modules": nn_modules()}
+
+
+def nn_modules() -> dict[str, list[str]]:
+    """The ``torch.nn.Module`` classes that ``torch.nn`` and each ``torch.nn.modules.<name>`` module hold as
+    attributes (what they define and what they import): the names a config's
+    ``torch_autocast.lower_precision_safe_modules`` can give (deepspeed.initialize imports the part before the last
+    dot with ``importlib`` and takes the class with ``getattr``)."""
+    import importlib
+    import pkgutil
+
+    import torch.nn
+    import torch.nn.modules
+
+    submodules = sorted(f"torch.nn.modules.{info.name}" for info in pkgutil.iter_modules(torch.nn.modules.__path__))
+    modules = ["torch.nn", *submodules]
+    held = {}
+    for name in modules:
+        module = importlib.import_module(name)
+        held[name] = sorted(attr for attr, value in vars(module).items()
+                            if inspect.isclass(value) and issubclass(value, torch.nn.Module))
+    return held
 
 
 def _resume_check() -> dict[str, Any]:

@@ -5,6 +5,7 @@ message."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import linecache
@@ -300,3 +301,45 @@ def test_an_optimizer_whose_step_needs_a_closure_never_steps_under_deepspeed():
     assert "missing 1 required positional argument: 'closure'" in found[0].message
     assert "AdamW" in found[0].suggestion
 
+
+
+@pytest.mark.parametrize(("entry", "judged"), [
+    ("torch.nn.Linear", None),
+    ("torch.nn.modules.linear.Linear", None),
+    ("torch.nn.modules.linear.Module", None),  # the file imports it: getattr finds it
+    ("torch.nn.Lnear", (True, "torch.nn.Linear")),
+    ("torch.nn.modules.linear.Conv2d", (True, "torch.nn.Conv2d")),
+    ("torch.nn.modules.nonexistent.Linear", (True, "torch.nn.Linear")),
+    ("torch.nn.Qwerty", (True, None)),
+    ("nn.LayerNorm", (False, "torch.nn.LayerNorm")),
+    ("nn.Qwerty", None),  # not a torch.nn name: the user's own nn package, not judged
+    ("mypkg.layers.Fancy", None),
+    ("transformers.pytorch_utils.Conv1D", None),
+])
+def test_lower_precision_safe_module_names_are_judged_against_torch(entry, judged):
+    found = torch_checks.nn_module_name(entry)
+    assert (None if found is None else (found.fails, found.meant)) == judged
+    if judged is not None and judged[0]:  # what the pinned torch itself does with the import DeepSpeed makes
+        package, _, name = entry.rpartition(".")
+        with pytest.raises((ImportError, AttributeError)):
+            getattr(importlib.import_module(package), name)
+    elif entry.startswith("torch."):
+        package, _, name = entry.rpartition(".")
+        assert issubclass(getattr(importlib.import_module(package), name), torch.nn.Module)
+
+
+def test_the_autocast_module_findings_and_their_fix():
+    config = {"train_batch_size": 8, "torch_autocast": {
+        "enabled": True, "lower_precision_safe_modules": ["torch.nn.Linear", "torch.nn.Lnear", "nn.Embedding"]}}
+    found = {f.code: f for f in core.validate(config, world_size=8).findings
+             if f.path == "torch_autocast.lower_precision_safe_modules"}
+    assert set(found) == {"precision.autocast-module-missing", "precision.autocast-module-nn"}
+    assert found["precision.autocast-module-missing"].severity == "error"
+    fixed = found["precision.autocast-module-missing"].fix.apply(config)
+    fixed = found["precision.autocast-module-nn"].fix.apply(fixed)
+    assert fixed["torch_autocast"]["lower_precision_safe_modules"] == ["torch.nn.Linear", "torch.nn.Linear",
+                                                                       "torch.nn.Embedding"]
+    assert not [f for f in core.validate(fixed, world_size=8).findings if f.path.startswith("torch_autocast")]
+    # autocast off: DeepSpeed never imports the names
+    off = {**config, "torch_autocast": {**config["torch_autocast"], "enabled": False}}
+    assert not [f for f in core.validate(off, world_size=8).findings if f.code.startswith("precision.autocast-module")]

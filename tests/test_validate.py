@@ -224,6 +224,11 @@ CASES = [
      "optimizer.param-range", "warning", "optimizer.params.lr"),
     ("optimizer-torch-raises", cfg(optimizer={"type": "SGD", "params": {"lr": 0.1, "nesterov": True}}), {},
      "optimizer.torch-raises", "error", "optimizer.params.nesterov"),
+    ("autocast-module-missing", cfg(torch_autocast={"enabled": True, "lower_precision_safe_modules": [
+        "torch.nn.Linear", "torch.nn.Embeding"]}), {}, "precision.autocast-module-missing", "error",
+     "torch_autocast.lower_precision_safe_modules"),
+    ("autocast-module-nn", cfg(torch_autocast={"enabled": True, "lower_precision_safe_modules": ["nn.LayerNorm"]}), {},
+     "precision.autocast-module-nn", "warning", "torch_autocast.lower_precision_safe_modules"),
     ("optimizer-torch-step-raises", cfg(optimizer={"type": "RMSprop", "params": {"lr": 0.1, "weight_decay": True}}),
      {}, "optimizer.torch-step-raises", "error", "optimizer.params.weight_decay"),
     ("scheduler-torch-raises", cfg(optimizer={"type": "SGD", "params": {"lr": 0.1}},

@@ -381,6 +381,20 @@ TABLE: tuple[Code, ...] = (
        "and fails on a bare class name such as \"Linear\" (\"Failed to import lower precision safe module\"). No "
        "automatic fix: the module is the user's to name (torch.nn.Linear, or their own).",
        {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": ["Linear"]}}),
+    _c("precision.autocast-module-missing", "error", "initialize", False,
+       "A lower_precision_safe_modules entry torch.nn does not have.",
+       "With torch_autocast on, deepspeed.initialize imports each entry (the part before the last dot) and takes the "
+       "class with getattr; a misspelt torch.nn class (\"torch.nn.Lnear\") or one named under the wrong "
+       "torch.nn.modules file fails (\"Failed to import lower precision safe module\"). The classes are read from "
+       "the pinned torch (scripts/gen_torch_checks.py); an entry of your own package is not judged. The fix writes "
+       "the closest torch.nn class.",
+       {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": ["torch.nn.Lnear"]}}),
+    _c("precision.autocast-module-nn", "warning", "initialize", False,
+       "A lower_precision_safe_modules entry under `nn.` instead of `torch.nn.`.",
+       "`nn` is how code usually imports torch.nn, but deepspeed.initialize imports the entry's module by its name: "
+       "`nn.Linear` imports a package called nn, which fails unless your code has one. A warning, not an error: "
+       "that package may exist. The fix writes the torch.nn name.",
+       {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": ["nn.Linear"]}}),
     _c("precision.autocast-modules", "error", "parse", None, "lower_precision_safe_modules is not a list of names.",
        "DeepSpeed expects module class names (strings) such as \"torch.nn.Linear\".",
        {**B, "torch_autocast": {"enabled": True, "lower_precision_safe_modules": [1]}}),

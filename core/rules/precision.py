@@ -10,6 +10,7 @@ from typing import Any
 from core import versions
 from core.effective import Effective, effective
 from core.findings import Finding, Fix, FixOp, brief
+from core.rules import torch_checks
 from core.rules.context import Context, lax_bool, lax_float
 from core.rules.fixes import delete_fix, set_fix
 from core.schema.optimizer import OptimizerSpec, resolve_optimizer
@@ -310,6 +311,37 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
             "deepspeed.initialize imports each entry as \"package.Class\" and fails (\""
             + check.replace("{}", f"{bare[0]}", 1).replace("{}", "not enough values to unpack") + "\").",
             suggestion="Write the full import path, e.g. \"torch.nn.Linear\".", page="precision",
+        )
+    if not (ctx.meaning.torch_autocast and check and isinstance(modules, list | tuple)):
+        return
+    judged = [j for m in modules if isinstance(m, str) and "." in m and (j := torch_checks.nn_module_name(m))]
+    path = "torch_autocast.lower_precision_safe_modules"
+    for fails in (True, False):  # one finding for the entries torch lacks, one for `nn.` names
+        these = [j for j in judged if j.fails is fails]
+        if not these:
+            continue
+        meant = {j.entry: j.meant for j in these if j.meant}
+        names = ", ".join(brief(j.entry) for j in these)
+        failure = check.replace("{}", these[0].entry, 1).replace("{}", "...")
+        yield Finding(
+            "error" if fails else "warning",
+            "precision.autocast-module-missing" if fails else "precision.autocast-module-nn",
+            path,
+            (f"lower_precision_safe_modules names {names}, which torch {versions.torch_checks()['torch']} does not "
+             f"have there; deepspeed.initialize imports each entry and fails (\"{failure}\")." if fails else
+             f"lower_precision_safe_modules names {names}: deepspeed.initialize imports the module `nn`, not torch's "
+             f"`torch.nn` (the name it is usually imported as), and fails (\"{failure}\") unless your code has a "
+             "package named nn."),
+            suggestion=" ".join(filter(None, (
+                "Write " + ", ".join(f"{brief(new)} for {brief(old)}" for old, new in meant.items()) + "."
+                if meant else "",
+                "" if len(meant) == len(these) else
+                "Name a torch.nn class (e.g. \"torch.nn.Linear\") or your own module's import path."))),
+            # one set per item, so that the two findings' fixes compose
+            fix=Fix("Write " + ", ".join(brief(new) for new in meant.values()),
+                    tuple(FixOp("set", f"{path}[{i}]", meant[m]) for i, m in enumerate(modules)
+                          if isinstance(m, str) and m in meant)) if meant else None,
+            page="precision",
         )
 
 

@@ -17,6 +17,7 @@ import math
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from difflib import get_close_matches
 from functools import cache
 from typing import Any
 
@@ -255,3 +256,33 @@ def step_without_closure(cls: str) -> Refusal | None:
     record = versions.torch_checks()["classes"][cls].get("steps", {}).get("needs_closure")
     return None if record is None else Refusal(cls, record["raises"], record["message"], (), at="step")
 
+
+@dataclass(frozen=True)
+class ModuleName:
+    """What ``deepspeed.initialize`` makes of one ``lower_precision_safe_modules`` entry naming a torch.nn class."""
+
+    entry: str
+    fails: bool
+    """True: the import fails with the pinned torch; False: it imports a module the user's environment may lack."""
+    meant: str | None
+    """The torch.nn name it most likely meant, when there is one."""
+
+
+def nn_module_name(entry: str) -> ModuleName | None:
+    """Judge a ``torch_autocast.lower_precision_safe_modules`` entry that names torch.nn (``torch.nn.Linear``,
+    ``torch.nn.modules.linear.Linear``) or looks like it (``nn.Linear``, the module torch is imported as) against
+    the pinned torch's modules; None for an entry that imports, or one of the user's own modules (not judged)."""
+    held: dict[str, list[str]] = versions.torch_checks()["nn_modules"]
+    package, _, name = entry.rpartition(".")
+    classes = held["torch.nn"]
+    closest = get_close_matches(name, classes, n=1, cutoff=0.75)
+    guess = name if name in classes else closest[0] if closest else None
+    if package in held:
+        if name in held[package]:
+            return None
+        return ModuleName(entry, True, f"torch.nn.{guess}" if guess else None)
+    if package.startswith("torch.nn.modules.") and package.count(".") == 3:  # a module torch.nn.modules lacks
+        return ModuleName(entry, True, f"torch.nn.{guess}" if guess else None)
+    if package == "nn" and name in classes:
+        return ModuleName(entry, False, f"torch.nn.{name}")
+    return None

@@ -757,6 +757,43 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "autocast-module-misspelt",
+        "a lower_precision_safe_modules entry torch.nn does not have (misspelt): the import's getattr fails",
+        {**TINY, "optimizer": SGD, "torch_autocast": {"enabled": True, "dtype": "bfloat16",
+                                                      "lower_precision_safe_modules": ["torch.nn.Lnear"]}},
+        True,
+        "ValueError",
+        "Failed to import lower precision safe module torch.nn.Lnear",
+    ),
+    InitializeCase(
+        "autocast-module-wrong-file",
+        "a torch.nn class named under a torch.nn.modules file that does not hold it",
+        {**TINY, "optimizer": SGD, "torch_autocast": {
+            "enabled": True, "dtype": "bfloat16", "lower_precision_safe_modules": ["torch.nn.modules.linear.Conv2d"]}},
+        True,
+        "ValueError",
+        "Failed to import lower precision safe module torch.nn.modules.linear.Conv2d",
+    ),
+    InitializeCase(
+        "control-autocast-module-where-torch-defines-it",
+        "torch.nn classes by the file that defines them, and one a file imports (linear's Module): train",
+        {**TINY, "optimizer": SGD, "torch_autocast": {"enabled": True, "dtype": "bfloat16",
+                                                      "lower_precision_safe_modules": [
+                                                          "torch.nn.modules.linear.Linear",
+                                                          "torch.nn.modules.linear.Module", "torch.nn.LayerNorm"]}},
+        False,
+    ),
+    InitializeCase(
+        "autocast-module-nn-alias",
+        "nn.Linear: DeepSpeed imports a package named nn, which this environment (like most) does not have",
+        {**TINY, "optimizer": SGD, "torch_autocast": {"enabled": True, "dtype": "bfloat16",
+                                                      "lower_precision_safe_modules": ["nn.Linear"]}},
+        True,
+        "ValueError",
+        "Failed to import lower precision safe module nn.Linear",
+        config_rule=False,
+    ),
+    InitializeCase(
         "control-legacy-stage1-at-stage-0",
         "legacy_stage1 without ZeRO: the engine asks for it only when it builds ZeRO's optimizer; trains",
         {**TINY, "optimizer": SGD, "zero_optimization": {"stage": 0, "legacy_stage1": True}},
