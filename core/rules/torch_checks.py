@@ -129,8 +129,6 @@ class Refusal:
     error: str
     message: str
     reads: tuple[str, ...]
-    at: str = "init"
-    """"init": the constructor raises (at deepspeed.initialize); "step": the first optimizer steps do."""
 
 
 #: JSON key of each kind of class in ``torch_checks.json``
@@ -245,7 +243,7 @@ def step_refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
     for record in versions.torch_checks()["classes"][cls].get("steps", {}).get("refused", ()):
         probe = step_probe(params.get(record["param"]))
         if probe is not None and type(probe) is type(record["value"]) and probe == record["value"]:
-            yield Refusal(cls, record["raises"], record["message"], (record["param"],), at="step")
+            yield Refusal(cls, record["raises"], record["message"], (record["param"],))
 
 
 def step_without_closure(cls: str) -> Refusal | None:
@@ -254,7 +252,7 @@ def step_without_closure(cls: str) -> Refusal | None:
     if not known(cls):
         return None
     record = versions.torch_checks()["classes"][cls].get("steps", {}).get("needs_closure")
-    return None if record is None else Refusal(cls, record["raises"], record["message"], (), at="step")
+    return None if record is None else Refusal(cls, record["raises"], record["message"], ())
 
 
 @dataclass(frozen=True)
