@@ -57,6 +57,8 @@ def vetting_problems(preset: Preset, *, world_sizes: Iterable[int] = (1,),
         if section not in justified:
             problems.append(Problem(join_path("config", section),
                                     f"config.{section} has no justification in meta.justifications"))
+    if not releases:  # no release it was verified with: judged as the app judges it (written_for, else the newest)
+        releases = [v for v in preset.judged_with if v in KNOWN_VERSIONS] or [KNOWN_VERSIONS[-1]]
     failing: dict[tuple[str, str, str], list[str]] = {}  # one problem per finding, with where it fails
     world_sizes = tuple(world_sizes)
     # A target validate() does not know is already a meta.target problem; validating for it would raise

@@ -49,7 +49,8 @@ def _load(config: dict, label: str, *, own: bool = False) -> None:
 def _load_preset(preset: presets.Preset) -> None:
     _load(copy.deepcopy(preset.config), f"load of {preset.name}")
     note = actions.keep_target(preset.target, "below")
-    st.session_state["start_message"] = f"Loaded the preset **{preset.title}** ({preset.name}).{note}"
+    st.session_state["start_message"] = (f"Loaded the preset **{fields.md_escape(preset.title)}** "
+                                         f"({fields.md_escape(preset.name)}).{note}")
 
 
 #: Session key: which input was given last ("upload" or "paste"); that one is imported.
@@ -101,7 +102,7 @@ def _blank() -> None:
 if source == "Preset":
     found, problems = preset_cache.listing(presets.env_search_path())
     for problem in problems:
-        st.warning(problem)
+        st.warning(fields.md_escape(problem))  # it quotes a team file's text: shown as text
     if found:
         names = [p.name for p in found]
         titles = {p.name: p.title for p in found}

@@ -9,14 +9,17 @@ preset config, target, releases and GPU count.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import core
 from core import presets
 from core.findings import Report
+from ui.fields import safe_text
 from ui.shared_cache import ConfigKey, shared_cache
 
 
@@ -30,7 +33,21 @@ def listing(folders: Sequence[Path]) -> tuple[tuple[presets.Preset, ...], tuple[
 @functools.lru_cache(maxsize=16)
 def _listing(folders: tuple[Path, ...], signature: tuple) -> tuple[tuple[presets.Preset, ...], tuple[str, ...]]:
     found, problems = presets.list_presets(folders)
-    return tuple(found), tuple(problems)
+    # a team file's text may hold lone surrogates ("\ud800" escapes), which the browser cannot be sent: its
+    # metadata and the problems quoting it are shown with them escaped (the config is loaded as it is)
+    return (tuple(dataclasses.replace(p, meta=_browser_safe(p.meta)) for p in found),
+            tuple(safe_text(problem) for problem in problems))
+
+
+def _browser_safe(value: Any) -> Any:
+    """``value`` (JSON) with every text, keys included, as ``ui.fields.safe_text`` makes it."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {safe_text(k) if isinstance(k, str) else k: _browser_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_browser_safe(v) for v in value]
+    return value
 
 
 def reports(preset: presets.Preset, world_size: int) -> list[tuple[str, Report]]:

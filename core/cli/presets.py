@@ -138,15 +138,15 @@ def _warn_meta(preset: Preset) -> None:
     if preset.builtin:
         return  # the built-in folder's are vetted by the tests
     for problem in meta_problems(preset.meta, vetted=False):  # presets check takes the folder
-        sys.stderr.write(f"dsconfig: warning: {preset.path}: {problem} (dsconfig presets check "
-                         f"{preset.path.parent})\n")
+        sys.stderr.write(_printable(f"dsconfig: warning: {preset.path}: {problem} (dsconfig presets check "
+                                    f"{preset.path.parent})") + "\n")
 
 
 def _loaded(name: str, folders: list[Path]) -> Preset:
     """``load_preset``, saying on stderr which files of that name in later folders it hides."""
     preset = load_preset(name, folders)
     for line in hidden_by(preset, folders):
-        sys.stderr.write(f"dsconfig: warning: {line}\n")
+        sys.stderr.write(f"dsconfig: warning: {_printable(line)}\n")
     return preset
 
 
@@ -155,7 +155,7 @@ def cmd_presets_list(args: argparse.Namespace, out: TextIO) -> int:
     """List the presets of the built-in folder and of DSCONFIG_PRESETS_PATH."""
     presets, problems = list_presets(_folders(args))
     for problem in problems:
-        sys.stderr.write(f"dsconfig: warning: {problem}\n")
+        sys.stderr.write(f"dsconfig: warning: {_printable(problem)}\n")
     for preset in presets:
         _warn_meta(preset)
     if args.format == "json":
@@ -168,25 +168,37 @@ def cmd_presets_list(args: argparse.Namespace, out: TextIO) -> int:
         f = facets(p)
         origin = "" if p.builtin else f"  [{p.path.parent}]"
         out.write(f"{p.name:<{width}}  {f['runtime']:<9} {f['stage']!s:<5} {f['offload']:<7} {f['precision']:<9} "
-                  f"{p.title}{origin}\n")
+                  f"{_printable(p.title)}{_printable(origin)}\n")
     return EXIT_OK
+
+
+#: Control characters a team file's text may hold (escape sequences that retitle, clear or recolour a terminal),
+#: other than the newline and tab text keeps.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: object) -> str:
+    """``text`` for a terminal: control characters written as escapes (``\\x1b``), as lone surrogates are."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def _show_text(p: Preset, out: TextIO) -> None:
     m = p.meta
-    out.write(f"{p.title}  ({p.name}{'' if p.builtin else ', ' + str(p.path)})\n\n")
+    out.write(_printable(f"{p.title}  ({p.name}{'' if p.builtin else ', ' + str(p.path)})") + "\n\n")
     for key, label in (("description", None), ("when_to_use", "When to use"), ("when_not_to_use", "When not to"),
                        ("hardware", "Hardware")):
         if m.get(key):
-            out.write(f"{label + ': ' if label else ''}{m[key]}\n\n")
-    out.write(f"Target runtime: {p.target}; verified with DeepSpeed {', '.join(p.verified_with) or '-'}\n")
+            out.write(f"{label + ': ' if label else ''}{_printable(m[key])}\n\n")
+    out.write(_printable(f"Target runtime: {p.target}; verified with DeepSpeed {', '.join(p.verified_with) or '-'}")
+              + "\n")
     if p.justifications:
         out.write("\nWhy each choice:\n")
         for j in p.justifications:
-            out.write(f"  {j.get('key')}: {j.get('why')}  [{j.get('doc')} § {j.get('section')}]\n")
+            out.write("  " + _printable(f"{j.get('key')}: {j.get('why')}  [{j.get('doc')} § {j.get('section')}]")
+                      + "\n")
     problems = meta_problems(m, vetted=p.builtin)  # a team file's malformed metadata is named, not a traceback
     if problems:
-        out.write("\n" + "".join(f"problem: {problem}\n" for problem in problems))
+        out.write("\n" + "".join(f"problem: {_printable(problem)}\n" for problem in problems))
     out.write("\nConfig:\n" + json.dumps(p.config, indent=2) + "\n")
 
 
@@ -263,7 +275,7 @@ def cmd_presets_check(args: argparse.Namespace, out: TextIO) -> int:
         lines += [f"{at(str(preset.path), locate(positions, problem.path))}: {problem.message}"
                   for problem in problems]
     for line in lines:
-        out.write(line + "\n")
+        out.write(_printable(line) + "\n")
     out.write(f"{len(presets)} preset(s) checked: {len(presets) - failing} vetted, {failing} with problems"
               f"{f', {len(unreadable)} file(s) skipped' if unreadable else ''}\n")
     return EXIT_ERRORS if failing or unreadable else EXIT_OK
