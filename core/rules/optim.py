@@ -483,11 +483,16 @@ def _param_value(param: Param, value: Any, path: str, kind: str, cpp_bool: bool 
             None)):
         yield Finding(
             "error", f"{kind}.param-type", path,
-            f"`{path}[{bad[0]}]` is {brief(bad[1])}; every value must be a number. DeepSpeed passes them to the "
-            "optimizer's C++ kernel, which refuses anything else (TypeError: at the first step for the fused Adam, "
-            "at deepspeed.initialize for the CPU Adam of ZeRO-Offload).",
+            f"`{path}[{bad[0]}]` is {brief(bad[1])}; every value must be a number. "
+            + ("DeepSpeed passes them to the optimizer's C++ kernel, which refuses anything else (TypeError: at the "
+               "first step for the fused Adam, at deepspeed.initialize for the CPU Adam of ZeRO-Offload)."
+               if kind == "optimizer" else
+               "The scheduler computes each parameter group's learning rate from it, and deepspeed.initialize "
+               "fails (TypeError)."),
             suggestion=f"Default: {brief(default)}." if default is not None else "",
-            fix=set_fix(path, list(default)) if default is not None else None, page="optimizer",
+            # a list default (betas) is written as a list; a number (a scheduler's lr) stands for every group
+            fix=set_fix(path, list(default) if isinstance(default, list | tuple) else default)
+            if default is not None else None, page="optimizer",
         )
         return
     if param.meta.choices and value not in param.meta.choices:

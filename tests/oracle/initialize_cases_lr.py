@@ -6,6 +6,15 @@ from tests.oracle.initialize import SGD, TINY, InitializeCase
 
 SCHEDULER_AND_STEP_CASES: tuple[InitializeCase, ...] = (
     InitializeCase(
+        "scheduler-lr-list-item-not-a-number",
+        "a scheduler's per-group learning rates hold a text: the lr it computes at construction subtracts it",
+        {**TINY, "optimizer": SGD, "scheduler": {"type": "WarmupLR", "params": {
+            "warmup_min_lr": ["x"], "warmup_max_lr": 0.01, "warmup_num_steps": 10}}},
+        True,
+        "TypeError",
+        "unsupported operand type(s) for -",
+    ),
+    InitializeCase(
         "control-warmuplr",
         "a valid DeepSpeed scheduler",
         {**TINY, "optimizer": SGD, "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}},
