@@ -405,13 +405,19 @@ def elasticity(ctx: Context) -> Iterator[Finding]:
         sp = (sequence_parallel_degree(ctx.config) if reads_sequence_parallel(ctx.version) else None) or 1
         gpu_counts = tuple(c * sp for c in result.valid_world_sizes)
         in_gpus = f" (GPU counts: {_counts_text(gpu_counts)}, with sequence_parallel_size {sp})" if sp > 1 else ""
+        # the counts that really pass: version 0.2 with model parallelism lists, for a GPU count its search does not
+        # accept, a fallback of that count's data-parallel size, which the check then refuses as well
+        accepted = tuple(valid_world_sizes(ctx.config, max(1024, 2 * ctx.world_size), ctx.version))
+        listed = (f"accepts it only on these data-parallel sizes: {valid}{in_gpus}; {on} is not one of them"
+                  if set(gpu_counts) <= set(accepted) else
+                  f"refuses {on} (its list of valid sizes for it, {valid}, is a fallback the GPU count is then checked "
+                  f"against); the GPU counts it accepts with this section: {_counts_text(accepted) or 'none'}")
         yield Finding(
             "error", "elasticity.world-size", "elasticity",
             f"Elastic training picks train_batch_size {result.train_batch_size}, and DeepSpeed {ctx.version} "
-            + (f"accepts it only on these data-parallel sizes: {valid}{in_gpus}; {on} is not one of them"
-               if valid else "finds no data-parallel size it accepts")
+            + (listed if valid else "finds no data-parallel size it accepts")
             + ", so DeepSpeed stops at start-up (ElasticityIncompatibleWorldSize).",
-            suggestion=(f"Run on a GPU count it accepts{_nearest_text(gpu_counts, ctx.world_size)}, or "
+            suggestion=(f"Run on a GPU count it accepts{_nearest_text(accepted, ctx.world_size)}, or "
                         + (f"{fix.description[0].lower()}{fix.description[1:]}, which makes {on} valid." if fix else
                            "change elasticity.max_train_batch_size, micro_batch_sizes, min_gpus or max_gpus.")),
             fix=fix, page="batch",

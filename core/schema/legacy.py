@@ -134,6 +134,10 @@ class ElasticityConfig(LenientSection):
         if not all(isinstance(m, int) for m in micro):
             raise ValueError(f"Elasticity expected micro_batch_sizes to only contain a list of integers, instead "
                              f"contains: f{micro}")  # DeepSpeed's own words, its stray "f" included
+        if micro and all(isinstance(m, bool) for m in micro):  # DeepSpeed's isinstance(m, int) lets them through
+            raise ValueError(f"Elasticity micro_batch_sizes holds only booleans ({micro}): DeepSpeed's search takes "
+                             "their least common multiple with numpy, which refuses booleans (UFuncTypeError); "
+                             "write micro batch sizes as numbers")
         if not all(m > 0 for m in micro):
             raise ValueError(f"Elasticity expected micro_batch_sizes to only contain positive integers, instead "
                              f"contains: f{micro}")

@@ -235,6 +235,8 @@ def edge_configs() -> list[Mutation]:
             ("version 0.15", {"version": 0.15}),
             ("no micro batch sizes", {"micro_batch_sizes": []}),
             ("a float micro batch", {"micro_batch_sizes": [2.0, 4]}),
+            ("only boolean micro batches", {"micro_batch_sizes": [True]}),  # numpy's lcm refuses booleans
+            ("a boolean beside a number", {"micro_batch_sizes": [True, 2]}),  # a mix computes (True is 1)
             ("a string largest batch", {"max_train_batch_size": "64"}),
             ("a string min_gpus", {"min_gpus": "1"}),
             ("a string min_time", {"min_time": "5"}),
@@ -244,6 +246,11 @@ def edge_configs() -> list[Mutation]:
          {"elasticity": {"enabled": True, "max_train_batch_size": 8, "micro_batch_sizes": [3], "version": 0.1}}),
         ("elastic training version 0.2 that finds a batch of 0 on 8 GPUs",
          {"elasticity": {"enabled": True, "max_train_batch_size": 8, "micro_batch_sizes": [4], "version": 0.2}}),
+        # version 0.2 with model parallelism, on a GPU count its search does not accept: DeepSpeed checks the GPU
+        # count against a fallback list of that count's data-parallel size, which refuses it too
+        ("elastic training version 0.2 with model parallelism", {"elasticity": {
+            "enabled": True, "max_train_batch_size": 1000, "micro_batch_sizes": [2, 4], "version": 0.2,
+            "num_gpus_per_node": 8, "model_parallel_size": 2}}),
         ("elastic training replacing a written batch",
          {"train_batch_size": 32, "elasticity": {"enabled": True, "max_train_batch_size": 100,
                                                  "micro_batch_sizes": [2, 4], "ignore_non_elastic_batch_info": True}}),
