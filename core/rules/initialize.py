@@ -289,14 +289,14 @@ def gradient_scaling_reduce_scatter(ctx: Context) -> Iterator[Finding]:
         "" if "reduce_scatter" in ctx.zero else " (its default)")
     factor = ctx.config.get("gradient_predivide_factor", 1.0)
     # a number other than 1 (other values: misc.step-number); prescale_gradients is read with get_scalar_param and
-    # used as a Python truth value ("false" is on: type.truthy-string; "auto": the auto rule)
+    # used as a Python truth value ("false" and "auto" are on: type.truthy-string and auto.kept say so besides)
     prescale = ctx.config.get("prescale_gradients", False)
     refused = (
         ("error", "engine.predivide-reduce-scatter", "gradient_predivide_factor", factor, PREDIVIDE_CHECK,
          isinstance(factor, int | float) and not isinstance(factor, bool) and factor != 1.0,
          "the default 1.0", "so that ZeRO all-reduces the gradients and divides them by the factor first"),
         ("error", "engine.prescale-reduce-scatter", "prescale_gradients", prescale, PRESCALE_CHECK,
-         prescale != "auto" and bool(prescale), "ZeRO then averages the gradients after reducing them", ""),
+         bool(prescale), "ZeRO then averages the gradients after reducing them", ""),
     )
     for severity, code, key, value, fragment, on, removed, kept in refused:
         if on and (check := _zero_check(ctx, fragment)):

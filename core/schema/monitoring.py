@@ -116,21 +116,21 @@ class FlopsProfilerConfig(LenientSection):
         "string) fails while the config is parsed.",
     )
     recompute_fwd_factor: float = ds_field(
-        0.0, as_written="profile",
+        0.0, as_written="profile", auto="fails",
         description="Fraction of the forward pass recomputed in the backward (activation checkpointing), "
         "counted in the FLOPs: 0.0 none, 1.0 full recomputation.",
     )
     profile_step: int = ds_field(
-        1, as_written="step",
+        1, as_written="step", auto="fails",
         unit="steps",
         description="Global step at which to profile. Use a step after warm-up for accurate timings.",
     )
     module_depth: int = ds_field(
-        -1, as_written="profile",
+        -1, as_written="profile", auto="fails",
         description="Depth of the module tree in the aggregated output; -1 prints every level.",
     )
     top_modules: int = ds_field(
-        1, as_written="profile", description="How many top modules the aggregated output lists."
+        1, as_written="profile", auto="fails", description="How many top modules the aggregated output lists."
     )
     detailed: bool = ds_field(True, description="Print the detailed per-module profile.")
     output_file: str | None = ds_field(

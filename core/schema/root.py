@@ -105,7 +105,7 @@ class DeepSpeedConfig(LenientSection):
         description="Scale gradients before the all-reduce instead of after it.",
     )
     gradient_predivide_factor: float = ds_field(
-        1.0, auto="kept", page="precision", raises="step",
+        1.0, auto="fails", page="precision", raises="step",
         description="Divide gradients by this factor before the all-reduce (and by world size / factor "
         "after); helps avoid fp16 overflow on many GPUs.",
     )

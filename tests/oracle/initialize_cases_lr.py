@@ -2,9 +2,41 @@
 
 from __future__ import annotations
 
-from tests.oracle.initialize import SGD, TINY, InitializeCase
+from tests.oracle.initialize import ADAMW, SGD, TINY, InitializeCase
 
 SCHEDULER_AND_STEP_CASES: tuple[InitializeCase, ...] = (
+    InitializeCase(
+        "predivide-factor-auto",
+        "gradient_predivide_factor \"auto\": plain DeepSpeed keeps the string and divides by it at the all-reduce",
+        {**TINY, "optimizer": SGD, "gradient_predivide_factor": "auto"},
+        True,
+        "TypeError",
+        "unsupported operand type(s) for /",
+        phase="step",
+    ),
+    InitializeCase(
+        "prescale-gradients-auto-zero3",
+        "prescale_gradients \"auto\" is a true string: ZeRO-3 with reduce_scatter refuses pre-scaling",
+        {**TINY, "optimizer": ADAMW, "prescale_gradients": "auto", "zero_optimization": {"stage": 3}},
+        True,
+        "AssertionError",
+        "pre-scale gradients is not yet supported with ZeRO-3",
+    ),
+    InitializeCase(
+        "flops-profiler-step-auto",
+        "flops_profiler.profile_step \"auto\": the engine compares the step number with the string",
+        {**TINY, "optimizer": SGD, "flops_profiler": {"enabled": True, "profile_step": "auto"}},
+        True,
+        "TypeError",
+        "not supported between instances of",
+        phase="step",
+    ),
+    InitializeCase(
+        "control-comms-logger-enabled-auto",
+        "comms_logger with enabled \"auto\": the logger is on (the key is present), and training runs",
+        {**TINY, "optimizer": SGD, "comms_logger": {"enabled": "auto"}},
+        False,
+    ),
     InitializeCase(
         "scheduler-lr-list-item-not-a-number",
         "a scheduler's per-group learning rates hold a text: the lr it computes at construction subtracts it",
