@@ -589,3 +589,15 @@ def test_plan_sweep_says_which_sizes_it_left_out_and_why():
             "the global batch of 24") in run(argv)[1]
     data = json.loads(run([*argv[:5], "--global-batch", "512", "--sweep", "--format", "json"])[1])
     assert data["gpu_sweep_skipped"] == [] and len(data["gpu_sweep"]) == 7
+
+
+def test_the_measured_steps_are_counted_in_words():
+    from core.perf import LogSummary, step_source
+
+    assert step_source(LogSummary(step_seconds=(2.0,))).endswith("the log's one step")
+    assert step_source(LogSummary(step_seconds=(3.0, 2.0))).endswith("the log's second step, the first dropped as "
+                                                                       "warm-up")
+    assert step_source(LogSummary(step_seconds=(3.0, 2.0, 2.1))).endswith("the median of 2 steps, the first of 3 "
+                                                                            "dropped as warm-up")
+    assert step_source(LogSummary(samples_per_second=(8.0,)), 16).endswith("of 1 report")
+    assert step_source(LogSummary()) is None

@@ -204,6 +204,8 @@ def step_source(summary: LogSummary, global_batch: int | None = None, batch_of: 
         what, series = found
         if len(series) == 1:
             return f"{what}: the log's one step"
+        if len(series) == 2:
+            return f"{what}: the log's second step, the first dropped as warm-up"
         return f"{what}: the median of {len(series) - 1} steps, the first of {len(series)} dropped as warm-up"
     if summary.samples_per_second and global_batch:
         reports = len(summary.samples_per_second)
