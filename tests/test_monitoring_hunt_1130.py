@@ -39,3 +39,12 @@ def test_a_comms_logger_whose_enabled_is_auto_is_said_to_be_on():
     # under the HF Trainer, Accelerate refuses the "auto" first: that error, not the logger's warning
     hf = {f.code for f in core.validate({**B, "comms_logger": {"enabled": "auto"}}, world_size=1, target="hf").findings}
     assert "auto.not-filled" in hf and "misc.comms-logger-on" not in hf
+
+
+@pytest.mark.parametrize(("value", "code"), [(None, "removed.key"), (False, "removed.key"), (0, "removed.key"),
+                                             (True, "removed.enabled-section"), ("yes", "removed.enabled-section")])
+def test_a_removed_flag_is_switched_on_by_its_truth_value(value, code):
+    """sparse_gradients: null on 0.19.8 was "switched on" (null differs from the default false); the releases that
+    read it test its truth value, so null is off. The refusal is the same; the code and words say which."""
+    found = [f.code for f in core.validate({**B, "sparse_gradients": value}, world_size=1, version="0.19.8").errors]
+    assert found == [code]

@@ -145,7 +145,8 @@ class Context:
 def switched_on(prefix: str, key: str, value: Any) -> bool:
     """Whether ``value`` of ``key`` at ``prefix`` asks for something, in the releases that read the key: a section
     with a true ``enabled`` (or, without one, any non-empty section), else a value other than what leaving the
-    key out means there (the newest reading release's recorded default; a true value when none is recorded).
+    key out means there (the newest reading release's recorded default, a flag's by its truth value: null or 0 is
+    off; a true value when none is recorded).
     "auto" is as if absent (DeepSpeed's config models drop it). Removing a key that is switched on loads the
     config in a release that refuses the key, but trains without what it asked for."""
     from core import versions
@@ -155,4 +156,6 @@ def switched_on(prefix: str, key: str, value: Any) -> bool:
     if isinstance(value, dict):
         return bool(value.get("enabled")) if "enabled" in value else bool(value)
     found, default = versions.newest_default(prefix, key)
+    if found and isinstance(default, bool):  # a flag, read as a truth value (get_scalar_param and `if`): null is off
+        return bool(value) != default
     return value != default if found else bool(value)
