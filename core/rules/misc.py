@@ -515,9 +515,11 @@ def _comms_logger_on(ctx: Context) -> Iterator[Finding]:
     that, never from the section's own ``enabled`` (0.16.9-0.19.8); each logged op then synchronises the device."""
     value = ctx.config.get("comms_logger")
     # "auto": plain DeepSpeed drops it and reads the default, false (auto.default), and the logger is on all the same
-    meant_off = not value or value.get("enabled") == "auto" or ("enabled" in value and lax_bool(value["enabled"])
-                                                               is False) if isinstance(value, dict) else False
-    if not meant_off or (ctx.is_hf and value.get("enabled") == "auto"):
+    if not isinstance(value, dict):
+        return  # absent, or something the type check refuses
+    enabled = value.get("enabled")
+    meant_off = not value or enabled == "auto" or ("enabled" in value and lax_bool(enabled) is False)
+    if not meant_off or (ctx.is_hf and enabled == "auto"):
         return  # absent, settings meant on, something the type check refuses, or an "auto" Accelerate refuses
     how = "an empty object" if not value else f"an object whose `enabled` is {brief(value['enabled'])}"
     yield Finding(

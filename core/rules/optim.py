@@ -306,7 +306,7 @@ def _torch_refused(cls: str, params: dict[str, Any], flagged: set[str], kind: st
             if path in found:
                 continue
             value = params[key]
-            # a whole float where the class counts with an int (LBFGS's history_size 10.0): the int was meant
+            # a whole float where the class counts with an int (torch's Muon refuses ns_steps 5.0): the int was meant
             whole = int(value) if torch_checks.step_probe(value) in (1.0, -1.0) and isinstance(value, float) and \
                 type(defaults.get(key)) is int else None
             meant = whole if whole is not None else defaults.get(key)
@@ -330,7 +330,7 @@ def _optimizer_params(ctx: Context, name: str, spec: OptimizerSpec | str, params
         findings = list(_torch_optimizer_params(spec, params))
         flagged = {f.path.split(".", 2)[-1] for f in findings if f.severity == "error"}
         refused = _torch_refused(spec, params, flagged)
-        errors = {f.path for f in refused}  # an error on the key says more than its warning (LBFGS's lr: true)
+        errors = {f.path for f in refused}  # an error on the key says more than its warning (a bool lr torch refuses)
         yield from (f for f in findings if f.path not in errors)
         yield from refused
         return

@@ -235,9 +235,9 @@ def step_probe(value: Any) -> Any:
 
 def step_refusals(cls: str, params: Mapping[str, Any]) -> Iterator[Refusal]:
     """What the first steps of the torch.optim class ``cls`` refuse in ``params`` although its constructor accepts
-    it (``weight_decay: true`` reaches ``grad.add(param, alpha=True)``; LBFGS's ``history_size: 0`` pops from an
-    empty history): the kinds of value ``scripts/gen_torch_checks.py`` found refused by stepping the installed
-    torch, a value matched by its kind (``step_probe``: true is not 1, 2.0 is a whole float like 1.0)."""
+    it (``weight_decay: true`` reaches ``grad.add(param, alpha=True)``; an lr beyond float32's range cannot be
+    converted for the weights): the kinds of value ``scripts/gen_torch_checks.py`` found refused by stepping the
+    installed torch, a value matched by its kind (``step_probe``: true is not 1, 2.0 is a whole float like 1.0)."""
     if not known(cls):
         return
     for record in versions.torch_checks()["classes"][cls].get("steps", {}).get("refused", ()):
