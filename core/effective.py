@@ -261,6 +261,10 @@ class Effective:
     """ZenFlow is on: ``zero_optimization.zenflow`` is an object (``{}`` too; null and "auto" leave it off) in a
     release that reads it (0.17.5 on). With ZeRO-1/2 and the optimizer offloaded, Adam/AdamW is then
     ``ZenFlowCPUAdam`` and ZenFlow's own torch AdamW is built with ``optimizer.params`` as keywords."""
+    comms_logger: bool = False
+    """DeepSpeed's communication logger is on: ``DeepSpeedCommsConfig`` sets ``comms_logger_enabled = 'comms_logger'
+    in ds_config`` (the section's ``enabled`` is never read; 0.16-0.19.8), and ``deepspeed.comm``'s ``timed_op`` then
+    synchronises the device after every collective, so no communication overlaps compute."""
     deepcompile: bool = False
     """``compile.deepcompile`` as the engine reads it (``is_deepcompile_enabled``: the pydantic compile config, a lax
     bool; "auto" and absent are off)."""
@@ -429,6 +433,7 @@ def effective(config: Mapping[str, Any] | None, version: str = "0.19.8") -> Effe
         autotp_size_string=isinstance(_section(cfg, "tensor_parallel").get("autotp_size"), str),
         zenflow=isinstance(zero.get("zenflow"), Mapping)
         and versions.key_known(version, "zero_optimization", "zenflow") is True,
+        comms_logger="comms_logger" in cfg,
         deepcompile=pydantic_bool(_section(cfg, "compile"), "deepcompile", False),
     )
 

@@ -161,9 +161,13 @@ def _tried(sit: Situation | None, zero: Mapping[str, Any], drop: tuple[str, ...]
     (no config given) or is not faster."""
     if sit is None or sit.config is None or not isinstance(sit.config, Mapping):
         return None
+    return _faster(sit, _changed(sit.config, zero, drop))
+
+
+def _faster(sit: Situation, changed: dict[str, Any]) -> float | None:
+    """The predicted step time of ``changed`` (``sit``'s config with a change), or None when it is not faster."""
     from core.perf.predict import predict  # predict imports this module
 
-    changed = _changed(sit.config, zero, drop)
     token = _TRYING.set(True)
     try:
         seconds = predict(changed, sit.model, sit.cluster, sit.shape, version=sit.version,
@@ -318,6 +322,19 @@ def _reduce_scatter_advice(name: str, stage: int | None, overlap: bool | None,
     return "the gradient reduction is exposed: " + "; ".join(ways)
 
 
+def _comms_logger_advice(sit: Situation | None) -> str | None:
+    """The communication logger's cost, when the planner predicts the config faster without ``comms_logger`` (the
+    section's presence turns the logger on, whatever its ``enabled`` says)."""
+    if sit is None or not isinstance(sit.config, Mapping) or not getattr(sit.settings, "comms_logger", False):
+        return None
+    faster = _faster(sit, {key: value for key, value in sit.config.items() if key != "comms_logger"})
+    if faster is None:
+        return None
+    return ("The communication logger (the comms_logger section, on whatever its `enabled` says) synchronises the "
+            "device after every collective, so none hides behind compute: without the section the step is faster"
+            f"{_effect(sit, faster)}.")
+
+
 def _advice(name: str, stage: int | None = None, overlap: bool | None = None, sit: Situation | None = None) -> str:
     if "gradient reduce-scatter" in name or "reduce_scatter off" in name:
         return _reduce_scatter_advice(name, stage, overlap, sit)
@@ -397,7 +414,9 @@ def bottleneck_text(breakdown: dict[str, float], total: float, *, stage: int | N
     if _TRYING.get():  # a changed config predicted for another's advice: its own words are not read
         return f"{name} takes {share:.0f}% of the step."
     advice = _advice(name, stage, overlap, situation)
-    return f"{name} takes {share:.0f}% of the step" + (f"; {advice}." if advice else ".")
+    text = f"{name} takes {share:.0f}% of the step" + (f"; {advice}." if advice else ".")
+    logger = _comms_logger_advice(situation)
+    return f"{text} {logger}" if logger else text
 
 
 def assumptions_text(cluster: Cluster) -> str:

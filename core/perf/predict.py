@@ -31,6 +31,8 @@ The model, per GPU and per micro-step (b sequences of s tokens):
 - overlap: communication that DeepSpeed runs on a side stream (overlap_comm, and ZeRO-3's prefetch) hides
   behind the compute of its own phase up to ``efficiency.overlap`` (forward gathers behind the forward,
   backward gathers and gradient reductions behind the recomputation and backward); the rest adds to the step.
+  A ``comms_logger`` section (its presence turns the logger on) synchronises the device after every collective,
+  so nothing overlaps then.
 - offload: gradients go to the host every micro-step (master dtype, over PCIe), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
@@ -169,7 +171,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
     gpn_zero = max(1, g // st.tp)
     params = model.total_params / st.tp
     wire = params * st.comm_bytes
-    overlap = m.overlap_comm
+    overlap = m.overlap_comm and not st.comms_logger  # the logger synchronises after every collective
     # each tensor-parallel rank of a node has its own data-parallel ring, and they share the node's network
     rings = min(st.tp, g)
     ring = lambda nbytes, factor, intra_only=False: ring_seconds(nbytes, factor, zero_ranks, gpn_zero, cl, intra_only,  # noqa: E731

@@ -106,6 +106,7 @@ class PerfSettings:
     unfused_optimizer: bool = False  # DeepSpeed runs FP16_UnfusedOptimizer (see UNFUSED_PRECISIONS)
     max_reuse_distance: int = 1_000_000_000  # zero_optimization.stage3_max_reuse_distance (parameters)
     reduce_scatter: bool = True  # zero_optimization.reduce_scatter: stages 1-2 all-reduce the gradients when off
+    comms_logger: bool = False  # core.effective's comms_logger: every collective synchronises, none overlaps
     notes: tuple[str, ...] = ()
 
     @property
@@ -190,6 +191,10 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
         notes.append(f"ZeRO++ ({', '.join(zeropp)}) only acts with ZeRO stage 3: ignored.")
     grad_accum, micro, batch_problem, elastic = _batch(cfg, total_gpus, version, notes)
     notes.extend(f"Not modelled: {what}." for what, on in _UNMODELLED.values() if on(cfg))
+    if meaning.comms_logger:
+        notes.append("comms_logger is present, which turns DeepSpeed's communication logger on whatever its "
+                     "`enabled` says: it synchronises the device after every collective, so no communication "
+                     "hides behind compute; costed so (without overlap_comm's overlap).")
     compile_sec = cfg.get("compile")
     if isinstance(compile_sec, Mapping):  # CompileConfig has no "enabled": engine.compile() turns it on
         notes.append("Not modelled: DeepCompile (compile.deepcompile: the compiler schedules ZeRO's gathers and "
@@ -253,5 +258,6 @@ def read_settings(ds_config: Mapping[str, Any] | None, total_gpus: int,
         max_reuse_distance=int(min(reuse, 1e18)) if isinstance(reuse, int | float) and not isinstance(reuse, bool)
         and reuse >= 0 else 1_000_000_000,
         reduce_scatter=pydantic_bool(zero, "reduce_scatter", True),
+        comms_logger=meaning.comms_logger,
         notes=tuple(notes),
     )

@@ -1,0 +1,70 @@
+"""The communication logger in the planner: a ``comms_logger`` section turns DeepSpeed's logger on by its presence
+(``DeepSpeedCommsConfig``: ``comms_logger_enabled = 'comms_logger' in ds_config``, whatever ``enabled`` says), and
+``deepspeed.comm``'s ``timed_op`` then synchronises the device after every collective, so no communication overlaps
+compute. ``predict`` costed such a config as if its collectives overlapped, and said nothing of the logger."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+
+from core.effective import effective
+from core.memory import Shape
+from core.models import get_spec
+from core.perf import Cluster, predict
+from core.perf.advice import duration_text
+
+SPEC = get_spec("meta-llama/Llama-2-7b-hf")
+SLOW = Cluster("NVIDIA A100 80GB", 8, 8, inter_node_gbit_s=100)
+SHAPE = Shape(4, 2048, "flash")
+
+
+def _config(stage: int, **extra) -> dict:
+    return {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+            "zero_optimization": {"stage": stage, "overlap_comm": True}, **extra}
+
+
+@pytest.mark.parametrize("section", [{"enabled": True}, {"enabled": False}, {}, {"enabled": "auto"}])
+def test_the_logger_is_on_whenever_the_section_is_there_as_every_release_reads_it(section):
+    assert effective(_config(3, comms_logger=section)).comms_logger
+    assert not effective(_config(3)).comms_logger
+
+
+def test_the_reading_matches_the_release_source():
+    comm_config = pytest.importorskip("deepspeed.comm.config")
+    comm = pytest.importorskip("deepspeed.comm.comm")
+    assert "self.comms_logger_enabled = 'comms_logger' in ds_config" in inspect.getsource(
+        comm_config.DeepSpeedCommsConfig.__init__)
+    assert "get_accelerator().synchronize()" in inspect.getsource(comm.timed_op)
+
+
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_with_the_logger_no_collective_hides_behind_compute(stage):
+    quiet = predict(_config(stage), SPEC, SLOW, SHAPE)
+    logged = predict(_config(stage, comms_logger={"enabled": False}), SPEC, SLOW, SHAPE)
+    assert logged.step_seconds > quiet.step_seconds
+    assert not any(name.endswith("(exposed)") for name in logged.breakdown)
+    assert any(name.endswith("(exposed)") for name in quiet.breakdown)
+    # the collectives are the same work, all of it on the critical path now
+    compute = "forward + backward compute"
+    assert logged.breakdown[compute] == pytest.approx(quiet.breakdown[compute])
+    assert any("comms_logger is present" in note for note in logged.notes)
+    assert not any("comms_logger" in note for note in quiet.notes)
+
+
+def test_the_bottleneck_says_what_removing_the_section_saves():
+    config = _config(3, comms_logger={"enabled": True})
+    logged = predict(config, SPEC, SLOW, SHAPE)
+    without = predict({k: v for k, v in config.items() if k != "comms_logger"}, SPEC, SLOW, SHAPE)
+    assert "The communication logger" in logged.bottleneck
+    figures = re.search(r"\((\S+ \S+) → (\S+ \S+) per step\)", logged.bottleneck.split("communication logger")[1])
+    assert figures.groups() == (duration_text(logged.step_seconds), duration_text(without.step_seconds))
+    assert "communication logger" not in without.bottleneck
+
+
+def test_one_gpu_has_no_collective_and_no_logger_advice():
+    one = Cluster("NVIDIA A100 80GB", 1, 1)
+    logged = predict(_config(2, comms_logger={"enabled": True}), SPEC, one, Shape(1, 512, "flash"))
+    assert "communication logger" not in logged.bottleneck
