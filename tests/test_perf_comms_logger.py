@@ -68,3 +68,21 @@ def test_one_gpu_has_no_collective_and_no_logger_advice():
     one = Cluster("NVIDIA A100 80GB", 1, 1)
     logged = predict(_config(2, comms_logger={"enabled": True}), SPEC, one, Shape(1, 512, "flash"))
     assert "communication logger" not in logged.bottleneck
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    ({"wall_clock_breakdown": True}, True), ({"wall_clock_breakdown": 1}, True),
+    ({"wall_clock_breakdown": False}, False), ({}, False),
+    ({"flops_profiler": {"enabled": True}}, True),  # DeepSpeedConfig: wall_clock_breakdown | flops_profiler.enabled
+])
+def test_wall_clock_breakdown_is_named_as_not_modelled_when_the_engine_runs_its_timers(extra, named):
+    """engine.step logs the micro timers after every micro-step when wall_clock_breakdown is on, which synchronises
+    the host with the device: not costed, so named."""
+    notes = predict(_config(2, **extra), SPEC, SLOW, SHAPE).notes
+    assert any(n.startswith("Not modelled: wall_clock_breakdown") for n in notes) is named
+
+
+def test_the_wall_clock_reading_matches_the_release_source():
+    config = pytest.importorskip("deepspeed.runtime.config")
+    assert "get_wall_clock_breakdown(param_dict) | self.flops_profiler_config.enabled" in inspect.getsource(
+        config.DeepSpeedConfig._initialize_params)

@@ -70,6 +70,12 @@ _UNMODELLED = {
     "flops_profiler": ("the flops profiler (adds synchronisation while it profiles)",
                        lambda c: section_enabled(c, "flops_profiler")),
     "amp": ("apex AMP (costed as fp16)", lambda c: section_enabled(c, "amp")),
+    # engine.step logs the micro timers after every micro-step: each timer's elapsed() synchronises on its events;
+    # DeepSpeedConfig ORs the flag with flops_profiler.enabled
+    "wall_clock_breakdown": ("wall_clock_breakdown's timers (also on with the flops profiler; read after every "
+                             "micro-step, so the host waits for the GPU each time; usually a small cost)",
+                             lambda c: bool(c.get("wall_clock_breakdown", False))
+                             or section_enabled(c, "flops_profiler")),
 }
 
 
