@@ -70,6 +70,14 @@ _UNMODELLED = {
     "flops_profiler": ("the flops profiler (adds synchronisation while it profiles)",
                        lambda c: section_enabled(c, "flops_profiler")),
     "amp": ("apex AMP (costed as fp16)", lambda c: section_enabled(c, "amp")),
+    # see_memory_usage(force=memory_breakdown) before and after forward, backward and step: gc.collect() on rank 0
+    "memory_breakdown": ("memory_breakdown (rank 0 runs gc.collect() and reads the allocator's statistics before and "
+                         "after every forward, backward and step; the other ranks wait for it at the next collective)",
+                         lambda c: bool(c.get("memory_breakdown", False))),  # get_scalar_param: a truth value
+    # get_pld_enabled (releases before 0.19.8, which refuses the section): the engine hands pld_theta to the
+    # model's forward, which may skip layers
+    "progressive_layer_drop": ("progressive layer drop (a model that reads pld_theta skips layers; costed with "
+                               "every layer run)", lambda c: section_enabled(c, "progressive_layer_drop")),
     # engine.step logs the micro timers after every micro-step: each timer's elapsed() synchronises on its events;
     # DeepSpeedConfig ORs the flag with flops_profiler.enabled
     "wall_clock_breakdown": ("wall_clock_breakdown's timers (also on with the flops profiler; read after every "

@@ -1,7 +1,12 @@
-"""The communication logger in the planner: a ``comms_logger`` section turns DeepSpeed's logger on by its presence
-(``DeepSpeedCommsConfig``: ``comms_logger_enabled = 'comms_logger' in ds_config``, whatever ``enabled`` says), and
-``deepspeed.comm``'s ``timed_op`` then synchronises the device after every collective, so no communication overlaps
-compute. ``predict`` costed such a config as if its collectives overlapped, and said nothing of the logger."""
+"""What monitoring and debugging settings cost the step, in the planner.
+
+- A ``comms_logger`` section turns DeepSpeed's logger on by its presence (``DeepSpeedCommsConfig``:
+  ``comms_logger_enabled = 'comms_logger' in ds_config``, whatever ``enabled`` says), and ``deepspeed.comm``'s
+  ``timed_op`` then synchronises the device after every collective, so no communication overlaps compute.
+  ``predict`` costed such a config as if its collectives overlapped, and said nothing of the logger.
+- ``wall_clock_breakdown`` (also on with the flops profiler), ``memory_breakdown`` and progressive layer drop are
+  not costed; ``predict`` now names them as not modelled, as the issue asks of everything it ignores.
+"""
 
 from __future__ import annotations
 
@@ -86,3 +91,24 @@ def test_the_wall_clock_reading_matches_the_release_source():
     config = pytest.importorskip("deepspeed.runtime.config")
     assert "get_wall_clock_breakdown(param_dict) | self.flops_profiler_config.enabled" in inspect.getsource(
         config.DeepSpeedConfig._initialize_params)
+
+
+@pytest.mark.parametrize(("section", "named"), [({"enabled": True}, True), ({"enabled": False}, False), ({}, False)])
+def test_progressive_layer_drop_is_named_as_not_modelled_where_a_release_runs_it(section, named):
+    notes = predict(_config(2, progressive_layer_drop=section), SPEC, SLOW, SHAPE, version="0.17.6").notes
+    assert any(n.startswith("Not modelled: progressive layer drop") for n in notes) is named
+
+
+@pytest.mark.parametrize(("value", "named"), [(True, True), (False, False)])
+def test_memory_breakdown_is_named_as_not_modelled(value, named):
+    """engine.forward/backward/step call see_memory_usage(force=memory_breakdown): gc.collect() on rank 0."""
+    notes = predict(_config(2, memory_breakdown=value), SPEC, SLOW, SHAPE).notes
+    assert any(n.startswith("Not modelled: memory_breakdown") for n in notes) is named
+
+
+def test_the_memory_breakdown_reading_matches_the_release_source():
+    engine = pytest.importorskip("deepspeed.runtime.engine")
+    utils = pytest.importorskip("deepspeed.runtime.utils")
+    assert 'see_memory_usage("Engine before forward", force=self.memory_breakdown())' in inspect.getsource(
+        engine.DeepSpeedEngine._forward_prologue)
+    assert "gc.collect()" in inspect.getsource(utils.see_memory_usage)
