@@ -231,8 +231,51 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
         adopted["fp16"] = {key: value for key, value in fp16.items() if key not in FP16_LOSS_SCALE_KEYS}
     adopted = without_refused_master_weights(adopted, version, target)[0]
     if untested_with_zero(adopted, version) is not None:
-        adopted["zero_allow_untested_optimizer"] = True
-    return _without_refused_user_keys(config, adopted, version, target)[0]
+        adopted[_UNTESTED_KEY] = True
+    return _with_needed_switches(config, _without_refused_user_keys(config, adopted, version, target)[0], version,
+                                 target)
+
+
+def _with_needed_switches(config: Mapping[str, Any], adopted: dict[str, Any], version: str,
+                          target: str) -> dict[str, Any]:
+    """``adopted`` with the switches its candidate needs that neither it nor ``config`` writes (Muon at ZeRO-3:
+    ``reduce_scatter`` false, which DeepSpeed defaults to true and then refuses): ``needed_switches``."""
+    switches = needed_switches(config, adopted, version, target)
+    if not switches:
+        return adopted
+    adopted = copy.deepcopy(adopted)
+    for path, value, _finding in switches:
+        set_path(adopted, path, value)
+    return adopted
+
+
+def needed_switches(config: Mapping[str, Any], adopted: Mapping[str, Any], version: str = DEFAULT_VERSION,
+                    target: str = "deepspeed") -> tuple[tuple[str, bool, Finding], ...]:
+    """(path, value, finding) for each boolean that ``adopted`` (a candidate loaded into ``config``) leaves at a
+    default DeepSpeed ``version`` refuses with the candidate's settings: an error ``config`` does not have, whose
+    fix sets that key, absent from ``adopted``, to a boolean. What ``adopt_candidate`` writes and the app says."""
+    return _switches(_key_of(config), _key_of(adopted), version, target)
+
+
+@lru_cache(maxsize=512)
+def _switches(config_key: str, adopted_key: str, version: str, target: str) -> tuple[tuple[str, bool, Finding], ...]:
+    config, adopted = json.loads(config_key), json.loads(adopted_key)
+    own = {(f.code, f.path) for f in validate(config, version=version, target=target).errors}
+    found: dict[str, tuple[str, bool, Finding]] = {}
+    for _ in range(_REMOVAL_ROUNDS):
+        new = {}
+        for f in validate(adopted, version=version, target=target).errors:
+            ops = list(f.fix.ops) if f.fix is not None else []
+            if ((f.code, f.path) not in own and len(ops) == 1 and ops[0].op == "set" and ops[0].path == f.path
+                    and isinstance(ops[0].value, bool) and f.path not in found
+                    and get_path(adopted, f.path, _NOT_THERE) is _NOT_THERE):
+                new[f.path] = (f.path, ops[0].value, f)
+        if not new:
+            break
+        for path, value, _finding in new.values():
+            set_path(adopted, path, value)
+        found.update(new)
+    return tuple(found.values())
 
 
 def _without_refused_user_keys(config: Mapping[str, Any], adopted: dict[str, Any], version: str,
@@ -350,7 +393,12 @@ def adoption_notes(config: Mapping[str, Any], adopted: Mapping[str, Any], versio
     beyond the row's batch keys, precision and ZeRO choice, in words: the app says each (``adoption_removals``
     says what went)."""
     notes: list[str] = []
-    if adopted.get("zero_allow_untested_optimizer") is True and config.get("zero_allow_untested_optimizer") is not True:
+    for path, value, finding in _switched_by_adoption(config, adopted, version):
+        if path == _UNTESTED_KEY:
+            continue  # said below, in its own words
+        notes.append(f"{path} set to {json.dumps(value)} (DeepSpeed {version} refuses the row with its default: "
+                     f"{finding.code}: {_first_sentence(finding.message)})")
+    if adopted.get(_UNTESTED_KEY) is True and config.get(_UNTESTED_KEY) is not True:
         section = adopted.get("optimizer")
         name = section.get("type") if isinstance(section, Mapping) else None
         notes.append(f"zero_allow_untested_optimizer set to true (ZeRO was not tested with {name}: without it "
@@ -382,6 +430,36 @@ def adoption_notes(config: Mapping[str, Any], adopted: Mapping[str, Any], versio
         notes.append(f"sub_group_size set to {groups_after:,} (was {was}): the NVMe optimizer swap pins a few "
                      "sub-groups of fp32 states in CPU RAM, and the row's memory rests on the smaller one")
     return notes
+
+
+#: What an optimizer ZeRO was not tested with needs (``untested_with_zero``).
+_UNTESTED_KEY = "zero_allow_untested_optimizer"
+
+
+def _switched_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any],
+                          version: str) -> tuple[tuple[str, bool, Finding], ...]:
+    """The switches ``needed_switches`` wrote into ``adopted``: asked again with the ones ``config`` lacks taken
+    out."""
+    candidates = [path for path in _bool_leaves(adopted) if get_path(config, path, _ABSENT) is _ABSENT]
+    if not candidates:
+        return ()
+    without = copy.deepcopy(dict(adopted))
+    for path in candidates:
+        delete_path(without, path)
+    return tuple(switch for switch in needed_switches(config, without, version) if switch[0] in candidates
+                 and get_path(adopted, switch[0], _NOT_THERE) == switch[1])
+
+
+def _bool_leaves(node: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted paths of the booleans in ``node``'s sections."""
+    paths = []
+    for key, value in node.items():
+        path = join_path(prefix, key)
+        if isinstance(value, bool):
+            paths.append(path)
+        elif isinstance(value, Mapping):
+            paths += _bool_leaves(value, path)
+    return paths
 
 
 def kept_by_adoption(config: Mapping[str, Any], adopted: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
@@ -557,7 +635,14 @@ def _probe(option: Option, cluster: Cluster, per_gpu: int, precision: str, optim
     probe = build_config(stage=stage, offload_optimizer=opt, offload_param=param, zeropp=pp, micro_batch=1,
                          grad_accum=per_gpu, world_size=cluster.total_gpus, precision=precision,
                          gpus_per_node=cluster.gpus_per_node, optimizer=optimizer)
-    return probe if base is None else adopt_candidate(base, probe, target=target, version=version)
+    if base is not None:
+        return adopt_candidate(base, probe, target=target, version=version)
+    if optimizer is None:
+        return probe  # the planner's own AdamW: tested with ZeRO, no switch to set
+    # an optimizer section of the caller's: what adopt_candidate does for the user's
+    if untested_with_zero(probe, version) is not None:
+        probe[_UNTESTED_KEY] = True
+    return _with_needed_switches({}, probe, version, target)
 
 
 def _probes(cluster: Cluster, global_batch: int, precision: str, zeropp: bool, nvme: bool,
