@@ -229,6 +229,8 @@ CASES = [
      "torch_autocast.lower_precision_safe_modules"),
     ("autocast-module-nn", cfg(torch_autocast={"enabled": True, "lower_precision_safe_modules": ["nn.LayerNorm"]}), {},
      "precision.autocast-module-nn", "warning", "torch_autocast.lower_precision_safe_modules"),
+    ("keep-in-fp32-pattern", cfg(bf16={"enabled": True}, data_types={"keep_in_fp32_modules": ["(bias"]}), {},
+     "data-types.keep-in-fp32-pattern", "error", "data_types.keep_in_fp32_modules"),
     ("optimizer-torch-step-raises", cfg(optimizer={"type": "RMSprop", "params": {"lr": 0.1, "weight_decay": True}}),
      {}, "optimizer.torch-step-raises", "error", "optimizer.params.weight_decay"),
     ("scheduler-torch-raises", cfg(optimizer={"type": "SGD", "params": {"lr": 0.1}},

@@ -106,6 +106,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
         field = resolve(DeepSpeedConfig, path)
         if field is not None and not field_exists(field, path.rpartition(".")[0], ctx.version):
             continue  # the key does not exist in this version: reported as such
+        if field is not None and field.meta.extra.get("auto_invalid") and not ctx.is_hf:
+            continue  # a wrong value there like any other spelling: the type check reports it
         section_dropped = field is not None and field.meta.extra.get("auto_dropped", False)
         if field is not None and field.model is not None and not is_strict(field.owner) and not section_dropped:
             continue  # "auto" where a section belongs: DeepSpeed fails reading it (a type error says so)

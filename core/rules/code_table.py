@@ -826,6 +826,12 @@ TABLE: tuple[Code, ...] = (
     _c("data-types.keep-in-fp32", "error", "parse", False, "keep_in_fp32_modules is not \"auto\" or a list.",
        "DeepSpeed requires \"auto\" or a list of name patterns.",
        {**B, "data_types": {"keep_in_fp32_modules": "norm"}}),
+    _c("data-types.keep-in-fp32-pattern", "error", "initialize", None,
+       "keep_in_fp32_modules patterns that are no regular expression.",
+       "Under fp16/bf16, deepspeed.initialize turns each `*` into `.*`, joins the distinct patterns with `|` and "
+       "compiles the result (keep_in_fp32.keep_in_fp32_pattern); an unbalanced parenthesis or a leading `+` fails "
+       "with re.error. No automatic fix: the pattern is the user's to correct.",
+       {**B, "bf16": {"enabled": True}, "data_types": {"keep_in_fp32_modules": ["(bias"]}}),
     _c("data-efficiency.curriculum-metrics", "error", "parse", None, "Curriculum learning without metrics.",
        "DeepSpeed stops when curriculum learning is enabled without curriculum_metrics.",
        {**B, "data_efficiency": {"data_sampling": {"curriculum_learning": {"enabled": True}}}}),

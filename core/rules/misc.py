@@ -4,6 +4,7 @@ autotuning, compile passes, and other top-level values."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -196,6 +197,39 @@ def data_types(ctx: Context) -> Iterator[Finding]:
             "patterns.",
             fix=set_fix("data_types.keep_in_fp32_modules", "auto"), page="advanced",
         )
+    elif isinstance(value, list) and ctx.meaning.precision in ("fp16", "bf16"):
+        yield from _keep_in_fp32_pattern(value)
+
+
+def _keep_in_fp32_pattern(patterns: list[str]) -> Iterator[Finding]:
+    """keep_in_fp32_modules patterns that are no regular expression together: under fp16/bf16 deepspeed.initialize
+    compiles them the way keep_in_fp32.keep_in_fp32_pattern does (each ``*`` as ``.*``, the distinct ones sorted
+    and joined with ``|``) and fails on re.error."""
+    joined = "|".join(sorted({name.replace("*", ".*") for name in patterns}))
+    if not joined:
+        return
+    try:
+        re.compile(joined)
+    except re.error as exc:
+        bad = [name for name in patterns if _pattern_error(name.replace("*", ".*"))]
+        yield Finding(
+            "error", "data-types.keep-in-fp32-pattern", "data_types.keep_in_fp32_modules",
+            f"data_types.keep_in_fp32_modules {brief(patterns)} is no regular expression once DeepSpeed turns each "
+            f"`*` into `.*` and joins the patterns with `|` ({exc}); under fp16/bf16 deepspeed.initialize compiles it "
+            "and fails (re.error).",
+            suggestion=(f"Correct {', '.join(map(repr, bad))}" if bad else "Correct the patterns")
+            + ": they are regular expressions matched anywhere in a buffer's name (escape a literal `(`, `+` or "
+            "`?` with a backslash), and `*` stands for any characters.",
+            page="advanced",
+        )
+
+
+def _pattern_error(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return True
+    return False
 
 
 def data_efficiency(ctx: Context) -> Iterator[Finding]:

@@ -345,7 +345,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     if raises == "step":
         return None  # read raw and used at the first optimizer step: misc.step_numbers says how it fails
     holds_section = field is not None and (field.model is not None or field.item_model is not None)
-    if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section:
+    auto_invalid = field is not None and field.meta.extra.get("auto_invalid") and not ctx.is_hf
+    if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section and not auto_invalid:
         return None  # DeepSpeed keeps "auto" here as a plain value; the "auto" rule explains what follows
     if value == "auto" and field is not None and field.meta.extra.get("auto_dropped"):
         return None  # a keyword argument of a DeepSpeedConfigModel: dropped, the defaults apply (the "auto" rule)
@@ -388,6 +389,14 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
                                                              else None) if kind not in container_kinds else None
     if strict:
         return Finding("error", f"type.{kind}", path, text, hint, fix, page_of(path))
+    if raises == "engine" and field is not None and field.meta.extra.get("engine_reads_under_half") \
+            and ctx.meaning.precision not in ("fp16", "bf16"):
+        return Finding(
+            "warning", "type.unchecked", path,
+            f"{text[:-1]} — DeepSpeed {ctx.version} reads it only under fp16/bf16, so this "
+            f"{ctx.meaning.precision} config trains; with fp16 or bf16 on, deepspeed.initialize fails on it.",
+            hint, fix, page_of(path),
+        )
     if raises == "engine":
         return Finding(
             "error", "type.engine", path,

@@ -58,11 +58,11 @@ _AUTOCAST_DTYPE_NOTE = (
 )
 
 
-def _dtype_field(*, description: str, raises: str = "engine", doc_note: str = _DTYPE_NOTE) -> Any:
+def _dtype_field(*, description: str, raises: str = "engine", doc_note: str = _DTYPE_NOTE, **extra: Any) -> Any:
     """An optional dtype chosen from the three the docs name (unset: the field's own fallback, in ``description``);
     a wrong spelling fails where ``raises`` says (the engine's start by default)."""
     return ds_field(None, choices=_MAIN_DTYPES, widget="select", raises=raises, description=description,
-                    doc_note=doc_note)
+                    doc_note=doc_note, **extra)
 
 
 class FP16Config(Section):
@@ -249,16 +249,22 @@ class TorchAutocastConfig(LenientSection):
 class DataTypesConfig(LenientSection):
     """Data types of gradient accumulation, parameters and buffers (FSDP-style mixed precision policy)."""
 
+    # the engine reads each with DtypeEnum(value), which refuses "auto" as it refuses any other spelling:
+    # auto_invalid sends "auto" to the type check with the rest
     grad_accum_dtype: DtypeName | None = _dtype_field(
         description="Dtype of the gradient accumulation buffer. Unset: the model dtype. `fp32` with bf16 "
         "training is more accurate across many accumulation steps and costs 2 extra bytes per parameter.",
+        auto_invalid=True,
     )
     param_dtype: DtypeName | None = _dtype_field(
         description="Cast the parameters to this dtype. Unset: the mixed-precision dtype (fp16/bf16).",
+        auto_invalid=True,
     )
     buffer_dtype: DtypeName | None = _dtype_field(
         description="Cast the module buffers to this dtype. Unset: buffers keep the dtype they were loaded "
-        "with (e.g. fp32 rotary `inv_freq`); setting it can change results.",
+        "with (e.g. fp32 rotary `inv_freq`); setting it can change results. Read only under fp16/bf16.",
+        auto_invalid=True,
+        engine_reads_under_half=True,  # engine._mixed_precision_dtypes runs only with fp16 or bf16 on
     )
     keep_in_fp32_modules: Literal["auto"] | list[str] = ds_field(
         "auto",

@@ -800,6 +800,42 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "data-types-grad-accum-auto",
+        "data_types.grad_accum_dtype \"auto\": get_data_types reads it with DtypeEnum, as any other spelling",
+        {**TINY, "optimizer": SGD, "data_types": {"grad_accum_dtype": "auto"}},
+        True,
+        "ValueError",
+        "'auto' is not a valid DtypeEnum",
+    ),
+    InitializeCase(
+        "data-types-buffer-dtype-bf16",
+        "data_types.buffer_dtype misspelt under bf16: _mixed_precision_dtypes reads it with DtypeEnum",
+        {**TINY, "optimizer": SGD, "bf16": {"enabled": True}, "data_types": {"buffer_dtype": "fp64"}},
+        True,
+        "ValueError",
+        "'fp64' is not a valid DtypeEnum",
+    ),
+    InitializeCase(
+        "control-data-types-buffer-dtype-fp32",
+        "the same buffer_dtype in fp32 training: the engine reads it only under fp16/bf16; trains",
+        {**TINY, "optimizer": SGD, "data_types": {"buffer_dtype": "fp64"}},
+        False,
+    ),
+    InitializeCase(
+        "data-types-keep-in-fp32-pattern",
+        "keep_in_fp32_modules patterns that are no regular expression, compiled under bf16",
+        {**TINY, "optimizer": SGD, "bf16": {"enabled": True}, "data_types": {"keep_in_fp32_modules": ["(bias"]}},
+        True,
+        "error",
+        "missing ), unterminated subpattern",
+    ),
+    InitializeCase(
+        "control-data-types-keep-in-fp32-pattern",
+        "patterns that are a regular expression only together (\"(x\" | \"y)\"), under bf16: train",
+        {**TINY, "optimizer": SGD, "bf16": {"enabled": True}, "data_types": {"keep_in_fp32_modules": ["(x", "y)"]}},
+        False,
+    ),
+    InitializeCase(
         "control-end", "the first control again, last (no state leaked)", {**TINY, "optimizer": SGD}, False
     ),
 )
