@@ -45,11 +45,14 @@ def _release_default(version: str, model: type, prefix: str, name: str) -> Any:
 
 
 def _num(value: Any, default: float, minimum: float = 0) -> float:
-    """A finite number >= minimum, else the default ("auto", other strings, bools, None). A whole number written
-    as text ("100000000") is that number, as DeepSpeed's pydantic sections read it (lax mode)."""
+    """A finite number >= minimum, else the default ("auto", other strings, None). As DeepSpeed's pydantic sections
+    read an int field (lax mode), a whole number written as text ("100000000") is that number and a boolean is 0 or
+    1 (``buffer_count: true`` is one buffer, ``max_in_cpu: false`` none)."""
     if isinstance(value, str):
         value = lax_int(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+    if isinstance(value, bool):
+        value = int(value)
+    if not isinstance(value, int | float) or value < minimum:
         return default
     try:
         finite = math.isfinite(value)

@@ -254,12 +254,16 @@ def _unknown_key(
 ) -> Finding:
     doc_only = section_meta(model).get("doc_only", {})
     if key in doc_only:
+        dropped = strict and value == "auto"  # a pydantic section drops "auto" values before it checks its keys
+        strict = strict and not dropped
         # removing a switched-on one loads the config but drops what it asks for: its own code, an unsafe fix
         on = strict and switched_on(_profile_prefix(prefix), key, value)
         return Finding(
             "error" if strict else "warning", "keys.doc-only-on" if on else "keys.doc-only", path,
             f"`{key}` {'in `' + prefix + '`' if prefix else 'at the top level'} is mentioned in the DeepSpeed "
-            f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it: {doc_only[key]}"
+            f"docs, but DeepSpeed {'rejects' if strict else 'ignores'} it"
+            + (' (its value "auto" is dropped before the section is checked)' if dropped else "")
+            + f": {doc_only[key]}"
             + (" Its value asks for something: removing it loads the config without that." if on else ""),
             suggestion="Write what it means under the key DeepSpeed reads (above), or remove it."
             if on else "Remove it.",
