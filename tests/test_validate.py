@@ -181,6 +181,12 @@ CASES = [
     ("section-ignored", cfg(timers="auto"), {}, "type.section-ignored", "warning", "timers"),
     ("legacy-curriculum", cfg(curriculum_learning={"enabled": True}), {"version": "0.19.7"},
      "curriculum.legacy-schedule", "error", "curriculum_learning.min_difficulty"),
+    ("compression-group-modules", cfg(compression_training={"row_pruning": {
+        "shared_parameters": {}, "different_groups": {"g": {"params": {"dense_ratio": 0.5}, "modules": ["(fc"]}}}}),
+     {"version": "0.19.6"}, "compression.group-modules", "error",
+     "compression_training.row_pruning.different_groups.g.modules"),
+    ("compression-weight-quantization", cfg(compression_training={"weight_quantization": {"different_groups": {}}}),
+     {"version": "0.19.6"}, "compression.weight-quantization", "error", "compression_training.weight_quantization"),
     ("contiguous-checkpointing", cfg(activation_checkpointing={"contiguous_memory_optimization": True}), {},
      "activation-checkpointing.contiguous", "warning", "activation_checkpointing.contiguous_memory_optimization"),
     ("autotuning-dir", cfg(autotuning={"enabled": True, "results_dir": ""}), {}, "autotuning.empty-dir", "error",

@@ -844,6 +844,23 @@ TABLE: tuple[Code, ...] = (
     _c("data-efficiency.max-tokens", "error", "parse", None, "Dynamic batching without max_tokens.",
        "DeepSpeed stops when dynamic batching is enabled without max_tokens.",
        {**B, "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}}),
+    _c("compression.group-modules", "error", "initialize", None,
+       "A compression group whose modules are no module-name patterns.",
+       "Releases up to 0.19.6 read compression_training; deepspeed.initialize builds the compression scheduler, which "
+       "searches the model's module names with each entry of every group's `modules` (re.search), even for a "
+       "technique that is off. The parser's default is the string \"*\", read one character at a time, and \"*\" "
+       "is no regular expression (re.error \"nothing to repeat\"); an unbalanced parenthesis fails the same way, "
+       "and a number or null is not iterable (TypeError). No automatic fix: the patterns are the user's to write.",
+       {**B, "compression_training": {"row_pruning": {"shared_parameters": {}, "different_groups": {
+           "g": {"params": {"dense_ratio": 0.5}}}}}}, settings={"version": "0.19.6"}),
+    _c("compression.weight-quantization", "error", "initialize", True,
+       "Weight quantization that deepspeed.initialize cannot set up.",
+       "Releases up to 0.19.6: without `shared_parameters` the parser leaves out `quantize_weight_in_forward`, which "
+       "engine.quantize_training reads (KeyError; the fix adds an empty `shared_parameters`, which keeps the "
+       "technique off as before); switched on (read as a truth value) while quantizing in the optimizer step, it "
+       "needs fp16 (AssertionError \"MoQ ... only supported for FP16\").",
+       {**B, "compression_training": {"weight_quantization": {"different_groups": {}}}},
+       settings={"version": "0.19.6"}),
     _c("curriculum.legacy-schedule", "error", "initialize", None, "Legacy curriculum learning on without its schedule.",
        "Releases up to 0.19.7 read the top-level curriculum_learning with dict.get; switched on, deepspeed.initialize "
        "builds CurriculumScheduler, which asserts min_difficulty, max_difficulty and schedule_type, refuses any type "

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from core import versions
 from core.batch import reads_sequence_parallel
 from core.effective import switch_on
-from core.findings import Finding, Fix, brief, get_path, join_path
+from core.findings import Finding, Fix, FixOp, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.rules.initialize import reduce_scatter_on
@@ -115,6 +115,84 @@ def compression_shared_parameters(ctx: Context) -> Iterator[Finding]:
             "weight quantization's shared parameters) to decide whether to read the MoQ eigenvalue settings.",
             suggestion=suggestion, fix=delete_fix(path), page="advanced",
         )
+
+
+def _reads_compression(ctx: Context) -> bool:
+    """Whether DeepSpeed ``ctx.version`` reads compression_training (0.19.7 on refuse it on sight)."""
+    return "compression_training" not in versions.removed_top_level_keys(ctx.version) \
+        and bool(versions.key_known(ctx.version, "", "compression_training"))
+
+
+def compression_initialize(ctx: Context) -> Iterator[Finding]:
+    """What deepspeed.initialize does with compression_training in the releases that read it: its compression
+    scheduler (``compression_scheduler.make_init``) searches the model's module names with each entry of every
+    group's ``modules`` (``re.search(key_word, name)``; the parser's default is the string "*", iterated character by
+    character), and ``engine.quantize_training`` reads weight quantization's ``quantize_weight_in_forward``, which
+    the parser leaves out when that technique has no ``shared_parameters``, and asserts fp16 when the technique is
+    on and quantizes in the optimizer step."""
+    section = ctx.config.get("compression_training")
+    if not isinstance(section, dict) or not _reads_compression(ctx):
+        return
+    for technique, content in section.items():
+        groups = content.get("different_groups") if isinstance(content, dict) else None
+        if technique == "layer_reduction" or not isinstance(groups, dict):
+            continue
+        for name, group in groups.items():
+            if not isinstance(group, dict):
+                continue
+            problem = _module_scope_problem(group.get("modules", "*"))
+            if problem:
+                path = f"compression_training.{technique}.different_groups.{join_path('', name)}"
+                yield Finding(
+                    "error", "compression.group-modules", f"{path}.modules" if "modules" in group else path,
+                    f"Group `{name}` of `{technique}`: its `modules` {problem}; deepspeed.initialize searches the "
+                    f"model's module names with each entry (re.search) when it builds the compression scheduler, "
+                    "even for a technique that is off, and fails.",
+                    suggestion="Write `modules` as a list of regular expressions of module names, e.g. "
+                    '["attention.self", "fc"]; `*` alone is no regular expression (use ".*").',
+                    page="advanced",
+                )
+    quantization = section.get("weight_quantization")
+    if not isinstance(quantization, dict):
+        return
+    path = "compression_training.weight_quantization"
+    shared = quantization.get("shared_parameters")
+    if "shared_parameters" not in quantization:
+        yield Finding(
+            "error", "compression.weight-quantization", path,
+            f"`{path}` has no `shared_parameters`: DeepSpeed {ctx.version}'s parser then leaves out "
+            "`quantize_weight_in_forward`, which deepspeed.initialize reads (KeyError).",
+            suggestion='Add `"shared_parameters": {}` (weight quantization stays off), or remove the technique.',
+            fix=Fix("Add an empty `shared_parameters`", (FixOp("set", f"{path}.shared_parameters", {}),)),
+            page="advanced",
+        )
+    elif isinstance(shared, dict) and shared.get("enabled") and not shared.get("quantize_weight_in_forward") \
+            and not ctx.meaning.fp16:
+        yield Finding(
+            "error", "compression.weight-quantization", f"{path}.shared_parameters.enabled",
+            f"Weight quantization is on (`enabled` {brief(shared.get('enabled'))}, read as a truth value) and "
+            f"quantizes in the optimizer step (`quantize_weight_in_forward` off), which DeepSpeed {ctx.version} "
+            "supports only with fp16: deepspeed.initialize fails (\"MoQ ... weight quantization is only supported "
+            "for FP16\").",
+            suggestion="Turn fp16 on, set `quantize_weight_in_forward` to true, or turn weight quantization off.",
+            page="advanced",
+        )
+
+
+def _module_scope_problem(modules: Any) -> str | None:
+    """Why DeepSpeed's ``for key_word in modules: re.search(key_word, name)`` fails on ``modules``, or None."""
+    if not isinstance(modules, str | list | dict):
+        return f"is {brief(modules)}, which is not iterable (TypeError)"
+    for key_word in modules:
+        if not isinstance(key_word, str):
+            return f"holds {brief(key_word)}, which is no pattern (TypeError)"
+        try:
+            re.compile(key_word)
+        except re.error as exc:
+            shown = f"is the string {brief(modules)}, read one character at a time, and {brief(key_word)}" \
+                if isinstance(modules, str) else f"holds {brief(key_word)}, which"
+            return f"{shown} is no regular expression ({exc})"
+    return None
 
 
 def compile_passes(ctx: Context) -> Iterator[Finding]:

@@ -282,7 +282,9 @@ class CompressionGroupConfig(LenientSection):
         default_factory=CompressionGroupParams,
         description="Technique parameters of this group (e.g. start_bits/target_bits, dense_ratio).",
     )
-    modules: list[str] = _gone(default_factory=lambda: ["*"], description="Module name patterns the group applies to.")
+    modules: list[str] = _gone(default_factory=lambda: ["*"], description="Module name patterns the group applies to "
+                               "(regular expressions searched in module names). Write them: DeepSpeed's default "
+                               "\"*\" is no regular expression and fails at deepspeed.initialize.")
     related_modules: list[list[str]] | None = _gone(
         None, description="Modules pruned together with each module (channel/head pruning)."
     )
