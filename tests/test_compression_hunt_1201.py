@@ -101,3 +101,36 @@ def test_real_initialize_fails_where_the_rules_say():
             continue
         error_type, message = failure
         assert got["raised"] and got["error_type"] == error_type and message in got["message"], (label, got)
+
+
+#: sparse pruning's shared parameters: (shared_parameters, refused by the parse)
+SPARSE = [
+    ({"method": "l1", "dense_ratio": 5}, False),  # read only for snip_momentum: was a false alarm
+    ({"method": "topk", "dense_ratio": -1}, False),
+    ({"method": "snip_momentum", "dense_ratio": 5}, True),
+    ({"method": "snip_momentum", "dense_ratio": "0.5"}, True),  # compared as written: TypeError
+    ({"method": "snip_momentum", "schedule_offset": 100, "schedule_offset_end": 10}, True),
+    ({"method": "snip_momentum", "schedule_offset": "5", "schedule_offset_end": 10}, True),
+    ({"method": "snip_momentum", "schedule_offset": 10, "schedule_offset_end": None}, True),
+    ({"method": "snip_momentum", "schedule_offset": 10, "schedule_offset_end": 100, "dense_ratio": 0.3}, False),
+    ({"method": "snip_momentum"}, False),
+]
+
+
+def _sparse(shared: dict[str, Any]) -> dict[str, Any]:
+    return {**TINY, "compression_training": {"sparse_pruning": {"shared_parameters": shared, "different_groups": {}}}}
+
+
+@pytest.mark.parametrize(("shared", "refused"), SPARSE)
+def test_sparse_pruning_checks_snip_momentum_only_as_its_parser_does(shared, refused):
+    assert bool(validate(_sparse(shared), version=RELEASE).errors) is refused
+
+
+@pytest.mark.deepspeed
+def test_the_sparse_pruning_verdicts_are_the_real_parsers():
+    from tests.oracle.oracle import deepspeed_verdict
+
+    if oracle_available(RELEASE):
+        pytest.skip(oracle_available(RELEASE))
+    for shared, refused in SPARSE:
+        assert deepspeed_verdict(_sparse(shared), 1, RELEASE).accepted is not refused, shared

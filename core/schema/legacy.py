@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, model_validator
 
 from core.schema.advanced import CurriculumScheduleConfig
-from core.schema.base import META_KEY, LenientSection, OpenSection, ds_field
+from core.schema.base import META_KEY, LenientSection, OpenSection, ds_field, pointed_error
 
 _GONE = "0.19.8"
 
@@ -361,9 +361,33 @@ class SparsePruningSharedConfig(LenientSection):
     schedule_offset_stride: int = _gone(1, description="snip_momentum: stride of the schedule.")
     block_pattern: str = _gone("4x1", description="snip_momentum: block pattern, e.g. 4x1.")
     dense_ratio: float = _gone(
-        0.1, gt=0, lt=1, raises="config", description="snip_momentum: fraction kept (0 < r < 1)."
+        0.1, description="snip_momentum: fraction kept (0 < r < 1; read only with that method)."
     )
     excluded_modules: list[str] = _gone(default_factory=list, description="snip_momentum: modules never pruned.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _snip_momentum(cls, data: Any) -> Any:
+        # get_sparse_pruning_shared_parameters reads dense_ratio and schedule_offset_end only for snip_momentum, as
+        # written (get_scalar_param), and asserts `0 < dense_ratio < 1` and `schedule_offset <= schedule_offset_end`
+        # (the end defaults to the start); a value Python cannot compare stops it too (TypeError)
+        if not isinstance(data, dict) or data.get("method", "l1") != "snip_momentum":
+            return data
+        ratio = data.get("dense_ratio", 0.1)
+        if not (isinstance(ratio, int | float) and 0 < ratio < 1):
+            raise pointed_error("Invalid dense_ratio value. Must be less than 1", "dense_ratio",
+                                "Write the fraction of weights kept, a number between 0 and 1 (e.g. 0.1).")
+        start = data.get("schedule_offset", 1000)
+        end = data.get("schedule_offset_end", start)
+        try:
+            ordered = bool(start <= end)
+        except TypeError:
+            ordered = False
+        if not ordered:
+            raise pointed_error("Invalid schedule_offset and schedule_offset_end values",
+                                "schedule_offset_end" if "schedule_offset_end" in data else "schedule_offset",
+                                "Write both as whole numbers of steps, the end at or after the start.")
+        return data
 
 
 class PruningSharedConfig(LenientSection):
