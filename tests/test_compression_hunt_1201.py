@@ -21,7 +21,8 @@ from tests.oracle.oracle import oracle_available
 
 #: This module's real-initialize test proves the codes on an old release (0.19.8 refuses the section while parsing,
 #: so tests/oracle/initialize_cases.py cannot).
-PROVEN_ON_OLDER_RELEASES = frozenset({"compression.group-modules", "compression.weight-quantization"})
+PROVEN_ON_OLDER_RELEASES = frozenset({"compression.group-modules", "compression.weight-quantization",
+                                      "compression.sparse-pruning-step"})
 RELEASE = "0.19.6"  # the newest release that reads compression_training (0.16.9 agreed when the hunt checked it)
 
 ROWS = {"params": {"dense_ratio": 0.5}}
@@ -49,6 +50,15 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, str] | None, tuple[str, str] |
         {"weight_quantization": {"shared_parameters": {"enabled": True}, "different_groups": {"g": WQ_GROUP}}},
         ("compression.weight-quantization", "compression_training.weight_quantization.shared_parameters.enabled"),
         ("AssertionError", "only supported for FP16")),
+    "sparse-pruning-l1-on": (
+        {"sparse_pruning": {"shared_parameters": {"enabled": True, "method": "l1", "schedule_offset": 0},
+                            "different_groups": {"g": {**ROWS, "modules": ["0"]}}}},
+        ("compression.sparse-pruning-step", "compression_training.sparse_pruning.shared_parameters.method"),
+        ("step", "KeyError", "schedule_offset_end")),
+    "control-sparse-pruning-snip-momentum-on": (
+        {"sparse_pruning": {"shared_parameters": {"enabled": True, "method": "snip_momentum", "schedule_offset": 0,
+                                                  "schedule_offset_end": 10, "dense_ratio": 0.5},
+                            "different_groups": {"g": {**ROWS, "modules": ["0"]}}}}, None, None),
     "control-modules-a-string": (
         {"row_pruning": {"shared_parameters": {}, "different_groups": {"g": {**ROWS, "modules": "0"}}}}, None, None),
     "control-patterns": (
@@ -70,7 +80,7 @@ def test_the_rules_say_what_initialize_does(label):
     assert errors == ([finding] if finding else [])
     if failure is not None:
         [message] = [f.message for f in validate(_config(section), version=RELEASE).errors]
-        assert "deepspeed.initialize" in message
+        assert ("training fails" if failure[0] == "step" else "deepspeed.initialize") in message
 
 
 def test_releases_that_refuse_the_section_say_only_that():
@@ -99,8 +109,11 @@ def test_real_initialize_fails_where_the_rules_say():
         if failure is None:
             assert not got["raised"] and not got["step"]["raised"], (label, got)
             continue
-        error_type, message = failure
-        assert got["raised"] and got["error_type"] == error_type and message in got["message"], (label, got)
+        *phase, error_type, message = failure
+        outcome = got["step"] if phase == ["step"] else got
+        assert not phase or not got["raised"], (label, got)  # a step failure: initialize went through
+        assert outcome["raised"] and outcome["error_type"] == error_type and message in outcome["message"], (label,
+                                                                                                           got)
 
 
 #: sparse pruning's shared parameters: (shared_parameters, refused by the parse)

@@ -187,6 +187,9 @@ CASES = [
      "compression_training.row_pruning.different_groups.g.modules"),
     ("compression-weight-quantization", cfg(compression_training={"weight_quantization": {"different_groups": {}}}),
      {"version": "0.19.6"}, "compression.weight-quantization", "error", "compression_training.weight_quantization"),
+    ("compression-sparse-pruning-step", cfg(compression_training={"sparse_pruning": {
+        "shared_parameters": {"enabled": True, "method": "topk"}, "different_groups": {}}}), {"version": "0.19.6"},
+     "compression.sparse-pruning-step", "error", "compression_training.sparse_pruning.shared_parameters.method"),
     ("contiguous-checkpointing", cfg(activation_checkpointing={"contiguous_memory_optimization": True}), {},
      "activation-checkpointing.contiguous", "warning", "activation_checkpointing.contiguous_memory_optimization"),
     ("autotuning-dir", cfg(autotuning={"enabled": True, "results_dir": ""}), {}, "autotuning.empty-dir", "error",

@@ -861,6 +861,13 @@ TABLE: tuple[Code, ...] = (
        "needs fp16 (AssertionError \"MoQ ... only supported for FP16\").",
        {**B, "compression_training": {"weight_quantization": {"different_groups": {}}}},
        settings={"version": "0.19.6"}),
+    _c("compression.sparse-pruning-step", "error", "training", None,
+       "Sparse pruning on with l1 or topk, which the compression scheduler cannot step.",
+       "Releases up to 0.19.6: the scheduler's step tests `schedule_offset <= step <= schedule_offset_end`, and the "
+       "parser writes schedule_offset_end only for snip_momentum, so training fails (KeyError) at step "
+       "schedule_offset (1000 by default). No automatic fix: the method is the user's choice.",
+       {**B, "compression_training": {"sparse_pruning": {"shared_parameters": {"enabled": True, "method": "l1"},
+                                                          "different_groups": {}}}}, settings={"version": "0.19.6"}),
     _c("curriculum.legacy-schedule", "error", "initialize", None, "Legacy curriculum learning on without its schedule.",
        "Releases up to 0.19.7 read the top-level curriculum_learning with dict.get; switched on, deepspeed.initialize "
        "builds CurriculumScheduler, which asserts min_difficulty, max_difficulty and schedule_type, refuses any type "

@@ -152,6 +152,7 @@ def compression_initialize(ctx: Context) -> Iterator[Finding]:
                     '["attention.self", "fc"]; `*` alone is no regular expression (use ".*").',
                     page="advanced",
                 )
+    yield from _sparse_pruning_step(ctx, section.get("sparse_pruning"))
     quantization = section.get("weight_quantization")
     if not isinstance(quantization, dict):
         return
@@ -177,6 +178,26 @@ def compression_initialize(ctx: Context) -> Iterator[Finding]:
             suggestion="Turn fp16 on, set `quantize_weight_in_forward` to true, or turn weight quantization off.",
             page="advanced",
         )
+
+
+def _sparse_pruning_step(ctx: Context, technique: Any) -> Iterator[Finding]:
+    """Sparse pruning switched on (``enabled`` read as a truth value) with l1 or topk: the compression scheduler's
+    step tests ``schedule_offset <= step <= schedule_offset_end``, and the parser writes ``schedule_offset_end`` only
+    for snip_momentum, so training fails with KeyError once it reaches ``schedule_offset``."""
+    shared = technique.get("shared_parameters") if isinstance(technique, dict) else None
+    if not isinstance(shared, dict) or not shared.get("enabled") or shared.get("method", "l1") not in ("l1", "topk"):
+        return
+    offset = shared.get("schedule_offset", 1000)
+    yield Finding(
+        "error", "compression.sparse-pruning-step", "compression_training.sparse_pruning.shared_parameters.method",
+        f"Sparse pruning is on with method {brief(shared.get('method', 'l1'))}: DeepSpeed {ctx.version}'s compression "
+        "scheduler compares each step with `schedule_offset_end`, which its parser writes only for snip_momentum, "
+        f"so training fails (KeyError 'schedule_offset_end') when it reaches step {brief(offset)} "
+        "(`schedule_offset`).",
+        suggestion='Use "method": "snip_momentum" (with its dense_ratio and schedule_offset_end), or turn sparse '
+        "pruning off.",
+        page="advanced",
+    )
 
 
 def _module_scope_problem(modules: Any) -> str | None:
