@@ -229,11 +229,17 @@ def adopt_candidate(config: Mapping[str, Any], candidate: Mapping[str, Any], *, 
     fp16 = adopted.get("fp16")
     if mode != "fp16" and isinstance(fp16, Mapping):  # fp16 is off now (only ``mode`` is on)
         adopted["fp16"] = {key: value for key, value in fp16.items() if key not in FP16_LOSS_SCALE_KEYS}
-    adopted = without_refused_master_weights(adopted, version, target)[0]
-    if untested_with_zero(adopted, version) is not None:
-        adopted[_UNTESTED_KEY] = True
+    adopted = _allowing_untested(without_refused_master_weights(adopted, version, target)[0], version)
     return _with_needed_switches(config, _without_refused_user_keys(config, adopted, version, target)[0], version,
                                  target)
+
+
+def _allowing_untested(config: dict[str, Any], version: str) -> dict[str, Any]:
+    """``config`` with ``zero_allow_untested_optimizer`` set when its optimizer under ZeRO needs it
+    (``untested_with_zero``), in place."""
+    if untested_with_zero(config, version) is not None:
+        config[_UNTESTED_KEY] = True
+    return config
 
 
 def _with_needed_switches(config: Mapping[str, Any], adopted: dict[str, Any], version: str,
@@ -640,9 +646,7 @@ def _probe(option: Option, cluster: Cluster, per_gpu: int, precision: str, optim
     if optimizer is None:
         return probe  # the planner's own AdamW: tested with ZeRO, no switch to set
     # an optimizer section of the caller's: what adopt_candidate does for the user's
-    if untested_with_zero(probe, version) is not None:
-        probe[_UNTESTED_KEY] = True
-    return _with_needed_switches({}, probe, version, target)
+    return _with_needed_switches({}, _allowing_untested(probe, version), version, target)
 
 
 def _probes(cluster: Cluster, global_batch: int, precision: str, zeropp: bool, nvme: bool,

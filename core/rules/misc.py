@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from core import versions
 from core.batch import reads_sequence_parallel
 from core.effective import switch_on
-from core.findings import Finding, Fix, FixOp, brief, get_path, join_path
+from core.findings import Finding, Fix, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
 from core.rules.initialize import reduce_scatter_on
@@ -83,8 +83,7 @@ def compression_shared_parameters(ctx: Context) -> Iterator[Finding]:
     it stops some releases' parse (the profile's probe says which, and how)."""
     section = ctx.config.get("compression_training")
     shared = section.get("shared_parameters") if isinstance(section, dict) else None
-    if not isinstance(shared, dict) or "compression_training" in versions.removed_top_level_keys(ctx.version) \
-            or not versions.key_known(ctx.version, "", "compression_training"):
+    if not isinstance(shared, dict) or not _reads_compression(ctx):
         return
     path = "compression_training.shared_parameters"
     suggestion = (f"Remove `{path}`. To quantize weights, write these settings in "
@@ -164,7 +163,7 @@ def compression_initialize(ctx: Context) -> Iterator[Finding]:
             f"`{path}` has no `shared_parameters`: DeepSpeed {ctx.version}'s parser then leaves out "
             "`quantize_weight_in_forward`, which deepspeed.initialize reads (KeyError).",
             suggestion='Add `"shared_parameters": {}` (weight quantization stays off), or remove the technique.',
-            fix=Fix("Add an empty `shared_parameters`", (FixOp("set", f"{path}.shared_parameters", {}),)),
+            fix=set_fix(f"{path}.shared_parameters", {}, "Add an empty `shared_parameters`"),
             page="advanced",
         )
     elif isinstance(shared, dict) and shared.get("enabled") and not shared.get("quantize_weight_in_forward") \
@@ -207,12 +206,20 @@ def _module_scope_problem(modules: Any) -> str | None:
     for key_word in modules:
         if not isinstance(key_word, str):
             return f"holds {brief(key_word)}, which is no pattern (TypeError)"
-        try:
-            re.compile(key_word)
-        except re.error as exc:
+        error = _regex_error(key_word)
+        if error is not None:
             shown = f"is the string {brief(modules)}, read one character at a time, and {brief(key_word)}" \
                 if isinstance(modules, str) else f"holds {brief(key_word)}, which"
-            return f"{shown} is no regular expression ({exc})"
+            return f"{shown} is no regular expression ({error})"
+    return None
+
+
+def _regex_error(pattern: str) -> re.error | None:
+    """Why ``re.compile`` refuses ``pattern``, or None when it compiles."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return exc
     return None
 
 
@@ -307,28 +314,20 @@ def _keep_in_fp32_pattern(patterns: list[str]) -> Iterator[Finding]:
     joined = "|".join(sorted({name.replace("*", ".*") for name in patterns}))
     if not joined:
         return
-    try:
-        re.compile(joined)
-    except re.error as exc:
-        bad = [name for name in patterns if _pattern_error(name.replace("*", ".*"))]
+    error = _regex_error(joined)
+    if error is not None:
+        bad = [name for name in patterns if _regex_error(name.replace("*", ".*")) is not None]
         yield Finding(
             "error", "data-types.keep-in-fp32-pattern", "data_types.keep_in_fp32_modules",
             f"data_types.keep_in_fp32_modules {brief(patterns)} is no regular expression once DeepSpeed turns each "
-            f"`*` into `.*` and joins the patterns with `|` ({exc}); under fp16/bf16 deepspeed.initialize compiles it "
-            "and fails (re.error).",
+            f"`*` into `.*` and joins the patterns with `|` ({error}); under fp16/bf16 deepspeed.initialize compiles "
+            "it and fails (re.error).",
             suggestion=(f"Correct {', '.join(map(repr, bad))}" if bad else "Correct the patterns")
             + ": they are regular expressions matched anywhere in a buffer's name (escape a literal `(`, `+` or "
             "`?` with a backslash), and `*` stands for any characters.",
             page="advanced",
         )
 
-
-def _pattern_error(pattern: str) -> bool:
-    try:
-        re.compile(pattern)
-    except re.error:
-        return True
-    return False
 
 
 def data_efficiency(ctx: Context) -> Iterator[Finding]:
