@@ -14,12 +14,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core import memory
-from core.autofill import AutoFillError, trainer_batch
+from core.autofill import AutoFillError, as_accelerate_passes, find_auto, trainer_batch, trainer_batch_arguments
 from core.batch import (
     BATCH_KEYS,
+    GA,
+    MB,
+    TB,
     batch_run,
     effective_world_size,
     micro_and_accum_of,
+    number_text,
     positive_whole,
     reads_sequence_parallel,
     runs_elastic,
@@ -115,8 +119,11 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     train_batch_size kept with a smaller one where it divides), not the one run on ``hardware``; a count that would
     change a written train_batch_size is taken only when no count keeps it."""
     here = (_run_shape(config, hardware.total_gpus, shape, version) or shape).micro_batch
-    written = _written_global_batch(config, version) is not None
-    trio = micro_and_accum_of(dict(config), hardware.total_gpus, version) if written else None  # once, not per count
+    trainer_held = _trainer_held_batch(config, version) is not None
+    written = trainer_held or _written_global_batch(config, version) is not None
+    # the micro batch run now (the Trainer's per-device batch where it fills it), once, not per count
+    trio = (here, 0) if trainer_held else \
+        micro_and_accum_of(dict(config), hardware.total_gpus, version) if written else None
 
     meaning = effective(dict(config), version)
     zero = config.get("zero_optimization")
@@ -209,15 +216,43 @@ def _written_global_batch(config: Mapping[str, Any], version: str) -> int | None
     return tb
 
 
+def _trainer_held_batch(config: Mapping[str, Any], version: str) -> tuple[int, dict[str, int]] | None:
+    """(train_batch_size, the batch keys written beside it) when the HF Trainer holds the job to a written
+    train_batch_size: a whole one beside a written micro batch of which it or the accumulation is "auto". The
+    Trainer fills those from TrainingArguments and refuses the job when micro batch x accumulation x data-parallel
+    ranks differs (``hf.batch-never-matches``); a missing accumulation is accelerate's 1. None otherwise, and under
+    elastic training (which ignores the keys) or sequence parallelism (where no written number passes the Trainer
+    and DeepSpeed both: a rule of its own)."""
+    tb = positive_whole(config.get(TB))
+    if tb is None or config.get(MB) is None or "auto" not in (config.get(MB), config.get(GA)) \
+            or runs_elastic(config, version) or _sp_multiple(config, version) > 1:
+        return None
+    passed = as_accelerate_passes(config)
+    fixed = {key: positive_whole(passed[key]) for key in (MB, GA) if passed.get(key) != "auto"}
+    if any(count is None for count in fixed.values()):
+        return None  # not a count: the batch rules say so
+    return tb, {key: count for key, count in fixed.items() if count is not None}
+
+
 def _kept_batch(config: Mapping[str, Any], micro_run: int, new_gpus: int, version: str) -> tuple[int, int] | None:
     """(micro batch, accumulation) that keep ``config``'s written train_batch_size on ``new_gpus`` GPUs: the largest
     micro batch up to ``micro_run`` (the one run on the current GPUs) that divides the batch per data-parallel rank
-    (a smaller micro batch needs less memory, so what fitted still fits). None when no train_batch_size holds the
-    job (``_written_global_batch``), or the batch does not divide over the new ranks at all."""
-    tb = _written_global_batch(config, version)
+    (a smaller micro batch needs less memory, so what fitted still fits), or the one the written key leaves when the
+    HF Trainer fills the other (``_trainer_held_batch``). None when no train_batch_size holds the job
+    (``_written_global_batch``), or the batch does not divide over the new ranks at all."""
+    held = _trainer_held_batch(config, version)
+    tb = held[0] if held is not None else _written_global_batch(config, version)
+    fixed = held[1] if held is not None else {}
     ranks = _ranks(config, new_gpus, version)
-    if tb is None or not float(ranks).is_integer() or tb % int(ranks):  # float: SP not dividing is a rule's
+    if tb is None or not float(ranks).is_integer():  # float: SP not dividing is a rule's
         return None
+    step = int(ranks) * (fixed.get(MB) or 1) * (fixed.get(GA) or 1)
+    if tb % step:
+        return None
+    if MB in fixed:  # the Trainer fills the accumulation
+        return fixed[MB], tb // step
+    if GA in fixed:  # the Trainer fills the micro batch
+        return tb // step, fixed[GA]
     per_rank = tb // int(ranks)  # integer arithmetic: a train_batch_size of 10**400 is no float
     top = min(micro_run, per_rank)
     # a micro batch is at most a few thousand in any real config: past that, 1 (which always divides) is the answer
@@ -226,7 +261,8 @@ def _kept_batch(config: Mapping[str, Any], micro_run: int, new_gpus: int, versio
 
 
 def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
-              original: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+              original: Mapping[str, Any] | None = None, *,
+              trainer_micro: int = 1) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The batch keys that make ``config`` (after a way's own changes) valid on ``new_gpus`` GPUs instead of
     ``gpus``, and what they do in words: with a written train_batch_size the same global batch when it divides over
     the new ranks (``_kept_batch``: nothing to write when DeepSpeed derives that itself, e.g. from
@@ -234,20 +270,24 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
     was made DeepSpeed refuse the job); nothing when DeepSpeed derives the global batch or a key is "auto".
     The words compare with ``original`` when given (the user's config, before the way's other changes). With
     elastic training on, DeepSpeed ignores the batch keys: nothing to write, the words say what it computes. Nothing
-    to write or say on as many GPUs (another layout of them)."""
+    to write or say on as many GPUs (another layout of them). Returns (config patch, context patch, words): the
+    context patch holds the TrainingArguments batch the HF Trainer needs (``_trainer_batch_on``; ``trainer_micro``
+    is its per-device batch now)."""
     if new_gpus == gpus:
-        return {}, ""
+        return {}, {}, ""
     if runs_elastic(config, version):
         run = batch_run(dict(config), new_gpus, version)
-        return {}, ("" if run is None else f" elastic training computes the batch on {_gpus(new_gpus)}: "
-                    f"train_batch_size {run[0]}, micro batch {run[1]}, gradient accumulation {run[2]}.")
+        return {}, {}, ("" if run is None else f" elastic training computes the batch on {_gpus(new_gpus)}: "
+                        f"train_batch_size {run[0]}, micro batch {run[1]}, gradient accumulation {run[2]}.")
+    if _trainer_held_batch(config, version) is not None:
+        return _trainer_batch_on(config, gpus, new_gpus, version, trainer_micro)
     tb = _written_global_batch(config, version)
     if tb is None:
-        return {}, ("" if config.get("train_batch_size") is None else _CHANGE_BATCH)
+        return {}, {}, ("" if config.get("train_batch_size") is None else _CHANGE_BATCH)
     trio = micro_and_accum_of(dict(config), gpus, version)
     ranks = _ranks(config, new_gpus, version)
     if trio is None or not float(ranks).is_integer():  # not float(ranks): SP does not divide the GPUs, a rule says
-        return {}, _CHANGE_BATCH
+        return {}, {}, _CHANGE_BATCH
     kept = _kept_batch(config, trio[0], new_gpus, version)
     if kept is not None:
         was = micro_and_accum_of(dict(original), gpus, version) if original is not None else None
@@ -259,12 +299,43 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
             f" (DeepSpeed derives {'them' if len(changes) > 1 else 'it'} on {_gpus(new_gpus)})."
             if derived and changes else ".")
         return ({} if derived else {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
-                said)
+                {}, said)
     micro, accum = trio
     new_tb = micro * accum * int(ranks)
     return ({"train_batch_size": new_tb, "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum},
-            f" {tb} does not divide over {int(ranks)} data-parallel ranks: train_batch_size "
+            {}, f" {tb} does not divide over {int(ranks)} data-parallel ranks: train_batch_size "
             f"{tb} → {new_tb}, the global batch {'grows' if new_tb > tb else 'shrinks'} with the GPU count.")
+
+
+#: The TrainingArguments that fill an "auto" batch key, and the context key (the Batch page's) that holds each.
+_TRAINER_CONTEXT = {"per_device_train_batch_size": "hf_micro_batch", "gradient_accumulation_steps": "hf_grad_accum"}
+
+
+def _trainer_batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
+                      trainer_micro: int) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """``_batch_on`` for a train_batch_size the HF Trainer holds the job to (``_trainer_held_batch``): where it
+    divides over the new ranks, the TrainingArguments that keep it (the context patch: the largest per-device batch
+    up to ``trainer_micro`` when the micro batch is "auto"); else train_batch_size "auto", which the Trainer computes
+    as micro batch x accumulation x ranks (a written one it would refuse there)."""
+    tb = _trainer_held_batch(config, version)[0]  # type: ignore[index]  # the caller checked
+    ranks = _ranks(config, new_gpus, version)
+    kept = _kept_batch(config, max(trainer_micro, 1), new_gpus, version)
+    if kept is None:
+        verb = "grows" if new_gpus > gpus else "shrinks"
+        return ({TB: "auto"}, {},
+                f" train_batch_size {tb} is no micro batch × accumulation × {number_text(ranks)} data-parallel ranks "
+                f"the HF Trainer can fill: train_batch_size {tb} → \"auto\" (the Trainer computes it), the global "
+                f"batch {verb} with the GPU count.")
+    arguments = trainer_batch_arguments(config)
+    values = dict(zip(("per_device_train_batch_size", "gradient_accumulation_steps"), kept, strict=True))
+    context = {_TRAINER_CONTEXT[name]: values[name] for name in arguments}
+    passed = " and ".join(f"{name}={values[name]}" for name in arguments)
+    return {}, context, f" train_batch_size stays {tb}: pass {passed} to TrainingArguments."
+
+
+def _trainer_shape(shape: Shape, context: Mapping[str, Any]) -> Shape:
+    """``shape`` with the per-device batch a way passes to the HF Trainer (``hf_micro_batch``), when it does."""
+    return replace(shape, micro_batch=context["hf_micro_batch"]) if "hf_micro_batch" in context else shape
 
 
 def _then(said: str) -> str:
@@ -531,36 +602,42 @@ def ways_to_fit(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardw
     sp = _sp_multiple(config, version)
     if smallest is not None and _layout(smallest) != _layout(hardware):
         nodes = f"{smallest.nodes} node{'s' if smallest.nodes > 1 else ''} × {smallest.gpus_per_node}"
-        batch_patch, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus, version)
-        est = _estimate(apply_patch(config, {**as_is, **batch_patch}), model, smallest, shape, version=version)
+        batch_patch, batch_context, batch_said = _batch_on(config, hardware.total_gpus, smallest.total_gpus, version,
+                                                           trainer_micro=shape.micro_batch)
+        est = _estimate(apply_patch(config, {**as_is, **batch_patch}), model, smallest,
+                        _trainer_shape(shape, batch_context), version=version)
         ways.append(_from_estimate(
             "gpus", f"{_gpus(smallest.total_gpus)} ({nodes})",
             f"The smallest cluster of these GPUs that fits as configured ({_cluster_change(smallest, hardware, sp)})"
             + _then(batch_said or _batch_follows(config, hardware.total_gpus, smallest.total_gpus, version))
             + as_is_said, est, {**as_is, **batch_patch},
-            {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node}))
+            {"nodes": smallest.nodes, "gpus_per_node": smallest.gpus_per_node, **batch_context}))
     if stage < 3:
         stage3, stage3_said = _applicable(config, {"zero_optimization": {"stage": 3}}, version)
         enough = _smallest(apply_patch(config, stage3), model, hardware, shape, version, max_nodes)
         if enough is not None and _layout(enough) != _layout(hardware):
-            batch_patch, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus, version)
-            est = _estimate(apply_patch(config, {**stage3, **batch_patch}), model, enough, shape, version=version)
+            batch_patch, batch_context, batch_said = _batch_on(config, hardware.total_gpus, enough.total_gpus,
+                                                               version, trainer_micro=shape.micro_batch)
+            est = _estimate(apply_patch(config, {**stage3, **batch_patch}), model, enough,
+                            _trainer_shape(shape, batch_context), version=version)
             ways.append(_from_estimate(
                 "gpus", f"ZeRO-3 on {_gpus(enough.total_gpus)} ({enough.nodes} × {enough.gpus_per_node})",
                 f"The smallest cluster that fits with ZeRO-3 and no offload ({_cluster_change(enough, hardware, sp)})"
                 + _then(batch_said or _batch_follows(config, hardware.total_gpus, enough.total_gpus, version))
                 + stage3_said, est, {**stage3, **batch_patch},
-                {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node}))
+                {"nodes": enough.nodes, "gpus_per_node": enough.gpus_per_node, **batch_context}))
     combined = _combined(config, model, hardware, shape, ways, version, max_nodes)
     if combined is not None:
         ways.append(combined)
     # a way that fits nothing is worth showing only when it gets closer: adding offload to a job short of CPU RAM
     # alone moves it further away, and was ranked first for its small GPU figure
     now_over = _overshoot(current.gpu_bytes, current.cpu_bytes_per_node, current.nvme_bytes_per_node, hardware)
+    # a config with "auto" in it is for the HF Trainer, which fills those (to DeepSpeed alone each is an error)
+    target = "hf" if find_auto(config) else "deepspeed"
     refused_now = frozenset((f.code, f.path) for f in validate(
-        dict(config), version=version, world_size=hardware.total_gpus).errors)
+        dict(config), version=version, world_size=hardware.total_gpus, target=target).errors)
     judged = [_without_new_refusals(_with_untested_optimizer_allowed(way, config, version), config, model, hardware,
-                                    shape, version, refused_now) for way in ways]
+                                    shape, version, refused_now, target) for way in ways]
     ways = _distinct([way for way in judged
                       if way is not None and (way.fits or _way_overshoot(way, hardware) < now_over)], config)
     order = {kind: i for i, kind in enumerate(KINDS)}
@@ -632,20 +709,22 @@ def _with_untested_optimizer_allowed(way: Way, config: Mapping[str, Any], versio
 
 
 def _without_new_refusals(way: Way, config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardware: Hardware,
-                          shape: Shape, version: str, refused_now: frozenset[tuple[str, str]]) -> Way | None:
+                          shape: Shape, version: str, refused_now: frozenset[tuple[str, str]],
+                          target: str = "deepspeed") -> Way | None:
     """``way`` as the validator judges the config it makes, on the GPUs it runs on: unchanged when it adds no error;
     with the keys removed that DeepSpeed refuses only in the changed job (``compute_grad_norm: false`` or
     ``prescale_gradients`` at ZeRO-3: errors whose fix removes the key) or with the switch it needs turned (Muon at
     ZeRO-3: ``reduce_scatter`` false, an error whose fix sets a boolean), said in its detail and sized again; None
     when it adds an error no removal or switch clears (an NVMe offload without a path that ZeRO-3 starts using):
-    a way DeepSpeed refuses is no way out. ``refused_now``: (code, path) of the config's own errors."""
+    a way DeepSpeed refuses is no way out. ``refused_now``: (code, path) of the config's own errors, judged for
+    ``target`` as the changed config is."""
     nodes = way.context_patch.get("nodes", hardware.nodes)
     per_node = way.context_patch.get("gpus_per_node", hardware.gpus_per_node)
     patch = dict(way.config_patch)
     removed: dict[str, str] = {}
     settled: dict[str, tuple[str, Any]] = {}  # path -> (code, value the fix sets)
     for _ in range(3):
-        report = validate(apply_patch(config, patch), version=version, world_size=nodes * per_node)
+        report = validate(apply_patch(config, patch), version=version, world_size=nodes * per_node, target=target)
         new = [f for f in report.errors if (f.code, f.path) not in refused_now]
         if not new:
             break
@@ -886,15 +965,24 @@ def _combined(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
             names, patch, context, trial = climbed[best[1]]
             context = {**context, "nodes": bigger.nodes, "gpus_per_node": bigger.gpus_per_node}
             names = [*names, f"{_gpus(bigger.total_gpus)} ({bigger.nodes} × {bigger.gpus_per_node})"]
-            batch_patch, batch_said = _batch_on(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
-                                                version, original=config)
+            batch_patch, batch_context, batch_said = _batch_on(
+                apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus, version, original=config,
+                trainer_micro=trial.micro_batch)
             said = batch_said or _batch_follows(apply_patch(config, patch), hardware.total_gpus, bigger.total_gpus,
                                                 version)
             patch = apply_patch(patch, batch_patch)
+            context = {**context, **batch_context}
+            trial = _trainer_shape(trial, batch_context)
             est = _estimate(apply_patch(config, patch), model, bigger, trial, version=version)
-            if "gradient_accumulation_steps" in batch_patch:  # the micro-batch rung's title follows the new count
-                retitled = _micro_batch_title(batch_patch["train_micro_batch_size_per_gpu"],
-                                              batch_patch["gradient_accumulation_steps"])
+            pair = None  # the micro-batch rung's title follows the new count: the keys written, or the Trainer's
+            if GA in batch_patch:
+                pair = batch_patch[MB], batch_patch[GA]
+            elif batch_context:
+                written = (_trainer_held_batch(apply_patch(config, patch), version) or (0, {}))[1]
+                pair = (batch_context.get("hf_micro_batch", written.get(MB)),
+                        batch_context.get("hf_grad_accum", written.get(GA)))
+            if pair is not None:
+                retitled = _micro_batch_title(*pair)
                 names = [retitled if name.startswith("Micro batch ") else name for name in names]
     zero_patch = patch.get("zero_optimization")
     new_stage = zero_patch.get("stage") if isinstance(zero_patch, dict) else None
