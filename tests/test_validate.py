@@ -238,6 +238,15 @@ CASES = [
      "torch_autocast.lower_precision_safe_modules"),
     ("autocast-module-nn", cfg(torch_autocast={"enabled": True, "lower_precision_safe_modules": ["nn.LayerNorm"]}), {},
      "precision.autocast-module-nn", "warning", "torch_autocast.lower_precision_safe_modules"),
+    ("random-ltd-schedule", cfg(data_efficiency={"data_routing": {"random_ltd": {
+        "enabled": True, "total_layer_num": 2, "random_ltd_layer_num": 1, "random_ltd_schedule": None}}}), {},
+     "data-efficiency.random-ltd-schedule", "error", "data_efficiency.data_routing.random_ltd.random_ltd_schedule"),
+    ("random-ltd-layer-token-lr", cfg(data_efficiency={"data_routing": {"random_ltd": {
+        "enabled": True, "total_layer_num": 2, "random_ltd_layer_num": 1,
+        "random_ltd_schedule": {"min_value": 8, "max_value": 8, "schedule_type": "fixed_linear", "schedule_config": {}},
+        "layer_token_lr_schedule": {"enabled": 1}}}}), {},
+     "data-efficiency.random-ltd-layer-token-lr", "error",
+     "data_efficiency.data_routing.random_ltd.layer_token_lr_schedule.enabled"),
     ("keep-in-fp32-pattern", cfg(bf16={"enabled": True}, data_types={"keep_in_fp32_modules": ["(bias"]}), {},
      "data-types.keep-in-fp32-pattern", "error", "data_types.keep_in_fp32_modules"),
     ("optimizer-torch-step-raises", cfg(optimizer={"type": "RMSprop", "params": {"lr": 0.1, "weight_decay": True}}),

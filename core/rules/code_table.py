@@ -841,6 +841,28 @@ TABLE: tuple[Code, ...] = (
        "min_value, max_value, schedule_config and schedule_type) with config[key]: a missing one stops it with a "
        "KeyError, even with data_efficiency.enabled and data_routing.enabled off (they gate nothing here).",
        {**B, "data_efficiency": {"data_routing": {"random_ltd": {"enabled": True}}}}),
+    _c("data-efficiency.random-ltd-schedule", "error", "training", None,
+       "Random-LTD on with a kept-token schedule its scheduler stops on.",
+       "RandomLTDScheduler.update_seq, which engine.forward calls whenever random_ltd.enabled is truthy, reads the "
+       "schedule with config[key] and computes with it as written: a null random_ltd_schedule leaves no kept length "
+       "(KeyError: 'current_value'); while the kept length is below max_value it knows only schedule_type "
+       "\"fixed_linear\" (RuntimeError), indexes schedule_config (TypeError when it is null, KeyError without "
+       "require_steps or seq_per_step) and divides by those two (TypeError for text, ZeroDivisionError for 0). No "
+       "automatic fix: the schedule is the user's to write.",
+       {**B, "data_efficiency": {"data_routing": {"random_ltd": {
+           "enabled": True, "total_layer_num": 2, "random_ltd_layer_num": 1, "random_ltd_layer_id": [0],
+           "random_ltd_schedule": {"min_value": 8, "max_value": 64, "schedule_type": "fixed_root",
+                                   "schedule_config": {"require_steps": 100, "seq_per_step": 8}}}}}}),
+    _c("data-efficiency.random-ltd-layer-token-lr", "error", "initialize", False,
+       "Random-LTD's layer-token learning-rate schedule switched on.",
+       "DeepSpeed's RandomLTDScheduler raises NotImplementedError (\"Work In Progress\") when "
+       "layer_token_lr_schedule.enabled is truthy (read with config[key]: the string \"false\" is on), so "
+       "deepspeed.initialize stops. The fix sets it to false; the learning rate is then the `scheduler` section's.",
+       {**B, "data_efficiency": {"data_routing": {"random_ltd": {
+           "enabled": True, "total_layer_num": 2, "random_ltd_layer_num": 1,
+           "random_ltd_schedule": {"min_value": 8, "max_value": 64, "schedule_type": "fixed_linear",
+                                   "schedule_config": {"require_steps": 100, "seq_per_step": 8}},
+           "layer_token_lr_schedule": {"enabled": True}}}}}),
     _c("data-efficiency.max-tokens", "error", "parse", None, "Dynamic batching without max_tokens.",
        "DeepSpeed stops when dynamic batching is enabled without max_tokens.",
        {**B, "data_efficiency": {"data_sampling": {"dynamic_batching": {"enabled": True}}}}),

@@ -335,6 +335,7 @@ def data_efficiency(ctx: Context) -> Iterator[Finding]:
     if not isinstance(section, dict):
         return
     yield from _random_ltd_keys(ctx, section)
+    yield from _random_ltd_first_forward(ctx, section)
     sampling = section.get("data_sampling")
     if not isinstance(sampling, dict):
         return
@@ -390,6 +391,80 @@ def _random_ltd_keys(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]
             "schedule (see DeepSpeed's data efficiency tutorial), or turn random-LTD off.",
             page="advanced",
         )
+
+
+def _random_ltd_first_forward(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
+    """Random-LTD switched on with what its scheduler (RandomLTDScheduler, every release) stops on: a truthy
+    ``layer_token_lr_schedule.enabled`` in deepspeed.initialize (NotImplementedError, unconditionally), and at the
+    first forward pass (``update_seq``, which engine.forward calls) a null schedule, or, while the kept length is
+    below ``max_value``, a schedule type other than fixed_linear, a schedule_config that is no object or lacks
+    require_steps / seq_per_step, or one of those that is no number or 0 (it divides by them). Values the scheduler
+    computes with at every forward pass (the layer counts, min_value, max_value) are the schema's ``as_written``."""
+    routing = section.get("data_routing")
+    ltd = routing.get("random_ltd") if isinstance(routing, dict) else None
+    if not isinstance(ltd, dict) or not ltd.get("enabled"):
+        return
+    prefix = "data_efficiency.data_routing.random_ltd"
+    lr_schedule = ltd.get("layer_token_lr_schedule")
+    if isinstance(lr_schedule, dict) and lr_schedule.get("enabled"):
+        path = f"{prefix}.layer_token_lr_schedule.enabled"
+        yield Finding(
+            "error", "data-efficiency.random-ltd-layer-token-lr", path,
+            f"`{path}` is {brief(lr_schedule['enabled'])}, which DeepSpeed reads as on: its random-LTD scheduler "
+            "does not implement the layer-token learning-rate schedule and raises NotImplementedError whenever it is "
+            "on, so deepspeed.initialize stops.",
+            suggestion="Set it to false (JSON's boolean) and schedule the learning rate with the `scheduler` section.",
+            fix=set_fix(path, False), page="advanced",
+        )
+    if "random_ltd_schedule" not in ltd:
+        return  # _random_ltd_keys
+    problem = _random_ltd_schedule_problem(ltd["random_ltd_schedule"])
+    if problem is not None:
+        key, failure = problem
+        path = f"{prefix}.random_ltd_schedule" + (f".{key}" if key else "")
+        yield Finding(
+            "error", "data-efficiency.random-ltd-schedule", path,
+            f"Random-LTD is on and its kept-token schedule stops the first forward pass (DeepSpeed's "
+            f"RandomLTDScheduler.update_seq): {failure}.",
+            suggestion="Write the schedule as DeepSpeed's data efficiency tutorial does: schedule_type "
+            "\"fixed_linear\", numeric min_value < max_value, and a schedule_config with require_steps and "
+            "seq_per_step as positive numbers.",
+            page="advanced",
+        )
+
+
+def _random_ltd_schedule_problem(schedule: Any) -> tuple[str, str] | None:
+    """(key under random_ltd_schedule, "" for itself; DeepSpeed's failure) of the first thing in ``schedule`` that
+    RandomLTDScheduler fails on at the first forward pass, or None."""
+    if schedule is None:
+        return "", ("random_ltd_schedule is null, so the scheduler keeps no kept-token length and fails reading it "
+                    "(KeyError: 'current_value')")
+    if not isinstance(schedule, dict) or any(key not in schedule for key in _RANDOM_LTD_SCHEDULE_KEYS):
+        return None  # _random_ltd_keys, or a type the type checks report
+    low, high = schedule["min_value"], schedule["max_value"]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)) or low >= high:
+        return None  # the schema's as_written reports a wrong type; min_value >= max_value never runs the schedule
+    kind = schedule["schedule_type"]
+    if kind != "fixed_linear":
+        return "schedule_type", (f"schedule_type is {brief(kind)}; the scheduler knows only \"fixed_linear\" and "
+                                 "raises RuntimeError('Unsupported random LTD schedule type')")
+    params = schedule["schedule_config"]
+    if not isinstance(params, dict):
+        return "schedule_config", (f"schedule_config is {brief(params)}, not an object with require_steps and "
+                                   "seq_per_step (TypeError)")
+    for key, use in (("require_steps", "divides the step by it"), ("seq_per_step", "rounds the length to a multiple "
+                                                                                  "of it")):
+        if key not in params:
+            return f"schedule_config.{key}", f"schedule_config has no {key} (KeyError: '{key}')"
+        value = params[key]
+        if value == "auto":
+            continue  # the "auto" rule
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"schedule_config.{key}", (f"{key} is {brief(value)}, not a number, and the scheduler {use} "
+                                              "(TypeError)")
+        if value == 0:
+            return f"schedule_config.{key}", f"{key} is 0, and the scheduler {use} (ZeroDivisionError)"
+    return None
 
 
 #: What the legacy CurriculumScheduler asserts its schedule_config holds, per schedule type ("custom" needs none).

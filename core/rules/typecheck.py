@@ -7,6 +7,7 @@ import math
 import types
 import typing
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -132,6 +133,7 @@ def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], 
 
 #: What the schema's ``as_written`` says, in a message: when DeepSpeed uses the value as written.
 _AS_WRITTEN_WHEN = {"initialize": "when deepspeed.initialize builds the engine",
+                    "forward": "at the first forward pass",
                     "step": "at the first optimizer step",
                     "profile": "at the profiling step (`profile_step`, the first step by default)"}
 
@@ -146,15 +148,19 @@ def as_written(ctx: Context) -> Iterator[Finding]:
 def _as_written(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefix: str) -> Iterator[Finding]:
     fields = section_fields(model)
     switch = fields.get("enabled")
-    if switch is not None and not switch_on(data.get("enabled", plain_default(switch)), prefix, ctx.version):
-        return  # the section is off (an absent switch takes its default): DeepSpeed never uses its values
+    # the section is off (an absent switch takes its default): DeepSpeed never uses its values, except in the sections
+    # below it that its own switch alone turns on (``switch_ungated``: random-LTD's scheduler)
+    off = switch is not None and not switch_on(data.get("enabled", plain_default(switch)), prefix, ctx.version)
     for key, value in data.items():
         field = fields.get(key) if isinstance(key, str) else None
         if field is None or not _exists(ctx, prefix, field, key):
             continue
         path = _join(prefix, key)
         if field.model is not None and isinstance(value, dict):
-            yield from _as_written(ctx, value, field.model, path)
+            if not off or _holds_ungated(field.model):
+                yield from _as_written(ctx, value, field.model, path)
+            continue
+        if off:
             continue
         when = field.meta.extra.get("as_written")
         if when is None or value == "auto" or _strict(ctx, model, prefix) or _written_as(field, value):
@@ -168,8 +174,18 @@ def _as_written(ctx: Context, data: dict[str, Any], model: type[BaseModel], pref
             text + (" (the pipeline engine asserts it is a bool)." if _is_bool(field) else " (TypeError)."),
             suggestion=f"Write {brief(meant)} without quotes." if meant is not None and meant != value
             else f"Default: {brief(default)}.",
-            fix=set_fix(path, meant if meant is not None else default), page=page_of(path),
+            # no fix when nothing is meant and the default is null, which fails the same way
+            fix=set_fix(path, meant) if meant is not None else set_fix(path, default) if default is not None
+            else None, page=page_of(path),
         )
+
+
+@cache
+def _holds_ungated(model: type[BaseModel]) -> bool:
+    """Whether ``model`` is, or holds, a section that its own switch turns on whatever the switches above it say."""
+    if section_meta(model).get("switch_ungated"):
+        return True
+    return any(field.model is not None and _holds_ungated(field.model) for field in section_fields(model).values())
 
 
 def _written_as(field: SchemaField, value: Any) -> bool:

@@ -569,19 +569,27 @@ class DataSamplingConfig(LenientSection):
 class RandomLTDScheduleParams(LenientSection):
     """Parameters of the random-LTD sequence-length schedule."""
 
-    require_steps: int | None = ds_field(None, unit="steps", description="Steps to reach `max_value` from `min_value`.")
+    # raises="step": read with config[key] and divided by at the first forward pass whenever min_value < max_value
+    # (core.rules.misc's random-LTD schedule check says how a value fails), not checked when parsed
+    require_steps: int | None = ds_field(None, unit="steps", raises="step", auto="fails",
+                                         description="Steps to reach `max_value` from `min_value`.")
     seq_per_step: int | None = ds_field(
-        None, description="The kept sequence length is a multiple of this (8 for fp16, 16 for int8 tensor cores)."
+        None, raises="step", auto="fails",
+        description="The kept sequence length is a multiple of this (8 for fp16, 16 for int8 tensor cores)."
     )
 
 
 class RandomLTDScheduleConfig(LenientSection):
     """How many tokens random-LTD keeps over training."""
 
-    min_value: int | None = ds_field(None, description="Kept sequence length at step 0.")
-    max_value: int | None = ds_field(None, description="Final kept sequence length (usually the full length).")
+    # as_written="forward": the scheduler computes the consumed layer tokens with them at every forward pass
+    min_value: int | None = ds_field(None, as_written="forward", auto="fails",
+                                     description="Kept sequence length at step 0.")
+    max_value: int | None = ds_field(None, as_written="forward", auto="fails",
+                                     description="Final kept sequence length (usually the full length).")
     schedule_type: str | None = ds_field(
-        None, choices=("fixed_linear",), description="Schedule shape; only `fixed_linear` is supported."
+        None, choices=("fixed_linear",), raises="step",
+        description="Schedule shape; only `fixed_linear` is supported (any other stops the first forward pass)."
     )
     schedule_config: RandomLTDScheduleParams | None = ds_field(None, description="Schedule parameters.")
 
@@ -602,8 +610,10 @@ class RandomLTDConfig(LenientSection):
     model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "switch_ungated": True}})
 
     enabled: bool = ds_field(False, description="Turn random-LTD on.")
-    total_layer_num: int | None = ds_field(None, description="Number of layers of the model.")
-    random_ltd_layer_num: int | None = ds_field(None, description="Number of layers that drop tokens.")
+    total_layer_num: int | None = ds_field(None, as_written="forward", auto="fails",
+                                           description="Number of layers of the model.")
+    random_ltd_layer_num: int | None = ds_field(None, as_written="forward", auto="fails",
+                                                description="Number of layers that drop tokens.")
     random_ltd_layer_id: list[int] | None = ds_field(
         None, description="Ids of the layers that drop tokens (as many as `random_ltd_layer_num`)."
     )

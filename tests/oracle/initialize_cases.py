@@ -8,6 +8,19 @@ from __future__ import annotations
 from tests.oracle.initialize import ADAMW, SGD, TINY, InitializeCase
 from tests.oracle.initialize_cases_lr import SCHEDULER_AND_STEP_CASES
 
+
+def _random_ltd(*, schedule: dict | None = None, schedule_config: dict | None = None, **random_ltd: object) -> dict:
+    """TINY with random-LTD switched on (data_efficiency.data_routing.random_ltd, the scheduler built whatever the
+    switches above it say) and a complete fixed_linear schedule, with the keys given replaced."""
+    params = {"require_steps": 100, "seq_per_step": 8, **(schedule_config or {})}
+    kept = {"min_value": 8, "max_value": 64, "schedule_type": "fixed_linear", "schedule_config": params,
+            **(schedule or {})}
+    section = {"enabled": True, "total_layer_num": 2, "random_ltd_layer_num": 1, "random_ltd_layer_id": [0],
+               "model_mask_name": "attention_mask", "model_type": "decoder", "hidden_state_order": "batch_seq_dim",
+               "random_ltd_schedule": kept, **random_ltd}
+    return {**TINY, "optimizer": SGD, "data_efficiency": {"data_routing": {"random_ltd": section}}}
+
+
 OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
     InitializeCase("control-sgd", "torch.optim name, exact case", {**TINY, "optimizer": SGD}, False),
     InitializeCase(
@@ -834,6 +847,47 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         "patterns that are a regular expression only together (\"(x\" | \"y)\"), under bf16: train",
         {**TINY, "optimizer": SGD, "bf16": {"enabled": True}, "data_types": {"keep_in_fp32_modules": ["(x", "y)"]}},
         False,
+    ),
+    InitializeCase(
+        "control-random-ltd-full", "random-LTD on with a complete fixed_linear schedule over 8..64 tokens: trains",
+        _random_ltd(), False,
+    ),
+    InitializeCase(
+        "control-random-ltd-schedule-never-runs",
+        "min_value = max_value: the scheduler never computes a length, so its unsupported type is never read",
+        _random_ltd(schedule={"min_value": 64, "schedule_type": "fixed_root"}), False,
+    ),
+    InitializeCase(
+        "random-ltd-layer-token-lr", "layer_token_lr_schedule.enabled truthy (the string 'false'): not implemented",
+        _random_ltd(layer_token_lr_schedule={"enabled": "false"}), True, "NotImplementedError", "",
+    ),
+    InitializeCase(
+        "random-ltd-layer-count-as-text", "random_ltd_layer_num '1': the scheduler computes with it as written",
+        _random_ltd(random_ltd_layer_num="1"), True, "TypeError", "unsupported operand", phase="step",
+    ),
+    InitializeCase(
+        "random-ltd-min-max-as-text", "min_value/max_value as text: the consumed-token count fails",
+        _random_ltd(schedule={"min_value": "8", "max_value": "64"}), True, "TypeError", "unsupported operand",
+        phase="step",
+    ),
+    InitializeCase(
+        "random-ltd-schedule-type", "schedule_type fixed_root: only fixed_linear is implemented",
+        _random_ltd(schedule={"schedule_type": "fixed_root"}), True, "RuntimeError",
+        "Unsupported random LTD schedule type", phase="step",
+    ),
+    InitializeCase(
+        "random-ltd-schedule-null", "random_ltd_schedule null: no kept-token state",
+        _random_ltd(random_ltd_schedule=None), True, "KeyError", "current_value", phase="step",
+    ),
+    InitializeCase(
+        "random-ltd-seq-per-step-zero", "seq_per_step 0: the length is rounded modulo 0",
+        _random_ltd(schedule_config={"seq_per_step": 0}), True, "ZeroDivisionError", "modulo by zero",
+        phase="step",
+    ),
+    InitializeCase(
+        "random-ltd-require-steps-as-text", "require_steps '100': the step is divided by it",
+        _random_ltd(schedule_config={"require_steps": "100"}), True, "TypeError", "unsupported operand",
+        phase="step",
     ),
     InitializeCase(
         "control-end", "the first control again, last (no state leaked)", {**TINY, "optimizer": SGD}, False
