@@ -215,7 +215,11 @@ _PIPELINE_WORKER = textwrap.dedent("""
 _PIPELINES = {"control": {"pipe_partitioned": True, "grad_partitioned": False, "activation_checkpoint_interval": 1},
               "pipe-true-string": {"pipe_partitioned": "true"}, "pipe-one": {"pipe_partitioned": 1},
               "grad-zero": {"grad_partitioned": 0}, "interval-string": {"activation_checkpoint_interval": "2"},
-              "pipe-auto": {"pipe_partitioned": "auto"}, "interval-auto": {"activation_checkpoint_interval": "auto"}}
+              "pipe-auto": {"pipe_partitioned": "auto"}, "interval-auto": {"activation_checkpoint_interval": "auto"},
+              # range() refuses a float and takes a bool (an int): 2.0 was let through, false was an error (hunt 12-01)
+              "interval-float": {"activation_checkpoint_interval": 2.0},
+              "control-interval-false": {"activation_checkpoint_interval": False},
+              "control-interval-true": {"activation_checkpoint_interval": True}}
 
 
 @pytest.mark.deepspeed
@@ -230,8 +234,9 @@ def test_the_pipeline_engine_refuses_what_the_validator_flags():
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got == {"control": None, "pipe-true-string": "AssertionError", "pipe-one": "AssertionError",
                    "grad-zero": "AssertionError", "interval-string": "TypeError", "pipe-auto": "AssertionError",
-                   "interval-auto": "TypeError"}
+                   "interval-auto": "TypeError", "interval-float": "TypeError", "control-interval-false": None,
+                   "control-interval-true": None}
     for label, pipeline in _PIPELINES.items():
         errors = [f[1] for f in _found(_cfg(pipeline=pipeline)) if f[0] == "error"]
-        expected = [] if label == "control" else ["auto.fails"] if "auto" in label else ["type.engine"]
+        expected = [] if label.startswith("control") else ["auto.fails"] if "auto" in label else ["type.engine"]
         assert errors == expected, label

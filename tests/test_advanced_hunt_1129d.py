@@ -42,6 +42,25 @@ CASES: dict[str, tuple[dict[str, Any], str | None, tuple[str, str, str] | None]]
                           "schedule_config": {"difficulty": [1, 2], "max_step": [5, 6]}}, "schedule_config.max_step",
                          ("initialize", "AssertionError", "")),
     "no-curriculum-type": (_without("curriculum_type"), "curriculum_type", ("step", "KeyError", "curriculum_type")),
+    # values the scheduler computes with as written (a read-only hunt, 1 Dec 2026): silent before
+    "difficulty-step-as-text": ({**LINEAR, "schedule_config": {"total_curriculum_step": 10, "difficulty_step": "8"}},
+                                "schedule_config.difficulty_step",
+                                ("initialize", "TypeError", "not all arguments converted")),
+    "total-step-as-text": ({**LINEAR, "schedule_config": {"total_curriculum_step": "10", "difficulty_step": 8}},
+                           "schedule_config.total_curriculum_step", ("step", "TypeError", "unsupported operand")),
+    "min-as-text": ({**LINEAR, "min_difficulty": "8"}, "min_difficulty", ("step", "TypeError", "not supported")),
+    "root-degree-as-text": ({**LINEAR, "schedule_type": "fixed_root", "schedule_config": {
+        **LINEAR["schedule_config"], "root_degree": "2"}}, "schedule_config.root_degree",
+        ("step", "TypeError", "unsupported operand")),
+    "discrete-step-as-text": ({**LINEAR, "schedule_type": "fixed_discrete",
+                               "schedule_config": {"difficulty": [8, 64], "max_step": ["10"]}},
+                              "schedule_config.max_step", ("step", "TypeError", "not supported")),
+    "total-step-zero": ({**LINEAR, "schedule_config": {"total_curriculum_step": 0, "difficulty_step": 8}},
+                        "schedule_config.total_curriculum_step", ("step", "ZeroDivisionError", "division by zero")),
+    "difficulty-step-zero": ({**LINEAR, "schedule_config": {"total_curriculum_step": 10, "difficulty_step": 0}},
+                             "schedule_config.difficulty_step", ("step", "ZeroDivisionError", "modulo by zero")),
+    "control-starts-at-max": ({**LINEAR, "min_difficulty": 64, "schedule_config": {"total_curriculum_step": 0,
+                                                                                   "difficulty_step": 8}}, None, None),
     "control-linear": (LINEAR, None, None),
     "control-root": ({**LINEAR, "schedule_type": "fixed_root",
                       "schedule_config": {**LINEAR["schedule_config"], "root_degree": 2}}, None, None),
@@ -83,7 +102,11 @@ def test_real_initialize_fails_where_the_rule_says(release):
 
     if oracle_available(release):
         pytest.skip(oracle_available(release))
-    run = run_initialize_configs({label: _config(section) for label, (section, _, _) in CASES.items()}, release)
+    from tests import test_pld_hunt_1201 as pld  # the other legacy section: one DeepSpeed import for both
+
+    configs = {label: _config(section) for label, (section, _, _) in CASES.items()}
+    run = run_initialize_configs({**configs, **pld.real_run_configs()}, release)
+    pld.check_real_run(run.results)
     for label, (_, _, failure) in CASES.items():
         got = run.results[label]
         outcome = got if got["raised"] else got["step"]

@@ -42,6 +42,7 @@ CASES = [
     ("stage-out-of-range", cfg(zero_optimization={"stage": 4}), {}, "type.enum", "error", "zero_optimization.stage"),
     ("section-not-object", cfg(fp16=[1]), {}, "type.model_type", "error", "fp16"),
     ("type-lenient", cfg(memory_breakdown="one"), {}, "type.unchecked", "warning", "memory_breakdown"),
+    ("type-dataloader", cfg(dataloader_drop_last="false"), {}, "type.dataloader", "warning", "dataloader_drop_last"),
     ("step-number", cfg(gradient_clipping="1.0"), {}, "misc.step-number", "error", "gradient_clipping"),
     ("nvme-below-3", cfg(zero_optimization={"stage": 2, "offload_optimizer": {"device": "nvme", "nvme_path": "/n"}}),
      {}, "zero.nvme-below-3", "warning", "zero_optimization.offload_optimizer.device"),
@@ -181,6 +182,8 @@ CASES = [
     ("section-ignored", cfg(timers="auto"), {}, "type.section-ignored", "warning", "timers"),
     ("legacy-curriculum", cfg(curriculum_learning={"enabled": True}), {"version": "0.19.7"},
      "curriculum.legacy-schedule", "error", "curriculum_learning.min_difficulty"),
+    ("pld-keys", cfg(progressive_layer_drop={"enabled": True, "gamma": 0.001}), {"version": "0.19.7"},
+     "progressive-layer-drop.keys", "error", "progressive_layer_drop.theta"),
     ("compression-group-modules", cfg(compression_training={"row_pruning": {
         "shared_parameters": {}, "different_groups": {"g": {"params": {"dense_ratio": 0.5}, "modules": ["(fc"]}}}}),
      {"version": "0.19.6"}, "compression.group-modules", "error",

@@ -171,6 +171,13 @@ TABLE: tuple[Code, ...] = (
        "(TypeError). The fix writes the number the text says, else the default. (Pipeline keys used as written "
        "fail at initialize: type.engine.)",
        {**B, "flops_profiler": {"enabled": True, "profile_step": "1"}}),
+    _c("type.dataloader", "warning", "training", False, "A data-loader switch that is not true or false.",
+       "DeepSpeed reads dataloader_drop_last with dict.get and passes it unchanged to torch's DataLoader when it "
+       "builds its own data loader (deepspeed.initialize(training_data=...) or engine.deepspeed_io); torch's "
+       "BatchSampler refuses anything but a bool (ValueError: drop_last should be a boolean value), so \"false\", "
+       "1 or null stop the first batch. A warning: a run with its own data loader (the HF Trainer's) never reads it. "
+       "The fix writes the boolean the value spells.",
+       {**B, "dataloader_drop_last": "false"}),
     _c("type.unchecked", "warning", "training", False, "A wrong value DeepSpeed does not check.",
        "The section is read with dict.get and the value is carried along unchecked; the mistake surfaces later, "
        "in training, if the value is used. The fix is the type error's (what the value most likely meant, else "
@@ -890,6 +897,12 @@ TABLE: tuple[Code, ...] = (
        "schedule_offset (1000 by default). No automatic fix: the method is the user's choice.",
        {**B, "compression_training": {"sparse_pruning": {"shared_parameters": {"enabled": True, "method": "l1"},
                                                           "different_groups": {}}}}, settings={"version": "0.19.6"}),
+    _c("progressive-layer-drop.keys", "error", "initialize", None, "Progressive layer drop on without theta or gamma.",
+       "Releases up to 0.19.7 read progressive_layer_drop with dict.get; switched on (any truthy enabled), the engine "
+       "builds ProgressiveLayerDrop(theta=pld_params['theta'], gamma=pld_params['gamma']) in deepspeed.initialize, "
+       "so a missing one stops it with a KeyError: DeepSpeed has no default for either. No automatic fix: the values "
+       "are the user's to choose.",
+       {**B, "progressive_layer_drop": {"enabled": True, "gamma": 0.001}}, settings={"version": "0.19.7"}),
     _c("curriculum.legacy-schedule", "error", "initialize", None, "Legacy curriculum learning on without its schedule.",
        "Releases up to 0.19.7 read the top-level curriculum_learning with dict.get; switched on, deepspeed.initialize "
        "builds CurriculumScheduler, which asserts min_difficulty, max_difficulty and schedule_type, refuses any type "

@@ -488,12 +488,36 @@ def legacy_curriculum(ctx: Context) -> Iterator[Finding]:
     yield Finding(
         "error", "curriculum.legacy-schedule", path,
         f"Legacy curriculum learning is on, and DeepSpeed {ctx.version} stops"
-        + ("" if key == "curriculum_type" else " building its scheduler in deepspeed.initialize") + f": {failure}.",
+        + ("" if key == "curriculum_type" or "first forward pass" in failure
+           else " building its scheduler in deepspeed.initialize") + f": {failure}.",
         suggestion="Set curriculum_type, min_difficulty, max_difficulty, schedule_type (fixed_linear, fixed_root, "
         "fixed_discrete or custom) and the schedule_config it needs, or move to "
         "data_efficiency.data_sampling.curriculum_learning.",
         page="advanced",
     )
+
+
+def progressive_layer_drop(ctx: Context) -> Iterator[Finding]:
+    """Progressive layer drop switched on (dict.get: any truthy ``enabled``) without theta or gamma, in the releases
+    that read the section (up to 0.19.7): the engine reads both with ``pld_params[key]`` when deepspeed.initialize
+    builds ProgressiveLayerDrop (KeyError); DeepSpeed has no defaults for them."""
+    section = ctx.config.get("progressive_layer_drop")
+    if not isinstance(section, dict) or not section.get("enabled") \
+            or versions.key_known(ctx.version, "", "progressive_layer_drop") is not True:
+        return
+    missing = [key for key in ("theta", "gamma") if key not in section]
+    if missing:
+        yield Finding(
+            "error", "progressive-layer-drop.keys", f"progressive_layer_drop.{missing[0]}",
+            f"Progressive layer drop is on but {' and '.join(f'`{key}`' for key in missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not set: DeepSpeed {ctx.version} has no default and "
+            f"deepspeed.initialize stops reading {'it' if len(missing) == 1 else 'them'} (KeyError: "
+            f"'{missing[0]}').",
+            suggestion="Set theta (the final keep probability, e.g. 0.5) and gamma (how fast it decays, e.g. 0.001), "
+            "or turn progressive layer drop off; the model's forward must also take the progressive_layer_drop and "
+            "pld_theta keyword arguments DeepSpeed then passes.",
+            page="advanced",
+        )
 
 
 def _legacy_curriculum_problem(section: dict[str, Any]) -> tuple[str, str] | None:
@@ -522,9 +546,59 @@ def _legacy_curriculum_problem(section: dict[str, Any]) -> tuple[str, str] | Non
                 and len(difficulty) == len(max_step) + 1):
             return "schedule_config.max_step", ("AssertionError: fixed_discrete needs non-empty lists, with one "
                                                 "difficulty more than max_step")
+    elif not _number(step := schedule["difficulty_step"]):  # __init__ warns unless `difficulty_step % 8 == 0`
+        return "schedule_config.difficulty_step", (
+            f"difficulty_step is {brief(step)}, not a number, and it computes difficulty_step % 8 (TypeError: "
+            + ("not all arguments converted during string formatting)" if isinstance(step, str) else
+               "unsupported operand type(s) for %)"))
+    problem = _legacy_first_forward(section, kind, schedule)
+    if problem is not None:
+        return problem
     if "curriculum_type" not in section:
         return "curriculum_type", ("KeyError: 'curriculum_type' at the first training forward pass, where the engine "
                                    "reads it to decide whether to pass curriculum_seqlen")
+    return None
+
+
+def _number(value: Any) -> bool:
+    """A JSON number (a bool is none), as the schedulers compute with it."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _legacy_first_forward(section: dict[str, Any], kind: str, schedule: Any) -> tuple[str, str] | None:
+    """What the legacy CurriculumScheduler's ``update_difficulty`` (engine.forward, before the model runs) fails on:
+    it compares min_difficulty with max_difficulty, and while min is below max computes the schedule's difficulty,
+    dividing by total_curriculum_step and root_degree and taking the result modulo difficulty_step (fixed_discrete:
+    comparing the step with max_step's entries). (key, failure), or None."""
+    low, high = section["min_difficulty"], section["max_difficulty"]
+    forward = "at the first forward pass"
+    try:
+        below = low < high
+    except TypeError:
+        return "min_difficulty", (f"min_difficulty {brief(low)} and max_difficulty {brief(high)} are compared "
+                                  f"{forward} (TypeError: '<' not supported between them): write both as numbers")
+    if not below:
+        return None  # the difficulty starts at its maximum: the schedule is never computed
+    if not (_number(low) and _number(high)):
+        key = "min_difficulty" if not _number(low) else "max_difficulty"
+        return key, (f"{key} is {brief(section[key])}, not a number, and the difficulty is computed with it {forward} "
+                     "(TypeError: unsupported operand type(s))")
+    if kind == "custom":
+        return None
+    if kind == "fixed_discrete":
+        bad = next((step for step in schedule["max_step"] if not _number(step)), None)
+        return None if bad is None else ("schedule_config.max_step", (
+            f"max_step holds {brief(bad)}, not a number, and the step is compared with it {forward} (TypeError: '>' "
+            "not supported between them)"))
+    divisors = [("total_curriculum_step", "the step is divided by it", "float division by zero"),
+                ("difficulty_step", "the difficulty is taken modulo it", "modulo by zero")]
+    if kind == "fixed_root":
+        divisors.append(("root_degree", "1 is divided by it", "float division by zero"))
+    for key, use, by_zero in divisors:
+        value = schedule[key]
+        if not _number(value) or value == 0:
+            return f"schedule_config.{key}", (f"{key} is {brief(value)}, and {use} {forward} " + (
+                f"(ZeroDivisionError: {by_zero})" if _number(value) else "(TypeError: unsupported operand type(s))"))
     return None
 
 
@@ -544,6 +618,7 @@ def contiguous_checkpointing(ctx: Context) -> Iterator[Finding]:
         missing, message = "number_checkpoints", (
             "Must specify the number of layers with contiguous memory checkpointing")
     else:
+        yield from _contiguous_buffers(section["number_checkpoints"], prefix)
         return
     yield Finding(
         "warning", "activation-checkpointing.contiguous", f"{prefix}.contiguous_memory_optimization",
@@ -553,6 +628,25 @@ def contiguous_checkpointing(ctx: Context) -> Iterator[Finding]:
         suggestion=f"Set `{prefix}.{missing}`" + (" to true" if missing == "partition_activations" else
                                                   " (the number of checkpointed layers)")
         + ", or turn contiguous_memory_optimization off.",
+        page="advanced",
+    )
+
+
+def _contiguous_buffers(count: Any, prefix: str) -> Iterator[Finding]:
+    """number_checkpoints with contiguous memory on: checkpointing.py sizes its buffer lists with ``range(count)``
+    and indexes them by layer, so text or a float fails (TypeError) and 0 or less leaves no buffer (IndexError) at
+    the first checkpointed forward pass ("auto": the "auto" rule)."""
+    if count == "auto" or (isinstance(count, int) and count > 0):  # a bool is an int: true is 1 buffer
+        return
+    failure = "IndexError: list index out of range" if isinstance(count, int) else \
+        f"TypeError: '{type(count).__name__}' object cannot be interpreted as an integer"
+    yield Finding(
+        "warning", "activation-checkpointing.contiguous", f"{prefix}.number_checkpoints",
+        f"`{prefix}.number_checkpoints` is {brief(count)} with contiguous_memory_optimization on: where activation "
+        "checkpointing is set up through deepspeed.checkpointing.configure (Megatron-style models), DeepSpeed keeps "
+        f"one contiguous buffer per checkpointed layer and fails at the first checkpointed forward pass ({failure}).",
+        suggestion="Set it to the number of checkpointed layers (a whole number), or turn "
+        "contiguous_memory_optimization off.",
         page="advanced",
     )
 
@@ -625,7 +719,7 @@ def misc(ctx: Context) -> Iterator[Finding]:
             fix=delete_fix("expert_parallel.load_balance_coeff"), page="advanced",
         )
     aio = ctx.config.get("aio")
-    if isinstance(aio, dict) and lax_bool(aio.get("use_gds")):
+    if isinstance(aio, dict) and aio.get("use_gds"):  # a Python truth value: aio_config asserts CUDA on any
         yield Finding(
             "info", "misc.gds", "aio.use_gds",
             "aio.use_gds needs NVIDIA GPUDirect Storage on a CUDA machine; DeepSpeed refuses it elsewhere.",

@@ -26,7 +26,7 @@ RULES: tuple[Rule, ...] = (
     zero.zero_form, zero.offload, zero.stage_not_integer, zero.sub_group_zero, zero.deprecated_zero_keys,
     precision.bfloat16_alias,
     misc.checkpoint, misc.data_types, misc.data_efficiency, misc.contiguous_checkpointing, misc.legacy_curriculum,
-    misc.autotuning, misc.misc,
+    misc.progressive_layer_drop, misc.autotuning, misc.misc,
     optim.optimizer, optim.scheduler,
     initialize.engine_combinations, initialize.autocast_combinations, initialize.amp_combinations,
     precision.master_weights_offload,

@@ -120,6 +120,7 @@ def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], 
             yield from _truthy_strings(ctx, value, field.model, path)
         elif (lenient and isinstance(value, str) and (lax_bool(value) is False
                                                        or value.strip().lower() in _MORE_OFF_WORDS) and _is_bool(field)
+              and not field.meta.extra.get("as_written")  # used as written, not as a truth value: as_written says
               and _exists(ctx, prefix, field, key)
               and not (prefix == "" and versions.top_level_value_fails(ctx.version, key, value))):
             yield Finding(
@@ -135,7 +136,11 @@ def _truthy_strings(ctx: Context, data: dict[str, Any], model: type[BaseModel], 
 _AS_WRITTEN_WHEN = {"initialize": "when deepspeed.initialize builds the engine",
                     "forward": "at the first forward pass",
                     "step": "at the first optimizer step",
-                    "profile": "at the profiling step (`profile_step`, the first step by default)"}
+                    "profile": "at the profiling step (`profile_step`, the first step by default)",
+                    "dataloader": "in torch's DataLoader, which refuses anything but true or false (ValueError: "
+                                  "drop_last should be a boolean value), when DeepSpeed builds its own data loader "
+                                  "(deepspeed.initialize(training_data=...) or engine.deepspeed_io); a data loader of "
+                                  "your own (the HF Trainer's) does not read it"}
 
 
 def as_written(ctx: Context) -> Iterator[Finding]:
@@ -169,9 +174,13 @@ def _as_written(ctx: Context, data: dict[str, Any], model: type[BaseModel], pref
         default = plain_default(field)
         text = (f"`{path}` is {brief(value)}, not {_kind(field)}: DeepSpeed {ctx.version} reads it with dict.get and "
                 f"uses it as written, which fails {_AS_WRITTEN_WHEN[when]}")
+        # only a data loader DeepSpeed builds reads it: a warning, as the run may bring its own
+        severity, code = ("warning", "type.dataloader") if when == "dataloader" else \
+            ("error", "type.engine" if when == "initialize" else "type.as-written")
         yield Finding(
-            "error", "type.engine" if when == "initialize" else "type.as-written", path,
-            text + (" (the pipeline engine asserts it is a bool)." if _is_bool(field) else " (TypeError)."),
+            severity, code, path,
+            text + ("." if when == "dataloader" else " (the pipeline engine asserts it is a bool)." if _is_bool(field)
+                    else " (TypeError)."),
             suggestion=f"Write {brief(meant)} without quotes." if meant is not None and meant != value
             else f"Default: {brief(default)}.",
             # no fix when nothing is meant and the default is null, which fails the same way
@@ -192,6 +201,8 @@ def _written_as(field: SchemaField, value: Any) -> bool:
     """Whether ``value`` is of the field's own JSON type (a bool is no number, a number no bool)."""
     if _is_bool(field):
         return isinstance(value, bool)
+    if field.meta.extra.get("range_argument"):
+        return isinstance(value, int)  # range() takes any int, true and false included, and refuses a float
     if isinstance(value, bool):
         return False
     return isinstance(value, int | float)  # DeepSpeed compares and counts with a float as well
@@ -206,7 +217,8 @@ def _meant_value(field: SchemaField, value: Any) -> Any:
 
 
 def _kind(field: SchemaField) -> str:
-    return "true or false" if _is_bool(field) else "a number"
+    return "true or false" if _is_bool(field) else "a whole number" if field.meta.extra.get("range_argument") \
+        else "a number"
 
 
 def _is_bool(field: SchemaField) -> bool:

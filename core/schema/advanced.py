@@ -392,7 +392,8 @@ class PipelineConfig(OpenSection):
     seed_layers: bool = ds_field(False, description="Use a different random seed for each layer.")
     activation_checkpoint_interval: int = ds_field(
         0,
-        as_written="initialize", auto="fails",
+        # PipelineModule passes it to range(): any Python int (a bool is one), never a float
+        as_written="initialize", auto="fails", range_argument=True,
         description="Checkpoint activations every N layers (0: off). Saves memory, costs recomputation.",
     )
     pipe_partitioned: bool = ds_field(

@@ -586,8 +586,12 @@ class ProgressiveLayerDropConfig(LenientSection):
     model_config = ConfigDict(json_schema_extra=_RAISES)
 
     enabled: bool = _gone(False, description="Turn PLD on. Required key in 0.19.5.")
-    theta: float = _gone(1.0, description="Final keep probability.")
-    gamma: float = _gone(0.001, description="Decay rate of the keep probability.")
+    # no defaults in DeepSpeed: switched on, the engine reads both with config[key] (core.rules.misc.progressive_
+    # layer_drop) and computes the keep probability with them as written at every optimizer step
+    theta: float = _gone(1.0, as_written="step", auto="fails",
+                         description="Final keep probability (required when PLD is on; the examples use 0.5).")
+    gamma: float = _gone(0.001, as_written="step", auto="fails",
+                         description="Decay rate of the keep probability (required when PLD is on; e.g. 0.001).")
 
     @model_validator(mode="before")
     @classmethod

@@ -247,7 +247,9 @@ class DeepSpeedConfig(LenientSection):
         False, auto="kept", page="advanced", description="Use the data-before-expert process-group topology."
     )
     dataloader_drop_last: bool = ds_field(
-        False, auto="kept", page="advanced", description="Drop the last incomplete batch of DeepSpeed's dataloader."
+        False, auto="kept", page="advanced", as_written="dataloader",
+        description="Drop the last incomplete batch of DeepSpeed's dataloader (true or false: it reaches torch's "
+        "DataLoader as written)."
     )
     disable_python_gc: bool = ds_field(
         False, auto="kept", page="advanced", added="0.19.8",
