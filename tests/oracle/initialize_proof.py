@@ -142,14 +142,15 @@ TRIES = 3
 _RANK = {"accepted": 0, "proven": 1, "fails": 2, "machine": 3}
 
 
-def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int | None = None) -> list[Proof]:
+def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int | None = None,
+          tries: int = TRIES) -> list[Proof]:
     """Judge ``cases`` at world size 1 under ``release``, and prove each rejected-but-parsed group (the
     first ``limit`` groups, all when None) with that release's ``deepspeed.initialize``: its shortest
-    ``TRIES`` members, each with its repair, all in one run of the release (importing DeepSpeed costs more
+    ``tries`` members, each with its repair, all in one run of the release (importing DeepSpeed costs more
     than a handful of tiny trainings), the group taking its most telling member's status."""
     groups = rejected_but_parsed(cases, run_differential(cases, (1,), release))
     chosen = sorted(groups.items())[:limit] if limit is not None else sorted(groups.items())
-    ordered = [(signature, sorted(members, key=lambda member: len(json.dumps(member[1])))[:TRIES])
+    ordered = [(signature, sorted(members, key=lambda member: len(json.dumps(member[1])))[:tries])
                for signature, members in chosen]
     configs: dict[str, dict[str, Any]] = {}
     for i, (_, members) in enumerate(ordered):
