@@ -10,7 +10,7 @@ from core.autofill import ACCELERATE_OVERWRITES, ACCELERATE_PLUGIN_PATHS, schedu
 from core.findings import Finding, brief, join_path, shown, split_path
 from core.rules.context import Context
 from core.rules.fixes import delete_fix, set_fix
-from core.rules.initialize import autotp_size_string
+from core.rules.initialize import autotp_size_string, predivide_factor_path
 from core.rules.structure import page_of
 from core.schema.root import DeepSpeedConfig
 from core.schema.walk import default_in, field_exists, is_strict
@@ -132,6 +132,8 @@ def auto_values(ctx: Context) -> Iterator[Finding]:
                 continue
         if path == "tensor_parallel.autotp_size" and autotp_size_string(ctx):
             continue  # compared with a number before DeepSpeed's parser drops "auto": its own rule says so
+        if path == "gradient_predivide_factor" and predivide_factor_path(ctx) == "unread":
+            continue  # ZeRO-1's reduce-scatter never reads it: the run trains
         if _unread_params(ctx.config, path):
             continue  # no type: DeepSpeed builds nothing from these params (optimizer/scheduler.no-type say so)
         # what this release uses when the key is left out

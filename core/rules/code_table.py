@@ -474,6 +474,15 @@ TABLE: tuple[Code, ...] = (
        "offload joins None into a path (TypeError). Below stage 3 nothing is swapped to NVMe (zero.nvme-below-3, "
        "zero.offload-param-below-3) and the path is unused. The fix sets a placeholder path to edit.",
        {**B, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}}),
+    _c("zero.elastic-checkpoint-step", "warning", "training", False,
+       "elastic_checkpoint at ZeRO-1/2 with an optimizer that counts its step per parameter.",
+       "The ZeRO-1/2 optimizer's elastic state dict saves the optimizer step only when it is in the parameter groups "
+       "(\"step\" in param_groups[0]); DeepSpeed's CPU Adam (the optimizer offloaded), FusedLamb, the CPU Lion and "
+       "Adagrad and every torch.optim class keep it per parameter, so save_checkpoint works and load_checkpoint "
+       "fails (AssertionError in _restore_step_from_elastic_checkpoint). FusedAdam and FusedLion keep a group step. "
+       "A warning: training runs until a resume. The fix removes elastic_checkpoint (rigid checkpoints load).",
+       {**B, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+        "zero_optimization": {"stage": 2, "elastic_checkpoint": True, "offload_optimizer": {"device": "cpu"}}}),
     _c("zero.elastic-checkpoint-stage-3", "warning", "ignored", True, "elastic_checkpoint with ZeRO stage 3.",
        "DeepSpeed warns and ignores it at stage 3; removing it changes nothing.",
        {**B, "zero_optimization": {"stage": 3, "elastic_checkpoint": True}}),
@@ -938,8 +947,9 @@ TABLE: tuple[Code, ...] = (
        "number (or the factor is 0 where DeepSpeed divides by it).", "DeepSpeed keeps them as written and computes "
        "with them at the first optimizer step: a string or null stops training (TypeError), a factor of 0 divides "
        "by zero where the factor is used: without ZeRO, under BF16_Optimizer, and with ZeRO-1/2 and reduce_scatter "
-       "false (ZeRO-1 with reduce_scatter on never reads it; ZeRO-2/3 with it on refuse any factor but 1, "
-       "engine.predivide-reduce-scatter). The fix writes the number a numeric string holds, else the default.",
+       "false (ZeRO-1 with reduce_scatter on never reads it, whatever it holds; ZeRO-2/3 with it on refuse any value "
+       "but 1, a string too, engine.predivide-reduce-scatter). The fix writes the number a numeric string holds, "
+       "else the default.",
        {**B, "gradient_clipping": "1.0"}),
     _c("misc.steps-per-print-odd", "warning", "n/a", False, "steps_per_print is negative or fractional.",
        "It is meant to be a positive whole number of steps. The fix sets 10.",

@@ -266,6 +266,15 @@ def reduce_scatter_on(ctx: Context) -> bool:
     return effective.pydantic_bool(ctx.zero, "reduce_scatter", True)
 
 
+def predivide_factor_path(ctx: Context) -> str:
+    """How the run reaches ``gradient_predivide_factor``: "unread" (ZeRO-1's reduce-scatter, no BF16_Optimizer:
+    nothing reads it, any value trains), "compared" (ZeRO-2/3 with reduce_scatter on: initialize refuses any value
+    but 1, ``engine.predivide-reduce-scatter``), else "divided" (the all-reduce divides by it at the first step)."""
+    if ctx.stage in (1, 2, 3) and reduce_scatter_on(ctx) and not ctx.bf16_optimizer():
+        return "unread" if ctx.stage == 1 else "compared"
+    return "divided"
+
+
 #: The parts of the ZeRO-2/3 optimizers' assertions on gradient scaling with reduce_scatter on that every release
 #: words the same way (the profile's ``zero_optimizer_checks`` hold the whole messages).
 PREDIVIDE_CHECK = "gradient_predivide_factor != 1.0 is not yet supported"
@@ -288,12 +297,14 @@ def gradient_scaling_reduce_scatter(ctx: Context) -> Iterator[Finding]:
     where = f"with ZeRO stage {ctx.stage} and zero_optimization.reduce_scatter on" + (
         "" if "reduce_scatter" in ctx.zero else " (its default)")
     factor = ctx.config.get("gradient_predivide_factor", 1.0)
-    # a number other than 1 (other values: misc.step-number); prescale_gradients is read with get_scalar_param and
+    # any value but 1 (a string too: misc.step-number leaves it to this check); prescale_gradients is read with
+    # get_scalar_param and
     # used as a Python truth value ("false" and "auto" are on: type.truthy-string and auto.kept say so besides)
     prescale = ctx.config.get("prescale_gradients", False)
     refused = (
+        # compared as written, as DeepSpeed compares it: a string is no 1.0 either ("auto": the auto rule)
         ("error", "engine.predivide-reduce-scatter", "gradient_predivide_factor", factor, PREDIVIDE_CHECK,
-         isinstance(factor, int | float) and not isinstance(factor, bool) and factor != 1.0,
+         factor != 1.0 and factor != "auto",
          "the default 1.0", "so that ZeRO all-reduces the gradients and divides them by the factor first"),
         ("error", "engine.prescale-reduce-scatter", "prescale_gradients", prescale, PRESCALE_CHECK,
          bool(prescale), "ZeRO then averages the gradients after reducing them", ""),

@@ -16,7 +16,7 @@ from core.effective import switch_on
 from core.findings import Finding, Fix, brief, get_path, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
-from core.rules.initialize import reduce_scatter_on
+from core.rules.initialize import predivide_factor_path, reduce_scatter_on
 from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig, DataSamplingConfig
 from core.schema.base import field_meta, version_tuple
 from core.schema.root import DeepSpeedConfig
@@ -873,6 +873,8 @@ def _step_numbers(ctx: Context) -> Iterator[Finding]:
                     fix=set_fix(key, default), page="precision",
                 )
             continue
+        if key == "gradient_predivide_factor" and predivide_factor_path(ctx) != "divided":
+            continue  # ZeRO-1's reduce-scatter never reads it; ZeRO-2/3 refuse it first (predivide-reduce-scatter)
         number = lax_float(value) if isinstance(value, str) else None
         yield Finding(
             "error", "misc.step-number", key,

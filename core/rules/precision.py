@@ -300,17 +300,24 @@ def torch_autocast(ctx: Context) -> Iterator[Finding]:
             page="precision",
         )
         return
-    # with autocast on, deepspeed.initialize imports each name as "package.Class" (rsplit on the last dot)
-    bare = [m for m in modules or () if isinstance(m, str) and "." not in m] if isinstance(modules, list | tuple) \
-        else []
+    # with autocast on, deepspeed.initialize imports each name as "package.Class" (rsplit on the last dot), iterating
+    # the value as written: a string's characters, an object's keys
+    bare = [m for m in modules or () if isinstance(m, str) and "." not in m]
     check = versions.torch_autocast_check(ctx.version, "Failed to import lower precision safe module")
     if bare and ctx.meaning.torch_autocast and check:
+        failure = check.replace("{}", f"{bare[0]}", 1).replace("{}", "not enough values to unpack")
+        whole = isinstance(modules, str)
         yield Finding(
             "error", "precision.autocast-module-name", "torch_autocast.lower_precision_safe_modules",
-            f"lower_precision_safe_modules holds {', '.join(map(brief, bare))}, a class name without its module; "
-            "deepspeed.initialize imports each entry as \"package.Class\" and fails (\""
-            + check.replace("{}", f"{bare[0]}", 1).replace("{}", "not enough values to unpack") + "\").",
-            suggestion="Write the full import path, e.g. \"torch.nn.Linear\".", page="precision",
+            (f"lower_precision_safe_modules is the string {brief(modules)}, not a list: deepspeed.initialize imports "
+             f"each of its characters as \"package.Class\" and fails (\"{failure}\")." if whole else
+             f"lower_precision_safe_modules holds {', '.join(map(brief, bare))}, a class name without its module"
+             + (" (an object's keys are its entries)" if isinstance(modules, dict) else "")
+             + f"; deepspeed.initialize imports each entry as \"package.Class\" and fails (\"{failure}\")."),
+            suggestion=(f"Write it as a list: [{brief(modules)}]." if whole else
+                        "Write the full import path, e.g. \"torch.nn.Linear\"."),
+            fix=set_fix("torch_autocast.lower_precision_safe_modules", [modules]) if whole else None,
+            page="precision",
         )
     if not (ctx.meaning.torch_autocast and check and isinstance(modules, list | tuple)):
         return

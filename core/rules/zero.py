@@ -90,6 +90,18 @@ def zero_form(ctx: Context) -> Iterator[Finding]:
         )
 
 
+#: DeepSpeed's optimizer classes that keep the step in their parameter groups (``group['step']``), which the
+#: elastic ZeRO-1/2 state dict saves; the others keep it per parameter (``state['step']``), as torch.optim's do.
+GROUP_STEP_OPTIMIZERS = ("deepspeed.ops.adam.FusedAdam", "deepspeed.ops.lion.FusedLion")
+
+
+def _step_per_parameter(optimizer_class: str | None) -> bool:
+    """Whether ``optimizer_class`` (``Effective.optimizer_class``) is known to keep its step per parameter only: a
+    torch.optim class or one of DeepSpeed's other than ``GROUP_STEP_OPTIMIZERS`` (None, a client optimizer: unknown)."""
+    return optimizer_class is not None and optimizer_class.startswith(("torch.optim.", "deepspeed.ops.")) \
+        and optimizer_class not in GROUP_STEP_OPTIMIZERS
+
+
 def offload(ctx: Context) -> Iterator[Finding]:
     """Offload settings DeepSpeed accepts but that do nothing or will fail later."""
     zero = ctx.zero
@@ -172,6 +184,18 @@ def offload(ctx: Context) -> Iterator[Finding]:
             )
     if param_dev == "nvme" and stage == 3 and opt_dev in (None, "none"):
         pass  # valid: parameters on NVMe, optimizer on GPU (rare but allowed)
+    if stage in (1, 2) and lax_bool(zero.get("elastic_checkpoint")) and not ctx.bf16_optimizer() \
+            and _step_per_parameter(ctx.meaning.optimizer_class):
+        yield Finding(
+            "warning", "zero.elastic-checkpoint-step", "zero_optimization.elastic_checkpoint",
+            f"elastic_checkpoint is on and {ctx.meaning.optimizer_class.rpartition('.')[2]} counts its step per "
+            "parameter, not in its parameter groups: the ZeRO optimizer's elastic state dict then holds no step, so "
+            "save_checkpoint works and resuming fails (engine.load_checkpoint: AssertionError in "
+            "_restore_step_from_elastic_checkpoint).",
+            suggestion="Remove elastic_checkpoint (the default, rigid checkpoints load at the same data-parallel "
+            "size; Universal Checkpointing converts between sizes).",
+            fix=delete_fix("zero_optimization.elastic_checkpoint"), page="zero",
+        )
     if stage == 3 and lax_bool(zero.get("elastic_checkpoint")):
         yield Finding(
             "warning", "zero.elastic-checkpoint-stage-3", "zero_optimization.elastic_checkpoint",

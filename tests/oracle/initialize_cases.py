@@ -462,6 +462,26 @@ OPTIMIZER_ZERO_PRECISION_CASES: tuple[InitializeCase, ...] = (
         False,
     ),
     InitializeCase(
+        "predivide-string-zero2-reduce-scatter",
+        "gradient_predivide_factor '2' (text) with ZeRO-2 and reduce_scatter on: compared with 1.0 at initialize",
+        {**TINY, "optimizer": ADAMW, "gradient_predivide_factor": "2", "zero_optimization": {"stage": 2}},
+        True,
+        "AssertionError",
+        "gradient_predivide_factor != 1.0 is not yet supported with ZeRO-2 with reduce scatter enabled",
+    ),
+    InitializeCase(
+        "control-predivide-string-zero1-reduce-scatter",
+        "gradient_predivide_factor '2' (text) with ZeRO-1 and reduce_scatter on: never read, trains (hunt 12-01)",
+        {**TINY, "optimizer": ADAMW, "gradient_predivide_factor": "2", "zero_optimization": {"stage": 1}},
+        False,
+    ),
+    InitializeCase(
+        "control-predivide-auto-zero1-reduce-scatter",
+        "gradient_predivide_factor 'auto' with ZeRO-1 and reduce_scatter on: never read, trains",
+        {**TINY, "optimizer": ADAMW, "gradient_predivide_factor": "auto", "zero_optimization": {"stage": 1}},
+        False,
+    ),
+    InitializeCase(
         "control-predivide-zero-zero1-reduce-scatter",
         "gradient_predivide_factor 0 with ZeRO-1 and reduce_scatter on: the factor is never read, trains",
         {**TINY, "optimizer": ADAMW, "gradient_predivide_factor": 0, "zero_optimization": {"stage": 1}},
@@ -752,6 +772,15 @@ INITIALIZE_CASES: tuple[InitializeCase, ...] = (
         True,
         "AssertionError",
         "managed_gradient_accumulation=False is not supported with DeepCompile",
+    ),
+    InitializeCase(
+        "autocast-modules-as-text",
+        "lower_precision_safe_modules written as one string, torch_autocast on: its characters are the entries",
+        {**TINY, "optimizer": SGD, "torch_autocast": {"enabled": True, "dtype": "bfloat16",
+                                                      "lower_precision_safe_modules": "torch.nn.Linear"}},
+        True,
+        "ValueError",
+        "Failed to import lower precision safe module t",
     ),
     InitializeCase(
         "autocast-module-without-package",
