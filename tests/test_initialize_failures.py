@@ -29,6 +29,7 @@ from tests.test_compression_hunt_1201 import PROVEN_ON_OLDER_RELEASES as PROVEN_
 from tests.test_hf_trainer_no_type import PROVEN_WITH_TRAINER
 from tests.test_hpz_world_size import PROVEN_WITH_RANKS
 from tests.test_pld_hunt_1201 import PROVEN_ON_OLDER_RELEASES as PROVEN_PLD
+from tests.test_sequence_mesh_1201 import PROVEN_WITH_RANKS as PROVEN_MESH
 
 # one worker runs the whole module, so the module fixture's DeepSpeed subprocess runs once per session
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow, pytest.mark.xdist_group("initialize")]
@@ -142,7 +143,7 @@ def test_every_initialize_time_code_is_proven_by_a_case():
     _, codes = _validator()
     proven = ({f.code for case in RAISING for f in _errors(case.config)} | PROVEN_ON_OLDER_RELEASES
               | PROVEN_LEGACY_CURRICULUM | PROVEN_WITH_RANKS | PROVEN_WITH_TRAINER | PROVEN_COMPRESSION
-              | PROVEN_PLD)
+              | PROVEN_PLD | PROVEN_MESH)
     unproven = sorted(codes - proven)
     assert not unproven, f"INITIALIZE_TIME_CODES without a deepspeed.initialize case proving them: {unproven}"
 

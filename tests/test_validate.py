@@ -139,6 +139,8 @@ CASES = [
      "zero.nvme-without-path", "error", "zero_optimization.offload_param.nvme_path"),
     ("elastic-z3", cfg(zero_optimization={"stage": 3, "elastic_checkpoint": True}), {},
      "zero.elastic-checkpoint-stage-3", "warning", "zero_optimization.elastic_checkpoint"),
+    ("sequence-mesh", cfg(sequence_parallel_size=2, data_parallel_size=2), {"world_size": 2},
+     "engine.sequence-mesh", "error", "data_parallel_size"),
     ("elastic-checkpoint-step", cfg(optimizer={"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}},
                                     zero_optimization={"stage": 1, "elastic_checkpoint": True}), {},
      "zero.elastic-checkpoint-step", "warning", "zero_optimization.elastic_checkpoint"),

@@ -752,6 +752,15 @@ TABLE: tuple[Code, ...] = (
        "builder asserts that autotp_size divides the world size. No automatic fix: the tensor-parallel degree or the "
        "GPU count is the user's choice.",
        {**B, "tensor_parallel": {"autotp_size": 2}}),
+    _c("engine.sequence-mesh", "error", "initialize", False,
+       "data_parallel_size beside sequence_parallel_size that is not the job's device mesh.",
+       "With both top-level keys written, deepspeed.initialize (every release) builds a (data_parallel_size, "
+       "sequence_parallel_size) device mesh from them as written; DeepSpeed's parser does not know "
+       "data_parallel_size, so nothing checks it before. A mesh bigger than the GPUs fails on every rank (\"Mesh "
+       "should not be bigger than default world size\"), a smaller one on the ranks outside it (IndexError), a "
+       "size that is no whole number when torch builds it. The fix sets data_parallel_size to GPUs ÷ "
+       "sequence_parallel_size, or removes it (no mesh: DeepSpeed derives the data-parallel ranks).",
+       {**B, "sequence_parallel_size": 2, "data_parallel_size": 2}, settings={"world_size": 2}),
     _c("engine.predivide-reduce-scatter", "error", "initialize", False,
        "gradient_predivide_factor other than 1 with ZeRO 2/3 and reduce_scatter on.",
        "The ZeRO-2 and ZeRO-3 optimizers assert at deepspeed.initialize that gradient_predivide_factor is 1.0 while "

@@ -266,6 +266,50 @@ def reduce_scatter_on(ctx: Context) -> bool:
     return effective.pydantic_bool(ctx.zero, "reduce_scatter", True)
 
 
+#: Top-level keys ``deepspeed.initialize`` reads itself (every release 0.16-0.19.8): with both present it builds a
+#: (data_parallel, sequence_parallel) device mesh of that shape (``dist.initialize_mesh_device``). DeepSpeed's
+#: parser does not know data_parallel_size: the key check leaves it to ``sequence_mesh`` when both are written.
+MESH_KEYS = ("data_parallel_size", "sequence_parallel_size")
+
+
+def sequence_mesh(ctx: Context) -> Iterator[Finding]:
+    """data_parallel_size beside sequence_parallel_size: the mesh they make must be the job's GPUs. A bigger one
+    fails on every rank (RuntimeError), a smaller one on the ranks outside it (IndexError), and sizes that are no
+    whole numbers fail building it (ValueError/TypeError); checked with 2-rank gloo jobs."""
+    if not all(key in ctx.config for key in MESH_KEYS):
+        return
+    dp, sp = (ctx.config[key] for key in MESH_KEYS)
+    bad = next((key for key, value in zip(MESH_KEYS, (dp, sp), strict=True)
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1), None)
+    world = ctx.world_size
+    if bad is not None:
+        yield Finding(
+            "error", "engine.sequence-mesh", bad,
+            f"`{bad}` is {brief(ctx.config[bad])}: with data_parallel_size and sequence_parallel_size both written, "
+            "deepspeed.initialize builds a device mesh of (data_parallel_size, sequence_parallel_size) ranks from "
+            "them as written, and torch refuses a size that is no positive whole number.",
+            suggestion="Write both as whole numbers whose product is the GPU count, or remove data_parallel_size "
+            "(DeepSpeed then builds no mesh and derives the data-parallel ranks).",
+            fix=delete_fix("data_parallel_size") if bad == "data_parallel_size" else None, page="advanced",
+        )
+        return
+    if dp * sp == world:
+        return
+    bigger = dp * sp > world
+    failure = (f"RuntimeError: Mesh should not be bigger than default world size {world}, but found {dp * sp} ranks!"
+               if bigger else "IndexError on the ranks outside the mesh")
+    meant = world // sp if world % sp == 0 else None
+    yield Finding(
+        "error", "engine.sequence-mesh", "data_parallel_size",
+        f"data_parallel_size {dp} × sequence_parallel_size {sp} is a device mesh of {dp * sp} ranks, but the job has "
+        f"{world} GPU{'' if world == 1 else 's'}: deepspeed.initialize builds that mesh when both keys are written "
+        f"and fails ({failure}).",
+        suggestion=(f"Set data_parallel_size to {meant} ({world} GPUs ÷ sequence_parallel_size {sp}), or remove it: "
+                    if meant else "Remove data_parallel_size: ") + "DeepSpeed then derives the data-parallel ranks.",
+        fix=set_fix("data_parallel_size", meant) if meant else delete_fix("data_parallel_size"), page="advanced",
+    )
+
+
 def predivide_factor_path(ctx: Context) -> str:
     """How the run reaches ``gradient_predivide_factor``: "unread" (ZeRO-1's reduce-scatter, no BF16_Optimizer:
     nothing reads it, any value trains), "compared" (ZeRO-2/3 with reduce_scatter on: initialize refuses any value

@@ -31,6 +31,7 @@ RULES: tuple[Rule, ...] = (
     initialize.engine_combinations, initialize.autocast_combinations, initialize.amp_combinations,
     precision.master_weights_offload,
     initialize.autotp_size, initialize.autotp_world_size, initialize.gradient_scaling_reduce_scatter,
+    initialize.sequence_mesh,
     initialize.zero_optimizer_values, initialize.torch_scheduler_on_a_wrapper,
     initialize.zenflow_offload, initialize.zenflow_optimizer_params, initialize.partial_offload_optimizer,
 )

@@ -17,6 +17,7 @@ from core.effective import legacy_zero_keys
 from core.findings import Finding, Fix, FixOp, brief, get_path, join_index, join_path
 from core.rules.context import Context, switched_on
 from core.rules.fixes import MAX_SUGGESTED_PER_SECTION
+from core.rules.initialize import MESH_KEYS
 from core.schema.base import version_tuple
 from core.schema.optimizer import OPTIMIZERS, SCHEDULERS, TORCH_OPTIMIZER_PARAMS, TORCH_SCHEDULER_PARAMS
 from core.schema.root import DeepSpeedConfig
@@ -155,6 +156,8 @@ def _walk_keys(ctx: Context, data: dict[str, Any], model: type[BaseModel], prefi
                 continue  # this release reads a key the schema does not describe
             if not prefix and key == EDITOR_SCHEMA_KEY:
                 continue  # the editor's pointer to `dsconfig schema` (README); DeepSpeed ignores top-level unknowns
+            if not prefix and key in MESH_KEYS and all(k in data for k in MESH_KEYS):
+                continue  # deepspeed.initialize reads it beside sequence_parallel_size (initialize.sequence_mesh)
             if not is_open(model):
                 unknown += 1
                 yield _unknown_key(ctx, key, path, prefix, model, value, strict,
