@@ -121,9 +121,10 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
     here = (_run_shape(config, hardware.total_gpus, shape, version) or shape).micro_batch
     trainer_held = _trainer_held_batch(config, version) is not None
     written = trainer_held or _written_global_batch(config, version) is not None
-    # the micro batch run now (the Trainer's per-device batch where it fills it), once, not per count
-    trio = (here, 0) if trainer_held else \
-        micro_and_accum_of(dict(config), hardware.total_gpus, version) if written else None
+    # the micro batch run now, once, not per count: the Trainer's per-device batch where it fills it, else the
+    # batch keys' (None: they do not resolve on these GPUs)
+    pair = None if trainer_held or not written else micro_and_accum_of(dict(config), hardware.total_gpus, version)
+    micro_run = here if trainer_held else pair[0] if pair is not None else None
 
     meaning = effective(dict(config), version)
     zero = config.get("zero_optimization")
@@ -132,7 +133,7 @@ def _smallest(config: Mapping[str, Any], model: ModelSpec | ModelCounts, hardwar
         # a count AutoTP or hpZ cannot build their groups on is no way out (deepspeed.initialize fails there)
         if not (autotp_fits(meaning.autotp_size, count, version) and hpz_fits(zero, meaning.stage, count)):
             return None
-        kept = None if trio is None else _kept_batch(config, trio[0], count, version)
+        kept = None if micro_run is None else _kept_batch(config, micro_run, count, version)
         if kept is None:
             return None if keep_batch and written else here
         return min(kept[0], LARGEST_SIZED_MICRO_BATCH)
@@ -279,8 +280,8 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
         run = batch_run(dict(config), new_gpus, version)
         return {}, {}, ("" if run is None else f" elastic training computes the batch on {_gpus(new_gpus)}: "
                         f"train_batch_size {run[0]}, micro batch {run[1]}, gradient accumulation {run[2]}.")
-    if _trainer_held_batch(config, version) is not None:
-        return _trainer_batch_on(config, gpus, new_gpus, version, trainer_micro)
+    if (held := _trainer_held_batch(config, version)) is not None:
+        return _trainer_batch_on(config, held[0], gpus, new_gpus, version, trainer_micro)
     tb = _written_global_batch(config, version)
     if tb is None:
         return {}, {}, ("" if config.get("train_batch_size") is None else _CHANGE_BATCH)
@@ -311,13 +312,12 @@ def _batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
 _TRAINER_CONTEXT = {"per_device_train_batch_size": "hf_micro_batch", "gradient_accumulation_steps": "hf_grad_accum"}
 
 
-def _trainer_batch_on(config: Mapping[str, Any], gpus: int, new_gpus: int, version: str,
+def _trainer_batch_on(config: Mapping[str, Any], tb: int, gpus: int, new_gpus: int, version: str,
                       trainer_micro: int) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """``_batch_on`` for a train_batch_size the HF Trainer holds the job to (``_trainer_held_batch``): where it
-    divides over the new ranks, the TrainingArguments that keep it (the context patch: the largest per-device batch
+    """``_batch_on`` for the train_batch_size ``tb`` the HF Trainer holds the job to (``_trainer_held_batch``): where
+    it divides over the new ranks, the TrainingArguments that keep it (the context patch: the largest per-device batch
     up to ``trainer_micro`` when the micro batch is "auto"); else train_batch_size "auto", which the Trainer computes
     as micro batch x accumulation x ranks (a written one it would refuse there)."""
-    tb = _trainer_held_batch(config, version)[0]  # type: ignore[index]  # the caller checked
     ranks = _ranks(config, new_gpus, version)
     kept = _kept_batch(config, max(trainer_micro, 1), new_gpus, version)
     if kept is None:

@@ -342,8 +342,8 @@ def gradient_scaling_reduce_scatter(ctx: Context) -> Iterator[Finding]:
         "" if "reduce_scatter" in ctx.zero else " (its default)")
     factor = ctx.config.get("gradient_predivide_factor", 1.0)
     # any value but 1 (a string too: misc.step-number leaves it to this check); prescale_gradients is read with
-    # get_scalar_param and
-    # used as a Python truth value ("false" and "auto" are on: type.truthy-string and auto.kept say so besides)
+    # get_scalar_param and used as a Python truth value ("false" and "auto" are on: type.truthy-string and auto.kept
+    # say so besides)
     prescale = ctx.config.get("prescale_gradients", False)
     refused = (
         # compared as written, as DeepSpeed compares it: a string is no 1.0 either ("auto": the auto rule)

@@ -13,10 +13,10 @@ from pydantic import BaseModel
 from core import versions
 from core.batch import reads_sequence_parallel
 from core.effective import switch_on
-from core.findings import Finding, Fix, brief, get_path, join_path
+from core.findings import Finding, Fix, brief, get_path, is_number, join_path
 from core.rules.context import Context, lax_bool, lax_float, switched_on
 from core.rules.fixes import closest_choice, delete_fix, set_fix
-from core.rules.initialize import predivide_factor_path, reduce_scatter_on
+from core.rules.initialize import predivide_factor_path
 from core.schema.advanced import CheckpointConfig, CheckpointWriterConfig, DataSamplingConfig
 from core.schema.base import field_meta, version_tuple
 from core.schema.root import DeepSpeedConfig
@@ -363,15 +363,25 @@ _RANDOM_LTD_KEYS = ("total_layer_num", "random_ltd_layer_num", "random_ltd_sched
 _RANDOM_LTD_SCHEDULE_KEYS = ("min_value", "max_value", "schedule_config", "schedule_type")
 
 
+_RANDOM_LTD = "data_efficiency.data_routing.random_ltd"
+
+
+def _random_ltd_on(section: dict[str, Any]) -> dict[str, Any] | None:
+    """data_efficiency's random_ltd section when its own ``enabled`` is truthy (the engine reads it with dict.get and
+    builds the scheduler on it alone, whatever the switches above it say), else None."""
+    routing = section.get("data_routing")
+    ltd = routing.get("random_ltd") if isinstance(routing, dict) else None
+    return ltd if isinstance(ltd, dict) and ltd.get("enabled") else None
+
+
 def _random_ltd_keys(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
     """Random-LTD switched on without what its scheduler reads: the engine builds the scheduler whenever
     ``random_ltd.enabled`` is truthy (dict.get), whatever ``data_efficiency.enabled`` and ``data_routing.enabled``
     say, and stops with a KeyError."""
-    routing = section.get("data_routing")
-    ltd = routing.get("random_ltd") if isinstance(routing, dict) else None
-    if not isinstance(ltd, dict) or not ltd.get("enabled"):
+    ltd = _random_ltd_on(section)
+    if ltd is None:
         return
-    prefix = "data_efficiency.data_routing.random_ltd"
+    prefix = _RANDOM_LTD
     missing = [key for key in _RANDOM_LTD_KEYS if key not in ltd]
     schedule = ltd.get("random_ltd_schedule")
     if isinstance(schedule, dict):
@@ -400,11 +410,10 @@ def _random_ltd_first_forward(ctx: Context, section: dict[str, Any]) -> Iterator
     below ``max_value``, a schedule type other than fixed_linear, a schedule_config that is no object or lacks
     require_steps / seq_per_step, or one of those that is no number or 0 (it divides by them). Values the scheduler
     computes with at every forward pass (the layer counts, min_value, max_value) are the schema's ``as_written``."""
-    routing = section.get("data_routing")
-    ltd = routing.get("random_ltd") if isinstance(routing, dict) else None
-    if not isinstance(ltd, dict) or not ltd.get("enabled"):
+    ltd = _random_ltd_on(section)
+    if ltd is None:
         return
-    prefix = "data_efficiency.data_routing.random_ltd"
+    prefix = _RANDOM_LTD
     lr_schedule = ltd.get("layer_token_lr_schedule")
     if isinstance(lr_schedule, dict) and lr_schedule.get("enabled"):
         path = f"{prefix}.layer_token_lr_schedule.enabled"
@@ -442,7 +451,7 @@ def _random_ltd_schedule_problem(schedule: Any) -> tuple[str, str] | None:
     if not isinstance(schedule, dict) or any(key not in schedule for key in _RANDOM_LTD_SCHEDULE_KEYS):
         return None  # _random_ltd_keys, or a type the type checks report
     low, high = schedule["min_value"], schedule["max_value"]
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)) or low >= high:
+    if not (is_number(low) and is_number(high)) or low >= high:
         return None  # the schema's as_written reports a wrong type; min_value >= max_value never runs the schedule
     kind = schedule["schedule_type"]
     if kind != "fixed_linear":
@@ -459,7 +468,7 @@ def _random_ltd_schedule_problem(schedule: Any) -> tuple[str, str] | None:
         value = params[key]
         if value == "auto":
             continue  # the "auto" rule
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             return f"schedule_config.{key}", (f"{key} is {brief(value)}, not a number, and the scheduler {use} "
                                               "(TypeError)")
         if value == 0:
@@ -483,13 +492,12 @@ def legacy_curriculum(ctx: Context) -> Iterator[Finding]:
     problem = _legacy_curriculum_problem(section)
     if problem is None:
         return
-    key, failure = problem
+    key, in_initialize, failure = problem
     path = f"curriculum_learning.{key}"
     yield Finding(
         "error", "curriculum.legacy-schedule", path,
         f"Legacy curriculum learning is on, and DeepSpeed {ctx.version} stops"
-        + ("" if key == "curriculum_type" or "first forward pass" in failure
-           else " building its scheduler in deepspeed.initialize") + f": {failure}.",
+        + (" building its scheduler in deepspeed.initialize" if in_initialize else "") + f": {failure}.",
         suggestion="Set curriculum_type, min_difficulty, max_difficulty, schedule_type (fixed_linear, fixed_root, "
         "fixed_discrete or custom) and the schedule_config it needs, or move to "
         "data_efficiency.data_sampling.curriculum_learning.",
@@ -520,49 +528,46 @@ def progressive_layer_drop(ctx: Context) -> Iterator[Finding]:
         )
 
 
-def _legacy_curriculum_problem(section: dict[str, Any]) -> tuple[str, str] | None:
-    """The first check of the legacy CurriculumScheduler that ``section`` fails: (key, DeepSpeed's failure)."""
+def _legacy_curriculum_problem(section: dict[str, Any]) -> tuple[str, bool, str] | None:
+    """The first check of the legacy CurriculumScheduler that ``section`` fails: (key, whether deepspeed.initialize
+    fails building the scheduler, else the first forward pass; DeepSpeed's failure)."""
     for key in ("min_difficulty", "max_difficulty", "schedule_type"):
         if key not in section:
-            return key, f"AssertionError: Curriculum learning requires the config '{key}'"
+            return key, True, f"AssertionError: Curriculum learning requires the config '{key}'"
     kind = section["schedule_type"]
     required = _LEGACY_SCHEDULE_KEYS.get(kind) if isinstance(kind, str) else None
     if required is None:
-        return "schedule_type", (f"RuntimeError: Unsupported curriculum schedule type ({brief(kind)}; it knows "
-                                 f"{', '.join(_LEGACY_SCHEDULE_KEYS)})")
+        return "schedule_type", True, (f"RuntimeError: Unsupported curriculum schedule type ({brief(kind)}; it "
+                                       f"knows {', '.join(_LEGACY_SCHEDULE_KEYS)})")
     if not required:
         return None
     schedule = section.get("schedule_config")
     if not isinstance(schedule, dict):
-        return "schedule_config", ("KeyError: 'schedule_config'" if "schedule_config" not in section else
-                                   f"schedule_config is {brief(schedule)}, not an object with {', '.join(required)}")
+        return "schedule_config", True, ("KeyError: 'schedule_config'" if "schedule_config" not in section else
+                                         f"schedule_config is {brief(schedule)}, not an object with "
+                                         f"{', '.join(required)}")
     for key in required:
         if key not in schedule:
-            return f"schedule_config.{key}", (f"AssertionError: Curriculum learning with {kind} schedule requires the "
-                                              f"schedule_config '{key}'")
+            return f"schedule_config.{key}", True, (f"AssertionError: Curriculum learning with {kind} schedule "
+                                                    f"requires the schedule_config '{key}'")
     if kind == "fixed_discrete":
         difficulty, max_step = schedule["difficulty"], schedule["max_step"]
         if not (isinstance(difficulty, list) and isinstance(max_step, list) and max_step
                 and len(difficulty) == len(max_step) + 1):
-            return "schedule_config.max_step", ("AssertionError: fixed_discrete needs non-empty lists, with one "
-                                                "difficulty more than max_step")
-    elif not _number(step := schedule["difficulty_step"]):  # __init__ warns unless `difficulty_step % 8 == 0`
-        return "schedule_config.difficulty_step", (
+            return "schedule_config.max_step", True, ("AssertionError: fixed_discrete needs non-empty lists, with "
+                                                      "one difficulty more than max_step")
+    elif not is_number(step := schedule["difficulty_step"]):  # __init__ warns unless `difficulty_step % 8 == 0`
+        return "schedule_config.difficulty_step", True, (
             f"difficulty_step is {brief(step)}, not a number, and it computes difficulty_step % 8 (TypeError: "
             + ("not all arguments converted during string formatting)" if isinstance(step, str) else
                "unsupported operand type(s) for %)"))
     problem = _legacy_first_forward(section, kind, schedule)
     if problem is not None:
-        return problem
+        return problem[0], False, problem[1]
     if "curriculum_type" not in section:
-        return "curriculum_type", ("KeyError: 'curriculum_type' at the first training forward pass, where the engine "
-                                   "reads it to decide whether to pass curriculum_seqlen")
+        return "curriculum_type", False, ("KeyError: 'curriculum_type' at the first training forward pass, where the "
+                                          "engine reads it to decide whether to pass curriculum_seqlen")
     return None
-
-
-def _number(value: Any) -> bool:
-    """A JSON number (a bool is none), as the schedulers compute with it."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _legacy_first_forward(section: dict[str, Any], kind: str, schedule: Any) -> tuple[str, str] | None:
@@ -579,14 +584,14 @@ def _legacy_first_forward(section: dict[str, Any], kind: str, schedule: Any) -> 
                                   f"{forward} (TypeError: '<' not supported between them): write both as numbers")
     if not below:
         return None  # the difficulty starts at its maximum: the schedule is never computed
-    if not (_number(low) and _number(high)):
-        key = "min_difficulty" if not _number(low) else "max_difficulty"
+    if not (is_number(low) and is_number(high)):
+        key = "min_difficulty" if not is_number(low) else "max_difficulty"
         return key, (f"{key} is {brief(section[key])}, not a number, and the difficulty is computed with it {forward} "
                      "(TypeError: unsupported operand type(s))")
     if kind == "custom":
         return None
     if kind == "fixed_discrete":
-        bad = next((step for step in schedule["max_step"] if not _number(step)), None)
+        bad = next((step for step in schedule["max_step"] if not is_number(step)), None)
         return None if bad is None else ("schedule_config.max_step", (
             f"max_step holds {brief(bad)}, not a number, and the step is compared with it {forward} (TypeError: '>' "
             "not supported between them)"))
@@ -596,9 +601,9 @@ def _legacy_first_forward(section: dict[str, Any], kind: str, schedule: Any) -> 
         divisors.append(("root_degree", "1 is divided by it", "float division by zero"))
     for key, use, by_zero in divisors:
         value = schedule[key]
-        if not _number(value) or value == 0:
+        if not is_number(value) or value == 0:
             return f"schedule_config.{key}", (f"{key} is {brief(value)}, and {use} {forward} " + (
-                f"(ZeroDivisionError: {by_zero})" if _number(value) else "(TypeError: unsupported operand type(s))"))
+                f"(ZeroDivisionError: {by_zero})" if is_number(value) else "(TypeError: unsupported operand type(s))"))
     return None
 
 
@@ -847,11 +852,11 @@ def _divides_by_predivide_factor(ctx: Context) -> str | None:
     ``reduce_scatter`` off. With it on, ZeRO-2 and ZeRO-3 refuse any factor but 1 at initialize
     (``engine.predivide-reduce-scatter``); ZeRO-3 without it divides the gradient tensors, which gives inf, not an
     exception."""
+    if predivide_factor_path(ctx) != "divided" or ctx.stage == 3:
+        return None
     if ctx.stage == 0 or ctx.bf16_optimizer():
         return "at the first gradient all-reduce" + (" without ZeRO" if ctx.stage == 0 else " (BF16_Optimizer)")
-    if ctx.stage in (1, 2) and not reduce_scatter_on(ctx):
-        return f"in ZeRO stage {ctx.stage}'s gradient all-reduce (zero_optimization.reduce_scatter is false)"
-    return None
+    return f"in ZeRO stage {ctx.stage}'s gradient all-reduce (zero_optimization.reduce_scatter is false)"
 
 
 def _step_numbers(ctx: Context) -> Iterator[Finding]:

@@ -184,7 +184,8 @@ def offload(ctx: Context) -> Iterator[Finding]:
             )
     if param_dev == "nvme" and stage == 3 and opt_dev in (None, "none"):
         pass  # valid: parameters on NVMe, optimizer on GPU (rare but allowed)
-    if stage in (1, 2) and lax_bool(zero.get("elastic_checkpoint")) and not ctx.bf16_optimizer() \
+    elastic = lax_bool(zero.get("elastic_checkpoint"))
+    if stage in (1, 2) and elastic and not ctx.bf16_optimizer() \
             and _step_per_parameter(ctx.meaning.optimizer_class):
         yield Finding(
             "warning", "zero.elastic-checkpoint-step", "zero_optimization.elastic_checkpoint",
@@ -196,7 +197,7 @@ def offload(ctx: Context) -> Iterator[Finding]:
             "size; Universal Checkpointing converts between sizes).",
             fix=delete_fix("zero_optimization.elastic_checkpoint"), page="zero",
         )
-    if stage == 3 and lax_bool(zero.get("elastic_checkpoint")):
+    if stage == 3 and elastic:
         yield Finding(
             "warning", "zero.elastic-checkpoint-stage-3", "zero_optimization.elastic_checkpoint",
             "elastic_checkpoint is not supported with ZeRO stage 3 (DeepSpeed warns and ignores it).",
