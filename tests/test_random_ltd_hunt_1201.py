@@ -81,6 +81,7 @@ def test_a_value_with_nothing_meant_gets_no_fix_that_sets_null():
     text = next(f for f in validate(_random_ltd(schedule={"min_value": "8"})).errors
                 if f.path.endswith("min_value"))
     assert [(op.op, op.value) for op in text.fix.ops] == [("set", 8)]
+    assert type(text.fix.ops[0].value) is int  # an int field's fix writes an integer (it wrote 8.0: int | None)
 
 
 def test_every_release_runs_the_same_scheduler_so_the_0198_cases_judge_them_all():
@@ -107,4 +108,5 @@ def test_the_fixes_give_back_the_config_that_trains(case):
     fixed = result.config["data_efficiency"]["data_routing"]["random_ltd"]
     complete = _random_ltd()["data_efficiency"]["data_routing"]["random_ltd"]
     assert {**fixed, "layer_token_lr_schedule": None} == {**complete, "layer_token_lr_schedule": None}
+    assert all(type(fixed[key]) is type(complete[key]) for key in complete)  # integers stay integers
     assert fixed.get("layer_token_lr_schedule", {"enabled": False})["enabled"] is False

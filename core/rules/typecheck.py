@@ -212,7 +212,7 @@ def _meant_value(field: SchemaField, value: Any) -> Any:
     """What a value of the wrong type most likely meant (pydantic's lax reading), or None."""
     if _is_bool(field):
         return lax_bool(value)
-    number = lax_int(value) if field.info.annotation is int else lax_float(value)
+    number = lax_int(value) if _holds(field, int) and not _holds(field, float) else lax_float(value)
     return number if number is not None and math.isfinite(number) else None
 
 
@@ -223,9 +223,14 @@ def _kind(field: SchemaField) -> str:
 
 def _is_bool(field: SchemaField) -> bool:
     """Whether the field holds a boolean (``bool`` or ``bool | None``)."""
+    return _holds(field, bool)
+
+
+def _holds(field: SchemaField, kind: type) -> bool:
+    """Whether the field's type is ``kind`` or a union with it (``int | None``)."""
     annotation = field.info.annotation
-    return annotation is bool or (typing.get_origin(annotation) in (typing.Union, types.UnionType)
-                                  and bool in typing.get_args(annotation))
+    return annotation is kind or (typing.get_origin(annotation) in (typing.Union, types.UnionType)
+                                  and kind in typing.get_args(annotation))
 
 
 def _legacy_allgather_size(ctx: Context) -> Iterator[Finding]:
