@@ -14,15 +14,12 @@ device of each part comes from DeepSpeed's source (``self.device`` is "cpu" unde
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from core import memory
-from tests.oracle.initialize import TINY_MODEL_WORKER, single_rank_env
+from tests.oracle.initialize import TINY_MODEL_WORKER, run_tiny_worker
 
 pytest.importorskip("deepspeed")
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
@@ -68,11 +65,7 @@ WORKER = TINY_MODEL_WORKER + textwrap.dedent("""
 
 
 def _run_deepspeed(cfg: dict) -> dict:
-    proc = subprocess.run([sys.executable, "-c", WORKER, json.dumps(cfg)], capture_output=True, text=True,
-                          timeout=600, env=single_rank_env(), check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
-    assert lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT"):])
+    return run_tiny_worker(WORKER, cfg)
 
 
 _ADAMW = {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}

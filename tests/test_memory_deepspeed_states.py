@@ -7,15 +7,12 @@ config must give the same bytes.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from core import memory
-from tests.oracle.initialize import TINY_MODEL_WORKER, single_rank_env
+from tests.oracle.initialize import TINY_MODEL_WORKER, run_tiny_worker
 
 pytest.importorskip("deepspeed")
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
@@ -39,18 +36,7 @@ WORKER = TINY_MODEL_WORKER + textwrap.dedent("""
 
 
 def _run_deepspeed(cfg: dict) -> dict:
-    env = single_rank_env()
-    proc = subprocess.run(
-        [sys.executable, "-c", WORKER, json.dumps(cfg)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
-    assert lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT") :])
+    return run_tiny_worker(WORKER, cfg)
 
 
 @pytest.mark.parametrize(

@@ -98,21 +98,28 @@ def test_predict_reads_the_config_as_the_chosen_release(llama3):
     new = perf.predict(config, llama3, cluster, SHAPE)
     assert old.assumptions["optimizer_step_bytes_per_param"] > new.assumptions["optimizer_step_bytes_per_param"]
     assert old.step_seconds > new.step_seconds
-    unpinned = "pin_memory is off: host copies run at about half the PCIe rate (not modelled)."
+    unpinned = ("offload_optimizer.pin_memory is off: gradient copies to the host run at about half the PCIe rate "
+                "(not modelled).")
     assert unpinned in perf.predict(CPU_OFFLOAD, llama3, cluster, SHAPE, version="0.19.4").notes
     assert unpinned not in perf.predict(CPU_OFFLOAD, llama3, cluster, SHAPE, version="0.19.8").notes
 
 
-def test_the_pin_memory_note_looks_only_at_the_sections_that_offload(llama3):
+def test_the_pin_memory_note_looks_only_at_the_optimizer_offload(llama3):
     """The note asked both offload sections' pin_memory even when one offloads nothing: on 0.19.4 (unpinned by
-    default) a ZeRO-2 optimizer offload written pinned was said to be unpinned, for the parameter section it lacks."""
+    default) a ZeRO-2 optimizer offload written pinned was said to be unpinned, for the parameter section it lacks.
+    Only the optimizer's pin_memory changes what is copied through unpinned memory."""
     cluster = perf.Cluster("NVIDIA H100 80GB", 8, 1)
     pinned = {**CPU_OFFLOAD, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
                                                                                       "pin_memory": True}}}
     assert not [n for n in perf.predict(pinned, llama3, cluster, SHAPE, version="0.19.4").notes if "pin_memory" in n]
     params_only = {**CPU_OFFLOAD, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}
-    assert [n for n in perf.predict(params_only, llama3, cluster, SHAPE, version="0.19.4").notes
-            if "pin_memory is off" in n]
+    # ZeRO-3 pins the offloaded parameter partition whatever offload_param.pin_memory says (tests/test_memory_pinned.py)
+    assert not [n for n in perf.predict(params_only, llama3, cluster, SHAPE, version="0.19.4").notes
+                if "pin_memory" in n]
+    both = {**CPU_OFFLOAD, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"},
+                                                 "offload_optimizer": {"device": "cpu"}}}
+    assert [n for n in perf.predict(both, llama3, cluster, SHAPE, version="0.19.4").notes
+            if "offload_optimizer.pin_memory is off" in n]
 
 
 def _zero_page(config: dict, version: str, **context):

@@ -42,9 +42,12 @@ def parameters(x: Inputs) -> list[Part]:
         out.append(Part("parameters (partition)", "gpu", e * part, f"{e}*P/N", "model_states", "persistent"))
     else:
         where = st.offload_param
+        # offload_param's pin_memory does not reach this buffer: stage3.py _create_param_groups_fp16_flat_cpu_memory
+        # moves the partition into a flat CPU buffer it always pins (checked by recording the CPU accelerator's
+        # pin_memory calls in a real run, tests/test_memory_pinned.py)
         out.append(Part(f"parameters (partition, offloaded to {where})", where, e * part * x.gpn,
-                        f"{e}*P/N per rank x gpus_per_node", "model_states", "persistent",
-                        pinned=where == "cpu" and st.offload_param_pin_memory))
+                        f"{e}*P/N per rank x gpus_per_node" + (" (always pinned)" if where == "cpu" else ""),
+                        "model_states", "persistent", pinned=where == "cpu"))
         if where == "nvme":
             # stage3.py _create_param_groups_fp16_flat_cpu_memory: with params offloaded, a pinned flat CPU buffer per
             # parameter group holds the partition; with NVMe only its first max_in_cpu elements (read, not measured:
@@ -156,12 +159,13 @@ def optimizer_states(x: Inputs) -> list[Part]:
         return out
     mult = x.gpn
     if opt_dev == "cpu":
-        pinned = st.offload_optimizer_pin_memory
+        # pin_memory pins ZeRO-1/2's master partition (stage_1_and_2.py weights_partition); ZeRO-3 copies its
+        # master with .to("cpu").clone() and the optimizer makes its states with zeros_like, neither pinned
         out.append(Part(f"{master} (offloaded)", "cpu", mb * part * mult, f"{mb}*P/N per rank x gpus_per_node",
-                        "model_states", "persistent", pinned=pinned))
+                        "model_states", "persistent", pinned=st.stage < 3 and st.offload_optimizer_pin_memory))
         out.append(Part(f"optimizer states ({st.optimizer}, offloaded{'' if sb == 4 else ': ' + states})", "cpu",
                         sb * k * part * mult,
-                        f"{k}*{sb}*P/N per rank x gpus_per_node", "model_states", "persistent", pinned=pinned))
+                        f"{k}*{sb}*P/N per rank x gpus_per_node", "model_states", "persistent"))
     else:
         out.append(Part(f"{master} + optimizer states (on NVMe)", "nvme", (mb + sb * k) * part * mult,
                         f"({mb}+{k}*{sb})*P/N per rank x gpus_per_node", "model_states", "persistent"))

@@ -466,12 +466,10 @@ def predict(
         elif shape.seq_len > model.max_position_embeddings and model.position == "rope":
             notes.append(beyond + "positions (max_position_embeddings): it runs, but needs RoPE scaling to train "
                          "well; costed as is.")
-    if m.offload_optimizer != "none" or m.offload_param != "none":
-        # only a section that offloads copies through host memory: the other's pin_memory changes nothing
-        pinned = ((m.offload_optimizer == "none" or m.offload_optimizer_pin_memory)
-                  and (m.offload_param == "none" or m.offload_param_pin_memory))
-        if not pinned:
-            notes.append("pin_memory is off: host copies run at about half the PCIe rate (not modelled).")
+    # offload_param's pin_memory is not read here: ZeRO-3 pins the offloaded parameter partition whatever it says
+    if m.offload_optimizer != "none" and not m.offload_optimizer_pin_memory:
+        notes.append("offload_optimizer.pin_memory is off: gradient copies to the host run at about half the PCIe "
+                     "rate (not modelled).")
     if shape.attention == "flash1":
         notes.append(f"flash1 (flash-attn 1.x or its Triton kernel): the attention core at {FLASH1_ATTENTION_SPEED:g}x "
                      "FlashAttention-2's rate (FlashAttention-2 paper, Figure 4).")

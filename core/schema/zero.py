@@ -72,8 +72,10 @@ class OffloadParamConfig(Section):
     )
     pin_memory: bool = ds_field(
         True,
-        description="Use page-locked (pinned) CPU memory: needed for fast asynchronous GPU↔CPU copies, "
-        "but pinned memory cannot be paged out. Turn off only with tight `ulimit -l` or little RAM.",
+        description="Page-lock (pin) the parameter partition `zero.Init` first builds in CPU memory, and "
+        "ZeRO++ hpZ's secondary partition. It does not reach the partition used in training: DeepSpeed's ZeRO-3 "
+        "optimizer moves it into a flat CPU buffer that it always pins, so turning this off hardly lowers pinned "
+        "memory.",
         stages=(3,),
     )
 
@@ -104,8 +106,9 @@ class OffloadOptimizerConfig(Section):
     )
     pin_memory: bool = ds_field(
         True,
-        description="Use page-locked (pinned) CPU memory for the offloaded states: faster copies, "
-        "but pinned memory cannot be paged out.",
+        description="Page-lock (pin) the offloaded gradients, and at ZeRO-1/2 the fp32 master weights: faster "
+        "GPU↔CPU copies, but pinned memory cannot be paged out. The optimizer states (e.g. Adam's moments) are "
+        "never pinned, nor are ZeRO-3's master weights.",
         stages=(1, 2, 3),
     )
     pipeline_read: bool = ds_field(

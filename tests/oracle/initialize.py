@@ -64,6 +64,15 @@ TINY_MODEL_WORKER = textwrap.dedent("""
 """)
 
 
+def run_tiny_worker(worker: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Run a TINY_MODEL_WORKER script on ``cfg`` in a one-rank subprocess; what it printed after ``RESULT``."""
+    proc = subprocess.run([sys.executable, "-c", worker, json.dumps(cfg)], capture_output=True, text=True,
+                          timeout=600, env=single_rank_env(), check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
+    assert lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT"):])
+
+
 def single_rank_env() -> dict[str, str]:
     """This process's environment for a one-rank torch.distributed run (DeepSpeed on the CPU) on a free port."""
     return {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RANK": "0",
