@@ -203,6 +203,8 @@ def _written_as(field: SchemaField, value: Any) -> bool:
         return isinstance(value, bool)
     if field.meta.extra.get("range_argument"):
         return isinstance(value, int)  # range() takes any int, true and false included, and refuses a float
+    if field.meta.extra.get("compared"):
+        return isinstance(value, int | float)  # only compared with numbers: true and false compare as 1 and 0
     if isinstance(value, bool):
         return False
     return isinstance(value, int | float)  # DeepSpeed compares and counts with a float as well

@@ -316,7 +316,11 @@ class WeightQuantizationSharedConfig(LenientSection):
 
     enabled: bool = _gone(False, description="Quantize weights. Needs `different_groups`.")
     quantizer_kernel: bool = _gone(False, description="Use the CUDA quantizer kernel.")
-    schedule_offset: int = _gone(0, unit="steps", description="Step at which quantization starts.")
+    # as_written="forward" (here and in the other techniques): the compression scheduler compares the step with it
+    # (`training_steps >= schedule_offset`) from the first forward pass on, when the technique is on; compared=True:
+    # a bool or a float compares like a number
+    schedule_offset: int = _gone(0, unit="steps", as_written="forward", compared=True,
+                                 description="Step at which quantization starts.")
     quantize_groups: int = _gone(1, description="Quantization groups per tensor.")
     quantize_verbose: bool = _gone(False, description="Log the quantization.")
     quantization_type: Literal["symmetric", "asymmetric"] = _gone(
@@ -344,7 +348,8 @@ class ActivationQuantizationSharedConfig(LenientSection):
     range_calibration: Literal["dynamic", "static"] = _gone(
         "dynamic", widget="select", raises="config", description="Range calibration."
     )
-    schedule_offset: int = _gone(1000, unit="steps", description="Step at which it starts.")
+    schedule_offset: int = _gone(1000, unit="steps", as_written="forward", compared=True,
+                                 description="Step at which it starts.")
 
 
 class SparsePruningSharedConfig(LenientSection):
@@ -354,7 +359,8 @@ class SparsePruningSharedConfig(LenientSection):
     method: Literal["l1", "topk", "snip_momentum"] = _gone(
         "l1", widget="select", raises="config", description="Pruning method."
     )
-    schedule_offset: int = _gone(1000, unit="steps", description="Step at which pruning starts.")
+    schedule_offset: int = _gone(1000, unit="steps", as_written="forward", compared=True,
+                                 description="Step at which pruning starts.")
     schedule_offset_end: int | None = _gone(
         None, unit="steps", description="snip_momentum: end step (≥ schedule_offset; unset: same)."
     )
@@ -397,7 +403,8 @@ class PruningSharedConfig(LenientSection):
     method: Literal["l1", "topk"] = _gone(
         "l1", widget="select", raises="config", description="Pruning method: l1 or topk."
     )
-    schedule_offset: int = _gone(1000, unit="steps", description="Step at which pruning starts.")
+    schedule_offset: int = _gone(1000, unit="steps", as_written="forward", compared=True,
+                                 description="Step at which pruning starts.")
 
 
 class HeadPruningSharedConfig(PruningSharedConfig):
