@@ -66,6 +66,11 @@ class _Recorder(dict):
         #: with a prefix: every default a missing key was read with (``get(KEY, DEFAULT)``), per dotted path
         self.defaults = {} if defaults is None else defaults
 
+    def __bool__(self) -> bool:
+        # a section that holds something: a parse that reads nothing from an empty one (``if not param_dict:
+        # return defaults``, AutoEP's expert_parallel) still shows which keys it reads
+        return True
+
     def _see(self, key) -> None:
         self.seen.add(key if self.prefix is None or not isinstance(key, str) else self.prefix + key)
 
@@ -264,8 +269,25 @@ def _model_profile(model: type, sections: dict[str, Any], path: str) -> None:
                       "validator_messages": sorted(messages)}
 
 
-def _pydantic_roots(top_keys: set[str]) -> dict[str, type]:
-    """Which top-level key builds which pydantic model: a probe key makes the model name itself."""
+def _pydantic_roots(top_keys: set[str], dict_reads: dict[str, list[str]] | None = None) -> dict[str, type]:
+    """Which section builds which pydantic model: a probe key makes the model name itself. A top-level key the
+    release reads with ``dict.get`` is probed again at each key its parse looks up (``dict_reads``): the throughput
+    timer is a model built from ``timers.throughput`` alone."""
+    roots: dict[str, type] = {}
+    for key in sorted(top_keys):
+        model = _probed_model(key.split("."))
+        if model is not None:
+            roots[key] = model
+    for key, reads in sorted((dict_reads or {}).items()):
+        for read in reads:
+            model = _probed_model([key, *read.split(".")])
+            if model is not None:
+                roots[f"{key}.{read}"] = model
+    return roots
+
+
+def _probed_model(path: list[str]) -> type | None:
+    """The pydantic model the parse builds from the object at ``path``, named by its refusal of a probe key."""
     from deepspeed.runtime.config_utils import DeepSpeedConfigModel
     from pydantic import BaseModel, ValidationError
 
@@ -275,25 +297,24 @@ def _pydantic_roots(top_keys: set[str]) -> dict[str, type]:
             out += all_models(sub)
         return out
 
-    roots: dict[str, type] = {}
-    for key in sorted(top_keys):
-        error = _parse({"train_batch_size": 1, key: {_PROBE: 1}})
-        if not isinstance(error, ValidationError):
-            continue
-        if not any(e["type"] == "extra_forbidden" and _PROBE in map(str, e["loc"]) for e in error.errors()):
-            continue
-        loc = next(tuple(map(str, e["loc"])) for e in error.errors() if _PROBE in map(str, e["loc"]))
-        candidates = [m for m in all_models(DeepSpeedConfigModel) + all_models(BaseModel)
-                      if m.__name__ == error.title and _PROBE not in m.model_fields]
-        model = candidates[0] if candidates else None
-        # A model built from the whole config (the monitors) names the section in the location.
-        for part in loc[:-1]:
-            fields = {(i.alias or n): i for n, i in model.model_fields.items()} if model else {}
-            nested = _nested_models(fields[part].annotation) if part in fields else []
-            model = nested[0][1] if nested else None
-        if model is not None:
-            roots[key] = model
-    return roots
+    section: dict[str, Any] = {_PROBE: 1}
+    for part in reversed(path[1:]):
+        section = {part: section}
+    error = _parse({"train_batch_size": 1, path[0]: section})
+    if not isinstance(error, ValidationError):
+        return None
+    if not any(e["type"] == "extra_forbidden" and _PROBE in map(str, e["loc"]) for e in error.errors()):
+        return None
+    loc = next(tuple(map(str, e["loc"])) for e in error.errors() if _PROBE in map(str, e["loc"]))
+    candidates = [m for m in all_models(DeepSpeedConfigModel) + all_models(BaseModel)
+                  if m.__name__ == error.title and _PROBE not in m.model_fields]
+    model = candidates[0] if candidates else None
+    # A model built from the whole config (the monitors) names the section in the location.
+    for part in loc[:-1]:
+        fields = {(i.alias or n): i for n, i in model.model_fields.items()} if model else {}
+        nested = _nested_models(fields[part].annotation) if part in fields else []
+        model = nested[0][1] if nested else None
+    return model
 
 
 def _signature(dotted: str) -> dict[str, Any] | None:
@@ -626,7 +647,8 @@ def _zero_optimizer_checks() -> dict[str, list[str]]:
 def _dict_section_reads(top_keys: set[str], roots: dict[str, type]) -> tuple[dict[str, list[str]],
                                                                            dict[str, dict[str, Any]]]:
     """Per top-level section the release reads with ``dict.get`` (not a pydantic model): the keys its parse looks
-    up in that section when the section is empty, as dotted paths below it (``data_sampling.dynamic_batching``)
+    up in that section when the section holds nothing it knows (the recorder counts as non-empty), as dotted paths
+    below it (``data_sampling.dynamic_batching``)
     so the keys read whatever the values; keys read only behind a switch are not seen. Sections whose parse never
     looks inside are left out. Second, per section, the default each key is read with when it is missing (bf16's
     ``immediate_grad_update`` is true in 0.16.x), where it is a JSON scalar and the same at every read."""
@@ -732,6 +754,50 @@ def _sequence_parallel_probes() -> dict[str, Any]:
     return out
 
 
+def _autoep_choices() -> dict[str, list[Any]] | None:
+    """Per ``expert_parallel`` key, the values AutoEP's ``validate_autoep_config`` accepts when the section is on: its
+    ``config.KEY not in CHOICES`` tests, CHOICES a tuple it spells out (``valid_score_apply = (...)``) or a module-level
+    collection (``PRESET_MODELS``, ``EXPERT_ACTIVATIONS``); None for a release without AutoEP."""
+    try:
+        module = importlib.import_module("deepspeed.module_inject.auto_ep_config")
+    except ImportError:
+        return None
+    function = getattr(module, "validate_autoep_config", None)
+    if function is None:
+        return None
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    local: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            with contextlib.suppress(ValueError):
+                local[node.targets[0].id] = ast.literal_eval(node.value)
+    # `config.KEY is not None and config.KEY not in ...`: null passes (recorded as a choice)
+    nullable = {value.left.attr for node in ast.walk(tree) if isinstance(node, ast.BoolOp)
+                for value in node.values
+                if isinstance(value, ast.Compare) and isinstance(value.ops[0], ast.IsNot)
+                and isinstance(value.left, ast.Attribute) and isinstance(value.comparators[0], ast.Constant)
+                and value.comparators[0].value is None}
+    choices: dict[str, list[Any]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.NotIn)
+                and isinstance(node.left, ast.Attribute) and isinstance(node.left.value, ast.Name)
+                and node.left.value.id == "config"):
+            continue
+        right = node.comparators[0]
+        if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.args:
+            right = right.args[0]  # tuple(EXPERT_ACTIVATIONS)
+        if isinstance(right, ast.Name):
+            values = local[right.id] if right.id in local else getattr(module, right.id, None)
+        else:
+            try:
+                values = ast.literal_eval(right)
+            except ValueError:
+                continue
+        if values is not None:
+            choices[node.left.attr] = [_jsonable(v) for v in values] + ([None] if node.left.attr in nullable else [])
+    return choices
+
+
 def _initialize_compares_autotp_size(init_source: str) -> bool:
     """Whether ``deepspeed.initialize`` compares ``tensor_parallel.autotp_size`` with a number before the config is
     parsed (``if autotp_size and autotp_size > 0``): a string there ("2", "auto") is a TypeError."""
@@ -759,8 +825,9 @@ def extract(release: str) -> dict[str, Any]:
     removed = dict(getattr(config_module, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {}) or {})
     top_keys -= set(removed)
     roots = _pydantic_roots(top_keys)
+    dict_reads, dict_defaults = _dict_section_reads(top_keys, roots)
     sections: dict[str, Any] = {}
-    for key, model in sorted(roots.items()):
+    for key, model in sorted(_pydantic_roots(set(), dict_reads).items()) + sorted(roots.items()):
         _model_profile(model, sections, key)
     optimizers = {}
     for name in sorted(getattr(config_module, "DEEPSPEED_OPTIMIZERS", [])):
@@ -779,7 +846,6 @@ def extract(release: str) -> dict[str, Any]:
             own = [c for c in cls.__mro__ if c.__module__ == lr_schedules.__name__]
             checks = sorted({m for c in own for m in _messages(inspect.getsource(c))})
             scheduler_facts[name] = {"checks": checks, "unread": _unread_params(inspect.getsource(cls), sig["params"])}
-    dict_reads, dict_defaults = _dict_section_reads(top_keys, roots)
     # A constant of a membership test that the parse was only seen reading inside a section is that section's key:
     # ``get_sparse_attention_mode(sparsity)`` names its argument ``param_dict`` too ("mode", "attention").
     in_sections = {read.split(".")[-1] for reads in dict_reads.values() for read in reads}
@@ -817,6 +883,7 @@ def extract(release: str) -> dict[str, Any]:
         "optimizer_max_grad_norm_refused": "'max_grad_norm' is not supported as an optimizer parameter"
         in engine_source,
         "initialize_compares_autotp_size": _initialize_compares_autotp_size(Path(deepspeed.__file__).read_text()),
+        "autoep_choices": _autoep_choices(),
         "schedulers": schedulers,
         "scheduler_facts": scheduler_facts,
         "checks": _assert_messages(config_module.DeepSpeedConfig),
@@ -828,7 +895,7 @@ FIELD_PROBES = {"torch_autocast_checks": _torch_autocast_checks, "optimizer_wrap
                 "loss_scale_probes": _loss_scale_probes,
                 "allgather_sequential_prefetch_one": _allgather_sequential_prefetch,
                 "path_config_sequence_parallel": _path_config_sequence_parallel,
-                "top_level_member_probes": _top_level_member_probes}
+                "top_level_member_probes": _top_level_member_probes, "autoep_choices": _autoep_choices}
 
 
 if __name__ == "__main__":

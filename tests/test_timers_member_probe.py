@@ -31,3 +31,29 @@ def test_the_validator_refuses_what_the_release_refuses(version):
                   if f.severity == "error" and f.path == "timers"]
         assert bool(errors) == (not verdict.accepted), (config["timers"], verdict.describe(), errors)
     assert sum(not v.accepted for v in verdicts) == 4  # the four holding "throughput"
+
+
+def test_the_throughput_timer_is_profiled_as_the_pydantic_model_it_is():
+    """The profiles found a release's pydantic sections by probing top-level keys only, so the throughput timer
+    (``DeepSpeedThroughputTimerConfig``, built from ``timers.throughput`` alone) was read as a dict section, and
+    "auto" there was said to be kept as a string (a true value) while DeepSpeed drops it and uses the default."""
+    for version in RELEASES:
+        section = profile(version)["sections"]["timers.throughput"]
+        assert section["model"] == "DeepSpeedThroughputTimerConfig" and set(section["fields"]) == {"enabled",
+                                                                                                  "synchronized"}
+    config = {"train_micro_batch_size_per_gpu": 1, "timers": {"throughput": {"enabled": "auto"}}}
+    findings = [(f.severity, f.code) for f in validate(config).findings if f.path.startswith("timers")]
+    assert findings == [("info", "auto.default")]
+
+
+@pytest.mark.deepspeed
+@pytest.mark.parametrize("version", RELEASES)
+def test_auto_in_the_throughput_timer_is_the_default_to_the_release(version):
+    if (missing := oracle_available(version)) is not None:
+        pytest.fail(missing)
+    configs = [{"train_micro_batch_size_per_gpu": 1, "timers": {"throughput": {"enabled": "auto"}}},
+               {"train_micro_batch_size_per_gpu": 1, "timers": {"throughput": {"enabled": "auto", "x": 1}}}]
+    accepted, refused = deepspeed_verdicts([(config, 1) for config in configs], version)
+    assert accepted.accepted and not refused.accepted
+    assert not validate(configs[0], version=version).errors
+    assert [f.code for f in validate(configs[1], version=version).errors] == ["keys.unknown"]
