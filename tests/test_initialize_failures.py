@@ -26,6 +26,7 @@ from tests.oracle.oracle import deepspeed_verdict, oracle_available
 from tests.test_advanced_hunt_1129d import PROVEN_ON_OLDER_RELEASES as PROVEN_LEGACY_CURRICULUM
 from tests.test_amp_engine import PROVEN_ON_OLDER_RELEASES
 from tests.test_compression_hunt_1201 import PROVEN_ON_OLDER_RELEASES as PROVEN_COMPRESSION
+from tests.test_expert_parallel_hunt_1201 import PROVEN_ON_OLDER_RELEASES as PROVEN_EXPERT_PARALLEL
 from tests.test_hf_trainer_no_type import PROVEN_WITH_TRAINER
 from tests.test_hpz_world_size import PROVEN_WITH_RANKS
 from tests.test_pld_hunt_1201 import PROVEN_ON_OLDER_RELEASES as PROVEN_PLD
@@ -143,7 +144,7 @@ def test_every_initialize_time_code_is_proven_by_a_case():
     _, codes = _validator()
     proven = ({f.code for case in RAISING for f in _errors(case.config)} | PROVEN_ON_OLDER_RELEASES
               | PROVEN_LEGACY_CURRICULUM | PROVEN_WITH_RANKS | PROVEN_WITH_TRAINER | PROVEN_COMPRESSION
-              | PROVEN_PLD | PROVEN_MESH)
+              | PROVEN_PLD | PROVEN_MESH | PROVEN_EXPERT_PARALLEL)
     unproven = sorted(codes - proven)
     assert not unproven, f"INITIALIZE_TIME_CODES without a deepspeed.initialize case proving them: {unproven}"
 

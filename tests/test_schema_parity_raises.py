@@ -155,6 +155,13 @@ _ENGINE_CASES: dict[str, dict[str, Any]] = {
             ("num_limited_groups", 0),
             ("score_func", "x"),
             ("expert_activation", "no-such-activation"),
+            ("autoep_size", 0),
+            ("expert_tensor_parallel_size", 2),
+            ("routed_scaling_factor", "x"),
+            ("has_shared_experts", "x"),
+            *((name, "a.b") for name in ("expert_w1", "expert_w2", "expert_w3", "num_experts_attr", "top_k_attr",
+                                         "router_pattern", "expert_pattern", "shared_experts_pattern",
+                                         "shared_experts_gate_pattern")),
         )
     },
 }

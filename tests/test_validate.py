@@ -195,6 +195,12 @@ CASES = [
      "compression_training.row_pruning.different_groups.g.modules"),
     ("compression-weight-quantization", cfg(compression_training={"weight_quantization": {"different_groups": {}}}),
      {"version": "0.19.6"}, "compression.weight-quantization", "error", "compression_training.weight_quantization"),
+    ("expert-parallel-choice", cfg(expert_parallel={"enabled": True, "score_func": "tanh"}), {},
+     "expert-parallel.choice", "error", "expert_parallel.score_func"),
+    ("expert-parallel-attribute-name", cfg(expert_parallel={"enabled": True, "expert_w2": ""}), {},
+     "expert-parallel.attribute-name", "error", "expert_parallel.expert_w2"),
+    ("expert-parallel-combination", cfg(expert_parallel={"enabled": True, "row_weighting_impl": "fused"}), {},
+     "expert-parallel.combination", "error", "expert_parallel.row_weighting_impl"),
     ("compression-sparse-pruning-step", cfg(compression_training={"sparse_pruning": {
         "shared_parameters": {"enabled": True, "method": "topk"}, "different_groups": {}}}), {"version": "0.19.6"},
      "compression.sparse-pruning-step", "error", "compression_training.sparse_pruning.shared_parameters.method"),

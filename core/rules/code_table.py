@@ -162,8 +162,9 @@ TABLE: tuple[Code, ...] = (
        {**B, "zero_optimization": {"stage": 2, "reduce_bucket_size": "lots"}}, family=True),
     _c("type.engine", "error", "initialize", False, "A wrong value DeepSpeed only notices at initialize.",
        "The section is read leniently, so the value passes parsing; deepspeed.initialize then fails using it. "
-       "The fix is the type error's (what the value most likely meant, else the default).",
-       {**B, "expert_parallel": {"score_apply": None}}),
+       "The fix is the type error's (what the value most likely meant, else the default). AutoEP's values are "
+       "checked only with the section on, as DeepSpeed checks them.",
+       {**B, "expert_parallel": {"enabled": True, "score_apply": None}}),
     _c("type.as-written", "error", "training", False, "A flops-profiler number written as text (or not a number).",
        "With the flops profiler on, DeepSpeed reads profile_step, recompute_fwd_factor, module_depth and "
        "top_modules with dict.get and computes with them as written: \"1\" passes the parse and initialize, then "
@@ -915,6 +916,28 @@ TABLE: tuple[Code, ...] = (
        "schedule_offset (1000 by default). No automatic fix: the method is the user's choice.",
        {**B, "compression_training": {"sparse_pruning": {"shared_parameters": {"enabled": True, "method": "l1"},
                                                           "different_groups": {}}}}, settings={"version": "0.19.6"}),
+    _c("expert-parallel.choice", "error", "initialize", True, "An AutoEP choice key holds a value its release refuses.",
+       "DeepSpeed 0.19.6 on read expert_parallel with dict.get; with `enabled` on (a Python truth value), "
+       "deepspeed.initialize runs validate_autoep_config, which tests score_apply, combine_impl, score_func, "
+       "preset_model and (0.19.7/0.19.8) row_weighting_impl, gate_up_impl, comm_backend and expert_activation "
+       "against its own lists (ValueError). The lists are read from each release (0.19.6 has no "
+       "fused_weighted_sum). The fix writes the release's spelling where only the case differs (\"Mixtral\").",
+       {**B, "expert_parallel": {"enabled": True, "preset_model": "Mixtral"}}),
+    _c("expert-parallel.attribute-name", "error", "initialize", None,
+       "An AutoEP name is empty or holds a dot.",
+       "expert_w1/w2/w3, num_experts_attr, top_k_attr, router_pattern, expert_pattern and the shared-expert "
+       "patterns are attribute names AutoEP looks up with getattr on the model or its MoE block, not paths or "
+       "patterns: with AutoEP on, an empty one or one with a dot fails deepspeed.initialize (ValueError).",
+       {**B, "expert_parallel": {"enabled": True, "router_pattern": "mlp.gate"}}),
+    _c("expert-parallel.combination", "error", "initialize", None,
+       "AutoEP settings that validate_autoep_config refuses together.",
+       "With AutoEP on: comm_backend deepep without comm_max_tokens_per_rank > 0; gate_up_impl fused with "
+       "use_grouped_mm false; row_weighting_impl fused without deepep or with autoep_size 1; combine_impl "
+       "fused_weighted_sum with tensor_parallel.autotp_size > 1 or with deepep over several ranks; async_split_plan "
+       "with AutoTP folding; num_limited_groups above num_expert_groups; an autoep_size that does not divide the GPU "
+       "count; tensor_parallel.preset_model and "
+       "expert_parallel.preset_model naming different models. deepspeed.initialize fails on each (ValueError).",
+       {**B, "expert_parallel": {"enabled": True, "comm_backend": "deepep"}}, settings={"version": "0.19.8"}),
     _c("progressive-layer-drop.keys", "error", "initialize", None, "Progressive layer drop on without theta or gamma.",
        "Releases up to 0.19.7 read progressive_layer_drop with dict.get; switched on (any truthy enabled), the engine "
        "builds ProgressiveLayerDrop(theta=pld_params['theta'], gamma=pld_params['gamma']) in deepspeed.initialize, "

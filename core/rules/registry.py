@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from core.findings import Finding
-from core.rules import auto, batch, initialize, misc, optim, precision, structure, typecheck, zero
+from core.rules import auto, batch, expert_parallel, initialize, misc, optim, precision, structure, typecheck, zero
 from core.rules.context import Context
 
 Rule = Callable[[Context], Iterable[Finding]]
@@ -31,7 +31,7 @@ RULES: tuple[Rule, ...] = (
     initialize.engine_combinations, initialize.autocast_combinations, initialize.amp_combinations,
     precision.master_weights_offload,
     initialize.autotp_size, initialize.autotp_world_size, initialize.gradient_scaling_reduce_scatter,
-    initialize.sequence_mesh,
+    initialize.sequence_mesh, expert_parallel.autoep_initialize,
     initialize.zero_optimizer_values, initialize.torch_scheduler_on_a_wrapper,
     initialize.zenflow_offload, initialize.zenflow_optimizer_params, initialize.partial_offload_optimizer,
 )

@@ -177,10 +177,11 @@ def _as_written(ctx: Context, data: dict[str, Any], model: type[BaseModel], pref
         # only a data loader DeepSpeed builds reads it: a warning, as the run may bring its own
         severity, code = ("warning", "type.dataloader") if when == "dataloader" else \
             ("error", "type.engine" if when == "initialize" else "type.as-written")
+        checked = section_meta(model).get("as_written_check")
         yield Finding(
             severity, code, path,
-            text + ("." if when == "dataloader" else " (the pipeline engine asserts it is a bool)." if _is_bool(field)
-                    else " (TypeError)."),
+            text + ("." if when == "dataloader" else f" ({checked})." if checked
+                    else " (the pipeline engine asserts it is a bool)." if _is_bool(field) else " (TypeError)."),
             suggestion=f"Write {brief(meant)} without quotes." if meant is not None and meant != value
             else f"Default: {brief(default)}.",
             # no fix when nothing is meant and the default is null, which fails the same way
@@ -199,9 +200,11 @@ def _holds_ungated(model: type[BaseModel]) -> bool:
 
 def _written_as(field: SchemaField, value: Any) -> bool:
     """Whether ``value`` is of the field's own JSON type (a bool is no number, a number no bool)."""
+    if value is None and _holds(field, type(None)):
+        return True  # null is the field's own "not set"
     if _is_bool(field):
         return isinstance(value, bool)
-    if field.meta.extra.get("range_argument"):
+    if field.meta.extra.get("range_argument") or field.meta.extra.get("int_only"):
         return isinstance(value, int)  # range() takes any int, true and false included, and refuses a float
     if field.meta.extra.get("compared"):
         return isinstance(value, int | float)  # only compared with numbers: true and false compare as 1 and 0
@@ -219,8 +222,8 @@ def _meant_value(field: SchemaField, value: Any) -> Any:
 
 
 def _kind(field: SchemaField) -> str:
-    return "true or false" if _is_bool(field) else "a whole number" if field.meta.extra.get("range_argument") \
-        else "a number"
+    whole = field.meta.extra.get("range_argument") or field.meta.extra.get("int_only")
+    return "true or false" if _is_bool(field) else "a whole number" if whole else "a number"
 
 
 def _is_bool(field: SchemaField) -> bool:
@@ -355,8 +358,9 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     key = key.split("[")[0]
     if (field is not None and not _exists(ctx, prefix, field, key)) or _section_not_read(ctx, prefix):
         return None  # a key this version does not have: check_keys reports that instead
-    if field is not None and field.meta.extra.get("as_written") and not _strict(ctx, owner, prefix):
-        return None  # used as written: as_written says how any value of another type fails
+    if field is not None and field.meta.extra.get("as_written") and not _strict(ctx, owner, prefix) \
+            and not (kind in _BOUND_KINDS and _written_as(field, value)):
+        return None  # used as written: as_written says how any value of another type fails (a bound still holds)
     if _switched_off_and_unread(ctx, prefix, key):
         return None  # e.g. fp16's loss-scale keys in 0.16, read only with fp16 on: a wrong type there does nothing
     if kind in _BOUND_KINDS and field is not None:
@@ -379,6 +383,8 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
     raises = _raises(field, owner, kind)
     if raises == "step":
         return None  # read raw and used at the first optimizer step: misc.step_numbers says how it fails
+    if raises == "engine" and section_meta(owner).get("engine_checks_when_on") and not _section_on(ctx, prefix):
+        return None  # initialize checks the section's values only with its switch on (AutoEP)
     holds_section = field is not None and (field.model is not None or field.item_model is not None)
     auto_invalid = field is not None and field.meta.extra.get("auto_invalid") and not ctx.is_hf
     if value == "auto" and not is_strict(owner) and raises != "config" and not holds_section and not auto_invalid:
@@ -444,6 +450,12 @@ def _finding_from_error(ctx: Context, error: dict[str, Any]) -> Finding | None:
         "later, in training.",
         hint, fix, page_of(path),
     )
+
+
+def _section_on(ctx: Context, prefix: str) -> bool:
+    """Whether the section at ``prefix`` is switched on as this release reads its ``enabled`` (default off)."""
+    section = get_path(ctx.config, prefix, None)
+    return isinstance(section, dict) and switch_on(section.get("enabled", False), prefix, ctx.version)
 
 
 def _release_validates(ctx: Context, section_path: str, key: str, field: SchemaField | None, value: Any) -> bool:

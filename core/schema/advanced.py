@@ -679,17 +679,31 @@ _NEW = "0.19.8"
 
 class ExpertParallelConfig(LenientSection):
     """AutoEP: automatic expert parallelism for MoE models (experts sharded over GPUs, tokens exchanged
-    with all-to-all)."""
+    with all-to-all). DeepSpeed reads every key with dict.get and checks them (``validate_autoep_config``) when
+    deepspeed.initialize builds the engine, only with ``enabled`` on as a Python truth value; the values each
+    release accepts for its choice keys are read from the release (``core.rules.expert_parallel``)."""
+
+    # initialize checks nothing while the section is off: a value it would refuse is harmless then
+    model_config = ConfigDict(json_schema_extra={META_KEY: {"kind": "lenient", "engine_checks_when_on": True,
+                                                            "as_written_check": "AutoEP's validate_autoep_config "
+                                                            "refuses it (ValueError)"}})
 
     enabled: bool = ds_field(False, description="Turn AutoEP on.")
-    autoep_size: int = ds_field(1, description="Expert-parallel degree (GPUs the experts are spread over). 1: no EP.")
-    expert_tensor_parallel_size: int = ds_field(1, description="Tensor-parallel degree inside each expert.")
+    # as_written="initialize", int_only: validate_autoep_config takes an int (isinstance) and refuses 1.0 and "1"
+    autoep_size: int = ds_field(1, ge=1, raises="engine", as_written="initialize", int_only=True,
+                                description="Expert-parallel degree (GPUs the experts are spread over). 1: no EP.")
+    expert_tensor_parallel_size: int = ds_field(
+        1, ge=1, le=1, raises="engine", as_written="initialize", int_only=True,
+        description="Tensor-parallel degree inside each expert. Reserved: every release with AutoEP refuses "
+        "anything but 1.")
     validate_folding_routing: bool = ds_field(
-        False, raises="engine", description="Check the folded routing (debugging). Must be a boolean."
+        False, raises="engine", as_written="initialize",
+        description="Check the folded routing (debugging). Must be a boolean."
     )
     async_split_plan: bool = ds_field(
         False,
         raises="engine",
+        as_written="initialize",
         added=_NEW,
         description="Compute the token split plan asynchronously. Not with AutoTP folding.",
     )
@@ -697,8 +711,12 @@ class ExpertParallelConfig(LenientSection):
         None, raises="engine", description="Built-in model preset (e.g. mixtral, qwen3_moe, deepseek_v3)."
     )
     moe_layer_pattern: str | None = ds_field(None, description="Regex of the MoE layer module names (custom models).")
-    expert_pattern: str | None = ds_field(None, description="Regex of the expert modules (custom models).")
-    router_pattern: str | None = ds_field(None, description="Regex of the router modules (custom models).")
+    expert_pattern: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Attribute name of the MoE block's experts child (custom models; a direct name, no dots).")
+    router_pattern: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Attribute name of the MoE block's router child (custom models; a direct name, no dots).")
     use_grouped_mm: bool = ds_field(True, description="Run the experts with grouped matrix multiplies.")
     disable_triton_grouped_mm: bool = ds_field(False, description="Do not use the Triton grouped-mm kernel.")
     route_norm: bool | None = ds_field(None, description="Renormalise the top-k routing weights (unset: preset).")
@@ -715,7 +733,7 @@ class ExpertParallelConfig(LenientSection):
         choices=("auto", "weighted_sum", "fused_weighted_sum", "legacy_bmm"),
         raises="engine",
         auto="kept",
-        description="How expert outputs are combined (`fused_weighted_sum`: 0.19.8 only).",
+        description="How expert outputs are combined (`fused_weighted_sum`: 0.19.7 on).",
     )
     row_weighting_impl: str = ds_field(
         "auto",
@@ -736,23 +754,30 @@ class ExpertParallelConfig(LenientSection):
         "comm",
         choices=("comm", "deepep"),
         raises="engine",
-        added=_NEW,
+        added="0.19.7",
         description="Token exchange backend: `comm` (torch.distributed all-to-all) or `deepep` (DeepEP).",
     )
-    comm_num_sm: int = ds_field(12, ge=1, raises="engine", added=_NEW, description="SMs DeepEP may use (≥ 1).")
-    comm_qp_margin: int = ds_field(4, ge=0, raises="engine", added=_NEW, description="DeepEP queue-pair margin (≥ 0).")
+    comm_num_sm: int = ds_field(12, ge=1, raises="engine", added="0.19.7", as_written="initialize", int_only=True,
+                                description="SMs DeepEP may use (≥ 1).")
+    comm_qp_margin: int = ds_field(4, ge=0, raises="engine", added="0.19.7", as_written="initialize", int_only=True,
+                                   description="DeepEP queue-pair margin (≥ 0).")
     comm_max_tokens_per_rank: int = ds_field(
         0,
         ge=0,
         raises="engine",
-        added=_NEW,
+        added="0.19.7",
+        as_written="initialize",
+        int_only=True,
         description="DeepEP buffer size in tokens per rank; must be > 0 with comm_backend deepep.",
     )
+    # compared=True: validate_autoep_config compares them with 1 (a float compares, text fails)
     num_expert_groups: int | None = ds_field(
-        None, ge=1, raises="engine", description="Expert groups (group-limited routing)."
+        None, ge=1, raises="engine", as_written="initialize", compared=True,
+        description="Expert groups (group-limited routing)."
     )
     num_limited_groups: int | None = ds_field(
-        None, ge=1, raises="engine", description="Groups a token may route to (≤ num_expert_groups)."
+        None, ge=1, raises="engine", as_written="initialize", compared=True,
+        description="Groups a token may route to (≤ num_expert_groups)."
     )
     score_func: str = ds_field(
         "auto",
@@ -770,18 +795,31 @@ class ExpertParallelConfig(LenientSection):
         description="Not supported by this AutoEP build: any non-null value fails.",
     )
     routed_scaling_factor: float | Literal["auto"] = ds_field(
-        "auto", auto="kept", description="Scaling of the routed expert output (`auto`: from the model)."
+        "auto", auto="kept", raises="engine", as_written="initialize",
+        description="Scaling of the routed expert output (`auto`: from the model)."
     )
-    expert_w1: str | None = ds_field(None, description="Name of the first expert weight (custom models).")
-    expert_w2: str | None = ds_field(None, description="Name of the second expert weight (custom models).")
+    expert_w1: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Name of the first expert weight (custom models).")
+    expert_w2: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Name of the second expert weight (custom models).")
     expert_w3: str | None = ds_field(
-        None, description="Name of the third expert weight; null means gate and up are fused (custom models)."
-    )
-    num_experts_attr: str | None = ds_field(None, description="Attribute holding the number of experts.")
-    top_k_attr: str | None = ds_field(None, description="Attribute holding top-k.")
-    has_shared_experts: bool | None = ds_field(None, description="Whether the MoE block has shared experts.")
-    shared_experts_pattern: str | None = ds_field(None, description="Regex of the shared-expert modules.")
-    shared_experts_gate_pattern: str | None = ds_field(None, description="Regex of the shared-expert gate.")
+        None, attribute_name=True, raises="engine",
+        description="Name of the third expert weight; null means gate and up are fused (custom models).")
+    num_experts_attr: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Attribute holding the number of experts.")
+    top_k_attr: str | None = ds_field(None, attribute_name=True, raises="engine",
+                                      description="Attribute holding top-k.")
+    has_shared_experts: bool | None = ds_field(None, raises="engine", as_written="initialize",
+                                               description="Whether the MoE block has shared experts.")
+    shared_experts_pattern: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Attribute name of the shared-expert child (a direct name, no dots).")
+    shared_experts_gate_pattern: str | None = ds_field(
+        None, attribute_name=True, raises="engine",
+        description="Attribute name of the shared-expert gate child (a direct name, no dots).")
     expert_activation: str | None = ds_field(
         None, raises="engine", added=_NEW, description="Expert activation function (registered name)."
     )
