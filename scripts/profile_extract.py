@@ -798,6 +798,18 @@ def _autoep_choices() -> dict[str, list[Any]] | None:
     return choices
 
 
+def _autoep_checks() -> list[str] | None:
+    """The messages AutoEP raises while it checks its config (``auto_ep_config`` and, 0.19.3 on, the folding module),
+    so a rule can ask whether this release makes a check (0.19.2 refuses AutoTP outright, later ones fold it)."""
+    texts: list[str] = []
+    for name in ("deepspeed.module_inject.auto_ep_config", "deepspeed.module_inject.auto_ep_folding"):
+        try:
+            texts.append(inspect.getsource(importlib.import_module(name)))
+        except ImportError:
+            continue
+    return sorted({m for text in texts for m in _messages(text)}) if texts else None
+
+
 def _initialize_compares_autotp_size(init_source: str) -> bool:
     """Whether ``deepspeed.initialize`` compares ``tensor_parallel.autotp_size`` with a number before the config is
     parsed (``if autotp_size and autotp_size > 0``): a string there ("2", "auto") is a TypeError."""
@@ -884,6 +896,7 @@ def extract(release: str) -> dict[str, Any]:
         in engine_source,
         "initialize_compares_autotp_size": _initialize_compares_autotp_size(Path(deepspeed.__file__).read_text()),
         "autoep_choices": _autoep_choices(),
+        "autoep_checks": _autoep_checks(),
         "schedulers": schedulers,
         "scheduler_facts": scheduler_facts,
         "checks": _assert_messages(config_module.DeepSpeedConfig),
@@ -895,7 +908,8 @@ FIELD_PROBES = {"torch_autocast_checks": _torch_autocast_checks, "optimizer_wrap
                 "loss_scale_probes": _loss_scale_probes,
                 "allgather_sequential_prefetch_one": _allgather_sequential_prefetch,
                 "path_config_sequence_parallel": _path_config_sequence_parallel,
-                "top_level_member_probes": _top_level_member_probes, "autoep_choices": _autoep_choices}
+                "top_level_member_probes": _top_level_member_probes, "autoep_choices": _autoep_choices,
+                "autoep_checks": _autoep_checks}
 
 
 if __name__ == "__main__":

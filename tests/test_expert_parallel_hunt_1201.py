@@ -129,3 +129,18 @@ def test_real_initialize_fails_where_the_rules_say(release):
             assert not got["raised"] and not got["step"]["raised"], (label, got)
         else:
             assert got["raised"] and message in got["message"], (label, got)
+
+
+def test_which_combinations_a_release_checks_is_read_from_its_source():
+    """0.19.2's AutoEP refuses AutoTP outright and has no preset-matching check; 0.19.3 on fold AutoEP into AutoTP
+    and check the presets (the profiles' ``autoep_checks``, the messages each release's AutoEP raises)."""
+    with_tp = _config({**ON, "preset_model": "qwen3_moe"},
+                      {"tensor_parallel": {"autotp_size": 2, "preset_model": "mixtral"}})
+    old = [(f.code, f.path) for f in validate(with_tp, version="0.19.2", world_size=2).errors
+           if f.code.startswith("expert-parallel")]
+    new = [(f.code, f.path) for f in validate(with_tp, version="0.19.8", world_size=2).errors
+           if f.code.startswith("expert-parallel")]
+    assert old == [("expert-parallel.combination", "expert_parallel.enabled")]
+    assert new == [("expert-parallel.combination", "expert_parallel.preset_model")]
+    assert any("does not currently support AutoTP" in m for m in profile("0.19.2")["autoep_checks"])
+    assert not any("does not currently support AutoTP" in m for m in profile("0.19.8")["autoep_checks"])

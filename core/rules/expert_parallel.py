@@ -39,6 +39,13 @@ def _known(ctx: Context, key: str) -> bool:
     return versions.key_known(ctx.version, SECTION, key) is not False
 
 
+def _checks(ctx: Context, *phrases: str) -> bool:
+    """Whether this release's AutoEP raises a message holding all ``phrases`` (the profile's ``autoep_checks``, read
+    from its source; True when the profile does not say)."""
+    messages = versions.profile(ctx.version).get("autoep_checks")
+    return messages is None or any(all(p in message for p in phrases) for message in messages)
+
+
 def _choices(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
     accepted: dict[str, list[Any]] = versions.profile(ctx.version).get("autoep_choices") or {}
     for key, allowed in accepted.items():
@@ -83,16 +90,17 @@ def _combinations(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
     autotp = tensor_parallel.get("autotp_size")
     folded_tp = isinstance(autotp, int) and not isinstance(autotp, bool) and autotp > 1
     problems: list[tuple[str, str, str]] = []  # (key, what DeepSpeed says, what to do)
-    if _known(ctx, "comm_backend") and get("comm_backend", "comm") == "deepep" \
-            and get("comm_max_tokens_per_rank", 0) == 0:
+    if _checks(ctx, "comm_max_tokens_per_rank must be a positive integer when") \
+            and get("comm_backend", "comm") == "deepep" and get("comm_max_tokens_per_rank", 0) == 0:
         problems.append(("comm_max_tokens_per_rank", "comm_max_tokens_per_rank must be a positive integer when "
                          "comm_backend='deepep'", "Write the largest number of tokens one rank routes (normally "
                          "train_micro_batch_size_per_gpu x the longest padded sequence)."))
-    if _known(ctx, "gate_up_impl") and get("gate_up_impl", "separate") == "fused" and not get("use_grouped_mm", True):
+    if _checks(ctx, 'gate_up_impl="fused" runs') and get("gate_up_impl", "separate") == "fused" \
+            and not get("use_grouped_mm", True):
         problems.append(("gate_up_impl", 'gate_up_impl="fused" runs the gate and up projections as one '
                          "torch._grouped_mm, but use_grouped_mm=false selects the sequential expert loop",
                          "Set use_grouped_mm to true, or leave gate_up_impl out."))
-    if _known(ctx, "row_weighting_impl") and get("row_weighting_impl", "auto") == "fused":
+    if _checks(ctx, 'row_weighting_impl="fused" only runs') and get("row_weighting_impl", "auto") == "fused":
         if get("comm_backend", "comm") != "deepep":
             problems.append(("row_weighting_impl", 'row_weighting_impl="fused" only runs inside the DeepEP route',
                              'Set comm_backend to "deepep", or leave row_weighting_impl out.'))
@@ -101,33 +109,39 @@ def _combinations(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
                              "active (autoep_size > 1)", "Raise autoep_size, or leave row_weighting_impl out."))
     accepted = versions.profile(ctx.version).get("autoep_choices") or {}
     if get("combine_impl", "auto") == "fused_weighted_sum" and "fused_weighted_sum" in accepted.get("combine_impl", []):
-        if folded_tp:
+        if folded_tp and _checks(ctx, "does not support folded tensor parallelism"):
             problems.append(("combine_impl", 'combine_impl="fused_weighted_sum" does not support folded tensor '
                              f"parallelism (tensor_parallel.autotp_size={autotp})",
                              "Set tensor_parallel.autotp_size to 1, or leave combine_impl out."))
-        if _known(ctx, "comm_backend") and get("comm_backend", "comm") == "deepep" and isinstance(autoep, int) \
-                and autoep > 1:
+        if _checks(ctx, 'cannot be used with comm_backend="deepep"') and get("comm_backend", "comm") == "deepep" \
+                and isinstance(autoep, int) and autoep > 1:
             problems.append(("combine_impl", 'combine_impl="fused_weighted_sum" cannot be used with '
                              'comm_backend="deepep", which already restores and reduces the routed rows',
                              'Set comm_backend to "comm", or leave combine_impl out.'))
-    if _known(ctx, "async_split_plan") and get("async_split_plan") is True and folded_tp \
+    if _checks(ctx, "async_split_plan does not support AutoEP+AutoTP") and get("async_split_plan") is True \
+            and folded_tp \
             and isinstance(autoep, int) and autoep > 1:
         problems.append(("async_split_plan", "expert_parallel.async_split_plan does not support AutoEP+AutoTP "
                          "folding yet", "Set tensor_parallel.autotp_size to 1, or turn async_split_plan off."))
+    if folded_tp and _checks(ctx, "AutoEP does not currently support AutoTP"):
+        problems.append(("enabled", f"AutoEP does not currently support AutoTP (tensor_parallel.autotp_size="
+                         f"{autotp})", "Set tensor_parallel.autotp_size to 1, or use a release that folds AutoEP "
+                         "into AutoTP (0.19.3 on)."))
     if isinstance(autoep, int) and not isinstance(autoep, bool) and autoep > 0 and not folded_tp \
-            and ctx.world_size % autoep:
+            and ctx.world_size % autoep and _checks(ctx, "autoep_size", "must divide the stage size"):
         # the stage is the world size over the pipeline stages, so what does not divide the world divides no stage
         problems.append(("autoep_size", f"autoep_size={autoep} must divide the stage size (the job runs on "
                          f"{ctx.world_size} GPU(s), over the pipeline stages)",
                          f"Set autoep_size to a divisor of the GPUs per pipeline stage (of {ctx.world_size} here)."))
     expert_groups, limited_groups = get("num_expert_groups"), get("num_limited_groups")
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (expert_groups, limited_groups)) \
-            and limited_groups > expert_groups:
+            and limited_groups > expert_groups and _checks(ctx, "must be <= num_expert_groups"):
         problems.append(("num_limited_groups", f"num_limited_groups ({brief(limited_groups)}) must be <= "
                          f"num_expert_groups ({brief(expert_groups)})",
                          "A token routes to at most all the expert groups: lower num_limited_groups."))
     tp_preset, ep_preset = tensor_parallel.get("preset_model"), get("preset_model")
-    if tp_preset is not None and ep_preset is not None and tp_preset != ep_preset:
+    if tp_preset is not None and ep_preset is not None and tp_preset != ep_preset \
+            and _checks(ctx, "expert_parallel.preset_model must match"):
         problems.append(("preset_model", "tensor_parallel.preset_model and expert_parallel.preset_model must match "
                          f"({brief(tp_preset)} against {brief(ep_preset)})",
                          "Name the same model in both sections, or leave one out."))
