@@ -29,7 +29,7 @@ CASES = [
     ({"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": "auto"}}, None),
     # DeepSpeed's own "auto" defaults, which the validator let pass for the HF target (a hunt of 30 Nov 2026)
     ({"zero_optimization": {"stage": 2}, "pipeline": {"stages": "auto"}}, "pipeline.stages"),
-    ({"zero_optimization": {"stage": 2}, "expert_parallel": {"enabled": True, "autoep_size": 2, "score_apply": "auto"}},
+    ({"zero_optimization": {"stage": 2}, "expert_parallel": {"enabled": True, "autoep_size": 1, "score_apply": "auto"}},
      "expert_parallel.score_apply"),
     ({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},
                             "zenflow": {"select_strategy": "auto"}}}, "zero_optimization.zenflow.select_strategy"),
