@@ -62,6 +62,10 @@ presets-releases: $(VENV)/.test-installed  ## every preset trained on every rele
 fuzz-long: $(VENV)/.test-installed
 	$(PY) scripts/fuzz_long.py $(FUZZ_ARGS)
 
+.PHONY: app-corpus
+app-corpus: $(VENV)/.test-installed  ## every page of the app renders every readable corpus config (CI: a covering slice)
+	DSCONFIG_FULL_CORPUS=1 $(PY) -m pytest -n $(PYTEST_WORKERS) tests/test_app_corpus.py
+
 .PHONY: fix-differential
 fix-differential: $(VENV)/.test-installed  ## every corpus mutation fixed (safe / all) and judged by DeepSpeed 0.19.8 (CI: a slice)
 	$(PY) scripts/fix_differential.py

@@ -13,7 +13,9 @@ When the repair fails too, the config still fails for a reason of its own ("fail
 machine's (``MACHINE_FAILURES``: an op with no CPU build, a half precision the host lacks, a missing optional
 package), which is reported as "machine" and never counted as proof. Each group's shortest members (up to
 ``TRIES``) are tried in the same run; one member that trains makes the group "accepted", else one proof
-makes it "proven".
+makes it "proven". A run that may not build DeepSpeed's C++ optimizer ops (``builds_ops=False``: CI, for a
+release whose ops the install does not build) tries only members whose optimizer is torch's, and reports a group
+that has none as "deferred".
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.effective import effective
 from tests.oracle.differential import Comparison, run_differential
 from tests.oracle.initialize import run_initialize_configs
 
@@ -42,12 +45,15 @@ class Proof:
     signature: Signature
     label: str
     status: str
+    """"proven", "fails", "machine", "accepted" or "deferred" (every member needs an op this run may not build)."""
     failure: str
     repair_failure: str
     size: int
 
     def describe(self) -> str:
         errors = ", ".join(f"{code} @ {path or '<root>'}" for code, path in self.signature)
+        if self.status == "deferred":
+            return f"[deferred] {errors} ({self.size} configs) e.g. {self.label}: each needs a C++ op not built here"
         return (f"[{self.status}] {errors} ({self.size} configs) e.g. {self.label}\n    config: {self.failure}\n"
                 f"    repair: {self.repair_failure or 'trains'}")
 
@@ -142,27 +148,48 @@ TRIES = 3
 _RANK = {"accepted": 0, "proven": 1, "fails": 2, "machine": 3}
 
 
+def builds_an_op(config: dict[str, Any], release: str) -> bool:
+    """Whether ``deepspeed.initialize`` of ``config`` (or of its repair) under ``release`` JIT-builds a C++ optimizer
+    op on the CPU: any DeepSpeed optimizer class (CPU-Adam for an offloaded Adam, fused Adam, ...), as
+    ``core.effective`` reads the optimizer; torch's optimizers (``torch_adam``, torch.optim names) build none.
+    A cold CPU-Adam build costs about 100 CPU-seconds per release, more than all of a release's tiny trainings."""
+    reading = effective(config, release)
+    return reading.optimizer_class is not None and reading.torch_optimizer is None
+
+
 def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int | None = None,
-          tries: int = TRIES) -> list[Proof]:
+          tries: int = TRIES, builds_ops: bool = True) -> list[Proof]:
     """Judge ``cases`` at world size 1 under ``release``, and prove each rejected-but-parsed group (the
     first ``limit`` groups, all when None) with that release's ``deepspeed.initialize``: its shortest
     ``tries`` members, each with its repair, all in one run of the release (importing DeepSpeed costs more
-    than a handful of tiny trainings), the group taking its most telling member's status."""
+    than a handful of tiny trainings), the group taking its most telling member's status. With ``builds_ops``
+    False only members whose config and repair build no C++ op (``builds_an_op``) are tried; a group without
+    one is "deferred"."""
     groups = rejected_but_parsed(cases, run_differential(cases, (1,), release))
     chosen = sorted(groups.items())[:limit] if limit is not None else sorted(groups.items())
-    ordered = [(signature, sorted(members, key=lambda member: len(json.dumps(member[1])))[:tries])
-               for signature, members in chosen]
-    configs: dict[str, dict[str, Any]] = {}
-    for i, (_, members) in enumerate(ordered):
-        for attempt, (comparison, config) in enumerate(members):
+    candidates: list[tuple[Signature, list[tuple[Comparison, dict[str, Any], dict[str, Any]]]]] = []
+    for signature, members in chosen:
+        runs = []
+        for comparison, config in sorted(members, key=lambda member: len(json.dumps(member[1]))):
             config = with_an_optimizer(config)
+            repair = repaired(config, comparison.errors)
+            if builds_ops or not (builds_an_op(config, release) or builds_an_op(repair, release)):
+                runs.append((comparison, config, repair))
+        candidates.append((signature, runs[:tries]))
+    configs: dict[str, dict[str, Any]] = {}
+    for i, (_, runs) in enumerate(candidates):
+        for attempt, (_, config, repair) in enumerate(runs):
             configs[f"{i}.{attempt}"] = config
-            configs[f"{i}.{attempt}-repair"] = repaired(config, comparison.errors)
+            configs[f"{i}.{attempt}-repair"] = repair
     results = run_initialize_configs(configs, release).results if configs else {}
     proofs = []
-    for i, (signature, members) in enumerate(ordered):
+    for i, (signature, runs) in enumerate(candidates):
+        if not runs:
+            label = sorted(groups[signature], key=lambda member: len(json.dumps(member[1])))[0][0].label
+            proofs.append(Proof(signature, label, "deferred", "", "", len(groups[signature])))
+            continue
         best: Proof | None = None
-        for attempt, (comparison, _) in enumerate(members):
+        for attempt, (comparison, _, _) in enumerate(runs):
             failure = _failure(results[f"{i}.{attempt}"])
             repair_failure = _failure(results[f"{i}.{attempt}-repair"])
             status = ("accepted" if not failure else "proven" if not repair_failure
