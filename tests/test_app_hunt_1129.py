@@ -92,7 +92,8 @@ def test_the_optimizer_drop_down_offers_only_what_the_selected_release_knows():
 
 
 def test_no_other_choice_field_has_options_that_differ_between_releases():
-    """ui.fields.release_choices filters optimizer.type and scheduler.type by release; every other field whose type
+    """ui.fields.release_choices filters optimizer.type, scheduler.type and AutoEP's choice keys (their values are
+    checked by a function, not typed: tests/test_autoep_choices_app.py) by release; every other field whose type
     the profiles record as a Literal or an Enum has the same type in every release (compile.passes, a list, is edited
     as JSON), so no other choice widget offers what a release refuses."""
     from core import versions

@@ -451,18 +451,27 @@ def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
 
 
 #: The choice fields whose options come and go with the DeepSpeed release: whether a release knows an option, asked
-#: of core's per-release knowledge (the optimizers each profile lists, or a torch.optim class; its schedulers). The
-#: other choice fields' options are the same in every release (tests/test_app_hunt_1129.py checks the profiles).
+#: of core's per-release knowledge (the optimizers each profile lists, or a torch.optim class; its schedulers; the
+#: values its AutoEP accepts for an ``expert_parallel`` key, ``_autoep_known``). The other choice fields' options are
+#: the same in every release (tests/test_app_hunt_1129.py checks the profiles).
 _RELEASE_CHOICES: dict[str, Callable[[Any, str], bool]] = {
     "optimizer.type": lambda name, version: resolve_optimizer(name, version) is not None,
     "scheduler.type": lambda name, version: name in versions.scheduler_names(version),
 }
+_AUTOEP = "expert_parallel."
+
+
+def _autoep_known(key: str) -> Callable[[Any, str], bool]:
+    """Whether a release's AutoEP accepts a value of ``expert_parallel.<key>`` (a key it does not check keeps all)."""
+    return lambda choice, version: choice in versions.autoep_choices(version).get(key, (choice,))
 
 
 def release_choices(kind: FieldKind, path: str, version: str) -> FieldKind:
-    """``kind`` without the choices DeepSpeed ``version`` does not know (OneBitAdam in 0.19.8: choosing it is an
-    error); the value the config holds is still offered (``choice_options``), so nothing is lost."""
-    known = _RELEASE_CHOICES.get(path)
+    """``kind`` without the choices DeepSpeed ``version`` does not know (OneBitAdam in 0.19.8, or AutoEP's
+    ``fused_weighted_sum`` in 0.19.6: choosing it is an error); the value the config holds is still offered
+    (``choice_options``), so nothing is lost."""
+    known = _RELEASE_CHOICES.get(path) or (_autoep_known(path.removeprefix(_AUTOEP)) if path.startswith(_AUTOEP)
+                                           else None)
     if known is None:
         return kind
     return replace(kind, choices=tuple(choice for choice in kind.choices if known(choice, version)))

@@ -47,8 +47,7 @@ def _checks(ctx: Context, *phrases: str) -> bool:
 
 
 def _choices(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
-    accepted: dict[str, list[Any]] = versions.profile(ctx.version).get("autoep_choices") or {}
-    for key, allowed in accepted.items():
+    for key, allowed in versions.autoep_choices(ctx.version).items():
         if not isinstance(section.get(key), str) or section[key] in allowed:
             continue  # left out, or not text: the type check says what DeepSpeed makes of it
         names = [a for a in allowed if a is not None]
@@ -107,8 +106,8 @@ def _combinations(ctx: Context, section: dict[str, Any]) -> Iterator[Finding]:
         elif autoep == 1:
             problems.append(("row_weighting_impl", 'row_weighting_impl="fused" only runs when DeepEP dispatch is '
                              "active (autoep_size > 1)", "Raise autoep_size, or leave row_weighting_impl out."))
-    accepted = versions.profile(ctx.version).get("autoep_choices") or {}
-    if get("combine_impl", "auto") == "fused_weighted_sum" and "fused_weighted_sum" in accepted.get("combine_impl", []):
+    accepted = versions.autoep_choices(ctx.version)
+    if get("combine_impl", "auto") == "fused_weighted_sum" and "fused_weighted_sum" in accepted.get("combine_impl", ()):
         if folded_tp and _checks(ctx, "does not support folded tensor parallelism"):
             problems.append(("combine_impl", 'combine_impl="fused_weighted_sum" does not support folded tensor '
                              f"parallelism (tensor_parallel.autotp_size={autotp})",

@@ -353,6 +353,12 @@ def scheduler_names(version: str) -> tuple[str, ...]:
     return tuple(profile(version)["schedulers"])
 
 
+def autoep_choices(version: str) -> dict[str, tuple[Any, ...]]:
+    """The values DeepSpeed ``version``'s AutoEP accepts for each choice key of ``expert_parallel``
+    (``validate_autoep_config``, read from the release's source into its profile); empty before AutoEP."""
+    return {key: tuple(values) for key, values in (profile(version).get("autoep_choices") or {}).items()}
+
+
 def scheduler_checks(version: str, name: str) -> tuple[str, ...] | None:
     """The messages DeepSpeed ``version``'s scheduler class ``name`` (and its base classes) raise, e.g.
     "warmup_num_steps must be a positive integer, got {}"; None when the profile does not record them."""
