@@ -452,8 +452,8 @@ def fits(value: Any, kind: FieldKind, low: Any, high: Any) -> bool:
 
 #: The choice fields whose options come and go with the DeepSpeed release: whether a release knows an option, asked
 #: of core's per-release knowledge (the optimizers each profile lists, or a torch.optim class; its schedulers; the
-#: values its AutoEP accepts for an ``expert_parallel`` key, ``_autoep_known``). The other choice fields' options are
-#: the same in every release (tests/test_app_hunt_1129.py checks the profiles).
+#: values its AutoEP accepts for an ``expert_parallel`` key, ``versions.autoep_choices``). The other choice fields'
+#: options are the same in every release (tests/test_app_hunt_1129.py checks the profiles).
 _RELEASE_CHOICES: dict[str, Callable[[Any, str], bool]] = {
     "optimizer.type": lambda name, version: resolve_optimizer(name, version) is not None,
     "scheduler.type": lambda name, version: name in versions.scheduler_names(version),
@@ -461,17 +461,14 @@ _RELEASE_CHOICES: dict[str, Callable[[Any, str], bool]] = {
 _AUTOEP = "expert_parallel."
 
 
-def _autoep_known(key: str) -> Callable[[Any, str], bool]:
-    """Whether a release's AutoEP accepts a value of ``expert_parallel.<key>`` (a key it does not check keeps all)."""
-    return lambda choice, version: choice in versions.autoep_choices(version).get(key, (choice,))
-
-
 def release_choices(kind: FieldKind, path: str, version: str) -> FieldKind:
     """``kind`` without the choices DeepSpeed ``version`` does not know (OneBitAdam in 0.19.8, or AutoEP's
     ``fused_weighted_sum`` in 0.19.6: choosing it is an error); the value the config holds is still offered
     (``choice_options``), so nothing is lost."""
-    known = _RELEASE_CHOICES.get(path) or (_autoep_known(path.removeprefix(_AUTOEP)) if path.startswith(_AUTOEP)
-                                           else None)
+    if path.startswith(_AUTOEP):  # a key the release's AutoEP does not check keeps every choice
+        accepted = versions.autoep_choices(version).get(path.removeprefix(_AUTOEP), kind.choices)
+        return replace(kind, choices=tuple(choice for choice in kind.choices if choice in accepted))
+    known = _RELEASE_CHOICES.get(path)
     if known is None:
         return kind
     return replace(kind, choices=tuple(choice for choice in kind.choices if known(choice, version)))

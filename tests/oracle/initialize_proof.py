@@ -168,14 +168,18 @@ def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int 
     groups = rejected_but_parsed(cases, run_differential(cases, (1,), release))
     chosen = sorted(groups.items())[:limit] if limit is not None else sorted(groups.items())
     candidates: list[tuple[Signature, list[tuple[Comparison, dict[str, Any], dict[str, Any]]]]] = []
+    shortest: dict[Signature, str] = {}  # each group's shortest member, named when the group is deferred
     for signature, members in chosen:
         runs = []
         for comparison, config in sorted(members, key=lambda member: len(json.dumps(member[1]))):
+            shortest.setdefault(signature, comparison.label)
+            if len(runs) == tries:
+                break
             config = with_an_optimizer(config)
             repair = repaired(config, comparison.errors)
             if builds_ops or not (builds_an_op(config, release) or builds_an_op(repair, release)):
                 runs.append((comparison, config, repair))
-        candidates.append((signature, runs[:tries]))
+        candidates.append((signature, runs))
     configs: dict[str, dict[str, Any]] = {}
     for i, (_, runs) in enumerate(candidates):
         for attempt, (_, config, repair) in enumerate(runs):
@@ -185,8 +189,7 @@ def prove(release: str, cases: Sequence[tuple[str, dict[str, Any]]], limit: int 
     proofs = []
     for i, (signature, runs) in enumerate(candidates):
         if not runs:
-            label = sorted(groups[signature], key=lambda member: len(json.dumps(member[1])))[0][0].label
-            proofs.append(Proof(signature, label, "deferred", "", "", len(groups[signature])))
+            proofs.append(Proof(signature, shortest[signature], "deferred", "", "", len(groups[signature])))
             continue
         best: Proof | None = None
         for attempt, (comparison, _, _) in enumerate(runs):
