@@ -315,7 +315,9 @@ def report(stats: Stats, sessions: int, setup_steps: str, change_seen: str, wall
               f"{', '.join(f'{t * 1000:.0f}' for t in times[:10])}{' …' * (len(times) > 10)})")
     if stats.cpu:
         spent = ", ".join(f"{group} {sec:.0f} s" for group, sec in sorted(stats.cpu.items(), key=lambda kv: -kv[1]))
-        print(f"CPU while the sessions ran: {spent} (the machine has {os.cpu_count()} cores)")
+        browser = sum(sec for group, sec in stats.cpu.items() if group.startswith("browser"))
+        print(f"CPU while the sessions ran: {spent}; browser in all {browser:.0f} s (the machine has "
+              f"{os.cpu_count()} cores)")
     for error in stats.errors[:20]:
         print(f"  {error}")
     print(f"wall time: {wall:.1f} s")
@@ -350,9 +352,22 @@ async def _run(url: str, sessions: int, duration: float, timeout_ms: int, ramp: 
     return stats
 
 
+#: Chromium's ``--type=`` of a process → the part of the browser it is in the report.
+BROWSER_PARTS = {"renderer": "tabs", "zygote": "tabs", "gpu-process": "GPU/compositor", "utility": "utilities"}
+
+
+def browser_group(args: list[str]) -> str:
+    """The report group of a Chromium process: its tabs (renderers, and the zygote that reaps closed ones), its
+    GPU process (which composites every frame, in software with ``--disable-gpu``), its utilities (network ...)
+    or its main process (input, navigation, the DevTools traffic of the driver)."""
+    kind = next((a.removeprefix("--type=") for a in args if a.startswith("--type=")), None)
+    return f"browser: {BROWSER_PARTS.get(kind, 'other') if kind else 'main'}"
+
+
 def process_cpu() -> dict[str, float]:
     """CPU seconds used so far by the processes of a run, by group: the app server (``streamlit run``), the
-    browser (every Chromium process), the Playwright driver (node) and this script; from /proc (Linux)."""
+    browser (every Chromium process, by part: ``browser_group``), the Playwright driver (node) and this script;
+    from /proc (Linux)."""
     tick = os.sysconf("SC_CLK_TCK")
     groups: dict[str, float] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -368,9 +383,9 @@ def process_cpu() -> dict[str, float]:
         command = " ".join(args)
         if "streamlit" in command and " run " in f" {command} ":
             group = "app server"
-        elif "chrom" in Path(args[0]).name:
-            group = "browser"
-        elif "playwright" in command and "node" in Path(args[0]).name:
+        elif "chrom" in Path(command.split()[0]).name:
+            group = browser_group(command.split())  # a child rewrites its title: one argument, spaces inside
+        elif "playwright" in command and "node" in Path(command.split()[0]).name:
             group = "driver (node)"
         elif int(pid) == os.getpid():
             group = "driver (python)"

@@ -29,3 +29,17 @@ def test_three_browser_sessions_share_one_server(capsys):
     assert "errors: 0" in out
     changes = int(out.split("stage changes measured: ")[1].split()[0])
     assert changes >= 6, out  # at least two per session (--min-changes)
+    # where the browser's time went, by Chromium process: a real run has tabs and a main process
+    cpu_line = next(line for line in out.splitlines() if line.startswith("CPU while the sessions ran:"))
+    assert "browser: tabs" in cpu_line and "browser: main" in cpu_line and "browser in all" in cpu_line, cpu_line
+
+
+def test_chromium_processes_are_grouped_by_their_type():
+    chromium = "/usr/lib/chromium/chromium"
+    assert load_test.browser_group([chromium, "--headless", "--no-sandbox"]) == "browser: main"
+    assert load_test.browser_group([chromium, "--type=renderer", "--renderer-client-id=7"]) == "browser: tabs"
+    assert load_test.browser_group([chromium, "--type=zygote"]) == "browser: tabs"
+    assert load_test.browser_group([chromium, "--type=gpu-process"]) == "browser: GPU/compositor"
+    assert load_test.browser_group([chromium, "--type=utility", "--utility-sub-type=network.mojom.NetworkService"]) \
+        == "browser: utilities"
+    assert load_test.browser_group([chromium, "--type=broker"]) == "browser: other"
