@@ -149,3 +149,24 @@ def test_zero3_hooks_run_again_in_the_recomputation():
     # per layer q, k, v, o, gate, up, down and the two norms; the embedding, the final norm and the head
     modules = layers * (7 + LLAMA7.norms_per_layer) + 3
     assert full - plain == pytest.approx(layers * eff.layer_overhead_s / 3 + modules * eff.zero3_module_overhead_s)
+
+
+@pytest.mark.parametrize("accum_dtype, accum_bytes", [(None, 2), ("fp32", 4)])
+def test_zero3_offload_moves_the_gradient_partition_down_and_up_every_micro_step(accum_dtype, accum_bytes):
+    """DeepSpeed's ZeRO-3 with the optimizer offloaded (stage3.py partition_grads, 0.16-0.19) accumulates the
+    gradient partition in a host buffer of grad_accum_dtype (the model's dtype unless data_types says fp32): every
+    micro-step copies it down and back up, and only the step's last one copies the master-dtype gradient to the
+    optimizer. One download per micro-step was costed before."""
+    cl, shape, gas = Cluster("NVIDIA A100 80GB", 8), Shape(1, 2048, "flash"), 4
+    config = cfg(3, 1, 8, overlap_comm=False, offload_optimizer={"device": "cpu"})
+    config.update(gradient_accumulation_steps=gas, train_batch_size=8 * gas)
+    if accum_dtype:
+        config["data_types"] = {"grad_accum_dtype": accum_dtype}
+    est = predict(config, LLAMA7, cl, shape)
+    pcie = cl.pcie_bytes_s * cl.efficiency.link
+    part = LLAMA7.total_params / 8
+    assert est.breakdown["gradient accumulation through the host buffer (PCIe, down and up)"] == pytest.approx(
+        gas * 2 * accum_bytes * part / pcie)
+    assert est.breakdown["gradient download to the host (PCIe)"] == pytest.approx(4 * part / pcie)  # fp32 master
+    zero2 = predict({**config, "zero_optimization": {**config["zero_optimization"], "stage": 2}}, LLAMA7, cl, shape)
+    assert "gradient accumulation through the host buffer (PCIe, down and up)" not in zero2.breakdown

@@ -33,7 +33,9 @@ The model, per GPU and per micro-step (b sequences of s tokens):
   backward gathers and gradient reductions behind the recomputation and backward); the rest adds to the step.
   A ``comms_logger`` section (its presence turns the logger on) synchronises the device after every collective,
   so nothing overlaps then.
-- offload: gradients go to the host every micro-step (master dtype, over PCIe), the CPU optimizer updates its
+- offload: gradients go to the host over PCIe (ZeRO-2: every micro-step in the master dtype; ZeRO-1: once per
+  step; ZeRO-3: down to its host accumulation buffer and back up every micro-step in grad_accum_dtype, then once in
+  the master dtype), the CPU optimizer updates its
   partition (all ranks of a node share the node's CPU-Adam rate), updated parameters come back; NVMe adds a
   read and a write of the optimizer state per step (and parameter reads every micro-step for offload_param).
 - optimizer: a fused step on the GPU moves ``optimizer_step_bytes_per_param``; fp16 or bf16 at stage 0 without FusedAdam
@@ -289,6 +291,16 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
         grad_copy = m.master_bytes * part / pcie  # the partition is cast to the master weights' dtype
         if m.stage == 1:
             parts.add(parts.step_serial, "gradient download to the host (PCIe)", grad_copy)
+        elif m.stage == 3:
+            # stage3.py partition_grads (0.16-0.19): the gradient partition accumulates in a host buffer of
+            # grad_accum_dtype; every micro-step copies it down into that buffer and back up (the add runs on the
+            # GPU), and the step's last one also casts it to the master dtype and copies that to the optimizer's
+            # gradient on the host
+            parts.add(parts.micro_overlap if overlap else parts.micro_serial,
+                      "gradient accumulation through the host buffer (PCIe, down and up)",
+                      2 * m.grad_accum_bytes * part / pcie)
+            parts.add(parts.step_overlap if overlap else parts.step_serial,
+                      "gradient download to the host (PCIe)", grad_copy)
         else:
             parts.add(parts.micro_overlap if overlap else parts.micro_serial,
                       "gradient download to the host (PCIe)", grad_copy)
