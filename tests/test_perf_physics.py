@@ -170,3 +170,19 @@ def test_zero3_offload_moves_the_gradient_partition_down_and_up_every_micro_step
     assert est.breakdown["gradient download to the host (PCIe)"] == pytest.approx(4 * part / pcie)  # fp32 master
     zero2 = predict({**config, "zero_optimization": {**config["zero_optimization"], "stage": 2}}, LLAMA7, cl, shape)
     assert "gradient accumulation through the host buffer (PCIe, down and up)" not in zero2.breakdown
+
+
+@pytest.mark.parametrize("name, stage, cure", [
+    ("gradient download to the host (PCIe)", 2, "larger micro-batches"),
+    ("gradient download to the host (PCIe)", 1, "more gradient accumulation"),
+    ("gradient download to the host (PCIe)", 3, "more gradient accumulation"),
+    ("gradient accumulation through the host buffer (PCIe, down and up)", 3, "larger micro-batches"),
+    ("parameter upload over PCIe (offload_param)", 3, "larger micro-batches"),
+    ("parameter upload after the step (PCIe)", 2, "more gradient accumulation"),
+])
+def test_pcie_advice_amortises_a_copy_by_how_often_it_runs(name, stage, cure):
+    """More accumulation was advised for every PCIe copy, although most run every micro-step and grow with it."""
+    from core.perf.advice import _advice
+
+    text = _advice(name, stage)
+    assert text.startswith("host-device copies over PCIe dominate: avoid offloading, or ") and cure in text

@@ -114,7 +114,6 @@ _ADVICE = {
     "accumulation amortises it",
     "CPU optimizer step": "the CPU-Adam step on the host dominates: keep the optimizer on the GPU if it fits "
     "(more GPUs or ZeRO-3), or amortise it with more gradient accumulation",
-    "PCIe": "host-device copies over PCIe dominate: avoid offloading, or accumulate more micro-steps per step",
     "NVMe": "NVMe swapping dominates: offload to CPU memory instead, or add drives",
     "tensor-parallel": "tensor-parallel all-reduces dominate: lower autotp_size",
     "sequence-parallel": "Ulysses all-to-alls dominate: lower sequence_parallel_size",
@@ -335,6 +334,17 @@ def _comms_logger_advice(sit: Situation | None) -> str | None:
             f"{_effect(sit, faster)}.")
 
 
+def _pcie_advice(name: str, stage: int | None) -> str:
+    """What amortises a host-device copy: more accumulation for one that runs once per step (the upload after the
+    step; the gradient download of ZeRO-1 and ZeRO-3), a larger micro-batch for one that runs every micro-step
+    (ZeRO-2's download, ZeRO-3's accumulation round trip, offload_param's uploads)."""
+    once = name.startswith("parameter upload after the step") or (name.startswith("gradient download")
+                                                                    and stage in (1, 3))
+    cure = ("more gradient accumulation amortises it (it runs once per step)" if once else
+            "larger micro-batches amortise it (it runs every micro-step)")
+    return f"host-device copies over PCIe dominate: avoid offloading, or {cure}"
+
+
 def _advice(name: str, stage: int | None = None, overlap: bool | None = None, sit: Situation | None = None) -> str:
     if "gradient reduce-scatter" in name or "reduce_scatter off" in name:
         return _reduce_scatter_advice(name, stage, overlap, sit)
@@ -342,6 +352,8 @@ def _advice(name: str, stage: int | None = None, overlap: bool | None = None, si
         return _gather_advice(sit, stage)
     if name.startswith("gradient all-reduce"):
         return _all_reduce_advice(sit)
+    if "PCIe" in name:
+        return _pcie_advice(name, stage)
     recompute = getattr(sit.shape, "recompute", None) if sit is not None else None
     for key, text in _ADVICE.items():
         if key in name:
