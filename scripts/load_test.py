@@ -381,11 +381,13 @@ def process_cpu() -> dict[str, float]:
         if not args:
             continue
         command = " ".join(args)
+        words = command.split()  # a Chromium child rewrites its title: one argument, spaces inside
+        program = Path(words[0]).name
         if "streamlit" in command and " run " in f" {command} ":
             group = "app server"
-        elif "chrom" in Path(command.split()[0]).name:
-            group = browser_group(command.split())  # a child rewrites its title: one argument, spaces inside
-        elif "playwright" in command and "node" in Path(command.split()[0]).name:
+        elif "chrom" in program:
+            group = browser_group(words)
+        elif "playwright" in command and "node" in program:
             group = "driver (node)"
         elif int(pid) == os.getpid():
             group = "driver (python)"

@@ -289,6 +289,7 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
                 parts.add(target, "parameter reads from NVMe", node_read)
     if m.stage >= 1 and m.offload_optimizer != "none":
         grad_copy = m.master_bytes * part / pcie  # the partition is cast to the master weights' dtype
+        per_micro_step = parts.micro_overlap if overlap else parts.micro_serial
         if m.stage == 1:
             parts.add(parts.step_serial, "gradient download to the host (PCIe)", grad_copy)
         elif m.stage == 3:
@@ -296,14 +297,12 @@ def _communication(model, st: PerfSettings, cl: Cluster, parts: _Parts, recomput
             # grad_accum_dtype; every micro-step copies it down into that buffer and back up (the add runs on the
             # GPU), and the step's last one also casts it to the master dtype and copies that to the optimizer's
             # gradient on the host
-            parts.add(parts.micro_overlap if overlap else parts.micro_serial,
-                      "gradient accumulation through the host buffer (PCIe, down and up)",
+            parts.add(per_micro_step, "gradient accumulation through the host buffer (PCIe, down and up)",
                       2 * m.grad_accum_bytes * part / pcie)
             parts.add(parts.step_overlap if overlap else parts.step_serial,
                       "gradient download to the host (PCIe)", grad_copy)
         else:
-            parts.add(parts.micro_overlap if overlap else parts.micro_serial,
-                      "gradient download to the host (PCIe)", grad_copy)
+            parts.add(per_micro_step, "gradient download to the host (PCIe)", grad_copy)
         node_params = params * st.tp / n_nodes  # every rank of a node shares the node's CPU
         parts.add(parts.step_serial, "CPU optimizer step", node_params / cl.cpu_adam_rate)
         if m.offload_param == "none":  # an offloaded parameter partition is updated where it lives, on the host
