@@ -601,3 +601,18 @@ def test_the_measured_steps_are_counted_in_words():
                                                                             "dropped as warm-up")
     assert step_source(LogSummary(samples_per_second=(8.0,)), 16).endswith("of 1 report")
     assert step_source(LogSummary()) is None
+
+
+def test_the_critical_path_columns_line_up_with_a_long_part_name(tmp_path):
+    """ZeRO-3 with the optimizer offloaded has a part named longer than the 58 columns the names were padded to:
+    its time was pushed right, out of the column every other row keeps."""
+    path = tmp_path / "z3offload.json"
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 16,
+                                "train_batch_size": 128, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 3, "overlap_comm": False,
+                                                      "offload_optimizer": {"device": "cpu"}}}))
+    text = run(["predict", str(path), "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--gpus-per-node", "8",
+                "--seq-len", "128"])[1]
+    lines = text.split("Critical path:\n")[1].split("\n\n")[0].splitlines()
+    assert any(len(line.split("  ")[1]) > 58 for line in lines)  # the long name is there
+    assert len({len(line) for line in lines}) == 1, "\n".join(lines)  # name, time and share each in its column

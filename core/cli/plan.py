@@ -524,12 +524,13 @@ def _predict(args: argparse.Namespace, out: TextIO) -> int:
                      f"{'it' if len(unused) == 1 else 'them'})" if unused else "")
                   + "\n")
     out.write("\nCritical path:\n")
+    width = max((len(name) for name in (*est.breakdown, *est.hidden)), default=0)  # a long part name keeps its row
     for name, sec in sorted(est.breakdown.items(), key=lambda kv: -kv[1]):
-        out.write(f"  {name:58s} {seconds_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
+        out.write(f"  {name:{max(58, width)}s} {seconds_text(sec):>10}  {share_text(sec, est.step_seconds):>5}\n")
     if est.hidden:
         out.write("Hidden behind compute:\n")
         for name, sec in est.hidden.items():
-            out.write(f"  {name:58s} {seconds_text(sec):>10}\n")
+            out.write(f"  {name:{max(58, width)}s} {seconds_text(sec):>10}\n")
     out.write(f"\nBottleneck: {est.bottleneck}\n")
     for caveat in caveats:
         out.write(f"caveat: {caveat}\n")
